@@ -1,0 +1,127 @@
+/**
+ * The shape every kernel tool has: a JSON-Schema parameter object the model sees, and an `execute`
+ * Effect. Failures the model can fix (file not found, bad pattern, path outside the workspace) are
+ * `ToolError`s: the kernel turns them into an error result for the model. Interruption means the
+ * job is ending (abort, timeout): a tool must release what it holds (processes, descriptors).
+ */
+import { Effect, JSONSchema, ParseResult, Schema } from "effect"
+
+/** A model-visible tool failure. `message` goes back to the model verbatim: never host secrets. */
+export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
+  message: Schema.String
+}) {}
+
+/** Side events a tool reports while it runs; the kernel stamps `seq` and `at`. */
+export type ToolEvent =
+  | {
+      readonly type: "source.read"
+      readonly tool: string
+      /** Relative to workspace.root, forward slashes. */
+      readonly path: string
+      readonly firstLine: number
+      /** null = to the end of the file. */
+      readonly lastLine: number | null
+    }
+  | {
+      readonly type: "output"
+      /** Relative to workspace.outDir, forward slashes. */
+      readonly path: string
+    }
+
+/** The canonical workspace of one job: every path is absolute and canonical (realpath), resolved once at job start. */
+export interface ResolvedWorkspace {
+  readonly root: string
+  /** Directories or files; the first entry is the default search directory. */
+  readonly readOnly: ReadonlyArray<string>
+  readonly outDir: string
+}
+
+export interface ToolContext {
+  readonly workspace: ResolvedWorkspace
+  /** Report a side event (source.read, output). */
+  readonly emit: (event: ToolEvent) => Effect.Effect<void>
+  /** Tell the idle watchdog the tool is making progress (output arrived, a file was read). */
+  readonly progress: () => void
+  /** Milliseconds left before the job's `timeoutSec` deadline; a tool never plans beyond it. */
+  readonly remainingMs: () => number
+}
+
+/** What a tool hands back to the model. */
+export interface ToolOutput {
+  readonly text: string
+}
+
+export interface KernelTool {
+  readonly name: string
+  readonly description: string
+  /** Plain JSON Schema (type: "object" at the root, no $ref root, no $schema). */
+  readonly parameters: Record<string, unknown>
+  /**
+   * For process tools: the exact string `denyCommandPatterns` are matched against (the `bash -c`
+   * command for shell, the joined argv for git). The kernel checks it before the call runs.
+   */
+  readonly commandOf?: (args: Record<string, unknown>) => string
+  /**
+   * Runs one call with arguments already validated against `parameters` by the kernel.
+   * Must not throw: every failure is a `ToolError`.
+   */
+  readonly execute: (args: Record<string, unknown>, ctx: ToolContext) => Effect.Effect<ToolOutput, ToolError>
+}
+
+/**
+ * Builds a `KernelTool` from an Effect Schema of its arguments: the JSON Schema the model sees is
+ * derived from it (root inlined, `$schema` stripped), and every call is decoded with it, so invalid
+ * arguments come back to the model as one error listing each problem with its path.
+ */
+export const defineTool = <A, I extends Record<string, unknown>>(def: {
+  readonly name: string
+  readonly description: string
+  readonly params: Schema.Schema<A, I>
+  readonly commandOf?: (args: A) => string
+  readonly execute: (args: A, ctx: ToolContext) => Effect.Effect<ToolOutput, ToolError>
+}): KernelTool => {
+  const decode = Schema.decodeUnknownEither(def.params, { errors: "all", onExcessProperty: "error" })
+  const parameters = toolJsonSchema(def.params)
+  const decodeOrFail = (args: Record<string, unknown>) => {
+    const r = decode(args)
+    if (r._tag === "Right") return Effect.succeed(r.right)
+    const problems = ParseResult.ArrayFormatter.formatErrorSync(r.left)
+      .map((p) => `  - ${p.path.length === 0 ? "(arguments)" : p.path.join(".")}: ${p.message}`)
+      .join("\n")
+    return Effect.fail(new ToolError({ message: `Invalid arguments for tool "${def.name}":\n${problems}` }))
+  }
+  const commandOf = def.commandOf
+  return {
+    name: def.name,
+    description: def.description,
+    parameters,
+    ...(commandOf === undefined
+      ? {}
+      : {
+          commandOf: (args: Record<string, unknown>) => {
+            const r = decode(args)
+            // Undecodable arguments never run, so the deny check sees the raw JSON instead.
+            return r._tag === "Right" ? commandOf(r.right) : JSON.stringify(args)
+          }
+        }),
+    execute: (args, ctx) => Effect.flatMap(decodeOrFail(args), (a) => def.execute(a, ctx))
+  }
+}
+
+/**
+ * JSON Schema for a tool's arguments, shaped for every provider: an object root with every `$ref`
+ * inlined (Anthropic drops a `$ref` root, some gateways reject `$defs`) and no `$schema`.
+ */
+export const toolJsonSchema = (schema: Schema.Schema.Any): Record<string, unknown> => {
+  const { $schema: _schema, $defs, ...root } = JSONSchema.make(schema) as unknown as Record<string, unknown>
+  const defs = ($defs ?? {}) as Record<string, unknown>
+  const inline = (node: unknown, depth: number): unknown => {
+    if (Array.isArray(node)) return node.map((n) => inline(n, depth))
+    if (node === null || typeof node !== "object") return node
+    const { $ref, ...rest } = node as Record<string, unknown>
+    const target = typeof $ref === "string" && depth < 32 ? defs[$ref.replace("#/$defs/", "")] : undefined
+    const merged: Record<string, unknown> = target === undefined ? rest : { ...(target as object), ...rest }
+    return Object.fromEntries(Object.entries(merged).map(([k, v]) => [k, inline(v, depth + 1)]))
+  }
+  return inline(root, 0) as Record<string, unknown>
+}

@@ -1,0 +1,54 @@
+/**
+ * The runtime's public face: start a job, watch its events, await its one outcome, abort it.
+ * An orchestrator gets an `AgentRuntime` from the kernel layer; the job child is one consumer.
+ */
+import { Context, Effect, Schema, Stream } from "effect"
+import type { FailureReason, JobEvent } from "./JobEvent.ts"
+import { JobSpec } from "./JobSpec.ts"
+import { Problem } from "./Problem.ts"
+import { ProviderConfig } from "./ProviderConfig.ts"
+
+/** The job was not started: every problem of the spec at once. */
+export class JobRefused extends Schema.TaggedError<JobRefused>()("JobRefused", {
+  problems: Schema.Array(Problem)
+}) {
+  override get message(): string {
+    return this.problems.map((p) => `${p.path}: ${p.message}`).join("; ")
+  }
+}
+
+export type JobOutcome =
+  | { readonly _tag: "Completed"; readonly summary: string }
+  | { readonly _tag: "Failed"; readonly reason: FailureReason; readonly message: string }
+
+export interface JobHandle {
+  readonly id: string
+  /** Every event of the job in `seq` order, ending with the terminal event. Single consumer. */
+  readonly events: Stream.Stream<JobEvent>
+  /** Completes once, after the terminal event was emitted and every child process is dead. */
+  readonly result: Effect.Effect<JobOutcome>
+  /** Ends the job as `aborted` (idempotent; no effect once the job has ended). */
+  readonly abort: Effect.Effect<void>
+}
+
+/** The job child's stdin document (ARCHITECTURE §5). */
+export const JobEnvelope = Schema.Struct({
+  job: Schema.Unknown,
+  providers: Schema.Array(ProviderConfig),
+  services: Schema.optionalWith(Schema.Struct({ url: Schema.String, token: Schema.String }), { exact: true })
+})
+export type JobEnvelope = typeof JobEnvelope.Type
+
+export class AgentRuntime extends Context.Tag("contract/AgentRuntime")<
+  AgentRuntime,
+  {
+    /**
+     * Validates `job` (an untrusted document) and starts it. Refuses with every problem at once:
+     * schema problems, unknown tools, invalid deny patterns, missing workspace paths, overlapping
+     * outDir, an unknown provider or model.
+     */
+    readonly start: (job: unknown) => Effect.Effect<JobHandle, JobRefused>
+  }
+>() {}
+
+export { JobSpec }

@@ -1,0 +1,59 @@
+/** The job contract: what one agent job is given (spec "Job spec"). */
+import { Schema } from "effect"
+import { AgentDefinition, ThinkingLevel } from "./AgentDefinition.ts"
+
+const NonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
+
+const Count = Schema.Number.pipe(
+  Schema.filter((n) => (Number.isInteger(n) && n >= 0 ? undefined : `must be a non-negative integer, got ${n}`))
+)
+
+export const Limits = Schema.Struct({
+  timeoutSec: Schema.Number.pipe(
+    Schema.filter((n) => (Number.isFinite(n) && n > 0 ? undefined : `must be a positive number of seconds, got ${n}`))
+  ),
+  /** Stalled model/tool watchdog; 0 = off. */
+  idleTimeoutSec: Schema.optionalWith(
+    Schema.Number.pipe(
+      Schema.filter((n) => (Number.isFinite(n) && n >= 0 ? undefined : `must be 0 (off) or a positive number of seconds, got ${n}`))
+    ),
+    { exact: true }
+  ),
+  maxTurns: Schema.optionalWith(Count, { exact: true }),
+  maxCostUsd: Schema.optionalWith(
+    Schema.Number.pipe(Schema.filter((n) => (Number.isFinite(n) && n >= 0 ? undefined : `must not be negative, got ${n}`))),
+    { exact: true }
+  )
+})
+export type Limits = typeof Limits.Type
+
+export const Workspace = Schema.Struct({
+  root: NonEmpty,
+  readOnly: Schema.Array(NonEmpty).pipe(Schema.minItems(1, { message: () => "must name at least one directory" })),
+  outDir: NonEmpty
+})
+export type Workspace = typeof Workspace.Type
+
+export const McpServer = Schema.Struct({
+  name: NonEmpty,
+  url: NonEmpty,
+  headers: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { exact: true }),
+  timeoutSec: Schema.optionalWith(Schema.Number, { exact: true }),
+  allowedTools: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
+})
+
+export const JobSpec = Schema.Struct({
+  agent: AgentDefinition,
+  task: NonEmpty,
+  model: Schema.Struct({
+    provider: NonEmpty,
+    id: NonEmpty,
+    thinking: Schema.optionalWith(ThinkingLevel, { exact: true })
+  }),
+  workspace: Workspace,
+  limits: Limits,
+  mcp: Schema.optionalWith(Schema.Struct({ servers: Schema.Array(McpServer) }), { exact: true }),
+  /** Opaque correlation data, echoed on job.started, never shown to the agent. */
+  metadata: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { exact: true })
+})
+export type JobSpec = typeof JobSpec.Type

@@ -1,0 +1,78 @@
+/**
+ * The kernel's typed errors, one per way a job can fail, and the one exhaustive map from error to
+ * the spec's `job.failed` reason. A new tag without a case here is a compile error.
+ */
+import { Schema } from "effect"
+import type { FailureReason } from "../contract/JobEvent.ts"
+
+/** The model provider failed (HTTP error, bad stream), or answered with nothing usable. */
+export class LlmFailed extends Schema.TaggedError<LlmFailed>()("LlmFailed", { message: Schema.String }) {}
+/** The conversation no longer fits the model's context window. */
+export class ContextOverflow extends Schema.TaggedError<ContextOverflow>()("ContextOverflow", {
+  message: Schema.String
+}) {}
+/** `timeoutSec` passed, or nothing made progress for `idleTimeoutSec`. */
+export class JobTimedOut extends Schema.TaggedError<JobTimedOut>()("JobTimedOut", {
+  limit: Schema.Literal("timeoutSec", "idleTimeoutSec"),
+  seconds: Schema.Number
+}) {
+  override get message(): string {
+    return this.limit === "timeoutSec"
+      ? `the job exceeded timeoutSec (${this.seconds} s)`
+      : `no model or tool progress for idleTimeoutSec (${this.seconds} s)`
+  }
+}
+export class TurnLimitReached extends Schema.TaggedError<TurnLimitReached>()("TurnLimitReached", {
+  maxTurns: Schema.Number
+}) {
+  override get message(): string {
+    return `the job reached maxTurns (${this.maxTurns}) before the model finished`
+  }
+}
+export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("BudgetExceeded", {
+  costUsd: Schema.Number,
+  maxCostUsd: Schema.Number
+}) {
+  override get message(): string {
+    return `the job spent $${this.costUsd.toFixed(6)}, over maxCostUsd ($${this.maxCostUsd})`
+  }
+}
+/** The loop guard stopped the job; `message` is the spec's "stopped: …" sentence. */
+export class LoopDetected extends Schema.TaggedError<LoopDetected>()("LoopDetected", { message: Schema.String }) {}
+/** `abort()`, SIGTERM or SIGINT. */
+export class JobAborted extends Schema.TaggedError<JobAborted>()("JobAborted", {}) {
+  override get message(): string {
+    return "the job was aborted"
+  }
+}
+
+export type KernelError =
+  | LlmFailed
+  | ContextOverflow
+  | JobTimedOut
+  | TurnLimitReached
+  | BudgetExceeded
+  | LoopDetected
+  | JobAborted
+
+export const failureReason = (e: KernelError): FailureReason => {
+  switch (e._tag) {
+    case "LlmFailed":
+      return "error"
+    case "ContextOverflow":
+      return "context-overflow"
+    case "JobTimedOut":
+      return "timeout"
+    case "TurnLimitReached":
+      return "max-turns"
+    case "BudgetExceeded":
+      return "budget"
+    case "LoopDetected":
+      return "loop"
+    case "JobAborted":
+      return "aborted"
+  }
+}
+
+/** What a defect (a bug, not a failure) tells the outside: nothing about the inside. */
+export const DEFECT_MESSAGE = "internal kernel error"

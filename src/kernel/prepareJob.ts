@@ -1,0 +1,126 @@
+/**
+ * Turns an untrusted job document into a job the loop can run, or refuses it with every problem at
+ * once: schema problems, deny patterns that re2js cannot compile, workspace paths that are missing
+ * or overlap, an unknown provider or model, tools this runtime cannot create.
+ */
+import type { Api, Model } from "@earendil-works/pi-ai"
+import { Effect, Either } from "effect"
+import { stat, realpath } from "node:fs/promises"
+import { sep } from "node:path"
+import { KERNEL_TOOLS, MCP_GRANT } from "../contract/AgentDefinition.ts"
+import { JobRefused } from "../contract/AgentRuntime.ts"
+import { JobSpec, Workspace as JobSpecWorkspace } from "../contract/JobSpec.ts"
+import { decodeAll, type Problem } from "../contract/Problem.ts"
+import { validateDenyPattern } from "../tools/denyPatterns.ts"
+import type { ResolvedWorkspace } from "../tools/Tool.ts"
+import type { JobModels } from "./PiAiModels.ts"
+import { supportedThinking } from "./PiAiModels.ts"
+import { chooseThinking, type ThinkingChoice } from "./thinking.ts"
+
+/** Kernel tools this runtime can create today; the rest of KERNEL_TOOLS is refused by name. */
+export const AVAILABLE_TOOLS: ReadonlyArray<string> = ["read", "ls", "grep", "find", "write", "edit", "shell", "git"]
+
+export interface PreparedJob {
+  readonly spec: JobSpec
+  readonly workspace: ResolvedWorkspace
+  readonly model: Model<Api>
+  readonly thinking: ThinkingChoice
+  /** Tool names the agent gets, in a stable order (the prompt prefix depends on it). */
+  readonly toolNames: ReadonlyArray<string>
+}
+
+const inside = (p: string, root: string) => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep)
+
+type Kind = "directory" | "directory or file"
+const canonical = async (path: string, kind: Kind, at: string, problems: Array<Problem>): Promise<string | undefined> => {
+  try {
+    const real = await realpath(path)
+    const st = await stat(real)
+    if (kind === "directory" ? st.isDirectory() : st.isDirectory() || st.isFile()) return real
+    problems.push({ path: at, message: `must be a ${kind}` })
+  } catch {
+    // The message never echoes the host path back: the caller knows what it sent.
+    problems.push({ path: at, message: `${kind} does not exist or cannot be read` })
+  }
+  return undefined
+}
+
+const resolveWorkspace = async (ws: JobSpec["workspace"], problems: Array<Problem>) => {
+  const root = await canonical(ws.root, "directory", "workspace.root", problems)
+  const readOnly: Array<string> = []
+  for (const [i, entry] of ws.readOnly.entries()) {
+    const kind: Kind = i === 0 ? "directory" : "directory or file"
+    const real = await canonical(entry, kind, `workspace.readOnly.${i}`, problems)
+    if (real !== undefined) readOnly.push(real)
+  }
+  const outDir = await canonical(ws.outDir, "directory", "workspace.outDir", problems)
+  if (outDir !== undefined) {
+    readOnly.forEach((ro, i) => {
+      if (inside(outDir, ro) || inside(ro, outDir)) {
+        problems.push({ path: "workspace.outDir", message: `overlaps the read-only entry workspace.readOnly.${i}` })
+      }
+    })
+  }
+  return root !== undefined && outDir !== undefined && readOnly.length === ws.readOnly.length
+    ? { root, readOnly, outDir }
+    : undefined
+}
+
+/** Reads a nested field of an untrusted document, or undefined. */
+const pluck = (doc: unknown, ...keys: ReadonlyArray<string>): unknown =>
+  keys.reduce<unknown>((v, k) => (v !== null && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), doc)
+const strings = (v: unknown): ReadonlyArray<string> | undefined =>
+  Array.isArray(v) && v.every((x) => typeof x === "string") ? (v as ReadonlyArray<string>) : undefined
+
+/** Names the schema accepts but this runtime cannot create yet (unknown names are schema problems). */
+const toolProblems = (job: unknown): Array<Problem> => {
+  const problems: Array<Problem> = []
+  const servers = pluck(job, "mcp", "servers")
+  const serverNames = Array.isArray(servers) ? servers.map((s) => pluck(s, "name")) : []
+  strings(pluck(job, "agent", "tools"))?.forEach((name, i) => {
+    const path = `agent.tools.${i}`
+    const mcp = MCP_GRANT.exec(name)
+    if (mcp !== null) {
+      problems.push({
+        path,
+        message: serverNames.includes(mcp[1])
+          ? "MCP tools are not available in this runtime version yet"
+          : `MCP server "${mcp[1]}" is not among the job's mcp.servers`
+      })
+    } else if ((KERNEL_TOOLS as ReadonlyArray<string>).includes(name) && !AVAILABLE_TOOLS.includes(name)) {
+      problems.push({ path, message: `tool "${name}" is not available in this runtime version yet` })
+    }
+  })
+  return problems
+}
+
+/**
+ * Every problem of `job` at once, or the prepared job. The checks beyond the schema run on whatever
+ * part of the document is well-formed, so one refusal lists schema and workspace problems together.
+ */
+export const prepareJob = (job: unknown, jobModels: JobModels): Effect.Effect<PreparedJob, JobRefused> =>
+  Effect.gen(function* () {
+    const decoded = decodeAll(JobSpec)(job)
+    const problems: Array<Problem> = Either.isLeft(decoded) ? [...decoded.left] : []
+    problems.push(...toolProblems(job))
+    strings(pluck(job, "agent", "denyCommandPatterns"))?.forEach((pattern, i) => {
+      const message = validateDenyPattern(pattern)
+      if (message !== undefined) problems.push({ path: `agent.denyCommandPatterns.${i}`, message })
+    })
+    const ws = decodeAll(JobSpecWorkspace)(pluck(job, "workspace"))
+    const workspace = Either.isRight(ws) ? yield* Effect.promise(() => resolveWorkspace(ws.right, problems)) : undefined
+    const provider = pluck(job, "model", "provider")
+    const id = pluck(job, "model", "id")
+    const model = typeof provider === "string" && typeof id === "string" ? jobModels.find(provider, id) : undefined
+    if (model === undefined && typeof provider === "string" && typeof id === "string" && provider !== "" && id !== "") {
+      problems.push({ path: "model", message: `no model "${id}" in a provider config with id "${provider}"` })
+    }
+    if (problems.length > 0 || Either.isLeft(decoded) || workspace === undefined || model === undefined) {
+      return yield* Effect.fail(new JobRefused({ problems }))
+    }
+    const spec = decoded.right
+    const requested = spec.model.thinking ?? spec.agent.thinking ?? "off"
+    const granted = spec.agent.tools ?? AVAILABLE_TOOLS
+    const toolNames = KERNEL_TOOLS.filter((t) => granted.includes(t))
+    return { spec, workspace, model, thinking: chooseThinking(requested, supportedThinking(model)), toolNames }
+  })

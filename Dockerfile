@@ -8,6 +8,7 @@ COPY package.json bun.lock bunfig.toml tsconfig.json ./
 RUN bun install --frozen-lockfile --production
 COPY src ./src
 ENV HOST=0.0.0.0 PORT=7777 KINTSUGI_DATA_DIR=/data
+RUN mkdir -p /data && chown node /data
 VOLUME /data
 EXPOSE 7777
 HEALTHCHECK CMD node -e "fetch('http://127.0.0.1:7777/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"

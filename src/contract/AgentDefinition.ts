@@ -3,7 +3,8 @@ import { Schema } from "effect"
 
 export const THINKING_LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh", "max"] as const
 export const ThinkingLevel = Schema.Literal(...THINKING_LEVELS).annotations({
-  message: () => `must be one of ${THINKING_LEVELS.join(", ")}`
+  // override: one message for the union, not one "Expected …" per member.
+  message: () => ({ message: `must be one of ${THINKING_LEVELS.join(", ")}`, override: true })
 })
 export type ThinkingLevel = typeof ThinkingLevel.Type
 
@@ -32,16 +33,25 @@ const ToolName = Schema.String.pipe(
   )
 )
 
-const Skills = Schema.Array(Skill).pipe(
-  Schema.filter((skills) => {
-    const seen = new Set<string>()
-    const issues: Array<Schema.FilterIssue> = []
-    skills.forEach((s, i) => {
-      if (seen.has(s.name)) issues.push({ path: [i, "name"], message: `duplicate skill name "${s.name}"` })
-      seen.add(s.name)
-    })
-    return issues
+/**
+ * Duplicate skill names in an untrusted list. Kept outside the schema so it also runs when another
+ * skill is malformed (a schema filter on the array only runs once every element decodes).
+ */
+export const duplicateSkillProblems = (skills: unknown, basePath: string): Array<{ path: string; message: string }> => {
+  if (!Array.isArray(skills)) return []
+  const seen = new Set<string>()
+  const problems: Array<{ path: string; message: string }> = []
+  skills.forEach((s: unknown, i) => {
+    const name = s !== null && typeof s === "object" ? (s as Record<string, unknown>)["name"] : undefined
+    if (typeof name !== "string") return
+    if (seen.has(name)) problems.push({ path: `${basePath}.${i}.name`, message: `duplicate skill name "${name}"` })
+    seen.add(name)
   })
+  return problems
+}
+
+const Skills = Schema.Array(Skill).pipe(
+  Schema.filter((skills) => duplicateSkillProblems(skills, "").length === 0 || "skill names must be unique")
 )
 
 export const AgentDefinition = Schema.Struct({

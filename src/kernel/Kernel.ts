@@ -8,7 +8,6 @@ import { Cause, Deferred, Duration, Effect, Exit, Layer, Option, Queue, Stream }
 import { AgentRuntime, JobRefused, type JobHandle, type JobOutcome } from "../contract/AgentRuntime.ts"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import type { ProviderConfig } from "../contract/ProviderConfig.ts"
-import { compileDenyPatterns } from "../tools/denyPatterns.ts"
 import { ProcessRunner, ProcessRunnerLive } from "../tools/ProcessRunner.ts"
 import { createKernelTools } from "../tools/registry.ts"
 import { agentLoop } from "./agentLoop.ts"
@@ -70,7 +69,6 @@ const runPrepared = (
     const progress = () => {
       last = Date.now()
     }
-    const deny = compileDenyPatterns(spec.agent.denyCommandPatterns ?? [])
     const loop = Effect.gen(function* () {
       const runner = yield* ProcessRunner
       return yield* agentLoop({
@@ -78,7 +76,7 @@ const runPrepared = (
         job: prepared,
         jobModels,
         tools: createKernelTools(prepared.toolNames, runner),
-        deny,
+        deny: prepared.deny,
         sink,
         spans,
         jobSpanId,

@@ -7,11 +7,11 @@ import type { Api, Model } from "@earendil-works/pi-ai"
 import { Effect, Either } from "effect"
 import { stat, realpath } from "node:fs/promises"
 import { sep } from "node:path"
-import { KERNEL_TOOLS, MCP_GRANT } from "../contract/AgentDefinition.ts"
+import { duplicateSkillProblems, KERNEL_TOOLS, MCP_GRANT } from "../contract/AgentDefinition.ts"
 import { JobRefused } from "../contract/AgentRuntime.ts"
 import { JobSpec, Workspace as JobSpecWorkspace } from "../contract/JobSpec.ts"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
-import { validateDenyPattern } from "../tools/denyPatterns.ts"
+import { compileDenyPatterns, type DenyMatcher } from "../tools/denyPatterns.ts"
 import type { ResolvedWorkspace } from "../tools/Tool.ts"
 import type { JobModels } from "./PiAiModels.ts"
 import { supportedThinking } from "./PiAiModels.ts"
@@ -27,6 +27,8 @@ export interface PreparedJob {
   readonly thinking: ThinkingChoice
   /** Tool names the agent gets, in a stable order (the prompt prefix depends on it). */
   readonly toolNames: ReadonlyArray<string>
+  /** The agent's denyCommandPatterns, compiled with re2js. */
+  readonly deny: DenyMatcher
 }
 
 const inside = (p: string, root: string) => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep)
@@ -101,12 +103,15 @@ const toolProblems = (job: unknown): Array<Problem> => {
 export const prepareJob = (job: unknown, jobModels: JobModels): Effect.Effect<PreparedJob, JobRefused> =>
   Effect.gen(function* () {
     const decoded = decodeAll(JobSpec)(job)
-    const problems: Array<Problem> = Either.isLeft(decoded) ? [...decoded.left] : []
+    const problems: Array<Problem> = Either.isLeft(decoded)
+      ? decoded.left.filter((p) => p.message !== "skill names must be unique")
+      : []
+    problems.push(...duplicateSkillProblems(pluck(job, "agent", "skills"), "agent.skills"))
     problems.push(...toolProblems(job))
-    strings(pluck(job, "agent", "denyCommandPatterns"))?.forEach((pattern, i) => {
-      const message = validateDenyPattern(pattern)
-      if (message !== undefined) problems.push({ path: `agent.denyCommandPatterns.${i}`, message })
-    })
+    const compiled = compileDenyPatterns(strings(pluck(job, "agent", "denyCommandPatterns")) ?? [])
+    if (Either.isLeft(compiled)) {
+      for (const p of compiled.left) problems.push({ path: `agent.denyCommandPatterns.${p.index}`, message: p.message })
+    }
     const ws = decodeAll(JobSpecWorkspace)(pluck(job, "workspace"))
     const workspace = Either.isRight(ws) ? yield* Effect.promise(() => resolveWorkspace(ws.right, problems)) : undefined
     const provider = pluck(job, "model", "provider")
@@ -115,12 +120,12 @@ export const prepareJob = (job: unknown, jobModels: JobModels): Effect.Effect<Pr
     if (model === undefined && typeof provider === "string" && typeof id === "string" && provider !== "" && id !== "") {
       problems.push({ path: "model", message: `no model "${id}" in a provider config with id "${provider}"` })
     }
-    if (problems.length > 0 || Either.isLeft(decoded) || workspace === undefined || model === undefined) {
+    if (problems.length > 0 || Either.isLeft(decoded) || Either.isLeft(compiled) || workspace === undefined || model === undefined) {
       return yield* Effect.fail(new JobRefused({ problems }))
     }
     const spec = decoded.right
     const requested = spec.model.thinking ?? spec.agent.thinking ?? "off"
     const granted = spec.agent.tools ?? AVAILABLE_TOOLS
     const toolNames = KERNEL_TOOLS.filter((t) => granted.includes(t))
-    return { spec, workspace, model, thinking: chooseThinking(requested, supportedThinking(model)), toolNames }
+    return { spec, workspace, model, thinking: chooseThinking(requested, supportedThinking(model)), toolNames, deny: compiled.right }
   })

@@ -1,0 +1,60 @@
+/**
+ * Process tool overhead: one `shell` call (`true`) through the runner vs a bare Bun.spawn, a `git`
+ * call vs bare git, and the runner's peak RSS while a command floods 1 GB of output. Not a test.
+ */
+import { Effect } from "effect"
+import { mkdtempSync, realpathSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { createProcessRunner } from "../src/tools/ProcessRunner.ts"
+import { makeGitTool } from "../src/tools/git.ts"
+import { makeShellTool } from "../src/tools/shell.ts"
+import type { ToolContext } from "../src/tools/Tool.ts"
+
+const RUNS = 50
+const root = realpathSync(mkdtempSync(join(tmpdir(), "bench-shell-")))
+const runner = createProcessRunner()
+const shell = makeShellTool(runner)
+const git = makeGitTool(runner)
+const ctx: ToolContext = {
+  workspace: { root, readOnly: [root], outDir: root },
+  emit: () => Effect.void,
+  progress: () => {},
+  remainingMs: () => 600_000
+}
+
+const median = async (f: () => Promise<unknown>): Promise<number> => {
+  await f() // warm-up
+  const times: Array<number> = []
+  for (let i = 0; i < RUNS; i++) {
+    const t = performance.now()
+    await f()
+    times.push(performance.now() - t)
+  }
+  times.sort((a, b) => a - b)
+  return times[Math.floor(times.length / 2)] ?? Number.NaN
+}
+const bare = async (argv: Array<string>) => {
+  const p = Bun.spawn(argv, { cwd: root, stdout: "pipe", stderr: "pipe", stdin: "ignore" })
+  await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
+}
+const row = (label: string, ms: number) => console.log(`${label.padEnd(44)} ${ms.toFixed(2).padStart(8)} ms`)
+
+Bun.spawnSync(["git", "init", "-q"], { cwd: root })
+console.log(`median of ${RUNS} runs each, ${process.platform} ${process.arch}, Bun ${Bun.version}`)
+row("bare Bun.spawn(['bash','-c','true'])", await median(() => bare(["bash", "-c", "true"])))
+row("shell tool { command: 'true' } via runner", await median(() => Effect.runPromise(shell.execute({ command: "true" }, ctx))))
+row("bare git rev-parse --is-inside-work-tree", await median(() => bare(["git", "rev-parse", "--is-inside-work-tree"])))
+row("git tool rev-parse --is-inside-work-tree", await median(() => Effect.runPromise(git.execute({ args: ["rev-parse", "--is-inside-work-tree"] }, ctx))))
+
+Bun.gc(true)
+const before = process.memoryUsage().rss
+let peak = before
+const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 10)
+const t = performance.now()
+const flood = await Effect.runPromise(shell.execute({ command: "yes | head -c 1G", timeoutSec: 600 }, ctx))
+clearInterval(sampler)
+const mb = (n: number) => `${(n / 1024 / 1024).toFixed(0)} MB`
+console.log(`1 GiB flood (yes | head -c 1G): ${((performance.now() - t) / 1000).toFixed(1)} s, RSS before ${mb(before)}, peak ${mb(peak)} (+${mb(peak - before)}), result ${flood.text.length} chars`)
+await Effect.runPromise(runner.killAll)
+rmSync(root, { recursive: true, force: true })

@@ -1,0 +1,229 @@
+/**
+ * The process runner: one argv process per call (never a shell of its own) in a new session and
+ * process group, with an allowlisted environment, stdin on /dev/null, bounded output capture, a
+ * timeout, and a kill-tree that runs on exit, on timeout and on Effect interruption alike.
+ */
+import { Context, Effect, Layer, type Scope } from "effect"
+import { randomBytes } from "node:crypto"
+import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "./limits.ts"
+import { OutputCapture } from "./outputCapture.ts"
+import { ProcessTree, RUN_TOKEN_VAR, scanProcesses } from "./processTree.ts"
+import { makeGitTool } from "./git.ts"
+import { makeShellTool } from "./shell.ts"
+import { type KernelTool, ToolError } from "./Tool.ts"
+
+/** The only PATH a process sees; argv[0] is resolved on it too. */
+export const SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+/** Time between SIGTERM and SIGKILL. */
+export const KILL_GRACE_MS = 500
+/** How long the pipes may stay open after the direct child exited (a background job holds them). */
+export const DRAIN_MS = 250
+/** How often running trees are snapshotted, so a `setsid` grandchild is known before its parent dies. */
+const TRACK_INTERVAL_MS = 100
+// Room the tools need around the captured output (status line, marker) within the shared limits.
+const CAPTURE_BYTES = MAX_OUTPUT_BYTES - 256
+const CAPTURE_LINES = MAX_OUTPUT_LINES - 4
+
+export interface RunRequest {
+  /** argv[0] without a slash is looked up on SAFE_PATH; nothing is ever interpreted by a shell here. */
+  readonly argv: readonly [string, ...Array<string>]
+  /** Working directory; the kernel passes workspace.root. */
+  readonly cwd: string
+  /** Hard limit; on expiry the whole tree is killed and `timedOut` is true. */
+  readonly timeoutMs: number
+  /** HOME for the process; defaults to `cwd`. */
+  readonly home?: string
+  /** Extra variables (e.g. GIT_CONFIG_NOSYSTEM); they never override the base allowlist. */
+  readonly env?: Readonly<Record<string, string>>
+  /** Called whenever output arrives (the idle watchdog's progress signal). */
+  readonly onOutput?: () => void
+}
+
+export interface RunResult {
+  /** null when the process was ended by a signal. */
+  readonly exitCode: number | null
+  readonly signal?: string
+  readonly timedOut: boolean
+  /** stdout and stderr merged in arrival order, head + tail within the output limits. */
+  readonly output: string
+  readonly truncated: boolean
+}
+
+export interface ProcessRunnerShape {
+  /**
+   * Runs one process to completion and sweeps its tree (group, session, descendants, token
+   * carriers) before succeeding. Fails only when the process cannot start (`ToolError`).
+   * Interruption kills the tree and waits for it before the interruption completes.
+   */
+  readonly run: (req: RunRequest) => Effect.Effect<RunResult, ToolError>
+  /** Kills every tree still running; returns the pids that survived SIGKILL (normally none). */
+  readonly killAll: Effect.Effect<ReadonlyArray<number>>
+  /** Number of runs in flight. */
+  readonly active: () => number
+}
+
+export class ProcessRunner extends Context.Tag("tools/ProcessRunner")<ProcessRunner, ProcessRunnerShape>() {}
+
+/** The complete environment of a process: these variables, the request's extras, nothing inherited. */
+export const baseEnvironment = (home: string, token: string): Record<string, string> => ({
+  PATH: SAFE_PATH,
+  HOME: home,
+  LANG: "C.UTF-8",
+  TERM: "dumb",
+  TZ: "UTC",
+  [RUN_TOKEN_VAR]: token
+})
+
+interface Running {
+  readonly tree: ProcessTree
+  /** Kill-tree; calls are serialized, each one sweeps again. */
+  readonly kill: () => Promise<ReadonlyArray<number>>
+  /** Settles once the direct child exited, the tree is swept and both pipes are closed or cancelled. */
+  readonly done: Promise<RunResult>
+  readonly settled: () => boolean
+}
+
+const settleWithin = (p: Promise<unknown>, ms: number): Promise<boolean> => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  return Promise.race([
+    p.then(() => true),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms)
+    })
+  ]).finally(() => clearTimeout(timer))
+}
+
+const start = (req: RunRequest): Running => {
+  const [cmd, ...rest] = req.argv
+  const exe = cmd.includes("/") ? cmd : Bun.which(cmd, { PATH: SAFE_PATH })
+  if (exe === null) throw new Error(`${cmd}: not found on ${SAFE_PATH}`)
+  const token = randomBytes(12).toString("hex")
+  const proc = Bun.spawn([exe, ...rest], {
+    cwd: req.cwd,
+    env: { ...req.env, ...baseEnvironment(req.home ?? req.cwd, token) },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    detached: true
+  })
+  const tree = new ProcessTree(proc.pid, token)
+  const capture = new OutputCapture(CAPTURE_BYTES, CAPTURE_LINES)
+  const readers: Array<{ readonly cancel: () => Promise<void> }> = []
+  const pump = async (stream: ReadableStream<Uint8Array>): Promise<void> => {
+    const reader = stream.getReader()
+    readers.push(reader)
+    try {
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) return
+        capture.push(value)
+        req.onOutput?.()
+      }
+    } catch {
+      // A cancelled or broken pipe ends the capture; what arrived so far is kept.
+    }
+  }
+  const drained = Promise.all([pump(proc.stdout), pump(proc.stderr)])
+
+  let killing: Promise<ReadonlyArray<number>> = Promise.resolve([])
+  const kill = () => (killing = killing.then(() => tree.kill(KILL_GRACE_MS)))
+  let timedOut: boolean = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    void kill()
+  }, Math.max(0, req.timeoutMs))
+
+  let settled = false
+  const done = (async (): Promise<RunResult> => {
+    await proc.exited
+    clearTimeout(timer)
+    await settleWithin(drained, DRAIN_MS)
+    // Always swept, also after a clean exit: `sleep 300 &` must not outlive the call.
+    await kill()
+    if (!(await settleWithin(drained, DRAIN_MS))) {
+      // Something we could not kill still holds a pipe: stop reading rather than hang.
+      await Promise.allSettled(readers.map((r) => r.cancel()))
+      await settleWithin(drained, DRAIN_MS)
+    }
+    settled = true
+    const out = capture.result()
+    const signal = proc.signalCode === null ? undefined : String(proc.signalCode)
+    return {
+      exitCode: signal === undefined ? proc.exitCode : null,
+      ...(signal === undefined ? {} : { signal }),
+      timedOut,
+      output: out.text,
+      truncated: out.truncated
+    }
+  })()
+  return { tree, kill, done, settled: () => settled }
+}
+
+/** A runner whose scope finalizer kills every tree still running. */
+export const makeProcessRunner: Effect.Effect<ProcessRunnerShape, never, Scope.Scope> = Effect.acquireRelease(
+  Effect.sync(() => createProcessRunner()),
+  (runner) => runner.killAll
+)
+
+/** A runner without a scope: the caller owns `killAll`. */
+export const createProcessRunner = (): ProcessRunnerShape => {
+  const running = new Set<Running>()
+  let tracker: ReturnType<typeof setInterval> | undefined
+  const track = () => {
+    if (running.size === 0) return
+    const procs = scanProcesses()
+    for (const r of running) r.tree.observe(procs)
+  }
+  const register = (r: Running) => {
+    running.add(r)
+    if (tracker === undefined) {
+      tracker = setInterval(track, TRACK_INTERVAL_MS)
+      tracker.unref()
+    }
+  }
+  const unregister = (r: Running) => {
+    running.delete(r)
+    if (running.size === 0 && tracker !== undefined) {
+      clearInterval(tracker)
+      tracker = undefined
+    }
+  }
+  const finish = (r: Running) =>
+    Effect.promise(async () => {
+      // Interrupted (or failed) before `done` swept the tree: kill it now and wait for the sweep.
+      if (!r.settled()) await r.kill()
+      await r.done.catch(() => undefined)
+    }).pipe(Effect.ensuring(Effect.sync(() => unregister(r))))
+
+  const run = (req: RunRequest): Effect.Effect<RunResult, ToolError> =>
+    Effect.acquireUseRelease(
+      Effect.try({
+        try: () => {
+          const r = start(req)
+          register(r)
+          return r
+        },
+        catch: (e) =>
+          new ToolError({ message: `could not start ${req.argv[0]}: ${e instanceof Error ? e.message : String(e)}` })
+      }),
+      (r) => Effect.promise(() => r.done),
+      finish
+    )
+
+  const killAll = Effect.promise(async () => {
+    const all = [...running]
+    const survivors = await Promise.all(all.map((r) => r.kill()))
+    return survivors.flat()
+  })
+
+  return { run, killAll, active: () => running.size }
+}
+
+/** The per-job runner: the kernel provides it per job, so closing the job's scope kills every tree. */
+export const ProcessRunnerLive: Layer.Layer<ProcessRunner> = Layer.scoped(ProcessRunner, makeProcessRunner)
+
+/** The process tools (shell, git) of one job, all running through `runner`. */
+export const processTools = (runner: ProcessRunnerShape): ReadonlyArray<KernelTool> => [
+  makeShellTool(runner),
+  makeGitTool(runner)
+]

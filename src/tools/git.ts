@@ -1,0 +1,167 @@
+/**
+ * The `git` kernel tool: one read-mostly git command per call, argv only, hardened so that neither
+ * the model's arguments nor the repository's own config (`.git/config`) can run code or write.
+ */
+import { Effect, Schema } from "effect"
+import { dirname } from "node:path"
+import type { ProcessRunnerShape } from "./ProcessRunner.ts"
+import { effectiveTimeoutMs, formatRunResult, TimeoutSec } from "./shell.ts"
+import { defineTool, type KernelTool, type ToolContext, ToolError } from "./Tool.ts"
+
+const NO_EXT = ["--no-ext-diff", "--no-textconv"] as const
+
+/**
+ * Allowed subcommands → flags inserted right after the subcommand. Only inspection commands: nothing
+ * that fetches, writes refs or the index, or edits. `branch` and `tag` always run in list mode (git
+ * refuses `--list` together with -d/-m/-c/--set-upstream-to, so those cannot mutate).
+ */
+export const GIT_SUBCOMMANDS: Readonly<Record<string, ReadonlyArray<string>>> = {
+  status: [], log: NO_EXT, show: NO_EXT, diff: NO_EXT, "diff-tree": NO_EXT, blame: ["--no-textconv"],
+  grep: ["--no-textconv"], "ls-files": [], "ls-tree": [], "cat-file": [], "rev-parse": [], "rev-list": [],
+  describe: [], shortlog: [], branch: ["--list"], tag: ["--list"], "show-ref": [], "for-each-ref": [],
+  "name-rev": [], "merge-base": [], "check-ignore": [], "check-attr": [], "count-objects": [], version: []
+}
+
+/**
+ * Long options refused in any spelling git accepts: exact, `--name=value`, or an abbreviation (git
+ * takes any unambiguous prefix, so every prefix of these names is refused, e.g. `--exec`, `--upload`).
+ */
+export const GIT_DENIED_LONG = [
+  "git-dir", "work-tree", "exec-path", "namespace", "super-prefix", "config-env", // global repo/exec selection
+  "output", "upload-pack", "receive-pack", "ext-diff", "textconv", "filters", // write files or run commands
+  "open-files-in-pager", "no-index", "contents", // run a pager / read files outside the repository
+  "pathspec-from-file", "exclude-from", "ignore-revs-file", "file", // read a file, echo its lines in errors
+  "ignore-submodules" // would let status/diff recurse into submodules whose config we did not vet
+] as const
+/** Short options refused as `-x` or `-xvalue` (-c/-C select config and directory when global). */
+const DENIED_SHORT = ["c", "C"] as const
+/**
+ * Letters refused anywhere in a short-option cluster of one subcommand (`-nO<pager>` is -n -O):
+ * grep -O runs a pager, grep -f / blame -S / ls-files -X read a file named by the model.
+ */
+const DENIED_IN_CLUSTER: Readonly<Record<string, string>> = { grep: "Of", blame: "S", "ls-files": "X" }
+
+/** Fixed config overrides: command-line config wins over the repository's. */
+const HARDENING = [
+  "core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat", "core.sshCommand=false",
+  "core.askPass=false", "core.attributesFile=/dev/null", "diff.external=", "log.showSignature=false",
+  "gpg.program=false", "gpg.openpgp.program=false", "gpg.x509.program=false", "gpg.ssh.program=false",
+  "protocol.allow=never", "credential.helper=", "diff.ignoreSubmodules=all", "submodule.recurse=false",
+  "status.submoduleSummary=false"
+].flatMap((kv) => ["-c", kv])
+const GLOBAL_FLAGS = ["--no-optional-locks", "--no-pager"]
+
+/** Config keys naming a command through a driver name we cannot know in advance: neutralized per call. */
+const DRIVER_COMMAND_KEY = /^(?:filter\..*\.(?:clean|smudge|process)|diff\..*\.(?:command|textconv)|merge\..*\.driver)$/s
+
+/** The environment git runs with, on top of the runner's allowlist. */
+export const gitEnvironment = (root: string): Record<string, string> => ({
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_TERMINAL_PROMPT: "0",
+  // Set and empty: no transport at all, whatever protocol.*.allow the repository config says.
+  GIT_ALLOW_PROTOCOL: "",
+  GIT_NO_LAZY_FETCH: "1",
+  GIT_OPTIONAL_LOCKS: "0",
+  GIT_PAGER: "cat",
+  GIT_ATTR_NOSYSTEM: "1",
+  // Never discover a repository above the workspace root.
+  GIT_CEILING_DIRECTORIES: dirname(root)
+})
+
+/** Why `args` are refused, or undefined when they may run. */
+export const checkGitArgs = (args: ReadonlyArray<string>): string | undefined => {
+  const sub = args[0]
+  if (sub === undefined) return "Give a subcommand, e.g. [\"status\"]."
+  if (!Object.hasOwn(GIT_SUBCOMMANDS, sub)) {
+    return `git ${sub.startsWith("-") ? "global options are" : `"${sub}" is`} not allowed; allowed subcommands: ${Object.keys(GIT_SUBCOMMANDS).join(", ")}.`
+  }
+  for (const arg of args.slice(1)) {
+    if (arg.includes("\0")) return "Arguments must not contain NUL characters."
+    if (arg.startsWith("--") && arg.length > 2) {
+      const name = arg.slice(2).split("=")[0] ?? ""
+      const hit = GIT_DENIED_LONG.find((d) => d.startsWith(name))
+      if (hit !== undefined) return `The option ${arg.split("=")[0]} (--${hit}) is not allowed in this tool.`
+    } else if (arg.startsWith("-") && arg.length > 1) {
+      const short = DENIED_SHORT.find((s) => arg.startsWith(`-${s}`))
+      if (short !== undefined) return `The option -${short} is not allowed in this tool.`
+      const letters = DENIED_IN_CLUSTER[sub]
+      if (letters !== undefined && [...letters].some((l) => arg.includes(l))) {
+        return `The options ${[...letters].map((l) => `-${l}`).join(", ")} of git ${sub} are not allowed in this tool.`
+      }
+    }
+  }
+  if (sub === "diff") {
+    // Two paths of which one lies outside the repository switch git diff to --no-index, which reads any file.
+    const outside = args.slice(1).find((a) => !a.startsWith("-") && (a.startsWith("/") || a.split("/").includes("..")))
+    if (outside !== undefined) return `git diff compares paths inside the repository only (got ${outside}).`
+  }
+  return undefined
+}
+
+/** The argv that runs: hardening first, then the subcommand, its injected flags, the model's arguments. */
+export const gitArgv = (args: ReadonlyArray<string>): [string, ...Array<string>] => {
+  const [sub = "", ...rest] = args
+  const injected = sub === "branch" && rest.includes("--show-current") ? [] : (GIT_SUBCOMMANDS[sub] ?? [])
+  return ["git", ...HARDENING, ...GLOBAL_FLAGS, sub, ...injected, ...rest]
+}
+
+const GitParams = Schema.Struct({
+  args: Schema.Array(Schema.String).pipe(
+    Schema.minItems(1),
+    Schema.annotations({
+      description: `Arguments after \`git\`, one per element, starting with the subcommand (${Object.keys(GIT_SUBCOMMANDS).join(", ")}). No shell: no quoting, globbing or pipes.`
+    })
+  ),
+  timeoutSec: Schema.optionalWith(TimeoutSec, { exact: true })
+})
+
+/** `git`: argv only, an allowlist of read-mostly subcommands, repository config vetted on every call. */
+export const makeGitTool = (runner: ProcessRunnerShape): KernelTool => {
+  const runGit = (args: ReadonlyArray<string>, ctx: ToolContext, timeoutMs: number, env: Record<string, string>) =>
+    runner.run({ argv: gitArgv(args), cwd: ctx.workspace.root, timeoutMs, env, onOutput: ctx.progress })
+
+  /** Overrides for every driver command the repository's config (with its includes) defines. */
+  const driverOverrides = (ctx: ToolContext, timeoutMs: number, env: Record<string, string>) =>
+    Effect.gen(function* () {
+      const r = yield* runGit(["config", "--name-only", "--list", "-z"], ctx, timeoutMs, env)
+      if (r.exitCode !== 0 || r.truncated) {
+        return yield* new ToolError({ message: `git refused: the repository configuration could not be checked.\n${r.output}` })
+      }
+      const keys = r.output.split("\0").filter((k) => DRIVER_COMMAND_KEY.test(k))
+      const out: Record<string, string> = { GIT_CONFIG_COUNT: String(keys.length) }
+      keys.forEach((k, i) => {
+        out[`GIT_CONFIG_KEY_${i}`] = k
+        out[`GIT_CONFIG_VALUE_${i}`] = ""
+      })
+      return out
+    })
+
+  return defineTool({
+    name: "git",
+    description:
+      "Run one read-only git command (status, log, show, diff, blame, grep, ls-files, ...) in the workspace " +
+      "root. Arguments are passed as a list without a shell. Options that select other repositories, write " +
+      "files or run external programs are refused.",
+    params: GitParams,
+    commandOf: (a) => `git ${a.args.join(" ")}`,
+    execute: (a, ctx) =>
+      Effect.gen(function* () {
+        const problem = checkGitArgs(a.args)
+        if (problem !== undefined) return yield* new ToolError({ message: problem })
+        const timeoutMs = yield* effectiveTimeoutMs(a.timeoutSec, ctx)
+        const deadline = Date.now() + timeoutMs
+        const left = () => Math.max(1, deadline - Date.now())
+        const base = gitEnvironment(ctx.workspace.root)
+        if (a.args[0] === "diff") {
+          const inside = yield* runGit(["rev-parse", "--is-inside-work-tree"], ctx, left(), base)
+          if (inside.exitCode !== 0 || inside.output.trim() !== "true") {
+            return yield* new ToolError({ message: "git diff needs a work tree: the workspace root is not inside a git repository." })
+          }
+        }
+        const overrides = yield* driverOverrides(ctx, left(), base)
+        const result = yield* runGit(a.args, ctx, left(), { ...base, ...overrides })
+        return { text: formatRunResult(result, timeoutMs) }
+      })
+  })
+}

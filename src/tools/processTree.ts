@@ -1,0 +1,165 @@
+/**
+ * Linux `/proc` bookkeeping for the process runner: which processes belong to one run (its process
+ * group, its session, every descendant seen through ppid links, every process carrying the run's
+ * environment token), and the SIGTERM → grace → SIGKILL sweep over them.
+ */
+import { readdirSync, readFileSync } from "node:fs"
+
+export interface ProcStat {
+  readonly pid: number
+  readonly ppid: number
+  readonly pgrp: number
+  readonly session: number
+  /** R, S, D, T, Z (zombie), X (dead)… */
+  readonly state: string
+  /** Clock ticks since boot: (pid, startTime) names one process even after its pid is reused. */
+  readonly startTime: string
+}
+
+/** Reads `/proc/<pid>/stat`; undefined when the process is gone (or was never visible). */
+export const readStat = (pid: number | "self"): ProcStat | undefined => {
+  let text: string
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "latin1")
+  } catch {
+    return undefined
+  }
+  // comm (field 2) may contain spaces and parentheses: split after its *last* ")".
+  const close = text.lastIndexOf(")")
+  const f = text.slice(close + 2).split(" ")
+  const num = (i: number) => Number(f[i])
+  const pidText = text.slice(0, text.indexOf(" "))
+  return { pid: Number(pidText), state: f[0] ?? "?", ppid: num(1), pgrp: num(2), session: num(3), startTime: f[19] ?? "" }
+}
+
+/** Zombies and dead entries count as gone: they hold no resources and cannot run again. */
+export const isLive = (s: ProcStat | undefined): s is ProcStat => s !== undefined && s.state !== "Z" && s.state !== "X"
+
+/** Every process visible in `/proc`, one read of each `stat`. */
+export const scanProcesses = (): ReadonlyArray<ProcStat> => {
+  const out: Array<ProcStat> = []
+  for (const name of readdirSync("/proc")) {
+    if (name.charCodeAt(0) < 48 || name.charCodeAt(0) > 57) continue
+    const s = readStat(Number(name))
+    if (s !== undefined) out.push(s)
+  }
+  return out
+}
+
+const self = readStat("self")
+const ownPid = process.pid
+const ownPgrp = self?.pgrp ?? ownPid
+const ownSession = self?.session ?? ownPid
+
+/** The environment variable every run's processes inherit; sweeping by it catches double forks. */
+export const RUN_TOKEN_VAR = "KINTSUGI_RUN"
+
+const hasToken = (pid: number, needle: string): boolean => {
+  try {
+    return `\0${readFileSync(`/proc/${pid}/environ`, "latin1")}`.includes(needle)
+  } catch {
+    return false
+  }
+}
+
+const signal = (target: number, sig: NodeJS.Signals): void => {
+  try {
+    process.kill(target, sig)
+  } catch {
+    // ESRCH (already gone) and EPERM (not ours to signal) both leave nothing for us to do.
+  }
+}
+
+/**
+ * The processes of one run. `pid` was spawned with `detached: true`, so it leads a new session and
+ * process group whose ids equal its pid.
+ */
+export class ProcessTree {
+  /** pid → startTime of every descendant ever seen. */
+  private readonly known = new Map<number, string>()
+  private readonly rootStart: string | undefined
+  private readonly needle: string
+
+  constructor(readonly pid: number, token: string) {
+    this.needle = `\0${RUN_TOKEN_VAR}=${token}\0`
+    this.rootStart = readStat(pid)?.startTime
+    if (this.rootStart !== undefined) this.known.set(pid, this.rootStart)
+  }
+
+  /** Adds every process whose parent is a known member (transitively); call it often while running. */
+  observe(procs: ReadonlyArray<ProcStat>): void {
+    const children = new Map<number, Array<ProcStat>>()
+    for (const p of procs) {
+      const list = children.get(p.ppid)
+      if (list === undefined) children.set(p.ppid, [p])
+      else list.push(p)
+    }
+    const byPid = new Map(procs.map((p) => [p.pid, p]))
+    const queue = [...this.known.keys()].filter((pid) => byPid.get(pid)?.startTime === this.known.get(pid))
+    while (queue.length > 0) {
+      const parent = queue.pop() as number
+      for (const c of children.get(parent) ?? []) {
+        if (this.known.get(c.pid) === c.startTime) continue
+        this.known.set(c.pid, c.startTime)
+        queue.push(c.pid)
+      }
+    }
+  }
+
+  /** Live members: known descendants, the session and group (unless they are ours), token carriers. */
+  private members(procs: ReadonlyArray<ProcStat>): Array<ProcStat> {
+    this.observe(procs)
+    const ours = this.groupIsOurs(procs)
+    return procs.filter(
+      (p) =>
+        isLive(p) &&
+        p.pid > 1 &&
+        p.pid !== ownPid &&
+        (this.known.get(p.pid) === p.startTime ||
+          (ours && (p.session === this.pid || p.pgrp === this.pid)) ||
+          (this.startedSince(p) && hasToken(p.pid, this.needle)))
+    )
+  }
+
+  /** Only a process started after our child can carry its token; skipping the rest halves a sweep. */
+  private startedSince(p: ProcStat): boolean {
+    return this.rootStart === undefined || Number(p.startTime) >= Number(this.rootStart)
+  }
+
+  /** Whether `kill(-pid)` may be sent: never our own group, never pid ≤ 1, never a reused pid. */
+  private groupIsOurs(procs: ReadonlyArray<ProcStat>): boolean {
+    if (this.pid <= 1 || this.pid === ownPgrp || this.pid === ownSession || this.pid === ownPid) return false
+    // Once the leader is gone its ids stay reserved while any member lives; a live process with
+    // that pid but another start time means the pid was reused and the group is not ours.
+    const leader = procs.find((p) => p.pid === this.pid)
+    return leader === undefined || (leader.startTime === this.rootStart && leader.pgrp === this.pid)
+  }
+
+  private signalAll(sig: NodeJS.Signals): number {
+    const procs = scanProcesses()
+    const members = this.members(procs)
+    if (this.groupIsOurs(procs)) signal(-this.pid, sig)
+    for (const m of members) signal(m.pid, sig)
+    return members.length
+  }
+
+  /**
+   * SIGTERM to the group and every member, up to `graceMs` for them to go, then SIGKILL, then up to
+   * `reapMs` for the kernel to finish them. Returns the pids still alive at the end (normally none).
+   */
+  async kill(graceMs: number, reapMs = 2000): Promise<ReadonlyArray<number>> {
+    if (this.signalAll("SIGTERM") === 0) return []
+    const graceEnd = Date.now() + graceMs
+    while (Date.now() < graceEnd) {
+      await Bun.sleep(20)
+      if (this.members(scanProcesses()).length === 0) return []
+    }
+    const reapEnd = Date.now() + reapMs
+    for (;;) {
+      // Repeated: a member may still fork between one SIGKILL pass and the next.
+      if (this.signalAll("SIGKILL") === 0) return []
+      if (Date.now() >= reapEnd) return this.members(scanProcesses()).map((p) => p.pid)
+      await Bun.sleep(10)
+    }
+  }
+}

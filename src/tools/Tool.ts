@@ -4,7 +4,8 @@
  * `ToolError`s: the kernel turns them into an error result for the model. Interruption means the
  * job is ending (abort, timeout): a tool must release what it holds (processes, descriptors).
  */
-import { Effect, JSONSchema, ParseResult, Schema } from "effect"
+import { Effect, JSONSchema, Schema } from "effect"
+import { problemsOf } from "../contract/Problem.ts"
 
 /** A model-visible tool failure. `message` goes back to the model verbatim: never host secrets. */
 export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
@@ -85,8 +86,8 @@ export const defineTool = <A, I extends Record<string, unknown>>(def: {
   const decodeOrFail = (args: Record<string, unknown>) => {
     const r = decode(args)
     if (r._tag === "Right") return Effect.succeed(r.right)
-    const problems = ParseResult.ArrayFormatter.formatErrorSync(r.left)
-      .map((p) => `  - ${p.path.length === 0 ? "(arguments)" : p.path.join(".")}: ${p.message}`)
+    const problems = problemsOf(r.left)
+      .map((p) => `  - ${p.path === "(root)" ? "(arguments)" : p.path}: ${p.message}`)
       .join("\n")
     return Effect.fail(new ToolError({ message: `Invalid arguments for tool "${def.name}":\n${problems}` }))
   }
@@ -110,18 +111,28 @@ export const defineTool = <A, I extends Record<string, unknown>>(def: {
 
 /**
  * JSON Schema for a tool's arguments, shaped for every provider: an object root with every `$ref`
- * inlined (Anthropic drops a `$ref` root, some gateways reject `$defs`) and no `$schema`.
+ * inlined (Anthropic drops a `$ref` root, some gateways reject `$defs`), no `$schema`, and no
+ * `title` (Effect fills it with filter names like "between(1, 600)": noise in every prompt).
  */
 export const toolJsonSchema = (schema: Schema.Schema.Any): Record<string, unknown> => {
   const { $schema: _schema, $defs, ...root } = JSONSchema.make(schema) as unknown as Record<string, unknown>
   const defs = ($defs ?? {}) as Record<string, unknown>
-  const inline = (node: unknown, depth: number): unknown => {
-    if (Array.isArray(node)) return node.map((n) => inline(n, depth))
-    if (node === null || typeof node !== "object") return node
-    const { $ref, ...rest } = node as Record<string, unknown>
-    const target = typeof $ref === "string" && depth < 32 ? defs[$ref.replace("#/$defs/", "")] : undefined
-    const merged: Record<string, unknown> = target === undefined ? rest : { ...(target as object), ...rest }
-    return Object.fromEntries(Object.entries(merged).map(([k, v]) => [k, inline(v, depth + 1)]))
+  /** A schema node: `$ref` replaced by its definition, `title` dropped, children walked. */
+  const node = (value: unknown, depth: number): unknown => {
+    if (Array.isArray(value)) return value.map((v) => node(v, depth + 1))
+    if (value === null || typeof value !== "object" || depth > 64) return value
+    const { $ref, ...own } = value as Record<string, unknown>
+    const target = typeof $ref === "string" ? defs[$ref.replace("#/$defs/", "")] : undefined
+    const { title: _title, ...merged } = { ...(target as Record<string, unknown> | undefined), ...own }
+    return Object.fromEntries(
+      Object.entries(merged).map(([k, v]) => [
+        k,
+        // `properties` maps names to schemas: its keys are field names (a field may be called "title").
+        k === "properties" && v !== null && typeof v === "object"
+          ? Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([f, s]) => [f, node(s, depth + 1)]))
+          : node(v, depth + 1)
+      ])
+    )
   }
-  return inline(root, 0) as Record<string, unknown>
+  return node(root, 0) as Record<string, unknown>
 }

@@ -1,0 +1,42 @@
+import { describe, expect, test } from "bun:test"
+import { Effect, Schema } from "effect"
+import { defineTool } from "../../src/tools/Tool.ts"
+
+const tool = defineTool({
+  name: "demo",
+  description: "demo",
+  params: Schema.Struct({
+    title: Schema.String.annotations({ description: "a field called title" }),
+    count: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 5)), { exact: true })
+  }),
+  execute: (a) => Effect.succeed({ text: `${a.title}:${a.count ?? 0}` })
+})
+
+describe("defineTool", () => {
+  test("the JSON Schema is provider-safe: object root, $ref inlined, no $schema or titles, field names kept", () => {
+    expect(tool.parameters).toEqual({
+      type: "object",
+      required: ["title"],
+      properties: {
+        title: { type: "string", description: "a field called title" },
+        count: { type: "integer", description: "a number between 1 and 5", minimum: 1, maximum: 5 }
+      },
+      additionalProperties: false
+    })
+  })
+
+  test("invalid arguments come back as one ToolError listing every problem with its path", async () => {
+    const r = await Effect.runPromise(Effect.either(tool.execute({ title: 3, count: 9, extra: true }, null as never)))
+    expect(r._tag).toBe("Left")
+    const message = r._tag === "Left" ? r.left.message : ""
+    expect(message).toContain('Invalid arguments for tool "demo"')
+    expect(message).toContain("- title: Expected string, actual 3")
+    expect(message).toContain("- count:")
+    expect(message).toContain("- extra: is unexpected")
+    expect(message).not.toContain("Expected undefined")
+  })
+
+  test("valid arguments reach execute decoded", async () => {
+    expect(await Effect.runPromise(tool.execute({ title: "t", count: 2 }, null as never))).toEqual({ text: "t:2" })
+  })
+})

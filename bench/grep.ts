@@ -27,7 +27,7 @@ const cases: ReadonlyArray<Case> = [
   { label: "literal createServer", args: { pattern: "createServer", literal: true } },
   { label: "regex function\\s+\\w+Async", args: { pattern: "function\\s+\\w+Async" } },
   { label: "regex [0-9]{3}-[0-9]{4}-[0-9]{4}", args: { pattern: "[0-9]{3}-[0-9]{4}-[0-9]{4}" } },
-  { label: "ignoreCase literal quickjs_eval", args: { pattern: "quickjs_eval", literal: true, ignoreCase: true } }
+  { label: "ignoreCase literal CREATESERVER", args: { pattern: "CREATESERVER", literal: true, ignoreCase: true } }
 ]
 
 const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN

@@ -126,7 +126,7 @@ const start = (req: RunRequest): Running => {
   const drained = Promise.all([pump(proc.stdout), pump(proc.stderr)])
 
   let killing: Promise<ReadonlyArray<number>> = Promise.resolve([])
-  const kill = () => (killing = killing.then(() => tree.kill(KILL_GRACE_MS)))
+  const kill = () => (killing = killing.then(() => tree.kill(KILL_GRACE_MS)).catch(() => []))
   let timedOut: boolean = false
   const timer = setTimeout(() => {
     timedOut = true

@@ -146,9 +146,10 @@ export const compileMatcher = (
 const exactBytesFilter = (needle: Buffer) => (bytes: Buffer) => bytes.indexOf(needle) !== -1
 
 /**
- * A byte prefilter for a case-insensitive ASCII literal: every case variant of its 4-character window
- * with the fewest letters (at most 16 memmem scans). Non-ASCII text folds onto ASCII letters only through
- * U+212A KELVIN SIGN (k) and U+017F LONG S (s), so a file holding those passes too. Undefined otherwise.
+ * A byte prefilter for a case-insensitive ASCII literal: first a memmem scan for each case variant of
+ * its 4-character window with the fewest letters, then the whole literal in an ASCII-folded copy.
+ * Non-ASCII text folds onto ASCII letters only through U+212A KELVIN SIGN (k) and U+017F LONG S (s), so a
+ * file holding either passes. Undefined for a non-ASCII literal.
  */
 const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | undefined => {
   if (!/^[\x20-\x7e]+$/.test(literal)) return undefined
@@ -166,6 +167,18 @@ const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | 
     const up = ch.toUpperCase()
     variants = lo === up ? variants.map((v) => v + ch) : variants.flatMap((v) => [v + lo, v + up])
   }
-  const needles = [...variants, ...(/[ks]/i.test(best) ? ["\u212a", "\u017f"] : [])].map((v) => Buffer.from(v, "utf8"))
-  return (bytes) => needles.some((n) => bytes.indexOf(n) !== -1)
+  const anchors = variants.map((v) => Buffer.from(v, "latin1"))
+  const special = /[ks]/i.test(literal) ? [Buffer.from("\u212a", "utf8"), Buffer.from("\u017f", "utf8")] : []
+  const folded = Buffer.from(literal.toLowerCase(), "latin1")
+  let scratch = Buffer.allocUnsafe(64 * 1024)
+  return (bytes) => {
+    if (!anchors.some((a) => bytes.indexOf(a) !== -1)) return false
+    if (special.some((n) => bytes.indexOf(n) !== -1)) return true
+    if (scratch.length < bytes.length) scratch = Buffer.allocUnsafe(Math.max(bytes.length, scratch.length * 2))
+    for (let i = 0; i < bytes.length; i++) {
+      const c = bytes[i] ?? 0
+      scratch[i] = c >= 65 && c <= 90 ? c | 32 : c
+    }
+    return scratch.subarray(0, bytes.length).indexOf(folded) !== -1
+  }
 }

@@ -35,10 +35,17 @@ export const readStat = (pid: number | "self"): ProcStat | undefined => {
 /** Zombies and dead entries count as gone: they hold no resources and cannot run again. */
 export const isLive = (s: ProcStat | undefined): s is ProcStat => s !== undefined && s.state !== "Z" && s.state !== "X"
 
-/** Every process visible in `/proc`, one read of each `stat`. */
+/** Every process visible in `/proc`, one read of each `stat`; empty when `/proc` cannot be read. */
 export const scanProcesses = (): ReadonlyArray<ProcStat> => {
   const out: Array<ProcStat> = []
-  for (const name of readdirSync("/proc")) {
+  let names: Array<string>
+  try {
+    names = readdirSync("/proc")
+  } catch {
+    // No /proc (or hidepid): only the process-group kill is left.
+    return out
+  }
+  for (const name of names) {
     if (name.charCodeAt(0) < 48 || name.charCodeAt(0) > 57) continue
     const s = readStat(Number(name))
     if (s !== undefined) out.push(s)

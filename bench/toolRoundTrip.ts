@@ -1,11 +1,15 @@
 /**
  * Kernel overhead per tool round trip: a job whose scripted model (zero latency, 127.0.0.1) calls
- * `read` 100 times, against the same 101 model calls made directly with pi-ai and no kernel. The
+ * `read` 100 times, against the same 101 model calls made directly with pi-ai and no kernel, with the
+ * same growing transcript (the same tool definitions, and tool results of the same text). The
  * difference per call is what the kernel adds (events, validation, confinement, the read itself).
  */
 import { Effect, Stream } from "effect"
 import { AgentRuntime } from "../src/contract/AgentRuntime.ts"
+import type { Message } from "@earendil-works/pi-ai"
 import { KernelLive } from "../src/kernel/Kernel.ts"
+import { createProcessRunner } from "../src/tools/ProcessRunner.ts"
+import { createKernelTools } from "../src/tools/registry.ts"
 import { createJob, createJobDirs, createProvider } from "../test/support/jobChild.ts"
 import { createOpenAIPiModels } from "../test/support/piModels.ts"
 import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts"
@@ -21,33 +25,66 @@ const script = (): Array<Step> => [
   { kind: "turn", text: "done" }
 ]
 
-// Kernel: one job, 100 read round trips.
-const kernelServer = await startOpenAIServer(script())
 const job = createJob(dirs, { limits: { maxTurns: 0, idleTimeoutSec: 0, timeoutSec: 300 } })
-const t0 = performance.now()
-const outcome = await Effect.runPromise(
-  Effect.gen(function* () {
-    const runtime = yield* AgentRuntime
-    const handle = yield* runtime.start(job)
-    yield* Stream.runDrain(handle.events)
-    return yield* handle.result
-  }).pipe(Effect.provide(KernelLive({ providers: [createProvider(kernelServer, "openai-completions")] })))
-)
-const kernelMs = performance.now() - t0
-await kernelServer.stop()
-if (outcome._tag !== "Completed") throw new Error(`bench job failed: ${outcome.message}`)
 
-// Reference: the same model calls through pi-ai alone.
-const rawServer = await startOpenAIServer(script())
-const { models, model } = createOpenAIPiModels(rawServer.baseUrl)
-const t1 = performance.now()
-for (let i = 0; i <= CALLS; i++) {
-  await models.completeSimple(model, { systemPrompt: "x", messages: [{ role: "user", content: "go", timestamp: Date.now() }] }, { cacheRetention: "none" })
+/** Kernel: one job, 100 read round trips. */
+const kernelRun = async (): Promise<number> => {
+  const kernelServer = await startOpenAIServer(script())
+  const t0 = performance.now()
+  const outcome = await Effect.runPromise(
+    Effect.gen(function* () {
+      const runtime = yield* AgentRuntime
+      const handle = yield* runtime.start(job)
+      yield* Stream.runDrain(handle.events)
+      return yield* handle.result
+    }).pipe(Effect.provide(KernelLive({ providers: [createProvider(kernelServer, "openai-completions")] })))
+  )
+  const kernelMs = performance.now() - t0
+  await kernelServer.stop()
+  if (outcome._tag !== "Completed") throw new Error(`bench job failed: ${outcome.message}`)
+  return kernelMs
+}
+
+/** Reference: the same model calls through pi-ai alone. */
+const rawRun = async (): Promise<number> => {
+  const rawServer = await startOpenAIServer(script())
+  const { models, model } = createOpenAIPiModels(rawServer.baseUrl)
+  const tools = createKernelTools(["read", "ls", "grep", "find", "write", "edit", "shell", "git"], createProcessRunner()).map((t) => ({
+    name: t.name,
+    description: t.description,
+    parameters: t.parameters
+  }))
+  const fileLines = lines.split("\n")
+  const messages: Array<Message> = [{ role: "user", content: job.task, timestamp: Date.now() }]
+  const t1 = performance.now()
+  for (let i = 0; i <= CALLS; i++) {
+    const msg = await models.completeSimple(model, { systemPrompt: job.agent.instructions, messages, tools }, { cacheRetention: "none" })
+    messages.push(msg)
+    for (const b of msg.content) {
+      if (b.type !== "toolCall") continue
+      const text = fileLines.slice(i, i + 20).join("\n")
+      messages.push({ role: "toolResult", toolCallId: b.id, toolName: b.name, content: [{ type: "text", text }], isError: false, timestamp: Date.now() })
+    }
 }
 const rawMs = performance.now() - t1
 await rawServer.stop()
-dirs.cleanup()
+return rawMs
+}
 
+// Alternate and take medians: the first run of either pays JIT warm-up.
+const RUNS = 5
+const kernelTimes: Array<number> = []
+const rawTimes: Array<number> = []
+for (let r = 0; r < RUNS; r++) {
+  kernelTimes.push(await kernelRun())
+  rawTimes.push(await rawRun())
+}
+dirs.cleanup()
+const median = (xs: Array<number>) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
+const kernelMs = median(kernelTimes)
+const rawMs = median(rawTimes)
+
+console.log(`median of ${RUNS} runs each`)
 console.log(`kernel job, ${CALLS} read round trips:   ${kernelMs.toFixed(0)} ms  (${(kernelMs / (CALLS + 1)).toFixed(2)} ms per model call)`)
-console.log(`pi-ai alone, ${CALLS + 1} model calls:   ${rawMs.toFixed(0)} ms  (${(rawMs / (CALLS + 1)).toFixed(2)} ms per model call)`)
+console.log(`pi-ai alone, same transcript, ${CALLS + 1} calls:   ${rawMs.toFixed(0)} ms  (${(rawMs / (CALLS + 1)).toFixed(2)} ms per model call)`)
 console.log(`kernel overhead per tool round trip:  ${((kernelMs - rawMs) / CALLS).toFixed(2)} ms`)

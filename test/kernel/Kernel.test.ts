@@ -1,0 +1,103 @@
+/**
+ * The kernel as an Effect layer, the way an orchestrator composes it: start, stream events, abort.
+ * Also: every child process is dead at the moment the terminal event is seen, whatever the reason.
+ */
+import { afterEach, describe, expect, test } from "bun:test"
+import { Effect, Layer, Stream } from "effect"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { AgentRuntime, type JobHandle } from "../../src/contract/AgentRuntime.ts"
+import type { JobEvent } from "../../src/contract/JobEvent.ts"
+import { KernelLive } from "../../src/kernel/Kernel.ts"
+import { dumpableFlag, makeNonDumpable } from "../../src/kernel/nonDumpable.ts"
+import { createJob, createJobDirs, createProvider, type JobDirs, type JobOverrides } from "../support/jobChild.ts"
+import { startOpenAIServer, type Step } from "../support/scriptedServers.ts"
+
+const cleanups: Array<() => unknown> = []
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c()
+})
+
+const alive = (pid: number) => {
+  try {
+    return !/^\d+ \(.*\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, "utf8"))
+  } catch {
+    return false
+  }
+}
+
+/** Starts a job in-process; `onEvent` runs synchronously as each event arrives. */
+const startJob = async (
+  steps: ReadonlyArray<Step>,
+  overrides: JobOverrides,
+  onEvent: (e: JobEvent, h: JobHandle, dirs: JobDirs) => void
+) => {
+  const server = await startOpenAIServer(steps)
+  const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  const layer = KernelLive({ providers: [createProvider(server, "openai-completions")] })
+  const program = Effect.gen(function* () {
+    const runtime = yield* AgentRuntime
+    const handle = yield* runtime.start(createJob(dirs, overrides))
+    const events: Array<JobEvent> = []
+    yield* Stream.runForEach(handle.events, (e) =>
+      Effect.sync(() => {
+        events.push(e)
+        onEvent(e, handle, dirs)
+      })
+    )
+    return { events, outcome: yield* handle.result }
+  })
+  return { ...(await Effect.runPromise(Effect.provide(program, layer))), dirs, server }
+}
+
+describe("AgentRuntime layer", () => {
+  test("composes with other layers and runs a job to its outcome", async () => {
+    const r = await startJob([{ kind: "turn", text: "hello" }], {}, () => {})
+    expect(r.outcome).toEqual({ _tag: "Completed", summary: "hello" })
+    expect(r.events[r.events.length - 1]).toMatchObject({ type: "job.completed", summary: "hello" })
+    // Layer.merge with an unrelated layer still provides AgentRuntime.
+    const merged = Layer.merge(KernelLive({ providers: [] }), Layer.empty)
+    const refused = await Effect.runPromise(
+      Effect.flip(Effect.flatMap(AgentRuntime, (rt) => rt.start({})).pipe(Effect.provide(merged)))
+    )
+    expect(refused._tag).toBe("JobRefused")
+    expect(refused.problems.map((p) => p.path)).toEqual(expect.arrayContaining(["agent", "task", "model", "workspace", "limits"]))
+  })
+
+  test("abort() ends the job as aborted; the running tool's process is dead when job.failed is seen", async () => {
+    const sleeper: Step = { kind: "turn", toolCalls: [{ name: "shell", arguments: { command: "echo $$ > out/pid.txt; exec sleep 60" } }] }
+    let pidAtTerminal: boolean | undefined
+    const r = await startJob([sleeper, { kind: "turn", text: "never" }], { limits: { idleTimeoutSec: 0 } }, (e, handle, dirs) => {
+      if (e.type === "tool.call") {
+        // Give the shell a moment to record its pid, then abort.
+        setTimeout(() => Effect.runFork(handle.abort), 300)
+      }
+      if (e.type === "job.failed") {
+        const pid = Number(readFileSync(join(dirs.out, "pid.txt"), "utf8").trim())
+        pidAtTerminal = alive(pid)
+      }
+    })
+    expect(r.outcome).toEqual({ _tag: "Failed", reason: "aborted", message: "the job was aborted" })
+    expect(pidAtTerminal).toBe(false)
+  })
+
+  test("a background process a command left behind is dead before job.completed", async () => {
+    const leaver: Step = {
+      kind: "turn",
+      toolCalls: [{ name: "shell", arguments: { command: "(sleep 300 & echo $! > out/bg.txt); echo started" } }]
+    }
+    const seen: Array<boolean> = []
+    const r = await startJob([leaver, { kind: "turn", text: "ok" }], {}, (e, _h, dirs) => {
+      if (e.type === "job.completed") seen.push(alive(Number(readFileSync(join(dirs.out, "bg.txt"), "utf8").trim())))
+    })
+    expect(r.outcome._tag).toBe("Completed")
+    expect(seen).toEqual([false])
+  })
+})
+
+test("the job child's non-dumpable switch works on this machine", () => {
+  if (process.platform !== "linux") return
+  expect(makeNonDumpable()).toBe(true)
+  expect(dumpableFlag()).toBe(0)
+})

@@ -37,9 +37,9 @@ export interface RunningChild {
   readonly done: Promise<ChildRun>
 }
 
-/** Starts the job child with `envelope` (an object, or raw text) on stdin. */
-export const startJobChild = (envelope: unknown): RunningChild => {
-  const proc = Bun.spawn(["bun", CLI, "run-job"], { stdin: "pipe", stdout: "pipe", stderr: "pipe", env: childEnv() })
+/** Starts the job child with `envelope` (an object, or raw text) on stdin; `entry` defaults to src/cli.ts. */
+export const startJobChild = (envelope: unknown, entry: string = CLI): RunningChild => {
+  const proc = Bun.spawn(["bun", entry, "run-job"], { stdin: "pipe", stdout: "pipe", stderr: "pipe", env: childEnv() })
   proc.stdin.write(typeof envelope === "string" ? envelope : JSON.stringify(envelope))
   proc.stdin.end()
   const seen = new Set<string>()

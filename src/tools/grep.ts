@@ -132,7 +132,8 @@ export const grep = defineTool({
   description:
     "Search file contents in the read-only workspace. Prints matching lines as \"path:line: text\" (context lines as " +
     '"path-line- text"), paths relative to the workspace root. Skips .git, binary files and files over 4 MB; ' +
-    "stops at limit matches (default 100) and says so. Regular expressions use RE2 syntax.",
+    "stops at limit matches (default 100) and says so; lines over 500 characters are cut around the match. " +
+    "Regular expressions use RE2 syntax.",
   params: Params,
   execute: (args, ctx) =>
     Effect.gen(function* () {
@@ -140,7 +141,10 @@ export const grep = defineTool({
       const matcher = yield* compileMatcher(args.pattern, { literal: args.literal ?? false, ignoreCase: args.ignoreCase ?? false })
       const accept = args.glob === undefined ? () => true : yield* compileGlob(args.glob)
       const target = yield* resolveReadPath(ctx.workspace, args.path ?? ctx.workspace.readOnly[0] ?? ".")
-      const isDir = yield* Effect.try({ try: () => fs.statSync(target.path).isDirectory(), catch: () => new ToolError({ message: `cannot read ${target.display}` }) })
+      const isDir = yield* Effect.try({
+        try: () => fs.statSync(target.path).isDirectory(),
+        catch: () => new ToolError({ message: `cannot read ${target.display}` })
+      })
       const context = args.context ?? 0
       const limit = args.limit ?? 100
       const found: Found = { blocks: [], matchCount: 0, skippedLarge: 0 }
@@ -157,7 +161,9 @@ export const grep = defineTool({
       const status: WalkStatus = { entries: 0, stopped: undefined }
       const budgetMs = Math.max(1000, Math.min(GREP_MAX_MS, ctx.remainingMs() - 1000))
       if (!isDir) {
-        if (scan(target.path) === "unreadable") return yield* Effect.fail(new ToolError({ message: `not a readable regular file: ${target.display}` }))
+        if (scan(target.path) === "unreadable") {
+          return yield* Effect.fail(new ToolError({ message: `not a readable regular file: ${target.display}` }))
+        }
       } else {
         const walk = walkTree(target.path, target.root, GREP_WALK_LIMITS, status)
         const opts = { deadline: performance.now() + budgetMs, progress: ctx.progress, status }

@@ -18,33 +18,34 @@ export interface LineMatcher {
 }
 
 /**
- * The longest literal that every match of an RE2 `pattern` must contain, for a byte prefilter; undefined
- * when unsure (top-level alternation, inline flags, escapes it does not model). Only ever under-claims.
+ * Literals (at least 2 characters, longest first) that every match of an RE2 `pattern` must contain, for
+ * a byte prefilter; empty when unsure (top-level alternation, inline flags, escapes it does not model).
+ * Only ever under-claims.
  */
-export const requiredLiteral = (pattern: string): string | undefined => {
-  if (pattern.includes("(?") || pattern.includes("\\Q")) return undefined
+export const requiredLiterals = (pattern: string): Array<string> => {
+  if (pattern.includes("(?") || pattern.includes("\\Q")) return []
   const chars = Array.from(pattern)
-  let best: Array<string> = []
+  const runs: Array<string> = []
   let run: Array<string> = []
   const flush = () => {
-    if (run.length > best.length) best = run
+    if (run.length >= 2) runs.push(run.join(""))
     run = []
   }
   for (let i = 0; i < chars.length; i++) {
     const ch = chars[i] ?? ""
     if (ch === "\\") {
       const next = chars[++i]
-      if (next === undefined) return undefined
+      if (next === undefined) return []
       if (/[sSwWdDbBAz]/.test(next)) flush()
-      else if (/[A-Za-z0-9]/.test(next)) return undefined
+      else if (/[A-Za-z0-9]/.test(next)) return []
       else run.push(next)
     } else if (ch === "[" || ch === "(") {
       const end = skipBracket(chars, i)
-      if (end === undefined) return undefined
+      if (end === undefined) return []
       i = end
       flush()
     } else if (ch === ")" || ch === "|") {
-      return undefined
+      return []
     } else if (ch === "." || ch === "^" || ch === "$") {
       flush()
     } else if (ch === "*" || ch === "?") {
@@ -62,7 +63,7 @@ export const requiredLiteral = (pattern: string): string | undefined => {
     }
   }
   flush()
-  return best.length >= 2 ? best.join("") : undefined
+  return runs.sort((a, b) => b.length - a.length)
 }
 
 /** Index of the `]` or `)` closing the class or group opened at `start`, or undefined. */
@@ -120,11 +121,12 @@ export const compileMatcher = (
       })
   }).pipe(
     Effect.map((re): LineMatcher => {
-      const literal = opts.literal ? pattern : requiredLiteral(pattern)
+      const literals = opts.literal ? [pattern] : requiredLiterals(pattern)
+      const literal = literals[0]
       const bytesFilter =
         literal === undefined ? undefined
         : opts.ignoreCase ? caseInsensitiveFilter(literal)
-        : exactBytesFilter(Buffer.from(literal, "utf8"))
+        : exactBytesFilter(literals.map((l) => Buffer.from(l, "utf8")))
       // Whole-file tests are a superset of line tests only while ^ and $ stay line anchors (no inline
       // flags, no \A or \z) and no "\r" sits before a line end ($ does not match before "\r\n").
       const wholeFileOk = !source.includes("(?") && !/\\[Az]/.test(source)
@@ -143,7 +145,7 @@ export const compileMatcher = (
   )
 }
 
-const exactBytesFilter = (needle: Buffer) => (bytes: Buffer) => bytes.indexOf(needle) !== -1
+const exactBytesFilter = (needles: ReadonlyArray<Buffer>) => (bytes: Buffer) => needles.every((n) => bytes.indexOf(n) !== -1)
 
 /**
  * A byte prefilter for a case-insensitive ASCII literal: first a memmem scan for each case variant of
@@ -172,8 +174,8 @@ const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | 
   const folded = Buffer.from(literal.toLowerCase(), "latin1")
   let scratch = Buffer.allocUnsafe(64 * 1024)
   return (bytes) => {
-    if (!anchors.some((a) => bytes.indexOf(a) !== -1)) return false
     if (special.some((n) => bytes.indexOf(n) !== -1)) return true
+    if (!anchors.some((a) => bytes.indexOf(a) !== -1)) return false
     if (scratch.length < bytes.length) scratch = Buffer.allocUnsafe(Math.max(bytes.length, scratch.length * 2))
     for (let i = 0; i < bytes.length; i++) {
       const c = bytes[i] ?? 0

@@ -4,7 +4,7 @@ import path from "node:path"
 import { Effect } from "effect"
 import { RE2JS } from "re2js"
 import { grep } from "../../src/tools/grep.ts"
-import { compileMatcher, requiredLiteral } from "../../src/tools/grepMatcher.ts"
+import { compileMatcher, requiredLiterals } from "../../src/tools/grepMatcher.ts"
 import { createToolContext, createWorkspaceTree, runToolError, runToolText, type WorkspaceTree } from "../support/workspace.ts"
 
 let t: WorkspaceTree
@@ -127,22 +127,43 @@ describe("grep", () => {
   })
 })
 
-describe("requiredLiteral", () => {
+describe("case-insensitive prefilter", () => {
   test.each([
-    ["createServer", "createServer"],
-    ["function\\s+\\w+Async", "function"],
-    ["ab+c", "ab"],
-    ["abc?d", "ab"],
-    ["foo.*barbaz", "barbaz"],
-    ["a{0,3}bcd", "bcd"],
-    ["\\.test\\.ts", ".test.ts"],
-    ["foo|bar", undefined],
-    ["(?i)hello", undefined],
-    ["[abc]de", "de"],
-    ["x(yz)+q", undefined],
-    ["\\x41BC", undefined]
+    ["createserver", "x = http.CreateSERVER()"],
+    ["quick", "QUIC\u212a"],
+    ["ss", "\u017fS"],
+    ["a_b", "A_B"]
+  ])("%p never rejects %p, which RE2 matches", async (pattern, line) => {
+    expect(RE2JS.compile(RE2JS.quote(pattern), RE2JS.CASE_INSENSITIVE).test(line)).toBe(true)
+    for (const literal of [true, false]) {
+      const m = await Effect.runPromise(compileMatcher(pattern, { literal, ignoreCase: true }))
+      expect(m.mayMatchBytes(Buffer.from(`head\n${line}\ntail`))).toBe(true)
+      expect(m.test(line)).toBe(true)
+    }
+  })
+
+  test("rejects files without the literal in any case", async () => {
+    const m = await Effect.runPromise(compileMatcher("createServer", { literal: true, ignoreCase: true }))
+    expect(m.mayMatchBytes(Buffer.from("create server\nCREATE_SERVER\n"))).toBe(false)
+  })
+})
+
+describe("requiredLiterals", () => {
+  test.each([
+    ["createServer", ["createServer"]],
+    ["function\\s+\\w+Async", ["function", "Async"]],
+    ["ab+c", ["ab"]],
+    ["abc?d", ["ab"]],
+    ["foo.*barbaz", ["barbaz", "foo"]],
+    ["a{0,3}bcd", ["bcd"]],
+    ["\\.test\\.ts", [".test.ts"]],
+    ["foo|bar", []],
+    ["(?i)hello", []],
+    ["[abc]de", ["de"]],
+    ["x(yz)+q", []],
+    ["\\x41BC", []]
   ])("%p -> %p", (pattern, expected) => {
-    expect(requiredLiteral(pattern)).toBe(expected)
+    expect(requiredLiterals(pattern)).toEqual(expected)
   })
 
   test("never rejects a line that RE2 matches", async () => {

@@ -4,6 +4,7 @@ import fs from "node:fs"
 import path from "node:path"
 import { find, MAX_FIND_RESULTS } from "../../src/tools/find.ts"
 import { ls, MAX_LS_ENTRIES } from "../../src/tools/ls.ts"
+import { walkTree, type WalkStatus } from "../../src/tools/walkTree.ts"
 import { createToolContext, createWorkspaceTree, runToolError, runToolText, type WorkspaceTree } from "../support/workspace.ts"
 
 let t: WorkspaceTree
@@ -83,5 +84,23 @@ describe("find", () => {
   test("a file path is refused", async () => {
     const { ctx } = createToolContext(t.workspace)
     expect(await runToolError(find, { pattern: "*", path: "ro/a.md" }, ctx)).toBe("not a directory: ro/a.md")
+  })
+})
+
+describe("walkTree", () => {
+  test("caps entries and depth and says which cap it hit", () => {
+    const status: WalkStatus = { entries: 0, stopped: undefined }
+    const few = [...walkTree(t.ro, t.ro, { maxEntries: 4, maxDepth: 64 }, status)].map((e) => e.rel)
+    expect(few).toEqual([".hidden", "a.md", "b.ts"])
+    expect(status.stopped).toBe("entries")
+    const shallow: WalkStatus = { entries: 0, stopped: undefined }
+    const top = [...walkTree(path.join(t.ro, "src"), t.ro, { maxEntries: 100, maxDepth: 0 }, shallow)].map((e) => e.rel)
+    expect(top).toEqual(["x.test.ts", "x.ts"])
+    expect(shallow.stopped).toBe("depth")
+  })
+
+  test("a start directory outside its root yields nothing", () => {
+    const status: WalkStatus = { entries: 0, stopped: undefined }
+    expect([...walkTree(t.outside, t.ro, { maxEntries: 100, maxDepth: 8 }, status)]).toEqual([])
   })
 })

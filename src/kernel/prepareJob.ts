@@ -5,14 +5,13 @@
  */
 import type { Api, Model } from "@earendil-works/pi-ai"
 import { Effect, Either } from "effect"
-import { stat, realpath } from "node:fs/promises"
-import { sep } from "node:path"
 import { duplicateSkillProblems, KERNEL_TOOLS, MCP_GRANT } from "../contract/AgentDefinition.ts"
 import { JobRefused } from "../contract/AgentRuntime.ts"
 import { JobSpec, Workspace as JobSpecWorkspace } from "../contract/JobSpec.ts"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { compileDenyPatterns, type DenyMatcher } from "../tools/denyPatterns.ts"
 import type { ResolvedWorkspace } from "../tools/Tool.ts"
+import { resolveWorkspace } from "../tools/Workspace.ts"
 import type { JobModels } from "./PiAiModels.ts"
 import { supportedThinking } from "./PiAiModels.ts"
 import { chooseThinking, type ThinkingChoice } from "./thinking.ts"
@@ -29,43 +28,6 @@ export interface PreparedJob {
   readonly toolNames: ReadonlyArray<string>
   /** The agent's denyCommandPatterns, compiled with re2js. */
   readonly deny: DenyMatcher
-}
-
-const inside = (p: string, root: string) => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep)
-
-type Kind = "directory" | "directory or file"
-const canonical = async (path: string, kind: Kind, at: string, problems: Array<Problem>): Promise<string | undefined> => {
-  try {
-    const real = await realpath(path)
-    const st = await stat(real)
-    if (kind === "directory" ? st.isDirectory() : st.isDirectory() || st.isFile()) return real
-    problems.push({ path: at, message: `must be a ${kind}` })
-  } catch {
-    // The message never echoes the host path back: the caller knows what it sent.
-    problems.push({ path: at, message: `${kind} does not exist or cannot be read` })
-  }
-  return undefined
-}
-
-const resolveWorkspace = async (ws: JobSpec["workspace"], problems: Array<Problem>) => {
-  const root = await canonical(ws.root, "directory", "workspace.root", problems)
-  const readOnly: Array<string> = []
-  for (const [i, entry] of ws.readOnly.entries()) {
-    const kind: Kind = i === 0 ? "directory" : "directory or file"
-    const real = await canonical(entry, kind, `workspace.readOnly.${i}`, problems)
-    if (real !== undefined) readOnly.push(real)
-  }
-  const outDir = await canonical(ws.outDir, "directory", "workspace.outDir", problems)
-  if (outDir !== undefined) {
-    readOnly.forEach((ro, i) => {
-      if (inside(outDir, ro) || inside(ro, outDir)) {
-        problems.push({ path: "workspace.outDir", message: `overlaps the read-only entry workspace.readOnly.${i}` })
-      }
-    })
-  }
-  return root !== undefined && outDir !== undefined && readOnly.length === ws.readOnly.length
-    ? { root, readOnly, outDir }
-    : undefined
 }
 
 /** Reads a nested field of an untrusted document, or undefined. */
@@ -113,7 +75,14 @@ export const prepareJob = (job: unknown, jobModels: JobModels): Effect.Effect<Pr
       for (const p of compiled.left) problems.push({ path: `agent.denyCommandPatterns.${p.index}`, message: p.message })
     }
     const ws = decodeAll(JobSpecWorkspace)(pluck(job, "workspace"))
-    const workspace = Either.isRight(ws) ? yield* Effect.promise(() => resolveWorkspace(ws.right, problems)) : undefined
+    const workspace = Either.isRight(ws)
+      ? yield* resolveWorkspace(ws.right).pipe(
+          Effect.catchTag("WorkspaceInvalid", (invalid) => {
+            problems.push(...invalid.problems)
+            return Effect.succeed(undefined)
+          })
+        )
+      : undefined
     const provider = pluck(job, "model", "provider")
     const id = pluck(job, "model", "id")
     const model = typeof provider === "string" && typeof id === "string" ? jobModels.find(provider, id) : undefined

@@ -120,7 +120,7 @@ export const resolveWorkspace = (ws: WorkspaceSpec): Effect.Effect<ResolvedWorks
     if (ws.readOnly.length === 0) problems.push({ path: "workspace.readOnly", message: "needs at least one directory" })
     const readOnly: Array<string> = []
     for (const [i, entry] of ws.readOnly.entries()) {
-      const field = `workspace.readOnly[${i}]`
+      const field = `workspace.readOnly.${i}`
       const abs = path.isAbsolute(entry) || root === undefined ? entry : path.join(root, entry)
       const real = yield* take(canonicalDir(abs, field, i === 0 ? "dir" : "dir-or-file"))
       if (real === undefined) continue

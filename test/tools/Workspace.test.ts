@@ -65,17 +65,17 @@ describe("resolveWorkspace", () => {
     if (Either.isRight(r)) return
     expect(r.left).toBeInstanceOf(WorkspaceInvalid)
     expect(r.left.problems).toEqual([
-      { path: "workspace.readOnly[0]", message: "overlaps workspace.outDir" },
-      { path: "workspace.readOnly[1]", message: "does not exist" },
-      { path: "workspace.readOnly[2]", message: "does not exist" }
+      { path: "workspace.readOnly.0", message: "overlaps workspace.outDir" },
+      { path: "workspace.readOnly.1", message: "does not exist" },
+      { path: "workspace.readOnly.2", message: "does not exist" }
     ])
     const inside = await run(resolveWorkspace({ root: t.root, readOnly: [t.ro], outDir: path.join(t.ro, "src") }))
-    expect(Either.isLeft(inside) && inside.left.problems).toEqual([{ path: "workspace.readOnly[0]", message: "overlaps workspace.outDir" }])
+    expect(Either.isLeft(inside) && inside.left.problems).toEqual([{ path: "workspace.readOnly.0", message: "overlaps workspace.outDir" }])
   })
 
   test("the first read-only entry must be a directory", async () => {
     const r = await run(resolveWorkspace({ root: t.root, readOnly: [path.join(t.root, "WORKSPACE.md")], outDir: t.out }))
-    expect(Either.isLeft(r) && r.left.problems).toEqual([{ path: "workspace.readOnly[0]", message: "is not a directory" }])
+    expect(Either.isLeft(r) && r.left.problems).toEqual([{ path: "workspace.readOnly.0", message: "is not a directory" }])
   })
 })
 

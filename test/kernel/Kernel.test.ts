@@ -12,19 +12,13 @@ import { KernelLive } from "../../src/kernel/Kernel.ts"
 import { dumpableFlag, makeNonDumpable } from "../../src/kernel/nonDumpable.ts"
 import { createJob, createJobDirs, createProvider, type JobDirs, type JobOverrides } from "../support/jobChild.ts"
 import { startOpenAIServer, type Step } from "../support/scriptedServers.ts"
+import { isAlive } from "../support/processes.ts"
 
 const cleanups: Array<() => unknown> = []
 afterEach(async () => {
   for (const c of cleanups.splice(0)) await c()
 })
 
-const alive = (pid: number) => {
-  try {
-    return !/^\d+ \(.*\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, "utf8"))
-  } catch {
-    return false
-  }
-}
 
 /** Starts a job in-process; `onEvent` runs synchronously as each event arrives. */
 const startJob = async (
@@ -75,7 +69,7 @@ describe("AgentRuntime layer", () => {
       }
       if (e.type === "job.failed") {
         const pid = Number(readFileSync(join(dirs.out, "pid.txt"), "utf8").trim())
-        pidAtTerminal = alive(pid)
+        pidAtTerminal = isAlive(pid)
       }
     })
     expect(r.outcome).toEqual({ _tag: "Failed", reason: "aborted", message: "the job was aborted" })
@@ -89,7 +83,7 @@ describe("AgentRuntime layer", () => {
     }
     const seen: Array<boolean> = []
     const r = await startJob([leaver, { kind: "turn", text: "ok" }], {}, (e, _h, dirs) => {
-      if (e.type === "job.completed") seen.push(alive(Number(readFileSync(join(dirs.out, "bg.txt"), "utf8").trim())))
+      if (e.type === "job.completed") seen.push(isAlive(Number(readFileSync(join(dirs.out, "bg.txt"), "utf8").trim())))
     })
     expect(r.outcome._tag).toBe("Completed")
     expect(seen).toEqual([false])

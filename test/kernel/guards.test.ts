@@ -9,6 +9,7 @@ import { join } from "node:path"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild, type JobOverrides } from "../support/jobChild.ts"
 import { startOpenAIServer, type Step } from "../support/scriptedServers.ts"
+import { isAlive } from "../support/processes.ts"
 
 const cleanups: Array<() => unknown> = []
 afterEach(async () => {
@@ -26,14 +27,6 @@ const run = async (steps: ReadonlyArray<Step>, overrides: JobOverrides = {}) => 
 const last = (events: ReadonlyArray<JobEvent>) => events[events.length - 1]
 const readCall = (path: string): Step => ({ kind: "turn", toolCalls: [{ name: "read", arguments: { path } }] })
 const answer: Step = { kind: "turn", text: "done" }
-const pidAlive = (pid: number) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    return !/^\d+ \(.*\) [ZX] /.test(stat) // a zombie is dead, only not yet reaped
-  } catch {
-    return false
-  }
-}
 
 describe("failure reasons", () => {
   test("max-turns: the model still calls tools when maxTurns is reached", async () => {
@@ -68,7 +61,7 @@ describe("failure reasons", () => {
     expect(last(r.events)).toMatchObject({ type: "job.failed", reason: "timeout", message: "the job exceeded timeoutSec (2 s)" })
     const pid = Number(readFileSync(join(r.dirs.out, "pid.txt"), "utf8").trim())
     expect(pid).toBeGreaterThan(1)
-    expect(pidAlive(pid)).toBe(false)
+    expect(isAlive(pid)).toBe(false)
   })
 
   test("idleTimeoutSec fires while a silent tool runs", async () => {

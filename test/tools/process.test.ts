@@ -10,6 +10,7 @@ import {
   ProcessRunnerLive,
   type RunRequest
 } from "../../src/tools/ProcessRunner.ts"
+import { isAlive } from "../support/processes.ts"
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), "runner-")))
 const runner = createProcessRunner()
@@ -21,16 +22,6 @@ afterAll(async () => {
 const run = (command: string, timeoutMs = 10_000, extra: Partial<RunRequest> = {}) =>
   Effect.runPromise(runner.run({ argv: ["bash", "-c", command], cwd: dir, timeoutMs, ...extra }))
 
-/** Independent of the runner's own /proc code: a zombie or a missing entry counts as dead. */
-const isAlive = (pid: number): boolean => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1")
-    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3)
-    return state !== "Z" && state !== "X"
-  } catch {
-    return false
-  }
-}
 const killIfAlive = (pids: ReadonlyArray<number>) => {
   for (const pid of pids) if (pid > 1 && isAlive(pid)) process.kill(pid, "SIGKILL")
 }

@@ -21,7 +21,7 @@ const measure = async (entry?: string): Promise<Array<number>> => {
   const times: Array<number> = []
   for (let i = 0; i < RUNS; i++) {
     const t0 = performance.now()
-    const run = startJobChild(envelope, entry)
+    const run = startJobChild(envelope, entry === undefined ? {} : { entry })
     await run.waitFor("job.started")
     times.push(performance.now() - t0)
     const { code } = await run.done

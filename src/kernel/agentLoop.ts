@@ -128,7 +128,6 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
           cacheRetention: "short",
           sessionId: deps.jobId,
           maxRetries: 0,
-          headers: { "OpenAI-Organization": null, "OpenAI-Project": null },
           ...(reasoning === undefined ? {} : { reasoning })
         }
       )

@@ -259,6 +259,20 @@ describe("secrets and content", () => {
   })
 })
 
+describe("the environment does not leak into requests", () => {
+  test("OPENAI_ORG_ID / OPENAI_PROJECT_ID and env API keys are never sent", async () => {
+    const { server, dirs } = await setup("openai-completions", [{ kind: "turn", text: "ok" }])
+    const env = { OPENAI_ORG_ID: "org-LEAK", OPENAI_PROJECT_ID: "proj-LEAK", OPENAI_API_KEY: "sk-ENV-LEAK-123456" }
+    const run = await runJobChild(createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")]), { env })
+    expect(run.code).toBe(0)
+    const req = server.requests[0]!
+    expect(req.headers["openai-organization"]).toBeUndefined()
+    expect(req.headers["openai-project"]).toBeUndefined()
+    expect(JSON.stringify(req.headers)).not.toContain("LEAK")
+    expect(req.headers["authorization"]).toBe(`Bearer ${TEST_API_KEY}`)
+  })
+})
+
 describe("usage and cost", () => {
   test("costUsd equals the hand-computed price of the scripted tokens, cache read and write included", async () => {
     const { server, dirs } = await setup("anthropic-messages", [

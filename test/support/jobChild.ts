@@ -37,9 +37,21 @@ export interface RunningChild {
   readonly done: Promise<ChildRun>
 }
 
-/** Starts the job child with `envelope` (an object, or raw text) on stdin; `entry` defaults to src/cli.ts. */
-export const startJobChild = (envelope: unknown, entry: string = CLI): RunningChild => {
-  const proc = Bun.spawn(["bun", entry, "run-job"], { stdin: "pipe", stdout: "pipe", stderr: "pipe", env: childEnv() })
+export interface ChildOptions {
+  /** The script to run instead of src/cli.ts (e.g. a bytecode bundle). */
+  readonly entry?: string
+  /** Variables added to the child's environment. */
+  readonly env?: Record<string, string>
+}
+
+/** Starts the job child with `envelope` (an object, or raw text) on stdin. */
+export const startJobChild = (envelope: unknown, options: ChildOptions = {}): RunningChild => {
+  const proc = Bun.spawn(["bun", options.entry ?? CLI, "run-job"], {
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...childEnv(), ...options.env }
+  })
   proc.stdin.write(typeof envelope === "string" ? envelope : JSON.stringify(envelope))
   proc.stdin.end()
   const seen = new Set<string>()
@@ -75,7 +87,8 @@ export const startJobChild = (envelope: unknown, entry: string = CLI): RunningCh
 }
 
 /** Runs the job child to the end. */
-export const runJobChild = (envelope: unknown): Promise<ChildRun> => startJobChild(envelope).done
+export const runJobChild = (envelope: unknown, options: ChildOptions = {}): Promise<ChildRun> =>
+  startJobChild(envelope, options).done
 
 /** A job workspace on disk: root with `src/` (read-only), `WORKSPACE.md`, and `out/`. */
 export interface JobDirs {

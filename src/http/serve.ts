@@ -1,29 +1,58 @@
 /**
- * `kintsugi serve`: the HTTP entry. Until the Agent Builder portal lands (issue 5) it serves a
- * status page and `/healthz`.
+ * `kintsugi serve`: migrates the database, makes sure an admin exists, and serves the API (and, once
+ * it lands, the portal) on HOST:PORT. A database that cannot be reached is one clear line and exit 1.
  */
+import { Effect, Exit } from "effect"
+import { randomBytes } from "node:crypto"
+import { Access, PERMISSIONS } from "../access/Access.ts"
+import { DbMigratedLive } from "../db/Db.ts"
+import { makeAppRuntime } from "../main.ts"
+import { databaseHealth, makeApp } from "./app.ts"
+
 const page = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Kintsugi Runtime</title></head>
 <body><main><h1>Kintsugi Runtime</h1>
-<p>The agent kernel is running. The Agent Builder portal is not built yet.</p>
-<p>Run a job: <code>bun src/cli.ts run-job &lt; envelope.json</code></p></main></body></html>`
+<p>The agent kernel and the Agent Builder API are running. The portal is not built yet.</p>
+<p>API: <code>/api/admin/agents</code> (sign in with <code>POST /api/session</code> or send an API token).</p>
+</main></body></html>`
+
+/** On an empty database: the first admin, with KINTSUGI_ADMIN_PASSWORD or a generated password printed once. */
+export const ensureAdmin = Effect.gen(function* () {
+  const access = yield* Access
+  if (!(yield* access.isEmpty)) return
+  const given = process.env["KINTSUGI_ADMIN_PASSWORD"]
+  const password = given !== undefined && given !== "" ? given : randomBytes(18).toString("base64url")
+  yield* access.addUser("admin", password, PERMISSIONS)
+  process.stdout.write(
+    given !== undefined && given !== ""
+      ? "kintsugi: created user admin (password from KINTSUGI_ADMIN_PASSWORD)\n"
+      : `kintsugi: created user admin with password ${password}\n          (shown once; change it with kintsugi users add / set KINTSUGI_ADMIN_PASSWORD on a fresh database)\n`
+  )
+})
 
 export const serveMain = async (): Promise<void> => {
-  const port = Number(process.env["PORT"] ?? 7777)
-  const hostname = process.env["HOST"] ?? "127.0.0.1"
+  const log = (line: string) => process.stderr.write(`${line}\n`)
+  let rt: Awaited<ReturnType<typeof makeAppRuntime>>
+  try {
+    rt = await makeAppRuntime(DbMigratedLive)
+  } catch (e) {
+    log(`kintsugi: cannot start: ${e instanceof Error ? e.message.split("\n")[0] : "database unavailable"}`)
+    process.exit(1)
+  }
+  const admin = await rt.runPromiseExit(ensureAdmin)
+  if (Exit.isFailure(admin)) log("kintsugi: could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)")
+  const app = makeApp({ runtime: rt, log, healthy: () => rt.runPromise(databaseHealth) }).get("/", () =>
+    new Response(page, { headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": "default-src 'none'" } })
+  )
   const server = Bun.serve({
-    port,
-    hostname,
-    fetch: (req) => {
-      const { pathname } = new URL(req.url)
-      if (pathname === "/healthz") return new Response("ok\n", { headers: { "content-type": "text/plain" } })
-      if (pathname === "/") {
-        return new Response(page, {
-          headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": "default-src 'none'" }
-        })
-      }
-      return new Response("not found\n", { status: 404, headers: { "content-type": "text/plain" } })
-    }
+    port: Number(process.env["PORT"] ?? 7777),
+    hostname: process.env["HOST"] ?? "127.0.0.1",
+    fetch: (request) => app.handle(request)
   })
   process.stdout.write(`kintsugi: serving on http://${server.hostname}:${server.port}\n`)
+  const stop = () => {
+    void server.stop().then(() => rt.dispose()).then(() => process.exit(0))
+  }
+  process.on("SIGTERM", stop)
+  process.on("SIGINT", stop)
 }

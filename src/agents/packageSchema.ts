@@ -1,0 +1,101 @@
+/**
+ * Schemas of an agent package: the `<name>.md` front matter as written, a local skill's optional
+ * front matter, and the parsed `AgentPackage` (also the shape the editor sends as JSON).
+ */
+import { Schema } from "effect"
+import { ThinkingLevel } from "../contract/AgentDefinition.ts"
+
+export const AGENT_NAME = /^[a-z][a-z0-9-]*$/
+export const MAX_AGENT_NAME_LENGTH = 64
+/** Also the cap for local skill names. */
+export const MAX_SKILL_NAME_LENGTH = 64
+export const MAX_DESCRIPTION_LENGTH = 2000
+export const MAX_LIST_ITEMS = 64
+export const MAX_ITEM_LENGTH = 200
+
+export const AUDIENCES = ["runtime", "member"] as const
+export const Audience = Schema.Literal(...AUDIENCES).annotations({
+  message: () => ({ message: `must be one of ${AUDIENCES.join(", ")}`, override: true })
+})
+export type Audience = typeof Audience.Type
+
+export const AgentName = Schema.String.pipe(
+  Schema.filter((s) =>
+    AGENT_NAME.test(s) && s.length <= MAX_AGENT_NAME_LENGTH
+      ? undefined
+      : `must match [a-z][a-z0-9-]* and be at most ${MAX_AGENT_NAME_LENGTH} characters`
+  )
+)
+
+/** The author's label, kept as YAML typed it: `version: 3` is a number, `version: "1.10"` a string. */
+export const AgentVersion = Schema.Union(
+  Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_ITEM_LENGTH)),
+  Schema.Number.pipe(Schema.finite())
+).annotations({
+  message: () => ({ message: `must be a number or a non-empty string of at most ${MAX_ITEM_LENGTH} characters`, override: true })
+})
+
+const Description = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(MAX_DESCRIPTION_LENGTH, { message: () => `must be at most ${MAX_DESCRIPTION_LENGTH} characters` })
+)
+
+const Item = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(MAX_ITEM_LENGTH, { message: () => `must be at most ${MAX_ITEM_LENGTH} characters` })
+)
+const List = Schema.Array(Item).pipe(
+  Schema.maxItems(MAX_LIST_ITEMS, { message: () => `at most ${MAX_LIST_ITEMS} entries` })
+)
+/** Deny patterns: sizes and counts are checked by compileDenyPatterns, with its messages. */
+const Patterns = Schema.Array(Schema.String)
+
+const optional = <A, I>(s: Schema.Schema<A, I>) => Schema.optionalWith(s, { exact: true })
+
+/** `<name>.md` front matter, as written (own properties only; unknown keys are problems). */
+export const AgentFrontMatter = Schema.Struct({
+  name: AgentName,
+  version: AgentVersion,
+  description: Description,
+  tools: optional(List),
+  skills: optional(List),
+  thinking: optional(ThinkingLevel),
+  "deny-command-patterns": optional(Patterns),
+  metadata: optional(Schema.Struct({ audience: optional(Audience) }))
+})
+export type AgentFrontMatter = typeof AgentFrontMatter.Type
+
+/** Optional front matter of `skills/<n>/SKILL.md`; `name`, when given, must equal `<n>`. */
+export const SkillFrontMatter = Schema.Struct({
+  name: optional(Schema.String),
+  description: optional(Description)
+})
+
+export const LocalSkill = Schema.Struct({ name: Schema.String, content: Schema.String })
+export type LocalSkill = typeof LocalSkill.Type
+
+/** A package file other than `<name>.md` and `skills/<n>/SKILL.md`: commands, workflows, scripts. */
+export const PackageFile = Schema.Struct({ path: Schema.String, content: Schema.String })
+export type PackageFile = typeof PackageFile.Type
+
+/**
+ * A parsed agent package. `tools`, `skills` and `denyCommandPatterns` keep the difference between
+ * absent and `[]` (absent tools = every kernel tool; `[]` = none). `localSkills` are sorted by name
+ * and `files` by path, so equal packages are deep-equal.
+ */
+export const AgentPackage = Schema.Struct({
+  name: AgentName,
+  version: AgentVersion,
+  description: Description,
+  tools: optional(Schema.Array(Schema.String)),
+  /** Shared skill names, in the order listed. */
+  skills: optional(Schema.Array(Schema.String)),
+  thinking: optional(ThinkingLevel),
+  denyCommandPatterns: optional(Schema.Array(Schema.String)),
+  audience: Audience,
+  /** The body of `<name>.md`, verbatim. */
+  instructions: Schema.String,
+  localSkills: Schema.Array(LocalSkill),
+  files: Schema.Array(PackageFile)
+})
+export type AgentPackage = typeof AgentPackage.Type

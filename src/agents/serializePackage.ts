@@ -1,0 +1,52 @@
+/**
+ * Writes a package back to its files (export, the editor's source view). The front matter is emitted
+ * by hand in one fixed key order and quoting, so parse(serialize(p)) deep-equals p.
+ */
+import type { AgentPackage } from "./packageSchema.ts"
+
+const PLAIN = /^[a-z][a-z0-9_-]*$/
+/** Plain scalars YAML (1.1 or 1.2) would read as something other than the string. */
+const RESERVED = new Set(["true", "false", "null", "yes", "no", "on", "off", "y", "n"])
+
+/**
+ * A YAML scalar for a string: plain when it is a simple lower-case word, else double-quoted. JSON
+ * escapes are YAML escapes; characters YAML treats as breaks or forbids raw are escaped too.
+ */
+export const yamlString = (s: string): string =>
+  PLAIN.test(s) && !RESERVED.has(s)
+    ? s
+    : JSON.stringify(s).replace(
+        /[\u007f-\u009f\u2028\u2029\ufeff\ufffe\uffff]/g,
+        (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
+      )
+
+const yamlScalar = (v: string | number): string => (typeof v === "number" ? String(v) : yamlString(v))
+
+const yamlList = (key: string, items: ReadonlyArray<string> | undefined): Array<string> =>
+  items === undefined ? [] : items.length === 0 ? [`${key}: []`] : [`${key}:`, ...items.map((i) => `  - ${yamlString(i)}`)]
+
+/** The `<name>.md` front matter block (without the `---` lines), keys in the documented order. */
+export const frontMatterYaml = (pkg: AgentPackage): string =>
+  [
+    `name: ${yamlString(pkg.name)}`,
+    `version: ${yamlScalar(pkg.version)}`,
+    `description: ${yamlString(pkg.description)}`,
+    ...yamlList("tools", pkg.tools),
+    ...yamlList("skills", pkg.skills),
+    ...(pkg.thinking !== undefined ? [`thinking: ${yamlString(pkg.thinking)}`] : []),
+    ...yamlList("deny-command-patterns", pkg.denyCommandPatterns),
+    "metadata:",
+    `  audience: ${pkg.audience}`
+  ]
+    .map((line) => `${line}\n`)
+    .join("")
+
+/**
+ * The package as files: `<name>.md`, then `skills/<n>/SKILL.md` per local skill, then the package
+ * files, each verbatim. Pure; paths are those of the package (already checked by the parser).
+ */
+export const serializeAgentPackage = (pkg: AgentPackage): Array<{ path: string; content: string }> => [
+  { path: `${pkg.name}.md`, content: `---\n${frontMatterYaml(pkg)}---\n${pkg.instructions}` },
+  ...pkg.localSkills.map((s) => ({ path: `skills/${s.name}/SKILL.md`, content: s.content })),
+  ...pkg.files.map((f) => ({ path: f.path, content: f.content }))
+]

@@ -1,0 +1,153 @@
+/** The Agent Builder API (spec "Agent Builder" endpoint table): agents, versions, import/export, shared skills. */
+import { Effect, Schema } from "effect"
+import { Elysia } from "elysia"
+import { AgentStore } from "../../agents/AgentStore.ts"
+import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
+import { SkillStore } from "../../agents/SkillStore.ts"
+import { badRequest, json, type ApiError } from "../respond.ts"
+import { decodeBody, jsonBody, param, type Handler, type RouteInput } from "../route.ts"
+import type { Guard } from "../auth.ts"
+
+const EnabledBody = Schema.Struct({ enabled: Schema.Boolean })
+const CopyBody = Schema.Struct({ name: Schema.String })
+const ImportBody = Schema.Union(
+  Schema.Struct({
+    files: Schema.Array(
+      Schema.Struct({
+        path: Schema.String,
+        content: Schema.optionalWith(Schema.String, { exact: true }),
+        contentBase64: Schema.optionalWith(Schema.String, { exact: true })
+      })
+    )
+  }),
+  Schema.Struct({ zip: Schema.String })
+)
+
+const versionParam = (input: RouteInput): Effect.Effect<number, ApiError> => {
+  const raw = param(input, "version")
+  const n = Number(raw)
+  return Number.isInteger(n) && n > 0 ? Effect.succeed(n) : Effect.fail(badRequest([{ path: "version", message: `"${raw}" is not a version number` }]))
+}
+
+const base64 = (text: string, path: string): Effect.Effect<Uint8Array, ApiError> =>
+  /^[A-Za-z0-9+/\r\n]*={0,2}$/.test(text)
+    ? Effect.succeed(new Uint8Array(Buffer.from(text, "base64")))
+    : Effect.fail(badRequest([{ path, message: "is not base64" }]))
+
+export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>) => {
+  const store = AgentStore
+  return new Elysia({ name: "agent-builder-api" })
+    .get("/api/admin/agents", route("read", () => Effect.map(Effect.flatMap(store, (s) => s.catalog), (agents) => json({ agents }))))
+    .get("/api/admin/agents/context", route("read", () => Effect.map(Effect.flatMap(store, (s) => s.context), json)))
+    .post(
+      "/api/admin/agents/preview",
+      route("read", ({ request }) => Effect.gen(function* () {
+        const body = yield* jsonBody(request)
+        return json(yield* (yield* store).preview(body))
+      }))
+    )
+    .post(
+      "/api/admin/agents/import",
+      route("agents.manage", ({ request, principal }) => Effect.gen(function* () {
+        const s = yield* store
+        const body = yield* decodeBody(request, ImportBody)
+        if ("zip" in body) return json({ agent: yield* s.importZip(yield* base64(body.zip, "zip"), principal.username) }, 201)
+        const files = yield* Effect.forEach(body.files, (f, i): Effect.Effect<{ path: string; content: string | Uint8Array }, ApiError> =>
+          f.contentBase64 !== undefined
+            ? Effect.map(base64(f.contentBase64, `files.${i}.contentBase64`), (content) => ({ path: f.path, content }))
+            : f.content !== undefined
+              ? Effect.succeed({ path: f.path, content: f.content })
+              : Effect.fail(badRequest([{ path: `files.${i}`, message: "needs content or contentBase64" }]))
+        )
+        return json({ agent: yield* s.importFiles(files, principal.username) }, 201)
+      }))
+    )
+    .post(
+      "/api/admin/agents",
+      route("agents.manage", ({ request, principal }) => Effect.gen(function* () {
+        const body = yield* jsonBody(request)
+        return json({ agent: yield* (yield* store).create(body, principal.username) }, 201)
+      }))
+    )
+    .get("/api/admin/agents/:name", route("read", (i) => Effect.map(Effect.flatMap(store, (s) => s.get(param(i, "name"))), (agent) => json({ agent }))))
+    .put(
+      "/api/admin/agents/:name",
+      route("agents.manage", (i) => Effect.gen(function* () {
+        const body = yield* jsonBody(i.request)
+        return json({ agent: yield* (yield* store).save(param(i, "name"), body, i.principal.username) })
+      }))
+    )
+    .patch(
+      "/api/admin/agents/:name",
+      route("agents.manage", (i) => Effect.gen(function* () {
+        const { enabled } = yield* decodeBody(i.request, EnabledBody)
+        return json({ agent: yield* (yield* store).setEnabled(param(i, "name"), enabled) })
+      }))
+    )
+    .delete(
+      "/api/admin/agents/:name",
+      route("agents.manage", (i) => Effect.map(Effect.flatMap(store, (s) => s.remove(param(i, "name"))), () => new Response(null, { status: 204 })))
+    )
+    .post(
+      "/api/admin/agents/:name/copy",
+      route("agents.manage", (i) => Effect.gen(function* () {
+        const { name } = yield* decodeBody(i.request, CopyBody)
+        return json({ agent: yield* (yield* store).copy(param(i, "name"), name, i.principal.username) }, 201)
+      }))
+    )
+    .get(
+      "/api/admin/agents/:name/definition",
+      route("read", (i) => Effect.map(resolveAgentDefinition(param(i, "name")), (definition) => json({ definition })))
+    )
+    .get(
+      "/api/admin/agents/:name/export",
+      route("read", (i) => Effect.gen(function* () {
+        const raw = i.url.searchParams.get("version")
+        const version = raw === null ? undefined : yield* versionParam({ ...i, params: { version: raw } })
+        const name = param(i, "name")
+        const zip = yield* (yield* store).exportZip(name, version)
+        return new Response(zip, {
+          headers: {
+            "content-type": "application/zip",
+            "content-disposition": `attachment; filename="${name}${version === undefined ? "" : `-v${version}`}.zip"`,
+            "cache-control": "no-store"
+          }
+        })
+      }))
+    )
+    .get("/api/admin/agents/:name/versions", route("read", (i) => Effect.map(Effect.flatMap(store, (s) => s.versions(param(i, "name"))), (versions) => json({ versions }))))
+    .get(
+      "/api/admin/agents/:name/versions/:version",
+      route("read", (i) => Effect.gen(function* () {
+        const v = yield* versionParam(i)
+        return json(yield* (yield* store).version(param(i, "name"), v))
+      }))
+    )
+    .post(
+      "/api/admin/agents/:name/versions/:version/restore",
+      route("agents.manage", (i) => Effect.gen(function* () {
+        const v = yield* versionParam(i)
+        return json({ agent: yield* (yield* store).restore(param(i, "name"), v) })
+      }))
+    )
+    .get("/api/admin/agent-skills", route("read", () => Effect.map(Effect.flatMap(SkillStore, (s) => s.list), (skills) => json({ skills }))))
+    .post(
+      "/api/admin/agent-skills",
+      route("agents.manage", (i) => Effect.gen(function* () {
+        const body = yield* jsonBody(i.request)
+        return json({ skill: yield* (yield* SkillStore).create(body, i.principal.username) }, 201)
+      }))
+    )
+    .get("/api/admin/agent-skills/:name", route("read", (i) => Effect.map(Effect.flatMap(SkillStore, (s) => s.get(param(i, "name"))), (skill) => json({ skill }))))
+    .put(
+      "/api/admin/agent-skills/:name",
+      route("agents.manage", (i) => Effect.gen(function* () {
+        const body = yield* jsonBody(i.request)
+        return json({ skill: yield* (yield* SkillStore).update(param(i, "name"), body, i.principal.username) })
+      }))
+    )
+    .delete(
+      "/api/admin/agent-skills/:name",
+      route("agents.manage", (i) => Effect.map(Effect.flatMap(SkillStore, (s) => s.remove(param(i, "name"))), () => new Response(null, { status: 204 })))
+    )
+}

@@ -1,0 +1,82 @@
+/**
+ * Who is asking, and may they: a portal session (cookie, plus a CSRF token and a same-origin check on
+ * every change) or an API token (Bearer). Deny by default: a route names the permission it needs, and
+ * reading needs at least a signed-in principal.
+ */
+import { Effect, Option } from "effect"
+import { timingSafeEqual } from "node:crypto"
+import { Access, type Permission, type Principal } from "../access/Access.ts"
+import type { ApiError } from "./respond.ts"
+
+/** `__Host-`: Secure, no Domain, Path=/ — browsers treat http://localhost as secure, so it works there too. */
+export const SESSION_COOKIE = "__Host-kintsugi-session"
+export const CSRF_HEADER = "x-csrf-token"
+
+export type Guard = "read" | Permission
+
+export const cookieValue = (request: Request, name: string): string | undefined => {
+  for (const part of (request.headers.get("cookie") ?? "").split(";")) {
+    const eq = part.indexOf("=")
+    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim())
+  }
+  return undefined
+}
+
+export const sessionCookie = (token: string, expiresAt: Date): string =>
+  `${SESSION_COOKIE}=${token}; Path=/; Secure; HttpOnly; SameSite=Lax; Expires=${expiresAt.toUTCString()}`
+export const clearedSessionCookie = `${SESSION_COOKIE}=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0`
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"])
+
+const sameText = (a: string, b: string) => {
+  const x = Buffer.from(a)
+  const y = Buffer.from(b)
+  return x.length === y.length && timingSafeEqual(x, y)
+}
+
+/**
+ * A change made with a session must come from our own pages: no cross-site fetch metadata, an Origin
+ * (when sent) equal to ours, and the session's CSRF token in the header or the form field `_csrf`.
+ */
+const checkSameOrigin = (request: Request, principal: Principal, formToken: string | undefined): ApiError | undefined => {
+  const site = request.headers.get("sec-fetch-site")
+  if (site !== null && site !== "same-origin" && site !== "none") return { _tag: "Forbidden", message: "cross-site requests are refused" }
+  const origin = request.headers.get("origin")
+  const host = request.headers.get("host")
+  if (origin !== null && (host === null || origin.replace(/^https?:\/\//, "") !== host)) {
+    return { _tag: "Forbidden", message: "the request's Origin is not this site" }
+  }
+  const token = request.headers.get(CSRF_HEADER) ?? formToken
+  if (principal.csrfToken === undefined || token === undefined || !sameText(token, principal.csrfToken)) {
+    return { _tag: "Forbidden", message: "missing or wrong CSRF token" }
+  }
+  return undefined
+}
+
+/** The principal of the request, or 401; then the guard's permission, or 403. */
+export const authorize = (
+  request: Request,
+  guard: Guard,
+  formToken?: string
+): Effect.Effect<Principal, ApiError, Access> =>
+  Effect.gen(function* () {
+    const access = yield* Access
+    const auth = request.headers.get("authorization")
+    const bearer = auth?.startsWith("Bearer ") === true ? auth.slice(7).trim() : undefined
+    const cookie = cookieValue(request, SESSION_COOKIE)
+    const principal = bearer !== undefined
+      ? yield* access.bearer(bearer)
+      : cookie !== undefined
+        ? yield* access.session(cookie)
+        : Option.none()
+    if (Option.isNone(principal)) return yield* Effect.fail<ApiError>({ _tag: "Unauthenticated", message: "sign in or send an API token" })
+    const who = principal.value
+    if (who.via === "session" && !SAFE_METHODS.has(request.method)) {
+      const refused = checkSameOrigin(request, who, formToken)
+      if (refused !== undefined) return yield* Effect.fail(refused)
+    }
+    if (guard !== "read" && !who.permissions.has(guard)) {
+      return yield* Effect.fail<ApiError>({ _tag: "Forbidden", message: `this needs the ${guard} permission` })
+    }
+    return who
+  })

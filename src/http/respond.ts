@@ -1,0 +1,93 @@
+/**
+ * The HTTP edge's one mapping from domain error to status and a stable JSON error body:
+ * `{ "error": { "code", "message", "problems"?, "agents"? } }`. Defects become a generic 500 with
+ * no detail (the detail goes to the server log, never to the client).
+ */
+import { Cause, Exit, Option } from "effect"
+import type { Problem } from "../contract/Problem.ts"
+
+/** Every error a route may fail with. */
+export type ApiError =
+  | { readonly _tag: "AgentNotFound"; readonly message: string }
+  | { readonly _tag: "AgentVersionNotFound"; readonly message: string }
+  | { readonly _tag: "AgentInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
+  | { readonly _tag: "AgentExists"; readonly message: string }
+  | { readonly _tag: "BuiltinReadOnly"; readonly message: string }
+  | { readonly _tag: "AgentUnavailable"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
+  | { readonly _tag: "SkillNotFound"; readonly message: string }
+  | { readonly _tag: "SkillExists"; readonly message: string }
+  | { readonly _tag: "SkillInUse"; readonly message: string; readonly agents: ReadonlyArray<string> }
+  | { readonly _tag: "SkillInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
+  | { readonly _tag: "ImportRejected"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
+  | { readonly _tag: "InvalidCredentials"; readonly message: string }
+  | { readonly _tag: "BadRequest"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
+  | { readonly _tag: "Unauthenticated"; readonly message: string }
+  | { readonly _tag: "Forbidden"; readonly message: string }
+  | { readonly _tag: "NotFound"; readonly message: string }
+
+export const statusOf = (e: ApiError): number => {
+  switch (e._tag) {
+    case "BadRequest":
+    case "AgentInvalid":
+    case "SkillInvalid":
+    case "ImportRejected":
+      return 400
+    case "Unauthenticated":
+    case "InvalidCredentials":
+      return 401
+    case "Forbidden":
+      return 403
+    case "AgentNotFound":
+    case "AgentVersionNotFound":
+    case "SkillNotFound":
+    case "NotFound":
+      return 404
+    case "AgentExists":
+    case "BuiltinReadOnly":
+    case "SkillExists":
+    case "SkillInUse":
+      return 409
+    case "AgentUnavailable":
+      return 422
+  }
+}
+
+const kebab = (tag: string) => tag.replace(/([a-z])([A-Z])/g, "$1-$2").toLowerCase()
+
+const SECURITY_HEADERS = {
+  "x-content-type-options": "nosniff",
+  "cache-control": "no-store",
+  "referrer-policy": "same-origin"
+} as const
+
+export const json = (body: unknown, status = 200, headers: Record<string, string> = {}): Response =>
+  new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", ...SECURITY_HEADERS, ...headers }
+  })
+
+export const errorBody = (e: ApiError) => ({
+  error: {
+    code: kebab(e._tag),
+    message: e.message,
+    ...("problems" in e ? { problems: e.problems } : {}),
+    ...("agents" in e ? { agents: e.agents } : {})
+  }
+})
+
+export const errorResponse = (e: ApiError): Response => json(errorBody(e), statusOf(e))
+
+/** A route's outcome as a response; `log` receives defects (never the client). */
+export const fromExit = (exit: Exit.Exit<Response, ApiError>, log: (line: string) => void): Response => {
+  if (Exit.isSuccess(exit)) return exit.value
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isSome(failure)) return errorResponse(failure.value)
+  log(`request failed: ${Cause.pretty(exit.cause)}`)
+  return json({ error: { code: "internal", message: "internal server error" } }, 500)
+}
+
+export const badRequest = (problems: ReadonlyArray<Problem>, message = "the request has problems"): ApiError => ({
+  _tag: "BadRequest",
+  message,
+  problems
+})

@@ -1,0 +1,63 @@
+/**
+ * How an Elysia handler runs an Effect: authorize, run on the app's ManagedRuntime, map the Exit to a
+ * response. Request bodies are read with a size cap and decoded with Effect Schema, every problem
+ * listed.
+ */
+import { Effect, Either, type ManagedRuntime, type Schema } from "effect"
+import type { Access, Principal } from "../access/Access.ts"
+import type { AgentStore } from "../agents/AgentStore.ts"
+import type { SkillStore } from "../agents/SkillStore.ts"
+import { decodeAll } from "../contract/Problem.ts"
+import { authorize, type Guard } from "./auth.ts"
+import { badRequest, fromExit, type ApiError } from "./respond.ts"
+
+export type AppServices = Access | AgentStore | SkillStore
+export type AppRuntime = ManagedRuntime.ManagedRuntime<AppServices, never>
+
+export const MAX_BODY_BYTES = 16 * 1024 * 1024
+
+export interface RouteInput {
+  readonly request: Request
+  readonly params: Readonly<Record<string, string | undefined>>
+  readonly url: URL
+  readonly principal: Principal
+}
+
+export type Handler = (input: RouteInput) => Effect.Effect<Response, ApiError, AppServices>
+
+/** Builds handlers bound to one runtime; `log` gets defects and nothing else. */
+export const routes = (rt: AppRuntime, log: (line: string) => void) =>
+  (guard: Guard, handler: Handler) =>
+    async (ctx: { readonly request: Request; readonly params: Readonly<Record<string, string | undefined>> }): Promise<Response> => {
+      const program = Effect.flatMap(authorize(ctx.request, guard), (principal) =>
+        handler({ request: ctx.request, params: ctx.params, url: new URL(ctx.request.url), principal })
+      )
+      return fromExit(await rt.runPromiseExit(program), log)
+    }
+
+/** A handler that needs no principal (sign-in, health). */
+export const publicRoutes = (rt: AppRuntime, log: (line: string) => void) =>
+  (handler: (request: Request) => Effect.Effect<Response, ApiError, AppServices>) =>
+    async (ctx: { readonly request: Request }): Promise<Response> => fromExit(await rt.runPromiseExit(handler(ctx.request)), log)
+
+/** The JSON body, capped in size; a body that is not JSON is a 400 naming the problem. */
+export const jsonBody = (request: Request): Effect.Effect<unknown, ApiError> =>
+  Effect.gen(function* () {
+    const declared = Number(request.headers.get("content-length") ?? "0")
+    if (declared > MAX_BODY_BYTES) return yield* Effect.fail(badRequest([{ path: "(body)", message: `larger than ${MAX_BODY_BYTES} bytes` }]))
+    const text = yield* Effect.promise(() => request.text())
+    if (Buffer.byteLength(text) > MAX_BODY_BYTES) return yield* Effect.fail(badRequest([{ path: "(body)", message: `larger than ${MAX_BODY_BYTES} bytes` }]))
+    return yield* Effect.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: () => badRequest([{ path: "(body)", message: "is not valid JSON" }])
+    })
+  })
+
+/** The body decoded with `schema`, or a 400 listing every problem. */
+export const decodeBody = <A, I>(request: Request, schema: Schema.Schema<A, I>): Effect.Effect<A, ApiError> =>
+  Effect.flatMap(jsonBody(request), (body) =>
+    Either.match(decodeAll(schema)(body), { onLeft: (p) => Effect.fail(badRequest(p)), onRight: Effect.succeed })
+  )
+
+/** A required path parameter (Elysia always sets declared ones). */
+export const param = (input: RouteInput, name: string): string => input.params[name] ?? ""

@@ -1,26 +1,42 @@
 #!/usr/bin/env bun
-/** The `kintsugi` command: serve | run-job. The one composition root of the process. */
+/** The `kintsugi` command: serve | run-job | migrate | users | agents validate. */
 import { jobChildMain } from "./jobChild.ts"
-import { serveMain } from "./http/serve.ts"
 
 const USAGE = `usage: kintsugi <command>
 
 commands:
-  serve      serve the portal and API (PORT, HOST; default 127.0.0.1:7777)
-  run-job    run one agent job: JSON envelope on stdin, NDJSON events on stdout`
+  serve                     serve the portal and API (PORT, HOST; default 127.0.0.1:7777)
+  run-job                   run one agent job: JSON envelope on stdin, NDJSON events on stdout
+  migrate                   apply database migrations (DATABASE_URL, else the embedded database)
+  users add|grant|token     manage portal users, permissions and API tokens
+  agents validate <path>    check an agent package (.md, folder or .zip)`
 
-const main = async (command: string | undefined): Promise<void> => {
+// Commands load only what they need: the job child's start-up must not pay for the server.
+const main = async (argv: ReadonlyArray<string>): Promise<number | undefined> => {
+  const [command, ...rest] = argv
   switch (command) {
     case "run-job":
       return jobChildMain()
     case "serve":
     case undefined:
-      return serveMain()
-    default:
-      process.stderr.write(`kintsugi: unknown command "${command}"\n${USAGE}\n`)
-      process.exit(2)
+      return (await import("./http/serve.ts")).serveMain().then(() => undefined)
+    case "migrate":
+      return (await import("./db/migrateCommand.ts")).migrateMain()
+    case "users":
+      return (await import("./access/usersCommand.ts")).usersMain(rest)
+    case "agents":
+      if (rest[0] === "validate") return (await import("./agents/validateCommand.ts")).agentsValidateMain(rest.slice(1))
+      break
+    case "help":
+    case "--help":
+      process.stdout.write(`${USAGE}\n`)
+      return 0
   }
+  process.stderr.write(`kintsugi: unknown command "${argv.join(" ")}"\n${USAGE}\n`)
+  return 2
 }
 
 // No top-level await: the file can also be bundled to bytecode for a faster job-child start.
-void main(process.argv[2])
+void main(process.argv.slice(2)).then((code) => {
+  if (code !== undefined) process.exit(code)
+})

@@ -1,0 +1,58 @@
+/** The five built-in agents ship valid, list no tools (so they get every kernel tool) and run as jobs. */
+import { afterAll, describe, expect, test } from "bun:test"
+import { Either } from "effect"
+import { AgentDefinition } from "../../src/contract/AgentDefinition.ts"
+import { decodeAll } from "../../src/contract/Problem.ts"
+import { builtinAgents, builtinSkills } from "../../src/agents/builtins.ts"
+import { toAgentDefinition, validateAgent } from "../../src/agents/validateAgent.ts"
+import { createEnvelope, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
+import { startOpenAIServer } from "../support/scriptedServers.ts"
+
+const agents = [...builtinAgents().values()]
+const sharedSkills = new Map([...builtinSkills().values()].map((s) => [s.name, s.content]))
+
+describe("built-in agents", () => {
+  test("there are five, runtime audience, no tools listed", () => {
+    expect(agents.map((a) => a.name).sort()).toEqual(["architecture-map", "codebase-inventory", "data-interfaces", "domain-rules", "risk-quality"])
+    for (const a of agents) {
+      expect(a.audience).toBe("runtime")
+      expect(a.tools).toBeUndefined()
+      expect(a.instructions.split("\n").length).toBeGreaterThan(60)
+    }
+  })
+
+  test.each(agents.map((a) => [a.name, a] as const))("%s validates and becomes a job definition the kernel accepts", (_name, pkg) => {
+    expect(validateAgent(pkg, { sharedSkills: new Set(sharedSkills.keys()) })).toEqual([])
+    const definition = toAgentDefinition(pkg, { version: 1, sharedSkills })
+    expect(Either.isRight(decodeAll(AgentDefinition)(definition))).toBe(true)
+  })
+
+  const dirs = createJobDirs({ "app.ts": "export const main = () => 1\n" })
+  afterAll(() => dirs.cleanup())
+
+  test("codebase-inventory runs as a job: the prompt reaches the model, every kernel tool is offered", async () => {
+    const pkg = builtinAgents().get("codebase-inventory")!
+    const server = await startOpenAIServer([
+      { kind: "turn", toolCalls: [{ name: "ls", arguments: {} }] },
+      { kind: "turn", toolCalls: [{ name: "write", arguments: { path: "inventory.md", content: "# Inventory\n" } }] },
+      { kind: "turn", text: "Wrote inventory.md." }
+    ])
+    try {
+      const job = {
+        agent: toAgentDefinition(pkg, { version: 1, sharedSkills }),
+        task: "Inventory this codebase.",
+        model: { provider: "scripted", id: "scripted-model" },
+        workspace: { root: dirs.root, readOnly: [dirs.src], outDir: dirs.out },
+        limits: { timeoutSec: 30 }
+      }
+      const run = await runJobChild(createEnvelope(job, [createProvider(server, "openai-completions")]))
+      expect(run.code).toBe(0)
+      expect(run.events.some((e) => e.type === "output" && e.path === "inventory.md")).toBe(true)
+      const body = server.requests[0]!.body as { messages: Array<{ role: string; content: string }>; tools: Array<{ function: { name: string } }> }
+      expect(body.messages[0]!.content.startsWith(pkg.instructions.slice(0, 200))).toBe(true)
+      expect(body.tools.map((t) => t.function.name)).toEqual(["read", "ls", "grep", "find", "write", "edit", "shell", "git"])
+    } finally {
+      await server.stop()
+    }
+  })
+})

@@ -8,17 +8,39 @@ import { AgentStoreLive } from "./agents/AgentStore.ts"
 import { SkillStoreLive } from "./agents/SkillStore.ts"
 import type { Db, DbError } from "./db/Db.ts"
 import type { AppRuntime, AppServices } from "./http/route.ts"
+import { BindingsLive } from "./providers/Bindings.ts"
+import { ProviderStoreLive } from "./providers/ProviderStore.ts"
+import { SecretBoxLive, type SecretBox, type SecretKeyError } from "./providers/SecretBox.ts"
+import { JobBusLive } from "./worker/JobBus.ts"
+import { JobStoreLive } from "./worker/JobStore.ts"
+import { WorkerLive } from "./worker/Worker.ts"
 
-/** The application services over a database. */
-export const appLayer = (db: Layer.Layer<Db, DbError>): Layer.Layer<AppServices | Db, DbError> =>
-  Layer.mergeAll(Layer.provideMerge(AgentStoreLive, SkillStoreLive), AccessLive).pipe(Layer.provideMerge(db))
+export type AppLayerError = DbError | SecretKeyError
+
+/** The application services over a database; `secrets` defaults to the configured key (KINTSUGI_SECRET_KEY or the key file). */
+export const appLayer = (
+  db: Layer.Layer<Db, DbError>,
+  secrets: Layer.Layer<SecretBox, SecretKeyError> = SecretBoxLive
+): Layer.Layer<AppServices | Db, AppLayerError> => {
+  const agents = Layer.provideMerge(AgentStoreLive, SkillStoreLive)
+  const providers = Layer.provideMerge(BindingsLive, ProviderStoreLive).pipe(Layer.provide(secrets))
+  return Layer.mergeAll(agents, providers, AccessLive, JobStoreLive, JobBusLive).pipe(Layer.provideMerge(db))
+}
 
 /**
  * A runtime for the HTTP app. Its layer is built eagerly: a database that cannot be reached fails
- * here, once, with the DbError's message, rather than inside the first request.
+ * here, once, with the error's message, rather than inside the first request.
  */
-export const makeAppRuntime = async (db: Layer.Layer<Db, DbError>): Promise<AppRuntime & ManagedRuntime.ManagedRuntime<AppServices | Db, never>> => {
-  const rt = ManagedRuntime.make(Layer.orDie(appLayer(db)))
+export const makeAppRuntime = async (
+  db: Layer.Layer<Db, DbError>,
+  options: {
+    readonly secrets?: Layer.Layer<SecretBox, SecretKeyError>
+    /** Runs the worker loops (KINTSUGI_WORKERS) in this runtime; their diagnostics go to `log`. */
+    readonly worker?: { readonly log: (line: string) => void }
+  } = {}
+): Promise<AppRuntime & ManagedRuntime.ManagedRuntime<AppServices | Db, never>> => {
+  const services = Layer.orDie(appLayer(db, options.secrets))
+  const rt = ManagedRuntime.make(options.worker === undefined ? services : Layer.provideMerge(WorkerLive(options.worker.log), services))
   await rt.runtime()
   return rt
 }

@@ -9,14 +9,17 @@ import { Config, Duration, Effect, Layer, Option, Redacted, Schema, type Scope, 
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
-import { fileURLToPath } from "node:url"
 import type { WorkerReply, WorkerRequest } from "./embeddedWorker.ts"
 import { describeMigrationFailure, runMigrations } from "./migrations.ts"
 
 /** The database could not be configured, reached or started; `message` is one line, never a password. */
 export class DbError extends Schema.TaggedError<DbError>()("DbError", { message: Schema.String }) {}
 
-/** What the Db layers provide: the same client under both tags. */
+/**
+ * What the Db layers provide: the same client under both tags. Values as node-postgres decodes them:
+ * int8 (`count(*)`, bigserial) and numeric arrive as strings (cast `::int` or decode with
+ * `Schema.NumberFromString`), timestamptz as `Date`, json/jsonb parsed and with their keys untouched.
+ */
 export type Db = PgClient.PgClient | SqlClient
 
 export interface DbOptions {
@@ -24,7 +27,10 @@ export interface DbOptions {
   readonly url?: string | Redacted.Redacted<string> | undefined
   /** Embedded only: a persistent data dir; absent = a throwaway in-memory database. */
   readonly dataDir?: string | undefined
-  /** Embedded only: a `makeSnapshot` tarball to start from when `dataDir` holds no database yet. */
+  /**
+   * Embedded only: a `makeSnapshot` tarball to start from when `dataDir` holds no database yet. Prefer
+   * `Bun.file(path)`: bytes are copied on this thread (~40 MB), a file is read by the worker.
+   */
   readonly snapshot?: Uint8Array | Blob | undefined
   /** Apply the project's migrations before the layer is ready (default false). */
   readonly migrate?: boolean | undefined
@@ -51,8 +57,6 @@ const clientOptions = {
   transformJson: false,
   applicationName: "kintsugi"
 } as const
-
-// --- errors ---------------------------------------------------------------------------------------
 
 const innermost = (error: unknown): unknown => {
   let found = error
@@ -90,8 +94,6 @@ const describeServer = (url: string): string | undefined => {
   }
 }
 
-// --- the embedded database -----------------------------------------------------------------------
-
 interface Embedded {
   /** Directory of the unix socket (libpq convention: host = dir, file `.s.PGSQL.5432`). */
   readonly socketDir: string
@@ -99,22 +101,12 @@ interface Embedded {
   readonly dump: Effect.Effect<Uint8Array, DbError>
 }
 
-// Compiling pglite.wasm costs ~0.5 s; done once per process and handed to every worker.
-let wasm: Promise<{ pglite: WebAssembly.Module; initdb: WebAssembly.Module } | undefined> | undefined
-const compiledWasm = () =>
-  (wasm ??= (async () => {
-    try {
-      const dist = path.dirname(fileURLToPath(import.meta.resolve("@electric-sql/pglite")))
-      const compile = async (file: string) => WebAssembly.compile(await Bun.file(path.join(dist, file)).arrayBuffer())
-      const [pglite, initdb] = await Promise.all([compile("pglite.wasm"), compile("initdb.wasm")])
-      return { pglite, initdb }
-    } catch {
-      return undefined // the worker then loads them itself
-    }
-  })())
+// The first worker compiles pglite.wasm (~0.3-1 s, off this thread) and hands the modules back; later
+// workers of the process (tests, restarts) reuse them.
+let compiledWasm: { readonly pglite: WebAssembly.Module; readonly initdb: WebAssembly.Module } | undefined
 
 /** Sends one request and waits for the worker's next reply (requests are never concurrent). */
-const call = (worker: Worker, request: WorkerRequest): Promise<WorkerReply> =>
+const call = (worker: Worker, request: WorkerRequest, transfer: Array<Bun.Transferable> = []): Promise<WorkerReply> =>
   new Promise((resolve, reject) => {
     const done = () => {
       worker.removeEventListener("message", onMessage)
@@ -127,7 +119,7 @@ const call = (worker: Worker, request: WorkerRequest): Promise<WorkerReply> =>
     worker.addEventListener("message", onMessage)
     worker.addEventListener("error", onError)
     worker.addEventListener("close", onClose)
-    worker.postMessage(request)
+    worker.postMessage(request, transfer)
   })
 
 const isErrno = (e: unknown, code: string) => typeof e === "object" && e !== null && "code" in e && e.code === code
@@ -172,26 +164,36 @@ const lockDataDir = (dataDir: string): Effect.Effect<void, DbError, Scope.Scope>
   )
 }
 
-const startWorker = (request: WorkerRequest, where: string): Effect.Effect<Worker, DbError, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.tryPromise({
-      try: async () => {
-        const worker = new Worker(new URL("./embeddedWorker.ts", import.meta.url).href)
-        const reply = await call(worker, request).catch((e: unknown) => ({ type: "failed" as const, message: innermostMessage(e) }))
-        if (reply.type === "listening") return worker
-        worker.terminate()
-        throw new Error(reply.type === "failed" ? reply.message : `unexpected reply ${reply.type}`)
-      },
+// The worker is owned by the scope from its creation: a failed or interrupted start still stops it.
+const startWorker = (
+  request: WorkerRequest,
+  transfer: Array<Bun.Transferable>,
+  where: string
+): Effect.Effect<Worker, DbError, Scope.Scope> =>
+  Effect.gen(function*() {
+    let exited = false
+    const worker = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const w = new Worker(new URL("./embeddedWorker.ts", import.meta.url).href)
+        w.addEventListener("close", () => void (exited = true))
+        return w
+      }),
+      // Clean shutdown: the worker closes PGlite (a checkpoint) before it is terminated.
+      (w) =>
+        (exited ? Effect.void : Effect.ignore(Effect.timeout(Effect.tryPromise(() => call(w, { type: "stop" })), WORKER_STOP_TIMEOUT)))
+          .pipe(Effect.ensuring(Effect.sync(() => w.terminate())))
+    )
+    const reply = yield* Effect.tryPromise({
+      try: () => call(worker, request, transfer),
       catch: (e) => new DbError({ message: `cannot start the embedded database (${where}): ${innermostMessage(e)}` })
-    }),
-    // Clean shutdown: the worker closes PGlite (a checkpoint) before it is terminated.
-    (worker) =>
-      Effect.tryPromise(() => call(worker, { type: "stop" })).pipe(
-        Effect.timeout(WORKER_STOP_TIMEOUT),
-        Effect.ignore,
-        Effect.ensuring(Effect.sync(() => worker.terminate()))
-      )
-  )
+    })
+    if (reply.type !== "listening") {
+      const reason = reply.type === "failed" ? reply.message : `unexpected reply ${reply.type}`
+      return yield* new DbError({ message: `cannot start the embedded database (${where}): ${reason}` })
+    }
+    compiledWasm ??= { pglite: reply.pgliteWasmModule, initdb: reply.initdbWasmModule }
+    return worker
+  })
 
 /** Starts PGlite in a worker for the current scope; stops it (PGlite closed) when the scope closes. */
 const startEmbedded = (options: DbOptions): Effect.Effect<Embedded, DbError, Scope.Scope> =>
@@ -203,10 +205,10 @@ const startEmbedded = (options: DbOptions): Effect.Effect<Embedded, DbError, Sco
       (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
     )
     const fresh = dataDir === undefined || !fs.existsSync(path.join(dataDir, "PG_VERSION"))
-    const snapshot = fresh && options.snapshot !== undefined
-      ? options.snapshot instanceof Blob ? options.snapshot : new Blob([options.snapshot])
-      : undefined
-    const modules = yield* Effect.promise(compiledWasm)
+    // A Blob is posted as is (a `Bun.file()` costs nothing: the worker reads the file); bytes are
+    // copied once and the copy transferred (a structured clone of 40 MB would stall this thread longer).
+    const given = fresh ? options.snapshot : undefined
+    const snapshot = given instanceof Uint8Array ? given.slice() : given
     const worker = yield* startWorker({
       type: "start",
       dataDir,
@@ -214,9 +216,9 @@ const startEmbedded = (options: DbOptions): Effect.Effect<Embedded, DbError, Sco
       socketPath: path.join(socketDir, ".s.PGSQL.5432"),
       // One spare slot: a reconnect is not refused while the server still counts the dropped socket.
       maxConnections: EMBEDDED_POOL_SIZE + 1,
-      pgliteWasmModule: modules?.pglite,
-      initdbWasmModule: modules?.initdb
-    }, dataDir ?? "in memory")
+      pgliteWasmModule: compiledWasm?.pglite,
+      initdbWasmModule: compiledWasm?.initdb
+    }, snapshot instanceof Uint8Array ? [snapshot.buffer] : [], dataDir ?? "in memory")
     const dump = Effect.tryPromise({
       try: async () => {
         const reply = await call(worker, { type: "dump" })
@@ -227,8 +229,6 @@ const startEmbedded = (options: DbOptions): Effect.Effect<Embedded, DbError, Sco
     })
     return { socketDir, dump }
   })
-
-// --- layers --------------------------------------------------------------------------------------
 
 const connect = (config: PgClient.PgClientConfig, describeFailure: (e: SqlError) => string) =>
   Layer.build(PgClient.layer({ ...clientOptions, ...config })).pipe(
@@ -309,7 +309,8 @@ export const DbMigratedLive: Layer.Layer<Db, DbError> = fromConfig(true)
 
 /**
  * Boots a fresh in-memory embedded database, runs `prepare` on it (e.g. `runMigrations`) and returns a
- * `dumpDataDir` tarball for `makeDbLayer({ snapshot })`: ~0.3 s to boot instead of an initdb.
+ * `dumpDataDir` tarball (~40 MB) for `makeDbLayer({ snapshot })`: a boot without initdb. Reopening a
+ * copied data dir is faster still (bench/db.ts); test/support/db.ts does that.
  */
 export const makeSnapshot = <E>(prepare: Effect.Effect<unknown, E, Db>): Effect.Effect<Uint8Array, DbError | E> =>
   Effect.scoped(

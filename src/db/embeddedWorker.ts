@@ -5,6 +5,8 @@
  */
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
+import path from "node:path"
+import { fileURLToPath } from "node:url"
 
 /** First message from the main thread: what to open and how many connections to accept. */
 export interface StartRequest {
@@ -12,11 +14,11 @@ export interface StartRequest {
   /** Absolute path of a persistent data dir; absent = in memory. */
   readonly dataDir?: string | undefined
   /** A `dumpDataDir` tarball to initialize from (ignored when `dataDir` already holds a database). */
-  readonly snapshot?: Blob | undefined
+  readonly snapshot?: Blob | Uint8Array | undefined
   /** Absolute path of the unix socket to listen on (`<dir>/.s.PGSQL.<port>`, as libpq names it). */
   readonly socketPath: string
   readonly maxConnections: number
-  /** Precompiled pglite.wasm / initdb.wasm, shared by every worker of the process. */
+  /** pglite.wasm / initdb.wasm as compiled by an earlier worker of the process; absent = compile here. */
   readonly pgliteWasmModule?: WebAssembly.Module | undefined
   readonly initdbWasmModule?: WebAssembly.Module | undefined
 }
@@ -24,7 +26,13 @@ export interface StartRequest {
 export type WorkerRequest = StartRequest | { readonly type: "dump" } | { readonly type: "stop" }
 
 export type WorkerReply =
-  | { readonly type: "listening"; readonly version: string }
+  | {
+    readonly type: "listening"
+    readonly version: string
+    /** The compiled wasm, for the next worker of the process (compiling blocks a thread ~0.3-1 s). */
+    readonly pgliteWasmModule: WebAssembly.Module
+    readonly initdbWasmModule: WebAssembly.Module
+  }
   | { readonly type: "failed"; readonly message: string }
   | { readonly type: "dumped"; readonly tarball: Uint8Array }
   | { readonly type: "stopped" }
@@ -37,17 +45,26 @@ const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
 let db: PGlite | undefined
 let server: PGLiteSocketServer | undefined
 
+const compile = async (file: string) => {
+  const dist = path.dirname(fileURLToPath(import.meta.resolve("@electric-sql/pglite")))
+  return WebAssembly.compile(await Bun.file(path.join(dist, file)).arrayBuffer())
+}
+
 const start = async (req: StartRequest) => {
+  const pgliteWasmModule = req.pgliteWasmModule ?? await compile("pglite.wasm")
+  const initdbWasmModule = req.initdbWasmModule ?? await compile("initdb.wasm")
   db = await PGlite.create({
     ...(req.dataDir !== undefined ? { dataDir: req.dataDir } : {}),
-    ...(req.snapshot !== undefined ? { loadDataDir: req.snapshot } : {}),
-    ...(req.pgliteWasmModule !== undefined ? { pgliteWasmModule: req.pgliteWasmModule } : {}),
-    ...(req.initdbWasmModule !== undefined ? { initdbWasmModule: req.initdbWasmModule } : {})
+    ...(req.snapshot !== undefined
+      ? { loadDataDir: req.snapshot instanceof Blob ? req.snapshot : new Blob([req.snapshot]) }
+      : {}),
+    pgliteWasmModule,
+    initdbWasmModule
   })
   const version = (await db.query<{ v: string }>("show server_version")).rows[0]?.v ?? "unknown"
   server = new PGLiteSocketServer({ db, path: req.socketPath, maxConnections: req.maxConnections })
   await server.start()
-  reply({ type: "listening", version })
+  reply({ type: "listening", version, pgliteWasmModule, initdbWasmModule })
 }
 
 // Stop accepting clients first, then close PGlite: close() checkpoints, so the data dir is consistent.

@@ -1,9 +1,12 @@
-/** The HTTP application: health, session, the Agent Builder API. One ManagedRuntime runs every handler. */
+/** The HTTP application: health, session, the Agent Builder API and portal. One ManagedRuntime runs every handler. */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { Elysia } from "elysia"
 import { agentRoutes } from "./api/agents.ts"
+import { jobRoutes } from "./api/jobs.ts"
+import { providerRoutes } from "./api/providers.ts"
 import { sessionRoutes } from "./api/session.ts"
+import { portalRoutes } from "./portal/portalRoutes.ts"
 import { json } from "./respond.ts"
 import { publicRoutes, routes, type AppRuntime } from "./route.ts"
 
@@ -23,7 +26,10 @@ export const makeApp = (options: AppOptions) => {
     )
     .use(sessionRoutes(route, publicRoute))
     .use(agentRoutes(route))
+    .use(providerRoutes(route))
+    .use(jobRoutes(route))
     .all("/api/*", () => json({ error: { code: "not-found", message: "no such endpoint" } }, 404))
+    .use(portalRoutes({ runtime: options.runtime, log: options.log }))
 }
 
 /** `SELECT 1` through the pool. */

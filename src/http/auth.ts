@@ -34,11 +34,8 @@ const sameText = (a: string, b: string) => {
   return x.length === y.length && timingSafeEqual(x, y)
 }
 
-/**
- * A change made with a session must come from our own pages: no cross-site fetch metadata, an Origin
- * (when sent) equal to ours, and the session's CSRF token in the header or the form field `_csrf`.
- */
-const checkSameOrigin = (request: Request, principal: Principal, formToken: string | undefined): ApiError | undefined => {
+/** A change must come from our own pages: no cross-site fetch metadata and an Origin (when sent) equal to ours. */
+export const crossSiteProblem = (request: Request): ApiError | undefined => {
   const site = request.headers.get("sec-fetch-site")
   if (site !== null && site !== "same-origin" && site !== "none") return { _tag: "Forbidden", message: "cross-site requests are refused" }
   const origin = request.headers.get("origin")
@@ -46,6 +43,16 @@ const checkSameOrigin = (request: Request, principal: Principal, formToken: stri
   if (origin !== null && (host === null || origin.replace(/^https?:\/\//, "") !== host)) {
     return { _tag: "Forbidden", message: "the request's Origin is not this site" }
   }
+  return undefined
+}
+
+/**
+ * A change made with a session must come from our own pages (`crossSiteProblem`) and carry the
+ * session's CSRF token in the header or the form field `_csrf`.
+ */
+const checkSameOrigin = (request: Request, principal: Principal, formToken: string | undefined): ApiError | undefined => {
+  const crossSite = crossSiteProblem(request)
+  if (crossSite !== undefined) return crossSite
   const token = request.headers.get(CSRF_HEADER) ?? formToken
   if (principal.csrfToken === undefined || token === undefined || !sameText(token, principal.csrfToken)) {
     return { _tag: "Forbidden", message: "missing or wrong CSRF token" }

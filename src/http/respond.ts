@@ -24,6 +24,14 @@ export type ApiError =
   | { readonly _tag: "Unauthenticated"; readonly message: string }
   | { readonly _tag: "Forbidden"; readonly message: string }
   | { readonly _tag: "NotFound"; readonly message: string }
+  | { readonly _tag: "ProviderNotFound"; readonly message: string }
+  | { readonly _tag: "ProviderInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
+  | { readonly _tag: "ProviderExists"; readonly message: string }
+  | { readonly _tag: "ProviderInUse"; readonly message: string; readonly agents: ReadonlyArray<string> }
+  | { readonly _tag: "BindingInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
+  | { readonly _tag: "BindingNotFound"; readonly message: string }
+  | { readonly _tag: "JobNotFound"; readonly message: string }
+  | { readonly _tag: "ProjectExists"; readonly message: string }
 
 export const statusOf = (e: ApiError): number => {
   switch (e._tag) {
@@ -31,6 +39,8 @@ export const statusOf = (e: ApiError): number => {
     case "AgentInvalid":
     case "SkillInvalid":
     case "ImportRejected":
+    case "ProviderInvalid":
+    case "BindingInvalid":
       return 400
     case "Unauthenticated":
     case "InvalidCredentials":
@@ -41,11 +51,17 @@ export const statusOf = (e: ApiError): number => {
     case "AgentVersionNotFound":
     case "SkillNotFound":
     case "NotFound":
+    case "ProviderNotFound":
+    case "BindingNotFound":
+    case "JobNotFound":
       return 404
     case "AgentExists":
     case "BuiltinReadOnly":
     case "SkillExists":
     case "SkillInUse":
+    case "ProviderExists":
+    case "ProviderInUse":
+    case "ProjectExists":
       return 409
     case "AgentUnavailable":
       return 422

@@ -1,6 +1,6 @@
 /**
- * `kintsugi serve`: migrates the database, makes sure an admin exists, and serves the API (and, once
- * it lands, the portal) on HOST:PORT. A database that cannot be reached is one clear line and exit 1.
+ * `kintsugi serve`: migrates the database, makes sure an admin exists, and serves the API and the
+ * portal (`/` leads to /agents or /sign-in) on HOST:PORT. A database that cannot be reached is one clear line and exit 1.
  */
 import { Effect, Exit } from "effect"
 import { randomBytes } from "node:crypto"
@@ -8,13 +8,6 @@ import { Access, PERMISSIONS } from "../access/Access.ts"
 import { DbMigratedLive } from "../db/Db.ts"
 import { makeAppRuntime } from "../main.ts"
 import { databaseHealth, makeApp } from "./app.ts"
-
-const page = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Kintsugi Runtime</title></head>
-<body><main><h1>Kintsugi Runtime</h1>
-<p>The agent kernel and the Agent Builder API are running. The portal is not built yet.</p>
-<p>API: <code>/api/admin/agents</code> (sign in with <code>POST /api/session</code> or send an API token).</p>
-</main></body></html>`
 
 /** On an empty database: the first admin, with KINTSUGI_ADMIN_PASSWORD or a generated password printed once. */
 export const ensureAdmin = Effect.gen(function* () {
@@ -34,16 +27,14 @@ export const serveMain = async (): Promise<void> => {
   const log = (line: string) => process.stderr.write(`${line}\n`)
   let rt: Awaited<ReturnType<typeof makeAppRuntime>>
   try {
-    rt = await makeAppRuntime(DbMigratedLive)
+    rt = await makeAppRuntime(DbMigratedLive, { worker: { log } })
   } catch (e) {
     log(`kintsugi: cannot start: ${e instanceof Error ? e.message.split("\n")[0] : "database unavailable"}`)
     process.exit(1)
   }
   const admin = await rt.runPromiseExit(ensureAdmin)
   if (Exit.isFailure(admin)) log("kintsugi: could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)")
-  const app = makeApp({ runtime: rt, log, healthy: () => rt.runPromise(databaseHealth) }).get("/", () =>
-    new Response(page, { headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": "default-src 'none'" } })
-  )
+  const app = makeApp({ runtime: rt, log, healthy: () => rt.runPromise(databaseHealth) })
   const server = Bun.serve({
     port: Number(process.env["PORT"] ?? 7777),
     hostname: process.env["HOST"] ?? "127.0.0.1",

@@ -1,0 +1,81 @@
+/** LLM providers (keys write-only), the built-in catalog, agent model bindings and projects. */
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Effect, Schema } from "effect"
+import { Elysia } from "elysia"
+import { Bindings } from "../../providers/Bindings.ts"
+import { ProviderStore } from "../../providers/ProviderStore.ts"
+import type { Guard } from "../auth.ts"
+import { json } from "../respond.ts"
+import { decodeBody, jsonBody, param, type Handler } from "../route.ts"
+
+type Route = (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
+
+const ProjectBody = Schema.Struct({
+  id: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/, { message: () => "must match [a-z0-9][a-z0-9._-]* (at most 64 characters)" })),
+  name: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
+})
+
+export const providerRoutes = (route: Route) =>
+  new Elysia({ name: "providers-api" })
+    .get("/api/admin/providers", route("read", () => Effect.map(Effect.flatMap(ProviderStore, (p) => p.list), (providers) => json({ providers }))))
+    .get("/api/admin/providers/catalog", route("read", () => Effect.map(Effect.flatMap(ProviderStore, (p) => p.catalog), (providers) => json({ providers }))))
+    .post(
+      "/api/admin/providers",
+      route("providers.manage", (i) => Effect.gen(function* () {
+        const body = yield* jsonBody(i.request)
+        return json({ provider: yield* (yield* ProviderStore).create(body, i.principal.username) }, 201)
+      }))
+    )
+    .get("/api/admin/providers/:id", route("read", (i) => Effect.map(Effect.flatMap(ProviderStore, (p) => p.get(param(i, "id"))), (provider) => json({ provider }))))
+    .put(
+      "/api/admin/providers/:id",
+      route("providers.manage", (i) => Effect.gen(function* () {
+        const body = yield* jsonBody(i.request)
+        return json({ provider: yield* (yield* ProviderStore).update(param(i, "id"), body, i.principal.username) })
+      }))
+    )
+    .delete(
+      "/api/admin/providers/:id",
+      route("providers.manage", (i) => Effect.map(Effect.flatMap(ProviderStore, (p) => p.remove(param(i, "id"))), () => new Response(null, { status: 204 })))
+    )
+    .get("/api/admin/agents/:name/bindings", route("read", (i) => Effect.map(Effect.flatMap(Bindings, (b) => b.list(param(i, "name"))), (bindings) => json({ bindings }))))
+    .put(
+      "/api/admin/agents/:name/bindings",
+      route("providers.manage", (i) => Effect.gen(function* () {
+        const body = yield* jsonBody(i.request)
+        return json({ binding: yield* (yield* Bindings).set(param(i, "name"), "", body, i.principal.username) })
+      }))
+    )
+    .delete(
+      "/api/admin/agents/:name/bindings",
+      route("providers.manage", (i) => Effect.map(Effect.flatMap(Bindings, (b) => b.remove(param(i, "name"), "")), () => new Response(null, { status: 204 })))
+    )
+    .put(
+      "/api/admin/agents/:name/bindings/:project",
+      route("providers.manage", (i) => Effect.gen(function* () {
+        const body = yield* jsonBody(i.request)
+        return json({ binding: yield* (yield* Bindings).set(param(i, "name"), param(i, "project"), body, i.principal.username) })
+      }))
+    )
+    .delete(
+      "/api/admin/agents/:name/bindings/:project",
+      route("providers.manage", (i) =>
+        Effect.map(Effect.flatMap(Bindings, (b) => b.remove(param(i, "name"), param(i, "project"))), () => new Response(null, { status: 204 }))
+      )
+    )
+    .get(
+      "/api/projects",
+      route("read", () =>
+        Effect.map(Effect.flatMap(SqlClient, (sql) => sql`SELECT id, name, created_at FROM runtime.project ORDER BY id`), (projects) => json({ projects })).pipe(Effect.orDie)
+      )
+    )
+    .post(
+      "/api/projects",
+      route("agents.manage", (i) => Effect.gen(function* () {
+        const p = yield* decodeBody(i.request, ProjectBody)
+        const sql = yield* SqlClient
+        const rows = yield* Effect.orDie(sql`INSERT INTO runtime.project (id, name) VALUES (${p.id}, ${p.name}) ON CONFLICT (id) DO NOTHING RETURNING id, name, created_at`)
+        if (rows.length === 0) return yield* Effect.fail({ _tag: "ProjectExists" as const, message: `a project "${p.id}" already exists` })
+        return json({ project: rows[0] }, 201)
+      }))
+    )

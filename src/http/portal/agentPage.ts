@@ -1,0 +1,123 @@
+/**
+ * One agent: the editor (or the read-only view for built-ins and readers), save as a new version,
+ * enable/disable, copy, delete, ZIP export and the job definition, all through AgentStore and
+ * resolveAgentDefinition.
+ */
+import { Effect, Either } from "effect"
+import { Elysia } from "elysia"
+import { AgentStore } from "../../agents/AgentStore.ts"
+import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
+import { editorPage } from "../../../views/pages/agentEditor.ts"
+import { enabledToggle } from "../../../views/pages/agentHeader.ts"
+import { agentReadOnlyPage } from "../../../views/pages/agentView.ts"
+import { definitionPage, type DefinitionResult } from "../../../views/pages/definition.ts"
+import { badRequest, type ApiError } from "../respond.ts"
+import { filesOfForm, formFromFields, formFromPackage, placeProblems } from "./agentForm.ts"
+import { editorContext, refusedSave } from "./agentPages.ts"
+import { htmlResponse, isHtmx, noticeOf, PAGE_HEADERS, redirect } from "./pageResponse.ts"
+import type { PortalInput, PortalRunner } from "./portalRoute.ts"
+
+export const nameParam = (input: PortalInput): string => input.params["name"] ?? ""
+const agentUrl = (name: string, rest = "") => `/agents/${encodeURIComponent(name)}${rest}`
+
+/** `?version=` of an export: absent, or a positive integer. */
+const versionQuery = (url: URL): Effect.Effect<number | undefined, ApiError> => {
+  const raw = url.searchParams.get("version")
+  if (raw === null) return Effect.succeed(undefined)
+  const n = Number(raw)
+  return Number.isInteger(n) && n > 0 ? Effect.succeed(n) : Effect.fail(badRequest([{ path: "version", message: `"${raw}" is not a version number` }]))
+}
+
+export const agentPage = (portal: PortalRunner) =>
+  new Elysia()
+    .get(
+      "/agents/:name",
+      portal.page("read", ({ url, page, params }) =>
+        Effect.gen(function* () {
+          const agent = yield* (yield* AgentStore).get(params["name"] ?? "")
+          const notice = noticeOf(url, agent.name)
+          if (agent.builtin || page.viewer?.canManage !== true) return htmlResponse(agentReadOnlyPage(page, agent, notice))
+          const c = yield* editorContext
+          const form = formFromPackage(agent.package, c.kernelTools)
+          return htmlResponse(
+            editorPage(page, { form, placed: placeProblems(form, agent.problems), agent, notice, checked: true, kernelTools: c.kernelTools, sharedSkills: c.sharedSkills })
+          )
+        })
+      )
+    )
+    .post(
+      "/agents/:name",
+      portal.action("agents.manage", (input) =>
+        Effect.gen(function* () {
+          const { request, page, principal } = input
+          const store = yield* AgentStore
+          const agent = yield* store.get(nameParam(input))
+          const form = formFromFields(input.form, agent.name)
+          const files = filesOfForm(form)
+          if (Either.isLeft(files)) return yield* refusedSave(request, page, form, files.left, agent)
+          return yield* store.save(agent.name, { files: files.right }, principal.username).pipe(
+            Effect.map((saved) => redirect(request, agentUrl(saved.name, `?saved=${String(saved.version)}`))),
+            Effect.catchTag("AgentInvalid", (e) => refusedSave(request, page, form, e.problems, agent))
+          )
+        })
+      )
+    )
+    .post(
+      "/agents/:name/enabled",
+      portal.action("agents.manage", (input) =>
+        Effect.gen(function* () {
+          const agent = yield* (yield* AgentStore).setEnabled(nameParam(input), input.form.get("enabled") === "true")
+          return isHtmx(input.request) ? htmlResponse(enabledToggle(input.page, agent)) : redirect(input.request, agentUrl(agent.name))
+        })
+      )
+    )
+    .post(
+      "/agents/:name/copy",
+      portal.action("agents.manage", (input) =>
+        Effect.gen(function* () {
+          const raw = input.form.get("newName")
+          const newName = typeof raw === "string" ? raw.trim() : ""
+          const copy = yield* (yield* AgentStore).copy(nameParam(input), newName, input.principal.username)
+          return redirect(input.request, agentUrl(copy.name, `?copied=${encodeURIComponent(nameParam(input))}`))
+        })
+      )
+    )
+    .post(
+      "/agents/:name/delete",
+      portal.action("agents.manage", (input) =>
+        Effect.gen(function* () {
+          yield* (yield* AgentStore).remove(nameParam(input))
+          return redirect(input.request, `/agents?deleted=${encodeURIComponent(nameParam(input))}`)
+        })
+      )
+    )
+    .get(
+      "/agents/:name/export",
+      portal.page("read", (input) =>
+        Effect.gen(function* () {
+          const version = yield* versionQuery(input.url)
+          const name = nameParam(input)
+          const zip = yield* (yield* AgentStore).exportZip(name, version)
+          return new Response(zip, {
+            headers: {
+              ...PAGE_HEADERS,
+              "content-type": "application/zip",
+              "content-disposition": `attachment; filename="${name}${version === undefined ? "" : `-v${version}`}.zip"`
+            }
+          })
+        })
+      )
+    )
+    .get(
+      "/agents/:name/definition",
+      portal.page("read", (input) =>
+        Effect.gen(function* () {
+          const agent = yield* (yield* AgentStore).get(nameParam(input))
+          const result: DefinitionResult = yield* resolveAgentDefinition(agent.name).pipe(
+            Effect.map((definition): DefinitionResult => ({ ok: true, definition })),
+            Effect.catchTag("AgentUnavailable", (e) => Effect.succeed<DefinitionResult>({ ok: false, message: e.message, problems: e.problems }))
+          )
+          return htmlResponse(definitionPage(input.page, agent, result))
+        })
+      )
+    )

@@ -1,0 +1,133 @@
+/**
+ * Catalog, new agent, create, the editor's live preview and import. Every rule is the store's:
+ * the form becomes package files, and AgentStore checks, saves or previews them.
+ */
+import { Effect, Either } from "effect"
+import { Elysia } from "elysia"
+import { AgentStore, type AgentView } from "../../agents/AgentStore.ts"
+import type { Problem } from "../../contract/Problem.ts"
+import { catalogPage, catalogResults } from "../../../views/pages/catalog.ts"
+import { editorPage, previewFragment } from "../../../views/pages/agentEditor.ts"
+import { importPage, importResult, type ImportResult } from "../../../views/pages/importPage.ts"
+import type { PageContext } from "../../../views/layout.ts"
+import type { ApiError } from "../respond.ts"
+import { blankForm, filesOfForm, formFromFields, mainFile, placeProblems, type AgentForm } from "./agentForm.ts"
+import { filterCatalog, isFiltered, parseCatalogQuery } from "./catalogQuery.ts"
+import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
+import type { PortalRunner } from "./portalRoute.ts"
+
+/** What the editor offers: kernel tools and shared skills, from the store. */
+export const editorContext = Effect.map(Effect.flatMap(AgentStore, (s) => s.context), (c) => ({
+  kernelTools: c.kernelTools,
+  sharedSkills: c.sharedSkills,
+  reservedNames: c.reservedNames
+}))
+
+/** A save that was refused: the problems at their fields (htmx: the preview fragment; else the whole editor). */
+export const refusedSave = (request: Request, page: PageContext, form: AgentForm, problems: ReadonlyArray<Problem>, agent: AgentView | null) =>
+  Effect.map(editorContext, (c) => {
+    const placed = placeProblems(form, problems)
+    if (isHtmx(request)) return htmlResponse(previewFragment(form, placed), 400)
+    return htmlResponse(editorPage(page, { form, placed, agent, notice: null, checked: true, kernelTools: c.kernelTools, sharedSkills: c.sharedSkills }), 400)
+  })
+
+/** Name-level refusals (exists, reserved) as a problem on the name field. */
+export const nameProblem = (form: AgentForm, e: { readonly message: string }): Array<Problem> => [{ path: `${mainFile(form)}#name`, message: e.message }]
+
+const IMPORT_MAX_FILES = 200
+
+const importFailure = (request: Request, page: PageContext, result: ImportResult): Response =>
+  isHtmx(request) ? htmlResponse(importResult(result), 400) : htmlResponse(importPage(page, result), 400)
+
+export const agentPages = (portal: PortalRunner) =>
+  new Elysia()
+    .get(
+      "/agents",
+      portal.page("read", ({ request, url, page }) =>
+        Effect.gen(function* () {
+          const all = yield* (yield* AgentStore).catalog
+          const query = parseCatalogQuery(url.searchParams)
+          const props = { total: all.length, entries: filterCatalog(all, query), query, filtered: isFiltered(query), notice: noticeOf(url, "") }
+          return htmlResponse(isHtmx(request) ? catalogResults(props) : catalogPage(page, props))
+        })
+      )
+    )
+    .get(
+      "/agents/-/new",
+      portal.page("agents.manage", ({ page }) =>
+        Effect.map(editorContext, (c) =>
+          htmlResponse(editorPage(page, { form: blankForm(c.kernelTools), placed: placeProblems(blankForm(c.kernelTools), []), agent: null, notice: null, checked: false, kernelTools: c.kernelTools, sharedSkills: c.sharedSkills }))
+        )
+      )
+    )
+    .post(
+      "/agents",
+      portal.action("agents.manage", ({ request, page, form: fields, principal }) =>
+        Effect.gen(function* () {
+          const form = formFromFields(fields)
+          const files = filesOfForm(form)
+          if (Either.isLeft(files)) return yield* refusedSave(request, page, form, files.left, null)
+          return yield* (yield* AgentStore).create({ files: files.right }, principal.username).pipe(
+            Effect.map((agent) => redirect(request, `/agents/${encodeURIComponent(agent.name)}?created=${String(agent.version)}`)),
+            Effect.catchTags({
+              AgentInvalid: (e) => refusedSave(request, page, form, e.problems, null),
+              AgentExists: (e) => refusedSave(request, page, form, nameProblem(form, e), null),
+              BuiltinReadOnly: (e) => refusedSave(request, page, form, nameProblem(form, e), null)
+            })
+          )
+        })
+      )
+    )
+    .post(
+      "/agents/-/preview",
+      portal.action("read", ({ form: fields }) =>
+        Effect.gen(function* () {
+          const form = formFromFields(fields)
+          const files = filesOfForm(form)
+          const store = yield* AgentStore
+          const problems: Array<Problem> = Either.isLeft(files) ? files.left : [...(yield* store.preview({ files: files.right })).problems]
+          if (fields.get("_mode") === "create" && (yield* editorContext).reservedNames.includes(form.name)) {
+            problems.unshift(...nameProblem(form, { message: `"${form.name}" is a built-in agent's name: it is reserved` }))
+          }
+          return htmlResponse(previewFragment(form, placeProblems(form, problems)))
+        })
+      )
+    )
+    .get("/agents/-/import", portal.page("read", ({ page }) => Effect.succeed(htmlResponse(importPage(page, null)))))
+    .post(
+      "/agents/-/import",
+      portal.action("agents.manage", ({ request, page, form, principal }) =>
+        Effect.gen(function* () {
+          const uploads = form.getAll("files").flatMap((f) => (typeof f === "string" || f.name === "" ? [] : [f]))
+          if (uploads.length === 0) return importFailure(request, page, { message: "Choose a .zip or .md file first.", problems: [] })
+          if (uploads.length > IMPORT_MAX_FILES) return importFailure(request, page, { message: `At most ${IMPORT_MAX_FILES} files at once.`, problems: [] })
+          const zips = uploads.filter((f) => f.name.toLowerCase().endsWith(".zip"))
+          if (zips.length > 0 && uploads.length > 1) {
+            return importFailure(request, page, { message: "Upload one .zip on its own, or the package's .md files.", problems: [] })
+          }
+          const store = yield* AgentStore
+          const imported: Effect.Effect<AgentView, ApiError> =
+            zips[0] !== undefined
+              ? Effect.flatMap(Effect.promise(() => zips[0]!.bytes()), (bytes) => store.importZip(bytes, principal.username))
+              : Effect.flatMap(
+                  Effect.promise(() => Promise.all(uploads.map(async (f) => ({ path: f.name, content: await f.bytes() })))),
+                  (files) => store.importFiles(files, principal.username)
+                )
+          return yield* imported.pipe(
+            Effect.map((agent) => redirect(request, `/agents/${encodeURIComponent(agent.name)}?imported=${String(agent.version)}`)),
+            Effect.catchAll((e): Effect.Effect<Response, ApiError> => {
+              switch (e._tag) {
+                case "AgentInvalid":
+                case "ImportRejected":
+                  return Effect.succeed(importFailure(request, page, { message: e.message, problems: e.problems }))
+                case "AgentExists":
+                case "BuiltinReadOnly":
+                  return Effect.succeed(importFailure(request, page, { message: e.message, problems: [] }))
+                default:
+                  return Effect.fail(e)
+              }
+            })
+          )
+        })
+      )
+    )

@@ -1,0 +1,65 @@
+/**
+ * Portal responses: HTML with the security headers (a CSP with no inline script or style), htmx
+ * detection, redirects that work for plain forms (303) and htmx (HX-Redirect), success notices.
+ */
+import type { Html } from "../../../views/html.ts"
+
+/** Scripts and styles only from our own files; no inline code, no eval, no framing, forms post home. */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'"
+].join("; ")
+
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  "content-type": "text/html; charset=utf-8",
+  "content-security-policy": CONTENT_SECURITY_POLICY,
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "referrer-policy": "same-origin",
+  "cache-control": "no-store",
+  // Pages and fragments share URLs: caches must key on the htmx header.
+  vary: "HX-Request"
+}
+
+export const htmlResponse = (body: Html, status = 200, headers: Record<string, string> = {}): Response =>
+  new Response(body.text, { status, headers: { ...PAGE_HEADERS, ...headers } })
+
+/** An htmx request that wants a fragment (a history restore wants the whole page). */
+export const isHtmx = (request: Request): boolean =>
+  request.headers.get("hx-request") === "true" && request.headers.get("hx-history-restore-request") !== "true"
+
+/** After a change: 303 for a plain form, HX-Redirect for htmx (a full navigation to `location`). */
+export const redirect = (request: Request, location: string): Response =>
+  isHtmx(request)
+    ? new Response("", { status: 200, headers: { ...PAGE_HEADERS, "hx-redirect": location } })
+    : new Response(null, { status: 303, headers: { ...PAGE_HEADERS, location } })
+
+/** A local path to return to after signing in; anything else (`//host`, `https:`) becomes /agents. */
+export const localPath = (raw: string | null | undefined): string =>
+  raw !== null && raw !== undefined && /^\/(?![/\\])[^\s]*$/.test(raw) && raw.length <= 2000 ? raw : "/agents"
+
+const NOTICES: ReadonlyArray<readonly [string, (value: string, subject: string) => string]> = [
+  ["created", (v, s) => `Created ${s} (v${v}).`],
+  ["saved", (v) => `Saved version ${v}.`],
+  ["restored", (v) => `Version ${v} is current again.`],
+  ["copied", (v) => `Copied from ${v}.`],
+  ["imported", (v) => `Imported as version ${v}.`],
+  ["deleted", (v) => `Deleted ${v}.`],
+  ["skill-created", (_, s) => `Created the shared skill ${s}.`],
+  ["skill-saved", () => "Saved. Agents using this skill get the new text at their next job."]
+]
+
+/** The success message a redirect asked for (`?saved=3`), as text; the views escape it. */
+export const noticeOf = (url: URL, subject: string): string | null => {
+  for (const [key, message] of NOTICES) {
+    const value = url.searchParams.get(key)
+    if (value !== null) return message(value.slice(0, 100), subject)
+  }
+  return null
+}

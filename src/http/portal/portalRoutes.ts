@@ -1,0 +1,40 @@
+/**
+ * The Agent Builder portal as one Elysia plugin: static files, sign-in, agents, versions, shared
+ * skills, and an HTML 404 for any other page. Mounted by makeApp beside the JSON API.
+ */
+import { Effect } from "effect"
+import { Elysia } from "elysia"
+import type { AppRuntime } from "../route.ts"
+import { agentPage } from "./agentPage.ts"
+import { agentPages } from "./agentPages.ts"
+import { loadAssets, staticResponse } from "./assets.ts"
+import { errorHtml } from "./portalRoute.ts"
+import { portalRunner } from "./portalRoute.ts"
+import { sessionPages } from "./sessionPages.ts"
+import { skillPages } from "./skillPages.ts"
+import { versionPages } from "./versionPages.ts"
+
+export interface PortalOptions {
+  readonly runtime: AppRuntime
+  /** Receives defects (never shown to the client). */
+  readonly log: (line: string) => void
+}
+
+export const portalRoutes = (options: PortalOptions) => {
+  const assets = loadAssets()
+  const portal = portalRunner(options.runtime, options.log, assets.urls)
+  const statics = assets.files.reduce((app, file) => app.get(file.path, () => staticResponse(file)), new Elysia())
+  return new Elysia({ name: "agent-builder-portal" })
+    .use(statics)
+    .use(sessionPages(portal))
+    .use(agentPages(portal))
+    .use(versionPages(portal))
+    .use(agentPage(portal))
+    .use(skillPages(portal))
+    .get(
+      "/*",
+      portal.open((request, page) =>
+        Effect.succeed(errorHtml(request, page, { status: 404, title: "Not found", message: "There is no page at this address.", problems: [], agents: [], signIn: false }))
+      )
+    )
+}

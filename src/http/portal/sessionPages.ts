@@ -1,0 +1,64 @@
+/** Sign-in and sign-out pages, and `/`: the agents for a signed-in visitor, the sign-in page otherwise. */
+import { Effect, Option } from "effect"
+import { Elysia } from "elysia"
+import { Access } from "../../access/Access.ts"
+import { signInPage } from "../../../views/pages/signIn.ts"
+import { authorize, clearedSessionCookie, cookieValue, crossSiteProblem, SESSION_COOKIE, sessionCookie } from "../auth.ts"
+import { errorHtml, errorProps, readForm, type PortalRunner, type PostedForm } from "./portalRoute.ts"
+import { htmlResponse, localPath, PAGE_HEADERS, redirect } from "./pageResponse.ts"
+
+const field = (form: PostedForm, name: string): string => {
+  const v = form.get(name)
+  return typeof v === "string" ? v : ""
+}
+
+/** The principal of the request's session, if any (never fails). */
+const signedIn = (request: Request) => Effect.option(authorize(request, "read"))
+
+export const sessionPages = (portal: PortalRunner) =>
+  new Elysia()
+    .get(
+      "/",
+      portal.open((request) => Effect.map(signedIn(request), (p) => redirect(request, Option.isSome(p) ? "/agents" : "/sign-in")))
+    )
+    .get(
+      "/sign-in",
+      portal.open((request, page) =>
+        Effect.gen(function* () {
+          const url = new URL(request.url)
+          const next = localPath(url.searchParams.get("next"))
+          if (Option.isSome(yield* signedIn(request))) return redirect(request, next)
+          const notice = url.searchParams.has("signed-out") ? "You are signed out." : null
+          return htmlResponse(signInPage(page, { username: "", next, error: null, notice }))
+        })
+      )
+    )
+    .post(
+      "/sign-in",
+      portal.open((request, page) =>
+        Effect.gen(function* () {
+          // No session yet, so no CSRF token: the same-origin check keeps other sites from signing a browser in.
+          const crossSite = crossSiteProblem(request)
+          if (crossSite !== undefined) return errorHtml(request, page, errorProps(crossSite))
+          const form = yield* readForm(request, 64 * 1024)
+          const username = field(form, "username").trim()
+          const next = localPath(field(form, "next"))
+          return yield* (yield* Access).signIn(username, field(form, "password")).pipe(
+            Effect.map((s) => new Response(null, { status: 303, headers: { ...PAGE_HEADERS, location: next, "set-cookie": sessionCookie(s.token, s.expiresAt) } })),
+            Effect.catchTag("InvalidCredentials", (e) =>
+              Effect.succeed(htmlResponse(signInPage(page, { username, next, error: e.message, notice: null }), 401))
+            )
+          )
+        })
+      )
+    )
+    .post(
+      "/sign-out",
+      portal.action("read", ({ request }) =>
+        Effect.gen(function* () {
+          const token = cookieValue(request, SESSION_COOKIE)
+          if (token !== undefined) yield* (yield* Access).signOut(token)
+          return new Response(null, { status: 303, headers: { ...PAGE_HEADERS, location: "/sign-in?signed-out=1", "set-cookie": clearedSessionCookie } })
+        })
+      )
+    )

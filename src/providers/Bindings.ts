@@ -1,0 +1,89 @@
+/**
+ * Agent bindings: which provider model an agent id uses — an installation default per agent
+ * (project ''), overridable per project — and its default thinking level, limited to the levels the
+ * model supports. A change applies to the next job: the worker resolves the binding at job start.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Context, Effect, Either, Layer, Schema } from "effect"
+import { ThinkingLevel } from "../contract/AgentDefinition.ts"
+import { decodeAll } from "../contract/Problem.ts"
+import { BindingInvalid, BindingNotFound } from "./errors.ts"
+import { ProviderStore } from "./ProviderStore.ts"
+
+export const BindingInput = Schema.Struct({
+  providerId: Schema.String,
+  modelId: Schema.String,
+  thinking: Schema.optionalWith(Schema.NullOr(ThinkingLevel), { exact: true })
+})
+
+export interface Binding {
+  readonly agentName: string
+  /** '' = the installation default. */
+  readonly projectId: string
+  readonly providerId: string
+  readonly modelId: string
+  readonly thinking: ThinkingLevel | null
+  readonly updatedBy: string
+  readonly updatedAt: Date
+}
+
+export class Bindings extends Context.Tag("providers/Bindings")<
+  Bindings,
+  {
+    readonly list: (agentName?: string) => Effect.Effect<ReadonlyArray<Binding>>
+    /** Sets the binding of an agent for a project ('' = installation default), checked against the provider's models. */
+    readonly set: (agentName: string, projectId: string, input: unknown, by: string) => Effect.Effect<Binding, BindingInvalid>
+    readonly remove: (agentName: string, projectId: string) => Effect.Effect<void, BindingNotFound>
+    /** The project's binding, else the installation default. */
+    readonly resolve: (agentName: string, projectId: string) => Effect.Effect<Binding, BindingNotFound>
+  }
+>() {}
+
+export const makeBindings = Effect.gen(function* () {
+  const sql = yield* SqlClient
+  const providers = yield* ProviderStore
+  const select = (agentName?: string, projectId?: string) =>
+    sql<Binding>`SELECT agent_name, project_id, provider_id, model_id, thinking, updated_by, updated_at FROM admin.agent_binding
+      WHERE true ${agentName === undefined ? sql`` : sql`AND agent_name = ${agentName}`}
+      ${projectId === undefined ? sql`` : sql`AND project_id = ${projectId}`}
+      ORDER BY agent_name, project_id`
+
+  const service: Bindings["Type"] = {
+    list: (agentName) => Effect.orDie(select(agentName)),
+    set: (agentName, projectId, input, by) =>
+      Effect.gen(function* () {
+        const decoded = decodeAll(BindingInput)(input)
+        if (Either.isLeft(decoded)) return yield* Effect.fail(new BindingInvalid({ problems: decoded.left }))
+        const b = decoded.right
+        const provider = yield* Effect.either(providers.get(b.providerId))
+        if (Either.isLeft(provider)) return yield* Effect.fail(new BindingInvalid({ problems: [{ path: "providerId", message: `no LLM provider "${b.providerId}"` }] }))
+        const model = provider.right.models.find((m) => m.id === b.modelId)
+        if (model === undefined) return yield* Effect.fail(new BindingInvalid({ problems: [{ path: "modelId", message: `provider "${b.providerId}" has no model "${b.modelId}"` }] }))
+        const thinking = b.thinking ?? null
+        if (thinking !== null && !model.thinkingLevels.includes(thinking)) {
+          return yield* Effect.fail(new BindingInvalid({ problems: [{ path: "thinking", message: `model "${b.modelId}" supports ${model.thinkingLevels.join(", ")}` }] }))
+        }
+        yield* sql`INSERT INTO admin.agent_binding (agent_name, project_id, provider_id, model_id, thinking, updated_by)
+          VALUES (${agentName}, ${projectId}, ${b.providerId}, ${b.modelId}, ${thinking}, ${by})
+          ON CONFLICT (agent_name, project_id) DO UPDATE SET provider_id = EXCLUDED.provider_id, model_id = EXCLUDED.model_id,
+            thinking = EXCLUDED.thinking, updated_by = EXCLUDED.updated_by, updated_at = now()`
+        const rows = yield* select(agentName, projectId)
+        return rows[0]!
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    remove: (agentName, projectId) =>
+      Effect.gen(function* () {
+        const deleted = yield* sql`DELETE FROM admin.agent_binding WHERE agent_name = ${agentName} AND project_id = ${projectId} RETURNING agent_name`
+        if (deleted.length === 0) return yield* Effect.fail(new BindingNotFound({ agent: agentName, projectId }))
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    resolve: (agentName, projectId) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<Binding>`SELECT agent_name, project_id, provider_id, model_id, thinking, updated_by, updated_at FROM admin.agent_binding
+          WHERE agent_name = ${agentName} AND project_id IN (${projectId}, '') ORDER BY project_id DESC LIMIT 1`
+        if (rows[0] === undefined) return yield* Effect.fail(new BindingNotFound({ agent: agentName, projectId }))
+        return rows[0]
+      }).pipe(Effect.catchTag("SqlError", Effect.die))
+  }
+  return service
+})
+
+export const BindingsLive = Layer.effect(Bindings, makeBindings)

@@ -1,0 +1,215 @@
+/**
+ * LLM providers (Admin → LLM Providers): custom OpenAI-/Anthropic-compatible endpoints with their
+ * models, and pi-ai's built-in providers. API keys and header values are sealed at rest and
+ * write-only: no view returns them; only `configs` (for the worker's job envelope) opens them.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Context, Effect, Either, Layer, Schema } from "effect"
+import type { ThinkingLevel } from "../contract/AgentDefinition.ts"
+import { decodeAll, type Problem } from "../contract/Problem.ts"
+import { type ProviderConfig, ProviderModel } from "../contract/ProviderConfig.ts"
+import { makeJobModels, supportedThinking } from "../kernel/PiAiModels.ts"
+import { ProviderExists, ProviderInUse, ProviderInvalid, ProviderNotFound } from "./errors.ts"
+import { SecretBox } from "./SecretBox.ts"
+
+const Id = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,63}$/, { message: () => "must match [a-z][a-z0-9-]* (at most 64 characters)" }))
+const HttpUrl = Schema.String.pipe(
+  Schema.filter((u) => (URL.canParse(u) && /^https?:$/.test(new URL(u).protocol) && new URL(u).username === "" ? undefined : "must be an http(s) URL without credentials"))
+)
+const Headers = Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]{1,64}$/)), value: Schema.String })
+
+export const CustomProviderInput = Schema.Struct({
+  kind: Schema.Literal("custom"),
+  id: Id,
+  api: Schema.Literal("openai-completions", "openai-responses", "anthropic-messages"),
+  baseUrl: HttpUrl,
+  /** Required on create; on update, absent keeps the stored key. */
+  apiKey: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1)), { exact: true }),
+  headers: Schema.optionalWith(Headers, { exact: true }),
+  models: Schema.Array(ProviderModel).pipe(Schema.minItems(1, { message: () => "needs at least one model" }))
+})
+export const BuiltinProviderInput = Schema.Struct({
+  kind: Schema.Literal("builtin"),
+  id: Id,
+  builtin: Schema.String,
+  apiKey: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1)), { exact: true })
+})
+export const ProviderInput = Schema.Union(CustomProviderInput, BuiltinProviderInput)
+export type ProviderInput = typeof ProviderInput.Type
+
+export interface ModelView {
+  readonly id: string
+  readonly contextWindow: number
+  readonly maxTokens: number
+  readonly thinkingLevels: ReadonlyArray<ThinkingLevel>
+  readonly cost: { readonly input: number; readonly output: number; readonly cacheRead: number; readonly cacheWrite: number } | null
+}
+
+/** What the API and the portal see: never a key or a header value. */
+export interface ProviderView {
+  readonly id: string
+  readonly kind: "custom" | "builtin"
+  readonly api: string | null
+  readonly baseUrl: string | null
+  readonly builtin: string | null
+  readonly models: ReadonlyArray<ModelView>
+  readonly hasApiKey: boolean
+  readonly headerNames: ReadonlyArray<string>
+  readonly updatedBy: string
+  readonly updatedAt: Date
+}
+
+interface Row {
+  readonly id: string
+  readonly kind: "custom" | "builtin"
+  readonly api: string | null
+  readonly baseUrl: string | null
+  readonly builtin: string | null
+  readonly models: unknown
+  readonly apiKeySealed: string
+  readonly headersSealed: string | null
+  readonly updatedBy: string
+  readonly updatedAt: Date
+}
+
+export class ProviderStore extends Context.Tag("providers/ProviderStore")<
+  ProviderStore,
+  {
+    readonly list: Effect.Effect<ReadonlyArray<ProviderView>>
+    readonly get: (id: string) => Effect.Effect<ProviderView, ProviderNotFound>
+    readonly create: (input: unknown, by: string) => Effect.Effect<ProviderView, ProviderInvalid | ProviderExists>
+    /** Replaces the configuration; an absent apiKey (or headers) keeps the stored one. */
+    readonly update: (id: string, input: unknown, by: string) => Effect.Effect<ProviderView, ProviderInvalid | ProviderNotFound>
+    readonly remove: (id: string) => Effect.Effect<void, ProviderNotFound | ProviderInUse>
+    /** pi-ai's built-in providers and their models, for choosing one. */
+    readonly catalog: Effect.Effect<ReadonlyArray<{ readonly id: string; readonly name: string; readonly models: ReadonlyArray<ModelView> }>>
+    /** The decrypted configs of the given providers, for a job child's stdin only. */
+    readonly configs: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ProviderConfig>, ProviderNotFound>
+  }
+>() {}
+
+const decodeModels = Schema.decodeUnknownSync(Schema.Array(ProviderModel))
+
+/** The models a config offers, with the thinking levels pi-ai will accept for each. */
+const modelsOf = async (config: ProviderConfig): Promise<Array<ModelView>> => {
+  const { jobModels } = await makeJobModels([config])
+  return jobModels.models.getModels(config.id).map((m) => ({
+    id: m.id,
+    contextWindow: m.contextWindow,
+    maxTokens: m.maxTokens,
+    thinkingLevels: supportedThinking(m),
+    cost: m.cost === undefined ? null : { input: m.cost.input, output: m.cost.output, cacheRead: m.cost.cacheRead, cacheWrite: m.cost.cacheWrite }
+  }))
+}
+
+type Catalog = ReadonlyArray<{ readonly id: string; readonly name: string; readonly models: ReadonlyArray<ModelView> }>
+let catalogOnce: Promise<Catalog> | undefined
+/** The release's catalog never changes while the process runs: built once, on first use. */
+const builtinCatalog = (): Promise<Catalog> =>
+  (catalogOnce ??= import("@earendil-works/pi-ai/providers/all").then(({ builtinProviders }) =>
+    Promise.all(builtinProviders().map(async (p) => ({ id: p.id, name: p.name, models: await modelsOf({ id: p.id, builtin: p.id, apiKey: "" }) })))
+  ))
+
+export const makeProviderStore = Effect.gen(function* () {
+  const sql = yield* SqlClient
+  const box = yield* SecretBox
+
+  const configOf = (row: Row, reveal: boolean): ProviderConfig => {
+    const apiKey = reveal ? box.open(row.apiKeySealed) : ""
+    if (row.kind === "builtin") return { id: row.id, builtin: row.builtin ?? "", apiKey }
+    const headers = reveal && row.headersSealed !== null ? (JSON.parse(box.open(row.headersSealed)) as Record<string, string>) : undefined
+    return {
+      id: row.id,
+      api: row.api as "openai-completions",
+      baseUrl: row.baseUrl ?? "",
+      apiKey,
+      ...(headers === undefined ? {} : { headers }),
+      models: decodeModels(row.models)
+    }
+  }
+  const headerNames = (row: Row): Array<string> =>
+    row.headersSealed === null ? [] : Object.keys(JSON.parse(box.open(row.headersSealed)) as Record<string, string>).sort()
+  const viewOf = (row: Row) =>
+    Effect.promise(async (): Promise<ProviderView> => ({
+      id: row.id,
+      kind: row.kind,
+      api: row.api,
+      baseUrl: row.baseUrl,
+      builtin: row.builtin,
+      models: await modelsOf(configOf(row, false)),
+      hasApiKey: true,
+      headerNames: headerNames(row),
+      updatedBy: row.updatedBy,
+      updatedAt: row.updatedAt
+    }))
+  const rows = (id?: string) =>
+    sql<Row>`SELECT id, kind, api, base_url, builtin, models, api_key_sealed, headers_sealed, updated_by, updated_at
+             FROM admin.llm_provider ${id === undefined ? sql`` : sql`WHERE id = ${id}`} ORDER BY id`
+  const one = (id: string) => Effect.flatMap(rows(id), (r) => (r[0] === undefined ? Effect.fail(new ProviderNotFound({ id })) : Effect.succeed(r[0])))
+
+  /** Schema problems, then what only pi-ai knows (an unknown built-in provider). */
+  const decode = (input: unknown): Effect.Effect<ProviderInput, ProviderInvalid> =>
+    Effect.gen(function* () {
+      const decoded = decodeAll(ProviderInput)(input)
+      if (Either.isLeft(decoded)) return yield* Effect.fail(new ProviderInvalid({ problems: decoded.left }))
+      const p = decoded.right
+      if (p.kind === "builtin") {
+        const { problems } = yield* Effect.promise(() => makeJobModels([{ id: p.id, builtin: p.builtin, apiKey: "" }]))
+        if (problems.length > 0) return yield* Effect.fail(new ProviderInvalid({ problems: [{ path: "builtin", message: `unknown pi-ai provider "${p.builtin}"` }] }))
+      }
+      return p
+    })
+  const missingKey: Array<Problem> = [{ path: "apiKey", message: "is required for a new provider" }]
+
+  const service: ProviderStore["Type"] = {
+    list: Effect.flatMap(rows(), (r) => Effect.forEach(r, viewOf)).pipe(Effect.orDie),
+    get: (id) => Effect.flatMap(one(id), viewOf).pipe(Effect.catchTag("SqlError", Effect.die)),
+    create: (input, by) =>
+      Effect.gen(function* () {
+        const p = yield* decode(input)
+        if (p.apiKey === undefined) return yield* Effect.fail(new ProviderInvalid({ problems: missingKey }))
+        const inserted =
+          p.kind === "custom"
+            ? yield* sql`INSERT INTO admin.llm_provider (id, kind, api, base_url, models, api_key_sealed, headers_sealed, updated_by)
+                VALUES (${p.id}, 'custom', ${p.api}, ${p.baseUrl}, ${JSON.stringify(p.models)}::jsonb, ${box.seal(p.apiKey)},
+                        ${p.headers === undefined ? null : box.seal(JSON.stringify(p.headers))}, ${by})
+                ON CONFLICT (id) DO NOTHING RETURNING id`
+            : yield* sql`INSERT INTO admin.llm_provider (id, kind, builtin, api_key_sealed, updated_by)
+                VALUES (${p.id}, 'builtin', ${p.builtin}, ${box.seal(p.apiKey)}, ${by}) ON CONFLICT (id) DO NOTHING RETURNING id`
+        if (inserted.length === 0) return yield* Effect.fail(new ProviderExists({ id: p.id }))
+        return yield* viewOf(yield* Effect.orDie(one(p.id)))
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    update: (id, input, by) =>
+      Effect.gen(function* () {
+        const raw = input !== null && typeof input === "object" ? { ...(input as Record<string, unknown>), id } : input
+        const p = yield* decode(raw)
+        const current = yield* one(id)
+        const key = p.apiKey === undefined ? current.apiKeySealed : box.seal(p.apiKey)
+        if (p.kind === "custom") {
+          const headers = p.headers === undefined ? current.headersSealed : box.seal(JSON.stringify(p.headers))
+          yield* sql`UPDATE admin.llm_provider SET kind = 'custom', api = ${p.api}, base_url = ${p.baseUrl}, builtin = NULL,
+            models = ${JSON.stringify(p.models)}::jsonb, api_key_sealed = ${key}, headers_sealed = ${headers},
+            updated_by = ${by}, updated_at = now() WHERE id = ${id}`
+        } else {
+          yield* sql`UPDATE admin.llm_provider SET kind = 'builtin', api = NULL, base_url = NULL, builtin = ${p.builtin},
+            models = '[]'::jsonb, api_key_sealed = ${key}, headers_sealed = NULL, updated_by = ${by}, updated_at = now() WHERE id = ${id}`
+        }
+        return yield* viewOf(yield* Effect.orDie(one(id)))
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    remove: (id) =>
+      sql.withTransaction(
+        Effect.gen(function* () {
+          yield* one(id)
+          const bound = yield* sql<{ agentName: string }>`SELECT DISTINCT agent_name FROM admin.agent_binding WHERE provider_id = ${id} ORDER BY agent_name`
+          if (bound.length > 0) return yield* Effect.fail(new ProviderInUse({ id, agents: bound.map((b) => b.agentName) }))
+          yield* sql`DELETE FROM admin.llm_provider WHERE id = ${id}`
+        })
+      ).pipe(Effect.catchTag("SqlError", Effect.die)),
+    catalog: Effect.promise(builtinCatalog),
+    configs: (ids) =>
+      Effect.forEach([...new Set(ids)], (id) => Effect.map(one(id), (row) => configOf(row, true))).pipe(Effect.catchTag("SqlError", Effect.die))
+  }
+  return service
+})
+
+export const ProviderStoreLive = Layer.effect(ProviderStore, makeProviderStore)

@@ -1,0 +1,74 @@
+/**
+ * Encryption at rest for provider keys and MCP header values: AES-256-GCM, a fresh 96-bit IV per
+ * value, stored as `v1:<base64 iv|tag|ciphertext>`. The key comes from KINTSUGI_SECRET_KEY, else from a
+ * file generated once beside the database (`<data dir>/secret.key`, mode 0600) — never the database.
+ */
+import { Config, Context, Effect, Layer, Redacted, Schema } from "effect"
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto"
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import path from "node:path"
+
+export class SecretKeyError extends Schema.TaggedError<SecretKeyError>()("SecretKeyError", { message: Schema.String }) {}
+
+export class SecretBox extends Context.Tag("providers/SecretBox")<
+  SecretBox,
+  {
+    readonly seal: (plaintext: string) => string
+    /** Dies when the value was sealed with another key or was tampered with: the store is broken. */
+    readonly open: (sealed: string) => string
+  }
+>() {}
+
+const PREFIX = "v1:"
+
+/** Box operations over a 32-byte key. */
+export const makeSecretBox = (key: Uint8Array): SecretBox["Type"] => ({
+  seal: (plaintext) => {
+    const iv = randomBytes(12)
+    const cipher = createCipheriv("aes-256-gcm", key, iv)
+    const ct = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()])
+    return PREFIX + Buffer.concat([iv, cipher.getAuthTag(), ct]).toString("base64")
+  },
+  open: (sealed) => {
+    if (!sealed.startsWith(PREFIX)) throw new Error("not a sealed secret")
+    const raw = Buffer.from(sealed.slice(PREFIX.length), "base64")
+    const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(0, 12))
+    decipher.setAuthTag(raw.subarray(12, 28))
+    return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString("utf8")
+  }
+})
+
+/** A configured key of any length is stretched to 32 bytes with SHA-256. */
+const keyFrom = (text: string): Uint8Array => createHash("sha256").update(text).digest()
+
+/** The generated key file: created once with mode 0600; an existing file readable by others is refused. */
+export const keyFile = (dataDir: string): Effect.Effect<Uint8Array, SecretKeyError> =>
+  Effect.try({
+    try: () => {
+      const file = path.join(dataDir, "secret.key")
+      if (!existsSync(file)) {
+        mkdirSync(dataDir, { recursive: true })
+        writeFileSync(file, randomBytes(32).toString("base64"), { mode: 0o600, flag: "wx" })
+      }
+      if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600)
+      return keyFrom(readFileSync(file, "utf8").trim())
+    },
+    catch: (e) => new SecretKeyError({ message: `cannot read or create the secret key file in the data dir: ${(e as Error).message}` })
+  })
+
+export const SecretBoxLive: Layer.Layer<SecretBox, SecretKeyError> = Layer.effect(
+  SecretBox,
+  Effect.gen(function* () {
+    const configured = yield* Config.option(Config.redacted("KINTSUGI_SECRET_KEY")).pipe(
+      Effect.mapError((e) => new SecretKeyError({ message: `invalid KINTSUGI_SECRET_KEY: ${e.message}` }))
+    )
+    if (configured._tag === "Some" && Redacted.value(configured.value).trim() !== "") {
+      return makeSecretBox(keyFrom(Redacted.value(configured.value)))
+    }
+    const dataDir = yield* Config.string("KINTSUGI_DATA_DIR").pipe(
+      Config.withDefault(".kintsugi"),
+      Effect.mapError((e) => new SecretKeyError({ message: e.message }))
+    )
+    return makeSecretBox(yield* keyFile(dataDir))
+  })
+)

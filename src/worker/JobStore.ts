@@ -1,0 +1,175 @@
+/**
+ * The job queue and its events in PostgreSQL. `claim` takes the oldest queued job with
+ * `FOR UPDATE SKIP LOCKED`, so workers in several processes never run one job twice; `settle` is the
+ * only way out of `running` and happens exactly once per job.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Context, Effect, Layer, Schema } from "effect"
+import type { FailureReason, JobEvent } from "../contract/JobEvent.ts"
+import { Limits } from "../contract/JobSpec.ts"
+
+export const JobInput = Schema.Struct({
+  project: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/)), { exact: true }),
+  agent: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
+  task: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
+  workspace: Schema.Struct({
+    root: Schema.String.pipe(Schema.minLength(1)),
+    readOnly: Schema.Array(Schema.String).pipe(Schema.minItems(1)),
+    outDir: Schema.String.pipe(Schema.minLength(1))
+  }),
+  limits: Limits,
+  metadata: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { exact: true })
+})
+export type JobInput = typeof JobInput.Type
+
+export type JobStatus = "queued" | "running" | "completed" | "failed"
+
+export interface JobRow {
+  readonly id: string
+  readonly projectId: string
+  readonly agentName: string
+  readonly agentVersion: string | null
+  readonly task: string
+  readonly workspace: JobInput["workspace"]
+  readonly limits: JobInput["limits"]
+  readonly metadata: Record<string, unknown>
+  readonly status: JobStatus
+  readonly reason: FailureReason | null
+  readonly message: string | null
+  readonly summary: string | null
+  readonly usage: Record<string, unknown> | null
+  readonly costUsd: number | null
+  readonly outputs: string | null
+  readonly model: string | null
+  readonly workerId: string | null
+  readonly abortRequested: boolean
+  readonly createdBy: string
+  readonly createdAt: Date
+  readonly startedAt: Date | null
+  readonly finishedAt: Date | null
+}
+
+export class JobNotFound extends Schema.TaggedError<JobNotFound>()("JobNotFound", { id: Schema.String }) {
+  override get message(): string {
+    return `no job "${this.id}"`
+  }
+}
+
+export type Settlement =
+  | { readonly status: "completed"; readonly summary: string }
+  | { readonly status: "failed"; readonly reason: FailureReason; readonly message: string }
+
+const COLUMNS = `id, project_id, agent_name, agent_version, task, workspace, limits, metadata, status, reason, message, summary,
+  usage, cost_usd, outputs, model, worker_id, abort_requested, created_by, created_at, started_at, finished_at`
+
+export class JobStore extends Context.Tag("worker/JobStore")<
+  JobStore,
+  {
+    readonly enqueue: (input: JobInput, by: string) => Effect.Effect<JobRow>
+    readonly get: (id: string) => Effect.Effect<JobRow, JobNotFound>
+    readonly list: (filter: { readonly status?: JobStatus; readonly agent?: string; readonly limit: number }) => Effect.Effect<ReadonlyArray<JobRow>>
+    /** The oldest queued job (or this one, when given), now `running` under `workerId`; none when the queue is empty. */
+    readonly claim: (workerId: string, only?: string) => Effect.Effect<JobRow | undefined>
+    /** Records what the worker resolved at start. */
+    readonly started: (id: string, agentVersion: string, model: string) => Effect.Effect<void>
+    readonly appendEvent: (id: string, event: JobEvent) => Effect.Effect<void>
+    /** Events with seq > `after`, in order. */
+    readonly events: (id: string, after: number) => Effect.Effect<ReadonlyArray<JobEvent>>
+    /** Moves a running job to its final state once; a second settle is a no-op. */
+    readonly settle: (id: string, outcome: Settlement, outputs: string | null) => Effect.Effect<void>
+    readonly requestAbort: (id: string) => Effect.Effect<JobRow, JobNotFound>
+    /** Settles the running jobs of `host` whose worker process `isDead`; returns how many. */
+    readonly settleOrphans: (host: string, isDead: (pid: number) => boolean) => Effect.Effect<number>
+    readonly abortRequested: (id: string) => Effect.Effect<boolean>
+  }
+>() {}
+
+const eventType = Schema.decodeUnknownSync(Schema.Struct({ type: Schema.String }))
+
+export const makeJobStore = Effect.gen(function* () {
+  const sql = yield* SqlClient
+  const one = (id: string) =>
+    Effect.flatMap(
+      // A malformed id is simply not found (and must not reach the uuid cast).
+      /^[0-9a-f-]{36}$/i.test(id) ? sql<JobRow>`SELECT ${sql.literal(COLUMNS)} FROM runtime.job WHERE id = ${id}` : Effect.succeed([]),
+      (rows) => (rows[0] === undefined ? Effect.fail(new JobNotFound({ id })) : Effect.succeed(rows[0]))
+    )
+  const fix = (row: JobRow): JobRow => ({ ...row, costUsd: row.costUsd === null ? null : Number(row.costUsd) })
+
+  const service: JobStore["Type"] = {
+    enqueue: (input, by) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<JobRow>`
+          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by)
+          VALUES (${input.project ?? ""}, ${input.agent}, ${input.task}, ${JSON.stringify(input.workspace)}::jsonb,
+                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by})
+          RETURNING ${sql.literal(COLUMNS)}`
+        return fix(rows[0]!)
+      }).pipe(Effect.orDie),
+    get: (id) => Effect.map(one(id), fix).pipe(Effect.catchTag("SqlError", Effect.die)),
+    list: (f) =>
+      Effect.map(
+        sql<JobRow>`SELECT ${sql.literal(COLUMNS)} FROM runtime.job WHERE true
+          ${f.status === undefined ? sql`` : sql`AND status = ${f.status}`}
+          ${f.agent === undefined ? sql`` : sql`AND agent_name = ${f.agent}`}
+          ORDER BY created_at DESC LIMIT ${f.limit}`,
+        (rows) => rows.map(fix)
+      ).pipe(Effect.orDie),
+    claim: (workerId, only) =>
+      Effect.map(
+        sql<JobRow>`
+          UPDATE runtime.job SET status = 'running', worker_id = ${workerId}, started_at = now()
+          WHERE id = (SELECT id FROM runtime.job WHERE status = 'queued' ${only === undefined ? sql`` : sql`AND id = ${only}`}
+                      ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1)
+          RETURNING ${sql.literal(COLUMNS)}`,
+        (rows) => (rows[0] === undefined ? undefined : fix(rows[0]))
+      ).pipe(Effect.orDie),
+    started: (id, agentVersion, model) =>
+      Effect.orDie(sql`UPDATE runtime.job SET agent_version = ${agentVersion}, model = ${model} WHERE id = ${id}`),
+    appendEvent: (id, event) =>
+      Effect.gen(function* () {
+        yield* sql`INSERT INTO runtime.job_event (job_id, seq, type, event) VALUES (${id}, ${event.seq}, ${event.type}, ${JSON.stringify(event)}::jsonb)
+          ON CONFLICT DO NOTHING`
+        if (event.type === "usage") {
+          yield* sql`UPDATE runtime.job SET usage = ${JSON.stringify(event)}::jsonb, cost_usd = ${event.costUsd} WHERE id = ${id}`
+        }
+      }).pipe(Effect.orDie),
+    events: (id, after) =>
+      Effect.map(
+        sql<{ event: unknown }>`SELECT event FROM runtime.job_event WHERE job_id = ${id} AND seq > ${after} ORDER BY seq`,
+        (rows) => rows.map((r) => (eventType(r.event), r.event as JobEvent))
+      ).pipe(Effect.orDie),
+    settle: (id, outcome, outputs) =>
+      Effect.orDie(
+        outcome.status === "completed"
+          ? sql`UPDATE runtime.job SET status = 'completed', summary = ${outcome.summary}, outputs = ${outputs}, finished_at = now()
+                WHERE id = ${id} AND status = 'running'`
+          : sql`UPDATE runtime.job SET status = 'failed', reason = ${outcome.reason}, message = ${outcome.message}, outputs = ${outputs},
+                finished_at = now() WHERE id = ${id} AND status = 'running'`
+      ),
+    requestAbort: (id) =>
+      Effect.gen(function* () {
+        yield* one(id)
+        // A queued job never starts: it is settled as aborted right here.
+        yield* sql`UPDATE runtime.job SET status = 'failed', reason = 'aborted', message = 'aborted before it started', finished_at = now(),
+          abort_requested = true WHERE id = ${id} AND status = 'queued'`
+        yield* sql`UPDATE runtime.job SET abort_requested = true WHERE id = ${id} AND status = 'running'`
+        return fix(yield* one(id))
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    settleOrphans: (host, isDead) =>
+      Effect.gen(function* () {
+        const running = yield* sql<{ id: string; workerId: string }>`SELECT id, worker_id FROM runtime.job WHERE status = 'running' AND worker_id LIKE ${`${host}:%`}`
+        const dead = running.filter((j) => isDead(Number(j.workerId.split(":")[1])))
+        for (const j of dead) {
+          yield* sql`UPDATE runtime.job SET status = 'failed', reason = 'error', message = 'the worker process running the job died',
+            finished_at = now() WHERE id = ${j.id} AND status = 'running'`
+        }
+        return dead.length
+      }).pipe(Effect.orDie),
+    abortRequested: (id) =>
+      Effect.map(sql<{ abortRequested: boolean }>`SELECT abort_requested FROM runtime.job WHERE id = ${id}`, (r) => r[0]?.abortRequested === true).pipe(Effect.orDie)
+  }
+  return service
+})
+
+export const JobStoreLive = Layer.effect(JobStore, makeJobStore)

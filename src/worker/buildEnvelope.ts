@@ -1,0 +1,51 @@
+/**
+ * Resolves everything a job needs at its start into the job child's envelope: the agent's current
+ * version (embedded whole), the binding (project, then installation default), the provider config
+ * with its key decrypted. A binding or agent change therefore applies to the next job, not this one.
+ */
+import { Effect, Schema } from "effect"
+import type { AgentStore } from "../agents/AgentStore.ts"
+import { resolveAgentDefinition } from "../agents/resolveAgentDefinition.ts"
+import type { SkillStore } from "../agents/SkillStore.ts"
+import type { JobEnvelope } from "../contract/AgentRuntime.ts"
+import type { JobSpec } from "../contract/JobSpec.ts"
+import { Bindings } from "../providers/Bindings.ts"
+import { ProviderStore } from "../providers/ProviderStore.ts"
+import type { JobRow } from "./JobStore.ts"
+
+/** The job could not be set up; the message says why (it becomes the job's failure message). */
+export class JobSetupFailed extends Schema.TaggedError<JobSetupFailed>()("JobSetupFailed", { message: Schema.String }) {}
+
+export interface ResolvedJob {
+  readonly envelope: JobEnvelope
+  readonly agentVersion: string
+  readonly model: string
+}
+
+export const buildEnvelope = (
+  job: JobRow
+): Effect.Effect<ResolvedJob, JobSetupFailed, AgentStore | SkillStore | Bindings | ProviderStore> =>
+  Effect.gen(function* () {
+    const agent = yield* resolveAgentDefinition(job.agentName)
+    const binding = yield* (yield* Bindings).resolve(job.agentName, job.projectId)
+    const providers = yield* (yield* ProviderStore).configs([binding.providerId])
+    const spec: JobSpec = {
+      agent,
+      task: job.task,
+      model: { provider: binding.providerId, id: binding.modelId, ...(binding.thinking === null ? {} : { thinking: binding.thinking }) },
+      workspace: job.workspace,
+      limits: job.limits,
+      metadata: { ...job.metadata, jobId: job.id, ...(job.projectId === "" ? {} : { projectId: job.projectId }) }
+    }
+    return {
+      envelope: { job: spec, providers },
+      agentVersion: String(agent.version),
+      model: `${binding.providerId}/${binding.modelId}`
+    }
+  }).pipe(
+    Effect.catchTags({
+      AgentUnavailable: (e) => Effect.fail(new JobSetupFailed({ message: e.message })),
+      BindingNotFound: (e) => Effect.fail(new JobSetupFailed({ message: e.message })),
+      ProviderNotFound: (e) => Effect.fail(new JobSetupFailed({ message: `the agent's binding names a provider that no longer exists: ${e.message}` }))
+    })
+  )

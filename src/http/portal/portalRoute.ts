@@ -7,7 +7,7 @@ import { Cause, Effect, Exit, Option } from "effect"
 import type { Principal } from "../../access/Access.ts"
 import { errorFragment, errorPage, type ErrorProps } from "../../../views/pages/errorPage.ts"
 import type { Assets, PageContext } from "../../../views/layout.ts"
-import { authorize, cookieValue, SESSION_COOKIE, type Guard } from "../auth.ts"
+import { authorize, cookieValue, crossSiteProblem, SESSION_COOKIE, type Guard } from "../auth.ts"
 import { badRequest, statusOf, type ApiError } from "../respond.ts"
 import { MAX_BODY_BYTES, type AppRuntime, type AppServices } from "../route.ts"
 import { htmlResponse, isHtmx, redirect } from "./pageResponse.ts"
@@ -114,7 +114,12 @@ export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets
     const url = new URL(request.url)
     let principal: Principal | undefined
     const program = Effect.gen(function* () {
-      if (withForm && !hasCredentials(request)) return yield* Effect.fail<ApiError>({ _tag: "Unauthenticated", message: "sign in first" })
+      if (withForm) {
+        // Refused before anything else: a change from another site is 403 whether or not its cookie came along.
+        const crossSite = crossSiteProblem(request)
+        if (crossSite !== undefined) return yield* Effect.fail(crossSite)
+        if (!hasCredentials(request)) return yield* Effect.fail<ApiError>({ _tag: "Unauthenticated", message: "sign in first" })
+      }
       const form = withForm ? yield* readForm(request) : yield* Effect.promise(emptyForm)
       const token = form.get("_csrf")
       principal = yield* authorize(request, guard, typeof token === "string" ? token : undefined)

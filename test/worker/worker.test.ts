@@ -1,0 +1,222 @@
+/**
+ * The worker end to end: jobs started through the API run in real job children against scripted
+ * model servers; events are persisted and streamed over SSE; outputs are committed; every job is
+ * settled, whatever happens to its child.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Effect, Layer } from "effect"
+import { randomBytes } from "node:crypto"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Access } from "../../src/access/Access.ts"
+import { makeApp } from "../../src/http/app.ts"
+import { makeAppRuntime } from "../../src/main.ts"
+import { Bindings } from "../../src/providers/Bindings.ts"
+import { ProviderStore } from "../../src/providers/ProviderStore.ts"
+import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
+import { childEnvironment } from "../../src/worker/JobProcess.ts"
+import { JobStore, type JobRow } from "../../src/worker/JobStore.ts"
+import { testDbLayer } from "../support/db.ts"
+import { MODEL_PRICES } from "../support/jobChild.ts"
+import { isAlive } from "../support/processes.ts"
+import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
+
+const KEY = `sk-worker-${randomBytes(12).toString("hex")}`
+const ORIGIN = "http://localhost"
+const logs: Array<string> = []
+let rt: Awaited<ReturnType<typeof makeAppRuntime>>
+let app: ReturnType<typeof makeApp>
+let token = ""
+const servers: Array<ScriptedServer> = []
+const dirs: Array<string> = []
+
+const git = (cwd: string, ...args: Array<string>) => {
+  const r = Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd, env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: cwd } })
+  return new TextDecoder().decode(r.stdout).trim()
+}
+
+/** A workspace inside a fresh git repository: src/ (read-only, one file) and out/. */
+const createRepo = () => {
+  const root = mkdtempSync(join(tmpdir(), "kintsugi-worker-"))
+  dirs.push(root)
+  mkdirSync(join(root, "src"))
+  mkdirSync(join(root, "out"))
+  writeFileSync(join(root, "src", "app.ts"), "export const main = () => 42\n")
+  writeFileSync(join(root, "out", ".keep"), "")
+  git(root, "init", "-q")
+  git(root, "add", ".")
+  git(root, "commit", "-qm", "init")
+  return { root, src: join(root, "src"), out: join(root, "out") }
+}
+
+const api = async (method: string, path: string, body?: unknown) => {
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` }
+  if (body !== undefined) headers["content-type"] = "application/json"
+  const r = await app.handle(new Request(`${ORIGIN}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) }))
+  return { status: r.status, text: await r.text() }
+}
+
+const useProvider = async (id: string, steps: ReadonlyArray<Step>) => {
+  const server = await startOpenAIServer(steps)
+  servers.push(server)
+  await rt.runPromise(
+    Effect.flatMap(ProviderStore, (p) =>
+      p.create(
+        { kind: "custom", id, api: "openai-completions", baseUrl: server.baseUrl, apiKey: KEY, models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }] },
+        "test"
+      )
+    )
+  )
+  return server
+}
+const bind = (agent: string, provider: string) => rt.runPromise(Effect.flatMap(Bindings, (b) => b.set(agent, "", { providerId: provider, modelId: "m" }, "test")))
+
+const startJob = async (agent: string, repo: { root: string; src: string; out: string }, limits: Record<string, unknown> = {}) => {
+  const r = await api("POST", "/api/jobs", { agent, task: "Inventory the code.", workspace: { root: repo.root, readOnly: [repo.src], outDir: repo.out }, limits: { timeoutSec: 60, ...limits } })
+  expect(r.status).toBe(201)
+  return (JSON.parse(r.text) as { job: JobRow }).job
+}
+const waitSettled = async (id: string): Promise<JobRow> => {
+  for (;;) {
+    const job = await rt.runPromise(Effect.flatMap(JobStore, (s) => s.get(id)))
+    if (job.status === "completed" || job.status === "failed") return job
+    await Bun.sleep(50)
+  }
+}
+
+beforeAll(async () => {
+  process.env["KINTSUGI_WORKERS"] = "3"
+  rt = await makeAppRuntime(testDbLayer(), { secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))), worker: { log: (l) => logs.push(l) } })
+  app = makeApp({ runtime: rt, healthy: async () => true, log: (l) => logs.push(l) })
+  await rt.runPromise(Effect.flatMap(Access, (a) => a.addUser("ops", "a long test password", ["agents.manage", "providers.manage"])))
+  token = await rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken("ops", "test")))
+}, 120_000)
+afterAll(async () => {
+  await rt.dispose()
+  await Promise.all(servers.map((s) => s.stop()))
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+  delete process.env["KINTSUGI_WORKERS"]
+}, 60_000)
+
+describe("the worker", () => {
+  test("a job for a built-in agent: events persisted and streamed over SSE, outputs committed, completed with usage and cost", async () => {
+    const server = await useProvider("gw", [
+      { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }], usage: { input: 1000, output: 100 } },
+      { kind: "turn", toolCalls: [{ name: "write", arguments: { path: "inventory.md", content: "# Inventory\n\nOne file.\n" } }], usage: { input: 1200, output: 80 } },
+      { kind: "turn", text: "Wrote inventory.md.", usage: { input: 1300, output: 20 } }
+    ])
+    await bind("codebase-inventory", "gw")
+    const repo = createRepo()
+    const job = await startJob("codebase-inventory", repo)
+    expect(job.status).toBe("queued")
+    // Follow it live over SSE from the start.
+    const sse = await app.handle(new Request(`${ORIGIN}/api/jobs/${job.id}/events`, { headers: { authorization: `Bearer ${token}` } }))
+    expect(sse.headers.get("content-type")).toContain("text/event-stream")
+    const stream = await sse.text()
+    const frames = stream.split("\n\n").filter((f) => f.startsWith("id:"))
+    const types = frames.map((f) => /event: (.+)/.exec(f)?.[1])
+    expect(types[0]).toBe("job.started")
+    expect(types[types.length - 1]).toBe("job.completed")
+    expect(types).toContain("output")
+
+    const done = await waitSettled(job.id)
+    expect(done).toMatchObject({ status: "completed", summary: "Wrote inventory.md.", agentVersion: "1", model: "gw/m" })
+    const perM = (n: number, price: number) => (n * price) / 1e6
+    expect(done.costUsd).toBeCloseTo(perM(3500, MODEL_PRICES.input) + perM(200, MODEL_PRICES.output), 12)
+    expect(done.usage).toMatchObject({ inputTokens: 3500, outputTokens: 200, turns: 3 })
+    // Persisted: the same events as streamed.
+    const stored = JSON.parse((await api("GET", `/api/jobs/${job.id}/events?format=json`)).text) as { events: Array<{ seq: number }> }
+    expect(stored.events.length).toBe(frames.length)
+    expect(done.outputs).toMatch(/^committed [0-9a-f]{12}$/)
+    expect(git(repo.root, "log", "-1", "--format=%s")).toBe(`kintsugi: codebase-inventory v1 (job ${job.id})`)
+    expect(git(repo.root, "show", "--name-only", "--format=", "HEAD")).toBe("out/inventory.md")
+    // The key reached the provider, though no event, row or log line holds it.
+    expect(server.requests[0]!.headers["authorization"]).toBe(`Bearer ${KEY}`)
+  })
+
+  test("a child killed with SIGKILL mid-job → failed / error, never stuck running", async () => {
+    const server = await useProvider("stall", [{ kind: "stall", afterText: "thinking" }])
+    await bind("architecture-map", "stall")
+    const job = await startJob("architecture-map", createRepo(), { idleTimeoutSec: 0 })
+    // Wait until the child is streaming, then kill it the hard way.
+    while (server.requests.length === 0) await Bun.sleep(20)
+    // Only this test process's own job children.
+    const ps = Bun.spawnSync(["pgrep", "-P", String(process.pid), "-f", "run-job"])
+    const pids = new TextDecoder().decode(ps.stdout).split("\n").filter(Boolean).map(Number).filter((p) => p !== process.pid)
+    expect(pids.length).toBeGreaterThan(0)
+    for (const pid of pids) process.kill(pid, "SIGKILL")
+    const done = await waitSettled(job.id)
+    expect(done).toMatchObject({ status: "failed", reason: "error" })
+    expect(done.message).toContain("was killed by SIGKILL")
+    for (const pid of pids) expect(isAlive(pid)).toBe(false)
+  })
+
+  test("a binding change takes effect at the next job, not the running one", async () => {
+    let release: () => void = () => {}
+    const gate = new Promise<void>((r) => (release = r))
+    const first = await useProvider("first", [
+      { kind: "fn", respond: async () => (await gate, { kind: "turn", toolCalls: [{ name: "ls", arguments: {} }] }) },
+      { kind: "turn", text: "first done" }
+    ])
+    const second = await useProvider("second", [{ kind: "turn", text: "second done" }])
+    await bind("domain-rules", "first")
+    const running = await startJob("domain-rules", createRepo())
+    while (first.requests.length === 0) await Bun.sleep(20)
+    await bind("domain-rules", "second")
+    release()
+    const next = await startJob("domain-rules", createRepo())
+    expect((await waitSettled(running.id)).summary).toBe("first done")
+    expect((await waitSettled(next.id)).summary).toBe("second done")
+    expect(first.requests.length).toBe(2)
+    expect(second.requests.length).toBe(1)
+  })
+
+  test("many queued jobs on several workers: each runs exactly once", async () => {
+    const steps: Array<Step> = Array.from({ length: 8 }, () => ({ kind: "turn", text: "ok" }))
+    const server = await useProvider("many", steps)
+    await bind("data-interfaces", "many")
+    const repo = createRepo()
+    const jobs = await Promise.all(Array.from({ length: 8 }, () => startJob("data-interfaces", repo)))
+    const settled = await Promise.all(jobs.map((j) => waitSettled(j.id)))
+    expect(settled.every((j) => j.status === "completed")).toBe(true)
+    expect(server.requests.length).toBe(8)
+    const starts = await rt.runPromise(
+      Effect.flatMap(SqlClient, (sql) => sql<{ jobId: string; n: string }>`SELECT job_id, count(*) AS n FROM runtime.job_event WHERE type = 'job.started' GROUP BY job_id`)
+    )
+    const ours = starts.filter((s) => jobs.some((j) => j.id === s.jobId))
+    expect(ours.length).toBe(8)
+    expect(ours.every((s) => Number(s.n) === 1)).toBe(true)
+    expect(new Set(settled.map((j) => j.workerId)).size).toBeGreaterThan(1)
+  }, 90_000)
+
+  test("an agent without a binding fails with a clear message", async () => {
+    const job = await startJob("risk-quality", createRepo())
+    const done = await waitSettled(job.id)
+    expect(done).toMatchObject({ status: "failed", reason: "error" })
+    expect(done.message).toContain("has no model binding")
+  })
+
+  test("the key is in no database column, no event, no API response and no log line", async () => {
+    const dump = await rt.runPromise(
+      Effect.flatMap(SqlClient, (sql) =>
+        sql<{ t: string }>`SELECT string_agg(row_to_json(x)::text, ' ') AS t FROM (
+          SELECT * FROM admin.llm_provider) x
+          UNION ALL SELECT string_agg(event::text, ' ') FROM runtime.job_event
+          UNION ALL SELECT string_agg(row_to_json(j)::text, ' ') FROM runtime.job j`
+      )
+    )
+    expect(dump.map((d) => d.t ?? "").join(" ")).not.toContain(KEY)
+    expect(dump.map((d) => d.t ?? "").join(" ")).toContain("v1:") // sealed, not absent
+    for (const path of ["/api/admin/providers", "/api/admin/providers/gw", "/api/jobs"]) {
+      const r = await api("GET", path)
+      expect(r.status).toBe(200)
+      expect(r.text).not.toContain(KEY)
+    }
+    expect(logs.join("\n")).not.toContain(KEY)
+    const env = childEnvironment()
+    expect(Object.keys(env)).not.toContain("DATABASE_URL")
+    expect(Object.keys(env)).not.toContain("KINTSUGI_SECRET_KEY")
+  })
+})

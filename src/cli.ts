@@ -6,6 +6,8 @@ const USAGE = `usage: kintsugi <command>
 
 commands:
   serve                     serve the portal and API (PORT, HOST; default 127.0.0.1:7777)
+  run <agent> --task … --read <dir> --out <dir>
+                            run one job locally with live progress (uses the agent's binding)
   run-job                   run one agent job: JSON envelope on stdin, NDJSON events on stdout
   migrate                   apply database migrations (DATABASE_URL, else the embedded database)
   users add|grant|token     manage portal users, permissions and API tokens
@@ -22,6 +24,8 @@ const main = async (argv: ReadonlyArray<string>): Promise<number | undefined> =>
       return (await import("./http/serve.ts")).serveMain().then(() => undefined)
     case "migrate":
       return (await import("./db/migrateCommand.ts")).migrateMain()
+    case "run":
+      return (await import("./worker/runCommand.ts")).runMain(rest)
     case "users":
       return (await import("./access/usersCommand.ts")).usersMain(rest)
     case "agents":

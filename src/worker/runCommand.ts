@@ -1,0 +1,144 @@
+/**
+ * `kintsugi run <agent> --task … --read <dir> --out <dir>`: one job for local use, run in this process
+ * against the configured database (the agent's current version, its binding, the provider), with a
+ * live progress display in the terminal. Exit 0 when the job completed, 1 when it failed, 2 on usage.
+ */
+import { Effect, Fiber } from "effect"
+import { resolve } from "node:path"
+import type { JobEvent } from "../contract/JobEvent.ts"
+import { DbMigratedLive } from "../db/Db.ts"
+import { makeAppRuntime } from "../main.ts"
+import { JobStore } from "./JobStore.ts"
+import { runClaimedJob } from "./Worker.ts"
+
+export const RUN_USAGE = `usage: kintsugi run <agent> --task <text> --read <dir> [--read <dir|file> …] --out <dir>
+                    [--project <id>] [--timeout <seconds, default 1800>] [--max-cost <usd>]`
+
+interface RunArgs {
+  readonly agent: string
+  readonly task: string
+  readonly read: ReadonlyArray<string>
+  readonly out: string
+  readonly project?: string
+  readonly timeoutSec: number
+  readonly maxCostUsd?: number
+}
+
+export const parseRunArgs = (args: ReadonlyArray<string>): RunArgs | string => {
+  const [agent, ...rest] = args
+  if (agent === undefined || agent.startsWith("-")) return "name the agent first"
+  const read: Array<string> = []
+  const opts: Record<string, string> = {}
+  for (let i = 0; i < rest.length; i += 2) {
+    const flag = rest[i]
+    const value = rest[i + 1]
+    if (value === undefined) return `${flag} needs a value`
+    if (flag === "--read") read.push(resolve(value))
+    else if (flag === "--task" || flag === "--out" || flag === "--project" || flag === "--timeout" || flag === "--max-cost") opts[flag] = value
+    else return `unknown option ${flag}`
+  }
+  const task = opts["--task"]
+  const out = opts["--out"]
+  if (task === undefined || out === undefined || read.length === 0) return "--task, --read and --out are required"
+  const timeoutSec = Number(opts["--timeout"] ?? 1800)
+  if (!(timeoutSec > 0)) return "--timeout must be a positive number of seconds"
+  const maxCost = opts["--max-cost"] === undefined ? undefined : Number(opts["--max-cost"])
+  if (maxCost !== undefined && !(maxCost >= 0)) return "--max-cost must be a number of USD"
+  return {
+    agent,
+    task,
+    read,
+    out: resolve(out),
+    timeoutSec,
+    ...(opts["--project"] === undefined ? {} : { project: opts["--project"] }),
+    ...(maxCost === undefined ? {} : { maxCostUsd: maxCost })
+  }
+}
+
+/** One line of progress per event; message text streams as it comes. */
+export const renderEvent = (e: JobEvent, write: (s: string) => void): void => {
+  switch (e.type) {
+    case "job.started":
+      return write(`● ${e.agentId} v${e.agentVersion}\n`)
+    case "message.delta":
+      return write(e.text)
+    case "tool.call":
+      return write(`\n  ${e.allowed ? "→" : "⨯"} ${e.tool} ${JSON.stringify(e.input).slice(0, 120)}${e.allowed ? "" : `  (blocked: ${e.reason ?? ""})`}\n`)
+    case "tool.result":
+      return write(`    ${e.success ? "ok" : "error"}: ${e.summary} (${e.durationMs} ms)\n`)
+    case "output":
+      return write(`  wrote ${e.path}\n`)
+    case "usage":
+      return write(`  · turn ${e.turns}: ${e.inputTokens + e.cacheReadTokens + e.cacheWriteTokens} in / ${e.outputTokens} out, $${e.costUsd.toFixed(4)}\n`)
+    case "job.completed":
+      return write(`\n✔ completed\n${e.summary}\n`)
+    case "job.failed":
+      return write(`\n✘ failed (${e.reason}): ${e.message}\n`)
+    case "source.read":
+    case "span":
+      return
+  }
+}
+
+export const runMain = async (args: ReadonlyArray<string>): Promise<number> => {
+  const parsed = parseRunArgs(args)
+  if (typeof parsed === "string") {
+    process.stderr.write(`kintsugi run: ${parsed}\n${RUN_USAGE}\n`)
+    return 2
+  }
+  const write = (s: string) => void process.stdout.write(s)
+  const log = (line: string) => void process.stderr.write(`${line}\n`)
+  let rt: Awaited<ReturnType<typeof makeAppRuntime>>
+  try {
+    rt = await makeAppRuntime(DbMigratedLive)
+  } catch (e) {
+    log(`kintsugi run: cannot open the database: ${e instanceof Error ? e.message.split("\n")[0] : ""}`)
+    return 1
+  }
+  let jobId: string | undefined
+  const program = Effect.gen(function* () {
+    const store = yield* JobStore
+    const job = yield* store.enqueue(
+      {
+        agent: parsed.agent,
+        task: parsed.task,
+        workspace: { root: process.cwd(), readOnly: parsed.read, outDir: parsed.out },
+        limits: { timeoutSec: parsed.timeoutSec, ...(parsed.maxCostUsd === undefined ? {} : { maxCostUsd: parsed.maxCostUsd }) },
+        ...(parsed.project === undefined ? {} : { project: parsed.project })
+      },
+      process.env["USER"] ?? "cli"
+    )
+    jobId = job.id
+    const claimed = yield* store.claim(`cli:${process.pid}`, job.id)
+    if (claimed === undefined) return yield* Effect.die(new Error("the job was claimed by another worker"))
+    const running = yield* Effect.fork(runClaimedJob(claimed, log))
+    let last = -1
+    const drain = Effect.gen(function* () {
+      for (const e of yield* store.events(job.id, last)) {
+        renderEvent(e, write)
+        last = e.seq
+      }
+    })
+    while (!running.unsafePoll()) {
+      yield* drain
+      yield* Effect.sleep("100 millis")
+    }
+    yield* Fiber.join(running)
+    yield* drain
+    const done = yield* Effect.orDie(store.get(job.id))
+    if (done.status === "failed" && last < 0) write(`✘ ${done.message ?? "failed"}\n`)
+    if (done.outputs !== null) write(`outputs: ${done.outputs}\n`)
+    return done.status === "completed" ? 0 : 1
+  })
+  // Ctrl-C: the job ends as aborted (the worker's abort poll stops its child), then we exit.
+  const onSignal = () => {
+    if (jobId !== undefined) void rt.runPromise(Effect.either(Effect.flatMap(JobStore, (s) => s.requestAbort(jobId ?? ""))))
+  }
+  process.on("SIGINT", onSignal)
+  process.on("SIGTERM", onSignal)
+  try {
+    return await rt.runPromise(program)
+  } finally {
+    await rt.dispose()
+  }
+}

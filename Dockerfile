@@ -1,16 +1,27 @@
-# The same steps as the README's quick start: Node/npm, Bun from npm, bun install, bun start.
-FROM node:20-bookworm-slim
-RUN npm install -g bun@1.4.5 \
- && apt-get update && apt-get install -y --no-install-recommends git ca-certificates \
+# Single-container deploy. The same steps as the README's quick start (`bun install`, `bun start`),
+# on the Bun release the project pins, with what the kernel's tools need at run time (bash, git).
+FROM oven/bun:1.4.5-debian
+
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git ca-certificates procps \
  && rm -rf /var/lib/apt/lists/*
+
 WORKDIR /app
 COPY package.json bun.lock bunfig.toml tsconfig.json ./
 RUN bun install --frozen-lockfile --production
+
 COPY src ./src
-ENV HOST=0.0.0.0 PORT=7777 KINTSUGI_DATA_DIR=/data
-RUN mkdir -p /data && chown node /data
+COPY migrations ./migrations
+COPY builtin-agents ./builtin-agents
+COPY builtin-skills ./builtin-skills
+COPY views ./views
+
+# The embedded database, the generated secret key and job scratch live in the data volume.
+ENV HOST=0.0.0.0 PORT=7777 KINTSUGI_DATA_DIR=/data NODE_ENV=production
+RUN mkdir -p /data && chown bun:bun /data
 VOLUME /data
+USER bun
 EXPOSE 7777
-HEALTHCHECK CMD node -e "fetch('http://127.0.0.1:7777/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-USER node
-CMD ["bun", "start"]
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s \
+  CMD bun -e "fetch('http://127.0.0.1:7777/healthz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
+CMD ["bun", "src/cli.ts", "serve"]

@@ -24,4 +24,4 @@ USER bun
 EXPOSE 7777
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s \
   CMD bun -e "fetch('http://127.0.0.1:7777/healthz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
-CMD ["bun", "src/cli.ts", "serve"]
+CMD ["bun", "start"]

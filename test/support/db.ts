@@ -63,14 +63,44 @@ export const templateDataDir = (kind: TemplateKind = "migrated"): Promise<string
   return made
 }
 
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return typeof e === "object" && e !== null && "code" in e && e.code === "EPERM"
+  }
+}
+
+// A test process killed before its afterAll (a `timeout`, Ctrl-C) leaves its copy behind: remove copies
+// whose lock names a dead process, or that never got a lock within an hour (and empty socket dirs).
+const sweepAbandoned = () => {
+  for (const name of fs.readdirSync(os.tmpdir())) {
+    const dir = path.join(os.tmpdir(), name)
+    try {
+      const old = Date.now() - fs.statSync(dir).mtimeMs > 3600_000
+      if (name.startsWith("kintsugi-testdb-")) {
+        const lock = path.join(dir, "data.lock")
+        const holder = fs.existsSync(lock) ? Number(fs.readFileSync(lock, "utf8")) : undefined
+        if (holder === undefined ? old : !isAlive(holder)) fs.rmSync(dir, { recursive: true, force: true })
+      } else if (name.startsWith("kintsugi-db-") && old && fs.readdirSync(dir).length === 0) {
+        fs.rmdirSync(dir)
+      }
+    } catch {
+      // raced with its owner or another sweeper: fine
+    }
+  }
+}
+
 /** A private copy of a template data dir and its cleanup. */
 export const createTestDataDir = async (
   kind: TemplateKind = "migrated"
 ): Promise<{ readonly dataDir: string; readonly cleanup: () => void }> => {
   const source = await templateDataDir(kind)
+  sweepAbandoned()
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kintsugi-testdb-"))
   const dataDir = path.join(dir, "data")
-  fs.cpSync(source, dataDir, { recursive: true })
+  fs.cpSync(source, dataDir, { recursive: true, mode: fs.constants.COPYFILE_FICLONE }) // a reflink where the fs has them
   return { dataDir, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) }
 }
 

@@ -2,14 +2,12 @@
  * The Agent Builder portal as one Elysia plugin: static files, sign-in, agents, versions, shared
  * skills, and an HTML 404 for any other page. Mounted by makeApp beside the JSON API.
  */
-import { Effect } from "effect"
 import { Elysia } from "elysia"
 import type { AppRuntime } from "../route.ts"
 import { agentPage } from "./agentPage.ts"
 import { agentPages } from "./agentPages.ts"
 import { loadAssets, staticResponse } from "./assets.ts"
-import { errorHtml } from "./portalRoute.ts"
-import { portalRunner } from "./portalRoute.ts"
+import { errorHtml, portalRunner } from "./portalRoute.ts"
 import { sessionPages } from "./sessionPages.ts"
 import { skillPages } from "./skillPages.ts"
 import { versionPages } from "./versionPages.ts"
@@ -23,6 +21,8 @@ export interface PortalOptions {
 export const portalRoutes = (options: PortalOptions) => {
   const assets = loadAssets()
   const portal = portalRunner(options.runtime, options.log, assets.urls)
+  const notFound = (request: Request) =>
+    errorHtml(request, portal.anonymous(new URL(request.url).pathname), { status: 404, title: "Not found", message: "There is no page at this address.", problems: [], agents: [], signIn: false })
   const statics = assets.files.reduce((app, file) => app.get(file.path, () => staticResponse(file)), new Elysia())
   return new Elysia({ name: "agent-builder-portal" })
     .use(statics)
@@ -31,10 +31,6 @@ export const portalRoutes = (options: PortalOptions) => {
     .use(versionPages(portal))
     .use(agentPage(portal))
     .use(skillPages(portal))
-    .get(
-      "/*",
-      portal.open((request, page) =>
-        Effect.succeed(errorHtml(request, page, { status: 404, title: "Not found", message: "There is no page at this address.", problems: [], agents: [], signIn: false }))
-      )
-    )
+    // Any other address: an HTML 404 (a `/*` route would shadow the API's own `/api/*` JSON 404).
+    .onError({ as: "global" }, ({ code, request }) => (code === "NOT_FOUND" && !new URL(request.url).pathname.startsWith("/api/") ? notFound(request) : undefined))
 }

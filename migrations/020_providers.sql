@@ -24,6 +24,8 @@ CREATE TABLE admin.mcp_server (
   headers_sealed text,
   timeout_sec integer NOT NULL DEFAULT 30 CHECK (timeout_sec BETWEEN 1 AND 600),
   allowed_tools jsonb NOT NULL DEFAULT '[]'::jsonb,
+  -- An admin's explicit allowance to reach private addresses (an on-premises server).
+  allow_private_network boolean NOT NULL DEFAULT false,
   updated_by text NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now()

@@ -9,6 +9,7 @@ import { SkillStoreLive } from "./agents/SkillStore.ts"
 import type { Db, DbError } from "./db/Db.ts"
 import type { AppRuntime, AppServices } from "./http/route.ts"
 import { BindingsLive } from "./providers/Bindings.ts"
+import { McpServersLive } from "./providers/McpServers.ts"
 import { ProviderStoreLive } from "./providers/ProviderStore.ts"
 import { SecretBoxLive, type SecretBox, type SecretKeyError } from "./providers/SecretBox.ts"
 import { JobBusLive } from "./worker/JobBus.ts"
@@ -23,7 +24,7 @@ export const appLayer = (
   secrets: Layer.Layer<SecretBox, SecretKeyError> = SecretBoxLive
 ): Layer.Layer<AppServices | Db, AppLayerError> => {
   const agents = Layer.provideMerge(AgentStoreLive, SkillStoreLive)
-  const providers = Layer.provideMerge(BindingsLive, ProviderStoreLive).pipe(Layer.provide(secrets))
+  const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive).pipe(Layer.provide(secrets))
   return Layer.mergeAll(agents, providers, AccessLive, JobStoreLive, JobBusLive).pipe(Layer.provideMerge(db))
 }
 

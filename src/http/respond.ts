@@ -32,6 +32,8 @@ export type ApiError =
   | { readonly _tag: "BindingNotFound"; readonly message: string }
   | { readonly _tag: "JobNotFound"; readonly message: string }
   | { readonly _tag: "ProjectExists"; readonly message: string }
+  | { readonly _tag: "McpServerNotFound"; readonly message: string }
+  | { readonly _tag: "McpServerInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
 
 export const statusOf = (e: ApiError): number => {
   switch (e._tag) {
@@ -41,6 +43,7 @@ export const statusOf = (e: ApiError): number => {
     case "ImportRejected":
     case "ProviderInvalid":
     case "BindingInvalid":
+    case "McpServerInvalid":
       return 400
     case "Unauthenticated":
     case "InvalidCredentials":
@@ -54,6 +57,7 @@ export const statusOf = (e: ApiError): number => {
     case "ProviderNotFound":
     case "BindingNotFound":
     case "JobNotFound":
+    case "McpServerNotFound":
       return 404
     case "AgentExists":
     case "BuiltinReadOnly":

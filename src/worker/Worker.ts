@@ -8,6 +8,7 @@ import { hostname } from "node:os"
 import type { AgentStore } from "../agents/AgentStore.ts"
 import type { SkillStore } from "../agents/SkillStore.ts"
 import type { Bindings } from "../providers/Bindings.ts"
+import type { McpServers } from "../providers/McpServers.ts"
 import type { ProviderStore } from "../providers/ProviderStore.ts"
 import { buildEnvelope } from "./buildEnvelope.ts"
 import { commitOutputs } from "./commitOutputs.ts"
@@ -15,7 +16,7 @@ import { JobBus } from "./JobBus.ts"
 import { runJobProcess } from "./JobProcess.ts"
 import { JobStore, type JobRow } from "./JobStore.ts"
 
-export type WorkerServices = JobStore | JobBus | AgentStore | SkillStore | Bindings | ProviderStore
+export type WorkerServices = JobStore | JobBus | AgentStore | SkillStore | Bindings | ProviderStore | McpServers
 
 const POLL = Duration.seconds(1)
 

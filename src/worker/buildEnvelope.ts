@@ -9,7 +9,9 @@ import { resolveAgentDefinition } from "../agents/resolveAgentDefinition.ts"
 import type { SkillStore } from "../agents/SkillStore.ts"
 import type { JobEnvelope } from "../contract/AgentRuntime.ts"
 import type { JobSpec } from "../contract/JobSpec.ts"
+import { mcpServersOf } from "../agents/validateAgent.ts"
 import { Bindings } from "../providers/Bindings.ts"
+import { McpServers } from "../providers/McpServers.ts"
 import { ProviderStore } from "../providers/ProviderStore.ts"
 import type { JobRow } from "./JobStore.ts"
 
@@ -24,17 +26,20 @@ export interface ResolvedJob {
 
 export const buildEnvelope = (
   job: JobRow
-): Effect.Effect<ResolvedJob, JobSetupFailed, AgentStore | SkillStore | Bindings | ProviderStore> =>
+): Effect.Effect<ResolvedJob, JobSetupFailed, AgentStore | SkillStore | Bindings | ProviderStore | McpServers> =>
   Effect.gen(function* () {
     const agent = yield* resolveAgentDefinition(job.agentName)
     const binding = yield* (yield* Bindings).resolve(job.agentName, job.projectId)
     const providers = yield* (yield* ProviderStore).configs([binding.providerId])
+    // The MCP servers the agent names travel with their headers decrypted, on the child's stdin only.
+    const servers = yield* (yield* McpServers).configs(mcpServersOf(agent.tools))
     const spec: JobSpec = {
       agent,
       task: job.task,
       model: { provider: binding.providerId, id: binding.modelId, ...(binding.thinking === null ? {} : { thinking: binding.thinking }) },
       workspace: job.workspace,
       limits: job.limits,
+      ...(servers.length === 0 ? {} : { mcp: { servers } }),
       metadata: { ...job.metadata, jobId: job.id, ...(job.projectId === "" ? {} : { projectId: job.projectId }) }
     }
     return {
@@ -46,6 +51,7 @@ export const buildEnvelope = (
     Effect.catchTags({
       AgentUnavailable: (e) => Effect.fail(new JobSetupFailed({ message: e.message })),
       BindingNotFound: (e) => Effect.fail(new JobSetupFailed({ message: e.message })),
+      McpServerNotFound: (e) => Effect.fail(new JobSetupFailed({ message: `the agent names an MCP server that is not registered: ${e.message}` })),
       ProviderNotFound: (e) => Effect.fail(new JobSetupFailed({ message: `the agent's binding names a provider that no longer exists: ${e.message}` }))
     })
   )

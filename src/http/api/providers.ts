@@ -1,8 +1,9 @@
-/** LLM providers (keys write-only), the built-in catalog, agent model bindings and projects. */
+/** LLM providers (keys write-only), the built-in catalog, agent model bindings, MCP servers and projects. */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import { Elysia } from "elysia"
 import { Bindings } from "../../providers/Bindings.ts"
+import { McpServers } from "../../providers/McpServers.ts"
 import { ProviderStore } from "../../providers/ProviderStore.ts"
 import type { Guard } from "../auth.ts"
 import { json } from "../respond.ts"
@@ -62,6 +63,19 @@ export const providerRoutes = (route: Route) =>
       route("providers.manage", (i) =>
         Effect.map(Effect.flatMap(Bindings, (b) => b.remove(param(i, "name"), param(i, "project"))), () => new Response(null, { status: 204 }))
       )
+    )
+    .get("/api/admin/mcp-servers", route("read", () => Effect.map(Effect.flatMap(McpServers, (m) => m.list), (servers) => json({ servers }))))
+    .get("/api/admin/mcp-servers/:name", route("read", (i) => Effect.map(Effect.flatMap(McpServers, (m) => m.get(param(i, "name"))), (server) => json({ server }))))
+    .put(
+      "/api/admin/mcp-servers/:name",
+      route("providers.manage", (i) => Effect.gen(function* () {
+        const body = yield* jsonBody(i.request)
+        return json({ server: yield* (yield* McpServers).put(param(i, "name"), body, i.principal.username) })
+      }))
+    )
+    .delete(
+      "/api/admin/mcp-servers/:name",
+      route("providers.manage", (i) => Effect.map(Effect.flatMap(McpServers, (m) => m.remove(param(i, "name"))), () => new Response(null, { status: 204 })))
     )
     .get(
       "/api/projects",

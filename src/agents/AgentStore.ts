@@ -104,7 +104,6 @@ export const makeAgentStore = Effect.gen(function* () {
   const sql = yield* SqlClient
   const skills = yield* SkillStore
   const provide = <A, E>(e: Effect.Effect<A, E, SqlClient>) => Effect.provideService(e, SqlClient, sql)
-  const dieSql = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.catchIf(e, (x): x is Extract<E, { _tag: "SqlError" }> => (x as { _tag?: string })._tag === "SqlError", Effect.die) as Effect.Effect<A, Exclude<E, { _tag: "SqlError" }>, R>
 
   const validation = Effect.map(skills.contents, (contents) => ({ contents, ctx: { sharedSkills: new Set(contents.keys()) } }))
   const bindingsOf = (name: string) =>
@@ -171,7 +170,7 @@ export const makeAgentStore = Effect.gen(function* () {
     }).pipe(
       // Two concurrent creates of one name: the loser hits the primary key.
       Effect.catchIf((e) => e._tag === "SqlError" && /duplicate key|unique/i.test(String(e.cause)), () => Effect.fail(new AgentExists({ name: pkg.name }))),
-      dieSql,
+      Effect.catchTag("SqlError", Effect.die),
       Effect.catchTag("AgentNotFound", Effect.die)
     )
 
@@ -192,14 +191,14 @@ export const makeAgentStore = Effect.gen(function* () {
         })
       )
       return yield* customView(row)
-    }).pipe(dieSql)
+    }).pipe(Effect.catchTag("SqlError", Effect.die))
 
   const getView = (name: string) =>
     Effect.gen(function* () {
       const builtin = builtinAgents().get(name)
       if (builtin !== undefined) return yield* builtinView(builtin)
       return yield* customView(yield* findCustom(name))
-    }).pipe(dieSql)
+    }).pipe(Effect.catchTag("SqlError", Effect.die))
 
   const versionOf = (name: string, version: number) =>
     Effect.gen(function* () {
@@ -208,7 +207,7 @@ export const makeAgentStore = Effect.gen(function* () {
       const row = yield* provide(repo.selectVersion(name, version))
       if (row === undefined) return yield* Effect.fail(new AgentVersionNotFound({ name, version }))
       return { current, row }
-    }).pipe(dieSql)
+    }).pipe(Effect.catchTag("SqlError", Effect.die))
 
   const importPackage = (files: ReadonlyArray<{ path: string; content: Uint8Array | string }>, by: string): Write<AgentView> =>
     Effect.gen(function* () {
@@ -217,7 +216,7 @@ export const makeAgentStore = Effect.gen(function* () {
       return exists
         ? yield* Effect.catchTag(savePackage(pkg.name, pkg, by, "imported"), "AgentNotFound", () => createPackage(pkg, by, "imported"))
         : yield* createPackage(pkg, by, "imported")
-    }).pipe(dieSql)
+    }).pipe(Effect.catchTag("SqlError", Effect.die))
 
   const service: AgentStore["Type"] = {
     catalog: Effect.gen(function* () {
@@ -245,12 +244,12 @@ export const makeAgentStore = Effect.gen(function* () {
         yield* notBuiltin(name)
         if (!(yield* provide(repo.setEnabled(name, enabled)))) return yield* Effect.fail(new AgentNotFound({ name }))
         return yield* getView(name)
-      }).pipe(dieSql),
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
     remove: (name) =>
       Effect.gen(function* () {
         yield* notBuiltin(name)
         if (!(yield* provide(repo.deleteAgent(name)))) return yield* Effect.fail(new AgentNotFound({ name }))
-      }).pipe(dieSql),
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
     copy: (name, newName, by) =>
       Effect.gen(function* () {
         const source = yield* getView(name)
@@ -291,20 +290,20 @@ export const makeAgentStore = Effect.gen(function* () {
         const current = yield* findCustom(name)
         const rows = yield* provide(repo.selectVersions(name))
         return rows.map((r) => ({ ...r, current: r.version === current.currentVersion }))
-      }).pipe(dieSql),
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
     version: (name, version) =>
       Effect.gen(function* () {
         const { current, row } = yield* versionOf(name, version)
         const view = yield* viewOf(row.package, { builtin: false, version: row.version, enabled: current.enabled, updatedAt: row.savedAt })
         const { package: _p, ...info } = row
         return { info: { ...info, current: row.version === current.currentVersion }, view }
-      }).pipe(dieSql),
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
     restore: (name, version) =>
       Effect.gen(function* () {
         const { row } = yield* versionOf(name, version)
         yield* provide(repo.setCurrent(name, row.package.audience, version))
         return yield* getView(name)
-      }).pipe(dieSql)
+      }).pipe(Effect.catchTag("SqlError", Effect.die))
   }
   return service
 })

@@ -106,6 +106,33 @@ export const makeAgentStore = Effect.gen(function* () {
   const provide = <A, E>(e: Effect.Effect<A, E, SqlClient>) => Effect.provideService(e, SqlClient, sql)
 
   const validation = Effect.map(skills.contents, (contents) => ({ contents, ctx: { sharedSkills: new Set(contents.keys()) } }))
+
+  // Versions are immutable, so a decoded package is cached by name@version for good; its validity
+  // depends only on the set of shared skill names, so it is cached for the current set.
+  const packages = new Map<string, AgentPackage>()
+  let validity: { key: string; problems: Map<string, ReadonlyArray<Problem>> } = { key: "", problems: new Map() }
+  const MAX_CACHED = 10_000
+  const problemsOf = (id: string, pkg: AgentPackage, sharedSkills: ReadonlySet<string>): ReadonlyArray<Problem> => {
+    const key = [...sharedSkills].sort().join("\n")
+    if (validity.key !== key) validity = { key, problems: new Map() }
+    const cached = validity.problems.get(id)
+    if (cached !== undefined) return cached
+    const problems = validateAgent(pkg, { sharedSkills })
+    if (validity.problems.size < MAX_CACHED) validity.problems.set(id, problems)
+    return problems
+  }
+  const currentPackages = (heads: ReadonlyArray<repo.AgentHead>) =>
+    Effect.gen(function* () {
+      const missing = heads.filter((h) => !packages.has(`${h.name}@${h.currentVersion}`))
+      for (const row of yield* provide(repo.selectPackages(missing.map((h) => ({ name: h.name, version: h.currentVersion }))))) {
+        if (packages.size >= MAX_CACHED) packages.clear()
+        packages.set(`${row.name}@${row.version}`, row.package)
+      }
+      return heads.flatMap((h) => {
+        const pkg = packages.get(`${h.name}@${h.currentVersion}`)
+        return pkg === undefined ? [] : [{ head: h, pkg }]
+      })
+    })
   const bindingsOf = (name: string) =>
     Effect.map(provide(repo.selectBindings(name)), (rows): Array<Binding> => rows.map(({ agentName: _a, ...b }) => b))
 
@@ -224,10 +251,15 @@ export const makeAgentStore = Effect.gen(function* () {
       const bindings = yield* provide(repo.selectBindings())
       const bindingsFor = (name: string) => bindings.filter((b) => b.agentName === name).map(({ agentName: _a, ...b }) => b)
       const builtins = [...builtinAgents().values()].map((pkg) =>
-        entry(pkg, { builtin: true, version: pkg.version, enabled: true, updatedAt: null }, validateAgent(pkg, ctx), bindingsFor(pkg.name))
+        entry(pkg, { builtin: true, version: pkg.version, enabled: true, updatedAt: null }, problemsOf(`builtin:${pkg.name}`, pkg, ctx.sharedSkills), bindingsFor(pkg.name))
       )
-      const custom = (yield* provide(repo.selectAgents())).map((row) =>
-        entry(row.package, { builtin: false, version: row.currentVersion, enabled: row.enabled, updatedAt: row.updatedAt }, validateAgent(row.package, ctx), bindingsFor(row.name))
+      const custom = (yield* currentPackages(yield* provide(repo.selectAgentHeads))).map(({ head, pkg }) =>
+        entry(
+          pkg,
+          { builtin: false, version: head.currentVersion, enabled: head.enabled, updatedAt: head.updatedAt },
+          problemsOf(`${head.name}@${head.currentVersion}`, pkg, ctx.sharedSkills),
+          bindingsFor(head.name)
+        )
       )
       return [...builtins, ...custom]
     }).pipe(Effect.orDie),

@@ -8,7 +8,8 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { agentsUsingSkill } from "./agentRepo.ts"
 import { builtinAgents, builtinSkills, type SharedSkill } from "./builtins.ts"
-import { BuiltinReadOnly, SkillExists, SkillInUse, SkillInvalid, SkillNotFound } from "./errors.ts"
+import { BuiltinReadOnly, SkillExists, SkillInUse, SkillInvalid, SkillNameTaken, SkillNotFound } from "./errors.ts"
+import { packageFileSkillName } from "./packageSkills.ts"
 
 export const SkillInput = Schema.Struct({
   name: Schema.String.pipe(
@@ -37,7 +38,7 @@ export class SkillStore extends Context.Tag("agents/SkillStore")<
     readonly get: (name: string) => Effect.Effect<SkillView, SkillNotFound>
     /** Name → content of every shared skill, for validation and job definitions. */
     readonly contents: Effect.Effect<ReadonlyMap<string, string>>
-    readonly create: (input: unknown, by: string) => Effect.Effect<SkillView, SkillInvalid | SkillExists | BuiltinReadOnly>
+    readonly create: (input: unknown, by: string) => Effect.Effect<SkillView, SkillInvalid | SkillExists | SkillNameTaken | BuiltinReadOnly>
     /** Replaces description and content; the name in `input`, if any, must equal `name`. */
     readonly update: (name: string, input: unknown, by: string) => Effect.Effect<SkillView, SkillInvalid | SkillNotFound | BuiltinReadOnly>
     /** Refused with the agents' names while any agent uses the skill. */
@@ -66,12 +67,17 @@ export const makeSkillStore = Effect.gen(function* () {
                   ${name === undefined ? sql`` : sql`WHERE name = ${name}`} ORDER BY name`
   const viewOf = (row: SkillRow) =>
     Effect.map(usedBy(row.name), (users): SkillView => ({ name: row.name, description: row.description, content: row.content, builtin: false, updatedBy: row.updatedBy, updatedAt: row.updatedAt, usedBy: users }))
-  const builtinView = (s: SharedSkill): SkillView => ({ ...s, updatedBy: null, updatedAt: null, usedBy: builtinUsers(s.name) })
+  const builtinView = (s: SharedSkill) => Effect.map(usedBy(s.name), (users): SkillView => ({ ...s, updatedBy: null, updatedAt: null, usedBy: users }))
+  /** Built-in agents that have a local or file skill called `name`. */
+  const builtinLocalUsers = (name: string): Array<string> =>
+    [...builtinAgents().values()]
+      .filter((a) => a.localSkills.some((l) => l.name === name) || a.files.some((f) => packageFileSkillName(f.path) === name))
+      .map((a) => a.name)
 
   const get = (name: string): Effect.Effect<SkillView, SkillNotFound> =>
     Effect.gen(function* () {
       const builtin = builtinSkills().get(name)
-      if (builtin !== undefined) return builtinView(builtin)
+      if (builtin !== undefined) return yield* builtinView(builtin)
       const row = (yield* rows(name))[0]
       if (row === undefined) return yield* Effect.fail(new SkillNotFound({ name }))
       return yield* viewOf(row)
@@ -82,8 +88,9 @@ export const makeSkillStore = Effect.gen(function* () {
 
   const service: SkillStore["Type"] = {
     list: Effect.gen(function* () {
+      const builtin = yield* Effect.forEach([...builtinSkills().values()], builtinView)
       const custom = yield* Effect.forEach(yield* rows(), viewOf)
-      return [...[...builtinSkills().values()].map(builtinView), ...custom]
+      return [...builtin, ...custom]
     }).pipe(Effect.catchTag("SqlError", Effect.die)),
     get,
     contents: Effect.map(rows(), (custom) => new Map([...[...builtinSkills().values()].map((s) => [s.name, s.content] as const), ...custom.map((r) => [r.name, r.content] as const)])).pipe(
@@ -93,6 +100,8 @@ export const makeSkillStore = Effect.gen(function* () {
       Effect.gen(function* () {
         const skill = yield* decode(input)
         if (builtinSkills().has(skill.name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name: skill.name }))
+        const taken = builtinLocalUsers(skill.name)
+        if (taken.length > 0) return yield* Effect.fail(new SkillNameTaken({ name: skill.name, agents: taken }))
         const inserted = yield* sql`INSERT INTO admin.agent_skill (name, description, content, updated_by)
           VALUES (${skill.name}, ${skill.description}, ${skill.content}, ${by}) ON CONFLICT (name) DO NOTHING RETURNING name`
         if (inserted.length === 0) return yield* Effect.fail(new SkillExists({ name: skill.name }))

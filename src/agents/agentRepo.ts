@@ -38,6 +38,27 @@ export const selectAgents = (name?: string) =>
     )
   )
 
+export type AgentHead = Omit<AgentRow, "package">
+
+/** Every custom agent without its package (the catalog fetches packages it has not cached). */
+export const selectAgentHeads = Effect.flatMap(SqlClient, (sql) =>
+  sql<AgentHead>`SELECT name, enabled, audience, current_version, updated_at FROM admin.agent ORDER BY name`
+)
+
+/** The packages of the given (name, version) pairs. */
+export const selectPackages = (keys: ReadonlyArray<{ readonly name: string; readonly version: number }>) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    keys.length === 0
+      ? Effect.succeed([])
+      : Effect.map(
+          sql<{ name: string; version: number; package: unknown }>`
+            SELECT v.name, v.version, v.package FROM admin.agent_version v
+            JOIN jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS k(name text, version integer)
+              ON k.name = v.name AND k.version = v.version`,
+          (rows) => rows.map((r) => ({ name: r.name, version: r.version, package: decodePackage(r.package) }))
+        )
+  )
+
 /** Locks the agent row for the rest of the transaction; false when it does not exist. */
 export const lockAgent = (name: string) =>
   Effect.flatMap(SqlClient, (sql) =>

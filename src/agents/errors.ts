@@ -66,6 +66,15 @@ export class SkillExists extends Schema.TaggedError<SkillExists>()("SkillExists"
     return `a shared skill named "${this.name}" already exists`
   }
 }
+/** The name is taken by a local or file skill of a read-only built-in agent: a shared skill of that name would break it. */
+export class SkillNameTaken extends Schema.TaggedError<SkillNameTaken>()("SkillNameTaken", {
+  name: Schema.String,
+  agents: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    return `"${this.name}" is a skill of the built-in agent${this.agents.length === 1 ? "" : "s"} ${this.agents.join(", ")}: a shared skill of that name would break ${this.agents.length === 1 ? "it" : "them"}`
+  }
+}
 export class SkillInUse extends Schema.TaggedError<SkillInUse>()("SkillInUse", {
   name: Schema.String,
   agents: Schema.Array(Schema.String)

@@ -17,6 +17,7 @@ export type ApiError =
   | { readonly _tag: "SkillNotFound"; readonly message: string }
   | { readonly _tag: "SkillExists"; readonly message: string }
   | { readonly _tag: "SkillInUse"; readonly message: string; readonly agents: ReadonlyArray<string> }
+  | { readonly _tag: "SkillNameTaken"; readonly message: string; readonly agents: ReadonlyArray<string> }
   | { readonly _tag: "SkillInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
   | { readonly _tag: "ImportRejected"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
   | { readonly _tag: "InvalidCredentials"; readonly message: string }
@@ -63,6 +64,7 @@ export const statusOf = (e: ApiError): number => {
     case "BuiltinReadOnly":
     case "SkillExists":
     case "SkillInUse":
+    case "SkillNameTaken":
     case "ProviderExists":
     case "ProviderInUse":
     case "ProjectExists":

@@ -46,18 +46,40 @@ export const publicRoutes = (rt: AppRuntime, log: (line: string) => void) =>
   (handler: (request: Request) => Effect.Effect<Response, ApiError, AppServices>) =>
     async (ctx: { readonly request: Request }): Promise<Response> => fromExit(await rt.runPromiseExit(handler(ctx.request)), log)
 
+/**
+ * The body's bytes, read chunk by chunk and abandoned as soon as they pass `max` (a declared length
+ * over the cap is refused before reading anything).
+ */
+export const cappedBody = (request: Request, max: number = MAX_BODY_BYTES): Effect.Effect<Uint8Array, ApiError> =>
+  Effect.gen(function* () {
+    const tooLarge = badRequest([{ path: "(body)", message: `larger than ${max} bytes` }])
+    if (Number(request.headers.get("content-length") ?? "0") > max) return yield* Effect.fail(tooLarge)
+    const body = request.body
+    if (body === null) return new Uint8Array(0)
+    const read = yield* Effect.promise(async () => {
+      const chunks: Array<Uint8Array> = []
+      let size = 0
+      for await (const chunk of body) {
+        size += chunk.length
+        if (size > max) {
+          await body.cancel().catch(() => undefined)
+          return undefined
+        }
+        chunks.push(chunk)
+      }
+      return Buffer.concat(chunks)
+    })
+    return read === undefined ? yield* Effect.fail(tooLarge) : new Uint8Array(read)
+  })
+
 /** The JSON body, capped in size; a body that is not JSON is a 400 naming the problem. */
 export const jsonBody = (request: Request): Effect.Effect<unknown, ApiError> =>
-  Effect.gen(function* () {
-    const declared = Number(request.headers.get("content-length") ?? "0")
-    if (declared > MAX_BODY_BYTES) return yield* Effect.fail(badRequest([{ path: "(body)", message: `larger than ${MAX_BODY_BYTES} bytes` }]))
-    const text = yield* Effect.promise(() => request.text())
-    if (Buffer.byteLength(text) > MAX_BODY_BYTES) return yield* Effect.fail(badRequest([{ path: "(body)", message: `larger than ${MAX_BODY_BYTES} bytes` }]))
-    return yield* Effect.try({
-      try: () => JSON.parse(text) as unknown,
+  Effect.flatMap(cappedBody(request), (bytes) =>
+    Effect.try({
+      try: () => JSON.parse(new TextDecoder().decode(bytes)) as unknown,
       catch: () => badRequest([{ path: "(body)", message: "is not valid JSON" }])
     })
-  })
+  )
 
 /** The body decoded with `schema`, or a 400 listing every problem. */
 export const decodeBody = <A, I>(request: Request, schema: Schema.Schema<A, I>): Effect.Effect<A, ApiError> =>

@@ -81,22 +81,31 @@ export const formFromFields = (f: Fields, fixedName?: string): AgentForm => ({
   files: rows(f, "file", "f")
 })
 
-/** The form showing a package; `kernelTools` splits its tools into checkboxes and other lines. */
-export const formFromPackage = (pkg: AgentPackage, kernelTools: ReadonlyArray<string>): AgentForm => ({
-  name: pkg.name,
-  version: String(pkg.version),
-  description: pkg.description,
-  audience: pkg.audience,
-  toolsMode: pkg.tools === undefined ? "all" : "selected",
-  tools: pkg.tools === undefined ? [...kernelTools] : pkg.tools.filter((t) => kernelTools.includes(t)),
-  otherTools: (pkg.tools ?? []).filter((t) => !kernelTools.includes(t)).join("\n"),
-  skills: pkg.skills ?? [],
-  thinking: pkg.thinking ?? "",
-  denyPatterns: (pkg.denyCommandPatterns ?? []).join("\n"),
-  instructions: pkg.instructions,
-  localSkills: pkg.localSkills.map((s, i) => ({ key: `s${i}`, name: s.name, content: s.content })),
-  files: pkg.files.map((f, i) => ({ key: `f${i}`, name: f.path, content: f.content }))
-})
+/** The tools the editor offers as checkboxes: the kernel's, and grants of the registered MCP servers. */
+export interface OfferedTools {
+  readonly kernelTools: ReadonlyArray<string>
+  readonly mcpGrants: ReadonlyArray<string>
+}
+
+/** The form showing a package: offered tools become checkboxes, any other tool a line of its own. */
+export const formFromPackage = (pkg: AgentPackage, offered: OfferedTools): AgentForm => {
+  const checkable = [...offered.kernelTools, ...offered.mcpGrants]
+  return {
+    name: pkg.name,
+    version: String(pkg.version),
+    description: pkg.description,
+    audience: pkg.audience,
+    toolsMode: pkg.tools === undefined ? "all" : "selected",
+    tools: pkg.tools === undefined ? [...offered.kernelTools] : pkg.tools.filter((t) => checkable.includes(t)),
+    otherTools: (pkg.tools ?? []).filter((t) => !checkable.includes(t)).join("\n"),
+    skills: pkg.skills ?? [],
+    thinking: pkg.thinking ?? "",
+    denyPatterns: (pkg.denyCommandPatterns ?? []).join("\n"),
+    instructions: pkg.instructions,
+    localSkills: pkg.localSkills.map((s, i) => ({ key: `s${i}`, name: s.name, content: s.content })),
+    files: pkg.files.map((f, i) => ({ key: `f${i}`, name: f.path, content: f.content }))
+  }
+}
 
 /** A new agent's starting point: read-only kernel tools, runtime audience, version 1. */
 export const blankForm = (kernelTools: ReadonlyArray<string>): AgentForm => ({

@@ -13,7 +13,8 @@ import { agentReadOnlyPage } from "../../../views/pages/agentView.ts"
 import { definitionPage, type DefinitionResult } from "../../../views/pages/definition.ts"
 import { badRequest, type ApiError } from "../respond.ts"
 import { filesOfForm, formFromFields, formFromPackage, placeProblems } from "./agentForm.ts"
-import { editorContext, refusedSave } from "./agentPages.ts"
+import { refusedSave } from "./agentPages.ts"
+import { editorContext, offeredTools } from "./editorOptions.ts"
 import { htmlResponse, isHtmx, noticeOf, PAGE_HEADERS, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 
@@ -37,11 +38,9 @@ export const agentPage = (portal: PortalRunner) =>
           const agent = yield* (yield* AgentStore).get(params["name"] ?? "")
           const notice = noticeOf(url, agent.name)
           if (agent.builtin || page.viewer?.canManage !== true) return htmlResponse(agentReadOnlyPage(page, agent, notice))
-          const c = yield* editorContext
-          const form = formFromPackage(agent.package, c.kernelTools)
-          return htmlResponse(
-            editorPage(page, { form, placed: placeProblems(form, agent.problems), agent, notice, checked: true, kernelTools: c.kernelTools, sharedSkills: c.sharedSkills })
-          )
+          const options = yield* editorContext(agent)
+          const form = formFromPackage(agent.package, offeredTools(options))
+          return htmlResponse(editorPage(page, { form, placed: placeProblems(form, agent.problems), agent, notice, checked: true, options }))
         })
       )
     )

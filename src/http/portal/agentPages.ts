@@ -13,22 +13,16 @@ import type { PageContext } from "../../../views/layout.ts"
 import type { ApiError } from "../respond.ts"
 import { blankForm, filesOfForm, formFromFields, mainFile, placeProblems, type AgentForm } from "./agentForm.ts"
 import { filterCatalog, isFiltered, parseCatalogQuery } from "./catalogQuery.ts"
+import { editorContext } from "./editorOptions.ts"
 import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalRunner } from "./portalRoute.ts"
 
-/** What the editor offers: kernel tools and shared skills, from the store. */
-export const editorContext = Effect.map(Effect.flatMap(AgentStore, (s) => s.context), (c) => ({
-  kernelTools: c.kernelTools,
-  sharedSkills: c.sharedSkills,
-  reservedNames: c.reservedNames
-}))
-
 /** A save that was refused: the problems at their fields (htmx: the preview fragment; else the whole editor). */
 export const refusedSave = (request: Request, page: PageContext, form: AgentForm, problems: ReadonlyArray<Problem>, agent: AgentView | null) =>
-  Effect.map(editorContext, (c) => {
+  Effect.map(editorContext(agent), (options) => {
     const placed = placeProblems(form, problems)
     if (isHtmx(request)) return htmlResponse(previewFragment(form, placed), 400)
-    return htmlResponse(editorPage(page, { form, placed, agent, notice: null, checked: true, kernelTools: c.kernelTools, sharedSkills: c.sharedSkills }), 400)
+    return htmlResponse(editorPage(page, { form, placed, agent, notice: null, checked: true, options }), 400)
   })
 
 /** Name-level refusals (exists, reserved) as a problem on the name field. */
@@ -55,9 +49,10 @@ export const agentPages = (portal: PortalRunner) =>
     .get(
       "/agents/-/new",
       portal.page("agents.manage", ({ page }) =>
-        Effect.map(editorContext, (c) =>
-          htmlResponse(editorPage(page, { form: blankForm(c.kernelTools), placed: placeProblems(blankForm(c.kernelTools), []), agent: null, notice: null, checked: false, kernelTools: c.kernelTools, sharedSkills: c.sharedSkills }))
-        )
+        Effect.map(editorContext(null), (options) => {
+          const form = blankForm(options.kernelTools)
+          return htmlResponse(editorPage(page, { form, placed: placeProblems(form, []), agent: null, notice: null, checked: false, options }))
+        })
       )
     )
     .post(
@@ -86,7 +81,7 @@ export const agentPages = (portal: PortalRunner) =>
           const files = filesOfForm(form)
           const store = yield* AgentStore
           const problems: Array<Problem> = Either.isLeft(files) ? files.left : [...(yield* store.preview({ files: files.right })).problems]
-          if (fields.get("_mode") === "create" && (yield* editorContext).reservedNames.includes(form.name)) {
+          if (fields.get("_mode") === "create" && (yield* store.context).reservedNames.includes(form.name)) {
             problems.unshift(...nameProblem(form, { message: `"${form.name}" is a built-in agent's name: it is reserved` }))
           }
           return htmlResponse(previewFragment(form, placeProblems(form, problems)))

@@ -105,7 +105,8 @@ export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets
   const unauthenticated = (request: Request, url: URL, e: ApiError): Response | undefined => {
     if (e._tag !== "Unauthenticated") return undefined
     if (request.method !== "GET") return errorHtml(request, anonymous(url.pathname), errorProps(e))
-    const back = isHtmx(request) ? new URL(request.headers.get("hx-current-url") ?? url.href, url).pathname : `${url.pathname}${url.search}`
+    const from = isHtmx(request) ? new URL(request.headers.get("hx-current-url") ?? url.href, url) : url
+    const back = from.origin === url.origin ? `${from.pathname}${from.search}` : "/agents"
     return redirect(request, `/sign-in?next=${encodeURIComponent(back)}`)
   }
 

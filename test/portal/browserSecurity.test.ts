@@ -1,0 +1,136 @@
+/**
+ * Portal security in headless Chromium: hostile agent text renders inert on every page that shows
+ * it, a reader sees no edit controls and is refused when posting anyway, and a form on another
+ * site cannot change anything (403).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect } from "effect"
+import type { Page } from "playwright-core"
+import { AgentStore } from "../../src/agents/AgentStore.ts"
+import { BROWSER_TEST_MS, MANAGER, READER, startPortal, type Portal } from "./harness.ts"
+
+const EVIL_INSTRUCTIONS = `Be helpful.
+</textarea><script>window.__pwned=1</script>
+<div hx-get="/api/session" hx-trigger="load">loads?</div>
+<img src="x" onerror="window.__pwned=2">
+`
+const EVIL_DESCRIPTION = `<b hx-get="/api/session" hx-trigger="load">x</b><script>window.__pwned=3</script>`
+
+let portal: Portal
+
+const evilPackage = (instructions: string) => ({
+  files: [
+    {
+      path: "evil.md",
+      content: `---\nname: evil\nversion: 1\ndescription: ${JSON.stringify(EVIL_DESCRIPTION)}\ntools:\n  - read\n---\n${instructions}`
+    },
+    { path: "skills/trap/SKILL.md", content: "</pre><script>window.__pwned=4</script>" }
+  ]
+})
+
+beforeAll(async () => {
+  portal = await startPortal()
+  const create = Effect.flatMap(AgentStore, (s) =>
+    Effect.zipRight(s.create(evilPackage(EVIL_INSTRUCTIONS), "setup"), s.save("evil", evilPackage(`${EVIL_INSTRUCTIONS}More.\n`), "setup"))
+  )
+  await portal.runtime.runPromise(create)
+}, 120_000)
+
+afterAll(async () => {
+  await portal?.close()
+})
+
+/** Visits each path, collecting every request the page makes, and checks nothing ran. */
+const visitInert = async (page: Page, paths: ReadonlyArray<string>) => {
+  const requested: Array<string> = []
+  page.on("request", (r) => requested.push(new URL(r.url()).pathname))
+  for (const path of paths) {
+    await page.goto(path)
+    await page.waitForLoadState("networkidle")
+    expect({ path, pwned: await page.evaluate("window.__pwned") }).toEqual({ path, pwned: undefined })
+  }
+  expect(requested.filter((p) => p.startsWith("/api/"))).toEqual([])
+  return requested
+}
+
+describe("portal security in the browser", () => {
+  test("hostile instructions and descriptions render as text and run nothing (editor, views, diff, definition)", async () => {
+    const { context, page, consoleErrors } = await portal.newPage()
+    await portal.signIn(page, MANAGER)
+    await visitInert(page, ["/agents", "/agents/evil", "/agents/evil/versions", "/agents/evil/versions/1", "/agents/evil/diff?from=1&to=2", "/agents/evil/definition"])
+    await page.goto("/agents/evil")
+    await expect(page.getByLabel("Instructions (the system prompt)").inputValue()).resolves.toBe(`${EVIL_INSTRUCTIONS}More.\n`)
+    await expect(page.locator(".page-header .description").textContent()).resolves.toBe(EVIL_DESCRIPTION)
+    // Typing in the editor (the preview round trip echoes problem text) runs nothing either.
+    await page.getByLabel("Description").fill(`${EVIL_DESCRIPTION}!`)
+    await page.locator("#preview-status .status-ok").waitFor()
+    expect(await page.evaluate("window.__pwned")).toBeUndefined()
+    expect(consoleErrors.filter((e) => e.includes("Content Security Policy"))).toEqual([])
+    await context.close()
+  }, BROWSER_TEST_MS)
+
+  test("a reader sees the hostile agent read-only and inert, with no edit controls anywhere", async () => {
+    const { context, page } = await portal.newPage()
+    await portal.signIn(page, READER)
+    await expect(page.locator(".perms").textContent()).resolves.toContain("read only")
+    expect(await page.getByRole("link", { name: "New agent" }).count()).toBe(0)
+    expect(await page.getByRole("link", { name: "Import" }).count()).toBe(0)
+    await visitInert(page, ["/agents/evil"])
+    await expect(page.locator("pre.instructions").textContent()).resolves.toBe(`${EVIL_INSTRUCTIONS}More.\n`)
+    expect(await page.locator("#agent-form, textarea").count()).toBe(0)
+    for (const name of ["Disable", "Copy", "Delete", "Restore v1"]) expect(await page.getByRole("button", { name }).count()).toBe(0)
+    expect(await page.locator("summary", { hasText: /Copy|Delete/ }).count()).toBe(0)
+    await page.goto("/agents/evil/versions")
+    expect(await page.getByRole("button", { name: /Restore/ }).count()).toBe(0)
+    await page.goto("/agent-skills")
+    expect(await page.getByRole("link", { name: "New shared skill" }).count()).toBe(0)
+    await page.goto("/agents/-/new")
+    await expect(page.locator("h1").textContent()).resolves.toBe("Not allowed")
+
+    // Posting directly, with the session's own CSRF token from the page: the server still refuses.
+    await page.goto("/agents/evil")
+    const statuses = await page.evaluate(`(async () => {
+      const token = JSON.parse(document.body.getAttribute("hx-headers") ?? "{}")["x-csrf-token"] ?? ""
+      const post = async (path, fields) =>
+        (await fetch(path, { method: "POST", body: new URLSearchParams({ _csrf: token, ...fields }), redirect: "manual" })).status
+      return [
+        await post("/agents/evil/delete", {}),
+        await post("/agents/evil/enabled", { enabled: "false" }),
+        await post("/agents/evil", { name: "evil", description: "x", instructions: "x" }),
+        await post("/agents/evil/versions/1/restore", {})
+      ]
+    })()`)
+    expect(statuses).toEqual([403, 403, 403, 403])
+    const agent = await portal.runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.get("evil")))
+    expect([agent.enabled, agent.version]).toEqual([true, 2])
+    await context.close()
+  }, BROWSER_TEST_MS)
+
+  test("a form on another site posting to the portal is refused with 403", async () => {
+    const { context, page } = await portal.newPage()
+    await portal.signIn(page, MANAGER)
+    const target = `${portal.baseUrl}/agents/evil/delete`
+    const attacker = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () =>
+        new Response(
+          `<!doctype html><form id="f" method="post" action="${target}"><input name="x" value="1"></form><script>document.getElementById("f").submit()</script>`,
+          { headers: { "content-type": "text/html" } }
+        )
+    })
+    try {
+      // Same site, other origin (the session cookie goes along) and another site (it does not).
+      for (const origin of [`http://127.0.0.1:${attacker.port}`, `http://localhost:${attacker.port}`]) {
+        const response = page.waitForResponse((r) => r.url() === target)
+        await page.goto(`${origin}/`)
+        expect((await response).status()).toBe(403)
+      }
+    } finally {
+      await attacker.stop(true)
+    }
+    const agent = await portal.runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.get("evil")))
+    expect(agent.name).toBe("evil")
+    await context.close()
+  }, BROWSER_TEST_MS)
+})

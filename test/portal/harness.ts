@@ -1,0 +1,111 @@
+/**
+ * The portal under test: the app over a fresh test database, served by Bun.serve on 127.0.0.1:0,
+ * a manager and a reader, and headless Chromium (Debian's, through playwright-core). A missing
+ * browser fails the tests with a clear message; it never skips them.
+ */
+import { Effect, Layer } from "effect"
+import { randomBytes } from "node:crypto"
+import { existsSync, mkdirSync } from "node:fs"
+import { join } from "node:path"
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core"
+import { Access, type Permission } from "../../src/access/Access.ts"
+import { makeApp } from "../../src/http/app.ts"
+import { makeAppRuntime } from "../../src/main.ts"
+import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
+import { testDbLayer } from "../support/db.ts"
+
+/** Per-test timeout of the browser tests (a 2-core CI machine, a real browser, a database). */
+export const BROWSER_TEST_MS = 90_000
+
+export const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
+export const ARTIFACTS = join(import.meta.dir, "..", "..", "test-artifacts")
+
+export interface TestUser {
+  readonly username: string
+  readonly password: string
+}
+export const MANAGER: TestUser = { username: "manager", password: "correct horse battery staple" }
+export const READER: TestUser = { username: "reader", password: "correct horse battery staple" }
+
+export type AppRuntime = Awaited<ReturnType<typeof makeAppRuntime>>
+
+export interface Portal {
+  readonly baseUrl: string
+  readonly runtime: AppRuntime
+  readonly app: ReturnType<typeof makeApp>
+  /** Lines the app logged (defects). */
+  readonly log: ReadonlyArray<string>
+  readonly browser: Browser
+  /** A fresh browser context (own cookies) and page; console errors and CSP reports are collected. */
+  readonly newPage: () => Promise<{ readonly context: BrowserContext; readonly page: Page; readonly consoleErrors: Array<string> }>
+  readonly signIn: (page: Page, user: TestUser) => Promise<void>
+  /** Saves test-artifacts/<name>.png: the whole page, or only the viewport. */
+  readonly screenshot: (page: Page, name: string, fullPage?: boolean) => Promise<string>
+  readonly close: () => Promise<void>
+}
+
+const BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+/** Fails with what to install when the browser is missing (CI installs Debian's chromium). */
+export const requireChromium = (path = CHROMIUM): void => {
+  if (!existsSync(path)) {
+    throw new Error(
+      `Chromium not found at ${path}. The portal tests drive a real headless browser: install Debian's ` +
+        "`chromium` package (apt-get install chromium) or point CHROMIUM_PATH at a Chromium binary."
+    )
+  }
+}
+
+export const addUser = (runtime: AppRuntime, user: TestUser, permissions: ReadonlyArray<Permission>) =>
+  runtime.runPromise(Effect.flatMap(Access, (a) => a.addUser(user.username, user.password, permissions)))
+
+/** The app runtime over a fresh test database, with a throwaway secret key (never the data dir's key file). */
+export const makeTestRuntime = () => makeAppRuntime(testDbLayer(), { secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))) })
+
+export const startPortal = async (): Promise<Portal> => {
+  requireChromium()
+  const runtime = await makeTestRuntime()
+  await addUser(runtime, MANAGER, ["agents.manage", "providers.manage"])
+  await addUser(runtime, READER, [])
+  const log: Array<string> = []
+  const app = makeApp({ runtime, healthy: async () => true, log: (line) => log.push(line) })
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request) => app.handle(request) })
+  const baseUrl = `http://127.0.0.1:${server.port}`
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS })
+  mkdirSync(ARTIFACTS, { recursive: true })
+
+  return {
+    baseUrl,
+    runtime,
+    app,
+    log,
+    browser,
+    newPage: async () => {
+      const context = await browser.newContext({ baseURL: baseUrl, viewport: { width: 1280, height: 900 }, acceptDownloads: true })
+      const page = await context.newPage()
+      const consoleErrors: Array<string> = []
+      page.on("console", (m) => {
+        if (m.type() === "error") consoleErrors.push(m.text())
+      })
+      page.on("pageerror", (e) => consoleErrors.push(e.message))
+      return { context, page, consoleErrors }
+    },
+    signIn: async (page, user) => {
+      await page.goto("/sign-in")
+      await page.getByLabel("Username").fill(user.username)
+      await page.getByLabel("Password").fill(user.password)
+      await page.getByRole("button", { name: "Sign in" }).click()
+      await page.waitForURL(/\/agents$/)
+    },
+    screenshot: async (page, name, fullPage = true) => {
+      const path = join(ARTIFACTS, `${name}.png`)
+      await page.screenshot({ path, fullPage })
+      return path
+    },
+    close: async () => {
+      await browser.close()
+      await server.stop(true)
+      await runtime.dispose()
+    }
+  }
+}

@@ -1,0 +1,270 @@
+/**
+ * Portal security through app.handle: every non-GET portal route × {anonymous, reader, manager}
+ * (a route missing from the table fails), cross-site posts, the session cookie, CSP and markup
+ * without inline code, htmx served immutable, HTML error fragments for htmx.
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
+import { Effect } from "effect"
+import { readFileSync } from "node:fs"
+import { Access } from "../../src/access/Access.ts"
+import { AgentStore } from "../../src/agents/AgentStore.ts"
+import { SkillStore } from "../../src/agents/SkillStore.ts"
+import { Bindings } from "../../src/providers/Bindings.ts"
+import { McpServers } from "../../src/providers/McpServers.ts"
+import { ProviderStore } from "../../src/providers/ProviderStore.ts"
+import { makeApp } from "../../src/http/app.ts"
+import { addUser, makeTestRuntime, MANAGER, READER, type AppRuntime } from "./harness.ts"
+
+// Many requests through a real database per test: generous on a 2-core CI machine.
+setDefaultTimeout(60_000)
+
+const BASE = "http://localhost"
+const SAME_ORIGIN = { host: "localhost", origin: BASE, "sec-fetch-site": "same-origin" }
+
+let runtime: AppRuntime
+let app: ReturnType<typeof makeApp>
+const sessions: Record<string, { cookie: string; csrf: string }> = {}
+
+const agentFile = (name: string, body = "You help.\n") => ({ files: [{ path: `${name}.md`, content: `---\nname: ${name}\nversion: 1\ndescription: A test agent.\ntools:\n  - read\n---\n${body}` }] })
+
+const form = (fields: Record<string, string>) => new URLSearchParams(fields)
+
+const editorFields = (name: string, mode: "create" | "edit") =>
+  form({ _mode: mode, name, version: "1", description: "Matrix agent.", audience: "runtime", toolsMode: "selected", tools: "read", instructions: "Help.\n" })
+
+const send = (method: string, path: string, init: { session?: string; csrf?: boolean; body?: URLSearchParams | FormData; headers?: Record<string, string> } = {}) => {
+  const s = init.session === undefined ? undefined : sessions[init.session]
+  const headers: Record<string, string> = { ...SAME_ORIGIN, ...(s === undefined ? {} : { cookie: `__Host-kintsugi-session=${s.cookie}` }), ...init.headers }
+  let body = init.body
+  if (s !== undefined && init.csrf !== false) {
+    if (body instanceof URLSearchParams) body.set("_csrf", s.csrf)
+    else if (body instanceof FormData) body.set("_csrf", s.csrf)
+    else if (body === undefined) body = form({ _csrf: s.csrf })
+  }
+  return app.handle(new Request(`${BASE}${path}`, { method, headers, body: body ?? null, redirect: "manual" }))
+}
+
+beforeAll(async () => {
+  runtime = await makeTestRuntime()
+  await addUser(runtime, MANAGER, ["agents.manage", "providers.manage"])
+  await addUser(runtime, READER, [])
+  app = makeApp({ runtime, healthy: async () => true, log: (line) => console.error(line) })
+  for (const [key, user] of [["manager", MANAGER], ["reader", READER]] as const) {
+    const s = await runtime.runPromise(Effect.flatMap(Access, (a) => a.signIn(user.username, user.password)))
+    sessions[key] = { cookie: s.token, csrf: s.principal.csrfToken ?? "" }
+  }
+  await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.create(agentFile("matrix-agent"), "setup")))
+  await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.save("matrix-agent", agentFile("matrix-agent", "Help more.\n"), "setup")))
+  await runtime.runPromise(Effect.flatMap(SkillStore, (s) => s.create({ name: "matrix-skill", content: "Be brief." }, "setup")))
+}, 120_000)
+
+afterAll(async () => {
+  await runtime?.dispose()
+})
+
+type Guard = "public" | "read" | "agents.manage"
+
+/** Every non-GET portal route, in the order the manager runs them, with a body that succeeds. */
+const ROUTES: ReadonlyArray<{ readonly route: string; readonly path: string; readonly guard: Guard; readonly body: () => URLSearchParams | FormData }> = [
+  { route: "POST /sign-in", path: "/sign-in", guard: "public", body: () => form({ username: MANAGER.username, password: MANAGER.password }) },
+  { route: "POST /agents/-/preview", path: "/agents/-/preview", guard: "read", body: () => editorFields("matrix-agent", "edit") },
+  { route: "POST /agents", path: "/agents", guard: "agents.manage", body: () => editorFields("matrix-new", "create") },
+  { route: "POST /agents/:name", path: "/agents/matrix-agent", guard: "agents.manage", body: () => editorFields("matrix-agent", "edit") },
+  { route: "POST /agents/:name/enabled", path: "/agents/matrix-agent/enabled", guard: "agents.manage", body: () => form({ enabled: "false" }) },
+  { route: "POST /agents/:name/copy", path: "/agents/matrix-agent/copy", guard: "agents.manage", body: () => form({ newName: "matrix-copy" }) },
+  { route: "POST /agents/:name/versions/:version/restore", path: "/agents/matrix-agent/versions/1/restore", guard: "agents.manage", body: () => form({}) },
+  {
+    route: "POST /agents/-/import",
+    path: "/agents/-/import",
+    guard: "agents.manage",
+    body: () => {
+      const f = new FormData()
+      f.append("files", new File([agentFile("matrix-imported").files[0]!.content], "matrix-imported.md", { type: "text/markdown" }))
+      return f
+    }
+  },
+  { route: "POST /agent-skills", path: "/agent-skills", guard: "agents.manage", body: () => form({ name: "matrix-skill-2", description: "", content: "Two." }) },
+  { route: "POST /agent-skills/:name", path: "/agent-skills/matrix-skill", guard: "agents.manage", body: () => form({ description: "edited", content: "Be briefer." }) },
+  { route: "POST /agent-skills/:name/delete", path: "/agent-skills/matrix-skill/delete", guard: "agents.manage", body: () => form({}) },
+  { route: "POST /agents/:name/delete", path: "/agents/matrix-agent/delete", guard: "agents.manage", body: () => form({}) },
+  { route: "POST /sign-out", path: "/sign-out", guard: "read", body: () => form({}) }
+]
+
+describe("portal routes", () => {
+  test("every non-GET portal route is classified", () => {
+    const portal = app.routes
+      .filter((r) => !["GET", "HEAD", "OPTIONS"].includes(r.method) && !r.path.startsWith("/api/") && r.path !== "/healthz")
+      .map((r) => `${r.method} ${r.path}`)
+    expect(portal.length).toBeGreaterThan(0)
+    for (const route of portal) expect(ROUTES.map((r) => r.route)).toContain(route)
+  })
+
+  test("anonymous: 401 on every route that needs a session (sign-in is public)", async () => {
+    for (const r of ROUTES) {
+      const res = await send("POST", r.path, { body: r.body() })
+      expect({ route: r.route, status: res.status }).toEqual({ route: r.route, status: r.guard === "public" ? 303 : 401 })
+      expect(res.headers.get("content-type")).toStartWith("text/html")
+    }
+  })
+
+  test("a reader without agents.manage: 403 on every change, allowed to read", async () => {
+    for (const r of ROUTES.filter((x) => x.guard !== "public" && x.route !== "POST /sign-out")) {
+      const res = await send("POST", r.path, { session: "reader", body: r.body() })
+      expect({ route: r.route, status: res.status }).toEqual({ route: r.route, status: r.guard === "read" ? 200 : 403 })
+    }
+  })
+
+  test("the manager: every change succeeds (a redirect after it, or the fragment)", async () => {
+    for (const r of ROUTES.filter((x) => x.guard !== "public")) {
+      const res = await send("POST", r.path, { session: "manager", body: r.body() })
+      const text = res.status >= 400 ? await res.text() : ""
+      expect({ route: r.route, status: res.status, text }).toEqual({ route: r.route, status: r.route.endsWith("preview") ? 200 : 303, text: "" })
+    }
+    const names = (await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.catalog))).filter((a) => !a.builtin).map((a) => a.name)
+    expect(names.sort()).toEqual(["matrix-copy", "matrix-imported", "matrix-new"])
+    const skills = (await runtime.runPromise(Effect.flatMap(SkillStore, (s) => s.list))).filter((x) => !x.builtin).map((x) => x.name)
+    expect(skills).toEqual(["matrix-skill-2"])
+    expect((await send("GET", "/agents", { session: "manager" })).status).toBe(303)
+  })
+})
+
+const signIn = async (key: string, user: { username: string; password: string }) => {
+  const s = await runtime.runPromise(Effect.flatMap(Access, (a) => a.signIn(user.username, user.password)))
+  sessions[key] = { cookie: s.token, csrf: s.principal.csrfToken ?? "" }
+}
+
+describe("portal security", () => {
+  beforeAll(async () => {
+    await signIn("admin", MANAGER)
+    await signIn("viewer", READER)
+    await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.create(agentFile("guarded"), "setup")))
+  })
+
+  const stillThere = () => runtime.runPromise(Effect.map(Effect.either(Effect.flatMap(AgentStore, (s) => s.get("guarded"))), (e) => e._tag === "Right"))
+
+  test("a cross-site form POST without the token is refused (403), whatever else it carries", async () => {
+    const crossSite: Array<Record<string, string>> = [
+      { origin: "https://evil.example", "sec-fetch-site": "cross-site" },
+      { origin: "https://evil.example" },
+      { origin: "http://localhost:9999", "sec-fetch-site": "same-site" }
+    ]
+    for (const headers of crossSite) {
+      for (const session of [undefined, "admin"]) {
+        const res = await send("POST", "/agents/guarded/delete", { ...(session === undefined ? {} : { session }), csrf: false, headers, body: form({}) })
+        expect(res.status).toBe(403)
+        expect(await res.text()).toContain("Not allowed")
+      }
+    }
+    // Even with the right token, a foreign Origin is refused; and the right origin without a token too.
+    expect((await send("POST", "/agents/guarded/delete", { session: "admin", headers: { origin: "https://evil.example" }, body: form({}) })).status).toBe(403)
+    expect((await send("POST", "/agents/guarded/delete", { session: "admin", csrf: false, body: form({}) })).status).toBe(403)
+    expect((await send("POST", "/agents/guarded/delete", { session: "admin", csrf: false, body: form({ _csrf: "wrong" }) })).status).toBe(403)
+    expect(await stillThere()).toBe(true)
+  })
+
+  test("the CSRF token also works as the htmx header", async () => {
+    const res = await send("POST", "/agents/guarded/enabled", {
+      session: "admin",
+      csrf: false,
+      body: form({ enabled: "false" }),
+      headers: { "x-csrf-token": sessions["admin"]?.csrf ?? "", "hx-request": "true" }
+    })
+    expect(res.status).toBe(200)
+    expect(await res.text()).toContain('id="enabled-toggle"')
+  })
+
+  test("signing in sets a __Host- cookie: Secure, HttpOnly, SameSite=Lax; a foreign sign-in form is refused", async () => {
+    const res = await send("POST", "/sign-in", { body: form({ username: MANAGER.username, password: MANAGER.password, next: "//evil.example/x" }) })
+    expect(res.status).toBe(303)
+    expect(res.headers.get("location")).toBe("/agents")
+    const cookie = res.headers.get("set-cookie") ?? ""
+    expect(cookie).toMatch(/^__Host-kintsugi-session=[^;]+; Path=\/; Secure; HttpOnly; SameSite=Lax/)
+    const wrong = await send("POST", "/sign-in", { body: form({ username: MANAGER.username, password: "wrong password!" }) })
+    expect(wrong.status).toBe(401)
+    expect(await wrong.text()).toContain("unknown user or wrong password")
+    const foreign = await send("POST", "/sign-in", { headers: { origin: "https://evil.example", "sec-fetch-site": "cross-site" }, body: form({ username: MANAGER.username, password: MANAGER.password }) })
+    expect(foreign.status).toBe(403)
+    expect(foreign.headers.get("set-cookie")).toBeNull()
+  })
+
+  test("pages need a session: a visitor is sent to sign in and back", async () => {
+    const res = await send("GET", "/agents/guarded/versions?x=1")
+    expect(res.status).toBe(303)
+    expect(res.headers.get("location")).toBe(`/sign-in?next=${encodeURIComponent("/agents/guarded/versions?x=1")}`)
+    const htmx = await send("GET", "/agents", { headers: { "hx-request": "true", "hx-current-url": `${BASE}/agents?q=x` } })
+    expect(htmx.headers.get("hx-redirect")).toBe(`/sign-in?next=${encodeURIComponent("/agents?q=x")}`)
+    expect((await send("GET", "/", {})).headers.get("location")).toBe("/sign-in")
+    expect((await send("GET", "/", { session: "viewer" })).headers.get("location")).toBe("/agents")
+  })
+
+  test("every page: a CSP without unsafe-inline or unsafe-eval, and no inline script, style or event handler", async () => {
+    const pages = [
+      "/agents", "/agents/-/new", "/agents/-/import", "/agents/guarded", "/agents/guarded/versions", "/agents/guarded/versions/1",
+      "/agents/guarded/diff?from=1&to=1", "/agents/guarded/definition", "/agents/codebase-inventory", "/agents/codebase-inventory/definition",
+      "/agent-skills", "/agent-skills/-/new", "/agent-skills/cite-evidence", "/agents/nope", "/nothing-here"
+    ]
+    for (const path of pages) {
+      const res = await send("GET", path, { session: "admin" })
+      expect({ path, ok: res.status < 400 || path === "/agents/nope" || path === "/nothing-here" }).toEqual({ path, ok: true })
+      const csp = res.headers.get("content-security-policy") ?? ""
+      expect(csp).toContain("script-src 'self'")
+      expect(csp).not.toMatch(/unsafe-inline|unsafe-eval/)
+      const body = await res.text()
+      expect(body).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>/)
+      expect(body).not.toMatch(/\sstyle=|\son[a-z]+=|<style/i)
+      expect(body).toContain("{&quot;allowEval&quot;:false,&quot;allowScriptTags&quot;:false,&quot;selfRequestsOnly&quot;:true")
+    }
+  })
+
+  test("htmx is served from node_modules at its versioned URL, cached as immutable", async () => {
+    const res = await send("GET", "/vendor/htmx-2.0.11.min.js")
+    expect(res.status).toBe(200)
+    expect(res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable")
+    expect(res.headers.get("content-type")).toStartWith("text/javascript")
+    const file = readFileSync(Bun.fileURLToPath(import.meta.resolve("htmx.org/dist/htmx.min.js")))
+    expect(new Uint8Array(await res.arrayBuffer())).toEqual(new Uint8Array(file))
+  })
+
+  test("htmx requests get HTML error fragments (retargeted to the toast region), never JSON", async () => {
+    const res = await send("POST", "/agents/nope/enabled", { session: "admin", body: form({ enabled: "true" }), headers: { "hx-request": "true" } })
+    expect(res.status).toBe(404)
+    expect(res.headers.get("content-type")).toStartWith("text/html")
+    expect(res.headers.get("hx-retarget")).toBe("#flash")
+    const text = await res.text()
+    expect(text).toContain("toast")
+    expect(text).toContain("no agent &quot;nope&quot;")
+    expect(text).not.toContain("<html")
+    const page = await send("GET", "/agents/nope", { session: "admin" })
+    expect(page.status).toBe(404)
+    expect(await page.text()).toContain("<html")
+    expect((await send("GET", "/api/nothing", { session: "admin" })).headers.get("content-type")).toStartWith("application/json")
+    const other = await send("GET", "/nothing-here", { session: "admin" })
+    expect(other.status).toBe(404)
+    expect(await other.text()).toContain("There is no page at this address.")
+  })
+
+  test("the editor offers the registered MCP servers' grants and the thinking levels of the bound model", async () => {
+    const model = { id: "m1", contextWindow: 8000, maxTokens: 1000, reasoning: true, thinkingLevels: ["off", "low", "high"] }
+    await runtime.runPromise(Effect.flatMap(ProviderStore, (p) => p.create({ kind: "custom", id: "gw", api: "openai-completions", baseUrl: "http://127.0.0.1:9/v1", apiKey: "k", models: [model] }, "setup")))
+    await runtime.runPromise(Effect.flatMap(Bindings, (b) => b.set("guarded", "", { providerId: "gw", modelId: "m1" }, "setup")))
+    await runtime.runPromise(Effect.flatMap(McpServers, (m) => m.put("kb", { url: "http://127.0.0.1:9/mcp", allowPrivateNetwork: true, allowedTools: ["search"] }, "setup")))
+    const body = await (await send("GET", "/agents/guarded", { session: "admin" })).text()
+    expect(body).toContain('value="mcp__kb__*"')
+    expect(body).toContain('value="mcp__kb__search"')
+    const thinking = /<select id="f-thinking"[\s\S]*?<\/select>/.exec(body)?.[0] ?? ""
+    expect([...thinking.matchAll(/<option value="([a-z]*)"/g)].map((m) => m[1])).toEqual(["", "off", "low", "high"])
+    expect(body).toContain("gw / m1")
+    expect(await (await send("GET", "/agents?q=guarded", { session: "admin" })).text()).toContain("gw / m1")
+  })
+
+  test("deleting a shared skill in use is refused, naming the agents", async () => {
+    await runtime.runPromise(Effect.flatMap(SkillStore, (s) => s.create({ name: "house-style", content: "Short." }, "setup")))
+    const user = { files: [{ path: "styled.md", content: "---\nname: styled\nversion: 1\ndescription: Uses it.\nskills:\n  - house-style\n---\nHi.\n" }] }
+    await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.create(user, "setup")))
+    const res = await send("POST", "/agent-skills/house-style/delete", { session: "admin", body: form({}), headers: { "hx-request": "true" } })
+    expect(res.status).toBe(409)
+    const text = await res.text()
+    expect(text).toContain("is used by styled")
+    expect(text).toContain('href="/agents/styled"')
+  })
+})

@@ -1,0 +1,77 @@
+/**
+ * Small view pieces the pages share: problem lists and field problem slots, alerts, badges, empty
+ * states, the unconfined-tools warning, page headers. User text is always inside `hx-disable`.
+ */
+import type { Problem } from "../src/contract/Problem.ts"
+import { html, type Html, type Interpolation } from "./html.ts"
+
+export type Tone = "info" | "ok" | "warn" | "error"
+
+export const alert = (tone: Tone, body: Interpolation, title?: string): Html => html`
+  <div class="alert alert-${tone}"${tone === "error" || tone === "warn" ? html` role="alert"` : html` role="status"`}>
+    ${title === undefined ? html`` : html`<strong>${title}</strong> `}${body}
+  </div>`
+
+export const badge = (tone: Tone | "muted", text: string): Html => html`<span class="badge badge-${tone}">${text}</span>`
+
+/** A list of problems (user text: inside hx-disable, escaped). */
+export const problemList = (problems: ReadonlyArray<Problem>, showPath = true): Html =>
+  problems.length === 0
+    ? html``
+    : html`<ul class="problems" hx-disable>${problems.map(
+        (p) => html`<li>${showPath ? html`<code>${p.path}</code> ` : html``}${p.message}</li>`
+      )}</ul>`
+
+export const slotId = (slot: string): string => `problems-${slot}`
+
+/**
+ * The problem slot next to a field. With `oob`, the same element as an out-of-band swap, so one
+ * preview response updates every slot in place.
+ */
+export const fieldProblems = (slot: string, problems: ReadonlyArray<Problem> | undefined, oob = false): Html => html`
+  <div id="${slotId(slot)}" class="field-problems" aria-live="polite"${oob ? html` hx-swap-oob="true"` : html``}>${problemList(problems ?? [], false)}</div>`
+
+export const emptyState = (title: string, body: Interpolation, action?: Html): Html => html`
+  <div class="empty">
+    <p class="empty-title">${title}</p>
+    <p>${body}</p>
+    ${action ?? html``}
+  </div>`
+
+/** Tools that run as the kernel's user with no sandbox: `tools` absent grants every kernel tool. */
+export const unconfinedTools = (tools: ReadonlyArray<string> | undefined): Array<string> =>
+  ["shell", "git"].filter((t) => tools === undefined || tools.includes(t))
+
+export const unconfinedWarning = (tools: ReadonlyArray<string> | undefined): Html => {
+  const granted = unconfinedTools(tools)
+  if (granted.length === 0) return html``
+  return alert(
+    "warn",
+    html`${granted.join(" and ")} ${granted.length === 1 ? "runs" : "run"} unconfined: as the runtime's own user, with no sandbox,
+    able to read and write anything that user can. Deny-command patterns are a tripwire, not a boundary: a determined
+    model can spell around them. Grant ${granted.length === 1 ? "it" : "them"} only to agents you trust with the host.`,
+    `This agent grants ${granted.join(" and ")}.`
+  )
+}
+
+export const pageHeader = (title: Interpolation, options: { readonly crumbs?: ReadonlyArray<readonly [string, string]>; readonly actions?: Html; readonly meta?: Html } = {}): Html => html`
+  <div class="page-header">
+    ${
+      options.crumbs === undefined
+        ? html``
+        : html`<nav aria-label="Breadcrumb" class="crumbs"><ol>${options.crumbs.map(([href, label]) => html`<li><a href="${href}">${label}</a></li>`)}</ol></nav>`
+    }
+    <div class="page-title">
+      <h1>${title}</h1>
+      ${options.meta ?? html``}
+    </div>
+    ${options.actions === undefined ? html`` : html`<div class="actions">${options.actions}</div>`}
+  </div>`
+
+/** A timestamp as UTC text, machine-readable in `datetime`. */
+export const time = (d: Date | null): Html =>
+  d === null ? html`<span class="muted">never</span>` : html`<time datetime="${d.toISOString()}">${d.toISOString().slice(0, 16).replace("T", " ")} UTC</time>`
+
+/** `/agents/<name>` with the name URL-encoded (names are checked, but paths are built defensively). */
+export const agentHref = (name: string, rest = ""): string => `/agents/${encodeURIComponent(name)}${rest}`
+export const skillHref = (name: string, rest = ""): string => `/agent-skills/${encodeURIComponent(name)}${rest}`

@@ -1,0 +1,107 @@
+/**
+ * The catalog (/agents): built-in and custom agents with audience, version, validity, enabled state
+ * and model binding; search and filters re-render only the results fragment through htmx.
+ */
+import type { CatalogEntry } from "../../src/agents/AgentStore.ts"
+import { AUDIENCE_FILTERS, KINDS, STATES, type CatalogQuery } from "../../src/http/portal/catalogQuery.ts"
+import { agentHref, alert, badge, emptyState, pageHeader, problemList } from "../components.ts"
+import { html, type Html } from "../html.ts"
+import { layout, type PageContext } from "../layout.ts"
+
+export interface CatalogProps {
+  readonly total: number
+  readonly entries: ReadonlyArray<CatalogEntry>
+  readonly query: CatalogQuery
+  readonly filtered: boolean
+  readonly notice: string | null
+}
+
+const LABELS: Readonly<Record<string, string>> = {
+  all: "All",
+  builtin: "Built-in",
+  custom: "Custom",
+  runtime: "Runtime",
+  member: "Member",
+  valid: "Valid",
+  problems: "With problems",
+  enabled: "Enabled",
+  disabled: "Disabled"
+}
+
+const select = (name: string, label: string, values: ReadonlyArray<string>, chosen: string): Html => html`
+  <div class="field">
+    <label for="filter-${name}">${label}</label>
+    <select id="filter-${name}" name="${name}">${values.map(
+      (v) => html`<option value="${v}"${v === chosen ? html` selected` : html``}>${LABELS[v] ?? v}</option>`
+    )}</select>
+  </div>`
+
+const binding = (e: CatalogEntry): Html =>
+  e.binding === null
+    ? html`<span class="muted">not bound</span>`
+    : html`<span hx-disable>${e.binding.providerId} / ${e.binding.modelId}${e.binding.thinking === null ? "" : ` (${e.binding.thinking})`}</span>`
+
+const validity = (e: CatalogEntry): Html =>
+  e.problems.length === 0
+    ? badge("ok", "valid")
+    : html`<details class="problem-details"><summary>${badge("error", `${e.problems.length} problem${e.problems.length === 1 ? "" : "s"}`)}</summary>${problemList(e.problems)}</details>`
+
+const row = (e: CatalogEntry): Html => html`
+  <tr>
+    <td data-label="Agent"><div>
+      <a class="agent-name" href="${agentHref(e.name)}">${e.name}</a>
+      <div class="description" hx-disable>${e.description}</div>
+    </div></td>
+    <td data-label="Kind">${e.builtin ? badge("muted", "built-in") : badge("info", "custom")}</td>
+    <td data-label="Audience">${e.audience}</td>
+    <td data-label="Version">${typeof e.version === "number" && !e.builtin ? `v${e.version}` : String(e.version)}</td>
+    <td data-label="Validity">${validity(e)}</td>
+    <td data-label="State">${e.enabled ? badge("ok", "enabled") : badge("warn", "disabled")}</td>
+    <td data-label="Model">${binding(e)}</td>
+  </tr>`
+
+/** The results: a count and the table, or an empty state. Swapped into #agent-results on search. */
+export const catalogResults = (props: CatalogProps): Html => html`
+  <p class="muted count" role="status">${
+    props.filtered ? `${props.entries.length} of ${props.total} agents match` : `${props.total} agent${props.total === 1 ? "" : "s"}`
+  }</p>
+  ${
+    props.entries.length === 0
+      ? emptyState(
+          props.filtered ? "No agent matches these filters." : "No agents yet.",
+          props.filtered ? "Try other words, or clear the filters." : "Create one, or import a package.",
+          props.filtered ? html`<a class="button secondary" href="/agents">Clear filters</a>` : undefined
+        )
+      : html`<table class="catalog">
+          <thead><tr><th scope="col">Agent</th><th scope="col">Kind</th><th scope="col">Audience</th><th scope="col">Version</th><th scope="col">Validity</th><th scope="col">State</th><th scope="col">Model binding</th></tr></thead>
+          <tbody>${props.entries.map(row)}</tbody>
+        </table>`
+  }`
+
+export const catalogPage = (ctx: PageContext, props: CatalogProps): Html =>
+  layout(
+    ctx,
+    "Agents",
+    html`
+  ${pageHeader("Agents", {
+    meta: html`<p class="muted">Built-in agents ship with the release and are read-only; copy one to change it.</p>`,
+    actions:
+      ctx.viewer?.canManage === true
+        ? html`<a class="button primary" href="/agents/-/new">New agent</a> <a class="button secondary" href="/agents/-/import">Import</a>`
+        : html``
+  })}
+  ${props.notice === null ? html`` : alert("ok", props.notice)}
+  <form class="filters" role="search" action="/agents" method="get"
+        hx-get="/agents" hx-trigger="input delay:250ms, submit"
+        hx-target="#agent-results" hx-push-url="true" hx-sync="this:replace">
+    <div class="field grow">
+      <label for="filter-q">Search</label>
+      <input id="filter-q" type="search" name="q" value="${props.query.q}" placeholder="Name or description" autocomplete="off">
+    </div>
+    ${select("kind", "Kind", KINDS, props.query.kind)}
+    ${select("audience", "Audience", AUDIENCE_FILTERS, props.query.audience)}
+    ${select("state", "State", STATES, props.query.state)}
+    <noscript><button type="submit" class="secondary">Filter</button></noscript>
+  </form>
+  <div id="agent-results">${catalogResults(props)}</div>`
+  )

@@ -1,0 +1,43 @@
+/** Import: upload an agent's `.md` file(s) or a package `.zip`; every problem is listed and nothing is saved unless there is none. */
+import type { Problem } from "../../src/contract/Problem.ts"
+import { alert, pageHeader, problemList } from "../components.ts"
+import { html, type Html } from "../html.ts"
+import { csrfField, layout, type PageContext } from "../layout.ts"
+
+export interface ImportResult {
+  readonly message: string
+  readonly problems: ReadonlyArray<Problem>
+}
+
+/** What an import that saved nothing says: the reason and every problem. */
+export const importResult = (result: ImportResult | null): Html =>
+  result === null
+    ? html``
+    : alert("error", html`<span hx-disable>${result.message}</span>${problemList(result.problems)}`, "Nothing was imported.")
+
+export const importPage = (ctx: PageContext, result: ImportResult | null): Html =>
+  layout(
+    ctx,
+    "Import an agent",
+    html`
+  ${pageHeader("Import an agent", { crumbs: [["/agents", "Agents"]] })}
+  <section class="card narrow-wide">
+    <p>Upload a package as a <strong>.zip</strong> (the package folder, zipped), or the agent's <strong>&lt;name&gt;.md</strong> file.
+      A package with the name of an existing custom agent becomes its next version; built-in names are reserved.</p>
+    <p class="muted">Every file is checked first: when anything is wrong, every problem is listed and nothing is saved.</p>
+    ${
+      ctx.viewer?.canManage === true
+        ? html`<form method="post" action="/agents/-/import" enctype="multipart/form-data" class="stack"
+              hx-post="/agents/-/import" hx-encoding="multipart/form-data" hx-target="#import-result" hx-disabled-elt="find button">
+            ${csrfField(ctx)}
+            <div class="field">
+              <label for="import-files">Package files</label>
+              <input id="import-files" type="file" name="files" multiple required accept=".zip,.md,application/zip,text/markdown" aria-describedby="import-result">
+            </div>
+            <button type="submit" class="primary">Check and import</button>
+          </form>`
+        : alert("info", "Importing needs the agents.manage permission.")
+    }
+    <div id="import-result" aria-live="polite">${importResult(result)}</div>
+  </section>`
+  )

@@ -1,0 +1,129 @@
+/**
+ * Version history of a custom agent: who saved what and when, restore, one saved version read-only,
+ * and the line diff between any two versions (a fragment the compare form swaps in).
+ */
+import type { AgentView, VersionInfo } from "../../src/agents/AgentStore.ts"
+import type { FileDiff, Hunk } from "../../src/http/portal/lineDiff.ts"
+import { hunks } from "../../src/http/portal/lineDiff.ts"
+import { agentHref, alert, badge, emptyState, time } from "../components.ts"
+import { html, type Html } from "../html.ts"
+import { csrfField, layout, type PageContext } from "../layout.ts"
+import { agentHeader } from "./agentHeader.ts"
+import { packageDetails } from "./agentView.ts"
+
+export interface DiffProps {
+  readonly from: number
+  readonly to: number
+  readonly files: ReadonlyArray<FileDiff>
+}
+
+export interface VersionsProps {
+  readonly agent: AgentView
+  readonly versions: ReadonlyArray<VersionInfo>
+  readonly diff: DiffProps | null
+  readonly notice: string | null
+}
+
+const restoreButton = (ctx: PageContext, name: string, v: VersionInfo): Html =>
+  ctx.viewer?.canManage !== true || v.current
+    ? html``
+    : html`<form class="inline" method="post" action="${agentHref(name, `/versions/${v.version}/restore`)}">
+        ${csrfField(ctx)}<button type="submit" class="small secondary">Restore v${v.version}</button>
+      </form>`
+
+const historyTable = (ctx: PageContext, name: string, versions: ReadonlyArray<VersionInfo>): Html => html`
+  <table class="versions">
+    <thead><tr><th scope="col">Version</th><th scope="col">Saved by</th><th scope="col">When</th><th scope="col">Note</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+    <tbody hx-disable>${versions.map(
+      (v) => html`<tr${v.current ? html` class="current"` : html``}>
+        <td data-label="Version"><a href="${agentHref(name, `/versions/${v.version}`)}">v${v.version}</a> ${v.current ? badge("ok", "current") : html``}</td>
+        <td data-label="Saved by">${v.savedBy}</td>
+        <td data-label="When">${time(v.savedAt)}</td>
+        <td data-label="Note">${v.note}</td>
+        <td class="row-actions"><a class="button small secondary" href="${agentHref(name, `/export?version=${v.version}`)}" download>Export</a> ${restoreButton(ctx, name, v)}</td>
+      </tr>`
+    )}</tbody>
+  </table>`
+
+const versionSelect = (id: string, label: string, versions: ReadonlyArray<VersionInfo>, chosen: number): Html => html`
+  <div class="field">
+    <label for="${id}">${label}</label>
+    <select id="${id}" name="${id === "diff-from" ? "from" : "to"}">${versions.map(
+      (v) => html`<option value="${v.version}"${v.version === chosen ? html` selected` : html``}>v${v.version}${v.current ? " (current)" : ""}</option>`
+    )}</select>
+  </div>`
+
+const sign = { same: " ", add: "+", del: "-" } as const
+
+const hunkRows = (h: Hunk): Html => html`
+  ${h.skippedBefore > 0 ? html`<tr class="skip"><td colspan="4">${h.skippedBefore} unchanged line${h.skippedBefore === 1 ? "" : "s"}</td></tr>` : html``}
+  ${h.lines.map(
+    (l) => html`<tr class="${l.op}"><td class="ln">${l.oldLine ?? ""}</td><td class="ln">${l.newLine ?? ""}</td><td class="sign" aria-label="${l.op === "add" ? "added" : l.op === "del" ? "removed" : "unchanged"}">${sign[l.op]}</td><td class="text"><code>${l.text}</code></td></tr>`
+  )}`
+
+const fileDiff = (f: FileDiff): Html => html`
+  <section class="file-diff">
+    <h3><code>${f.path}</code> ${badge(f.change === "added" ? "ok" : f.change === "removed" ? "error" : "info", f.change)}
+      <span class="muted">+${f.added} -${f.removed}</span></h3>
+    <table class="diff"><tbody>${hunks(f.lines).map(hunkRows)}</tbody></table>
+  </section>`
+
+/** The diff of two versions: changed files with their hunks, then how many files did not change. */
+export const diffView = (d: DiffProps): Html => {
+  const changed = d.files.filter((f) => f.change !== "unchanged")
+  const same = d.files.length - changed.length
+  return html`
+  <div class="diff-view" hx-disable>
+    <h3 class="diff-title">v${d.from} to v${d.to}</h3>
+    ${changed.length === 0 ? emptyState("No differences.", `v${d.from} and v${d.to} hold the same package.`) : changed.map(fileDiff)}
+    ${same > 0 && changed.length > 0 ? html`<p class="muted">${same} file${same === 1 ? "" : "s"} unchanged.</p>` : html``}
+  </div>`
+}
+
+const compareForm = (name: string, versions: ReadonlyArray<VersionInfo>, diff: DiffProps | null): Html => {
+  const current = versions.find((v) => v.current)?.version ?? versions[0]?.version ?? 1
+  const previous = versions.find((v) => v.version < current)?.version ?? current
+  return html`
+  <form class="diff-form" method="get" action="${agentHref(name, "/diff")}" hx-get="${agentHref(name, "/diff")}" hx-target="#diff" hx-push-url="true">
+    ${versionSelect("diff-from", "From", versions, diff?.from ?? previous)}
+    ${versionSelect("diff-to", "To", versions, diff?.to ?? current)}
+    <button type="submit" class="secondary">Compare</button>
+  </form>`
+}
+
+export const versionsPage = (ctx: PageContext, props: VersionsProps): Html =>
+  layout(
+    ctx,
+    `${props.agent.name}: versions`,
+    html`
+  ${agentHeader(ctx, props.agent, "versions", props.notice)}
+  <section class="card">
+    <h2>History</h2>
+    <p class="muted">Every save is a new version; restore makes an older one current again.</p>
+    ${historyTable(ctx, props.agent.name, props.versions)}
+  </section>
+  <section class="card">
+    <h2>Compare two versions</h2>
+    ${compareForm(props.agent.name, props.versions, props.diff)}
+    <div id="diff">${props.diff === null ? html`<p class="muted">Choose two versions and compare them.</p>` : diffView(props.diff)}</div>
+  </section>`
+  )
+
+export const versionPage = (ctx: PageContext, agent: AgentView, info: VersionInfo, version: AgentView): Html =>
+  layout(
+    ctx,
+    `${agent.name} v${info.version}`,
+    html`
+  ${agentHeader(ctx, agent, "versions", null)}
+  ${alert(
+    "info",
+    html`<span hx-disable>Saved by ${info.savedBy}, ${time(info.savedAt)}${info.note === "" ? "" : ` (${info.note})`}.</span>
+      <a href="${agentHref(agent.name, `/diff?from=${info.version}&to=${String(agent.version)}`)}">Compare with the current version</a>`,
+    `Version ${info.version}${info.current ? " (current)" : ""}.`
+  )}
+  <div class="actions">
+    <a class="button secondary" href="${agentHref(agent.name, `/export?version=${info.version}`)}" download>Export v${info.version}</a>
+    ${restoreButton(ctx, agent.name, info)}
+  </div>
+  ${packageDetails(version.package)}`
+  )

@@ -1,11 +1,14 @@
 /** Users, permissions, sessions and tokens on a real database; the operators' `kintsugi users` command. */
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer, Option } from "effect"
 import { Access, AccessLive } from "../../src/access/Access.ts"
 import { usersMain } from "../../src/access/usersCommand.ts"
 import type { Db } from "../../src/db/Db.ts"
 import { useTestDb } from "../support/db.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const db = useTestDb(AccessLive)
 

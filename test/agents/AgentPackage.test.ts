@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Either } from "effect"
 import {
   type AgentPackage,
@@ -9,6 +9,9 @@ import {
   serializeAgentPackage
 } from "../../src/agents/AgentPackage.ts"
 import { createPackageFiles, problemsOf, SUPPORT_BOT_MD, valueOf } from "./fixtures.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const parse = (overrides: Record<string, string | Uint8Array | undefined> = {}) => parseAgentPackage(createPackageFiles(overrides))
 const problems = (overrides: Record<string, string | Uint8Array | undefined>) => problemsOf(parse(overrides))

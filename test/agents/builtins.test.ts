@@ -1,5 +1,5 @@
 /** The five built-in agents ship valid, list no tools (so they get every kernel tool) and run as jobs. */
-import { afterAll, describe, expect, test } from "bun:test"
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Either } from "effect"
 import { AgentDefinition } from "../../src/contract/AgentDefinition.ts"
 import { decodeAll } from "../../src/contract/Problem.ts"
@@ -7,6 +7,9 @@ import { builtinAgents, builtinSkills } from "../../src/agents/builtins.ts"
 import { toAgentDefinition, validateAgent } from "../../src/agents/validateAgent.ts"
 import { createEnvelope, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const agents = [...builtinAgents().values()]
 const sharedSkills = new Map([...builtinSkills().values()].map((s) => [s.name, s.content]))

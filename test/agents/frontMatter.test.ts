@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Either } from "effect"
 import { parseAgentPackage } from "../../src/agents/AgentPackage.ts"
 import {
@@ -8,6 +8,9 @@ import {
   splitFrontMatter
 } from "../../src/agents/frontMatter.ts"
 import { createPackageFiles, problemsOf, SUPPORT_BOT_MD } from "./fixtures.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const split = (text: string) => Either.getOrThrowWith(splitFrontMatter(text), (m) => new Error(m))
 const messageOf = (text: string) => {

@@ -1,10 +1,13 @@
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Either } from "effect"
 import { type AgentPackage, parseAgentPackage } from "../../src/agents/AgentPackage.ts"
 import { checkAgentPackage, toAgentDefinition, validateAgent } from "../../src/agents/validateAgent.ts"
 import { AgentDefinition } from "../../src/contract/AgentDefinition.ts"
 import { decodeAll } from "../../src/contract/Problem.ts"
 import { createPackageFiles, problemsOf, SUPPORT_BOT_MD, valueOf } from "./fixtures.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const pkg = (): AgentPackage => valueOf(parseAgentPackage(createPackageFiles()))
 const shared = new Set(["house-style", "security-review"])

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
@@ -7,6 +7,9 @@ import { parseAgentPackage, serializeAgentPackage } from "../../src/agents/Agent
 import { agentsValidateMain } from "../../src/agents/validateCommand.ts"
 import { writeZip } from "../../src/agents/zip.ts"
 import { createPackageFiles, SUPPORT_BOT_MD, valueOf } from "./fixtures.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 let tmp = ""
 beforeAll(() => {

@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Either } from "effect"
 import { zipSync } from "fflate"
 import { parseAgentPackage, serializeAgentPackage } from "../../src/agents/AgentPackage.ts"
@@ -6,6 +6,9 @@ import { DEFAULT_ZIP_CAPS, readZip, unwrapSingleFolder, writeZip, ZIP_CHUNK_BYTE
 import type { Problem } from "../../src/contract/Problem.ts"
 import { createPackageFiles, valueOf } from "./fixtures.ts"
 import { createDeflatedZip, createStreamingZeroZip, createZeroBomb, TrackedBytes, withCentralName, withDeclaredSizes } from "./zipFixtures.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const MiB = 1 << 20
 const text = (s: string) => new TextEncoder().encode(s)

@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { ConfigProvider, Effect, Layer } from "effect"
 import fs from "node:fs"
@@ -8,6 +8,9 @@ import { type Db, DbLive, makeDbLayer } from "../../src/db/Db.ts"
 import { migrateMain } from "../../src/db/migrateCommand.ts"
 import { describeMigrationFailure, listMigrations, migrationsDir, runMigrations, runMigrationsFrom } from "../../src/db/migrations.ts"
 import { createTestDataDir, testDbLayer, useTestDb, usingServer } from "../support/db.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const db = useTestDb()
 

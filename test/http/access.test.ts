@@ -4,8 +4,11 @@
  * is called as anonymous, as a user without permission, as a user with only the other permission, and
  * as a manager.
  */
-import { beforeAll, describe, expect, test } from "bun:test"
+import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { createAgent, createAgentFiles, createSkill, PASSWORD, saveAgent, type Session, storeFingerprint, useApi } from "../support/api.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const api = useApi()
 

@@ -2,11 +2,14 @@
  * The Agent Builder endpoints of the spec table: catalog, context, read, create, save, enable/disable,
  * delete, copy, preview, definition, versions and restore — statuses and bodies.
  */
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { KERNEL_TOOLS } from "../../src/contract/AgentDefinition.ts"
 import { type Api, createAgent, createAgentFiles, createSkill, saveAgent, storeFingerprint, useApi } from "../support/api.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const api = useApi()
 

@@ -3,8 +3,11 @@
  * and no stack trace or host path in any error body — a defect included. (The harness also checks
  * every error body of every test file as it passes.)
  */
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { createAgent, createAgentFiles, createSkill, errorBodyProblem, LEAK_MARKERS, PASSWORD, useApi } from "../support/api.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const api = useApi()
 

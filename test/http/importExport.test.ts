@@ -3,10 +3,13 @@
  * version), the round trip between them, and imports an attacker shaped: language-tagged front
  * matter, path traversal in ZIP names, ZIP bombs.
  */
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { strToU8, unzipSync, zipSync } from "fflate"
 import { createAgent, createAgentFiles, saveAgent, storeFingerprint, useApi } from "../support/api.ts"
 import { createStreamingZeroZip, createZeroBomb, withDeclaredSizes } from "../agents/zipFixtures.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const api = useApi()
 

@@ -2,8 +2,11 @@
  * Every problem at once: a package with many faults is one 400 listing each with its path, the same
  * from create, save, import and preview.
  */
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { createAgent, storeFingerprint, useApi } from "../support/api.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const api = useApi()
 

@@ -2,9 +2,12 @@
  * Portal sessions: sign-in, the `__Host-` cookie, CSRF token plus Origin / Sec-Fetch-Site checks on
  * every change made with a session, and sign-out.
  */
-import { beforeAll, describe, expect, test } from "bun:test"
+import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { makeApp } from "../../src/http/app.ts"
 import { createAgentFiles, ORIGIN, PASSWORD, type Session, storeFingerprint, useApi } from "../support/api.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const api = useApi()
 

@@ -2,8 +2,11 @@
  * Shared skills: list, create, get, update (applies to every agent that uses it at its next
  * resolution), delete (refused while in use, naming the agents), built-ins read-only.
  */
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { createAgent, createAgentFiles, createSkill, saveAgent, storeFingerprint, useApi } from "../support/api.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const api = useApi()
 

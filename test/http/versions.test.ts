@@ -3,9 +3,12 @@
  * reused (not even after delete and re-create), and version rows are immutable in PostgreSQL itself.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Cause, Effect, Exit, Option } from "effect"
 import { createAgent, createAgentFiles, saveAgent, useApi } from "../support/api.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const api = useApi()
 

@@ -2,7 +2,7 @@
  * The kernel as an Effect layer, the way an orchestrator composes it: start, stream events, abort.
  * Also: every child process is dead at the moment the terminal event is seen, whatever the reason.
  */
-import { afterEach, describe, expect, test } from "bun:test"
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Layer, Stream } from "effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
@@ -13,6 +13,9 @@ import { dumpableFlag, makeNonDumpable } from "../../src/kernel/nonDumpable.ts"
 import { createJob, createJobDirs, createProvider, type JobDirs, type JobOverrides } from "../support/jobChild.ts"
 import { startOpenAIServer, type Step } from "../support/scriptedServers.ts"
 import { isAlive } from "../support/processes.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const cleanups: Array<() => unknown> = []
 afterEach(async () => {

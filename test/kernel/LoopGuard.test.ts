@@ -1,5 +1,8 @@
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { canonicalJson, NUDGE_AT, RepeatGuard, StreamGuard } from "../../src/kernel/LoopGuard.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 describe("RepeatGuard", () => {
   test("11 identical call+answer pairs continue; the 12th stops with the spec's message", () => {

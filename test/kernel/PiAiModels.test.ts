@@ -1,5 +1,8 @@
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { makeJobModels } from "../../src/kernel/PiAiModels.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const custom = (id: string, baseUrl = "http://127.0.0.1:9/v1") => ({
   id,

@@ -1,7 +1,10 @@
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { EventSink } from "../../src/kernel/EventSink.ts"
 import { Redactor } from "../../src/kernel/Redactor.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const SECRET = "sk-live-abcdef0123456789"
 

@@ -3,13 +3,16 @@
  * terminal event and exit code; the loop and streaming guards at their thresholds; deny patterns and
  * timeouts around running tools.
  */
-import { afterEach, describe, expect, test } from "bun:test"
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild, type JobOverrides } from "../support/jobChild.ts"
 import { startOpenAIServer, type Step } from "../support/scriptedServers.ts"
 import { isAlive } from "../support/processes.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const cleanups: Array<() => unknown> = []
 afterEach(async () => {

@@ -2,7 +2,7 @@
  * The job child end to end: real process, real pi-ai HTTP clients, scripted model servers on
  * 127.0.0.1. Asserts the fixed protocol (events, exit codes, refusal line) and what the model saw.
  */
-import { afterEach, describe, expect, test } from "bun:test"
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import {
   createEnvelope,
@@ -17,6 +17,9 @@ import {
   type ScriptedApi
 } from "../support/jobChild.ts"
 import { startAnthropicServer, startOpenAIServer, type Step } from "../support/scriptedServers.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const cleanups: Array<() => unknown> = []
 afterEach(async () => {

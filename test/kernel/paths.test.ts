@@ -2,12 +2,15 @@
  * The read-tool path cases of security.md through the real job child: every escape attempt ends as
  * `tool.result success: false`, and the outside file's bytes appear in no request the model server got.
  */
-import { afterAll, expect, test } from "bun:test"
+import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
 import { startOpenAIServer, type Step } from "../support/scriptedServers.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const OUTSIDE_CANARY = "OUTSIDE-CANARY-b41d7e"
 const outside = mkdtempSync(join(tmpdir(), "kintsugi-outside-"))

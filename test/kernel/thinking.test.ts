@@ -1,5 +1,8 @@
-import { expect, test } from "bun:test"
+import { expect, setDefaultTimeout, test } from "bun:test"
 import { chooseThinking } from "../../src/kernel/thinking.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 test("a supported level is kept", () => {
   expect(chooseThinking("medium", ["off", "low", "medium", "high"])).toEqual({ requested: "medium", effective: "medium", clampedUp: false })

@@ -2,13 +2,16 @@
  * The editor's form model: packages round-trip through the form, posted fields are read as a browser
  * sends them, and every problem the store's checks report lands at the field it concerns.
  */
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Either } from "effect"
 import { serializeAgentPackage } from "../../src/agents/AgentPackage.ts"
 import { builtinAgents } from "../../src/agents/builtins.ts"
 import { checkAgentPackage } from "../../src/agents/validateAgent.ts"
 import { KERNEL_TOOLS } from "../../src/contract/AgentDefinition.ts"
 import { blankForm, filesOfForm, formFromFields, formFromPackage, placeProblems, type AgentForm } from "../../src/http/portal/agentForm.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const kernel: ReadonlyArray<string> = KERNEL_TOOLS
 const offered = { kernelTools: kernel, mcpGrants: ["mcp__kb__*", "mcp__kb__search"] }

@@ -3,11 +3,14 @@
  * it, a reader sees no edit controls and is refused when posting anyway, and a form on another
  * site cannot change anything (403).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import type { Page } from "playwright-core"
 import { AgentStore } from "../../src/agents/AgentStore.ts"
 import { BROWSER_TEST_MS, MANAGER, READER, startPortal, type Portal } from "./harness.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const EVIL_INSTRUCTIONS = `Be helpful.
 </textarea><script>window.__pwned=1</script>

@@ -1,8 +1,11 @@
 /** Catalog search and filters, and the browser requirement of the portal tests. */
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import type { CatalogEntry } from "../../src/agents/AgentStore.ts"
 import { filterCatalog, isFiltered, parseCatalogQuery } from "../../src/http/portal/catalogQuery.ts"
 import { requireChromium } from "./harness.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const entry = (name: string, over: Partial<CatalogEntry> = {}): CatalogEntry => ({
   name,

@@ -1,6 +1,9 @@
 /** The `html` tag: every interpolation escaped, nested templates and lists kept, `raw` the only way around. */
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { escapeHtml, html, joinHtml, raw } from "../../views/html.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 describe("html", () => {
   test("escapes every interpolation, in content and in attributes", () => {

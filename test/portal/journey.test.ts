@@ -2,12 +2,15 @@
  * The Agent Builder portal end to end in headless Chromium: sign in, create an agent with a problem
  * shown while typing, save, edit, diff, restore, copy a built-in, import and export a ZIP, delete.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import { readFileSync } from "node:fs"
 import type { BrowserContext, Page } from "playwright-core"
 import { readZip, writeZip } from "../../src/agents/zip.ts"
 import { BROWSER_TEST_MS, MANAGER, startPortal, type Portal } from "./harness.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 let portal: Portal
 let context: BrowserContext

@@ -1,10 +1,13 @@
 /** Providers, bindings and MCP servers over the API: secrets write-only and sealed, checks before saving. */
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { McpServers } from "../../src/providers/McpServers.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { useApp } from "../support/appHarness.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const h = useApp()
 const KEY = "sk-provider-CANARY-7c1d0e55aa"

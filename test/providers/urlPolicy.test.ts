@@ -1,5 +1,8 @@
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { checkOutboundUrl, isPrivateAddress } from "../../src/providers/urlPolicy.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const resolver = (map: Record<string, ReadonlyArray<string>>) => async (host: string) => {
   const found = map[host]

@@ -2,7 +2,7 @@
  * Proves the scripted OpenAI and Anthropic servers speak their wire formats well enough for pi-ai's
  * real HTTP clients: tool calls, text, thinking, usage and cost, HTTP errors, overflow, stalls, recording.
  */
-import { afterEach, describe, expect, test } from "bun:test"
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test"
 import {
   isContextOverflow,
   type Api,
@@ -14,6 +14,9 @@ import {
 } from "@earendil-works/pi-ai"
 import { createAnthropicPiModels, createOpenAIPiModels, SCRIPTED_MODEL_COST, type PiModelsFixture } from "./piModels.ts"
 import { startAnthropicServer, startOpenAIServer, type ScriptedServer, type Step } from "./scriptedServers.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 type Flavour = {
   readonly name: string

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import fs from "node:fs"
 import path from "node:path"
 import { Effect, Either } from "effect"
@@ -12,6 +12,9 @@ import {
   WorkspaceInvalid
 } from "../../src/tools/Workspace.ts"
 import { createWorkspaceTree, type WorkspaceTree } from "../support/workspace.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 let t: WorkspaceTree
 beforeAll(async () => {

@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Either } from "effect"
 import {
   compileDenyPatterns,
@@ -7,6 +7,9 @@ import {
   MAX_DENY_PATTERNS,
   validateDenyPattern
 } from "../../src/tools/denyPatterns.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const matcher = (patterns: ReadonlyArray<string>): DenyMatcher => {
   const r = compileDenyPatterns(patterns)

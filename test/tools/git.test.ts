@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Exit } from "effect"
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -6,6 +6,9 @@ import { join } from "node:path"
 import { checkGitArgs, makeGitTool } from "../../src/tools/git.ts"
 import { createProcessRunner } from "../../src/tools/ProcessRunner.ts"
 import type { ToolContext, ToolOutput } from "../../src/tools/Tool.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), "git-tool-")))
 const repo = join(base, "repo")

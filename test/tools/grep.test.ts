@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import fs from "node:fs"
 import path from "node:path"
 import { Effect } from "effect"
@@ -6,6 +6,9 @@ import { RE2JS } from "re2js"
 import { grep } from "../../src/tools/grep.ts"
 import { compileMatcher, requiredLiterals } from "../../src/tools/grepMatcher.ts"
 import { createToolContext, createWorkspaceTree, runToolError, runToolText, type WorkspaceTree } from "../support/workspace.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 let t: WorkspaceTree
 beforeAll(async () => {

@@ -1,11 +1,14 @@
 // ls and find on a real tree.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import fs from "node:fs"
 import path from "node:path"
 import { find, MAX_FIND_RESULTS } from "../../src/tools/find.ts"
 import { ls, MAX_LS_ENTRIES } from "../../src/tools/ls.ts"
 import { walkTree, type WalkStatus } from "../../src/tools/walkTree.ts"
 import { createToolContext, createWorkspaceTree, runToolError, runToolText, type WorkspaceTree } from "../support/workspace.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 let t: WorkspaceTree
 beforeAll(async () => {

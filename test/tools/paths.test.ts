@@ -1,5 +1,5 @@
 // The "Paths" cases of security.md, run through the tools themselves on real temp trees.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { spawnSync } from "node:child_process"
 import fs from "node:fs"
 import path from "node:path"
@@ -10,6 +10,9 @@ import { ls } from "../../src/tools/ls.ts"
 import { read } from "../../src/tools/read.ts"
 import { write } from "../../src/tools/write.ts"
 import { createToolContext, createWorkspaceTree, runToolError, runToolText, type WorkspaceTree } from "../support/workspace.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const CANARY = "CANARY-7f3a9c"
 let t: WorkspaceTree

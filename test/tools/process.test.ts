@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, test } from "bun:test"
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Exit, Fiber } from "effect"
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -11,6 +11,9 @@ import {
   type RunRequest
 } from "../../src/tools/ProcessRunner.ts"
 import { isAlive } from "../support/processes.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), "runner-")))
 const runner = createProcessRunner()

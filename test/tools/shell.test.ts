@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, test } from "bun:test"
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Exit } from "effect"
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -6,6 +6,9 @@ import { join } from "node:path"
 import { createProcessRunner, processTools } from "../../src/tools/ProcessRunner.ts"
 import { makeShellTool } from "../../src/tools/shell.ts"
 import type { ToolContext, ToolOutput } from "../../src/tools/Tool.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), "shell-tool-")))
 mkdirSync(join(root, "out"))

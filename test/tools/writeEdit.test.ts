@@ -1,10 +1,13 @@
 // write and edit in outDir: output events, exact-once edits, all or none.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import fs from "node:fs"
 import path from "node:path"
 import { applyEdits, edit } from "../../src/tools/edit.ts"
 import { write } from "../../src/tools/write.ts"
 import { createToolContext, createWorkspaceTree, runToolError, runToolText, type WorkspaceTree } from "../support/workspace.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 let t: WorkspaceTree
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 /** `kintsugi run`: a job for local use, with live progress, against the configured (embedded) database. */
-import { afterAll, expect, test } from "bun:test"
+import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -11,6 +11,9 @@ import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { parseRunArgs } from "../../src/worker/runCommand.ts"
 import { createTestDataDir } from "../support/db.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const cleanups: Array<() => unknown> = []
 afterAll(async () => {

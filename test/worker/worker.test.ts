@@ -3,7 +3,7 @@
  * model servers; events are persisted and streamed over SSE; outputs are committed; every job is
  * settled, whatever happens to its child.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
@@ -22,6 +22,9 @@ import { testDbLayer } from "../support/db.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { isAlive } from "../support/processes.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(30_000)
 
 const KEY = `sk-worker-${randomBytes(12).toString("hex")}`
 const ORIGIN = "http://localhost"

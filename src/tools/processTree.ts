@@ -62,11 +62,18 @@ const ownSession = self?.session ?? ownPid
 export const RUN_TOKEN_VAR = "KINTSUGI_RUN"
 
 const hasToken = (pid: number, needle: string): boolean => {
-  try {
-    return `\0${readFileSync(`/proc/${pid}/environ`, "latin1")}`.includes(needle)
-  } catch {
-    return false
+  // A process caught in the middle of execve shows an empty environment for a moment: look again.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    let environ: string
+    try {
+      environ = readFileSync(`/proc/${pid}/environ`, "latin1")
+    } catch {
+      return false
+    }
+    if (environ !== "") return `\0${environ}`.includes(needle)
+    Bun.sleepSync(2)
   }
+  return false
 }
 
 const signal = (target: number, sig: NodeJS.Signals): void => {

@@ -74,4 +74,15 @@ export const time = (d: Date | null): Html =>
 
 /** `/agents/<name>` with the name URL-encoded (names are checked, but paths are built defensively). */
 export const agentHref = (name: string, rest = ""): string => `/agents/${encodeURIComponent(name)}${rest}`
+export const providerHref = (id: string, rest = ""): string => `/providers/${encodeURIComponent(id)}${rest}`
+export const mcpHref = (name: string, rest = ""): string => `/mcp-servers/${encodeURIComponent(name)}${rest}`
+export const jobHref = (id: string, rest = ""): string => `/jobs/${encodeURIComponent(id)}${rest}`
+
+/** Holds providers.manage: may change providers, bindings and MCP servers. */
+export const canManageProviders = (viewer: { readonly permissions: ReadonlyArray<string> } | null): boolean =>
+  viewer?.permissions.includes("providers.manage") === true
+
+/** A money amount in USD with enough digits for small jobs. */
+export const usd = (n: number | null): string => (n === null ? "—" : `$${n < 0.01 ? n.toFixed(6) : n.toFixed(4)}`)
+
 export const skillHref = (name: string, rest = ""): string => `/agent-skills/${encodeURIComponent(name)}${rest}`

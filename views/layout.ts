@@ -51,7 +51,10 @@ export const HTMX_CONFIG = {
 const NAV: ReadonlyArray<{ readonly href: string; readonly label: string; readonly manageOnly: boolean }> = [
   { href: "/agents", label: "Agents", manageOnly: false },
   { href: "/agent-skills", label: "Shared skills", manageOnly: false },
-  { href: "/agents/-/import", label: "Import", manageOnly: true }
+  { href: "/agents/-/import", label: "Import", manageOnly: true },
+  { href: "/jobs", label: "Jobs", manageOnly: false },
+  { href: "/providers", label: "LLM providers", manageOnly: false },
+  { href: "/mcp-servers", label: "MCP servers", manageOnly: false }
 ]
 
 const current = (path: string, href: string): boolean =>

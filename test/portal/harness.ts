@@ -60,14 +60,16 @@ export const addUser = (runtime: AppRuntime, user: TestUser, permissions: Readon
   runtime.runPromise(Effect.flatMap(Access, (a) => a.addUser(user.username, user.password, permissions)))
 
 /** The app runtime over a fresh test database, with a throwaway secret key (never the data dir's key file). */
-export const makeTestRuntime = () => makeAppRuntime(testDbLayer(), { secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))) })
+export const makeTestRuntime = (worker?: { readonly log: (line: string) => void }) =>
+  makeAppRuntime(testDbLayer(), { secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))), ...(worker === undefined ? {} : { worker }) })
 
-export const startPortal = async (): Promise<Portal> => {
+/** `worker`: run the job workers in the app's runtime (jobs started in the portal then run). */
+export const startPortal = async (options: { readonly worker?: boolean } = {}): Promise<Portal> => {
   requireChromium()
-  const runtime = await makeTestRuntime()
+  const log: Array<string> = []
+  const runtime = await makeTestRuntime(options.worker === true ? { log: (line) => log.push(line) } : undefined)
   await addUser(runtime, MANAGER, ["agents.manage", "providers.manage"])
   await addUser(runtime, READER, [])
-  const log: Array<string> = []
   const app = makeApp({ runtime, healthy: async () => true, log: (line) => log.push(line) })
   const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request) => app.handle(request) })
   const baseUrl = `http://127.0.0.1:${server.port}`

@@ -12,6 +12,7 @@ import { SkillStore } from "../../src/agents/SkillStore.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { McpServers } from "../../src/providers/McpServers.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
+import { JobStore } from "../../src/worker/JobStore.ts"
 import { makeApp } from "../../src/http/app.ts"
 import { addUser, makeTestRuntime, MANAGER, READER, type AppRuntime } from "./harness.ts"
 
@@ -23,6 +24,7 @@ const SAME_ORIGIN = { host: "localhost", origin: BASE, "sec-fetch-site": "same-o
 
 let runtime: AppRuntime
 let app: ReturnType<typeof makeApp>
+let jobId = ""
 const sessions: Record<string, { cookie: string; csrf: string }> = {}
 
 const agentFile = (name: string, body = "You help.\n") => ({ files: [{ path: `${name}.md`, content: `---\nname: ${name}\nversion: 1\ndescription: A test agent.\ntools:\n  - read\n---\n${body}` }] })
@@ -56,13 +58,21 @@ beforeAll(async () => {
   await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.create(agentFile("matrix-agent"), "setup")))
   await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.save("matrix-agent", agentFile("matrix-agent", "Help more.\n"), "setup")))
   await runtime.runPromise(Effect.flatMap(SkillStore, (s) => s.create({ name: "matrix-skill", content: "Be brief." }, "setup")))
+  const job = await runtime.runPromise(
+    Effect.flatMap(JobStore, (s) => s.enqueue({ agent: "codebase-inventory", task: "t", workspace: { root: "/tmp", readOnly: ["/tmp"], outDir: "/tmp" }, limits: { timeoutSec: 60 } }, "setup"))
+  )
+  jobId = job.id
 }, 120_000)
 
 afterAll(async () => {
   await runtime?.dispose()
 })
 
-type Guard = "public" | "read" | "agents.manage"
+type Guard = "public" | "read" | "agents.manage" | "providers.manage"
+
+const providerFields = (extra: Record<string, string> = {}) =>
+  form({ kind: "custom", id: "matrix-gw", api: "openai-completions", baseUrl: "http://127.0.0.1:9/v1", modelKey: "a", "m.a.id": "m1", "m.a.contextWindow": "8000", "m.a.maxTokens": "1000", "m.a.thinking": "off", ...extra })
+const runFields = () => form({ task: "Look.", root: "/tmp", readOnly: "/tmp", outDir: "/tmp", timeoutSec: "60" })
 
 /** Every non-GET portal route, in the order the manager runs them, with a body that succeeds. */
 const ROUTES: ReadonlyArray<{ readonly route: string; readonly path: string; readonly guard: Guard; readonly body: () => URLSearchParams | FormData }> = [
@@ -86,6 +96,23 @@ const ROUTES: ReadonlyArray<{ readonly route: string; readonly path: string; rea
   { route: "POST /agent-skills", path: "/agent-skills", guard: "agents.manage", body: () => form({ name: "matrix-skill-2", description: "", content: "Two." }) },
   { route: "POST /agent-skills/:name", path: "/agent-skills/matrix-skill", guard: "agents.manage", body: () => form({ description: "edited", content: "Be briefer." }) },
   { route: "POST /agent-skills/:name/delete", path: "/agent-skills/matrix-skill/delete", guard: "agents.manage", body: () => form({}) },
+  { route: "POST /providers", path: "/providers", guard: "providers.manage", body: () => providerFields({ apiKey: "sk-matrix" }) },
+  { route: "POST /providers/:id", path: "/providers/matrix-gw", guard: "providers.manage", body: () => providerFields() },
+  { route: "POST /agents/:name/binding", path: "/agents/matrix-agent/binding", guard: "providers.manage", body: () => form({ project: "", target: "matrix-gw/m1", thinking: "off" }) },
+  { route: "POST /agents/:name/binding/delete", path: "/agents/matrix-agent/binding/delete", guard: "providers.manage", body: () => form({ project: "" }) },
+  { route: "POST /providers/:id/delete", path: "/providers/matrix-gw/delete", guard: "providers.manage", body: () => form({}) },
+  { route: "POST /mcp-servers", path: "/mcp-servers", guard: "providers.manage", body: () => form({ name: "matrix-mcp", url: "http://127.0.0.1:9/mcp", timeoutSec: "30", allowPrivateNetwork: "on" }) },
+  { route: "POST /mcp-servers/:name", path: "/mcp-servers/matrix-mcp", guard: "providers.manage", body: () => form({ url: "http://127.0.0.1:9/mcp2", timeoutSec: "20", allowPrivateNetwork: "on" }) },
+  { route: "POST /mcp-servers/:name/delete", path: "/mcp-servers/matrix-mcp/delete", guard: "providers.manage", body: () => form({}) },
+  { route: "POST /agents/:name/run", path: "/agents/codebase-inventory/run", guard: "agents.manage", body: runFields },
+  {
+    route: "POST /jobs/:id/abort",
+    get path() {
+      return `/jobs/${jobId}/abort`
+    },
+    guard: "agents.manage",
+    body: () => form({})
+  },
   { route: "POST /agents/:name/delete", path: "/agents/matrix-agent/delete", guard: "agents.manage", body: () => form({}) },
   { route: "POST /sign-out", path: "/sign-out", guard: "read", body: () => form({}) }
 ]
@@ -201,7 +228,8 @@ describe("portal security", () => {
     const pages = [
       "/agents", "/agents/-/new", "/agents/-/import", "/agents/guarded", "/agents/guarded/versions", "/agents/guarded/versions/1",
       "/agents/guarded/diff?from=1&to=1", "/agents/guarded/definition", "/agents/codebase-inventory", "/agents/codebase-inventory/definition",
-      "/agent-skills", "/agent-skills/-/new", "/agent-skills/cite-evidence", "/agents/nope", "/nothing-here"
+      "/agent-skills", "/agent-skills/-/new", "/agent-skills/cite-evidence", "/agents/nope", "/nothing-here",
+      "/providers", "/providers/-/new", "/providers/-/builtin", "/mcp-servers", "/mcp-servers/-/new", "/jobs", "/agents/guarded/binding", "/agents/guarded/run"
     ]
     for (const path of pages) {
       const res = await send("GET", path, { session: "admin" })

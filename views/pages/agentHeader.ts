@@ -7,7 +7,7 @@ import { agentHref, alert, badge, pageHeader, unconfinedWarning } from "../compo
 import { html, type Html } from "../html.ts"
 import { csrfField, type PageContext } from "../layout.ts"
 
-export type AgentTab = "agent" | "versions" | "definition"
+export type AgentTab = "agent" | "versions" | "definition" | "model"
 
 /** The enabled state and its toggle; the toggle's response replaces this fragment. */
 export const enabledToggle = (ctx: PageContext, agent: Pick<AgentView, "name" | "enabled" | "builtin">): Html => {
@@ -28,7 +28,8 @@ const tabs = (ctx: PageContext, agent: AgentView, active: AgentTab): Html => {
   const items: Array<readonly [AgentTab, string, string]> = [
     ["agent", editable ? "Editor" : "Overview", agentHref(agent.name)],
     ...(agent.builtin ? [] : [["versions", "Versions", agentHref(agent.name, "/versions")] as const]),
-    ["definition", "Job definition", agentHref(agent.name, "/definition")]
+    ["definition", "Job definition", agentHref(agent.name, "/definition")],
+    ["model", "Model", agentHref(agent.name, "/binding")]
   ]
   return html`<nav class="tabs" aria-label="Agent"><ul>${items.map(
     ([id, label, href]) => html`<li><a href="${href}"${id === active ? html` aria-current="page"` : html``}>${label}</a></li>`
@@ -63,6 +64,7 @@ const deleteForm = (ctx: PageContext, agent: AgentView): Html => html`
 export const agentHeader = (ctx: PageContext, agent: AgentView, active: AgentTab, notice: string | null): Html => {
   const manage = ctx.viewer?.canManage === true
   const actions = html`
+    ${manage && agent.enabled && agent.problems.length === 0 ? html`<a class="button primary" href="${agentHref(agent.name, "/run")}">Run a job</a>` : html``}
     <a class="button secondary" href="${agentHref(agent.name, "/export")}" download>Export ZIP</a>
     ${manage ? copyForm(ctx, agent) : html``}
     ${manage && !agent.builtin ? deleteForm(ctx, agent) : html``}`

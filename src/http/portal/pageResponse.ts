@@ -52,7 +52,11 @@ const NOTICES: ReadonlyArray<readonly [string, (value: string, subject: string) 
   ["imported", (v) => `Imported as version ${v}.`],
   ["deleted", (v) => `Deleted ${v}.`],
   ["skill-created", (_, s) => `Created the shared skill ${s}.`],
-  ["skill-saved", () => "Saved. Agents using this skill get the new text at their next job."]
+  ["skill-saved", () => "Saved. Agents using this skill get the new text at their next job."],
+  ["added", (v) => `Added ${v}.`],
+  ["updated", (v) => `Saved ${v}.`],
+  ["removed", (v) => `Removed ${v}.`],
+  ["bound", (v) => `Bound to ${v}. The next job uses it.`]
 ]
 
 /** The success message a redirect asked for (`?saved=3`), as text; the views escape it. */

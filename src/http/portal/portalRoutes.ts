@@ -6,6 +6,10 @@ import { Elysia } from "elysia"
 import type { AppRuntime } from "../route.ts"
 import { agentPage } from "./agentPage.ts"
 import { agentPages } from "./agentPages.ts"
+import { bindingPages } from "./bindingPages.ts"
+import { jobPages } from "./jobPages.ts"
+import { mcpPages } from "./mcpPages.ts"
+import { providerPages } from "./providerPages.ts"
 import { loadAssets, staticResponse } from "./assets.ts"
 import { errorHtml, portalRunner } from "./portalRoute.ts"
 import { sessionPages } from "./sessionPages.ts"
@@ -31,6 +35,10 @@ export const portalRoutes = (options: PortalOptions) => {
     .use(versionPages(portal))
     .use(agentPage(portal))
     .use(skillPages(portal))
+    .use(providerPages(portal))
+    .use(bindingPages(portal))
+    .use(mcpPages(portal))
+    .use(jobPages(portal))
     // Any other address: an HTML 404 (a `/*` route would shadow the API's own `/api/*` JSON 404).
     .onError({ as: "global" }, ({ code, request }) => (code === "NOT_FOUND" && !new URL(request.url).pathname.startsWith("/api/") ? notFound(request) : undefined))
 }

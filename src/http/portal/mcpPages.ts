@@ -1,0 +1,49 @@
+/**
+ * MCP servers in the portal: list, add, edit, delete through McpServers (which decodes, runs the URL
+ * policy and seals the headers). A refused save shows the problems at their fields.
+ */
+import { Effect } from "effect"
+import { Elysia } from "elysia"
+import type { Problem } from "../../contract/Problem.ts"
+import { McpServers } from "../../providers/McpServers.ts"
+import { mcpServerPage, mcpServersPage } from "../../../views/pages/mcpServers.ts"
+import { blankMcpForm, mcpFormFrom, mcpFormOf, mcpInput, placeByRow, type McpForm } from "./providerForm.ts"
+import { htmlResponse, noticeOf, redirect } from "./pageResponse.ts"
+import type { PortalInput, PortalRunner } from "./portalRoute.ts"
+
+const FIELDS = ["name", "url", "timeoutSec", "allowedTools", "headers"]
+const nameParam = (i: PortalInput) => i.params["name"] ?? ""
+
+const save = (input: PortalInput, form: McpForm, creating: boolean) =>
+  Effect.gen(function* () {
+    const refused = (problems: ReadonlyArray<Problem>) => htmlResponse(mcpServerPage(input.page, form, placeByRow(problems, [], FIELDS), creating), 400)
+    if (creating && !/^[a-z][a-z0-9-]{0,63}$/.test(form.name)) return refused([{ path: "name", message: "must match [a-z][a-z0-9-]* (at most 64 characters)" }])
+    const servers = yield* McpServers
+    if (creating && (yield* Effect.either(servers.get(form.name)))._tag === "Right") return refused([{ path: "name", message: `an MCP server "${form.name}" already exists` }])
+    return yield* servers.put(form.name, mcpInput(form, input.form), input.principal.username).pipe(
+      Effect.map((s) => redirect(input.request, `/mcp-servers?${creating ? "added" : "updated"}=${encodeURIComponent(s.name)}`)),
+      Effect.catchTag("McpServerInvalid", (e) => Effect.succeed(refused(e.problems)))
+    )
+  })
+
+export const mcpPages = (portal: PortalRunner) =>
+  new Elysia()
+    .get("/mcp-servers", portal.page("read", ({ page, url }) => Effect.map(Effect.flatMap(McpServers, (m) => m.list), (list) => htmlResponse(mcpServersPage(page, list, noticeOf(url, ""))))))
+    .get("/mcp-servers/-/new", portal.page("providers.manage", ({ page }) => Effect.succeed(htmlResponse(mcpServerPage(page, blankMcpForm(), new Map(), true)))))
+    .post("/mcp-servers", portal.action("providers.manage", (input) => save(input, mcpFormFrom(input.form), true)))
+    .get(
+      "/mcp-servers/:name",
+      portal.page("read", (input) => Effect.map(Effect.flatMap(McpServers, (m) => m.get(nameParam(input))), (s) => htmlResponse(mcpServerPage(input.page, mcpFormOf(s), new Map(), false))))
+    )
+    .post(
+      "/mcp-servers/:name",
+      portal.action("providers.manage", (input) =>
+        Effect.flatMap(Effect.flatMap(McpServers, (m) => m.get(nameParam(input))), (s) => save(input, mcpFormFrom(input.form, s.name), false))
+      )
+    )
+    .post(
+      "/mcp-servers/:name/delete",
+      portal.action("providers.manage", (input) =>
+        Effect.map(Effect.flatMap(McpServers, (m) => m.remove(nameParam(input))), () => redirect(input.request, `/mcp-servers?removed=${encodeURIComponent(nameParam(input))}`))
+      )
+    )

@@ -1,0 +1,207 @@
+/**
+ * LLM providers (Admin → LLM Providers): the list, the custom-provider form with model rows, the
+ * built-in provider form, deletion. Keys are write-only: a password field that is never filled in,
+ * and "a key is stored" as the only thing ever said about one.
+ */
+import { THINKING_LEVELS } from "../../src/contract/AgentDefinition.ts"
+import type { Problem } from "../../src/contract/Problem.ts"
+import type { ModelView, ProviderView } from "../../src/providers/ProviderStore.ts"
+import type { CustomForm, ModelRow } from "../../src/http/portal/providerForm.ts"
+import { alert, badge, canManageProviders, emptyState, fieldProblems, pageHeader, problemList, providerHref, time, usd } from "../components.ts"
+import { html, type Html } from "../html.ts"
+import { csrfField, layout, type PageContext } from "../layout.ts"
+
+export type Placed = ReadonlyMap<string, ReadonlyArray<Problem>>
+export interface CatalogEntry {
+  readonly id: string
+  readonly name: string
+  readonly models: ReadonlyArray<ModelView>
+}
+
+const API_LABELS: ReadonlyArray<readonly [string, string]> = [
+  ["openai-completions", "OpenAI-compatible (chat completions)"],
+  ["openai-responses", "OpenAI responses"],
+  ["anthropic-messages", "Anthropic-compatible (messages)"]
+]
+
+const readOnlyNote = (ctx: PageContext): Html =>
+  canManageProviders(ctx.viewer) ? html`` : alert("info", "You can read the LLM providers; changing them needs the providers.manage permission.")
+
+export const providersPage = (ctx: PageContext, providers: ReadonlyArray<ProviderView>, notice: string | null): Html =>
+  layout(
+    ctx,
+    "LLM providers",
+    html`
+  ${pageHeader("LLM providers", {
+    meta: html`<p class="muted">The model endpoints jobs use. Bind an agent to one of their models on the agent's Model tab.</p>`,
+    actions: canManageProviders(ctx.viewer)
+      ? html`<a class="button primary" href="/providers/-/new">Add custom provider</a> <a class="button secondary" href="/providers/-/builtin">Add built-in provider</a>`
+      : html``
+  })}
+  ${notice === null ? html`` : alert("ok", notice)}
+  ${readOnlyNote(ctx)}
+  ${
+    providers.length === 0
+      ? emptyState("No LLM provider yet.", "Add an OpenAI- or Anthropic-compatible endpoint, or one of the built-in providers, to run jobs.")
+      : html`<table class="catalog">
+      <thead><tr><th scope="col">Provider</th><th scope="col">Kind</th><th scope="col">Models</th><th scope="col">API key</th><th scope="col">Updated</th></tr></thead>
+      <tbody hx-disable>${providers.map(
+        (p) => html`<tr>
+          <td data-label="Provider"><div><a class="agent-name" href="${providerHref(p.id)}">${p.id}</a><div class="description">${p.kind === "custom" ? p.baseUrl : `built-in: ${p.builtin ?? ""}`}</div></div></td>
+          <td data-label="Kind">${p.kind === "custom" ? badge("info", p.api ?? "custom") : badge("muted", "built-in")}</td>
+          <td data-label="Models">${p.models.length}</td>
+          <td data-label="API key">${p.hasApiKey ? badge("ok", "stored") : badge("warn", "missing")}</td>
+          <td data-label="Updated">${time(p.updatedAt)} by ${p.updatedBy}</td>
+        </tr>`
+      )}</tbody></table>`
+  }`
+  )
+
+const checked = (on: boolean): Html => (on ? html` checked` : html``)
+
+/** One model row; `key` names its fields (`m.<key>.…`) and its problem slot. */
+export const modelRow = (row: ModelRow, problems: ReadonlyArray<Problem> | undefined, disabled: boolean): Html => {
+  const id = (f: string) => `m-${row.key}-${f}`
+  const input = (f: keyof ModelRow & string, label: string, value: string, mode = "numeric") => html`
+    <div class="field"><label for="${id(f)}">${label}</label>
+      <input id="${id(f)}" name="m.${row.key}.${f}" value="${value}" inputmode="${mode}" autocomplete="off"${disabled ? html` disabled` : html``}></div>`
+  return html`
+  <div class="repeat-row" data-row>
+    <input type="hidden" name="modelKey" value="${row.key}">
+    <div class="grid-2">
+      ${input("id", "Model id", row.id, "text")}
+      ${input("contextWindow", "Context window (tokens)", row.contextWindow)}
+      ${input("maxTokens", "Max output tokens", row.maxTokens)}
+    </div>
+    <fieldset><legend>Thinking levels it accepts</legend>
+      <div class="check-grid">${THINKING_LEVELS.map(
+        (l) => html`<label class="check"><input type="checkbox" name="m.${row.key}.thinking" value="${l}"${checked(row.thinking.includes(l))}${disabled ? html` disabled` : html``}> ${l}</label>`
+      )}</div>
+    </fieldset>
+    <div class="grid-2">
+      ${input("input", "Input price (USD per million tokens)", row.input, "decimal")}
+      ${input("output", "Output price (USD per million)", row.output, "decimal")}
+      ${input("cacheRead", "Cache read price", row.cacheRead, "decimal")}
+      ${input("cacheWrite", "Cache write price", row.cacheWrite, "decimal")}
+    </div>
+    ${fieldProblems(`row-${row.key}`, problems)}
+    ${disabled ? html`` : html`<button type="button" class="small secondary" data-remove-row>Remove model</button>`}
+  </div>`
+}
+
+const keyField = (creating: boolean, problems: Placed, disabled: boolean): Html => html`
+  <div class="field">
+    <label for="f-apiKey">API key</label>
+    <p class="hint" id="hint-apiKey">${creating ? "Stored encrypted; it is never shown again." : "A key is stored. Leave blank to keep it; type a new one to replace it."}</p>
+    <input id="f-apiKey" name="apiKey" type="password" autocomplete="new-password" value="" aria-describedby="hint-apiKey problems-apiKey"${disabled ? html` disabled` : html``}>
+    ${fieldProblems("apiKey", problems.get("apiKey"))}
+  </div>`
+
+const deleteForm = (ctx: PageContext, id: string): Html => html`
+  <details class="action-menu">
+    <summary class="button danger">Delete</summary>
+    <form class="popover stack" method="post" action="${providerHref(id, "/delete")}">
+      ${csrfField(ctx)}
+      <p>Delete the provider <strong>${id}</strong> and its stored key? Refused while an agent is bound to it.</p>
+      <button type="submit" class="danger">Delete ${id}</button>
+    </form>
+  </details>`
+
+const general = (problems: Placed): Html => {
+  const g = problems.get("general") ?? []
+  return g.length === 0 ? html`` : alert("error", problemList(g))
+}
+
+/** The custom-provider form: new (`creating`) or an existing one; read-only without providers.manage. */
+export const customProviderPage = (ctx: PageContext, form: CustomForm, problems: Placed, creating: boolean, notice: string | null = null): Html => {
+  const manage = canManageProviders(ctx.viewer)
+  const disabled = !manage
+  const dis = disabled ? html` disabled` : html``
+  const action = creating ? "/providers" : providerHref(form.id)
+  return layout(
+    ctx,
+    creating ? "New LLM provider" : form.id,
+    html`
+  ${pageHeader(creating ? "New custom provider" : form.id, {
+    crumbs: [["/providers", "LLM providers"]],
+    actions: !creating && manage ? deleteForm(ctx, form.id) : html``
+  })}
+  ${notice === null ? html`` : alert("ok", notice)}
+  ${readOnlyNote(ctx)}
+  <form method="post" action="${action}" class="stack card" novalidate>
+    ${csrfField(ctx)}
+    ${general(problems)}
+    <input type="hidden" name="kind" value="custom">
+    ${
+      creating
+        ? html`<div class="field"><label for="f-id">Provider id</label>
+            <p class="hint" id="hint-id">Lower-case letters, digits and dashes; bindings and job records name it.</p>
+            <input id="f-id" name="id" value="${form.id}" required autocomplete="off" spellcheck="false" aria-describedby="hint-id problems-id">
+            ${fieldProblems("id", problems.get("id"))}</div>`
+        : html``
+    }
+    <div class="field"><label for="f-api">API</label>
+      <select id="f-api" name="api" aria-describedby="problems-api"${dis}>${API_LABELS.map(
+        ([v, label]) => html`<option value="${v}"${form.api === v ? html` selected` : html``}>${label}</option>`
+      )}</select>
+      ${fieldProblems("api", problems.get("api"))}</div>
+    <div class="field"><label for="f-baseUrl">Base URL</label>
+      <input id="f-baseUrl" name="baseUrl" type="url" value="${form.baseUrl}" placeholder="https://llm.example.com/v1" autocomplete="off" spellcheck="false" aria-describedby="problems-baseUrl"${dis}>
+      ${fieldProblems("baseUrl", problems.get("baseUrl"))}</div>
+    ${keyField(creating, problems, disabled)}
+    <fieldset>
+      <legend>Models</legend>
+      ${fieldProblems("models", problems.get("models"))}
+      <div id="rows-model" class="rows" data-empty="No model: add at least one.">
+        ${form.models.map((m) => modelRow(m, problems.get(`row-${m.key}`), disabled))}
+      </div>
+      ${manage ? html`<template id="tpl-model">${modelRow({ key: "__KEY__", id: "", contextWindow: "128000", maxTokens: "8192", thinking: ["off"], input: "", output: "", cacheRead: "", cacheWrite: "" }, undefined, false)}</template>
+      <button type="button" class="secondary" data-add-row="model">Add model</button>` : html``}
+    </fieldset>
+    ${manage ? html`<div class="save-bar"><button type="submit" class="primary">${creating ? "Add provider" : "Save provider"}</button></div>` : html``}
+  </form>`
+  )
+}
+
+/** A built-in provider: choose from pi-ai's catalog, give the key. */
+export const builtinProviderPage = (ctx: PageContext, catalog: ReadonlyArray<CatalogEntry>, values: { readonly id: string; readonly builtin: string }, problems: Placed, existing: ProviderView | null): Html => {
+  const manage = canManageProviders(ctx.viewer)
+  const creating = existing === null
+  const dis = manage ? html`` : html` disabled`
+  return layout(
+    ctx,
+    creating ? "New built-in provider" : values.id,
+    html`
+  ${pageHeader(creating ? "Add a built-in provider" : values.id, {
+    crumbs: [["/providers", "LLM providers"]],
+    actions: !creating && manage ? deleteForm(ctx, values.id) : html``
+  })}
+  ${readOnlyNote(ctx)}
+  <form method="post" action="${creating ? "/providers" : providerHref(values.id)}" class="stack card" novalidate>
+    ${csrfField(ctx)}
+    ${general(problems)}
+    <input type="hidden" name="kind" value="builtin">
+    ${
+      creating
+        ? html`<div class="field"><label for="f-id">Provider id</label>
+            <input id="f-id" name="id" value="${values.id}" required autocomplete="off" spellcheck="false" aria-describedby="problems-id">
+            ${fieldProblems("id", problems.get("id"))}</div>`
+        : html``
+    }
+    <div class="field"><label for="f-builtin">Built-in provider</label>
+      <select id="f-builtin" name="builtin" aria-describedby="problems-builtin"${dis}>${catalog.map(
+        (c) => html`<option value="${c.id}"${values.builtin === c.id ? html` selected` : html``}>${c.name} (${c.models.length} models)</option>`
+      )}</select>
+      ${fieldProblems("builtin", problems.get("builtin"))}</div>
+    ${keyField(creating, problems, !manage)}
+    ${
+      existing === null
+        ? html``
+        : html`<details><summary>${existing.models.length} models</summary><ul class="inline-list" hx-disable>${existing.models.map(
+            (m) => html`<li><code>${m.id}</code> <span class="muted">${m.thinkingLevels.join("/")} · in ${usd(m.cost?.input ?? null)}/M</span></li>`
+          )}</ul></details>`
+    }
+    ${manage ? html`<div class="save-bar"><button type="submit" class="primary">${creating ? "Add provider" : "Save provider"}</button></div>` : html``}
+  </form>`
+  )
+}

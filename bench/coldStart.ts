@@ -9,7 +9,7 @@ import { join } from "node:path"
 import { createEnvelope, createJob, createJobDirs, createProvider, startJobChild } from "../test/support/jobChild.ts"
 import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts"
 
-const RUNS = 20
+const RUNS = Number(process.env["RUNS"] ?? 20)
 const median = (xs: Array<number>) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
 
 const steps: Array<Step> = Array.from({ length: 2 * RUNS }, () => ({ kind: "turn", text: "ok" }))
@@ -32,14 +32,14 @@ const measure = async (entry?: string): Promise<Array<number>> => {
 const child = await measure()
 const outdir = mkdtempSync(join(tmpdir(), "kintsugi-bc-"))
 const build = await Bun.build({
-  entrypoints: [join(import.meta.dir, "..", "src", "cli.ts")],
+  entrypoints: [join(import.meta.dir, "..", "src", "jobChildEntry.ts")],
   target: "bun",
   format: "cjs",
   bytecode: true,
   outdir
 })
 if (!build.success) throw new Error(build.logs.join("\n"))
-const bytecode = await measure(join(outdir, "cli.js"))
+const bytecode = await measure(join(outdir, "jobChildEntry.js"))
 rmSync(outdir, { recursive: true, force: true })
 const bare: Array<number> = []
 for (let i = 0; i < RUNS; i++) {

@@ -81,8 +81,16 @@ export const startJobChild = (envelope: unknown, options: ChildOptions = {}): Ru
       .map((e) => decodeEvent(e))
     return { code, lines, events, stdout, stderr }
   })()
+  // Rejects when the child ends without printing the event, so a caller never waits forever.
   const waitFor = (type: JobEvent["type"]) =>
-    seen.has(type) ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ type, resolve }))
+    seen.has(type)
+      ? Promise.resolve()
+      : Promise.race([
+          new Promise<void>((resolve) => waiters.push({ type, resolve })),
+          done.then((run) => {
+            if (!seen.has(type)) throw new Error(`the job child exited (${run.code}) without a ${type} event: ${run.stderr.slice(0, 500)}`)
+          })
+        ])
   return { proc, waitFor, done }
 }
 

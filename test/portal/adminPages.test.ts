@@ -4,15 +4,13 @@
  * at their fields, 409 naming the bound agents; and the pure view helpers.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
-import { Effect } from "effect"
-import { Access } from "../../src/access/Access.ts"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { makeApp } from "../../src/http/app.ts"
 import { customFormFrom, customInput, mcpInput, mcpFormFrom } from "../../src/http/portal/providerForm.ts"
 import type { ProviderView } from "../../src/providers/ProviderStore.ts"
 import { levelsFor, parseTarget, thinkingField } from "../../views/pages/bindings.ts"
 import { eventRows, runSlot } from "../../views/pages/jobs.ts"
-import { addUser, makeTestRuntime, MANAGER, READER, type AppRuntime } from "./harness.ts"
+import { makeTestRuntime, signInTestUsers, type AppRuntime } from "./harness.ts"
 
 setDefaultTimeout(60_000)
 
@@ -39,13 +37,8 @@ const model = (key: string, id: string, thinking: ReadonlyArray<string>) => ({
 
 beforeAll(async () => {
   runtime = await makeTestRuntime()
-  await addUser(runtime, MANAGER, ["agents.manage", "providers.manage"])
-  await addUser(runtime, READER, [])
   app = makeApp({ runtime, healthy: async () => true, log: (line) => console.error(line) })
-  for (const [key, user] of [["manager", MANAGER], ["reader", READER]] as const) {
-    const s = await runtime.runPromise(Effect.flatMap(Access, (a) => a.signIn(user.username, user.password)))
-    sessions[key] = { cookie: s.token, csrf: s.principal.csrfToken ?? "" }
-  }
+  Object.assign(sessions, await signInTestUsers(runtime))
 }, 120_000)
 
 afterAll(async () => {

@@ -60,6 +60,17 @@ export const addUser = (runtime: AppRuntime, user: TestUser, permissions: Readon
   runtime.runPromise(Effect.flatMap(Access, (a) => a.addUser(user.username, user.password, permissions)))
 
 /** The app runtime over a fresh test database, with a throwaway secret key (never the data dir's key file). */
+/** The manager and the reader, each signed in: their session tokens and CSRF tokens by name. */
+export const signInTestUsers = async (runtime: AppRuntime): Promise<Record<"manager" | "reader", { cookie: string; csrf: string }>> => {
+  await addUser(runtime, MANAGER, ["agents.manage", "providers.manage"])
+  await addUser(runtime, READER, [])
+  const signIn = async (user: TestUser) => {
+    const s = await runtime.runPromise(Effect.flatMap(Access, (a) => a.signIn(user.username, user.password)))
+    return { cookie: s.token, csrf: s.principal.csrfToken ?? "" }
+  }
+  return { manager: await signIn(MANAGER), reader: await signIn(READER) }
+}
+
 export const makeTestRuntime = (worker?: { readonly log: (line: string) => void }) =>
   makeAppRuntime(testDbLayer(), { secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))), ...(worker === undefined ? {} : { worker }) })
 

@@ -14,7 +14,7 @@ import { McpServers } from "../../src/providers/McpServers.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
 import { makeApp } from "../../src/http/app.ts"
-import { addUser, makeTestRuntime, MANAGER, READER, type AppRuntime } from "./harness.ts"
+import { makeTestRuntime, MANAGER, READER, signInTestUsers, type AppRuntime } from "./harness.ts"
 
 // Many requests through a real database per test: generous on a 2-core CI machine.
 setDefaultTimeout(60_000)
@@ -48,13 +48,8 @@ const send = (method: string, path: string, init: { session?: string; csrf?: boo
 
 beforeAll(async () => {
   runtime = await makeTestRuntime()
-  await addUser(runtime, MANAGER, ["agents.manage", "providers.manage"])
-  await addUser(runtime, READER, [])
   app = makeApp({ runtime, healthy: async () => true, log: (line) => console.error(line) })
-  for (const [key, user] of [["manager", MANAGER], ["reader", READER]] as const) {
-    const s = await runtime.runPromise(Effect.flatMap(Access, (a) => a.signIn(user.username, user.password)))
-    sessions[key] = { cookie: s.token, csrf: s.principal.csrfToken ?? "" }
-  }
+  Object.assign(sessions, await signInTestUsers(runtime))
   await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.create(agentFile("matrix-agent"), "setup")))
   await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.save("matrix-agent", agentFile("matrix-agent", "Help more.\n"), "setup")))
   await runtime.runPromise(Effect.flatMap(SkillStore, (s) => s.create({ name: "matrix-skill", content: "Be brief." }, "setup")))

@@ -160,7 +160,7 @@ export const mcpFormFrom = (f: Fields, name?: string): McpForm => ({
 })
 
 /**
- * The store's input. Headers: any value typed replaces the stored set with the rows that have a
+ * The store's input. Headers: a value typed in any row replaces the stored set with the rows that have a
  * value; no value typed keeps the stored headers (write-only: they are never shown to edit);
  * "remove stored headers" clears them.
  */

@@ -56,16 +56,6 @@ const localName = (name: string): string => {
   return decodeZipName(bytes, false) ?? name
 }
 
-const concat = (chunks: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
-  const out = new Uint8Array(size)
-  let o = 0
-  for (const c of chunks) {
-    out.set(c, o)
-    o += c.length
-  }
-  return out
-}
-
 /** The streaming pass over checked entries; the first problem stops it. */
 const inflateAll = (bytes: Uint8Array, entries: ReadonlyArray<CentralEntry>, caps: ZipCaps): Either.Either<Array<ZipEntry>, Problem> => {
   const expected = new Map<string, number>()
@@ -101,7 +91,7 @@ const inflateAll = (bytes: Uint8Array, entries: ReadonlyArray<CentralEntry>, cap
       chunks.push(data)
       if (final) {
         pending.delete(name)
-        out.push({ path: name, content: concat(chunks, size) })
+        out.push({ path: name, content: new Uint8Array(Buffer.concat(chunks, size)) })
       }
     }
     file.start()

@@ -8,7 +8,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Either, Layer, Schema } from "effect"
 import { decodeAll } from "../contract/Problem.ts"
 import { McpServerInvalid, McpServerNotFound } from "./errors.ts"
-import { SecretBox } from "./SecretBox.ts"
+import { openHeaders, SecretBox, sealHeaders } from "./SecretBox.ts"
 import { checkOutboundUrl } from "./urlPolicy.ts"
 
 export const McpServerInput = Schema.Struct({
@@ -69,7 +69,7 @@ export class McpServers extends Context.Tag("providers/McpServers")<
 export const makeMcpServers = Effect.gen(function* () {
   const sql = yield* SqlClient
   const box = yield* SecretBox
-  const headersOf = (row: Pick<Row, "headersSealed">): Record<string, string> => (row.headersSealed === null ? {} : (JSON.parse(box.open(row.headersSealed)) as Record<string, string>))
+  const headersOf = (row: Pick<Row, "headersSealed">): Record<string, string> => openHeaders(box, row.headersSealed)
   const view = ({ headersSealed: _sealed, ...row }: Row): McpServerView => ({ ...row, headerNames: Object.keys(headersOf({ headersSealed: _sealed })).sort() })
   const rows = (name?: string) =>
     sql<Row>`SELECT name, url, headers_sealed, timeout_sec, allowed_tools, allow_private_network, updated_by, updated_at FROM admin.mcp_server
@@ -88,7 +88,7 @@ export const makeMcpServers = Effect.gen(function* () {
         const urlProblem = yield* Effect.promise(() => checkOutboundUrl(s.url, s.allowPrivateNetwork))
         if (urlProblem !== undefined) return yield* Effect.fail(new McpServerInvalid({ problems: [{ path: "url", message: urlProblem }] }))
         const existing = yield* rows(name)
-        const headers = s.headers === undefined ? (existing[0]?.headersSealed ?? null) : box.seal(JSON.stringify(s.headers))
+        const headers = s.headers === undefined ? (existing[0]?.headersSealed ?? null) : sealHeaders(box, s.headers)
         yield* sql`INSERT INTO admin.mcp_server (name, url, headers_sealed, timeout_sec, allowed_tools, allow_private_network, updated_by)
           VALUES (${name}, ${s.url}, ${headers}, ${s.timeoutSec}, ${JSON.stringify(s.allowedTools)}::jsonb, ${s.allowPrivateNetwork}, ${by})
           ON CONFLICT (name) DO UPDATE SET url = EXCLUDED.url, headers_sealed = EXCLUDED.headers_sealed, timeout_sec = EXCLUDED.timeout_sec,

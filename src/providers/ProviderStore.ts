@@ -10,7 +10,7 @@ import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { type ProviderConfig, ProviderModel } from "../contract/ProviderConfig.ts"
 import { makeJobModels, supportedThinking } from "../kernel/PiAiModels.ts"
 import { ProviderExists, ProviderInUse, ProviderInvalid, ProviderNotFound } from "./errors.ts"
-import { SecretBox } from "./SecretBox.ts"
+import { openHeaders, SecretBox, sealHeaders } from "./SecretBox.ts"
 
 const Id = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,63}$/, { message: () => "must match [a-z][a-z0-9-]* (at most 64 characters)" }))
 const HttpUrl = Schema.String.pipe(
@@ -117,7 +117,7 @@ export const makeProviderStore = Effect.gen(function* () {
   const configOf = (row: Row, reveal: boolean): ProviderConfig => {
     const apiKey = reveal ? box.open(row.apiKeySealed) : ""
     if (row.kind === "builtin") return { id: row.id, builtin: row.builtin ?? "", apiKey }
-    const headers = reveal && row.headersSealed !== null ? (JSON.parse(box.open(row.headersSealed)) as Record<string, string>) : undefined
+    const headers = reveal && row.headersSealed !== null ? openHeaders(box, row.headersSealed) : undefined
     return {
       id: row.id,
       api: row.api as "openai-completions",
@@ -128,7 +128,7 @@ export const makeProviderStore = Effect.gen(function* () {
     }
   }
   const headerNames = (row: Row): Array<string> =>
-    row.headersSealed === null ? [] : Object.keys(JSON.parse(box.open(row.headersSealed)) as Record<string, string>).sort()
+    Object.keys(openHeaders(box, row.headersSealed)).sort()
   const viewOf = (row: Row) =>
     Effect.promise(async (): Promise<ProviderView> => ({
       id: row.id,
@@ -172,7 +172,7 @@ export const makeProviderStore = Effect.gen(function* () {
           p.kind === "custom"
             ? yield* sql`INSERT INTO admin.llm_provider (id, kind, api, base_url, models, api_key_sealed, headers_sealed, updated_by)
                 VALUES (${p.id}, 'custom', ${p.api}, ${p.baseUrl}, ${JSON.stringify(p.models)}::jsonb, ${box.seal(p.apiKey)},
-                        ${p.headers === undefined ? null : box.seal(JSON.stringify(p.headers))}, ${by})
+                        ${p.headers === undefined ? null : sealHeaders(box, p.headers)}, ${by})
                 ON CONFLICT (id) DO NOTHING RETURNING id`
             : yield* sql`INSERT INTO admin.llm_provider (id, kind, builtin, api_key_sealed, updated_by)
                 VALUES (${p.id}, 'builtin', ${p.builtin}, ${box.seal(p.apiKey)}, ${by}) ON CONFLICT (id) DO NOTHING RETURNING id`
@@ -186,7 +186,7 @@ export const makeProviderStore = Effect.gen(function* () {
         const current = yield* one(id)
         const key = p.apiKey === undefined ? current.apiKeySealed : box.seal(p.apiKey)
         if (p.kind === "custom") {
-          const headers = p.headers === undefined ? current.headersSealed : box.seal(JSON.stringify(p.headers))
+          const headers = p.headers === undefined ? current.headersSealed : sealHeaders(box, p.headers)
           yield* sql`UPDATE admin.llm_provider SET kind = 'custom', api = ${p.api}, base_url = ${p.baseUrl}, builtin = NULL,
             models = ${JSON.stringify(p.models)}::jsonb, api_key_sealed = ${key}, headers_sealed = ${headers},
             updated_by = ${by}, updated_at = now() WHERE id = ${id}`

@@ -38,6 +38,12 @@ export const makeSecretBox = (key: Uint8Array): SecretBox["Type"] => ({
   }
 })
 
+/** Header values (MCP servers, provider gateways) are sealed as one JSON object. */
+export const sealHeaders = (box: SecretBox["Type"], headers: Readonly<Record<string, string>>): string => box.seal(JSON.stringify(headers))
+/** The sealed headers, or {} when none were stored. */
+export const openHeaders = (box: SecretBox["Type"], sealed: string | null): Record<string, string> =>
+  sealed === null ? {} : (JSON.parse(box.open(sealed)) as Record<string, string>)
+
 /** A configured key of any length is stretched to 32 bytes with SHA-256. */
 const keyFrom = (text: string): Uint8Array => createHash("sha256").update(text).digest()
 

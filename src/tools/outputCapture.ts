@@ -39,17 +39,6 @@ const startOfLastLines = (b: Uint8Array, lines: number): number => {
   return 0
 }
 
-const concat = (parts: ReadonlyArray<Uint8Array>): Uint8Array => {
-  const size = parts.reduce((n, p) => n + p.length, 0)
-  const out = new Uint8Array(size)
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.length
-  }
-  return out
-}
-
 export interface CapturedOutput {
   readonly text: string
   readonly truncated: boolean
@@ -106,9 +95,9 @@ export class OutputCapture {
     const decoder = new TextDecoder()
     const totalLines = this.totalNewlines + (this.lastByte === NEWLINE ? 0 : 1)
     const head = this.head.subarray(0, this.headLen)
-    const tailAll = concat(this.tail)
+    const tailAll = Buffer.concat(this.tail)
     if (this.totalBytes <= this.maxBytes && totalLines <= this.maxLines) {
-      return { text: decoder.decode(concat([head, tailAll])), truncated: false, totalBytes: this.totalBytes }
+      return { text: decoder.decode(Buffer.concat([head, tailAll])), truncated: false, totalBytes: this.totalBytes }
     }
     // Budget with room for the marker line itself.
     const halfLines = Math.max(1, Math.floor((this.maxLines - 1) / 2))

@@ -1,9 +1,10 @@
 # Single-container deploy. The same steps as the README's quick start (`bun install`, `bun start`),
-# on the Bun release the project pins, with what the kernel's tools need at run time (bash, git).
+# on the Bun release the project pins, with what the kernel's tools need at run time (bash, git, and
+# bubblewrap, the process sandbox of shell/git: ARCHITECTURE §10).
 FROM oven/bun:1.4.5-debian
 
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git ca-certificates procps \
+ && apt-get install -y --no-install-recommends git ca-certificates procps bubblewrap \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

@@ -2,7 +2,7 @@
  * The composition root: every service layer of the server wired in one place, over a Db layer.
  * `kintsugi serve` and the CLI use it with the configured database; tests with a test database.
  */
-import { Layer, ManagedRuntime } from "effect"
+import { type ConfigProvider, Layer, ManagedRuntime } from "effect"
 import { AccessLive } from "./access/Access.ts"
 import { AgentStoreLive } from "./agents/AgentStore.ts"
 import { SkillStoreLive } from "./agents/SkillStore.ts"
@@ -38,10 +38,13 @@ export const makeAppRuntime = async (
     readonly secrets?: Layer.Layer<SecretBox, SecretKeyError>
     /** Runs the worker loops (KINTSUGI_WORKERS) in this runtime; their diagnostics go to `log`. */
     readonly worker?: { readonly log: (line: string) => void }
+    /** Where every layer and handler reads its configuration (default: the environment). */
+    readonly config?: ConfigProvider.ConfigProvider
   } = {}
 ): Promise<AppRuntime & ManagedRuntime.ManagedRuntime<AppServices | Db, never>> => {
   const services = Layer.orDie(appLayer(db, options.secrets))
-  const rt = ManagedRuntime.make(options.worker === undefined ? services : Layer.provideMerge(WorkerLive(options.worker.log), services))
+  const layer = options.worker === undefined ? services : Layer.provideMerge(WorkerLive(options.worker.log), services)
+  const rt = ManagedRuntime.make(options.config === undefined ? layer : Layer.provide(layer, Layer.setConfigProvider(options.config)))
   await rt.runtime()
   return rt
 }

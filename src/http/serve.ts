@@ -2,18 +2,20 @@
  * `kintsugi serve`: migrates the database, makes sure an admin exists, and serves the API and the
  * portal (`/` leads to /agents or /sign-in) on HOST:PORT. A database that cannot be reached is one clear line and exit 1.
  */
-import { Effect, Exit } from "effect"
+import { Config, Effect, Exit, Option, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { Access, PERMISSIONS } from "../access/Access.ts"
 import { DbMigratedLive } from "../db/Db.ts"
 import { makeAppRuntime } from "../main.ts"
+import { secretsConfigProvider, secureProcessSecrets } from "../processSecrets.ts"
 import { databaseHealth, makeApp } from "./app.ts"
 
 /** On an empty database: the first admin, with KINTSUGI_ADMIN_PASSWORD or a generated password printed once. */
 export const ensureAdmin = Effect.gen(function* () {
   const access = yield* Access
   if (!(yield* access.isEmpty)) return
-  const given = process.env["KINTSUGI_ADMIN_PASSWORD"]
+  const configured = yield* Config.option(Config.redacted("KINTSUGI_ADMIN_PASSWORD")).pipe(Effect.orElseSucceed(() => Option.none()))
+  const given = Option.getOrUndefined(Option.map(configured, Redacted.value))
   const password = given !== undefined && given !== "" ? given : randomBytes(18).toString("base64url")
   yield* access.addUser("admin", password, PERMISSIONS)
   process.stdout.write(
@@ -25,9 +27,16 @@ export const ensureAdmin = Effect.gen(function* () {
 
 export const serveMain = async (): Promise<void> => {
   const log = (line: string) => process.stderr.write(`${line}\n`)
+  // Before anything else: no secret may stay readable in /proc/<pid>/environ while jobs run.
+  const secrets = secureProcessSecrets()
+  if (secrets.environment !== "clean") {
+    log(`kintsugi: warning: secrets could not be removed from the process environment (${secrets.environment.notClean})`)
+  }
+  if (!secrets.nonDumpable) log("kintsugi: warning: could not make the process non-dumpable")
+  const config = secretsConfigProvider(secrets.values)
   let rt: Awaited<ReturnType<typeof makeAppRuntime>>
   try {
-    rt = await makeAppRuntime(DbMigratedLive, { worker: { log } })
+    rt = await makeAppRuntime(DbMigratedLive, { worker: { log }, config })
   } catch (e) {
     log(`kintsugi: cannot start: ${e instanceof Error ? e.message.split("\n")[0] : "database unavailable"}`)
     process.exit(1)

@@ -174,4 +174,47 @@ describe("kintsugi users", () => {
     expect(await usersMain(["grant", "erin", "superuser"], io, layer)).toBe(2)
     expect(await usersMain(["frobnicate", "erin"], io, layer)).toBe(2)
   })
+
+  test("tokens, revoke-token, revoke, disable and enable; --help prints usage and touches nothing", async () => {
+    const out: Array<string> = []
+    const err: Array<string> = []
+    const io = { out: (l: string) => out.push(l), err: (l: string) => err.push(l), stdin: async () => "a very long password\n" }
+    // --help never opens the database: a layer that dies if built proves it.
+    const noDb = Layer.effectContext(Effect.die("the database was opened"))
+    for (const args of [["--help"], ["help"], ["token", "erin", "--help"], ["-h"]]) {
+      expect(await usersMain(args, io, noDb)).toBe(0)
+      expect(out.pop()).toStartWith("usage:\n  kintsugi users add")
+    }
+    expect(err).toEqual([])
+    const layer = Layer.succeedContext(await db.run(Effect.context<Db>()))
+    expect(await usersMain(["add", "fay", "--grant", "agents.manage"], io, layer)).toBe(0)
+    expect(await usersMain(["token", "fay", "--expires-days", "7", "--name", "deploy"], io, layer)).toBe(0)
+    const token = out.pop()!
+    expect(await usersMain(["tokens", "fay"], io, layer)).toBe(0)
+    const listing = out.pop()!
+    expect(listing).not.toContain(token)
+    const [line] = listing.split("\n")
+    expect(line).toMatch(/^[0-9a-f-]{36}  deploy  active  created \S+ \S+  last used -  expires \S+ \S+$/)
+    const id = line!.slice(0, 36)
+    expect(await usersMain(["revoke-token", "fay", id], io, layer)).toBe(0)
+    expect(out.pop()).toBe(`revoked token ${id} (deploy) of fay`)
+    expect(Option.isNone(await db.run(Effect.flatMap(Access, (a) => a.bearer(token))))).toBe(true)
+    expect(await usersMain(["revoke-token", "fay", "nope"], io, layer)).toBe(1)
+    expect(err.pop()).toBe("kintsugi users: no API token nope")
+    expect(await usersMain(["token", "fay", "--expires-days", "400"], io, layer)).toBe(1)
+    expect(err.pop()).toBe("kintsugi users: a token expires after 1 to 365 whole days")
+    expect(await usersMain(["token", "fay", "--expires-days", "never"], io, layer)).toBe(2)
+
+    expect(await usersMain(["disable", "fay"], io, layer)).toBe(0)
+    expect(out.pop()).toBe("disabled fay")
+    expect((await db.run(Effect.flip(Effect.flatMap(Access, (a) => a.signIn("fay", "a very long password"))))).message).toBe("this user is disabled; ask an administrator")
+    expect(await usersMain(["enable", "fay"], io, layer)).toBe(0)
+    expect(await usersMain(["revoke", "fay", "agents.manage"], io, layer)).toBe(0)
+    expect(out.pop()).toBe("removed agents.manage from fay")
+    // providers.manage: once erin loses it, xena is its last enabled holder in this file.
+    expect(await usersMain(["revoke", "erin", "providers.manage"], io, layer)).toBe(0)
+    expect(await usersMain(["revoke", "xena", "providers.manage"], io, layer)).toBe(1)
+    expect(err.pop()).toBe("kintsugi users: xena is the last enabled user with providers.manage; grant it to someone else first")
+    expect(await usersMain(["disable", "xena"], io, layer)).toBe(1)
+  })
 })

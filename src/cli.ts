@@ -10,7 +10,8 @@ commands:
                             run one job locally with live progress (uses the agent's binding)
   run-job                   run one agent job: JSON envelope on stdin, NDJSON events on stdout
   migrate                   apply database migrations (DATABASE_URL, else the embedded database)
-  users add|grant|token     manage portal users, permissions and API tokens
+  users add|grant|revoke|disable|enable|token|tokens|revoke-token
+                            manage portal users, permissions and API tokens (users --help)
   agents validate <path>    check an agent package (.md, folder or .zip)`
 
 // Commands load only what they need: the job child's start-up must not pay for the server.

@@ -65,7 +65,7 @@ export const csrfField = (ctx: PageContext): Html =>
 
 const userBox = (ctx: PageContext, viewer: Viewer): Html => html`
   <div class="user">
-    <span class="user-name" title="Signed in">${viewer.username}</span>
+    <a class="user-name link" href="/account" title="Signed in: your API tokens">${viewer.username}</a>
     <span class="perms">${
       viewer.permissions.length === 0
         ? html`<span class="chip">read only</span>`

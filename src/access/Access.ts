@@ -1,7 +1,7 @@
 /**
  * Access: users with hashed passwords, their permissions, portal sessions (cookie + CSRF token) and
- * API tokens (Bearer). Session and token values are random 32-byte strings the client holds; only
- * their SHA-256 hashes are stored. SQL failures are defects here: callers see only domain errors.
+ * expiring API tokens (Bearer). Session and token values are random 32-byte strings the client holds;
+ * only their SHA-256 hashes are stored. SQL failures are defects here: callers see only domain errors.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Layer, Option, Schema } from "effect"
@@ -10,6 +10,13 @@ export const PERMISSIONS = ["agents.manage", "providers.manage"] as const
 export type Permission = (typeof PERMISSIONS)[number]
 export const USERNAME = /^[a-z0-9][a-z0-9._@-]{0,63}$/
 const SESSION_TTL_MS = 12 * 60 * 60 * 1000
+/** API token lifetimes in days: the default, and the longest allowed (there is no "never"). */
+export const TOKEN_DEFAULT_DAYS = 90
+export const TOKEN_MAX_DAYS = 365
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** Holds every permission: may administer users and everyone's tokens. */
+export const isAdmin = (p: Pick<Principal, "permissions">): boolean => PERMISSIONS.every((x) => p.permissions.has(x))
 
 export interface Principal {
   readonly userId: string
@@ -21,9 +28,12 @@ export interface Principal {
   readonly csrfToken?: string
 }
 
-export class InvalidCredentials extends Schema.TaggedError<InvalidCredentials>()("InvalidCredentials", {}) {
+export class InvalidCredentials extends Schema.TaggedError<InvalidCredentials>()("InvalidCredentials", {
+  /** Set only after the right password: the account exists but is disabled. */
+  disabled: Schema.optional(Schema.Boolean)
+}) {
   override get message(): string {
-    return "unknown user or wrong password"
+    return this.disabled === true ? "this user is disabled; ask an administrator" : "unknown user or wrong password"
   }
 }
 export class UserExists extends Schema.TaggedError<UserExists>()("UserExists", { username: Schema.String }) {
@@ -37,6 +47,32 @@ export class UnknownUser extends Schema.TaggedError<UnknownUser>()("UnknownUser"
   }
 }
 export class InvalidUser extends Schema.TaggedError<InvalidUser>()("InvalidUser", { message: Schema.String }) {}
+export class InvalidToken extends Schema.TaggedError<InvalidToken>()("InvalidToken", { message: Schema.String }) {}
+export class TokenNotFound extends Schema.TaggedError<TokenNotFound>()("TokenNotFound", { id: Schema.String }) {
+  override get message(): string {
+    return `no API token ${this.id}`
+  }
+}
+/** The change would leave the installation without an enabled holder of a permission, or disable the caller. */
+export class WouldLockOut extends Schema.TaggedError<WouldLockOut>()("WouldLockOut", { message: Schema.String }) {}
+
+/** An API token as it may be shown: never its value or hash. */
+export interface TokenView {
+  readonly id: string
+  readonly name: string
+  readonly createdAt: Date
+  readonly lastUsedAt: Date | null
+  readonly expiresAt: Date
+  readonly revokedAt: Date | null
+  readonly status: "active" | "expired" | "revoked"
+}
+
+export interface UserView {
+  readonly username: string
+  readonly permissions: ReadonlyArray<Permission>
+  readonly createdAt: Date
+  readonly disabledAt: Date | null
+}
 
 const randomToken = (): string => Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url")
 const hashToken = (token: string): string => new Bun.CryptoHasher("sha256").update(token).digest("hex")
@@ -45,6 +81,7 @@ interface UserRow {
   readonly id: string
   readonly username: string
 }
+type TokenRow = TokenView
 
 export class Access extends Context.Tag("access/Access")<
   Access,
@@ -65,10 +102,32 @@ export class Access extends Context.Tag("access/Access")<
     readonly signOut: (sessionToken: string) => Effect.Effect<void>
     /** The principal of a live session, or none (unknown or expired). */
     readonly session: (sessionToken: string) => Effect.Effect<Option.Option<Principal>>
-    /** Issues an API token; the value is returned once and only its hash is kept. */
-    readonly issueToken: (username: string, name: string) => Effect.Effect<string, UnknownUser>
-    /** The principal of a Bearer token, or none (unknown or revoked). */
+    /**
+     * Creates an API token that expires after `expiresInDays` (default 90, 1 to 365); the value is
+     * returned once and only its hash is kept.
+     */
+    readonly createToken: (
+      username: string,
+      name: string,
+      expiresInDays?: number
+    ) => Effect.Effect<{ readonly token: string; readonly view: TokenView }, UnknownUser | InvalidToken>
+    /** `createToken`, returning only the value. */
+    readonly issueToken: (username: string, name: string, expiresInDays?: number) => Effect.Effect<string, UnknownUser | InvalidToken>
+    /** The user's tokens, newest first, revoked and expired ones included; never a value or hash. */
+    readonly tokens: (username: string) => Effect.Effect<ReadonlyArray<TokenView>, UnknownUser>
+    /** Revokes one of the user's tokens (idempotent); from the next request on it gets 401. */
+    readonly revokeToken: (username: string, id: string) => Effect.Effect<TokenView, UnknownUser | TokenNotFound>
+    /** The principal of a Bearer token, or none (unknown, revoked, expired, or its user disabled). */
     readonly bearer: (token: string) => Effect.Effect<Option.Option<Principal>>
+    /** Every user with permissions and state, by name. */
+    readonly users: Effect.Effect<ReadonlyArray<UserView>>
+    /** Removes a permission (idempotent); refused when it would leave no enabled holder of it. */
+    readonly revoke: (username: string, permission: Permission) => Effect.Effect<void, UnknownUser | WouldLockOut>
+    /**
+     * Disables (ends the user's sessions; their sessions and tokens get 401 and sign-in is refused) or
+     * enables a user. Refused for `actor` itself and when it would leave a permission without an enabled holder.
+     */
+    readonly setDisabled: (username: string, disabled: boolean, actor?: string) => Effect.Effect<void, UnknownUser | WouldLockOut>
     /** True when no user exists yet (first start). */
     readonly isEmpty: Effect.Effect<boolean>
   }
@@ -83,11 +142,25 @@ export const makeAccess = Effect.gen(function* () {
       (rows) => new Set(rows.map((r) => r.permission))
     )
   const findUser = (username: string) =>
-    Effect.map(sql<UserRow & { passwordHash: string }>`SELECT id, username, password_hash FROM admin.app_user WHERE username = ${username}`, (rows) =>
-      Option.fromNullable(rows[0])
+    Effect.map(
+      sql<UserRow & { passwordHash: string; disabledAt: Date | null }>`SELECT id, username, password_hash, disabled_at FROM admin.app_user WHERE username = ${username}`,
+      (rows) => Option.fromNullable(rows[0])
     )
   const userOrFail = (username: string) =>
     Effect.flatMap(findUser(username), Option.match({ onNone: () => Effect.fail(new UnknownUser({ username })), onSome: Effect.succeed }))
+
+  const tokenColumns = sql.unsafe(`id, name, created_at, last_used_at, expires_at, revoked_at,
+    CASE WHEN revoked_at IS NOT NULL THEN 'revoked' WHEN expires_at <= now() THEN 'expired' ELSE 'active' END AS status`)
+  /** Enabled users other than `userId` holding `permission`. */
+  const otherHolders = (permission: Permission, userId: string) =>
+    Effect.map(
+      sql<{ n: number }>`SELECT count(*)::int AS n FROM admin.user_permission p JOIN admin.app_user u ON u.id = p.user_id
+        WHERE p.permission = ${permission} AND u.disabled_at IS NULL AND u.id <> ${userId}`,
+      (rows) => rows[0]?.n ?? 0
+    )
+  // One change to users or permissions at a time: two admins disabling each other concurrently must not both pass the last-holder check.
+  const lockedChange = <A, E>(change: Effect.Effect<A, E, never>) =>
+    sql.withTransaction(Effect.zipRight(sql`SELECT pg_advisory_xact_lock(40040)`, change)).pipe(Effect.catchTag("SqlError", Effect.die))
 
   const principalOf = (user: UserRow, via: Principal["via"], csrfToken?: string) =>
     Effect.map(
@@ -123,6 +196,7 @@ export const makeAccess = Effect.gen(function* () {
         const hash = Option.isSome(user) ? user.value.passwordHash : yield* Effect.promise(dummyHash)
         const ok = yield* Effect.promise(() => Bun.password.verify(password, hash))
         if (!ok || Option.isNone(user)) return yield* Effect.fail(new InvalidCredentials())
+        if (user.value.disabledAt !== null) return yield* Effect.fail(new InvalidCredentials({ disabled: true }))
         const token = randomToken()
         const csrf = randomToken()
         const expiresAt = new Date(Date.now() + SESSION_TTL_MS)
@@ -134,26 +208,88 @@ export const makeAccess = Effect.gen(function* () {
       Effect.gen(function* () {
         const rows = yield* sql<UserRow & { csrfToken: string }>`
           SELECT u.id, u.username, s.csrf_token FROM admin.session s JOIN admin.app_user u ON u.id = s.user_id
-          WHERE s.token_hash = ${hashToken(token)} AND s.expires_at > now()`
+          WHERE s.token_hash = ${hashToken(token)} AND s.expires_at > now() AND u.disabled_at IS NULL`
         const row = rows[0]
         return row === undefined ? Option.none() : Option.some(yield* principalOf(row, "session", row.csrfToken))
       }).pipe(Effect.orDie),
-    issueToken: (username, name) =>
+    createToken: (username, name, expiresInDays = TOKEN_DEFAULT_DAYS) =>
       Effect.gen(function* () {
+        const problems = [
+          ...(name.length < 1 || name.length > 64 || /\p{Cc}/u.test(name) ? ["a token name is 1-64 characters without control characters"] : []),
+          ...(!Number.isInteger(expiresInDays) || expiresInDays < 1 || expiresInDays > TOKEN_MAX_DAYS ? [`a token expires after 1 to ${TOKEN_MAX_DAYS} whole days`] : [])
+        ]
+        if (problems.length > 0) return yield* Effect.fail(new InvalidToken({ message: problems.join("; ") }))
         const user = yield* userOrFail(username)
         const token = `kt_${randomToken()}`
-        yield* sql`INSERT INTO admin.api_token (user_id, name, token_hash) VALUES (${user.id}, ${name}, ${hashToken(token)})`
-        return token
+        const rows = yield* sql<TokenRow>`
+          INSERT INTO admin.api_token (user_id, name, token_hash, expires_at)
+          VALUES (${user.id}, ${name}, ${hashToken(token)}, now() + make_interval(days => ${expiresInDays}))
+          RETURNING ${tokenColumns}`
+        return { token, view: rows[0]! }
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    issueToken: (username, name, expiresInDays) => Effect.map(service.createToken(username, name, expiresInDays), (t) => t.token),
+    tokens: (username) =>
+      Effect.gen(function* () {
+        const user = yield* userOrFail(username)
+        return yield* sql<TokenRow>`SELECT ${tokenColumns} FROM admin.api_token WHERE user_id = ${user.id} ORDER BY created_at DESC, id`
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    revokeToken: (username, id) =>
+      Effect.gen(function* () {
+        const user = yield* userOrFail(username)
+        // Not a uuid: no such token (and no SQL error from the cast).
+        if (!UUID.test(id)) return yield* Effect.fail(new TokenNotFound({ id }))
+        const rows = yield* sql<TokenRow>`
+          UPDATE admin.api_token SET revoked_at = coalesce(revoked_at, now())
+          WHERE id = ${id.toLowerCase()} AND user_id = ${user.id} RETURNING ${tokenColumns}`
+        return rows[0] ?? (yield* Effect.fail(new TokenNotFound({ id })))
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
     bearer: (token) =>
       Effect.gen(function* () {
         const rows = yield* sql<UserRow>`
           UPDATE admin.api_token t SET last_used_at = now() FROM admin.app_user u
-          WHERE t.token_hash = ${hashToken(token)} AND t.revoked_at IS NULL AND u.id = t.user_id
+          WHERE t.token_hash = ${hashToken(token)} AND t.revoked_at IS NULL AND t.expires_at > now()
+            AND u.id = t.user_id AND u.disabled_at IS NULL
           RETURNING u.id, u.username`
         const row = rows[0]
         return row === undefined ? Option.none() : Option.some(yield* principalOf(row, "token"))
       }).pipe(Effect.orDie),
+    users: Effect.map(
+      sql<{ username: string; permissions: ReadonlyArray<Permission>; createdAt: Date; disabledAt: Date | null }>`
+        SELECT u.username, u.created_at, u.disabled_at,
+          coalesce(array_agg(p.permission ORDER BY p.permission) FILTER (WHERE p.permission IS NOT NULL), '{}') AS permissions
+        FROM admin.app_user u LEFT JOIN admin.user_permission p ON p.user_id = u.id
+        GROUP BY u.id ORDER BY u.username`,
+      (rows): ReadonlyArray<UserView> => rows.map((r) => ({ ...r, permissions: [...r.permissions] }))
+    ).pipe(Effect.orDie),
+    revoke: (username, permission) =>
+      lockedChange(
+        Effect.gen(function* () {
+          const user = yield* userOrFail(username)
+          if (user.disabledAt === null && (yield* permissionsOf(user.id)).has(permission) && (yield* otherHolders(permission, user.id)) === 0) {
+            return yield* Effect.fail(new WouldLockOut({ message: `${username} is the last enabled user with ${permission}; grant it to someone else first` }))
+          }
+          yield* sql`DELETE FROM admin.user_permission WHERE user_id = ${user.id} AND permission = ${permission}`
+        })
+      ),
+    setDisabled: (username, disabled, actor) =>
+      lockedChange(
+        Effect.gen(function* () {
+          const user = yield* userOrFail(username)
+          if (!disabled) {
+            yield* sql`UPDATE admin.app_user SET disabled_at = NULL WHERE id = ${user.id}`
+            return
+          }
+          if (actor === username) return yield* Effect.fail(new WouldLockOut({ message: "you cannot disable yourself" }))
+          if (user.disabledAt !== null) return
+          const alone: Array<Permission> = []
+          for (const p of yield* permissionsOf(user.id)) if ((yield* otherHolders(p, user.id)) === 0) alone.push(p)
+          if (alone.length > 0) {
+            return yield* Effect.fail(new WouldLockOut({ message: `${username} is the last enabled user with ${alone.join(", ")}; grant it to someone else first` }))
+          }
+          yield* sql`UPDATE admin.app_user SET disabled_at = now() WHERE id = ${user.id}`
+          yield* sql`DELETE FROM admin.session WHERE user_id = ${user.id}`
+        })
+      ),
     isEmpty: Effect.map(sql<{ n: string }>`SELECT count(*) AS n FROM admin.app_user`, (rows) => Number(rows[0]?.n ?? 0) === 0).pipe(Effect.orDie)
   }
   return service

@@ -6,6 +6,7 @@ import { agentRoutes } from "./api/agents.ts"
 import { jobRoutes } from "./api/jobs.ts"
 import { providerRoutes } from "./api/providers.ts"
 import { sessionRoutes } from "./api/session.ts"
+import { tokenRoutes } from "./api/tokens.ts"
 import { portalRoutes } from "./portal/portalRoutes.ts"
 import { json } from "./respond.ts"
 import { publicRoutes, routes, type AppRuntime } from "./route.ts"
@@ -28,6 +29,7 @@ export const makeApp = (options: AppOptions) => {
     .use(agentRoutes(route))
     .use(providerRoutes(route))
     .use(jobRoutes(route))
+    .use(tokenRoutes(route))
     .all("/api/*", () => json({ error: { code: "not-found", message: "no such endpoint" } }, 404))
     .use(portalRoutes({ runtime: options.runtime, log: options.log }))
 }

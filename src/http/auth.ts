@@ -5,14 +5,15 @@
  */
 import { Effect, Option } from "effect"
 import { timingSafeEqual } from "node:crypto"
-import { Access, type Permission, type Principal } from "../access/Access.ts"
+import { Access, isAdmin, PERMISSIONS, type Permission, type Principal } from "../access/Access.ts"
 import type { ApiError } from "./respond.ts"
 
 /** `__Host-`: Secure, no Domain, Path=/ — browsers treat http://localhost as secure, so it works there too. */
 export const SESSION_COOKIE = "__Host-kintsugi-session"
 export const CSRF_HEADER = "x-csrf-token"
 
-export type Guard = "read" | Permission
+/** `admin`: every permission at once (user administration, everyone's tokens). */
+export type Guard = "read" | "admin" | Permission
 
 export const cookieValue = (request: Request, name: string): string | undefined => {
   for (const part of (request.headers.get("cookie") ?? "").split(";")) {
@@ -89,8 +90,9 @@ export const authorize = (
       const refused = checkSameOrigin(request, who, formToken)
       if (refused !== undefined) return yield* Effect.fail(refused)
     }
-    if (guard !== "read" && !who.permissions.has(guard)) {
-      return yield* Effect.fail<ApiError>({ _tag: "Forbidden", message: `this needs the ${guard} permission` })
+    if (guard === "admin" ? !isAdmin(who) : guard !== "read" && !who.permissions.has(guard)) {
+      const needs = guard === "admin" ? `every permission (${PERMISSIONS.join(", ")})` : `the ${guard} permission`
+      return yield* Effect.fail<ApiError>({ _tag: "Forbidden", message: `this needs ${needs}` })
     }
     return who
   })

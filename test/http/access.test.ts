@@ -12,7 +12,8 @@ setDefaultTimeout(30_000)
 
 const api = useApi()
 
-type Guard = "public" | "read" | "agents.manage" | "providers.manage" | "fallback"
+/** `admin`: every permission; `session`: any signed-in session, never an API token. */
+type Guard = "public" | "read" | "agents.manage" | "providers.manage" | "admin" | "session" | "fallback"
 
 interface Sample {
   readonly path: string
@@ -30,6 +31,8 @@ interface RouteCase {
    * guard's permission); for `read` and `public` routes, every caller's.
    */
   readonly ok: number
+  /** False when a successful call changes only volatile tables (tokens, sessions): the store fingerprint stays. */
+  readonly changes?: false
 }
 
 let counter = 0
@@ -46,6 +49,11 @@ const createProject = (id: string) => asManager("POST", "/api/projects", { id, n
 const jobBody = (agent: string) => ({ agent, task: "Survey it.", workspace: { root: "/nonexistent/ws", readOnly: ["/nonexistent/ws/src"], outDir: "/nonexistent/ws/out" }, limits: { timeoutSec: 60 } })
 // A public address literal: the URL policy needs no DNS lookup for it.
 const mcpBody = { url: "https://93.184.215.14/mcp", headers: { authorization: "Bearer canary" } }
+/** Creates user `n` with a token and returns the token's id. */
+const tokenIdOf = async (n: string): Promise<string> => {
+  await api.createUser(n, [])
+  return (await api.sql<{ id: string }>(`SELECT t.id FROM admin.api_token t JOIN admin.app_user u ON u.id = t.user_id WHERE u.username = '${n}'`))[0]!.id
+}
 const createJob = async (n: string) => (await asManager("POST", "/api/jobs", jobBody(n))).job.id as string
 
 /** Every non-GET route of the JSON API (portal pages: test/portal/routes.test.ts). */
@@ -224,6 +232,40 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     },
     ok: 202
   },
+  // A new API token needs a session: a leaked token cannot mint its successors (see the session-only tests below).
+  { route: "POST /api/tokens", guard: "session", sample: async (n) => ({ path: "/api/tokens", json: { name: n } }), ok: 201 },
+  {
+    route: "DELETE /api/tokens/:id",
+    guard: "read",
+    // Someone else's token id: every caller gets the same 404 as for an unknown id; their own: 204 (tests below).
+    sample: async (n) => ({ path: `/api/tokens/${await tokenIdOf(n)}` }),
+    ok: 404
+  },
+  {
+    route: "PATCH /api/admin/users/:name",
+    guard: "admin",
+    sample: async (n) => {
+      await api.createUser(n, ["agents.manage"])
+      return { path: `/api/admin/users/${n}`, json: { disabled: true } }
+    },
+    ok: 200
+  },
+  {
+    route: "DELETE /api/admin/users/:name/permissions/:permission",
+    guard: "admin",
+    sample: async (n) => {
+      await api.createUser(n, ["agents.manage"])
+      return { path: `/api/admin/users/${n}/permissions/agents.manage` }
+    },
+    ok: 204
+  },
+  {
+    route: "DELETE /api/admin/users/:name/tokens/:id",
+    guard: "admin",
+    sample: async (n) => ({ path: `/api/admin/users/${n}/tokens/${await tokenIdOf(n)}` }),
+    ok: 204,
+    changes: false
+  },
   // The API's catch-all: no handler behind it, the same JSON 404 for everyone.
   { route: "ALL /api/*", guard: "fallback", sample: async (n) => ({ path: `/api/admin/${n}`, json: {} }), ok: 404 }
 ]
@@ -283,6 +325,9 @@ const GET: ReadonlyArray<RouteCase> = [
     },
     ok: 200
   },
+  { route: "GET /api/tokens", guard: "read", sample: async () => ({ path: "/api/tokens" }), ok: 200 },
+  { route: "GET /api/admin/users", guard: "admin", sample: async () => ({ path: "/api/admin/users" }), ok: 200 },
+  { route: "GET /api/admin/users/:name/tokens", guard: "admin", sample: async () => ({ path: "/api/admin/users/reader/tokens" }), ok: 200 },
   { route: "GET /api/projects", guard: "read", sample: async () => ({ path: "/api/projects" }), ok: 200 },
   { route: "GET /api/jobs", guard: "read", sample: async () => ({ path: "/api/jobs" }), ok: 200 },
   {
@@ -344,8 +389,8 @@ const holders = (guard: Guard): { readonly holder: User; readonly other: User } 
       : undefined
 
 describe("non-GET routes × {anonymous, no permission, the other permission, manager} with API tokens", () => {
-  for (const c of NON_GET) {
-    const manage = c.guard === "agents.manage" || c.guard === "providers.manage"
+  for (const c of NON_GET.filter((c) => c.guard !== "session")) {
+    const manage = c.guard === "agents.manage" || c.guard === "providers.manage" || c.guard === "admin"
     const refusedAnonymous = c.guard === "public" || c.guard === "fallback" ? c.ok : 401
     test(`${c.route}: anonymous ${refusedAnonymous}, reader ${manage ? 403 : c.ok}, manager ${c.ok}`, async () => {
       const method = methodOf(c)
@@ -368,12 +413,19 @@ describe("non-GET routes × {anonymous, no permission, the other permission, man
         const garbage = await api.request(method, sample.path, { token: api.reader.token, body: "{not json", headers: { "content-type": "application/json" } })
         expect(garbage.status).toBe(403)
       }
+      if (c.guard === "admin") {
+        expect(reader.json().error).toEqual({ code: "forbidden", message: "this needs every permission (agents.manage, providers.manage)" })
+        // One permission is not enough to administer users.
+        for (const one of [agentsOnly, providersOnly]) expect((await api.request(method, sample.path, { token: one.token, json: sample.json })).status).toBe(403)
+        const garbage = await api.request(method, sample.path, { token: agentsOnly.token, body: "{not json", headers: { "content-type": "application/json" } })
+        expect(garbage.status).toBe(403)
+      }
       // Nothing a refused (or read-only) call did is visible in any store.
       if (c.guard !== "public") expect(await storeFingerprint(api)).toBe(before)
 
       const manager = await api.request(method, sample.path, { token: api.manager.token, json: sample.json })
       expect(manager.status).toBe(c.ok)
-      if (manage) expect(await storeFingerprint(api)).not.toBe(before)
+      if (manage && c.changes !== false) expect(await storeFingerprint(api)).not.toBe(before)
       if (c.guard === "read" || c.guard === "fallback") expect(await storeFingerprint(api)).toBe(before)
 
       if (who !== undefined) {
@@ -393,7 +445,7 @@ describe("non-GET routes with portal sessions (cookie + CSRF token + same origin
     managerSession = await api.signIn("manager", PASSWORD)
   })
 
-  for (const c of NON_GET.filter((c) => c.guard === "agents.manage" || c.guard === "providers.manage")) {
+  for (const c of NON_GET.filter((c) => c.guard === "agents.manage" || c.guard === "providers.manage" || c.guard === "admin")) {
     test(`${c.route}: reader session 403, manager session ${c.ok}`, async () => {
       const method = methodOf(c)
       const sample = await c.sample(unique("acls"))
@@ -411,6 +463,26 @@ describe("non-GET routes with portal sessions (cookie + CSRF token + same origin
   }
 })
 
+describe("session-only routes: any session may, no API token may", () => {
+  for (const c of NON_GET.filter((c) => c.guard === "session")) {
+    test(`${c.route}: anonymous 401, any token 403, reader and manager sessions ${c.ok}`, async () => {
+      const method = methodOf(c)
+      const sample = await c.sample(unique("acl"))
+      expect((await api.request(method, sample.path, { json: sample.json })).status).toBe(401)
+      for (const token of [api.reader.token, api.manager.token]) {
+        const r = await api.request(method, sample.path, { token, json: sample.json })
+        expect(r.status).toBe(403)
+        expect(r.json().error.message).toBe("an API token cannot create API tokens; sign in (POST /api/session) and use the session")
+      }
+      for (const user of ["reader", "manager"]) {
+        const session = await api.signIn(user, PASSWORD)
+        expect((await api.request(method, sample.path, { session, csrf: false, json: sample.json })).status).toBe(403)
+        expect((await api.request(method, (await c.sample(unique("acl"))).path, { session, json: sample.json })).status).toBe(c.ok)
+      }
+    })
+  }
+})
+
 describe("GET routes: anonymous 401, a reader 200", () => {
   let readerSession: Session
   beforeAll(async () => {
@@ -418,14 +490,19 @@ describe("GET routes: anonymous 401, a reader 200", () => {
   })
   for (const c of GET) {
     const anonymousStatus = c.guard === "public" ? c.ok : 401
-    test(`${c.route}: anonymous ${anonymousStatus}, reader ${c.ok}`, async () => {
+    const readerStatus = c.guard === "admin" ? 403 : c.ok
+    test(`${c.route}: anonymous ${anonymousStatus}, reader ${readerStatus}`, async () => {
       const sample = await c.sample(unique("get"))
       const anonymous = await api.request("GET", sample.path)
       expect(anonymous.status).toBe(anonymousStatus)
       const reader = await api.request("GET", sample.path, { token: api.reader.token })
-      expect(reader.status).toBe(c.ok)
+      expect(reader.status).toBe(readerStatus)
       // A GET with a session needs no CSRF token.
-      expect((await api.request("GET", sample.path, { session: readerSession, csrf: false })).status).toBe(c.ok)
+      expect((await api.request("GET", sample.path, { session: readerSession, csrf: false })).status).toBe(readerStatus)
+      if (c.guard === "admin") {
+        for (const one of [agentsOnly, providersOnly]) expect((await api.request("GET", sample.path, { token: one.token })).status).toBe(403)
+        expect((await api.request("GET", sample.path, { token: api.manager.token })).status).toBe(c.ok)
+      }
     })
   }
 })

@@ -89,7 +89,7 @@ describe("provider, binding and MCP pages", () => {
     expect(inUse.text).toContain('href="/agents/codebase-inventory"')
     const url = await send("POST", "/mcp-servers", "manager", { name: "meta", url: "http://169.254.169.254/latest", timeoutSec: "30" })
     expect(url.status).toBe(400)
-    expect(/id="problems-url"[\s\S]*?<\/div>/.exec(url.text)?.[0]).toContain("private, loopback, link-local or metadata")
+    expect(/id="problems-url"[\s\S]*?<\/div>/.exec(url.text)?.[0]).toContain("169.254.169.254 is a link-local address")
     const run = await send("POST", "/agents/codebase-inventory/run", "manager", { task: "", root: "/tmp", readOnly: "", outDir: "/tmp", timeoutSec: "x" })
     expect(run.status).toBe(400)
     expect(/id="problems-readOnly"[\s\S]*?<\/div>/.exec(run.text)?.[0]).toContain("<li>")

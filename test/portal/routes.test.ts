@@ -25,6 +25,7 @@ const SAME_ORIGIN = { host: "localhost", origin: BASE, "sec-fetch-site": "same-o
 let runtime: AppRuntime
 let app: ReturnType<typeof makeApp>
 let jobId = ""
+let tokenId = ""
 const sessions: Record<string, { cookie: string; csrf: string }> = {}
 
 const agentFile = (name: string, body = "You help.\n") => ({ files: [{ path: `${name}.md`, content: `---\nname: ${name}\nversion: 1\ndescription: A test agent.\ntools:\n  - read\n---\n${body}` }] })
@@ -57,20 +58,31 @@ beforeAll(async () => {
     Effect.flatMap(JobStore, (s) => s.enqueue({ agent: "codebase-inventory", task: "t", workspace: { root: "/tmp", readOnly: ["/tmp"], outDir: "/tmp" }, limits: { timeoutSec: 60 } }, "setup"))
   )
   jobId = job.id
+  tokenId = (await runtime.runPromise(Effect.flatMap(Access, (a) => a.createToken(MANAGER.username, "matrix-token")))).view.id
+  await runtime.runPromise(Effect.flatMap(Access, (a) => a.addUser("matrix-user", MANAGER.password, ["agents.manage"])))
 }, 120_000)
 
 afterAll(async () => {
   await runtime?.dispose()
 })
 
-type Guard = "public" | "read" | "agents.manage" | "providers.manage"
+type Guard = "public" | "read" | "agents.manage" | "providers.manage" | "admin"
 
 const providerFields = (extra: Record<string, string> = {}) =>
   form({ kind: "custom", id: "matrix-gw", api: "openai-completions", baseUrl: "http://127.0.0.1:9/v1", modelKey: "a", "m.a.id": "m1", "m.a.contextWindow": "8000", "m.a.maxTokens": "1000", "m.a.thinking": "off", ...extra })
 const runFields = () => form({ task: "Look.", root: "/tmp", readOnly: "/tmp", outDir: "/tmp", timeoutSec: "60" })
 
 /** Every non-GET portal route, in the order the manager runs them, with a body that succeeds. */
-const ROUTES: ReadonlyArray<{ readonly route: string; readonly path: string; readonly guard: Guard; readonly body: () => URLSearchParams | FormData }> = [
+const ROUTES: ReadonlyArray<{
+  readonly route: string
+  readonly path: string
+  readonly guard: Guard
+  readonly body: () => URLSearchParams | FormData
+  /** A reader's status when it is not the guard's (read → 200, else 403). */
+  readonly reader?: number
+  /** The manager's status when it is not a 303 redirect. */
+  readonly ok?: number
+}> = [
   { route: "POST /sign-in", path: "/sign-in", guard: "public", body: () => form({ username: MANAGER.username, password: MANAGER.password }) },
   { route: "POST /agents/-/preview", path: "/agents/-/preview", guard: "read", body: () => editorFields("matrix-agent", "edit") },
   { route: "POST /agents", path: "/agents", guard: "agents.manage", body: () => editorFields("matrix-new", "create") },
@@ -109,6 +121,20 @@ const ROUTES: ReadonlyArray<{ readonly route: string; readonly path: string; rea
     body: () => form({})
   },
   { route: "POST /agents/:name/delete", path: "/agents/matrix-agent/delete", guard: "agents.manage", body: () => form({}) },
+  // The new token is rendered once (200), never redirected to; a reader may make their own.
+  { route: "POST /account/tokens", path: "/account/tokens", guard: "read", body: () => form({ name: "matrix", expiresInDays: "7" }), ok: 200 },
+  {
+    route: "POST /account/tokens/:id/revoke",
+    get path() {
+      return `/account/tokens/${tokenId}/revoke`
+    },
+    guard: "read",
+    // The manager's token: not the reader's to revoke (the same 404 as an unknown id).
+    reader: 404,
+    body: () => form({})
+  },
+  { route: "POST /users/:name/permissions/:permission/remove", path: "/users/matrix-user/permissions/agents.manage/remove", guard: "admin", body: () => form({}) },
+  { route: "POST /users/:name/disabled", path: "/users/matrix-user/disabled", guard: "admin", body: () => form({ disabled: "true" }) },
   { route: "POST /sign-out", path: "/sign-out", guard: "read", body: () => form({}) }
 ]
 
@@ -132,7 +158,7 @@ describe("portal routes", () => {
   test("a reader without agents.manage: 403 on every change, allowed to read", async () => {
     for (const r of ROUTES.filter((x) => x.guard !== "public" && x.route !== "POST /sign-out")) {
       const res = await send("POST", r.path, { session: "reader", body: r.body() })
-      expect({ route: r.route, status: res.status }).toEqual({ route: r.route, status: r.guard === "read" ? 200 : 403 })
+      expect({ route: r.route, status: res.status }).toEqual({ route: r.route, status: r.reader ?? (r.guard === "read" ? 200 : 403) })
     }
   })
 
@@ -140,7 +166,7 @@ describe("portal routes", () => {
     for (const r of ROUTES.filter((x) => x.guard !== "public")) {
       const res = await send("POST", r.path, { session: "manager", body: r.body() })
       const text = res.status >= 400 ? await res.text() : ""
-      expect({ route: r.route, status: res.status, text }).toEqual({ route: r.route, status: r.route.endsWith("preview") ? 200 : 303, text: "" })
+      expect({ route: r.route, status: res.status, text }).toEqual({ route: r.route, status: r.ok ?? (r.route.endsWith("preview") ? 200 : 303), text: "" })
     }
     const names = (await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.catalog))).filter((a) => !a.builtin).map((a) => a.name)
     expect(names.sort()).toEqual(["matrix-copy", "matrix-imported", "matrix-new"])
@@ -224,7 +250,8 @@ describe("portal security", () => {
       "/agents", "/agents/-/new", "/agents/-/import", "/agents/guarded", "/agents/guarded/versions", "/agents/guarded/versions/1",
       "/agents/guarded/diff?from=1&to=1", "/agents/guarded/definition", "/agents/codebase-inventory", "/agents/codebase-inventory/definition",
       "/agent-skills", "/agent-skills/-/new", "/agent-skills/cite-evidence", "/agents/nope", "/nothing-here",
-      "/providers", "/providers/-/new", "/providers/-/builtin", "/mcp-servers", "/mcp-servers/-/new", "/jobs", "/agents/guarded/binding", "/agents/guarded/run"
+      "/providers", "/providers/-/new", "/providers/-/builtin", "/mcp-servers", "/mcp-servers/-/new", "/jobs", "/agents/guarded/binding", "/agents/guarded/run",
+      "/account", "/users"
     ]
     for (const path of pages) {
       const res = await send("GET", path, { session: "admin" })

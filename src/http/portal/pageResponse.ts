@@ -56,7 +56,10 @@ const NOTICES: ReadonlyArray<readonly [string, (value: string, subject: string) 
   ["added", (v) => `Added ${v}.`],
   ["updated", (v) => `Saved ${v}.`],
   ["removed", (v) => `Removed ${v}.`],
-  ["bound", (v) => `Bound to ${v}. The next job uses it.`]
+  ["bound", (v) => `Bound to ${v}. The next job uses it.`],
+  ["revoked", (v) => `Revoked the token ${v}. Requests with it are refused from now on.`],
+  ["disabled", (v) => `Disabled ${v}: their sessions ended and their tokens are refused.`],
+  ["enabled", (v) => `Enabled ${v}.`]
 ]
 
 /** The success message a redirect asked for (`?saved=3`), as text; the views escape it. */

@@ -4,6 +4,7 @@
  */
 import { Elysia } from "elysia"
 import type { AppRuntime } from "../route.ts"
+import { accountPages } from "./accountPages.ts"
 import { agentPage } from "./agentPage.ts"
 import { agentPages } from "./agentPages.ts"
 import { bindingPages } from "./bindingPages.ts"
@@ -39,6 +40,7 @@ export const portalRoutes = (options: PortalOptions) => {
     .use(bindingPages(portal))
     .use(mcpPages(portal))
     .use(jobPages(portal))
+    .use(accountPages(portal))
     // Any other address: an HTML 404 (a `/*` route would shadow the API's own `/api/*` JSON 404).
     .onError({ as: "global" }, ({ code, request }) => (code === "NOT_FOUND" && !new URL(request.url).pathname.startsWith("/api/") ? notFound(request) : undefined))
 }

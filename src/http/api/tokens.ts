@@ -1,0 +1,108 @@
+/**
+ * API tokens and user administration. Everyone lists and revokes their own tokens; a new token needs a
+ * session (a leaked token cannot mint its own successors). Holders of every permission ("admin") list
+ * users, disable and enable them, remove permissions, and list or revoke anyone's tokens.
+ */
+import { Effect, Schema } from "effect"
+import { Elysia } from "elysia"
+import {
+  Access, PERMISSIONS, TOKEN_DEFAULT_DAYS, TOKEN_MAX_DAYS,
+  type InvalidToken, type Permission, type Principal, type TokenNotFound, type TokenView, type UnknownUser, type UserView, type WouldLockOut
+} from "../../access/Access.ts"
+import type { Guard } from "../auth.ts"
+import { badRequest, json, type ApiError } from "../respond.ts"
+import { decodeBody, param, type Handler } from "../route.ts"
+
+type Route = (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
+
+export const TokenInput = Schema.Struct({
+  name: Schema.String.pipe(
+    Schema.minLength(1, { message: () => "must not be empty" }),
+    Schema.maxLength(64, { message: () => "must be at most 64 characters" }),
+    Schema.filter((s) => !/\p{Cc}/u.test(s), { message: () => "must not contain control characters" })
+  ),
+  expiresInDays: Schema.optionalWith(
+    Schema.Number.pipe(Schema.int({ message: () => "must be a whole number of days" }), Schema.between(1, TOKEN_MAX_DAYS, { message: () => `must be between 1 and ${TOKEN_MAX_DAYS}` })),
+    { exact: true, default: () => TOKEN_DEFAULT_DAYS }
+  )
+})
+const UserPatch = Schema.Struct({ disabled: Schema.Boolean })
+
+const tokenJson = (t: TokenView) => ({ ...t, createdAt: t.createdAt.toISOString(), lastUsedAt: t.lastUsedAt?.toISOString() ?? null, expiresAt: t.expiresAt.toISOString(), revokedAt: t.revokedAt?.toISOString() ?? null })
+const userJson = (u: UserView) => ({ username: u.username, permissions: u.permissions, disabled: u.disabledAt !== null, createdAt: u.createdAt.toISOString(), disabledAt: u.disabledAt?.toISOString() ?? null })
+
+/** Access's domain errors as API errors. */
+export const accessError = (e: UnknownUser | TokenNotFound | InvalidToken | WouldLockOut): ApiError => {
+  switch (e._tag) {
+    case "UnknownUser":
+    case "TokenNotFound":
+      return { _tag: "NotFound", message: e.message }
+    case "InvalidToken":
+      return badRequest([{ path: "(body)", message: e.message }])
+    case "WouldLockOut":
+      // Allowed for nobody: a refusal, not a conflict to retry.
+      return { _tag: "Forbidden", message: e.message }
+  }
+}
+
+/** Only a session may create a token: the password, not another token, proves the holder. */
+export const requireSession = (principal: Principal): Effect.Effect<void, ApiError> =>
+  principal.via === "session"
+    ? Effect.void
+    : Effect.fail({ _tag: "Forbidden", message: "an API token cannot create API tokens; sign in (POST /api/session) and use the session" })
+
+const permissionParam = (raw: string): Effect.Effect<Permission, ApiError> =>
+  (PERMISSIONS as ReadonlyArray<string>).includes(raw)
+    ? Effect.succeed(raw as Permission)
+    : Effect.fail({ _tag: "NotFound", message: `no permission "${raw}" (there are ${PERMISSIONS.join(", ")})` })
+
+export const tokenRoutes = (route: Route) =>
+  new Elysia({ name: "tokens-api" })
+    .get("/api/tokens", route("read", (i) => Effect.map(Effect.flatMap(Access, (a) => a.tokens(i.principal.username)), (ts) => json({ tokens: ts.map(tokenJson) })).pipe(Effect.mapError(accessError))))
+    .post(
+      "/api/tokens",
+      route("read", (i) =>
+        Effect.gen(function* () {
+          yield* requireSession(i.principal)
+          const input = yield* decodeBody(i.request, TokenInput)
+          const made = yield* (yield* Access).createToken(i.principal.username, input.name, input.expiresInDays).pipe(Effect.mapError(accessError))
+          return json({ token: tokenJson(made.view), secret: made.token }, 201)
+        })
+      )
+    )
+    .delete(
+      "/api/tokens/:id",
+      route("read", (i) => Effect.as(Effect.flatMap(Access, (a) => a.revokeToken(i.principal.username, param(i, "id"))), new Response(null, { status: 204 })).pipe(Effect.mapError(accessError)))
+    )
+    .get("/api/admin/users", route("admin", () => Effect.map(Effect.flatMap(Access, (a) => a.users), (us) => json({ users: us.map(userJson) }))))
+    .patch(
+      "/api/admin/users/:name",
+      route("admin", (i) =>
+        Effect.gen(function* () {
+          const name = param(i, "name")
+          const patch = yield* decodeBody(i.request, UserPatch)
+          const access = yield* Access
+          yield* access.setDisabled(name, patch.disabled, i.principal.username).pipe(Effect.mapError(accessError))
+          const user = (yield* access.users).find((u) => u.username === name)
+          return json({ user: user === undefined ? null : userJson(user) })
+        })
+      )
+    )
+    .delete(
+      "/api/admin/users/:name/permissions/:permission",
+      route("admin", (i) =>
+        Effect.gen(function* () {
+          const permission = yield* permissionParam(param(i, "permission"))
+          yield* (yield* Access).revoke(param(i, "name"), permission).pipe(Effect.mapError(accessError))
+          return new Response(null, { status: 204 })
+        })
+      )
+    )
+    .get(
+      "/api/admin/users/:name/tokens",
+      route("admin", (i) => Effect.map(Effect.flatMap(Access, (a) => a.tokens(param(i, "name"))), (ts) => json({ tokens: ts.map(tokenJson) })).pipe(Effect.mapError(accessError)))
+    )
+    .delete(
+      "/api/admin/users/:name/tokens/:id",
+      route("admin", (i) => Effect.as(Effect.flatMap(Access, (a) => a.revokeToken(param(i, "name"), param(i, "id"))), new Response(null, { status: 204 })).pipe(Effect.mapError(accessError)))
+    )

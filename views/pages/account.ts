@@ -1,0 +1,123 @@
+/**
+ * Your API tokens (list, create — the value shown once — and revoke) and, for holders of every
+ * permission, the users page (disable/enable, remove a permission).
+ */
+import type { TokenView, UserView } from "../../src/access/Access.ts"
+import type { Problem } from "../../src/contract/Problem.ts"
+import { alert, badge, emptyState, fieldProblems, pageHeader, time } from "../components.ts"
+import { html, type Html } from "../html.ts"
+import { csrfField, layout, type PageContext } from "../layout.ts"
+
+export interface TokenForm {
+  readonly name: string
+  readonly expiresInDays: string
+}
+
+const STATUS_TONE = { active: "ok", expired: "muted", revoked: "error" } as const
+
+const isAdminViewer = (ctx: PageContext): boolean =>
+  ctx.viewer !== null && ["agents.manage", "providers.manage"].every((p) => ctx.viewer?.permissions.includes(p) === true)
+
+const tokenRow = (ctx: PageContext, t: TokenView): Html => html`<tr>
+  <td data-label="Name"><span class="agent-name">${t.name}</span></td>
+  <td data-label="Status">${badge(STATUS_TONE[t.status], t.status)}</td>
+  <td data-label="Created">${time(t.createdAt)}</td>
+  <td data-label="Last used">${time(t.lastUsedAt)}</td>
+  <td data-label="Expires">${time(t.expiresAt)}</td>
+  <td data-label="Action">${
+    t.status === "active"
+      ? html`<form method="post" action="/account/tokens/${t.id}/revoke" class="inline">${csrfField(ctx)}
+        <button type="submit" class="small danger" aria-label="Revoke ${t.name}">Revoke</button></form>`
+      : html``
+  }</td>
+</tr>`
+
+export const accountPage = (
+  ctx: PageContext,
+  tokens: ReadonlyArray<TokenView>,
+  options: { readonly form: TokenForm; readonly problems: ReadonlyArray<Problem>; readonly created: { readonly name: string; readonly secret: string } | null; readonly notice: string | null }
+): Html => {
+  const problemsAt = (path: string) => options.problems.filter((p) => p.path === path)
+  return layout(
+    ctx,
+    "API tokens",
+    html`
+  ${pageHeader("API tokens", {
+    meta: html`<p class="muted">Programs send a token as <code>Authorization: Bearer …</code>; it acts with your permissions until it expires or you revoke it.</p>`,
+    actions: isAdminViewer(ctx) ? html`<a class="button secondary" href="/users">Users</a>` : html``
+  })}
+  ${options.notice === null ? html`` : alert("ok", options.notice)}
+  ${
+    options.created === null
+      ? html``
+      : alert(
+          "ok",
+          html`<p>Copy it now: it is shown only this once.</p>
+          <div hx-disable><input id="new-token" class="mono" readonly value="${options.created.secret}" aria-label="The new token" spellcheck="false"></div>`,
+          `Created the token ${options.created.name}.`
+        )
+  }
+  ${
+    tokens.length === 0
+      ? emptyState("No API token yet.", "Create one below for a script or CI job.")
+      : html`<table class="catalog">
+      <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Expires</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
+      <tbody hx-disable>${tokens.map((t) => tokenRow(ctx, t))}</tbody></table>`
+  }
+  <form method="post" action="/account/tokens" class="stack card" novalidate>
+    <h2>New token</h2>
+    ${csrfField(ctx)}
+    <div class="grid-2">
+      <div class="field"><label for="f-name">Name</label>
+        <p class="hint" id="hint-name">What uses it, e.g. “ci” or “laptop”.</p>
+        <input id="f-name" name="name" value="${options.form.name}" maxlength="64" autocomplete="off" aria-describedby="hint-name problems-name">
+        ${fieldProblems("name", problemsAt("name"))}</div>
+      <div class="field"><label for="f-expiresInDays">Expires after (days)</label>
+        <p class="hint" id="hint-expiresInDays">1 to 365; a token cannot live forever.</p>
+        <input id="f-expiresInDays" name="expiresInDays" inputmode="numeric" value="${options.form.expiresInDays}" aria-describedby="hint-expiresInDays problems-expiresInDays">
+        ${fieldProblems("expiresInDays", problemsAt("expiresInDays"))}</div>
+    </div>
+    <div class="save-bar"><button type="submit" class="primary">Create token</button></div>
+  </form>`
+  )
+}
+
+const userRow = (ctx: PageContext, u: UserView): Html => {
+  const self = ctx.viewer?.username === u.username
+  return html`<tr>
+  <td data-label="User"><span class="agent-name">${u.username}</span>${self ? html` <span class="muted">(you)</span>` : html``}</td>
+  <td data-label="Permissions">${
+    u.permissions.length === 0
+      ? html`<span class="muted">read only</span>`
+      : u.permissions.map(
+          (p) => html`<form method="post" action="/users/${encodeURIComponent(u.username)}/permissions/${p}/remove" class="inline">${csrfField(ctx)}
+            ${badge("info", p)} <button type="submit" class="small link" aria-label="Remove ${p} from ${u.username}">remove</button></form>`
+        )
+  }</td>
+  <td data-label="Status">${u.disabledAt === null ? badge("ok", "enabled") : badge("error", "disabled")}</td>
+  <td data-label="Created">${time(u.createdAt)}</td>
+  <td data-label="Action">${
+    self
+      ? html``
+      : html`<form method="post" action="/users/${encodeURIComponent(u.username)}/disabled" class="inline">${csrfField(ctx)}
+        <input type="hidden" name="disabled" value="${u.disabledAt === null ? "true" : "false"}">
+        <button type="submit" class="small ${u.disabledAt === null ? "danger" : "secondary"}">${u.disabledAt === null ? "Disable" : "Enable"}</button></form>`
+  }</td>
+</tr>`
+}
+
+export const usersPage = (ctx: PageContext, users: ReadonlyArray<UserView>, notice: string | null): Html =>
+  layout(
+    ctx,
+    "Users",
+    html`
+  ${pageHeader("Users", {
+    crumbs: [["/account", "API tokens"]],
+    meta: html`<p class="muted">Disabling a user ends their sessions and stops their tokens at once. New users and grants: <code>kintsugi users</code>.</p>`
+  })}
+  ${notice === null ? html`` : alert("ok", notice)}
+  <table class="catalog">
+    <thead><tr><th scope="col">User</th><th scope="col">Permissions</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
+    <tbody hx-disable>${users.map((u) => userRow(ctx, u))}</tbody>
+  </table>`
+  )

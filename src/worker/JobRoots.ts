@@ -40,7 +40,8 @@ export class JobRoots extends Context.Tag("worker/JobRoots")<
 >() {}
 
 const pluck = (doc: unknown, key: string): unknown => (doc !== null && typeof doc === "object" ? (doc as Record<string, unknown>)[key] : undefined)
-const decodeWorkspace = decodeAll(JobInput.fields.workspace)
+// Lenient on purpose (excess keys ignored): the strict decode of the whole body reports those.
+const decodeWorkspace = Schema.decodeUnknownEither(JobInput.fields.workspace)
 
 /** The service over an already canonical boundary; project roots come from `runtime.project.root`. */
 export const makeJobRoots = (boundary: CanonicalBoundary): Effect.Effect<JobRoots["Type"], never, SqlClient> =>

@@ -7,6 +7,7 @@ import path from "node:path"
 import { Effect, Schema } from "effect"
 import { ToolError, type ResolvedWorkspace } from "./Tool.ts"
 import { MAX_PATH_INPUT_BYTES } from "./limits.ts"
+import type { PathCheck } from "./workspaceBoundary.ts"
 
 const C = fs.constants
 const onLinux = process.platform === "linux"
@@ -23,9 +24,6 @@ export interface WorkspaceSpec {
 export class WorkspaceInvalid extends Schema.TaggedError<WorkspaceInvalid>()("WorkspaceInvalid", {
   problems: Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String }))
 }) {}
-
-/** Extra problems of one canonical workspace path (`field` names the spec field), e.g. the job boundary. */
-export type PathCheck = (field: string, canonical: string) => ReadonlyArray<{ path: string; message: string }>
 
 /** A readable path after confinement. */
 export interface ReadTarget {

@@ -7,7 +7,10 @@ import fs from "node:fs"
 import path from "node:path"
 import type { JobBoundary } from "../contract/AgentRuntime.ts"
 import type { Problem } from "../contract/Problem.ts"
-import { isInside, type PathCheck } from "./Workspace.ts"
+import { isInside } from "./Workspace.ts"
+
+/** Extra problems of one canonical workspace path (`field` names the spec field), e.g. the job boundary. */
+export type PathCheck = (field: string, canonical: string) => ReadonlyArray<Problem>
 
 /** A forbidden path and how messages call it (never the path itself). */
 export interface ForbiddenPath {

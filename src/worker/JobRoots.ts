@@ -9,8 +9,8 @@ import path from "node:path"
 import type { JobBoundary } from "../contract/AgentRuntime.ts"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { secretKeyPath } from "../providers/SecretBox.ts"
-import { isInside, resolveWorkspace, type PathCheck, type WorkspaceSpec } from "../tools/Workspace.ts"
-import { boundaryProblems, canonicalBoundary, canonicalPath, type CanonicalBoundary } from "../tools/workspaceBoundary.ts"
+import { isInside, resolveWorkspace, type WorkspaceSpec } from "../tools/Workspace.ts"
+import { boundaryProblems, canonicalBoundary, canonicalPath, type CanonicalBoundary, type PathCheck } from "../tools/workspaceBoundary.ts"
 import { JobInput } from "./JobStore.ts"
 
 /** The repository root this server runs from (src/worker → ..). */
@@ -96,7 +96,8 @@ export const makeJobRoots = (boundary: CanonicalBoundary): Effect.Effect<JobRoot
           const real = yield* Effect.either(Effect.tryPromise(() => fs.promises.realpath(root)))
           if (Either.isLeft(real)) return Either.left([{ path: "root", message: "does not exist or cannot be resolved" }])
           const problems = inRoots(real.right)
-          if (!fs.statSync(real.right).isDirectory()) problems.unshift({ path: "root", message: "is not a directory" })
+          const isDir = yield* Effect.promise(() => fs.promises.stat(real.right).then((st) => st.isDirectory(), () => false))
+          if (!isDir) problems.unshift({ path: "root", message: "is not a directory" })
           return problems.length > 0 ? Either.left(problems) : Either.right(real.right)
         })
     }

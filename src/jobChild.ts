@@ -56,7 +56,7 @@ export const runJobChild = async (stdin: string): Promise<number> => {
     yield* Stream.runForEach(handle.events, (event) => Effect.sync(() => writeLine(1, JSON.stringify(event))))
     const outcome = yield* handle.result
     return outcome._tag === "Completed" ? 0 : 1
-  }).pipe(Effect.provide(KernelLive({ providers: envelope.right.providers, diagnostics })))
+  }).pipe(Effect.provide(KernelLive({ providers: envelope.right.providers, diagnostics, boundary: envelope.right.boundary })))
   const exit = await Effect.runPromiseExit(program)
   if (Exit.isSuccess(exit)) return exit.value
   const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined

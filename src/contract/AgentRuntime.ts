@@ -31,11 +31,27 @@ export interface JobHandle {
   readonly abort: Effect.Effect<void>
 }
 
+const AbsolutePath = Schema.String.pipe(
+  Schema.filter((p) => (p.startsWith("/") && !/[\u0000-\u001f]/.test(p) ? undefined : "must be an absolute path without control characters"))
+)
+
+/**
+ * Where the job's workspace may lie (ARCHITECTURE §10): every path must resolve inside one of
+ * `jobRoots` and never inside or above a `forbidden` path (a root inside a forbidden path carves out
+ * that subtree). Set by the worker; a standalone caller may leave it out.
+ */
+export const JobBoundary = Schema.Struct({
+  jobRoots: Schema.Array(AbsolutePath),
+  forbidden: Schema.Array(AbsolutePath)
+})
+export type JobBoundary = typeof JobBoundary.Type
+
 /** The job child's stdin document (ARCHITECTURE §5). */
 export const JobEnvelope = Schema.Struct({
   job: Schema.Unknown,
   providers: Schema.Array(ProviderConfig),
-  services: Schema.optionalWith(Schema.Struct({ url: Schema.String, token: Schema.String }), { exact: true })
+  services: Schema.optionalWith(Schema.Struct({ url: Schema.String, token: Schema.String }), { exact: true }),
+  boundary: Schema.optionalWith(JobBoundary, { exact: true })
 })
 export type JobEnvelope = typeof JobEnvelope.Type
 

@@ -12,12 +12,13 @@ import type { Bindings } from "../providers/Bindings.ts"
 import type { McpServers } from "../providers/McpServers.ts"
 import type { ProviderStore } from "../providers/ProviderStore.ts"
 import type { JobBus } from "../worker/JobBus.ts"
+import type { JobRoots } from "../worker/JobRoots.ts"
 import type { JobStore } from "../worker/JobStore.ts"
 import { decodeAll } from "../contract/Problem.ts"
 import { authorize, type Guard } from "./auth.ts"
 import { badRequest, fromExit, type ApiError } from "./respond.ts"
 
-export type AppServices = Access | AgentStore | SkillStore | ProviderStore | Bindings | McpServers | JobStore | JobBus | SqlClient
+export type AppServices = Access | AgentStore | SkillStore | ProviderStore | Bindings | McpServers | JobStore | JobBus | JobRoots | SqlClient
 export type AppRuntime = ManagedRuntime.ManagedRuntime<AppServices, never>
 
 export const MAX_BODY_BYTES = 16 * 1024 * 1024

@@ -5,7 +5,7 @@
  */
 import { cleanupSessionResources } from "@earendil-works/pi-ai"
 import { Cause, Deferred, Duration, Effect, Exit, Layer, Option, Queue, Stream } from "effect"
-import { AgentRuntime, JobRefused, type JobHandle, type JobOutcome } from "../contract/AgentRuntime.ts"
+import { AgentRuntime, JobRefused, type JobBoundary, type JobHandle, type JobOutcome } from "../contract/AgentRuntime.ts"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import type { ProviderConfig } from "../contract/ProviderConfig.ts"
 import { ProcessRunner, ProcessRunnerLive } from "../tools/ProcessRunner.ts"
@@ -25,6 +25,8 @@ export interface KernelConfig {
   readonly providers: ReadonlyArray<ProviderConfig>
   /** Diagnostics (never secrets: passed through the job's redactor). Default: dropped. */
   readonly diagnostics?: (line: string) => void
+  /** Where the workspace may lie (the envelope's `boundary`); absent = the caller is trusted with its paths. */
+  readonly boundary?: JobBoundary | undefined
 }
 
 const isTerminal = (e: JobEvent) => e.type === "job.completed" || e.type === "job.failed"
@@ -138,7 +140,7 @@ export const makeAgentRuntime = (config: KernelConfig): AgentRuntime["Type"] => 
   start: (job) =>
     Effect.gen(function* () {
       const { jobModels, problems } = yield* Effect.promise(() => makeJobModels(config.providers))
-      const prepared = yield* prepareJob(job, jobModels).pipe(
+      const prepared = yield* prepareJob(job, jobModels, config.boundary).pipe(
         Effect.mapError((refused) => new JobRefused({ problems: [...problems, ...refused.problems] }))
       )
       if (problems.length > 0) return yield* Effect.fail(new JobRefused({ problems }))

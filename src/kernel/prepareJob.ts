@@ -1,17 +1,19 @@
 /**
  * Turns an untrusted job document into a job the loop can run, or refuses it with every problem at
  * once: schema problems, deny patterns that re2js cannot compile, workspace paths that are missing
- * or overlap, an unknown provider or model, tools this runtime cannot create.
+ * or overlap or lie outside the envelope's boundary, an unknown provider or model, tools this runtime
+ * cannot create.
  */
 import type { Api, Model } from "@earendil-works/pi-ai"
 import { Effect, Either } from "effect"
 import { duplicateSkillProblems, KERNEL_TOOLS, MCP_GRANT } from "../contract/AgentDefinition.ts"
-import { JobRefused } from "../contract/AgentRuntime.ts"
+import { JobRefused, type JobBoundary } from "../contract/AgentRuntime.ts"
 import { JobSpec, Workspace as JobSpecWorkspace } from "../contract/JobSpec.ts"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { compileDenyPatterns, type DenyMatcher } from "../tools/denyPatterns.ts"
 import type { ResolvedWorkspace } from "../tools/Tool.ts"
 import { resolveWorkspace } from "../tools/Workspace.ts"
+import { boundaryCheck, canonicalBoundary } from "../tools/workspaceBoundary.ts"
 import type { JobModels } from "./PiAiModels.ts"
 import { supportedThinking } from "./PiAiModels.ts"
 import { chooseThinking, type ThinkingChoice } from "./thinking.ts"
@@ -62,7 +64,7 @@ const toolProblems = (job: unknown): Array<Problem> => {
  * Every problem of `job` at once, or the prepared job. The checks beyond the schema run on whatever
  * part of the document is well-formed, so one refusal lists schema and workspace problems together.
  */
-export const prepareJob = (job: unknown, jobModels: JobModels): Effect.Effect<PreparedJob, JobRefused> =>
+export const prepareJob = (job: unknown, jobModels: JobModels, boundary?: JobBoundary): Effect.Effect<PreparedJob, JobRefused> =>
   Effect.gen(function* () {
     const decoded = decodeAll(JobSpec)(job)
     const problems: Array<Problem> = Either.isLeft(decoded)
@@ -76,7 +78,7 @@ export const prepareJob = (job: unknown, jobModels: JobModels): Effect.Effect<Pr
     }
     const ws = decodeAll(JobSpecWorkspace)(pluck(job, "workspace"))
     const workspace = Either.isRight(ws)
-      ? yield* resolveWorkspace(ws.right).pipe(
+      ? yield* resolveWorkspace(ws.right, boundary === undefined ? undefined : boundaryCheck(yield* canonicalBoundary(boundary))).pipe(
           Effect.catchTag("WorkspaceInvalid", (invalid) => {
             problems.push(...invalid.problems)
             return Effect.succeed(undefined)

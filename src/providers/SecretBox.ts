@@ -47,11 +47,14 @@ export const openHeaders = (box: SecretBox["Type"], sealed: string | null): Reco
 /** A configured key of any length is stretched to 32 bytes with SHA-256. */
 const keyFrom = (text: string): Uint8Array => createHash("sha256").update(text).digest()
 
+/** Where the generated key file lives in a data dir. */
+export const secretKeyPath = (dataDir: string): string => path.join(dataDir, "secret.key")
+
 /** The generated key file: created once with mode 0600; an existing file readable by others is refused. */
 export const keyFile = (dataDir: string): Effect.Effect<Uint8Array, SecretKeyError> =>
   Effect.try({
     try: () => {
-      const file = path.join(dataDir, "secret.key")
+      const file = secretKeyPath(dataDir)
       if (!existsSync(file)) {
         mkdirSync(dataDir, { recursive: true })
         writeFileSync(file, randomBytes(32).toString("base64"), { mode: 0o600, flag: "wx" })

@@ -7,6 +7,7 @@ import path from "node:path"
 import { Effect, Schema } from "effect"
 import { ToolError, type ResolvedWorkspace } from "./Tool.ts"
 import { MAX_PATH_INPUT_BYTES } from "./limits.ts"
+import type { PathCheck } from "./workspaceBoundary.ts"
 
 const C = fs.constants
 const onLinux = process.platform === "linux"
@@ -102,9 +103,10 @@ const canonicalDir = (p: string, field: string, kinds: "dir" | "dir-or-file") =>
 
 /**
  * Canonicalizes the workspace once, at job start (fs.promises.realpath). Refuses missing or wrong-kind
- * entries and a job whose outDir and read-only entries overlap, listing every problem.
+ * entries, a job whose outDir and read-only entries overlap, and whatever `check` says of each
+ * canonical path, listing every problem.
  */
-export const resolveWorkspace = (ws: WorkspaceSpec): Effect.Effect<ResolvedWorkspace, WorkspaceInvalid> =>
+export const resolveWorkspace = (ws: WorkspaceSpec, check?: PathCheck): Effect.Effect<ResolvedWorkspace, WorkspaceInvalid> =>
   Effect.gen(function* () {
     const problems: Array<{ path: string; message: string }> = []
     const take = <A>(e: Effect.Effect<A, { path: string; message: string }>) =>
@@ -115,14 +117,18 @@ export const resolveWorkspace = (ws: WorkspaceSpec): Effect.Effect<ResolvedWorks
         },
         onSuccess: (a): A | undefined => a
       })
-    const root = yield* take(canonicalDir(ws.root, "workspace.root", "dir"))
-    const outDir = yield* take(canonicalDir(ws.outDir, "workspace.outDir", "dir"))
+    const checked = (field: string, real: string | undefined) => {
+      if (real !== undefined && check !== undefined) problems.push(...check(field, real))
+      return real
+    }
+    const root = checked("workspace.root", yield* take(canonicalDir(ws.root, "workspace.root", "dir")))
+    const outDir = checked("workspace.outDir", yield* take(canonicalDir(ws.outDir, "workspace.outDir", "dir")))
     if (ws.readOnly.length === 0) problems.push({ path: "workspace.readOnly", message: "needs at least one directory" })
     const readOnly: Array<string> = []
     for (const [i, entry] of ws.readOnly.entries()) {
       const field = `workspace.readOnly.${i}`
       const abs = path.isAbsolute(entry) || root === undefined ? entry : path.join(root, entry)
-      const real = yield* take(canonicalDir(abs, field, i === 0 ? "dir" : "dir-or-file"))
+      const real = checked(field, yield* take(canonicalDir(abs, field, i === 0 ? "dir" : "dir-or-file")))
       if (real === undefined) continue
       if (outDir !== undefined && (isInside(real, outDir) || isInside(outDir, real))) {
         problems.push({ path: field, message: "overlaps workspace.outDir" })

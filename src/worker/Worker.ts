@@ -13,10 +13,11 @@ import type { ProviderStore } from "../providers/ProviderStore.ts"
 import { buildEnvelope } from "./buildEnvelope.ts"
 import { commitOutputs } from "./commitOutputs.ts"
 import { JobBus } from "./JobBus.ts"
+import type { JobRoots } from "./JobRoots.ts"
 import { runJobProcess } from "./JobProcess.ts"
 import { JobStore, type JobRow } from "./JobStore.ts"
 
-export type WorkerServices = JobStore | JobBus | AgentStore | SkillStore | Bindings | ProviderStore | McpServers
+export type WorkerServices = JobStore | JobBus | AgentStore | SkillStore | Bindings | ProviderStore | McpServers | JobRoots
 
 const POLL = Duration.seconds(1)
 
@@ -47,6 +48,7 @@ export const runClaimedJob = (job: JobRow, log: (line: string) => void): Effect.
         ? yield* Effect.promise(() =>
             commitOutputs({
               outDir: job.workspace.outDir,
+              jobRoots: setup.right.envelope.boundary?.jobRoots ?? [],
               paths: outputs,
               message: `kintsugi: ${job.agentName} v${setup.right.agentVersion} (job ${job.id})`
             })

@@ -1,7 +1,7 @@
 /**
  * Resolves everything a job needs at its start into the job child's envelope: the agent's current
  * version (embedded whole), the binding (project, then installation default), the provider config
- * with its key decrypted. A binding or agent change therefore applies to the next job, not this one.
+ * with its key decrypted, the job boundary. A binding or agent change therefore applies to the next job, not this one.
  */
 import { Effect, Schema } from "effect"
 import type { AgentStore } from "../agents/AgentStore.ts"
@@ -13,6 +13,7 @@ import { mcpServersOf } from "../agents/validateAgent.ts"
 import { Bindings } from "../providers/Bindings.ts"
 import { McpServers } from "../providers/McpServers.ts"
 import { ProviderStore } from "../providers/ProviderStore.ts"
+import { JobRoots } from "./JobRoots.ts"
 import type { JobRow } from "./JobStore.ts"
 
 /** The job could not be set up; the message says why (it becomes the job's failure message). */
@@ -26,7 +27,7 @@ export interface ResolvedJob {
 
 export const buildEnvelope = (
   job: JobRow
-): Effect.Effect<ResolvedJob, JobSetupFailed, AgentStore | SkillStore | Bindings | ProviderStore | McpServers> =>
+): Effect.Effect<ResolvedJob, JobSetupFailed, AgentStore | SkillStore | Bindings | ProviderStore | McpServers | JobRoots> =>
   Effect.gen(function* () {
     const agent = yield* resolveAgentDefinition(job.agentName)
     const binding = yield* (yield* Bindings).resolve(job.agentName, job.projectId)
@@ -42,8 +43,10 @@ export const buildEnvelope = (
       ...(servers.length === 0 ? {} : { mcp: { servers } }),
       metadata: { ...job.metadata, jobId: job.id, ...(job.projectId === "" ? {} : { projectId: job.projectId }) }
     }
+    // The job child checks the workspace against this again: the paths may have changed since the API checked them.
+    const boundary = yield* (yield* JobRoots).boundaryFor(job.projectId)
     return {
-      envelope: { job: spec, providers },
+      envelope: { job: spec, providers, boundary },
       agentVersion: String(agent.version),
       model: `${binding.providerId}/${binding.modelId}`
     }

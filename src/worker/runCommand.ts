@@ -1,24 +1,29 @@
 /**
  * `kintsugi run <agent> --task … --read <dir> --out <dir>`: one job for local use, run in this process
  * against the configured database (the agent's current version, its binding, the provider), with a
- * live progress display in the terminal. Exit 0 when the job completed, 1 when it failed, 2 on usage.
+ * live progress display in the terminal. Exit 0 when the job completed, 1 when it failed, 2 on usage
+ * or when the workspace is refused (outside the job roots, missing, …: every problem listed).
  */
-import { Effect, Fiber } from "effect"
+import { Effect, Either, Fiber } from "effect"
 import { resolve } from "node:path"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import { DbMigratedLive } from "../db/Db.ts"
 import { makeAppRuntime } from "../main.ts"
+import { JobRoots } from "./JobRoots.ts"
 import { JobStore } from "./JobStore.ts"
 import { runClaimedJob } from "./Worker.ts"
 
 export const RUN_USAGE = `usage: kintsugi run <agent> --task <text> --read <dir> [--read <dir|file> …] --out <dir>
-                    [--project <id>] [--timeout <seconds, default 1800>] [--max-cost <usd>]`
+                    [--root <dir, default: the deepest directory holding every --read and --out>]
+                    [--project <id>] [--timeout <seconds, default 1800>] [--max-cost <usd>]
+every path must lie inside a job root (KINTSUGI_JOB_ROOTS, default <data dir>/workspaces)`
 
 interface RunArgs {
   readonly agent: string
   readonly task: string
   readonly read: ReadonlyArray<string>
   readonly out: string
+  readonly root: string
   readonly project?: string
   readonly timeoutSec: number
   readonly maxCostUsd?: number
@@ -34,7 +39,7 @@ export const parseRunArgs = (args: ReadonlyArray<string>): RunArgs | string => {
     const value = rest[i + 1]
     if (value === undefined) return `${flag} needs a value`
     if (flag === "--read") read.push(resolve(value))
-    else if (flag === "--task" || flag === "--out" || flag === "--project" || flag === "--timeout" || flag === "--max-cost") opts[flag] = value
+    else if (["--task", "--out", "--root", "--project", "--timeout", "--max-cost"].includes(flag ?? "")) opts[flag ?? ""] = value
     else return `unknown option ${flag}`
   }
   const task = opts["--task"]
@@ -49,10 +54,22 @@ export const parseRunArgs = (args: ReadonlyArray<string>): RunArgs | string => {
     task,
     read,
     out: resolve(out),
+    root: opts["--root"] === undefined ? commonAncestor([...read, resolve(out)]) : resolve(opts["--root"]),
     timeoutSec,
     ...(opts["--project"] === undefined ? {} : { project: opts["--project"] }),
     ...(maxCost === undefined ? {} : { maxCostUsd: maxCost })
   }
+}
+
+/** The deepest directory holding every path (absolute): `/a/b/src` and `/a/b/out` → `/a/b`. */
+export const commonAncestor = (paths: ReadonlyArray<string>): string => {
+  const split = paths.map((p) => p.split("/").filter((s) => s !== ""))
+  const first = split[0] ?? []
+  let n = 0
+  // A lone path (a --read file, say) is held by its parent.
+  const max = Math.min(...split.map((parts) => parts.length)) - (paths.length === 1 ? 1 : 0)
+  while (n < max && split.every((parts) => parts[n] === first[n])) n++
+  return "/" + first.slice(0, n).join("/")
 }
 
 /** One line of progress per event; message text streams as it comes. */
@@ -92,22 +109,25 @@ export const runMain = async (args: ReadonlyArray<string>): Promise<number> => {
   try {
     rt = await makeAppRuntime(DbMigratedLive)
   } catch (e) {
-    log(`kintsugi run: cannot open the database: ${e instanceof Error ? e.message.split("\n")[0] : ""}`)
+    log(`kintsugi run: cannot start: ${e instanceof Error ? e.message.split("\n")[0] : ""}`)
     return 1
   }
   let jobId: string | undefined
   const program = Effect.gen(function* () {
     const store = yield* JobStore
-    const job = yield* store.enqueue(
-      {
-        agent: parsed.agent,
-        task: parsed.task,
-        workspace: { root: process.cwd(), readOnly: parsed.read, outDir: parsed.out },
-        limits: { timeoutSec: parsed.timeoutSec, ...(parsed.maxCostUsd === undefined ? {} : { maxCostUsd: parsed.maxCostUsd }) },
-        ...(parsed.project === undefined ? {} : { project: parsed.project })
-      },
-      process.env["USER"] ?? "cli"
-    )
+    // The same checks as POST /api/jobs, before anything is queued: every problem, then exit 2.
+    const decoded = yield* (yield* JobRoots).decodeJob({
+      agent: parsed.agent,
+      task: parsed.task,
+      workspace: { root: parsed.root, readOnly: parsed.read, outDir: parsed.out },
+      limits: { timeoutSec: parsed.timeoutSec, ...(parsed.maxCostUsd === undefined ? {} : { maxCostUsd: parsed.maxCostUsd }) },
+      ...(parsed.project === undefined ? {} : { project: parsed.project })
+    })
+    if (Either.isLeft(decoded)) {
+      log(`kintsugi run: the job was not started:\n${decoded.left.map((p) => `  ${p.path}: ${p.message}`).join("\n")}`)
+      return 2
+    }
+    const job = yield* store.enqueue(decoded.right, process.env["USER"] ?? "cli")
     jobId = job.id
     const claimed = yield* store.claim(`cli:${process.pid}`, job.id)
     if (claimed === undefined) return yield* Effect.die(new Error("the job was claimed by another worker"))

@@ -5,6 +5,7 @@
  * as a manager.
  */
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
+import { createJobDirs, type JobDirs } from "../support/jobChild.ts"
 import { createAgent, createAgentFiles, createSkill, PASSWORD, saveAgent, type Session, storeFingerprint, useApi } from "../support/api.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
@@ -46,7 +47,12 @@ const asManager = async (method: string, path: string, json?: unknown) => {
 const createProvider = (id: string) => asManager("POST", "/api/admin/providers", { kind: "builtin", id, builtin: "anthropic", apiKey: "sk-test-key" })
 const bindingBody = (providerId: string) => ({ providerId, modelId: "claude-sonnet-4-5", thinking: "high" })
 const createProject = (id: string) => asManager("POST", "/api/projects", { id, name: `Project ${id}` })
-const jobBody = (agent: string) => ({ agent, task: "Survey it.", workspace: { root: "/nonexistent/ws", readOnly: ["/nonexistent/ws/src"], outDir: "/nonexistent/ws/out" }, limits: { timeoutSec: 60 } })
+// A real workspace inside the test job root: the API refuses missing directories and paths outside the roots.
+let dirs: JobDirs | undefined
+const jobBody = (agent: string) => {
+  dirs ??= createJobDirs()
+  return { agent, task: "Survey it.", workspace: { root: dirs.root, readOnly: [dirs.src], outDir: dirs.out }, limits: { timeoutSec: 60 } }
+}
 // A public address literal: the URL policy needs no DNS lookup for it.
 const mcpBody = { url: "https://93.184.215.14/mcp", headers: { authorization: "Bearer canary" } }
 /** Creates user `n` with a token and returns the token's id. */

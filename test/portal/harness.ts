@@ -11,6 +11,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 import { Access, type Permission } from "../../src/access/Access.ts"
 import { makeApp } from "../../src/http/app.ts"
 import { makeAppRuntime } from "../../src/main.ts"
+import { testJobRoots } from "../support/jobRoots.ts"
 import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import { testDbLayer } from "../support/db.ts"
 
@@ -72,7 +73,7 @@ export const signInTestUsers = async (runtime: AppRuntime): Promise<Record<"mana
 }
 
 export const makeTestRuntime = (worker?: { readonly log: (line: string) => void }) =>
-  makeAppRuntime(testDbLayer(), { secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))), ...(worker === undefined ? {} : { worker }) })
+  makeAppRuntime(testDbLayer(), { secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))), jobRoots: testJobRoots(), ...(worker === undefined ? {} : { worker }) })
 
 /** `worker`: run the job workers in the app's runtime (jobs started in the portal then run). */
 export const startPortal = async (options: { readonly worker?: boolean } = {}): Promise<Portal> => {

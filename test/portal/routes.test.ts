@@ -15,6 +15,7 @@ import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
 import { makeApp } from "../../src/http/app.ts"
 import { makeTestRuntime, MANAGER, READER, signInTestUsers, type AppRuntime } from "./harness.ts"
+import { createJobDirs } from "../support/jobChild.ts"
 
 // Many requests through a real database per test: generous on a 2-core CI machine.
 setDefaultTimeout(60_000)
@@ -70,7 +71,10 @@ type Guard = "public" | "read" | "agents.manage" | "providers.manage" | "admin"
 
 const providerFields = (extra: Record<string, string> = {}) =>
   form({ kind: "custom", id: "matrix-gw", api: "openai-completions", baseUrl: "http://127.0.0.1:9/v1", modelKey: "a", "m.a.id": "m1", "m.a.contextWindow": "8000", "m.a.maxTokens": "1000", "m.a.thinking": "off", ...extra })
-const runFields = () => form({ task: "Look.", root: "/tmp", readOnly: "/tmp", outDir: "/tmp", timeoutSec: "60" })
+const runFields = () => {
+  const dirs = createJobDirs()
+  return form({ task: "Look.", root: dirs.root, readOnly: dirs.src, outDir: dirs.out, timeoutSec: "60" })
+}
 
 /** Every non-GET portal route, in the order the manager runs them, with a body that succeeds. */
 const ROUTES: ReadonlyArray<{

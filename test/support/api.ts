@@ -15,6 +15,7 @@ import type { AppServices } from "../../src/http/route.ts"
 import { makeAppRuntime } from "../../src/main.ts"
 import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import { testDbLayer } from "./db.ts"
+import { testJobRoots } from "./jobRoots.ts"
 
 export const ORIGIN = "http://localhost"
 export const HOST = "localhost"
@@ -149,7 +150,7 @@ export const testSecrets = () => Layer.succeed(SecretBox, makeSecretBox(randomBy
  * Registers beforeAll/afterAll for the calling test file: a runtime from `makeAppRuntime(testDbLayer())`,
  * the app, a `manager` and a `reader`. Call at the top level of a test file.
  */
-export const useApi = (): Api => {
+export const useApi = (options: { readonly jobRoots?: ReturnType<typeof testJobRoots> } = {}): Api => {
   let runtime: AppRuntime | undefined
   let app: App | undefined
   let manager: User | undefined
@@ -169,7 +170,7 @@ export const useApi = (): Api => {
   }
 
   beforeAll(async () => {
-    runtime = await makeAppRuntime(testDbLayer(), { secrets: testSecrets() })
+    runtime = await makeAppRuntime(testDbLayer(), { secrets: testSecrets(), jobRoots: options.jobRoots ?? testJobRoots() })
     app = makeApp({ runtime, healthy: () => Promise.resolve(true), log: (line) => logs.push(line) })
     manager = await createUser("manager", ["agents.manage", "providers.manage"])
     reader = await createUser("reader", [])

@@ -10,6 +10,7 @@ import { makeApp } from "../../src/http/app.ts"
 import { makeAppRuntime } from "../../src/main.ts"
 import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import { testDbLayer } from "./db.ts"
+import { testJobRoots } from "./jobRoots.ts"
 
 export interface AppHarness {
   readonly rt: Awaited<ReturnType<typeof makeAppRuntime>>
@@ -42,6 +43,7 @@ export const useApp = (options: { readonly workers?: number } = {}): AppHarness 
     if (options.workers !== undefined) process.env["KINTSUGI_WORKERS"] = String(options.workers)
     state.rt = await makeAppRuntime(testDbLayer(), {
       secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))),
+      jobRoots: testJobRoots(),
       ...(options.workers === undefined ? {} : { worker: { log: (l: string) => logs.push(l) } })
     })
     if (previous === undefined) delete process.env["KINTSUGI_WORKERS"]

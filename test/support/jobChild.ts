@@ -3,10 +3,10 @@
  * stdin, NDJSON events on stdout. Also builds job envelopes against the scripted model servers.
  */
 import { Schema } from "effect"
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { mkdtempSync, mkdirSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { JobEvent } from "../../src/contract/JobEvent.ts"
+import { testJobRoot } from "./jobRoots.ts"
 import type { ScriptedServer } from "./scriptedServers.ts"
 
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts")
@@ -107,7 +107,8 @@ export interface JobDirs {
 }
 
 export const createJobDirs = (files: Record<string, string> = {}): JobDirs => {
-  const root = mkdtempSync(join(tmpdir(), "kintsugi-job-"))
+  // Inside the test job root, so the same workspace can also be sent to the API.
+  const root = realpathSync(mkdtempSync(join(testJobRoot(), "kintsugi-job-")))
   const src = join(root, "src")
   const out = join(root, "out")
   mkdirSync(src, { recursive: true })

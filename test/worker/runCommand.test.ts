@@ -1,20 +1,25 @@
 /** `kintsugi run`: a job for local use, with live progress, against the configured (embedded) database. */
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
-import { Effect } from "effect"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Effect, Layer } from "effect"
+import { randomBytes } from "node:crypto"
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { makeDbLayer } from "../../src/db/Db.ts"
 import { makeAppRuntime } from "../../src/main.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
-import { parseRunArgs } from "../../src/worker/runCommand.ts"
+import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
+import { commonAncestor, parseRunArgs } from "../../src/worker/runCommand.ts"
 import { createTestDataDir } from "../support/db.ts"
+import { testJobRoots } from "../support/jobRoots.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
 
+const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts")
 const cleanups: Array<() => unknown> = []
 afterAll(async () => {
   for (const c of cleanups) await c()
@@ -37,7 +42,7 @@ test("runs a built-in agent through its binding and shows progress live", async 
     { kind: "turn", text: "Inventory written.", usage: { input: 600, output: 10 } }
   ])
   cleanups.push(() => server.stop())
-  const rt = await makeAppRuntime(makeDbLayer({ dataDir }))
+  const rt = await makeAppRuntime(makeDbLayer({ dataDir }), { jobRoots: testJobRoots() })
   await rt.runPromise(
     Effect.gen(function* () {
       yield* (yield* ProviderStore).create(
@@ -50,18 +55,19 @@ test("runs a built-in agent through its binding and shows progress live", async 
   await rt.dispose()
   delete process.env["KINTSUGI_SECRET_KEY"]
 
-  const work = mkdtempSync(join(tmpdir(), "kintsugi-run-"))
+  const work = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-run-")))
   cleanups.push(() => rmSync(work, { recursive: true, force: true }))
+  const env = { PATH: process.env["PATH"] ?? "", NO_PROXY: "127.0.0.1,localhost", KINTSUGI_DATA_DIR: dirname(dataDir), KINTSUGI_SECRET_KEY: secretKey, KINTSUGI_JOB_ROOTS: work }
   mkdirSync(join(work, "src"))
   mkdirSync(join(work, "out"))
   writeFileSync(join(work, "src", "a.ts"), "export const a = 1\n")
   const child = Bun.spawn(
-    ["bun", join(import.meta.dir, "..", "..", "src", "cli.ts"), "run", "codebase-inventory", "--task", "Inventory it.", "--read", "src", "--out", "out"],
+    ["bun", CLI, "run", "codebase-inventory", "--task", "Inventory it.", "--read", "src", "--out", "out"],
     {
       cwd: work,
       stdout: "pipe",
       stderr: "pipe",
-      env: { PATH: process.env["PATH"] ?? "", HOME: work, NO_PROXY: "127.0.0.1,localhost", KINTSUGI_DATA_DIR: dirname(dataDir), KINTSUGI_SECRET_KEY: secretKey }
+      env: { ...env, HOME: work }
     }
   )
   const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
@@ -73,4 +79,32 @@ test("runs a built-in agent through its binding and shows progress live", async 
   expect(out).toContain("outputs: not in a git work tree: left in place")
   expect(existsSync(join(work, "out", "inventory.md"))).toBe(true)
   expect(out).not.toContain("sk-local-run-123456")
+
+  // Outside the job roots (and above the data dir): refused with every problem, exit 2, nothing queued.
+  const refused = Bun.spawn(["bun", CLI, "run", "codebase-inventory", "--task", "Read it.", "--read", "/etc", "--read", "missing", "--out", "out"], {
+    cwd: work,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...env, HOME: work }
+  })
+  const [rout, rerr, rcode] = await Promise.all([new Response(refused.stdout).text(), new Response(refused.stderr).text(), refused.exited])
+  expect({ code: rcode, out: rout }).toEqual({ code: 2, out: "" })
+  expect(rerr).toContain("the job was not started")
+  expect(rerr).toContain("workspace.root: resolves outside the job roots")
+  expect(rerr).toContain("workspace.root: is or contains the server's data directory")
+  expect(rerr).toContain("workspace.readOnly.0: resolves outside the job roots")
+  expect(rerr).toContain("workspace.readOnly.1: does not exist")
+  const after = await makeAppRuntime(makeDbLayer({ dataDir }), { jobRoots: testJobRoots([work]), secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))) })
+  const jobs = await after.runPromise(Effect.flatMap(SqlClient, (sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM runtime.job`))
+  await after.dispose()
+  expect(jobs[0]?.n).toBe(1)
+}, 60_000)
+
+test("the default workspace root is the deepest directory holding every --read and --out", () => {
+  expect(commonAncestor(["/a/b/src", "/a/b/out"])).toBe("/a/b")
+  expect(commonAncestor(["/a/b/src/x.ts", "/a/b/src/y", "/a/b/out"])).toBe("/a/b")
+  expect(commonAncestor(["/etc", "/a/out"])).toBe("/")
+  expect(commonAncestor(["/a/b/x.ts"])).toBe("/a/b")
+  const parsed = parseRunArgs(["a", "--task", "t", "--read", "/w/src", "--out", "/w/out", "--root", "/w"])
+  expect(typeof parsed === "string" ? parsed : parsed.root).toBe("/w")
 }, 60_000)

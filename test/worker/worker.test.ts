@@ -7,8 +7,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Access } from "../../src/access/Access.ts"
 import { makeApp } from "../../src/http/app.ts"
@@ -19,6 +18,7 @@ import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import { childEnvironment } from "../../src/worker/JobProcess.ts"
 import { JobStore, type JobRow } from "../../src/worker/JobStore.ts"
 import { testDbLayer } from "../support/db.ts"
+import { createRootDir, testJobRoots } from "../support/jobRoots.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { isAlive } from "../support/processes.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
@@ -42,7 +42,7 @@ const git = (cwd: string, ...args: Array<string>) => {
 
 /** A workspace inside a fresh git repository: src/ (read-only, one file) and out/. */
 const createRepo = () => {
-  const root = mkdtempSync(join(tmpdir(), "kintsugi-worker-"))
+  const root = createRootDir("kintsugi-worker-")
   dirs.push(root)
   mkdirSync(join(root, "src"))
   mkdirSync(join(root, "out"))
@@ -91,7 +91,7 @@ const waitSettled = async (id: string): Promise<JobRow> => {
 
 beforeAll(async () => {
   process.env["KINTSUGI_WORKERS"] = "3"
-  rt = await makeAppRuntime(testDbLayer(), { secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))), worker: { log: (l) => logs.push(l) } })
+  rt = await makeAppRuntime(testDbLayer(), { secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))), jobRoots: testJobRoots(), worker: { log: (l) => logs.push(l) } })
   app = makeApp({ runtime: rt, healthy: async () => true, log: (l) => logs.push(l) })
   await rt.runPromise(Effect.flatMap(Access, (a) => a.addUser("ops", "a long test password", ["agents.manage", "providers.manage"])))
   token = await rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken("ops", "test")))

@@ -3,14 +3,15 @@
  * from the database first, so a late subscriber misses nothing), abort. Starting a job needs
  * agents.manage: it spends money and reads the server's directories it names.
  */
-import { Effect, Fiber, Queue, Runtime } from "effect"
+import { Effect, Either, Fiber, Queue, Runtime } from "effect"
 import { Elysia } from "elysia"
 import type { JobEvent } from "../../contract/JobEvent.ts"
 import { JobBus } from "../../worker/JobBus.ts"
-import { JobInput, JobStore, type JobStatus } from "../../worker/JobStore.ts"
+import { JobRoots } from "../../worker/JobRoots.ts"
+import { JobStore, type JobStatus } from "../../worker/JobStore.ts"
 import type { Guard } from "../auth.ts"
 import { badRequest, json } from "../respond.ts"
-import { decodeBody, param, type AppServices, type Handler } from "../route.ts"
+import { jsonBody, param, type AppServices, type Handler } from "../route.ts"
 
 type Route = (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
 
@@ -57,7 +58,10 @@ export const jobRoutes = (route: Route) =>
     .post(
       "/api/jobs",
       route("agents.manage", (i) => Effect.gen(function* () {
-        const input = yield* decodeBody(i.request, JobInput)
+        // Schema and workspace problems (job roots, forbidden paths, missing directories) in one 400; nothing stored.
+        const decoded = yield* (yield* JobRoots).decodeJob(yield* jsonBody(i.request))
+        if (Either.isLeft(decoded)) return yield* Effect.fail(badRequest(decoded.left))
+        const input = decoded.right
         const job = yield* (yield* JobStore).enqueue(input, i.principal.username)
         yield* (yield* JobBus).publish({ _tag: "Queued" })
         return json({ job }, 201)

@@ -1,13 +1,13 @@
 /**
- * Jobs in the portal: the list, an agent's run form (enqueue through JobStore with the same JobInput
- * schema and guard as POST /api/jobs, then wake the workers through JobBus), one job's live page, abort.
+ * Jobs in the portal: the list, an agent's run form (the same checks — JobInput schema, job roots —
+ * and guard as POST /api/jobs, then enqueue and wake the workers), one job's live page, abort.
  */
 import { Effect, Either } from "effect"
 import { Elysia } from "elysia"
 import { AgentStore } from "../../agents/AgentStore.ts"
-import { decodeAll } from "../../contract/Problem.ts"
 import { JobBus } from "../../worker/JobBus.ts"
-import { JobInput, JobStore } from "../../worker/JobStore.ts"
+import { JobRoots } from "../../worker/JobRoots.ts"
+import { JobStore } from "../../worker/JobStore.ts"
 import { jobPage, jobsPage, runPage, blankRun, type RunValues } from "../../../views/pages/jobs.ts"
 import { htmlResponse, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
@@ -70,7 +70,7 @@ export const jobPages = (portal: PortalRunner) =>
         Effect.gen(function* () {
           const agent = yield* (yield* AgentStore).get(input.params["name"] ?? "")
           const values = runValuesFrom(input.form)
-          const decoded = decodeAll(JobInput)(jobBodyOf(agent.name, values))
+          const decoded = yield* (yield* JobRoots).decodeJob(jobBodyOf(agent.name, values))
           if (Either.isLeft(decoded)) return htmlResponse(runPage(input.page, agent.name, values, decoded.left), 400)
           const job = yield* (yield* JobStore).enqueue(decoded.right, input.principal.username)
           yield* (yield* JobBus).publish({ _tag: "Queued" })

@@ -12,7 +12,7 @@ import { join } from "node:path"
 import { AgentRuntime } from "../../src/contract/AgentRuntime.ts"
 import { KernelLive } from "../../src/kernel/Kernel.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild, startJobChild, TEST_API_KEY, writeFile, type JobDirs } from "../support/jobChild.ts"
-import { pidsWithArg } from "../support/processes.ts"
+import { isAlive, pidsWithArg } from "../support/processes.ts"
 import { BWRAP_SKIP_REASON, bwrapWorks } from "../support/sandbox.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
 
@@ -132,6 +132,36 @@ describe("killing the job child kills every process of the job", () => {
 
   test.skipIf(!bwrapWorks)(`with bubblewrap: SIGKILL to the job child mid-command leaves no survivor${bwrapWorks ? "" : ` (${BWRAP_SKIP_REASON})`}`, async () => {
     await killMidCommand("bwrap", "1000.0613")
+  })
+
+  test.skipIf(!bwrapWorks)(`with bubblewrap: SIGKILL to the job child's parent (the serve process) kills the child and its processes${bwrapWorks ? "" : ` (${BWRAP_SKIP_REASON})`}`, async () => {
+    const marker = "1000.0614"
+    const dirs = createJobDirs({ "a.ts": "x\n" })
+    const server = await startOpenAIServer([shellStep(`sleep ${marker} & sleep ${marker} & wait`), { kind: "turn", text: "never" }])
+    const envelopeFile = join(dirs.root, "envelope.json")
+    writeFileSync(envelopeFile, JSON.stringify(createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")])))
+    // The parent stands in for `kintsugi serve`: it starts the job child and is then SIGKILLed.
+    const cli = join(import.meta.dir, "..", "..", "src", "cli.ts")
+    const parent = Bun.spawn(["bash", "-c", `bun ${cli} run-job < ${envelopeFile} > /dev/null 2>&1 & echo $!; wait`], {
+      stdout: "pipe",
+      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: dirs.root, NO_PROXY: "127.0.0.1", KINTSUGI_SANDBOX: "bwrap" }
+    })
+    const reader = parent.stdout.getReader()
+    const childPid = Number(new TextDecoder().decode((await reader.read()).value).trim())
+    try {
+      for (let i = 0; i < 1000 && pidsWithArg(marker).length < 2; i++) await Bun.sleep(10)
+      expect(pidsWithArg(marker).length).toBe(2)
+      parent.kill("SIGKILL")
+      await parent.exited
+      for (let i = 0; i < 200 && (isAlive(childPid) || pidsWithArg(marker).length > 0); i++) await Bun.sleep(10)
+      expect(isAlive(childPid)).toBe(false)
+      expect(pidsWithArg(marker)).toEqual([])
+    } finally {
+      if (isAlive(childPid)) process.kill(childPid, "SIGKILL")
+      for (const pid of pidsWithArg(marker)) process.kill(pid, "SIGKILL")
+      await server.stop()
+      dirs.cleanup()
+    }
   })
 })
 

@@ -9,6 +9,11 @@ import type { ResolvedWorkspace } from "./Tool.ts"
 /** The only PATH a process sees; argv[0] is resolved on it too (the runner's allowlist). */
 export const SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 export const SANDBOX_ENV = "KINTSUGI_SANDBOX"
+/**
+ * "1" lets `off` run process tools as root. For test runs in root containers where bubblewrap cannot
+ * work; never for a real installation (the refusal message does not mention it).
+ */
+export const UNCONFINED_ROOT_ENV = "KINTSUGI_ALLOW_UNCONFINED_ROOT"
 export const SANDBOX_MODES = ["auto", "bwrap", "off"] as const
 export type SandboxMode = (typeof SANDBOX_MODES)[number]
 
@@ -19,14 +24,15 @@ export interface SandboxConfig {
   readonly invalidValue?: string
   /** The bubblewrap binary: a name looked up on SAFE_PATH, or a path (tests name a missing one). */
   readonly bwrap?: string
-  /** Unconfined process tools as uid 0 are refused; only an in-process test harness says "allow". */
+  /** Unconfined process tools as uid 0 are refused unless "allow" (tests only: UNCONFINED_ROOT_ENV). */
   readonly unconfinedRoot?: "refuse" | "allow"
 }
 
-/** Reads KINTSUGI_SANDBOX (default auto); never allows unconfined root. */
+/** Reads KINTSUGI_SANDBOX (default auto) and UNCONFINED_ROOT_ENV. */
 export const sandboxConfigFromEnv = (env: Readonly<Record<string, string | undefined>>): SandboxConfig => {
   const raw = env[SANDBOX_ENV]?.trim().toLowerCase() ?? ""
   if (raw === "") return { mode: "auto" }
+  if (raw === "off" && env[UNCONFINED_ROOT_ENV] === "1") return { mode: "off", unconfinedRoot: "allow" }
   if ((SANDBOX_MODES as ReadonlyArray<string>).includes(raw)) return { mode: raw as SandboxMode }
   // Fail closed: an unknown value requires the sandbox and the refusal names the value.
   return { mode: "bwrap", invalidValue: env[SANDBOX_ENV] ?? "" }

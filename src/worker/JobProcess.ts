@@ -24,7 +24,7 @@ const decodeRefusal = Schema.decodeUnknownEither(JobRefusedLine)
  * confine shell and git.
  */
 export const childEnvironment = (): Record<string, string> => {
-  const keep = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX"]
+  const keep = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT"]
   const env: Record<string, string> = {}
   for (const k of keep) {
     const v = process.env[k]

@@ -24,7 +24,8 @@ const toolResultsSeen = (server: ScriptedServer): Array<string> => {
   const body = server.requests[server.requests.length - 1]?.body as { messages?: Array<{ role: string; content: unknown }> }
   return (body.messages ?? []).filter((m) => m.role === "tool").map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)))
 }
-const sandboxEnv = (mode: string) => ({ env: { KINTSUGI_SANDBOX: mode } })
+// Explicit mode; never the test run's "unconfined root allowed".
+const sandboxEnv = (mode: string) => ({ env: { KINTSUGI_SANDBOX: mode, KINTSUGI_ALLOW_UNCONFINED_ROOT: "" } })
 
 describe.skipIf(!bwrapWorks)(bwrapWorks ? "a shell job inside the sandbox" : `a shell job inside the sandbox (${BWRAP_SKIP_REASON})`, () => {
   const ADMIN = `admin-pw-${crypto.randomUUID()}`

@@ -28,7 +28,8 @@ const childEnv = (): Record<string, string> => ({
   PATH: process.env["PATH"] ?? "/usr/bin:/bin",
   HOME: process.env["HOME"] ?? "/tmp",
   NO_PROXY: "127.0.0.1,localhost",
-  KINTSUGI_SANDBOX: process.env["KINTSUGI_SANDBOX"] ?? "auto"
+  KINTSUGI_SANDBOX: process.env["KINTSUGI_SANDBOX"] ?? "auto",
+  KINTSUGI_ALLOW_UNCONFINED_ROOT: process.env["KINTSUGI_ALLOW_UNCONFINED_ROOT"] ?? ""
 })
 
 export interface RunningChild {

@@ -27,6 +27,8 @@ describe("sandbox mode and refusals", () => {
     expect(sandboxConfigFromEnv({})).toEqual({ mode: "auto" })
     expect(sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "OFF" })).toEqual({ mode: "off" })
     expect(sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "bwrap" })).toEqual({ mode: "bwrap" })
+    expect(sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "off", KINTSUGI_ALLOW_UNCONFINED_ROOT: "1" })).toEqual({ mode: "off", unconfinedRoot: "allow" })
+    expect(sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "auto", KINTSUGI_ALLOW_UNCONFINED_ROOT: "1" })).toEqual({ mode: "auto" })
     const bogus = sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "nope" })
     expect(bogus).toEqual({ mode: "bwrap", invalidValue: "nope" })
     const status = await Effect.runPromise(makeSandbox(bogus).status)

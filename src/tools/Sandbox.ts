@@ -90,7 +90,9 @@ const runProbe = (bwrap: string): SandboxStatus => {
 /** Forgets cached probe answers (tests that change what a binary name points at). */
 export const forgetProbes = (): void => probes.clear()
 
-const NAMESPACES = ["--unshare-all", "--die-with-parent", "--new-session"] as const
+// --cap-drop ALL: run as root, bwrap keeps every capability inside its user namespace, and
+// CAP_SYS_ADMIN there can remount a read-only root read-write (measured: `mount -o remount,rw,bind`).
+const NAMESPACES = ["--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session"] as const
 const PRIVATE_MOUNTS = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"] as const
 /** Top-level system directories, mounted read-only (or recreated as the symlinks they are). */
 const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"] as const
@@ -129,7 +131,8 @@ export const workspaceMounts = (ws: ResolvedWorkspace): Array<string> => {
 }
 
 /**
- * The bwrap arguments (without the binary and without the command) for one call: new namespaces, an
+ * The bwrap arguments (without the binary and without the command) for one call: new namespaces, no
+ * capabilities, an
  * environment of exactly `env`, the minimal system, private /proc, /dev and /tmp, the workspace, `cwd`.
  * Nothing else of the host is visible: no data dir, no /home, no /root, no host /tmp, no /etc.
  */

@@ -132,6 +132,14 @@ describe.skipIf(!bwrapWorks)(bwrapWorks ? "inside the sandbox" : `inside the san
     expect(readFileSync(join(tree.out, "made.txt"), "utf8")).toBe("written\n")
   })
 
+  test("no capabilities: a read-only root cannot be remounted read-write from inside (also as root)", async () => {
+    const out = await shell(`grep CapEff /proc/self/status; mount -o remount,rw,bind ${tree.ro} && echo REMOUNTED; echo x > ${tree.ro}/pwned && echo WROTE`)
+    expect(out).toContain("CapEff:\t0000000000000000")
+    expect(out).not.toContain("REMOUNTED")
+    expect(out).not.toContain("WROTE")
+    expect(existsSync(join(tree.ro, "pwned"))).toBe(false)
+  })
+
   test("/tmp is private both ways", async () => {
     const out = await shell(`cat ${hostTmpFile} 2>&1; ls /tmp; echo inner > /tmp/inner-${CANARY} && echo wrote`)
     expect(out).not.toContain(CANARY)

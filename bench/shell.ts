@@ -1,12 +1,14 @@
 /**
- * Process tool overhead: one `shell` call (`true`) through the runner vs a bare Bun.spawn, a `git`
- * call vs bare git, and the runner's peak RSS while a command floods 1 GB of output. Not a test.
+ * Process tool overhead: one `shell` call (`true`) through the runner vs a bare Bun.spawn, unconfined
+ * and inside the bubblewrap sandbox (vs a bare Bun.spawn of the same bwrap line), a `git` call vs bare
+ * git, and the runner's peak RSS while a command floods 1 GB of output. Not a test.
  */
 import { Effect } from "effect"
 import { mkdtempSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { createProcessRunner } from "../src/tools/ProcessRunner.ts"
+import { baseEnvironment, createProcessRunner } from "../src/tools/ProcessRunner.ts"
+import { bwrapArgs, probeBwrap } from "../src/tools/Sandbox.ts"
 import { makeGitTool } from "../src/tools/git.ts"
 import { makeShellTool } from "../src/tools/shell.ts"
 import type { ToolContext } from "../src/tools/Tool.ts"
@@ -38,12 +40,20 @@ const bare = async (argv: Array<string>) => {
   const p = Bun.spawn(argv, { cwd: root, stdout: "pipe", stderr: "pipe", stdin: "ignore" })
   await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
 }
-const row = (label: string, ms: number) => console.log(`${label.padEnd(44)} ${ms.toFixed(2).padStart(8)} ms`)
+const row = (label: string, ms: number) => console.log(`${label.padEnd(50)} ${ms.toFixed(2).padStart(8)} ms`)
 
 Bun.spawnSync(["git", "init", "-q"], { cwd: root })
 console.log(`median of ${RUNS} runs each, ${process.platform} ${process.arch}, Bun ${Bun.version}`)
 row("bare Bun.spawn(['bash','-c','true'])", await median(() => bare(["bash", "-c", "true"])))
 row("shell tool { command: 'true' } via runner", await median(() => Effect.runPromise(shell.execute({ command: "true" }, ctx))))
+const sandbox = probeBwrap()
+if (sandbox._tag === "Bwrap") {
+  const boxed = createProcessRunner({ sandbox: { bwrap: sandbox.bwrap, workspace: ctx.workspace } })
+  const line = [sandbox.bwrap, ...bwrapArgs(ctx.workspace, baseEnvironment(root, "bench"), root), "/usr/bin/bash", "-c", "true"]
+  row("bare Bun.spawn(<same bwrap line> bash -c true)", await median(() => bare(line)))
+  row("shell tool { command: 'true' } in the sandbox", await median(() => Effect.runPromise(makeShellTool(boxed).execute({ command: "true" }, ctx))))
+  row("git tool rev-parse in the sandbox", await median(() => Effect.runPromise(makeGitTool(boxed).execute({ args: ["rev-parse", "--is-inside-work-tree"] }, ctx))))
+} else console.log(`sandbox rows skipped: ${sandbox._tag === "Unavailable" ? sandbox.reason : "off"}`)
 row("bare git rev-parse --is-inside-work-tree", await median(() => bare(["git", "rev-parse", "--is-inside-work-tree"])))
 row("git tool rev-parse --is-inside-work-tree", await median(() => Effect.runPromise(git.execute({ args: ["rev-parse", "--is-inside-work-tree"] }, ctx))))
 

@@ -9,7 +9,10 @@ import { AgentRuntime, JobEnvelope, JobRefused } from "./contract/AgentRuntime.t
 import { JobSpec } from "./contract/JobSpec.ts"
 import { decodeAll, type Problem } from "./contract/Problem.ts"
 import { KernelLive } from "./kernel/Kernel.ts"
+import { dieWithParent } from "./kernel/dieWithParent.ts"
 import { makeNonDumpable } from "./kernel/nonDumpable.ts"
+import { RUN_PREFIX_VAR, validRunPrefix } from "./tools/processTree.ts"
+import { sandboxConfigFromEnv } from "./tools/Sandbox.ts"
 
 /** Writes a whole line to a file descriptor, synchronously, so lines never interleave or get lost at exit. */
 const writeLine = (fd: number, line: string) => {
@@ -56,7 +59,17 @@ export const runJobChild = async (stdin: string): Promise<number> => {
     yield* Stream.runForEach(handle.events, (event) => Effect.sync(() => writeLine(1, JSON.stringify(event))))
     const outcome = yield* handle.result
     return outcome._tag === "Completed" ? 0 : 1
-  }).pipe(Effect.provide(KernelLive({ providers: envelope.right.providers, diagnostics, boundary: envelope.right.boundary })))
+  }).pipe(
+    Effect.provide(
+      KernelLive({
+        providers: envelope.right.providers,
+        diagnostics,
+        boundary: envelope.right.boundary,
+        sandbox: sandboxConfigFromEnv(process.env),
+        ...validRunPrefix(process.env[RUN_PREFIX_VAR])
+      })
+    )
+  )
   const exit = await Effect.runPromiseExit(program)
   if (Exit.isSuccess(exit)) return exit.value
   const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
@@ -67,9 +80,10 @@ export const runJobChild = async (stdin: string): Promise<number> => {
   return 1
 }
 
-/** The process entry: non-dumpable before any secret is read, then stdin, then exit. */
+/** The process entry: non-dumpable before any secret is read, dies with its parent, then stdin, then exit. */
 export const jobChildMain = async (): Promise<never> => {
   makeNonDumpable()
+  dieWithParent()
   const stdin = await Bun.stdin.text()
   const code = await runJobChild(stdin)
   process.exit(code)

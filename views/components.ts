@@ -3,6 +3,7 @@
  * states, the unconfined-tools warning, page headers. User text is always inside `hx-disable`.
  */
 import type { Problem } from "../src/contract/Problem.ts"
+import { sandboxConfigFromEnv } from "../src/tools/Sandbox.ts"
 import { html, type Html, type Interpolation } from "./html.ts"
 
 export type Tone = "info" | "ok" | "warn" | "error"
@@ -38,16 +39,29 @@ export const emptyState = (title: string, body: Interpolation, action?: Html): H
     ${action ?? html``}
   </div>`
 
-/** Tools that run as the kernel's user with no sandbox: `tools` absent grants every kernel tool. */
+/** The process tools (shell, git) an agent grants: `tools` absent grants every kernel tool. */
 export const unconfinedTools = (tools: ReadonlyArray<string> | undefined): Array<string> =>
   ["shell", "git"].filter((t) => tools === undefined || tools.includes(t))
 
-export const unconfinedWarning = (tools: ReadonlyArray<string> | undefined): Html => {
+/** Whether this installation runs process tools without the sandbox (KINTSUGI_SANDBOX=off). */
+export const processToolsUnconfined = (): boolean => sandboxConfigFromEnv(process.env).mode === "off"
+
+/** What granting shell/git means here: unconfined with KINTSUGI_SANDBOX=off, else inside bubblewrap. */
+export const unconfinedWarning = (tools: ReadonlyArray<string> | undefined, unconfined: boolean = processToolsUnconfined()): Html => {
   const granted = unconfinedTools(tools)
   if (granted.length === 0) return html``
+  if (!unconfined) {
+    return alert(
+      "info",
+      html`${granted.join(" and ")} ${granted.length === 1 ? "runs" : "run"} in the bubblewrap sandbox: only the workspace is visible
+      (sources read-only, the output folder writable), with no network and no other process. Where the sandbox is not available,
+      jobs of this agent are refused.`,
+      `This agent grants ${granted.join(" and ")}.`
+    )
+  }
   return alert(
     "warn",
-    html`${granted.join(" and ")} ${granted.length === 1 ? "runs" : "run"} unconfined: as the runtime's own user, with no sandbox,
+    html`${granted.join(" and ")} ${granted.length === 1 ? "runs" : "run"} unconfined (<code>KINTSUGI_SANDBOX=off</code>): as the runtime's own user, with no sandbox,
     able to read and write anything that user can. Deny-command patterns are a tripwire, not a boundary: a determined
     model can spell around them. Grant ${granted.length === 1 ? "it" : "them"} only to agents you trust with the host.`,
     `This agent grants ${granted.join(" and ")}.`

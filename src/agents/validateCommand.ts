@@ -7,6 +7,7 @@ import { lstat, readdir, readFile, stat } from "node:fs/promises"
 import { basename, join } from "node:path"
 import type { Problem } from "../contract/Problem.ts"
 import { MAX_PACKAGE_FILE_BYTES, MAX_PACKAGE_FILES, PACKAGE_PATH, parsePackageDraft, type RawPackageFile } from "./AgentPackage.ts"
+import { sandboxConfigFromEnv } from "../tools/Sandbox.ts"
 import { mcpServersOf } from "./agentChecks.ts"
 import { displayName } from "./packagePaths.ts"
 import { DEFAULT_ZIP_CAPS, readZip, unwrapSingleFolder } from "./zip.ts"
@@ -95,8 +96,13 @@ const load = async (target: string): Promise<Loaded> => {
  * Runs the command on its arguments (after `agents validate`). Prints every problem as
  * `path: message`, then notes; or the notes and `ok: <name> v<version> (<audience>)`. Returns the exit
  * code: 0 valid, 1 problems, 2 usage error (including an unreadable target). Never throws for bad input.
+ * `env` gives KINTSUGI_SANDBOX: with `off`, granted process tools get a note that they run unconfined.
  */
-export const agentsValidateMain = async (args: ReadonlyArray<string>, io: CommandIo = stdio): Promise<number> => {
+export const agentsValidateMain = async (
+  args: ReadonlyArray<string>,
+  io: CommandIo = stdio,
+  env: Readonly<Record<string, string | undefined>> = process.env
+): Promise<number> => {
   if (args.length === 1 && (args[0] === "-h" || args[0] === "--help")) {
     io.out(VALIDATE_USAGE)
     return 0
@@ -119,6 +125,10 @@ export const agentsValidateMain = async (args: ReadonlyArray<string>, io: Comman
   const tools = (parsed?.draft.tools ?? []).filter((s): s is string => typeof s === "string")
   const servers = parsed?.draft.audience === "runtime" ? mcpServersOf(tools) : []
   if (servers.length > 0) io.out(safe(`note: MCP servers are checked when the agent is installed: ${servers.join(", ")}`))
+  const granted = parsed?.draft.tools === undefined ? ["shell", "git"] : tools.filter((t) => t === "shell" || t === "git")
+  if (parsed !== undefined && granted.length > 0 && sandboxConfigFromEnv(env).mode === "off") {
+    io.out(`note: ${granted.join(" and ")} would run unconfined here (KINTSUGI_SANDBOX=off): as the runtime's user, able to read and write anything it can`)
+  }
   const pkg = parsed?.pkg
   if (problems.length > 0 || pkg === undefined) return 1
   io.out(safe(`ok: ${pkg.name} v${pkg.version} (${pkg.audience})`))

@@ -8,13 +8,14 @@ import { Cause, Deferred, Duration, Effect, Exit, Layer, Option, Queue, Stream }
 import { AgentRuntime, JobRefused, type JobBoundary, type JobHandle, type JobOutcome } from "../contract/AgentRuntime.ts"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import type { ProviderConfig } from "../contract/ProviderConfig.ts"
-import { ProcessRunner, ProcessRunnerLive } from "../tools/ProcessRunner.ts"
+import { ProcessRunner, processRunnerLayer, type RunnerOptions } from "../tools/ProcessRunner.ts"
 import { createKernelTools } from "../tools/registry.ts"
+import { Sandbox, type SandboxConfig, sandboxConfigFromEnv, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
 import { agentLoop } from "./agentLoop.ts"
 import { DEFECT_MESSAGE, failureReason, JobAborted, JobTimedOut, type KernelError } from "./errors.ts"
 import { EventSink } from "./EventSink.ts"
 import { makeJobModels, type JobModels } from "./PiAiModels.ts"
-import { prepareJob, type PreparedJob } from "./prepareJob.ts"
+import { prepareJob, processToolGrants, type PreparedJob } from "./prepareJob.ts"
 import { Redactor } from "./Redactor.ts"
 import { Spans } from "./Spans.ts"
 
@@ -27,6 +28,10 @@ export interface KernelConfig {
   readonly diagnostics?: (line: string) => void
   /** Where the workspace may lie (the envelope's `boundary`); absent = the caller is trusted with its paths. */
   readonly boundary?: JobBoundary | undefined
+  /** How shell and git are confined. Default: KINTSUGI_SANDBOX from the environment. */
+  readonly sandbox?: SandboxConfig
+  /** Prefix of every process run token (set by the worker, so it can sweep leftovers). */
+  readonly runTokenPrefix?: string
 }
 
 const isTerminal = (e: JobEvent) => e.type === "job.completed" || e.type === "job.failed"
@@ -50,7 +55,8 @@ const runPrepared = (
   sink: EventSink,
   redactor: Redactor,
   abort: Deferred.Deferred<void>,
-  diagnostics: (line: string) => void
+  diagnostics: (line: string) => void,
+  runner: RunnerOptions
 ): Effect.Effect<JobOutcome> =>
   Effect.gen(function* () {
     const { spec } = prepared
@@ -86,7 +92,7 @@ const runPrepared = (
         remainingMs: () => Math.max(0, deadline - Date.now())
       })
       // The runner's scope ends with the loop: every process it started is killed before we go on.
-    }).pipe(Effect.provide(ProcessRunnerLive))
+    }).pipe(Effect.provide(processRunnerLayer(runner)))
 
     const idleSec = spec.limits.idleTimeoutSec ?? 0
     const guarded: Effect.Effect<string, KernelError> = loop.pipe(
@@ -136,11 +142,15 @@ const runPrepared = (
   })
 
 /** Builds the runtime for one set of provider configs. */
-export const makeAgentRuntime = (config: KernelConfig): AgentRuntime["Type"] => ({
+export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape): AgentRuntime["Type"] => ({
   start: (job) =>
     Effect.gen(function* () {
       const { jobModels, problems } = yield* Effect.promise(() => makeJobModels(config.providers))
-      const prepared = yield* prepareJob(job, jobModels, config.boundary).pipe(
+      // Only a job granting shell or git needs the sandbox (and pays for the one-time probe).
+      const grants = processToolGrants(job)
+      const refusal = grants.length === 0 ? undefined : yield* sandbox.refusal
+      const sandboxProblems = refusal === undefined ? [] : grants.map((g) => ({ path: g.path, message: `${g.name} ${refusal}` }))
+      const prepared = yield* prepareJob(job, jobModels, config.boundary, sandboxProblems).pipe(
         Effect.mapError((refused) => new JobRefused({ problems: [...problems, ...refused.problems] }))
       )
       if (problems.length > 0) return yield* Effect.fail(new JobRefused({ problems }))
@@ -150,8 +160,13 @@ export const makeAgentRuntime = (config: KernelConfig): AgentRuntime["Type"] => 
       const queue = yield* Queue.unbounded<JobEvent>()
       const sink = new EventSink(redactor, (e) => Queue.unsafeOffer(queue, e))
       const abort = yield* Deferred.make<void>()
+      const status = grants.length === 0 ? undefined : yield* sandbox.status
+      const runner: RunnerOptions = {
+        ...(status?._tag === "Bwrap" ? { sandbox: { bwrap: status.bwrap, workspace: prepared.workspace } } : {}),
+        ...(config.runTokenPrefix === undefined ? {} : { tokenPrefix: config.runTokenPrefix })
+      }
       const fiber = yield* Effect.forkDaemon(
-        runPrepared(jobId, prepared, jobModels, sink, redactor, abort, config.diagnostics ?? (() => {}))
+        runPrepared(jobId, prepared, jobModels, sink, redactor, abort, config.diagnostics ?? (() => {}), runner)
       )
       const handle: JobHandle = {
         id: jobId,
@@ -169,4 +184,6 @@ export const makeAgentRuntime = (config: KernelConfig): AgentRuntime["Type"] => 
 
 /** The kernel layer an orchestrator provides: `AgentRuntime` over the given providers. */
 export const KernelLive = (config: KernelConfig): Layer.Layer<AgentRuntime> =>
-  Layer.succeed(AgentRuntime, makeAgentRuntime(config))
+  Layer.effect(AgentRuntime, Effect.map(Sandbox, (sandbox) => makeAgentRuntime(config, sandbox))).pipe(
+    Layer.provide(SandboxLive(config.sandbox ?? sandboxConfigFromEnv(process.env)))
+  )

@@ -60,16 +60,34 @@ const toolProblems = (job: unknown): Array<Problem> => {
   return problems
 }
 
+/** The process tools (shell, git) a job grants, with where: no `tools` list grants every kernel tool. */
+export const processToolGrants = (job: unknown): ReadonlyArray<{ readonly path: string; readonly name: string }> => {
+  const agent = pluck(job, "agent")
+  if (agent !== null && typeof agent === "object" && !Object.hasOwn(agent, "tools")) {
+    return [{ path: "agent.tools", name: "shell and git (granted by default when no tools are listed)" }]
+  }
+  return (strings(pluck(job, "agent", "tools")) ?? []).flatMap((name, i) =>
+    name === "shell" || name === "git" ? [{ path: `agent.tools.${i}`, name }] : []
+  )
+}
+
 /**
  * Every problem of `job` at once, or the prepared job. The checks beyond the schema run on whatever
  * part of the document is well-formed, so one refusal lists schema and workspace problems together.
+ * `extra` are problems found outside (e.g. the sandbox a granted process tool needs).
  */
-export const prepareJob = (job: unknown, jobModels: JobModels, boundary?: JobBoundary): Effect.Effect<PreparedJob, JobRefused> =>
+export const prepareJob = (
+  job: unknown,
+  jobModels: JobModels,
+  boundary?: JobBoundary,
+  extra: ReadonlyArray<Problem> = []
+): Effect.Effect<PreparedJob, JobRefused> =>
   Effect.gen(function* () {
     const decoded = decodeAll(JobSpec)(job)
     const problems: Array<Problem> = Either.isLeft(decoded)
       ? decoded.left.filter((p) => p.message !== "skill names must be unique")
       : []
+    problems.push(...extra)
     problems.push(...duplicateSkillProblems(pluck(job, "agent", "skills"), "agent.skills"))
     problems.push(...toolProblems(job))
     const compiled = compileDenyPatterns(strings(pluck(job, "agent", "denyCommandPatterns")) ?? [])

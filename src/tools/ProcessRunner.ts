@@ -1,7 +1,8 @@
 /**
  * The process runner: one argv process per call (never a shell of its own) in a new session and
  * process group, with an allowlisted environment, stdin on /dev/null, bounded output capture, a
- * timeout, and a kill-tree that runs on exit, on timeout and on Effect interruption alike.
+ * timeout, and a kill-tree that runs on exit, on timeout and on Effect interruption alike. With a
+ * sandbox, the direct child is bubblewrap and the command runs inside it (Sandbox.ts).
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
@@ -9,11 +10,11 @@ import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "./limits.ts"
 import { OutputCapture } from "./outputCapture.ts"
 import { ProcessTree, RUN_TOKEN_VAR, scanProcesses } from "./processTree.ts"
 import { makeGitTool } from "./git.ts"
+import { bwrapArgs, SAFE_PATH, type SandboxedRun } from "./Sandbox.ts"
 import { makeShellTool } from "./shell.ts"
 import { type KernelTool, ToolError } from "./Tool.ts"
 
-/** The only PATH a process sees; argv[0] is resolved on it too. */
-export const SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+export { SAFE_PATH }
 /** Time between SIGTERM and SIGKILL. */
 export const KILL_GRACE_MS = 500
 /** How long the pipes may stay open after the direct child exited (a background job holds them). */
@@ -93,14 +94,25 @@ const settleWithin = (p: Promise<unknown>, ms: number): Promise<boolean> => {
   ]).finally(() => clearTimeout(timer))
 }
 
-const start = (req: RunRequest): Running => {
+export interface RunnerOptions {
+  /** Run every process inside bubblewrap, confined to this workspace; absent = unconfined. */
+  readonly sandbox?: SandboxedRun
+  /** Prefix of every run token (the job's), so a worker can find leftovers after the job child died. */
+  readonly tokenPrefix?: string
+}
+
+const start = (req: RunRequest, options: RunnerOptions): Running => {
   const [cmd, ...rest] = req.argv
   const exe = cmd.includes("/") ? cmd : Bun.which(cmd, { PATH: SAFE_PATH })
   if (exe === null) throw new Error(`${cmd}: not found on ${SAFE_PATH}`)
-  const token = randomBytes(12).toString("hex")
-  const proc = Bun.spawn([exe, ...rest], {
+  const token = `${options.tokenPrefix ?? ""}${randomBytes(12).toString("hex")}`
+  const env = { ...req.env, ...baseEnvironment(req.home ?? req.cwd, token) }
+  const sandbox = options.sandbox
+  // bwrap gets the same environment, so the token sweep finds it too; it passes exactly `env` inside.
+  const argv = sandbox === undefined ? [exe, ...rest] : [sandbox.bwrap, ...bwrapArgs(sandbox.workspace, env, req.cwd), exe, ...rest]
+  const proc = Bun.spawn(argv, {
     cwd: req.cwd,
-    env: { ...req.env, ...baseEnvironment(req.home ?? req.cwd, token) },
+    env,
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
@@ -160,13 +172,14 @@ const start = (req: RunRequest): Running => {
 }
 
 /** A runner whose scope finalizer kills every tree still running. */
-export const makeProcessRunner: Effect.Effect<ProcessRunnerShape, never, Scope.Scope> = Effect.acquireRelease(
-  Effect.sync(() => createProcessRunner()),
-  (runner) => runner.killAll
-)
+export const makeProcessRunner = (options: RunnerOptions = {}): Effect.Effect<ProcessRunnerShape, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(() => createProcessRunner(options)),
+    (runner) => runner.killAll
+  )
 
 /** A runner without a scope: the caller owns `killAll`. */
-export const createProcessRunner = (): ProcessRunnerShape => {
+export const createProcessRunner = (options: RunnerOptions = {}): ProcessRunnerShape => {
   const running = new Set<Running>()
   let tracker: ReturnType<typeof setInterval> | undefined
   const track = () => {
@@ -199,7 +212,7 @@ export const createProcessRunner = (): ProcessRunnerShape => {
     Effect.acquireUseRelease(
       Effect.try({
         try: () => {
-          const r = start(req)
+          const r = start(req, options)
           register(r)
           return r
         },
@@ -220,7 +233,11 @@ export const createProcessRunner = (): ProcessRunnerShape => {
 }
 
 /** The per-job runner: the kernel provides it per job, so closing the job's scope kills every tree. */
-export const ProcessRunnerLive: Layer.Layer<ProcessRunner> = Layer.scoped(ProcessRunner, makeProcessRunner)
+export const processRunnerLayer = (options: RunnerOptions): Layer.Layer<ProcessRunner> =>
+  Layer.scoped(ProcessRunner, makeProcessRunner(options))
+
+/** An unconfined per-job runner. */
+export const ProcessRunnerLive: Layer.Layer<ProcessRunner> = processRunnerLayer({})
 
 /** The process tools (shell, git) of one job, all running through `runner`. */
 export const processTools = (runner: ProcessRunnerShape): ReadonlyArray<KernelTool> => [

@@ -60,6 +60,12 @@ const ownSession = self?.session ?? ownPid
 
 /** The environment variable every run's processes inherit; sweeping by it catches double forks. */
 export const RUN_TOKEN_VAR = "KINTSUGI_RUN"
+/** Set by the worker for a job child: every run token of the job starts with it (see sweepRunPrefix). */
+export const RUN_PREFIX_VAR = "KINTSUGI_RUN_PREFIX"
+
+/** `{ runTokenPrefix }` when `value` is a well-formed prefix (hex, then "-"), else nothing. */
+export const validRunPrefix = (value: string | undefined): { readonly runTokenPrefix?: string } =>
+  value !== undefined && /^[0-9a-f]{16,64}-$/.test(value) ? { runTokenPrefix: value } : {}
 
 const hasToken = (pid: number, needle: string): boolean => {
   // A process caught in the middle of execve shows an empty environment for a moment: look again.
@@ -175,5 +181,27 @@ export class ProcessTree {
       if (Date.now() >= reapEnd) return this.members(scanProcesses()).map((p) => p.pid)
       await Bun.sleep(10)
     }
+  }
+}
+
+/**
+ * Kills every process whose run token starts with `prefix` (a job's processes, after its job child
+ * died: with SIGKILL nobody else sweeps them), repeating until none is left or `reapMs` passed.
+ * Only processes started at or after `since` (a startTime in clock ticks) are examined.
+ * Returns the pids still alive at the end (normally none).
+ */
+export const sweepRunPrefix = async (prefix: string, since: string | undefined, reapMs = 2000): Promise<ReadonlyArray<number>> => {
+  const needle = `\0${RUN_TOKEN_VAR}=${prefix}`
+  const carriers = () =>
+    scanProcesses().filter(
+      (p) => isLive(p) && p.pid > 1 && p.pid !== ownPid && (since === undefined || Number(p.startTime) >= Number(since)) && hasToken(p.pid, needle)
+    )
+  const end = Date.now() + reapMs
+  for (;;) {
+    const found = carriers()
+    if (found.length === 0) return []
+    if (Date.now() >= end) return found.map((p) => p.pid)
+    for (const p of found) signal(p.pid, "SIGKILL")
+    await Bun.sleep(10)
   }
 }

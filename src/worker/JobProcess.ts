@@ -4,9 +4,11 @@
  * dies without a terminal event (crash, SIGKILL, OOM) is a failure, never a job left running.
  */
 import { Effect, Schema } from "effect"
+import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import type { JobEnvelope } from "../contract/AgentRuntime.ts"
 import { JobEvent, JobRefusedLine } from "../contract/JobEvent.ts"
+import { readStat, RUN_PREFIX_VAR, sweepRunPrefix } from "../tools/processTree.ts"
 import type { Settlement } from "./JobStore.ts"
 
 export const CLI_PATH = join(import.meta.dir, "..", "cli.ts")
@@ -18,10 +20,11 @@ const decodeRefusal = Schema.decodeUnknownEither(JobRefusedLine)
 
 /**
  * The child's environment: what it needs to run and reach providers, nothing of the server's (no
- * DATABASE_URL, no KINTSUGI_SECRET_KEY): secrets come on stdin only.
+ * DATABASE_URL, no KINTSUGI_SECRET_KEY): secrets come on stdin only. KINTSUGI_SANDBOX tells it how to
+ * confine shell and git.
  */
 export const childEnvironment = (): Record<string, string> => {
-  const keep = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"]
+  const keep = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT"]
   const env: Record<string, string> = {}
   for (const k of keep) {
     const v = process.env[k]
@@ -42,7 +45,16 @@ export interface JobProcessHooks {
 /** Runs the child to its end and returns how the job ended. Never fails: every end is a settlement. */
 export const runJobProcess = (envelope: JobEnvelope, hooks: JobProcessHooks, entry: string = CLI_PATH): Effect.Effect<Settlement> =>
   Effect.promise(async (signal): Promise<Settlement> => {
-    const child = Bun.spawn(["bun", entry, "run-job"], { stdin: "pipe", stdout: "pipe", stderr: "pipe", env: childEnvironment() })
+    // Every process the job starts carries a run token with this prefix: after the child is gone,
+    // whatever still carries it is swept (a SIGKILLed child cannot kill its own unconfined processes).
+    const runPrefix = `${randomBytes(12).toString("hex")}-`
+    const child = Bun.spawn(["bun", entry, "run-job"], {
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...childEnvironment(), [RUN_PREFIX_VAR]: runPrefix }
+    })
+    const childStart = readStat(child.pid)?.startTime
     child.stdin.write(JSON.stringify(envelope))
     await child.stdin.end()
     let terminal: Settlement | undefined
@@ -85,6 +97,9 @@ export const runJobProcess = (envelope: JobEnvelope, hooks: JobProcessHooks, ent
       clearInterval(poll)
       signal.removeEventListener("abort", abort)
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+      await child.exited
+      const survivors = await sweepRunPrefix(runPrefix, childStart)
+      if (survivors.length > 0) hooks.log(`${survivors.length} process(es) of the job survived SIGKILL`)
     }
   })
 

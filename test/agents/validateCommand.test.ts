@@ -17,12 +17,14 @@ beforeAll(() => {
 })
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }))
 
-const run = async (...args: Array<string>) => {
+const runWith = async (env: Record<string, string>, args: ReadonlyArray<string>) => {
   const out: Array<string> = []
   const err: Array<string> = []
-  const code = await agentsValidateMain(args, { out: (l) => out.push(l), err: (l) => err.push(l) })
+  const code = await agentsValidateMain(args, { out: (l) => out.push(l), err: (l) => err.push(l) }, env)
   return { code, out, err }
 }
+// The sandbox mode is explicit: the default (auto) adds no note about process tools.
+const run = (...args: Array<string>) => runWith({}, args)
 
 const writeTree = (dir: string, files: ReadonlyArray<{ path: string; content: string | Uint8Array }>) => {
   for (const f of files) {
@@ -42,6 +44,18 @@ describe("kintsugi agents validate", () => {
       out: ["note: shared skills are checked when the agent is installed: house-style", "ok: support-bot v3 (runtime)"],
       err: []
     })
+  })
+
+  test("with KINTSUGI_SANDBOX=off, granted process tools get a note that they run unconfined", async () => {
+    const file = path.join(tmp, "support-bot.md")
+    fs.writeFileSync(file, SUPPORT_BOT_MD)
+    expect((await runWith({ KINTSUGI_SANDBOX: "off" }, [file])).out).toEqual([
+      "note: shared skills are checked when the agent is installed: house-style",
+      "note: shell would run unconfined here (KINTSUGI_SANDBOX=off): as the runtime's user, able to read and write anything it can",
+      "ok: support-bot v3 (runtime)"
+    ])
+    fs.writeFileSync(file, SUPPORT_BOT_MD.replace("  - shell\n", ""))
+    expect((await runWith({ KINTSUGI_SANDBOX: "off" }, [file])).out.join("\n")).not.toContain("unconfined")
   })
 
   test("a package folder, read recursively; MCP servers are a note too", async () => {

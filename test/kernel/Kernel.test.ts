@@ -4,15 +4,16 @@
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Layer, Stream } from "effect"
-import { readFileSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { AgentRuntime, type JobHandle } from "../../src/contract/AgentRuntime.ts"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { KernelLive } from "../../src/kernel/Kernel.ts"
 import { dumpableFlag, makeNonDumpable } from "../../src/kernel/nonDumpable.ts"
 import { createJob, createJobDirs, createProvider, type JobDirs, type JobOverrides } from "../support/jobChild.ts"
+import { testSandboxConfig } from "../support/sandbox.ts"
 import { startOpenAIServer, type Step } from "../support/scriptedServers.ts"
-import { isAlive } from "../support/processes.ts"
+import { pidsWithArg } from "../support/processes.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
@@ -32,7 +33,7 @@ const startJob = async (
   const server = await startOpenAIServer(steps)
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
   cleanups.push(() => server.stop(), () => dirs.cleanup())
-  const layer = KernelLive({ providers: [createProvider(server, "openai-completions")] })
+  const layer = KernelLive({ providers: [createProvider(server, "openai-completions")], sandbox: testSandboxConfig() })
   const program = Effect.gen(function* () {
     const runtime = yield* AgentRuntime
     const handle = yield* runtime.start(createJob(dirs, overrides))
@@ -62,34 +63,40 @@ describe("AgentRuntime layer", () => {
     expect(refused.problems.map((p) => p.path)).toEqual(expect.arrayContaining(["agent", "task", "model", "workspace", "limits"]))
   })
 
+  // Both tests find the processes by a unique argument in the host's /proc: inside the sandbox `$$`
+  // and `$!` are pids of the job's own PID namespace.
   test("abort() ends the job as aborted; the running tool's process is dead when job.failed is seen", async () => {
-    const sleeper: Step = { kind: "turn", toolCalls: [{ name: "shell", arguments: { command: "echo $$ > out/pid.txt; exec sleep 60" } }] }
-    let pidAtTerminal: boolean | undefined
+    const marker = "60.0173"
+    const sleeper: Step = { kind: "turn", toolCalls: [{ name: "shell", arguments: { command: `echo started > out/pid.txt; exec sleep ${marker}` } }] }
+    let aliveBeforeAbort: boolean | undefined
+    let aliveAtTerminal: boolean | undefined
     const r = await startJob([sleeper, { kind: "turn", text: "never" }], { limits: { idleTimeoutSec: 0 } }, (e, handle, dirs) => {
       if (e.type === "tool.call") {
-        // Give the shell a moment to record its pid, then abort.
-        setTimeout(() => Effect.runFork(handle.abort), 300)
+        // Give the shell a moment to start, then abort.
+        setTimeout(() => {
+          aliveBeforeAbort = existsSync(join(dirs.out, "pid.txt")) && pidsWithArg(marker).length > 0
+          Effect.runFork(handle.abort)
+        }, 300)
       }
-      if (e.type === "job.failed") {
-        const pid = Number(readFileSync(join(dirs.out, "pid.txt"), "utf8").trim())
-        pidAtTerminal = isAlive(pid)
-      }
+      if (e.type === "job.failed") aliveAtTerminal = pidsWithArg(marker).length > 0
     })
     expect(r.outcome).toEqual({ _tag: "Failed", reason: "aborted", message: "the job was aborted" })
-    expect(pidAtTerminal).toBe(false)
+    expect(aliveBeforeAbort).toBe(true)
+    expect(aliveAtTerminal).toBe(false)
   })
 
   test("a background process a command left behind is dead before job.completed", async () => {
+    const marker = "300.0173"
     const leaver: Step = {
       kind: "turn",
-      toolCalls: [{ name: "shell", arguments: { command: "(sleep 300 & echo $! > out/bg.txt); echo started" } }]
+      toolCalls: [{ name: "shell", arguments: { command: `(sleep ${marker} & echo $! > out/bg.txt); echo started` } }]
     }
     const seen: Array<boolean> = []
     const r = await startJob([leaver, { kind: "turn", text: "ok" }], {}, (e, _h, dirs) => {
-      if (e.type === "job.completed") seen.push(isAlive(Number(readFileSync(join(dirs.out, "bg.txt"), "utf8").trim())))
+      if (e.type === "job.completed") seen.push(existsSync(join(dirs.out, "bg.txt")), pidsWithArg(marker).length > 0)
     })
     expect(r.outcome._tag).toBe("Completed")
-    expect(seen).toEqual([false])
+    expect(seen).toEqual([true, false])
   })
 })
 

@@ -23,11 +23,13 @@ export interface ChildRun {
 
 const decodeEvent = Schema.decodeUnknownSync(JobEvent)
 
-/** The job child's environment: no proxies for loopback, nothing else of ours. */
+/** The job child's environment: no proxies for loopback, the test run's sandbox mode, nothing else of ours. */
 const childEnv = (): Record<string, string> => ({
   PATH: process.env["PATH"] ?? "/usr/bin:/bin",
   HOME: process.env["HOME"] ?? "/tmp",
-  NO_PROXY: "127.0.0.1,localhost"
+  NO_PROXY: "127.0.0.1,localhost",
+  KINTSUGI_SANDBOX: process.env["KINTSUGI_SANDBOX"] ?? "auto",
+  KINTSUGI_ALLOW_UNCONFINED_ROOT: process.env["KINTSUGI_ALLOW_UNCONFINED_ROOT"] ?? ""
 })
 
 export interface RunningChild {

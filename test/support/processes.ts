@@ -1,5 +1,5 @@
 /** Process checks for tests, independent of the runner's own /proc code. */
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 
 /** True while `pid` runs; a zombie (dead, not yet reaped) or a missing entry counts as dead. */
 export const isAlive = (pid: number): boolean => {
@@ -11,3 +11,16 @@ export const isAlive = (pid: number): boolean => {
     return false
   }
 }
+
+/** Live pids (in this PID namespace) whose argv holds `arg` exactly: finds sandboxed processes too. */
+export const pidsWithArg = (arg: string): Array<number> =>
+  readdirSync("/proc")
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0").includes(arg) && isAlive(pid)
+      } catch {
+        return false
+      }
+    })

@@ -5,7 +5,7 @@
 import { THINKING_LEVELS } from "../../src/contract/AgentDefinition.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
 import type { AgentForm, FormRow, PlacedProblems } from "../../src/http/portal/agentForm.ts"
-import { fieldProblems, skillHref, slotId, unconfinedWarning } from "../components.ts"
+import { fieldProblems, processToolsUnconfined, skillHref, slotId, unconfinedWarning } from "../components.ts"
 import { html, type Html } from "../html.ts"
 
 export interface SharedSkillOption {
@@ -52,8 +52,8 @@ const TOOL_NOTES: Readonly<Record<string, string>> = {
   find: "find files by name (confined)",
   write: "write files (confined to the output folder)",
   edit: "edit files (confined to the output folder)",
-  shell: "run commands: unconfined",
-  git: "run git: unconfined",
+  shell: "run commands",
+  git: "run git",
   codemode: "run JavaScript in a sandbox that calls the other tools"
 }
 
@@ -76,7 +76,11 @@ export const toolsFieldset = (form: AgentForm, options: EditorOptions, placed: P
       <label class="check"><input type="radio" name="toolsMode" value="selected"${form.toolsMode === "selected" ? html` checked` : html``}> Only the tools checked below</label>
     </div>
     <div class="check-grid" role="group" aria-label="Kernel tools" aria-describedby="${slotId("tools")}">
-      ${options.kernelTools.map((t) => toolCheck(form, t, TOOL_NOTES[t] ?? "", t === "shell" || t === "git"))}
+      ${options.kernelTools.map((t) =>
+        t === "shell" || t === "git"
+          ? toolCheck(form, t, `${TOOL_NOTES[t] ?? ""}: ${processToolsUnconfined() ? "unconfined" : "sandboxed"}`, true)
+          : toolCheck(form, t, TOOL_NOTES[t] ?? "")
+      )}
     </div>
     <p class="group-label">MCP servers</p>
     ${mcpGroup(form, options.mcpServers)}

@@ -1,0 +1,190 @@
+/**
+ * The process sandbox (ARCHITECTURE §10): whether `shell` and `git` run inside bubblewrap, the probe
+ * that decides it once per process, and the bwrap argv that confines one call to the job's workspace.
+ */
+import { Context, Effect, Layer } from "effect"
+import { lstatSync, readlinkSync } from "node:fs"
+import type { ResolvedWorkspace } from "./Tool.ts"
+
+/** The only PATH a process sees; argv[0] is resolved on it too (the runner's allowlist). */
+export const SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+export const SANDBOX_ENV = "KINTSUGI_SANDBOX"
+/**
+ * "1" lets `off` run process tools as root. For test runs in root containers where bubblewrap cannot
+ * work; never for a real installation (the refusal message does not mention it).
+ */
+export const UNCONFINED_ROOT_ENV = "KINTSUGI_ALLOW_UNCONFINED_ROOT"
+export const SANDBOX_MODES = ["auto", "bwrap", "off"] as const
+export type SandboxMode = (typeof SANDBOX_MODES)[number]
+
+export interface SandboxConfig {
+  /** auto and bwrap: bubblewrap when it works, else process tools are refused; off: unconfined. */
+  readonly mode: SandboxMode
+  /** A KINTSUGI_SANDBOX value that is not a mode: process tools are refused, naming it. */
+  readonly invalidValue?: string
+  /** The bubblewrap binary: a name looked up on SAFE_PATH, or a path (tests name a missing one). */
+  readonly bwrap?: string
+  /** Unconfined process tools as uid 0 are refused unless "allow" (tests only: UNCONFINED_ROOT_ENV). */
+  readonly unconfinedRoot?: "refuse" | "allow"
+}
+
+/** Reads KINTSUGI_SANDBOX (default auto) and UNCONFINED_ROOT_ENV. */
+export const sandboxConfigFromEnv = (env: Readonly<Record<string, string | undefined>>): SandboxConfig => {
+  const raw = env[SANDBOX_ENV]?.trim().toLowerCase() ?? ""
+  if (raw === "") return { mode: "auto" }
+  if (raw === "off" && env[UNCONFINED_ROOT_ENV] === "1") return { mode: "off", unconfinedRoot: "allow" }
+  if ((SANDBOX_MODES as ReadonlyArray<string>).includes(raw)) return { mode: raw as SandboxMode }
+  // Fail closed: an unknown value requires the sandbox and the refusal names the value.
+  return { mode: "bwrap", invalidValue: env[SANDBOX_ENV] ?? "" }
+}
+
+/** How process tools run here. */
+export type SandboxStatus =
+  | { readonly _tag: "Bwrap"; readonly bwrap: string }
+  | { readonly _tag: "Off" }
+  | { readonly _tag: "Unavailable"; readonly reason: string }
+
+const probes = new Map<string, SandboxStatus>()
+
+const firstLine = (text: string) => (text.trim().split("\n")[0] ?? "").slice(0, 300)
+
+/**
+ * Runs one trivial sandboxed `true` with the same namespaces and system mounts a call gets; cached per
+ * binary for the life of the process.
+ */
+export const probeBwrap = (bwrap: string = "bwrap"): SandboxStatus => {
+  const cached = probes.get(bwrap)
+  if (cached !== undefined) return cached
+  const status = runProbe(bwrap)
+  probes.set(bwrap, status)
+  return status
+}
+
+const runProbe = (bwrap: string): SandboxStatus => {
+  if (process.platform !== "linux") return { _tag: "Unavailable", reason: "bubblewrap needs Linux" }
+  const exe = bwrap.includes("/") ? bwrap : Bun.which(bwrap, { PATH: SAFE_PATH })
+  const trueExe = Bun.which("true", { PATH: SAFE_PATH })
+  if (exe === null || trueExe === null) {
+    return { _tag: "Unavailable", reason: "bubblewrap (bwrap) is not installed (Debian package `bubblewrap`)" }
+  }
+  let r: ReturnType<typeof Bun.spawnSync>
+  try {
+    r = Bun.spawnSync([exe, ...NAMESPACES, ...systemMounts(), ...PRIVATE_MOUNTS, "--", trueExe], {
+      env: { PATH: SAFE_PATH },
+      stdin: "ignore",
+      stdout: "ignore",
+      stderr: "pipe",
+      timeout: 10_000
+    })
+  } catch (e) {
+    return { _tag: "Unavailable", reason: `bubblewrap (${bwrap}) could not be started: ${e instanceof Error ? firstLine(e.message) : "unknown error"}` }
+  }
+  if (r.exitCode === 0) return { _tag: "Bwrap", bwrap: exe }
+  const why = firstLine(r.stderr?.toString() ?? "") || `exit code ${String(r.exitCode)}`
+  const hint = /namespace|permitted|denied/i.test(why)
+    ? " (user namespaces are blocked here, e.g. by a container's seccomp profile or kernel.unprivileged_userns_clone=0)"
+    : ""
+  return { _tag: "Unavailable", reason: `bubblewrap does not work here: ${why}${hint}` }
+}
+
+/** Forgets cached probe answers (tests that change what a binary name points at). */
+export const forgetProbes = (): void => probes.clear()
+
+// --cap-drop ALL: run as root, bwrap keeps every capability inside its user namespace, and
+// CAP_SYS_ADMIN there can remount a read-only root read-write (measured: `mount -o remount,rw,bind`).
+const NAMESPACES = ["--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session"] as const
+const PRIVATE_MOUNTS = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"] as const
+/** Top-level system directories, mounted read-only (or recreated as the symlinks they are). */
+const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"] as const
+/** The pieces of /etc that the dynamic loader and Debian's alternatives need; nothing else of it. */
+const ETC_FILES = ["/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"] as const
+
+/** Mount arguments for a minimal read-only system: /usr, the lib/bin dirs, a few /etc files. */
+export const systemMounts = (): Array<string> => {
+  const out: Array<string> = []
+  for (const dir of SYSTEM_DIRS) {
+    try {
+      const st = lstatSync(dir)
+      if (st.isSymbolicLink()) out.push("--symlink", readlinkSync(dir), dir)
+      else if (st.isDirectory()) out.push("--ro-bind", dir, dir)
+    } catch {
+      // Not on this system (e.g. /lib32): nothing to mount.
+    }
+  }
+  for (const f of ETC_FILES) out.push("--ro-bind-try", f, f)
+  return out
+}
+
+const depth = (p: string) => p.split("/").filter((s) => s !== "").length
+
+/**
+ * Workspace mounts: every read-only entry read-only at its own path, outDir writable at its own path,
+ * the root created when it is not itself a read-only entry; parents before children.
+ */
+export const workspaceMounts = (ws: ResolvedWorkspace): Array<string> => {
+  const ops: Array<{ readonly path: string; readonly args: ReadonlyArray<string> }> = []
+  if (!ws.readOnly.includes(ws.root) && ws.outDir !== ws.root) ops.push({ path: ws.root, args: ["--dir", ws.root] })
+  for (const ro of ws.readOnly) ops.push({ path: ro, args: ["--ro-bind", ro, ro] })
+  ops.push({ path: ws.outDir, args: ["--bind", ws.outDir, ws.outDir] })
+  // Stable sort: at equal depth the root directory comes first, then read-only entries, then outDir.
+  return ops.sort((a, b) => depth(a.path) - depth(b.path)).flatMap((o) => o.args)
+}
+
+/**
+ * The bwrap arguments (without the binary and without the command) for one call: new namespaces, no
+ * capabilities, an
+ * environment of exactly `env`, the minimal system, private /proc, /dev and /tmp, the workspace, `cwd`.
+ * Nothing else of the host is visible: no data dir, no /home, no /root, no host /tmp, no /etc.
+ */
+export const bwrapArgs = (ws: ResolvedWorkspace, env: Readonly<Record<string, string>>, cwd: string): Array<string> => [
+  ...NAMESPACES,
+  "--clearenv",
+  ...Object.entries(env).flatMap(([k, v]) => ["--setenv", k, v]),
+  ...systemMounts(),
+  ...PRIVATE_MOUNTS,
+  // After the private /tmp: a workspace below /tmp is mounted on top of it, nothing else of /tmp is.
+  ...workspaceMounts(ws),
+  "--chdir",
+  cwd,
+  "--"
+]
+
+/** How the runner confines one job's processes; undefined = unconfined. */
+export interface SandboxedRun {
+  readonly bwrap: string
+  readonly workspace: ResolvedWorkspace
+}
+
+/** Why process tools may not run under `status` (for uid `uid`), or undefined when they may. */
+export const processToolRefusal = (status: SandboxStatus, config: SandboxConfig, uid: number): string | undefined => {
+  if (status._tag === "Unavailable") {
+    return `needs the process sandbox, which is not available: ${status.reason}. Remove the grant, make bubblewrap work, or set KINTSUGI_SANDBOX=off to run shell and git unconfined`
+  }
+  if (status._tag === "Off" && uid === 0 && config.unconfinedRoot !== "allow") {
+    return "would run unconfined as root (KINTSUGI_SANDBOX=off): refused. Run the runtime as an unprivileged user, or use the sandbox (KINTSUGI_SANDBOX=auto with bubblewrap)"
+  }
+  return undefined
+}
+
+export interface SandboxShape {
+  readonly config: SandboxConfig
+  /** How process tools run; the first call with auto/bwrap probes bubblewrap, later calls reuse the answer. */
+  readonly status: Effect.Effect<SandboxStatus>
+  /** Why a job granting shell or git must be refused here (sandbox missing, or unconfined root), or undefined. */
+  readonly refusal: Effect.Effect<string | undefined>
+}
+
+export class Sandbox extends Context.Tag("tools/Sandbox")<Sandbox, SandboxShape>() {}
+
+export const makeSandbox = (config: SandboxConfig): SandboxShape => {
+  const status = Effect.sync((): SandboxStatus => {
+    if (config.invalidValue !== undefined) {
+      return { _tag: "Unavailable", reason: `KINTSUGI_SANDBOX=${JSON.stringify(config.invalidValue)} is not one of ${SANDBOX_MODES.join(", ")}` }
+    }
+    return config.mode === "off" ? { _tag: "Off" } : probeBwrap(config.bwrap)
+  })
+  const uid = process.getuid?.() ?? -1
+  return { config, status, refusal: Effect.map(status, (s) => processToolRefusal(s, config, uid)) }
+}
+
+export const SandboxLive = (config: SandboxConfig): Layer.Layer<Sandbox> => Layer.sync(Sandbox, () => makeSandbox(config))

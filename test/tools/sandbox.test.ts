@@ -1,0 +1,179 @@
+/**
+ * The process sandbox: the mode and probe, the refusal reasons, the bwrap argv, and (with a real
+ * bubblewrap; skipped with the reason when it does not work here) what a command inside can reach.
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
+import { Effect } from "effect"
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { basename, join } from "node:path"
+import { createProcessRunner, type ProcessRunnerShape } from "../../src/tools/ProcessRunner.ts"
+import {
+  makeSandbox,
+  processToolRefusal,
+  sandboxConfigFromEnv,
+  workspaceMounts
+} from "../../src/tools/Sandbox.ts"
+import { makeGitTool } from "../../src/tools/git.ts"
+import { makeShellTool } from "../../src/tools/shell.ts"
+import { pidsWithArg } from "../support/processes.ts"
+import { BWRAP_SKIP_REASON, bwrapWorks } from "../support/sandbox.ts"
+import { createToolContext, createWorkspaceTree, runToolText, type WorkspaceTree } from "../support/workspace.ts"
+
+setDefaultTimeout(30_000)
+
+describe("sandbox mode and refusals", () => {
+  test("KINTSUGI_SANDBOX: default auto, the three modes, anything else fails closed naming the value", async () => {
+    expect(sandboxConfigFromEnv({})).toEqual({ mode: "auto" })
+    expect(sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "OFF" })).toEqual({ mode: "off" })
+    expect(sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "bwrap" })).toEqual({ mode: "bwrap" })
+    expect(sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "off", KINTSUGI_ALLOW_UNCONFINED_ROOT: "1" })).toEqual({ mode: "off", unconfinedRoot: "allow" })
+    expect(sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "auto", KINTSUGI_ALLOW_UNCONFINED_ROOT: "1" })).toEqual({ mode: "auto" })
+    const bogus = sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "nope" })
+    expect(bogus).toEqual({ mode: "bwrap", invalidValue: "nope" })
+    const status = await Effect.runPromise(makeSandbox(bogus).status)
+    expect(status).toEqual({ _tag: "Unavailable", reason: 'KINTSUGI_SANDBOX="nope" is not one of auto, bwrap, off' })
+  })
+
+  test("a bubblewrap that cannot run makes auto and bwrap unavailable, with the reason; off never probes", async () => {
+    for (const mode of ["auto", "bwrap"] as const) {
+      const sandbox = makeSandbox({ mode, bwrap: "/nonexistent/bwrap" })
+      const status = await Effect.runPromise(sandbox.status)
+      expect(status._tag).toBe("Unavailable")
+      const refusal = await Effect.runPromise(sandbox.refusal)
+      expect(refusal).toContain("needs the process sandbox, which is not available")
+      expect(refusal).toContain("KINTSUGI_SANDBOX=off")
+    }
+    expect(await Effect.runPromise(makeSandbox({ mode: "off", bwrap: "/nonexistent/bwrap" }).status)).toEqual({ _tag: "Off" })
+  })
+
+  test("unconfined process tools are refused as root, allowed for other users and for a harness that says so", () => {
+    const off = { _tag: "Off" } as const
+    expect(processToolRefusal(off, { mode: "off" }, 0)).toContain("would run unconfined as root")
+    expect(processToolRefusal(off, { mode: "off" }, 1000)).toBeUndefined()
+    expect(processToolRefusal(off, { mode: "off", unconfinedRoot: "allow" }, 0)).toBeUndefined()
+    expect(processToolRefusal({ _tag: "Bwrap", bwrap: "/usr/bin/bwrap" }, { mode: "auto" }, 0)).toBeUndefined()
+  })
+
+  test("workspace mounts: read-only entries read-only at their own paths, outDir writable, parents first", () => {
+    expect(workspaceMounts({ root: "/w", readOnly: ["/w/src", "/w/docs/a.md"], outDir: "/w/out" })).toEqual([
+      "--dir", "/w", "--ro-bind", "/w/src", "/w/src", "--bind", "/w/out", "/w/out", "--ro-bind", "/w/docs/a.md", "/w/docs/a.md"
+    ])
+    // A read-only root is itself the mount; outDir elsewhere.
+    expect(workspaceMounts({ root: "/w/src", readOnly: ["/w/src"], outDir: "/o" })).toEqual([
+      "--bind", "/o", "/o", "--ro-bind", "/w/src", "/w/src"
+    ])
+  })
+})
+
+describe.skipIf(!bwrapWorks)(bwrapWorks ? "inside the sandbox" : `inside the sandbox (${BWRAP_SKIP_REASON})`, () => {
+  const CANARY = `canary-${crypto.randomUUID()}`
+  let tree: WorkspaceTree
+  let runner: ProcessRunnerShape
+  let hostTmpFile: string
+  let listener: ReturnType<typeof Bun.serve>
+  let witness: Bun.Subprocess
+  const shell = (command: string) => runToolText(makeShellTool(runner), { command }, createToolContext(tree.workspace).ctx)
+
+  beforeAll(async () => {
+    tree = await createWorkspaceTree(
+      { "ro/a.txt": "readable\n" },
+      { outsideFiles: { "secret.key": CANARY, "pgdata/base/1/16384": `sealed:${CANARY}` } }
+    )
+    const status = await Effect.runPromise(makeSandbox({ mode: "bwrap" }).status)
+    if (status._tag !== "Bwrap") throw new Error("probe changed its answer")
+    runner = createProcessRunner({ sandbox: { bwrap: status.bwrap, workspace: tree.workspace } })
+    hostTmpFile = join(realpathSync(tmpdir()), `host-tmp-${crypto.randomUUID()}`)
+    writeFileSync(hostTmpFile, CANARY)
+    listener = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(CANARY) })
+    // A process with the canary in its environment, standing in for the serving process.
+    witness = Bun.spawn(["sleep", "600.0419"], { env: { PATH: "/usr/bin:/bin", KINTSUGI_ADMIN_PASSWORD: CANARY } })
+  })
+  afterAll(async () => {
+    await Effect.runPromise(runner.killAll)
+    witness.kill("SIGKILL")
+    await listener.stop(true)
+    rmSync(hostTmpFile, { force: true })
+    await tree.cleanup()
+  })
+
+  test("no host process is visible: /proc lists only the sandbox's own pids", async () => {
+    const out = await shell("ls /proc | grep -E '^[0-9]+$' | sort -n | tr '\\n' ' '")
+    const pids = out.split("\n")[1]?.trim().split(" ").map(Number) ?? []
+    expect(pids.length).toBeGreaterThan(0)
+    expect(pids.every((p) => p < 100)).toBe(true)
+    expect(pids).not.toContain(witness.pid)
+    const environ = await shell(`cat /proc/${witness.pid}/environ /proc/*/environ 2>&1; tr '\\0' '\\n' < /proc/1/environ`)
+    expect(environ).not.toContain(CANARY)
+  })
+
+  test("files outside the workspace do not exist in the sandbox: the secret key, the database files", async () => {
+    const out = await shell(`cat ${tree.outside}/secret.key; cat ${tree.outside}/pgdata/base/1/16384; ls / /home /root /etc 2>&1`)
+    expect(out).not.toContain(CANARY)
+    expect(out).toContain("No such file or directory")
+    expect(out).toStartWith("exit code: ")
+  })
+
+  test("no network: a listening loopback port of the host cannot be reached", async () => {
+    const out = await shell(`echo > /dev/tcp/127.0.0.1/${listener.port} && echo connected`)
+    expect(out).not.toContain("connected")
+    expect(out).toMatch(/^exit code: 1\n/)
+    // Control: the same line unconfined connects.
+    const bare = Bun.spawnSync(["bash", "-c", `echo > /dev/tcp/127.0.0.1/${listener.port} && echo connected`])
+    expect(bare.stdout.toString()).toBe("connected\n")
+  })
+
+  test("read-only roots are read-only at their own paths; outDir is writable at its own path", async () => {
+    expect(await shell(`cat ${tree.ro}/a.txt; cat ro/a.txt`)).toBe("exit code: 0\nreadable\nreadable\n")
+    const ro = await shell(`echo x > ${tree.ro}/new.txt`)
+    expect(ro).toContain("Read-only file system")
+    expect(existsSync(join(tree.ro, "new.txt"))).toBe(false)
+    expect(await shell(`echo written > ${tree.out}/made.txt && echo ok`)).toBe("exit code: 0\nok\n")
+    expect(readFileSync(join(tree.out, "made.txt"), "utf8")).toBe("written\n")
+  })
+
+  test("no capabilities: a read-only root cannot be remounted read-write from inside (also as root)", async () => {
+    const out = await shell(`grep CapEff /proc/self/status; mount -o remount,rw,bind ${tree.ro} && echo REMOUNTED; echo x > ${tree.ro}/pwned && echo WROTE`)
+    expect(out).toContain("CapEff:\t0000000000000000")
+    expect(out).not.toContain("REMOUNTED")
+    expect(out).not.toContain("WROTE")
+    expect(existsSync(join(tree.ro, "pwned"))).toBe(false)
+  })
+
+  test("/tmp is private both ways", async () => {
+    const out = await shell(`cat ${hostTmpFile} 2>&1; ls /tmp; echo inner > /tmp/inner-${CANARY} && echo wrote`)
+    expect(out).not.toContain(CANARY)
+    expect(out).toContain("wrote")
+    expect(existsSync(join(tmpdir(), `inner-${CANARY}`))).toBe(false)
+  })
+
+  test("git works on a real repository in a read-only root", async () => {
+    const env = { PATH: "/usr/bin:/bin", HOME: tree.root, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" }
+    const git = (...args: Array<string>) => Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: tree.ro, env })
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "first commit")
+    const repoTree = { ...tree.workspace, root: tree.ro }
+    const ctx = createToolContext(repoTree).ctx
+    const repoRunner = createProcessRunner({ sandbox: { bwrap: (await Effect.runPromise(makeSandbox({ mode: "bwrap" }).status) as { bwrap: string }).bwrap, workspace: repoTree } })
+    try {
+      const tool = makeGitTool(repoRunner)
+      expect(await runToolText(tool, { args: ["status", "--short"] }, ctx)).toBe("exit code: 0\n(no output)")
+      expect(await runToolText(tool, { args: ["log", "--format=%s"] }, ctx)).toBe("exit code: 0\nfirst commit\n")
+    } finally {
+      await Effect.runPromise(repoRunner.killAll)
+    }
+  })
+
+  test("sleep 1000 & sleep 1000 & wait, 1 s timeout: nothing survives", async () => {
+    const out = await runToolText(makeShellTool(runner), { command: "sleep 1000.0419 & sleep 1000.0419 & wait", timeoutSec: 1 }, createToolContext(tree.workspace).ctx)
+    expect(out).toStartWith("timed out after 1s")
+    expect(pidsWithArg("1000.0419")).toEqual([])
+  })
+
+  test("the parent of the workspace holds only the workspace; its siblings do not exist", async () => {
+    mkdirSync(join(tree.outside, "sub"), { recursive: true })
+    expect(await shell(`ls ${join(tree.root, "..")}`)).toBe(`exit code: 0\n${basename(tree.root)}\n`)
+    expect(await shell(`ls ${tree.outside}/sub`)).toStartWith("exit code: 2\n")
+  })
+})

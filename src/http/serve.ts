@@ -8,6 +8,7 @@ import { Access, PERMISSIONS } from "../access/Access.ts"
 import { DbMigratedLive } from "../db/Db.ts"
 import { makeAppRuntime } from "../main.ts"
 import { databaseHealth, makeApp } from "./app.ts"
+import { MAX_BODY_BYTES } from "./body.ts"
 
 /** On an empty database: the first admin, with KINTSUGI_ADMIN_PASSWORD or a generated password printed once. */
 export const ensureAdmin = Effect.gen(function* () {
@@ -23,6 +24,18 @@ export const ensureAdmin = Effect.gen(function* () {
   )
 })
 
+/**
+ * Serves `app` with Bun: bodies past MAX_BODY_BYTES are refused by Bun itself too (a backstop behind
+ * the app's own capped reader), and each request carries the client's socket address to the app.
+ */
+export const listen = (app: ReturnType<typeof makeApp>, options: { readonly hostname: string; readonly port: number }) =>
+  Bun.serve({
+    hostname: options.hostname,
+    port: options.port,
+    maxRequestBodySize: MAX_BODY_BYTES,
+    fetch: (request, server) => app.handle(request, server.requestIP(request)?.address)
+  })
+
 export const serveMain = async (): Promise<void> => {
   const log = (line: string) => process.stderr.write(`${line}\n`)
   let rt: Awaited<ReturnType<typeof makeAppRuntime>>
@@ -35,11 +48,7 @@ export const serveMain = async (): Promise<void> => {
   const admin = await rt.runPromiseExit(ensureAdmin)
   if (Exit.isFailure(admin)) log("kintsugi: could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)")
   const app = makeApp({ runtime: rt, log, healthy: () => rt.runPromise(databaseHealth) })
-  const server = Bun.serve({
-    port: Number(process.env["PORT"] ?? 7777),
-    hostname: process.env["HOST"] ?? "127.0.0.1",
-    fetch: (request) => app.handle(request)
-  })
+  const server = listen(app, { port: Number(process.env["PORT"] ?? 7777), hostname: process.env["HOST"] ?? "127.0.0.1" })
   process.stdout.write(`kintsugi: serving on http://${server.hostname}:${server.port}\n`)
   const stop = () => {
     void server.stop().then(() => rt.dispose()).then(() => process.exit(0))

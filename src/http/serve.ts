@@ -25,14 +25,15 @@ export const ensureAdmin = Effect.gen(function* () {
 })
 
 /**
- * Serves `app` with Bun: bodies past MAX_BODY_BYTES are refused by Bun itself too (a backstop behind
- * the app's own capped reader), and each request carries the client's socket address to the app.
+ * Serves `app` with Bun: bodies past the cap are refused by Bun itself too, a backstop behind the app's
+ * own capped reader (1 MiB above it, so that the reader, which names the limit, answers first); each
+ * request carries the client's socket address to the app.
  */
 export const listen = (app: ReturnType<typeof makeApp>, options: { readonly hostname: string; readonly port: number }) =>
   Bun.serve({
     hostname: options.hostname,
     port: options.port,
-    maxRequestBodySize: MAX_BODY_BYTES,
+    maxRequestBodySize: MAX_BODY_BYTES + 1024 * 1024,
     fetch: (request, server) => app.handle(request, server.requestIP(request)?.address)
   })
 

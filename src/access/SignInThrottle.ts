@@ -61,6 +61,8 @@ export class SignInThrottle extends Context.Tag("access/SignInThrottle")<
       address: string,
       signIn: Effect.Effect<A, InvalidCredentials, R>
     ) => Effect.Effect<A, InvalidCredentials | SignInThrottled, R>
+    /** How many usernames and addresses are remembered (each at most `maxKeys`). */
+    readonly tracked: () => { readonly usernames: number; readonly addresses: number }
   }
 >() {}
 
@@ -160,6 +162,7 @@ export const makeSignInThrottle = (options: Partial<SignInThrottleOptions> = {})
             })
           )
         )
-      })
+      }),
+    tracked: () => ({ usernames: usernames.size(), addresses: addresses.size() })
   }
 }

@@ -1,13 +1,18 @@
-/** The HTTP application: health, session, the Agent Builder API and portal. One ManagedRuntime runs every handler. */
+/**
+ * The HTTP application: health, session, the Agent Builder API and portal behind the edge checks
+ * (edge.ts). One ManagedRuntime runs every handler.
+ */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { Elysia } from "elysia"
+import { makeSignInThrottle, type SignInThrottle } from "../access/SignInThrottle.ts"
 import { agentRoutes } from "./api/agents.ts"
 import { jobRoutes } from "./api/jobs.ts"
 import { providerRoutes } from "./api/providers.ts"
 import { sessionRoutes } from "./api/session.ts"
 import { tokenRoutes } from "./api/tokens.ts"
 import { portalRoutes } from "./portal/portalRoutes.ts"
+import { allowedHostsFromEnv, withEdge } from "./edge.ts"
 import { json } from "./respond.ts"
 import { publicRoutes, routes, type AppRuntime } from "./route.ts"
 
@@ -16,22 +21,42 @@ export interface AppOptions {
   /** Answers whether the database is reachable (for /healthz). */
   readonly healthy: () => Promise<boolean>
   readonly log: (line: string) => void
+  /** Host header values answered; default `allowedHostsFromEnv()` (KINTSUGI_ALLOWED_HOSTS). */
+  readonly allowedHosts?: ReadonlyArray<string>
+  /** Default: a fresh throttle with the default budgets. */
+  readonly signInThrottle?: SignInThrottle["Type"]
 }
 
+/**
+ * The app: `handle(request, clientAddress?)` runs the edge checks, then the routes (`routes` lists
+ * them). `kintsugi serve` passes the socket address; tests in-process may leave it out.
+ */
 export const makeApp = (options: AppOptions) => {
+  const inner = makeRoutes(options)
+  const handle = withEdge(inner, { allowedHosts: options.allowedHosts ?? allowedHostsFromEnv() })
+  return {
+    handle,
+    get routes() {
+      return inner.routes
+    }
+  }
+}
+
+const makeRoutes = (options: AppOptions) => {
   const route = routes(options.runtime, options.log)
   const publicRoute = publicRoutes(options.runtime, options.log)
+  const throttle = options.signInThrottle ?? makeSignInThrottle()
   return new Elysia()
     .get("/healthz", async () =>
       (await options.healthy()) ? new Response("ok\n", { headers: { "content-type": "text/plain" } }) : new Response("database unreachable\n", { status: 503 })
     )
-    .use(sessionRoutes(route, publicRoute))
+    .use(sessionRoutes(route, publicRoute, throttle))
     .use(agentRoutes(route))
     .use(providerRoutes(route))
     .use(jobRoutes(route))
     .use(tokenRoutes(route))
     .all("/api/*", () => json({ error: { code: "not-found", message: "no such endpoint" } }, 404))
-    .use(portalRoutes({ runtime: options.runtime, log: options.log }))
+    .use(portalRoutes({ runtime: options.runtime, log: options.log, signInThrottle: throttle }))
 }
 
 /** `SELECT 1` through the pool. */

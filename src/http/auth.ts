@@ -68,12 +68,8 @@ const checkSameOrigin = (request: Request, principal: Principal, formToken: stri
   return undefined
 }
 
-/** The principal of the request, or 401; then the guard's permission, or 403. */
-export const authorize = (
-  request: Request,
-  guard: Guard,
-  formToken?: string
-): Effect.Effect<Principal, ApiError, Access> =>
+/** The principal of the request's API token or session cookie, or 401. Reads no body. */
+export const authenticate = (request: Request): Effect.Effect<Principal, ApiError, Access> =>
   Effect.gen(function* () {
     const access = yield* Access
     const auth = request.headers.get("authorization")
@@ -85,14 +81,22 @@ export const authorize = (
         ? yield* access.session(cookie)
         : Option.none()
     if (Option.isNone(principal)) return yield* Effect.fail<ApiError>({ _tag: "Unauthenticated", message: "sign in or send an API token" })
-    const who = principal.value
-    if (who.via === "session" && !SAFE_METHODS.has(request.method)) {
-      const refused = checkSameOrigin(request, who, formToken)
-      if (refused !== undefined) return yield* Effect.fail(refused)
-    }
-    if (guard === "admin" ? !isAdmin(who) : guard !== "read" && !who.permissions.has(guard)) {
-      const needs = guard === "admin" ? `every permission (${PERMISSIONS.join(", ")})` : `the ${guard} permission`
-      return yield* Effect.fail<ApiError>({ _tag: "Forbidden", message: `this needs ${needs}` })
-    }
-    return who
+    return principal.value
   })
+
+/** May `who` do this: a change made with a session passes the same-origin and CSRF checks (403), then the guard (403). */
+export const permit = (request: Request, who: Principal, guard: Guard, formToken?: string): Effect.Effect<Principal, ApiError> => {
+  if (who.via === "session" && !SAFE_METHODS.has(request.method)) {
+    const refused = checkSameOrigin(request, who, formToken)
+    if (refused !== undefined) return Effect.fail(refused)
+  }
+  if (guard === "admin" ? !isAdmin(who) : guard !== "read" && !who.permissions.has(guard)) {
+    const needs = guard === "admin" ? `every permission (${PERMISSIONS.join(", ")})` : `the ${guard} permission`
+    return Effect.fail<ApiError>({ _tag: "Forbidden", message: `this needs ${needs}` })
+  }
+  return Effect.succeed(who)
+}
+
+/** The principal of the request, or 401; then the guard's permission, or 403. */
+export const authorize = (request: Request, guard: Guard, formToken?: string): Effect.Effect<Principal, ApiError, Access> =>
+  Effect.flatMap(authenticate(request), (who) => permit(request, who, guard, formToken))

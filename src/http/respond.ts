@@ -35,6 +35,8 @@ export type ApiError =
   | { readonly _tag: "ProjectExists"; readonly message: string }
   | { readonly _tag: "McpServerNotFound"; readonly message: string }
   | { readonly _tag: "McpServerInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
+  | { readonly _tag: "PayloadTooLarge"; readonly message: string }
+  | { readonly _tag: "TooManyRequests"; readonly message: string; readonly retryAfterSeconds: number }
 
 export const statusOf = (e: ApiError): number => {
   switch (e._tag) {
@@ -69,8 +71,12 @@ export const statusOf = (e: ApiError): number => {
     case "ProviderInUse":
     case "ProjectExists":
       return 409
+    case "PayloadTooLarge":
+      return 413
     case "AgentUnavailable":
       return 422
+    case "TooManyRequests":
+      return 429
   }
 }
 
@@ -97,7 +103,9 @@ export const errorBody = (e: ApiError) => ({
   }
 })
 
-export const errorResponse = (e: ApiError): Response => json(errorBody(e), statusOf(e))
+/** The error as JSON; a 429 also says when to come back (`Retry-After`, seconds). */
+export const errorResponse = (e: ApiError): Response =>
+  json(errorBody(e), statusOf(e), e._tag === "TooManyRequests" ? { "retry-after": String(e.retryAfterSeconds) } : {})
 
 /** A route's outcome as a response; `log` receives defects (never the client). */
 export const fromExit = (exit: Exit.Exit<Response, ApiError>, log: (line: string) => void): Response => {

@@ -1,7 +1,7 @@
 /**
  * How an Elysia handler runs an Effect: authorize, run on the app's ManagedRuntime, map the Exit to a
- * response. Request bodies are read with a size cap and decoded with Effect Schema, every problem
- * listed.
+ * response. Request bodies are read by body.ts (capped, strict) and decoded with Effect Schema, every
+ * problem listed.
  */
 import { Effect, Either, type ManagedRuntime, type Schema } from "effect"
 import type { SqlClient } from "@effect/sql/SqlClient"
@@ -16,12 +16,13 @@ import type { JobRoots } from "../worker/JobRoots.ts"
 import type { JobStore } from "../worker/JobStore.ts"
 import { decodeAll } from "../contract/Problem.ts"
 import { authorize, type Guard } from "./auth.ts"
+import { jsonBody, MAX_BODY_BYTES } from "./body.ts"
 import { badRequest, fromExit, type ApiError } from "./respond.ts"
 
 export type AppServices = Access | AgentStore | SkillStore | ProviderStore | Bindings | McpServers | JobStore | JobBus | JobRoots | SqlClient
 export type AppRuntime = ManagedRuntime.ManagedRuntime<AppServices, never>
 
-export const MAX_BODY_BYTES = 16 * 1024 * 1024
+export { jsonBody, MAX_BODY_BYTES } from "./body.ts"
 
 export interface RouteInput {
   readonly request: Request
@@ -47,44 +48,9 @@ export const publicRoutes = (rt: AppRuntime, log: (line: string) => void) =>
   (handler: (request: Request) => Effect.Effect<Response, ApiError, AppServices>) =>
     async (ctx: { readonly request: Request }): Promise<Response> => fromExit(await rt.runPromiseExit(handler(ctx.request)), log)
 
-/**
- * The body's bytes, read chunk by chunk and abandoned as soon as they pass `max` (a declared length
- * over the cap is refused before reading anything).
- */
-export const cappedBody = (request: Request, max: number = MAX_BODY_BYTES): Effect.Effect<Uint8Array, ApiError> =>
-  Effect.gen(function* () {
-    const tooLarge = badRequest([{ path: "(body)", message: `larger than ${max} bytes` }])
-    if (Number(request.headers.get("content-length") ?? "0") > max) return yield* Effect.fail(tooLarge)
-    const body = request.body
-    if (body === null) return new Uint8Array(0)
-    const read = yield* Effect.promise(async () => {
-      const chunks: Array<Uint8Array> = []
-      let size = 0
-      for await (const chunk of body) {
-        size += chunk.length
-        if (size > max) {
-          await body.cancel().catch(() => undefined)
-          return undefined
-        }
-        chunks.push(chunk)
-      }
-      return Buffer.concat(chunks)
-    })
-    return read === undefined ? yield* Effect.fail(tooLarge) : new Uint8Array(read)
-  })
-
-/** The JSON body, capped in size; a body that is not JSON is a 400 naming the problem. */
-export const jsonBody = (request: Request): Effect.Effect<unknown, ApiError> =>
-  Effect.flatMap(cappedBody(request), (bytes) =>
-    Effect.try({
-      try: () => JSON.parse(new TextDecoder().decode(bytes)) as unknown,
-      catch: () => badRequest([{ path: "(body)", message: "is not valid JSON" }])
-    })
-  )
-
-/** The body decoded with `schema`, or a 400 listing every problem. */
-export const decodeBody = <A, I>(request: Request, schema: Schema.Schema<A, I>): Effect.Effect<A, ApiError> =>
-  Effect.flatMap(jsonBody(request), (body) =>
+/** The body decoded with `schema` (read by `jsonBody`, capped at `max`), or a 400 listing every problem. */
+export const decodeBody = <A, I>(request: Request, schema: Schema.Schema<A, I>, max: number = MAX_BODY_BYTES): Effect.Effect<A, ApiError> =>
+  Effect.flatMap(jsonBody(request, max), (body) =>
     Either.match(decodeAll(schema)(body), { onLeft: (p) => Effect.fail(badRequest(p)), onRight: Effect.succeed })
   )
 

@@ -9,6 +9,7 @@ import { DbMigratedLive } from "../db/Db.ts"
 import { makeAppRuntime } from "../main.ts"
 import { secretsConfigProvider, secureProcessSecrets } from "../processSecrets.ts"
 import { databaseHealth, makeApp } from "./app.ts"
+import { MAX_BODY_BYTES } from "./body.ts"
 
 /** On an empty database: the first admin, with KINTSUGI_ADMIN_PASSWORD or a generated password printed once. */
 export const ensureAdmin = Effect.gen(function* () {
@@ -24,6 +25,19 @@ export const ensureAdmin = Effect.gen(function* () {
       : `kintsugi: created user admin with password ${password}\n          (shown once; change it with kintsugi users add / set KINTSUGI_ADMIN_PASSWORD on a fresh database)\n`
   )
 })
+
+/**
+ * Serves `app` with Bun: bodies past the cap are refused by Bun itself too, a backstop behind the app's
+ * own capped reader (1 MiB above it, so that the reader, which names the limit, answers first); each
+ * request carries the client's socket address to the app.
+ */
+export const listen = (app: ReturnType<typeof makeApp>, options: { readonly hostname: string; readonly port: number }) =>
+  Bun.serve({
+    hostname: options.hostname,
+    port: options.port,
+    maxRequestBodySize: MAX_BODY_BYTES + 1024 * 1024,
+    fetch: (request, server) => app.handle(request, server.requestIP(request)?.address)
+  })
 
 export const serveMain = async (): Promise<void> => {
   const log = (line: string) => process.stderr.write(`${line}\n`)
@@ -44,11 +58,7 @@ export const serveMain = async (): Promise<void> => {
   const admin = await rt.runPromiseExit(ensureAdmin)
   if (Exit.isFailure(admin)) log("kintsugi: could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)")
   const app = makeApp({ runtime: rt, log, healthy: () => rt.runPromise(databaseHealth) })
-  const server = Bun.serve({
-    port: Number(process.env["PORT"] ?? 7777),
-    hostname: process.env["HOST"] ?? "127.0.0.1",
-    fetch: (request) => app.handle(request)
-  })
+  const server = listen(app, { port: Number(process.env["PORT"] ?? 7777), hostname: process.env["HOST"] ?? "127.0.0.1" })
   process.stdout.write(`kintsugi: serving on http://${server.hostname}:${server.port}\n`)
   const stop = () => {
     void server.stop().then(() => rt.dispose()).then(() => process.exit(0))

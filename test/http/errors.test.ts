@@ -28,7 +28,9 @@ const CODES: Record<string, number> = {
   "builtin-read-only": 409,
   "skill-exists": 409,
   "skill-in-use": 409,
-  "agent-unavailable": 422
+  "payload-too-large": 413,
+  "agent-unavailable": 422,
+  "too-many-requests": 429
 }
 
 const m = (method: string, path: string, json?: unknown) => api.request(method, path, { token: api.manager.token, json })
@@ -63,6 +65,10 @@ describe("every error has the stable shape", () => {
     await expectCode("skill-exists", m("POST", "/api/admin/agent-skills", { name: "err-skill", content: "x" }))
     await expectCode("skill-in-use", m("DELETE", "/api/admin/agent-skills/err-skill"))
     await expectCode("agent-unavailable", m("GET", "/api/admin/agents/err-member/definition"))
+    await expectCode("payload-too-large", api.request("POST", "/api/session", { json: { username: "x".repeat(70_000), password: "y" } }))
+    // The 11th wrong password in a row for one username.
+    for (let i = 0; i < 10; i++) await api.request("POST", "/api/session", { json: { username: "err-throttled", password: `wrong ${i}` } })
+    await expectCode("too-many-requests", api.request("POST", "/api/session", { json: { username: "err-throttled", password: "wrong again" } }))
     expect([...seen.keys()].sort()).toEqual(Object.keys(CODES).sort())
 
     // Which optional keys each kind carries.
@@ -71,7 +77,7 @@ describe("every error has the stable shape", () => {
     }
     expect(Object.keys(seen.get("skill-in-use")!).sort()).toEqual(["agents", "code", "message"])
     expect(seen.get("skill-in-use")!["agents"]).toEqual(["err-user"])
-    for (const code of ["unauthenticated", "invalid-credentials", "forbidden", "agent-not-found", "skill-not-found", "not-found", "agent-exists", "builtin-read-only", "skill-exists"]) {
+    for (const code of ["unauthenticated", "invalid-credentials", "forbidden", "agent-not-found", "skill-not-found", "not-found", "agent-exists", "builtin-read-only", "skill-exists", "payload-too-large", "too-many-requests"]) {
       expect(Object.keys(seen.get(code)!).sort()).toEqual(["code", "message"])
     }
   })

@@ -98,14 +98,14 @@ describe("one 400 with every problem, each with its path", () => {
     expect(pathsOf(shape.json().error.problems)).toEqual(["extra", "files.0.content", "files.0.path", "files.1.path"])
   })
 
-  test("a declared body over 16 MiB → 400 before it is read", async () => {
+  test("a declared body over 16 MiB → 413 before it is read", async () => {
     const r = await api.request("POST", "/api/admin/agents", {
       token: api.manager.token,
       body: "{}",
       headers: { "content-type": "application/json", "content-length": String(16 * 1024 * 1024 + 1) }
     })
-    expect(r.status).toBe(400)
-    expect(r.json().error.problems).toEqual([{ path: "(body)", message: `larger than ${16 * 1024 * 1024} bytes` }])
+    expect(r.status).toBe(413)
+    expect(r.json()).toEqual({ error: { code: "payload-too-large", message: `the request body is larger than the limit of ${16 * 1024 * 1024} bytes` } })
   })
 
   test("a streamed body without a length is read only up to the cap", async () => {
@@ -121,8 +121,8 @@ describe("one 400 with every problem, each with its path", () => {
       }
     })
     const r = await api.request("POST", "/api/admin/agents", { token: api.manager.token, body, headers: { "content-type": "application/json" } })
-    expect(r.status).toBe(400)
-    expect(r.json().error.problems).toEqual([{ path: "(body)", message: `larger than ${16 * MiB} bytes` }])
+    expect(r.status).toBe(413)
+    expect(r.json()).toEqual({ error: { code: "payload-too-large", message: `the request body is larger than the limit of ${16 * MiB} bytes` } })
     expect(pulled).toBeLessThanOrEqual(18 * MiB)
   })
 })

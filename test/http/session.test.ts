@@ -4,6 +4,7 @@
  */
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { makeApp } from "../../src/http/app.ts"
+import { listen } from "../../src/http/serve.ts"
 import { createAgentFiles, ORIGIN, PASSWORD, type Session, storeFingerprint, useApi } from "../support/api.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
@@ -128,7 +129,7 @@ describe("a change made with a session must come from our own pages", () => {
 
   test("through a real server: the browser's own Origin passes, a foreign one does not", async () => {
     const app = makeApp({ runtime: api.runtime, healthy: () => Promise.resolve(true), log: () => {} })
-    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request) => app.handle(request) })
+    const server = listen(app, { hostname: "127.0.0.1", port: 0 })
     try {
       const base = `http://127.0.0.1:${server.port}`
       const post = (name: string, origin: string) =>

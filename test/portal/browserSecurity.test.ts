@@ -1,13 +1,14 @@
 /**
  * Portal security in headless Chromium: hostile agent text renders inert on every page that shows
- * it, a reader sees no edit controls and is refused when posting anyway, and a form on another
- * site cannot change anything (403).
+ * it, a reader sees no edit controls and is refused when posting anyway, a form on another site
+ * cannot change anything (403) nor sign the browser in to another account (login CSRF), and a
+ * DNS-rebound name is refused (421).
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
-import type { Page } from "playwright-core"
+import { chromium, type Page } from "playwright-core"
 import { AgentStore } from "../../src/agents/AgentStore.ts"
-import { BROWSER_TEST_MS, MANAGER, READER, startPortal, type Portal } from "./harness.ts"
+import { BROWSER_TEST_MS, CHROMIUM, MANAGER, READER, startPortal, type Portal } from "./harness.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
@@ -135,5 +136,51 @@ describe("portal security in the browser", () => {
     const agent = await portal.runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.get("evil")))
     expect(agent.name).toBe("evil")
     await context.close()
+  }, BROWSER_TEST_MS)
+
+  test("a page on another origin cannot sign the browser in to the attacker's account (login CSRF)", async () => {
+    const { context, page } = await portal.newPage()
+    const attackerCredentials = JSON.stringify({ username: READER.username, password: READER.password })
+    const attacker = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () =>
+        new Response(
+          `<!doctype html><form id="f" method="post" action="${portal.baseUrl}/sign-in">` +
+            `<input name="username" value="${READER.username}"><input name="password" value="${READER.password}"></form>` +
+            `<script>fetch(${JSON.stringify(`${portal.baseUrl}/api/session`)}, { method: "POST", mode: "no-cors", credentials: "include", ` +
+            `headers: { "content-type": "text/plain" }, body: ${JSON.stringify(attackerCredentials)} }).finally(() => document.getElementById("f").submit())</script>`,
+          { headers: { "content-type": "text/html" } }
+        )
+    })
+    try {
+      // 127.0.0.1 on another port: same site (the cookie would be kept), another origin.
+      const api = page.waitForResponse((r) => r.url() === `${portal.baseUrl}/api/session`)
+      const form = page.waitForResponse((r) => r.url() === `${portal.baseUrl}/sign-in` && r.request().method() === "POST")
+      await page.goto(`http://127.0.0.1:${attacker.port}/`)
+      expect([(await api).status(), (await form).status()]).toEqual([403, 403])
+      expect((await context.cookies(portal.baseUrl)).map((c) => c.name)).toEqual([])
+    } finally {
+      await attacker.stop(true)
+      await context.close()
+    }
+  }, BROWSER_TEST_MS)
+
+  test("DNS rebinding: a name that resolves to the server (evil.example → 127.0.0.1) gets 421 on pages and sign-in", async () => {
+    const port = new URL(portal.baseUrl).port
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--host-resolver-rules=MAP evil.example 127.0.0.1"] })
+    try {
+      const page = await browser.newPage()
+      const rebound = `http://evil.example:${port}`
+      expect((await page.goto(`${rebound}/sign-in`))?.status()).toBe(421)
+      const signIn = await page.evaluate(
+        (body) => fetch("/api/session", { method: "POST", headers: { "content-type": "application/json" }, body }).then((r) => r.status),
+        JSON.stringify({ username: MANAGER.username, password: MANAGER.password })
+      )
+      expect(signIn).toBe(421)
+      expect((await page.goto(`${portal.baseUrl}/sign-in`))?.status()).toBe(200)
+    } finally {
+      await browser.close()
+    }
   }, BROWSER_TEST_MS)
 })

@@ -10,6 +10,7 @@ import { join } from "node:path"
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core"
 import { Access, type Permission } from "../../src/access/Access.ts"
 import { makeApp } from "../../src/http/app.ts"
+import { listen } from "../../src/http/serve.ts"
 import { makeAppRuntime } from "../../src/main.ts"
 import { testJobRoots } from "../support/jobRoots.ts"
 import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
@@ -83,7 +84,7 @@ export const startPortal = async (options: { readonly worker?: boolean } = {}): 
   await addUser(runtime, MANAGER, ["agents.manage", "providers.manage"])
   await addUser(runtime, READER, [])
   const app = makeApp({ runtime, healthy: async () => true, log: (line) => log.push(line) })
-  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request) => app.handle(request) })
+  const server = listen(app, { hostname: "127.0.0.1", port: 0 })
   const baseUrl = `http://127.0.0.1:${server.port}`
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS })
   mkdirSync(ARTIFACTS, { recursive: true })

@@ -1,8 +1,14 @@
-/** Sign-in and sign-out for programs and the portal: a session cookie plus the session's CSRF token. */
+/**
+ * Sign-in and sign-out for programs and the portal: a session cookie plus the session's CSRF token.
+ * Sign-in is refused from other sites (login CSRF), reads at most 64 KiB and is throttled.
+ */
 import { Effect, Schema } from "effect"
 import { Elysia } from "elysia"
 import { Access, type Principal } from "../../access/Access.ts"
-import { clearedSessionCookie, cookieValue, SESSION_COOKIE, sessionCookie, type Guard } from "../auth.ts"
+import { SignInThrottle, type SignInThrottled } from "../../access/SignInThrottle.ts"
+import { clearedSessionCookie, cookieValue, crossSiteProblem, SESSION_COOKIE, sessionCookie, type Guard } from "../auth.ts"
+import { SIGN_IN_BODY_BYTES } from "../body.ts"
+import { clientAddress } from "../edge.ts"
 import { json, type ApiError } from "../respond.ts"
 import { decodeBody, type AppServices, type Handler } from "../route.ts"
 
@@ -10,19 +16,32 @@ const SignIn = Schema.Struct({ username: Schema.String, password: Schema.String 
 
 const who = (p: Principal) => ({ username: p.username, permissions: [...p.permissions].sort(), csrfToken: p.csrfToken ?? null })
 
+/** A throttled sign-in as the API's 429 (with Retry-After). */
+export const tooManyRequests = (e: SignInThrottled): ApiError => ({ _tag: "TooManyRequests", message: e.message, retryAfterSeconds: e.retryAfterSeconds })
+
+/** Access.signIn behind the throttle (per username and per the request's client address). */
+export const throttledSignIn = (request: Request, username: string, password: string) =>
+  Effect.flatMap(Effect.all([Access, SignInThrottle]), ([access, throttle]) =>
+    throttle.guard(username, clientAddress(request), access.signIn(username, password))
+  )
+
 export const sessionRoutes = (
   route: (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>,
-  publicRoute: (handler: (request: Request) => Effect.Effect<Response, ApiError, AppServices>) => (ctx: { request: Request }) => Promise<Response>
+  publicRoute: (handler: (request: Request) => Effect.Effect<Response, ApiError, AppServices>) => (ctx: { request: Request }) => Promise<Response>,
+  throttle: SignInThrottle["Type"]
 ) =>
   new Elysia({ name: "session-api" })
     .post(
       "/api/session",
       publicRoute((request) =>
         Effect.gen(function* () {
-          const { username, password } = yield* decodeBody(request, SignIn)
-          const session = yield* (yield* Access).signIn(username, password)
+          // No session yet, so no CSRF token: the same-origin check keeps other sites from signing a browser in.
+          const crossSite = crossSiteProblem(request)
+          if (crossSite !== undefined) return yield* Effect.fail(crossSite)
+          const { username, password } = yield* decodeBody(request, SignIn, SIGN_IN_BODY_BYTES)
+          const session = yield* throttledSignIn(request, username, password).pipe(Effect.catchTag("SignInThrottled", (e) => Effect.fail(tooManyRequests(e))))
           return json({ user: who(session.principal) }, 200, { "set-cookie": sessionCookie(session.token, session.expiresAt) })
-        })
+        }).pipe(Effect.provideService(SignInThrottle, throttle))
       )
     )
     .get("/api/session", route("read", ({ principal }) => Effect.succeed(json({ user: who(principal) }))))

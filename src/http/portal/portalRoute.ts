@@ -1,15 +1,17 @@
 /**
- * How a portal route runs: read the form (capped), authorize with the same `authorize` as the API
- * (session + CSRF token from header or `_csrf` field + same-origin check; deny by default), run the
- * handler on the app runtime, and render every error as HTML: a fragment for htmx, a page otherwise.
+ * How a portal route runs: authenticate (no body is read for an anonymous request), read the form
+ * (capped, strict), then the same checks as the API (CSRF token from header or `_csrf` field +
+ * same-origin check; deny by default), run the handler on the app runtime, and render every error as
+ * HTML: a fragment for htmx, a page otherwise.
  */
 import { Cause, Effect, Exit, Option } from "effect"
 import type { Principal } from "../../access/Access.ts"
 import { errorFragment, errorPage, type ErrorProps } from "../../../views/pages/errorPage.ts"
 import type { Assets, PageContext } from "../../../views/layout.ts"
-import { authorize, cookieValue, crossSiteProblem, SESSION_COOKIE, type Guard } from "../auth.ts"
-import { badRequest, statusOf, type ApiError } from "../respond.ts"
-import { MAX_BODY_BYTES, type AppRuntime, type AppServices } from "../route.ts"
+import { authenticate, crossSiteProblem, permit, type Guard } from "../auth.ts"
+import { emptyForm, formBody, MAX_BODY_BYTES, type PostedForm } from "../body.ts"
+import { statusOf, type ApiError } from "../respond.ts"
+import type { AppRuntime, AppServices } from "../route.ts"
 import { htmlResponse, isHtmx, redirect } from "./pageResponse.ts"
 
 export interface PortalInput {
@@ -22,10 +24,7 @@ export interface PortalInput {
   readonly form: PostedForm
 }
 
-/** A form as `Response.formData()` reads it. */
-export type PostedForm = Awaited<ReturnType<Response["formData"]>>
-
-const emptyForm = (): Promise<PostedForm> => new Response(new URLSearchParams()).formData()
+export type { PostedForm } from "../body.ts"
 
 export type PortalHandler = (input: PortalInput) => Effect.Effect<Response, ApiError, AppServices>
 export type ElysiaHandler = (ctx: { readonly request: Request; readonly params: Readonly<Record<string, string | undefined>> }) => Promise<Response>
@@ -58,26 +57,8 @@ export const errorHtml = (request: Request, page: PageContext, props: ErrorProps
     ? htmlResponse(errorFragment(props), props.status, { "hx-retarget": "#flash", "hx-reswap": "innerHTML" })
     : htmlResponse(errorPage(page, props), props.status)
 
-/** The posted form (urlencoded or multipart), refused past `max` bytes; no body = an empty form. */
-export const readForm = (request: Request, max = MAX_BODY_BYTES): Effect.Effect<PostedForm, ApiError> =>
-  Effect.gen(function* () {
-    const tooLarge = badRequest([{ path: "(body)", message: `larger than ${max} bytes` }])
-    if (Number(request.headers.get("content-length") ?? "0") > max) return yield* Effect.fail(tooLarge)
-    const type = request.headers.get("content-type") ?? ""
-    if (type === "") return yield* Effect.promise(emptyForm)
-    if (!type.startsWith("application/x-www-form-urlencoded") && !type.startsWith("multipart/form-data")) {
-      return yield* Effect.fail(badRequest([{ path: "(body)", message: "expected a form" }]))
-    }
-    const bytes = yield* Effect.promise(() => request.arrayBuffer())
-    if (bytes.byteLength > max) return yield* Effect.fail(tooLarge)
-    return yield* Effect.tryPromise({
-      try: () => new Response(bytes, { headers: { "content-type": type } }).formData(),
-      catch: () => badRequest([{ path: "(body)", message: "is not a readable form" }])
-    })
-  })
-
-const hasCredentials = (request: Request): boolean =>
-  cookieValue(request, SESSION_COOKIE) !== undefined || (request.headers.get("authorization") ?? "").startsWith("Bearer ")
+/** The posted form (urlencoded or multipart), read by body.ts: capped at `max`, strictly decoded. */
+export const readForm = (request: Request, max = MAX_BODY_BYTES): Effect.Effect<PostedForm, ApiError> => formBody(request, max)
 
 export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets: Assets) => {
   const anonymous = (path: string): PageContext => ({ viewer: null, assets, path })
@@ -119,11 +100,12 @@ export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets
         // Refused before anything else: a change from another site is 403 whether or not its cookie came along.
         const crossSite = crossSiteProblem(request)
         if (crossSite !== undefined) return yield* Effect.fail(crossSite)
-        if (!hasCredentials(request)) return yield* Effect.fail<ApiError>({ _tag: "Unauthenticated", message: "sign in first" })
       }
-      const form = withForm ? yield* readForm(request) : yield* Effect.promise(emptyForm)
+      // Who is asking, before any body is read: an anonymous request never makes the server buffer one.
+      const who = yield* authenticate(request)
+      const form = withForm ? yield* readForm(request) : yield* emptyForm()
       const token = form.get("_csrf")
-      principal = yield* authorize(request, guard, typeof token === "string" ? token : undefined)
+      principal = yield* permit(request, who, guard, typeof token === "string" ? token : undefined)
       return yield* handler({ request, url, params: ctx.params, principal, page: pageOf(principal, url.pathname), form })
     }).pipe(Effect.catchAll((e) => Option.match(Option.fromNullable(unauthenticated(request, url, e)), { onNone: () => Effect.fail(e), onSome: Effect.succeed })))
     return finish(request, () => (principal === undefined ? anonymous(url.pathname) : pageOf(principal, url.pathname)), program)

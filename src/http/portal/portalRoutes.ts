@@ -3,6 +3,7 @@
  * skills, and an HTML 404 for any other page. Mounted by makeApp beside the JSON API.
  */
 import { Elysia } from "elysia"
+import type { SignInThrottle } from "../../access/SignInThrottle.ts"
 import type { AppRuntime } from "../route.ts"
 import { accountPages } from "./accountPages.ts"
 import { agentPage } from "./agentPage.ts"
@@ -21,6 +22,7 @@ export interface PortalOptions {
   readonly runtime: AppRuntime
   /** Receives defects (never shown to the client). */
   readonly log: (line: string) => void
+  readonly signInThrottle: SignInThrottle["Type"]
 }
 
 export const portalRoutes = (options: PortalOptions) => {
@@ -31,7 +33,7 @@ export const portalRoutes = (options: PortalOptions) => {
   const statics = assets.files.reduce((app, file) => app.get(file.path, () => staticResponse(file)), new Elysia())
   return new Elysia({ name: "agent-builder-portal" })
     .use(statics)
-    .use(sessionPages(portal))
+    .use(sessionPages(portal, options.signInThrottle))
     .use(agentPages(portal))
     .use(versionPages(portal))
     .use(agentPage(portal))

@@ -2,8 +2,11 @@
 import { Effect, Option } from "effect"
 import { Elysia } from "elysia"
 import { Access } from "../../access/Access.ts"
+import { SignInThrottle } from "../../access/SignInThrottle.ts"
 import { signInPage } from "../../../views/pages/signIn.ts"
 import { authorize, clearedSessionCookie, cookieValue, crossSiteProblem, SESSION_COOKIE, sessionCookie } from "../auth.ts"
+import { throttledSignIn } from "../api/session.ts"
+import { SIGN_IN_BODY_BYTES } from "../body.ts"
 import { errorHtml, errorProps, readForm, type PortalRunner, type PostedForm } from "./portalRoute.ts"
 import { htmlResponse, localPath, PAGE_HEADERS, redirect } from "./pageResponse.ts"
 
@@ -15,7 +18,7 @@ const field = (form: PostedForm, name: string): string => {
 /** The principal of the request's session, if any (never fails). */
 const signedIn = (request: Request) => Effect.option(authorize(request, "read"))
 
-export const sessionPages = (portal: PortalRunner) =>
+export const sessionPages = (portal: PortalRunner, throttle: SignInThrottle["Type"]) =>
   new Elysia()
     .get(
       "/",
@@ -40,16 +43,20 @@ export const sessionPages = (portal: PortalRunner) =>
           // No session yet, so no CSRF token: the same-origin check keeps other sites from signing a browser in.
           const crossSite = crossSiteProblem(request)
           if (crossSite !== undefined) return errorHtml(request, page, errorProps(crossSite))
-          const form = yield* readForm(request, 64 * 1024)
+          const form = yield* readForm(request, SIGN_IN_BODY_BYTES)
           const username = field(form, "username").trim()
           const next = localPath(field(form, "next"))
-          return yield* (yield* Access).signIn(username, field(form, "password")).pipe(
+          return yield* throttledSignIn(request, username, field(form, "password")).pipe(
             Effect.map((s) => new Response(null, { status: 303, headers: { ...PAGE_HEADERS, location: next, "set-cookie": sessionCookie(s.token, s.expiresAt) } })),
-            Effect.catchTag("InvalidCredentials", (e) =>
-              Effect.succeed(htmlResponse(signInPage(page, { username, next, error: e.message, notice: null }), 401))
-            )
+            Effect.catchTags({
+              InvalidCredentials: (e) => Effect.succeed(htmlResponse(signInPage(page, { username, next, error: e.message, notice: null }), 401)),
+              SignInThrottled: (e) =>
+                Effect.succeed(
+                  htmlResponse(signInPage(page, { username, next, error: e.message, notice: null }), 429, { "retry-after": String(e.retryAfterSeconds) })
+                )
+            })
           )
-        })
+        }).pipe(Effect.provideService(SignInThrottle, throttle))
       )
     )
     .post(

@@ -1,0 +1,124 @@
+/**
+ * Sign-in throttling over HTTP (API and portal): 40 wrong passwords give 429s with Retry-After, the
+ * right one is refused during the lockout and works after it (a test clock, no waiting), other
+ * usernames from the same address only after the address's budget, and the address is the socket's.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
+import { makeSignInThrottle, type SignInThrottle, type SignInThrottleOptions } from "../../src/access/SignInThrottle.ts"
+import { makeApp } from "../../src/http/app.ts"
+import { listen } from "../../src/http/serve.ts"
+import { PASSWORD, useApi } from "../support/api.ts"
+
+setDefaultTimeout(120_000)
+
+const api = useApi()
+
+/** An app of its own (fresh counts) on a test clock; `signIn` posts from a given client address. */
+const throttledApp = (options: Partial<SignInThrottleOptions> = {}) => {
+  let now = 1_000_000
+  const app = makeApp({ runtime: api.runtime, healthy: async () => true, log: () => {}, signInThrottle: makeSignInThrottle({ ...options, now: () => now }) })
+  const signIn = async (username: string, password: string, address = "192.0.2.1") => {
+    const r = await app.handle(
+      new Request("http://localhost/api/session", {
+        method: "POST",
+        headers: { host: "localhost", "content-type": "application/json" },
+        body: JSON.stringify({ username, password })
+      }),
+      address
+    )
+    return { status: r.status, retryAfter: r.headers.get("retry-after"), body: (await r.json()) as { error?: { code: string; message: string } } }
+  }
+  return { app, signIn, advance: (ms: number) => void (now += ms) }
+}
+
+describe("the API's sign-in", () => {
+  test("40 wrong passwords: 10 × 401, then 429 with Retry-After; the right password waits out the lockout, then works", async () => {
+    const { signIn, advance } = throttledApp()
+    const statuses: Array<number> = []
+    for (let i = 0; i < 40; i++) statuses.push((await signIn("manager", `wrong password ${i}`)).status)
+    expect(statuses).toEqual([...Array(10).fill(401), ...Array(30).fill(429)])
+
+    const locked = await signIn("manager", PASSWORD)
+    expect(locked.status).toBe(429)
+    expect(locked.retryAfter).toBe("60")
+    expect(locked.body).toEqual({ error: { code: "too-many-requests", message: "too many failed sign-ins for this username; try again in 60 seconds" } })
+
+    advance(59_000)
+    expect((await signIn("manager", PASSWORD)).status).toBe(429)
+    advance(1_000)
+    expect((await signIn("manager", PASSWORD)).status).toBe(200)
+  })
+
+  test("an unknown username is throttled exactly like a known one (the 429 says nothing about existence)", async () => {
+    const { signIn } = throttledApp()
+    const known: Array<number> = []
+    const unknown: Array<number> = []
+    for (let i = 0; i < 11; i++) known.push((await signIn("reader", "wrong password!", "192.0.2.7")).status)
+    for (let i = 0; i < 11; i++) unknown.push((await signIn("nobody-here", "wrong password!", "192.0.2.8")).status)
+    expect(unknown).toEqual(known)
+    expect((await signIn("nobody-here", "x", "192.0.2.9")).body).toEqual((await signIn("reader", "x", "192.0.2.9")).body)
+  })
+
+  test("another username from the same address is throttled only after the address's budget; other addresses are not", async () => {
+    const { signIn } = throttledApp({ perUsername: 3, perAddress: 7 })
+    const from = "198.51.100.4"
+    const seen: Array<string> = []
+    for (const user of ["manager", "manager", "manager", "manager"]) seen.push(`${user} ${(await signIn(user, "wrong password", from)).status}`)
+    // manager is locked (3 failures) but reader, from the same address, still gets a real answer…
+    for (const user of ["reader", "reader", "ghost-1", "ghost-2"]) seen.push(`${user} ${(await signIn(user, "wrong password", from)).status}`)
+    // …until the address has spent its 7 failures.
+    seen.push(`ghost-3 ${(await signIn("ghost-3", "wrong password", from)).status}`)
+    expect(seen).toEqual(["manager 401", "manager 401", "manager 401", "manager 429", "reader 401", "reader 401", "ghost-1 401", "ghost-2 401", "ghost-3 429"])
+    const blocked = await signIn("reader", PASSWORD, from)
+    expect({ status: blocked.status, message: blocked.body.error?.message }).toEqual({ status: 429, message: "too many failed sign-ins from this address; try again in 60 seconds" })
+    expect((await signIn("reader", PASSWORD, "198.51.100.5")).status).toBe(200)
+  })
+})
+
+describe("the portal's sign-in", () => {
+  test("throttled with the API's budget: the sign-in page again, 429 and Retry-After", async () => {
+    const { app } = throttledApp()
+    const post = async (password: string) => {
+      const r = await app.handle(
+        new Request("http://localhost/sign-in", {
+          method: "POST",
+          headers: { host: "localhost", "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ username: "reader", password, next: "/agents" })
+        }),
+        "203.0.113.3"
+      )
+      return { status: r.status, retryAfter: r.headers.get("retry-after"), text: await r.text() }
+    }
+    const statuses: Array<number> = []
+    for (let i = 0; i < 12; i++) statuses.push((await post(`wrong ${i}`)).status)
+    expect(statuses).toEqual([...Array(10).fill(401), 429, 429])
+    const locked = await post(PASSWORD)
+    expect({ status: locked.status, retryAfter: locked.retryAfter }).toEqual({ status: 429, retryAfter: "60" })
+    expect(locked.text).toContain("too many failed sign-ins for this username; try again in 60 seconds")
+    expect(locked.text).toContain('name="password"')
+  })
+})
+
+test("through a real server, the client address is the socket's, not a forwarded header", async () => {
+  const addresses: Array<string> = []
+  const spy: SignInThrottle["Type"] = {
+    guard: (_username, address, signIn) => {
+      addresses.push(address)
+      return signIn
+    },
+    tracked: () => ({ usernames: 0, addresses: 0 })
+  }
+  const app = makeApp({ runtime: api.runtime, healthy: async () => true, log: () => {}, signInThrottle: spy })
+  const server = listen(app, { hostname: "127.0.0.1", port: 0 })
+  try {
+    const r = await fetch(`http://127.0.0.1:${server.port}/api/session`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-forwarded-for": "203.0.113.99" },
+      body: JSON.stringify({ username: "reader", password: "wrong password" })
+    })
+    expect(r.status).toBe(401)
+    expect(addresses).toEqual(["127.0.0.1"])
+  } finally {
+    await server.stop(true)
+  }
+})

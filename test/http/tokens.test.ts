@@ -64,7 +64,7 @@ describe("your own API tokens", () => {
       expect((await api.request("POST", "/api/tokens", { session, json: { name: "x", expiresInDays } })).status).toBe(400)
     }
     expect((await api.request("POST", "/api/tokens", { session, json: { name: "a\u0007b" } })).json().error.problems).toEqual([
-      { path: "name", message: "must not contain control characters" }
+      { path: "name", message: "contains the control character U+0007, which cannot be stored" }
     ])
   })
 

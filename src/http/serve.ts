@@ -8,6 +8,7 @@ import { Access, PERMISSIONS } from "../access/Access.ts"
 import { DbMigratedLive } from "../db/Db.ts"
 import { makeAppRuntime } from "../main.ts"
 import { secretsConfigProvider, secureProcessSecrets } from "../processSecrets.ts"
+import { makeSandbox, sandboxConfigFromEnv, type SandboxShape } from "../tools/Sandbox.ts"
 import { databaseHealth, makeApp } from "./app.ts"
 import { MAX_BODY_BYTES } from "./body.ts"
 
@@ -39,6 +40,20 @@ export const listen = (app: ReturnType<typeof makeApp>, options: { readonly host
     fetch: (request, server) => app.handle(request, server.requestIP(request)?.address)
   })
 
+/** One line for the start-up log: how shell and git will run in this installation's jobs. */
+const describeSandbox = (sandbox: SandboxShape): string => {
+  const status = Effect.runSync(sandbox.status)
+  const refusal = Effect.runSync(sandbox.refusal)
+  switch (status._tag) {
+    case "Bwrap":
+      return `bubblewrap (${status.bwrap})`
+    case "Off":
+      return refusal === undefined ? "off: shell and git run unconfined" : `off, and jobs granting shell or git are refused: ${refusal}`
+    case "Unavailable":
+      return `unavailable, jobs granting shell or git are refused: ${status.reason}`
+  }
+}
+
 export const serveMain = async (): Promise<void> => {
   const log = (line: string) => process.stderr.write(`${line}\n`)
   // Before anything else: no secret may stay readable in /proc/<pid>/environ while jobs run.
@@ -55,6 +70,7 @@ export const serveMain = async (): Promise<void> => {
     log(`kintsugi: cannot start: ${e instanceof Error ? e.message.split("\n")[0] : "database unavailable"}`)
     process.exit(1)
   }
+  log(`kintsugi: process sandbox: ${describeSandbox(makeSandbox(sandboxConfigFromEnv(process.env)))}`)
   const admin = await rt.runPromiseExit(ensureAdmin)
   if (Exit.isFailure(admin)) log("kintsugi: could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)")
   const app = makeApp({ runtime: rt, log, healthy: () => rt.runPromise(databaseHealth) })

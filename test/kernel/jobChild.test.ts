@@ -308,6 +308,15 @@ describe("thinking", () => {
     expect(jobSpanOf(run.events)).toMatchObject({ attributes: { "thinking.requested": "medium", "thinking.effective": "high", "thinking.clamped": "up" } })
   })
 
+  test("anthropic-messages: the effective level becomes the thinking budget (high's, not medium's)", async () => {
+    const { server, dirs } = await setup("anthropic-messages", [{ kind: "turn", text: "done" }])
+    const provider = createProvider(server, "anthropic-messages", { reasoning: true, thinkingLevels: ["off", "high"], maxTokens: 64_000 })
+    const run = await runJobChild(createEnvelope(createJob(dirs, { model: { thinking: "medium" } }), [provider]))
+    expect(run.code).toBe(0)
+    expect((server.requests[0]!.body as Record<string, unknown>)["thinking"]).toMatchObject({ type: "enabled", budget_tokens: 16_384 })
+    expect(jobSpanOf(run.events)).toMatchObject({ attributes: { "thinking.requested": "medium", "thinking.effective": "high", "thinking.clamped": "up" } })
+  })
+
   test("a model with only high: a job asking low runs at high, and the job span says it was clamped up", async () => {
     const { server, dirs } = await setup("openai-completions", [{ kind: "turn", text: "done" }])
     const provider = createProvider(server, "openai-completions", { reasoning: true, thinkingLevels: ["high"] })

@@ -129,7 +129,7 @@ const runPrepared = (
         model: `${prepared.model.provider}/${prepared.model.id}`,
         "thinking.requested": prepared.thinking.requested,
         "thinking.effective": prepared.thinking.effective,
-        "thinking.clampedUp": prepared.thinking.clampedUp,
+        "thinking.clamped": prepared.thinking.clamped,
         ...(outcome._tag === "Failed" ? { reason: outcome.reason } : {})
       }
     })

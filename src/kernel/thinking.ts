@@ -1,26 +1,40 @@
 /**
  * Thinking-level policy. The job's level overrides the agent's default; a level the model lacks is
- * clamped DOWN to the nearest level it has (never silently costlier). Only when the model has no
- * level at or below the request does it go up, to the lowest level it has, and the choice is
- * recorded (`clampedUp`) so the job span can say so.
+ * clamped to the NEAREST level it has on off < minimal < … < max (ties: the lower one; `off` only for a
+ * request of `off` or a model that cannot think), and the span records which way it moved.
  */
 import type { ThinkingLevel } from "../contract/AgentDefinition.ts"
 import { THINKING_LEVELS } from "../contract/AgentDefinition.ts"
 
+/** Which way the level moved from the request to what the model has. */
+export type ThinkingClamp = "up" | "down" | "none"
+
 export interface ThinkingChoice {
   readonly requested: ThinkingLevel
   readonly effective: ThinkingLevel
-  readonly clampedUp: boolean
+  readonly clamped: ThinkingClamp
 }
 
-/** `supported` in any order; an empty list means the model cannot think (only "off"). */
+const rank = (l: ThinkingLevel): number => THINKING_LEVELS.indexOf(l)
+
+/**
+ * `supported` in any order; an empty list means the model cannot think (only "off").
+ *
+ * Rule: a supported request is kept. Otherwise the candidates are the model's levels, without `off`
+ * when the request is not `off` and the model has a thinking level (asking to think never silently
+ * turns thinking off). The candidate fewest steps away wins; on a tie the lower one (cheaper, never
+ * a budget surprise).
+ */
 export const chooseThinking = (requested: ThinkingLevel, supported: ReadonlyArray<ThinkingLevel>): ThinkingChoice => {
-  const rank = (l: ThinkingLevel) => THINKING_LEVELS.indexOf(l)
-  const levels = (supported.length === 0 ? (["off"] as const) : supported).slice().sort((a, b) => rank(a) - rank(b))
-  if (levels.includes(requested)) return { requested, effective: requested, clampedUp: false }
-  const below = levels.filter((l) => rank(l) < rank(requested))
-  const down = below[below.length - 1]
-  if (down !== undefined) return { requested, effective: down, clampedUp: false }
-  // Nothing at or below the request: the cheapest level the model has.
-  return { requested, effective: levels[0] ?? "off", clampedUp: true }
+  const levels = supported.length === 0 ? (["off"] as const) : supported
+  if (levels.includes(requested)) return { requested, effective: requested, clamped: "none" }
+  const thinking = levels.filter((l) => l !== "off")
+  const candidates = requested !== "off" && thinking.length > 0 ? thinking : levels
+  let best: ThinkingLevel = candidates[0]!
+  for (const l of candidates) {
+    const d = Math.abs(rank(l) - rank(requested))
+    const bestD = Math.abs(rank(best) - rank(requested))
+    if (d < bestD || (d === bestD && rank(l) < rank(best))) best = l
+  }
+  return { requested, effective: best, clamped: rank(best) > rank(requested) ? "up" : "down" }
 }

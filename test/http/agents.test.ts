@@ -414,6 +414,79 @@ describe("GET /api/admin/agents/:name/definition", () => {
   })
 })
 
+describe("GET /api/admin/agents/:name/definition: the model and thinking level a job would really get", () => {
+  const jobModelOf = async (name: string, query = "") => {
+    const r = await get(`/api/admin/agents/${name}/definition${query}`)
+    expect(r.status).toBe(200)
+    return r.json().model as Record<string, any>
+  }
+  const bind = async (agent: string, body: Record<string, unknown>, project = "") =>
+    expect((await send("PUT", `/api/admin/agents/${agent}/bindings${project === "" ? "" : `/${project}`}`, body)).status).toBe(200)
+  let provider: Promise<unknown> | undefined
+  /** A custom provider whose model "gapped" has only off and high, and "full" has off, low, medium, high. */
+  const thinkingProvider = () =>
+    (provider ??= send("POST", "/api/admin/providers", {
+      kind: "custom",
+      id: "thinking-gw",
+      api: "openai-completions",
+      baseUrl: "http://127.0.0.1:9/v1",
+      apiKey: "sk-thinking-test",
+      models: [
+        { id: "gapped", contextWindow: 64000, maxTokens: 4000, thinkingLevels: ["off", "high"] },
+        { id: "full", contextWindow: 64000, maxTokens: 4000, thinkingLevels: ["off", "low", "medium", "high"] }
+      ]
+    }).then((r) => expect(r.status).toBe(201)))
+
+  test("no binding: the definition and why no job can start", async () => {
+    await createAgent(api, "unbound-thinker", { thinking: "medium" })
+    expect(await jobModelOf("unbound-thinker")).toEqual({
+      projectId: "",
+      binding: null,
+      modelLevels: null,
+      thinking: null,
+      problem: expect.stringContaining('agent "unbound-thinker" has no model binding')
+    })
+  })
+
+  test("the agent's medium on a model with off and high: the job gets high (nearest), clamped up", async () => {
+    await thinkingProvider()
+    await createAgent(api, "gapped-thinker", { thinking: "medium" })
+    await bind("gapped-thinker", { providerId: "thinking-gw", modelId: "gapped" })
+    expect(await jobModelOf("gapped-thinker")).toEqual({
+      projectId: "",
+      binding: { projectId: "", providerId: "thinking-gw", modelId: "gapped", thinking: null },
+      modelLevels: ["off", "high"],
+      thinking: { requested: "medium", requestedFrom: "agent", effective: "high", clamped: "up" },
+      problem: null
+    })
+  })
+
+  test("the binding's level overrides the agent's; ?project= shows that project's binding, else the installation default", async () => {
+    await thinkingProvider()
+    await createAgent(api, "project-thinker", { thinking: "high" })
+    expect((await send("POST", "/api/projects", { id: "thinking-project", name: "Thinking" })).status).toBe(201)
+    await bind("project-thinker", { providerId: "thinking-gw", modelId: "full", thinking: "off" })
+    await bind("project-thinker", { providerId: "thinking-gw", modelId: "gapped" }, "thinking-project")
+    expect((await jobModelOf("project-thinker")).thinking).toEqual({ requested: "off", requestedFrom: "binding", effective: "off", clamped: "none" })
+    expect(await jobModelOf("project-thinker", "?project=thinking-project")).toEqual({
+      projectId: "thinking-project",
+      binding: { projectId: "thinking-project", providerId: "thinking-gw", modelId: "gapped", thinking: null },
+      modelLevels: ["off", "high"],
+      thinking: { requested: "high", requestedFrom: "agent", effective: "high", clamped: "none" },
+      problem: null
+    })
+    // A project without its own binding falls back to the installation default, as the worker does.
+    expect((await jobModelOf("project-thinker", "?project=other")).binding).toMatchObject({ projectId: "", modelId: "full" })
+  })
+
+  test("an agent without a thinking level and a binding without one: off", async () => {
+    await thinkingProvider()
+    await createAgent(api, "quiet-thinker")
+    await bind("quiet-thinker", { providerId: "thinking-gw", modelId: "full" })
+    expect((await jobModelOf("quiet-thinker")).thinking).toEqual({ requested: "off", requestedFrom: "default", effective: "off", clamped: "none" })
+  })
+})
+
 describe("versions and restore", () => {
   test("GET …/versions lists every version, newest first, with savedBy, note and the current one", async () => {
     await createAgent(api, "historic", { instructions: "One.\n" })

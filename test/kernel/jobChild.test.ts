@@ -296,23 +296,61 @@ describe("usage and cost", () => {
 })
 
 describe("thinking", () => {
+  const effortOf = (server: { requests: ReadonlyArray<{ body: unknown }> }) => (server.requests[0]!.body as Record<string, unknown>)["reasoning_effort"]
+  const jobSpanOf = (events: ReadonlyArray<{ type: string; name?: string }>) => events.find((e) => e.type === "span" && e.name === "kintsugi.job")
+
+  test("a medium job on a model with off and high thinks at high (the nearest level), and the job span says it went up", async () => {
+    const { server, dirs } = await setup("openai-completions", [{ kind: "turn", text: "done" }])
+    const provider = createProvider(server, "openai-completions", { reasoning: true, thinkingLevels: ["off", "high"] })
+    const run = await runJobChild(createEnvelope(createJob(dirs, { model: { thinking: "medium" } }), [provider]))
+    expect(run.code).toBe(0)
+    expect(effortOf(server)).toBe("high")
+    expect(jobSpanOf(run.events)).toMatchObject({ attributes: { "thinking.requested": "medium", "thinking.effective": "high", "thinking.clamped": "up" } })
+  })
+
+  test("anthropic-messages: the effective level becomes the thinking budget (high's, not medium's)", async () => {
+    const { server, dirs } = await setup("anthropic-messages", [{ kind: "turn", text: "done" }])
+    const provider = createProvider(server, "anthropic-messages", { reasoning: true, thinkingLevels: ["off", "high"], maxTokens: 64_000 })
+    const run = await runJobChild(createEnvelope(createJob(dirs, { model: { thinking: "medium" } }), [provider]))
+    expect(run.code).toBe(0)
+    expect((server.requests[0]!.body as Record<string, unknown>)["thinking"]).toMatchObject({ type: "enabled", budget_tokens: 16_384 })
+    expect(jobSpanOf(run.events)).toMatchObject({ attributes: { "thinking.requested": "medium", "thinking.effective": "high", "thinking.clamped": "up" } })
+  })
+
   test("a model with only high: a job asking low runs at high, and the job span says it was clamped up", async () => {
     const { server, dirs } = await setup("openai-completions", [{ kind: "turn", text: "done" }])
     const provider = createProvider(server, "openai-completions", { reasoning: true, thinkingLevels: ["high"] })
     const run = await runJobChild(createEnvelope(createJob(dirs, { model: { thinking: "low" } }), [provider]))
     expect(run.code).toBe(0)
-    expect((server.requests[0]!.body as Record<string, unknown>)["reasoning_effort"]).toBe("high")
-    const jobSpan = run.events.find((e) => e.type === "span" && e.name === "kintsugi.job")
-    expect(jobSpan).toMatchObject({ attributes: { "thinking.requested": "low", "thinking.effective": "high", "thinking.clampedUp": true } })
+    expect(effortOf(server)).toBe("high")
+    expect(jobSpanOf(run.events)).toMatchObject({ attributes: { "thinking.requested": "low", "thinking.effective": "high", "thinking.clamped": "up" } })
   })
 
-  test("a level the model lacks is clamped down, never up, when a lower one exists", async () => {
+  test("the agent's level (no job level) is clamped down to the nearest level, and the span says down", async () => {
     const { server, dirs } = await setup("openai-completions", [{ kind: "turn", text: "done" }])
     const provider = createProvider(server, "openai-completions", { reasoning: true, thinkingLevels: ["low", "high"] })
     const run = await runJobChild(createEnvelope(createJob(dirs, { agent: { thinking: "xhigh" }, model: {} }), [provider]))
-    expect((server.requests[0]!.body as Record<string, unknown>)["reasoning_effort"]).toBe("high")
-    const jobSpan = run.events.find((e) => e.type === "span" && e.name === "kintsugi.job")
-    expect(jobSpan).toMatchObject({ attributes: { "thinking.effective": "high", "thinking.clampedUp": false } })
+    expect(run.code).toBe(0)
+    expect(effortOf(server)).toBe("high")
+    expect(jobSpanOf(run.events)).toMatchObject({ attributes: { "thinking.requested": "xhigh", "thinking.effective": "high", "thinking.clamped": "down" } })
+  })
+
+  test("the job's level overrides the agent's; a supported level is sent as is and marked none", async () => {
+    const { server, dirs } = await setup("openai-completions", [{ kind: "turn", text: "done" }])
+    const provider = createProvider(server, "openai-completions", { reasoning: true, thinkingLevels: ["off", "low", "high"] })
+    const run = await runJobChild(createEnvelope(createJob(dirs, { agent: { thinking: "high" }, model: { thinking: "low" } }), [provider]))
+    expect(run.code).toBe(0)
+    expect(effortOf(server)).toBe("low")
+    expect(jobSpanOf(run.events)).toMatchObject({ attributes: { "thinking.requested": "low", "thinking.effective": "low", "thinking.clamped": "none" } })
+  })
+
+  test("a model that cannot think runs off: no reasoning_effort is sent, and the span says down", async () => {
+    const { server, dirs } = await setup("openai-completions", [{ kind: "turn", text: "done" }])
+    const provider = createProvider(server, "openai-completions", { reasoning: false })
+    const run = await runJobChild(createEnvelope(createJob(dirs, { model: { thinking: "medium" } }), [provider]))
+    expect(run.code).toBe(0)
+    expect(effortOf(server)).toBeUndefined()
+    expect(jobSpanOf(run.events)).toMatchObject({ attributes: { "thinking.requested": "medium", "thinking.effective": "off", "thinking.clamped": "down" } })
   })
 })
 

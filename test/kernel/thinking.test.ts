@@ -1,19 +1,49 @@
-import { expect, setDefaultTimeout, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
+import { THINKING_LEVELS, type ThinkingLevel } from "../../src/contract/AgentDefinition.ts"
 import { chooseThinking } from "../../src/kernel/thinking.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
 
-test("a supported level is kept", () => {
-  expect(chooseThinking("medium", ["off", "low", "medium", "high"])).toEqual({ requested: "medium", effective: "medium", clampedUp: false })
+/**
+ * Hand-written expectations, one row per model level set, one column per requested level in scale
+ * order (off, minimal, low, medium, high, xhigh, max): the level the job gets, with ↑ / ↓ when it moved.
+ */
+const TABLE: ReadonlyArray<readonly [string, ReadonlyArray<ThinkingLevel>, ReadonlyArray<string>]> = [
+  ["cannot think", [], ["off", "off↓", "off↓", "off↓", "off↓", "off↓", "off↓"]],
+  ["only off", ["off"], ["off", "off↓", "off↓", "off↓", "off↓", "off↓", "off↓"]],
+  ["off, high", ["off", "high"], ["off", "high↑", "high↑", "high↑", "high", "high↓", "high↓"]],
+  ["only high", ["high"], ["high↑", "high↑", "high↑", "high↑", "high", "high↓", "high↓"]],
+  ["off, low, high", ["off", "low", "high"], ["off", "low↑", "low", "low↓", "high", "high↓", "high↓"]],
+  ["off, low, high, max", ["off", "low", "high", "max"], ["off", "low↑", "low", "low↓", "high", "high↓", "max"]],
+  ["pi-ai's default (off … high)", ["off", "minimal", "low", "medium", "high"], ["off", "minimal", "low", "medium", "high", "high↓", "high↓"]],
+  ["minimal, low (cannot stop thinking)", ["minimal", "low"], ["minimal↑", "minimal", "low", "low↓", "low↓", "low↓", "low↓"]],
+  ["off, max", ["off", "max"], ["off", "max↑", "max↑", "max↑", "max↑", "max↑", "max"]],
+  ["every level", THINKING_LEVELS, [...THINKING_LEVELS]]
+]
+
+describe("the clamp table: every level on each model level set", () => {
+  for (const [name, supported, row] of TABLE) {
+    test(name, () => {
+      const got = THINKING_LEVELS.map((requested) => {
+        const c = chooseThinking(requested, supported)
+        expect(c.requested).toBe(requested)
+        return `${c.effective}${c.clamped === "up" ? "↑" : c.clamped === "down" ? "↓" : ""}`
+      })
+      expect(got).toEqual([...row])
+    })
+  }
 })
-test("an unsupported level goes down to the nearest lower level", () => {
-  expect(chooseThinking("xhigh", ["off", "low", "high", "max"])).toEqual({ requested: "xhigh", effective: "high", clampedUp: false })
+
+test("the order of the model's levels does not matter", () => {
+  expect(chooseThinking("medium", ["high", "off"])).toEqual({ requested: "medium", effective: "high", clamped: "up" })
+  expect(chooseThinking("xhigh", ["max", "high", "low"])).toEqual({ requested: "xhigh", effective: "high", clamped: "down" })
 })
-test("only when nothing is at or below does it go up, and says so", () => {
-  expect(chooseThinking("low", ["high"])).toEqual({ requested: "low", effective: "high", clampedUp: true })
-  expect(chooseThinking("off", ["minimal", "low"])).toEqual({ requested: "off", effective: "minimal", clampedUp: true })
+
+test("a medium job on a model with off and high thinks at high, and says it went up", () => {
+  expect(chooseThinking("medium", ["off", "high"])).toEqual({ requested: "medium", effective: "high", clamped: "up" })
 })
-test("a model that cannot think runs off", () => {
-  expect(chooseThinking("max", [])).toEqual({ requested: "max", effective: "off", clampedUp: false })
+
+test("a supported level is kept and not marked as clamped", () => {
+  expect(chooseThinking("medium", ["off", "low", "medium", "high"])).toEqual({ requested: "medium", effective: "medium", clamped: "none" })
 })

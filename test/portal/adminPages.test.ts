@@ -4,6 +4,8 @@
  * at their fields, 409 naming the bound agents; and the pure view helpers.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Effect } from "effect"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { makeApp } from "../../src/http/app.ts"
 import { customFormFrom, customInput, mcpInput, mcpFormFrom } from "../../src/http/portal/providerForm.ts"
@@ -81,6 +83,29 @@ describe("provider, binding and MCP pages", () => {
     const bad = await send("POST", "/agents/codebase-inventory/binding", "manager", { project: "", target: "canary/fast", thinking: "high" })
     expect(bad.status).toBe(400)
     expect(/id="problems-thinking"[\s\S]*?<\/div>/.exec(bad.text)?.[0]).toContain("supports off")
+  })
+
+  test("the Job definition tab shows the bound model and the thinking level a job really gets, per project", async () => {
+    // data-interfaces asks for medium; canary/deep has off, low, high: the tie goes to the lower level.
+    expect((await send("POST", "/agents/data-interfaces/binding", "manager", { project: "", target: "canary/deep", thinking: "" })).status).toBe(303)
+    const card = (t: string) => (/<section class="card" id="job-model"[\s\S]*?<\/section>/.exec(t)?.[0] ?? "").replace(/\s+/g, " ")
+    const page = card((await send("GET", "/agents/data-interfaces/definition", "reader")).text)
+    expect(page).toContain("<code>canary / deep</code>")
+    expect(page).toContain("the installation default binding")
+    expect(page).toContain("<dt>thinking requested</dt><dd>medium <span class=\"muted\">(the agent&#39;s default; the binding sets none)</span>")
+    expect(page).toContain("<dt>thinking the job gets</dt><dd><strong>low</strong> <span class=\"muted\">(the model has no medium: moved down to the nearest level it has)</span>")
+    // A project's binding (its level overrides the agent's) is shown when that project is chosen.
+    await runtime.runPromise(Effect.flatMap(SqlClient, (sql) => sql`INSERT INTO runtime.project (id, name) VALUES ('def-p', 'Definition')`))
+    expect((await send("POST", "/agents/data-interfaces/binding", "manager", { project: "def-p", target: "canary/fast", thinking: "off" })).status).toBe(303)
+    const forProject = card((await send("GET", "/agents/data-interfaces/definition?project=def-p", "reader")).text)
+    expect(forProject).toContain("<code>canary / fast</code>")
+    expect(forProject).toContain("project def-p&#39;s binding")
+    expect(forProject).toContain('<option value="def-p" selected>')
+    expect(forProject).toContain("<dt>thinking the job gets</dt><dd><strong>off</strong></dd>")
+    // Unbound: says so, and where to bind it.
+    const unbound = card((await send("GET", "/agents/domain-rules/definition", "reader")).text)
+    expect(unbound).toContain("Not bound.")
+    expect(unbound).toContain('href="/agents/domain-rules/binding"')
   })
 
   test("deleting a bound provider is refused (409) naming the agents; a bad MCP URL is shown at the URL field", async () => {

@@ -4,6 +4,7 @@ import { Elysia } from "elysia"
 import { AgentStore } from "../../agents/AgentStore.ts"
 import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
 import { SkillStore } from "../../agents/SkillStore.ts"
+import { jobModelFor } from "../../providers/jobModelFor.ts"
 import { badRequest, json, type ApiError } from "../respond.ts"
 import { decodeBody, jsonBody, param, type Handler, type RouteInput } from "../route.ts"
 import type { Guard } from "../auth.ts"
@@ -97,7 +98,12 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
     )
     .get(
       "/api/admin/agents/:name/definition",
-      route("read", (i) => Effect.map(resolveAgentDefinition(param(i, "name")), (definition) => json({ definition })))
+      route("read", (i) => Effect.gen(function* () {
+        const definition = yield* resolveAgentDefinition(param(i, "name"))
+        // What a job would really run on: the binding (?project= picks a project's) and the clamped thinking level.
+        const model = yield* jobModelFor(param(i, "name"), definition.thinking, i.url.searchParams.get("project") ?? "")
+        return json({ definition, model })
+      }))
     )
     .get(
       "/api/admin/agents/:name/export",

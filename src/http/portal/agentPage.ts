@@ -7,6 +7,7 @@ import { Effect, Either } from "effect"
 import { Elysia } from "elysia"
 import { AgentStore } from "../../agents/AgentStore.ts"
 import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
+import { jobModelFor } from "../../providers/jobModelFor.ts"
 import { editorPage } from "../../../views/pages/agentEditor.ts"
 import { enabledToggle } from "../../../views/pages/agentHeader.ts"
 import { agentReadOnlyPage } from "../../../views/pages/agentView.ts"
@@ -14,6 +15,7 @@ import { definitionPage, type DefinitionResult } from "../../../views/pages/defi
 import { badRequest, type ApiError } from "../respond.ts"
 import { filesOfForm, formFromFields, formFromPackage, placeProblems } from "./agentForm.ts"
 import { refusedSave } from "./agentPages.ts"
+import { projects } from "./bindingPages.ts"
 import { editorContext, offeredTools } from "./editorOptions.ts"
 import { htmlResponse, isHtmx, noticeOf, PAGE_HEADERS, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
@@ -112,11 +114,14 @@ export const agentPage = (portal: PortalRunner) =>
       portal.page("read", (input) =>
         Effect.gen(function* () {
           const agent = yield* (yield* AgentStore).get(nameParam(input))
+          const project = input.url.searchParams.get("project") ?? ""
           const result: DefinitionResult = yield* resolveAgentDefinition(agent.name).pipe(
-            Effect.map((definition): DefinitionResult => ({ ok: true, definition })),
+            Effect.flatMap((definition) =>
+              Effect.map(jobModelFor(agent.name, definition.thinking, project), (model): DefinitionResult => ({ ok: true, definition, model }))
+            ),
             Effect.catchTag("AgentUnavailable", (e) => Effect.succeed<DefinitionResult>({ ok: false, message: e.message, problems: e.problems }))
           )
-          return htmlResponse(definitionPage(input.page, agent, result))
+          return htmlResponse(definitionPage(input.page, agent, result, yield* projects))
         })
       )
     )

@@ -18,7 +18,8 @@ const text = (f: PortalInput["form"], name: string): string => {
   return typeof v === "string" ? v.trim() : ""
 }
 
-const projects = Effect.flatMap(SqlClient, (sql) => sql<{ id: string; name: string }>`SELECT id, name FROM runtime.project ORDER BY id`).pipe(Effect.orDie)
+/** Every project, for "applies to" selects. */
+export const projects = Effect.flatMap(SqlClient, (sql) => sql<{ id: string; name: string }>`SELECT id, name FROM runtime.project ORDER BY id`).pipe(Effect.orDie)
 
 /** The page with `values` in the form (defaults: the installation binding, else the first model). */
 const render = (input: PortalInput, values: BindingFormValues | null, problems: ReadonlyArray<Problem>, status = 200) =>

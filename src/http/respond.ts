@@ -32,6 +32,7 @@ export type ApiError =
   | { readonly _tag: "BindingInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
   | { readonly _tag: "BindingNotFound"; readonly message: string }
   | { readonly _tag: "JobNotFound"; readonly message: string }
+  | { readonly _tag: "IdempotencyKeyReused"; readonly message: string }
   | { readonly _tag: "ProjectExists"; readonly message: string }
   | { readonly _tag: "McpServerNotFound"; readonly message: string }
   | { readonly _tag: "McpServerInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
@@ -70,6 +71,7 @@ export const statusOf = (e: ApiError): number => {
     case "ProjectExists":
       return 409
     case "AgentUnavailable":
+    case "IdempotencyKeyReused":
       return 422
   }
 }

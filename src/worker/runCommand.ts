@@ -9,7 +9,7 @@ import type { JobEvent } from "../contract/JobEvent.ts"
 import { DbMigratedLive } from "../db/Db.ts"
 import { makeAppRuntime } from "../main.ts"
 import { JobStore } from "./JobStore.ts"
-import { runClaimedJob } from "./Worker.ts"
+import { LeaseConfig, runClaimedJob } from "./Worker.ts"
 
 export const RUN_USAGE = `usage: kintsugi run <agent> --task <text> --read <dir> [--read <dir|file> …] --out <dir>
                     [--project <id>] [--timeout <seconds, default 1800>] [--max-cost <usd>]`
@@ -109,9 +109,10 @@ export const runMain = async (args: ReadonlyArray<string>): Promise<number> => {
       process.env["USER"] ?? "cli"
     )
     jobId = job.id
-    const claimed = yield* store.claim(`cli:${process.pid}`, job.id)
+    const lease = yield* LeaseConfig
+    const claimed = yield* store.claim(`cli:${process.pid}`, lease.leaseMs, job.id)
     if (claimed === undefined) return yield* Effect.die(new Error("the job was claimed by another worker"))
-    const running = yield* Effect.fork(runClaimedJob(claimed, log))
+    const running = yield* Effect.fork(runClaimedJob(claimed, lease, log))
     let last = -1
     const drain = Effect.gen(function* () {
       for (const e of yield* store.events(job.id, last)) {

@@ -7,7 +7,7 @@ import { Effect, Fiber, Queue, Runtime } from "effect"
 import { Elysia } from "elysia"
 import type { JobEvent } from "../../contract/JobEvent.ts"
 import { JobBus } from "../../worker/JobBus.ts"
-import { JobInput, JobStore, type JobStatus } from "../../worker/JobStore.ts"
+import { IDEMPOTENCY_KEY, JobInput, JobStore, type JobStatus } from "../../worker/JobStore.ts"
 import type { Guard } from "../auth.ts"
 import { badRequest, json } from "../respond.ts"
 import { decodeBody, param, type AppServices, type Handler } from "../route.ts"
@@ -15,6 +15,14 @@ import { decodeBody, param, type AppServices, type Handler } from "../route.ts"
 type Route = (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
 
 const STATUSES: ReadonlyArray<JobStatus> = ["queued", "running", "completed", "failed"]
+
+const idempotencyKey = (request: Request) => {
+  const key = request.headers.get("idempotency-key")
+  if (key === null) return Effect.succeed(undefined)
+  return IDEMPOTENCY_KEY.test(key)
+    ? Effect.succeed(key)
+    : Effect.fail(badRequest([{ path: "Idempotency-Key", message: "must be 1 to 255 visible ASCII characters" }]))
+}
 const isTerminal = (e: JobEvent) => e.type === "job.completed" || e.type === "job.failed"
 
 /**
@@ -57,10 +65,13 @@ export const jobRoutes = (route: Route) =>
     .post(
       "/api/jobs",
       route("agents.manage", (i) => Effect.gen(function* () {
+        const key = yield* idempotencyKey(i.request)
         const input = yield* decodeBody(i.request, JobInput)
-        const job = yield* (yield* JobStore).enqueue(input, i.principal.username)
-        yield* (yield* JobBus).publish({ _tag: "Queued" })
-        return json({ job }, 201)
+        const store = yield* JobStore
+        // The same Idempotency-Key (same user, same request) gives the first job back: 200, not a second job.
+        const { job, created } = key === undefined ? { job: yield* store.enqueue(input, i.principal.username), created: true } : yield* store.enqueueOnce(input, i.principal.username, key)
+        if (created) yield* (yield* JobBus).publish({ _tag: "Queued" })
+        return json({ job }, created ? 201 : 200)
       }))
     )
     .get(

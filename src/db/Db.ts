@@ -5,15 +5,14 @@
 import * as PgClient from "@effect/sql-pg/PgClient"
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Config, Duration, Effect, Layer, Option, Redacted, Schema, type Scope, String as Str } from "effect"
+import { Config, Duration, Effect, Layer, Option, Redacted, type Scope, String as Str } from "effect"
 import fs from "node:fs"
-import os from "node:os"
 import path from "node:path"
-import type { WorkerReply, WorkerRequest } from "./embeddedWorker.ts"
+import { type Embedded, startEmbedded } from "./embeddedDatabase.ts"
+import { DbError, innermost, innermostMessage } from "./DbError.ts"
 import { describeMigrationFailure, runMigrations } from "./migrations.ts"
 
-/** The database could not be configured, reached or started; `message` is one line, never a password. */
-export class DbError extends Schema.TaggedError<DbError>()("DbError", { message: Schema.String }) {}
+export { DbError } from "./DbError.ts"
 
 /**
  * What the Db layers provide: the same client under both tags. Values as node-postgres decodes them:
@@ -32,6 +31,11 @@ export interface DbOptions {
    * `Bun.file(path)`: bytes are copied on this thread (~40 MB), a file is read by the worker.
    */
   readonly snapshot?: Uint8Array | Blob | undefined
+  /**
+   * A statement running longer is cancelled (default `STATEMENT_TIMEOUT`): `statement_timeout` on a
+   * server (unless the URL sets its own), the embedded worker replaced on the embedded database.
+   */
+  readonly statementTimeout?: Duration.DurationInput | undefined
   /** Apply the project's migrations before the layer is ready (default false). */
   readonly migrate?: boolean | undefined
 }
@@ -47,7 +51,8 @@ export interface DbOptions {
 export const SERVER_POOL_SIZE = 10
 export const EMBEDDED_POOL_SIZE = 1
 const CONNECT_TIMEOUT = Duration.seconds(10)
-const WORKER_STOP_TIMEOUT = Duration.seconds(30)
+/** The default statement timeout: on a server `statement_timeout`, on the embedded database the watchdog's limit. */
+export const STATEMENT_TIMEOUT = Duration.seconds(30)
 
 // camelCase in TypeScript, snake_case in SQL. JSON values are stored and returned verbatim (job
 // metadata and tool inputs must not have their keys rewritten).
@@ -58,19 +63,6 @@ const clientOptions = {
   applicationName: "kintsugi"
 } as const
 
-const innermost = (error: unknown): unknown => {
-  let found = error
-  let cause = error
-  for (let depth = 0; depth < 6 && cause instanceof Error; depth++) {
-    if (cause.message !== "") found = cause
-    cause = cause instanceof AggregateError && cause.errors.length > 0 ? cause.errors[0] : cause.cause
-  }
-  return found
-}
-const innermostMessage = (error: unknown): string => {
-  const e = innermost(error)
-  return e instanceof Error && e.message !== "" ? e.message : "unknown error"
-}
 /** PostgreSQL answered (a SQLSTATE code) rather than the network failing. */
 const isServerAnswer = (error: unknown): boolean => {
   const e = innermost(error)
@@ -93,34 +85,6 @@ const describeServer = (url: string): string | undefined => {
     return undefined
   }
 }
-
-interface Embedded {
-  /** Directory of the unix socket (libpq convention: host = dir, file `.s.PGSQL.5432`). */
-  readonly socketDir: string
-  /** A `dumpDataDir` tarball of the running database. */
-  readonly dump: Effect.Effect<Uint8Array, DbError>
-}
-
-// The first worker compiles pglite.wasm (~0.3-1 s, off this thread) and hands the modules back; later
-// workers of the process (tests, restarts) reuse them.
-let compiledWasm: { readonly pglite: WebAssembly.Module; readonly initdb: WebAssembly.Module } | undefined
-
-/** Sends one request and waits for the worker's next reply (requests are never concurrent). */
-const call = (worker: Worker, request: WorkerRequest, transfer: Array<Bun.Transferable> = []): Promise<WorkerReply> =>
-  new Promise((resolve, reject) => {
-    const done = () => {
-      worker.removeEventListener("message", onMessage)
-      worker.removeEventListener("error", onError)
-      worker.removeEventListener("close", onClose)
-    }
-    const onMessage = (e: MessageEvent<WorkerReply>) => (done(), resolve(e.data))
-    const onError = (e: ErrorEvent) => (done(), reject(new Error(e.message)))
-    const onClose = () => (done(), reject(new Error("the database worker exited")))
-    worker.addEventListener("message", onMessage)
-    worker.addEventListener("error", onError)
-    worker.addEventListener("close", onClose)
-    worker.postMessage(request, transfer)
-  })
 
 const isErrno = (e: unknown, code: string) => typeof e === "object" && e !== null && "code" in e && e.code === code
 const isAlive = (pid: number) => {
@@ -164,72 +128,6 @@ const lockDataDir = (dataDir: string): Effect.Effect<void, DbError, Scope.Scope>
   )
 }
 
-// The worker is owned by the scope from its creation: a failed or interrupted start still stops it.
-const startWorker = (
-  request: WorkerRequest,
-  transfer: Array<Bun.Transferable>,
-  where: string
-): Effect.Effect<Worker, DbError, Scope.Scope> =>
-  Effect.gen(function*() {
-    let exited = false
-    const worker = yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const w = new Worker(new URL("./embeddedWorker.ts", import.meta.url).href)
-        w.addEventListener("close", () => void (exited = true))
-        return w
-      }),
-      // Clean shutdown: the worker closes PGlite (a checkpoint) before it is terminated.
-      (w) =>
-        (exited ? Effect.void : Effect.ignore(Effect.timeout(Effect.tryPromise(() => call(w, { type: "stop" })), WORKER_STOP_TIMEOUT)))
-          .pipe(Effect.ensuring(Effect.sync(() => w.terminate())))
-    )
-    const reply = yield* Effect.tryPromise({
-      try: () => call(worker, request, transfer),
-      catch: (e) => new DbError({ message: `cannot start the embedded database (${where}): ${innermostMessage(e)}` })
-    })
-    if (reply.type !== "listening") {
-      const reason = reply.type === "failed" ? reply.message : `unexpected reply ${reply.type}`
-      return yield* new DbError({ message: `cannot start the embedded database (${where}): ${reason}` })
-    }
-    compiledWasm ??= { pglite: reply.pgliteWasmModule, initdb: reply.initdbWasmModule }
-    return worker
-  })
-
-/** Starts PGlite in a worker for the current scope; stops it (PGlite closed) when the scope closes. */
-const startEmbedded = (options: DbOptions): Effect.Effect<Embedded, DbError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const dataDir = options.dataDir === undefined ? undefined : path.resolve(options.dataDir)
-    if (dataDir !== undefined) yield* lockDataDir(dataDir)
-    const socketDir = yield* Effect.acquireRelease(
-      Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "kintsugi-db-"))), // mode 0700: only us
-      (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-    )
-    const fresh = dataDir === undefined || !fs.existsSync(path.join(dataDir, "PG_VERSION"))
-    // A Blob is posted as is (a `Bun.file()` costs nothing: the worker reads the file); bytes are
-    // copied once and the copy transferred (a structured clone of 40 MB would stall this thread longer).
-    const given = fresh ? options.snapshot : undefined
-    const snapshot = given instanceof Uint8Array ? given.slice() : given
-    const worker = yield* startWorker({
-      type: "start",
-      dataDir,
-      snapshot,
-      socketPath: path.join(socketDir, ".s.PGSQL.5432"),
-      // One spare slot: a reconnect is not refused while the server still counts the dropped socket.
-      maxConnections: EMBEDDED_POOL_SIZE + 1,
-      pgliteWasmModule: compiledWasm?.pglite,
-      initdbWasmModule: compiledWasm?.initdb
-    }, snapshot instanceof Uint8Array ? [snapshot.buffer] : [], dataDir ?? "in memory")
-    const dump = Effect.tryPromise({
-      try: async () => {
-        const reply = await call(worker, { type: "dump" })
-        if (reply.type === "dumped") return reply.tarball
-        throw new Error(reply.type === "failed" ? reply.message : `unexpected reply ${reply.type}`)
-      },
-      catch: (e) => new DbError({ message: `cannot dump the embedded database: ${innermostMessage(e)}` })
-    })
-    return { socketDir, dump }
-  })
-
 const connect = (config: PgClient.PgClientConfig, describeFailure: (e: SqlError) => string) =>
   Layer.build(PgClient.layer({ ...clientOptions, ...config })).pipe(
     Effect.mapError((e) => new DbError({ message: describeFailure(e) }))
@@ -243,17 +141,38 @@ const connectEmbedded = (db: Embedded) =>
       username: "postgres",
       database: "postgres",
       maxConnections: EMBEDDED_POOL_SIZE,
+      stream: db.socket,
       idleTimeout: Duration.zero // never close the one connection (0 disables the pool's idle timer)
     },
     (e) => `cannot connect to the embedded database: ${innermostMessage(e)}`
   )
 
-const connectServer = (url: Redacted.Redacted<string>) => {
-  const where = describeServer(Redacted.value(url))
+const embedded = (options: DbOptions) =>
+  startEmbedded(
+    {
+      dataDir: options.dataDir,
+      snapshot: options.snapshot,
+      // One spare slot: a reconnect is not refused while the server still counts the dropped socket.
+      maxConnections: EMBEDDED_POOL_SIZE + 1,
+      statementTimeout: Duration.decode(options.statementTimeout ?? STATEMENT_TIMEOUT)
+    },
+    lockDataDir
+  )
+
+/** The URL with `statement_timeout` (ms) as a startup parameter, unless the operator set one in it. */
+const withStatementTimeout = (url: string, timeout: Duration.Duration): string => {
+  const u = new URL(url)
+  if (!u.searchParams.has("statement_timeout")) u.searchParams.set("statement_timeout", String(Math.max(1, Math.round(Duration.toMillis(timeout)))))
+  return u.toString()
+}
+
+const connectServer = (given: Redacted.Redacted<string>, statementTimeout: Duration.Duration) => {
+  const where = describeServer(Redacted.value(given))
   if (where === undefined) {
     return Effect.fail(new DbError({ message: "DATABASE_URL is not a postgres:// URL (postgres://user:password@host:port/database)" }))
   }
-  const password = Option.getOrUndefined(Option.liftThrowable(() => decodeURIComponent(new URL(Redacted.value(url)).password))())
+  const password = Option.getOrUndefined(Option.liftThrowable(() => decodeURIComponent(new URL(Redacted.value(given)).password))())
+  const url = Redacted.make(withStatementTimeout(Redacted.value(given), statementTimeout))
   return connect(
     { url, maxConnections: SERVER_POOL_SIZE, connectTimeout: CONNECT_TIMEOUT },
     (e) =>
@@ -273,8 +192,11 @@ export const makeDbLayer = (options: DbOptions): Layer.Layer<Db, DbError> =>
   Layer.scopedContext(
     Effect.gen(function*() {
       const context = options.url !== undefined
-        ? yield* connectServer(typeof options.url === "string" ? Redacted.make(options.url) : options.url)
-        : yield* Effect.flatMap(startEmbedded(options), connectEmbedded)
+        ? yield* connectServer(
+          typeof options.url === "string" ? Redacted.make(options.url) : options.url,
+          Duration.decode(options.statementTimeout ?? STATEMENT_TIMEOUT)
+        )
+        : yield* Effect.flatMap(embedded(options), connectEmbedded)
       if (options.migrate === true) {
         yield* runMigrations.pipe(
           Effect.provide(context),
@@ -290,18 +212,26 @@ const fromConfig = (migrate: boolean): Layer.Layer<Db, DbError> =>
     Effect.map(
       Config.all({
         url: Config.option(Config.redacted("DATABASE_URL")),
-        dataDir: Config.string("KINTSUGI_DATA_DIR").pipe(Config.withDefault(".kintsugi"))
+        dataDir: Config.string("KINTSUGI_DATA_DIR").pipe(Config.withDefault(".kintsugi")),
+        statementTimeoutSec: Config.number("KINTSUGI_DB_STATEMENT_TIMEOUT").pipe(
+          Config.validate({ message: "must be a positive number of seconds", validation: (n) => n > 0 }),
+          Config.withDefault(Duration.toSeconds(STATEMENT_TIMEOUT))
+        )
       }),
-      ({ url, dataDir }) =>
+      ({ url, dataDir, statementTimeoutSec }) =>
         makeDbLayer({
           url: Option.getOrUndefined(Option.filter(url, (u) => Redacted.value(u).trim() !== "")),
           dataDir: path.join(dataDir, "data"),
+          statementTimeout: Duration.seconds(statementTimeoutSec),
           migrate
         })
     ).pipe(Effect.mapError((e) => new DbError({ message: `invalid database configuration: ${e.message}` })))
   )
 
-/** The Db layer from the environment (`DATABASE_URL`, `KINTSUGI_DATA_DIR`); applies no migrations. */
+/**
+ * The Db layer from the environment (`DATABASE_URL`, `KINTSUGI_DATA_DIR`, `KINTSUGI_DB_STATEMENT_TIMEOUT`
+ * in seconds); applies no migrations.
+ */
 export const DbLive: Layer.Layer<Db, DbError> = fromConfig(false)
 
 /** `DbLive`, with the project's migrations applied at start (what `kintsugi serve` uses). */
@@ -315,7 +245,7 @@ export const DbMigratedLive: Layer.Layer<Db, DbError> = fromConfig(true)
 export const makeSnapshot = <E>(prepare: Effect.Effect<unknown, E, Db>): Effect.Effect<Uint8Array, DbError | E> =>
   Effect.scoped(
     Effect.gen(function*() {
-      const db = yield* startEmbedded({})
+      const db = yield* embedded({})
       // The client's scope (its pool) ends before the dump.
       yield* Effect.scoped(Effect.flatMap(connectEmbedded(db), (context) => Effect.provide(prepare, context)))
       return yield* db.dump

@@ -1,10 +1,11 @@
 /**
  * The embedded PostgreSQL, run inside a Bun Worker so a long statement never blocks the main event
  * loop: PGlite (persistent data dir, or in memory) behind a PGLiteSocketServer on a private unix socket.
- * Spoken to only by `Db.ts` through the messages below.
+ * Spoken to only by `embeddedDatabase.ts` through the messages below.
  */
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
+import fs from "node:fs"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -23,7 +24,8 @@ export interface StartRequest {
   readonly initdbWasmModule?: WebAssembly.Module | undefined
 }
 
-export type WorkerRequest = StartRequest | { readonly type: "dump" } | { readonly type: "stop" }
+/** `ping`: answered with `pong` as soon as no statement runs (the supervisor's liveness check). */
+export type WorkerRequest = StartRequest | { readonly type: "dump" } | { readonly type: "stop" } | { readonly type: "ping" }
 
 export type WorkerReply =
   | {
@@ -36,6 +38,9 @@ export type WorkerReply =
   | { readonly type: "failed"; readonly message: string }
   | { readonly type: "dumped"; readonly tarball: Uint8Array }
   | { readonly type: "stopped" }
+  | { readonly type: "pong" }
+  /** Unsolicited: a statement died inside PGlite (see `guard`); this PGlite must never run again. */
+  | { readonly type: "poisoned"; readonly message: string }
 
 declare const self: Worker
 
@@ -44,6 +49,52 @@ const describe = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
 let db: PGlite | undefined
 let server: PGLiteSocketServer | undefined
+let poisoned = false
+
+interface PGliteModule {
+  _PostgresMainLoopOnce: () => void
+}
+interface PGliteInternals {
+  readonly mod?: PGliteModule
+  readonly POSTGRES_MAIN_LONGJMP?: unknown
+}
+
+/**
+ * PGlite 0.5.14 runs each protocol message in `_PostgresMainLoopOnce` and swallows every exception that
+ * is not its own longjmp. A host stack overflow (RangeError) in the middle of a statement, e.g. a
+ * 5,000-deep jsonb value parsed in this worker's smaller thread stack, is thus dropped: the client gets
+ * ReadyForQuery as if the statement had succeeded, and the backend is left half-way (buffer pins,
+ * memory contexts, transaction state), so a later error spins forever (docs/pglite-socket-report.md).
+ * We notice the swallowed exception, drop the rest of that statement's output, close the clients'
+ * connections (their statement fails) and tell the supervisor, which replaces this worker.
+ */
+const guard = (pglite: PGlite) => {
+  const internals = pglite as unknown as PGliteInternals
+  const mod = internals.mod
+  if (mod === undefined || typeof mod._PostgresMainLoopOnce !== "function") return
+  const loopOnce = mod._PostgresMainLoopOnce.bind(mod)
+  mod._PostgresMainLoopOnce = () => {
+    try {
+      loopOnce()
+    } catch (e) {
+      const status = typeof e === "object" && e !== null && "status" in e ? e.status : undefined
+      if (!poisoned && status !== internals.POSTGRES_MAIN_LONGJMP) {
+        poisoned = true
+        reply({ type: "poisoned", message: describe(e) })
+      }
+      throw e
+    }
+  }
+  const stream = pglite.execProtocolRawStream.bind(pglite)
+  pglite.execProtocolRawStream = async (message, options) => {
+    if (poisoned) throw new Error("the embedded database is being restarted")
+    await stream(message, { ...options, onRawData: (data) => (poisoned ? undefined : options.onRawData(data)) })
+    if (poisoned) throw new Error("the embedded database is being restarted")
+  }
+  // pglite-socket asks this when a client leaves (and would then run ROLLBACK on the broken backend).
+  const inTransaction = pglite.isInTransaction.bind(pglite)
+  pglite.isInTransaction = () => !poisoned && inTransaction()
+}
 
 const compile = async (file: string) => {
   const dist = path.dirname(fileURLToPath(import.meta.resolve("@electric-sql/pglite")))
@@ -62,6 +113,9 @@ const start = async (req: StartRequest) => {
     initdbWasmModule
   })
   const version = (await db.query<{ v: string }>("show server_version")).rows[0]?.v ?? "unknown"
+  guard(db)
+  // A worker that replaces a stuck one listens on the same path (the clients' pool reconnects there).
+  fs.rmSync(req.socketPath, { force: true })
   server = new PGLiteSocketServer({ db, path: req.socketPath, maxConnections: req.maxConnections })
   await server.start()
   reply({ type: "listening", version, pgliteWasmModule, initdbWasmModule })
@@ -94,6 +148,8 @@ self.onmessage = (event: MessageEvent<WorkerRequest>) => {
         (e: unknown) => reply({ type: "failed", message: describe(e) })
       )
       return
+    case "ping":
+      return reply({ type: "pong" })
     case "stop":
       stop().then(
         () => reply({ type: "stopped" }),

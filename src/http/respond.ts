@@ -32,6 +32,7 @@ export type ApiError =
   | { readonly _tag: "BindingInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
   | { readonly _tag: "BindingNotFound"; readonly message: string }
   | { readonly _tag: "JobNotFound"; readonly message: string }
+  | { readonly _tag: "IdempotencyKeyReused"; readonly message: string }
   | { readonly _tag: "ProjectExists"; readonly message: string }
   | { readonly _tag: "McpServerNotFound"; readonly message: string }
   | { readonly _tag: "McpServerInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
@@ -74,6 +75,7 @@ export const statusOf = (e: ApiError): number => {
     case "PayloadTooLarge":
       return 413
     case "AgentUnavailable":
+    case "IdempotencyKeyReused":
       return 422
     case "TooManyRequests":
       return 429

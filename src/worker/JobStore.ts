@@ -1,10 +1,11 @@
 /**
  * The job queue and its events in PostgreSQL. `claim` takes the oldest queued job with
- * `FOR UPDATE SKIP LOCKED`, so workers in several processes never run one job twice; `settle` is the
- * only way out of `running` and happens exactly once per job.
+ * `FOR UPDATE SKIP LOCKED` and gives it a lease, so workers in several processes never run one job
+ * twice; `settle` and `settleExpired` are the only ways out of `running`, and happen once per job.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Layer, Schema } from "effect"
+import { createHash } from "node:crypto"
 import type { FailureReason, JobEvent } from "../contract/JobEvent.ts"
 import { Limits } from "../contract/JobSpec.ts"
 
@@ -55,6 +56,19 @@ export class JobNotFound extends Schema.TaggedError<JobNotFound>()("JobNotFound"
   }
 }
 
+/** An Idempotency-Key the same user already used for a different job request. */
+export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()("IdempotencyKeyReused", { key: Schema.String }) {
+  override get message(): string {
+    return `the Idempotency-Key "${this.key}" was already used for a different job request; use a new key for a new job`
+  }
+}
+
+/** An Idempotency-Key: 1-255 visible ASCII characters (what the column and its unique index hold). */
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
+
+/** The message of a job settled because its worker's lease expired. */
+export const WORKER_LOST = "worker lost"
+
 export type Settlement =
   | { readonly status: "completed"; readonly summary: string }
   | { readonly status: "failed"; readonly reason: FailureReason; readonly message: string }
@@ -66,20 +80,35 @@ export class JobStore extends Context.Tag("worker/JobStore")<
   JobStore,
   {
     readonly enqueue: (input: JobInput, by: string) => Effect.Effect<JobRow>
+    /**
+     * `enqueue` once per (`by`, `key`): the first call creates the job (`created: true`), any later one
+     * with the same request returns that job, even when both race; another request with the key fails.
+     */
+    readonly enqueueOnce: (
+      input: JobInput,
+      by: string,
+      key: string
+    ) => Effect.Effect<{ readonly job: JobRow; readonly created: boolean }, IdempotencyKeyReused>
     readonly get: (id: string) => Effect.Effect<JobRow, JobNotFound>
     readonly list: (filter: { readonly status?: JobStatus; readonly agent?: string; readonly limit: number }) => Effect.Effect<ReadonlyArray<JobRow>>
-    /** The oldest queued job (or this one, when given), now `running` under `workerId`; none when the queue is empty. */
-    readonly claim: (workerId: string, only?: string) => Effect.Effect<JobRow | undefined>
+    /**
+     * The oldest queued job (or this one, when given), now `running` under `workerId` with a lease of
+     * `leaseMs`; none when the queue is empty.
+     */
+    readonly claim: (workerId: string, leaseMs: number, only?: string) => Effect.Effect<JobRow | undefined>
+    /** Renews the lease of a job running under `workerId`; false when it no longer is (settled or lost). */
+    readonly heartbeat: (id: string, workerId: string, leaseMs: number) => Effect.Effect<boolean>
+    /** Settles every running job whose lease expired as failed/error "worker lost"; returns their ids. */
+    readonly settleExpired: Effect.Effect<ReadonlyArray<string>>
     /** Records what the worker resolved at start. */
     readonly started: (id: string, agentVersion: string, model: string) => Effect.Effect<void>
+    /** Stores an event of a running job; an event of a settled job (a lost worker's) is dropped. */
     readonly appendEvent: (id: string, event: JobEvent) => Effect.Effect<void>
     /** Events with seq > `after`, in order. */
     readonly events: (id: string, after: number) => Effect.Effect<ReadonlyArray<JobEvent>>
     /** Moves a running job to its final state once; a second settle is a no-op. */
     readonly settle: (id: string, outcome: Settlement, outputs: string | null) => Effect.Effect<void>
     readonly requestAbort: (id: string) => Effect.Effect<JobRow, JobNotFound>
-    /** Settles the running jobs of `host` whose worker process `isDead`; returns how many. */
-    readonly settleOrphans: (host: string, isDead: (pid: number) => boolean) => Effect.Effect<number>
     readonly abortRequested: (id: string) => Effect.Effect<boolean>
   }
 >() {}
@@ -106,6 +135,25 @@ export const makeJobStore = Effect.gen(function* () {
           RETURNING ${sql.literal(COLUMNS)}`
         return fix(rows[0]!)
       }).pipe(Effect.orDie),
+    enqueueOnce: (input, by, key) =>
+      Effect.gen(function* () {
+        const hash = createHash("sha256").update(JSON.stringify(input)).digest("hex")
+        // ON CONFLICT DO NOTHING: of two racing requests, one inserts and the other reads its row.
+        const inserted = yield* sql<JobRow>`
+          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, idempotency_key, request_hash)
+          VALUES (${input.project ?? ""}, ${input.agent}, ${input.task}, ${JSON.stringify(input.workspace)}::jsonb,
+                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${key}, ${hash})
+          ON CONFLICT (created_by, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+          RETURNING ${sql.literal(COLUMNS)}`
+        if (inserted[0] !== undefined) return { job: fix(inserted[0]), created: true }
+        const existing = yield* sql<JobRow & { requestHash: string | null }>`
+          SELECT ${sql.literal(COLUMNS)}, request_hash FROM runtime.job WHERE created_by = ${by} AND idempotency_key = ${key}`
+        const row = existing[0]
+        if (row === undefined) return yield* Effect.die(new Error("an idempotent job insert conflicted but no job holds its key"))
+        if (row.requestHash !== hash) return yield* new IdempotencyKeyReused({ key })
+        const { requestHash: _, ...job } = row
+        return { job: fix(job), created: false }
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
     get: (id) => Effect.map(one(id), fix).pipe(Effect.catchTag("SqlError", Effect.die)),
     list: (f) =>
       Effect.map(
@@ -115,23 +163,37 @@ export const makeJobStore = Effect.gen(function* () {
           ORDER BY created_at DESC LIMIT ${f.limit}`,
         (rows) => rows.map(fix)
       ).pipe(Effect.orDie),
-    claim: (workerId, only) =>
+    claim: (workerId, leaseMs, only) =>
       Effect.map(
         sql<JobRow>`
-          UPDATE runtime.job SET status = 'running', worker_id = ${workerId}, started_at = now()
+          UPDATE runtime.job SET status = 'running', worker_id = ${workerId}, started_at = now(), heartbeat_at = now(),
+            lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
           WHERE id = (SELECT id FROM runtime.job WHERE status = 'queued' ${only === undefined ? sql`` : sql`AND id = ${only}`}
                       ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1)
           RETURNING ${sql.literal(COLUMNS)}`,
         (rows) => (rows[0] === undefined ? undefined : fix(rows[0]))
       ).pipe(Effect.orDie),
+    heartbeat: (id, workerId, leaseMs) =>
+      Effect.map(
+        sql<{ id: string }>`UPDATE runtime.job SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
+          WHERE id = ${id} AND status = 'running' AND worker_id = ${workerId} RETURNING id`,
+        (rows) => rows.length > 0
+      ).pipe(Effect.orDie),
+    settleExpired: Effect.map(
+      sql<{ id: string }>`UPDATE runtime.job SET status = 'failed', reason = 'error', message = ${WORKER_LOST}, finished_at = now()
+        WHERE status = 'running' AND lease_expires_at < now() RETURNING id`,
+      (rows) => rows.map((r) => r.id)
+    ).pipe(Effect.orDie),
     started: (id, agentVersion, model) =>
       Effect.orDie(sql`UPDATE runtime.job SET agent_version = ${agentVersion}, model = ${model} WHERE id = ${id}`),
     appendEvent: (id, event) =>
       Effect.gen(function* () {
-        yield* sql`INSERT INTO runtime.job_event (job_id, seq, type, event) VALUES (${id}, ${event.seq}, ${event.type}, ${JSON.stringify(event)}::jsonb)
+        yield* sql`INSERT INTO runtime.job_event (job_id, seq, type, event)
+          SELECT ${id}, ${event.seq}, ${event.type}, ${JSON.stringify(event)}::jsonb
+          WHERE EXISTS (SELECT 1 FROM runtime.job WHERE id = ${id} AND status = 'running')
           ON CONFLICT DO NOTHING`
         if (event.type === "usage") {
-          yield* sql`UPDATE runtime.job SET usage = ${JSON.stringify(event)}::jsonb, cost_usd = ${event.costUsd} WHERE id = ${id}`
+          yield* sql`UPDATE runtime.job SET usage = ${JSON.stringify(event)}::jsonb, cost_usd = ${event.costUsd} WHERE id = ${id} AND status = 'running'`
         }
       }).pipe(Effect.orDie),
     events: (id, after) =>
@@ -156,16 +218,6 @@ export const makeJobStore = Effect.gen(function* () {
         yield* sql`UPDATE runtime.job SET abort_requested = true WHERE id = ${id} AND status = 'running'`
         return fix(yield* one(id))
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
-    settleOrphans: (host, isDead) =>
-      Effect.gen(function* () {
-        const running = yield* sql<{ id: string; workerId: string }>`SELECT id, worker_id FROM runtime.job WHERE status = 'running' AND worker_id LIKE ${`${host}:%`}`
-        const dead = running.filter((j) => isDead(Number(j.workerId.split(":")[1])))
-        for (const j of dead) {
-          yield* sql`UPDATE runtime.job SET status = 'failed', reason = 'error', message = 'the worker process running the job died',
-            finished_at = now() WHERE id = ${j.id} AND status = 'running'`
-        }
-        return dead.length
-      }).pipe(Effect.orDie),
     abortRequested: (id) =>
       Effect.map(sql<{ abortRequested: boolean }>`SELECT abort_requested FROM runtime.job WHERE id = ${id}`, (r) => r[0]?.abortRequested === true).pipe(Effect.orDie)
   }

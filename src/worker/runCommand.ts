@@ -11,7 +11,7 @@ import { DbMigratedLive } from "../db/Db.ts"
 import { makeAppRuntime } from "../main.ts"
 import { JobRoots } from "./JobRoots.ts"
 import { JobStore } from "./JobStore.ts"
-import { runClaimedJob } from "./Worker.ts"
+import { LeaseConfig, runClaimedJob } from "./Worker.ts"
 
 export const RUN_USAGE = `usage: kintsugi run <agent> --task <text> --read <dir> [--read <dir|file> …] --out <dir>
                     [--root <dir, default: the deepest directory holding every --read and --out>]
@@ -129,9 +129,10 @@ export const runMain = async (args: ReadonlyArray<string>): Promise<number> => {
     }
     const job = yield* store.enqueue(decoded.right, process.env["USER"] ?? "cli")
     jobId = job.id
-    const claimed = yield* store.claim(`cli:${process.pid}`, job.id)
+    const lease = yield* LeaseConfig
+    const claimed = yield* store.claim(`cli:${process.pid}`, lease.leaseMs, job.id)
     if (claimed === undefined) return yield* Effect.die(new Error("the job was claimed by another worker"))
-    const running = yield* Effect.fork(runClaimedJob(claimed, log))
+    const running = yield* Effect.fork(runClaimedJob(claimed, lease, log))
     let last = -1
     const drain = Effect.gen(function* () {
       for (const e of yield* store.events(job.id, last)) {

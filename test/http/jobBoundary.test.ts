@@ -14,7 +14,7 @@ import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { INSTALL_DIR } from "../../src/worker/JobRoots.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
-import { runClaimedJob } from "../../src/worker/Worker.ts"
+import { LeaseConfig, runClaimedJob } from "../../src/worker/Worker.ts"
 import { PASSWORD, useApi, type JsonObject } from "../support/api.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { testJobRoots } from "../support/jobRoots.ts"
@@ -191,8 +191,9 @@ describe("the job child checks the boundary again", () => {
       const logs: Array<string> = []
       await api.run(
         Effect.gen(function* () {
-          const claimed = yield* (yield* JobStore).claim("test:swap", id)
-          if (claimed !== undefined) yield* runClaimedJob(claimed, (l) => logs.push(l))
+          const lease = yield* LeaseConfig
+          const claimed = yield* (yield* JobStore).claim("test:swap", lease.leaseMs, id)
+          if (claimed !== undefined) yield* runClaimedJob(claimed, lease, (l) => logs.push(l))
         })
       )
       const job = await api.run(Effect.flatMap(JobStore, (s) => s.get(id)))

@@ -3,7 +3,7 @@
  * set, else an embedded one copied from a migrated template data dir (built once, cached in os.tmpdir()).
  */
 import { afterAll, beforeAll } from "bun:test"
-import { Effect, type Exit, Layer, ManagedRuntime } from "effect"
+import { type Duration, Effect, type Exit, Layer, ManagedRuntime } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import fs from "node:fs"
 import os from "node:os"
@@ -121,7 +121,7 @@ const admin = async (url: string, statement: string) => {
 }
 
 /** A database `kintsugi_test_<random>` on the server; dropped (connections forced off) at close. */
-const serverTestLayer = (url: string, migrate: boolean): Layer.Layer<Db, DbError> =>
+const serverTestLayer = (url: string, migrate: boolean, statementTimeout?: Duration.DurationInput): Layer.Layer<Db, DbError> =>
   Layer.unwrapScoped(
     Effect.map(
       Effect.acquireRelease(
@@ -132,28 +132,30 @@ const serverTestLayer = (url: string, migrate: boolean): Layer.Layer<Db, DbError
         }),
         (name) => Effect.promise(() => admin(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
       ),
-      (name) => makeDbLayer({ url: withDatabase(url, name), migrate })
+      (name) => makeDbLayer({ url: withDatabase(url, name), migrate, statementTimeout })
     )
   )
 
-const embeddedTestLayer = (kind: TemplateKind): Layer.Layer<Db, DbError> =>
+const embeddedTestLayer = (kind: TemplateKind, statementTimeout?: Duration.DurationInput): Layer.Layer<Db, DbError> =>
   Layer.unwrapScoped(
     Effect.map(
       Effect.acquireRelease(Effect.promise(() => createTestDataDir(kind)), (dir) => Effect.sync(dir.cleanup)),
-      (dir) => makeDbLayer({ dataDir: dir.dataDir })
+      (dir) => makeDbLayer({ dataDir: dir.dataDir, statementTimeout })
     )
   )
 
 /**
  * A fresh, isolated, migrated database for the lifetime of the layer: on the `DATABASE_URL` server
  * when it is set, else embedded (~1 s from the template instead of ~3-5 s of initdb).
- * `{ migrate: false }` gives an empty database instead.
+ * `{ migrate: false }` gives an empty database instead; `statementTimeout` replaces the Db layer's default.
  */
-export const testDbLayer = (options: { readonly migrate?: boolean } = {}): Layer.Layer<Db, DbError> => {
+export const testDbLayer = (
+  options: { readonly migrate?: boolean; readonly statementTimeout?: Duration.DurationInput } = {}
+): Layer.Layer<Db, DbError> => {
   const url = process.env["DATABASE_URL"]
   const migrate = options.migrate ?? true
-  if (url !== undefined && url !== "") return serverTestLayer(url, migrate)
-  return embeddedTestLayer(migrate ? "migrated" : "empty")
+  if (url !== undefined && url !== "") return serverTestLayer(url, migrate, options.statementTimeout)
+  return embeddedTestLayer(migrate ? "migrated" : "empty", options.statementTimeout)
 }
 
 /** True when the tests run against a PostgreSQL server rather than the embedded database. */

@@ -137,9 +137,11 @@ export interface RunValues {
   readonly timeoutSec: string
   readonly maxCostUsd: string
   readonly project: string
+  /** New for every blank form: a double submit of one form starts one job (Idempotency-Key). */
+  readonly idempotencyKey: string
 }
 
-export const blankRun = (): RunValues => ({ task: "", root: "", readOnly: "", outDir: "", timeoutSec: "600", maxCostUsd: "", project: "" })
+export const blankRun = (): RunValues => ({ task: "", root: "", readOnly: "", outDir: "", timeoutSec: "600", maxCostUsd: "", project: "", idempotencyKey: crypto.randomUUID() })
 
 /** Problems of JobInput by field: task, project, workspace.* and limits.*. */
 export const runSlot = (p: Problem): string => {
@@ -166,8 +168,9 @@ export const runPage = (ctx: PageContext, agent: string, v: RunValues, problems:
     `Run ${agent}`,
     html`
   ${pageHeader(html`Run <code>${agent}</code>`, { crumbs: [["/agents", "Agents"], [agentHref(agent), agent]] })}
-  <form method="post" action="${agentHref(agent, "/run")}" class="stack card" novalidate>
+  <form method="post" action="${agentHref(agent, "/run")}" hx-post="${agentHref(agent, "/run")}" hx-target="body" hx-disabled-elt="find button[type=submit]" class="stack card" novalidate>
     ${csrfField(ctx)}
+    <input type="hidden" name="idempotencyKey" value="${v.idempotencyKey}">
     ${at("general").length === 0 ? html`` : alert("error", problemList(at("general")))}
     ${field("task", "Task", "What the agent should do.", html`<div hx-disable><textarea id="f-task" name="task" rows="4" aria-describedby="problems-task">${v.task}</textarea></div>`)}
     ${field("root", "Workspace root", "An absolute directory on the server; the others lie inside it.", input("root"))}

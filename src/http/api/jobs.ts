@@ -8,7 +8,7 @@ import { Elysia } from "elysia"
 import type { JobEvent } from "../../contract/JobEvent.ts"
 import { JobBus } from "../../worker/JobBus.ts"
 import { JobRoots } from "../../worker/JobRoots.ts"
-import { JobStore, type JobStatus } from "../../worker/JobStore.ts"
+import { IDEMPOTENCY_KEY, JobStore, type JobStatus } from "../../worker/JobStore.ts"
 import type { Guard } from "../auth.ts"
 import { badRequest, json } from "../respond.ts"
 import { jsonBody, param, type AppServices, type Handler } from "../route.ts"
@@ -16,6 +16,14 @@ import { jsonBody, param, type AppServices, type Handler } from "../route.ts"
 type Route = (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
 
 const STATUSES: ReadonlyArray<JobStatus> = ["queued", "running", "completed", "failed"]
+
+const idempotencyKey = (request: Request) => {
+  const key = request.headers.get("idempotency-key")
+  if (key === null) return Effect.succeed(undefined)
+  return IDEMPOTENCY_KEY.test(key)
+    ? Effect.succeed(key)
+    : Effect.fail(badRequest([{ path: "Idempotency-Key", message: "must be 1 to 255 visible ASCII characters" }]))
+}
 const isTerminal = (e: JobEvent) => e.type === "job.completed" || e.type === "job.failed"
 
 /**
@@ -58,13 +66,16 @@ export const jobRoutes = (route: Route) =>
     .post(
       "/api/jobs",
       route("agents.manage", (i) => Effect.gen(function* () {
+        const key = yield* idempotencyKey(i.request)
         // Schema and workspace problems (job roots, forbidden paths, missing directories) in one 400; nothing stored.
         const decoded = yield* (yield* JobRoots).decodeJob(yield* jsonBody(i.request))
         if (Either.isLeft(decoded)) return yield* Effect.fail(badRequest(decoded.left))
         const input = decoded.right
-        const job = yield* (yield* JobStore).enqueue(input, i.principal.username)
-        yield* (yield* JobBus).publish({ _tag: "Queued" })
-        return json({ job }, 201)
+        const store = yield* JobStore
+        // The same Idempotency-Key (same user, same request) gives the first job back: 200, not a second job.
+        const { job, created } = key === undefined ? { job: yield* store.enqueue(input, i.principal.username), created: true } : yield* store.enqueueOnce(input, i.principal.username, key)
+        if (created) yield* (yield* JobBus).publish({ _tag: "Queued" })
+        return json({ job }, created ? 201 : 200)
       }))
     )
     .get(

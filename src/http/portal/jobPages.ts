@@ -7,7 +7,7 @@ import { Elysia } from "elysia"
 import { AgentStore } from "../../agents/AgentStore.ts"
 import { JobBus } from "../../worker/JobBus.ts"
 import { JobRoots } from "../../worker/JobRoots.ts"
-import { JobStore } from "../../worker/JobStore.ts"
+import { IDEMPOTENCY_KEY, JobStore } from "../../worker/JobStore.ts"
 import { jobPage, jobsPage, runPage, blankRun, type RunValues } from "../../../views/pages/jobs.ts"
 import { htmlResponse, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
@@ -24,7 +24,8 @@ export const runValuesFrom = (f: PortalInput["form"]): RunValues => ({
   outDir: field(f, "outDir"),
   timeoutSec: field(f, "timeoutSec"),
   maxCostUsd: field(f, "maxCostUsd"),
-  project: field(f, "project")
+  project: field(f, "project"),
+  idempotencyKey: field(f, "idempotencyKey")
 })
 
 /** The run form as the API's job body (JobInput decides what is valid). */
@@ -72,9 +73,18 @@ export const jobPages = (portal: PortalRunner) =>
           const values = runValuesFrom(input.form)
           const decoded = yield* (yield* JobRoots).decodeJob(jobBodyOf(agent.name, values))
           if (Either.isLeft(decoded)) return htmlResponse(runPage(input.page, agent.name, values, decoded.left), 400)
-          const job = yield* (yield* JobStore).enqueue(decoded.right, input.principal.username)
-          yield* (yield* JobBus).publish({ _tag: "Queued" })
-          return redirect(input.request, `/jobs/${job.id}`)
+          const store = yield* JobStore
+          const by = input.principal.username
+          // The form's key makes a double click (or a resubmit) land on the job it already started.
+          const outcome = IDEMPOTENCY_KEY.test(values.idempotencyKey)
+            ? yield* Effect.either(store.enqueueOnce(decoded.right, by, values.idempotencyKey))
+            : Either.right({ job: yield* store.enqueue(decoded.right, by), created: true })
+          if (Either.isLeft(outcome)) {
+            const problem = { path: "general", message: "This form already started a job with other values. Check the values and start again to run a new job." }
+            return htmlResponse(runPage(input.page, agent.name, { ...values, idempotencyKey: blankRun().idempotencyKey }, [problem]), 409)
+          }
+          if (outcome.right.created) yield* (yield* JobBus).publish({ _tag: "Queued" })
+          return redirect(input.request, `/jobs/${outcome.right.job.id}`)
         })
       )
     )

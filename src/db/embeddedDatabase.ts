@@ -1,0 +1,242 @@
+/**
+ * The embedded PostgreSQL's supervisor: PGlite in a Bun Worker (embeddedWorker.ts) on a private unix
+ * socket, replaced by a fresh worker on the same data dir when a statement does not complete in time or
+ * PGlite reports itself broken, so the database never stays wedged.
+ */
+import { Duration, Effect, Runtime, type Scope } from "effect"
+import fs from "node:fs"
+import net from "node:net"
+import os from "node:os"
+import path from "node:path"
+import type { Duplex } from "node:stream"
+import type { StartRequest, WorkerReply, WorkerRequest } from "./embeddedWorker.ts"
+import { DbError, innermostMessage } from "./DbError.ts"
+
+export interface EmbeddedOptions {
+  /** Absolute path of a persistent data dir; absent = in memory (not restartable: its data lives in the worker). */
+  readonly dataDir?: string | undefined
+  readonly snapshot?: Uint8Array | Blob | undefined
+  readonly maxConnections: number
+  /**
+   * PGlite ignores `statement_timeout` (no timers while a statement runs): a worker that has not
+   * answered a ping for this long is stuck in a statement and is replaced.
+   */
+  readonly statementTimeout: Duration.Duration
+}
+
+export interface Embedded {
+  /** Directory of the unix socket (libpq convention: host = dir, file `.s.PGSQL.5432`). */
+  readonly socketDir: string
+  /** A `dumpDataDir` tarball of the running database. */
+  readonly dump: Effect.Effect<Uint8Array, DbError>
+  /** How many times the worker was replaced since the start. */
+  readonly restarts: () => number
+  /**
+   * A socket for the client pool (node-postgres' `stream` option): it connects once a worker listens,
+   * so connections opened while a worker is replaced wait instead of failing.
+   */
+  readonly socket: () => Duplex
+}
+
+const WORKER_STOP_TIMEOUT = Duration.seconds(30)
+const PING_INTERVAL = Duration.millis(500)
+
+// The first worker compiles pglite.wasm (~0.3-1 s, off this thread) and hands the modules back; later
+// workers of the process (tests, restarts) reuse them.
+let compiledWasm: { readonly pglite: WebAssembly.Module; readonly initdb: WebAssembly.Module } | undefined
+
+/** Sends one request and waits for the worker's reply of one of `expect`'s types (pongs and alarms pass by). */
+const call = (
+  worker: Worker,
+  request: WorkerRequest,
+  expect: ReadonlyArray<WorkerReply["type"]>,
+  transfer: Array<Bun.Transferable> = []
+): Promise<WorkerReply> =>
+  new Promise((resolve, reject) => {
+    const done = () => {
+      worker.removeEventListener("message", onMessage)
+      worker.removeEventListener("error", onError)
+      worker.removeEventListener("close", onClose)
+    }
+    const onMessage = (e: MessageEvent<WorkerReply>) => {
+      if (expect.includes(e.data.type)) (done(), resolve(e.data))
+    }
+    const onError = (e: ErrorEvent) => (done(), reject(new Error(e.message)))
+    const onClose = () => (done(), reject(new Error("the database worker exited")))
+    worker.addEventListener("message", onMessage)
+    worker.addEventListener("error", onError)
+    worker.addEventListener("close", onClose)
+    worker.postMessage(request, transfer)
+  })
+
+/** A started worker (listening), or an error; a worker that did not start is terminated. */
+const spawn = async (request: StartRequest, transfer: Array<Bun.Transferable>, signal: AbortSignal): Promise<Worker> => {
+  const worker = new Worker(new URL("./embeddedWorker.ts", import.meta.url).href)
+  const stop = () => worker.terminate()
+  signal.addEventListener("abort", stop, { once: true })
+  try {
+    const reply = await call(worker, request, ["listening", "failed"], transfer)
+    if (reply.type !== "listening") throw new Error(reply.type === "failed" ? reply.message : `unexpected reply ${reply.type}`)
+    compiledWasm ??= { pglite: reply.pgliteWasmModule, initdb: reply.initdbWasmModule }
+    return worker
+  } catch (e) {
+    worker.terminate()
+    throw e
+  } finally {
+    signal.removeEventListener("abort", stop)
+  }
+}
+
+/**
+ * Starts PGlite in a worker for the current scope and supervises it; when the scope closes, the worker
+ * is stopped with PGlite closed cleanly (a checkpoint), unless it was broken (then only terminated).
+ */
+export const startEmbedded = (
+  options: EmbeddedOptions,
+  lock: (dataDir: string) => Effect.Effect<void, DbError, Scope.Scope>
+): Effect.Effect<Embedded, DbError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const dataDir = options.dataDir === undefined ? undefined : path.resolve(options.dataDir)
+    if (dataDir !== undefined) yield* lock(dataDir)
+    const socketDir = yield* Effect.acquireRelease(
+      Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "kintsugi-db-"))), // mode 0700: only us
+      (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+    )
+    const where = dataDir ?? "in memory"
+    const socketPath = path.join(socketDir, ".s.PGSQL.5432")
+    const request = (snapshot: StartRequest["snapshot"]): StartRequest => ({
+      type: "start",
+      dataDir,
+      snapshot,
+      socketPath,
+      maxConnections: options.maxConnections,
+      pgliteWasmModule: compiledWasm?.pglite,
+      initdbWasmModule: compiledWasm?.initdb
+    })
+    const fresh = dataDir === undefined || !fs.existsSync(path.join(dataDir, "PG_VERSION"))
+    // A Blob is posted as is (a `Bun.file()` costs nothing: the worker reads the file); bytes are
+    // copied once and the copy transferred (a structured clone of 40 MB would stall this thread longer).
+    const given = fresh ? options.snapshot : undefined
+    const snapshot = given instanceof Uint8Array ? given.slice() : given
+
+    const runtime = yield* Effect.runtime<never>()
+    const log = (message: string) => Runtime.runFork(runtime)(Effect.logWarning(message))
+    const timeoutMs = Duration.toMillis(options.statementTimeout)
+    const state = {
+      current: undefined as Worker | undefined,
+      broken: false,
+      closed: false,
+      restarting: false,
+      restarts: 0,
+      pingSentAt: undefined as number | undefined,
+      waiting: [] as Array<() => void>
+    }
+    const wake = () => {
+      for (const w of state.waiting.splice(0)) w()
+    }
+    /** Resolves once a worker listens; fails when none will (closed, an in-memory database lost, or too long). */
+    const ready = (): Promise<void> =>
+      state.current !== undefined
+        ? Promise.resolve()
+        : state.broken || state.closed
+        ? Promise.reject(new Error("the embedded database is not running"))
+        : new Promise((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error("the embedded database did not restart in time")), timeoutMs)
+          state.waiting.push(() => (clearTimeout(timer), state.current === undefined ? reject(new Error("the embedded database is not running")) : resolve()))
+        })
+    const watch = (worker: Worker) => {
+      worker.addEventListener("message", (e: MessageEvent<WorkerReply>) => {
+        if (worker !== state.current) return
+        if (e.data.type === "pong") state.pingSentAt = undefined
+        if (e.data.type === "poisoned") void replace(`PGlite failed inside a statement (${e.data.message})`)
+      })
+    }
+    const replace = async (why: string) => {
+      if (state.restarting || state.closed) return
+      state.restarting = true
+      state.current?.terminate()
+      state.current = undefined
+      state.pingSentAt = undefined
+      try {
+        if (dataDir === undefined) {
+          state.broken = true
+          wake()
+          return log(`the embedded in-memory database stopped (${why}); it cannot be restarted`)
+        }
+        log(`restarting the embedded database: ${why}`)
+        const worker = await spawn(request(undefined), [], new AbortController().signal)
+        if (state.closed) return worker.terminate()
+        state.current = worker
+        state.restarts++
+        watch(worker)
+        wake()
+      } catch (e) {
+        log(`cannot restart the embedded database (${where}): ${innermostMessage(e)}; trying again`)
+      } finally {
+        state.restarting = false
+      }
+    }
+
+    const first = yield* Effect.tryPromise({
+      try: (signal) => spawn(request(snapshot), snapshot instanceof Uint8Array ? [snapshot.buffer] : [], signal),
+      catch: (e) => new DbError({ message: `cannot start the embedded database (${where}): ${innermostMessage(e)}` })
+    })
+    state.current = first
+    watch(first)
+    yield* Effect.addFinalizer(() => {
+      state.closed = true
+      wake()
+      const worker = state.current
+      if (worker === undefined) return Effect.void
+      // Clean shutdown: the worker closes PGlite (a checkpoint) before it is terminated.
+      return Effect.ignore(Effect.timeout(Effect.tryPromise(() => call(worker, { type: "stop" }, ["stopped", "failed"])), WORKER_STOP_TIMEOUT)).pipe(
+        Effect.ensuring(Effect.sync(() => worker.terminate()))
+      )
+    })
+
+    // The watchdog: a worker answers a ping whenever no statement runs; one that stays silent longer
+    // than the statement timeout is stuck (a runaway statement, or a PGlite spinning in a broken state).
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.zipRight(
+          Effect.sleep(PING_INTERVAL),
+          Effect.sync(() => {
+            if (state.closed || state.restarting) return
+            const worker = state.current
+            if (worker === undefined) {
+              if (!state.broken) void replace("the last restart failed")
+              return
+            }
+            if (state.pingSentAt === undefined) {
+              state.pingSentAt = Date.now()
+              worker.postMessage({ type: "ping" } satisfies WorkerRequest)
+            } else if (Date.now() - state.pingSentAt > timeoutMs) {
+              void replace(`a statement ran longer than ${Duration.format(options.statementTimeout)}`)
+            }
+          })
+        )
+      )
+    )
+
+    const dump = Effect.tryPromise({
+      try: async () => {
+        const worker = state.current
+        if (worker === undefined) throw new Error("the embedded database is restarting")
+        const reply = await call(worker, { type: "dump" }, ["dumped", "failed"])
+        if (reply.type === "dumped") return reply.tarball
+        throw new Error(reply.type === "failed" ? reply.message : `unexpected reply ${reply.type}`)
+      },
+      catch: (e) => new DbError({ message: `cannot dump the embedded database: ${innermostMessage(e)}` })
+    })
+    const socket = (): Duplex => {
+      const s = new net.Socket()
+      const connect = s.connect.bind(s) as (path: string) => net.Socket
+      // node-postgres calls connect(path) on a unix socket; hold it until a worker listens there.
+      s.connect = ((target: string) => {
+        ready().then(() => connect(target), (e: unknown) => s.destroy(e instanceof Error ? e : new Error(String(e))))
+        return s
+      }) as typeof s.connect
+      return s
+    }
+    return { socketDir, dump, restarts: () => state.restarts, socket }
+  })

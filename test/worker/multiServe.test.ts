@@ -1,0 +1,213 @@
+/**
+ * Three `kintsugi serve` processes on one PostgreSQL run 60 jobs; one is killed with SIGKILL while it
+ * runs jobs. Every job ends settled once, none runs twice, the killed process's jobs are settled
+ * "worker lost" by the others, and no process of its jobs survives it. PostgreSQL only (PGlite is one
+ * process).
+ */
+import { afterAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Effect, Layer } from "effect"
+import { createHash, randomBytes } from "node:crypto"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import pg from "pg"
+import { Access } from "../../src/access/Access.ts"
+import { makeDbLayer } from "../../src/db/Db.ts"
+import { makeAppRuntime } from "../../src/main.ts"
+import { Bindings } from "../../src/providers/Bindings.ts"
+import { ProviderStore } from "../../src/providers/ProviderStore.ts"
+import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
+import { WORKER_LOST } from "../../src/worker/JobStore.ts"
+import { MODEL_PRICES } from "../support/jobChild.ts"
+import { isAlive } from "../support/processes.ts"
+import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
+
+const SERVER = process.env["DATABASE_URL"] ?? ""
+const JOBS = 60
+const TOTAL_MS = 240_000
+const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts")
+
+const cleanups: Array<() => Promise<void> | void> = []
+afterAll(async () => {
+  for (const c of cleanups.reverse()) {
+    try {
+      await c()
+    } catch {
+      // keep cleaning up
+    }
+  }
+}, 60_000)
+
+/** The pids of every process below `root` (from /proc's parent links). */
+const descendants = (root: number): Array<number> => {
+  const parent = new Map<number, number>()
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "latin1")
+      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: Array<number> = []
+  const walk = (pid: number) => {
+    for (const [child, p] of parent) if (p === pid) (found.push(child), walk(child))
+  }
+  walk(root)
+  return found
+}
+
+const admin = async (url: string, statement: string) => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await client.query(statement)
+  } finally {
+    await client.end()
+  }
+}
+
+const until = async (what: string, check: () => Promise<boolean>, deadline: number) => {
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what}`)
+    await Bun.sleep(100)
+  }
+}
+
+describe("three serve processes on one PostgreSQL", () => {
+  test.skipIf(SERVER === "")(
+    `${JOBS} jobs, one process killed with SIGKILL mid-job: each job settled once, none run twice, no survivor` +
+      (SERVER === "" ? " (skipped: needs DATABASE_URL — the embedded database is one process)" : ""),
+    async () => {
+      const deadline = Date.now() + TOTAL_MS - 20_000
+      const name = `kintsugi_multi_${randomBytes(6).toString("hex")}`
+      await admin(SERVER, `CREATE DATABASE ${name}`)
+      cleanups.push(() => admin(SERVER, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+      const u = new URL(SERVER)
+      u.pathname = `/${name}`
+      const url = u.toString()
+      const secretText = randomBytes(24).toString("hex")
+
+      // Set up through the same code the servers run: migrations, a user with a token, a provider, a binding.
+      const rt = await makeAppRuntime(makeDbLayer({ url, migrate: true }), {
+        secrets: Layer.succeed(SecretBox, makeSecretBox(createHash("sha256").update(secretText).digest()))
+      })
+      cleanups.push(() => rt.dispose())
+      // Each turn streams for a while (16 frames, 100 ms apart), so jobs are mid-run when the kill comes.
+      const steps: Array<Step> = Array.from({ length: JOBS + 10 }, () => ({ kind: "turn", text: "x".repeat(64), chunkSize: 4, delayMs: 100 }))
+      const model: ScriptedServer = await startOpenAIServer(steps)
+      cleanups.push(() => model.stop())
+      await rt.runPromise(Effect.flatMap(Access, (a) => a.addUser("ops", "a long test password", ["agents.manage", "providers.manage"])))
+      const token = await rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken("ops", "test")))
+      await rt.runPromise(
+        Effect.flatMap(ProviderStore, (p) =>
+          p.create({ kind: "custom", id: "gw", api: "openai-completions", baseUrl: model.baseUrl, apiKey: "sk-multi", models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }] }, "test")
+        )
+      )
+      await rt.runPromise(Effect.flatMap(Bindings, (b) => b.set("data-interfaces", "", { providerId: "gw", modelId: "m" }, "test")))
+      const root = mkdtempSync(join(tmpdir(), "kintsugi-multi-"))
+      cleanups.push(() => rmSync(root, { recursive: true, force: true }))
+      mkdirSync(join(root, "src"))
+      mkdirSync(join(root, "out"))
+      writeFileSync(join(root, "src", "app.ts"), "export const main = () => 42\n")
+
+      // Three serve processes: 2 workers each, a 3 s lease renewed every second.
+      const servers: Array<{ pid: number; port: number; proc: ReturnType<typeof Bun.spawn> }> = []
+      const all: Set<number> = new Set()
+      cleanups.push(() => {
+        for (const pid of all) if (isAlive(pid)) process.kill(pid, "SIGKILL")
+      })
+      for (let i = 0; i < 3; i++) {
+        const dataDir = join(root, `data-${i}`)
+        const proc = Bun.spawn(["bun", CLI, "serve"], {
+          env: {
+            ...process.env,
+            DATABASE_URL: url,
+            PORT: "0",
+            HOST: "127.0.0.1",
+            KINTSUGI_DATA_DIR: dataDir,
+            KINTSUGI_SECRET_KEY: secretText,
+            KINTSUGI_WORKERS: "2",
+            KINTSUGI_JOB_LEASE: "3",
+            KINTSUGI_JOB_HEARTBEAT: "1"
+          },
+          stdout: "pipe",
+          stderr: "inherit"
+        })
+        all.add(proc.pid)
+        cleanups.push(() => void proc.kill("SIGKILL"))
+        let out = ""
+        for await (const chunk of proc.stdout) {
+          out += new TextDecoder().decode(chunk)
+          if (/serving on http:\/\/[^:]+:(\d+)/.test(out)) break
+        }
+        const port = Number(/serving on http:\/\/[^:]+:(\d+)/.exec(out)?.[1] ?? 0)
+        expect(port).toBeGreaterThan(0)
+        servers.push({ pid: proc.pid, port, proc })
+      }
+
+      // 60 jobs through the API of all three.
+      const ids: Array<string> = []
+      for (let i = 0; i < JOBS; i++) {
+        const s = servers[i % 3]!
+        const r = await fetch(`http://127.0.0.1:${s.port}/api/jobs`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ agent: "data-interfaces", task: `Inventory the code [job-${i}].`, workspace: { root, readOnly: [join(root, "src")], outDir: join(root, "out") }, limits: { timeoutSec: 120 } })
+        })
+        expect(r.status).toBe(201)
+        ids.push(((await r.json()) as { job: { id: string } }).job.id)
+      }
+      const sql = (text: string, values: Array<unknown> = []) =>
+        rt.runPromise(Effect.flatMap(SqlClient, (s) => s.unsafe<Record<string, unknown>>(text, values)))
+
+      // Kill the first server while it runs jobs (its job children are alive).
+      const victim = servers[0]!
+      await until("the victim runs jobs", async () => {
+        const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status = 'running' AND worker_id LIKE $1`, [`%:${victim.pid}:%`])
+        return Number(rows[0]?.["n"]) > 0 && descendants(victim.pid).length > 0
+      }, deadline)
+      const orphans = descendants(victim.pid)
+      for (const pid of orphans) all.add(pid)
+      const running = await sql(`SELECT id FROM runtime.job WHERE status = 'running' AND worker_id LIKE $1`, [`%:${victim.pid}:%`])
+      process.kill(victim.pid, "SIGKILL")
+      await victim.proc.exited
+
+      await until("all jobs settled", async () => {
+        const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status IN ('completed', 'failed')`)
+        return Number(rows[0]?.["n"]) === JOBS
+      }, deadline)
+
+      const jobs = await sql(`SELECT id, status, reason, message, worker_id,
+          (SELECT count(*)::int FROM runtime.job_event e WHERE e.job_id = j.id AND e.type = 'job.started') AS starts,
+          (SELECT count(*)::int FROM runtime.job_event e WHERE e.job_id = j.id AND e.type IN ('job.completed', 'job.failed')) AS ends
+        FROM runtime.job j`)
+      expect(jobs.length).toBe(JOBS)
+      // None ran twice: at most one start per job, at most one model request per job.
+      for (const j of jobs) expect(Number(j["starts"])).toBeLessThanOrEqual(1)
+      for (let i = 0; i < JOBS; i++) {
+        expect(model.requests.filter((r) => JSON.stringify(r.body).includes(`[job-${i}]`)).length).toBeLessThanOrEqual(1)
+      }
+      // The killed process's running jobs were settled by the others as "worker lost".
+      expect(running.length).toBeGreaterThan(0)
+      for (const r of running) {
+        const j = jobs.find((x) => x["id"] === r["id"])
+        expect(j?.["status"] === "completed" || (j?.["status"] === "failed" && j["reason"] === "error" && j["message"] === WORKER_LOST)).toBe(true)
+      }
+      // Everything else completed, once, on a living worker.
+      const victims = new Set(running.map((r) => String(r["id"])))
+      for (const j of jobs.filter((x) => !victims.has(String(x["id"])))) {
+        expect(j["status"]).toBe("completed")
+        expect(Number(j["starts"])).toBe(1)
+        expect(Number(j["ends"])).toBe(1)
+        expect(String(j["worker_id"])).not.toContain(`:${victim.pid}:`)
+      }
+      // No process of the killed server's jobs survives it.
+      await until("the killed server's job processes are gone", async () => orphans.every((pid) => !isAlive(pid)), Date.now() + 15_000)
+      expect(orphans.filter(isAlive)).toEqual([])
+    },
+    TOTAL_MS
+  )
+})

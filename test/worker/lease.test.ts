@@ -10,6 +10,9 @@ import { makeApp } from "../../src/http/app.ts"
 import { JobStore, WORKER_LOST, type JobInput, type JobRow } from "../../src/worker/JobStore.ts"
 import { makeTestRuntime, signInTestUsers, type AppRuntime } from "../portal/harness.ts"
 import { Access } from "../../src/access/Access.ts"
+import { mkdirSync } from "node:fs"
+import { join } from "node:path"
+import { createRootDir } from "../support/jobRoots.ts"
 
 setDefaultTimeout(60_000)
 
@@ -18,7 +21,16 @@ let app: ReturnType<typeof makeApp>
 let sessions: Awaited<ReturnType<typeof signInTestUsers>>
 const tokens: Record<string, string> = {}
 
-const INPUT: JobInput = { agent: "codebase-inventory", task: "t", workspace: { root: "/tmp", readOnly: ["/tmp"], outDir: "/tmp" }, limits: { timeoutSec: 60 } }
+// A workspace inside the test job root: the API and the form refuse anything else (job roots).
+const WS = createRootDir("lease-")
+mkdirSync(join(WS, "src"))
+mkdirSync(join(WS, "out"))
+const INPUT: JobInput = {
+  agent: "codebase-inventory",
+  task: "t",
+  workspace: { root: WS, readOnly: [join(WS, "src")], outDir: join(WS, "out") },
+  limits: { timeoutSec: 60 }
+}
 const run = <A, E>(e: Effect.Effect<A, E, JobStore | SqlClient>) => rt.runPromise(e)
 
 beforeAll(async () => {
@@ -114,7 +126,7 @@ describe("Idempotency-Key", () => {
         method: "POST",
         headers,
         redirect: "manual",
-        body: new URLSearchParams({ _csrf: s.csrf, idempotencyKey: key, task: "t", root: "/tmp", readOnly: "/tmp", outDir: "/tmp", timeoutSec: "60", maxCostUsd: "", project: "" })
+        body: new URLSearchParams({ _csrf: s.csrf, idempotencyKey: key, task: "t", root: WS, readOnly: join(WS, "src"), outDir: join(WS, "out"), timeoutSec: "60", maxCostUsd: "", project: "" })
       }))
     const [a, b] = await Promise.all([submit(), submit()])
     expect([a.status, b.status]).toEqual([303, 303])

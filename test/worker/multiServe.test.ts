@@ -107,9 +107,11 @@ describe("three serve processes on one PostgreSQL", () => {
         )
       )
       await rt.runPromise(Effect.flatMap(Bindings, (b) => b.set("data-interfaces", "", { providerId: "gw", modelId: "m" }, "test")))
-      const root = mkdtempSync(join(tmpdir(), "kintsugi-multi-"))
-      cleanups.push(() => rmSync(root, { recursive: true, force: true }))
-      mkdirSync(join(root, "src"))
+      const base = mkdtempSync(join(tmpdir(), "kintsugi-multi-"))
+      cleanups.push(() => rmSync(base, { recursive: true, force: true }))
+      // The job root holds the workspace; the servers' data dirs lie beside it, never inside (job roots).
+      const root = join(base, "ws")
+      mkdirSync(join(root, "src"), { recursive: true })
       mkdirSync(join(root, "out"))
       writeFileSync(join(root, "src", "app.ts"), "export const main = () => 42\n")
 
@@ -120,7 +122,7 @@ describe("three serve processes on one PostgreSQL", () => {
         for (const pid of all) if (isAlive(pid)) process.kill(pid, "SIGKILL")
       })
       for (let i = 0; i < 3; i++) {
-        const dataDir = join(root, `data-${i}`)
+        const dataDir = join(base, `data-${i}`)
         const proc = Bun.spawn(["bun", CLI, "serve"], {
           env: {
             ...process.env,
@@ -128,6 +130,7 @@ describe("three serve processes on one PostgreSQL", () => {
             PORT: "0",
             HOST: "127.0.0.1",
             KINTSUGI_DATA_DIR: dataDir,
+            KINTSUGI_JOB_ROOTS: root,
             KINTSUGI_SECRET_KEY: secretText,
             KINTSUGI_WORKERS: "2",
             KINTSUGI_JOB_LEASE: "3",

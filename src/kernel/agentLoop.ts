@@ -207,7 +207,7 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
           serverRequested: decision.serverRequested,
           provider: model.provider,
           model: model.id,
-          ...(failure.status === undefined ? {} : { statusCode: failure.status })
+          ...(failure.status === undefined || failure.status < 300 ? {} : { statusCode: failure.status })
         }
         yield* spans.span("kintsugi.retry", turnSpanId, attributes, () => deps.plannedWait(waitPlanned(decision.waitMs)))
       }

@@ -96,18 +96,17 @@ describe("retried failures", () => {
 
   test("503 for ever → error before timeoutSec, naming the status, the provider's message and why retrying stopped", async () => {
     const forever = Array.from({ length: 200 }, () => httpError(503, "upstream unavailable"))
+    // Waits of 675-900 ms, then 1350-1800 ms: the second can never fit in what is left of 2 s, so the
+    // job gives up after 2 requests, long before the deadline (and never races it).
     const r = await runJob("openai-completions", forever, {
       overrides: { limits: { timeoutSec: 2, idleTimeoutSec: 1 } },
-      retry: { baseDelayMs: 50, maxRetries: 1000 }
+      retry: { baseDelayMs: 900, maxRetries: 1000 }
     })
-    expect(r.outcome).toMatchObject({ _tag: "Failed", reason: "error" })
-    expect(r.terminal).toMatchObject({ type: "job.failed", reason: "error" })
-    const message = r.terminal?.type === "job.failed" ? r.terminal.message : ""
-    expect(message).toContain("HTTP 503: upstream unavailable")
-    expect(message).toContain("the next retry wait would pass timeoutSec")
-    expect(r.requests.length).toBeGreaterThanOrEqual(3)
-    expect(r.retries.length).toBe(r.requests.length - 1)
-    expect(r.retries.reduce((sum, s) => sum + Number(s.attributes["waitMs"]), 0)).toBeLessThan(2000)
+    const expected = "model call failed: the provider answered HTTP 503: upstream unavailable (scripted) (after 2 attempts; the next retry wait would pass timeoutSec)"
+    expect(r.outcome).toEqual({ _tag: "Failed", reason: "error", message: expected })
+    expect(r.terminal).toMatchObject({ type: "job.failed", reason: "error", message: expected })
+    expect(r.requests.length).toBe(2)
+    expect(r.retries.map((s) => s.attributes["statusCode"])).toEqual([503])
   })
 
   test("529 overloaded_error (Anthropic) is retried", async () => {
@@ -120,6 +119,69 @@ describe("retried failures", () => {
     expect(r.outcome._tag).toBe("Completed")
     expect(r.retries.map((s) => s.attributes["statusCode"])).toEqual([529])
   })
+})
+
+/** The OpenAI SSE frames of a one-text answer, as raw HTTP body text. */
+const answerBody = (text: string): string =>
+  [
+    { choices: [{ index: 0, delta: { role: "assistant", content: text }, finish_reason: null }] },
+    { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] },
+    { choices: [], usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 } }
+  ]
+    .map((c) => `data: ${JSON.stringify({ id: "chatcmpl-raw", object: "chat.completion.chunk", created: 1, model: "scripted-model", ...c })}\n\n`)
+    .join("") + "data: [DONE]\n\n"
+
+/**
+ * An OpenAI-compatible endpoint on a raw TCP socket: the first request gets 200 and SSE headers and
+ * then the connection is cut (a reset before any text); later requests get `answerBody("done")`.
+ */
+const startResettingServer = () => {
+  let requests = 0
+  const listener = Bun.listen<{ buf: string }>({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      open: (socket) => void (socket.data = { buf: "" }),
+      data: (socket, chunk) => {
+        socket.data.buf += chunk.toString()
+        const head = socket.data.buf.indexOf("\r\n\r\n")
+        const length = Number(/content-length: *(\d+)/i.exec(socket.data.buf)?.[1] ?? 0)
+        if (head < 0 || Buffer.byteLength(socket.data.buf) < head + 4 + length) return
+        requests += 1
+        if (requests === 1) {
+          socket.write("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+          socket.terminate()
+          return
+        }
+        const body = answerBody("done")
+        socket.end(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+      }
+    }
+  })
+  return {
+    baseUrl: `http://127.0.0.1:${listener.port}/v1`,
+    requests: () => requests,
+    stop: async () => listener.stop(true)
+  }
+}
+
+test("a connection cut before any text is retried", async () => {
+  const raw = startResettingServer()
+  const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  cleanups.push(() => raw.stop(), () => dirs.cleanup())
+  const provider = createProvider({ baseUrl: raw.baseUrl, requests: [], append: () => undefined, remaining: () => 0, stop: raw.stop }, "openai-completions")
+  const layer = KernelLive({ providers: [provider], sandbox: testSandboxConfig(), retry: FAST })
+  const program = Effect.gen(function* () {
+    const handle = yield* (yield* AgentRuntime).start(createJob(dirs, { agent: { tools: ["read"] } }))
+    const events = yield* Stream.runCollect(handle.events)
+    return { events: [...events], outcome: yield* handle.result }
+  })
+  const r = await Effect.runPromise(Effect.provide(program, layer))
+  expect(r.outcome).toEqual({ _tag: "Completed", summary: "done" })
+  expect(raw.requests()).toBe(2)
+  const retries = r.events.filter((e): e is SpanEvent => e.type === "span" && e.name === "kintsugi.retry")
+  expect(retries.map((s) => s.attributes)).toEqual([expect.objectContaining({ attempt: 1, cause: "connection" })])
+  expect(retries[0]?.attributes).not.toHaveProperty("statusCode")
 })
 
 describe("failures that are not retried", () => {

@@ -94,6 +94,19 @@ describe("retried failures", () => {
     expect(r.retries[0]?.attributes).toMatchObject({ statusCode: 429, serverRequested: true, waitMs: 2000 })
   })
 
+  test("a Retry-After longer than the time left is not waited for: error at once, with the provider's words", async () => {
+    const r = await runJob("openai-completions", [httpError(429, "quota", { "retry-after": "60" }), { kind: "turn", text: "never" }], {
+      overrides: { limits: { timeoutSec: 5 } }
+    })
+    expect(r.requests.length).toBe(1)
+    expect(r.retries).toEqual([])
+    expect(r.outcome).toEqual({
+      _tag: "Failed",
+      reason: "error",
+      message: "model call failed: the provider answered HTTP 429: quota (scripted) (the next retry wait would pass timeoutSec)"
+    })
+  })
+
   test("503 for ever → error before timeoutSec, naming the status, the provider's message and why retrying stopped", async () => {
     const forever = Array.from({ length: 200 }, () => httpError(503, "upstream unavailable"))
     // Waits of 675-900 ms, then 1350-1800 ms: the second can never fit in what is left of 2 s, so the
@@ -131,11 +144,14 @@ const answerBody = (text: string): string =>
     .map((c) => `data: ${JSON.stringify({ id: "chatcmpl-raw", object: "chat.completion.chunk", created: 1, model: "scripted-model", ...c })}\n\n`)
     .join("") + "data: [DONE]\n\n"
 
+/** What a raw server sends for its n-th request: SSE text, then either the end of the response or a cut. */
+type RawAnswer = { readonly body: string; readonly cut: boolean }
+
 /**
- * An OpenAI-compatible endpoint on a raw TCP socket: the first request gets 200 and SSE headers and
- * then the connection is cut (a reset before any text); later requests get `answerBody("done")`.
+ * A model endpoint on a raw TCP socket, so a response can be cut mid-stream: a cut answer sends 200,
+ * SSE headers and `body` as one chunk, then closes the connection mid-response.
  */
-const startResettingServer = () => {
+const startRawServer = (answer: (requestNumber: number) => RawAnswer) => {
   let requests = 0
   const listener = Bun.listen<{ buf: string }>({
     hostname: "127.0.0.1",
@@ -148,40 +164,64 @@ const startResettingServer = () => {
         const length = Number(/content-length: *(\d+)/i.exec(socket.data.buf)?.[1] ?? 0)
         if (head < 0 || Buffer.byteLength(socket.data.buf) < head + 4 + length) return
         requests += 1
-        if (requests === 1) {
-          socket.write("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
-          socket.terminate()
+        const { body, cut } = answer(requests)
+        const size = Buffer.byteLength(body)
+        if (cut) {
+          const chunkText = size === 0 ? "" : `${size.toString(16)}\r\n${body}\r\n`
+          socket.write(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n${chunkText}`)
+          // Closed without the chunked terminator, a moment later: Bun's fetch may report a close that
+          // arrives with the data before it hands the data on, and the test needs the data parsed.
+          setTimeout(() => socket.end(), size === 0 ? 0 : 200)
           return
         }
-        const body = answerBody("done")
-        socket.end(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+        socket.end(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: ${size}\r\nconnection: close\r\n\r\n${body}`)
       }
     }
   })
-  return {
-    baseUrl: `http://127.0.0.1:${listener.port}/v1`,
-    requests: () => requests,
-    stop: async () => listener.stop(true)
-  }
+  const baseUrl = `http://127.0.0.1:${listener.port}`
+  const stop = async () => listener.stop(true)
+  // createProvider only reads baseUrl; the rest satisfies ScriptedServer.
+  const asServer = (prefix: string): ScriptedServer => ({ baseUrl: baseUrl + prefix, requests: [], append: () => undefined, remaining: () => 0, stop })
+  return { asServer, requests: () => requests, stop }
 }
 
-test("a connection cut before any text is retried", async () => {
-  const raw = startResettingServer()
+const runRaw = async (api: ScriptedApi, server: ScriptedServer, retry: Partial<RetryPolicy>) => {
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
-  cleanups.push(() => raw.stop(), () => dirs.cleanup())
-  const provider = createProvider({ baseUrl: raw.baseUrl, requests: [], append: () => undefined, remaining: () => 0, stop: raw.stop }, "openai-completions")
-  const layer = KernelLive({ providers: [provider], sandbox: testSandboxConfig(), retry: FAST })
+  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  const layer = KernelLive({ providers: [createProvider(server, api)], sandbox: testSandboxConfig(), retry })
   const program = Effect.gen(function* () {
     const handle = yield* (yield* AgentRuntime).start(createJob(dirs, { agent: { tools: ["read"] } }))
     const events = yield* Stream.runCollect(handle.events)
     return { events: [...events], outcome: yield* handle.result }
   })
   const r = await Effect.runPromise(Effect.provide(program, layer))
+  return { ...r, retries: r.events.filter((e): e is SpanEvent => e.type === "span" && e.name === "kintsugi.retry") }
+}
+
+test("a connection cut before any text is retried", async () => {
+  const raw = startRawServer((n) => (n === 1 ? { body: "", cut: true } : { body: answerBody("done"), cut: false }))
+  const r = await runRaw("openai-completions", raw.asServer("/v1"), FAST)
   expect(r.outcome).toEqual({ _tag: "Completed", summary: "done" })
   expect(raw.requests()).toBe(2)
-  const retries = r.events.filter((e): e is SpanEvent => e.type === "span" && e.name === "kintsugi.retry")
-  expect(retries.map((s) => s.attributes)).toEqual([expect.objectContaining({ attempt: 1, cause: "connection" })])
-  expect(retries[0]?.attributes).not.toHaveProperty("statusCode")
+  expect(r.retries.map((s) => s.attributes)).toEqual([expect.objectContaining({ attempt: 1, cause: "connection" })])
+  expect(r.retries[0]?.attributes).not.toHaveProperty("statusCode")
+})
+
+test("the usage a failed attempt reported still counts", async () => {
+  // Anthropic reports input tokens at message_start; the stream is then cut, every time.
+  const started = `event: message_start\ndata: ${JSON.stringify({
+    type: "message_start",
+    message: { id: "msg_raw", type: "message", role: "assistant", model: "scripted-model", content: [], stop_reason: null, usage: { input_tokens: 1000, output_tokens: 0 } }
+  })}\n\n`
+  const raw = startRawServer(() => ({ body: started, cut: true }))
+  const r = await runRaw("anthropic-messages", raw.asServer(""), { ...FAST, maxRetries: 1 })
+  expect(raw.requests()).toBe(2)
+  expect(r.retries.length).toBe(1)
+  expect(r.outcome).toMatchObject({ _tag: "Failed", reason: "error" })
+  expect(r.outcome._tag === "Failed" && r.outcome.message).toContain("connection to the provider failed")
+  const usage = r.events.filter((e) => e.type === "usage")
+  expect(usage.map((u) => u.inputTokens)).toEqual([1000, 2000])
+  expect(usage[usage.length - 1]?.costUsd).toBeCloseTo((2000 * 3) / 1_000_000, 12)
 })
 
 describe("failures that are not retried", () => {

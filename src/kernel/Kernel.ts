@@ -17,6 +17,7 @@ import { EventSink } from "./EventSink.ts"
 import { makeJobModels, type JobModels } from "./PiAiModels.ts"
 import { prepareJob, processToolGrants, type PreparedJob } from "./prepareJob.ts"
 import { Redactor } from "./Redactor.ts"
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.ts"
 import { Spans } from "./Spans.ts"
 
 export const RUNTIME_VERSION = "0.1.0"
@@ -32,17 +33,28 @@ export interface KernelConfig {
   readonly sandbox?: SandboxConfig
   /** Prefix of every process run token (set by the worker, so it can sweep leftovers). */
   readonly runTokenPrefix?: string
+  /** How failed model calls are retried (docs/kernel.md "Retries"). Default: `DEFAULT_RETRY_POLICY`. */
+  readonly retry?: Partial<RetryPolicy>
+}
+
+/** Longest `job.failed` message: a provider's error body can be kilobytes. */
+const MAX_FAILURE_MESSAGE = 1000
+
+/** Redacted first, then cut, so no cut can leave half a secret that the redactor no longer recognises. */
+const failureText = (redactor: Redactor, message: string): string => {
+  const text = redactor.redact(message)
+  return text.length > MAX_FAILURE_MESSAGE ? `${text.slice(0, MAX_FAILURE_MESSAGE)}…` : text
 }
 
 const isTerminal = (e: JobEvent) => e.type === "job.completed" || e.type === "job.failed"
 
-/** The idle watchdog: fails once nothing made progress for `idleMs`. Never succeeds. */
-const watchdog = (idleMs: number, lastProgress: () => number, seconds: number) =>
+/** The idle watchdog: fails once nothing made progress for `idleMs` outside planned waits. Never succeeds. */
+const watchdog = (idleMs: number, lastProgress: () => number, paused: () => boolean, seconds: number) =>
   Effect.gen(function* () {
     const tick = Duration.millis(Math.min(1000, Math.max(10, idleMs / 4)))
     while (true) {
       yield* Effect.sleep(tick)
-      if (Date.now() - lastProgress() > idleMs) {
+      if (!paused() && Date.now() - lastProgress() > idleMs) {
         return yield* Effect.fail(new JobTimedOut({ limit: "idleTimeoutSec", seconds }))
       }
     }
@@ -56,7 +68,8 @@ const runPrepared = (
   redactor: Redactor,
   abort: Deferred.Deferred<void>,
   diagnostics: (line: string) => void,
-  runner: RunnerOptions
+  runner: RunnerOptions,
+  retry: RetryPolicy
 ): Effect.Effect<JobOutcome> =>
   Effect.gen(function* () {
     const { spec } = prepared
@@ -77,6 +90,18 @@ const runPrepared = (
     const progress = () => {
       last = Date.now()
     }
+    // A planned retry wait is progress-neutral: the watchdog skips it and the idle clock restarts after it.
+    let waiting = 0
+    const plannedWait = <A, E, R>(wait: Effect.Effect<A, E, R>) =>
+      Effect.acquireUseRelease(
+        Effect.sync(() => waiting++),
+        () => wait,
+        () =>
+          Effect.sync(() => {
+            waiting--
+            progress()
+          })
+      )
     const loop = Effect.gen(function* () {
       const runner = yield* ProcessRunner
       return yield* agentLoop({
@@ -89,14 +114,16 @@ const runPrepared = (
         spans,
         jobSpanId,
         progress,
-        remainingMs: () => Math.max(0, deadline - Date.now())
+        plannedWait,
+        remainingMs: () => Math.max(0, deadline - Date.now()),
+        retry
       })
       // The runner's scope ends with the loop: every process it started is killed before we go on.
     }).pipe(Effect.provide(processRunnerLayer(runner)))
 
     const idleSec = spec.limits.idleTimeoutSec ?? 0
     const guarded: Effect.Effect<string, KernelError> = loop.pipe(
-      Effect.raceFirst(idleSec > 0 ? watchdog(idleSec * 1000, () => last, idleSec) : Effect.never),
+      Effect.raceFirst(idleSec > 0 ? watchdog(idleSec * 1000, () => last, () => waiting > 0, idleSec) : Effect.never),
       Effect.raceFirst(Deferred.await(abort).pipe(Effect.zipRight(Effect.fail(new JobAborted())))),
       Effect.timeoutFail({
         duration: Duration.millis(timeoutMs),
@@ -110,7 +137,7 @@ const runPrepared = (
       onFailure: (cause) => {
         const failure = Cause.failureOption(cause)
         if (Option.isSome(failure)) {
-          return { _tag: "Failed", reason: failureReason(failure.value), message: failure.value.message }
+          return { _tag: "Failed", reason: failureReason(failure.value), message: failureText(redactor, failure.value.message) }
         }
         if (Cause.isInterruptedOnly(cause)) return { _tag: "Failed", reason: "aborted", message: new JobAborted().message }
         diagnostics(redactor.redact(`job ${jobId}: defect: ${Cause.pretty(cause)}`))
@@ -166,7 +193,10 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape): A
         ...(config.runTokenPrefix === undefined ? {} : { tokenPrefix: config.runTokenPrefix })
       }
       const fiber = yield* Effect.forkDaemon(
-        runPrepared(jobId, prepared, jobModels, sink, redactor, abort, config.diagnostics ?? (() => {}), runner)
+        runPrepared(jobId, prepared, jobModels, sink, redactor, abort, config.diagnostics ?? (() => {}), runner, {
+          ...DEFAULT_RETRY_POLICY,
+          ...config.retry
+        })
       )
       const handle: JobHandle = {
         id: jobId,

@@ -24,6 +24,9 @@ import type { ThinkingLevel } from "../contract/AgentDefinition.ts"
 import { THINKING_LEVELS } from "../contract/AgentDefinition.ts"
 import type { CustomProviderConfig, ProviderConfig, ProviderModel } from "../contract/ProviderConfig.ts"
 
+/** A request outside the provider's base URL, refused before it left: never a connection failure. */
+export class EgressRefused extends Error {}
+
 const API_IMPLEMENTATIONS = {
   "openai-completions": openAICompletionsApi,
   "openai-responses": openAIResponsesApi,
@@ -149,9 +152,15 @@ export const makeJobModels = async (
     const pinned = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
       const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url)
       const inside = url.origin === allowed.origin && (url.pathname === prefix || url.pathname.startsWith(`${prefix}/`))
-      if (!inside) return Promise.reject(new Error(`egress refused: request outside the provider's base URL (${url.origin})`))
+      if (!inside) return Promise.reject(new EgressRefused(`egress refused: request outside the provider's base URL (${url.origin})`))
       // A provider never needs a redirect; following one could carry the key to another origin.
-      return globalThis.fetch(input, { ...init, redirect: "error" })
+      return globalThis.fetch(input, { ...init, redirect: "error" }).catch((error: unknown) => {
+        // A refused redirect is the provider's answer, not a connection failure to retry.
+        if (error instanceof Error && "code" in error && error.code === "UnexpectedRedirect") {
+          throw new EgressRefused("egress refused: the provider answered with a redirect")
+        }
+        throw error
+      })
     }
     return Object.assign(pinned, { preconnect: globalThis.fetch.preconnect }) as FetchFunction
   }

@@ -1,7 +1,8 @@
 /**
  * The agent loop: model turn → tool calls → model turn …, until the model answers without a tool
  * call. Streams `message.delta`, `tool.call`, `tool.result`, `usage` and spans through the sink;
- * checks maxTurns, maxCostUsd and the loop guard; every LLM failure becomes a typed kernel error.
+ * checks maxTurns, maxCostUsd and the loop guard; retries a model call the retry policy allows (each
+ * wait a `kintsugi.retry` span); every LLM failure becomes a typed kernel error naming its cause.
  * Timeouts and abort wrap this loop from the outside (Kernel.ts).
  */
 import {
@@ -12,7 +13,7 @@ import {
   type ToolCall,
   type ToolResultMessage
 } from "@earendil-works/pi-ai"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import type { ThinkingLevel } from "../contract/AgentDefinition.ts"
 import type { KernelTool, ToolContext } from "../tools/Tool.ts"
 import type { DenyMatcher } from "../tools/denyPatterns.ts"
@@ -21,6 +22,8 @@ import type { EventSink } from "./EventSink.ts"
 import { RepeatGuard, StreamGuard } from "./LoopGuard.ts"
 import type { JobModels } from "./PiAiModels.ts"
 import type { PreparedJob } from "./prepareJob.ts"
+import { attemptFailure, failureMessage, observingFetch } from "./providerFailure.ts"
+import { decideRetry, waitPlanned, type RetryPolicy } from "./retryPolicy.ts"
 import type { Spans } from "./Spans.ts"
 import { buildSystemPrompt } from "./systemPrompt.ts"
 
@@ -35,7 +38,10 @@ export interface LoopDeps {
   readonly jobSpanId: string
   /** Marks progress for the idle watchdog. */
   readonly progress: () => void
+  /** Runs a planned wait (a retry backoff): the idle watchdog does not count it as idleness. */
+  readonly plannedWait: <A, E, R>(wait: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   readonly remainingMs: () => number
+  readonly retry: RetryPolicy
 }
 
 interface Totals {
@@ -75,7 +81,7 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
   const toolDefs: Array<Tool> = deps.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }))
   const messages: Array<Message> = [{ role: "user", content: spec.task, timestamp: Date.now() }]
   const reasoning: ThinkingLevel | undefined = job.thinking.effective === "off" ? undefined : job.thinking.effective
-  const fetch = jobModels.pinnedFetch(model)
+  const http = observingFetch(jobModels.pinnedFetch(model))
   const repeats = new RepeatGuard()
   const streamGuard = new StreamGuard()
   const totals: Totals = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, costUsd: 0, turns: 0, contextPeakPercent: 0 }
@@ -111,20 +117,25 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
     })
   }
 
-  /** One streamed model call. The stream is aborted on interruption and when a streaming limit trips. */
+  /**
+   * One streamed model call. The stream is aborted on interruption and when a streaming limit trips.
+   * `streamed`: some of its text already went out as events (so it must not be retried).
+   */
   const callModel = Effect.tryPromise({
     try: async (signal) => {
       const controller = new AbortController()
       const abort = () => controller.abort()
       signal.addEventListener("abort", abort, { once: true })
       streamGuard.reset()
+      http.take()
       let loopMessage: string | undefined
+      let streamed = false
       const stream = jobModels.models.streamSimple(
         model,
         { systemPrompt, messages, tools: toolDefs },
         {
           signal: controller.signal,
-          fetch,
+          fetch: http.fetch,
           cacheRetention: "short",
           sessionId: deps.jobId,
           maxRetries: 0,
@@ -137,6 +148,7 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
           switch (ev.type) {
             case "text_delta":
               sink.emit({ type: "message.delta", text: ev.delta })
+              streamed = true
               loopMessage ??= streamGuard.add("text", ev.delta.length)
               break
             case "thinking_delta":
@@ -158,18 +170,56 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
         signal.removeEventListener("abort", abort)
         sink.flushText()
       }
-      return { msg: await stream.result(), loopMessage }
+      const msg = await stream.result()
+      return { msg, loopMessage, failure: attemptFailure(msg, http.take(), streamed) }
     },
-    catch: () => new LlmFailed({ message: "the model stream failed unexpectedly" })
+    catch: (cause) => new LlmFailed({ message: `the model stream failed: ${cause instanceof Error ? cause.message : String(cause)}` })
   })
 
-  const checkAnswer = (msg: AssistantMessage): Effect.Effect<void, KernelError> => {
+  const checkBudget = Effect.suspend(() => {
+    const max = limits.maxCostUsd
+    return max !== undefined && totals.costUsd > max
+      ? Effect.fail(new BudgetExceeded({ costUsd: totals.costUsd, maxCostUsd: max }))
+      : Effect.void
+  })
+
+  /**
+   * The model call with the retry policy around it. A failed attempt's usage is recorded (the provider
+   * may bill it); the answer returned is the last attempt's, with the failure text if it failed.
+   */
+  const callWithRetries = (turnSpanId: string) =>
+    Effect.gen(function* () {
+      for (let retryIndex = 0; ; retryIndex++) {
+        const attempt = yield* callModel
+        const { msg, failure } = attempt
+        if (attempt.loopMessage !== undefined || msg.stopReason !== "error" || isContextOverflow(msg, model.contextWindow)) {
+          return { ...attempt, failureText: undefined }
+        }
+        const now = yield* Clock.currentTimeMillis
+        const decision = decideRetry(deps.retry, failure, retryIndex, deps.remainingMs(), now, Math.random())
+        if (decision._tag === "GiveUp") return { ...attempt, failureText: failureMessage(failure, retryIndex + 1, decision.why) }
+        recordUsage(msg)
+        yield* checkBudget
+        const attributes = {
+          attempt: retryIndex + 1,
+          waitMs: decision.waitMs,
+          cause: decision.cause,
+          serverRequested: decision.serverRequested,
+          provider: model.provider,
+          model: model.id,
+          ...(failure.status === undefined || failure.status < 300 ? {} : { statusCode: failure.status })
+        }
+        yield* spans.span("kintsugi.retry", turnSpanId, attributes, () => deps.plannedWait(waitPlanned(decision.waitMs)))
+      }
+    })
+
+  const checkAnswer = (msg: AssistantMessage, failureText: string | undefined): Effect.Effect<void, KernelError> => {
     switch (msg.stopReason) {
       case "error":
       case "aborted":
         return isContextOverflow(msg, model.contextWindow)
           ? Effect.fail(new ContextOverflow({ message: `the conversation no longer fits the model's context window: ${msg.errorMessage ?? "overflow"}` }))
-          : Effect.fail(new LlmFailed({ message: `model call failed: ${msg.errorMessage ?? msg.stopReason}` }))
+          : Effect.fail(new LlmFailed({ message: failureText ?? `model call failed: ${msg.errorMessage ?? msg.stopReason}` }))
       case "length":
         return Effect.fail(new LlmFailed({ message: "the model reached its output token limit before finishing" }))
       case "stop":
@@ -246,13 +296,11 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
     const attributes: Record<string, string | number | boolean> = { turn: totals.turns }
     return yield* spans.span("kintsugi.turn", deps.jobSpanId, attributes, (turnSpanId) =>
       Effect.gen(function* () {
-        const { msg, loopMessage } = yield* callModel
+        const { msg, loopMessage, failureText } = yield* callWithRetries(turnSpanId)
         recordUsage(msg)
-        if (max !== undefined && totals.costUsd > max) {
-          return yield* Effect.fail(new BudgetExceeded({ costUsd: totals.costUsd, maxCostUsd: max }))
-        }
+        yield* checkBudget
         if (loopMessage !== undefined) return yield* Effect.fail(new LoopDetected({ message: loopMessage }))
-        yield* checkAnswer(msg)
+        yield* checkAnswer(msg, failureText)
         messages.push(msg)
         const calls = msg.content.filter((b): b is ToolCall => b.type === "toolCall")
         attributes["toolCalls"] = calls.length

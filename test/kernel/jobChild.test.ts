@@ -181,11 +181,18 @@ describe("refusals", () => {
 })
 
 describe("failures", () => {
-  test("a 500 from the provider → job.failed error, exit 1", async () => {
-    const { server, dirs } = await setup("openai-completions", [{ kind: "http-error", status: 500, body: { error: { message: "upstream broke" } } }])
-    const run = await runJobChild(createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")]))
+  test("a 500 from the provider (retried until the next wait would pass timeoutSec) → job.failed error naming it, exit 1", async () => {
+    const broke: Step = { kind: "http-error", status: 500, body: { error: { message: "upstream broke" } } }
+    const { server, dirs } = await setup("openai-completions", Array.from({ length: 20 }, () => broke))
+    const run = await runJobChild(createEnvelope(createJob(dirs, { limits: { timeoutSec: 2 } }), [createProvider(server, "openai-completions")]))
     expect(run.code).toBe(1)
     expect(terminal(run.events)).toMatchObject({ type: "job.failed", reason: "error" })
+    const last = terminal(run.events)
+    expect(last?.type === "job.failed" && last.message).toContain("HTTP 500: upstream broke")
+    const retries = run.events.filter((e) => e.type === "span" && e.name === "kintsugi.retry")
+    // Default policy: a wait of 0.75-1 s fits, the next (1.5-2 s) would not: 2 requests, 1 retry.
+    expect(server.requests.length).toBe(2)
+    expect(retries.length).toBe(1)
   })
 
   test("a 400 'maximum context length' → context-overflow", async () => {

@@ -83,7 +83,8 @@ const openAIDialect: Dialect = {
 
 /**
  * Starts a scripted OpenAI chat-completions server on 127.0.0.1 (random port). `baseUrl` ends in `/v1`.
- * Each POST /v1/chat/completions consumes one step; an exhausted script answers 500 "script exhausted".
+ * Each POST /v1/chat/completions consumes one step; an exhausted script answers 500 "script exhausted"
+ * with `x-should-retry: false` (the kernel does not retry it).
  */
 export const startOpenAIServer = (steps: ReadonlyArray<Step>): Promise<ScriptedServer> =>
   startScriptedServer(openAIDialect, steps, "/v1")

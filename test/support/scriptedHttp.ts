@@ -39,8 +39,8 @@ const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-
 const MAX_FN_DEPTH = 16
 const encoder = new TextEncoder()
 
-const jsonResponse = (status: number, body: object): Response =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } })
+const jsonResponse = (status: number, body: object, headers: Record<string, string> = {}): Response =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } })
 
 const errorResponse = (step: Extract<Step, { kind: "http-error" }>): Response => {
   const text = typeof step.body === "string" ? step.body : JSON.stringify(step.body)
@@ -122,7 +122,8 @@ export const startScriptedServer = async (
     const next = queue.shift()
     if (next === undefined) {
       const message = `scripted ${dialect.name} server: script exhausted (request #${scripted} has no step)`
-      return jsonResponse(500, dialect.errorBody(message))
+      // Retrying cannot help a finished script: clients that honour x-should-retry fail at once.
+      return jsonResponse(500, dialect.errorBody(message), { "x-should-retry": "false" })
     }
     const ctx: TurnContext = { requestNumber: scripted, model: requestModel(recorded.body) }
     const step = await resolveStep(next, recorded)

@@ -1,7 +1,8 @@
 /**
  * The agent loop: model turn → tool calls → model turn …, until the model answers without a tool
  * call. Streams `message.delta`, `tool.call`, `tool.result`, `usage` and spans through the sink;
- * checks maxTurns, maxCostUsd and the loop guard; every LLM failure becomes a typed kernel error.
+ * checks maxTurns, maxCostUsd and the loop guard; compacts the conversation when it nears the window
+ * (compaction.ts); every LLM failure becomes a typed kernel error.
  * Timeouts and abort wrap this loop from the outside (Kernel.ts).
  */
 import {
@@ -16,6 +17,7 @@ import { Effect } from "effect"
 import type { ThinkingLevel } from "../contract/AgentDefinition.ts"
 import type { KernelTool, ToolContext } from "../tools/Tool.ts"
 import type { DenyMatcher } from "../tools/denyPatterns.ts"
+import { Compactor, estimateTextTokens, piAiSummariser, type CompactionDeps } from "./compaction.ts"
 import { BudgetExceeded, ContextOverflow, LlmFailed, LoopDetected, TurnLimitReached, type KernelError } from "./errors.ts"
 import type { EventSink } from "./EventSink.ts"
 import { RepeatGuard, StreamGuard } from "./LoopGuard.ts"
@@ -79,6 +81,7 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
   const repeats = new RepeatGuard()
   const streamGuard = new StreamGuard()
   const totals: Totals = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, costUsd: 0, turns: 0, contextPeakPercent: 0 }
+  const compactor = new Compactor(model, estimateTextTokens(systemPrompt) + estimateTextTokens(JSON.stringify(toolDefs)))
 
   const toolContext: ToolContext = {
     workspace: job.workspace,
@@ -105,11 +108,24 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
       cacheWriteTokens: totals.cacheWrite,
       costUsd: totals.costUsd,
       turns: totals.turns,
-      compactions: 0,
+      compactions: compactor.compactions,
       contextPeakPercent: totals.contextPeakPercent,
-      compactionSummaries: 0
+      compactionSummaries: compactor.summaries
     })
   }
+
+  const compaction = (parentSpanId: string): CompactionDeps => ({
+    spans,
+    parentSpanId,
+    summarise: piAiSummariser(jobModels.models, model, fetch, deps.progress),
+    // Summary requests count in usage, cost and the budget like any other model call.
+    afterSummary: (answer) =>
+      Effect.suspend(() => {
+        recordUsage(answer)
+        const max = limits.maxCostUsd
+        return max !== undefined && totals.costUsd > max ? Effect.fail(new BudgetExceeded({ costUsd: totals.costUsd, maxCostUsd: max })) : Effect.void
+      })
+  })
 
   /** One streamed model call. The stream is aborted on interruption and when a streaming limit trips. */
   const callModel = Effect.tryPromise({
@@ -246,12 +262,18 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
     const attributes: Record<string, string | number | boolean> = { turn: totals.turns }
     return yield* spans.span("kintsugi.turn", deps.jobSpanId, attributes, (turnSpanId) =>
       Effect.gen(function* () {
+        yield* compactor.beforeTurn(messages, compaction(turnSpanId))
         const { msg, loopMessage } = yield* callModel
         recordUsage(msg)
         if (max !== undefined && totals.costUsd > max) {
           return yield* Effect.fail(new BudgetExceeded({ costUsd: totals.costUsd, maxCostUsd: max }))
         }
         if (loopMessage !== undefined) return yield* Effect.fail(new LoopDetected({ message: loopMessage }))
+        // An overflow compaction may recover: the next turn compacts first, then asks again.
+        if (compactor.overflowed(msg)) {
+          attributes["contextOverflow"] = true
+          return undefined
+        }
         yield* checkAnswer(msg)
         messages.push(msg)
         const calls = msg.content.filter((b): b is ToolCall => b.type === "toolCall")

@@ -34,6 +34,8 @@ export const COMPACTION = {
 const CHARS_PER_TOKEN = 4
 const IMAGE_TOKENS = 1200
 const DROPPED = "[tool result dropped to save context:"
+/** Results this short stay: their placeholder would not be much shorter. */
+const DROP_MIN_CHARS = 200
 const SUMMARY_HEAD = "Summary of my work on this task so far (earlier turns were compacted to fit the context window):"
 const CONTINUE = "Continue the task from where the summary leaves off."
 
@@ -71,7 +73,7 @@ export interface CompactionPlan {
   readonly keepFrom: number
   /** Turns in [oldFrom, keepFrom). */
   readonly oldTurns: number
-  /** Old tool results that still carry their text. */
+  /** Old tool results that still carry their text (more than 200 characters of it). */
   readonly drops: ReadonlyArray<number>
 }
 
@@ -104,7 +106,7 @@ export const planCompaction = (
   const drops: Array<number> = []
   for (let i = oldFrom; i < keepFrom; i++) {
     const m = messages[i]!
-    if (m.role === "toolResult" && !isDropped(m)) drops.push(i)
+    if (m.role === "toolResult" && !isDropped(m) && messageChars(m) > DROP_MIN_CHARS) drops.push(i)
   }
   return { oldFrom, keepFrom, oldTurns: t, drops }
 }

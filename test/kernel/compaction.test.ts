@@ -9,7 +9,7 @@ import { Effect, Stream } from "effect"
 import { AgentRuntime } from "../../src/contract/AgentRuntime.ts"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { dropToolResults, estimateTokens, planCompaction } from "../../src/kernel/compaction.ts"
-import { SUMMARISER_INSTRUCTION } from "../../src/kernel/compactionTranscript.ts"
+import { renderTranscript, SUMMARISER_INSTRUCTION } from "../../src/kernel/compactionTranscript.ts"
 import { KernelLive } from "../../src/kernel/Kernel.ts"
 import { createJob, createJobDirs, createProvider, MODEL_PRICES, type JobOverrides, type ScriptedApi } from "../support/jobChild.ts"
 import { startAnthropicServer, startOpenAIServer, type RecordedRequest } from "../support/scriptedServers.ts"
@@ -189,8 +189,20 @@ describe("planning", () => {
     const dropped = dropToolResults(messages, plan!)
     expect(dropped[2]).toMatchObject({ role: "toolResult", toolCallId: "c0", content: [{ type: "text", text: "[tool result dropped to save context: 1 lines, 4000 bytes]" }] })
     expect(dropped[10]).toBe(messages[10]!)
-    // Already-dropped results are not dropped again.
+    // Already-dropped results, and results shorter than their placeholder would be, are not dropped.
     expect(planCompaction(dropped, 1, estimateTokens(dropped), 4000)?.drops).toEqual([])
+    const short = conversation(5, 150)
+    expect(planCompaction(short, 1, 100, 4000)?.drops).toEqual([])
+  })
+
+  test("the summariser's transcript keeps the task and the newest entries, and says what it cut", () => {
+    const messages = conversation(40, 1500)
+    const text = renderTranscript(messages, 1, { oldFrom: 1, keepFrom: 79 }, 4000)
+    expect(text.startsWith("<task>\ntask\n</task>")).toBe(true)
+    expect(text).toMatch(/\[… \d+ earlier entries omitted …\]/)
+    expect(text).toContain('Tool call read: {"path":"f38"}')
+    expect(text).not.toContain('{"path":"f39"}')
+    expect(text.length).toBeLessThan(4000 * 4 * 0.7)
   })
 
   test("nothing to compact when only the newest turn exists, or when every turn fits the recent share", () => {

@@ -1,8 +1,9 @@
 /**
  * The agent loop: model turn → tool calls → model turn …, until the model answers without a tool
  * call. Streams `message.delta`, `tool.call`, `tool.result`, `usage` and spans through the sink;
- * checks maxTurns, maxCostUsd and the loop guard; retries a model call the retry policy allows (each
- * wait a `kintsugi.retry` span); every LLM failure becomes a typed kernel error naming its cause.
+ * checks maxTurns, maxCostUsd and the loop guard; compacts the conversation when it nears the window
+ * (compaction.ts); retries a model call the retry policy allows (each wait a `kintsugi.retry` span);
+ * every LLM failure becomes a typed kernel error naming its cause.
  * Timeouts and abort wrap this loop from the outside (Kernel.ts).
  */
 import {
@@ -17,6 +18,7 @@ import { Clock, Effect } from "effect"
 import type { ThinkingLevel } from "../contract/AgentDefinition.ts"
 import type { KernelTool, ToolContext } from "../tools/Tool.ts"
 import type { DenyMatcher } from "../tools/denyPatterns.ts"
+import { Compactor, estimateTextTokens, piAiSummariser, type CompactionDeps } from "./compaction.ts"
 import { BudgetExceeded, ContextOverflow, LlmFailed, LoopDetected, TurnLimitReached, type KernelError } from "./errors.ts"
 import type { EventSink } from "./EventSink.ts"
 import { RepeatGuard, StreamGuard } from "./LoopGuard.ts"
@@ -85,6 +87,7 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
   const repeats = new RepeatGuard()
   const streamGuard = new StreamGuard()
   const totals: Totals = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, costUsd: 0, turns: 0, contextPeakPercent: 0 }
+  const compactor = new Compactor(model, estimateTextTokens(systemPrompt) + estimateTextTokens(JSON.stringify(toolDefs)))
 
   const toolContext: ToolContext = {
     workspace: job.workspace,
@@ -111,9 +114,9 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
       cacheWriteTokens: totals.cacheWrite,
       costUsd: totals.costUsd,
       turns: totals.turns,
-      compactions: 0,
+      compactions: compactor.compactions,
       contextPeakPercent: totals.contextPeakPercent,
-      compactionSummaries: 0
+      compactionSummaries: compactor.summaries
     })
   }
 
@@ -181,6 +184,18 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
     return max !== undefined && totals.costUsd > max
       ? Effect.fail(new BudgetExceeded({ costUsd: totals.costUsd, maxCostUsd: max }))
       : Effect.void
+  })
+
+  const compaction = (parentSpanId: string): CompactionDeps => ({
+    spans,
+    parentSpanId,
+    summarise: piAiSummariser(jobModels.models, model, http.fetch, deps.progress),
+    // Summary requests count in usage, cost and the budget like any other model call.
+    afterSummary: (answer) =>
+      Effect.suspend(() => {
+        recordUsage(answer)
+        return checkBudget
+      })
   })
 
   /**
@@ -296,10 +311,16 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
     const attributes: Record<string, string | number | boolean> = { turn: totals.turns }
     return yield* spans.span("kintsugi.turn", deps.jobSpanId, attributes, (turnSpanId) =>
       Effect.gen(function* () {
+        yield* compactor.beforeTurn(messages, compaction(turnSpanId))
         const { msg, loopMessage, failureText } = yield* callWithRetries(turnSpanId)
         recordUsage(msg)
         yield* checkBudget
         if (loopMessage !== undefined) return yield* Effect.fail(new LoopDetected({ message: loopMessage }))
+        // An overflow compaction may recover: the next turn compacts first, then asks again.
+        if (compactor.overflowed(msg)) {
+          attributes["contextOverflow"] = true
+          return undefined
+        }
         yield* checkAnswer(msg, failureText)
         messages.push(msg)
         const calls = msg.content.filter((b): b is ToolCall => b.type === "toolCall")

@@ -19,7 +19,7 @@ import { supportedThinking } from "./PiAiModels.ts"
 import { chooseThinking, type ThinkingChoice } from "./thinking.ts"
 
 /** Kernel tools this runtime can create today; the rest of KERNEL_TOOLS is refused by name. */
-export const AVAILABLE_TOOLS: ReadonlyArray<string> = ["read", "ls", "grep", "find", "write", "edit", "shell", "git"]
+export const AVAILABLE_TOOLS: ReadonlyArray<string> = ["read", "ls", "grep", "find", "write", "edit", "shell", "git", "codemode"]
 
 export interface PreparedJob {
   readonly spec: JobSpec

@@ -5,6 +5,7 @@
  * job is ending (abort, timeout): a tool must release what it holds (processes, descriptors).
  */
 import { Effect, JSONSchema, Schema } from "effect"
+import type { SPAN_NAMES } from "../contract/JobEvent.ts"
 import { problemsOf } from "../contract/Problem.ts"
 
 /** A model-visible tool failure. `message` goes back to the model verbatim: never host secrets. */
@@ -45,6 +46,11 @@ export interface ToolContext {
   readonly progress: () => void
   /** Milliseconds left before the job's `timeoutSec` deadline; a tool never plans beyond it. */
   readonly remainingMs: () => number
+  /**
+   * Runs `effect` in a span under this call's `kintsugi.tool` span (codemode, MCP); `attributes` (scalars,
+   * never content) may be filled in while it runs. Absent outside the agent loop: run the effect alone.
+   */
+  readonly span?: <A, E>(name: (typeof SPAN_NAMES)[number], attributes: Record<string, string | number | boolean>, effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
 }
 
 /** What a tool hands back to the model. */

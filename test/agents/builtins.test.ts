@@ -53,7 +53,7 @@ describe("built-in agents", () => {
       expect(run.events.some((e) => e.type === "output" && e.path === "inventory.md")).toBe(true)
       const body = server.requests[0]!.body as { messages: Array<{ role: string; content: string }>; tools: Array<{ function: { name: string } }> }
       expect(body.messages[0]!.content.startsWith(pkg.instructions.slice(0, 200))).toBe(true)
-      expect(body.tools.map((t) => t.function.name)).toEqual(["read", "ls", "grep", "find", "write", "edit", "shell", "git"])
+      expect(body.tools.map((t) => t.function.name)).toEqual(["read", "ls", "grep", "find", "write", "edit", "shell", "git", "codemode"])
     } finally {
       await server.stop()
     }

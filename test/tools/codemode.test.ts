@@ -73,7 +73,7 @@ describe("codemode: the API", () => {
   })
 
   test("only printed text returns; an uncaught error fails the call with what was printed", async () => {
-    expect(await text(`await tools.read({ path: "ro/src/a.ts" })`)).toBe("[the script printed nothing]")
+    expect(await text(`await tools.read({ path: "ro/src/a.ts" })`)).toBe("[the script printed nothing; only what it prints returns]")
     const failed = await error(`print("step 1"); null.x`)
     expect(failed).toStartWith("The script failed: TypeError: cannot read property 'x' of null (line 1)")
     expect(failed).toEndWith("[printed before it stopped:]\nstep 1")

@@ -107,7 +107,7 @@ export const makeCodemode = (inner: ReadonlyArray<KernelTool>, limits: SandboxLi
             attributes["printedChars"] = r.output.length + r.droppedChars
             attributes["cut"] = r.droppedChars > 0
             if (r.status === "ok") {
-              return Effect.succeed({ text: r.output === "" && r.droppedChars === 0 ? "[the script printed nothing]" : r.output + cutNote(r, limits) })
+              return Effect.succeed({ text: r.output === "" && r.droppedChars === 0 ? "[the script printed nothing; only what it prints returns]" : r.output + cutNote(r, limits) })
             }
             const printed = r.output === "" ? "" : `\n[printed before it stopped:]\n${r.output}${cutNote(r, limits)}`
             return Effect.fail(new ToolError({ message: `The script failed: ${r.message ?? r.status}${printed}` }))

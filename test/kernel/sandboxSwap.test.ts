@@ -24,7 +24,8 @@ describe.skipIf(!bwrapWorks)(bwrapWorks ? "workspace paths swapped during the jo
     writeFile(join(dataDir, "secret.key"), KEY)
     const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
     const server = await startOpenAIServer([
-      shellTurn("ls src out"),
+      // The handles are bwrap's only: a directory descriptor inside would lead out of the mount namespace.
+      shellTurn("ls src out; echo FDS $(ls /proc/self/fd | tr '\\n' ' ')"),
       {
         kind: "fn",
         respond: () => {
@@ -44,6 +45,7 @@ describe.skipIf(!bwrapWorks)(bwrapWorks ? "workspace paths swapped during the jo
       })
       expect(run.events.filter((e) => e.type === "tool.result").length).toBe(2)
       for (const r of server.requests) expect(r.rawBody.includes(KEY)).toBe(false)
+      expect(server.requests[1]?.rawBody).toContain("FDS 0 1 2 3\\n")
       // The second call still saw the entries checked at job start.
       expect(server.requests[2]?.rawBody).toContain("a.ts")
       expect(run.stdout.includes(KEY)).toBe(false)

@@ -10,7 +10,7 @@ import type { JobEvent } from "../contract/JobEvent.ts"
 import type { ProviderConfig } from "../contract/ProviderConfig.ts"
 import { ProcessRunner, processRunnerLayer, type RunnerOptions } from "../tools/ProcessRunner.ts"
 import { createKernelTools } from "../tools/registry.ts"
-import { Sandbox, type SandboxConfig, sandboxConfigFromEnv, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
+import { closeMountHandles, openMountHandles, Sandbox, type SandboxConfig, sandboxConfigFromEnv, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
 import { agentLoop } from "./agentLoop.ts"
 import { DEFECT_MESSAGE, failureReason, JobAborted, JobTimedOut, type KernelError } from "./errors.ts"
 import { EventSink } from "./EventSink.ts"
@@ -188,15 +188,20 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape): A
       const sink = new EventSink(redactor, (e) => Queue.unsafeOffer(queue, e))
       const abort = yield* Deferred.make<void>()
       const status = grants.length === 0 ? undefined : yield* sandbox.status
+      // The sandbox binds what was checked now, through handles, whatever the paths name later.
+      const handles = status?._tag === "Bwrap" ? openMountHandles(prepared.workspace) : []
+      if (handles === undefined) {
+        return yield* Effect.fail(new JobRefused({ problems: [{ path: "workspace", message: "changed while the job was starting (a path was replaced or is now a symbolic link)" }] }))
+      }
       const runner: RunnerOptions = {
-        ...(status?._tag === "Bwrap" ? { sandbox: { bwrap: status.bwrap, workspace: prepared.workspace } } : {}),
+        ...(status?._tag === "Bwrap" ? { sandbox: { bwrap: status.bwrap, workspace: prepared.workspace, handles } } : {}),
         ...(config.runTokenPrefix === undefined ? {} : { tokenPrefix: config.runTokenPrefix })
       }
       const fiber = yield* Effect.forkDaemon(
         runPrepared(jobId, prepared, jobModels, sink, redactor, abort, config.diagnostics ?? (() => {}), runner, {
           ...DEFAULT_RETRY_POLICY,
           ...config.retry
-        })
+        }).pipe(Effect.ensuring(Effect.sync(() => closeMountHandles(handles))))
       )
       const handle: JobHandle = {
         id: jobId,

@@ -4,7 +4,7 @@
  */
 import { afterEach, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Fiber, Stream } from "effect"
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { AgentRuntime, type JobEvent, type JobSpec } from "kintsugi-runtime/contract"
@@ -109,4 +109,13 @@ test("the package entries resolve through package.json exports to the sources th
   const kernel = await import("kintsugi-runtime/kernel")
   expect(kernel.AgentRuntime).toBe(viaPath.AgentRuntime)
   expect(Object.keys(kernel).sort()).toEqual(["AgentRuntime", "JobRefused", "KernelLive", "RUNTIME_VERSION"])
+})
+
+test("docs/kernel.md shows this file's orchestrator verbatim", () => {
+  const docs = readFileSync(join(import.meta.dir, "..", "..", "docs", "kernel.md"), "utf8")
+  const start = docs.indexOf("/** Runs `review` and `survey`")
+  const end = docs.indexOf("return { reviewed, surveyed }\n  })", start)
+  expect(start).toBeGreaterThan(0)
+  expect(end).toBeGreaterThan(start)
+  expect(readFileSync(import.meta.path, "utf8")).toContain(docs.slice(start, end))
 })

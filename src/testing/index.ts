@@ -4,5 +4,6 @@
  */
 export * from "./scriptedServers.ts"
 export { AgentPackageInvalid, loadAgentDefinition, runAgent, SCRIPTED_API_KEY, type AgentRun, type RunAgentOptions } from "./runAgent.ts"
+export { toolResultsOf } from "./toolResultsOf.ts"
 export { expectEndedWith, expectRead, expectWrote } from "./expectations.ts"
 export type { JobEvent, TerminalEvent } from "../contract/JobEvent.ts"

@@ -4,15 +4,7 @@
  */
 import { afterEach, expect, setDefaultTimeout, test } from "bun:test"
 import { join } from "node:path"
-import {
-  expectEndedWith,
-  expectRead,
-  expectWrote,
-  runAgent,
-  startOpenAIServer,
-  toolResultsOf,
-  type ScriptedServer
-} from "kintsugi-runtime/testing"
+import { expectEndedWith, expectRead, expectWrote, runAgent, startOpenAIServer, toolResultsOf, type ScriptedServer } from "kintsugi-runtime/testing"
 
 setDefaultTimeout(30_000)
 

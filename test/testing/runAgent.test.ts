@@ -151,3 +151,12 @@ test("kintsugi-runtime/testing loads no server, database or model-client code", 
   expect([...files].filter((f) => f.includes("/src/tools/")).map((f) => relative(root, f))).toEqual(["src/tools/denyPatterns.ts"])
   expect([...packages].filter((p) => !p.startsWith("node:")).sort()).toEqual(["effect", "fflate", "re2js"])
 })
+
+test("docs/testing.md's example is test/testing/builtinAgent.test.ts", () => {
+  const docs = readFileSync(join(import.meta.dir, "..", "..", "docs", "testing.md"), "utf8")
+  const start = docs.indexOf('```ts\nimport { afterEach')
+  const example = docs.slice(start + "```ts\n".length, docs.indexOf("```\n", start + 6))
+  const file = readFileSync(join(import.meta.dir, "builtinAgent.test.ts"), "utf8")
+  expect(start).toBeGreaterThan(0)
+  expect(file.slice(file.indexOf("import { afterEach"))).toBe(example)
+})

@@ -3,7 +3,7 @@
  * two jobs concurrently, consumes their `Stream<JobEvent>`s and stops one. Imports only package exports.
  */
 import { afterEach, expect, setDefaultTimeout, test } from "bun:test"
-import { Effect, Fiber, Stream } from "effect"
+import { Effect, Fiber, Option, Stream } from "effect"
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -23,23 +23,26 @@ afterEach(async () => {
 
 /** Runs `review` and `survey` side by side; once `review` has finished, `survey` is no longer needed. */
 const orchestrate = (review: JobSpec, survey: JobSpec, log: (job: string, event: JobEvent) => void) =>
-  Effect.gen(function* () {
-    const runtime = yield* AgentRuntime
-    const run = (name: string, spec: JobSpec) =>
-      Effect.gen(function* () {
-        // After the kernel refactor: `start(spec: JobSpec)` → Effect<JobHandle, JobRefused, Scope> (wrap in Effect.scoped).
-        const handle = yield* runtime.start(spec)
-        const watch = Stream.runForEach(handle.events, (event) => Effect.sync(() => log(name, event)))
-        const fiber = yield* Effect.fork(Effect.zipRight(watch, handle.result))
-        return { handle, fiber }
-      })
-    const [a, b] = yield* Effect.all([run("review", review), run("survey", survey)], { concurrency: 2 })
-    const reviewed = yield* Fiber.join(a.fiber)
-    // After the kernel refactor: `yield* Fiber.interrupt(b.fiber)` aborts the job itself.
-    yield* b.handle.abort
-    const surveyed = yield* Fiber.join(b.fiber)
-    return { reviewed, surveyed }
-  })
+  Effect.scoped(
+    Effect.gen(function* () {
+      const runtime = yield* AgentRuntime
+      const run = (name: string, spec: JobSpec) =>
+        Effect.gen(function* () {
+          // The job lives in this scope: closing it, or interrupting the fiber awaiting `result`, aborts it.
+          const handle = yield* runtime.start(spec)
+          const watching = yield* Effect.fork(Stream.runLast(Stream.tap(handle.events, (event) => Effect.sync(() => log(name, event)))))
+          const result = yield* Effect.fork(handle.result)
+          return { watching, result }
+        })
+      const [a, b] = yield* Effect.all([run("review", review), run("survey", survey)], { concurrency: 2 })
+      const reviewed = yield* Fiber.join(a.result)
+      // Interrupting the fiber that awaits the survey aborts the job itself; this returns once it has ended.
+      yield* Fiber.interrupt(b.result)
+      // Its event stream still ends with the terminal event: `job.failed` with reason `aborted`.
+      const surveyed = Option.getOrUndefined(yield* Fiber.join(b.watching))
+      return { reviewed, surveyed }
+    })
+  )
 
 // ---- end of example ----
 
@@ -89,7 +92,7 @@ test("two concurrent jobs through the package exports: one completes, the other 
     }).pipe(Effect.provide(layer))
   )
   expect(reviewed).toEqual({ _tag: "Completed", summary: "app.ts exports app and main." })
-  expect(surveyed).toMatchObject({ _tag: "Failed", reason: "aborted" })
+  expect(surveyed).toMatchObject({ type: "job.failed", reason: "aborted" })
   expect(server.requests.filter(isSurvey)).toHaveLength(1)
   expect(server.requests.filter((r) => !isSurvey(r))).toHaveLength(2)
   const review = seen["review"] ?? []
@@ -108,13 +111,13 @@ test("the package entries resolve through package.json exports to the sources th
   expect(viaExports.AgentRuntime).toBe(viaPath.AgentRuntime)
   const kernel = await import("kintsugi-runtime/kernel")
   expect(kernel.AgentRuntime).toBe(viaPath.AgentRuntime)
-  expect(Object.keys(kernel).sort()).toEqual(["AgentRuntime", "JobRefused", "KernelLive", "RUNTIME_VERSION"])
+  expect(Object.keys(kernel).sort()).toEqual(["AgentRuntime", "JobRefused", "KernelLive", "RUNTIME_VERSION", "decodeJob"])
 })
 
 test("docs/kernel.md shows this file's orchestrator verbatim", () => {
   const docs = readFileSync(join(import.meta.dir, "..", "..", "docs", "kernel.md"), "utf8")
   const start = docs.indexOf("/** Runs `review` and `survey`")
-  const end = docs.indexOf("return { reviewed, surveyed }\n  })", start)
+  const end = docs.indexOf("return { reviewed, surveyed }\n    })", start)
   expect(start).toBeGreaterThan(0)
   expect(end).toBeGreaterThan(start)
   expect(readFileSync(import.meta.path, "utf8")).toContain(docs.slice(start, end))

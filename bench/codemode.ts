@@ -9,7 +9,7 @@ import { AgentRuntime } from "../src/contract/AgentRuntime.ts"
 import { KernelLive } from "../src/kernel/Kernel.ts"
 import { DEFAULT_SANDBOX_LIMITS, runScript } from "../src/tools/codemode/QuickJsSandbox.ts"
 import { newQuickJsInstance } from "../src/tools/codemode/quickJsModule.ts"
-import { createJob, createJobDirs, createProvider } from "../test/support/jobChild.ts"
+import { createJobDirs, createJobSpec, createProvider } from "../test/support/jobChild.ts"
 import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts"
 
 const CALLS = 100
@@ -51,7 +51,7 @@ interface Run {
 /** One in-process kernel job over `steps` with only `tool` granted. */
 const runJob = async (steps: Array<Step>, tool: string): Promise<Run> => {
   const server = await startOpenAIServer(steps)
-  const job = createJob(dirs, { agent: { tools: [tool] }, limits: { maxTurns: 0, idleTimeoutSec: 0, timeoutSec: 300 } })
+  const job = createJobSpec(dirs, { agent: { tools: [tool] }, limits: { maxTurns: 0, idleTimeoutSec: 0, timeoutSec: 300 } })
   const t0 = performance.now()
   const outcome = await Effect.runPromise(
     Effect.gen(function* () {
@@ -59,7 +59,7 @@ const runJob = async (steps: Array<Step>, tool: string): Promise<Run> => {
       const handle = yield* runtime.start(job)
       yield* Stream.runDrain(handle.events)
       return yield* handle.result
-    }).pipe(Effect.provide(KernelLive({ providers: [createProvider(server, "openai-completions")] })))
+    }).pipe(Effect.scoped, Effect.provide(KernelLive({ providers: [createProvider(server, "openai-completions")] })))
   )
   const ms = performance.now() - t0
   const bytesToModel = server.requests.reduce((sum, r) => sum + JSON.stringify(r.body).length, 0)

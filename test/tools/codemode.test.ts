@@ -3,11 +3,23 @@
  * calls (the limits are in codemodeLimits.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
-import { Effect } from "effect"
+import { Effect, Layer, Schema } from "effect"
+import type { JobEvent } from "../../src/contract/JobEvent.ts"
+import { JobEvents, JobEventsTest } from "../../src/kernel/JobEvents.ts"
+import { LimitsTest } from "../../src/kernel/Limits.ts"
 import { CODEMODE_READ_TOOLS, makeCodemode } from "../../src/tools/codemode/codemode.ts"
 import { read } from "../../src/tools/read.ts"
-import type { ToolContext } from "../../src/tools/Tool.ts"
-import { createToolContext, createWorkspaceTree, runTool, runToolError, runToolText, type WorkspaceTree } from "../support/workspace.ts"
+import { defineTool } from "../../src/tools/Tool.ts"
+import { WorkspaceLive } from "../../src/tools/Workspace.ts"
+import {
+  createToolContext,
+  createWorkspaceTree,
+  runTool,
+  runToolError,
+  runToolText,
+  type ToolContext,
+  type WorkspaceTree
+} from "../support/workspace.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
@@ -28,8 +40,8 @@ beforeAll(async () => {
 })
 afterAll(() => t.cleanup())
 
-const run = (script: string, extra: Record<string, unknown> = {}, ctx: ToolContext = createToolContext(t.workspace).ctx) =>
-  runTool(codemode, { script, ...extra }, ctx)
+const run = (script: string, extra: Record<string, unknown> = {}, ctx: ToolContext = createToolContext(t.workspace).ctx, tool = codemode) =>
+  runTool(tool, { script, ...extra }, ctx)
 const text = (script: string, extra: Record<string, unknown> = {}) => runToolText(codemode, { script, ...extra }, createToolContext(t.workspace).ctx)
 const error = (script: string, extra: Record<string, unknown> = {}) => runToolError(codemode, { script, ...extra }, createToolContext(t.workspace).ctx)
 
@@ -93,18 +105,36 @@ describe("codemode: the API", () => {
     }
   })
 
-  test("the kintsugi.codemode span gets counts of inner calls per tool", async () => {
-    const spans: Array<{ name: string; attributes: Record<string, unknown> }> = []
-    const base = createToolContext(t.workspace).ctx
-    const ctx: ToolContext = {
-      ...base,
-      span: (name, attributes, effect) => Effect.ensuring(effect, Effect.sync(() => spans.push({ name, attributes })))
-    }
-    const r = await run(`for (let i = 0; i < 3; i++) await tools.read({ path: "ro/src/a.ts" }); await tools.grep({ pattern: "x" }); print("ok")`, {}, ctx)
+  test("the kintsugi.codemode span gets counts of inner calls per tool and parents the spans inner calls open", async () => {
+    // An inner tool with a span of its own, as an MCP tool has (kintsugi.mcp).
+    const spanning = defineTool({
+      name: "spanning",
+      description: "Opens a span.",
+      params: Schema.Struct({}),
+      execute: () => Effect.flatMap(JobEvents, (events) => events.span("kintsugi.mcp", { server: "x" }, Effect.succeed({ text: "" })))
+    })
+    const events: Array<JobEvent> = []
+    const layer = Layer.mergeAll(WorkspaceLive(t.workspace), LimitsTest()).pipe(Layer.provideMerge(JobEventsTest(events)))
+    const ctx = Effect.runSync(Effect.scoped(Layer.build(layer)))
+    const r = await run(
+      `for (let i = 0; i < 3; i++) await tools.read({ path: "ro/src/a.ts" }); await tools.grep({ pattern: "x" }); await tools.spanning({}); print("ok")`,
+      {},
+      ctx,
+      makeCodemode([...CODEMODE_READ_TOOLS, spanning])
+    )
     expect(r._tag).toBe("Right")
-    expect(spans).toEqual([
-      { name: "kintsugi.codemode", attributes: { calls: 4, "calls.read": 3, "calls.grep": 1, timeoutMs: 30_000, status: "ok", printedChars: 2, cut: false } }
+    const spans = events.flatMap((e) => (e.type === "span" ? [e] : []))
+    expect(spans.map((s) => [s.name, s.status, s.attributes])).toEqual([
+      ["kintsugi.mcp", "ok", { server: "x" }],
+      [
+        "kintsugi.codemode",
+        "ok",
+        { calls: 5, "calls.read": 3, "calls.grep": 1, "calls.spanning": 1, timeoutMs: 30_000, status: "ok", printedChars: 2, cut: false }
+      ]
     ])
+    expect(spans[0]?.parentSpanId).toBe(spans[1]?.spanId)
+    // Inner reads go through the same JobEvents as direct calls.
+    expect(events.filter((e) => e.type === "source.read" && e.tool === "read")).toHaveLength(3)
   })
 })
 

@@ -70,7 +70,7 @@ describe("codemode: time", () => {
   test("interrupting the call (job abort) ends a parked script and its inner call at once", async () => {
     const before = hangInterrupted
     const started = new Promise<void>((resolve) => (hangStarted = resolve))
-    const fiber = Effect.runFork(codemode.execute({ script: "await tools.hang({})", timeoutSec: 60 }, createToolContext(t.workspace).ctx))
+    const fiber = Effect.runFork(Effect.provide(codemode.execute({ script: "await tools.hang({})", timeoutSec: 60 }), createToolContext(t.workspace).ctx))
     await started
     const exit = await Effect.runPromise(Fiber.interrupt(fiber))
     expect(Exit.isInterrupted(exit)).toBe(true)

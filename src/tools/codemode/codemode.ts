@@ -7,7 +7,9 @@ import { find } from "../find.ts"
 import { grep } from "../grep.ts"
 import { ls } from "../ls.ts"
 import { read } from "../read.ts"
-import { defineTool, ToolError, type KernelTool, type ToolContext } from "../Tool.ts"
+import { JobEvents } from "../../kernel/JobEvents.ts"
+import { Limits } from "../../kernel/Limits.ts"
+import { defineTool, ToolError, type KernelTool, type ToolServices } from "../Tool.ts"
 import { DEFAULT_SANDBOX_LIMITS, runScript, type HostCall, type SandboxLimits, type ScriptResult } from "./QuickJsSandbox.ts"
 
 /** The kernel tools a script may call (spec "Kernel tools": read, ls, grep, find and read-only MCP tools). */
@@ -69,8 +71,10 @@ const cutNote = (r: ScriptResult, limits: SandboxLimits): string =>
 
 /**
  * The codemode tool over `inner` (the tools a script may call, by name). Inner calls run with the
- * caller's ToolContext, so they are confined and emit `source.read` like direct calls; they never pass
- * the agent loop, so the loop guard sees only the codemode call itself.
+ * services of the codemode call itself (Workspace, JobEvents, Limits), so they are confined and emit
+ * `source.read` like direct calls; they never pass the agent loop's tool call, so the loop guard sees
+ * only the codemode call. The `kintsugi.codemode` span (with the counts of inner calls) is the parent
+ * of any span an inner call opens.
  */
 export const makeCodemode = (inner: ReadonlyArray<KernelTool>, limits: SandboxLimits = DEFAULT_SANDBOX_LIMITS): KernelTool => {
   const byName = new Map(inner.map((t) => [t.name, t]))
@@ -79,44 +83,43 @@ export const makeCodemode = (inner: ReadonlyArray<KernelTool>, limits: SandboxLi
     name: "codemode",
     description: describe(inner, limits),
     params: Params,
-    execute: (args, ctx) =>
+    execute: (args) =>
       Effect.gen(function* () {
-        const timeoutMs = Math.min((args.timeoutSec ?? CODEMODE_DEFAULT_TIMEOUT_SEC) * 1000, ctx.remainingMs())
+        const jobLimits = yield* Limits
+        const events = yield* JobEvents
+        const timeoutMs = Math.min((args.timeoutSec ?? CODEMODE_DEFAULT_TIMEOUT_SEC) * 1000, yield* jobLimits.remainingMs)
         if (timeoutMs < 1000) return yield* Effect.fail(new ToolError({ message: "the job has less than a second left: no time to run a script" }))
-        const runtime = yield* Effect.runtime<never>()
         const permits = yield* Effect.makeSemaphore(MAX_PARALLEL_CALLS)
         const attributes: Record<string, string | number | boolean> = { calls: 0, timeoutMs }
         const count = (name: string) => {
           attributes["calls"] = Number(attributes["calls"]) + 1
           attributes[`calls.${name}`] = Number(attributes[`calls.${name}`] ?? 0) + 1
         }
-        const call: HostCall = (name, input, signal) => {
-          const tool = byName.get(name)
-          if (tool === undefined) return Promise.resolve({ ok: false, message: "unknown tool" })
-          count(name)
-          const run = permits.withPermits(1)(tool.execute(input, ctx)).pipe(
-            Effect.match({ onFailure: (e) => ({ ok: false, message: e.message }) as const, onSuccess: (o) => ({ ok: true, text: o.text }) as const })
+        const script = Effect.gen(function* () {
+          // Taken inside the span: host calls run with this fiber's services and span as their parent.
+          const runtime = yield* Effect.runtime<ToolServices>()
+          const call: HostCall = (name, input, signal) => {
+            const tool = byName.get(name)
+            if (tool === undefined) return Promise.resolve({ ok: false, message: "unknown tool" })
+            count(name)
+            const run = permits.withPermits(1)(tool.execute(input)).pipe(
+              Effect.match({ onFailure: (e) => ({ ok: false, message: e.message }) as const, onSuccess: (o) => ({ ok: true, text: o.text }) as const })
+            )
+            return Runtime.runPromise(runtime, run, { signal })
+          }
+          const r = yield* Effect.promise((signal) =>
+            runScript({ script: args.script, functions, call, limits: { ...limits, timeoutMs }, signal, onProgress: jobLimits.progress })
           )
-          return Runtime.runPromise(runtime, run, { signal })
-        }
-        const script = Effect.promise((signal) =>
-          runScript({ script: args.script, functions, call, limits: { ...limits, timeoutMs }, signal, onProgress: ctx.progress })
-        ).pipe(
-          Effect.flatMap((r) => {
-            attributes["status"] = r.status
-            attributes["printedChars"] = r.output.length + r.droppedChars
-            attributes["cut"] = r.droppedChars > 0
-            if (r.status === "ok") {
-              return Effect.succeed({ text: r.output === "" && r.droppedChars === 0 ? "[the script printed nothing; only what it prints returns]" : r.output + cutNote(r, limits) })
-            }
-            const printed = r.output === "" ? "" : `\n[printed before it stopped:]\n${r.output}${cutNote(r, limits)}`
-            return Effect.fail(new ToolError({ message: `The script failed: ${r.message ?? r.status}${printed}` }))
-          })
-        )
-        return yield* withSpan(ctx, attributes, script)
+          attributes["status"] = r.status
+          attributes["printedChars"] = r.output.length + r.droppedChars
+          attributes["cut"] = r.droppedChars > 0
+          if (r.status === "ok") {
+            return { text: r.output === "" && r.droppedChars === 0 ? "[the script printed nothing; only what it prints returns]" : r.output + cutNote(r, limits) }
+          }
+          const printed = r.output === "" ? "" : `\n[printed before it stopped:]\n${r.output}${cutNote(r, limits)}`
+          return yield* Effect.fail(new ToolError({ message: `The script failed: ${r.message ?? r.status}${printed}` }))
+        })
+        return yield* events.span("kintsugi.codemode", attributes, script)
       })
   })
 }
-
-const withSpan = <A, E>(ctx: ToolContext, attributes: Record<string, string | number | boolean>, effect: Effect.Effect<A, E>) =>
-  ctx.span === undefined ? effect : ctx.span("kintsugi.codemode", attributes, effect)

@@ -49,9 +49,7 @@ export const runToolCall = (call: ToolCall, toolbox: Toolbox): Effect.Effect<Too
     })
     const started = yield* Clock.currentTimeMillis
     const attributes: Record<string, string | number | boolean> = { tool: call.name, allowed: blockReason === undefined }
-    const outcome = yield* events.span(
-      "kintsugi.tool",
-      attributes,
+    const run =
       call.argumentsError !== undefined
         ? Effect.succeed({ success: false, text: `Invalid arguments for tool "${call.name}": ${call.argumentsError}` })
         : tool === undefined || blockReason !== undefined
@@ -60,8 +58,14 @@ export const runToolCall = (call: ToolCall, toolbox: Toolbox): Effect.Effect<Too
               Effect.map((out) => ({ success: true, text: out.text })),
               Effect.catchTag("ToolError", (e) => Effect.succeed({ success: false, text: e.message }))
             )
+    // Set inside the span: its event goes out (copied) as the span ends.
+    const outcome = yield* events.span(
+      "kintsugi.tool",
+      attributes,
+      Effect.tap(run, (o) => {
+        attributes["success"] = o.success
+      })
     )
-    attributes["success"] = outcome.success
     limits.progress()
     const repeat = limits.toolCall(call.name, args, outcome.success, outcome.text)
     const text = repeat._tag === "Repeat" && repeat.nudge !== undefined ? outcome.text + repeat.nudge : outcome.text

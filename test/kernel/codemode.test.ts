@@ -54,7 +54,7 @@ describe("codemode in a job", () => {
     const codemode = spans.find((s) => s.name === "kintsugi.codemode")
     expect(codemode?.attributes).toMatchObject({ calls: 20, "calls.read": 20, status: "ok", cut: false })
     const toolSpan = spans.find((s) => s.spanId === codemode?.parentSpanId)
-    expect(toolSpan).toMatchObject({ name: "kintsugi.tool", status: "ok", attributes: { tool: "codemode", allowed: true } })
+    expect(toolSpan).toMatchObject({ name: "kintsugi.tool", status: "ok", attributes: { tool: "codemode", allowed: true, success: true } })
   })
 
   test("with no tools listed, codemode is offered; write, edit, shell and git stay outside it", async () => {

@@ -40,6 +40,7 @@ export interface McpServerConfig {
   readonly headers: Record<string, string>
   readonly timeoutSec: number
   readonly allowedTools: ReadonlyArray<string>
+  readonly allowPrivateNetwork: boolean
 }
 
 interface Row {
@@ -108,7 +109,8 @@ export const makeMcpServers = Effect.gen(function* () {
           url: row.url,
           headers: headersOf(row),
           timeoutSec: row.timeoutSec,
-          allowedTools: row.allowedTools
+          allowedTools: row.allowedTools,
+          allowPrivateNetwork: row.allowPrivateNetwork
         }))
       ).pipe(Effect.catchTag("SqlError", Effect.die))
   }

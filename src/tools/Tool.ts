@@ -45,6 +45,15 @@ export interface ToolContext {
   readonly progress: () => void
   /** Milliseconds left before the job's `timeoutSec` deadline; a tool never plans beyond it. */
   readonly remainingMs: () => number
+  /**
+   * Runs `effect` in a child span of this call's `kintsugi.tool` span (scalar attributes only, never
+   * content; they may be filled in while it runs). Absent outside the kernel's loop: run it bare.
+   */
+  readonly span?: <A, E>(
+    name: "kintsugi.mcp" | "kintsugi.codemode",
+    attributes: Record<string, string | number | boolean>,
+    effect: Effect.Effect<A, E>
+  ) => Effect.Effect<A, E>
 }
 
 /** What a tool hands back to the model. */

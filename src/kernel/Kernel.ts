@@ -4,12 +4,14 @@
  * is dead and every span settled before the one terminal event is emitted.
  */
 import { cleanupSessionResources } from "@earendil-works/pi-ai"
-import { Cause, Deferred, Duration, Effect, Exit, Layer, Option, Queue, Stream } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Layer, Option, Queue, Scope, Stream } from "effect"
 import { AgentRuntime, JobRefused, type JobBoundary, type JobHandle, type JobOutcome } from "../contract/AgentRuntime.ts"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import type { ProviderConfig } from "../contract/ProviderConfig.ts"
 import { ProcessRunner, processRunnerLayer, type RunnerOptions } from "../tools/ProcessRunner.ts"
+import { openMcpTools } from "../tools/mcp/mcpTools.ts"
 import { createKernelTools } from "../tools/registry.ts"
+import type { KernelTool } from "../tools/Tool.ts"
 import { Sandbox, type SandboxConfig, sandboxConfigFromEnv, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
 import { agentLoop } from "./agentLoop.ts"
 import { DEFECT_MESSAGE, failureReason, JobAborted, JobTimedOut, type KernelError } from "./errors.ts"
@@ -69,7 +71,8 @@ const runPrepared = (
   abort: Deferred.Deferred<void>,
   diagnostics: (line: string) => void,
   runner: RunnerOptions,
-  retry: RetryPolicy
+  retry: RetryPolicy,
+  mcpTools: ReadonlyArray<KernelTool> = [] // [mcp] issue 11
 ): Effect.Effect<JobOutcome> =>
   Effect.gen(function* () {
     const { spec } = prepared
@@ -108,7 +111,7 @@ const runPrepared = (
         jobId,
         job: prepared,
         jobModels,
-        tools: createKernelTools(prepared.toolNames, runner),
+        tools: [...createKernelTools(prepared.toolNames, runner), ...mcpTools], // [mcp] issue 11
         deny: prepared.deny,
         sink,
         spans,
@@ -187,6 +190,13 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape): A
       const queue = yield* Queue.unbounded<JobEvent>()
       const sink = new EventSink(redactor, (e) => Queue.unsafeOffer(queue, e))
       const abort = yield* Deferred.make<void>()
+      // [mcp] issue 11: connect to the granted servers and list their tools (bounded); closed when the job's fiber ends.
+      const mcpScope = yield* Scope.make()
+      const mcpTools = yield* openMcpTools(prepared.spec.agent.tools, prepared.spec.mcp?.servers ?? [], {
+        redact: (text) => redactor.redact(text),
+        diagnostics: (line) => config.diagnostics?.(redactor.redact(`job ${jobId}: ${line}`))
+      }).pipe(Scope.extend(mcpScope), Effect.onError(() => Scope.close(mcpScope, Exit.void)))
+      // [/mcp]
       const status = grants.length === 0 ? undefined : yield* sandbox.status
       const runner: RunnerOptions = {
         ...(status?._tag === "Bwrap" ? { sandbox: { bwrap: status.bwrap, workspace: prepared.workspace } } : {}),
@@ -196,7 +206,7 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape): A
         runPrepared(jobId, prepared, jobModels, sink, redactor, abort, config.diagnostics ?? (() => {}), runner, {
           ...DEFAULT_RETRY_POLICY,
           ...config.retry
-        })
+        }, mcpTools).pipe(Effect.ensuring(Scope.close(mcpScope, Exit.void))) // [mcp] issue 11
       )
       const handle: JobHandle = {
         id: jobId,

@@ -264,14 +264,16 @@ export const agentLoop = (deps: LoopDeps): Effect.Effect<string, KernelError> =>
       })
       const started = performance.now()
       const attributes: Record<string, string | number | boolean> = { tool: call.name, allowed: blockReason === undefined }
-      const outcome = yield* spans.span("kintsugi.tool", turnSpanId, attributes, () => {
+      const outcome = yield* spans.span("kintsugi.tool", turnSpanId, attributes, (toolSpanId) => {
         if (call.argumentsError !== undefined) {
           return Effect.succeed({ success: false, text: `Invalid arguments for tool "${call.name}": ${call.argumentsError}` })
         }
         if (tool === undefined || blockReason !== undefined) {
           return Effect.succeed({ success: false, text: `Blocked: ${blockReason}` })
         }
-        return tool.execute(args, toolContext).pipe(
+        // [mcp] issue 11: a tool's own spans (kintsugi.mcp, kintsugi.codemode) are children of this call's span.
+        const callContext: ToolContext = { ...toolContext, span: (name, attrs, effect) => spans.span(name, toolSpanId, attrs, () => effect) }
+        return tool.execute(args, callContext).pipe(
           Effect.map((out) => ({ success: true, text: out.text })),
           Effect.catchTag("ToolError", (e) => Effect.succeed({ success: false, text: e.message }))
         )

@@ -6,11 +6,12 @@
  */
 import type { Api, Model } from "@earendil-works/pi-ai"
 import { Effect, Either } from "effect"
-import { duplicateSkillProblems, KERNEL_TOOLS, MCP_GRANT } from "../contract/AgentDefinition.ts"
+import { duplicateSkillProblems, KERNEL_TOOLS } from "../contract/AgentDefinition.ts"
 import { JobRefused, type JobBoundary } from "../contract/AgentRuntime.ts"
 import { JobSpec, Workspace as JobSpecWorkspace } from "../contract/JobSpec.ts"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { compileDenyPatterns, type DenyMatcher } from "../tools/denyPatterns.ts"
+import { mcpGrantProblems } from "../tools/mcp/mcpTools.ts"
 import type { ResolvedWorkspace } from "../tools/Tool.ts"
 import { resolveWorkspace } from "../tools/Workspace.ts"
 import { boundaryCheck, canonicalBoundary } from "../tools/workspaceBoundary.ts"
@@ -38,25 +39,21 @@ const pluck = (doc: unknown, ...keys: ReadonlyArray<string>): unknown =>
 const strings = (v: unknown): ReadonlyArray<string> | undefined =>
   Array.isArray(v) && v.every((x) => typeof x === "string") ? (v as ReadonlyArray<string>) : undefined
 
-/** Names the schema accepts but this runtime cannot create yet (unknown names are schema problems). */
+/**
+ * Names the schema accepts but this runtime cannot create yet (unknown names are schema problems), and
+ * MCP grants naming a server the job does not list (the servers' tools are checked when they connect).
+ */
 const toolProblems = (job: unknown): Array<Problem> => {
   const problems: Array<Problem> = []
   const servers = pluck(job, "mcp", "servers")
   const serverNames = Array.isArray(servers) ? servers.map((s) => pluck(s, "name")) : []
-  strings(pluck(job, "agent", "tools"))?.forEach((name, i) => {
-    const path = `agent.tools.${i}`
-    const mcp = MCP_GRANT.exec(name)
-    if (mcp !== null) {
-      problems.push({
-        path,
-        message: serverNames.includes(mcp[1])
-          ? "MCP tools are not available in this runtime version yet"
-          : `MCP server "${mcp[1]}" is not among the job's mcp.servers`
-      })
-    } else if ((KERNEL_TOOLS as ReadonlyArray<string>).includes(name) && !AVAILABLE_TOOLS.includes(name)) {
-      problems.push({ path, message: `tool "${name}" is not available in this runtime version yet` })
+  const tools = strings(pluck(job, "agent", "tools"))
+  tools?.forEach((name, i) => {
+    if ((KERNEL_TOOLS as ReadonlyArray<string>).includes(name) && !AVAILABLE_TOOLS.includes(name)) {
+      problems.push({ path: `agent.tools.${i}`, message: `tool "${name}" is not available in this runtime version yet` })
     }
   })
+  problems.push(...mcpGrantProblems(tools, serverNames)) // [mcp] issue 11
   return problems
 }
 

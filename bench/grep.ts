@@ -7,17 +7,12 @@ import os from "node:os"
 import path from "node:path"
 import { Effect } from "effect"
 import { grep } from "../src/tools/grep.ts"
-import type { ToolContext } from "../src/tools/Tool.ts"
+import { createToolContext } from "../test/support/workspace.ts"
 
 const RUNS = 5
 const nodeModules = fs.realpathSync.native(path.join(import.meta.dir, "..", "node_modules"))
 const outDir = fs.mkdtempSync(path.join(os.tmpdir(), "kintsugi-bench-out-"))
-const ctx: ToolContext = {
-  workspace: { root: path.dirname(nodeModules), readOnly: [nodeModules], outDir },
-  emit: () => Effect.void,
-  progress: () => {},
-  remainingMs: () => 600_000
-}
+const { ctx } = createToolContext({ root: path.dirname(nodeModules), readOnly: [nodeModules], outDir }, 600_000)
 
 interface Case {
   readonly label: string
@@ -44,7 +39,7 @@ const timeIt = async (f: () => Promise<number>): Promise<{ ms: number; matches: 
 }
 
 const ours = async (c: Case): Promise<number> => {
-  const out = await Effect.runPromise(grep.execute({ ...c.args, limit: 1000 }, ctx))
+  const out = await Effect.runPromise(Effect.provide(grep.execute({ ...c.args, limit: 1000 }), ctx))
   if (out.text.includes("[match limit")) throw new Error(`"${c.label}" hit the match limit; pick a rarer pattern`)
   // The tool shows at most 50 KB; when it cut, its note carries the full count.
   const total = /showing \d+ of (\d+) matching lines/.exec(out.text)?.[1]

@@ -11,19 +11,15 @@ import { baseEnvironment, createProcessRunner } from "../src/tools/ProcessRunner
 import { bwrapArgs, probeBwrap } from "../src/tools/Sandbox.ts"
 import { makeGitTool } from "../src/tools/git.ts"
 import { makeShellTool } from "../src/tools/shell.ts"
-import type { ToolContext } from "../src/tools/Tool.ts"
+import { createToolContext } from "../test/support/workspace.ts"
 
 const RUNS = 50
 const root = realpathSync(mkdtempSync(join(tmpdir(), "bench-shell-")))
 const runner = createProcessRunner()
 const shell = makeShellTool(runner)
 const git = makeGitTool(runner)
-const ctx: ToolContext = {
-  workspace: { root, readOnly: [root], outDir: root },
-  emit: () => Effect.void,
-  progress: () => {},
-  remainingMs: () => 600_000
-}
+const workspace = { root, readOnly: [root], outDir: root }
+const { ctx } = createToolContext(workspace, 600_000)
 
 const median = async (f: () => Promise<unknown>): Promise<number> => {
   await f() // warm-up
@@ -45,24 +41,24 @@ const row = (label: string, ms: number) => console.log(`${label.padEnd(50)} ${ms
 Bun.spawnSync(["git", "init", "-q"], { cwd: root })
 console.log(`median of ${RUNS} runs each, ${process.platform} ${process.arch}, Bun ${Bun.version}`)
 row("bare Bun.spawn(['bash','-c','true'])", await median(() => bare(["bash", "-c", "true"])))
-row("shell tool { command: 'true' } via runner", await median(() => Effect.runPromise(shell.execute({ command: "true" }, ctx))))
+row("shell tool { command: 'true' } via runner", await median(() => Effect.runPromise(shell.execute({ command: "true" }).pipe(Effect.provide(ctx)))))
 const sandbox = probeBwrap()
 if (sandbox._tag === "Bwrap") {
-  const boxed = createProcessRunner({ sandbox: { bwrap: sandbox.bwrap, workspace: ctx.workspace } })
-  const line = [sandbox.bwrap, ...bwrapArgs(ctx.workspace, baseEnvironment(root, "bench"), root), "/usr/bin/bash", "-c", "true"]
+  const boxed = createProcessRunner({ sandbox: { bwrap: sandbox.bwrap, workspace: workspace } })
+  const line = [sandbox.bwrap, ...bwrapArgs(workspace, baseEnvironment(root, "bench"), root), "/usr/bin/bash", "-c", "true"]
   row("bare Bun.spawn(<same bwrap line> bash -c true)", await median(() => bare(line)))
-  row("shell tool { command: 'true' } in the sandbox", await median(() => Effect.runPromise(makeShellTool(boxed).execute({ command: "true" }, ctx))))
-  row("git tool rev-parse in the sandbox", await median(() => Effect.runPromise(makeGitTool(boxed).execute({ args: ["rev-parse", "--is-inside-work-tree"] }, ctx))))
+  row("shell tool { command: 'true' } in the sandbox", await median(() => Effect.runPromise(makeShellTool(boxed).execute({ command: "true" }).pipe(Effect.provide(ctx)))))
+  row("git tool rev-parse in the sandbox", await median(() => Effect.runPromise(makeGitTool(boxed).execute({ args: ["rev-parse", "--is-inside-work-tree"] }).pipe(Effect.provide(ctx)))))
 } else console.log(`sandbox rows skipped: ${sandbox._tag === "Unavailable" ? sandbox.reason : "off"}`)
 row("bare git rev-parse --is-inside-work-tree", await median(() => bare(["git", "rev-parse", "--is-inside-work-tree"])))
-row("git tool rev-parse --is-inside-work-tree", await median(() => Effect.runPromise(git.execute({ args: ["rev-parse", "--is-inside-work-tree"] }, ctx))))
+row("git tool rev-parse --is-inside-work-tree", await median(() => Effect.runPromise(git.execute({ args: ["rev-parse", "--is-inside-work-tree"] }).pipe(Effect.provide(ctx)))))
 
 Bun.gc(true)
 const before = process.memoryUsage().rss
 let peak = before
 const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 10)
 const t = performance.now()
-const flood = await Effect.runPromise(shell.execute({ command: "yes | head -c 1G", timeoutSec: 600 }, ctx))
+const flood = await Effect.runPromise(shell.execute({ command: "yes | head -c 1G", timeoutSec: 600 }).pipe(Effect.provide(ctx)))
 clearInterval(sampler)
 const mb = (n: number) => `${(n / 1024 / 1024).toFixed(0)} MB`
 console.log(`1 GiB flood (yes | head -c 1G): ${((performance.now() - t) / 1000).toFixed(1)} s, RSS before ${mb(before)}, peak ${mb(peak)} (+${mb(peak - before)}), result ${flood.text.length} chars`)

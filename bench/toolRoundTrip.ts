@@ -10,7 +10,7 @@ import type { Message } from "@earendil-works/pi-ai"
 import { KernelLive } from "../src/kernel/Kernel.ts"
 import { createProcessRunner } from "../src/tools/ProcessRunner.ts"
 import { createKernelTools } from "../src/tools/registry.ts"
-import { createJob, createJobDirs, createProvider } from "../test/support/jobChild.ts"
+import { createJobDirs, createJobSpec, createProvider } from "../test/support/jobChild.ts"
 import { createOpenAIPiModels } from "../test/support/piModels.ts"
 import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts"
 
@@ -25,7 +25,7 @@ const script = (): Array<Step> => [
   { kind: "turn", text: "done" }
 ]
 
-const job = createJob(dirs, { limits: { maxTurns: 0, idleTimeoutSec: 0, timeoutSec: 300 } })
+const job = createJobSpec(dirs, { limits: { maxTurns: 0, idleTimeoutSec: 0, timeoutSec: 300 } })
 
 /** Kernel: one job, 100 read round trips. */
 const kernelRun = async (): Promise<number> => {
@@ -37,7 +37,7 @@ const kernelRun = async (): Promise<number> => {
       const handle = yield* runtime.start(job)
       yield* Stream.runDrain(handle.events)
       return yield* handle.result
-    }).pipe(Effect.provide(KernelLive({ providers: [createProvider(kernelServer, "openai-completions")] })))
+    }).pipe(Effect.scoped, Effect.provide(KernelLive({ providers: [createProvider(kernelServer, "openai-completions")] })))
   )
   const kernelMs = performance.now() - t0
   await kernelServer.stop()

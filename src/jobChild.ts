@@ -3,12 +3,12 @@
  * JobEvent per line on stdout and nothing else; exit 0 after job.completed, 1 after job.failed, 2
  * when refused (one `job.refused` line). SIGTERM/SIGINT abort the job. Keys live only in memory.
  */
-import { Effect, Either, Exit, Stream } from "effect"
+import { Effect, Either, Exit, Option, Schema, Stream } from "effect"
 import { writeSync } from "node:fs"
 import { AgentRuntime, JobEnvelope, JobRefused } from "./contract/AgentRuntime.ts"
-import { JobSpec } from "./contract/JobSpec.ts"
 import { decodeAll, type Problem } from "./contract/Problem.ts"
-import { KernelLive } from "./kernel/Kernel.ts"
+import { decodeJob } from "./kernel/decodeJob.ts"
+import { jobProblems, KernelLive, type KernelConfig } from "./kernel/Kernel.ts"
 import { dieWithParent } from "./kernel/dieWithParent.ts"
 import { makeNonDumpable } from "./kernel/nonDumpable.ts"
 import { RUN_PREFIX_VAR, validRunPrefix } from "./tools/processTree.ts"
@@ -34,6 +34,13 @@ const refuse = (problems: ReadonlyArray<Problem>): number => {
   return 2
 }
 
+/** The job's problems with their document path, as the refusal line names them. */
+const inJob = (problems: ReadonlyArray<Problem>): Array<Problem> =>
+  problems.map((p) => ({ ...p, path: p.path.startsWith("providers") ? p.path : p.path === "(root)" ? "job" : `job.${p.path}` }))
+
+/** The envelope with only its `job` read, so a bad envelope still reports the job's own problems. */
+const JobOnly = Schema.Struct({ job: Schema.Unknown })
+
 /** Runs one job from `stdin` text; returns the exit code. */
 export const runJobChild = async (stdin: string): Promise<number> => {
   let doc: unknown
@@ -45,37 +52,38 @@ export const runJobChild = async (stdin: string): Promise<number> => {
   const envelope = decodeAll(JobEnvelope)(doc)
   if (Either.isLeft(envelope)) {
     // Report the job's own problems too, so one refusal lists everything.
-    const job = (doc !== null && typeof doc === "object" ? (doc as Record<string, unknown>)["job"] : undefined)
-    const jobProblems = Either.match(decodeAll(JobSpec)(job), { onLeft: (p) => p.map((x) => ({ ...x, path: `job.${x.path}` })), onRight: () => [] })
+    const job = Option.match(Schema.decodeUnknownOption(JobOnly)(doc), { onNone: () => undefined, onSome: (d) => d.job })
+    const jobProblems = Either.match(decodeJob(job), { onLeft: (f) => inJob(f.problems), onRight: () => [] })
     return refuse([...envelope.left.filter((p) => !p.path.startsWith("job")), ...jobProblems])
   }
   const diagnostics = (line: string) => writeLine(2, line)
+  const config: KernelConfig = {
+    providers: envelope.right.providers,
+    diagnostics,
+    boundary: envelope.right.boundary,
+    sandbox: sandboxConfigFromEnv(process.env),
+    ...validRunPrefix(process.env[RUN_PREFIX_VAR])
+  }
+  const decoded = decodeJob(envelope.right.job)
+  if (Either.isLeft(decoded)) {
+    // The environment's problems with the parts that did decode belong in the same refusal.
+    const more = await Effect.runPromise(jobProblems(config, decoded.left.parts))
+    return refuse(inJob([...decoded.left.problems, ...more]))
+  }
   const program = Effect.gen(function* () {
     const runtime = yield* AgentRuntime
-    const handle = yield* runtime.start(envelope.right.job)
+    const handle = yield* runtime.start(decoded.right)
     const onSignal = () => Effect.runFork(handle.abort)
     process.on("SIGTERM", onSignal)
     process.on("SIGINT", onSignal)
     yield* Stream.runForEach(handle.events, (event) => Effect.sync(() => writeLine(1, JSON.stringify(event))))
     const outcome = yield* handle.result
     return outcome._tag === "Completed" ? 0 : 1
-  }).pipe(
-    Effect.provide(
-      KernelLive({
-        providers: envelope.right.providers,
-        diagnostics,
-        boundary: envelope.right.boundary,
-        sandbox: sandboxConfigFromEnv(process.env),
-        ...validRunPrefix(process.env[RUN_PREFIX_VAR])
-      })
-    )
-  )
+  }).pipe(Effect.scoped, Effect.provide(KernelLive(config)))
   const exit = await Effect.runPromiseExit(program)
   if (Exit.isSuccess(exit)) return exit.value
   const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
-  if (failure instanceof JobRefused) {
-    return refuse(failure.problems.map((p) => ({ ...p, path: p.path.startsWith("providers") ? p.path : `job.${p.path}` })))
-  }
+  if (failure instanceof JobRefused) return refuse(inJob(failure.problems))
   diagnostics("run-job: internal error before the job started")
   return 1
 }

@@ -2,7 +2,7 @@
  * The runtime's public face: start a job, watch its events, await its one outcome, abort it.
  * An orchestrator gets an `AgentRuntime` from the kernel layer; the job child is one consumer.
  */
-import { Context, Effect, Schema, Stream } from "effect"
+import { Context, Effect, Schema, type Scope, Stream } from "effect"
 import type { FailureReason, JobEvent } from "./JobEvent.ts"
 import { JobSpec } from "./JobSpec.ts"
 import { Problem } from "./Problem.ts"
@@ -25,9 +25,12 @@ export interface JobHandle {
   readonly id: string
   /** Every event of the job in `seq` order, ending with the terminal event. Single consumer. */
   readonly events: Stream.Stream<JobEvent>
-  /** Completes once, after the terminal event was emitted and every child process is dead. */
+  /**
+   * Completes once, after the terminal event was emitted and every child process is dead. Interrupting
+   * the fiber that awaits it aborts the job; the interruption completes once the job has ended.
+   */
   readonly result: Effect.Effect<JobOutcome>
-  /** Ends the job as `aborted` (idempotent; no effect once the job has ended). */
+  /** Ends the job as `aborted` (idempotent; no effect once the job has ended). Does not wait for the end. */
   readonly abort: Effect.Effect<void>
 }
 
@@ -59,11 +62,16 @@ export class AgentRuntime extends Context.Tag("contract/AgentRuntime")<
   AgentRuntime,
   {
     /**
-     * Validates `job` (an untrusted document) and starts it. Refuses with every problem at once:
-     * schema problems, unknown tools, invalid deny patterns, missing workspace paths, overlapping
-     * outDir, an unknown provider or model.
+     * Starts a typed job (untrusted documents go through the kernel's `decodeJob` first, once).
+     * Refuses with every problem the environment finds at once: workspace paths that are missing,
+     * overlap or lie outside the boundary, an unknown provider or model, tools this runtime cannot
+     * create, shell or git without the sandbox they need.
+     *
+     * The job runs in a fiber forked into the caller's `Scope`: closing the scope, interrupting the
+     * fiber awaiting `result`, or `abort` ends it as `aborted` (terminal event emitted, every process
+     * of the job dead, spans settled). It is never a detached daemon.
      */
-    readonly start: (job: unknown) => Effect.Effect<JobHandle, JobRefused>
+    readonly start: (spec: JobSpec) => Effect.Effect<JobHandle, JobRefused, Scope.Scope>
   }
 >() {}
 

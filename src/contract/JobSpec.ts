@@ -53,18 +53,26 @@ export const McpServer = Schema.Struct({
 })
 export type McpServer = typeof McpServer.Type
 
+export const JobModel = Schema.Struct({
+  provider: NonEmpty,
+  id: NonEmpty,
+  thinking: Schema.optionalWith(ThinkingLevel, { exact: true })
+})
+
+export const JobMcp = Schema.Struct({ servers: Schema.Array(McpServer) })
+
+/** Opaque correlation data, echoed on job.started, never shown to the agent. */
+export const JobMetadata = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+export const JobTask = NonEmpty
+
 export const JobSpec = Schema.Struct({
   agent: AgentDefinition,
-  task: NonEmpty,
-  model: Schema.Struct({
-    provider: NonEmpty,
-    id: NonEmpty,
-    thinking: Schema.optionalWith(ThinkingLevel, { exact: true })
-  }),
+  task: JobTask,
+  model: JobModel,
   workspace: Workspace,
   limits: Limits,
-  mcp: Schema.optionalWith(Schema.Struct({ servers: Schema.Array(McpServer) }), { exact: true }),
-  /** Opaque correlation data, echoed on job.started, never shown to the agent. */
-  metadata: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { exact: true })
+  mcp: Schema.optionalWith(JobMcp, { exact: true }),
+  metadata: Schema.optionalWith(JobMetadata, { exact: true })
 })
 export type JobSpec = typeof JobSpec.Type

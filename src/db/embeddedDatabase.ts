@@ -12,6 +12,9 @@ import type { Duplex } from "node:stream"
 import type { StartRequest, WorkerReply, WorkerRequest } from "./embeddedWorker.ts"
 import { DbError, innermostMessage } from "./DbError.ts"
 
+/** How long a new connection waits for the embedded database to restart. */
+const RESTART_WAIT_MS = 30_000
+
 export interface EmbeddedOptions {
   /** Absolute path of a persistent data dir; absent = in memory (not restartable: its data lives in the worker). */
   readonly dataDir?: string | undefined
@@ -122,6 +125,9 @@ export const startEmbedded = (
     const runtime = yield* Effect.runtime<never>()
     const log = (message: string) => Runtime.runFork(runtime)(Effect.logWarning(message))
     const timeoutMs = Duration.toMillis(options.statementTimeout)
+    // A restart reopens the data dir (crash recovery included): seconds on a loaded machine, whatever the
+    // statement timeout. A connection waits this long for it rather than failing while it is under way.
+    const restartWaitMs = Math.max(timeoutMs, RESTART_WAIT_MS)
     const state = {
       current: undefined as Worker | undefined,
       broken: false,
@@ -141,7 +147,7 @@ export const startEmbedded = (
         : state.broken || state.closed
         ? Promise.reject(new Error("the embedded database is not running"))
         : new Promise((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error("the embedded database did not restart in time")), timeoutMs)
+          const timer = setTimeout(() => reject(new Error("the embedded database did not restart in time")), restartWaitMs)
           state.waiting.push(() => (clearTimeout(timer), state.current === undefined ? reject(new Error("the embedded database is not running")) : resolve()))
         })
     const watch = (worker: Worker) => {

@@ -30,14 +30,19 @@ export const ensureAdmin = Effect.gen(function* () {
 /**
  * Serves `app` with Bun: bodies past the cap are refused by Bun itself too, a backstop behind the app's
  * own capped reader (1 MiB above it, so that the reader, which names the limit, answers first); each
- * request carries the client's socket address to the app.
+ * request carries the client's socket address to the app. Event streams (job events, already
+ * authenticated) are exempt from Bun's 10 s idle timeout, which would cut a live job's stream between events.
  */
 export const listen = (app: ReturnType<typeof makeApp>, options: { readonly hostname: string; readonly port: number }) =>
   Bun.serve({
     hostname: options.hostname,
     port: options.port,
     maxRequestBodySize: MAX_BODY_BYTES + 1024 * 1024,
-    fetch: (request, server) => app.handle(request, server.requestIP(request)?.address)
+    fetch: async (request, server) => {
+      const response = await app.handle(request, server.requestIP(request)?.address)
+      if ((response.headers.get("content-type") ?? "").startsWith("text/event-stream")) server.timeout(request, 0)
+      return response
+    }
   })
 
 /** One line for the start-up log: how shell and git will run in this installation's jobs. */

@@ -1,28 +1,30 @@
 /**
- * The kernel as an Effect layer: `AgentRuntime.start` validates a job, then runs it in its own
- * fiber under the job's limits (timeoutSec, idleTimeoutSec, abort). Every process the job started
- * is dead and every span settled before the one terminal event is emitted.
+ * The kernel as an Effect layer: `AgentRuntime.start` checks a typed job against the environment,
+ * builds its per-job services (Workspace, Llm, JobEvents, Limits) and runs it in a fiber forked
+ * into the caller's scope: closing the scope or interrupting the fiber awaiting `result` aborts it.
  */
-import { cleanupSessionResources } from "@earendil-works/pi-ai"
-import { Cause, Deferred, Duration, Effect, Exit, Layer, Option, Queue, Scope, Stream } from "effect"
+import { Deferred, Effect, ExecutionStrategy, Exit, Fiber, Layer, Option, Queue, Scope, Stream } from "effect"
 import { AgentRuntime, JobRefused, type JobBoundary, type JobHandle, type JobOutcome } from "../contract/AgentRuntime.ts"
 import type { JobEvent } from "../contract/JobEvent.ts"
+import type { Problem } from "../contract/Problem.ts"
 import type { ProviderConfig } from "../contract/ProviderConfig.ts"
-import { ProcessRunner, processRunnerLayer, type RunnerOptions } from "../tools/ProcessRunner.ts"
 import { openMcpTools } from "../tools/mcp/mcpTools.ts"
-import { createKernelTools } from "../tools/registry.ts"
-import type { KernelTool } from "../tools/Tool.ts"
-import { Sandbox, type SandboxConfig, sandboxConfigFromEnv, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
-import { agentLoop } from "./agentLoop.ts"
-import { DEFECT_MESSAGE, failureReason, JobAborted, JobTimedOut, type KernelError } from "./errors.ts"
-import { EventSink } from "./EventSink.ts"
+import type { RunnerOptions } from "../tools/ProcessRunner.ts"
+import { closeMountHandles, makeSandbox, openMountHandles, Sandbox, type SandboxConfig, sandboxConfigFromEnv, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
+import { WorkspaceLive } from "../tools/Workspace.ts"
+import type { JobParts } from "./decodeJob.ts"
+import { DEFECT_MESSAGE } from "./errors.ts"
+import { JobEventsLive, type JobEvents } from "./JobEvents.ts"
+import { LimitsLive, type Limits } from "./Limits.ts"
+import type { Llm } from "./Llm.ts"
+import { PiAiLlmLive } from "./PiAiLlm.ts"
 import { makeJobModels, type JobModels } from "./PiAiModels.ts"
-import { prepareJob, processToolGrants, type PreparedJob } from "./prepareJob.ts"
+import { checkJob, prepareJob, type JobEnvironment, type PreparedJob } from "./prepareJob.ts"
 import { Redactor } from "./Redactor.ts"
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.ts"
-import { Spans } from "./Spans.ts"
+import { runJob } from "./runJob.ts"
 
-export const RUNTIME_VERSION = "0.1.0"
+export { RUNTIME_VERSION } from "./runJob.ts"
 
 export interface KernelConfig {
   /** Provider configs with their keys; held in memory only. */
@@ -39,184 +41,88 @@ export interface KernelConfig {
   readonly retry?: Partial<RetryPolicy>
 }
 
-/** Longest `job.failed` message: a provider's error body can be kilobytes. */
-const MAX_FAILURE_MESSAGE = 1000
-
-/** Redacted first, then cut, so no cut can leave half a secret that the redactor no longer recognises. */
-const failureText = (redactor: Redactor, message: string): string => {
-  const text = redactor.redact(message)
-  return text.length > MAX_FAILURE_MESSAGE ? `${text.slice(0, MAX_FAILURE_MESSAGE)}…` : text
+/** What the per-job `Llm` is built from; the live one is pi-ai's. */
+export interface LlmJob {
+  readonly jobId: string
+  readonly prepared: PreparedJob
+  readonly jobModels: JobModels
+  readonly retry: RetryPolicy
 }
+export type LlmLayer = (job: LlmJob) => Layer.Layer<Llm, never, JobEvents | Limits>
 
-const isTerminal = (e: JobEvent) => e.type === "job.completed" || e.type === "job.failed"
+const piAiLlm: LlmLayer = ({ jobId, prepared, jobModels, retry }) =>
+  PiAiLlmLive({ jobId, jobModels, model: prepared.model, thinking: prepared.thinking.effective, retry })
 
-/** The idle watchdog: fails once nothing made progress for `idleMs` outside planned waits. Never succeeds. */
-const watchdog = (idleMs: number, lastProgress: () => number, paused: () => boolean, seconds: number) =>
-  Effect.gen(function* () {
-    const tick = Duration.millis(Math.min(1000, Math.max(10, idleMs / 4)))
-    while (true) {
-      yield* Effect.sleep(tick)
-      if (!paused() && Date.now() - lastProgress() > idleMs) {
-        return yield* Effect.fail(new JobTimedOut({ limit: "idleTimeoutSec", seconds }))
-      }
-    }
-  })
+const environment = (config: KernelConfig, sandbox: SandboxShape): Effect.Effect<JobEnvironment> =>
+  Effect.map(Effect.promise(() => makeJobModels(config.providers)), ({ jobModels, problems }) => ({
+    jobModels,
+    providerProblems: problems,
+    boundary: config.boundary,
+    sandbox
+  }))
 
-const runPrepared = (
-  jobId: string,
-  prepared: PreparedJob,
-  jobModels: JobModels,
-  sink: EventSink,
-  redactor: Redactor,
-  abort: Deferred.Deferred<void>,
-  diagnostics: (line: string) => void,
-  runner: RunnerOptions,
-  retry: RetryPolicy,
-  mcpTools: ReadonlyArray<KernelTool> = [] // [mcp] issue 11
-): Effect.Effect<JobOutcome> =>
-  Effect.gen(function* () {
-    const { spec } = prepared
-    const spans = new Spans(sink, jobId)
-    const jobSpanId = spans.newId()
-    const startedAt = new Date()
-    const t0 = performance.now()
-    sink.emit({
-      type: "job.started",
-      runtimeVersion: RUNTIME_VERSION,
-      agentId: spec.agent.id,
-      agentVersion: spec.agent.version,
-      metadata: spec.metadata ?? {}
-    })
-    const timeoutMs = spec.limits.timeoutSec * 1000
-    const deadline = Date.now() + timeoutMs
-    let last = Date.now()
-    const progress = () => {
-      last = Date.now()
-    }
-    // A planned retry wait is progress-neutral: the watchdog skips it and the idle clock restarts after it.
-    let waiting = 0
-    const plannedWait = <A, E, R>(wait: Effect.Effect<A, E, R>) =>
-      Effect.acquireUseRelease(
-        Effect.sync(() => waiting++),
-        () => wait,
-        () =>
-          Effect.sync(() => {
-            waiting--
-            progress()
-          })
-      )
-    const loop = Effect.gen(function* () {
-      const runner = yield* ProcessRunner
-      return yield* agentLoop({
-        jobId,
-        job: prepared,
-        jobModels,
-        tools: [...createKernelTools(prepared.toolNames, runner), ...mcpTools], // [mcp] issue 11
-        deny: prepared.deny,
-        sink,
-        spans,
-        jobSpanId,
-        progress,
-        plannedWait,
-        remainingMs: () => Math.max(0, deadline - Date.now()),
-        retry
-      })
-      // The runner's scope ends with the loop: every process it started is killed before we go on.
-    }).pipe(Effect.provide(processRunnerLayer(runner)))
+/**
+ * Every problem the environment finds with what decoded of a refused job document (the job child
+ * lists them beside decodeJob's, so one refusal names everything).
+ */
+export const jobProblems = (config: KernelConfig, parts: JobParts): Effect.Effect<ReadonlyArray<Problem>> =>
+  Effect.flatMap(environment(config, makeSandbox(config.sandbox ?? sandboxConfigFromEnv(process.env))), (env) =>
+    Effect.map(checkJob(parts, env), (checked) => checked.problems)
+  )
 
-    const idleSec = spec.limits.idleTimeoutSec ?? 0
-    const guarded: Effect.Effect<string, KernelError> = loop.pipe(
-      Effect.raceFirst(idleSec > 0 ? watchdog(idleSec * 1000, () => last, () => waiting > 0, idleSec) : Effect.never),
-      Effect.raceFirst(Deferred.await(abort).pipe(Effect.zipRight(Effect.fail(new JobAborted())))),
-      Effect.timeoutFail({
-        duration: Duration.millis(timeoutMs),
-        onTimeout: () => new JobTimedOut({ limit: "timeoutSec", seconds: spec.limits.timeoutSec })
-      })
-    )
-    const exit = yield* Effect.exit(guarded)
-    cleanupSessionResources(jobId)
-    const outcome: JobOutcome = Exit.match(exit, {
-      onSuccess: (summary) => ({ _tag: "Completed", summary }),
-      onFailure: (cause) => {
-        const failure = Cause.failureOption(cause)
-        if (Option.isSome(failure)) {
-          return { _tag: "Failed", reason: failureReason(failure.value), message: failureText(redactor, failure.value.message) }
-        }
-        if (Cause.isInterruptedOnly(cause)) return { _tag: "Failed", reason: "aborted", message: new JobAborted().message }
-        diagnostics(redactor.redact(`job ${jobId}: defect: ${Cause.pretty(cause)}`))
-        return { _tag: "Failed", reason: "error", message: DEFECT_MESSAGE }
-      }
-    })
-    sink.emit({
-      type: "span",
-      name: "kintsugi.job",
-      spanId: jobSpanId,
-      start: startedAt.toISOString(),
-      durationMs: Math.round((performance.now() - t0) * 1000) / 1000,
-      status: outcome._tag === "Completed" ? "ok" : "error",
-      attributes: {
-        agentId: spec.agent.id,
-        model: `${prepared.model.provider}/${prepared.model.id}`,
-        "thinking.requested": prepared.thinking.requested,
-        "thinking.effective": prepared.thinking.effective,
-        "thinking.clamped": prepared.thinking.clamped,
-        ...(outcome._tag === "Failed" ? { reason: outcome.reason } : {})
-      }
-    })
-    sink.emit(
-      outcome._tag === "Completed"
-        ? { type: "job.completed", summary: outcome.summary }
-        : { type: "job.failed", reason: outcome.reason, message: outcome.message }
-    )
-    return outcome
-  })
-
-/** Builds the runtime for one set of provider configs. */
-export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape): AgentRuntime["Type"] => ({
-  start: (job) =>
+/** Builds the runtime for one set of provider configs; `llm` builds each job's model service. */
+export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, llm: LlmLayer = piAiLlm): AgentRuntime["Type"] => ({
+  start: (spec) =>
     Effect.gen(function* () {
-      const { jobModels, problems } = yield* Effect.promise(() => makeJobModels(config.providers))
-      // Only a job granting shell or git needs the sandbox (and pays for the one-time probe).
-      const grants = processToolGrants(job)
-      const refusal = grants.length === 0 ? undefined : yield* sandbox.refusal
-      const sandboxProblems = refusal === undefined ? [] : grants.map((g) => ({ path: g.path, message: `${g.name} ${refusal}` }))
-      const prepared = yield* prepareJob(job, jobModels, config.boundary, sandboxProblems).pipe(
-        Effect.mapError((refused) => new JobRefused({ problems: [...problems, ...refused.problems] }))
-      )
-      if (problems.length > 0) return yield* Effect.fail(new JobRefused({ problems }))
+      const env = yield* environment(config, sandbox)
+      const prepared = yield* prepareJob(spec, env)
       const jobId = crypto.randomUUID()
-      const mcpSecrets = (prepared.spec.mcp?.servers ?? []).flatMap((s) => Object.values(s.headers ?? {}))
-      const redactor = new Redactor([...jobModels.secrets, ...mcpSecrets])
+      const mcpSecrets = (spec.mcp?.servers ?? []).flatMap((s) => Object.values(s.headers ?? {}))
+      const secrets = [...env.jobModels.secrets, ...mcpSecrets]
       const queue = yield* Queue.unbounded<JobEvent>()
-      const sink = new EventSink(redactor, (e) => Queue.unsafeOffer(queue, e))
-      const abort = yield* Deferred.make<void>()
-      // [mcp] issue 11: connect to the granted servers and list their tools (bounded); closed when the job's fiber ends.
-      const mcpScope = yield* Scope.make()
-      const mcpTools = yield* openMcpTools(prepared.spec.agent.tools, prepared.spec.mcp?.servers ?? [], {
-        redact: (text) => redactor.redact(text),
+      const events = JobEventsLive(jobId, secrets, (e) => Queue.unsafeOffer(queue, e))
+      const limits = LimitsLive(spec.limits, { label: `${prepared.model.provider}/${prepared.model.id}`, contextWindow: prepared.model.contextWindow })
+      const retry = { ...DEFAULT_RETRY_POLICY, ...config.retry }
+      const services = Layer.mergeAll(llm({ jobId, prepared, jobModels: env.jobModels, retry }), WorkspaceLive(prepared.workspace)).pipe(
+        Layer.provideMerge(limits),
+        Layer.provideMerge(events)
+      )
+      // The job's MCP connections live in a child of the caller's scope: closed when the job ends, when
+      // the caller's scope closes, or at once when the job is refused. Discovery is bounded per server.
+      const mcpScope = yield* Effect.flatMap(Effect.scope, (scope) => Scope.fork(scope, ExecutionStrategy.sequential))
+      const closeMcp = Scope.close(mcpScope, Exit.void)
+      const redactor = new Redactor(secrets)
+      const mcpTools = yield* openMcpTools(spec.agent.tools, spec.mcp?.servers ?? [], {
         diagnostics: (line) => config.diagnostics?.(redactor.redact(`job ${jobId}: ${line}`))
-      }).pipe(Scope.extend(mcpScope), Effect.onError(() => Scope.close(mcpScope, Exit.void)))
-      // [/mcp]
-      const status = grants.length === 0 ? undefined : yield* sandbox.status
+      }).pipe(Scope.extend(mcpScope), Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : closeMcp)))
+      const sandboxed = prepared.sandbox?._tag === "Bwrap" ? prepared.sandbox : undefined
+      // The sandbox binds what was checked now, through handles, whatever the paths name later.
+      const handles = sandboxed === undefined ? [] : openMountHandles(prepared.workspace)
+      if (handles === undefined) {
+        yield* closeMcp
+        return yield* Effect.fail(new JobRefused({ problems: [{ path: "workspace", message: "changed while the job was starting (a path was replaced or is now a symbolic link)" }] }))
+      }
       const runner: RunnerOptions = {
-        ...(status?._tag === "Bwrap" ? { sandbox: { bwrap: status.bwrap, workspace: prepared.workspace } } : {}),
+        ...(sandboxed === undefined ? {} : { sandbox: { bwrap: sandboxed.bwrap, workspace: prepared.workspace, handles } }),
         ...(config.runTokenPrefix === undefined ? {} : { tokenPrefix: config.runTokenPrefix })
       }
-      const fiber = yield* Effect.forkDaemon(
-        runPrepared(jobId, prepared, jobModels, sink, redactor, abort, config.diagnostics ?? (() => {}), runner, {
-          ...DEFAULT_RETRY_POLICY,
-          ...config.retry
-        }, mcpTools).pipe(Effect.ensuring(Scope.close(mcpScope, Exit.void))) // [mcp] issue 11
+      const outcome = yield* Deferred.make<JobOutcome>()
+      // Forked into the caller's scope: closing it interrupts the job, which then ends as aborted.
+      const fiber = yield* Effect.forkScoped(
+        Effect.provide(runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools }), services).pipe(
+          Effect.ensuring(Effect.zipRight(Effect.sync(() => closeMountHandles(handles)), closeMcp))
+        )
       )
       const handle: JobHandle = {
         id: jobId,
-        events: Stream.fromQueue(queue).pipe(Stream.takeUntil(isTerminal)),
-        result: fiber.await.pipe(
-          Effect.map((exit) =>
-            Exit.isSuccess(exit) ? exit.value : ({ _tag: "Failed", reason: "error", message: DEFECT_MESSAGE } as const)
-          )
+        events: Stream.fromQueue(queue).pipe(Stream.takeUntil((e) => e.type === "job.completed" || e.type === "job.failed")),
+        result: Fiber.await(fiber).pipe(
+          Effect.zipRight(Deferred.poll(outcome)),
+          Effect.flatMap((polled) => Option.getOrElse(polled, () => Effect.succeed<JobOutcome>({ _tag: "Failed", reason: "error", message: DEFECT_MESSAGE }))),
+          // The awaiting fiber interrupted: the job is aborted, and this waits until it has ended.
+          Effect.onInterrupt(() => Fiber.interrupt(fiber))
         ),
-        abort: Deferred.succeed(abort, undefined).pipe(Effect.asVoid)
+        abort: Effect.asVoid(Fiber.interruptFork(fiber))
       }
       return handle
     })
@@ -227,3 +133,4 @@ export const KernelLive = (config: KernelConfig): Layer.Layer<AgentRuntime> =>
   Layer.effect(AgentRuntime, Effect.map(Sandbox, (sandbox) => makeAgentRuntime(config, sandbox))).pipe(
     Layer.provide(SandboxLive(config.sandbox ?? sandboxConfigFromEnv(process.env)))
   )
+

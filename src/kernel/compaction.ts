@@ -3,20 +3,12 @@
  * provider overflow, old tool results are dropped and, when that is not enough, old turns are
  * summarised by the job's own model. Only the messages change: system prompt and tools never do.
  */
-import {
-  isContextOverflow,
-  type Api,
-  type AssistantMessage,
-  type Context,
-  type FetchFunction,
-  type Message,
-  type Model,
-  type MutableModels,
-  type UserMessage
-} from "@earendil-works/pi-ai"
-import { Effect } from "effect"
+import { isContextOverflow, type Api, type AssistantMessage, type Message, type Model, type UserMessage } from "@earendil-works/pi-ai"
+import { Clock, Effect } from "effect"
 import { ContextOverflow, LlmFailed, type KernelError } from "./errors.ts"
-import type { Spans } from "./Spans.ts"
+import { JobEvents } from "./JobEvents.ts"
+import { Limits } from "./Limits.ts"
+import { Llm } from "./Llm.ts"
 import { renderTranscript, SUMMARISER_INSTRUCTION } from "./compactionTranscript.ts"
 
 /** The policy, as shares of the model's context window (docs/kernel.md, "Compaction"). */
@@ -140,41 +132,11 @@ export const summaryPair = (summary: string, model: Model<Api>, timestamp: numbe
   { role: "user", content: CONTINUE, timestamp }
 ]
 
-/** One summary request to the job's model: no tools, its own system prompt; fails only with LlmFailed. */
-export type Summariser = (context: Context, maxTokens: number) => Effect.Effect<AssistantMessage, LlmFailed>
-
-/** The summariser over the job's pi-ai models and pinned fetch; each stream event counts as progress. */
-export const piAiSummariser =
-  (models: MutableModels, model: Model<Api>, fetch: FetchFunction, progress: () => void): Summariser =>
-  (context, maxTokens) =>
-    Effect.tryPromise({
-      try: async (signal) => {
-        const stream = models.streamSimple(model, context, { signal, fetch, maxRetries: 0, maxTokens, cacheRetention: "none" })
-        for await (const _ of stream) progress()
-        return await stream.result()
-      },
-      catch: (cause) =>
-        new LlmFailed({ message: `the compaction summary request failed: ${cause instanceof Error ? cause.message : String(cause)}` })
-    })
-
-/** What a compaction needs from the loop. */
-export interface CompactionDeps {
-  readonly spans: Spans
-  readonly parentSpanId: string
-  readonly summarise: Summariser
-  /** Records a summary request's usage (a `usage` event) and fails once the budget is spent. */
-  readonly afterSummary: (answer: AssistantMessage) => Effect.Effect<void, KernelError>
-}
-
 /**
  * A job's compaction state. `estimate` trusts the newest provider-reported usage of the current
  * message list and adds characters / 4 for what was appended since; `beforeTurn` compacts in place.
  */
 export class Compactor {
-  /** Compactions done (with or without a summary). */
-  compactions = 0
-  /** Summary requests made. */
-  summaries = 0
   /** The task, plus the summary pair once there is one. */
   private headLength = 1
   /** Estimated tokens of the prompt up to `trustedFrom` (usage before it predates the last compaction). */
@@ -215,11 +177,12 @@ export class Compactor {
   }
 
   /**
-   * Compacts `messages` in place when the prompt would pass the threshold (or the provider overflowed).
-   * Fails with ContextOverflow when an overflow cannot be recovered (nothing old left, or no progress),
-   * with the summary request's failure, or with BudgetExceeded from `afterSummary`.
+   * Compacts `messages` in place when the prompt would pass the threshold (or the provider overflowed),
+   * counting each compaction and charging each summary request (Limits). Fails with ContextOverflow
+   * when an overflow cannot be recovered (nothing old left, or no progress), with the summary
+   * request's failure, or with BudgetExceeded.
    */
-  beforeTurn(messages: Array<Message>, deps: CompactionDeps): Effect.Effect<void, KernelError> {
+  beforeTurn(messages: Array<Message>): Effect.Effect<void, KernelError, Llm | Limits | JobEvents> {
     const window = this.model.contextWindow
     const force = this.overflowPending
     this.overflowPending = false
@@ -233,24 +196,26 @@ export class Compactor {
     }
     const attributes = { trigger: force ? "overflow" : "threshold", turnsSummarised: 0, toolResultsDropped: 0, tokensBefore: before, tokensAfter: before }
     const self = this
-    return deps.spans.span("kintsugi.compaction", deps.parentSpanId, attributes, () =>
+    return Effect.flatMap(JobEvents, (events) => events.span("kintsugi.compaction", attributes,
       Effect.gen(function* () {
+        const limits = yield* Limits
         const dropped = dropToolResults(messages, plan)
         const afterDrop = before - estimateTokens(messages.slice(plan.oldFrom, plan.keepFrom)) + estimateTokens(dropped.slice(plan.oldFrom, plan.keepFrom))
         if (plan.drops.length > 0 && afterDrop <= COMPACTION.target * Math.min(window, before)) {
           attributes.toolResultsDropped = plan.drops.length
           attributes.tokensAfter = afterDrop
-          self.compactions += 1
+          limits.compacted(false)
           return self.replace(messages, dropped, afterDrop)
         }
         const maxTokens = Math.max(256, Math.min(self.model.maxTokens, Math.floor(COMPACTION.summary * window)))
         const transcript = renderTranscript(messages, self.headLength, plan, window - maxTokens)
-        const answer = yield* deps.summarise({ systemPrompt: SUMMARISER_INSTRUCTION, messages: [{ role: "user", content: transcript, timestamp: Date.now() }] }, maxTokens)
-        self.compactions += 1
-        self.summaries += 1
-        yield* deps.afterSummary(answer)
+        const now = yield* Clock.currentTimeMillis
+        const answer = yield* (yield* Llm).summarise({ systemPrompt: SUMMARISER_INSTRUCTION, messages: [{ role: "user", content: transcript, timestamp: now }] }, maxTokens)
+        limits.compacted(true)
+        // Summary requests count in usage, cost and the budget like any other model call.
+        yield* limits.charge(answer.usage)
         const summary = yield* summaryText(answer, window)
-        const next = [messages[0]!, ...summaryPair(summary, self.model, Date.now()), ...messages.slice(plan.keepFrom)]
+        const next = [messages[0]!, ...summaryPair(summary, self.model, now), ...messages.slice(plan.keepFrom)]
         const after = before - estimateTokens(messages.slice(1, plan.keepFrom)) + estimateTokens(next.slice(1, 3))
         attributes.turnsSummarised = plan.oldTurns
         attributes.tokensAfter = after
@@ -260,7 +225,7 @@ export class Compactor {
         self.headLength = 3
         self.replace(messages, next, after)
       })
-    )
+    ))
   }
 
   private replace(messages: Array<Message>, next: ReadonlyArray<Message>, tokens: number): void {

@@ -1,20 +1,22 @@
 /**
- * Turns an untrusted job document into a job the loop can run, or refuses it with every problem at
- * once: schema problems, deny patterns that re2js cannot compile, workspace paths that are missing
- * or overlap or lie outside the envelope's boundary, an unknown provider or model, tools this runtime
- * cannot create.
+ * The environment's checks of a typed job (ARCHITECTURE §4): workspace paths that are missing,
+ * overlap or lie outside the envelope's boundary, an unknown provider or model, tools this runtime
+ * cannot create, MCP grants of servers the job does not list, process tools without their sandbox.
+ * Every problem at once; the spec is not decoded again (decodeJob.ts did that once).
  */
 import type { Api, Model } from "@earendil-works/pi-ai"
 import { Effect, Either } from "effect"
-import { duplicateSkillProblems, KERNEL_TOOLS } from "../contract/AgentDefinition.ts"
+import { KERNEL_TOOLS } from "../contract/AgentDefinition.ts"
 import { JobRefused, type JobBoundary } from "../contract/AgentRuntime.ts"
-import { JobSpec, Workspace as JobSpecWorkspace } from "../contract/JobSpec.ts"
-import { decodeAll, type Problem } from "../contract/Problem.ts"
+import type { JobSpec } from "../contract/JobSpec.ts"
+import type { Problem } from "../contract/Problem.ts"
 import { compileDenyPatterns, type DenyMatcher } from "../tools/denyPatterns.ts"
 import { mcpGrantProblems } from "../tools/mcp/mcpTools.ts"
+import type { SandboxShape, SandboxStatus } from "../tools/Sandbox.ts"
 import type { ResolvedWorkspace } from "../tools/Tool.ts"
 import { resolveWorkspace } from "../tools/Workspace.ts"
 import { boundaryCheck, canonicalBoundary } from "../tools/workspaceBoundary.ts"
+import type { JobParts } from "./decodeJob.ts"
 import type { JobModels } from "./PiAiModels.ts"
 import { supportedThinking } from "./PiAiModels.ts"
 import { chooseThinking, type ThinkingChoice } from "./thinking.ts"
@@ -31,87 +33,84 @@ export interface PreparedJob {
   readonly toolNames: ReadonlyArray<string>
   /** The agent's denyCommandPatterns, compiled with re2js. */
   readonly deny: DenyMatcher
+  /** How shell and git run; undefined when the job grants neither. */
+  readonly sandbox: SandboxStatus | undefined
 }
 
-/** Reads a nested field of an untrusted document, or undefined. */
-const pluck = (doc: unknown, ...keys: ReadonlyArray<string>): unknown =>
-  keys.reduce<unknown>((v, k) => (v !== null && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), doc)
-const strings = (v: unknown): ReadonlyArray<string> | undefined =>
-  Array.isArray(v) && v.every((x) => typeof x === "string") ? (v as ReadonlyArray<string>) : undefined
+/** What the checks consult: the job's models, the envelope's boundary, the sandbox. */
+export interface JobEnvironment {
+  readonly jobModels: JobModels
+  /** Problems of the provider configs themselves (duplicate ids, unknown built-in providers). */
+  readonly providerProblems: ReadonlyArray<Problem>
+  readonly boundary: JobBoundary | undefined
+  readonly sandbox: SandboxShape
+}
 
 /**
  * Names the schema accepts but this runtime cannot create yet (unknown names are schema problems), and
  * MCP grants naming a server the job does not list (the servers' tools are checked when they connect).
  */
-const toolProblems = (job: unknown): Array<Problem> => {
-  const problems: Array<Problem> = []
-  const servers = pluck(job, "mcp", "servers")
-  const serverNames = Array.isArray(servers) ? servers.map((s) => pluck(s, "name")) : []
-  const tools = strings(pluck(job, "agent", "tools"))
-  tools?.forEach((name, i) => {
-    if ((KERNEL_TOOLS as ReadonlyArray<string>).includes(name) && !AVAILABLE_TOOLS.includes(name)) {
-      problems.push({ path: `agent.tools.${i}`, message: `tool "${name}" is not available in this runtime version yet` })
-    }
-  })
-  problems.push(...mcpGrantProblems(tools, serverNames)) // [mcp] issue 11
-  return problems
-}
-
-/** The process tools (shell, git) a job grants, with where: no `tools` list grants every kernel tool. */
-export const processToolGrants = (job: unknown): ReadonlyArray<{ readonly path: string; readonly name: string }> => {
-  const agent = pluck(job, "agent")
-  if (agent !== null && typeof agent === "object" && !Object.hasOwn(agent, "tools")) {
-    return [{ path: "agent.tools", name: "shell and git (granted by default when no tools are listed)" }]
-  }
-  return (strings(pluck(job, "agent", "tools")) ?? []).flatMap((name, i) =>
-    name === "shell" || name === "git" ? [{ path: `agent.tools.${i}`, name }] : []
-  )
-}
-
-/**
- * Every problem of `job` at once, or the prepared job. The checks beyond the schema run on whatever
- * part of the document is well-formed, so one refusal lists schema and workspace problems together.
- * `extra` are problems found outside (e.g. the sandbox a granted process tool needs).
- */
-export const prepareJob = (
-  job: unknown,
-  jobModels: JobModels,
-  boundary?: JobBoundary,
-  extra: ReadonlyArray<Problem> = []
-): Effect.Effect<PreparedJob, JobRefused> =>
-  Effect.gen(function* () {
-    const decoded = decodeAll(JobSpec)(job)
-    const problems: Array<Problem> = Either.isLeft(decoded)
-      ? decoded.left.filter((p) => p.message !== "skill names must be unique")
+const toolProblems = (parts: JobParts): Array<Problem> => [
+  ...(parts.agent?.tools ?? []).flatMap((name, i): Array<Problem> =>
+    (KERNEL_TOOLS as ReadonlyArray<string>).includes(name) && !AVAILABLE_TOOLS.includes(name)
+      ? [{ path: `agent.tools.${i}`, message: `tool "${name}" is not available in this runtime version yet` }]
       : []
-    problems.push(...extra)
-    problems.push(...duplicateSkillProblems(pluck(job, "agent", "skills"), "agent.skills"))
-    problems.push(...toolProblems(job))
-    const compiled = compileDenyPatterns(strings(pluck(job, "agent", "denyCommandPatterns")) ?? [])
-    if (Either.isLeft(compiled)) {
-      for (const p of compiled.left) problems.push({ path: `agent.denyCommandPatterns.${p.index}`, message: p.message })
+  ),
+  ...mcpGrantProblems(parts.agent?.tools, parts.mcp?.servers)
+]
+
+/** The process tools (shell, git) an agent grants, with where: no `tools` list grants every kernel tool. */
+export const processToolGrants = (agent: JobSpec["agent"]): ReadonlyArray<{ readonly path: string; readonly name: string }> =>
+  agent.tools === undefined
+    ? [{ path: "agent.tools", name: "shell and git (granted by default when no tools are listed)" }]
+    : agent.tools.flatMap((name, i) => (name === "shell" || name === "git" ? [{ path: `agent.tools.${i}`, name }] : []))
+
+/** What the environment checks found for a job's parts. */
+interface Checked {
+  readonly problems: ReadonlyArray<Problem>
+  readonly workspace: ResolvedWorkspace | undefined
+  readonly model: Model<Api> | undefined
+  readonly sandbox: SandboxStatus | undefined
+}
+
+/** Every problem the environment finds with `parts`: a whole spec, or what decoded of a refused one. */
+export const checkJob = (parts: JobParts, env: JobEnvironment): Effect.Effect<Checked> =>
+  Effect.gen(function* () {
+    const problems: Array<Problem> = [...env.providerProblems, ...toolProblems(parts)]
+    // Only a job granting shell or git needs the sandbox (and pays for the one-time probe).
+    const grants = parts.agent === undefined ? [] : processToolGrants(parts.agent)
+    const refusal = grants.length === 0 ? undefined : yield* env.sandbox.refusal
+    if (refusal !== undefined) problems.push(...grants.map((g) => ({ path: g.path, message: `${g.name} ${refusal}` })))
+    const check = env.boundary === undefined ? undefined : boundaryCheck(yield* canonicalBoundary(env.boundary))
+    const workspace =
+      parts.workspace === undefined
+        ? undefined
+        : yield* resolveWorkspace(parts.workspace, check).pipe(
+            Effect.catchTag("WorkspaceInvalid", (invalid) => {
+              problems.push(...invalid.problems)
+              return Effect.succeed(undefined)
+            })
+          )
+    const model = parts.model === undefined ? undefined : env.jobModels.find(parts.model.provider, parts.model.id)
+    if (parts.model !== undefined && model === undefined) {
+      problems.push({ path: "model", message: `no model "${parts.model.id}" in a provider config with id "${parts.model.provider}"` })
     }
-    const ws = decodeAll(JobSpecWorkspace)(pluck(job, "workspace"))
-    const workspace = Either.isRight(ws)
-      ? yield* resolveWorkspace(ws.right, boundary === undefined ? undefined : boundaryCheck(yield* canonicalBoundary(boundary))).pipe(
-          Effect.catchTag("WorkspaceInvalid", (invalid) => {
-            problems.push(...invalid.problems)
-            return Effect.succeed(undefined)
-          })
-        )
-      : undefined
-    const provider = pluck(job, "model", "provider")
-    const id = pluck(job, "model", "id")
-    const model = typeof provider === "string" && typeof id === "string" ? jobModels.find(provider, id) : undefined
-    if (model === undefined && typeof provider === "string" && typeof id === "string" && provider !== "" && id !== "") {
-      problems.push({ path: "model", message: `no model "${id}" in a provider config with id "${provider}"` })
+    const sandbox = grants.length === 0 || refusal !== undefined ? undefined : yield* env.sandbox.status
+    return { problems, workspace, model, sandbox }
+  })
+
+/** The prepared job, or a refusal listing every problem the environment finds. */
+export const prepareJob = (spec: JobSpec, env: JobEnvironment): Effect.Effect<PreparedJob, JobRefused> =>
+  Effect.gen(function* () {
+    const { problems, workspace, model, sandbox } = yield* checkJob(spec, env)
+    // decodeJob refused patterns re2js cannot compile; compiled again here for the matcher.
+    const deny = compileDenyPatterns(spec.agent.denyCommandPatterns ?? [])
+    if (problems.length > 0 || workspace === undefined || model === undefined || Either.isLeft(deny)) {
+      const denyProblems = Either.isLeft(deny) ? deny.left.map((p) => ({ path: `agent.denyCommandPatterns.${p.index}`, message: p.message })) : []
+      return yield* Effect.fail(new JobRefused({ problems: [...problems, ...denyProblems] }))
     }
-    if (problems.length > 0 || Either.isLeft(decoded) || Either.isLeft(compiled) || workspace === undefined || model === undefined) {
-      return yield* Effect.fail(new JobRefused({ problems }))
-    }
-    const spec = decoded.right
     const requested = spec.model.thinking ?? spec.agent.thinking ?? "off"
     const granted = spec.agent.tools ?? AVAILABLE_TOOLS
     const toolNames = KERNEL_TOOLS.filter((t) => granted.includes(t))
-    return { spec, workspace, model, thinking: chooseThinking(requested, supportedThinking(model)), toolNames, deny: compiled.right }
+    return { spec, workspace, model, thinking: chooseThinking(requested, supportedThinking(model)), toolNames, deny: deny.right, sandbox }
   })

@@ -109,13 +109,12 @@ const start = (req: RunRequest, options: RunnerOptions): Running => {
   const env = { ...req.env, ...baseEnvironment(req.home ?? req.cwd, token) }
   const sandbox = options.sandbox
   // bwrap gets the same environment, so the token sweep finds it too; it passes exactly `env` inside.
-  const argv = sandbox === undefined ? [exe, ...rest] : [sandbox.bwrap, ...bwrapArgs(sandbox.workspace, env, req.cwd), exe, ...rest]
+  const argv = sandbox === undefined ? [exe, ...rest] : [sandbox.bwrap, ...bwrapArgs(sandbox.workspace, env, req.cwd, sandbox.handles), exe, ...rest]
   const proc = Bun.spawn(argv, {
     cwd: req.cwd,
     env,
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
+    // The workspace handles become bwrap's fds 3, 4, …; bwrap closes them before the command runs.
+    stdio: ["ignore", "pipe", "pipe", ...(sandbox?.handles ?? [])],
     detached: true
   })
   const tree = new ProcessTree(proc.pid, token)

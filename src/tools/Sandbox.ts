@@ -3,7 +3,7 @@
  * that decides it once per process, and the bwrap argv that confines one call to the job's workspace.
  */
 import { Context, Effect, Layer } from "effect"
-import { lstatSync, readlinkSync } from "node:fs"
+import { closeSync, constants, lstatSync, openSync, readlinkSync } from "node:fs"
 import type { ResolvedWorkspace } from "./Tool.ts"
 
 /** The only PATH a process sees; argv[0] is resolved on it too (the runner's allowlist). */
@@ -117,15 +117,59 @@ export const systemMounts = (): Array<string> => {
 
 const depth = (p: string) => p.split("/").filter((s) => s !== "").length
 
+/** Linux O_PATH: a handle that names a file or directory without opening it for I/O. */
+const O_PATH = 0o10000000
+
+/** The host paths bwrap binds, in the order their handles are passed to it (fd 3, 4, …): the read-only entries, then outDir. */
+export const mountSources = (ws: ResolvedWorkspace): ReadonlyArray<string> => [...ws.readOnly, ws.outDir]
+
+/** The first descriptor a handle gets in bwrap (after stdin, stdout, stderr). */
+const FIRST_HANDLE_FD = 3
+
+/**
+ * Opens every mount source of `ws` as an O_PATH handle (no symlink followed), each checked to name
+ * exactly the canonical path the job was admitted with. Bound through these, what the sandbox shows
+ * cannot be changed later by swapping a path for a symlink (another job whose outDir holds this
+ * workspace could). Undefined, with nothing left open, when a path no longer is what was checked.
+ */
+export const openMountHandles = (ws: ResolvedWorkspace): ReadonlyArray<number> | undefined => {
+  const fds: Array<number> = []
+  try {
+    for (const p of mountSources(ws)) {
+      const fd = openSync(p, O_PATH | constants.O_NOFOLLOW)
+      fds.push(fd)
+      if (readlinkSync(`/proc/self/fd/${fd}`) !== p) throw new Error("changed")
+    }
+    return fds
+  } catch {
+    closeMountHandles(fds)
+    return undefined
+  }
+}
+
+/** Closes handles from openMountHandles (at the end of the job). */
+export const closeMountHandles = (fds: ReadonlyArray<number>): void => {
+  for (const fd of fds) {
+    try {
+      closeSync(fd)
+    } catch {
+      // Already closed: nothing to release.
+    }
+  }
+}
+
 /**
  * Workspace mounts: every read-only entry read-only at its own path, outDir writable at its own path,
- * the root created when it is not itself a read-only entry; parents before children.
+ * the root created when it is not itself a read-only entry; parents before children. With `handles`
+ * (mountSources order, passed to bwrap from fd 3 on) the sources are bound through them, never by path.
  */
-export const workspaceMounts = (ws: ResolvedWorkspace): Array<string> => {
+export const workspaceMounts = (ws: ResolvedWorkspace, handles?: ReadonlyArray<number>): Array<string> => {
   const ops: Array<{ readonly path: string; readonly args: ReadonlyArray<string> }> = []
+  const bind = (kind: "--ro-bind" | "--bind", p: string, index: number) =>
+    handles === undefined ? [kind, p, p] : [`${kind}-fd`, String(FIRST_HANDLE_FD + index), p]
   if (!ws.readOnly.includes(ws.root) && ws.outDir !== ws.root) ops.push({ path: ws.root, args: ["--dir", ws.root] })
-  for (const ro of ws.readOnly) ops.push({ path: ro, args: ["--ro-bind", ro, ro] })
-  ops.push({ path: ws.outDir, args: ["--bind", ws.outDir, ws.outDir] })
+  ws.readOnly.forEach((ro, i) => ops.push({ path: ro, args: bind("--ro-bind", ro, i) }))
+  ops.push({ path: ws.outDir, args: bind("--bind", ws.outDir, ws.readOnly.length) })
   // Stable sort: at equal depth the root directory comes first, then read-only entries, then outDir.
   return ops.sort((a, b) => depth(a.path) - depth(b.path)).flatMap((o) => o.args)
 }
@@ -136,14 +180,14 @@ export const workspaceMounts = (ws: ResolvedWorkspace): Array<string> => {
  * environment of exactly `env`, the minimal system, private /proc, /dev and /tmp, the workspace, `cwd`.
  * Nothing else of the host is visible: no data dir, no /home, no /root, no host /tmp, no /etc.
  */
-export const bwrapArgs = (ws: ResolvedWorkspace, env: Readonly<Record<string, string>>, cwd: string): Array<string> => [
+export const bwrapArgs = (ws: ResolvedWorkspace, env: Readonly<Record<string, string>>, cwd: string, handles?: ReadonlyArray<number>): Array<string> => [
   ...NAMESPACES,
   "--clearenv",
   ...Object.entries(env).flatMap(([k, v]) => ["--setenv", k, v]),
   ...systemMounts(),
   ...PRIVATE_MOUNTS,
   // After the private /tmp: a workspace below /tmp is mounted on top of it, nothing else of /tmp is.
-  ...workspaceMounts(ws),
+  ...workspaceMounts(ws, handles),
   "--chdir",
   cwd,
   "--"
@@ -153,6 +197,8 @@ export const bwrapArgs = (ws: ResolvedWorkspace, env: Readonly<Record<string, st
 export interface SandboxedRun {
   readonly bwrap: string
   readonly workspace: ResolvedWorkspace
+  /** openMountHandles of the workspace, taken at job start; absent = bound by path. */
+  readonly handles?: ReadonlyArray<number>
 }
 
 /** Why process tools may not run under `status` (for uid `uid`), or undefined when they may. */

@@ -6,13 +6,16 @@
  */
 import { Effect, JSONSchema, Schema } from "effect"
 import { problemsOf } from "../contract/Problem.ts"
+import type { JobEvents } from "../kernel/JobEvents.ts"
+import type { Limits } from "../kernel/Limits.ts"
+import type { Workspace } from "./Workspace.ts"
 
 /** A model-visible tool failure. `message` goes back to the model verbatim: never host secrets. */
 export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
   message: Schema.String
 }) {}
 
-/** Side events a tool reports while it runs; the kernel stamps `seq` and `at`. */
+/** Side events a tool reports through `JobEvents.emit` while it runs; the kernel stamps `seq` and `at`. */
 export type ToolEvent =
   | {
       readonly type: "source.read"
@@ -37,24 +40,12 @@ export interface ResolvedWorkspace {
   readonly outDir: string
 }
 
-export interface ToolContext {
-  readonly workspace: ResolvedWorkspace
-  /** Report a side event (source.read, output). */
-  readonly emit: (event: ToolEvent) => Effect.Effect<void>
-  /** Tell the idle watchdog the tool is making progress (output arrived, a file was read). */
-  readonly progress: () => void
-  /** Milliseconds left before the job's `timeoutSec` deadline; a tool never plans beyond it. */
-  readonly remainingMs: () => number
-  /**
-   * Runs `effect` in a child span of this call's `kintsugi.tool` span (scalar attributes only, never
-   * content; they may be filled in while it runs). Absent outside the kernel's loop: run it bare.
-   */
-  readonly span?: <A, E>(
-    name: "kintsugi.mcp" | "kintsugi.codemode",
-    attributes: Record<string, string | number | boolean>,
-    effect: Effect.Effect<A, E>
-  ) => Effect.Effect<A, E>
-}
+/**
+ * The per-job services a tool call runs with: `Workspace` (the only way to files), `JobEvents`
+ * (side events such as source.read and output, spans), `Limits` (progress for the idle watchdog,
+ * the time left: a tool never plans beyond it).
+ */
+export type ToolServices = Workspace | JobEvents | Limits
 
 /** What a tool hands back to the model. */
 export interface ToolOutput {
@@ -75,7 +66,7 @@ export interface KernelTool {
    * Runs one call with arguments already validated against `parameters` by the kernel.
    * Must not throw: every failure is a `ToolError`.
    */
-  readonly execute: (args: Record<string, unknown>, ctx: ToolContext) => Effect.Effect<ToolOutput, ToolError>
+  readonly execute: (args: Record<string, unknown>) => Effect.Effect<ToolOutput, ToolError, ToolServices>
 }
 
 /**
@@ -88,7 +79,7 @@ export const defineTool = <A, I extends Record<string, unknown>>(def: {
   readonly description: string
   readonly params: Schema.Schema<A, I>
   readonly commandOf?: (args: A) => string
-  readonly execute: (args: A, ctx: ToolContext) => Effect.Effect<ToolOutput, ToolError>
+  readonly execute: (args: A) => Effect.Effect<ToolOutput, ToolError, ToolServices>
 }): KernelTool => {
   const decode = Schema.decodeUnknownEither(def.params, { errors: "all", onExcessProperty: "error" })
   const parameters = toolJsonSchema(def.params)
@@ -114,7 +105,7 @@ export const defineTool = <A, I extends Record<string, unknown>>(def: {
             return r._tag === "Right" ? commandOf(r.right) : JSON.stringify(args)
           }
         }),
-    execute: (args, ctx) => Effect.flatMap(decodeOrFail(args), (a) => def.execute(a, ctx))
+    execute: (args) => Effect.flatMap(decodeOrFail(args), def.execute)
   }
 }
 

@@ -6,7 +6,9 @@ import fs from "node:fs"
 import { Effect, Schema } from "effect"
 import { defineTool, ToolError } from "./Tool.ts"
 import { MAX_WRITE_BYTES } from "./write.ts"
-import { atomicWrite, readFileChecked, resolveWritePath } from "./Workspace.ts"
+import { JobEvents } from "../kernel/JobEvents.ts"
+import { Limits } from "../kernel/Limits.ts"
+import { Workspace } from "./Workspace.ts"
 
 const Edit = Schema.Struct({
   oldText: Schema.String.annotations({ description: "Exact text to replace, including whitespace; must occur exactly once in the file" }),
@@ -75,9 +77,10 @@ export const edit = defineTool({
     "the file (the error says how many times it occurred otherwise); several non-overlapping edits per call; " +
     "either all edits apply or none does. Use write to create a file.",
   params: Params,
-  execute: (args, ctx) =>
+  execute: (args) =>
     Effect.gen(function* () {
-      const target = yield* resolveWritePath(ctx.workspace, args.path)
+      const workspace = yield* Workspace
+      const target = yield* workspace.resolveWrite(args.path)
       const kind = yield* Effect.try({
         try: () => (fs.lstatSync(target.path).isSymbolicLink() ? "symlink" : "other"),
         catch: () => new ToolError({ message: `${target.display} does not exist in the output directory; use write to create it` })
@@ -85,7 +88,7 @@ export const edit = defineTool({
       if (kind === "symlink") {
         return yield* Effect.fail(new ToolError({ message: `${target.display} is a symbolic link; edit changes regular files only` }))
       }
-      const current = yield* readFileChecked({ path: target.path, root: ctx.workspace.outDir, display: target.display }, MAX_WRITE_BYTES)
+      const current = yield* workspace.readFile({ path: target.path, root: workspace.paths.outDir, display: target.display }, MAX_WRITE_BYTES)
       const result = applyEdits(current.toString("utf8"), args.edits)
       if (!result.ok) {
         return yield* Effect.fail(new ToolError({ message: `No edit applied to ${target.display}:\n${result.problems.map((p) => `  - ${p}`).join("\n")}` }))
@@ -93,9 +96,9 @@ export const edit = defineTool({
       if (Buffer.byteLength(result.text, "utf8") > MAX_WRITE_BYTES) {
         return yield* Effect.fail(new ToolError({ message: `the edited file would exceed ${MAX_WRITE_BYTES} bytes` }))
       }
-      yield* atomicWrite(target, result.text)
-      ctx.progress()
-      yield* ctx.emit({ type: "output", path: target.display })
+      yield* workspace.write(target, result.text)
+      ;(yield* Limits).progress()
+      yield* (yield* JobEvents).emit({ type: "output", path: target.display })
       return { text: `Applied ${args.edits.length} edit${args.edits.length === 1 ? "" : "s"} to ${target.display}.` }
     })
 })

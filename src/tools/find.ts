@@ -7,7 +7,8 @@ import { Effect, Schema } from "effect"
 import { defineTool, ToolError } from "./Tool.ts"
 import { truncateOutput } from "./truncate.ts"
 import { compileGlob, drive, walkNote, walkTree, type WalkLimits, type WalkStatus } from "./walkTree.ts"
-import { displayPath, resolveReadPath } from "./Workspace.ts"
+import { Limits } from "../kernel/Limits.ts"
+import { displayPath, Workspace } from "./Workspace.ts"
 
 /** Most paths `find` prints. */
 export const MAX_FIND_RESULTS = 1000
@@ -30,29 +31,31 @@ export const find = defineTool({
     "Find files in the read-only workspace by glob pattern. Prints matching files (and symbolic links, which are " +
     `never followed) one per line, sorted, relative to the workspace root; .git is skipped; at most ${MAX_FIND_RESULTS} results.`,
   params: Params,
-  execute: (args, ctx) =>
+  execute: (args) =>
     Effect.gen(function* () {
+      const workspace = yield* Workspace
+      const limits = yield* Limits
       const accept = yield* compileGlob(args.pattern)
-      const target = yield* resolveReadPath(ctx.workspace, args.path ?? ctx.workspace.readOnly[0] ?? ".")
+      const target = yield* workspace.resolveRead(args.path ?? workspace.paths.readOnly[0] ?? ".")
       const status: WalkStatus = { entries: 0, stopped: undefined }
-      const budgetMs = Math.max(1000, Math.min(FIND_MAX_MS, ctx.remainingMs() - 1000))
+      const budgetMs = Math.max(1000, Math.min(FIND_MAX_MS, (yield* limits.remainingMs) - 1000))
       const results: Array<string> = []
       let more = false
       const isDir = yield* Effect.orElseSucceed(Effect.try(() => fs.statSync(target.path).isDirectory()), () => false)
       if (!isDir) return yield* Effect.fail(new ToolError({ message: `not a directory: ${target.display}` }))
       const entries = walkTree(target.path, target.root, FIND_WALK_LIMITS, status)
       yield* Effect.promise((signal) =>
-        drive(entries, { signal, deadline: performance.now() + budgetMs, progress: ctx.progress, status }, (e) => {
+        drive(entries, { signal, deadline: performance.now() + budgetMs, progress: limits.progress, status }, (e) => {
           if (!accept(e.rel)) return true
           if (results.length >= MAX_FIND_RESULTS) {
             more = true
             return false
           }
-          results.push(displayPath(ctx.workspace.root, e.path))
+          results.push(displayPath(workspace.paths.root, e.path))
           return true
         })
       )
-      ctx.progress()
+      limits.progress()
       const notes = [
         more ? `[more than ${MAX_FIND_RESULTS} files match; narrow the pattern or path]` : "",
         walkNote(status, FIND_WALK_LIMITS, budgetMs)

@@ -6,7 +6,15 @@ import { Effect, Schema } from "effect"
 import { dirname } from "node:path"
 import type { ProcessRunnerShape } from "./ProcessRunner.ts"
 import { effectiveTimeoutMs, formatRunResult, TimeoutSec } from "./shell.ts"
-import { defineTool, type KernelTool, type ToolContext, ToolError } from "./Tool.ts"
+import { Limits } from "../kernel/Limits.ts"
+import { defineTool, type KernelTool, ToolError } from "./Tool.ts"
+import { Workspace } from "./Workspace.ts"
+
+/** Where one call runs and whom it tells about output. */
+interface GitCall {
+  readonly root: string
+  readonly progress: () => void
+}
 
 const NO_EXT = ["--no-ext-diff", "--no-textconv"] as const
 
@@ -118,13 +126,13 @@ const GitParams = Schema.Struct({
 
 /** `git`: argv only, an allowlist of read-mostly subcommands, repository config vetted on every call. */
 export const makeGitTool = (runner: ProcessRunnerShape): KernelTool => {
-  const runGit = (args: ReadonlyArray<string>, ctx: ToolContext, timeoutMs: number, env: Record<string, string>) =>
-    runner.run({ argv: gitArgv(args), cwd: ctx.workspace.root, timeoutMs, env, onOutput: ctx.progress })
+  const runGit = (args: ReadonlyArray<string>, call: GitCall, timeoutMs: number, env: Record<string, string>) =>
+    runner.run({ argv: gitArgv(args), cwd: call.root, timeoutMs, env, onOutput: call.progress })
 
   /** Overrides for every driver command the repository's config (with its includes) defines. */
-  const driverOverrides = (ctx: ToolContext, timeoutMs: number, env: Record<string, string>) =>
+  const driverOverrides = (call: GitCall, timeoutMs: number, env: Record<string, string>) =>
     Effect.gen(function* () {
-      const r = yield* runGit(["config", "--name-only", "--list", "-z"], ctx, timeoutMs, env)
+      const r = yield* runGit(["config", "--name-only", "--list", "-z"], call, timeoutMs, env)
       if (r.exitCode !== 0 || r.truncated) {
         return yield* new ToolError({ message: `git refused: the repository configuration could not be checked.\n${r.output}` })
       }
@@ -145,22 +153,24 @@ export const makeGitTool = (runner: ProcessRunnerShape): KernelTool => {
       "files or run external programs are refused.",
     params: GitParams,
     commandOf: (a) => `git ${a.args.join(" ")}`,
-    execute: (a, ctx) =>
+    execute: (a) =>
       Effect.gen(function* () {
         const problem = checkGitArgs(a.args)
         if (problem !== undefined) return yield* new ToolError({ message: problem })
-        const timeoutMs = yield* effectiveTimeoutMs(a.timeoutSec, ctx)
+        const call: GitCall = { root: (yield* Workspace).paths.root, progress: (yield* Limits).progress }
+        const timeoutMs = yield* effectiveTimeoutMs(a.timeoutSec)
+        // Real time on purpose: the processes it bounds run on the host's clock, not the job's.
         const deadline = Date.now() + timeoutMs
         const left = () => Math.max(1, deadline - Date.now())
-        const base = gitEnvironment(ctx.workspace.root)
+        const base = gitEnvironment(call.root)
         if (a.args[0] === "diff") {
-          const inside = yield* runGit(["rev-parse", "--is-inside-work-tree"], ctx, left(), base)
+          const inside = yield* runGit(["rev-parse", "--is-inside-work-tree"], call, left(), base)
           if (inside.exitCode !== 0 || inside.output.trim() !== "true") {
             return yield* new ToolError({ message: "git diff needs a work tree: the workspace root is not inside a git repository." })
           }
         }
-        const overrides = yield* driverOverrides(ctx, left(), base)
-        const result = yield* runGit(a.args, ctx, left(), { ...base, ...overrides })
+        const overrides = yield* driverOverrides(call, left(), base)
+        const result = yield* runGit(a.args, call, left(), { ...base, ...overrides })
         return { text: formatRunResult(result, timeoutMs) }
       })
   })

@@ -9,7 +9,9 @@ import { BINARY_SNIFF_BYTES, splitLines } from "./read.ts"
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "./limits.ts"
 import { defineTool, ToolError, type ToolEvent } from "./Tool.ts"
 import { compileGlob, drive, walkNote, walkTree, type WalkLimits, type WalkStatus } from "./walkTree.ts"
-import { displayPath, readFileSyncChecked, resolveReadPath, validateInput, type Scratch } from "./Workspace.ts"
+import { JobEvents } from "../kernel/JobEvents.ts"
+import { Limits } from "../kernel/Limits.ts"
+import { displayPath, readFileSyncChecked, validateInput, Workspace, type Scratch } from "./Workspace.ts"
 
 /** Files larger than this are skipped (generated bundles, data). */
 export const MAX_GREP_FILE_BYTES = 4 * 1024 * 1024
@@ -135,12 +137,14 @@ export const grep = defineTool({
     "stops at limit matches (default 100) and says so; lines over 500 characters are cut around the match. " +
     "Regular expressions use RE2 syntax.",
   params: Params,
-  execute: (args, ctx) =>
+  execute: (args) =>
     Effect.gen(function* () {
+      const workspace = yield* Workspace
+      const limits = yield* Limits
       yield* validateInput(args.pattern, "pattern")
       const matcher = yield* compileMatcher(args.pattern, { literal: args.literal ?? false, ignoreCase: args.ignoreCase ?? false })
       const accept = args.glob === undefined ? () => true : yield* compileGlob(args.glob)
-      const target = yield* resolveReadPath(ctx.workspace, args.path ?? ctx.workspace.readOnly[0] ?? ".")
+      const target = yield* workspace.resolveRead(args.path ?? workspace.paths.readOnly[0] ?? ".")
       const isDir = yield* Effect.try({
         try: () => fs.statSync(target.path).isDirectory(),
         catch: () => new ToolError({ message: `cannot read ${target.display}` })
@@ -156,24 +160,24 @@ export const grep = defineTool({
           found.skippedLarge++
           return "ok"
         }
-        return scanFile(bytes, displayPath(ctx.workspace.root, file), matcher, context, limit, found) ? "ok" : "stop"
+        return scanFile(bytes, displayPath(workspace.paths.root, file), matcher, context, limit, found) ? "ok" : "stop"
       }
       const status: WalkStatus = { entries: 0, stopped: undefined }
-      const budgetMs = Math.max(1000, Math.min(GREP_MAX_MS, ctx.remainingMs() - 1000))
+      const budgetMs = Math.max(1000, Math.min(GREP_MAX_MS, (yield* limits.remainingMs) - 1000))
       if (!isDir) {
         if (scan(target.path) === "unreadable") {
           return yield* Effect.fail(new ToolError({ message: `not a readable regular file: ${target.display}` }))
         }
       } else {
         const walk = walkTree(target.path, target.root, GREP_WALK_LIMITS, status)
-        const opts = { deadline: performance.now() + budgetMs, progress: ctx.progress, status }
+        const opts = { deadline: performance.now() + budgetMs, progress: limits.progress, status }
         yield* Effect.promise((signal) =>
           drive(walk, { ...opts, signal }, (e) => e.kind !== "file" || !accept(e.rel) || scan(e.path) !== "stop")
         )
       }
-      ctx.progress()
+      limits.progress()
       const { text, events, cut, shownMatches } = render(found.blocks, context)
-      yield* Effect.forEach(events, ctx.emit, { discard: true })
+      yield* Effect.forEach(events, (yield* JobEvents).emit, { discard: true })
       const notes = [
         found.matchCount >= limit ? `[match limit ${limit} reached; narrow the pattern, path or glob, or raise limit]` : "",
         cut ? `[output cut at the 2000-line / 50 KB limit: showing ${shownMatches} of ${found.matchCount} matching lines; narrow the pattern, path or glob]` : "",

@@ -5,7 +5,8 @@
 import { Effect, Schema } from "effect"
 import { defineTool } from "./Tool.ts"
 import { truncateOutput } from "./truncate.ts"
-import { readDirChecked, resolveReadPath } from "./Workspace.ts"
+import { Limits } from "../kernel/Limits.ts"
+import { Workspace } from "./Workspace.ts"
 
 /** Most entries `ls` lists. */
 export const MAX_LS_ENTRIES = 1000
@@ -26,11 +27,12 @@ export const ls = defineTool({
     'workspace root (use it as the prefix for read); then one entry per line, sorted, directories ending in "/". ' +
     `At most ${MAX_LS_ENTRIES} entries.`,
   params: Params,
-  execute: (args, ctx) =>
+  execute: (args) =>
     Effect.gen(function* () {
-      const target = yield* resolveReadPath(ctx.workspace, args.path ?? ctx.workspace.readOnly[0] ?? ".")
-      const entries = yield* readDirChecked(target)
-      ctx.progress()
+      const workspace = yield* Workspace
+      const target = yield* workspace.resolveRead(args.path ?? workspace.paths.readOnly[0] ?? ".")
+      const entries = yield* workspace.readDir(target)
+      ;(yield* Limits).progress()
       const names = entries
         .map((e) => (e.isDirectory() ? `${e.name}/` : e.name))
         .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))

@@ -6,7 +6,9 @@ import { Effect, Schema } from "effect"
 import { MAX_OUTPUT_LINES } from "./limits.ts"
 import { defineTool, ToolError } from "./Tool.ts"
 import { cutLines, limitName } from "./truncate.ts"
-import { readFileChecked, resolveReadPath } from "./Workspace.ts"
+import { JobEvents } from "../kernel/JobEvents.ts"
+import { Limits } from "../kernel/Limits.ts"
+import { Workspace } from "./Workspace.ts"
 
 /** Largest file `read` loads; bigger files are for grep. */
 export const MAX_READ_FILE_BYTES = 32 * 1024 * 1024
@@ -44,18 +46,20 @@ export const read = defineTool({
     `at most ${MAX_OUTPUT_LINES} lines or 50 KB per call; when more remains, a last line in brackets says ` +
     '"use offset=N to continue". Use offset and limit to read a range. Binary files are refused.',
   params: Params,
-  execute: (args, ctx) =>
+  execute: (args) =>
     Effect.gen(function* () {
-      const target = yield* resolveReadPath(ctx.workspace, args.path)
-      const bytes = yield* readFileChecked(target, MAX_READ_FILE_BYTES)
-      ctx.progress()
+      const workspace = yield* Workspace
+      const events = yield* JobEvents
+      const target = yield* workspace.resolveRead(args.path)
+      const bytes = yield* workspace.readFile(target, MAX_READ_FILE_BYTES)
+      ;(yield* Limits).progress()
       if (bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0)) {
         return yield* Effect.fail(new ToolError({ message: `${target.display} is a binary file; read shows text files only` }))
       }
       const lines = splitLines(bytes.toString("utf8"))
       const offset = args.offset ?? 1
       if (lines.length === 0) {
-        yield* ctx.emit({ type: "source.read", tool: "read", path: target.display, firstLine: 1, lastLine: null })
+        yield* events.emit({ type: "source.read", tool: "read", path: target.display, firstLine: 1, lastLine: null })
         return { text: `[${target.display} is empty]` }
       }
       if (offset > lines.length) {
@@ -67,7 +71,7 @@ export const read = defineTool({
       const cut = cutLines(wanted.join("\n"))
       const last = offset + cut.shownLines - 1
       const atEnd = last >= lines.length && !cut.partialLine
-      yield* ctx.emit({ type: "source.read", tool: "read", path: target.display, firstLine: offset, lastLine: atEnd ? null : last })
+      yield* events.emit({ type: "source.read", tool: "read", path: target.display, firstLine: offset, lastLine: atEnd ? null : last })
       if (atEnd) return { text: cut.text }
       const range = `lines ${offset}-${last} of ${lines.length}`
       const note = cut.partialLine

@@ -4,7 +4,9 @@
  */
 import { Effect, Schema } from "effect"
 import type { ProcessRunnerShape, RunResult } from "./ProcessRunner.ts"
-import { defineTool, type KernelTool, type ToolContext, ToolError } from "./Tool.ts"
+import { Limits } from "../kernel/Limits.ts"
+import { defineTool, type KernelTool, ToolError } from "./Tool.ts"
+import { Workspace } from "./Workspace.ts"
 
 export const DEFAULT_TIMEOUT_SEC = 120
 export const MAX_TIMEOUT_SEC = 600
@@ -19,14 +21,12 @@ export const TimeoutSec = Schema.Number.pipe(
 )
 
 /** The timeout of one call: what was asked (or the default), cut to the job's remaining time. */
-export const effectiveTimeoutMs = (
-  timeoutSec: number | undefined,
-  ctx: ToolContext
-): Effect.Effect<number, ToolError> => {
-  const remaining = Math.floor(ctx.remainingMs())
-  if (remaining <= 0) return Effect.fail(new ToolError({ message: "The job has no time left to run a process." }))
-  return Effect.succeed(Math.min((timeoutSec ?? DEFAULT_TIMEOUT_SEC) * 1000, remaining))
-}
+export const effectiveTimeoutMs = (timeoutSec: number | undefined): Effect.Effect<number, ToolError, Limits> =>
+  Effect.gen(function* () {
+    const remaining = Math.floor(yield* (yield* Limits).remainingMs)
+    if (remaining <= 0) return yield* Effect.fail(new ToolError({ message: "The job has no time left to run a process." }))
+    return Math.min((timeoutSec ?? DEFAULT_TIMEOUT_SEC) * 1000, remaining)
+  })
 
 /** The text the model gets: a status line, then the (possibly cut) output. */
 export const formatRunResult = (r: RunResult, timeoutMs: number): string => {
@@ -57,14 +57,14 @@ export const makeShellTool = (runner: ProcessRunnerShape): KernelTool =>
       "Background processes are killed when the command returns.",
     params: ShellParams,
     commandOf: (a) => a.command,
-    execute: (a, ctx) =>
+    execute: (a) =>
       Effect.gen(function* () {
-        const timeoutMs = yield* effectiveTimeoutMs(a.timeoutSec, ctx)
+        const timeoutMs = yield* effectiveTimeoutMs(a.timeoutSec)
         const result = yield* runner.run({
           argv: ["bash", "-c", a.command],
-          cwd: ctx.workspace.root,
+          cwd: (yield* Workspace).paths.root,
           timeoutMs,
-          onOutput: ctx.progress
+          onOutput: (yield* Limits).progress
         })
         return { text: formatRunResult(result, timeoutMs) }
       })

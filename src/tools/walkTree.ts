@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import { ToolError } from "./Tool.ts"
-import { listDirSync, validateInput } from "./Workspace.ts"
+import { listDirSync, validateInput } from "./confinement.ts"
 
 export interface WalkEntry {
   /** Absolute path: a verified directory plus one name, so inside the walk's root by construction. */

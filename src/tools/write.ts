@@ -4,7 +4,9 @@
  */
 import { Effect, Schema } from "effect"
 import { defineTool, ToolError } from "./Tool.ts"
-import { atomicWrite, resolveWritePath } from "./Workspace.ts"
+import { JobEvents } from "../kernel/JobEvents.ts"
+import { Limits } from "../kernel/Limits.ts"
+import { Workspace } from "./Workspace.ts"
 
 /** Largest content `write` and `edit` store in one file. */
 export const MAX_WRITE_BYTES = 16 * 1024 * 1024
@@ -20,16 +22,17 @@ export const write = defineTool({
     "Create or overwrite a file in the output directory, the only place you can write. The path is relative to " +
     "the output directory; missing parent directories are created; .git is off limits.",
   params: Params,
-  execute: (args, ctx) =>
+  execute: (args) =>
     Effect.gen(function* () {
-      const target = yield* resolveWritePath(ctx.workspace, args.path)
+      const workspace = yield* Workspace
+      const target = yield* workspace.resolveWrite(args.path)
       const size = Buffer.byteLength(args.content, "utf8")
       if (size > MAX_WRITE_BYTES) {
         return yield* Effect.fail(new ToolError({ message: `content is too large (${size} bytes, limit ${MAX_WRITE_BYTES})` }))
       }
-      yield* atomicWrite(target, args.content)
-      ctx.progress()
-      yield* ctx.emit({ type: "output", path: target.display })
+      yield* workspace.write(target, args.content)
+      ;(yield* Limits).progress()
+      yield* (yield* JobEvents).emit({ type: "output", path: target.display })
       return { text: `Wrote ${size} bytes to ${target.display} in the output directory.` }
     })
 })

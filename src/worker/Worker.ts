@@ -12,7 +12,7 @@ import type { Bindings } from "../providers/Bindings.ts"
 import type { McpServers } from "../providers/McpServers.ts"
 import type { ProviderStore } from "../providers/ProviderStore.ts"
 import { buildEnvelope } from "./buildEnvelope.ts"
-import { commitOutputs } from "./commitOutputs.ts"
+import { commitOutputs, gitLayout } from "./commitOutputs.ts"
 import { JobBus } from "./JobBus.ts"
 import type { JobRoots } from "./JobRoots.ts"
 import { runJobProcess } from "./JobProcess.ts"
@@ -82,6 +82,9 @@ export const runClaimedJob = (job: JobRow, lease: Lease, log: (line: string) => 
       return yield* bus.publish({ _tag: "Events", jobId: job.id })
     }
     yield* store.started(job.id, setup.right.agentVersion, setup.right.model)
+    const jobRoots = setup.right.envelope.boundary?.jobRoots ?? []
+    // Where outputs would be committed, read before the job can change it (it writes outDir).
+    const before = yield* Effect.promise(() => gitLayout(job.workspace.outDir, jobRoots))
     const outputs: Array<string> = []
     const settlement = yield* runJobProcess(setup.right.envelope, {
       onEvent: (event) => {
@@ -96,8 +99,9 @@ export const runClaimedJob = (job: JobRow, lease: Lease, log: (line: string) => 
         ? yield* Effect.promise(() =>
             commitOutputs({
               outDir: job.workspace.outDir,
-              jobRoots: setup.right.envelope.boundary?.jobRoots ?? [],
+              jobRoots,
               paths: outputs,
+              before,
               message: `kintsugi: ${job.agentName} v${setup.right.agentVersion} (job ${job.id})`
             })
           )

@@ -2,6 +2,8 @@
  * After a completed job, commits the files it wrote when outDir is inside a git work tree whose top
  * level lies inside a job root (ADR-0019, ARCHITECTURE §10); otherwise leaves them in place. Returns what happened, for the job record. Git runs with hooks,
  * fsmonitor and signing off and no global or system config: the repository's own config cannot run code.
+ * The job can write outDir (and, sandboxed, anything in it, `.git` included): a git dir there, or one
+ * that appeared during the job, is never used — its config (a clean filter) would run on the host.
  */
 import { realpath } from "node:fs/promises"
 import { isAbsolute, join, relative } from "node:path"
@@ -12,20 +14,65 @@ const SAFE_CONFIG = [
   "core.hooksPath=/dev/null",
   "core.fsmonitor=false",
   "commit.gpgsign=false",
+  // outDir itself made into a bare repository (HEAD, objects/, refs/, config: plain files the write tool can make).
+  "safe.bareRepository=explicit",
   "user.name=Kintsugi Runtime",
   "user.email=kintsugi@localhost"
 ].flatMap((kv) => ["-c", kv])
 
-const git = async (cwd: string, args: ReadonlyArray<string>): Promise<{ code: number; out: string }> => {
+const git = async (cwd: string, args: ReadonlyArray<string>, layout?: GitLayout): Promise<{ code: number; out: string }> => {
   const p = Bun.spawn(["git", ...SAFE_CONFIG, "--no-optional-locks", ...args], {
     cwd,
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
-    env: { PATH: SAFE_PATH, HOME: cwd, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0", LANG: "C.UTF-8" }
+    env: {
+      PATH: SAFE_PATH,
+      HOME: cwd,
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_CONFIG_GLOBAL: "/dev/null",
+      GIT_TERMINAL_PROMPT: "0",
+      LANG: "C.UTF-8",
+      // Once checked, the repository is named explicitly: nothing planted in outDir takes part in discovery.
+      ...(layout === undefined ? {} : { GIT_DIR: layout.gitDir, GIT_WORK_TREE: layout.top })
+    }
   })
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
   return { code, out: (out + err).trim() }
+}
+
+/** Where outputs of outDir would be committed: canonical outDir, work tree top, git dir and common git dir. */
+export interface GitLayout {
+  readonly outDir: string
+  readonly top: string
+  readonly gitDir: string
+  readonly commonDir: string
+}
+
+/**
+ * The git layout of outDir, or why its outputs will not be committed ("not in a git work tree: …" or
+ * "not committed: …"). Taken before the job runs, it is what the job found, not what it planted.
+ */
+export const gitLayout = async (outDirGiven: string, jobRoots: ReadonlyArray<string>): Promise<GitLayout | string> => {
+  let outDir: string
+  try {
+    outDir = await realpath(outDirGiven)
+  } catch {
+    return "not committed: the output directory is gone"
+  }
+  const top = await git(outDir, ["rev-parse", "--path-format=absolute", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"])
+  if (top.code !== 0) return "not in a git work tree: left in place"
+  const [tree, gitDir, commonDir] = top.out.split("\n")
+  const real = (p: string | undefined) => (p === undefined || p === "" ? Promise.resolve(undefined) : realpath(p).catch(() => undefined))
+  const [repo, dir, common] = await Promise.all([real(tree), real(gitDir), real(commonDir)])
+  if (repo === undefined || dir === undefined || common === undefined) return "not committed: the git work tree cannot be resolved (outputs left in place)"
+  // A work tree (or a `.git` file pointing at a git dir) outside the job roots is someone else's
+  // checkout, the server's own say: never commit there.
+  const inRoots = (p: string) => jobRoots.some((root) => isInside(p, root))
+  if (!inRoots(repo) || !inRoots(dir) || !inRoots(common)) return "not committed: the git work tree is outside the job roots (outputs left in place)"
+  // The job writes outDir: a git dir there has a config the job chose.
+  if (isInside(dir, outDir) || isInside(common, outDir)) return "not committed: the git directory is inside the output directory, which the job can write (outputs left in place)"
+  return { outDir, top: repo, gitDir: dir, commonDir: common }
 }
 
 export interface CommitRequest {
@@ -35,35 +82,31 @@ export interface CommitRequest {
   /** Paths relative to outDir, from the job's `output` events. */
   readonly paths: ReadonlyArray<string>
   readonly message: string
+  /** `gitLayout` taken before the job ran: a layout that differs now (the job planted a repository) is not committed to. */
+  readonly before?: GitLayout | string
 }
+
+const sameLayout = (a: GitLayout, b: GitLayout) => a.outDir === b.outDir && a.top === b.top && a.gitDir === b.gitDir && a.commonDir === b.commonDir
 
 /** "committed <sha>", "no outputs", "not in a git work tree: left in place", or "not committed: <why>" (outside the job roots, too). */
 export const commitOutputs = async (req: CommitRequest): Promise<string> => {
   const unique = [...new Set(req.paths)].filter((p) => p !== "" && !isAbsolute(p) && !p.split("/").includes(".."))
   if (unique.length === 0) return "no outputs"
-  let outDir: string
-  try {
-    outDir = await realpath(req.outDir)
-  } catch {
-    return "not committed: the output directory is gone"
+  const layout = await gitLayout(req.outDir, req.jobRoots)
+  if (req.before !== undefined) {
+    if (typeof req.before === "string") {
+      return typeof layout === "string" ? req.before : "not committed: the output directory became part of a git work tree during the job (outputs left in place)"
+    }
+    if (typeof layout !== "string" && !sameLayout(layout, req.before)) return "not committed: the git work tree changed during the job (outputs left in place)"
   }
-  const top = await git(outDir, ["rev-parse", "--path-format=absolute", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"])
-  if (top.code !== 0) return "not in a git work tree: left in place"
-  const [tree, gitDir, commonDir] = top.out.split("\n")
-  const real = (p: string | undefined) => (p === undefined || p === "" ? Promise.resolve(undefined) : realpath(p).catch(() => undefined))
-  const [repo, ...gitDirs] = await Promise.all([real(tree), real(gitDir), real(commonDir)])
-  if (repo === undefined || gitDirs.includes(undefined)) return "not committed: the git work tree cannot be resolved (outputs left in place)"
-  // A work tree (or a `.git` file pointing at a git dir) outside the job roots is someone else's
-  // checkout, the server's own say: never commit there.
-  const inRoots = (p: string | undefined) => p !== undefined && req.jobRoots.some((root) => isInside(p, root))
-  if (!inRoots(repo) || !gitDirs.every(inRoots)) return "not committed: the git work tree is outside the job roots (outputs left in place)"
-  const files = unique.map((p) => relative(repo, join(outDir, p)))
-  const add = await git(repo, ["add", "--", ...files])
+  if (typeof layout === "string") return layout
+  const files = unique.map((p) => relative(layout.top, join(layout.outDir, p)))
+  const add = await git(layout.top, ["add", "--", ...files], layout)
   if (add.code !== 0) return `not committed: git add failed (${add.out.split("\n")[0] ?? ""})`
-  const commit = await git(repo, ["commit", "--no-verify", "-m", req.message, "--", ...files])
+  const commit = await git(layout.top, ["commit", "--no-verify", "-m", req.message, "--", ...files], layout)
   if (commit.code !== 0) {
     return /nothing (added )?to commit|no changes added/i.test(commit.out) ? "not committed: the outputs are unchanged" : `not committed: git commit failed (${commit.out.split("\n")[0] ?? ""})`
   }
-  const sha = await git(repo, ["rev-parse", "HEAD"])
+  const sha = await git(layout.top, ["rev-parse", "HEAD"], layout)
   return `committed ${sha.out.slice(0, 12)}`
 }

@@ -10,7 +10,8 @@ import { AgentRuntime, type JobHandle } from "../../src/contract/AgentRuntime.ts
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { KernelLive } from "../../src/kernel/Kernel.ts"
 import { dumpableFlag, makeNonDumpable } from "../../src/kernel/nonDumpable.ts"
-import { createJob, createJobDirs, createProvider, type JobDirs, type JobOverrides } from "../support/jobChild.ts"
+import { decodeJob } from "../../src/kernel/decodeJob.ts"
+import { createJobDirs, createJobSpec, createProvider, type JobDirs, type JobOverrides } from "../support/jobChild.ts"
 import { testSandboxConfig } from "../support/sandbox.ts"
 import { startOpenAIServer, type Step } from "../support/scriptedServers.ts"
 import { pidsWithArg } from "../support/processes.ts"
@@ -36,7 +37,7 @@ const startJob = async (
   const layer = KernelLive({ providers: [createProvider(server, "openai-completions")], sandbox: testSandboxConfig() })
   const program = Effect.gen(function* () {
     const runtime = yield* AgentRuntime
-    const handle = yield* runtime.start(createJob(dirs, overrides))
+    const handle = yield* runtime.start(createJobSpec(dirs, overrides))
     const events: Array<JobEvent> = []
     yield* Stream.runForEach(handle.events, (e) =>
       Effect.sync(() => {
@@ -46,7 +47,7 @@ const startJob = async (
     )
     return { events, outcome: yield* handle.result }
   })
-  return { ...(await Effect.runPromise(Effect.provide(program, layer))), dirs, server }
+  return { ...(await Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(layer)))), dirs, server }
 }
 
 describe("AgentRuntime layer", () => {
@@ -54,13 +55,16 @@ describe("AgentRuntime layer", () => {
     const r = await startJob([{ kind: "turn", text: "hello" }], {}, () => {})
     expect(r.outcome).toEqual({ _tag: "Completed", summary: "hello" })
     expect(r.events[r.events.length - 1]).toMatchObject({ type: "job.completed", summary: "hello" })
-    // Layer.merge with an unrelated layer still provides AgentRuntime.
+    // An untrusted document is decoded once, outside the kernel, with every problem listed.
+    const decoded = decodeJob({})
+    expect(decoded._tag === "Left" && decoded.left.problems.map((p) => p.path)).toEqual(expect.arrayContaining(["agent", "task", "model", "workspace", "limits"]))
+    // Layer.merge with an unrelated layer still provides AgentRuntime; no provider → the model is refused.
     const merged = Layer.merge(KernelLive({ providers: [] }), Layer.empty)
     const refused = await Effect.runPromise(
-      Effect.flip(Effect.flatMap(AgentRuntime, (rt) => rt.start({})).pipe(Effect.provide(merged)))
+      Effect.flip(Effect.flatMap(AgentRuntime, (rt) => rt.start(createJobSpec(r.dirs))).pipe(Effect.scoped, Effect.provide(merged)))
     )
     expect(refused._tag).toBe("JobRefused")
-    expect(refused.problems.map((p) => p.path)).toEqual(expect.arrayContaining(["agent", "task", "model", "workspace", "limits"]))
+    expect(refused.problems.map((p) => p.path)).toEqual(["model"])
   })
 
   // Both tests find the processes by a unique argument in the host's /proc: inside the sandbox `$$`

@@ -11,7 +11,7 @@ import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { dropToolResults, estimateTokens, planCompaction } from "../../src/kernel/compaction.ts"
 import { renderTranscript, SUMMARISER_INSTRUCTION } from "../../src/kernel/compactionTranscript.ts"
 import { KernelLive } from "../../src/kernel/Kernel.ts"
-import { createJob, createJobDirs, createProvider, MODEL_PRICES, type JobOverrides, type ScriptedApi } from "../support/jobChild.ts"
+import { createJobSpec, createJobDirs, createProvider, MODEL_PRICES, type JobOverrides, type ScriptedApi } from "../support/jobChild.ts"
 import { startAnthropicServer, startOpenAIServer, type RecordedRequest } from "../support/scriptedServers.ts"
 import { createWindowedModel, isSummaryRequest, type WindowedModelOptions } from "../support/windowedModel.ts"
 
@@ -43,14 +43,14 @@ const runJob = async (api: ScriptedApi, options: Omit<WindowedModelOptions, "api
   const dirs = createJobDirs(FILES)
   cleanups.push(() => server.stop(), () => dirs.cleanup())
   const provider = createProvider(server, api, { contextWindow: options.window })
-  const job = createJob(dirs, { ...overrides, agent: { tools: ["read"], ...overrides.agent }, limits: { maxTurns: 0, ...overrides.limits } })
+  const job = createJobSpec(dirs, { ...overrides, agent: { tools: ["read"], ...overrides.agent }, limits: { maxTurns: 0, ...overrides.limits } })
   const run = Effect.gen(function* () {
     const runtime = yield* AgentRuntime
     const handle = yield* runtime.start(job)
     const events = Array.from(yield* Stream.runCollect(handle.events))
     return { events, outcome: yield* handle.result }
   })
-  const { events, outcome } = await Effect.runPromise(Effect.provide(run, KernelLive({ providers: [provider] })))
+  const { events, outcome } = await Effect.runPromise(run.pipe(Effect.scoped, Effect.provide(KernelLive({ providers: [provider] }))))
   const spans = events.flatMap((e) => (e.type === "span" && e.name === "kintsugi.compaction" ? [e] : []))
   const usage = events.filter((e): e is Extract<JobEvent, { type: "usage" }> => e.type === "usage")
   return { events, outcome, spans, usage, last: usage[usage.length - 1], calls: model.calls, requests: server.requests }

@@ -1,11 +1,15 @@
 /**
  * MCP tools through the real job child: a scripted model calls an MCP tool on an in-process server
  * and gets its result; the header reaches the server and never an event or stderr; grants of servers
- * the job does not list, and private addresses without the admin's allowance, are refused.
+ * the job does not list, and private addresses without the admin's allowance, are refused. In
+ * process: closing the job's scope during an MCP call ends the job with its spans settled.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
-import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
-import { startTestMcpServer, type TestMcp } from "../support/mcpServers.ts"
+import { Chunk, Effect, Stream } from "effect"
+import { AgentRuntime } from "../../src/contract/AgentRuntime.ts"
+import { KernelLive } from "../../src/kernel/Kernel.ts"
+import { createEnvelope, createJob, createJobDirs, createJobSpec, createProvider, runJobChild } from "../support/jobChild.ts"
+import { defaultTools, startTestMcpServer, type TestMcp } from "../support/mcpServers.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
 
 setDefaultTimeout(60_000)
@@ -83,6 +87,26 @@ describe("MCP tools in a job", () => {
     }
   })
 
+  test("a grant of an unlisted server is named in the same refusal as the job's other problems", async () => {
+    const dirs = createJobDirs()
+    try {
+      const provider = { id: "scripted", api: "openai-completions", baseUrl: "http://127.0.0.1:9", apiKey: "k", models: [{ id: "scripted-model", contextWindow: 1000, maxTokens: 100 }] }
+      const job = { ...createJob(dirs, { agent: { tools: ["mcp__x__*"] }, model: { id: "no-such-model" } }), mcp: { servers: [] } }
+      const run = await runJobChild(createEnvelope(job, [provider]))
+      expect(run.code).toBe(2)
+      expect(refusalOf(run.stdout).problems).toEqual([
+        { path: "job.agent.tools.0", message: 'MCP server "x" is not among the job\'s mcp.servers' },
+        { path: "job.model", message: 'no model "no-such-model" in a provider config with id "scripted"' }
+      ])
+      // A document the decoder refuses: the environment's checks of what decoded still name the grant.
+      const broken = await runJobChild(createEnvelope({ ...job, model: { provider: "scripted", id: "scripted-model" }, task: "" }, [provider]))
+      expect(broken.code).toBe(2)
+      expect(refusalOf(broken.stdout).problems).toContainEqual({ path: "job.agent.tools.0", message: 'MCP server "x" is not among the job\'s mcp.servers' })
+    } finally {
+      dirs.cleanup()
+    }
+  })
+
   test("a server on a loopback address is refused unless the admin allowed private networks", async () => {
     const dirs = createJobDirs()
     try {
@@ -100,6 +124,51 @@ describe("MCP tools in a job", () => {
       expect(mcp.requests.length).toBe(before)
       expect(run.stdout + run.stderr).not.toContain(CANARY)
     } finally {
+      dirs.cleanup()
+    }
+  })
+})
+
+describe("MCP tools in process", () => {
+  test("closing the job's scope during an MCP call aborts the job: the call ends, every span settled", async () => {
+    const called = Promise.withResolvers<void>()
+    const hanging = startTestMcpServer(
+      defaultTools().map((t) =>
+        t.name !== "hang" || t.handler === undefined
+          ? t
+          : { ...t, handler: (args, ctx) => (called.resolve(), t.handler!(args, ctx)) }
+      )
+    )
+    const model = await startOpenAIServer([{ kind: "turn", toolCalls: [{ name: "mcp__kb__hang", arguments: {} }] }, { kind: "turn", text: "never" }])
+    const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+    try {
+      const spec = {
+        ...createJobSpec(dirs, { agent: { tools: ["read", "mcp__kb__hang"] }, limits: { idleTimeoutSec: 0 } }),
+        mcp: { servers: [{ name: "kb", url: hanging.url, timeoutSec: 600, allowPrivateNetwork: true }] }
+      }
+      const program = Effect.gen(function* () {
+        const runtime = yield* AgentRuntime
+        const handle = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const h = yield* runtime.start(spec)
+            yield* Effect.promise(() => called.promise)
+            return h
+          })
+        )
+        return { events: Chunk.toArray(yield* Stream.runCollect(handle.events)), outcome: yield* handle.result }
+      })
+      const r = await Effect.runPromise(program.pipe(Effect.provide(KernelLive({ providers: [createProvider(model, "openai-completions")] }))))
+      expect(r.outcome).toEqual({ _tag: "Failed", reason: "aborted", message: "the job was aborted" })
+      expect(r.events.at(-1)).toMatchObject({ type: "job.failed", reason: "aborted" })
+      const spans = r.events.flatMap((e) => (e.type === "span" ? [e] : []))
+      const mcpSpan = spans.find((s) => s.name === "kintsugi.mcp")
+      const toolSpan = spans.find((s) => s.name === "kintsugi.tool")
+      expect(mcpSpan).toMatchObject({ status: "error", attributes: { server: "kb", tool: "hang" } })
+      expect(mcpSpan?.parentSpanId).toBe(toolSpan?.spanId)
+      expect(model.requests.length).toBe(1)
+    } finally {
+      await model.stop()
+      await hanging.stop()
       dirs.cleanup()
     }
   })

@@ -8,7 +8,7 @@ import { AgentRuntime } from "../../src/contract/AgentRuntime.ts"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { KernelLive } from "../../src/kernel/Kernel.ts"
 import type { RetryPolicy } from "../../src/kernel/retryPolicy.ts"
-import { createJob, createJobDirs, createProvider, TEST_API_KEY, type JobOverrides, type ScriptedApi } from "../support/jobChild.ts"
+import { createJobSpec, createJobDirs, createProvider, TEST_API_KEY, type JobOverrides, type ScriptedApi } from "../support/jobChild.ts"
 import { testSandboxConfig } from "../support/sandbox.ts"
 import { startAnthropicServer, startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
 
@@ -37,7 +37,7 @@ const runJob = async (api: ScriptedApi, steps: ReadonlyArray<Step>, options: Run
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
   cleanups.push(() => scripted.stop(), () => dirs.cleanup())
   const layer = KernelLive({ providers: [createProvider(scripted, api)], sandbox: testSandboxConfig(), retry: options.retry ?? FAST })
-  const job = createJob(dirs, { ...overrides, agent: { tools: ["read"], ...overrides.agent } })
+  const job = createJobSpec(dirs, { ...overrides, agent: { tools: ["read"], ...overrides.agent } })
   const program = Effect.gen(function* () {
     const handle = yield* (yield* AgentRuntime).start(job)
     const events: Array<JobEvent> = []
@@ -49,7 +49,7 @@ const runJob = async (api: ScriptedApi, steps: ReadonlyArray<Step>, options: Run
     )
     return { events, outcome: yield* handle.result }
   })
-  const r = await Effect.runPromise(Effect.provide(program, layer))
+  const r = await Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(layer)))
   const retries = r.events.filter((e): e is SpanEvent => e.type === "span" && e.name === "kintsugi.retry")
   return { ...r, retries, requests: scripted.requests, terminal: r.events[r.events.length - 1] }
 }
@@ -190,11 +190,11 @@ const runRaw = async (api: ScriptedApi, server: ScriptedServer, retry: Partial<R
   cleanups.push(() => server.stop(), () => dirs.cleanup())
   const layer = KernelLive({ providers: [createProvider(server, api)], sandbox: testSandboxConfig(), retry })
   const program = Effect.gen(function* () {
-    const handle = yield* (yield* AgentRuntime).start(createJob(dirs, { agent: { tools: ["read"] } }))
+    const handle = yield* (yield* AgentRuntime).start(createJobSpec(dirs, { agent: { tools: ["read"] } }))
     const events = yield* Stream.runCollect(handle.events)
     return { events: [...events], outcome: yield* handle.result }
   })
-  const r = await Effect.runPromise(Effect.provide(program, layer))
+  const r = await Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(layer)))
   return { ...r, retries: r.events.filter((e): e is SpanEvent => e.type === "span" && e.name === "kintsugi.retry") }
 }
 

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { AgentRuntime } from "../../src/contract/AgentRuntime.ts"
 import { KernelLive } from "../../src/kernel/Kernel.ts"
-import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild, startJobChild, TEST_API_KEY, writeFile, type JobDirs } from "../support/jobChild.ts"
+import { createEnvelope, createJob, createJobDirs, createJobSpec, createProvider, runJobChild, startJobChild, TEST_API_KEY, writeFile, type JobDirs } from "../support/jobChild.ts"
 import { isAlive, pidsWithArg } from "../support/processes.ts"
 import { BWRAP_SKIP_REASON, bwrapWorks } from "../support/sandbox.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
@@ -174,7 +174,7 @@ describe("refusals", () => {
       const layer = KernelLive({ providers: [createProvider(server, "openai-completions")], sandbox: { mode: "auto", bwrap: "/nonexistent/bwrap" } })
       const start = (tools: ReadonlyArray<string> | undefined) =>
         Effect.runPromise(
-          Effect.flip(Effect.flatMap(AgentRuntime, (rt) => rt.start(createJob(dirs, tools === undefined ? {} : { agent: { tools } })))).pipe(Effect.provide(layer))
+          Effect.flip(Effect.flatMap(AgentRuntime, (rt) => rt.start(createJobSpec(dirs, tools === undefined ? {} : { agent: { tools } })))).pipe(Effect.scoped, Effect.provide(layer))
         )
       const refused = await start(["read", "shell", "grep", "git"])
       expect(refused.problems.map((p) => p.path)).toEqual(["agent.tools.1", "agent.tools.3"])
@@ -186,7 +186,7 @@ describe("refusals", () => {
       // A job without process tools runs.
       server.append({ kind: "turn", text: "fine" })
       const ok = await Effect.runPromise(
-        Effect.flatMap(AgentRuntime, (rt) => Effect.flatMap(rt.start(createJob(dirs, { agent: { tools: ["read"] } })), (h) => h.result)).pipe(Effect.provide(layer))
+        Effect.flatMap(AgentRuntime, (rt) => Effect.flatMap(rt.start(createJobSpec(dirs, { agent: { tools: ["read"] } })), (h) => h.result)).pipe(Effect.scoped, Effect.provide(layer))
       )
       expect(ok).toEqual({ _tag: "Completed", summary: "fine" })
     } finally {

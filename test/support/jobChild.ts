@@ -2,10 +2,12 @@
  * Drives the real job child (`bun src/cli.ts run-job`) the way the worker will: an envelope on
  * stdin, NDJSON events on stdout. Also builds job envelopes against the scripted model servers.
  */
-import { Schema } from "effect"
+import { Either, Schema } from "effect"
 import { mkdtempSync, mkdirSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { JobEvent } from "../../src/contract/JobEvent.ts"
+import type { JobSpec } from "../../src/contract/JobSpec.ts"
+import { decodeJob } from "../../src/kernel/decodeJob.ts"
 import { testJobRoot } from "./jobRoots.ts"
 import type { ScriptedServer } from "./scriptedServers.ts"
 
@@ -146,6 +148,10 @@ export const createJob = (dirs: JobDirs, o: JobOverrides = {}) => ({
   limits: { timeoutSec: 30, idleTimeoutSec: 10, maxTurns: 20, ...o.limits },
   metadata: o.metadata ?? { projectId: "p-1", trigger: "test" }
 })
+
+/** `createJob` through the job child's decoder: the typed spec `AgentRuntime.start` takes. */
+export const createJobSpec = (dirs: JobDirs, o: JobOverrides = {}): JobSpec =>
+  Either.getOrThrowWith(decodeJob(createJob(dirs, o)), (f) => new Error(`createJobSpec: ${JSON.stringify(f.problems)}`))
 
 export type ScriptedApi = "openai-completions" | "anthropic-messages"
 

@@ -210,6 +210,28 @@ for (const flavour of flavours) {
       expect(tools).toContain("City name")
     })
 
+    test("the key is readable by name but never printed: inspect, JSON, spread and every error answer leave it out", async () => {
+      const { server, fx } = await setup(flavour, [
+        { kind: "fn", respond: (req) => { throw new Error(`cannot answer ${JSON.stringify(req)} / ${Bun.inspect(req)}`) } },
+      ])
+      const failed = await run(fx)
+      const exhausted = await run(fx)
+      const stray = await fetch(`${server.baseUrl}/nowhere?key=${fx.apiKey}`, { headers: { authorization: `Bearer ${fx.apiKey}`, "x-api-key": fx.apiKey } })
+      expect(flavour.keyHeader(server.requests[0]?.headers ?? {})).toBe(fx.apiKey)
+      expect(server.requests[2]?.headers["x-api-key"]).toBe(fx.apiKey)
+      const printed = [
+        Bun.inspect(server.requests),
+        JSON.stringify(server.requests),
+        JSON.stringify(server.requests.map((r) => ({ ...r.headers }))),
+        failed.message.errorMessage ?? "",
+        exhausted.message.errorMessage ?? "",
+        await stray.text(),
+      ]
+      expect(printed[3]).toContain("cannot answer")
+      expect(printed[4]).toContain("script exhausted")
+      for (const text of printed) expect(text).not.toContain(fx.apiKey)
+    })
+
     test("an fn step answers from the recorded request", async () => {
       const { fx } = await setup(flavour, [
         { kind: "fn", respond: (req) => ({ kind: "turn", text: req.rawBody.includes("Paris") ? "saw Paris" : "no Paris" }) },

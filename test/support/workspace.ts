@@ -1,12 +1,16 @@
 /**
  * Temp workspace trees for tool tests: real directories under os.tmpdir(), a canonical
- * ResolvedWorkspace for them, a hand-built ToolContext that records events, and a tool runner.
+ * ResolvedWorkspace for them, test tool services that record events, and a tool runner.
  */
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
-import { Effect, Either } from "effect"
-import type { KernelTool, ResolvedWorkspace, ToolContext, ToolError, ToolEvent, ToolOutput } from "../../src/tools/Tool.ts"
+import { type Context, Effect, Either, Layer } from "effect"
+import { JobEvents, makeJobEvents } from "../../src/kernel/JobEvents.ts"
+import { LimitsTest } from "../../src/kernel/Limits.ts"
+import { Redactor } from "../../src/kernel/Redactor.ts"
+import type { KernelTool, ResolvedWorkspace, ToolError, ToolEvent, ToolOutput, ToolServices } from "../../src/tools/Tool.ts"
+import { WorkspaceLive } from "../../src/tools/Workspace.ts"
 
 export interface WorkspaceTree {
   /** workspace.root: holds `ro/` (readOnly[0]) and `out/` (outDir) plus whatever `files` adds. */
@@ -52,22 +56,38 @@ export const createWorkspaceTree = async (
   return { root, ro, out, outside, workspace, cleanup }
 }
 
+/** The per-job services a tool call needs, over a test workspace (provide it to `tool.execute(args)`). */
+export type ToolContext = Context.Context<ToolServices>
+
 export interface RecordingContext {
   readonly ctx: ToolContext
   readonly events: Array<ToolEvent>
   readonly progressCalls: () => number
 }
 
-/** A ToolContext whose events land in `events`; progress counted; 60 s always remain. */
-export const createToolContext = (workspace: ResolvedWorkspace, remainingMs = 60_000): RecordingContext => {
+/**
+ * Tool services over `workspace` (the live Workspace, real files): side events land in `events`
+ * (without `seq` and `at`), progress is counted, `remainingMs` always remain.
+ */
+export const createToolContext = (workspace: ResolvedWorkspace, remainingMs = 60_000, onProgress?: () => void): RecordingContext => {
   const events: Array<ToolEvent> = []
   let progress = 0
-  const ctx: ToolContext = {
-    workspace,
-    emit: (event) => Effect.sync(() => void events.push(event)),
-    progress: () => void progress++,
-    remainingMs: () => remainingMs
-  }
+  const jobEvents = Layer.effect(
+    JobEvents,
+    makeJobEvents("00000000-tool-test", new Redactor([]), (e) => {
+      const { seq: _seq, at: _at, ...body } = e
+      if (body.type === "source.read" || body.type === "output") events.push(body as ToolEvent)
+    })
+  )
+  const limits = LimitsTest({
+    remainingMs,
+    onProgress: () => {
+      progress++
+      onProgress?.()
+    }
+  })
+  const layer = Layer.mergeAll(WorkspaceLive(workspace), limits).pipe(Layer.provideMerge(jobEvents))
+  const ctx = Effect.runSync(Effect.scoped(Layer.build(layer)))
   return { ctx, events, progressCalls: () => progress }
 }
 
@@ -76,7 +96,7 @@ export const runTool = (
   tool: KernelTool,
   args: Record<string, unknown>,
   ctx: ToolContext
-): Promise<Either.Either<ToolOutput, ToolError>> => Effect.runPromise(Effect.either(tool.execute(args, ctx)))
+): Promise<Either.Either<ToolOutput, ToolError>> => Effect.runPromise(Effect.either(tool.execute(args)).pipe(Effect.provide(ctx)))
 
 /** Runs one call that must succeed and returns its text. */
 export const runToolText = async (tool: KernelTool, args: Record<string, unknown>, ctx: ToolContext): Promise<string> => {

@@ -1,9 +1,12 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Schema } from "effect"
 import { defineTool } from "../../src/tools/Tool.ts"
+import { createToolContext } from "../support/workspace.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
+
+const { ctx } = createToolContext({ root: "/nonexistent", readOnly: ["/nonexistent"], outDir: "/nonexistent/out" })
 
 const tool = defineTool({
   name: "demo",
@@ -29,7 +32,7 @@ describe("defineTool", () => {
   })
 
   test("invalid arguments come back as one ToolError listing every problem with its path", async () => {
-    const r = await Effect.runPromise(Effect.either(tool.execute({ title: 3, count: 9, extra: true }, null as never)))
+    const r = await Effect.runPromise(Effect.either(Effect.provide(tool.execute({ title: 3, count: 9, extra: true }), ctx)))
     expect(r._tag).toBe("Left")
     const message = r._tag === "Left" ? r.left.message : ""
     expect(message).toContain('Invalid arguments for tool "demo"')
@@ -40,6 +43,6 @@ describe("defineTool", () => {
   })
 
   test("valid arguments reach execute decoded", async () => {
-    expect(await Effect.runPromise(tool.execute({ title: "t", count: 2 }, null as never))).toEqual({ text: "t:2" })
+    expect(await Effect.runPromise(Effect.provide(tool.execute({ title: "t", count: 2 }), ctx))).toEqual({ text: "t:2" })
   })
 })

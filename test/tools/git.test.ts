@@ -5,7 +5,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { checkGitArgs, makeGitTool } from "../../src/tools/git.ts"
 import { createProcessRunner } from "../../src/tools/ProcessRunner.ts"
-import type { ToolContext, ToolOutput } from "../../src/tools/Tool.ts"
+import type { ToolOutput } from "../../src/tools/Tool.ts"
+import { createToolContext, type ToolContext } from "../support/workspace.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
@@ -86,13 +87,8 @@ afterAll(async () => {
   rmSync(base, { recursive: true, force: true })
 })
 
-const createContext = (root = repo): ToolContext => ({
-  workspace: { root, readOnly: [root], outDir: join(base, "out") },
-  emit: () => Effect.void,
-  progress: () => {},
-  remainingMs: () => 60_000
-})
-const exec = (args: ReadonlyArray<string>, root = repo) => Effect.runPromiseExit(git.execute({ args }, createContext(root)))
+const createContext = (root = repo): ToolContext => createToolContext({ root, readOnly: [root], outDir: join(base, "out") }).ctx
+const exec = (args: ReadonlyArray<string>, root = repo) => Effect.runPromiseExit(Effect.provide(git.execute({ args }), createContext(root)))
 const text = async (args: ReadonlyArray<string>, root = repo): Promise<string> => {
   const exit = await exec(args, root)
   if (Exit.isFailure(exit)) throw new Error(`git ${args.join(" ")} failed: ${JSON.stringify(exit.cause)}`)

@@ -3,9 +3,12 @@
  * server-everything (Streamable HTTP) and an in-process SDK server for the edge cases.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
-import { Effect, Either, Exit } from "effect"
+import { Effect, Either, Exit, Layer } from "effect"
+import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import type { McpServer } from "../../src/contract/JobSpec.ts"
-import type { ToolContext } from "../../src/tools/Tool.ts"
+import { JobEventsTest } from "../../src/kernel/JobEvents.ts"
+import { LimitsTest } from "../../src/kernel/Limits.ts"
+import { WorkspaceLive } from "../../src/tools/Workspace.ts"
 import { connectMcp } from "../../src/tools/mcp/McpClient.ts"
 import { checkInputSchema } from "../../src/tools/mcp/mcpResult.ts"
 import { mcpGrantProblems, openMcpTools, type McpKernelTool } from "../../src/tools/mcp/mcpTools.ts"
@@ -15,15 +18,14 @@ setDefaultTimeout(30_000)
 
 const CANARY = "mcp-header-CANARY-7f3a9c21"
 
-const spans: Array<{ name: string; attributes: Record<string, unknown>; ok: boolean }> = []
-const ctx: ToolContext = {
-  workspace: { root: "/nonexistent", readOnly: ["/nonexistent"], outDir: "/nonexistent/out" },
-  emit: () => Effect.void,
-  progress: () => {},
-  remainingMs: () => 600_000,
-  span: (name, attributes, effect) =>
-    Effect.onExit(effect, (exit) => Effect.sync(() => spans.push({ name, attributes, ok: Exit.isSuccess(exit) })))
-}
+/** Every event the tools emitted (spans among them); the test JobEvents redacts nothing, so the scrubbing seen is the tool's own. */
+const events: Array<JobEvent> = []
+const spans = () => events.flatMap((e) => (e.type === "span" ? [{ name: e.name, attributes: e.attributes, ok: e.status === "ok" }] : []))
+/** The per-job services of a tool call, with `remainingMs` left in the job. */
+const services = (remainingMs = 600_000) =>
+  Layer.mergeAll(WorkspaceLive({ root: "/nonexistent", readOnly: ["/nonexistent"], outDir: "/nonexistent/out" }), LimitsTest({ remainingMs })).pipe(
+    Layer.provideMerge(JobEventsTest(events))
+  )
 
 /** Opens the tools of `grants` on `servers` and runs `use` with them; the connections close afterwards. */
 const withTools = <A>(grants: ReadonlyArray<string>, servers: ReadonlyArray<McpServer>, use: (tools: ReadonlyArray<McpKernelTool>) => Promise<A>) =>
@@ -32,9 +34,9 @@ const withTools = <A>(grants: ReadonlyArray<string>, servers: ReadonlyArray<McpS
 const refusal = (grants: ReadonlyArray<string>, servers: ReadonlyArray<McpServer>, discoveryMs?: number) =>
   Effect.runPromise(Effect.scoped(Effect.flip(openMcpTools(grants, servers, discoveryMs === undefined ? {} : { discoveryMs }))))
 
-const run = (tool: McpKernelTool | undefined, args: Record<string, unknown> = {}) => {
+const run = (tool: McpKernelTool | undefined, args: Record<string, unknown> = {}, remainingMs?: number) => {
   if (tool === undefined) throw new Error("tool not offered")
-  return Effect.runPromise(Effect.either(tool.execute(args, ctx)))
+  return Effect.runPromise(Effect.either(tool.execute(args)).pipe(Effect.provide(services(remainingMs))))
 }
 
 describe("against server-everything (Streamable HTTP, node)", () => {
@@ -114,7 +116,7 @@ describe("against an in-process SDK server", () => {
   })
 
   test("the header reaches the server; its value never comes back in a result, an error or a span", async () => {
-    spans.length = 0
+    events.length = 0
     await withTools(["mcp__kb__whoami", "mcp__kb__fails"], [server({ headers: { "X-Api-Key": CANARY } })], async (tools) => {
       const who = await run(tools[0])
       expect(mcp.requests.some((h) => h.get("x-api-key") === CANARY)).toBe(true)
@@ -122,8 +124,8 @@ describe("against an in-process SDK server", () => {
       const failed = await run(tools[1])
       expect(failed).toEqual(Either.left(expect.objectContaining({ message: "the wiki is down" })))
     })
-    expect(JSON.stringify(spans)).not.toContain(CANARY)
-    expect(spans.map((s) => [s.name, s.attributes["server"], s.attributes["tool"], s.attributes["outcome"], s.ok])).toEqual([
+    expect(JSON.stringify(events)).not.toContain(CANARY)
+    expect(spans().map((s) => [s.name, s.attributes["server"], s.attributes["tool"], s.attributes["outcome"], s.ok])).toEqual([
       ["kintsugi.mcp", "kb", "whoami", "ok", true],
       ["kintsugi.mcp", "kb", "fails", "tool-error", false]
     ])
@@ -132,6 +134,15 @@ describe("against an in-process SDK server", () => {
   test("a hanging tool ends at the server's timeoutSec with a tool error", async () => {
     await withTools(["mcp__kb__hang"], [server({ timeoutSec: 1 })], async (tools) => {
       const r = await run(tools[0])
+      expect(Either.isLeft(r) && r.left.message).toMatch(/^MCP server "kb": tool "hang" failed: .*timed out/i)
+    })
+  })
+
+  test("a call never plans past the job's remaining time", async () => {
+    await withTools(["mcp__kb__hang"], [server({ timeoutSec: 600 })], async (tools) => {
+      const none = await run(tools[0], {}, 0)
+      expect(none).toEqual(Either.left(expect.objectContaining({ message: "no time is left in the job for an MCP call" })))
+      const r = await run(tools[0], {}, 1000)
       expect(Either.isLeft(r) && r.left.message).toMatch(/^MCP server "kb": tool "hang" failed: .*timed out/i)
     })
   })
@@ -200,7 +211,10 @@ describe("against an in-process SDK server", () => {
 
 describe("grants and schemas", () => {
   test("a grant naming a server the job does not list is a problem; so is a server listed twice", () => {
-    expect(mcpGrantProblems(["read", "mcp__x__*", "mcp__kb__lookup"], ["kb", "kb"])).toEqual([
+    expect(mcpGrantProblems(["read", "mcp__x__*", "mcp__kb__lookup"], [
+        { name: "kb", url: "http://kb.example/mcp" },
+        { name: "kb", url: "http://kb2.example/mcp" }
+      ])).toEqual([
       { path: "mcp.servers.1.name", message: 'MCP server "kb" is listed twice' },
       { path: "agent.tools.1", message: 'MCP server "x" is not among the job\'s mcp.servers' }
     ])

@@ -5,7 +5,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createProcessRunner, processTools } from "../../src/tools/ProcessRunner.ts"
 import { makeShellTool } from "../../src/tools/shell.ts"
-import type { ToolContext, ToolOutput } from "../../src/tools/Tool.ts"
+import type { ToolOutput } from "../../src/tools/Tool.ts"
+import { createToolContext, type ToolContext } from "../support/workspace.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
@@ -19,15 +20,10 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true })
 })
 
-const createContext = (overrides: Partial<ToolContext> = {}): ToolContext => ({
-  workspace: { root, readOnly: [root], outDir: join(root, "out") },
-  emit: () => Effect.void,
-  progress: () => {},
-  remainingMs: () => 60_000,
-  ...overrides
-})
+const createContext = (options: { remainingMs?: number; progress?: () => void } = {}): ToolContext =>
+  createToolContext({ root, readOnly: [root], outDir: join(root, "out") }, options.remainingMs, options.progress).ctx
 
-const exec = (args: Record<string, unknown>, ctx = createContext()) => Effect.runPromiseExit(shell.execute(args, ctx))
+const exec = (args: Record<string, unknown>, ctx = createContext()) => Effect.runPromiseExit(Effect.provide(shell.execute(args), ctx))
 const text = async (args: Record<string, unknown>, ctx = createContext()): Promise<string> => {
   const exit = await exec(args, ctx)
   if (Exit.isFailure(exit)) throw new Error(`failed: ${JSON.stringify(exit.cause)}`)
@@ -49,12 +45,12 @@ describe("shell tool", () => {
 
   test("a timeout says so, and never runs past the job's remaining time", async () => {
     expect(await text({ command: "sleep 30", timeoutSec: 1 })).toStartWith("timed out after 1s")
-    const ctx = createContext({ remainingMs: () => 700 })
+    const ctx = createContext({ remainingMs: 700 })
     expect(await text({ command: "sleep 30", timeoutSec: 600 }, ctx)).toStartWith("timed out after 0.7s")
   })
 
   test("no time left is a ToolError, not a process", async () => {
-    expect(await failureMessage({ command: "true" }, createContext({ remainingMs: () => 0 }))).toContain("no time left")
+    expect(await failureMessage({ command: "true" }, createContext({ remainingMs: 0 }))).toContain("no time left")
   })
 
   test("invalid arguments come back as one ToolError", async () => {

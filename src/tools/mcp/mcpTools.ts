@@ -8,6 +8,8 @@ import { MCP_GRANT } from "../../contract/AgentDefinition.ts"
 import { JobRefused } from "../../contract/AgentRuntime.ts"
 import type { McpServer } from "../../contract/JobSpec.ts"
 import type { Problem } from "../../contract/Problem.ts"
+import { JobEvents } from "../../kernel/JobEvents.ts"
+import { Limits } from "../../kernel/Limits.ts"
 import type { Resolver } from "../../providers/urlPolicy.ts"
 import { ToolError, type KernelTool } from "../Tool.ts"
 import { connectMcp, DEFAULT_CALL_TIMEOUT_SEC, DEFAULT_DISCOVERY_MS, scrubber, type McpConnection, type McpToolInfo } from "./McpClient.ts"
@@ -41,13 +43,13 @@ export const mcpGrantsOf = (tools: ReadonlyArray<string> | undefined): ReadonlyA
 
 /**
  * Problems of the grants against the job's servers, before anything connects: a grant naming a
- * server that is not in `mcp.servers`, and server names listed twice. `serverNames` may hold
- * non-strings (an undecoded document): they are skipped.
+ * server that is not in `mcp.servers`, and server names listed twice.
  */
-export const mcpGrantProblems = (tools: ReadonlyArray<string> | undefined, serverNames: ReadonlyArray<unknown>): Array<Problem> => {
+export const mcpGrantProblems = (tools: ReadonlyArray<string> | undefined, servers: ReadonlyArray<McpServer> | undefined): Array<Problem> => {
   const problems: Array<Problem> = []
+  const serverNames = (servers ?? []).map((s) => s.name)
   serverNames.forEach((name, i) => {
-    if (typeof name === "string" && serverNames.indexOf(name) !== i) problems.push({ path: `mcp.servers.${i}.name`, message: `MCP server "${name}" is listed twice` })
+    if (serverNames.indexOf(name) !== i) problems.push({ path: `mcp.servers.${i}.name`, message: `MCP server "${name}" is listed twice` })
   })
   for (const g of mcpGrantsOf(tools)) {
     if (!serverNames.includes(g.server)) {
@@ -69,14 +71,13 @@ const withheld = (server: McpServer, tool: McpToolInfo): string | undefined =>
     ? undefined
     : `MCP tool "${tool.name}" of server "${server.name}" is not marked read-only by the server and an admin has not allowed it by name`
 
-export interface McpToolOptions {
-  /** Applied to every result and error text before it reaches the model (the job's redactor). */
-  readonly redact?: (text: string) => string
-}
-
-const makeTool = (server: McpServer, conn: McpConnection, info: McpToolInfo, name: string, schema: Record<string, unknown>, options: McpToolOptions): McpKernelTool => {
+/**
+ * One offered tool. Results and errors pass the job's redactor and this server's header scrubber
+ * before the model sees them; each call runs in a `kintsugi.mcp` span, a child of the call's
+ * `kintsugi.tool` span (JobEvents tracks the parent per fiber).
+ */
+const makeTool = (server: McpServer, conn: McpConnection, info: McpToolInfo, name: string, schema: Record<string, unknown>): McpKernelTool => {
   const scrub = scrubber(server.headers)
-  const clean = (text: string) => scrub(options.redact === undefined ? text : options.redact(text))
   const timeoutMs = (server.timeoutSec ?? DEFAULT_CALL_TIMEOUT_SEC) * 1000
   return {
     name,
@@ -85,24 +86,28 @@ const makeTool = (server: McpServer, conn: McpConnection, info: McpToolInfo, nam
     readOnly: info.readOnly,
     description: cleanDescription(info.description === "" ? `Tool "${info.name}" of the MCP server "${server.name}".` : info.description),
     parameters: schema,
-    execute: (args, ctx) => {
-      const attributes: Record<string, string | number | boolean> = { server: server.name, tool: info.name }
-      const run = Effect.gen(function* () {
-        const budget = Math.min(timeoutMs, ctx.remainingMs())
-        if (budget <= 0) return yield* Effect.fail(new ToolError({ message: "no time is left in the job for an MCP call" }))
-        ctx.progress()
-        const result = yield* conn.call(info.name, args, budget).pipe(
-          Effect.tapError(() => Effect.sync(() => (attributes["outcome"] = "failed"))),
-          Effect.mapError((e) => new ToolError({ message: clean(`MCP server "${server.name}": ${e.message}`) }))
-        )
-        ctx.progress()
-        const text = clean(resultText(result))
-        attributes["outcome"] = result.isError ? "tool-error" : "ok"
-        if (result.isError) return yield* Effect.fail(new ToolError({ message: text }))
-        return { text }
+    execute: (args) =>
+      Effect.gen(function* () {
+        const events = yield* JobEvents
+        const limits = yield* Limits
+        const clean = (text: string) => scrub(events.redact(text))
+        const attributes: Record<string, string | number | boolean> = { server: server.name, tool: info.name }
+        const run = Effect.gen(function* () {
+          const budget = Math.min(timeoutMs, yield* limits.remainingMs)
+          if (budget <= 0) return yield* Effect.fail(new ToolError({ message: "no time is left in the job for an MCP call" }))
+          limits.progress()
+          const result = yield* conn.call(info.name, args, budget).pipe(
+            Effect.tapError(() => Effect.sync(() => (attributes["outcome"] = "failed"))),
+            Effect.mapError((e) => new ToolError({ message: clean(`MCP server "${server.name}": ${e.message}`) }))
+          )
+          limits.progress()
+          const text = clean(resultText(result))
+          attributes["outcome"] = result.isError ? "tool-error" : "ok"
+          if (result.isError) return yield* Effect.fail(new ToolError({ message: text }))
+          return { text }
+        })
+        return yield* events.span("kintsugi.mcp", attributes, run)
       })
-      return ctx.span === undefined ? run : ctx.span("kintsugi.mcp", attributes, run)
-    }
   }
 }
 
@@ -115,8 +120,7 @@ const makeTool = (server: McpServer, conn: McpConnection, info: McpToolInfo, nam
 export const makeMcpTools = (
   servers: ReadonlyArray<McpServer>,
   connections: ReadonlyMap<string, McpConnection>,
-  grants: ReadonlyArray<McpGrant>,
-  options: McpToolOptions = {}
+  grants: ReadonlyArray<McpGrant>
 ): { readonly tools: ReadonlyArray<McpKernelTool>; readonly problems: ReadonlyArray<Problem>; readonly skipped: ReadonlyArray<string> } => {
   const problems: Array<Problem> = []
   const skipped: Array<string> = []
@@ -148,7 +152,7 @@ export const makeMcpTools = (
         problems.push({ path, message: `MCP tools "${earlier.tool.server}/${earlier.tool.mcpName}" and "${server.name}/${info.name}" would both be called "${name}"` })
         continue
       }
-      const tool = makeTool(server, conn, info, name, checked.schema, options)
+      const tool = makeTool(server, conn, info, name, checked.schema)
       byName.set(name, { tool, index: grant.index })
       tools.push(tool)
     }
@@ -156,7 +160,7 @@ export const makeMcpTools = (
   return { tools, problems, skipped }
 }
 
-export interface OpenMcpOptions extends McpToolOptions {
+export interface OpenMcpOptions {
   /** Bound on connecting and listing one server. Default DEFAULT_DISCOVERY_MS. */
   readonly discoveryMs?: number
   /** DNS seam for tests. */
@@ -176,6 +180,9 @@ export const openMcpTools = (
   options: OpenMcpOptions = {}
 ): Effect.Effect<ReadonlyArray<McpKernelTool>, JobRefused, Scope.Scope> =>
   Effect.gen(function* () {
+    // prepareJob checked these already; checked again so this never connects for a job it would refuse.
+    const early = mcpGrantProblems(tools, servers)
+    if (early.length > 0) return yield* Effect.fail(new JobRefused({ problems: early }))
     const grants = mcpGrantsOf(tools)
     const names = [...new Set(grants.map((g) => g.server))]
     if (names.length === 0) return []
@@ -200,7 +207,7 @@ export const openMcpTools = (
       { concurrency: "unbounded" }
     )
     const connections = new Map(results.flatMap((r) => (r.conn === undefined ? [] : [[r.name, r.conn] as const])))
-    const made = makeMcpTools(servers, connections, grants, options)
+    const made = makeMcpTools(servers, connections, grants)
     const problems = [...results.flatMap((r) => (r.problem === undefined ? [] : [r.problem])), ...made.problems]
     if (problems.length > 0) return yield* Effect.fail(new JobRefused({ problems }))
     for (const s of made.skipped) options.diagnostics?.(`not offered: ${s}`)

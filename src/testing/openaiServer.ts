@@ -75,6 +75,7 @@ const stallFrames = (afterText: string | undefined, ctx: TurnContext): ReadonlyA
 
 const openAIDialect: Dialect = {
   name: "openai",
+  api: "openai-completions",
   path: "/v1/chat/completions",
   turn: turnFrames,
   stall: stallFrames,

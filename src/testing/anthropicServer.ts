@@ -95,6 +95,7 @@ const stallFrames = (afterText: string | undefined, ctx: TurnContext): ReadonlyA
 
 const anthropicDialect: Dialect = {
   name: "anthropic",
+  api: "anthropic-messages",
   path: "/v1/messages",
   turn: turnFrames,
   stall: stallFrames,

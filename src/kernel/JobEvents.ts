@@ -1,0 +1,93 @@
+/**
+ * The per-job event service: the sink (stamping, redaction, order), spans with their parent tracked
+ * per fiber, and the job's redactor. Times come from Effect's Clock, so TestClock drives them too.
+ */
+import { Clock, Context, Effect, Exit, FiberRef, Layer } from "effect"
+import type { JobEvent, JobEventBody } from "../contract/JobEvent.ts"
+import { EventSink } from "./EventSink.ts"
+import { Redactor } from "./Redactor.ts"
+import type { SPAN_NAMES } from "../contract/JobEvent.ts"
+
+export type SpanName = (typeof SPAN_NAMES)[number]
+export type SpanAttributes = Record<string, string | number | boolean>
+
+export class JobEvents extends Context.Tag("kernel/JobEvents")<
+  JobEvents,
+  {
+    readonly jobId: string
+    /** Stamps (`seq`, `at`), redacts and delivers one event. Never fails; a no-op after the terminal event. */
+    readonly emit: (body: JobEventBody) => Effect.Effect<void>
+    /** `emit` for callbacks outside Effect (a model stream's loop). */
+    readonly emitNow: (body: JobEventBody) => void
+    /** Ends a streamed message: text held back for redaction goes out now. */
+    readonly flushText: () => void
+    /**
+     * Runs `effect` in a span whose parent is the enclosing span of this fiber; `attributes` may be
+     * filled in while it runs. The span event is emitted whatever the exit (ok only on success),
+     * interruption included.
+     */
+    readonly span: <A, E, R>(name: SpanName, attributes: SpanAttributes, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+    /** A fresh span id, for a span emitted by hand (the job span, which must precede the terminal event). */
+    readonly newSpanId: () => string
+    /** Runs `effect` with `spanId` as the parent of the spans it opens. */
+    readonly withParent: <A, E, R>(spanId: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+    /** Replaces every secret of the job in `text` (failure messages, diagnostics). */
+    readonly redact: (text: string) => string
+  }
+>() {}
+
+/** The span the current fiber is inside, per job service. */
+const currentSpan = FiberRef.unsafeMake<string | undefined>(undefined)
+
+/** Milliseconds with sub-millisecond precision from the Clock (a TestClock gives whole milliseconds). */
+const nowMs = Effect.map(Clock.currentTimeNanos, (ns) => Number(ns) / 1e6)
+
+/** The service over a redactor and a delivery function (the job's event queue). */
+export const makeJobEvents = (jobId: string, redactor: Redactor, deliver: (event: JobEvent) => void): Effect.Effect<JobEvents["Type"]> =>
+  Effect.map(Effect.clock, (clock) => {
+    const sink = new EventSink(redactor, deliver, () => new Date(clock.unsafeCurrentTimeMillis()))
+    let next = 0
+    const newSpanId = () => `${jobId.slice(0, 8)}-${(next++).toString(16).padStart(4, "0")}`
+    const withParent = <A, E, R>(spanId: string, effect: Effect.Effect<A, E, R>) => Effect.locally(effect, currentSpan, spanId)
+    const span = <A, E, R>(name: SpanName, attributes: SpanAttributes, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      Effect.gen(function* () {
+        const parentSpanId = yield* FiberRef.get(currentSpan)
+        const spanId = newSpanId()
+        const start = clock.unsafeCurrentTimeMillis()
+        const t0 = yield* nowMs
+        return yield* Effect.onExit(withParent(spanId, effect), (exit) =>
+          Effect.flatMap(nowMs, (t1) =>
+            Effect.sync(() =>
+              sink.emit({
+                type: "span",
+                name,
+                spanId,
+                ...(parentSpanId === undefined ? {} : { parentSpanId }),
+                start: new Date(start).toISOString(),
+                durationMs: Math.round((t1 - t0) * 1000) / 1000,
+                status: Exit.isSuccess(exit) ? "ok" : "error",
+                attributes
+              })
+            )
+          )
+        )
+      })
+    return {
+      jobId,
+      emit: (body) => Effect.sync(() => sink.emit(body)),
+      emitNow: (body) => sink.emit(body),
+      flushText: () => sink.flushText(),
+      span,
+      newSpanId,
+      withParent,
+      redact: (text) => redactor.redact(text)
+    }
+  })
+
+/** The live service of one job: events go to `deliver` after redaction with `secrets`. */
+export const JobEventsLive = (jobId: string, secrets: ReadonlyArray<string>, deliver: (event: JobEvent) => void): Layer.Layer<JobEvents> =>
+  Layer.effect(JobEvents, makeJobEvents(jobId, new Redactor(secrets), deliver))
+
+/** A test service: every event lands in `events`; nothing is redacted. */
+export const JobEventsTest = (events: Array<JobEvent>, jobId = "00000000-test-job"): Layer.Layer<JobEvents> =>
+  Layer.effect(JobEvents, makeJobEvents(jobId, new Redactor([]), (e) => void events.push(e)))

@@ -1,0 +1,153 @@
+/**
+ * The per-job limits service: timeoutSec and the idle watchdog on Effect's Clock, maxTurns, the
+ * budget (with the usage totals it is measured on, reported as `usage` events) and the loop guard.
+ */
+import type { Usage } from "@earendil-works/pi-ai"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
+import type { Limits as JobLimits } from "../contract/JobSpec.ts"
+import { BudgetExceeded, JobTimedOut, TurnLimitReached } from "./errors.ts"
+import { JobEvents } from "./JobEvents.ts"
+import { RepeatGuard, StreamGuard, type RepeatVerdict } from "./LoopGuard.ts"
+
+export class Limits extends Context.Tag("kernel/Limits")<
+  Limits,
+  {
+    /** Notes model or tool progress for the idle watchdog. Callable from any callback; never fails. */
+    readonly progress: () => void
+    /** Milliseconds left before timeoutSec (never negative), on the job's Clock. */
+    readonly remainingMs: Effect.Effect<number>
+    /** Runs a planned wait (a retry backoff): the watchdog ignores it, and the idle count restarts after it. */
+    readonly plannedWait: <A, E, R>(wait: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+    /** Runs the job's work under timeoutSec (counted from the job's start) and the idle watchdog. */
+    readonly enforce: <A, E, R>(work: Effect.Effect<A, E, R>) => Effect.Effect<A, E | JobTimedOut, R>
+    /** Starts a turn and returns its number; fails at maxTurns or once the budget is spent. */
+    readonly beginTurn: Effect.Effect<number, TurnLimitReached | BudgetExceeded>
+    /**
+     * Adds one model call's usage to the totals, emits the `usage` event, and fails when the cost
+     * now passes maxCostUsd. Every call counts: failed attempts and compaction summaries too.
+     */
+    readonly charge: (usage: Usage) => Effect.Effect<void, BudgetExceeded>
+    /** Counts one compaction, and whether it made a summary request (usage fields). */
+    readonly compacted: (summarised: boolean) => void
+    /** The loop guard's verdict on one finished tool call (blocked calls included). */
+    readonly toolCall: (tool: string, args: unknown, success: boolean, answer: string) => RepeatVerdict
+    /** A fresh streaming guard for one model call. */
+    readonly streamGuard: () => StreamGuard
+  }
+>() {}
+
+/** The model the totals are for: its label on `usage` events and its window (contextPeakPercent). */
+export interface MeteredModel {
+  readonly label: string
+  readonly contextWindow: number
+}
+
+/** The service for one job; the deadline starts now. Needs JobEvents for the `usage` events. */
+export const makeLimits = (limits: JobLimits, model: MeteredModel): Effect.Effect<Limits["Type"], never, JobEvents> =>
+  Effect.gen(function* () {
+    const events = yield* JobEvents
+    const clock = yield* Effect.clock
+    const timeoutMs = limits.timeoutSec * 1000
+    const deadline = clock.unsafeCurrentTimeMillis() + timeoutMs
+    const idleSec = limits.idleTimeoutSec ?? 0
+    const idleMs = idleSec * 1000
+    let last = clock.unsafeCurrentTimeMillis()
+    let waiting = 0
+    const progress = () => {
+      last = clock.unsafeCurrentTimeMillis()
+    }
+    const watchdog = Effect.gen(function* () {
+      while (true) {
+        const now = yield* Clock.currentTimeMillis
+        if (waiting === 0 && now - last >= idleMs) {
+          return yield* Effect.fail(new JobTimedOut({ limit: "idleTimeoutSec", seconds: idleSec }))
+        }
+        yield* Effect.sleep(Duration.millis(waiting > 0 ? idleMs : last + idleMs - now))
+      }
+    })
+    const totals = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, costUsd: 0, turns: 0, peak: 0, compactions: 0, summaries: 0 }
+    const overBudget = (strict: boolean) => {
+      const max = limits.maxCostUsd
+      return max !== undefined && (strict ? totals.costUsd > max : totals.costUsd > 0 && totals.costUsd >= max)
+        ? Effect.fail(new BudgetExceeded({ costUsd: totals.costUsd, maxCostUsd: max }))
+        : Effect.void
+    }
+    const repeats = new RepeatGuard()
+    return {
+      progress,
+      remainingMs: Effect.map(Clock.currentTimeMillis, (now) => Math.max(0, deadline - now)),
+      plannedWait: (wait) =>
+        Effect.acquireUseRelease(
+          Effect.sync(() => waiting++),
+          () => wait,
+          () =>
+            Effect.sync(() => {
+              waiting--
+              progress()
+            })
+        ),
+      enforce: (work) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          work.pipe(
+            Effect.raceFirst(idleMs > 0 ? watchdog : Effect.never),
+            Effect.timeoutFail({
+              duration: Duration.millis(Math.max(0, deadline - now)),
+              onTimeout: () => new JobTimedOut({ limit: "timeoutSec", seconds: limits.timeoutSec })
+            })
+          )
+        ),
+      beginTurn: Effect.suspend((): Effect.Effect<number, TurnLimitReached | BudgetExceeded> => {
+        const maxTurns = limits.maxTurns ?? 0
+        if (maxTurns > 0 && totals.turns >= maxTurns) return Effect.fail(new TurnLimitReached({ maxTurns }))
+        return Effect.zipRight(overBudget(false), Effect.sync(() => ++totals.turns))
+      }),
+      charge: (u) =>
+        Effect.suspend(() => {
+          totals.input += u.input
+          totals.output += u.output
+          totals.cacheRead += u.cacheRead
+          totals.cacheWrite += u.cacheWrite
+          totals.costUsd += u.cost.total
+          const context = u.input + u.cacheRead + u.cacheWrite + u.output
+          totals.peak = Math.max(totals.peak, Math.round((context / model.contextWindow) * 10000) / 100)
+          events.emitNow({
+            type: "usage",
+            model: model.label,
+            inputTokens: totals.input,
+            outputTokens: totals.output,
+            cacheReadTokens: totals.cacheRead,
+            cacheWriteTokens: totals.cacheWrite,
+            costUsd: totals.costUsd,
+            turns: totals.turns,
+            compactions: totals.compactions,
+            contextPeakPercent: totals.peak,
+            compactionSummaries: totals.summaries
+          })
+          return overBudget(true)
+        }),
+      compacted: (summarised) => {
+        totals.compactions += 1
+        if (summarised) totals.summaries += 1
+      },
+      toolCall: (tool, args, success, answer) => repeats.record(tool, args, success, answer),
+      streamGuard: () => new StreamGuard()
+    }
+  })
+
+/** The live service of one job. */
+export const LimitsLive = (limits: JobLimits, model: MeteredModel): Layer.Layer<Limits, never, JobEvents> =>
+  Layer.effect(Limits, makeLimits(limits, model))
+
+/**
+ * A test service for tools: `remainingMs` fixed, progress counted in `onProgress`; the job limits
+ * (turns, budget, loop guard) behave as for a job with only `timeoutSec` set.
+ */
+export const LimitsTest = (options: { readonly remainingMs?: number; readonly onProgress?: () => void } = {}): Layer.Layer<Limits, never, JobEvents> =>
+  Layer.effect(
+    Limits,
+    Effect.map(makeLimits({ timeoutSec: 3600 }, { label: "test/model", contextWindow: 100_000 }), (live) => ({
+      ...live,
+      progress: () => options.onProgress?.(),
+      remainingMs: Effect.succeed(options.remainingMs ?? 60_000)
+    }))
+  )

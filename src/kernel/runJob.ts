@@ -1,0 +1,110 @@
+/**
+ * One job from `job.started` to its terminal event, inside its per-job services: the loop under
+ * the job's limits, the outcome from its exit (interruption = aborted), then the `kintsugi.job` span
+ * and the terminal event, after every process of the job is dead and every span settled.
+ */
+import { cleanupSessionResources } from "@earendil-works/pi-ai"
+import { Cause, Clock, Deferred, Effect, Exit, Option } from "effect"
+import type { JobOutcome } from "../contract/AgentRuntime.ts"
+import { ProcessRunner, processRunnerLayer, type RunnerOptions } from "../tools/ProcessRunner.ts"
+import type { McpKernelTool } from "../tools/mcp/mcpTools.ts"
+import { createKernelTools } from "../tools/registry.ts"
+import type { Workspace } from "../tools/Workspace.ts"
+import { agentLoop } from "./agentLoop.ts"
+import { DEFECT_MESSAGE, failureReason, JobAborted } from "./errors.ts"
+import { JobEvents } from "./JobEvents.ts"
+import { Limits } from "./Limits.ts"
+import type { Llm } from "./Llm.ts"
+import type { PreparedJob } from "./prepareJob.ts"
+
+export const RUNTIME_VERSION = "0.1.0"
+
+/** Longest `job.failed` message: a provider's error body can be kilobytes. */
+const MAX_FAILURE_MESSAGE = 1000
+
+/** What a job runs with besides its services. */
+export interface JobRunOptions {
+  /** Gets defects, redacted. */
+  readonly diagnostics: (line: string) => void
+  /** How the job's processes run (sandbox, run token prefix). */
+  readonly runner: RunnerOptions
+  /** Completed with the outcome right after the terminal event (an interrupted fiber returns no value). */
+  readonly outcome: Deferred.Deferred<JobOutcome>
+  /** The offered tools of the job's MCP servers, connected at job start (after the kernel tools). */
+  readonly mcpTools?: ReadonlyArray<McpKernelTool>
+}
+
+/**
+ * Runs the job and returns its outcome; never fails.
+ * Interrupting the fiber running it ends the job as `aborted`: the loop is interrupted (its
+ * processes killed by the runner's finalizer, its spans settled), then the job span and the terminal
+ * event are emitted all the same.
+ */
+export const runJob = (
+  prepared: PreparedJob,
+  options: JobRunOptions
+): Effect.Effect<JobOutcome, never, JobEvents | Limits | Llm | Workspace> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function* () {
+      const events = yield* JobEvents
+      const limits = yield* Limits
+      const { spec, model, thinking } = prepared
+      const jobSpanId = events.newSpanId()
+      const start = yield* Clock.currentTimeMillis
+      const t0 = yield* Clock.currentTimeNanos
+      yield* events.emit({
+        type: "job.started",
+        runtimeVersion: RUNTIME_VERSION,
+        agentId: spec.agent.id,
+        agentVersion: spec.agent.version,
+        metadata: spec.metadata ?? {}
+      })
+      const loop = Effect.flatMap(ProcessRunner, (runner) =>
+        agentLoop({ spec, tools: [...createKernelTools(prepared.toolNames, runner), ...(options.mcpTools ?? [])], deny: prepared.deny })
+      ).pipe(
+        // The runner's scope ends with the loop: every process it started is dead before we go on.
+        Effect.provide(processRunnerLayer(options.runner))
+      )
+      const exit = yield* Effect.exit(restore(events.withParent(jobSpanId, limits.enforce(loop))))
+      cleanupSessionResources(events.jobId)
+      const outcome: JobOutcome = Exit.match(exit, {
+        onSuccess: (summary) => ({ _tag: "Completed", summary }),
+        onFailure: (cause) => {
+          const failure = Cause.failureOption(cause)
+          if (Option.isSome(failure)) {
+            const text = events.redact(failure.value.message)
+            // Redacted first, then cut, so no cut leaves half a secret the redactor no longer recognises.
+            const message = text.length > MAX_FAILURE_MESSAGE ? `${text.slice(0, MAX_FAILURE_MESSAGE)}…` : text
+            return { _tag: "Failed", reason: failureReason(failure.value), message }
+          }
+          if (Cause.isInterruptedOnly(cause)) return { _tag: "Failed", reason: "aborted", message: new JobAborted().message }
+          options.diagnostics(events.redact(`job ${events.jobId}: defect: ${Cause.pretty(cause)}`))
+          return { _tag: "Failed", reason: "error", message: DEFECT_MESSAGE }
+        }
+      })
+      const t1 = yield* Clock.currentTimeNanos
+      yield* events.emit({
+        type: "span",
+        name: "kintsugi.job",
+        spanId: jobSpanId,
+        start: new Date(start).toISOString(),
+        durationMs: Math.round(Number(t1 - t0) / 1000) / 1000,
+        status: outcome._tag === "Completed" ? "ok" : "error",
+        attributes: {
+          agentId: spec.agent.id,
+          model: `${model.provider}/${model.id}`,
+          "thinking.requested": thinking.requested,
+          "thinking.effective": thinking.effective,
+          "thinking.clamped": thinking.clamped,
+          ...(outcome._tag === "Failed" ? { reason: outcome.reason } : {})
+        }
+      })
+      yield* events.emit(
+        outcome._tag === "Completed"
+          ? { type: "job.completed", summary: outcome.summary }
+          : { type: "job.failed", reason: outcome.reason, message: outcome.message }
+      )
+      yield* Deferred.succeed(options.outcome, outcome)
+      return outcome
+    })
+  )

@@ -1,0 +1,75 @@
+/**
+ * A real `kintsugi serve` child process on a copy of the migrated template data dir, for tests that
+ * attack the running system from outside: its stdout and stderr are collected whole, users are made
+ * with the real CLI before it starts (the embedded database admits one process at a time).
+ */
+import path from "node:path"
+import { createTestDataDir } from "./db.ts"
+
+export const CLI = path.join(import.meta.dir, "..", "..", "src", "cli.ts")
+
+export interface ServeProcess {
+  readonly proc: ReturnType<typeof Bun.spawn>
+  readonly port: number
+  readonly origin: string
+  /** Everything the process printed so far (stdout and stderr together). */
+  readonly output: () => string
+  /** SIGTERM, then waits for the exit (the embedded database is released). */
+  readonly stop: () => Promise<void>
+}
+
+const freePort = () => {
+  const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() })
+  const port = s.port ?? 0
+  void s.stop(true)
+  return port
+}
+
+/** A copy of the migrated template: `home` is KINTSUGI_DATA_DIR (the database lives in `home/data`). */
+export const createServeHome = async (): Promise<{ readonly home: string; readonly cleanup: () => void }> => {
+  const { dataDir, cleanup } = await createTestDataDir()
+  return { home: path.dirname(dataDir), cleanup }
+}
+
+/** Runs `kintsugi <args>` to its end with `env`; rejects with its output when it fails. */
+export const runCli = async (args: ReadonlyArray<string>, env: Record<string, string>): Promise<string> => {
+  const p = Bun.spawn([process.execPath, CLI, ...args], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" })
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
+  if (code !== 0) throw new Error(`kintsugi ${args.join(" ")} exited ${code}: ${out}${err}`)
+  return out + err
+}
+
+/** Starts `kintsugi serve` with exactly `env` (plus PORT) and waits for its "serving on" line. */
+export const startServe = async (env: Record<string, string>): Promise<ServeProcess> => {
+  const port = freePort()
+  const proc = Bun.spawn([process.execPath, CLI, "serve"], { env: { ...env, PORT: String(port), HOST: "127.0.0.1" }, stdin: "ignore", stdout: "pipe", stderr: "pipe" })
+  let text = ""
+  let ready: () => void = () => undefined
+  const serving = new Promise<void>((resolve) => {
+    ready = resolve
+  })
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream) {
+      text += decoder.decode(chunk, { stream: true })
+      if (text.includes("serving on")) ready()
+    }
+  }
+  const pumps = Promise.all([pump(proc.stdout), pump(proc.stderr)])
+  const exited = proc.exited.then((code) => {
+    throw new Error(`serve exited (${code}) before serving: ${text}`)
+  })
+  await Promise.race([serving, exited])
+  exited.catch(() => undefined)
+  return {
+    proc,
+    port,
+    origin: `http://127.0.0.1:${port}`,
+    output: () => text,
+    stop: async () => {
+      proc.kill("SIGTERM")
+      await proc.exited
+      await pumps
+    }
+  }
+}

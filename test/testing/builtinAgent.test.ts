@@ -1,0 +1,48 @@
+/**
+ * The example of docs/testing.md: a built-in agent (codebase-inventory) tested the way an agent author
+ * tests theirs, importing only `kintsugi-runtime/testing`. The model is scripted; the job child is real.
+ */
+import { afterEach, expect, setDefaultTimeout, test } from "bun:test"
+import { join } from "node:path"
+import { expectEndedWith, expectRead, expectWrote, runAgent, startOpenAIServer, toolResultsOf, type ScriptedServer } from "kintsugi-runtime/testing"
+
+setDefaultTimeout(30_000)
+
+const AGENT = join(import.meta.dir, "..", "..", "builtin-agents", "codebase-inventory")
+
+let server: ScriptedServer | undefined
+afterEach(() => server?.stop())
+
+test("codebase-inventory reads the manifest and writes its report", async () => {
+  server = await startOpenAIServer([
+    // Turn 1: the model reads the manifest.
+    { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/package.json" } }] },
+    // Turn 2: it writes what the read really returned (a step is a function of the request).
+    {
+      kind: "fn",
+      respond: (request) => {
+        const manifest = toolResultsOf(request).at(-1) ?? ""
+        const name = /"name": "([^"]+)"/.exec(manifest)?.[1] ?? "unknown"
+        const content = `# Inventory\n\n| path | ecosystem | module |\n|---|---|---|\n| src/package.json:2 | npm | ${name} |\n`
+        return { kind: "turn", toolCalls: [{ name: "write", arguments: { path: "inventory.md", content } }] }
+      }
+    },
+    { kind: "turn", text: "An npm package, todo-api. Wrote inventory.md." }
+  ])
+
+  const run = await runAgent({
+    agent: AGENT,
+    server,
+    task: "Inventory this codebase.",
+    fixture: {
+      "package.json": '{\n  "name": "todo-api",\n  "version": "1.0.0",\n  "dependencies": { "express": "4.19.2" }\n}\n',
+      "index.js": 'const express = require("express")\nexpress().listen(3000)\n'
+    }
+  })
+
+  expectEndedWith(run, "completed")
+  expectRead(run, "src/package.json", [1, 5])
+  expectWrote(run, "inventory.md", /\| src\/package\.json:2 \| npm \| todo-api \|/)
+  // The agent's own instructions are the system prompt the model received.
+  expect(server.requests[0]?.rawBody).toContain("You are the Codebase Inventory agent")
+})

@@ -13,7 +13,7 @@ import * as repo from "./agentRepo.ts"
 import { builtinAgents } from "./builtins.ts"
 import { AgentExists, AgentInvalid, AgentNotFound, AgentVersionNotFound, BuiltinReadOnly, ImportRejected } from "./errors.ts"
 import { SkillStore } from "./SkillStore.ts"
-import { checkAgentPackage, toAgentDefinition, validateAgent } from "./validateAgent.ts"
+import { checkAgentPackage, toAgentDefinition, validateAgent, type ValidationContext } from "./validateAgent.ts"
 import { readZip, unwrapSingleFolder, writeZip } from "./zip.ts"
 
 /** Package files as the API and the editor send them. */
@@ -105,19 +105,22 @@ export const makeAgentStore = Effect.gen(function* () {
   const skills = yield* SkillStore
   const provide = <A, E>(e: Effect.Effect<A, E, SqlClient>) => Effect.provideService(e, SqlClient, sql)
 
-  const validation = Effect.map(skills.contents, (contents) => ({ contents, ctx: { sharedSkills: new Set(contents.keys()) } }))
+  const validation = Effect.map(
+    Effect.all([skills.contents, Effect.orDie(provide(repo.selectMcpServerNames))]),
+    ([contents, mcpServers]) => ({ contents, ctx: { sharedSkills: new Set(contents.keys()), mcpServers } as ValidationContext })
+  )
 
   // Versions are immutable, so a decoded package is cached by name@version for good; its validity
-  // depends only on the set of shared skill names, so it is cached for the current set.
+  // depends only on the sets of shared skill and MCP server names, so it is cached for the current sets.
   const packages = new Map<string, AgentPackage>()
   let validity: { key: string; problems: Map<string, ReadonlyArray<Problem>> } = { key: "", problems: new Map() }
   const MAX_CACHED = 10_000
-  const problemsOf = (id: string, pkg: AgentPackage, sharedSkills: ReadonlySet<string>): ReadonlyArray<Problem> => {
-    const key = [...sharedSkills].sort().join("\n")
+  const problemsOf = (id: string, pkg: AgentPackage, ctx: ValidationContext): ReadonlyArray<Problem> => {
+    const key = JSON.stringify([[...ctx.sharedSkills].sort(), [...(ctx.mcpServers ?? [])].sort()])
     if (validity.key !== key) validity = { key, problems: new Map() }
     const cached = validity.problems.get(id)
     if (cached !== undefined) return cached
-    const problems = validateAgent(pkg, { sharedSkills })
+    const problems = validateAgent(pkg, ctx)
     if (validity.problems.size < MAX_CACHED) validity.problems.set(id, problems)
     return problems
   }
@@ -251,13 +254,13 @@ export const makeAgentStore = Effect.gen(function* () {
       const bindings = yield* provide(repo.selectBindings())
       const bindingsFor = (name: string) => bindings.filter((b) => b.agentName === name).map(({ agentName: _a, ...b }) => b)
       const builtins = [...builtinAgents().values()].map((pkg) =>
-        entry(pkg, { builtin: true, version: pkg.version, enabled: true, updatedAt: null }, problemsOf(`builtin:${pkg.name}`, pkg, ctx.sharedSkills), bindingsFor(pkg.name))
+        entry(pkg, { builtin: true, version: pkg.version, enabled: true, updatedAt: null }, problemsOf(`builtin:${pkg.name}`, pkg, ctx), bindingsFor(pkg.name))
       )
       const custom = (yield* currentPackages(yield* provide(repo.selectAgentHeads))).map(({ head, pkg }) =>
         entry(
           pkg,
           { builtin: false, version: head.currentVersion, enabled: head.enabled, updatedAt: head.updatedAt },
-          problemsOf(`${head.name}@${head.currentVersion}`, pkg, ctx.sharedSkills),
+          problemsOf(`${head.name}@${head.currentVersion}`, pkg, ctx),
           bindingsFor(head.name)
         )
       )

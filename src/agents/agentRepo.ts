@@ -160,3 +160,8 @@ export const selectBindings = (agentName?: string) =>
       ${agentName === undefined ? sql`` : sql`WHERE agent_name = ${agentName}`}
       ORDER BY agent_name, project_id`
   )
+
+/** Names of the registered MCP servers (Settings → MCP servers): an agent's MCP grants must name one. */
+export const selectMcpServerNames = Effect.flatMap(SqlClient, (sql) =>
+  Effect.map(sql<{ readonly name: string }>`SELECT name FROM admin.mcp_server`, (rows) => new Set(rows.map((r) => r.name)))
+)

@@ -34,13 +34,24 @@ export const Workspace = Schema.Struct({
 })
 export type Workspace = typeof Workspace.Type
 
+/** One MCP server of the job (ARCHITECTURE §5); names are unique within the job. */
 export const McpServer = Schema.Struct({
   name: NonEmpty,
   url: NonEmpty,
   headers: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { exact: true }),
-  timeoutSec: Schema.optionalWith(Schema.Number, { exact: true }),
-  allowedTools: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
+  /** Longest wait for one tool call, in seconds. */
+  timeoutSec: Schema.optionalWith(
+    Schema.Number.pipe(
+      Schema.filter((n) => (Number.isFinite(n) && n > 0 ? undefined : `must be a positive number of seconds, got ${n}`))
+    ),
+    { exact: true }
+  ),
+  /** Tools an administrator allowed by name although the server does not mark them read-only. */
+  allowedTools: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+  /** The registry's admin choice: the URL may reach private, loopback and link-local addresses. Default false. */
+  allowPrivateNetwork: Schema.optionalWith(Schema.Boolean, { exact: true })
 })
+export type McpServer = typeof McpServer.Type
 
 export const JobModel = Schema.Struct({
   provider: NonEmpty,

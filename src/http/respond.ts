@@ -36,6 +36,7 @@ export type ApiError =
   | { readonly _tag: "ProjectExists"; readonly message: string }
   | { readonly _tag: "McpServerNotFound"; readonly message: string }
   | { readonly _tag: "McpServerInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
+  | { readonly _tag: "McpUnreachable"; readonly message: string }
   | { readonly _tag: "PayloadTooLarge"; readonly message: string }
   | { readonly _tag: "TooManyRequests"; readonly message: string; readonly retryAfterSeconds: number }
 
@@ -79,6 +80,8 @@ export const statusOf = (e: ApiError): number => {
       return 422
     case "TooManyRequests":
       return 429
+    case "McpUnreachable":
+      return 502
   }
 }
 

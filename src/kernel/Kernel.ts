@@ -3,11 +3,12 @@
  * builds its per-job services (Workspace, Llm, JobEvents, Limits) and runs it in a fiber forked
  * into the caller's scope: closing the scope or interrupting the fiber awaiting `result` aborts it.
  */
-import { Deferred, Effect, Fiber, Layer, Option, Queue, Stream } from "effect"
+import { Deferred, Effect, ExecutionStrategy, Exit, Fiber, Layer, Option, Queue, Scope, Stream } from "effect"
 import { AgentRuntime, JobRefused, type JobBoundary, type JobHandle, type JobOutcome } from "../contract/AgentRuntime.ts"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import type { Problem } from "../contract/Problem.ts"
 import type { ProviderConfig } from "../contract/ProviderConfig.ts"
+import { openMcpTools } from "../tools/mcp/mcpTools.ts"
 import type { RunnerOptions } from "../tools/ProcessRunner.ts"
 import { closeMountHandles, makeSandbox, openMountHandles, Sandbox, type SandboxConfig, sandboxConfigFromEnv, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
 import { WorkspaceLive } from "../tools/Workspace.ts"
@@ -19,6 +20,7 @@ import type { Llm } from "./Llm.ts"
 import { PiAiLlmLive } from "./PiAiLlm.ts"
 import { makeJobModels, type JobModels } from "./PiAiModels.ts"
 import { checkJob, prepareJob, type JobEnvironment, type PreparedJob } from "./prepareJob.ts"
+import { Redactor } from "./Redactor.ts"
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.ts"
 import { runJob } from "./runJob.ts"
 
@@ -76,18 +78,28 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const prepared = yield* prepareJob(spec, env)
       const jobId = crypto.randomUUID()
       const mcpSecrets = (spec.mcp?.servers ?? []).flatMap((s) => Object.values(s.headers ?? {}))
+      const secrets = [...env.jobModels.secrets, ...mcpSecrets]
       const queue = yield* Queue.unbounded<JobEvent>()
-      const events = JobEventsLive(jobId, [...env.jobModels.secrets, ...mcpSecrets], (e) => Queue.unsafeOffer(queue, e))
+      const events = JobEventsLive(jobId, secrets, (e) => Queue.unsafeOffer(queue, e))
       const limits = LimitsLive(spec.limits, { label: `${prepared.model.provider}/${prepared.model.id}`, contextWindow: prepared.model.contextWindow })
       const retry = { ...DEFAULT_RETRY_POLICY, ...config.retry }
       const services = Layer.mergeAll(llm({ jobId, prepared, jobModels: env.jobModels, retry }), WorkspaceLive(prepared.workspace)).pipe(
         Layer.provideMerge(limits),
         Layer.provideMerge(events)
       )
+      // The job's MCP connections live in a child of the caller's scope: closed when the job ends, when
+      // the caller's scope closes, or at once when the job is refused. Discovery is bounded per server.
+      const mcpScope = yield* Effect.flatMap(Effect.scope, (scope) => Scope.fork(scope, ExecutionStrategy.sequential))
+      const closeMcp = Scope.close(mcpScope, Exit.void)
+      const redactor = new Redactor(secrets)
+      const mcpTools = yield* openMcpTools(spec.agent.tools, spec.mcp?.servers ?? [], {
+        diagnostics: (line) => config.diagnostics?.(redactor.redact(`job ${jobId}: ${line}`))
+      }).pipe(Scope.extend(mcpScope), Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : closeMcp)))
       const sandboxed = prepared.sandbox?._tag === "Bwrap" ? prepared.sandbox : undefined
       // The sandbox binds what was checked now, through handles, whatever the paths name later.
       const handles = sandboxed === undefined ? [] : openMountHandles(prepared.workspace)
       if (handles === undefined) {
+        yield* closeMcp
         return yield* Effect.fail(new JobRefused({ problems: [{ path: "workspace", message: "changed while the job was starting (a path was replaced or is now a symbolic link)" }] }))
       }
       const runner: RunnerOptions = {
@@ -97,8 +109,8 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const outcome = yield* Deferred.make<JobOutcome>()
       // Forked into the caller's scope: closing it interrupts the job, which then ends as aborted.
       const fiber = yield* Effect.forkScoped(
-        Effect.provide(runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome }), services).pipe(
-          Effect.ensuring(Effect.sync(() => closeMountHandles(handles)))
+        Effect.provide(runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools }), services).pipe(
+          Effect.ensuring(Effect.zipRight(Effect.sync(() => closeMountHandles(handles)), closeMcp))
         )
       )
       const handle: JobHandle = {

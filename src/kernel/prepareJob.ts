@@ -1,16 +1,17 @@
 /**
  * The environment's checks of a typed job (ARCHITECTURE §4): workspace paths that are missing,
  * overlap or lie outside the envelope's boundary, an unknown provider or model, tools this runtime
- * cannot create, process tools without their sandbox. Every problem at once; the spec is not decoded
- * again (decodeJob.ts did that once).
+ * cannot create, MCP grants of servers the job does not list, process tools without their sandbox.
+ * Every problem at once; the spec is not decoded again (decodeJob.ts did that once).
  */
 import type { Api, Model } from "@earendil-works/pi-ai"
 import { Effect, Either } from "effect"
-import { KERNEL_TOOLS, MCP_GRANT } from "../contract/AgentDefinition.ts"
+import { KERNEL_TOOLS } from "../contract/AgentDefinition.ts"
 import { JobRefused, type JobBoundary } from "../contract/AgentRuntime.ts"
 import type { JobSpec } from "../contract/JobSpec.ts"
 import type { Problem } from "../contract/Problem.ts"
 import { compileDenyPatterns, type DenyMatcher } from "../tools/denyPatterns.ts"
+import { mcpGrantProblems } from "../tools/mcp/mcpTools.ts"
 import type { SandboxShape, SandboxStatus } from "../tools/Sandbox.ts"
 import type { ResolvedWorkspace } from "../tools/Tool.ts"
 import { resolveWorkspace } from "../tools/Workspace.ts"
@@ -45,25 +46,18 @@ export interface JobEnvironment {
   readonly sandbox: SandboxShape
 }
 
-/** Names the schema accepts but this runtime cannot create yet (unknown names are schema problems). */
-const toolProblems = (parts: JobParts): Array<Problem> => {
-  const serverNames = (parts.mcp?.servers ?? []).map((s) => s.name)
-  return (parts.agent?.tools ?? []).flatMap((name, i): Array<Problem> => {
-    const path = `agent.tools.${i}`
-    const mcp = MCP_GRANT.exec(name)
-    if (mcp !== null) {
-      return [{
-        path,
-        message: serverNames.includes(mcp[1]!)
-          ? "MCP tools are not available in this runtime version yet"
-          : `MCP server "${mcp[1]}" is not among the job's mcp.servers`
-      }]
-    }
-    return (KERNEL_TOOLS as ReadonlyArray<string>).includes(name) && !AVAILABLE_TOOLS.includes(name)
-      ? [{ path, message: `tool "${name}" is not available in this runtime version yet` }]
+/**
+ * Names the schema accepts but this runtime cannot create yet (unknown names are schema problems), and
+ * MCP grants naming a server the job does not list (the servers' tools are checked when they connect).
+ */
+const toolProblems = (parts: JobParts): Array<Problem> => [
+  ...(parts.agent?.tools ?? []).flatMap((name, i): Array<Problem> =>
+    (KERNEL_TOOLS as ReadonlyArray<string>).includes(name) && !AVAILABLE_TOOLS.includes(name)
+      ? [{ path: `agent.tools.${i}`, message: `tool "${name}" is not available in this runtime version yet` }]
       : []
-  })
-}
+  ),
+  ...mcpGrantProblems(parts.agent?.tools, parts.mcp?.servers)
+]
 
 /** The process tools (shell, git) an agent grants, with where: no `tools` list grants every kernel tool. */
 export const processToolGrants = (agent: JobSpec["agent"]): ReadonlyArray<{ readonly path: string; readonly name: string }> =>

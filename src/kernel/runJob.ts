@@ -7,6 +7,7 @@ import { cleanupSessionResources } from "@earendil-works/pi-ai"
 import { Cause, Clock, Deferred, Effect, Exit, Option } from "effect"
 import type { JobOutcome } from "../contract/AgentRuntime.ts"
 import { ProcessRunner, processRunnerLayer, type RunnerOptions } from "../tools/ProcessRunner.ts"
+import type { McpKernelTool } from "../tools/mcp/mcpTools.ts"
 import { createKernelTools } from "../tools/registry.ts"
 import type { Workspace } from "../tools/Workspace.ts"
 import { agentLoop } from "./agentLoop.ts"
@@ -29,6 +30,8 @@ export interface JobRunOptions {
   readonly runner: RunnerOptions
   /** Completed with the outcome right after the terminal event (an interrupted fiber returns no value). */
   readonly outcome: Deferred.Deferred<JobOutcome>
+  /** The offered tools of the job's MCP servers, connected at job start (after the kernel tools). */
+  readonly mcpTools?: ReadonlyArray<McpKernelTool>
 }
 
 /**
@@ -56,8 +59,13 @@ export const runJob = (
         agentVersion: spec.agent.version,
         metadata: spec.metadata ?? {}
       })
+      // The spec: MCP tools are callable from codemode scripts when the agent has codemode (only the
+      // read-only ones: a script may not change anything), declared to the model otherwise.
+      const mcp = options.mcpTools ?? []
+      const viaCodemode = prepared.toolNames.includes("codemode") ? mcp.filter((t) => t.readOnly) : []
+      const declared = mcp.filter((t) => !viaCodemode.includes(t))
       const loop = Effect.flatMap(ProcessRunner, (runner) =>
-        agentLoop({ spec, tools: createKernelTools(prepared.toolNames, runner), deny: prepared.deny })
+        agentLoop({ spec, tools: [...createKernelTools(prepared.toolNames, runner, viaCodemode), ...declared], deny: prepared.deny })
       ).pipe(
         // The runner's scope ends with the loop: every process it started is dead before we go on.
         Effect.provide(processRunnerLayer(options.runner))

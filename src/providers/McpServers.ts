@@ -7,7 +7,8 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Either, Layer, Schema } from "effect"
 import { decodeAll } from "../contract/Problem.ts"
-import { McpServerInvalid, McpServerNotFound } from "./errors.ts"
+import { connectMcp } from "../tools/mcp/McpClient.ts"
+import { McpServerInvalid, McpServerNotFound, McpUnreachable } from "./errors.ts"
 import { openHeaders, SecretBox, sealHeaders } from "./SecretBox.ts"
 import { checkOutboundUrl } from "./urlPolicy.ts"
 
@@ -33,6 +34,21 @@ export interface McpServerView {
   readonly updatedAt: Date
 }
 
+/** A tool as the server lists it now, and whether jobs are offered it. */
+export interface McpToolView {
+  readonly name: string
+  readonly description: string
+  /** The server marks it read-only (`annotations.readOnlyHint`). */
+  readonly readOnly: boolean
+  /** An admin allowed it by name (`allowedTools`). */
+  readonly allowed: boolean
+  /** A job granting the server gets it: read-only or allowed. */
+  readonly offered: boolean
+}
+
+/** Bound on connecting and listing from the portal or API. */
+const LIST_TIMEOUT_MS = 10_000
+
 /** A server as the job child gets it: headers decrypted (stdin only). */
 export interface McpServerConfig {
   readonly name: string
@@ -40,6 +56,7 @@ export interface McpServerConfig {
   readonly headers: Record<string, string>
   readonly timeoutSec: number
   readonly allowedTools: ReadonlyArray<string>
+  readonly allowPrivateNetwork: boolean
 }
 
 interface Row {
@@ -61,6 +78,13 @@ export class McpServers extends Context.Tag("providers/McpServers")<
     /** Creates or replaces a server; the URL policy runs first. */
     readonly put: (name: string, input: unknown, by: string) => Effect.Effect<McpServerView, McpServerInvalid>
     readonly remove: (name: string) => Effect.Effect<void, McpServerNotFound>
+    /**
+     * Connects with the stored headers (URL policy, pinned connection, no redirects, bounded) and lists
+     * the server's tools. `McpUnreachable` says why not, never with a header value.
+     */
+    readonly listTools: (name: string) => Effect.Effect<ReadonlyArray<McpToolView>, McpServerNotFound | McpUnreachable>
+    /** Adds `tool` to the allowed tools (or removes it); the other settings and the headers stay. */
+    readonly allowTool: (name: string, tool: string, allowed: boolean, by: string) => Effect.Effect<McpServerView, McpServerNotFound | McpServerInvalid>
     /** The named servers with headers decrypted, for a job envelope. */
     readonly configs: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<McpServerConfig>, McpServerNotFound>
   }
@@ -101,6 +125,30 @@ export const makeMcpServers = Effect.gen(function* () {
         const deleted = yield* sql`DELETE FROM admin.mcp_server WHERE name = ${name} RETURNING name`
         if (deleted.length === 0) return yield* Effect.fail(new McpServerNotFound({ name }))
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    listTools: (name) =>
+      Effect.gen(function* () {
+        const row = yield* one(name)
+        const server = { name: row.name, url: row.url, headers: headersOf(row), allowPrivateNetwork: row.allowPrivateNetwork }
+        const conn = yield* connectMcp(server, { timeoutMs: LIST_TIMEOUT_MS }).pipe(
+          Effect.mapError((e) => new McpUnreachable({ name, problem: e.message }))
+        )
+        return conn.tools.map((t): McpToolView => {
+          const allowed = row.allowedTools.includes(t.name)
+          return { name: t.name, description: t.description, readOnly: t.readOnly, allowed, offered: t.readOnly || allowed }
+        })
+      }).pipe(Effect.scoped, Effect.catchTag("SqlError", Effect.die)),
+    allowTool: (name, tool, allowed, by) =>
+      Effect.gen(function* () {
+        if (tool.length === 0 || tool.length > 256 || /[\u0000-\u001f\u007f]/.test(tool)) {
+          return yield* Effect.fail(new McpServerInvalid({ problems: [{ path: "tool", message: "must be a tool name of 1 to 256 characters without control characters" }] }))
+        }
+        const row = yield* one(name)
+        const rest = row.allowedTools.filter((t) => t !== tool)
+        const allowedTools = allowed ? [...rest, tool] : rest
+        yield* sql`UPDATE admin.mcp_server SET allowed_tools = ${JSON.stringify(allowedTools)}::jsonb, updated_by = ${by}, updated_at = now()
+          WHERE name = ${name}`
+        return view(yield* one(name))
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
     configs: (names) =>
       Effect.forEach([...new Set(names)], (name) =>
         Effect.map(one(name), (row): McpServerConfig => ({
@@ -108,7 +156,8 @@ export const makeMcpServers = Effect.gen(function* () {
           url: row.url,
           headers: headersOf(row),
           timeoutSec: row.timeoutSec,
-          allowedTools: row.allowedTools
+          allowedTools: row.allowedTools,
+          allowPrivateNetwork: row.allowPrivateNetwork
         }))
       ).pipe(Effect.catchTag("SqlError", Effect.die))
   }

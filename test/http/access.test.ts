@@ -210,6 +210,15 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     ok: 200
   },
   {
+    route: "POST /api/admin/mcp-servers/:name/allowed-tools",
+    guard: "providers.manage",
+    sample: async (n) => {
+      await asManager("PUT", `/api/admin/mcp-servers/${n}`, mcpBody)
+      return { path: `/api/admin/mcp-servers/${n}/allowed-tools`, json: { tool: "write_page", allowed: true } }
+    },
+    ok: 200
+  },
+  {
     route: "DELETE /api/admin/mcp-servers/:name",
     guard: "providers.manage",
     sample: async (n) => {
@@ -330,6 +339,16 @@ const GET: ReadonlyArray<RouteCase> = [
       return { path: `/api/admin/mcp-servers/${n}` }
     },
     ok: 200
+  },
+  {
+    // Lists live, so it connects with the stored headers: an admin's action. Nothing listens on port 9: 502.
+    route: "GET /api/admin/mcp-servers/:name/tools",
+    guard: "providers.manage",
+    sample: async (n) => {
+      await asManager("PUT", `/api/admin/mcp-servers/${n}`, { url: "http://127.0.0.1:9/mcp", allowPrivateNetwork: true })
+      return { path: `/api/admin/mcp-servers/${n}/tools` }
+    },
+    ok: 502
   },
   { route: "GET /api/tokens", guard: "read", sample: async () => ({ path: "/api/tokens" }), ok: 200 },
   { route: "GET /api/admin/users", guard: "admin", sample: async () => ({ path: "/api/admin/users" }), ok: 200 },
@@ -489,14 +508,14 @@ describe("session-only routes: any session may, no API token may", () => {
   }
 })
 
-describe("GET routes: anonymous 401, a reader 200", () => {
+describe("GET routes: anonymous 401, a reader 200 (403 where a permission is needed)", () => {
   let readerSession: Session
   beforeAll(async () => {
     readerSession = await api.signIn("reader", PASSWORD)
   })
   for (const c of GET) {
     const anonymousStatus = c.guard === "public" ? c.ok : 401
-    const readerStatus = c.guard === "admin" ? 403 : c.ok
+    const readerStatus = c.guard === "admin" || c.guard === "providers.manage" ? 403 : c.ok
     test(`${c.route}: anonymous ${anonymousStatus}, reader ${readerStatus}`, async () => {
       const sample = await c.sample(unique("get"))
       const anonymous = await api.request("GET", sample.path)
@@ -508,6 +527,10 @@ describe("GET routes: anonymous 401, a reader 200", () => {
       if (c.guard === "admin") {
         for (const one of [agentsOnly, providersOnly]) expect((await api.request("GET", sample.path, { token: one.token })).status).toBe(403)
         expect((await api.request("GET", sample.path, { token: api.manager.token })).status).toBe(c.ok)
+      }
+      if (c.guard === "providers.manage") {
+        expect((await api.request("GET", sample.path, { token: agentsOnly.token })).status).toBe(403)
+        expect((await api.request("GET", sample.path, { token: providersOnly.token })).status).toBe(c.ok)
       }
     })
   }

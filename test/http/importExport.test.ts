@@ -3,7 +3,7 @@
  * version), the round trip between them, and imports an attacker shaped: language-tagged front
  * matter, path traversal in ZIP names, ZIP bombs.
  */
-import { describe, expect, setDefaultTimeout, test } from "bun:test"
+import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { strToU8, unzipSync, zipSync } from "fflate"
 import { createAgent, createAgentFiles, saveAgent, storeFingerprint, useApi } from "../support/api.ts"
 import { createStreamingZeroZip, createZeroBomb, withDeclaredSizes } from "../agents/zipFixtures.ts"
@@ -12,6 +12,12 @@ import { createStreamingZeroZip, createZeroBomb, withDeclaredSizes } from "../ag
 setDefaultTimeout(30_000)
 
 const api = useApi()
+
+// The full package grants mcp__kb__search: its server must be registered for the agent to be valid.
+beforeAll(async () => {
+  const r = await api.request("PUT", "/api/admin/mcp-servers/kb", { token: api.manager.token, json: { url: "https://93.184.215.14/mcp" } })
+  expect(r.status).toBe(200)
+})
 
 const MiB = 1 << 20
 const b64 = (bytes: Uint8Array | string) => Buffer.from(typeof bytes === "string" ? strToU8(bytes) : bytes).toString("base64")

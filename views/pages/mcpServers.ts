@@ -3,7 +3,7 @@
  * write-only: stored headers are listed by name with an empty value field; URL policy problems
  * appear at the URL field.
  */
-import type { McpServerView } from "../../src/providers/McpServers.ts"
+import type { McpServerView, McpToolView } from "../../src/providers/McpServers.ts"
 import type { HeaderRow, McpForm } from "../../src/http/portal/providerForm.ts"
 import { alert, badge, canManageProviders, emptyState, fieldProblems, mcpHref, pageHeader, problemList, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
@@ -94,7 +94,7 @@ export const mcpServerPage = (ctx: PageContext, form: McpForm, problems: Placed,
         <input id="f-timeoutSec" name="timeoutSec" inputmode="numeric" value="${form.timeoutSec}" aria-describedby="problems-timeoutSec"${dis}>
         ${fieldProblems("timeoutSec", problems.get("timeoutSec"))}</div>
       <div class="field"><label for="f-allowedTools">Allowed tools</label>
-        <p class="hint" id="hint-allowedTools">One name per line; a job sees only these.</p>
+        <p class="hint" id="hint-allowedTools">Tools the server does not mark read-only that jobs may call, one name per line (read-only tools need no entry).</p>
         <div hx-disable><textarea id="f-allowedTools" name="allowedTools" rows="3" spellcheck="false" aria-describedby="hint-allowedTools problems-allowedTools"${dis}>${form.allowedTools}</textarea></div>
         ${fieldProblems("allowedTools", problems.get("allowedTools"))}</div>
     </div>
@@ -103,6 +103,58 @@ export const mcpServerPage = (ctx: PageContext, form: McpForm, problems: Placed,
       ${alert("warn", "Only for a server on your own network: the URL may then reach loopback, private and link-local addresses, including this host's own services.")}
     </div>
     ${manage ? html`<div class="save-bar"><button type="submit" class="primary">${creating ? "Add server" : "Save server"}</button></div>` : html``}
-  </form>`
+  </form>
+  ${
+    creating || !manage
+      ? html``
+      : html`<section class="card stack"><h2>Tools</h2><p class="hint">${TOOLS_HINT}</p>
+      <div id="mcp-tools"><a class="button secondary" href="${mcpHref(form.name, "/tools")}" hx-get="${mcpHref(form.name, "/tools")}" hx-target="#mcp-tools" hx-swap="outerHTML">List tools</a></div></section>`
+  }`
   )
 }
+
+/** What a live listing found: the tools, or why the server could not be listed (never a header value). */
+export type McpToolListing = { readonly tools: ReadonlyArray<McpToolView> } | { readonly error: string }
+
+/** The server's tools as listed now: read-only flags, whether jobs get each, and allow/stop-allowing buttons. */
+export const mcpToolsFragment = (ctx: PageContext, server: McpServerView, listing: McpToolListing): Html => {
+  const manage = canManageProviders(ctx.viewer)
+  if ("error" in listing) return html`<div id="mcp-tools">${alert("error", listing.error)}</div>`
+  const listed = new Set(listing.tools.map((t) => t.name))
+  const unlisted = server.allowedTools.filter((t) => !listed.has(t))
+  const toggle = (tool: McpToolView) => html`<form method="post" action="${mcpHref(server.name, "/allowed-tools")}" class="inline">${csrfField(ctx)}
+      <input type="hidden" name="tool" value="${tool.name}"><input type="hidden" name="allowed" value="${tool.allowed ? "0" : "1"}">
+      <button type="submit" class="small ${tool.allowed ? "secondary" : "primary"}">${tool.allowed ? "Stop allowing" : "Allow"}</button></form>`
+  return html`<div id="mcp-tools">
+    ${
+      listing.tools.length === 0
+        ? emptyState("The server lists no tools.", "")
+        : html`<table class="catalog">
+      <thead><tr><th scope="col">Tool</th><th scope="col">Read-only</th><th scope="col">Jobs get it</th>${manage ? html`<th scope="col">Admin</th>` : html``}</tr></thead>
+      <tbody hx-disable>${listing.tools.map(
+        (t) => html`<tr>
+          <td data-label="Tool"><div><code>${t.name}</code><div class="description">${t.description}</div></div></td>
+          <td data-label="Read-only">${t.readOnly ? badge("ok", "read-only") : badge("warn", "not read-only")}</td>
+          <td data-label="Jobs get it">${t.offered ? (t.readOnly ? "yes" : badge("warn", "yes, allowed by an admin")) : html`<span class="muted">no</span>`}</td>
+          ${manage ? html`<td data-label="Admin">${t.readOnly && !t.allowed ? html`<span class="muted">no allowance needed</span>` : toggle(t)}</td>` : html``}
+        </tr>`
+      )}</tbody></table>`
+    }
+    ${unlisted.length === 0 ? html`` : html`<p class="muted" hx-disable>Allowed but not listed by the server now: ${unlisted.join(", ")}</p>`}
+  </div>`
+}
+
+/** The tools listing as a page of its own (no htmx, or after allowing a tool). */
+export const mcpToolsPage = (ctx: PageContext, server: McpServerView, listing: McpToolListing, notice: string | null): Html =>
+  layout(
+    ctx,
+    `${server.name}: tools`,
+    html`
+  ${pageHeader(`Tools of ${server.name}`, { crumbs: [["/mcp-servers", "MCP servers"], [mcpHref(server.name), server.name]] })}
+  ${notice === null ? html`` : alert("ok", notice)}
+  <p class="hint">${TOOLS_HINT}</p>
+  ${mcpToolsFragment(ctx, server, listing)}`
+  )
+
+const TOOLS_HINT =
+  "Listed live from the server with its stored headers. A job granting this server gets the tools the server marks read-only and those an admin allowed here by name; it is never offered any other tool."

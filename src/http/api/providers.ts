@@ -19,6 +19,9 @@ const ProjectBody = Schema.Struct({
   root: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })), { exact: true })
 })
 
+/** Allow (or stop allowing) one MCP tool by name. */
+const AllowToolBody = Schema.Struct({ tool: Schema.String, allowed: Schema.Boolean })
+
 export const providerRoutes = (route: Route) =>
   new Elysia({ name: "providers-api" })
     .get("/api/admin/providers", route("read", () => Effect.map(Effect.flatMap(ProviderStore, (p) => p.list), (providers) => json({ providers }))))
@@ -74,6 +77,18 @@ export const providerRoutes = (route: Route) =>
       route("providers.manage", (i) => Effect.gen(function* () {
         const body = yield* jsonBody(i.request)
         return json({ server: yield* (yield* McpServers).put(param(i, "name"), body, i.principal.username) })
+      }))
+    )
+    .get(
+      "/api/admin/mcp-servers/:name/tools",
+      // Connects to the server with its stored headers: an admin's action, not a reader's.
+      route("providers.manage", (i) => Effect.map(Effect.flatMap(McpServers, (m) => m.listTools(param(i, "name"))), (tools) => json({ tools })))
+    )
+    .post(
+      "/api/admin/mcp-servers/:name/allowed-tools",
+      route("providers.manage", (i) => Effect.gen(function* () {
+        const body = yield* decodeBody(i.request, AllowToolBody)
+        return json({ server: yield* (yield* McpServers).allowTool(param(i, "name"), body.tool, body.allowed, i.principal.username) })
       }))
     )
     .delete(

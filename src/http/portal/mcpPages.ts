@@ -5,10 +5,11 @@
 import { Effect } from "effect"
 import { Elysia } from "elysia"
 import type { Problem } from "../../contract/Problem.ts"
+import { mcpHref } from "../../../views/components.ts"
 import { McpServers } from "../../providers/McpServers.ts"
-import { mcpServerPage, mcpServersPage } from "../../../views/pages/mcpServers.ts"
+import { mcpServerPage, mcpServersPage, mcpToolsFragment, mcpToolsPage, type McpToolListing } from "../../../views/pages/mcpServers.ts"
 import { blankMcpForm, mcpFormFrom, mcpFormOf, mcpInput, placeByRow, type McpForm } from "./providerForm.ts"
-import { htmlResponse, noticeOf, redirect } from "./pageResponse.ts"
+import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 
 const FIELDS = ["name", "url", "timeoutSec", "allowedTools", "headers"]
@@ -26,6 +27,31 @@ const save = (input: PortalInput, form: McpForm, creating: boolean) =>
     )
   })
 
+/** Lists the server's tools live; a server that cannot be listed is shown as the error, plainly. */
+const tools = (input: PortalInput) =>
+  Effect.gen(function* () {
+    const servers = yield* McpServers
+    const server = yield* servers.get(nameParam(input))
+    const listing: McpToolListing = yield* servers.listTools(server.name).pipe(
+      Effect.map((list) => ({ tools: list })),
+      Effect.catchTag("McpUnreachable", (e) => Effect.succeed({ error: e.message }))
+    )
+    return htmlResponse(
+      isHtmx(input.request) ? mcpToolsFragment(input.page, server, listing) : mcpToolsPage(input.page, server, listing, noticeOf(input.url, server.name))
+    )
+  })
+
+const allowTool = (input: PortalInput) =>
+  Effect.gen(function* () {
+    const name = nameParam(input)
+    const tool = String(input.form.get("tool") ?? "")
+    const allowed = input.form.get("allowed") === "1"
+    yield* (yield* McpServers).allowTool(name, tool, allowed, input.principal.username).pipe(
+      Effect.catchTag("McpServerInvalid", (e) => Effect.fail({ _tag: "BadRequest" as const, message: "the tool name has problems", problems: e.problems }))
+    )
+    return redirect(input.request, `${mcpHref(name, "/tools")}?updated=${encodeURIComponent(tool.slice(0, 100))}`)
+  })
+
 export const mcpPages = (portal: PortalRunner) =>
   new Elysia()
     .get("/mcp-servers", portal.page("read", ({ page, url }) => Effect.map(Effect.flatMap(McpServers, (m) => m.list), (list) => htmlResponse(mcpServersPage(page, list, noticeOf(url, ""))))))
@@ -41,6 +67,8 @@ export const mcpPages = (portal: PortalRunner) =>
         Effect.flatMap(Effect.flatMap(McpServers, (m) => m.get(nameParam(input))), (s) => save(input, mcpFormFrom(input.form, s.name), false))
       )
     )
+    .get("/mcp-servers/:name/tools", portal.page("providers.manage", tools))
+    .post("/mcp-servers/:name/allowed-tools", portal.action("providers.manage", allowTool))
     .post(
       "/mcp-servers/:name/delete",
       portal.action("providers.manage", (input) =>

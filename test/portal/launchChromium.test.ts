@@ -1,0 +1,92 @@
+/** Which Chromium the browser tests drive, and the bundled one: it runs, and concurrent unpacks never collide. */
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, watch } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { chooseChromium, launchChromium } from "./launchChromium.ts"
+
+// Unpacking 200 MB twice at once on a loaded 2-core machine.
+setDefaultTimeout(120_000)
+
+const present = (...paths: Array<string>) => (path: string) => paths.includes(path)
+
+describe("choosing the test browser", () => {
+  test("CHROMIUM_PATH, else Debian's chromium, else chromium on PATH, else the bundled one", () => {
+    const all = present("/opt/c/chrome", "/usr/bin/chromium", "/usr/local/bin/chromium")
+    expect(chooseChromium({ CHROMIUM_PATH: "/opt/c/chrome" }, all)).toEqual({ source: "CHROMIUM_PATH", path: "/opt/c/chrome" })
+    expect(chooseChromium({ PATH: "/usr/local/bin" }, all)).toEqual({ source: "system", path: "/usr/bin/chromium" })
+    expect(chooseChromium({ PATH: "/nope:/usr/local/bin" }, present("/usr/local/bin/chromium"))).toEqual({ source: "system", path: "/usr/local/bin/chromium" })
+    expect(chooseChromium({ PATH: "/usr/local/bin" }, present())).toEqual({ source: "bundled" })
+    expect(chooseChromium({}, present())).toEqual({ source: "bundled" })
+  })
+
+  test("KINTSUGI_TEST_BROWSER=bundled forces the bundled one; =system refuses to fall back", () => {
+    const all = present("/opt/c/chrome", "/usr/bin/chromium")
+    expect(chooseChromium({ KINTSUGI_TEST_BROWSER: "bundled", CHROMIUM_PATH: "/opt/c/chrome" }, all)).toEqual({ source: "bundled" })
+    expect(chooseChromium({ KINTSUGI_TEST_BROWSER: "system" }, all)).toEqual({ source: "system", path: "/usr/bin/chromium" })
+    expect(() => chooseChromium({ KINTSUGI_TEST_BROWSER: "system" }, present())).toThrow(/system but Debian's chromium is missing: apt-get install chromium/)
+  })
+
+  test("a wrong setting names what is wrong instead of falling back", () => {
+    expect(() => chooseChromium({ CHROMIUM_PATH: "/nonexistent/chromium" }, present("/usr/bin/chromium"))).toThrow(
+      /Chromium not found at \/nonexistent\/chromium \(CHROMIUM_PATH\)/
+    )
+    expect(() => chooseChromium({ KINTSUGI_TEST_BROWSER: "firefox" }, present())).toThrow(/KINTSUGI_TEST_BROWSER=firefox is not one of auto, system, bundled/)
+  })
+})
+
+describe("the bundled Chromium", () => {
+  // CI installs Debian's chromium, so without this the fallback would never run there.
+  test("launches, lays out text and clicks, even where Debian's chromium is installed", async () => {
+    const browser = await launchChromium([], { source: "bundled" })
+    try {
+      const { version } = (await Bun.file(join(import.meta.dir, "../../node_modules/@sparticuz/chromium/package.json")).json()) as { version: string }
+      expect(browser.version().split(".")[0]).toBe(version.split(".")[0])
+      const page = await browser.newPage()
+      await page.setContent(`<button onclick="this.textContent='done'">Go</button> <span id="t">some text</span>`)
+      await page.getByRole("button", { name: "Go" }).click()
+      expect(await page.textContent("button")).toBe("done")
+      expect(await page.locator("#t").evaluate((e) => e.getBoundingClientRect().width)).toBeGreaterThan(0)
+    } finally {
+      await browser.close()
+    }
+  })
+
+  test("two processes unpacking at once both get the whole binary; copies of dead processes are removed", async () => {
+    const cache = mkdtempSync(join(tmpdir(), "kintsugi-chromium-race-"))
+    try {
+      const parent = join(cache, "kintsugi")
+      mkdirSync(parent)
+      const dead = Bun.spawn(["true"])
+      await dead.exited
+      mkdirSync(join(parent, `chromium-0.0.0.partial-${dead.pid}-left-over`))
+      const script =
+        `const { unpackBundledChromium } = await import(${JSON.stringify(join(import.meta.dir, "launchChromium.ts"))});` +
+        `const r = await unpackBundledChromium(process.argv[1]);` +
+        `console.log(JSON.stringify({ path: r.path, size: require("node:fs").statSync(r.path).size }))`
+      const unpack = () => Bun.spawn(["bun", "-e", script, cache], { stdout: "pipe", stderr: "inherit" })
+      // The second starts once the first has begun writing (its first entry in the cache dir).
+      let started!: () => void
+      const firstWrites = new Promise<void>((resolve) => (started = resolve))
+      const watcher = watch(parent, (_event, name) => {
+        if (name !== null && !name.includes("left-over")) started()
+      })
+      const a = unpack()
+      await firstWrites
+      watcher.close()
+      const b = unpack()
+      const [ra, rb] = await Promise.all([a, b].map(async (p) => {
+        const out = await new Response(p.stdout).text()
+        expect(await p.exited).toBe(0)
+        return JSON.parse(out) as { path: string; size: number }
+      }))
+      expect(rb).toEqual(ra!)
+      expect(ra!.size).toBe(statSync(ra!.path).size)
+      expect(readdirSync(parent)).toEqual([ra!.path.split("/").at(-2)!])
+      const version = Bun.spawnSync([ra!.path, "--version"])
+      expect(version.stdout.toString()).toMatch(/^Chromium \d+\./)
+    } finally {
+      rmSync(cache, { recursive: true, force: true })
+    }
+  })
+})

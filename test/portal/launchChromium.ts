@@ -1,0 +1,152 @@
+/**
+ * The one place the browser tests get their Chromium: CHROMIUM_PATH, else Debian's `chromium`, else
+ * the Chromium that the `@sparticuz/chromium` dev dependency ships, unpacked once per user and version.
+ */
+import { accessSync, constants, createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { homedir } from "node:os"
+import { dirname, join } from "node:path"
+import { pipeline } from "node:stream/promises"
+import { brotliDecompressSync, createBrotliDecompress } from "node:zlib"
+import { chromium, type Browser } from "playwright-core"
+
+/** Our flags for every browser test (the bundled build needs none of `@sparticuz/chromium`'s `args`). */
+export const BROWSER_ARGS: ReadonlyArray<string> = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+/** Where Debian's package puts it; `chromium` on PATH is tried next. */
+const SYSTEM_CHROMIUM = "/usr/bin/chromium"
+
+/** The choice made from the environment, before anything is unpacked or launched. */
+export type ChromiumChoice =
+  | { readonly source: "CHROMIUM_PATH" | "system"; readonly path: string }
+  | { readonly source: "bundled" }
+
+const isExecutableFile = (path: string): boolean => {
+  try {
+    accessSync(path, constants.X_OK)
+    return statSync(path).isFile()
+  } catch {
+    return false
+  }
+}
+
+const onPath = (env: Record<string, string | undefined>, isExecutable: (path: string) => boolean): string | undefined =>
+  (env["PATH"] ?? "").split(":").filter((d) => d !== "").map((d) => join(d, "chromium")).find(isExecutable)
+
+/**
+ * KINTSUGI_TEST_BROWSER: unset/`auto` = CHROMIUM_PATH, else Debian's chromium, else the bundled one;
+ * `system` = CHROMIUM_PATH or Debian's, never the bundled one; `bundled` = always the bundled one.
+ * Throws with what to do when the setting is unknown or the named browser is missing.
+ */
+export const chooseChromium = (
+  env: Record<string, string | undefined> = process.env,
+  isExecutable: (path: string) => boolean = isExecutableFile
+): ChromiumChoice => {
+  const mode = env["KINTSUGI_TEST_BROWSER"] ?? "auto"
+  if (mode !== "auto" && mode !== "system" && mode !== "bundled") {
+    throw new Error(`KINTSUGI_TEST_BROWSER=${mode} is not one of auto, system, bundled.`)
+  }
+  if (mode === "bundled") return { source: "bundled" }
+  const explicit = env["CHROMIUM_PATH"]
+  if (explicit !== undefined && explicit !== "") {
+    if (!isExecutable(explicit)) throw new Error(`Chromium not found at ${explicit} (CHROMIUM_PATH): point it at a Chromium binary, or unset it.`)
+    return { source: "CHROMIUM_PATH", path: explicit }
+  }
+  const system = isExecutable(SYSTEM_CHROMIUM) ? SYSTEM_CHROMIUM : onPath(env, isExecutable)
+  if (system !== undefined) return { source: "system", path: system }
+  if (mode === "system") {
+    throw new Error("KINTSUGI_TEST_BROWSER=system but Debian's chromium is missing: apt-get install chromium, or set CHROMIUM_PATH.")
+  }
+  return { source: "bundled" }
+}
+
+const packageDir = (): string => join(dirname(Bun.resolveSync("@sparticuz/chromium", import.meta.dir)), "..")
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+const xmlText = (s: string): string => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
+
+/** The bundled browser unpacked: its binary and the fontconfig file naming its fonts. */
+export interface BundledChromium {
+  readonly path: string
+  readonly fontconfigFile: string
+}
+
+/**
+ * Unpacks the bundled Chromium into `<cacheRoot>/kintsugi/chromium-<version>/` unless it is there.
+ * Each process unpacks into its own `.partial-<pid>-…` directory and renames it into place, so a
+ * reader never sees a half-written binary and concurrent test processes cannot collide (the loser of
+ * the rename drops its copy). `@sparticuz/chromium`'s own `executablePath()` is not used: it writes
+ * to a fixed `/tmp/chromium` and hands a second process the file while the first is still writing it.
+ */
+export const unpackBundledChromium = async (
+  cacheRoot: string = process.env["XDG_CACHE_HOME"] || join(homedir(), ".cache")
+): Promise<BundledChromium> => {
+  const pkg = packageDir()
+  const version = (JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")) as { version: string }).version
+  const parent = join(cacheRoot, "kintsugi")
+  const final = join(parent, `chromium-${version}`)
+  const result = { path: join(final, "chromium"), fontconfigFile: join(final, "fonts.conf") }
+  if (existsSync(result.path)) return result
+  if (process.platform !== "linux" || process.arch !== "x64") {
+    throw new Error(`The bundled Chromium runs on linux/x64 only (this is ${process.platform}/${process.arch}): install chromium, or set CHROMIUM_PATH.`)
+  }
+  mkdirSync(parent, { recursive: true, mode: 0o700 })
+  // Copies left by a process that died while unpacking.
+  for (const name of readdirSync(parent)) {
+    const m = /^chromium-.*\.partial-(\d+)-/.exec(name)
+    if (m !== null && !isAlive(Number(m[1]))) rmSync(join(parent, name), { recursive: true, force: true })
+  }
+  const partial = join(parent, `chromium-${version}.partial-${process.pid}-${crypto.randomUUID()}`)
+  mkdirSync(partial, { mode: 0o700 })
+  try {
+    await pipeline(
+      createReadStream(join(pkg, "bin", "chromium.br")),
+      createBrotliDecompress({ chunkSize: 2 ** 21 }),
+      createWriteStream(join(partial, "chromium"), { mode: 0o700 })
+    )
+    // Open Sans, so pages have text with a width even where the machine has no fonts at all.
+    await new Bun.Archive(brotliDecompressSync(readFileSync(join(pkg, "bin", "fonts.tar.br")))).extract(partial, { glob: "fonts/**" })
+    writeFileSync(
+      join(partial, "fonts.conf"),
+      `<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig>\n` +
+        `  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>\n` +
+        `  <dir>${xmlText(join(final, "fonts"))}</dir>\n  <cachedir>${xmlText(join(final, "fontconfig-cache"))}</cachedir>\n</fontconfig>\n`
+    )
+    try {
+      renameSync(partial, final)
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code
+      if ((code !== "ENOTEMPTY" && code !== "EEXIST") || !existsSync(result.path)) throw e
+    }
+    return result
+  } finally {
+    rmSync(partial, { recursive: true, force: true })
+  }
+}
+
+let bundled: Promise<BundledChromium> | undefined
+
+/** Launches headless Chromium (by default as `chooseChromium` says) with our flags plus `extraArgs`. */
+export const launchChromium = async (extraArgs: ReadonlyArray<string> = [], choice: ChromiumChoice = chooseChromium()): Promise<Browser> => {
+  const args = [...BROWSER_ARGS, ...extraArgs]
+  if (choice.source !== "bundled") return chromium.launch({ executablePath: choice.path, args })
+  bundled ??= unpackBundledChromium()
+  const b = await bundled
+  try {
+    return await chromium.launch({ executablePath: b.path, args, env: { ...process.env, FONTCONFIG_FILE: b.fontconfigFile } })
+  } catch (e) {
+    const lib = /error while loading shared libraries: ([^:\s]+)/.exec(String(e))
+    if (lib === null) throw e
+    throw new Error(
+      `The bundled Chromium (${b.path}) needs ${lib[1]} from the system (Debian: libnss3, libnspr4, libexpat1); ` +
+        "install those, or Debian's chromium (apt-get install chromium)."
+    )
+  }
+}

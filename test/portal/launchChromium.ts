@@ -72,10 +72,35 @@ const isAlive = (pid: number): boolean => {
 
 const xmlText = (s: string): string => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
 
-/** The bundled browser unpacked: its binary and the fontconfig file naming its fonts. */
+/** The bundled browser unpacked, and what it needs in its environment to start here. */
 export interface BundledChromium {
   readonly path: string
-  readonly fontconfigFile: string
+  /** Its fontconfig file, and its own NSS and expat libraries where the system has none. */
+  readonly env: Readonly<Record<string, string>>
+}
+
+/** Undefined when the binary starts with `env`, else what the loader said. */
+const startFailure = (path: string, env: Record<string, string>): string | undefined => {
+  const r = Bun.spawnSync([path, "--version"], { env: { ...process.env, ...env }, stdout: "ignore", stderr: "pipe" })
+  return r.exitCode === 0 ? undefined : r.stderr.toString().trim() || `exit ${r.exitCode}`
+}
+
+/**
+ * The system's libnss3, libnspr4 and libexpat1 when it has them (the bundled copies, built for Amazon
+ * Linux 2023, need glibc 2.34), else the bundled ones.
+ */
+const launchEnv = (dir: string): Record<string, string> => {
+  const path = join(dir, "chromium")
+  const fonts = { FONTCONFIG_FILE: join(dir, "fonts.conf") }
+  const withSystemLibs = startFailure(path, fonts)
+  if (withSystemLibs === undefined) return fonts
+  const own = { ...fonts, LD_LIBRARY_PATH: [join(dir, "lib"), process.env["LD_LIBRARY_PATH"] ?? ""].filter((p) => p !== "").join(":") }
+  const withOwnLibs = startFailure(path, own)
+  if (withOwnLibs === undefined) return own
+  throw new Error(
+    `The bundled Chromium (${path}) does not start: ${withSystemLibs}; with its own libraries: ${withOwnLibs}. ` +
+      "Install Debian's chromium (apt-get install chromium), or set CHROMIUM_PATH."
+  )
 }
 
 /**
@@ -92,11 +117,12 @@ export const unpackBundledChromium = async (
   const version = (JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")) as { version: string }).version
   const parent = join(cacheRoot, "kintsugi")
   const final = join(parent, `chromium-${version}`)
-  const result = { path: join(final, "chromium"), fontconfigFile: join(final, "fonts.conf") }
-  if (existsSync(result.path)) return result
+  const path = join(final, "chromium")
+  if (existsSync(path)) return { path, env: launchEnv(final) }
   if (process.platform !== "linux" || process.arch !== "x64") {
     throw new Error(`The bundled Chromium runs on linux/x64 only (this is ${process.platform}/${process.arch}): install chromium, or set CHROMIUM_PATH.`)
   }
+  console.error(`Unpacking the Chromium of @sparticuz/chromium ${version} into ${final} (once per user and version).`)
   mkdirSync(parent, { recursive: true, mode: 0o700 })
   // Copies left by a process that died while unpacking.
   for (const name of readdirSync(parent)) {
@@ -105,6 +131,8 @@ export const unpackBundledChromium = async (
   }
   const partial = join(parent, `chromium-${version}.partial-${process.pid}-${crypto.randomUUID()}`)
   mkdirSync(partial, { mode: 0o700 })
+  const untar = (archive: string, glob: string) =>
+    new Bun.Archive(brotliDecompressSync(readFileSync(join(pkg, "bin", archive)))).extract(partial, { glob })
   try {
     await pipeline(
       createReadStream(join(pkg, "bin", "chromium.br")),
@@ -112,7 +140,8 @@ export const unpackBundledChromium = async (
       createWriteStream(join(partial, "chromium"), { mode: 0o700 })
     )
     // Open Sans, so pages have text with a width even where the machine has no fonts at all.
-    await new Bun.Archive(brotliDecompressSync(readFileSync(join(pkg, "bin", "fonts.tar.br")))).extract(partial, { glob: "fonts/**" })
+    await untar("fonts.tar.br", "fonts/**")
+    await untar("al2023.tar.br", "lib/**")
     writeFileSync(
       join(partial, "fonts.conf"),
       `<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig>\n` +
@@ -123,9 +152,9 @@ export const unpackBundledChromium = async (
       renameSync(partial, final)
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code
-      if ((code !== "ENOTEMPTY" && code !== "EEXIST") || !existsSync(result.path)) throw e
+      if ((code !== "ENOTEMPTY" && code !== "EEXIST") || !existsSync(path)) throw e
     }
-    return result
+    return { path, env: launchEnv(final) }
   } finally {
     rmSync(partial, { recursive: true, force: true })
   }
@@ -139,14 +168,5 @@ export const launchChromium = async (extraArgs: ReadonlyArray<string> = [], choi
   if (choice.source !== "bundled") return chromium.launch({ executablePath: choice.path, args })
   bundled ??= unpackBundledChromium()
   const b = await bundled
-  try {
-    return await chromium.launch({ executablePath: b.path, args, env: { ...process.env, FONTCONFIG_FILE: b.fontconfigFile } })
-  } catch (e) {
-    const lib = /error while loading shared libraries: ([^:\s]+)/.exec(String(e))
-    if (lib === null) throw e
-    throw new Error(
-      `The bundled Chromium (${b.path}) needs ${lib[1]} from the system (Debian: libnss3, libnspr4, libexpat1); ` +
-        "install those, or Debian's chromium (apt-get install chromium)."
-    )
-  }
+  return chromium.launch({ executablePath: b.path, args, env: { ...process.env, ...b.env } })
 }

@@ -63,7 +63,7 @@ describe("the bundled Chromium", () => {
       const script =
         `const { unpackBundledChromium } = await import(${JSON.stringify(join(import.meta.dir, "launchChromium.ts"))});` +
         `const r = await unpackBundledChromium(process.argv[1]);` +
-        `console.log(JSON.stringify({ path: r.path, size: require("node:fs").statSync(r.path).size }))`
+        `console.log(JSON.stringify({ path: r.path, size: require("node:fs").statSync(r.path).size, env: r.env }))`
       const unpack = () => Bun.spawn(["bun", "-e", script, cache], { stdout: "pipe", stderr: "inherit" })
       // The second starts once the first has begun writing (its first entry in the cache dir).
       let started!: () => void
@@ -78,12 +78,12 @@ describe("the bundled Chromium", () => {
       const [ra, rb] = await Promise.all([a, b].map(async (p) => {
         const out = await new Response(p.stdout).text()
         expect(await p.exited).toBe(0)
-        return JSON.parse(out) as { path: string; size: number }
+        return JSON.parse(out) as { path: string; size: number; env: Record<string, string> }
       }))
       expect(rb).toEqual(ra!)
       expect(ra!.size).toBe(statSync(ra!.path).size)
       expect(readdirSync(parent)).toEqual([ra!.path.split("/").at(-2)!])
-      const version = Bun.spawnSync([ra!.path, "--version"])
+      const version = Bun.spawnSync([ra!.path, "--version"], { env: { ...process.env, ...ra!.env } })
       expect(version.stdout.toString()).toMatch(/^Chromium \d+\./)
     } finally {
       rmSync(cache, { recursive: true, force: true })

@@ -1,6 +1,6 @@
 /** Which Chromium the browser tests drive, and the bundled one: it runs, and concurrent unpacks never collide. */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, watch } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { chooseChromium, launchChromium } from "./launchChromium.ts"
@@ -52,7 +52,7 @@ describe("the bundled Chromium", () => {
     }
   })
 
-  test("two processes unpacking at once both get the whole binary; copies of dead processes are removed", async () => {
+  test("two processes unpacking at once both end with the whole binary; nothing half-written is ever in place", async () => {
     const cache = mkdtempSync(join(tmpdir(), "kintsugi-chromium-race-"))
     try {
       const parent = join(cache, "kintsugi")
@@ -60,30 +60,41 @@ describe("the bundled Chromium", () => {
       const dead = Bun.spawn(["true"])
       await dead.exited
       mkdirSync(join(parent, `chromium-0.0.0.partial-${dead.pid}-left-over`))
+      // With "hold", the process says "written" when its copy is complete and renames it only on a line from stdin.
       const script =
         `const { unpackBundledChromium } = await import(${JSON.stringify(join(import.meta.dir, "launchChromium.ts"))});` +
-        `const r = await unpackBundledChromium(process.argv[1]);` +
+        `const hold = async () => { console.log("written"); for await (const _ of console) break };` +
+        `const r = await unpackBundledChromium(process.argv[1], process.argv[2] === "hold" ? hold : undefined);` +
         `console.log(JSON.stringify({ path: r.path, size: require("node:fs").statSync(r.path).size, env: r.env }))`
-      const unpack = () => Bun.spawn(["bun", "-e", script, cache], { stdout: "pipe", stderr: "inherit" })
-      // The second starts once the first has begun writing (its first entry in the cache dir).
-      let started!: () => void
-      const firstWrites = new Promise<void>((resolve) => (started = resolve))
-      const watcher = watch(parent, (_event, name) => {
-        if (name !== null && !name.includes("left-over")) started()
-      })
-      const a = unpack()
-      await firstWrites
-      watcher.close()
-      const b = unpack()
-      const [ra, rb] = await Promise.all([a, b].map(async (p) => {
-        const out = await new Response(p.stdout).text()
-        expect(await p.exited).toBe(0)
-        return JSON.parse(out) as { path: string; size: number; env: Record<string, string> }
-      }))
-      expect(rb).toEqual(ra!)
-      expect(ra!.size).toBe(statSync(ra!.path).size)
-      expect(readdirSync(parent)).toEqual([ra!.path.split("/").at(-2)!])
-      const version = Bun.spawnSync([ra!.path, "--version"], { env: { ...process.env, ...ra!.env } })
+      const unpack = (hold: boolean) => Bun.spawn(["bun", "-e", script, cache, hold ? "hold" : "go"], { stdin: "pipe", stdout: "pipe", stderr: "inherit" })
+      type Unpacked = { path: string; size: number; env: Record<string, string> }
+
+      const a = unpack(true)
+      const reader = a.stdout.getReader()
+      const decoder = new TextDecoder()
+      let outA = ""
+      for (let r = await reader.read(); !r.done; r = await reader.read()) {
+        outA += decoder.decode(r.value)
+        if (outA.includes("written\n")) break
+      }
+      expect(outA).toBe("written\n")
+      // A's copy is complete but not in place: nothing but partial copies is visible yet.
+      expect(readdirSync(parent).filter((n) => !n.includes(".partial-"))).toEqual([])
+
+      // B finds nothing in place, unpacks its own copy and renames it first; A then loses the rename.
+      const b = unpack(false)
+      const rb = JSON.parse(await new Response(b.stdout).text()) as Unpacked
+      expect(await b.exited).toBe(0)
+      a.stdin.write("go\n")
+      await a.stdin.end()
+      for (let r = await reader.read(); !r.done; r = await reader.read()) outA += decoder.decode(r.value)
+      expect(await a.exited).toBe(0)
+      const ra = JSON.parse(outA.slice("written\n".length)) as Unpacked
+
+      expect(ra).toEqual(rb)
+      expect(ra.size).toBe(statSync(ra.path).size)
+      expect(readdirSync(parent)).toEqual([ra.path.split("/").at(-2)!])
+      const version = Bun.spawnSync([ra.path, "--version"], { env: { ...process.env, ...ra.env } })
       expect(version.stdout.toString()).toMatch(/^Chromium \d+\./)
     } finally {
       rmSync(cache, { recursive: true, force: true })

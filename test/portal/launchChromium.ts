@@ -111,7 +111,9 @@ const launchEnv = (dir: string): Record<string, string> => {
  * to a fixed `/tmp/chromium` and hands a second process the file while the first is still writing it.
  */
 export const unpackBundledChromium = async (
-  cacheRoot: string = process.env["XDG_CACHE_HOME"] || join(homedir(), ".cache")
+  cacheRoot: string = process.env["XDG_CACHE_HOME"] || join(homedir(), ".cache"),
+  /** Test hook: runs when this process's copy is complete, before it is renamed into place. */
+  beforeRename: () => Promise<void> = async () => {}
 ): Promise<BundledChromium> => {
   const pkg = packageDir()
   const version = (JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")) as { version: string }).version
@@ -148,6 +150,7 @@ export const unpackBundledChromium = async (
         `  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>\n` +
         `  <dir>${xmlText(join(final, "fonts"))}</dir>\n  <cachedir>${xmlText(join(final, "fontconfig-cache"))}</cachedir>\n</fontconfig>\n`
     )
+    await beforeRename()
     try {
       renameSync(partial, final)
     } catch (e) {

@@ -6,9 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
-import { chromium, type Page } from "playwright-core"
+import type { Page } from "playwright-core"
 import { AgentStore } from "../../src/agents/AgentStore.ts"
-import { BROWSER_TEST_MS, CHROMIUM, MANAGER, READER, startPortal, type Portal } from "./harness.ts"
+import { BROWSER_TEST_MS, MANAGER, READER, startPortal, type Portal } from "./harness.ts"
+import { launchChromium } from "./launchChromium.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
@@ -168,7 +169,7 @@ describe("portal security in the browser", () => {
 
   test("DNS rebinding: a name that resolves to the server (evil.example → 127.0.0.1) gets 421 on pages and sign-in", async () => {
     const port = new URL(portal.baseUrl).port
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--host-resolver-rules=MAP evil.example 127.0.0.1"] })
+    const browser = await launchChromium(["--host-resolver-rules=MAP evil.example 127.0.0.1"])
     try {
       const page = await browser.newPage()
       const rebound = `http://evil.example:${port}`

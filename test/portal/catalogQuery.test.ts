@@ -1,8 +1,7 @@
-/** Catalog search and filters, and the browser requirement of the portal tests. */
+/** Catalog search and filters. */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import type { CatalogEntry } from "../../src/agents/AgentStore.ts"
 import { filterCatalog, isFiltered, parseCatalogQuery } from "../../src/http/portal/catalogQuery.ts"
-import { requireChromium } from "./harness.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
@@ -45,11 +44,5 @@ describe("catalog query", () => {
     expect(names("kind=<script>&state=nope")).toEqual(entries.map((e) => e.name))
     expect(isFiltered(parseCatalogQuery(new URLSearchParams("kind=all&q=+")))).toBe(false)
     expect(isFiltered(parseCatalogQuery(new URLSearchParams("state=enabled")))).toBe(true)
-  })
-})
-
-describe("portal test harness", () => {
-  test("a missing Chromium fails the browser tests with what to install", () => {
-    expect(() => requireChromium("/nonexistent/chromium")).toThrow(/Chromium not found at \/nonexistent\/chromium.*apt-get install chromium/)
   })
 })

@@ -1,13 +1,13 @@
 /**
  * The portal under test: the app over a fresh test database, served by Bun.serve on 127.0.0.1:0,
- * a manager and a reader, and headless Chromium (Debian's, through playwright-core). A missing
- * browser fails the tests with a clear message; it never skips them.
+ * a manager and a reader, and headless Chromium through playwright-core (Debian's when present, else
+ * the one `@sparticuz/chromium` ships: `launchChromium.ts`). The browser tests never skip.
  */
 import { Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
-import { existsSync, mkdirSync } from "node:fs"
+import { mkdirSync } from "node:fs"
 import { join } from "node:path"
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core"
+import type { Browser, BrowserContext, Page } from "playwright-core"
 import { Access, type Permission } from "../../src/access/Access.ts"
 import { makeApp } from "../../src/http/app.ts"
 import { listen } from "../../src/http/serve.ts"
@@ -15,11 +15,11 @@ import { makeAppRuntime } from "../../src/main.ts"
 import { testJobRoots } from "../support/jobRoots.ts"
 import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import { testDbLayer } from "../support/db.ts"
+import { launchChromium } from "./launchChromium.ts"
 
 /** Per-test timeout of the browser tests (a 2-core CI machine, a real browser, a database). */
 export const BROWSER_TEST_MS = 90_000
 
-export const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
 export const ARTIFACTS = join(import.meta.dir, "..", "..", "test-artifacts")
 
 export interface TestUser {
@@ -46,18 +46,6 @@ export interface Portal {
   readonly close: () => Promise<void>
 }
 
-const BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-
-/** Fails with what to install when the browser is missing (CI installs Debian's chromium). */
-export const requireChromium = (path = CHROMIUM): void => {
-  if (!existsSync(path)) {
-    throw new Error(
-      `Chromium not found at ${path}. The portal tests drive a real headless browser: install Debian's ` +
-        "`chromium` package (apt-get install chromium) or point CHROMIUM_PATH at a Chromium binary."
-    )
-  }
-}
-
 export const addUser = (runtime: AppRuntime, user: TestUser, permissions: ReadonlyArray<Permission>) =>
   runtime.runPromise(Effect.flatMap(Access, (a) => a.addUser(user.username, user.password, permissions)))
 
@@ -78,7 +66,7 @@ export const makeTestRuntime = (worker?: { readonly log: (line: string) => void 
 
 /** `worker`: run the job workers in the app's runtime (jobs started in the portal then run). */
 export const startPortal = async (options: { readonly worker?: boolean } = {}): Promise<Portal> => {
-  requireChromium()
+  const browser = await launchChromium()
   const log: Array<string> = []
   const runtime = await makeTestRuntime(options.worker === true ? { log: (line) => log.push(line) } : undefined)
   await addUser(runtime, MANAGER, ["agents.manage", "providers.manage"])
@@ -86,7 +74,6 @@ export const startPortal = async (options: { readonly worker?: boolean } = {}): 
   const app = makeApp({ runtime, healthy: async () => true, log: (line) => log.push(line) })
   const server = listen(app, { hostname: "127.0.0.1", port: 0 })
   const baseUrl = `http://127.0.0.1:${server.port}`
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS })
   mkdirSync(ARTIFACTS, { recursive: true })
 
   return {

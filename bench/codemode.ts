@@ -9,22 +9,16 @@ import { AgentRuntime } from "../src/contract/AgentRuntime.ts"
 import { KernelLive } from "../src/kernel/Kernel.ts"
 import { DEFAULT_SANDBOX_LIMITS, runScript } from "../src/tools/codemode/QuickJsSandbox.ts"
 import { newQuickJsInstance } from "../src/tools/codemode/quickJsModule.ts"
-import { createJobDirs, createJobSpec, createProvider } from "../test/support/jobChild.ts"
+import { createJobSpec, createProvider } from "../test/support/jobChild.ts"
 import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts"
+import { createReadFixture, readRoundTrips } from "./readRoundTrips.ts"
 
 const CALLS = 100
 const RUNS = 5
 const N = 200
-const lines = Array.from({ length: 200 }, (_, i) => `line ${i}: export const v${i} = ${i}`).join("\n")
-const dirs = createJobDirs({ "a.ts": lines })
+const dirs = createReadFixture()
 
-const direct = (): Array<Step> => [
-  ...Array.from({ length: CALLS }, (_, i): Step => ({
-    kind: "turn",
-    toolCalls: [{ name: "read", arguments: { path: "src/a.ts", offset: i + 1, limit: 20 } }]
-  })),
-  { kind: "turn", text: "done" }
-]
+const direct = (): Array<Step> => readRoundTrips(CALLS)
 const viaCodemode = (): Array<Step> => [
   {
     kind: "turn",

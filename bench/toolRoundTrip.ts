@@ -10,20 +10,15 @@ import type { Message } from "@earendil-works/pi-ai"
 import { KernelLive } from "../src/kernel/Kernel.ts"
 import { createProcessRunner } from "../src/tools/ProcessRunner.ts"
 import { createKernelTools } from "../src/tools/registry.ts"
-import { createJobDirs, createJobSpec, createProvider } from "../test/support/jobChild.ts"
+import { createJobSpec, createProvider } from "../test/support/jobChild.ts"
 import { createOpenAIPiModels } from "../test/support/piModels.ts"
 import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts"
+import { createReadFixture, FIXTURE_LINES, readRoundTrips } from "./readRoundTrips.ts"
 
 const CALLS = 100
-const lines = Array.from({ length: 200 }, (_, i) => `line ${i}: export const v${i} = ${i}`).join("\n")
-const dirs = createJobDirs({ "a.ts": lines })
-const script = (): Array<Step> => [
-  ...Array.from({ length: CALLS }, (_, i): Step => ({
-    kind: "turn",
-    toolCalls: [{ name: "read", arguments: { path: "src/a.ts", offset: i + 1, limit: 20 } }]
-  })),
-  { kind: "turn", text: "done" }
-]
+const lines = FIXTURE_LINES
+const dirs = createReadFixture()
+const script = (): Array<Step> => readRoundTrips(CALLS)
 
 const job = createJobSpec(dirs, { limits: { maxTurns: 0, idleTimeoutSec: 0, timeoutSec: 300 } })
 

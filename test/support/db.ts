@@ -110,7 +110,8 @@ const withDatabase = (url: string, database: string) => {
   return u.toString()
 }
 
-const admin = async (url: string, statement: string) => {
+/** Runs one statement on a server outside any pool (CREATE/DROP DATABASE cannot run in a transaction). */
+export const adminStatement = async (url: string, statement: string) => {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
@@ -127,10 +128,10 @@ const serverTestLayer = (url: string, migrate: boolean, statementTimeout?: Durat
       Effect.acquireRelease(
         Effect.promise(async () => {
           const name = `kintsugi_test_${randomBytes(6).toString("hex")}`
-          await admin(url, `CREATE DATABASE ${name}`)
+          await adminStatement(url, `CREATE DATABASE ${name}`)
           return name
         }),
-        (name) => Effect.promise(() => admin(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+        (name) => Effect.promise(() => adminStatement(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
       ),
       (name) => makeDbLayer({ url: withDatabase(url, name), migrate, statementTimeout })
     )

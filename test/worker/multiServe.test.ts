@@ -11,7 +11,6 @@ import { createHash, randomBytes } from "node:crypto"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import pg from "pg"
 import { Access } from "../../src/access/Access.ts"
 import { makeDbLayer } from "../../src/db/Db.ts"
 import { makeAppRuntime } from "../../src/main.ts"
@@ -19,6 +18,7 @@ import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import { WORKER_LOST } from "../../src/worker/JobStore.ts"
+import { adminStatement } from "../support/db.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { isAlive } from "../support/processes.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
@@ -59,15 +59,6 @@ const descendants = (root: number): Array<number> => {
   return found
 }
 
-const admin = async (url: string, statement: string) => {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    await client.query(statement)
-  } finally {
-    await client.end()
-  }
-}
 
 const until = async (what: string, check: () => Promise<boolean>, deadline: number) => {
   while (!(await check())) {
@@ -83,8 +74,8 @@ describe("three serve processes on one PostgreSQL", () => {
     async () => {
       const deadline = Date.now() + TOTAL_MS - 20_000
       const name = `kintsugi_multi_${randomBytes(6).toString("hex")}`
-      await admin(SERVER, `CREATE DATABASE ${name}`)
-      cleanups.push(() => admin(SERVER, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+      await adminStatement(SERVER, `CREATE DATABASE ${name}`)
+      cleanups.push(() => adminStatement(SERVER, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
       const u = new URL(SERVER)
       u.pathname = `/${name}`
       const url = u.toString()

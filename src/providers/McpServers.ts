@@ -10,6 +10,7 @@ import { decodeAll } from "../contract/Problem.ts"
 import { McpServerInvalid, McpServerNotFound } from "./errors.ts"
 import { openHeaders, SecretBox, sealHeaders } from "./SecretBox.ts"
 import { checkOutboundUrl } from "./urlPolicy.ts"
+import { traced } from "../telemetry/traced.ts"
 
 export const McpServerInput = Schema.Struct({
   name: Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,63}$/, { message: () => "must match [a-z][a-z0-9-]* (at most 64 characters)" })),
@@ -115,4 +116,4 @@ export const makeMcpServers = Effect.gen(function* () {
   return service
 })
 
-export const McpServersLive = Layer.effect(McpServers, makeMcpServers)
+export const McpServersLive = Layer.effect(McpServers, Effect.map(makeMcpServers, (service) => traced("McpServers", service)))

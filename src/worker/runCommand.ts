@@ -107,7 +107,7 @@ export const runMain = async (args: ReadonlyArray<string>): Promise<number> => {
   const log = (line: string) => void process.stderr.write(`${line}\n`)
   let rt: Awaited<ReturnType<typeof makeAppRuntime>>
   try {
-    rt = await makeAppRuntime(DbMigratedLive)
+    rt = await makeAppRuntime(DbMigratedLive, { log })
   } catch (e) {
     log(`kintsugi run: cannot start: ${e instanceof Error ? e.message.split("\n")[0] : ""}`)
     return 1
@@ -132,7 +132,7 @@ export const runMain = async (args: ReadonlyArray<string>): Promise<number> => {
     const lease = yield* LeaseConfig
     const claimed = yield* store.claim(`cli:${process.pid}`, lease.leaseMs, job.id)
     if (claimed === undefined) return yield* Effect.die(new Error("the job was claimed by another worker"))
-    const running = yield* Effect.fork(runClaimedJob(claimed, lease, log))
+    const running = yield* Effect.fork(runClaimedJob(claimed, lease))
     let last = -1
     const drain = Effect.gen(function* () {
       for (const e of yield* store.events(job.id, last)) {

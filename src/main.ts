@@ -3,7 +3,7 @@
  * `kintsugi serve` and the CLI use it with the configured database; tests with a test database.
  */
 import type { SqlClient } from "@effect/sql/SqlClient"
-import { type ConfigProvider, Layer, Logger, ManagedRuntime } from "effect"
+import { type ConfigProvider, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import { AccessLive } from "./access/Access.ts"
 import { AgentStoreLive } from "./agents/AgentStore.ts"
 import { SkillStoreLive } from "./agents/SkillStore.ts"
@@ -53,6 +53,8 @@ export const makeAppRuntime = async (
      * diagnostics); default: the worker's `log`, else nowhere (a library or test runtime stays quiet).
      */
     readonly log?: (line: string) => void
+    /** The least severe level logged (default Info). */
+    readonly logLevel?: LogLevel.LogLevel
     /** Where every layer and handler reads its configuration (default: the environment). */
     readonly config?: ConfigProvider.ConfigProvider
   } = {}
@@ -61,7 +63,8 @@ export const makeAppRuntime = async (
   const layer = options.worker === undefined ? services : Layer.provideMerge(WorkerLive, services)
   const sink = options.log ?? options.worker?.log
   // Logger and tracer first: the layers above (the worker's loops among them) start under them.
-  const telemetry = Layer.orDie(Layer.mergeAll(sink === undefined ? Logger.replace(Logger.defaultLogger, Logger.none) : LoggingLive(sink), TracingLive))
+  const logging = sink === undefined ? Logger.replace(Logger.defaultLogger, Logger.none) : LoggingLive(sink)
+  const telemetry = Layer.orDie(Layer.mergeAll(logging, Logger.minimumLogLevel(options.logLevel ?? LogLevel.Info), TracingLive))
   const observed = Layer.provideMerge(layer, telemetry)
   const rt = ManagedRuntime.make(options.config === undefined ? observed : Layer.provide(observed, Layer.setConfigProvider(options.config)))
   await rt.runtime()

@@ -4,7 +4,7 @@
  * live progress display in the terminal. Exit 0 when the job completed, 1 when it failed, 2 on usage
  * or when the workspace is refused (outside the job roots, missing, …: every problem listed).
  */
-import { Effect, Either, Fiber } from "effect"
+import { Effect, Either, Fiber, LogLevel } from "effect"
 import { resolve } from "node:path"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import { DbMigratedLive } from "../db/Db.ts"
@@ -107,7 +107,8 @@ export const runMain = async (args: ReadonlyArray<string>): Promise<number> => {
   const log = (line: string) => void process.stderr.write(`${line}\n`)
   let rt: Awaited<ReturnType<typeof makeAppRuntime>>
   try {
-    rt = await makeAppRuntime(DbMigratedLive, { log })
+    // The job's own progress is printed below: only warnings and errors (diagnostics) go to stderr.
+    rt = await makeAppRuntime(DbMigratedLive, { log, logLevel: LogLevel.Warning })
   } catch (e) {
     log(`kintsugi run: cannot start: ${e instanceof Error ? e.message.split("\n")[0] : ""}`)
     return 1

@@ -195,6 +195,12 @@ describe("one OTLP trace per job", () => {
     expect(workerSpans[0]!.traceId).not.toBe(workerSpans[1]!.traceId)
   })
 
+  test("a caller's valid traceparent is continued by the request's span", async () => {
+    await request("GET", "/api/jobs", { token, headers: { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" } })
+    const http = await receiver.waitFor((s) => s.traceId === "0af7651916cd43dd8448eb211c80319c" && s.kind === 2)
+    expect(http).toMatchObject({ name: "GET /api/jobs", parentSpanId: "b7ad6b7169203331" })
+  })
+
   test("no exported span, attribute or event holds the task, file content, model answer or provider key", async () => {
     // Requests carrying secrets in a cookie, a query string and a sign-in body, observed like any other.
     await request("GET", `/api/jobs?token=${QUERY}`, { token, headers: { cookie: `__Host-kintsugi-session=${COOKIE}` } })

@@ -3,7 +3,7 @@
  * `kintsugi serve` and the CLI use it with the configured database; tests with a test database.
  */
 import type { SqlClient } from "@effect/sql/SqlClient"
-import { type ConfigProvider, Layer, ManagedRuntime } from "effect"
+import { type ConfigProvider, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import { AccessLive } from "./access/Access.ts"
 import { AgentStoreLive } from "./agents/AgentStore.ts"
 import { SkillStoreLive } from "./agents/SkillStore.ts"
@@ -13,6 +13,9 @@ import { BindingsLive } from "./providers/Bindings.ts"
 import { McpServersLive } from "./providers/McpServers.ts"
 import { ProviderStoreLive } from "./providers/ProviderStore.ts"
 import { SecretBoxLive, type SecretBox, type SecretKeyError } from "./providers/SecretBox.ts"
+import { LoggingLive } from "./telemetry/Logging.ts"
+import { MetricsLive } from "./telemetry/Metrics.ts"
+import { TracingLive } from "./telemetry/Tracing.ts"
 import { JobBusLive } from "./worker/JobBus.ts"
 import { JobRootsLive, type JobRoots, type JobRootsInvalid } from "./worker/JobRoots.ts"
 import { JobStoreLive } from "./worker/JobStore.ts"
@@ -31,7 +34,7 @@ export const appLayer = (
 ): Layer.Layer<AppServices | Db, AppLayerError> => {
   const agents = Layer.provideMerge(AgentStoreLive, SkillStoreLive)
   const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive).pipe(Layer.provide(secrets))
-  return Layer.mergeAll(agents, providers, AccessLive, JobStoreLive, JobBusLive, jobRoots).pipe(Layer.provideMerge(db))
+  return Layer.mergeAll(agents, providers, AccessLive, JobStoreLive, JobBusLive, MetricsLive, jobRoots).pipe(Layer.provideMerge(db))
 }
 
 /**
@@ -43,15 +46,27 @@ export const makeAppRuntime = async (
   options: {
     readonly secrets?: Layer.Layer<SecretBox, SecretKeyError>
     readonly jobRoots?: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient>
-    /** Runs the worker loops (KINTSUGI_WORKERS) in this runtime; their diagnostics go to `log`. */
-    readonly worker?: { readonly log: (line: string) => void }
+    /** Runs the worker loops (KINTSUGI_WORKERS) in this runtime; `log`, when given, is the default log sink. */
+    readonly worker?: { readonly log?: (line: string) => void }
+    /**
+     * Where the runtime's log lines go, in the KINTSUGI_LOG_FORMAT format (access log, job lifecycle,
+     * diagnostics); default: the worker's `log`, else nowhere (a library or test runtime stays quiet).
+     */
+    readonly log?: (line: string) => void
+    /** The least severe level logged (default Info). */
+    readonly logLevel?: LogLevel.LogLevel
     /** Where every layer and handler reads its configuration (default: the environment). */
     readonly config?: ConfigProvider.ConfigProvider
   } = {}
 ): Promise<AppRuntime & ManagedRuntime.ManagedRuntime<AppServices | Db, never>> => {
   const services = Layer.orDie(appLayer(db, options.secrets, options.jobRoots))
-  const layer = options.worker === undefined ? services : Layer.provideMerge(WorkerLive(options.worker.log), services)
-  const rt = ManagedRuntime.make(options.config === undefined ? layer : Layer.provide(layer, Layer.setConfigProvider(options.config)))
+  const layer = options.worker === undefined ? services : Layer.provideMerge(WorkerLive, services)
+  const sink = options.log ?? options.worker?.log
+  // Logger and tracer first: the layers above (the worker's loops among them) start under them.
+  const logging = sink === undefined ? Logger.replace(Logger.defaultLogger, Logger.none) : LoggingLive(sink)
+  const telemetry = Layer.orDie(Layer.mergeAll(logging, Logger.minimumLogLevel(options.logLevel ?? LogLevel.Info), TracingLive))
+  const observed = Layer.provideMerge(layer, telemetry)
+  const rt = ManagedRuntime.make(options.config === undefined ? observed : Layer.provide(observed, Layer.setConfigProvider(options.config)))
   await rt.runtime()
   return rt
 }

@@ -10,7 +10,7 @@ import { closeSync, readFileSync, writeSync } from "node:fs"
 import { makeNonDumpable } from "./kernel/nonDumpable.ts"
 
 /** Variables that hold secrets; each may instead be given as `<NAME>_FILE` (a path whose content is the value). */
-export const SECRET_VARIABLES = ["KINTSUGI_ADMIN_PASSWORD", "KINTSUGI_SECRET_KEY", "DATABASE_URL"] as const
+export const SECRET_VARIABLES = ["KINTSUGI_ADMIN_PASSWORD", "KINTSUGI_SECRET_KEY", "DATABASE_URL", "OTEL_EXPORTER_OTLP_HEADERS"] as const
 
 /** Names the inherited pipe after the re-exec (a number, never a secret). */
 export const SECRETS_FD_VARIABLE = "KINTSUGI_SECRETS_FD"

@@ -5,9 +5,14 @@
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { traced } from "../telemetry/traced.ts"
 
-export const PERMISSIONS = ["agents.manage", "providers.manage"] as const
+export const PERMISSIONS = ["agents.manage", "providers.manage", "metrics.read"] as const
 export type Permission = (typeof PERMISSIONS)[number]
+/** What makes an admin; an admin passes every permission check (metrics.read too). */
+export const ADMIN_PERMISSIONS: ReadonlyArray<Permission> = ["agents.manage", "providers.manage"]
+/** Permissions that must keep an enabled holder (revoking or disabling the last one is refused). */
+const GUARDED: ReadonlySet<Permission> = new Set(ADMIN_PERMISSIONS)
 export const USERNAME = /^[a-z0-9][a-z0-9._@-]{0,63}$/
 const SESSION_TTL_MS = 12 * 60 * 60 * 1000
 /** API token lifetimes in days: the default, and the longest allowed (there is no "never"). */
@@ -15,8 +20,8 @@ export const TOKEN_DEFAULT_DAYS = 90
 export const TOKEN_MAX_DAYS = 365
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-/** Holds every permission: may administer users and everyone's tokens. */
-export const isAdmin = (p: Pick<Principal, "permissions">): boolean => PERMISSIONS.every((x) => p.permissions.has(x))
+/** Holds every admin permission: may administer users and everyone's tokens. */
+export const isAdmin = (p: Pick<Principal, "permissions">): boolean => ADMIN_PERMISSIONS.every((x) => p.permissions.has(x))
 
 export interface Principal {
   readonly userId: string
@@ -265,7 +270,7 @@ export const makeAccess = Effect.gen(function* () {
       lockedChange(
         Effect.gen(function* () {
           const user = yield* userOrFail(username)
-          if (user.disabledAt === null && (yield* permissionsOf(user.id)).has(permission) && (yield* otherHolders(permission, user.id)) === 0) {
+          if (GUARDED.has(permission) && user.disabledAt === null && (yield* permissionsOf(user.id)).has(permission) && (yield* otherHolders(permission, user.id)) === 0) {
             return yield* Effect.fail(new WouldLockOut({ message: `${username} is the last enabled user with ${permission}; grant it to someone else first` }))
           }
           yield* sql`DELETE FROM admin.user_permission WHERE user_id = ${user.id} AND permission = ${permission}`
@@ -282,7 +287,7 @@ export const makeAccess = Effect.gen(function* () {
           if (actor === username) return yield* Effect.fail(new WouldLockOut({ message: "you cannot disable yourself" }))
           if (user.disabledAt !== null) return
           const alone: Array<Permission> = []
-          for (const p of yield* permissionsOf(user.id)) if ((yield* otherHolders(p, user.id)) === 0) alone.push(p)
+          for (const p of yield* permissionsOf(user.id)) if (GUARDED.has(p) && (yield* otherHolders(p, user.id)) === 0) alone.push(p)
           if (alone.length > 0) {
             return yield* Effect.fail(new WouldLockOut({ message: `${username} is the last enabled user with ${alone.join(", ")}; grant it to someone else first` }))
           }
@@ -299,4 +304,4 @@ export const makeAccess = Effect.gen(function* () {
 let dummy: Promise<string> | undefined
 const dummyHash = (): Promise<string> => (dummy ??= Bun.password.hash(randomToken()))
 
-export const AccessLive = Layer.effect(Access, makeAccess)
+export const AccessLive = Layer.effect(Access, Effect.map(makeAccess, (service) => traced("Access", service)))

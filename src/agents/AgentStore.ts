@@ -15,6 +15,7 @@ import { AgentExists, AgentInvalid, AgentNotFound, AgentVersionNotFound, Builtin
 import { SkillStore } from "./SkillStore.ts"
 import { checkAgentPackage, toAgentDefinition, validateAgent, type ValidationContext } from "./validateAgent.ts"
 import { readZip, unwrapSingleFolder, writeZip } from "./zip.ts"
+import { traced } from "../telemetry/traced.ts"
 
 /** Package files as the API and the editor send them. */
 export const PackageFilesInput = Schema.Struct({
@@ -343,4 +344,4 @@ export const makeAgentStore = Effect.gen(function* () {
   return service
 })
 
-export const AgentStoreLive = Layer.effect(AgentStore, makeAgentStore)
+export const AgentStoreLive = Layer.effect(AgentStore, Effect.map(makeAgentStore, (service) => traced("AgentStore", service)))

@@ -10,6 +10,7 @@ import { agentsUsingSkill } from "./agentRepo.ts"
 import { builtinAgents, builtinSkills, type SharedSkill } from "./builtins.ts"
 import { BuiltinReadOnly, SkillExists, SkillInUse, SkillInvalid, SkillNameTaken, SkillNotFound } from "./errors.ts"
 import { packageFileSkillName } from "./packageSkills.ts"
+import { traced } from "../telemetry/traced.ts"
 
 export const SkillInput = Schema.Struct({
   name: Schema.String.pipe(
@@ -136,4 +137,4 @@ export const makeSkillStore = Effect.gen(function* () {
   return service
 })
 
-export const SkillStoreLive = Layer.effect(SkillStore, makeSkillStore)
+export const SkillStoreLive = Layer.effect(SkillStore, Effect.map(makeSkillStore, (service) => traced("SkillStore", service)))

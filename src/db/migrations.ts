@@ -71,3 +71,16 @@ export const describeMigrationFailure = (error: Migrator.MigrationError | SqlErr
   }
   return [error.message, ...reasons].join(": ")
 }
+
+/**
+ * The migration files of `dir` that the database has not applied (`NNN_name`, in order); `[]` = up to
+ * date. Fails when the database cannot be asked (a database never migrated has no record table).
+ */
+export const pendingMigrations = (dir: string = migrationsDir): Effect.Effect<ReadonlyArray<string>, Migrator.MigrationError | SqlError, SqlClient> =>
+  Effect.gen(function* () {
+    const files = yield* listMigrations(dir)
+    const sql = yield* SqlClient
+    const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM effect_sql_migrations`
+    const applied = new Set(rows.map((r) => Number(r.id)))
+    return files.filter((f) => !applied.has(f.id)).map((f) => `${String(f.id).padStart(3, "0")}_${f.name}`)
+  })

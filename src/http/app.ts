@@ -1,6 +1,6 @@
 /**
- * The HTTP application: health, session, the Agent Builder API and portal behind the edge checks
- * (edge.ts). One ManagedRuntime runs every handler.
+ * The HTTP application: health, readiness and metrics, session, the Agent Builder API and portal behind
+ * the edge checks (edge.ts), every request observed (observe.ts). One ManagedRuntime runs every handler.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
@@ -12,7 +12,9 @@ import { providerRoutes } from "./api/providers.ts"
 import { sessionRoutes } from "./api/session.ts"
 import { tokenRoutes } from "./api/tokens.ts"
 import { portalRoutes } from "./portal/portalRoutes.ts"
+import { probeRoutes } from "./api/probes.ts"
 import { allowedHostsFromEnv, withEdge } from "./edge.ts"
+import { routeMatcher, withObservation } from "./observe.ts"
 import { json } from "./respond.ts"
 import { publicRoutes, routes, type AppRuntime } from "./route.ts"
 
@@ -20,7 +22,8 @@ export interface AppOptions {
   readonly runtime: AppRuntime
   /** Answers whether the database is reachable (for /healthz). */
   readonly healthy: () => Promise<boolean>
-  readonly log: (line: string) => void
+  /** Where handler defects go ("request failed: …"); default: the runtime's logger, at error level. */
+  readonly log?: (line: string) => void
   /** Host header values answered; default `allowedHostsFromEnv()` (KINTSUGI_ALLOWED_HOSTS). */
   readonly allowedHosts?: ReadonlyArray<string>
   /** Default: a fresh throttle with the default budgets. */
@@ -32,8 +35,11 @@ export interface AppOptions {
  * them). `kintsugi serve` passes the socket address; tests in-process may leave it out.
  */
 export const makeApp = (options: AppOptions) => {
-  const inner = makeRoutes(options)
-  const handle = withEdge(inner, { allowedHosts: options.allowedHosts ?? allowedHostsFromEnv() })
+  const log = options.log ?? ((line: string) => void options.runtime.runFork(Effect.logError(line)))
+  const inner = makeRoutes({ ...options, log })
+  const edge = withEdge(inner, { allowedHosts: options.allowedHosts ?? allowedHostsFromEnv() })
+  // Outside the edge checks: a refused Host or URL is logged and counted too.
+  const handle = withObservation(edge, options.runtime, routeMatcher(() => inner.routes))
   return {
     handle,
     get routes() {
@@ -42,7 +48,7 @@ export const makeApp = (options: AppOptions) => {
   }
 }
 
-const makeRoutes = (options: AppOptions) => {
+const makeRoutes = (options: AppOptions & { readonly log: (line: string) => void }) => {
   const route = routes(options.runtime, options.log)
   const publicRoute = publicRoutes(options.runtime, options.log)
   const throttle = options.signInThrottle ?? makeSignInThrottle()
@@ -50,6 +56,7 @@ const makeRoutes = (options: AppOptions) => {
     .get("/healthz", async () =>
       (await options.healthy()) ? new Response("ok\n", { headers: { "content-type": "text/plain" } }) : new Response("database unreachable\n", { status: 503 })
     )
+    .use(probeRoutes(options.runtime, publicRoute))
     .use(sessionRoutes(route, publicRoute, throttle))
     .use(agentRoutes(route))
     .use(providerRoutes(route))

@@ -5,14 +5,14 @@
  */
 import { Effect, Option } from "effect"
 import { timingSafeEqual } from "node:crypto"
-import { Access, isAdmin, PERMISSIONS, type Permission, type Principal } from "../access/Access.ts"
+import { Access, ADMIN_PERMISSIONS, isAdmin, type Permission, type Principal } from "../access/Access.ts"
 import type { ApiError } from "./respond.ts"
 
 /** `__Host-`: Secure, no Domain, Path=/ — browsers treat http://localhost as secure, so it works there too. */
 export const SESSION_COOKIE = "__Host-kintsugi-session"
 export const CSRF_HEADER = "x-csrf-token"
 
-/** `admin`: every permission at once (user administration, everyone's tokens). */
+/** `admin`: every admin permission at once (user administration, everyone's tokens). */
 export type Guard = "read" | "admin" | Permission
 
 export const cookieValue = (request: Request, name: string): string | undefined => {
@@ -90,8 +90,9 @@ export const permit = (request: Request, who: Principal, guard: Guard, formToken
     const refused = checkSameOrigin(request, who, formToken)
     if (refused !== undefined) return Effect.fail(refused)
   }
-  if (guard === "admin" ? !isAdmin(who) : guard !== "read" && !who.permissions.has(guard)) {
-    const needs = guard === "admin" ? `every permission (${PERMISSIONS.join(", ")})` : `the ${guard} permission`
+  // An admin passes every guard (a permission added later, like metrics.read, included).
+  if (guard === "admin" ? !isAdmin(who) : guard !== "read" && !who.permissions.has(guard) && !isAdmin(who)) {
+    const needs = guard === "admin" ? `every admin permission (${ADMIN_PERMISSIONS.join(", ")})` : `the ${guard} permission`
     return Effect.fail<ApiError>({ _tag: "Forbidden", message: `this needs ${needs}` })
   }
   return Effect.succeed(who)

@@ -14,12 +14,14 @@ import type { ProviderStore } from "../providers/ProviderStore.ts"
 import type { JobBus } from "../worker/JobBus.ts"
 import type { JobRoots } from "../worker/JobRoots.ts"
 import type { JobStore } from "../worker/JobStore.ts"
+import type { Metrics } from "../telemetry/Metrics.ts"
 import { decodeAll } from "../contract/Problem.ts"
 import { authorize, type Guard } from "./auth.ts"
 import { jsonBody, MAX_BODY_BYTES } from "./body.ts"
+import { noteUser, underRequest } from "./observe.ts"
 import { badRequest, fromExit, type ApiError } from "./respond.ts"
 
-export type AppServices = Access | AgentStore | SkillStore | ProviderStore | Bindings | McpServers | JobStore | JobBus | JobRoots | SqlClient
+export type AppServices = Access | AgentStore | SkillStore | ProviderStore | Bindings | McpServers | JobStore | JobBus | JobRoots | SqlClient | Metrics
 export type AppRuntime = ManagedRuntime.ManagedRuntime<AppServices, never>
 
 export { jsonBody, MAX_BODY_BYTES } from "./body.ts"
@@ -37,16 +39,17 @@ export type Handler = (input: RouteInput) => Effect.Effect<Response, ApiError, A
 export const routes = (rt: AppRuntime, log: (line: string) => void) =>
   (guard: Guard, handler: Handler) =>
     async (ctx: { readonly request: Request; readonly params: Readonly<Record<string, string | undefined>> }): Promise<Response> => {
-      const program = Effect.flatMap(authorize(ctx.request, guard), (principal) =>
-        handler({ request: ctx.request, params: ctx.params, url: new URL(ctx.request.url), principal })
-      )
-      return fromExit(await rt.runPromiseExit(program), log)
+      const program = Effect.flatMap(authorize(ctx.request, guard), (principal) => {
+        noteUser(ctx.request, principal.username)
+        return handler({ request: ctx.request, params: ctx.params, url: new URL(ctx.request.url), principal })
+      })
+      return fromExit(await rt.runPromiseExit(underRequest(ctx.request)(program)), log)
     }
 
 /** A handler that needs no principal (sign-in, health). */
 export const publicRoutes = (rt: AppRuntime, log: (line: string) => void) =>
   (handler: (request: Request) => Effect.Effect<Response, ApiError, AppServices>) =>
-    async (ctx: { readonly request: Request }): Promise<Response> => fromExit(await rt.runPromiseExit(handler(ctx.request)), log)
+    async (ctx: { readonly request: Request }): Promise<Response> => fromExit(await rt.runPromiseExit(underRequest(ctx.request)(handler(ctx.request))), log)
 
 /** The body decoded with `schema` (read by `jsonBody`, capped at `max`), or a 400 listing every problem. */
 export const decodeBody = <A, I>(request: Request, schema: Schema.Schema<A, I>, max: number = MAX_BODY_BYTES): Effect.Effect<A, ApiError> =>

@@ -75,10 +75,11 @@ export const serveMain = async (): Promise<void> => {
     log(`kintsugi: cannot start: ${e instanceof Error ? e.message.split("\n")[0] : "database unavailable"}`)
     process.exit(1)
   }
-  log(`kintsugi: process sandbox: ${describeSandbox(makeSandbox(sandboxConfigFromEnv(process.env)))}`)
+  rt.runSync(Effect.logInfo(`process sandbox: ${describeSandbox(makeSandbox(sandboxConfigFromEnv(process.env)))}`))
   const admin = await rt.runPromiseExit(ensureAdmin)
-  if (Exit.isFailure(admin)) log("kintsugi: could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)")
-  const app = makeApp({ runtime: rt, log, healthy: () => rt.runPromise(databaseHealth) })
+  if (Exit.isFailure(admin)) rt.runSync(Effect.logError("could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)"))
+  // Handler defects go to the runtime's logger (KINTSUGI_LOG_FORMAT), like the access log and job lines.
+  const app = makeApp({ runtime: rt, healthy: () => rt.runPromise(databaseHealth) })
   const server = listen(app, { port: Number(process.env["PORT"] ?? 7777), hostname: process.env["HOST"] ?? "127.0.0.1" })
   process.stdout.write(`kintsugi: serving on http://${server.hostname}:${server.port}\n`)
   const stop = () => {

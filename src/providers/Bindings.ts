@@ -9,6 +9,7 @@ import { ThinkingLevel } from "../contract/AgentDefinition.ts"
 import { decodeAll } from "../contract/Problem.ts"
 import { BindingInvalid, BindingNotFound } from "./errors.ts"
 import { ProviderStore } from "./ProviderStore.ts"
+import { traced } from "../telemetry/traced.ts"
 
 export const BindingInput = Schema.Struct({
   providerId: Schema.String,
@@ -86,4 +87,4 @@ export const makeBindings = Effect.gen(function* () {
   return service
 })
 
-export const BindingsLive = Layer.effect(Bindings, makeBindings)
+export const BindingsLive = Layer.effect(Bindings, Effect.map(makeBindings, (service) => traced("Bindings", service)))

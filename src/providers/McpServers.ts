@@ -11,6 +11,7 @@ import { connectMcp } from "../tools/mcp/McpClient.ts"
 import { McpServerInvalid, McpServerNotFound, McpUnreachable } from "./errors.ts"
 import { openHeaders, SecretBox, sealHeaders } from "./SecretBox.ts"
 import { checkOutboundUrl } from "./urlPolicy.ts"
+import { traced } from "../telemetry/traced.ts"
 
 export const McpServerInput = Schema.Struct({
   name: Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,63}$/, { message: () => "must match [a-z][a-z0-9-]* (at most 64 characters)" })),
@@ -164,4 +165,4 @@ export const makeMcpServers = Effect.gen(function* () {
   return service
 })
 
-export const McpServersLive = Layer.effect(McpServers, makeMcpServers)
+export const McpServersLive = Layer.effect(McpServers, Effect.map(makeMcpServers, (service) => traced("McpServers", service)))

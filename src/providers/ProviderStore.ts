@@ -11,6 +11,7 @@ import { type ProviderConfig, ProviderModel } from "../contract/ProviderConfig.t
 import { makeJobModels, supportedThinking } from "../kernel/PiAiModels.ts"
 import { ProviderExists, ProviderInUse, ProviderInvalid, ProviderNotFound } from "./errors.ts"
 import { openHeaders, SecretBox, sealHeaders } from "./SecretBox.ts"
+import { traced } from "../telemetry/traced.ts"
 
 const Id = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,63}$/, { message: () => "must match [a-z][a-z0-9-]* (at most 64 characters)" }))
 const HttpUrl = Schema.String.pipe(
@@ -212,4 +213,4 @@ export const makeProviderStore = Effect.gen(function* () {
   return service
 })
 
-export const ProviderStoreLive = Layer.effect(ProviderStore, makeProviderStore)
+export const ProviderStoreLive = Layer.effect(ProviderStore, Effect.map(makeProviderStore, (service) => traced("ProviderStore", service)))

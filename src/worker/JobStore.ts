@@ -4,10 +4,12 @@
  * twice; `settle` and `settleExpired` are the only ways out of `running`, and happen once per job.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import type { FailureReason, JobEvent } from "../contract/JobEvent.ts"
 import { Limits } from "../contract/JobSpec.ts"
+import { formatTraceParent, parseTraceParent } from "../telemetry/traceParent.ts"
+import { traced } from "../telemetry/traced.ts"
 
 export const JobInput = Schema.Struct({
   project: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/)), { exact: true }),
@@ -73,6 +75,21 @@ export type Settlement =
   | { readonly status: "completed"; readonly summary: string }
   | { readonly status: "failed"; readonly reason: FailureReason; readonly message: string }
 
+/** A job as claimed by a worker: with the `traceparent` of the span that queued it (migration 043). */
+export type ClaimedJob = JobRow & { readonly traceParent: string | null }
+
+/** The traceparent of the current span (the one queuing the job), stored so the job joins its trace. */
+const currentTraceParent = Effect.map(Effect.option(Effect.currentSpan), (span) => {
+  const value = Option.getOrUndefined(Option.map(span, formatTraceParent))
+  return parseTraceParent(value) === undefined ? null : (value ?? null)
+})
+
+/** The job lifecycle's first log line (the worker writes "job started" and "job settled"). */
+const logQueued = (job: JobRow) =>
+  Effect.logInfo("job queued").pipe(
+    Effect.annotateLogs({ jobId: job.id, agent: job.agentName, by: job.createdBy, ...(job.projectId === "" ? {} : { project: job.projectId }) })
+  )
+
 const COLUMNS = `id, project_id, agent_name, agent_version, task, workspace, limits, metadata, status, reason, message, summary,
   usage, cost_usd, outputs, model, worker_id, abort_requested, created_by, created_at, started_at, finished_at`
 
@@ -95,7 +112,7 @@ export class JobStore extends Context.Tag("worker/JobStore")<
      * The oldest queued job (or this one, when given), now `running` under `workerId` with a lease of
      * `leaseMs`; none when the queue is empty.
      */
-    readonly claim: (workerId: string, leaseMs: number, only?: string) => Effect.Effect<JobRow | undefined>
+    readonly claim: (workerId: string, leaseMs: number, only?: string) => Effect.Effect<ClaimedJob | undefined>
     /** Renews the lease of a job running under `workerId`; false when it no longer is (settled or lost). */
     readonly heartbeat: (id: string, workerId: string, leaseMs: number) => Effect.Effect<boolean>
     /** Settles every running job whose lease expired as failed/error "worker lost"; returns their ids. */
@@ -110,6 +127,8 @@ export class JobStore extends Context.Tag("worker/JobStore")<
     readonly settle: (id: string, outcome: Settlement, outputs: string | null) => Effect.Effect<void>
     readonly requestAbort: (id: string) => Effect.Effect<JobRow, JobNotFound>
     readonly abortRequested: (id: string) => Effect.Effect<boolean>
+    /** How many jobs the database holds in each status (every status present, 0 when none). */
+    readonly countByStatus: Effect.Effect<Readonly<Record<JobStatus, number>>>
   }
 >() {}
 
@@ -128,24 +147,30 @@ export const makeJobStore = Effect.gen(function* () {
   const service: JobStore["Type"] = {
     enqueue: (input, by) =>
       Effect.gen(function* () {
+        const traceParent = yield* currentTraceParent
         const rows = yield* sql<JobRow>`
-          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by)
+          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, trace_parent)
           VALUES (${input.project ?? ""}, ${input.agent}, ${input.task}, ${JSON.stringify(input.workspace)}::jsonb,
-                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by})
+                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${traceParent})
           RETURNING ${sql.literal(COLUMNS)}`
+        yield* logQueued(rows[0]!)
         return fix(rows[0]!)
       }).pipe(Effect.orDie),
     enqueueOnce: (input, by, key) =>
       Effect.gen(function* () {
         const hash = createHash("sha256").update(JSON.stringify(input)).digest("hex")
+        const traceParent = yield* currentTraceParent
         // ON CONFLICT DO NOTHING: of two racing requests, one inserts and the other reads its row.
         const inserted = yield* sql<JobRow>`
-          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, idempotency_key, request_hash)
+          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, idempotency_key, request_hash, trace_parent)
           VALUES (${input.project ?? ""}, ${input.agent}, ${input.task}, ${JSON.stringify(input.workspace)}::jsonb,
-                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${key}, ${hash})
+                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${key}, ${hash}, ${traceParent})
           ON CONFLICT (created_by, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
           RETURNING ${sql.literal(COLUMNS)}`
-        if (inserted[0] !== undefined) return { job: fix(inserted[0]), created: true }
+        if (inserted[0] !== undefined) {
+          yield* logQueued(inserted[0])
+          return { job: fix(inserted[0]), created: true }
+        }
         const existing = yield* sql<JobRow & { requestHash: string | null }>`
           SELECT ${sql.literal(COLUMNS)}, request_hash FROM runtime.job WHERE created_by = ${by} AND idempotency_key = ${key}`
         const row = existing[0]
@@ -165,13 +190,13 @@ export const makeJobStore = Effect.gen(function* () {
       ).pipe(Effect.orDie),
     claim: (workerId, leaseMs, only) =>
       Effect.map(
-        sql<JobRow>`
+        sql<ClaimedJob>`
           UPDATE runtime.job SET status = 'running', worker_id = ${workerId}, started_at = now(), heartbeat_at = now(),
             lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
           WHERE id = (SELECT id FROM runtime.job WHERE status = 'queued' ${only === undefined ? sql`` : sql`AND id = ${only}`}
                       ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1)
-          RETURNING ${sql.literal(COLUMNS)}`,
-        (rows) => (rows[0] === undefined ? undefined : fix(rows[0]))
+          RETURNING ${sql.literal(COLUMNS)}, trace_parent`,
+        (rows) => (rows[0] === undefined ? undefined : { ...fix(rows[0]), traceParent: rows[0].traceParent })
       ).pipe(Effect.orDie),
     heartbeat: (id, workerId, leaseMs) =>
       Effect.map(
@@ -219,9 +244,14 @@ export const makeJobStore = Effect.gen(function* () {
         return fix(yield* one(id))
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
     abortRequested: (id) =>
-      Effect.map(sql<{ abortRequested: boolean }>`SELECT abort_requested FROM runtime.job WHERE id = ${id}`, (r) => r[0]?.abortRequested === true).pipe(Effect.orDie)
+      Effect.map(sql<{ abortRequested: boolean }>`SELECT abort_requested FROM runtime.job WHERE id = ${id}`, (r) => r[0]?.abortRequested === true).pipe(Effect.orDie),
+    countByStatus: Effect.map(sql<{ status: JobStatus; n: string }>`SELECT status, count(*) AS n FROM runtime.job GROUP BY status`, (rows) => {
+      const counts: Record<JobStatus, number> = { queued: 0, running: 0, completed: 0, failed: 0 }
+      for (const r of rows) counts[r.status] = Number(r.n)
+      return counts
+    }).pipe(Effect.orDie)
   }
   return service
 })
 
-export const JobStoreLive = Layer.effect(JobStore, makeJobStore)
+export const JobStoreLive = Layer.effect(JobStore, Effect.map(makeJobStore, (service) => traced("JobStore", service)))

@@ -4,21 +4,25 @@
  * job. Several processes on one PostgreSQL share the queue through `FOR UPDATE SKIP LOCKED`; a job whose
  * lease expired (its process died) is settled "worker lost" by the sweep of any of them.
  */
-import { Config, Duration, Effect, Fiber, Layer, Queue, Runtime } from "effect"
+import { Cause, Config, Duration, Effect, Fiber, Layer, Queue, Runtime } from "effect"
 import { hostname } from "node:os"
 import type { AgentStore } from "../agents/AgentStore.ts"
 import type { SkillStore } from "../agents/SkillStore.ts"
 import type { Bindings } from "../providers/Bindings.ts"
 import type { McpServers } from "../providers/McpServers.ts"
 import type { ProviderStore } from "../providers/ProviderStore.ts"
+import type { JobEvent } from "../contract/JobEvent.ts"
+import { Metrics } from "../telemetry/Metrics.ts"
+import { parseTraceParent } from "../telemetry/traceParent.ts"
 import { buildEnvelope } from "./buildEnvelope.ts"
 import { commitOutputs, gitLayout } from "./commitOutputs.ts"
 import { JobBus } from "./JobBus.ts"
 import type { JobRoots } from "./JobRoots.ts"
 import { runJobProcess } from "./JobProcess.ts"
-import { JobStore, type JobRow } from "./JobStore.ts"
+import { JobStore, type JobRow, type Settlement } from "./JobStore.ts"
+import { exportKernelSpans, toolNameCheck } from "./JobTrace.ts"
 
-export type WorkerServices = JobStore | JobBus | AgentStore | SkillStore | Bindings | ProviderStore | McpServers | JobRoots
+export type WorkerServices = JobStore | JobBus | AgentStore | SkillStore | Bindings | ProviderStore | McpServers | JobRoots | Metrics
 
 const POLL = Duration.seconds(1)
 
@@ -47,52 +51,131 @@ export const LeaseConfig: Effect.Effect<Lease> = Effect.map(
  * Renews the job's lease every heartbeat until interrupted; `onLost` is called once when the job is no
  * longer running under `workerId` (settled "worker lost" after a stall), so the child is stopped.
  */
-const keepLease = (jobId: string, workerId: string, lease: Lease, onLost: () => void, log: (line: string) => void) =>
+const keepLease = (jobId: string, workerId: string, lease: Lease, onLost: () => void) =>
   Effect.flatMap(JobStore, (store) =>
     Effect.gen(function* () {
       while (true) {
         yield* Effect.sleep(Duration.millis(lease.heartbeatMs))
         const ours = yield* store.heartbeat(jobId, workerId, lease.leaseMs).pipe(
-          Effect.catchAllCause((cause) => Effect.sync(() => (log(`job ${jobId}: heartbeat failed: ${String(cause).split("\n")[0]}`), true)))
+          Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("job heartbeat failed", cause), true))
         )
         if (!ours) {
-          log(`job ${jobId}: the job's lease was lost; stopping its process`)
+          yield* Effect.logWarning("the job's lease was lost; stopping its process")
           return onLost()
         }
       }
     })
-  )
+  ).pipe(Effect.withTracerEnabled(false))
+
+type UsageTotals = Extract<JobEvent, { type: "usage" }>
+type KernelSpan = Extract<JobEvent, { type: "span" }>
+
+/** A failed job: its span ends in error (a fixed message, no stack). */
+class JobFailedStatus extends Error {
+  constructor() {
+    super("the job failed")
+    this.name = "JobFailed"
+    this.stack = `${this.name}: ${this.message}`
+  }
+}
 
 /**
  * Runs one claimed job to its settlement, renewing its lease meanwhile. Never fails: whatever happens,
  * the job is settled (by us, or — when we lost the lease — by the sweep, and then our child is stopped).
+ * It runs in a `kintsugi.worker.job` span under the span that queued it (its `traceParent`), with the
+ * job child's spans exported beneath; its lines carry `jobId`.
  */
-export const runClaimedJob = (job: JobRow, lease: Lease, log: (line: string) => void): Effect.Effect<void, never, WorkerServices> =>
-  Effect.gen(function* () {
+export const runClaimedJob = (
+  job: JobRow & { readonly traceParent?: string | null },
+  lease: Lease
+): Effect.Effect<void, never, WorkerServices> => {
+  const started = Date.now()
+  const kernelSpans: Array<KernelSpan> = []
+  let usage: UsageTotals | undefined
+  let grants: ReadonlyArray<string> = []
+
+  /** Metrics, the settled line and the span's outcome: once per job, however it ended. */
+  const settled = (outcome: Settlement) =>
+    Effect.gen(function* () {
+      const seconds = (Date.now() - started) / 1000
+      const reason = outcome.status === "failed" ? outcome.reason : null
+      yield* (yield* Metrics).jobSettled({
+        status: outcome.status,
+        reason,
+        seconds,
+        ...(usage === undefined ? {} : { usage })
+      })
+      const span = yield* Effect.option(Effect.currentSpan)
+      if (span._tag === "Some") {
+        span.value.attribute("kintsugi.job.status", outcome.status)
+        if (reason !== null) span.value.attribute("error.type", reason)
+        if (usage !== undefined) {
+          span.value.attribute("gen_ai.usage.input_tokens", usage.inputTokens)
+          span.value.attribute("gen_ai.usage.output_tokens", usage.outputTokens)
+          span.value.attribute("gen_ai.usage.cache_read.input_tokens", usage.cacheReadTokens)
+          span.value.attribute("gen_ai.usage.cache_creation.input_tokens", usage.cacheWriteTokens)
+          span.value.attribute("kintsugi.job.cost_usd", usage.costUsd)
+          span.value.attribute("kintsugi.job.turns", usage.turns)
+        }
+        yield* exportKernelSpans(kernelSpans, span.value, toolNameCheck(grants))
+      }
+      const line = outcome.status === "completed" ? Effect.logInfo("job settled") : Effect.logWarning("job settled")
+      yield* line.pipe(
+        Effect.annotateLogs({
+          status: outcome.status,
+          ...(reason === null ? {} : { reason }),
+          durationMs: Date.now() - started,
+          ...(usage === undefined ? {} : { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUsd: usage.costUsd })
+        })
+      )
+      if (outcome.status === "failed") return yield* Effect.fail(new JobFailedStatus())
+    })
+
+  const settleAs = (outcome: Settlement & { readonly status: "failed" }) =>
+    Effect.zipRight(Effect.flatMap(JobStore, (store) => store.settle(job.id, outcome, null)), settled(outcome))
+
+  const body = Effect.gen(function* () {
     const store = yield* JobStore
     const bus = yield* JobBus
     const runtime = yield* Effect.runtime<never>()
     const run = Runtime.runPromise(runtime)
+    const diagnostics = (line: string) => Runtime.runFork(runtime)(Effect.logWarning(line))
     let lost = false
-    const heartbeat = yield* Effect.fork(keepLease(job.id, job.workerId ?? "", lease, () => void (lost = true), log))
+    const heartbeat = yield* Effect.fork(keepLease(job.id, job.workerId ?? "", lease, () => void (lost = true)))
     yield* Effect.addFinalizer(() => Fiber.interrupt(heartbeat))
     const setup = yield* Effect.either(buildEnvelope(job))
     if (setup._tag === "Left") {
-      yield* store.settle(job.id, { status: "failed", reason: "error", message: setup.left.message }, null)
-      return yield* bus.publish({ _tag: "Events", jobId: job.id })
+      const outcome = { status: "failed", reason: "error", message: setup.left.message } as const
+      yield* store.settle(job.id, outcome, null)
+      yield* bus.publish({ _tag: "Events", jobId: job.id })
+      return yield* settled(outcome)
     }
     yield* store.started(job.id, setup.right.agentVersion, setup.right.model)
+    grants = setup.right.tools
+    const span = yield* Effect.option(Effect.currentSpan)
+    if (span._tag === "Some") {
+      const slash = setup.right.model.indexOf("/")
+      span.value.attribute("gen_ai.provider.name", setup.right.model.slice(0, slash))
+      span.value.attribute("gen_ai.request.model", setup.right.model.slice(slash + 1))
+      span.value.attribute("kintsugi.agent.version", setup.right.agentVersion)
+    }
+    yield* Effect.logInfo("job started").pipe(Effect.annotateLogs({ agent: job.agentName, agentVersion: setup.right.agentVersion, model: setup.right.model }))
     const jobRoots = setup.right.envelope.boundary?.jobRoots ?? []
     // Where outputs would be committed, read before the job can change it (it writes outDir).
     const before = yield* Effect.promise(() => gitLayout(job.workspace.outDir, jobRoots))
     const outputs: Array<string> = []
+    // One database write per event: untraced, or they would drown the job's trace.
+    const persist = (event: JobEvent) =>
+      Effect.zipRight(store.appendEvent(job.id, event), bus.publish({ _tag: "Events", jobId: job.id })).pipe(Effect.withTracerEnabled(false))
     const settlement = yield* runJobProcess(setup.right.envelope, {
       onEvent: (event) => {
         if (event.type === "output") outputs.push(event.path)
-        return run(Effect.zipRight(store.appendEvent(job.id, event), bus.publish({ _tag: "Events", jobId: job.id })))
+        if (event.type === "span") kernelSpans.push(event)
+        if (event.type === "usage") usage = event
+        return run(persist(event))
       },
-      abortRequested: () => (lost ? Promise.resolve(true) : run(store.abortRequested(job.id))),
-      log: (line) => log(`job ${job.id}: ${line}`)
+      abortRequested: () => (lost ? Promise.resolve(true) : run(Effect.withTracerEnabled(store.abortRequested(job.id), false))),
+      log: diagnostics
     })
     const committed =
       settlement.status === "completed"
@@ -110,33 +193,46 @@ export const runClaimedJob = (job: JobRow, lease: Lease, log: (line: string) => 
           : "no outputs"
     yield* store.settle(job.id, settlement, committed)
     yield* bus.publish({ _tag: "Events", jobId: job.id })
+    yield* settled(settlement)
   }).pipe(
     Effect.scoped,
     // The worker is stopping (serve shut down): the child got SIGTERM; the job must not stay `running`.
-    Effect.onInterrupt(() =>
-      Effect.flatMap(JobStore, (store) =>
-        store.settle(job.id, { status: "failed", reason: "aborted", message: "the worker stopped while the job was running" }, null)
-      )
-    ),
+    Effect.onInterrupt(() => Effect.ignore(settleAs({ status: "failed", reason: "aborted", message: "the worker stopped while the job was running" }))),
     // A defect in the worker itself still settles the job.
     Effect.catchAllCause((cause) =>
-      Effect.flatMap(JobStore, (store) => {
-        log(`job ${job.id}: worker error: ${String(cause).split("\n")[0]}`)
-        return store.settle(job.id, { status: "failed", reason: "error", message: "the worker failed while running the job" }, null)
-      })
+      Cause.isFailType(cause) && cause.error instanceof JobFailedStatus
+        ? Effect.fail(cause.error)
+        : Effect.zipRight(
+            Effect.logError("worker error", cause),
+            settleAs({ status: "failed", reason: "error", message: "the worker failed while running the job" })
+          )
     )
   )
 
+  const parent = parseTraceParent(job.traceParent)
+  return body.pipe(
+    Effect.withSpan("kintsugi.worker.job", {
+      kind: "consumer",
+      captureStackTrace: false,
+      ...(parent === undefined ? { root: true } : { parent }),
+      attributes: { "kintsugi.job.id": job.id, "gen_ai.agent.name": job.agentName, "gen_ai.operation.name": "invoke_agent" }
+    }),
+    Effect.catchAll(() => Effect.void),
+    Effect.annotateLogs({ jobId: job.id })
+  )
+}
+
 /** One worker loop: claim, run, repeat; sleeps until a job is queued (or a poll interval passes). */
-const loop = (workerId: string, lease: Lease, log: (line: string) => void) =>
+const loop = (workerId: string, lease: Lease) =>
   Effect.scoped(
     Effect.gen(function* () {
       const store = yield* JobStore
       const signals = yield* (yield* JobBus).subscribe
       while (true) {
-        const job = yield* store.claim(workerId, lease.leaseMs)
+        // The idle poll is untraced: a span per second of an idle worker would be noise.
+        const job = yield* Effect.withTracerEnabled(store.claim(workerId, lease.leaseMs), false)
         if (job !== undefined) {
-          yield* runClaimedJob(job, lease, log)
+          yield* runClaimedJob(job, lease)
           continue
         }
         // Wait for a "queued" signal from this process, or poll for jobs queued by another one.
@@ -149,27 +245,28 @@ const loop = (workerId: string, lease: Lease, log: (line: string) => void) =>
   )
 
 /** Settles the jobs whose lease expired (their worker is gone) and wakes their followers in this process. */
-const sweep = (log: (line: string) => void) =>
-  Effect.gen(function* () {
-    const lost = yield* (yield* JobStore).settleExpired
-    if (lost.length === 0) return
-    log(`kintsugi: settled ${lost.length} job(s) whose worker was lost (lease expired)`)
-    const bus = yield* JobBus
-    for (const id of lost) yield* bus.publish({ _tag: "Events", jobId: id })
-  }).pipe(Effect.catchAllCause((cause) => Effect.sync(() => log(`kintsugi: the lease sweep failed: ${String(cause).split("\n")[0]}`))))
+const sweep = Effect.gen(function* () {
+  const lost = yield* (yield* JobStore).settleExpired
+  if (lost.length === 0) return
+  yield* Effect.logWarning("settled jobs whose worker was lost (lease expired)").pipe(Effect.annotateLogs({ jobIds: lost }))
+  const bus = yield* JobBus
+  for (const id of lost) yield* bus.publish({ _tag: "Events", jobId: id })
+}).pipe(
+  Effect.catchAllCause((cause) => Effect.logError("the lease sweep failed", cause)),
+  Effect.withTracerEnabled(false)
+)
 
 /**
  * The worker loops of this process, as a layer: they stop (killing their job children) with its scope.
  * A sweep at start and every heartbeat settles jobs whose worker was lost, on any host.
  */
-export const WorkerLive = (log: (line: string) => void): Layer.Layer<never, never, WorkerServices> =>
-  Layer.scopedDiscard(
-    Effect.gen(function* () {
-      const count = yield* Config.integer("KINTSUGI_WORKERS").pipe(Config.withDefault(1), Effect.orElseSucceed(() => 1))
-      const lease = yield* LeaseConfig
-      const base = `${hostname()}:${process.pid}`
-      yield* sweep(log)
-      yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(lease.heartbeatMs)), sweep(log))))
-      for (let i = 0; i < Math.max(0, count); i++) yield* Effect.forkScoped(loop(`${base}:${i}`, lease, log))
-    })
-  )
+export const WorkerLive: Layer.Layer<never, never, WorkerServices> = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const count = yield* Config.integer("KINTSUGI_WORKERS").pipe(Config.withDefault(1), Effect.orElseSucceed(() => 1))
+    const lease = yield* LeaseConfig
+    const base = `${hostname()}:${process.pid}`
+    yield* sweep
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(lease.heartbeatMs)), sweep)))
+    for (let i = 0; i < Math.max(0, count); i++) yield* Effect.forkScoped(loop(`${base}:${i}`, lease))
+  })
+)

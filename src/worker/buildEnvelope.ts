@@ -23,6 +23,8 @@ export interface ResolvedJob {
   readonly envelope: JobEnvelope
   readonly agentVersion: string
   readonly model: string
+  /** The agent's tool grants (kernel tools and MCP grants). */
+  readonly tools: ReadonlyArray<string>
 }
 
 export const buildEnvelope = (
@@ -48,7 +50,8 @@ export const buildEnvelope = (
     return {
       envelope: { job: spec, providers, boundary },
       agentVersion: String(agent.version),
-      model: `${binding.providerId}/${binding.modelId}`
+      model: `${binding.providerId}/${binding.modelId}`,
+      tools: agent.tools ?? []
     }
   }).pipe(
     Effect.catchTags({

@@ -4,7 +4,7 @@
  * live progress display in the terminal. Exit 0 when the job completed, 1 when it failed, 2 on usage
  * or when the workspace is refused (outside the job roots, missing, …: every problem listed).
  */
-import { Effect, Either, Fiber } from "effect"
+import { Effect, Either, Fiber, LogLevel } from "effect"
 import { resolve } from "node:path"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import { DbMigratedLive } from "../db/Db.ts"
@@ -107,7 +107,8 @@ export const runMain = async (args: ReadonlyArray<string>): Promise<number> => {
   const log = (line: string) => void process.stderr.write(`${line}\n`)
   let rt: Awaited<ReturnType<typeof makeAppRuntime>>
   try {
-    rt = await makeAppRuntime(DbMigratedLive)
+    // The job's own progress is printed below: only warnings and errors (diagnostics) go to stderr.
+    rt = await makeAppRuntime(DbMigratedLive, { log, logLevel: LogLevel.Warning })
   } catch (e) {
     log(`kintsugi run: cannot start: ${e instanceof Error ? e.message.split("\n")[0] : ""}`)
     return 1
@@ -132,7 +133,7 @@ export const runMain = async (args: ReadonlyArray<string>): Promise<number> => {
     const lease = yield* LeaseConfig
     const claimed = yield* store.claim(`cli:${process.pid}`, lease.leaseMs, job.id)
     if (claimed === undefined) return yield* Effect.die(new Error("the job was claimed by another worker"))
-    const running = yield* Effect.fork(runClaimedJob(claimed, lease, log))
+    const running = yield* Effect.fork(runClaimedJob(claimed, lease))
     let last = -1
     const drain = Effect.gen(function* () {
       for (const e of yield* store.events(job.id, last)) {

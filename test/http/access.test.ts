@@ -13,8 +13,11 @@ setDefaultTimeout(30_000)
 
 const api = useApi()
 
-/** `admin`: every permission; `session`: any signed-in session, never an API token. */
-type Guard = "public" | "read" | "agents.manage" | "providers.manage" | "admin" | "session" | "fallback"
+/**
+ * `admin`: every admin permission; `session`: any signed-in session, never an API token; `metrics.read`:
+ * that permission or an admin (loopback clients need none: test/http/observability.test.ts).
+ */
+type Guard = "public" | "read" | "agents.manage" | "providers.manage" | "metrics.read" | "admin" | "session" | "fallback"
 
 interface Sample {
   readonly path: string
@@ -285,9 +288,11 @@ const NON_GET: ReadonlyArray<RouteCase> = [
   { route: "ALL /api/*", guard: "fallback", sample: async (n) => ({ path: `/api/admin/${n}`, json: {} }), ok: 404 }
 ]
 
-/** Every GET route of the JSON API and /healthz: anonymous is refused (unless public), a signed-in reader may read. */
+/** Every GET route of the JSON API and the probes: anonymous is refused (unless public), a signed-in reader may read. */
 const GET: ReadonlyArray<RouteCase> = [
   { route: "GET /healthz", guard: "public", sample: async () => ({ path: "/healthz" }), ok: 200 },
+  { route: "GET /readyz", guard: "public", sample: async () => ({ path: "/readyz" }), ok: 200 },
+  { route: "GET /metrics", guard: "metrics.read", sample: async () => ({ path: "/metrics" }), ok: 200 },
   { route: "GET /api/session", guard: "read", sample: async () => ({ path: "/api/session" }), ok: 200 },
   { route: "GET /api/admin/agents", guard: "read", sample: async () => ({ path: "/api/admin/agents" }), ok: 200 },
   { route: "GET /api/admin/agents/context", guard: "read", sample: async () => ({ path: "/api/admin/agents/context" }), ok: 200 },
@@ -376,7 +381,7 @@ const GET: ReadonlyArray<RouteCase> = [
 ]
 
 /** Routes of the HTML portal (not under /api/): classified in test/portal/routes.test.ts. */
-const isPortalRoute = (r: { method: string; path: string }) => !r.path.startsWith("/api/") && r.path !== "/healthz"
+const isPortalRoute = (r: { method: string; path: string }) => !r.path.startsWith("/api/") && !["/healthz", "/readyz", "/metrics"].includes(r.path)
 
 const methodOf = (c: RouteCase) => {
   const m = c.route.split(" ")[0] ?? ""
@@ -400,9 +405,11 @@ describe("every route is classified", () => {
 type User = { readonly token: string }
 let agentsOnly: User
 let providersOnly: User
+let metricsOnly: User
 beforeAll(async () => {
   agentsOnly = await api.createUser("agents-only", ["agents.manage"])
   providersOnly = await api.createUser("providers-only", ["providers.manage"])
+  metricsOnly = await api.createUser("metrics-only", ["metrics.read"])
 })
 
 /** Who holds only the permission a guard needs, and who holds only the other one. */
@@ -439,7 +446,7 @@ describe("non-GET routes × {anonymous, no permission, the other permission, man
         expect(garbage.status).toBe(403)
       }
       if (c.guard === "admin") {
-        expect(reader.json().error).toEqual({ code: "forbidden", message: "this needs every permission (agents.manage, providers.manage)" })
+        expect(reader.json().error).toEqual({ code: "forbidden", message: "this needs every admin permission (agents.manage, providers.manage)" })
         // One permission is not enough to administer users.
         for (const one of [agentsOnly, providersOnly]) expect((await api.request(method, sample.path, { token: one.token, json: sample.json })).status).toBe(403)
         const garbage = await api.request(method, sample.path, { token: agentsOnly.token, body: "{not json", headers: { "content-type": "application/json" } })
@@ -515,7 +522,7 @@ describe("GET routes: anonymous 401, a reader 200 (403 where a permission is nee
   })
   for (const c of GET) {
     const anonymousStatus = c.guard === "public" ? c.ok : 401
-    const readerStatus = c.guard === "admin" || c.guard === "providers.manage" ? 403 : c.ok
+    const readerStatus = c.guard === "admin" || c.guard === "providers.manage" || c.guard === "metrics.read" ? 403 : c.ok
     test(`${c.route}: anonymous ${anonymousStatus}, reader ${readerStatus}`, async () => {
       const sample = await c.sample(unique("get"))
       const anonymous = await api.request("GET", sample.path)
@@ -524,7 +531,7 @@ describe("GET routes: anonymous 401, a reader 200 (403 where a permission is nee
       expect(reader.status).toBe(readerStatus)
       // A GET with a session needs no CSRF token.
       expect((await api.request("GET", sample.path, { session: readerSession, csrf: false })).status).toBe(readerStatus)
-      if (c.guard === "admin") {
+      if (c.guard === "admin" || c.guard === "metrics.read") {
         for (const one of [agentsOnly, providersOnly]) expect((await api.request("GET", sample.path, { token: one.token })).status).toBe(403)
         expect((await api.request("GET", sample.path, { token: api.manager.token })).status).toBe(c.ok)
       }
@@ -532,6 +539,7 @@ describe("GET routes: anonymous 401, a reader 200 (403 where a permission is nee
         expect((await api.request("GET", sample.path, { token: agentsOnly.token })).status).toBe(403)
         expect((await api.request("GET", sample.path, { token: providersOnly.token })).status).toBe(c.ok)
       }
+      if (c.guard === "metrics.read") expect((await api.request("GET", sample.path, { token: metricsOnly.token })).status).toBe(c.ok)
     })
   }
 })

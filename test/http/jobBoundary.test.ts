@@ -188,12 +188,11 @@ describe("the job child checks the boundary again", () => {
       // The swap, between the API's check and the job's start.
       rmSync(link)
       symlinkSync(dataDir, link)
-      const logs: Array<string> = []
       await api.run(
         Effect.gen(function* () {
           const lease = yield* LeaseConfig
           const claimed = yield* (yield* JobStore).claim("test:swap", lease.leaseMs, id)
-          if (claimed !== undefined) yield* runClaimedJob(claimed, lease, (l) => logs.push(l))
+          if (claimed !== undefined) yield* runClaimedJob(claimed, lease)
         })
       )
       const job = await api.run(Effect.flatMap(JobStore, (s) => s.get(id)))

@@ -13,6 +13,7 @@ import { emptyForm, formBody, MAX_BODY_BYTES, type PostedForm } from "../body.ts
 import { statusOf, type ApiError } from "../respond.ts"
 import type { AppRuntime, AppServices } from "../route.ts"
 import { htmlResponse, isHtmx, redirect } from "./pageResponse.ts"
+import { noteUser, underRequest } from "../observe.ts"
 
 export interface PortalInput {
   readonly request: Request
@@ -74,7 +75,7 @@ export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets
   })
 
   const finish = async (request: Request, page: () => PageContext, program: Effect.Effect<Response, ApiError, AppServices>): Promise<Response> => {
-    const exit = await rt.runPromiseExit(program)
+    const exit = await rt.runPromiseExit(underRequest(request)(program))
     if (Exit.isSuccess(exit)) return exit.value
     const failure = Cause.failureOption(exit.cause)
     if (Option.isSome(failure)) return errorHtml(request, page(), errorProps(failure.value))
@@ -103,6 +104,7 @@ export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets
       }
       // Who is asking, before any body is read: an anonymous request never makes the server buffer one.
       const who = yield* authenticate(request)
+      noteUser(request, who.username)
       const form = withForm ? yield* readForm(request) : yield* emptyForm()
       const token = form.get("_csrf")
       principal = yield* permit(request, who, guard, typeof token === "string" ? token : undefined)

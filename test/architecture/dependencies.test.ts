@@ -81,6 +81,10 @@ describe("dependencies", () => {
     expect(runtime.filter((d) => !kept.has(d))).toEqual([])
   })
 
+  test("NOT_IMPORTED_YET names only packages the source does not import yet (delete the line once it does)", () => {
+    expect(Object.keys(NOT_IMPORTED_YET).filter((d) => inSource.has(d) || !runtime.includes(d))).toEqual([])
+  })
+
   test("a package only tests or benches use is a devDependency", () => {
     const testOnly = runtime.filter((d) => !inSource.has(d) && inTests.has(d))
     // A required peer may also be imported by a test; only a package nothing in src/ needs is wrong here.

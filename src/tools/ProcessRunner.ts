@@ -9,10 +9,8 @@ import { randomBytes } from "node:crypto"
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "./limits.ts"
 import { OutputCapture } from "./outputCapture.ts"
 import { ProcessTree, RUN_TOKEN_VAR, scanProcesses } from "./processTree.ts"
-import { makeGitTool } from "./git.ts"
 import { bwrapArgs, SAFE_PATH, type SandboxedRun } from "./Sandbox.ts"
-import { makeShellTool } from "./shell.ts"
-import { type KernelTool, ToolError } from "./Tool.ts"
+import { ToolError } from "./Tool.ts"
 
 export { SAFE_PATH }
 /** Time between SIGTERM and SIGKILL. */
@@ -237,9 +235,3 @@ export const processRunnerLayer = (options: RunnerOptions): Layer.Layer<ProcessR
 
 /** An unconfined per-job runner. */
 export const ProcessRunnerLive: Layer.Layer<ProcessRunner> = processRunnerLayer({})
-
-/** The process tools (shell, git) of one job, all running through `runner`. */
-export const processTools = (runner: ProcessRunnerShape): ReadonlyArray<KernelTool> => [
-  makeShellTool(runner),
-  makeGitTool(runner)
-]

@@ -9,11 +9,11 @@ import { problemsOf } from "../contract/Problem.ts"
 import type { JobEvents } from "../kernel/JobEvents.ts"
 import type { Limits } from "../kernel/Limits.ts"
 import type { Workspace } from "./Workspace.ts"
+import { ToolError } from "./ToolError.ts"
 
-/** A model-visible tool failure. `message` goes back to the model verbatim: never host secrets. */
-export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
-  message: Schema.String
-}) {}
+// Defined in leaf modules (no import cycle through Workspace.ts); re-exported where tools look for them.
+export { ToolError } from "./ToolError.ts"
+export type { ResolvedWorkspace } from "./confinement.ts"
 
 /** Side events a tool reports through `JobEvents.emit` while it runs; the kernel stamps `seq` and `at`. */
 export type ToolEvent =
@@ -31,14 +31,6 @@ export type ToolEvent =
       /** Relative to workspace.outDir, forward slashes. */
       readonly path: string
     }
-
-/** The canonical workspace of one job: every path is absolute and canonical (realpath), resolved once at job start. */
-export interface ResolvedWorkspace {
-  readonly root: string
-  /** Directories or files; the first entry is the default search directory. */
-  readonly readOnly: ReadonlyArray<string>
-  readonly outDir: string
-}
 
 /**
  * The per-job services a tool call runs with: `Workspace` (the only way to files), `JobEvents`

@@ -11,12 +11,13 @@ import {
   resolveReadPath,
   resolveWorkspace,
   resolveWritePath,
+  type PathCheck,
   type ReadTarget,
+  type ResolvedWorkspace,
   type WorkspaceSpec,
   type WriteTarget
 } from "./confinement.ts"
-import type { ResolvedWorkspace, ToolError } from "./Tool.ts"
-import type { PathCheck } from "./workspaceBoundary.ts"
+import type { ToolError } from "./ToolError.ts"
 
 export * from "./confinement.ts"
 

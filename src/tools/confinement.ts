@@ -5,13 +5,24 @@
 import fs from "node:fs"
 import path from "node:path"
 import { Effect, Schema } from "effect"
-import { ToolError, type ResolvedWorkspace } from "./Tool.ts"
+import type { Problem } from "../contract/Problem.ts"
+import { ToolError } from "./ToolError.ts"
 import { MAX_PATH_INPUT_BYTES } from "./limits.ts"
-import type { PathCheck } from "./workspaceBoundary.ts"
 
 const C = fs.constants
 const onLinux = process.platform === "linux"
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+
+/** The canonical workspace of one job: every path is absolute and canonical (realpath), resolved once at job start. */
+export interface ResolvedWorkspace {
+  readonly root: string
+  /** Directories or files; the first entry is the default search directory. */
+  readonly readOnly: ReadonlyArray<string>
+  readonly outDir: string
+}
+
+/** Extra problems of one canonical workspace path (`field` names the spec field), e.g. the job boundary (workspaceBoundary.ts). */
+export type PathCheck = (field: string, canonical: string) => ReadonlyArray<Problem>
 
 /** The workspace fields of a job spec, as given (not yet canonical). */
 export interface WorkspaceSpec {

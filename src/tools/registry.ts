@@ -1,7 +1,8 @@
 /** The kernel tool registry: only the tools in the agent's allowlist are created, in allowlist order. */
 import { CODEMODE_READ_TOOLS, makeCodemode } from "./codemode/codemode.ts"
 import { fileTools } from "./fileTools.ts"
-import { processTools, type ProcessRunnerShape } from "./ProcessRunner.ts"
+import type { ProcessRunnerShape } from "./ProcessRunner.ts"
+import { processTools } from "./processTools.ts"
 import type { KernelTool } from "./Tool.ts"
 
 /** `codemodeExtra`: tools a codemode script may call besides the read tools (the job's read-only MCP tools). */

@@ -7,10 +7,9 @@ import fs from "node:fs"
 import path from "node:path"
 import type { JobBoundary } from "../contract/AgentRuntime.ts"
 import type { Problem } from "../contract/Problem.ts"
-import { isInside } from "./confinement.ts"
+import { isInside, type PathCheck } from "./confinement.ts"
 
-/** Extra problems of one canonical workspace path (`field` names the spec field), e.g. the job boundary. */
-export type PathCheck = (field: string, canonical: string) => ReadonlyArray<Problem>
+export type { PathCheck }
 
 /** A forbidden path and how messages call it (never the path itself). */
 export interface ForbiddenPath {

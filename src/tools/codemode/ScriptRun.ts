@@ -4,7 +4,7 @@
  */
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten"
 import { bootstrapSource, wrapScript } from "./guestApi.ts"
-import type { HostReply, RunOptions, SandboxLimits, ScriptResult } from "./QuickJsSandbox.ts"
+import type { HostReply, RunOptions, SandboxLimits, ScriptResult } from "./scriptContract.ts"
 import type { QuickJsInstance } from "./quickJsModule.ts"
 
 /** Promise jobs run per pump before the host event loop gets a turn. */

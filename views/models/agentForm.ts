@@ -3,11 +3,11 @@
  * (serializeAgentPackage; the store's checks judge them), and each package problem placed at its field.
  */
 import { Either } from "effect"
-import { localSkillPath } from "../../agents/agentChecks.ts"
-import { Audience, serializeAgentPackage, type AgentPackage } from "../../agents/AgentPackage.ts"
-import { displayName } from "../../agents/packagePaths.ts"
-import { ThinkingLevel } from "../../contract/AgentDefinition.ts"
-import { decodeAll, type Problem } from "../../contract/Problem.ts"
+import { localSkillPath } from "../../src/agents/agentChecks.ts"
+import { Audience, serializeAgentPackage, type AgentPackage } from "../../src/agents/AgentPackage.ts"
+import { displayName } from "../../src/agents/packagePaths.ts"
+import { ThinkingLevel } from "../../src/contract/AgentDefinition.ts"
+import { decodeAll, type Problem } from "../../src/contract/Problem.ts"
 
 /** A repeated row: a local skill (`name` = skill name) or a package file (`name` = its path). */
 export interface FormRow {

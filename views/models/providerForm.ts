@@ -3,10 +3,10 @@
  * own every rule), and the stores' problems → the field or row they belong to. Secrets (API keys,
  * header values) are read from the form and passed on, never kept in the values a view re-renders.
  */
-import { THINKING_LEVELS, type ThinkingLevel } from "../../contract/AgentDefinition.ts"
-import type { Problem } from "../../contract/Problem.ts"
-import type { ProviderView } from "../../providers/ProviderStore.ts"
-import type { McpServerView } from "../../providers/McpServers.ts"
+import { THINKING_LEVELS, type ThinkingLevel } from "../../src/contract/AgentDefinition.ts"
+import type { Problem } from "../../src/contract/Problem.ts"
+import type { ProviderView } from "../../src/providers/ProviderStore.ts"
+import type { McpServerView } from "../../src/providers/McpServers.ts"
 
 interface Fields {
   readonly get: (name: string) => unknown

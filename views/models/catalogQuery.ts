@@ -1,5 +1,5 @@
 /** The catalog's search and filters: read from the query string (unknown values fall back to "all"), applied to the entries. */
-import type { CatalogEntry } from "../../agents/AgentStore.ts"
+import type { CatalogEntry } from "../../src/agents/AgentStore.ts"
 
 export const KINDS = ["all", "builtin", "custom"] as const
 export const AUDIENCE_FILTERS = ["all", "runtime", "member"] as const

@@ -1,0 +1,77 @@
+/**
+ * The import rules of ARCHITECTURE.md §3 (issue 12): the library layers never reach the server, nothing
+ * imports the composition root or the CLI from below, views never import the portal's controllers, and
+ * no source file takes part in an import cycle (type-only imports count: they are dependencies too).
+ */
+import { describe, expect, test } from "bun:test"
+import { cycles, importGraph, type ImportEdge } from "./importGraph.ts"
+
+const graph = await importGraph(["src", "views"])
+
+/**
+ * Known upward imports of `src/main.ts`, removed when the command entry points move into `src/cli/`
+ * (issue 12 item 1, branch `cli`). Delete each line as that lands; the test then enforces the rule.
+ */
+const UPWARD_ALLOWED: ReadonlyArray<string> = [
+  "src/http/serve.ts → src/main.ts",
+  "src/worker/runCommand.ts → src/main.ts"
+]
+
+const edges = function* (from: (file: string) => boolean): Generator<readonly [string, ImportEdge]> {
+  for (const [file, imports] of graph) if (from(file)) for (const i of imports) yield [file, i]
+}
+const under = (...dirs: ReadonlyArray<string>) => (file: string | undefined) =>
+  file !== undefined && dirs.some((d) => file.startsWith(`${d}/`))
+const show = (file: string, i: ImportEdge) => `${file} → ${i.target ?? i.specifier}`
+
+describe("import rules", () => {
+  test("the graph is read: every local import resolves to a source file", () => {
+    expect(graph.size).toBeGreaterThan(100)
+    const unresolved = [...edges(() => true)].filter(([, i]) => i.target?.endsWith(".ts") === true && !graph.has(i.target))
+    expect(unresolved.map(([f, i]) => show(f, i))).toEqual([])
+  })
+
+  test("src/contract imports nothing but effect and other contract files", () => {
+    const bad = [...edges(under("src/contract"))].filter(([, i]) =>
+      i.target !== undefined ? !under("src/contract")(i.target) : !/^effect(\/|$)/.test(i.specifier))
+    expect(bad.map(([f, i]) => show(f, i))).toEqual([])
+  })
+
+  test("kernel/, tools/, contract/ never import db/, http/, worker/", () => {
+    const bad = [...edges(under("src/kernel", "src/tools", "src/contract"))].filter(([, i]) => under("src/db", "src/http", "src/worker")(i.target))
+    expect(bad.map(([f, i]) => show(f, i))).toEqual([])
+  })
+
+  test("testing/ (no provider, no key, no database) never imports db/, http/, worker/, providers/", () => {
+    const bad = [...edges(under("src/testing"))].filter(([, i]) => under("src/db", "src/http", "src/worker", "src/providers")(i.target))
+    expect(bad.map(([f, i]) => show(f, i))).toEqual([])
+  })
+
+  test("nothing imports main.ts or cli/ from below", () => {
+    const top = (f: string) => f === "src/cli.ts" || under("src/cli")(f)
+    const bad = [...edges((f) => !top(f))]
+      .filter(([, i]) => i.target === "src/main.ts" || i.target === "src/cli.ts" || under("src/cli")(i.target))
+      .map(([f, i]) => show(f, i))
+    expect(bad.filter((e) => !UPWARD_ALLOWED.includes(e))).toEqual([])
+  })
+
+  test("the allowlist of upward imports holds only imports that still exist (delete the line once it is gone)", () => {
+    const present = new Set([...edges(() => true)].map(([f, i]) => show(f, i)))
+    expect(UPWARD_ALLOWED.filter((e) => !present.has(e))).toEqual([])
+  })
+
+  test("views never import the portal's controllers (or anything else under src/http)", () => {
+    const bad = [...edges(under("views"))].filter(([, i]) => under("src/http")(i.target))
+    expect(bad.map(([f, i]) => show(f, i))).toEqual([])
+  })
+
+  test("no import cycles", () => {
+    const local = new Map([...graph].map(([f, imports]) => [f, imports.flatMap((i) => (i.target !== undefined && graph.has(i.target) ? [i.target] : []))]))
+    expect(cycles(local).map((c) => c.join(" → "))).toEqual([])
+  })
+
+  test("the cycle finder reports a cycle with its path", () => {
+    const found = cycles(new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a", "d"]], ["d", []], ["e", ["e"]]]))
+    expect(found.map((c) => c.join(" → ")).sort()).toEqual(["a → b → c → a", "e → e"])
+  })
+})

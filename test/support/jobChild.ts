@@ -26,7 +26,7 @@ export interface ChildRun {
 const decodeEvent = Schema.decodeUnknownSync(JobEvent)
 
 /** The job child's environment: no proxies for loopback, the test run's sandbox mode, nothing else of ours. */
-const childEnv = (): Record<string, string> => ({
+export const childEnv = (): Record<string, string> => ({
   PATH: process.env["PATH"] ?? "/usr/bin:/bin",
   HOME: process.env["HOME"] ?? "/tmp",
   NO_PROXY: "127.0.0.1,localhost",

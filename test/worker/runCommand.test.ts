@@ -12,6 +12,7 @@ import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import { commonAncestor, parseRunArgs } from "../../src/worker/runCommand.ts"
+import { childEnv } from "../support/jobChild.ts"
 import { createTestDataDir } from "../support/db.ts"
 import { testJobRoots } from "../support/jobRoots.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
@@ -57,7 +58,8 @@ test("runs a built-in agent through its binding and shows progress live", async 
 
   const work = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-run-")))
   cleanups.push(() => rmSync(work, { recursive: true, force: true }))
-  const env = { PATH: process.env["PATH"] ?? "", NO_PROXY: "127.0.0.1,localhost", KINTSUGI_DATA_DIR: dirname(dataDir), KINTSUGI_SECRET_KEY: secretKey, KINTSUGI_JOB_ROOTS: work }
+  // The test run's sandbox mode (bubblewrap where it works, else off): the built-in agent is granted shell.
+  const env = { ...childEnv(), NO_PROXY: "127.0.0.1,localhost", KINTSUGI_DATA_DIR: dirname(dataDir), KINTSUGI_SECRET_KEY: secretKey, KINTSUGI_JOB_ROOTS: work }
   mkdirSync(join(work, "src"))
   mkdirSync(join(work, "out"))
   writeFileSync(join(work, "src", "a.ts"), "export const a = 1\n")

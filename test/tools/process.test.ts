@@ -209,13 +209,14 @@ describe("process runner: output capture", () => {
     let peak = before
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5)
     try {
-      const flood = await run("yes | head -c 200000000", 60_000)
+      const flood = await run("yes | head -c 400000000", 60_000)
       expect(flood.exitCode).toBe(0)
-      expect(flood.output).toContain("200000000 bytes in total")
+      expect(flood.output).toContain("400000000 bytes in total")
     } finally {
       clearInterval(sampler)
     }
-    // 200 MB went through the pipe; a capture that kept it would grow by at least that much.
-    expect(peak - before).toBeLessThan(120 * 1024 * 1024)
+    // 400 MB went through the pipe; a capture that kept it would grow by at least that much. Pipe chunks
+    // waiting for a busy event loop (a loaded machine) account for the rest: 145 MB was seen under load.
+    expect(peak - before).toBeLessThan(200 * 1024 * 1024)
   }, 60_000)
 })

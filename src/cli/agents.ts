@@ -1,6 +1,8 @@
 /** `kintsugi agents validate <file|dir|zip> [--json]`: the format checks of an agent package, offline. */
-import { Args, Command, Options } from "@effect/cli"
-import { Effect } from "effect"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Effect from "effect/Effect"
 import { exitWith } from "./exit.ts"
 
 const validate = Command.make(

@@ -2,8 +2,12 @@
  * Exit codes for the `kintsugi` commands: a command ends with `exitWith(code)`; `teardown` maps the
  * main fiber's end to the process exit code (usage errors 2, Ctrl-C 130).
  */
-import { ValidationError } from "@effect/cli"
-import { Cause, Effect, Exit, Option, Schema } from "effect"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 
 /** A command's non-zero exit code, after it has said why on stderr. */
 export class CliExit extends Schema.TaggedError<CliExit>()("CliExit", { code: Schema.Number }) {}

@@ -1,10 +1,15 @@
 /**
  * The `kintsugi` command tree on @effect/cli, run by the platform's `runMain` (signals, exit codes).
- * Every command loads its wiring only when it runs: `--help` opens no database and starts nothing.
+ * Every command loads its wiring only when it runs: `--help` opens no database and starts nothing;
+ * modules are imported one by one (no barrels), as `kintsugi --help` pays for every module it loads.
  */
-import { Command } from "@effect/cli"
-import { BunContext, BunRuntime } from "@effect/platform-bun"
-import { Effect } from "effect"
+import * as Command from "@effect/cli/Command"
+import * as BunFileSystem from "@effect/platform-bun/BunFileSystem"
+import * as BunPath from "@effect/platform-bun/BunPath"
+import * as BunRuntime from "@effect/platform-bun/BunRuntime"
+import * as BunTerminal from "@effect/platform-bun/BunTerminal"
+import * as Layer from "effect/Layer"
+import * as Effect from "effect/Effect"
 import pkg from "../../package.json" with { type: "json" }
 import { agentsCommand } from "./agents.ts"
 import { teardown } from "./exit.ts"
@@ -36,4 +41,4 @@ export const splitEquals = (args: ReadonlyArray<string>): Array<string> =>
 
 /** Runs the command line `argv` (as process.argv: runtime, script, arguments…) and exits with its code. */
 export const main = (argv: ReadonlyArray<string>): void =>
-  cli([...argv.slice(0, 2), ...splitEquals(argv.slice(2))]).pipe(Effect.provide(BunContext.layer), BunRuntime.runMain({ disableErrorReporting: true, teardown }))
+  cli([...argv.slice(0, 2), ...splitEquals(argv.slice(2))]).pipe(Effect.provide(Layer.mergeAll(BunFileSystem.layer, BunPath.layer, BunTerminal.layer)), BunRuntime.runMain({ disableErrorReporting: true, teardown }))

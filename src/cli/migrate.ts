@@ -1,6 +1,6 @@
 /** `kintsugi migrate`: applies pending migrations to DATABASE_URL, else the embedded database. */
-import { Command } from "@effect/cli"
-import { Effect } from "effect"
+import * as Command from "@effect/cli/Command"
+import * as Effect from "effect/Effect"
 import { exitWith } from "./exit.ts"
 
 export const migrateCommand = Command.make("migrate", {}, () =>

@@ -3,8 +3,12 @@
  * against the configured database, with live progress. Exit 0 completed, 1 failed, 2 on usage or a
  * refused workspace, 130 on Ctrl-C (after the job has ended as aborted).
  */
-import { Args, Command, Options } from "@effect/cli"
-import { Effect, LogLevel, Option } from "effect"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Effect from "effect/Effect"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
 import { CliExit, exitWith } from "./exit.ts"
 import { explainStartFailure } from "./explain.ts"
 

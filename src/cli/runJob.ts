@@ -2,8 +2,8 @@
  * `kintsugi run-job`: the job child. src/cli.ts starts it before this framework loads (its cold start
  * must not pay for @effect/cli); this command gives it help and usage.
  */
-import { Command } from "@effect/cli"
-import { Effect } from "effect"
+import * as Command from "@effect/cli/Command"
+import * as Effect from "effect/Effect"
 
 export const runJobCommand = Command.make("run-job", {}, () =>
   Effect.promise(() => import("../jobChild.ts").then((m) => m.jobChildMain()))

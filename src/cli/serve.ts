@@ -2,8 +2,10 @@
  * `kintsugi serve`: migrates the database, makes sure an admin exists, runs the worker loops and serves
  * the API and the portal on --host/--port (HOST/PORT). A database that cannot be reached is one clear line and exit 1.
  */
-import { Command, Options } from "@effect/cli"
-import { Config, Effect } from "effect"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
 import { CliExit, setInterruptedExitCode } from "./exit.ts"
 
 const firstLine = (e: unknown) => (e instanceof Error ? e.message : String(e)).split("\n")[0] ?? ""

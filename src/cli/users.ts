@@ -2,8 +2,10 @@
  * `kintsugi users …`: portal users, permissions, disabling, API tokens. Passwords come from
  * KINTSUGI_USER_PASSWORD or stdin (never argv, which other users can read in the process list).
  */
-import { Args, Command, Options } from "@effect/cli"
-import { Effect } from "effect"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Effect from "effect/Effect"
 import type { Permission } from "../access/Access.ts"
 import type { UsersOp } from "../access/usersCommand.ts"
 import { exitWith } from "./exit.ts"

@@ -4,10 +4,10 @@
  * modules are imported one by one (no barrels), as `kintsugi --help` pays for every module it loads.
  */
 import * as Command from "@effect/cli/Command"
-import * as BunFileSystem from "@effect/platform-bun/BunFileSystem"
-import * as BunPath from "@effect/platform-bun/BunPath"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Path from "@effect/platform/Path"
+import * as Terminal from "@effect/platform/Terminal"
 import * as BunRuntime from "@effect/platform-bun/BunRuntime"
-import * as BunTerminal from "@effect/platform-bun/BunTerminal"
 import * as Layer from "effect/Layer"
 import * as Effect from "effect/Effect"
 import pkg from "../../package.json" with { type: "json" }
@@ -39,6 +39,32 @@ export const splitEquals = (args: ReadonlyArray<string>): Array<string> =>
     return eq > 2 && takesValue(word.slice(0, eq)) && !takesValue(args[i - 1]) ? [word.slice(0, eq), word.slice(eq + 1)] : [word]
   })
 
+/** A terminal that only writes: reading input is the wizard's, which loads the real one. */
+const outputOnly: Terminal.Terminal = {
+  columns: Effect.sync(() => process.stdout.columns ?? 80),
+  rows: Effect.sync(() => process.stdout.rows ?? 24),
+  isTTY: Effect.sync(() => process.stdout.isTTY === true),
+  readInput: Effect.dieMessage("kintsugi: no terminal input without --wizard"),
+  readLine: Effect.dieMessage("kintsugi: no terminal input without --wizard"),
+  display: (text) => Effect.sync(() => void process.stdout.write(text))
+}
+
+// No option of ours reads files, and only `--wizard` prompts: the Bun file system and terminal (slow to
+// load) are loaded for the wizard alone, so that `--help` and every command start sooner.
+const platform = (args: ReadonlyArray<string>) =>
+  args.includes("--wizard")
+    ? Layer.unwrapEffect(
+        Effect.promise(async () => {
+          const [fs, path, terminal] = await Promise.all([
+            import("@effect/platform-bun/BunFileSystem"),
+            import("@effect/platform-bun/BunPath"),
+            import("@effect/platform-bun/BunTerminal")
+          ])
+          return Layer.mergeAll(fs.layer, path.layer, terminal.layer)
+        })
+      )
+    : Layer.mergeAll(FileSystem.layerNoop({}), Path.layer, Layer.succeed(Terminal.Terminal, outputOnly))
+
 /** Runs the command line `argv` (as process.argv: runtime, script, arguments…) and exits with its code. */
 export const main = (argv: ReadonlyArray<string>): void =>
-  cli([...argv.slice(0, 2), ...splitEquals(argv.slice(2))]).pipe(Effect.provide(Layer.mergeAll(BunFileSystem.layer, BunPath.layer, BunTerminal.layer)), BunRuntime.runMain({ disableErrorReporting: true, teardown }))
+  cli([...argv.slice(0, 2), ...splitEquals(argv.slice(2))]).pipe(Effect.provide(platform(argv)), BunRuntime.runMain({ disableErrorReporting: true, teardown }))

@@ -87,3 +87,18 @@ test("a wrong secret key is named, not a raw crypto error", async () => {
   expect(out + err).toContain(WRONG_KEY)
   expect(out + err).not.toContain("authenticate data")
 })
+
+test("an embedded database held by another process: one line saying what to do, exit 1", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kintsugi-locked-"))
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+  // This test process stands for a running `kintsugi serve`: alive, and not the child.
+  writeFileSync(join(dir, "data.lock"), String(process.pid))
+  const env = { PATH: process.env["PATH"] ?? "", HOME: dir, KINTSUGI_DATA_DIR: dir, KINTSUGI_JOB_ROOTS: dir, KINTSUGI_SECRET_KEY: SECRET_KEY }
+  const child = Bun.spawn(["bun", CLI, "run", "codebase-inventory", "--task", "t", "--read", dir, "--out", dir], { stdout: "pipe", stderr: "pipe", env })
+  const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  expect(code).toBe(1)
+  expect(out).toBe("")
+  expect(err.trim().split("\n")).toHaveLength(1)
+  expect(err).toContain(`in use by process ${process.pid}`)
+  expect(err).toContain("stop it, or point both at one PostgreSQL with DATABASE_URL")
+})

@@ -12,14 +12,14 @@ import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts
 const RUNS = Number(process.env["RUNS"] ?? 20)
 const median = (xs: Array<number>) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
 
-const steps: Array<Step> = Array.from({ length: 2 * RUNS }, () => ({ kind: "turn", text: "ok" }))
+const steps: Array<Step> = Array.from({ length: 3 * RUNS }, () => ({ kind: "turn", text: "ok" }))
 const server = await startOpenAIServer(steps)
 const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
 const envelope = createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")])
 
-const measure = async (entry?: string): Promise<Array<number>> => {
+const measure = async (entry?: string, runs = RUNS): Promise<Array<number>> => {
   const times: Array<number> = []
-  for (let i = 0; i < RUNS; i++) {
+  for (let i = 0; i < runs; i++) {
     const t0 = performance.now()
     const run = startJobChild(envelope, entry === undefined ? {} : { entry })
     await run.waitFor("job.started")
@@ -29,7 +29,17 @@ const measure = async (entry?: string): Promise<Array<number>> => {
   }
   return times
 }
-const child = await measure()
+// BEFORE=<another checkout>: its `src/cli.ts run-job` in alternation with ours, under the same load.
+const before = process.env["BEFORE"]
+const child: Array<number> = []
+const other: Array<number> = []
+for (let i = 0; i < RUNS; i++) {
+  child.push(...(await measureOnce()))
+  if (before !== undefined) other.push(...(await measureOnce(join(before, "src", "cli.ts"))))
+}
+function measureOnce(entry?: string) {
+  return measure(entry, 1)
+}
 const outdir = mkdtempSync(join(tmpdir(), "kintsugi-bc-"))
 const build = await Bun.build({
   entrypoints: [join(import.meta.dir, "..", "src", "jobChildEntry.ts")],
@@ -51,6 +61,7 @@ for (let i = 0; i < RUNS; i++) {
 await server.stop()
 dirs.cleanup()
 console.log(`job child cold start (spawn → job.started), median of ${RUNS}: ${median(child).toFixed(1)} ms`)
+if (before !== undefined) console.log(`the child of ${before},  median of ${RUNS}: ${median(other).toFixed(1)} ms`)
 console.log(`same child bundled to Bun bytecode,          median of ${RUNS}: ${median(bytecode).toFixed(1)} ms`)
 console.log(`bare bun process (spawn → first byte),       median of ${RUNS}: ${median(bare).toFixed(1)} ms`)
 console.log(`kintsugi's own start-up cost:                         ${(median(child) - median(bare)).toFixed(1)} ms`)

@@ -53,70 +53,64 @@ const tokenOptions = (rest: ReadonlyArray<string>): { name: string; days: number
   return { name: name ?? "cli", days: days ?? TOKEN_DEFAULT_DAYS }
 }
 
-/** Runs one users command; resolves to the exit code (0 ok, 1 refused, 2 usage). Never rejects. */
-export const usersMain = async (args: ReadonlyArray<string>, io: UsersIo = stdio, db: Layer.Layer<Db, DbError> = DbMigratedLive): Promise<number> => {
-  if (args.some((a) => a === "--help" || a === "-h") || args[0] === "help") {
-    io.out(USERS_USAGE)
-    return 0
-  }
-  const [sub, username, ...rest] = args
-  const usage = () => {
-    io.err(USERS_USAGE)
-    return 2
-  }
-  if (username === undefined) return usage()
+/** One users operation, as parsed from the command line. */
+export type UsersOp =
+  | { readonly op: "add"; readonly username: string; readonly grants: ReadonlyArray<Permission> }
+  | { readonly op: "grant" | "revoke"; readonly username: string; readonly permission: Permission }
+  | { readonly op: "disable" | "enable"; readonly username: string }
+  | { readonly op: "token"; readonly username: string; readonly name: string; readonly days: number; readonly json?: boolean }
+  | { readonly op: "tokens"; readonly username: string; readonly json?: boolean }
+  | { readonly op: "revoke-token"; readonly username: string; readonly id: string }
+
+const tokenJson = (t: TokenView) => ({
+  id: t.id,
+  name: t.name,
+  status: t.status,
+  createdAt: t.createdAt.toISOString(),
+  lastUsedAt: t.lastUsedAt?.toISOString() ?? null,
+  expiresAt: t.expiresAt.toISOString()
+})
+
+/** Runs one users operation against `db`; resolves to the exit code (0 ok, 1 refused). Never rejects. */
+export const runUsersOp = async (o: UsersOp, io: UsersIo = stdio, db: Layer.Layer<Db, DbError> = DbMigratedLive): Promise<number> => {
+  const { username } = o
   let program: Effect.Effect<string, { readonly message: string }, Access>
-  switch (sub) {
+  switch (o.op) {
     case "add": {
-      const grants: Array<Permission> = []
-      for (let i = 0; i < rest.length; i += 2) {
-        const p = rest[i + 1]
-        if (rest[i] !== "--grant" || !isPermission(p)) return usage()
-        grants.push(p)
-      }
       const fromEnv = process.env["KINTSUGI_USER_PASSWORD"]
       const password = fromEnv !== undefined && fromEnv !== "" ? fromEnv : ((await io.stdin()).split("\n")[0] ?? "").trim()
-      program = Effect.map(Effect.flatMap(Access, (a) => a.addUser(username, password, grants)), () =>
-        `created user ${username}${grants.length > 0 ? ` with ${grants.join(", ")}` : ""}`
+      program = Effect.map(Effect.flatMap(Access, (a) => a.addUser(username, password, o.grants)), () =>
+        `created user ${username}${o.grants.length > 0 ? ` with ${o.grants.join(", ")}` : ""}`
       )
       break
     }
     case "grant":
-    case "revoke": {
-      const p = rest[0]
-      if (!isPermission(p) || rest.length !== 1) return usage()
-      program =
-        sub === "grant"
-          ? Effect.map(Effect.flatMap(Access, (a) => a.grant(username, p)), () => `granted ${p} to ${username}`)
-          : Effect.map(Effect.flatMap(Access, (a) => a.revoke(username, p)), () => `removed ${p} from ${username}`)
+      program = Effect.map(Effect.flatMap(Access, (a) => a.grant(username, o.permission)), () => `granted ${o.permission} to ${username}`)
       break
-    }
+    case "revoke":
+      program = Effect.map(Effect.flatMap(Access, (a) => a.revoke(username, o.permission)), () => `removed ${o.permission} from ${username}`)
+      break
     case "disable":
     case "enable": {
-      if (rest.length !== 0) return usage()
-      const disabled = sub === "disable"
+      const disabled = o.op === "disable"
       program = Effect.map(Effect.flatMap(Access, (a) => a.setDisabled(username, disabled)), () => `${disabled ? "disabled" : "enabled"} ${username}`)
       break
     }
-    case "token": {
-      const options = tokenOptions(rest)
-      if (options === undefined) return usage()
-      program = Effect.flatMap(Access, (a) => a.issueToken(username, options.name, options.days))
+    case "token":
+      program = Effect.map(Effect.flatMap(Access, (a) => a.issueToken(username, o.name, o.days)), (token) =>
+        o.json === true ? JSON.stringify({ username, name: o.name, expiresDays: o.days, token }) : token
+      )
       break
-    }
-    case "tokens": {
-      if (rest.length !== 0) return usage()
-      program = Effect.map(Effect.flatMap(Access, (a) => a.tokens(username)), (ts) => (ts.length === 0 ? `${username} has no API tokens` : ts.map(tokenLine).join("\n")))
+    case "tokens":
+      program = Effect.map(Effect.flatMap(Access, (a) => a.tokens(username)), (ts) =>
+        o.json === true
+          ? JSON.stringify(ts.map(tokenJson))
+          : ts.length === 0 ? `${username} has no API tokens` : ts.map(tokenLine).join("\n")
+      )
       break
-    }
-    case "revoke-token": {
-      const id = rest[0]
-      if (id === undefined || rest.length !== 1) return usage()
-      program = Effect.map(Effect.flatMap(Access, (a) => a.revokeToken(username, id)), (t) => `revoked token ${t.id} (${t.name}) of ${username}`)
+    case "revoke-token":
+      program = Effect.map(Effect.flatMap(Access, (a) => a.revokeToken(username, o.id)), (t) => `revoked token ${t.id} (${t.name}) of ${username}`)
       break
-    }
-    default:
-      return usage()
   }
   const exit = await Effect.runPromiseExit(program.pipe(Effect.provide(AccessLive), Effect.provide(db)))
   if (Exit.isSuccess(exit)) {
@@ -126,4 +120,55 @@ export const usersMain = async (args: ReadonlyArray<string>, io: UsersIo = stdio
   const failure = Cause.failureOption(exit.cause)
   io.err(`kintsugi users: ${Option.isSome(failure) ? failure.value.message : "internal error"}`)
   return 1
+}
+
+/** Parses `users` argv (after `users`) into one operation; undefined on a usage error. */
+const parseUsersArgs = (args: ReadonlyArray<string>): UsersOp | undefined => {
+  const [sub, username, ...rest] = args
+  if (username === undefined) return undefined
+  switch (sub) {
+    case "add": {
+      const grants: Array<Permission> = []
+      for (let i = 0; i < rest.length; i += 2) {
+        const p = rest[i + 1]
+        if (rest[i] !== "--grant" || !isPermission(p)) return undefined
+        grants.push(p)
+      }
+      return { op: "add", username, grants }
+    }
+    case "grant":
+    case "revoke": {
+      const p = rest[0]
+      return isPermission(p) && rest.length === 1 ? { op: sub, username, permission: p } : undefined
+    }
+    case "disable":
+    case "enable":
+      return rest.length === 0 ? { op: sub, username } : undefined
+    case "token": {
+      const options = tokenOptions(rest)
+      return options === undefined ? undefined : { op: "token", username, ...options }
+    }
+    case "tokens":
+      return rest.length === 0 ? { op: "tokens", username } : undefined
+    case "revoke-token": {
+      const id = rest[0]
+      return id === undefined || rest.length !== 1 ? undefined : { op: "revoke-token", username, id }
+    }
+    default:
+      return undefined
+  }
+}
+
+/** Runs one users command from its argv; resolves to the exit code (0 ok, 1 refused, 2 usage). Never rejects. */
+export const usersMain = async (args: ReadonlyArray<string>, io: UsersIo = stdio, db: Layer.Layer<Db, DbError> = DbMigratedLive): Promise<number> => {
+  if (args.some((a) => a === "--help" || a === "-h") || args[0] === "help") {
+    io.out(USERS_USAGE)
+    return 0
+  }
+  const op = parseUsersArgs(args)
+  if (op === undefined) {
+    io.err(USERS_USAGE)
+    return 2
+  }
+  return runUsersOp(op, io, db)
 }

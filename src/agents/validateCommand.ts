@@ -29,16 +29,54 @@ export const VALIDATE_USAGE = [
 /** Every terminal line goes through this: package text never reaches the terminal raw. */
 const safe = (line: string) => displayName(line)
 
+/** What `agents validate` found: every problem, the notes, and the package when it is valid. */
+export interface ValidationReport {
+  readonly problems: ReadonlyArray<{ readonly path: string; readonly message: string }>
+  readonly notes: ReadonlyArray<string>
+  readonly package?: { readonly name: string; readonly version: string; readonly audience: string }
+}
+
+/**
+ * Checks the package at `target`; `{ usage }` when it cannot be read at all. `env` gives
+ * KINTSUGI_SANDBOX: with `off`, granted process tools get a note that they run unconfined.
+ */
+export const validatePackage = async (
+  target: string,
+  env: Readonly<Record<string, string | undefined>> = process.env
+): Promise<ValidationReport | { readonly usage: string }> => {
+  const loaded = await loadPackageFiles(target)
+  if ("usage" in loaded) return { usage: loaded.usage }
+  const parsed = loaded.files.length > 0 || loaded.problems.length === 0 ? parsePackageDraft(loaded.files) : undefined
+  const problems = [...loaded.problems, ...(parsed?.problems ?? [])]
+  const notes: Array<string> = []
+  const skills = (parsed?.draft.skills ?? []).filter((s): s is string => typeof s === "string")
+  if (skills.length > 0) notes.push(`shared skills are checked when the agent is installed: ${skills.join(", ")}`)
+  const tools = (parsed?.draft.tools ?? []).filter((s): s is string => typeof s === "string")
+  const servers = parsed?.draft.audience === "runtime" ? mcpServersOf(tools) : []
+  if (servers.length > 0) notes.push(`MCP servers are checked when the agent is installed: ${servers.join(", ")}`)
+  const granted = parsed?.draft.tools === undefined ? ["shell", "git"] : tools.filter((t) => t === "shell" || t === "git")
+  if (parsed !== undefined && granted.length > 0 && sandboxConfigFromEnv(env).mode === "off") {
+    notes.push(`${granted.join(" and ")} would run unconfined here (KINTSUGI_SANDBOX=off): as the runtime's user, able to read and write anything it can`)
+  }
+  const pkg = parsed?.pkg
+  return {
+    problems,
+    notes,
+    ...(problems.length > 0 || pkg === undefined ? {} : { package: { name: pkg.name, version: String(pkg.version), audience: pkg.audience } })
+  }
+}
+
 /**
  * Runs the command on its arguments (after `agents validate`). Prints every problem as
- * `path: message`, then notes; or the notes and `ok: <name> v<version> (<audience>)`. Returns the exit
- * code: 0 valid, 1 problems, 2 usage error (including an unreadable target). Never throws for bad input.
- * `env` gives KINTSUGI_SANDBOX: with `off`, granted process tools get a note that they run unconfined.
+ * `path: message`, then notes; or the notes and `ok: <name> v<version> (<audience>)`; with `json`, one
+ * JSON object (the ValidationReport). Returns the exit code: 0 valid, 1 problems, 2 usage error
+ * (including an unreadable target). Never throws for bad input.
  */
 export const agentsValidateMain = async (
   args: ReadonlyArray<string>,
   io: CommandIo = stdio,
-  env: Readonly<Record<string, string | undefined>> = process.env
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  json = false
 ): Promise<number> => {
   if (args.length === 1 && (args[0] === "-h" || args[0] === "--help")) {
     io.out(VALIDATE_USAGE)
@@ -49,25 +87,16 @@ export const agentsValidateMain = async (
     io.err(VALIDATE_USAGE)
     return 2
   }
-  const loaded = await loadPackageFiles(target)
-  if ("usage" in loaded) {
-    io.err(safe(`error: ${loaded.usage}`))
+  const report = await validatePackage(target, env)
+  if ("usage" in report) {
+    io.err(safe(`error: ${report.usage}`))
     return 2
   }
-  const parsed = loaded.files.length > 0 || loaded.problems.length === 0 ? parsePackageDraft(loaded.files) : undefined
-  const problems = [...loaded.problems, ...(parsed?.problems ?? [])]
-  for (const p of problems) io.out(safe(`${p.path}: ${p.message}`))
-  const skills = (parsed?.draft.skills ?? []).filter((s): s is string => typeof s === "string")
-  if (skills.length > 0) io.out(safe(`note: shared skills are checked when the agent is installed: ${skills.join(", ")}`))
-  const tools = (parsed?.draft.tools ?? []).filter((s): s is string => typeof s === "string")
-  const servers = parsed?.draft.audience === "runtime" ? mcpServersOf(tools) : []
-  if (servers.length > 0) io.out(safe(`note: MCP servers are checked when the agent is installed: ${servers.join(", ")}`))
-  const granted = parsed?.draft.tools === undefined ? ["shell", "git"] : tools.filter((t) => t === "shell" || t === "git")
-  if (parsed !== undefined && granted.length > 0 && sandboxConfigFromEnv(env).mode === "off") {
-    io.out(`note: ${granted.join(" and ")} would run unconfined here (KINTSUGI_SANDBOX=off): as the runtime's user, able to read and write anything it can`)
+  if (json) io.out(JSON.stringify(report))
+  else {
+    for (const p of report.problems) io.out(safe(`${p.path}: ${p.message}`))
+    for (const n of report.notes) io.out(safe(`note: ${n}`))
+    if (report.package !== undefined) io.out(safe(`ok: ${report.package.name} v${report.package.version} (${report.package.audience})`))
   }
-  const pkg = parsed?.pkg
-  if (problems.length > 0 || pkg === undefined) return 1
-  io.out(safe(`ok: ${pkg.name} v${pkg.version} (${pkg.audience})`))
-  return 0
+  return report.package === undefined ? 1 : 0
 }

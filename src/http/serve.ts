@@ -1,15 +1,12 @@
 /**
- * `kintsugi serve`: migrates the database, makes sure an admin exists, and serves the API and the
- * portal (`/` leads to /agents or /sign-in) on HOST:PORT. A database that cannot be reached is one clear line and exit 1.
+ * The serving parts of `kintsugi serve` (src/cli/serve.ts wires them): the first admin, Bun's server
+ * over the app, the start-up line about the process sandbox.
  */
-import { Config, Effect, Exit, Option, Redacted } from "effect"
+import { Config, Effect, Option, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { Access, PERMISSIONS } from "../access/Access.ts"
-import { DbMigratedLive } from "../db/Db.ts"
-import { makeAppRuntime } from "../main.ts"
-import { secretsConfigProvider, secureProcessSecrets } from "../processSecrets.ts"
-import { makeSandbox, sandboxConfigFromEnv, type SandboxShape } from "../tools/Sandbox.ts"
-import { databaseHealth, makeApp } from "./app.ts"
+import type { SandboxShape } from "../tools/Sandbox.ts"
+import type { makeApp } from "./app.ts"
 import { MAX_BODY_BYTES } from "./body.ts"
 
 /** On an empty database: the first admin, with KINTSUGI_ADMIN_PASSWORD or a generated password printed once. */
@@ -46,7 +43,7 @@ export const listen = (app: ReturnType<typeof makeApp>, options: { readonly host
   })
 
 /** One line for the start-up log: how shell and git will run in this installation's jobs. */
-const describeSandbox = (sandbox: SandboxShape): string => {
+export const describeSandbox = (sandbox: SandboxShape): string => {
   const status = Effect.runSync(sandbox.status)
   const refusal = Effect.runSync(sandbox.refusal)
   switch (status._tag) {
@@ -57,34 +54,4 @@ const describeSandbox = (sandbox: SandboxShape): string => {
     case "Unavailable":
       return `unavailable, jobs granting shell or git are refused: ${status.reason}`
   }
-}
-
-export const serveMain = async (): Promise<void> => {
-  const log = (line: string) => process.stderr.write(`${line}\n`)
-  // Before anything else: no secret may stay readable in /proc/<pid>/environ while jobs run.
-  const secrets = secureProcessSecrets()
-  if (secrets.environment !== "clean") {
-    log(`kintsugi: warning: secrets could not be removed from the process environment (${secrets.environment.notClean})`)
-  }
-  if (!secrets.nonDumpable) log("kintsugi: warning: could not make the process non-dumpable")
-  const config = secretsConfigProvider(secrets.values)
-  let rt: Awaited<ReturnType<typeof makeAppRuntime>>
-  try {
-    rt = await makeAppRuntime(DbMigratedLive, { worker: { log }, config })
-  } catch (e) {
-    log(`kintsugi: cannot start: ${e instanceof Error ? e.message.split("\n")[0] : "database unavailable"}`)
-    process.exit(1)
-  }
-  rt.runSync(Effect.logInfo(`process sandbox: ${describeSandbox(makeSandbox(sandboxConfigFromEnv(process.env)))}`))
-  const admin = await rt.runPromiseExit(ensureAdmin)
-  if (Exit.isFailure(admin)) rt.runSync(Effect.logError("could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)"))
-  // Handler defects go to the runtime's logger (KINTSUGI_LOG_FORMAT), like the access log and job lines.
-  const app = makeApp({ runtime: rt, healthy: () => rt.runPromise(databaseHealth) })
-  const server = listen(app, { port: Number(process.env["PORT"] ?? 7777), hostname: process.env["HOST"] ?? "127.0.0.1" })
-  process.stdout.write(`kintsugi: serving on http://${server.hostname}:${server.port}\n`)
-  const stop = () => {
-    void server.stop().then(() => rt.dispose()).then(() => process.exit(0))
-  }
-  process.on("SIGTERM", stop)
-  process.on("SIGINT", stop)
 }

@@ -21,6 +21,10 @@ export class SecretBox extends Context.Tag("providers/SecretBox")<
 
 const PREFIX = "v1:"
 
+/** Why a sealed value does not open: the key differs from the one that sealed it (or the value was altered). */
+export const WRONG_KEY =
+  "a stored secret cannot be opened with this secret key: KINTSUGI_SECRET_KEY (else <data dir>/secret.key) is not the key the secrets were stored with"
+
 /** Box operations over a 32-byte key. */
 export const makeSecretBox = (key: Uint8Array): SecretBox["Type"] => ({
   seal: (plaintext) => {
@@ -34,7 +38,12 @@ export const makeSecretBox = (key: Uint8Array): SecretBox["Type"] => ({
     const raw = Buffer.from(sealed.slice(PREFIX.length), "base64")
     const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(0, 12))
     decipher.setAuthTag(raw.subarray(12, 28))
-    return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString("utf8")
+    try {
+      return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString("utf8")
+    } catch {
+      // The raw crypto error ("unable to authenticate data") names neither cause nor fix.
+      throw new Error(WRONG_KEY)
+    }
   }
 })
 

@@ -1,14 +1,11 @@
 /**
- * `kintsugi run <agent> --task … --read <dir> --out <dir>`: one job for local use, run in this process
- * against the configured database (the agent's current version, its binding, the provider), with a
- * live progress display in the terminal. Exit 0 when the job completed, 1 when it failed, 2 on usage
- * or when the workspace is refused (outside the job roots, missing, …: every problem listed).
+ * The job of `kintsugi run <agent> --task … --read <dir> --out <dir>` (src/cli/run.ts wires it): one job
+ * run in this process against the configured database (the agent's current version, its binding, the
+ * provider), with a live progress display in the terminal.
  */
-import { Effect, Either, Fiber, LogLevel } from "effect"
+import { Effect, Either, Fiber } from "effect"
 import { resolve } from "node:path"
 import type { JobEvent } from "../contract/JobEvent.ts"
-import { DbMigratedLive } from "../db/Db.ts"
-import { makeAppRuntime } from "../main.ts"
 import { JobRoots } from "./JobRoots.ts"
 import { JobStore } from "./JobStore.ts"
 import { LeaseConfig, runClaimedJob } from "./Worker.ts"
@@ -18,7 +15,7 @@ export const RUN_USAGE = `usage: kintsugi run <agent> --task <text> --read <dir>
                     [--project <id>] [--timeout <seconds, default 1800>] [--max-cost <usd>]
 every path must lie inside a job root (KINTSUGI_JOB_ROOTS, default <data dir>/workspaces)`
 
-interface RunArgs {
+export interface RunArgs {
   readonly agent: string
   readonly task: string
   readonly read: ReadonlyArray<string>
@@ -97,24 +94,13 @@ export const renderEvent = (e: JobEvent, write: (s: string) => void): void => {
   }
 }
 
-export const runMain = async (args: ReadonlyArray<string>): Promise<number> => {
-  const parsed = parseRunArgs(args)
-  if (typeof parsed === "string") {
-    process.stderr.write(`kintsugi run: ${parsed}\n${RUN_USAGE}\n`)
-    return 2
-  }
-  const write = (s: string) => void process.stdout.write(s)
-  const log = (line: string) => void process.stderr.write(`${line}\n`)
-  let rt: Awaited<ReturnType<typeof makeAppRuntime>>
-  try {
-    // The job's own progress is printed below: only warnings and errors (diagnostics) go to stderr.
-    rt = await makeAppRuntime(DbMigratedLive, { log, logLevel: LogLevel.Warning })
-  } catch (e) {
-    log(`kintsugi run: cannot start: ${e instanceof Error ? e.message.split("\n")[0] : ""}`)
-    return 1
-  }
-  let jobId: string | undefined
-  const program = Effect.gen(function* () {
+/**
+ * Runs one job in this process with live progress on `write`, diagnostics on `log`; the exit code: 0
+ * completed, 1 failed, 2 when the workspace is refused (every problem listed). Interrupted (Ctrl-C),
+ * it asks the job to abort and waits for it to end before it gives up.
+ */
+export const runLocalJob = (parsed: RunArgs, write: (s: string) => void, log: (line: string) => void) =>
+  Effect.gen(function* () {
     const store = yield* JobStore
     // The same checks as POST /api/jobs, before anything is queued: every problem, then exit 2.
     const decoded = yield* (yield* JobRoots).decodeJob({
@@ -129,7 +115,6 @@ export const runMain = async (args: ReadonlyArray<string>): Promise<number> => {
       return 2
     }
     const job = yield* store.enqueue(decoded.right, process.env["USER"] ?? "cli")
-    jobId = job.id
     const lease = yield* LeaseConfig
     const claimed = yield* store.claim(`cli:${process.pid}`, lease.leaseMs, job.id)
     if (claimed === undefined) return yield* Effect.die(new Error("the job was claimed by another worker"))
@@ -141,10 +126,17 @@ export const runMain = async (args: ReadonlyArray<string>): Promise<number> => {
         last = e.seq
       }
     })
-    while (!running.unsafePoll()) {
-      yield* drain
-      yield* Effect.sleep("100 millis")
-    }
+    // Ctrl-C: the job ends as aborted (the worker's abort poll stops its child), then the command ends.
+    const abort = Effect.either(store.requestAbort(job.id)).pipe(Effect.zipRight(Fiber.await(running)), Effect.zipRight(Effect.either(drain)))
+    yield* Effect.onInterrupt(
+      Effect.gen(function* () {
+        while (!running.unsafePoll()) {
+          yield* drain
+          yield* Effect.sleep("100 millis")
+        }
+      }),
+      () => abort
+    )
     yield* Fiber.join(running)
     yield* drain
     const done = yield* Effect.orDie(store.get(job.id))
@@ -152,15 +144,3 @@ export const runMain = async (args: ReadonlyArray<string>): Promise<number> => {
     if (done.outputs !== null) write(`outputs: ${done.outputs}\n`)
     return done.status === "completed" ? 0 : 1
   })
-  // Ctrl-C: the job ends as aborted (the worker's abort poll stops its child), then we exit.
-  const onSignal = () => {
-    if (jobId !== undefined) void rt.runPromise(Effect.either(Effect.flatMap(JobStore, (s) => s.requestAbort(jobId ?? ""))))
-  }
-  process.on("SIGINT", onSignal)
-  process.on("SIGTERM", onSignal)
-  try {
-    return await rt.runPromise(program)
-  } finally {
-    await rt.dispose()
-  }
-}

@@ -1,0 +1,70 @@
+/**
+ * `kintsugi run <agent> --task … --read <dir> --out <dir>`: one job for local use, run in this process
+ * against the configured database, with live progress. Exit 0 completed, 1 failed, 2 on usage or a
+ * refused workspace, 130 on Ctrl-C (after the job has ended as aborted).
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Effect from "effect/Effect"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import { CliExit, exitWith } from "./exit.ts"
+import { explainStartFailure } from "./explain.ts"
+
+const optional = (flag: string, value: Option.Option<string | number>) => (Option.isSome(value) ? [flag, String(value.value)] : [])
+
+export const runCommand = Command.make(
+  "run",
+  {
+    task: Options.text("task").pipe(Options.withDescription("what the agent should do")),
+    read: Options.text("read").pipe(Options.atLeast(1), Options.withDescription("a directory or file the agent may read (repeatable)")),
+    out: Options.text("out").pipe(Options.withDescription("the directory the agent's outputs are committed to")),
+    root: Options.text("root").pipe(Options.optional, Options.withDescription("the workspace root; default: the deepest directory holding every --read and --out")),
+    project: Options.text("project").pipe(Options.optional, Options.withDescription("a project id")),
+    timeout: Options.float("timeout").pipe(Options.optional, Options.withDescription("seconds; default 1800")),
+    maxCost: Options.float("max-cost").pipe(Options.optional, Options.withDescription("a cost limit in USD")),
+    agent: Args.text({ name: "agent" }).pipe(Args.withDescription("the agent's name"))
+  },
+  (o) =>
+    Effect.gen(function* () {
+      const write = (s: string) => void process.stdout.write(s)
+      const log = (line: string) => void process.stderr.write(`${line}\n`)
+      const [{ makeAppRuntime }, { DbMigratedLive }, run] = yield* Effect.promise(() =>
+        Promise.all([import("../main.ts"), import("../db/Db.ts"), import("../worker/runCommand.ts")])
+      )
+      // One set of checks for argv and the typed options: the worker's parser (messages, defaults, the root).
+      const parsed = run.parseRunArgs([
+        o.agent,
+        "--task",
+        o.task,
+        ...o.read.flatMap((r) => ["--read", r]),
+        "--out",
+        o.out,
+        ...optional("--root", o.root),
+        ...optional("--project", o.project),
+        ...optional("--timeout", o.timeout),
+        ...optional("--max-cost", o.maxCost)
+      ])
+      if (typeof parsed === "string") {
+        log(`kintsugi run: ${parsed}\n${run.RUN_USAGE}`)
+        return yield* exitWith(2)
+      }
+      const rt = yield* Effect.acquireRelease(
+        // The job's own progress is printed: only warnings and errors (diagnostics) go to stderr.
+        Effect.tryPromise(() => makeAppRuntime(DbMigratedLive, { log, logLevel: LogLevel.Warning })).pipe(
+          Effect.catchAll((e) => {
+            log(`kintsugi run: cannot start: ${explainStartFailure((e.error instanceof Error ? e.error.message : "").split("\n")[0] ?? "")}`)
+            return new CliExit({ code: 1 })
+          })
+        ),
+        (rt) => Effect.promise(() => rt.dispose())
+      )
+      const runtime = yield* Effect.promise(() => rt.runtime())
+      return yield* exitWith(yield* Effect.provide(run.runLocalJob(parsed, write, log), runtime))
+    }).pipe(Effect.scoped)
+).pipe(
+  Command.withDescription(
+    "Run one job locally with live progress (the agent's binding); every path must lie inside a job root (KINTSUGI_JOB_ROOTS, default <data dir>/workspaces)."
+  )
+)

@@ -1,0 +1,72 @@
+/**
+ * `kintsugi serve`: migrates the database, makes sure an admin exists, runs the worker loops and serves
+ * the API and the portal on --host/--port (HOST/PORT). A database that cannot be reached is one clear line and exit 1.
+ */
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import { CliExit, setInterruptedExitCode } from "./exit.ts"
+
+const firstLine = (e: unknown) => (e instanceof Error ? e.message : String(e)).split("\n")[0] ?? ""
+
+/** Serves until SIGTERM/SIGINT, which stop the server and the runtime and exit 0. */
+export const serve = (options: { readonly port: number; readonly host: string }) =>
+  Effect.gen(function* () {
+    const log = (line: string) => void process.stderr.write(`${line}\n`)
+    // Loaded here, not at the top: `--help` must open nothing and stay fast.
+    const { secretsConfigProvider, secureProcessSecrets } = yield* Effect.promise(() => import("../processSecrets.ts"))
+    // Before anything else: no secret may stay readable in /proc/<pid>/environ while jobs run.
+    const secrets = secureProcessSecrets()
+    if (secrets.environment !== "clean") {
+      log(`kintsugi: warning: secrets could not be removed from the process environment (${secrets.environment.notClean})`)
+    }
+    if (!secrets.nonDumpable) log("kintsugi: warning: could not make the process non-dumpable")
+    const [{ makeAppRuntime }, { DbMigratedLive }, http, { databaseHealth, makeApp }, { makeSandbox, sandboxConfigFromEnv }, { explainStartFailure }] =
+      yield* Effect.promise(() =>
+        Promise.all([
+          import("../main.ts"),
+          import("../db/Db.ts"),
+          import("../http/serve.ts"),
+          import("../http/app.ts"),
+          import("../tools/Sandbox.ts"),
+          import("./explain.ts")
+        ])
+      )
+    const rt = yield* Effect.acquireRelease(
+      Effect.tryPromise(() => makeAppRuntime(DbMigratedLive, { worker: { log }, config: secretsConfigProvider(secrets.values) })).pipe(
+        Effect.catchAll((e) => {
+          log(`kintsugi: cannot start: ${explainStartFailure(firstLine(e.error))}`)
+          return new CliExit({ code: 1 })
+        })
+      ),
+      (rt) => Effect.promise(() => rt.dispose())
+    )
+    rt.runSync(Effect.logInfo(`process sandbox: ${http.describeSandbox(makeSandbox(sandboxConfigFromEnv(process.env)))}`))
+    const admin = yield* Effect.promise(() => rt.runPromiseExit(http.ensureAdmin))
+    if (admin._tag === "Failure") rt.runSync(Effect.logError("could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)"))
+    // Handler defects go to the runtime's logger (KINTSUGI_LOG_FORMAT), like the access log and job lines.
+    const app = makeApp({ runtime: rt, healthy: () => rt.runPromise(databaseHealth) })
+    const server = yield* Effect.acquireRelease(
+      Effect.sync(() => http.listen(app, { port: options.port, hostname: options.host })),
+      (server) => Effect.promise(() => server.stop())
+    )
+    process.stdout.write(`kintsugi: serving on http://${server.hostname}:${server.port}\n`)
+    setInterruptedExitCode(0)
+    return yield* Effect.never
+  }).pipe(Effect.scoped)
+
+/** PORT and HOST, for the bare `kintsugi` (which serves, as it always did). */
+export const serveConfig = Config.all({
+  port: Config.integer("PORT").pipe(Config.withDefault(7777)),
+  host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
+})
+
+export const serveCommand = Command.make(
+  "serve",
+  {
+    port: Options.integer("port").pipe(Options.withFallbackConfig(Config.integer("PORT")), Options.withDefault(7777), Options.withDescription("PORT; default 7777")),
+    host: Options.text("host").pipe(Options.withFallbackConfig(Config.string("HOST")), Options.withDefault("127.0.0.1"), Options.withDescription("HOST; default 127.0.0.1"))
+  },
+  serve
+).pipe(Command.withDescription("Serve the portal and the API, and run jobs (the worker loops, KINTSUGI_WORKERS)."))

@@ -22,7 +22,7 @@ const dev = Object.keys(own.devDependencies ?? {})
  * Runtime dependencies no source file imports yet, each with why it stays. `@effect/platform-bun`
  * gives the CLI its `runMain` (issue 12 item 1, branch `cli`): delete the line once `src/cli/` imports it.
  */
-const NOT_IMPORTED_YET: Readonly<Record<string, string>> = { "@effect/platform-bun": "issue 12 item 1: src/cli/ runMain" }
+const NOT_IMPORTED_YET: Readonly<Record<string, string>> = {}
 /** Used by tools, not imports: the type checker and its ambient types. */
 const TOOLING = ["typescript", "@types/bun"]
 

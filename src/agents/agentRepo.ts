@@ -162,6 +162,4 @@ export const selectBindings = (agentName?: string) =>
   )
 
 /** Names of the registered MCP servers (Settings → MCP servers): an agent's MCP grants must name one. */
-export const selectMcpServerNames = Effect.flatMap(SqlClient, (sql) =>
-  Effect.map(sql<{ readonly name: string }>`SELECT name FROM admin.mcp_server`, (rows) => new Set(rows.map((r) => r.name)))
-)
+export { selectMcpServerNames } from "../providers/McpServers.ts"

@@ -10,7 +10,7 @@ import { type AgentDraft, installationProblems, intrinsicProblems } from "./agen
 import { AgentName, type AgentPackage, MAX_AGENT_NAME_LENGTH } from "./packageSchema.ts"
 import { packageFileSkill } from "./packageSkills.ts"
 
-export { type InstallationContext, mcpServersOf } from "./agentChecks.ts"
+export { type InstallationContext, installationProblems, mcpServersOf } from "./agentChecks.ts"
 
 /** What validateAgent checks a package against. */
 export interface ValidationContext {

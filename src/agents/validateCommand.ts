@@ -1,10 +1,11 @@
 /**
- * `kintsugi agents validate <file|dir|zip>`: the format checks of an agent package offline. Shared
- * skills and MCP servers belong to an installation, so references to them are notes, not problems.
+ * `kintsugi agents validate <file|dir|zip>`: the format checks of an agent package. Shared skills are a
+ * note; MCP grants are checked against `--mcp-servers` or the installation's registry when it can be read.
  */
 import { parsePackageDraft } from "./AgentPackage.ts"
 import { sandboxConfigFromEnv } from "../tools/Sandbox.ts"
-import { mcpServersOf } from "./agentChecks.ts"
+import type { McpRegistry } from "./registeredMcpServers.ts"
+import { installationProblems, mcpServersOf } from "./validateAgent.ts"
 import { loadPackageFiles } from "./loadPackageFiles.ts"
 import { displayName } from "./packagePaths.ts"
 
@@ -19,10 +20,12 @@ const stdio: CommandIo = {
 }
 
 export const VALIDATE_USAGE = [
-  "usage: kintsugi agents validate <file|dir|zip>",
+  "usage: kintsugi agents validate [--json] [--mcp-servers <a,b>] <file|dir|zip>",
   "  <name>.md        a single agent file",
   "  <dir>            a package folder (read recursively; symbolic links are not followed)",
   "  <package>.zip    an exported package (one enclosing folder is allowed)",
+  "  --mcp-servers    the registered MCP servers to check grants against (default: the installation's,",
+  "                   read from DATABASE_URL or the data dir's embedded database when no serve holds it)",
   "exit: 0 valid, 1 problems found, 2 usage error"
 ].join("\n")
 
@@ -36,13 +39,20 @@ export interface ValidationReport {
   readonly package?: { readonly name: string; readonly version: string; readonly audience: string }
 }
 
+/** `--mcp-servers a,b` as a set (empty entries dropped: `""` = no server is registered). */
+export const parseMcpServerList = (list: string): ReadonlySet<string> =>
+  new Set(list.split(",").map((s) => s.trim()).filter((s) => s !== ""))
+
 /**
  * Checks the package at `target`; `{ usage }` when it cannot be read at all. `env` gives
- * KINTSUGI_SANDBOX: with `off`, granted process tools get a note that they run unconfined.
+ * KINTSUGI_SANDBOX (with `off`, granted process tools get a note that they run unconfined) and the
+ * installation whose registered MCP servers the grants are checked against, unless `mcpServers` is
+ * given; the registry is read only when the package grants MCP tools. Unreadable registry: a note.
  */
 export const validatePackage = async (
   target: string,
-  env: Readonly<Record<string, string | undefined>> = process.env
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  mcpServers?: ReadonlySet<string>
 ): Promise<ValidationReport | { readonly usage: string }> => {
   const loaded = await loadPackageFiles(target)
   if ("usage" in loaded) return { usage: loaded.usage }
@@ -53,7 +63,16 @@ export const validatePackage = async (
   if (skills.length > 0) notes.push(`shared skills are checked when the agent is installed: ${skills.join(", ")}`)
   const tools = (parsed?.draft.tools ?? []).filter((s): s is string => typeof s === "string")
   const servers = parsed?.draft.audience === "runtime" ? mcpServersOf(tools) : []
-  if (servers.length > 0) notes.push(`MCP servers are checked when the agent is installed: ${servers.join(", ")}`)
+  if (parsed !== undefined && servers.length > 0) {
+    const registry: McpRegistry = mcpServers !== undefined
+      ? { names: mcpServers }
+      : await import("./registeredMcpServers.ts").then((m) => m.registeredMcpServers(env))
+    if ("names" in registry) problems.push(...installationProblems(parsed.draft, { mcpServers: registry.names }))
+    else {
+      notes.push(`MCP servers are checked when the agent is installed: ${servers.join(", ")}`)
+      if (registry.unavailable !== undefined) notes.push(`the installation's MCP servers could not be read: ${registry.unavailable}`)
+    }
+  }
   const granted = parsed?.draft.tools === undefined ? ["shell", "git"] : tools.filter((t) => t === "shell" || t === "git")
   if (parsed !== undefined && granted.length > 0 && sandboxConfigFromEnv(env).mode === "off") {
     notes.push(`${granted.join(" and ")} would run unconfined here (KINTSUGI_SANDBOX=off): as the runtime's user, able to read and write anything it can`)
@@ -69,14 +88,14 @@ export const validatePackage = async (
 /**
  * Runs the command on its arguments (after `agents validate`). Prints every problem as
  * `path: message`, then notes; or the notes and `ok: <name> v<version> (<audience>)`; with `json`, one
- * JSON object (the ValidationReport). Returns the exit code: 0 valid, 1 problems, 2 usage error
+ * JSON object (the ValidationReport). `mcpServers` (`a,b`) replaces the installation's registry. Returns the exit code: 0 valid, 1 problems, 2 usage error
  * (including an unreadable target). Never throws for bad input.
  */
 export const agentsValidateMain = async (
   args: ReadonlyArray<string>,
   io: CommandIo = stdio,
   env: Readonly<Record<string, string | undefined>> = process.env,
-  json = false
+  options: { readonly json?: boolean; readonly mcpServers?: string | undefined } = {}
 ): Promise<number> => {
   if (args.length === 1 && (args[0] === "-h" || args[0] === "--help")) {
     io.out(VALIDATE_USAGE)
@@ -87,12 +106,12 @@ export const agentsValidateMain = async (
     io.err(VALIDATE_USAGE)
     return 2
   }
-  const report = await validatePackage(target, env)
+  const report = await validatePackage(target, env, options.mcpServers === undefined ? undefined : parseMcpServerList(options.mcpServers))
   if ("usage" in report) {
     io.err(safe(`error: ${report.usage}`))
     return 2
   }
-  if (json) io.out(JSON.stringify(report))
+  if (options.json === true) io.out(JSON.stringify(report))
   else {
     for (const p of report.problems) io.out(safe(`${p.path}: ${p.message}`))
     for (const n of report.notes) io.out(safe(`note: ${n}`))

@@ -1,21 +1,30 @@
-/** `kintsugi agents validate <file|dir|zip> [--json]`: the format checks of an agent package, offline. */
+/** `kintsugi agents validate <file|dir|zip> [--json] [--mcp-servers a,b]`: the checks of an agent package. */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { exitWith } from "./exit.ts"
 
 const validate = Command.make(
   "validate",
   {
     json: Options.boolean("json").pipe(Options.withDescription("print one JSON object: problems, notes, package")),
+    mcpServers: Options.text("mcp-servers").pipe(
+      Options.optional,
+      Options.withDescription("the registered MCP server names (a,b) to check grants against; default: the installation's (DATABASE_URL or the data dir, when no serve holds it)")
+    ),
     target: Args.text({ name: "file|dir|zip" }).pipe(Args.withDescription("<name>.md, a package folder, or an exported <package>.zip"))
   },
-  ({ json, target }) =>
-    Effect.promise(() => import("../agents/validateCommand.ts").then((m) => m.agentsValidateMain([target], undefined, process.env, json))).pipe(
+  ({ json, mcpServers, target }) =>
+    Effect.promise(() =>
+      import("../agents/validateCommand.ts").then((m) =>
+        m.agentsValidateMain([target], undefined, process.env, { json, mcpServers: Option.getOrUndefined(mcpServers) })
+      )
+    ).pipe(
       Effect.flatMap(exitWith)
     )
-).pipe(Command.withDescription("Check an agent package: exit 0 valid, 1 problems found (every one listed), 2 unreadable target."))
+).pipe(Command.withDescription("Check an agent package (MCP grants against --mcp-servers or the installation's registry when readable): exit 0 valid, 1 problems found (every one listed), 2 unreadable target."))
 
 export const agentsCommand = Command.make("agents").pipe(
   Command.withDescription("Agent packages."),

@@ -71,6 +71,14 @@ interface Row {
   readonly updatedAt: Date
 }
 
+/**
+ * Names of the registered MCP servers, nothing else: no header is read or decrypted, so it needs no
+ * secret key (the Agent Builder's check and `kintsugi agents validate`).
+ */
+export const selectMcpServerNames = Effect.flatMap(SqlClient, (sql) =>
+  Effect.map(sql<{ readonly name: string }>`SELECT name FROM admin.mcp_server`, (rows): ReadonlySet<string> => new Set(rows.map((r) => r.name)))
+)
+
 export class McpServers extends Context.Tag("providers/McpServers")<
   McpServers,
   {

@@ -23,8 +23,9 @@ const runWith = async (env: Record<string, string>, args: ReadonlyArray<string>)
   const code = await agentsValidateMain(args, { out: (l) => out.push(l), err: (l) => err.push(l) }, env)
   return { code, out, err }
 }
-// The sandbox mode is explicit: the default (auto) adds no note about process tools.
-const run = (...args: Array<string>) => runWith({}, args)
+// The sandbox mode is explicit: the default (auto) adds no note about process tools. No installation:
+// MCP grants are a note (validateCommandMcp.test.ts checks them against a registry).
+const run = (...args: Array<string>) => runWith({ KINTSUGI_DATA_DIR: path.join(tmp, "no-installation") }, args)
 
 const writeTree = (dir: string, files: ReadonlyArray<{ path: string; content: string | Uint8Array }>) => {
   for (const f of files) {

@@ -8,6 +8,7 @@ import type { ProcessRunnerShape } from "./ProcessRunner.ts"
 import { effectiveTimeoutMs, formatRunResult, TimeoutSec } from "./shell.ts"
 import { Limits } from "../kernel/Limits.ts"
 import { defineTool, type KernelTool, ToolError } from "./Tool.ts"
+import { gitHardeningEnvironment, hardenedGitPrefix } from "./gitHardening.ts"
 import { Workspace } from "./Workspace.ts"
 
 /** Where one call runs and whom it tells about output. */
@@ -49,30 +50,12 @@ const DENIED_SHORT = ["c", "C"] as const
  */
 const DENIED_IN_CLUSTER: Readonly<Record<string, string>> = { grep: "Of", blame: "S", "ls-files": "X" }
 
-/** Fixed config overrides: command-line config wins over the repository's. */
-const HARDENING = [
-  "core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat", "core.sshCommand=false",
-  "core.askPass=false", "core.attributesFile=/dev/null", "diff.external=", "log.showSignature=false",
-  "gpg.program=false", "gpg.openpgp.program=false", "gpg.x509.program=false", "gpg.ssh.program=false",
-  "protocol.allow=never", "credential.helper=", "diff.ignoreSubmodules=all", "submodule.recurse=false",
-  "status.submoduleSummary=false"
-].flatMap((kv) => ["-c", kv])
-const GLOBAL_FLAGS = ["--no-optional-locks", "--no-pager"]
-
 /** Config keys naming a command through a driver name we cannot know in advance: neutralized per call. */
 const DRIVER_COMMAND_KEY = /^(?:filter\..*\.(?:clean|smudge|process)|diff\..*\.(?:command|textconv)|merge\..*\.driver)$/s
 
-/** The environment git runs with, on top of the runner's allowlist. */
+/** The environment git runs with, on top of the runner's allowlist: the shared hardening, scoped to the workspace. */
 export const gitEnvironment = (root: string): Record<string, string> => ({
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_TERMINAL_PROMPT: "0",
-  // Set and empty: no transport at all, whatever protocol.*.allow the repository config says.
-  GIT_ALLOW_PROTOCOL: "",
-  GIT_NO_LAZY_FETCH: "1",
-  GIT_OPTIONAL_LOCKS: "0",
-  GIT_PAGER: "cat",
-  GIT_ATTR_NOSYSTEM: "1",
+  ...gitHardeningEnvironment(),
   // Never discover a repository above the workspace root.
   GIT_CEILING_DIRECTORIES: dirname(root)
 })
@@ -111,7 +94,7 @@ export const checkGitArgs = (args: ReadonlyArray<string>): string | undefined =>
 export const gitArgv = (args: ReadonlyArray<string>): [string, ...Array<string>] => {
   const [sub = "", ...rest] = args
   const injected = sub === "branch" && rest.includes("--show-current") ? [] : (GIT_SUBCOMMANDS[sub] ?? [])
-  return ["git", ...HARDENING, ...GLOBAL_FLAGS, sub, ...injected, ...rest]
+  return [...hardenedGitPrefix(), sub, ...injected, ...rest]
 }
 
 const GitParams = Schema.Struct({

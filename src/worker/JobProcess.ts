@@ -3,7 +3,7 @@
  * NDJSON events handed over in order, its end reported as what the worker must record. A child that
  * dies without a terminal event (crash, SIGKILL, OOM) is a failure, never a job left running.
  */
-import { Effect, Schema } from "effect"
+import { Effect, Exit, Fiber, Schedule, Schema, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import type { JobEnvelope } from "../contract/AgentRuntime.ts"
@@ -33,75 +33,113 @@ export const childEnvironment = (): Record<string, string> => {
   return env
 }
 
-export interface JobProcessHooks {
-  /** Each event, in seq order; the next one waits until this settles. */
-  readonly onEvent: (event: JobEvent) => Promise<void>
-  /** Polled about once a second: true = end the job as aborted. */
-  readonly abortRequested: () => Promise<boolean>
+export interface JobProcessHooks<E, R> {
+  /** Each event, in seq order; the next one waits until this settles. Its failure ends the run (the child is killed). */
+  readonly onEvent: (event: JobEvent) => Effect.Effect<void, E, R>
+  /** Polled about once a second: true = end the job as aborted (SIGTERM, then SIGKILL after the grace). Failures count as false. */
+  readonly abortRequested: Effect.Effect<boolean, unknown, R>
   /** Diagnostics from the child's stderr (the child redacts its own secrets). */
-  readonly log: (line: string) => void
+  readonly log: (line: string) => Effect.Effect<void, never, R>
 }
 
-/** Runs the child to its end and returns how the job ended. Never fails: every end is a settlement. */
-export const runJobProcess = (envelope: JobEnvelope, hooks: JobProcessHooks, entry: string = CLI_PATH): Effect.Effect<Settlement> =>
-  Effect.promise(async (signal): Promise<Settlement> => {
-    // Every process the job starts carries a run token with this prefix: after the child is gone,
-    // whatever still carries it is swept (a SIGKILLed child cannot kill its own unconfined processes).
-    const runPrefix = `${randomBytes(12).toString("hex")}-`
-    const child = Bun.spawn(["bun", entry, "run-job"], {
-      stdin: "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { ...childEnvironment(), [RUN_PREFIX_VAR]: runPrefix }
-    })
-    const childStart = readStat(child.pid)?.startTime
-    child.stdin.write(JSON.stringify(envelope))
-    await child.stdin.end()
-    let terminal: Settlement | undefined
-    let refused: string | undefined
-    let aborting = false
-    const abort = () => {
-      if (aborting) return
-      aborting = true
-      child.kill("SIGTERM")
-      setTimeout(() => child.kill("SIGKILL"), ABORT_GRACE_MS).unref()
-    }
-    signal.addEventListener("abort", abort, { once: true })
-    const poll = setInterval(() => {
-      void hooks.abortRequested().then((yes) => yes && abort(), () => undefined)
-    }, 1000)
-    const stderr = (async () => {
-      for await (const line of readLines(child.stderr)) hooks.log(line)
-    })()
-    try {
-      for await (const line of readLines(child.stdout)) {
+/** Non-empty text lines of a child's pipe; a read error is a defect (the pipe is ours). */
+const lines = (pipe: ReadableStream<Uint8Array>): Stream.Stream<string> =>
+  Stream.fromReadableStream(() => pipe, (e) => e).pipe(
+    Stream.orDie,
+    Stream.decodeText(),
+    Stream.splitLines,
+    Stream.filter((line) => line !== "")
+  )
+
+type Child = Bun.Subprocess<"pipe", "pipe", "pipe">
+
+const alive = (child: Child) => child.exitCode === null && child.signalCode === null
+
+/**
+ * Runs the child to its end and returns how the job ended: every end of the child is a settlement;
+ * only `onEvent` can fail the run. Interrupted, the child gets SIGTERM, then SIGKILL after the grace;
+ * on every exit whatever still carries the job's run token is swept.
+ */
+export const runJobProcess = <E, R>(envelope: JobEnvelope, hooks: JobProcessHooks<E, R>, entry: string = CLI_PATH): Effect.Effect<Settlement, E, R> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      // Every process the job starts carries a run token with this prefix: after the child is gone,
+      // whatever still carries it is swept (a SIGKILLed child cannot kill its own unconfined processes).
+      const runPrefix = `${randomBytes(12).toString("hex")}-`
+      const { child } = yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          const child: Child = Bun.spawn(["bun", entry, "run-job"], {
+            stdin: "pipe",
+            stdout: "pipe",
+            stderr: "pipe",
+            env: { ...childEnvironment(), [RUN_PREFIX_VAR]: runPrefix }
+          })
+          return { child, childStart: readStat(child.pid)?.startTime }
+        }),
+        ({ child, childStart }, exit) =>
+          Effect.gen(function* () {
+            if (alive(child) && Exit.isInterrupted(exit)) {
+              // The worker is stopping: the child may still record its own end.
+              child.kill("SIGTERM")
+              yield* Effect.ignore(Effect.timeout(Effect.promise(() => child.exited), ABORT_GRACE_MS))
+            }
+            if (alive(child)) child.kill("SIGKILL")
+            yield* Effect.promise(() => child.exited)
+            const survivors = yield* Effect.promise(() => sweepRunPrefix(runPrefix, childStart))
+            if (survivors.length > 0) yield* hooks.log(`${survivors.length} process(es) of the job survived SIGKILL`)
+          })
+      )
+      // A child that died at once cannot take its envelope: its exit says what happened.
+      yield* Effect.ignore(
+        Effect.tryPromise(async () => {
+          child.stdin.write(JSON.stringify(envelope))
+          await child.stdin.end()
+        })
+      )
+      let terminal: Settlement | undefined
+      let refused: string | undefined
+      let aborting = false
+
+      const stderr = yield* Effect.forkScoped(Stream.runForEach(lines(child.stderr), hooks.log))
+      // An abort asks the child to end: it still reports its `aborted` end on stdout, read below.
+      const abortWhenRequested = hooks.abortRequested.pipe(
+        Effect.catchAllCause(() => Effect.succeed(false)),
+        Effect.repeat({ schedule: Schedule.spaced("1 second"), until: (yes) => yes }),
+        Effect.zipRight(
+          Effect.suspend(() => {
+            aborting = true
+            child.kill("SIGTERM")
+            return Effect.forkScoped(Effect.delay(Effect.sync(() => alive(child) && child.kill("SIGKILL")), ABORT_GRACE_MS))
+          })
+        ),
+        Effect.zipRight(Effect.never)
+      )
+      const handle = (line: string): Effect.Effect<void, E, R> => {
         const parsed = safeJson(line)
         const event = decodeEvent(parsed)
         if (event._tag === "Right") {
-          await hooks.onEvent(event.right)
-          if (event.right.type === "job.completed") terminal = { status: "completed", summary: event.right.summary }
-          if (event.right.type === "job.failed") terminal = { status: "failed", reason: event.right.reason, message: event.right.message }
-          continue
+          const e = event.right
+          if (e.type === "job.completed") terminal = { status: "completed", summary: e.summary }
+          if (e.type === "job.failed") terminal = { status: "failed", reason: e.reason, message: e.message }
+          return hooks.onEvent(e)
         }
         const refusal = decodeRefusal(parsed)
-        if (refusal._tag === "Right") refused = refusal.right.problems.map((p) => `${p.path}: ${p.message}`).join("; ")
-        else hooks.log("job child printed a line that is not an event (ignored)")
+        if (refusal._tag === "Right") {
+          refused = refusal.right.problems.map((p) => `${p.path}: ${p.message}`).join("; ")
+          return Effect.void
+        }
+        return hooks.log("job child printed a line that is not an event (ignored)")
       }
-      const code = await child.exited
-      await stderr
+      yield* Effect.raceFirst(Stream.runForEach(lines(child.stdout), handle), abortWhenRequested)
+
+      const code = yield* Effect.promise(() => child.exited)
+      yield* Fiber.join(stderr)
       if (terminal !== undefined) return terminal
-      if (refused !== undefined) return { status: "failed", reason: "error", message: `the job was refused: ${refused}` }
+      if (refused !== undefined) return { status: "failed", reason: "error", message: `the job was refused: ${refused}` } as const
       const how = child.signalCode !== null ? `was killed by ${child.signalCode}` : `exited with code ${code}`
-      return { status: "failed", reason: aborting ? "aborted" : "error", message: `the job process ${how} before the job ended` }
-    } finally {
-      clearInterval(poll)
-      signal.removeEventListener("abort", abort)
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-      await child.exited
-      const survivors = await sweepRunPrefix(runPrefix, childStart)
-      if (survivors.length > 0) hooks.log(`${survivors.length} process(es) of the job survived SIGKILL`)
-    }
-  })
+      return { status: "failed", reason: aborting ? "aborted" : "error", message: `the job process ${how} before the job ended` } as const
+    })
+  )
 
 const safeJson = (line: string): unknown => {
   try {
@@ -109,20 +147,4 @@ const safeJson = (line: string): unknown => {
   } catch {
     return undefined
   }
-}
-
-async function* readLines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder()
-  let buffer = ""
-  for await (const chunk of stream) {
-    buffer += decoder.decode(chunk, { stream: true })
-    let nl = buffer.indexOf("\n")
-    while (nl !== -1) {
-      const line = buffer.slice(0, nl)
-      buffer = buffer.slice(nl + 1)
-      if (line !== "") yield line
-      nl = buffer.indexOf("\n")
-    }
-  }
-  if (buffer !== "") yield buffer
 }

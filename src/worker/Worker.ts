@@ -4,7 +4,7 @@
  * job. Several processes on one PostgreSQL share the queue through `FOR UPDATE SKIP LOCKED`; a job whose
  * lease expired (its process died) is settled "worker lost" by the sweep of any of them.
  */
-import { Cause, Config, Duration, Effect, Fiber, Layer, Queue, Runtime } from "effect"
+import { Cause, Config, Duration, Effect, Fiber, Layer, Queue } from "effect"
 import { hostname } from "node:os"
 import type { AgentStore } from "../agents/AgentStore.ts"
 import type { SkillStore } from "../agents/SkillStore.ts"
@@ -137,9 +137,6 @@ export const runClaimedJob = (
   const body = Effect.gen(function* () {
     const store = yield* JobStore
     const bus = yield* JobBus
-    const runtime = yield* Effect.runtime<never>()
-    const run = Runtime.runPromise(runtime)
-    const diagnostics = (line: string) => Runtime.runFork(runtime)(Effect.logWarning(line))
     let lost = false
     const heartbeat = yield* Effect.fork(keepLease(job.id, job.workerId ?? "", lease, () => void (lost = true)))
     yield* Effect.addFinalizer(() => Fiber.interrupt(heartbeat))
@@ -172,10 +169,10 @@ export const runClaimedJob = (
         if (event.type === "output") outputs.push(event.path)
         if (event.type === "span") kernelSpans.push(event)
         if (event.type === "usage") usage = event
-        return run(persist(event))
+        return persist(event)
       },
-      abortRequested: () => (lost ? Promise.resolve(true) : run(Effect.withTracerEnabled(store.abortRequested(job.id), false))),
-      log: diagnostics
+      abortRequested: Effect.suspend(() => (lost ? Effect.succeed(true) : Effect.withTracerEnabled(store.abortRequested(job.id), false))),
+      log: (line) => Effect.logWarning(line)
     })
     const committed =
       settlement.status === "completed"

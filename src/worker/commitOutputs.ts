@@ -1,27 +1,21 @@
 /**
  * After a completed job, commits the files it wrote when outDir is inside a git work tree whose top
- * level lies inside a job root (ADR-0019, ARCHITECTURE §10); otherwise leaves them in place. Returns what happened, for the job record. Git runs with hooks,
- * fsmonitor and signing off and no global or system config: the repository's own config cannot run code.
+ * level lies inside a job root (ADR-0019, ARCHITECTURE §10); otherwise leaves them in place. Returns what happened, for the job record. Git runs
+ * with the shared hardening (tools/gitHardening.ts: hooks, fsmonitor, signing off, no global or system config).
  * The job can write outDir (and, sandboxed, anything in it, `.git` included): a git dir there, or one
  * that appeared during the job, is never used — its config (a clean filter) would run on the host.
  */
 import { realpath } from "node:fs/promises"
 import { isAbsolute, join, relative } from "node:path"
+import { gitHardeningEnvironment, hardenedGitPrefix } from "../tools/gitHardening.ts"
 import { SAFE_PATH } from "../tools/ProcessRunner.ts"
 import { isInside } from "../tools/Workspace.ts"
 
-const SAFE_CONFIG = [
-  "core.hooksPath=/dev/null",
-  "core.fsmonitor=false",
-  "commit.gpgsign=false",
-  // outDir itself made into a bare repository (HEAD, objects/, refs/, config: plain files the write tool can make).
-  "safe.bareRepository=explicit",
-  "user.name=Kintsugi Runtime",
-  "user.email=kintsugi@localhost"
-].flatMap((kv) => ["-c", kv])
+/** What commitOutputs adds to the shared hardening: an author (no global config supplies one). */
+const AUTHOR_CONFIG = ["user.name=Kintsugi Runtime", "user.email=kintsugi@localhost"]
 
 const git = async (cwd: string, args: ReadonlyArray<string>, layout?: GitLayout): Promise<{ code: number; out: string }> => {
-  const p = Bun.spawn(["git", ...SAFE_CONFIG, "--no-optional-locks", ...args], {
+  const p = Bun.spawn([...hardenedGitPrefix(AUTHOR_CONFIG), ...args], {
     cwd,
     stdin: "ignore",
     stdout: "pipe",
@@ -29,9 +23,7 @@ const git = async (cwd: string, args: ReadonlyArray<string>, layout?: GitLayout)
     env: {
       PATH: SAFE_PATH,
       HOME: cwd,
-      GIT_CONFIG_NOSYSTEM: "1",
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_TERMINAL_PROMPT: "0",
+      ...gitHardeningEnvironment(),
       LANG: "C.UTF-8",
       // Once checked, the repository is named explicitly: nothing planted in outDir takes part in discovery.
       ...(layout === undefined ? {} : { GIT_DIR: layout.gitDir, GIT_WORK_TREE: layout.top })

@@ -19,18 +19,19 @@ test("unconfined: sleep 1000 & sleep 1000 & wait, job child SIGKILLed → the wo
       runJobProcess(
         { job: { marker }, providers: [] },
         {
-          onEvent: async () => {},
-          abortRequested: async () => false,
-          log: (line) => {
-            logs.push(line)
-            const pid = /^started (\d+)/.exec(line)?.[1]
-            if (pid === undefined) return
-            void (async () => {
-              for (let i = 0; i < 500 && pidsWithArg(marker).length < 2; i++) await Bun.sleep(10)
-              seenBeforeKill = pidsWithArg(marker).length
-              process.kill(Number(pid), "SIGKILL")
-            })()
-          }
+          onEvent: () => Effect.void,
+          abortRequested: Effect.succeed(false),
+          log: (line) =>
+            Effect.sync(() => {
+              logs.push(line)
+              const pid = /^started (\d+)/.exec(line)?.[1]
+              if (pid === undefined) return
+              void (async () => {
+                for (let i = 0; i < 500 && pidsWithArg(marker).length < 2; i++) await Bun.sleep(10)
+                seenBeforeKill = pidsWithArg(marker).length
+                process.kill(Number(pid), "SIGKILL")
+              })()
+            })
         },
         join(import.meta.dir, "..", "support", "leakyJobChild.ts")
       )

@@ -19,6 +19,7 @@ import { TracingLive } from "./telemetry/Tracing.ts"
 import { JobBusLive } from "./worker/JobBus.ts"
 import { JobRootsLive, type JobRoots, type JobRootsInvalid } from "./worker/JobRoots.ts"
 import { JobStoreLive } from "./worker/JobStore.ts"
+import { ProjectsLive } from "./worker/Projects.ts"
 import { WorkerLive } from "./worker/Worker.ts"
 
 export type AppLayerError = DbError | SecretKeyError | JobRootsInvalid
@@ -34,7 +35,7 @@ export const appLayer = (
 ): Layer.Layer<AppServices | Db, AppLayerError> => {
   const agents = Layer.provideMerge(AgentStoreLive, SkillStoreLive)
   const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive).pipe(Layer.provide(secrets))
-  return Layer.mergeAll(agents, providers, AccessLive, JobStoreLive, JobBusLive, MetricsLive, jobRoots).pipe(Layer.provideMerge(db))
+  return Layer.mergeAll(agents, providers, AccessLive, JobStoreLive, JobBusLive, MetricsLive, Layer.provideMerge(ProjectsLive, jobRoots)).pipe(Layer.provideMerge(db))
 }
 
 /**

@@ -1,23 +1,15 @@
 /** LLM providers (keys write-only), the built-in catalog, agent model bindings, MCP servers and projects. */
-import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect, Either, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { Elysia } from "elysia"
 import { Bindings } from "../../providers/Bindings.ts"
 import { McpServers } from "../../providers/McpServers.ts"
 import { ProviderStore } from "../../providers/ProviderStore.ts"
 import type { Guard } from "../auth.ts"
-import { JobRoots } from "../../worker/JobRoots.ts"
+import { ProjectInput, Projects } from "../../worker/Projects.ts"
 import { badRequest, json } from "../respond.ts"
 import { decodeBody, jsonBody, param, type Handler } from "../route.ts"
 
 type Route = (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
-
-const ProjectBody = Schema.Struct({
-  id: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/, { message: () => "must match [a-z0-9][a-z0-9._-]* (at most 64 characters)" })),
-  name: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
-  /** A directory inside the job roots that the project's job workspaces must lie inside. */
-  root: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })), { exact: true })
-})
 
 /** Allow (or stop allowing) one MCP tool by name. */
 const AllowToolBody = Schema.Struct({ tool: Schema.String, allowed: Schema.Boolean })
@@ -95,23 +87,12 @@ export const providerRoutes = (route: Route) =>
       "/api/admin/mcp-servers/:name",
       route("providers.manage", (i) => Effect.map(Effect.flatMap(McpServers, (m) => m.remove(param(i, "name"))), () => new Response(null, { status: 204 })))
     )
-    .get(
-      "/api/projects",
-      route("read", () =>
-        Effect.map(Effect.flatMap(SqlClient, (sql) => sql`SELECT id, name, root, created_at FROM runtime.project ORDER BY id`), (projects) => json({ projects })).pipe(Effect.orDie)
-      )
-    )
+    .get("/api/projects", route("read", () => Effect.map(Effect.flatMap(Projects, (p) => p.list), (projects) => json({ projects }))))
     .post(
       "/api/projects",
       route("agents.manage", (i) => Effect.gen(function* () {
-        const p = yield* decodeBody(i.request, ProjectBody)
-        // Stored as given; every job of the project resolves it again (symlinks followed).
-        const root = p.root === undefined ? Either.right(null) : yield* (yield* JobRoots).projectRoot(p.root)
-        if (Either.isLeft(root)) return yield* Effect.fail(badRequest(root.left))
-        const sql = yield* SqlClient
-        const rows = yield* Effect.orDie(sql`INSERT INTO runtime.project (id, name, root) VALUES (${p.id}, ${p.name}, ${p.root ?? null})
-          ON CONFLICT (id) DO NOTHING RETURNING id, name, root, created_at`)
-        if (rows.length === 0) return yield* Effect.fail({ _tag: "ProjectExists" as const, message: `a project "${p.id}" already exists` })
-        return json({ project: rows[0] }, 201)
+        const input = yield* decodeBody(i.request, ProjectInput)
+        const project = yield* (yield* Projects).create(input).pipe(Effect.catchTag("ProjectRootInvalid", (e) => Effect.fail(badRequest(e.problems))))
+        return json({ project }, 201)
       }))
     )

@@ -2,13 +2,13 @@
  * An agent's model bindings in the portal, through Bindings (which checks provider, model and
  * thinking level against ProviderStore), and the thinking-select fragment for a chosen model.
  */
-import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { Elysia } from "elysia"
 import { AgentStore } from "../../agents/AgentStore.ts"
 import type { Problem } from "../../contract/Problem.ts"
 import { Bindings } from "../../providers/Bindings.ts"
 import { ProviderStore } from "../../providers/ProviderStore.ts"
+import { Projects } from "../../worker/Projects.ts"
 import { bindingsPage, levelsFor, parseTarget, targetOf, thinkingField, type BindingFormValues } from "../../../views/pages/bindings.ts"
 import { htmlResponse, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
@@ -19,7 +19,7 @@ const text = (f: PortalInput["form"], name: string): string => {
 }
 
 /** Every project, for "applies to" selects. */
-export const projects = Effect.flatMap(SqlClient, (sql) => sql<{ id: string; name: string }>`SELECT id, name FROM runtime.project ORDER BY id`).pipe(Effect.orDie)
+export const projects = Effect.flatMap(Projects, (p) => p.list)
 
 /** The page with `values` in the form (defaults: the installation binding, else the first model). */
 const render = (input: PortalInput, values: BindingFormValues | null, problems: ReadonlyArray<Problem>, status = 200) =>

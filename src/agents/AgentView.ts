@@ -1,0 +1,58 @@
+/** What the agent store hands out: catalog entries, full views, versions, previews, and the package-files input. */
+import { Effect, Schema } from "effect"
+import type { AgentDefinition } from "../contract/AgentDefinition.ts"
+import type { Problem } from "../contract/Problem.ts"
+import type { AgentPackage } from "./AgentPackage.ts"
+import type { AgentExists, AgentInvalid, BuiltinReadOnly } from "./errors.ts"
+
+/** Package files as the API and the editor send them. */
+export const PackageFilesInput = Schema.Struct({
+  files: Schema.Array(Schema.Struct({ path: Schema.String, content: Schema.String })).pipe(
+    Schema.minItems(1, { message: () => "must hold at least the <name>.md file" })
+  )
+})
+
+export interface Binding {
+  readonly projectId: string
+  readonly providerId: string
+  readonly modelId: string
+  readonly thinking: string | null
+}
+
+export interface CatalogEntry {
+  readonly name: string
+  readonly builtin: boolean
+  readonly description: string
+  readonly audience: "runtime" | "member"
+  /** The store's current version number; for a built-in, the version it ships with. */
+  readonly version: number | string
+  readonly enabled: boolean
+  /** What keeps the agent from running here; [] = valid. */
+  readonly problems: ReadonlyArray<Problem>
+  readonly binding: Binding | null
+  readonly updatedAt: Date | null
+}
+
+export interface AgentView extends CatalogEntry {
+  readonly package: AgentPackage
+  /** The package as files (`<name>.md`, skills, commands, …). */
+  readonly files: ReadonlyArray<{ readonly path: string; readonly content: string }>
+  readonly bindings: ReadonlyArray<Binding>
+}
+
+export interface VersionInfo {
+  readonly version: number
+  readonly savedBy: string
+  readonly savedAt: Date
+  readonly note: string
+  readonly current: boolean
+}
+
+export interface Preview {
+  readonly problems: ReadonlyArray<Problem>
+  /** The job definition the draft would give, when it has no problem. */
+  readonly definition: AgentDefinition | null
+}
+
+export type Invalid = AgentInvalid
+export type Write<A> = Effect.Effect<A, Invalid | AgentExists | BuiltinReadOnly>

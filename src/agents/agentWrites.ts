@@ -1,0 +1,110 @@
+/**
+ * The agent store's write side: create, save (each a new immutable version made current), copy,
+ * import (files or ZIP), enable/disable and delete. Saves lock the shared skills they list.
+ */
+import { Effect, Either } from "effect"
+import { decodeAll } from "../contract/Problem.ts"
+import { serializeAgentPackage, type AgentPackage } from "./AgentPackage.ts"
+import type { AgentCatalog } from "./agentCatalog.ts"
+import { PackageFilesInput, type AgentView, type Write } from "./AgentView.ts"
+import * as repo from "./agentRepo.ts"
+import { AgentExists, AgentInvalid, AgentNotFound, ImportRejected } from "./errors.ts"
+import { checkAgentPackage } from "./validateAgent.ts"
+import { readZip, unwrapSingleFolder } from "./zip.ts"
+
+/** The write members of AgentStore over the read side `c`. */
+export const makeAgentWrites = (c: AgentCatalog) => {
+  const { sql, provide, validation, customView, findCustom, notBuiltin, get: getView } = c
+  /** Format + installation checks of raw package files, with the shared skills as they are now. */
+  const check = (files: ReadonlyArray<{ path: string; content: Uint8Array | string }>) =>
+    Effect.flatMap(validation, ({ ctx }) =>
+      Either.match(checkAgentPackage(files, ctx), {
+        onLeft: (problems) => Effect.fail(new AgentInvalid({ problems })),
+        onRight: (pkg) => Effect.succeed(pkg)
+      })
+    )
+  const decodeFiles = (input: unknown) =>
+    Effect.mapError(decodeAll(PackageFilesInput)(input), (problems) => new AgentInvalid({ problems }))
+
+  /** Locks the shared skills a package lists, so none is deleted while this save commits. */
+  const lockSkills = (pkg: AgentPackage) =>
+    (pkg.skills ?? []).length === 0 ? Effect.void : sql`SELECT name FROM admin.agent_skill WHERE name IN ${sql.in(pkg.skills ?? [])} FOR SHARE`
+
+  const createPackage = (pkg: AgentPackage, by: string, note: string): Write<AgentView> =>
+    Effect.gen(function* () {
+      yield* notBuiltin(pkg.name)
+      const row = yield* sql.withTransaction(
+        Effect.gen(function* () {
+          if (yield* provide(repo.lockAgent(pkg.name))) return yield* Effect.fail(new AgentExists({ name: pkg.name }))
+          yield* lockSkills(pkg)
+          const version = yield* provide(repo.nextVersion(pkg.name))
+          yield* provide(repo.insertVersion(pkg.name, version, pkg, by, note))
+          yield* provide(repo.insertAgent(pkg.name, pkg.audience, version))
+          return yield* findCustom(pkg.name)
+        })
+      )
+      return yield* customView(row)
+    }).pipe(
+      // Two concurrent creates of one name: the loser hits the primary key.
+      Effect.catchIf((e) => e._tag === "SqlError" && /duplicate key|unique/i.test(String(e.cause)), () => Effect.fail(new AgentExists({ name: pkg.name }))),
+      Effect.catchTag("SqlError", Effect.die),
+      Effect.catchTag("AgentNotFound", Effect.die)
+    )
+
+  const savePackage = (name: string, pkg: AgentPackage, by: string, note: string) =>
+    Effect.gen(function* () {
+      yield* notBuiltin(name)
+      if (pkg.name !== name) {
+        return yield* Effect.fail(new AgentInvalid({ problems: [{ path: `${pkg.name}.md#name`, message: `must stay "${name}" (copy the agent to rename it)` }] }))
+      }
+      const row = yield* sql.withTransaction(
+        Effect.gen(function* () {
+          if (!(yield* provide(repo.lockAgent(name)))) return yield* Effect.fail(new AgentNotFound({ name }))
+          yield* lockSkills(pkg)
+          const version = yield* provide(repo.nextVersion(name))
+          yield* provide(repo.insertVersion(name, version, pkg, by, note))
+          yield* provide(repo.setCurrent(name, pkg.audience, version))
+          return yield* findCustom(name)
+        })
+      )
+      return yield* customView(row)
+    }).pipe(Effect.catchTag("SqlError", Effect.die))
+
+  const importPackage = (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string): Write<AgentView> =>
+    Effect.gen(function* () {
+      const pkg = yield* check(unwrapSingleFolder(files))
+      const exists = (yield* provide(repo.selectAgents(pkg.name))).length > 0
+      return exists
+        ? yield* Effect.catchTag(savePackage(pkg.name, pkg, by, "imported"), "AgentNotFound", () => createPackage(pkg, by, "imported"))
+        : yield* createPackage(pkg, by, "imported")
+    }).pipe(Effect.catchTag("SqlError", Effect.die))
+
+  return {
+    create: (input: unknown, by: string) => Effect.flatMap(Effect.flatMap(decodeFiles(input), (i) => check(i.files)), (pkg) => createPackage(pkg, by, "created")),
+    save: (name: string, input: unknown, by: string) => Effect.flatMap(Effect.flatMap(decodeFiles(input), (i) => check(i.files)), (pkg) => savePackage(name, pkg, by, "saved")),
+    setEnabled: (name: string, enabled: boolean) =>
+      Effect.gen(function* () {
+        yield* notBuiltin(name)
+        if (!(yield* provide(repo.setEnabled(name, enabled)))) return yield* Effect.fail(new AgentNotFound({ name }))
+        return yield* getView(name)
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    remove: (name: string) =>
+      Effect.gen(function* () {
+        yield* notBuiltin(name)
+        if (!(yield* provide(repo.deleteAgent(name)))) return yield* Effect.fail(new AgentNotFound({ name }))
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    copy: (name: string, newName: string, by: string) =>
+      Effect.gen(function* () {
+        const source = yield* getView(name)
+        const files = serializeAgentPackage({ ...source.package, name: newName })
+        const pkg = yield* check(files)
+        return yield* createPackage(pkg, by, `copied from ${name} v${source.version}`)
+      }),
+    importFiles: importPackage,
+    importZip: (zip: Uint8Array, by: string) =>
+      Effect.flatMap(
+        Effect.mapError(readZip(zip), (rejected) => new ImportRejected({ problems: rejected.problems })),
+        (entries) => importPackage(entries, by)
+      )
+  }
+}

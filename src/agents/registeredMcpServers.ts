@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import fs from "node:fs"
 import path from "node:path"
-import { makeDbLayer } from "../db/Db.ts"
+import { dataDirLockHolder, makeDbLayer } from "../db/Db.ts"
 import { pendingMigrations } from "../db/migrations.ts"
 import { selectMcpServerNames } from "../providers/McpServers.ts"
 
@@ -15,24 +15,7 @@ export type McpRegistry =
   | { readonly names: ReadonlySet<string> }
   | { readonly unavailable: string | undefined }
 
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return typeof e === "object" && e !== null && "code" in e && e.code === "EPERM"
-  }
-}
 
-/** The pid in `<dataDir>.lock` when that process still runs (the rule of Db.ts' lock; our own pid is stale). */
-const lockHolder = (dataDir: string): number | undefined => {
-  try {
-    const holder = Number(fs.readFileSync(`${dataDir}.lock`, "utf8").trim())
-    return Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder) ? holder : undefined
-  } catch {
-    return undefined
-  }
-}
 
 const HINT = "pass --mcp-servers <a,b> to check against a list"
 
@@ -64,7 +47,7 @@ export const registeredMcpServers = async (env: Readonly<Record<string, string |
   if (url !== "") return readNames(makeDbLayer({ url }), "DATABASE_URL")
   const dataDir = path.resolve(env["KINTSUGI_DATA_DIR"] || ".kintsugi", "data")
   if (!fs.existsSync(path.join(dataDir, "PG_VERSION"))) return { unavailable: undefined }
-  const holder = lockHolder(dataDir)
+  const holder = dataDirLockHolder(dataDir)
   if (holder !== undefined) {
     return { unavailable: `the embedded database at ${dataDir} is in use by process ${holder} (a running kintsugi serve); ${HINT}` }
   }

@@ -87,12 +87,23 @@ const describeServer = (url: string): string | undefined => {
 }
 
 const isErrno = (e: unknown, code: string) => typeof e === "object" && e !== null && "code" in e && e.code === code
-const isAlive = (pid: number) => {
+/** Whether a process with this pid exists (one we may not signal exists too). */
+export const isProcessAlive = (pid: number): boolean => {
   try {
     process.kill(pid, 0)
     return true
   } catch (e) {
     return isErrno(e, "EPERM")
+  }
+}
+
+/** The pid in `<dataDir>.lock` when another live process holds it (our own pid, after a restart as PID 1, is stale). */
+export const dataDirLockHolder = (dataDir: string): number | undefined => {
+  try {
+    const holder = Number(fs.readFileSync(`${dataDir}.lock`, "utf8").trim())
+    return Number.isInteger(holder) && holder > 0 && holder !== process.pid && isProcessAlive(holder) ? holder : undefined
+  } catch {
+    return undefined
   }
 }
 
@@ -110,10 +121,8 @@ const lockDataDir = (dataDir: string): Effect.Effect<void, DbError, Scope.Scope>
           fs.writeFileSync(file, String(process.pid), { flag: "wx" })
         } catch (e) {
           if (!isErrno(e, "EEXIST")) throw e
-          const holder = Number(fs.readFileSync(file, "utf8").trim())
-          if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
-            throw new Error(`it is in use by process ${holder} (lock file ${file})`)
-          }
+          const holder = dataDirLockHolder(dataDir)
+          if (holder !== undefined) throw new Error(`it is in use by process ${holder} (lock file ${file})`)
           fs.writeFileSync(file, String(process.pid))
         }
         openDataDirs.add(dataDir)

@@ -9,7 +9,7 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import pg from "pg"
-import { type Db, type DbError, makeDbLayer } from "../../src/db/Db.ts"
+import { type Db, type DbError, isProcessAlive, makeDbLayer } from "../../src/db/Db.ts"
 import { listMigrations } from "../../src/db/migrations.ts"
 
 const TEMPLATE_ROOT = path.join(os.tmpdir(), "kintsugi-test-db")
@@ -63,14 +63,6 @@ export const templateDataDir = (kind: TemplateKind = "migrated"): Promise<string
   return made
 }
 
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return typeof e === "object" && e !== null && "code" in e && e.code === "EPERM"
-  }
-}
 
 // A test process killed before its afterAll (a `timeout`, Ctrl-C) leaves its copy behind: remove copies
 // whose lock names a dead process, or that never got a lock within an hour (and empty socket dirs).
@@ -82,7 +74,7 @@ const sweepAbandoned = () => {
       if (name.startsWith("kintsugi-testdb-")) {
         const lock = path.join(dir, "data.lock")
         const holder = fs.existsSync(lock) ? Number(fs.readFileSync(lock, "utf8")) : undefined
-        if (holder === undefined ? old : !isAlive(holder)) fs.rmSync(dir, { recursive: true, force: true })
+        if (holder === undefined ? old : !isProcessAlive(holder)) fs.rmSync(dir, { recursive: true, force: true })
       } else if (name.startsWith("kintsugi-db-") && old && fs.readdirSync(dir).length === 0) {
         fs.rmdirSync(dir)
       }

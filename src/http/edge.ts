@@ -11,7 +11,7 @@ const HEALTH_PATHS = new Set(["/healthz", "/readyz"])
 
 interface HostRule {
   readonly host: string
-  /** Undefined: any port. */
+  /** Undefined: every port. */
   readonly port: string | undefined
 }
 

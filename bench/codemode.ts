@@ -3,15 +3,12 @@
  * 100 times, beside a job whose model makes one codemode call running the same 100 reads; model calls,
  * bytes sent to the model and wall time. Then what one QuickJS sandbox costs to create.
  */
-import { Effect, Stream } from "effect"
 import { newQuickJSWASMModule, RELEASE_SYNC } from "quickjs-emscripten"
-import { AgentRuntime } from "../src/contract/AgentRuntime.ts"
-import { KernelLive } from "../src/kernel/Kernel.ts"
 import { DEFAULT_SANDBOX_LIMITS, runScript } from "../src/tools/codemode/QuickJsSandbox.ts"
 import { newQuickJsInstance } from "../src/tools/codemode/quickJsModule.ts"
-import { createJobSpec, createProvider } from "../test/support/jobChild.ts"
+import { createJobSpec } from "../test/support/jobChild.ts"
 import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts"
-import { createReadFixture, readRoundTrips } from "./readRoundTrips.ts"
+import { createReadFixture, readRoundTrips, timeKernelJob } from "./readRoundTrips.ts"
 
 const CALLS = 100
 const RUNS = 5
@@ -46,16 +43,7 @@ interface Run {
 const runJob = async (steps: Array<Step>, tool: string): Promise<Run> => {
   const server = await startOpenAIServer(steps)
   const job = createJobSpec(dirs, { agent: { tools: [tool] }, limits: { maxTurns: 0, idleTimeoutSec: 0, timeoutSec: 300 } })
-  const t0 = performance.now()
-  const outcome = await Effect.runPromise(
-    Effect.gen(function* () {
-      const runtime = yield* AgentRuntime
-      const handle = yield* runtime.start(job)
-      yield* Stream.runDrain(handle.events)
-      return yield* handle.result
-    }).pipe(Effect.scoped, Effect.provide(KernelLive({ providers: [createProvider(server, "openai-completions")] })))
-  )
-  const ms = performance.now() - t0
+  const { outcome, ms } = await timeKernelJob(server, job)
   const bytesToModel = server.requests.reduce((sum, r) => sum + JSON.stringify(r.body).length, 0)
   const modelCalls = server.requests.length
   await server.stop()

@@ -4,16 +4,13 @@
  * same growing transcript (the same tool definitions, and tool results of the same text). The
  * difference per call is what the kernel adds (events, validation, confinement, the read itself).
  */
-import { Effect, Stream } from "effect"
-import { AgentRuntime } from "../src/contract/AgentRuntime.ts"
 import type { Message } from "@earendil-works/pi-ai"
-import { KernelLive } from "../src/kernel/Kernel.ts"
 import { createProcessRunner } from "../src/tools/ProcessRunner.ts"
 import { createKernelTools } from "../src/tools/registry.ts"
-import { createJobSpec, createProvider } from "../test/support/jobChild.ts"
+import { createJobSpec } from "../test/support/jobChild.ts"
 import { createOpenAIPiModels } from "../test/support/piModels.ts"
 import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts"
-import { createReadFixture, FIXTURE_LINES, readRoundTrips } from "./readRoundTrips.ts"
+import { createReadFixture, FIXTURE_LINES, readRoundTrips, timeKernelJob } from "./readRoundTrips.ts"
 
 const CALLS = 100
 const lines = FIXTURE_LINES
@@ -25,16 +22,7 @@ const job = createJobSpec(dirs, { limits: { maxTurns: 0, idleTimeoutSec: 0, time
 /** Kernel: one job, 100 read round trips. */
 const kernelRun = async (): Promise<number> => {
   const kernelServer = await startOpenAIServer(script())
-  const t0 = performance.now()
-  const outcome = await Effect.runPromise(
-    Effect.gen(function* () {
-      const runtime = yield* AgentRuntime
-      const handle = yield* runtime.start(job)
-      yield* Stream.runDrain(handle.events)
-      return yield* handle.result
-    }).pipe(Effect.scoped, Effect.provide(KernelLive({ providers: [createProvider(kernelServer, "openai-completions")] })))
-  )
-  const kernelMs = performance.now() - t0
+  const { outcome, ms: kernelMs } = await timeKernelJob(kernelServer, job)
   await kernelServer.stop()
   if (outcome._tag !== "Completed") throw new Error(`bench job failed: ${outcome.message}`)
   return kernelMs

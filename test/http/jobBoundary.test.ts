@@ -7,8 +7,7 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
@@ -17,19 +16,14 @@ import { JobStore } from "../../src/worker/JobStore.ts"
 import { LeaseConfig, runClaimedJob } from "../../src/worker/Worker.ts"
 import { PASSWORD, useApi, type JsonObject } from "../support/api.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
-import { testJobRoots } from "../support/jobRoots.ts"
+import { createFakeDataDir, testJobRoots } from "../support/jobRoots.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
 
 setDefaultTimeout(30_000)
 
 // A data dir of our own (with a key file and database files) beside one job root, both in a fresh temp dir.
-const base = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-boundary-")))
-process.on("exit", () => rmSync(base, { recursive: true, force: true }))
-const dataDir = join(base, "state")
+const { base, dataDir } = createFakeDataDir("kintsugi-boundary-", "c2VjcmV0IGtleSBmb3IgdGhlIHRlc3Q=")
 const keyFile = join(dataDir, "secret.key")
-mkdirSync(join(dataDir, "data"), { recursive: true })
-writeFileSync(keyFile, "c2VjcmV0IGtleSBmb3IgdGhlIHRlc3Q=")
-writeFileSync(join(dataDir, "data", "PG_VERSION"), "15\n")
 const roots = join(base, "roots")
 const elsewhere = join(base, "elsewhere")
 mkdirSync(elsewhere, { recursive: true })

@@ -5,24 +5,18 @@
  * another project. Every one is refused (or harmless), nothing is queued, no response names a host path.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { INSTALL_DIR } from "../../src/worker/JobRoots.ts"
 import { useApi } from "../support/api.ts"
-import { testJobRoots } from "../support/jobRoots.ts"
+import { createFakeDataDir, testJobRoots } from "../support/jobRoots.ts"
 
 setDefaultTimeout(30_000)
 
-const base = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-edges-")))
-process.on("exit", () => rmSync(base, { recursive: true, force: true }))
+const { dataDir } = createFakeDataDir("kintsugi-edges-", "edge-key-canary")
 // The default layout: job root = <data dir>/workspaces, a carve-out of the data dir.
-const dataDir = join(base, "state")
 const roots = join(dataDir, "workspaces")
-mkdirSync(join(dataDir, "data"), { recursive: true })
 mkdirSync(roots, { recursive: true })
-writeFileSync(join(dataDir, "secret.key"), "edge-key-canary")
-writeFileSync(join(dataDir, "data", "PG_VERSION"), "15\n")
 const api = useApi({ jobRoots: testJobRoots([], dataDir) })
 
 let n = 0

@@ -3,7 +3,7 @@
  * JobRoots layer configured through a ConfigProvider (never process.env) for the app runtimes.
  */
 import { ConfigProvider, Effect, Layer } from "effect"
-import { mkdtempSync, realpathSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { JobRoots, makeJobRootsFromConfig } from "../../src/worker/JobRoots.ts"
@@ -18,6 +18,20 @@ export const testJobRoot = (): string => {
     shared = root
   }
   return shared
+}
+
+/**
+ * A fresh temp dir (removed at exit) holding a stand-in data dir `state/` with a key file and embedded
+ * database files, as a server's would look: what the job boundary must keep workspaces out of.
+ */
+export const createFakeDataDir = (prefix: string, key: string): { readonly base: string; readonly dataDir: string } => {
+  const base = realpathSync(mkdtempSync(join(tmpdir(), prefix)))
+  process.on("exit", () => rmSync(base, { recursive: true, force: true }))
+  const dataDir = join(base, "state")
+  mkdirSync(join(dataDir, "data"), { recursive: true })
+  writeFileSync(join(dataDir, "secret.key"), key)
+  writeFileSync(join(dataDir, "data", "PG_VERSION"), "15\n")
+  return { base, dataDir }
 }
 
 /** A fresh directory inside the test job root. */

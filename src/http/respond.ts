@@ -3,7 +3,6 @@
  * `{ "error": { "code", "message", "problems"?, "agents"? } }`. Defects become a generic 500 with
  * no detail (the detail goes to the server log, never to the client).
  */
-import { Cause, Exit, Option } from "effect"
 import type { Problem } from "../contract/Problem.ts"
 
 /** Every error a route may fail with. */
@@ -111,15 +110,6 @@ export const errorBody = (e: ApiError) => ({
 /** The error as JSON; a 429 also says when to come back (`Retry-After`, seconds). */
 export const errorResponse = (e: ApiError): Response =>
   json(errorBody(e), statusOf(e), e._tag === "TooManyRequests" ? { "retry-after": String(e.retryAfterSeconds) } : {})
-
-/** A route's outcome as a response; `log` receives defects (never the client). */
-export const fromExit = (exit: Exit.Exit<Response, ApiError>, log: (line: string) => void): Response => {
-  if (Exit.isSuccess(exit)) return exit.value
-  const failure = Cause.failureOption(exit.cause)
-  if (Option.isSome(failure)) return errorResponse(failure.value)
-  log(`request failed: ${Cause.pretty(exit.cause)}`)
-  return json({ error: { code: "internal", message: "internal server error" } }, 500)
-}
 
 export const badRequest = (problems: ReadonlyArray<Problem>, message = "the request has problems"): ApiError => ({
   _tag: "BadRequest",

@@ -1,19 +1,17 @@
 /**
- * How a portal route runs: authenticate (no body is read for an anonymous request), read the form
- * (capped, strict), then the same checks as the API (CSRF token from header or `_csrf` field +
- * same-origin check; deny by default), run the handler on the app runtime, and render every error as
- * HTML: a fragment for htmx, a page otherwise.
+ * How a portal route runs: the API's request runner (route.ts — authenticate before any body, the form
+ * capped and strict, CSRF token from header or `_csrf` field, same-origin check, deny by default, one
+ * error mapping), with every error rendered as HTML: a fragment for htmx, a page otherwise.
  */
-import { Cause, Effect, Exit, Option } from "effect"
+import type { Effect } from "effect"
 import type { Principal } from "../../access/Access.ts"
 import { errorFragment, errorPage, type ErrorProps } from "../../../views/pages/errorPage.ts"
 import type { Assets, PageContext } from "../../../views/layout.ts"
-import { authenticate, crossSiteProblem, permit, type Guard } from "../auth.ts"
-import { emptyForm, formBody, MAX_BODY_BYTES, type PostedForm } from "../body.ts"
+import type { Guard } from "../auth.ts"
+import { formBody, MAX_BODY_BYTES, type PostedForm } from "../body.ts"
 import { statusOf, type ApiError } from "../respond.ts"
-import type { AppRuntime, AppServices } from "../route.ts"
+import { requestRunner, type AppRuntime, type AppServices } from "../route.ts"
 import { htmlResponse, isHtmx, redirect } from "./pageResponse.ts"
-import { noteUser, underRequest } from "../observe.ts"
 
 export interface PortalInput {
   readonly request: Request
@@ -73,44 +71,32 @@ export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets
     assets,
     path
   })
-
-  const finish = async (request: Request, page: () => PageContext, program: Effect.Effect<Response, ApiError, AppServices>): Promise<Response> => {
-    const exit = await rt.runPromiseExit(underRequest(request)(program))
-    if (Exit.isSuccess(exit)) return exit.value
-    const failure = Cause.failureOption(exit.cause)
-    if (Option.isSome(failure)) return errorHtml(request, page(), errorProps(failure.value))
-    log(`portal request failed: ${Cause.pretty(exit.cause)}`)
-    return errorHtml(request, page(), { status: 500, title: TITLES[500] ?? "Error", message: "internal server error", problems: [], agents: [], signIn: false })
+  const pageFor = (request: Request, principal: Principal | undefined): PageContext => {
+    const path = new URL(request.url).pathname
+    return principal === undefined ? anonymous(path) : pageOf(principal, path)
   }
 
   /** Unauthenticated: a GET page sends the browser to sign in and back; anything else gets a 401. */
-  const unauthenticated = (request: Request, url: URL, e: ApiError): Response | undefined => {
-    if (e._tag !== "Unauthenticated") return undefined
-    if (request.method !== "GET") return errorHtml(request, anonymous(url.pathname), errorProps(e))
+  const unauthenticated = (request: Request): Response => {
+    const url = new URL(request.url)
     const from = isHtmx(request) ? new URL(request.headers.get("hx-current-url") ?? url.href, url) : url
     const back = from.origin === url.origin ? `${from.pathname}${from.search}` : "/agents"
     return redirect(request, `/sign-in?next=${encodeURIComponent(back)}`)
   }
 
-  const run = (guard: Guard, handler: PortalHandler, withForm: boolean): ElysiaHandler => async (ctx) => {
-    const request = ctx.request
-    const url = new URL(request.url)
-    let principal: Principal | undefined
-    const program = Effect.gen(function* () {
-      if (withForm) {
-        // Refused before anything else: a change from another site is 403 whether or not its cookie came along.
-        const crossSite = crossSiteProblem(request)
-        if (crossSite !== undefined) return yield* Effect.fail(crossSite)
-      }
-      // Who is asking, before any body is read: an anonymous request never makes the server buffer one.
-      const who = yield* authenticate(request)
-      noteUser(request, who.username)
-      const form = withForm ? yield* readForm(request) : yield* emptyForm()
-      const token = form.get("_csrf")
-      principal = yield* permit(request, who, guard, typeof token === "string" ? token : undefined)
-      return yield* handler({ request, url, params: ctx.params, principal, page: pageOf(principal, url.pathname), form })
-    }).pipe(Effect.catchAll((e) => Option.match(Option.fromNullable(unauthenticated(request, url, e)), { onNone: () => Effect.fail(e), onSome: Effect.succeed })))
-    return finish(request, () => (principal === undefined ? anonymous(url.pathname) : pageOf(principal, url.pathname)), program)
+  // The API's runner and error mapping (route.ts, respond.ts), rendered as HTML.
+  const runner = requestRunner(rt, log, {
+    failure: (request, e, principal) =>
+      e._tag === "Unauthenticated" && request.method === "GET" ? unauthenticated(request) : errorHtml(request, pageFor(request, principal), errorProps(e)),
+    defect: (request, principal) =>
+      errorHtml(request, pageFor(request, principal), { status: 500, title: TITLES[500] ?? "Error", message: "internal server error", problems: [], agents: [], signIn: false })
+  })
+
+  const run = (guard: Guard, handler: PortalHandler, withForm: boolean): ElysiaHandler => (ctx) => {
+    const url = new URL(ctx.request.url)
+    return runner.guarded(ctx.request, { guard, form: withForm }, ({ principal, form }) =>
+      handler({ request: ctx.request, url, params: ctx.params, principal, page: pageOf(principal, url.pathname), form })
+    )
   }
 
   return {
@@ -119,10 +105,8 @@ export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets
     /** A change: form body, CSRF token and same-origin check, then the guard's permission. */
     action: (guard: Guard, handler: PortalHandler) => run(guard, handler, true),
     /** No principal (sign-in); `page` renders errors for an anonymous visitor. */
-    open: (handler: (request: Request, page: PageContext) => Effect.Effect<Response, ApiError, AppServices>): ElysiaHandler => async (ctx) => {
-      const page = anonymous(new URL(ctx.request.url).pathname)
-      return finish(ctx.request, () => page, handler(ctx.request, page))
-    },
+    open: (handler: (request: Request, page: PageContext) => Effect.Effect<Response, ApiError, AppServices>): ElysiaHandler => (ctx) =>
+      runner.open(ctx.request, handler(ctx.request, anonymous(new URL(ctx.request.url).pathname))),
     anonymous
   }
 }

@@ -17,6 +17,8 @@ export interface Assets {
   readonly css: string
   readonly js: string
   readonly htmx: string
+  /** htmx's SSE extension (`hx-ext="sse"`). */
+  readonly sse: string
 }
 
 /** What every page knows besides its own props. */
@@ -108,6 +110,7 @@ export const layout = (ctx: PageContext, title: string, body: Html): Html => {
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${ctx.assets.css}">
 <script src="${ctx.assets.htmx}" defer></script>
+<script src="${ctx.assets.sse}" defer></script>
 <script src="${ctx.assets.js}" defer></script>
 </head>
 <body hx-indicator="#request-bar"${csrf == null ? html`` : html` hx-headers="${JSON.stringify({ "x-csrf-token": csrf })}"`}>

@@ -28,6 +28,8 @@ export interface AppOptions {
   readonly allowedHosts?: ReadonlyArray<string>
   /** Default: a fresh throttle with the default budgets. */
   readonly signInThrottle?: SignInThrottle["Type"]
+  /** How often a silent job's event stream (API and portal) sends a comment; default 5 s, under Bun's idle timeout. */
+  readonly heartbeatMs?: number
 }
 
 /**
@@ -60,10 +62,10 @@ const makeRoutes = (options: AppOptions & { readonly log: (line: string) => void
     .use(sessionRoutes(route, publicRoute, throttle))
     .use(agentRoutes(route))
     .use(providerRoutes(route))
-    .use(jobRoutes(route))
+    .use(jobRoutes(route, options.heartbeatMs))
     .use(tokenRoutes(route))
     .all("/api/*", () => json({ error: { code: "not-found", message: "no such endpoint" } }, 404))
-    .use(portalRoutes({ runtime: options.runtime, log: options.log, signInThrottle: throttle }))
+    .use(portalRoutes({ runtime: options.runtime, log: options.log, signInThrottle: throttle, ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }) }))
 }
 
 /** `SELECT 1` through the pool. */

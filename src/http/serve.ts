@@ -27,19 +27,16 @@ export const ensureAdmin = Effect.gen(function* () {
 /**
  * Serves `app` with Bun: bodies past the cap are refused by Bun itself too, a backstop behind the app's
  * own capped reader (1 MiB above it, so that the reader, which names the limit, answers first); each
- * request carries the client's socket address to the app. Event streams (job events, already
- * authenticated) are exempt from Bun's 10 s idle timeout, which would cut a live job's stream between events.
+ * request carries the client's socket address to the app. `idleTimeout` (seconds) is Bun's, 10 by
+ * default: event streams stay open through it by their heartbeat (eventStream.ts), not by an exemption.
  */
-export const listen = (app: ReturnType<typeof makeApp>, options: { readonly hostname: string; readonly port: number }) =>
+export const listen = (app: ReturnType<typeof makeApp>, options: { readonly hostname: string; readonly port: number; readonly idleTimeout?: number }) =>
   Bun.serve({
     hostname: options.hostname,
     port: options.port,
     maxRequestBodySize: MAX_BODY_BYTES + 1024 * 1024,
-    fetch: async (request, server) => {
-      const response = await app.handle(request, server.requestIP(request)?.address)
-      if ((response.headers.get("content-type") ?? "").startsWith("text/event-stream")) server.timeout(request, 0)
-      return response
-    }
+    ...(options.idleTimeout === undefined ? {} : { idleTimeout: options.idleTimeout }),
+    fetch: (request, server) => app.handle(request, server.requestIP(request)?.address)
   })
 
 /** One line for the start-up log: how shell and git will run in this installation's jobs. */

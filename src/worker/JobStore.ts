@@ -50,6 +50,18 @@ export interface JobRow {
   readonly createdAt: Date
   readonly startedAt: Date | null
   readonly finishedAt: Date | null
+  /** Who asked to abort it, and when (migration 049); null when nobody did. */
+  readonly abortedBy: string | null
+  readonly abortedAt: Date | null
+}
+
+/** A page of the jobs list: filters, at most `limit` rows, older than the job `before` (its id: the cursor). */
+export interface JobFilter {
+  readonly status?: JobStatus
+  readonly agent?: string
+  readonly project?: string
+  readonly before?: string
+  readonly limit: number
 }
 
 export class JobNotFound extends Schema.TaggedError<JobNotFound>()("JobNotFound", { id: Schema.String }) {
@@ -91,7 +103,7 @@ const logQueued = (job: JobRow) =>
   )
 
 const COLUMNS = `id, project_id, agent_name, agent_version, task, workspace, limits, metadata, status, reason, message, summary,
-  usage, cost_usd, outputs, model, worker_id, abort_requested, created_by, created_at, started_at, finished_at`
+  usage, cost_usd, outputs, model, worker_id, abort_requested, created_by, created_at, started_at, finished_at, aborted_by, aborted_at`
 
 export class JobStore extends Context.Tag("worker/JobStore")<
   JobStore,
@@ -107,7 +119,8 @@ export class JobStore extends Context.Tag("worker/JobStore")<
       key: string
     ) => Effect.Effect<{ readonly job: JobRow; readonly created: boolean }, IdempotencyKeyReused>
     readonly get: (id: string) => Effect.Effect<JobRow, JobNotFound>
-    readonly list: (filter: { readonly status?: JobStatus; readonly agent?: string; readonly limit: number }) => Effect.Effect<ReadonlyArray<JobRow>>
+    /** Newest first (created_at, then id): a page after the cursor `before`; an unknown cursor gives an empty page. */
+    readonly list: (filter: JobFilter) => Effect.Effect<ReadonlyArray<JobRow>>
     /**
      * The oldest queued job (or this one, when given), now `running` under `workerId` with a lease of
      * `leaseMs`; none when the queue is empty.
@@ -125,7 +138,8 @@ export class JobStore extends Context.Tag("worker/JobStore")<
     readonly events: (id: string, after: number) => Effect.Effect<ReadonlyArray<JobEvent>>
     /** Moves a running job to its final state once; a second settle is a no-op. */
     readonly settle: (id: string, outcome: Settlement, outputs: string | null) => Effect.Effect<void>
-    readonly requestAbort: (id: string) => Effect.Effect<JobRow, JobNotFound>
+    /** Asks a job to stop (a queued one is settled aborted at once); the first request records `by` and the time. */
+    readonly requestAbort: (id: string, by: string) => Effect.Effect<JobRow, JobNotFound>
     readonly abortRequested: (id: string) => Effect.Effect<boolean>
     /** How many jobs the database holds in each status (every status present, 0 when none). */
     readonly countByStatus: Effect.Effect<Readonly<Record<JobStatus, number>>>
@@ -185,7 +199,15 @@ export const makeJobStore = Effect.gen(function* () {
         sql<JobRow>`SELECT ${sql.literal(COLUMNS)} FROM runtime.job WHERE true
           ${f.status === undefined ? sql`` : sql`AND status = ${f.status}`}
           ${f.agent === undefined ? sql`` : sql`AND agent_name = ${f.agent}`}
-          ORDER BY created_at DESC LIMIT ${f.limit}`,
+          ${f.project === undefined ? sql`` : sql`AND project_id = ${f.project}`}
+          ${
+            f.before === undefined
+              ? sql``
+              : /^[0-9a-f-]{36}$/i.test(f.before)
+                ? sql`AND (created_at, id) < (SELECT created_at, id FROM runtime.job WHERE id = ${f.before})`
+                : sql`AND false`
+          }
+          ORDER BY created_at DESC, id DESC LIMIT ${f.limit}`,
         (rows) => rows.map(fix)
       ).pipe(Effect.orDie),
     claim: (workerId, leaseMs, only) =>
@@ -234,9 +256,11 @@ export const makeJobStore = Effect.gen(function* () {
           : sql`UPDATE runtime.job SET status = 'failed', reason = ${outcome.reason}, message = ${outcome.message}, outputs = ${outputs},
                 finished_at = now() WHERE id = ${id} AND status = 'running'`
       ),
-    requestAbort: (id) =>
+    requestAbort: (id, by) =>
       Effect.gen(function* () {
         yield* one(id)
+        yield* sql`UPDATE runtime.job SET aborted_by = ${by}, aborted_at = now()
+          WHERE id = ${id} AND status IN ('queued', 'running') AND aborted_by IS NULL`
         // A queued job never starts: it is settled as aborted right here.
         yield* sql`UPDATE runtime.job SET status = 'failed', reason = 'aborted', message = 'aborted before it started', finished_at = now(),
           abort_requested = true WHERE id = ${id} AND status = 'queued'`

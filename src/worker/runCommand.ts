@@ -127,7 +127,7 @@ export const runLocalJob = (parsed: RunArgs, write: (s: string) => void, log: (l
       }
     })
     // Ctrl-C: the job ends as aborted (the worker's abort poll stops its child), then the command ends.
-    const abort = Effect.either(store.requestAbort(job.id)).pipe(Effect.zipRight(Fiber.await(running)), Effect.zipRight(Effect.either(drain)))
+    const abort = Effect.either(store.requestAbort(job.id, job.createdBy)).pipe(Effect.zipRight(Fiber.await(running)), Effect.zipRight(Effect.either(drain)))
     yield* Effect.onInterrupt(
       Effect.gen(function* () {
         while (!running.unsafePoll()) {

@@ -157,9 +157,9 @@ describe("view helpers", () => {
       { type: "job.failed", seq: 4, at, reason: "budget", message: "over" }
     ]
     expect(eventRows(events)).toEqual([
-      { kind: "blocked", label: "blocked", text: 'shell {"command":"rm"} (not granted)' },
-      { kind: "message", label: "message", text: "Hello <b>" },
-      { kind: "failed", label: "failed: budget", text: "over" }
+      { seq: 0, at, kind: "blocked", label: "blocked", text: 'shell {"command":"rm"} (not granted)', detail: 'shell\n{\n  "command": "rm"\n}\n\nnot granted' },
+      { seq: 1, at, kind: "message", label: "message", text: "Hello <b>" },
+      { seq: 4, at, kind: "failed", label: "failed: budget", text: "over" }
     ])
     expect(runSlot({ path: "workspace.readOnly", message: "x" })).toBe("readOnly")
     expect(runSlot({ path: "limits.timeoutSec", message: "x" })).toBe("timeoutSec")

@@ -1,5 +1,6 @@
 // The Kintsugi portal's few behaviours htmx does not cover: adding and removing repeated rows,
-// dismissing toasts, a message when the server cannot be reached, Escape closing action menus.
+// dismissing toasts, a message when the server cannot be reached, Escape closing action menus, no
+// duplicate rows on the live job page.
 // A served file because the Content-Security-Policy allows no inline script.
 (() => {
   "use strict"
@@ -90,105 +91,15 @@
       if (summary) summary.focus()
     }
   })
-  // A job's live page: follow /api/jobs/:id/events with EventSource after the stored events the
-  // page already shows; every row is text (textContent), never markup. The same mapping as
-  // eventRow in views/pages/jobs.ts.
-  const clip = (s, n) => (s.length > n ? `${s.slice(0, n)}…` : s)
-  const rowOf = (e) => {
-    switch (e.type) {
-      case "job.started": return { kind: "started", label: "started", text: `${e.agentId} v${e.agentVersion}` }
-      case "message.delta": return { kind: "message", label: "message", text: e.text }
-      case "tool.call": return { kind: e.allowed ? "call" : "blocked", label: e.allowed ? "tool call" : "blocked", text: clip(`${e.tool} ${JSON.stringify(e.input)}${e.reason === undefined ? "" : ` (${e.reason})`}`, 400) }
-      case "tool.result": return { kind: e.success ? "result" : "result-failed", label: e.success ? "result" : "tool failed", text: clip(`${e.tool} (${e.durationMs} ms): ${e.summary}`, 400) }
-      case "output": return { kind: "output", label: "output", text: e.path }
-      case "source.read": return { kind: "read", label: "read", text: `${e.path}:${e.firstLine}${e.lastLine === null ? "" : `-${e.lastLine}`}` }
-      case "job.completed": return { kind: "completed", label: "completed", text: e.summary }
-      case "job.failed": return { kind: "failed", label: `failed: ${e.reason}`, text: e.message }
-      default: return null
-    }
-  }
-  const money = (n) => `$${n < 0.01 ? n.toFixed(6) : n.toFixed(4)}`
-  const setText = (id, text) => {
-    const el = document.getElementById(id)
-    if (el) el.textContent = text
-  }
-  const setStatus = (tone, text) => {
-    const holder = document.getElementById("job-status")
-    if (holder === null) return
-    const b = document.createElement("span")
-    b.className = `badge badge-${tone}`
-    b.textContent = text
-    holder.replaceChildren(b)
-  }
-  const followJob = (list) => {
-    const url = list.getAttribute("data-events-url")
-    if (!url || list.getAttribute("data-live") !== "true") return
-    const append = (row) => {
-      const last = list.lastElementChild
-      if (row.kind === "message" && last && last.classList.contains("ev-message")) {
-        const t = last.querySelector(".ev-text")
-        if (t) t.textContent += row.text
-        return
-      }
-      const li = document.createElement("li")
-      li.className = `ev ev-${row.kind}`
-      const label = document.createElement("span")
-      label.className = "ev-label"
-      label.textContent = row.label
-      const text = document.createElement("span")
-      text.className = "ev-text"
-      text.textContent = row.text
-      li.append(label, " ", text)
-      list.appendChild(li)
-    }
-    const finish = (tone, text, failure) => {
-      setStatus(tone, text)
-      const abort = document.getElementById("abort-form")
-      if (abort) abort.remove()
-      const waiting = document.getElementById("job-waiting")
-      if (waiting) waiting.remove()
-      if (failure) {
-        const box = document.getElementById("job-failure")
-        if (box) {
-          const div = document.createElement("div")
-          div.className = "alert alert-error"
-          div.setAttribute("role", "alert")
-          const strong = document.createElement("strong")
-          strong.textContent = `Failed (${failure.reason}): `
-          div.append(strong, failure.message)
-          box.replaceChildren(div)
-        }
-      }
-    }
-    const source = new EventSource(`${url}?after=${encodeURIComponent(list.getAttribute("data-after") || "-1")}`)
-    const handle = (event) => {
-      let e
-      try { e = JSON.parse(event.data) } catch { return }
-      if (event.type === "job.settled") {
-        source.close()
-        return finish(e.status === "completed" ? "ok" : "error", e.reason ? `${e.status}: ${e.reason}` : e.status, e.status === "failed" ? { reason: e.reason || "error", message: e.message || "" } : null)
-      }
-      if (e.type === "usage") {
-        setText("job-cost", money(e.costUsd))
-        setText("job-tokens", `${e.inputTokens} / ${e.outputTokens}`)
-        setText("job-turns", String(e.turns))
-        setText("job-model", e.model)
-        return
-      }
-      if (e.type === "job.started") setStatus("info", "running")
-      const row = rowOf(e)
-      if (row) append(row)
-      if (e.type === "job.completed") { source.close(); finish("ok", "completed", null) }
-      if (e.type === "job.failed") { source.close(); finish("error", `failed: ${e.reason}`, { reason: e.reason, message: e.message }) }
-    }
-    for (const type of ["job.started", "message.delta", "tool.call", "tool.result", "output", "source.read", "usage", "job.completed", "job.failed", "job.settled"]) {
-      source.addEventListener(type, handle)
-    }
-  }
-  const startLive = () => {
-    const list = document.getElementById("job-events")
-    if (list) followJob(list)
-  }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", startLive)
-  else startLive()
+  // A job's live page: htmx's SSE extension swaps in the rows the server renders (views/pages/jobs.ts).
+  // A row whose event id the list already holds (a stream opened again from the page's first
+  // position after an error) is dropped, so no row shows twice.
+  document.addEventListener("htmx:sseBeforeMessage", (event) => {
+    const message = event.detail
+    const list = event.target instanceof Element ? event.target : null
+    if (list === null || !message || message.type !== "row" || !/^\d+$/.test(message.lastEventId || "")) return
+    const id = Number(message.lastEventId)
+    if (id <= Number(list.getAttribute("data-last-seq") || "-1")) return event.preventDefault()
+    list.setAttribute("data-last-seq", String(id))
+  })
 })()

@@ -3,13 +3,13 @@
  * from the database first, so a late subscriber misses nothing), abort. Starting a job needs
  * agents.manage: it spends money and reads the server's directories it names.
  */
-import { Effect, Either, Fiber, Queue, Runtime } from "effect"
+import { Effect, Either } from "effect"
 import { Elysia } from "elysia"
-import type { JobEvent } from "../../contract/JobEvent.ts"
 import { JobBus } from "../../worker/JobBus.ts"
-import { JobRoots } from "../../worker/JobRoots.ts"
+import { admitJob } from "../../worker/admitJob.ts"
 import { IDEMPOTENCY_KEY, JobStore, type JobStatus } from "../../worker/JobStore.ts"
 import type { Guard } from "../auth.ts"
+import { followJob, resumeAfter, sseFrame, sseResponse, SSE_HEARTBEAT_MS } from "../eventStream.ts"
 import { badRequest, json } from "../respond.ts"
 import { jsonBody, param, type AppServices, type Handler } from "../route.ts"
 
@@ -24,51 +24,14 @@ const idempotencyKey = (request: Request) => {
     ? Effect.succeed(key)
     : Effect.fail(badRequest([{ path: "Idempotency-Key", message: "must be 1 to 255 visible ASCII characters" }]))
 }
-const isTerminal = (e: JobEvent) => e.type === "job.completed" || e.type === "job.failed"
-
-/**
- * Writes the job's events after `after` as SSE frames until its terminal event (or the client
- * leaves): first what is stored, then whatever arrives, woken by the bus or a 500 ms poll (events
- * written by another serve process).
- */
-const streamEvents = (jobId: string, after: number, write: (frame: string) => void) =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const store = yield* JobStore
-      const signals = yield* (yield* JobBus).subscribe
-      let last = after
-      while (true) {
-        const events = yield* store.events(jobId, last)
-        for (const e of events) {
-          write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`)
-          last = e.seq
-          if (isTerminal(e)) return
-        }
-        const job = yield* Effect.orDie(store.get(jobId))
-        if (job.status === "completed" || job.status === "failed") {
-          // Settled without a terminal event (setup failed, child crashed): say how it ended, then stop.
-          if ((yield* store.events(jobId, last)).length === 0) {
-            write(`event: job.settled\ndata: ${JSON.stringify({ status: job.status, reason: job.reason, message: job.message })}\n\n`)
-            return
-          }
-          continue
-        }
-        yield* Effect.race(
-          Effect.repeat(Queue.take(signals), { until: (s) => s._tag === "Events" && s.jobId === jobId }),
-          Effect.sleep("500 millis")
-        )
-      }
-    })
-  )
-
-export const jobRoutes = (route: Route) =>
+export const jobRoutes = (route: Route, heartbeatMs: number = SSE_HEARTBEAT_MS) =>
   new Elysia({ name: "jobs-api" })
     .post(
       "/api/jobs",
       route("agents.manage", (i) => Effect.gen(function* () {
         const key = yield* idempotencyKey(i.request)
-        // Schema and workspace problems (job roots, forbidden paths, missing directories) in one 400; nothing stored.
-        const decoded = yield* (yield* JobRoots).decodeJob(yield* jsonBody(i.request))
+        // Schema, workspace (job roots, forbidden paths, missing directories) and agent problems in one 400; nothing stored.
+        const decoded = yield* admitJob(yield* jsonBody(i.request))
         if (Either.isLeft(decoded)) return yield* Effect.fail(badRequest(decoded.left))
         const input = decoded.right
         const store = yield* JobStore
@@ -86,9 +49,10 @@ export const jobRoutes = (route: Route) =>
           return yield* Effect.fail(badRequest([{ path: "status", message: `must be one of ${STATUSES.join(", ")}` }]))
         }
         const limit = Math.min(200, Math.max(1, Number(i.url.searchParams.get("limit") ?? 50) || 50))
-        const agent = i.url.searchParams.get("agent")
-        const jobs = yield* (yield* JobStore).list({ limit, ...(status === null ? {} : { status: status as JobStatus }), ...(agent === null ? {} : { agent }) })
-        return json({ jobs })
+        const [agent, project, before] = ["agent", "project", "before"].map((k) => i.url.searchParams.get(k) ?? undefined)
+        const jobs = yield* (yield* JobStore).list({ limit, ...(status === null ? {} : { status: status as JobStatus }), ...(agent === undefined ? {} : { agent }), ...(project === undefined ? {} : { project }), ...(before === undefined ? {} : { before }) })
+        // The next page: `before=<nextCursor>` (the last job's id); null on the last page.
+        return json({ jobs, nextCursor: jobs.length === limit ? (jobs[jobs.length - 1]?.id ?? null) : null })
       }))
     )
     .get("/api/jobs/:id", route("read", (i) => Effect.map(Effect.flatMap(JobStore, (s) => s.get(param(i, "id"))), (job) => json({ job }))))
@@ -97,33 +61,25 @@ export const jobRoutes = (route: Route) =>
       route("read", (i) => Effect.gen(function* () {
         const id = param(i, "id")
         yield* (yield* JobStore).get(id)
-        const from = i.request.headers.get("last-event-id") ?? i.url.searchParams.get("after")
-        const after = from === null ? -1 : Number.isInteger(Number(from)) ? Number(from) : -1
+        const after = resumeAfter(i.request, i.url)
         if (i.url.searchParams.get("format") === "json" || (i.request.headers.get("accept") ?? "").includes("application/json")) {
           return json({ events: yield* (yield* JobStore).events(id, after) })
         }
         const runtime = yield* Effect.runtime<AppServices>()
-        const encoder = new TextEncoder()
-        let fiber: Fiber.RuntimeFiber<void> | undefined
-        const body = new ReadableStream<Uint8Array>({
-          start: (controller) => {
-            fiber = Runtime.runFork(runtime)(
-              streamEvents(id, after, (frame) => controller.enqueue(encoder.encode(frame))).pipe(
-                Effect.ensuring(Effect.sync(() => controller.close()))
-              )
-            )
-          },
-          cancel: () => {
-            if (fiber !== undefined) Runtime.runFork(runtime)(Fiber.interrupt(fiber))
-          }
-        })
-        return new Response(body, {
-          headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", "x-accel-buffering": "no" }
-        })
+        return sseResponse(
+          runtime,
+          (write) =>
+            followJob(id, after, {
+              event: (e) => Effect.sync(() => write(sseFrame(e.type, JSON.stringify(e), e.seq))),
+              settled: (job, last) =>
+                Effect.sync(() => write(sseFrame("job.settled", JSON.stringify({ status: job.status, reason: job.reason, message: job.message }), last)))
+            }),
+          heartbeatMs
+        )
       }))
     )
     .post(
       "/api/jobs/:id/abort",
-      route("agents.manage", (i) => Effect.map(Effect.flatMap(JobStore, (s) => s.requestAbort(param(i, "id"))), (job) => json({ job }, 202)))
+      route("agents.manage", (i) => Effect.map(Effect.flatMap(JobStore, (s) => s.requestAbort(param(i, "id"), i.principal.username)), (job) => json({ job }, 202)))
     )
 

@@ -1,5 +1,5 @@
 /**
- * The portal's static files: htmx from node_modules at a versioned URL, and our stylesheet and script
+ * The portal's static files: htmx and its SSE extension from node_modules at versioned URLs, and our stylesheet and script
  * at content-hashed URLs, all cached as immutable. Read once, when the routes are built.
  */
 import { createHash } from "node:crypto"
@@ -28,6 +28,14 @@ const htmx = (): StaticFile => {
   return { path: `/vendor/htmx-${version}.min.js`, body: new Uint8Array(readFileSync(file)), contentType: "text/javascript; charset=utf-8" }
 }
 
+/** htmx's SSE extension (the live job page's rows, server-rendered), at a versioned URL like htmx. */
+const sseExtension = (): StaticFile => {
+  const file = Bun.fileURLToPath(import.meta.resolve("htmx-ext-sse/dist/sse.min.js"))
+  const pkg: unknown = JSON.parse(readFileSync(join(dirname(file), "..", "package.json"), "utf8"))
+  const version = pkg !== null && typeof pkg === "object" && "version" in pkg && typeof pkg.version === "string" ? pkg.version : "unknown"
+  return { path: `/vendor/htmx-ext-sse-${version}.min.js`, body: new Uint8Array(readFileSync(file)), contentType: "text/javascript; charset=utf-8" }
+}
+
 export interface PortalAssets {
   readonly urls: Assets
   readonly files: ReadonlyArray<StaticFile>
@@ -37,7 +45,8 @@ export const loadAssets = (): PortalAssets => {
   const css = hashed("portal", "css", "text/css; charset=utf-8")
   const js = hashed("portal", "js", "text/javascript; charset=utf-8")
   const vendor = htmx()
-  return { urls: { css: css.path, js: js.path, htmx: vendor.path }, files: [css, js, vendor] }
+  const sse = sseExtension()
+  return { urls: { css: css.path, js: js.path, htmx: vendor.path, sse: sse.path }, files: [css, js, vendor, sse] }
 }
 
 export const staticResponse = (file: StaticFile): Response =>

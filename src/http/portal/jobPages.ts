@@ -1,14 +1,51 @@
 /**
- * Jobs in the portal: the list, an agent's run form (the same checks — JobInput schema, job roots —
- * and guard as POST /api/jobs, then enqueue and wake the workers), one job's live page, abort.
+ * Jobs in the portal: the list (filters, cursor pages, a rows fragment htmx refreshes), an agent's run
+ * form (admitJob: the same checks and guard as POST /api/jobs, then enqueue once per form and wake the
+ * workers; the model and thinking level the job will get shown above it), one job's page with its
+ * live stream of server-rendered rows (SSE, htmx SSE extension), its output files, abort.
  */
 import { Effect, Either } from "effect"
 import { Elysia } from "elysia"
 import { AgentStore } from "../../agents/AgentStore.ts"
+import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
+import { chooseThinking } from "../../kernel/thinking.ts"
+import { Bindings } from "../../providers/Bindings.ts"
+import { ProviderStore } from "../../providers/ProviderStore.ts"
+import type { JobEvent } from "../../contract/JobEvent.ts"
+import { admitJob } from "../../worker/admitJob.ts"
 import { JobBus } from "../../worker/JobBus.ts"
-import { JobRoots } from "../../worker/JobRoots.ts"
-import { IDEMPOTENCY_KEY, JobStore } from "../../worker/JobStore.ts"
-import { jobPage, jobsPage, runPage, blankRun, type RunValues } from "../../../views/pages/jobs.ts"
+import { IDEMPOTENCY_KEY, JobStore, type JobRow, type JobStatus } from "../../worker/JobStore.ts"
+import { Projects } from "../../worker/Projects.ts"
+import {
+  actionsSection,
+  blankRun,
+  factsSection,
+  failureSection,
+  JOB_STATUSES,
+  jobPage,
+  jobsPage,
+  jobsRows,
+  liveNote,
+  messageDelta,
+  openMessage,
+  outputPaths,
+  outputsSection,
+  runPage,
+  runValuesOfJob,
+  statusSection,
+  timelineRow,
+  traceSection,
+  usageSection,
+  eventRow,
+  type JobsListProps,
+  type JobsQuery,
+  type RunModel,
+  type RunValues
+} from "../../../views/pages/jobs.ts"
+import { html, type Html } from "../../../views/html.ts"
+import { followJob, resumeAfter, sseFrame, sseResponse, SSE_HEARTBEAT_MS } from "../eventStream.ts"
+import type { AppServices } from "../route.ts"
+import { outputResponse, readOutput } from "./jobOutput.ts"
 import { htmlResponse, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 
@@ -28,7 +65,7 @@ export const runValuesFrom = (f: PortalInput["form"]): RunValues => ({
   idempotencyKey: field(f, "idempotencyKey")
 })
 
-/** The run form as the API's job body (JobInput decides what is valid). */
+/** The run form as the API's job body (admitJob decides what is valid). */
 export const jobBodyOf = (agent: string, v: RunValues): Record<string, unknown> => ({
   agent,
   task: v.task,
@@ -39,9 +76,105 @@ export const jobBodyOf = (agent: string, v: RunValues): Record<string, unknown> 
 
 const jobId = (i: PortalInput) => i.params["id"] ?? ""
 
-export const jobPages = (portal: PortalRunner) =>
+/** The model and thinking level of each binding of the agent, as the worker and the kernel will choose them. */
+const runModels = (agent: string): Effect.Effect<ReadonlyArray<RunModel>, never, AppServices> =>
+  Effect.gen(function* () {
+    const bindings = yield* (yield* Bindings).list(agent)
+    const definition = yield* Effect.either(resolveAgentDefinition(agent))
+    const agentThinking = Either.isRight(definition) ? definition.right.thinking : undefined
+    const providers = yield* ProviderStore
+    const models: Array<RunModel> = []
+    for (const b of bindings) {
+      const provider = yield* Effect.either(providers.get(b.providerId))
+      const levels = Either.isRight(provider) ? (provider.right.models.find((m) => m.id === b.modelId)?.thinkingLevels ?? []) : []
+      const requested = b.thinking ?? agentThinking ?? "off"
+      const choice = chooseThinking(requested, levels)
+      const source = b.thinking !== null ? "from the binding" : agentThinking !== undefined ? "the agent's default" : "none set"
+      models.push({
+        project: b.projectId,
+        model: `${b.providerId}/${b.modelId}`,
+        thinking: choice.effective,
+        thinkingSource: choice.clamped === "none" ? source : `${source}: ${choice.requested}, which this model does not have`
+      })
+    }
+    return models
+  })
+
+const queryOf = (url: URL): JobsQuery => {
+  const get = (k: string) => (url.searchParams.get(k) ?? "").trim().slice(0, 200)
+  const status = get("status")
+  return { status: (JOB_STATUSES as ReadonlyArray<string>).includes(status) ? status : "", agent: get("agent"), project: get("project"), before: get("before") }
+}
+
+const PAGE_SIZE = 50
+
+const listProps = (input: PortalInput): Effect.Effect<JobsListProps, never, AppServices> =>
+  Effect.gen(function* () {
+    const query = queryOf(input.url)
+    const jobs = yield* (yield* JobStore).list({
+      limit: PAGE_SIZE,
+      ...(query.status === "" ? {} : { status: query.status as JobStatus }),
+      ...(query.agent === "" ? {} : { agent: query.agent }),
+      ...(query.project === "" ? {} : { project: query.project }),
+      ...(query.before === "" ? {} : { before: query.before })
+    })
+    const agents = (yield* (yield* AgentStore).catalog).map((a) => a.name)
+    const projects = (yield* (yield* Projects).list).map((p) => p.id)
+    return {
+      jobs,
+      query,
+      next: jobs.length === PAGE_SIZE ? (jobs[jobs.length - 1]?.id ?? null) : null,
+      agents,
+      projects,
+      canRun: input.principal.permissions.has("agents.manage")
+    }
+  })
+
+/** The sections of the job page that change when it starts, uses tokens or ends, as out-of-band swaps. */
+const finalSections = (input: PortalInput, job: JobRow, events: ReadonlyArray<JobEvent>): Html =>
+  html`${statusSection(job, true)}${actionsSection(input.page, job, input.principal.permissions.has("agents.manage"), true)}${failureSection(job, true)}${factsSection(job, true)}${usageSection(job, true)}${outputsSection(job, events, true)}${traceSection(events, true)}${liveNote(false, true)}`
+
+/** The live job page's stream: each event as the rendered row (`row`, id = seq), the final sections, `job-end`. */
+const jobStream = (input: PortalInput, heartbeatMs: number) =>
+  Effect.gen(function* () {
+    const store = yield* JobStore
+    const id = jobId(input)
+    const job = yield* store.get(id)
+    const after = resumeAfter(input.request, input.url)
+    const stored = after < 0 ? [] : yield* store.events(job.id, -1)
+    let open = openMessage(stored.filter((e) => e.seq <= after))
+    const runtime = yield* Effect.runtime<AppServices>()
+    return sseResponse(
+      runtime,
+      (write) =>
+        followJob(job.id, after, {
+          event: (e) =>
+            Effect.gen(function* () {
+              const row = eventRow(e)
+              if (e.type === "message.delta" && open !== null) return write(sseFrame("row", messageDelta(open, e.text).text, e.seq))
+              open = e.type === "message.delta" ? e.seq : null
+              if (row !== null) {
+                const current = e.type === "job.started" ? yield* Effect.orDie(store.get(job.id)) : undefined
+                const extra = current === undefined ? html`` : html`${statusSection(current, true)}${factsSection(current, true)}`
+                return write(sseFrame("row", html`${timelineRow(row, current?.startedAt ?? job.startedAt)}${extra}`.text, e.seq))
+              }
+              if (e.type === "usage") write(sseFrame("row", usageSection({ costUsd: e.costUsd, usage: e }, true).text, e.seq))
+            }),
+          settled: (settledJob) =>
+            Effect.gen(function* () {
+              const events = yield* store.events(job.id, -1)
+              write(sseFrame("final", finalSections(input, settledJob, events).text))
+              write(sseFrame("job-end", "end"))
+            })
+        }),
+      heartbeatMs
+    )
+  })
+
+export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBEAT_MS) =>
   new Elysia()
-    .get("/jobs", portal.page("read", ({ page }) => Effect.map(Effect.flatMap(JobStore, (s) => s.list({ limit: 100 })), (jobs) => htmlResponse(jobsPage(page, jobs)))))
+    .get("/jobs", portal.page("read", (input) => Effect.map(listProps(input), (props) => htmlResponse(jobsPage(input.page, props)))))
+    .get("/jobs/rows", portal.page("read", (input) => Effect.map(listProps(input), (props) => htmlResponse(jobsRows(props)))))
     .get(
       "/jobs/:id",
       portal.page("read", (input) =>
@@ -53,16 +186,36 @@ export const jobPages = (portal: PortalRunner) =>
         })
       )
     )
+    .get("/jobs/:id/stream", portal.page("read", (input) => jobStream(input, heartbeatMs)))
+    .get(
+      "/jobs/:id/output",
+      portal.page("read", (input) =>
+        Effect.gen(function* () {
+          const store = yield* JobStore
+          const job = yield* store.get(jobId(input))
+          const path = input.url.searchParams.get("path") ?? ""
+          const bytes = yield* readOutput(job.workspace.outDir, path, outputPaths(yield* store.events(job.id, -1)))
+          return outputResponse(path, bytes, input.url.searchParams.get("download") === "1")
+        })
+      )
+    )
     .post(
       "/jobs/:id/abort",
       portal.action("agents.manage", (input) =>
-        Effect.map(Effect.flatMap(JobStore, (s) => s.requestAbort(jobId(input))), (job) => redirect(input.request, `/jobs/${job.id}`))
+        Effect.map(Effect.flatMap(JobStore, (s) => s.requestAbort(jobId(input), input.principal.username)), (job) => redirect(input.request, `/jobs/${job.id}`))
       )
     )
     .get(
       "/agents/:name/run",
       portal.page("agents.manage", (input) =>
-        Effect.map(Effect.flatMap(AgentStore, (s) => s.get(input.params["name"] ?? "")), (agent) => htmlResponse(runPage(input.page, agent.name, blankRun(), [])))
+        Effect.gen(function* () {
+          const agent = yield* (yield* AgentStore).get(input.params["name"] ?? "")
+          // Re-run: the form filled from an earlier job of this agent (the user starts it).
+          const from = input.url.searchParams.get("from")
+          const earlier = from === null ? undefined : yield* Effect.option((yield* JobStore).get(from))
+          const values = earlier !== undefined && earlier._tag === "Some" && earlier.value.agentName === agent.name ? runValuesOfJob(earlier.value) : blankRun()
+          return htmlResponse(runPage(input.page, agent.name, values, [], yield* runModels(agent.name)))
+        })
       )
     )
     .post(
@@ -71,8 +224,8 @@ export const jobPages = (portal: PortalRunner) =>
         Effect.gen(function* () {
           const agent = yield* (yield* AgentStore).get(input.params["name"] ?? "")
           const values = runValuesFrom(input.form)
-          const decoded = yield* (yield* JobRoots).decodeJob(jobBodyOf(agent.name, values))
-          if (Either.isLeft(decoded)) return htmlResponse(runPage(input.page, agent.name, values, decoded.left), 400)
+          const decoded = yield* admitJob(jobBodyOf(agent.name, values))
+          if (Either.isLeft(decoded)) return htmlResponse(runPage(input.page, agent.name, values, decoded.left, yield* runModels(agent.name)), 400)
           const store = yield* JobStore
           const by = input.principal.username
           // The form's key makes a double click (or a resubmit) land on the job it already started.
@@ -81,7 +234,7 @@ export const jobPages = (portal: PortalRunner) =>
             : Either.right({ job: yield* store.enqueue(decoded.right, by), created: true })
           if (Either.isLeft(outcome)) {
             const problem = { path: "general", message: "This form already started a job with other values. Check the values and start again to run a new job." }
-            return htmlResponse(runPage(input.page, agent.name, { ...values, idempotencyKey: blankRun().idempotencyKey }, [problem]), 409)
+            return htmlResponse(runPage(input.page, agent.name, { ...values, idempotencyKey: blankRun().idempotencyKey }, [problem], yield* runModels(agent.name)), 409)
           }
           if (outcome.right.created) yield* (yield* JobBus).publish({ _tag: "Queued" })
           return redirect(input.request, `/jobs/${outcome.right.job.id}`)

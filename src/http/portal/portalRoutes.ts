@@ -23,6 +23,8 @@ export interface PortalOptions {
   /** Receives defects (never shown to the client). */
   readonly log: (line: string) => void
   readonly signInThrottle: SignInThrottle["Type"]
+  /** How often a silent job's event stream sends a comment (default SSE_HEARTBEAT_MS). */
+  readonly heartbeatMs?: number
 }
 
 export const portalRoutes = (options: PortalOptions) => {
@@ -41,7 +43,7 @@ export const portalRoutes = (options: PortalOptions) => {
     .use(providerPages(portal))
     .use(bindingPages(portal))
     .use(mcpPages(portal))
-    .use(jobPages(portal))
+    .use(jobPages(portal, options.heartbeatMs))
     .use(accountPages(portal))
     // Any other address: an HTML 404 (a `/*` route would shadow the API's own `/api/*` JSON 404).
     .onError({ as: "global" }, ({ code, request }) => (code === "NOT_FOUND" && !new URL(request.url).pathname.startsWith("/api/") ? notFound(request) : undefined))

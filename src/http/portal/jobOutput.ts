@@ -1,0 +1,73 @@
+/**
+ * One output file of a job, for the job page's View and Download links. A job is hostile: only a path
+ * the job reported in an `output` event is served, read from inside its outDir as it is now (symlinks
+ * resolved and kept inside, no `..`, a regular file with one link — a hard link to a server file is
+ * refused — and at most MAX_OUTPUT_BYTES), and never as HTML: text inline as text/plain, anything
+ * else as an attachment, always nosniff and with a sandboxing CSP, so no file can script the portal.
+ */
+import { Effect } from "effect"
+import { constants } from "node:fs"
+import { open, realpath } from "node:fs/promises"
+import { basename, isAbsolute, join } from "node:path"
+import { isInside } from "../../tools/confinement.ts"
+import type { ApiError } from "../respond.ts"
+import { utf8 } from "../textBounds.ts"
+
+/** The largest output file served (a bigger one stays on disk, in outDir). */
+export const MAX_OUTPUT_BYTES = 10 * 1024 * 1024
+
+const missing = (path: string): ApiError => ({ _tag: "NotFound", message: `no output file "${path}" of this job can be served` })
+
+/** A path as `output` events name them: relative to outDir, no `..`, no NUL. */
+const wellFormed = (p: string): boolean => p !== "" && !isAbsolute(p) && !p.includes("\0") && !p.split(/[\\/]/).includes("..")
+
+/** The file's bytes, or 404 (the message never names a host path). */
+export const readOutput = (outDir: string, path: string, reported: ReadonlyArray<string>): Effect.Effect<Uint8Array, ApiError> =>
+  Effect.tryPromise({
+    try: async () => {
+      if (!wellFormed(path) || !reported.includes(path)) return undefined
+      const root = await realpath(outDir)
+      const file = await realpath(join(root, path))
+      if (file === root || !isInside(file, root)) return undefined
+      // O_NOFOLLOW: the resolved path is opened as is, never through a link swapped in since.
+      const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+      try {
+        const st = await handle.stat()
+        if (!st.isFile() || st.nlink !== 1 || st.size > MAX_OUTPUT_BYTES) return undefined
+        const bytes = new Uint8Array(st.size)
+        const { bytesRead } = await handle.read(bytes, 0, st.size, 0)
+        return bytes.subarray(0, bytesRead)
+      } finally {
+        await handle.close()
+      }
+    },
+    catch: () => missing(path)
+  }).pipe(Effect.flatMap((bytes) => (bytes === undefined ? Effect.fail(missing(path)) : Effect.succeed(bytes))))
+
+const OUTPUT_HEADERS = {
+  "x-content-type-options": "nosniff",
+  // Even if a browser rendered it, it would be an opaque origin with no script, style or request.
+  "content-security-policy": "default-src 'none'; sandbox",
+  "cache-control": "no-store",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY"
+} as const
+
+/** RFC 6266 filename: ASCII fallback and the UTF-8 name. */
+const disposition = (kind: "inline" | "attachment", path: string): string => {
+  const name = basename(path)
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, "_")
+  return `${kind}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`
+}
+
+/** View: UTF-8 text inline as text/plain; anything else (and every download) as an attachment. */
+export const outputResponse = (path: string, bytes: Uint8Array, download: boolean): Response => {
+  const text = download ? undefined : utf8(bytes)
+  return new Response(bytes, {
+    headers: {
+      ...OUTPUT_HEADERS,
+      "content-type": text === undefined ? "application/octet-stream" : "text/plain; charset=utf-8",
+      "content-disposition": disposition(text === undefined ? "attachment" : "inline", path)
+    }
+  })
+}

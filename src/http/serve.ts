@@ -28,7 +28,9 @@ export const ensureAdmin = Effect.gen(function* () {
  * Serves `app` with Bun: bodies past the cap are refused by Bun itself too, a backstop behind the app's
  * own capped reader (1 MiB above it, so that the reader, which names the limit, answers first); each
  * request carries the client's socket address to the app. `idleTimeout` (seconds) is Bun's, 10 by
- * default: event streams stay open through it by their heartbeat (eventStream.ts), not by an exemption.
+ * default. Event streams (job events, already authenticated) are exempt from it: Bun counts a streamed
+ * response's writes as idle time, so their heartbeat (eventStream.ts) alone would not keep them open;
+ * the heartbeat is for proxies in between and to notice a client that went away.
  */
 export const listen = (app: ReturnType<typeof makeApp>, options: { readonly hostname: string; readonly port: number; readonly idleTimeout?: number }) =>
   Bun.serve({
@@ -36,7 +38,11 @@ export const listen = (app: ReturnType<typeof makeApp>, options: { readonly host
     port: options.port,
     maxRequestBodySize: MAX_BODY_BYTES + 1024 * 1024,
     ...(options.idleTimeout === undefined ? {} : { idleTimeout: options.idleTimeout }),
-    fetch: (request, server) => app.handle(request, server.requestIP(request)?.address)
+    fetch: async (request, server) => {
+      const response = await app.handle(request, server.requestIP(request)?.address)
+      if ((response.headers.get("content-type") ?? "").startsWith("text/event-stream")) server.timeout(request, 0)
+      return response
+    }
   })
 
 /** One line for the start-up log: how shell and git will run in this installation's jobs. */

@@ -41,6 +41,8 @@ export interface JobsQuery {
   readonly agent: string
   readonly project: string
   readonly before: string
+  /** Rows per page ('' = the default). */
+  readonly limit: string
 }
 
 export interface JobsListProps {
@@ -57,7 +59,7 @@ export interface JobsListProps {
 export const jobsQueryString = (q: JobsQuery, overrides: Partial<JobsQuery> = {}): string => {
   const all = { ...q, ...overrides }
   const params = new URLSearchParams()
-  for (const k of ["status", "agent", "project", "before"] as const) if (all[k] !== "") params.set(k, all[k])
+  for (const k of ["status", "agent", "project", "limit", "before"] as const) if (all[k] !== "") params.set(k, all[k])
   const s = params.toString()
   return s === "" ? "" : `?${s}`
 }
@@ -100,6 +102,7 @@ export const jobsPage = (ctx: PageContext, p: JobsListProps): Html =>
     ${select("status", "Status", p.query.status, JOB_STATUSES, "Any status")}
     ${select("agent", "Agent", p.query.agent, p.agents, "Any agent")}
     ${select("project", "Project", p.query.project, p.projects, "Any project")}
+    ${p.query.limit === "" ? html`` : html`<input type="hidden" name="limit" value="${p.query.limit}">`}
     <div class="field"><button type="submit">Filter</button> <a href="/jobs">Clear</a></div>
   </form>
   ${

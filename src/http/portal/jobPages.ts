@@ -103,7 +103,14 @@ const runModels = (agent: string): Effect.Effect<ReadonlyArray<RunModel>, never,
 const queryOf = (url: URL): JobsQuery => {
   const get = (k: string) => (url.searchParams.get(k) ?? "").trim().slice(0, 200)
   const status = get("status")
-  return { status: (JOB_STATUSES as ReadonlyArray<string>).includes(status) ? status : "", agent: get("agent"), project: get("project"), before: get("before") }
+  const limit = get("limit")
+  return {
+    status: (JOB_STATUSES as ReadonlyArray<string>).includes(status) ? status : "",
+    agent: get("agent"),
+    project: get("project"),
+    before: get("before"),
+    limit: /^\d{1,3}$/.test(limit) && Number(limit) >= 1 && Number(limit) <= 200 ? limit : ""
+  }
 }
 
 const PAGE_SIZE = 50
@@ -111,8 +118,9 @@ const PAGE_SIZE = 50
 const listProps = (input: PortalInput): Effect.Effect<JobsListProps, never, AppServices> =>
   Effect.gen(function* () {
     const query = queryOf(input.url)
+    const size = query.limit === "" ? PAGE_SIZE : Number(query.limit)
     const jobs = yield* (yield* JobStore).list({
-      limit: PAGE_SIZE,
+      limit: size,
       ...(query.status === "" ? {} : { status: query.status as JobStatus }),
       ...(query.agent === "" ? {} : { agent: query.agent }),
       ...(query.project === "" ? {} : { project: query.project }),
@@ -123,7 +131,7 @@ const listProps = (input: PortalInput): Effect.Effect<JobsListProps, never, AppS
     return {
       jobs,
       query,
-      next: jobs.length === PAGE_SIZE ? (jobs[jobs.length - 1]?.id ?? null) : null,
+      next: jobs.length === size ? (jobs[jobs.length - 1]?.id ?? null) : null,
       agents,
       projects,
       canRun: input.principal.permissions.has("agents.manage")

@@ -1,0 +1,179 @@
+/**
+ * The jobs side of the portal in headless Chromium (issue 16: problems 1, 2, 6), with the worker in
+ * the app and a scripted model server: the run form names the model and thinking level a job gets and
+ * refuses a bad workspace next to its fields before anything is queued; a double click on Start job
+ * starts one job; the job page shows the timeline (timestamps, expandable tool calls), the trace of
+ * nested spans, cost and tokens and the output files — a hostile output served as text, never as a
+ * page of the portal; abort asks first and records who did it; the jobs list filters and pages.
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
+import { Effect } from "effect"
+import { SqlClient } from "@effect/sql/SqlClient"
+import type { BrowserContext, Page } from "playwright-core"
+import { Bindings } from "../../src/providers/Bindings.ts"
+import { ProviderStore } from "../../src/providers/ProviderStore.ts"
+import { createJobDirs, MODEL_PRICES, type JobDirs } from "../support/jobChild.ts"
+import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
+import { BROWSER_TEST_MS, MANAGER, startPortal, type Portal } from "./harness.ts"
+
+setDefaultTimeout(120_000)
+
+const HOSTILE = "# Report\n<script>document.title = 'pwned'</script><img src=x onerror=\"document.title='pwned'\">\n"
+const ANSWER = "Wrote report.md."
+
+let portal: Portal
+let server: ScriptedServer
+let dirs: JobDirs
+let context: BrowserContext
+let page: Page
+let consoleErrors: Array<string>
+
+const jobCount = async (): Promise<number> =>
+  Number((await portal.runtime.runPromise(Effect.flatMap(SqlClient, (sql) => sql<{ n: string }>`SELECT count(*) AS n FROM runtime.job`)))[0]?.n ?? "0")
+
+const fillRun = async (values: { task: string; root: string; readOnly: string; outDir: string }) => {
+  await page.getByLabel("Task").fill(values.task)
+  await page.getByLabel("Workspace root").fill(values.root)
+  await page.getByLabel("Read-only source folders").fill(values.readOnly)
+  await page.getByLabel("Output folder").fill(values.outDir)
+}
+
+beforeAll(async () => {
+  server = await startOpenAIServer([
+    { kind: "turn", toolCalls: [{ name: "write", arguments: { path: "report.md", content: HOSTILE } }], usage: { input: 1000, output: 50 } },
+    { kind: "turn", text: ANSWER, usage: { input: 1200, output: 30 } },
+    // The second job's model never answers: it is aborted.
+    { kind: "stall" }
+  ])
+  dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  portal = await startPortal({ worker: true })
+  await portal.runtime.runPromise(
+    Effect.gen(function* () {
+      yield* (yield* ProviderStore).create(
+        { kind: "custom", id: "scripted", api: "openai-completions", baseUrl: server.baseUrl, apiKey: "sk-journey", models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }] },
+        "setup"
+      )
+      yield* (yield* Bindings).set("codebase-inventory", "", { providerId: "scripted", modelId: "m" }, "setup")
+    })
+  )
+  ;({ context, page, consoleErrors } = await portal.newPage())
+  await portal.signIn(page, MANAGER)
+}, 240_000)
+
+afterAll(async () => {
+  await context?.close()
+  await portal?.close()
+  await server?.stop()
+  dirs?.cleanup()
+})
+
+describe("jobs in the portal", () => {
+  test("the run form names the model, refuses a bad workspace on the form, and a double click starts one job", async () => {
+    await page.goto("/agents/codebase-inventory/run")
+    // What the job gets: the binding's model; thinking from the agent (medium), clamped to what "m" has (off).
+    await expect(page.locator("#run-model-name").textContent()).resolves.toBe("scripted/m")
+    await expect(page.locator("#run-thinking").textContent()).resolves.toBe("off")
+
+    // Relative root, a missing source folder, an output folder outside the job roots: all refused at once, next to their fields.
+    await fillRun({ task: "Inventory.", root: "relative/dir", readOnly: `${dirs.src}/missing`, outDir: "/etc" })
+    await page.getByRole("button", { name: "Start job" }).click()
+    await page.locator("#problems-root li").first().waitFor()
+    expect(await page.locator("#problems-root").textContent()).toMatch(/absolute/)
+    expect(await page.locator("#problems-readOnly").textContent()).not.toBe("")
+    expect(await page.locator("#problems-outDir").textContent()).not.toBe("")
+    await expect(page.locator(".alert-error").first().textContent()).resolves.toContain("This job was not started")
+    expect(await page.getByLabel("Task").inputValue()).toBe("Inventory.")
+    expect(await jobCount()).toBe(0)
+
+    // A double click on Start job: one job.
+    await fillRun({ task: "Write a report.", root: dirs.root, readOnly: dirs.src, outDir: dirs.out })
+    await page.getByRole("button", { name: "Start job" }).dblclick()
+    await page.waitForURL(/\/jobs\/[0-9a-f-]{36}$/)
+    expect(await jobCount()).toBe(1)
+  }, BROWSER_TEST_MS)
+
+  test("the job page: timeline with times, tool calls expandable, trace, cost, outputs viewable as text only", async () => {
+    const jobUrl = page.url()
+    await page.locator("#job-status .badge-ok").waitFor({ timeout: 60_000 })
+    // Live rows came from the server over SSE (the page opened while the job ran).
+    const events = page.locator("#job-events")
+    await expect(events.locator(".ev-message").last().textContent()).resolves.toContain(ANSWER)
+    expect(await events.locator(".ev time").count()).toBeGreaterThan(2)
+    const call = events.locator(".ev-call details")
+    await call.locator("summary").click()
+    await expect(call.locator("pre").textContent()).resolves.toContain('"path": "report.md"')
+    // The final sections replaced the live ones: trace with nested spans, outputs, facts.
+    await page.locator("#job-trace .spans-root > li").first().waitFor()
+    expect(await page.locator("#job-trace .spans-root > li .spans li").count()).toBeGreaterThan(0)
+    expect(await page.locator("#job-trace").textContent()).toContain("turn")
+    expect(await page.locator("#job-duration").textContent()).toMatch(/\d/)
+    await expect(page.locator("#job-tokens").textContent()).resolves.toBe("2200 / 80")
+    expect(await page.locator("#job-live").textContent()).toBe("")
+
+    // Output files: listed, viewable as plain text, downloadable; the hostile HTML never runs in our origin.
+    await page.goto(jobUrl)
+    const outputs = page.locator("#job-outputs")
+    await expect(outputs.locator("li code").textContent()).resolves.toBe("report.md")
+    const viewHref = (await outputs.getByRole("link", { name: "View" }).getAttribute("href")) ?? ""
+    const view = await page.request.get(viewHref)
+    expect(view.status()).toBe(200)
+    expect(view.headers()["content-type"]).toBe("text/plain; charset=utf-8")
+    expect(view.headers()["x-content-type-options"]).toBe("nosniff")
+    expect(view.headers()["content-security-policy"]).toContain("sandbox")
+    expect(await view.text()).toBe(HOSTILE)
+    const viewer = await context.newPage()
+    await viewer.goto(viewHref)
+    expect(await viewer.title()).not.toBe("pwned")
+    expect(await viewer.locator("body").textContent()).toContain("<script>")
+    await viewer.close()
+    const download = await page.request.get(((await outputs.getByRole("link", { name: "Download" }).getAttribute("href")) ?? ""))
+    expect(download.headers()["content-disposition"]).toStartWith('attachment; filename="report.md"')
+    expect(download.headers()["content-type"]).toBe("application/octet-stream")
+    // Only files the job reported, inside its outDir.
+    const id = jobUrl.split("/").pop() ?? ""
+    for (const path of ["../src/a.ts", "/etc/passwd", "a.ts"]) {
+      expect((await page.request.get(`/jobs/${id}/output?path=${encodeURIComponent(path)}`)).status()).toBe(404)
+    }
+    await portal.screenshot(page, "job-page")
+  }, BROWSER_TEST_MS)
+
+  test("re-run fills the form; abort asks first and records who aborted", async () => {
+    await page.getByRole("link", { name: "Re-run" }).click()
+    await page.waitForURL(/\/run\?from=/)
+    expect(await page.getByLabel("Output folder").inputValue()).toBe(dirs.out)
+    await page.getByRole("button", { name: "Start job" }).click()
+    await page.waitForURL(/\/jobs\/[0-9a-f-]{36}$/)
+    await page.locator("#job-status .badge-info").waitFor({ timeout: 60_000 })
+    // The abort button is behind a confirmation.
+    expect(await page.getByRole("button", { name: "Abort job" }).isVisible()).toBe(false)
+    await page.locator("#job-actions summary").click()
+    await page.getByRole("button", { name: "Abort job" }).click()
+    await page.waitForURL(/\/jobs\/[0-9a-f-]{36}$/)
+    await page.locator("#job-status .badge-error").waitFor({ timeout: 60_000 })
+    await page.reload()
+    await expect(page.locator("#job-aborted").textContent()).resolves.toContain("by manager")
+    await expect(page.locator("#job-status").textContent()).resolves.toContain("aborted")
+  }, BROWSER_TEST_MS)
+
+  test("the jobs list: filters by status, pages with a cursor, refreshes itself", async () => {
+    await page.goto("/jobs")
+    expect(await page.locator("#jobs-rows tr[data-job]").count()).toBe(2)
+    expect(await page.locator("#jobs-rows").getAttribute("hx-trigger")).toBe("every 5s")
+    await page.getByLabel("Status").selectOption("completed")
+    await page.getByRole("button", { name: "Filter" }).click()
+    await page.waitForURL(/status=completed/)
+    expect(await page.locator("#jobs-rows tr[data-job]").count()).toBe(1)
+    await expect(page.locator("#jobs-rows").textContent()).resolves.toContain("completed")
+
+    await page.goto("/jobs?limit=1")
+    const first = await page.locator("#jobs-rows tr[data-job]").getAttribute("data-job")
+    await page.getByRole("link", { name: "Older jobs" }).click()
+    await page.waitForURL(/before=/)
+    const second = await page.locator("#jobs-rows tr[data-job]").getAttribute("data-job")
+    expect(second).not.toBe(first)
+    expect(await page.locator("#jobs-rows tr[data-job]").count()).toBe(1)
+    // A later page does not refresh itself (its rows would shift under the reader).
+    expect(await page.locator("#jobs-rows").getAttribute("hx-trigger")).toBeNull()
+    expect(consoleErrors).toEqual([])
+  }, BROWSER_TEST_MS)
+})

@@ -29,15 +29,18 @@ export const sseFrame = (event: string, data: string, id?: number): string =>
 export interface JobStreamSink<R> {
   /** A stored or live event of the job, in seq order. */
   readonly event: (e: JobEvent) => Effect.Effect<void, never, R>
-  /** The job settled; `last` is the seq of the last event sent (or the resume point). Called once, at the end. */
-  readonly settled: (job: JobRow, last: number) => Effect.Effect<void, never, R>
+  /**
+   * The end, called once: after the terminal event (`terminal`), or when the job settled without one;
+   * `last` is the seq of the last event sent (or the resume point).
+   */
+  readonly settled: (job: JobRow, last: number, terminal: boolean) => Effect.Effect<void, never, R>
 }
 
 const isTerminal = (e: JobEvent) => e.type === "job.completed" || e.type === "job.failed"
 
 /**
- * Feeds the job's events after `after` to `sink` until its terminal event (then `settled`), or its
- * settlement without one (setup failed, child crashed): first what is stored, then whatever arrives,
+ * Feeds the job's events after `after` to `sink` until its terminal event, or its settlement without
+ * one (setup failed, child crashed): first what is stored, then whatever arrives,
  * woken by the bus or a 500 ms poll (events written by another serve process).
  */
 export const followJob = <R>(jobId: string, after: number, sink: JobStreamSink<R>): Effect.Effect<void, never, JobStore | JobBus | R> =>
@@ -50,11 +53,11 @@ export const followJob = <R>(jobId: string, after: number, sink: JobStreamSink<R
         for (const e of yield* store.events(jobId, last)) {
           yield* sink.event(e)
           last = e.seq
-          if (isTerminal(e)) return yield* sink.settled(yield* Effect.orDie(store.get(jobId)), last)
+          if (isTerminal(e)) return yield* sink.settled(yield* Effect.orDie(store.get(jobId)), last, true)
         }
         const job = yield* Effect.orDie(store.get(jobId))
         if (job.status === "completed" || job.status === "failed") {
-          if ((yield* store.events(jobId, last)).length === 0) return yield* sink.settled(job, last)
+          if ((yield* store.events(jobId, last)).length === 0) return yield* sink.settled(job, last, false)
           continue
         }
         yield* Effect.race(

@@ -94,7 +94,9 @@ describe("jobs in the portal", () => {
 
   test("the job page: timeline with times, tool calls expandable, trace, cost, outputs viewable as text only", async () => {
     const jobUrl = page.url()
-    await page.locator("#job-status .badge-ok").waitFor({ timeout: 60_000 })
+    await page.locator("#job-status :is(.badge-ok, .badge-error)").waitFor({ timeout: 120_000 })
+    const ended = (await page.locator("#job-status").textContent()) ?? ""
+    if (!ended.includes("completed")) throw new Error(`the job ended ${ended}: ${await page.locator("main").textContent()} ${portal.log.join("\n")}`)
     // Live rows came from the server over SSE (the page opened while the job ran).
     const events = page.locator("#job-events")
     await expect(events.locator(".ev-message").last().textContent()).resolves.toContain(ANSWER)
@@ -135,7 +137,7 @@ describe("jobs in the portal", () => {
       expect((await page.request.get(`/jobs/${id}/output?path=${encodeURIComponent(path)}`)).status()).toBe(404)
     }
     await portal.screenshot(page, "job-page")
-  }, BROWSER_TEST_MS)
+  }, 2 * BROWSER_TEST_MS)
 
   test("re-run fills the form; abort asks first and records who aborted", async () => {
     await page.getByRole("link", { name: "Re-run" }).click()
@@ -174,6 +176,7 @@ describe("jobs in the portal", () => {
     expect(await page.locator("#jobs-rows tr[data-job]").count()).toBe(1)
     // A later page does not refresh itself (its rows would shift under the reader).
     expect(await page.locator("#jobs-rows").getAttribute("hx-trigger")).toBeNull()
-    expect(consoleErrors).toEqual([])
+    // htmx reports the refused run form's 400 (the first test) on the console; nothing else is expected.
+    expect(consoleErrors.filter((e) => !/status of 400|Error Code 400 from \/agents\/codebase-inventory\/run/.test(e))).toEqual([])
   }, BROWSER_TEST_MS)
 })

@@ -71,8 +71,9 @@ export const jobRoutes = (route: Route, heartbeatMs: number = SSE_HEARTBEAT_MS) 
           (write) =>
             followJob(id, after, {
               event: (e) => Effect.sync(() => write(sseFrame(e.type, JSON.stringify(e), e.seq))),
-              settled: (job, last) =>
-                Effect.sync(() => write(sseFrame("job.settled", JSON.stringify({ status: job.status, reason: job.reason, message: job.message }), last)))
+              // Settled without a terminal event (setup failed, child crashed): say how it ended.
+              settled: (job, last, terminal) =>
+                terminal ? Effect.void : Effect.sync(() => write(sseFrame("job.settled", JSON.stringify({ status: job.status, reason: job.reason, message: job.message }), last)))
             }),
           heartbeatMs
         )

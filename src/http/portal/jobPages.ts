@@ -8,9 +8,8 @@ import { Effect, Either } from "effect"
 import { Elysia } from "elysia"
 import { AgentStore } from "../../agents/AgentStore.ts"
 import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
-import { chooseThinking } from "../../kernel/thinking.ts"
 import { Bindings } from "../../providers/Bindings.ts"
-import { ProviderStore } from "../../providers/ProviderStore.ts"
+import { jobModelFor } from "../../providers/jobModelFor.ts"
 import type { JobEvent } from "../../contract/JobEvent.ts"
 import { admitJob } from "../../worker/admitJob.ts"
 import { JobBus } from "../../worker/JobBus.ts"
@@ -76,25 +75,25 @@ export const jobBodyOf = (agent: string, v: RunValues): Record<string, unknown> 
 
 const jobId = (i: PortalInput) => i.params["id"] ?? ""
 
-/** The model and thinking level of each binding of the agent, as the worker and the kernel will choose them. */
+const FROM: Readonly<Record<string, string>> = { binding: "from the binding", agent: "the agent's default", default: "none set" }
+
+/** The model and thinking level a job gets, per binding of the agent (jobModelFor: what the worker and kernel choose). */
 const runModels = (agent: string): Effect.Effect<ReadonlyArray<RunModel>, never, AppServices> =>
   Effect.gen(function* () {
-    const bindings = yield* (yield* Bindings).list(agent)
     const definition = yield* Effect.either(resolveAgentDefinition(agent))
     const agentThinking = Either.isRight(definition) ? definition.right.thinking : undefined
-    const providers = yield* ProviderStore
+    const projects = (yield* (yield* Bindings).list(agent)).map((b) => b.projectId)
     const models: Array<RunModel> = []
-    for (const b of bindings) {
-      const provider = yield* Effect.either(providers.get(b.providerId))
-      const levels = Either.isRight(provider) ? (provider.right.models.find((m) => m.id === b.modelId)?.thinkingLevels ?? []) : []
-      const requested = b.thinking ?? agentThinking ?? "off"
-      const choice = chooseThinking(requested, levels)
-      const source = b.thinking !== null ? "from the binding" : agentThinking !== undefined ? "the agent's default" : "none set"
+    for (const project of projects) {
+      const m = yield* jobModelFor(agent, agentThinking, project)
+      if (m.binding === null) continue
+      const t = m.thinking
       models.push({
-        project: b.projectId,
-        model: `${b.providerId}/${b.modelId}`,
-        thinking: choice.effective,
-        thinkingSource: choice.clamped === "none" ? source : `${source}: ${choice.requested}, which this model does not have`
+        project,
+        model: `${m.binding.providerId}/${m.binding.modelId}`,
+        thinking: t?.effective ?? "—",
+        thinkingSource:
+          m.problem ?? (t === null ? "" : t.clamped === "none" ? (FROM[t.requestedFrom] ?? "") : `${FROM[t.requestedFrom] ?? ""}: ${t.requested}, which this model does not have`)
       })
     }
     return models

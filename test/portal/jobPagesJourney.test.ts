@@ -94,7 +94,13 @@ describe("jobs in the portal", () => {
 
   test("the job page: timeline with times, tool calls expandable, trace, cost, outputs viewable as text only", async () => {
     const jobUrl = page.url()
-    await page.locator("#job-status :is(.badge-ok, .badge-error)").waitFor({ timeout: 120_000 })
+    try {
+      await page.locator("#job-status :is(.badge-ok, .badge-error)").waitFor({ timeout: 120_000 })
+    } catch (e) {
+      const rows = await portal.runtime.runPromise(Effect.flatMap(SqlClient, (sql) => sql`SELECT status, reason, message, started_at, finished_at FROM runtime.job`))
+      await portal.screenshot(page, "job-page-stuck")
+      throw new Error(`${String(e)}\n${JSON.stringify(rows)}\n${await page.locator("main").innerHTML()}\n${portal.log.join("\n")}`)
+    }
     const ended = (await page.locator("#job-status").textContent()) ?? ""
     if (!ended.includes("completed")) throw new Error(`the job ended ${ended}: ${await page.locator("main").textContent()} ${portal.log.join("\n")}`)
     // Live rows came from the server over SSE (the page opened while the job ran).

@@ -34,6 +34,11 @@ export interface JobStreamSink<R> {
    * `last` is the seq of the last event sent (or the resume point).
    */
   readonly settled: (job: JobRow, last: number, terminal: boolean) => Effect.Effect<void, never, R>
+  /**
+   * After the terminal event, wait for the job's row to be settled before `settled` (the worker writes
+   * the event first, then commits the outputs and settles the row).
+   */
+  readonly awaitRow?: boolean
 }
 
 const isTerminal = (e: JobEvent) => e.type === "job.completed" || e.type === "job.failed"
@@ -48,22 +53,31 @@ export const followJob = <R>(jobId: string, after: number, sink: JobStreamSink<R
     Effect.gen(function* () {
       const store = yield* JobStore
       const signals = yield* (yield* JobBus).subscribe
+      const wake = Effect.race(
+        Effect.repeat(Queue.take(signals), { until: (s) => s._tag === "Events" && s.jobId === jobId }),
+        Effect.sleep("500 millis")
+      )
       let last = after
+      let terminal = false
       while (true) {
-        for (const e of yield* store.events(jobId, last)) {
-          yield* sink.event(e)
-          last = e.seq
-          if (isTerminal(e)) return yield* sink.settled(yield* Effect.orDie(store.get(jobId)), last, true)
+        if (!terminal) {
+          for (const e of yield* store.events(jobId, last)) {
+            yield* sink.event(e)
+            last = e.seq
+            if (isTerminal(e)) {
+              terminal = true
+              break
+            }
+          }
         }
         const job = yield* Effect.orDie(store.get(jobId))
-        if (job.status === "completed" || job.status === "failed") {
+        const settled = job.status === "completed" || job.status === "failed"
+        if (terminal && (settled || sink.awaitRow !== true)) return yield* sink.settled(job, last, true)
+        if (!terminal && settled) {
           if ((yield* store.events(jobId, last)).length === 0) return yield* sink.settled(job, last, false)
           continue
         }
-        yield* Effect.race(
-          Effect.repeat(Queue.take(signals), { until: (s) => s._tag === "Events" && s.jobId === jobId }),
-          Effect.sleep("500 millis")
-        )
+        yield* wake
       }
     })
   )

@@ -60,6 +60,8 @@ describe("the live job page", () => {
     await append(job.id, { type: "span", seq: 7, at: at(), name: "kintsugi.turn", spanId: "t1", parentSpanId: "j1", start, durationMs: 5, status: "ok", attributes: { turn: 1 } })
     await append(job.id, { type: "span", seq: 8, at: at(), name: "kintsugi.job", spanId: "j1", start, durationMs: 9, status: "ok", attributes: { agentId: "codebase-inventory" } })
     await append(job.id, { type: "job.completed", seq: 9, at: at(), summary: "done" })
+    // As the worker does: the terminal event first, the row settled later (after committing outputs).
+    await page.locator("#job-events .ev-completed").waitFor()
     await store((s) => s.settle(job.id, { status: "completed", summary: "done" }, "no outputs"))
     await portal.runtime.runPromise(Effect.flatMap(JobBus, (b) => b.publish({ _tag: "Events", jobId: job.id })))
 

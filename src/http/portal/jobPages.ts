@@ -155,6 +155,7 @@ const jobStream = (input: PortalInput, heartbeatMs: number) =>
       runtime,
       (write) =>
         followJob(job.id, after, {
+          awaitRow: true,
           event: (e) =>
             Effect.gen(function* () {
               const row = eventRow(e)

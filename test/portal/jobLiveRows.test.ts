@@ -10,6 +10,9 @@ import type { BrowserContext, Page } from "playwright-core"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { JobBus } from "../../src/worker/JobBus.ts"
 import { JobStore, type JobInput } from "../../src/worker/JobStore.ts"
+import { linkSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { createJobDirs } from "../support/jobChild.ts"
 import { BROWSER_TEST_MS, MANAGER, startPortal, type Portal } from "./harness.ts"
 
 setDefaultTimeout(60_000)
@@ -80,5 +83,35 @@ describe("the live job page", () => {
     await expect(page.locator("#job-finished").textContent()).resolves.toContain("UTC")
     expect(await page.locator("#job-actions form").count()).toBe(0)
     expect(consoleErrors).toEqual([])
+  }, BROWSER_TEST_MS)
+
+  test("output files: only reported paths, inside outDir, no symlink or hard link out of it, never served as HTML", async () => {
+    const dirs = createJobDirs({ "secret.txt": "not an output\n" })
+    writeFileSync(join(dirs.out, "ok.html"), "<script>document.title='pwned'</script>")
+    writeFileSync(join(dirs.out, "bin.dat"), new Uint8Array([0xff, 0xfe, 0x00, 0x01]))
+    symlinkSync(join(dirs.src, "secret.txt"), join(dirs.out, "link.txt"))
+    linkSync(join(dirs.src, "secret.txt"), join(dirs.out, "hard.txt"))
+    mkdirSync(join(dirs.out, "dir"))
+    writeFileSync(join(dirs.out, "unreported.txt"), "x")
+    const job = await store((s) => s.enqueue({ ...INPUT, workspace: { root: dirs.root, readOnly: [dirs.src], outDir: dirs.out } }, MANAGER.username))
+    await store((s) => s.claim("w", 60_000, job.id))
+    let seq = 0
+    for (const path of ["ok.html", "bin.dat", "link.txt", "hard.txt", "dir", "../src/secret.txt"]) await append(job.id, { type: "output", seq: seq++, at: at(), path })
+    const get = (path: string, download = false) => page.request.get(`/jobs/${job.id}/output?path=${encodeURIComponent(path)}${download ? "&download=1" : ""}`)
+    const html = await get("ok.html")
+    expect(html.status()).toBe(200)
+    expect(html.headers()["content-type"]).toBe("text/plain; charset=utf-8")
+    expect(html.headers()["content-disposition"]).toStartWith("inline;")
+    expect(html.headers()["x-content-type-options"]).toBe("nosniff")
+    expect(html.headers()["content-security-policy"]).toBe("default-src 'none'; sandbox")
+    const binary = await get("bin.dat")
+    expect(binary.headers()["content-type"]).toBe("application/octet-stream")
+    expect(binary.headers()["content-disposition"]).toStartWith('attachment; filename="bin.dat"')
+    for (const path of ["link.txt", "hard.txt", "dir", "../src/secret.txt", "unreported.txt", "/etc/passwd"]) {
+      const r = await get(path)
+      expect({ path, status: r.status() }).toEqual({ path, status: 404 })
+      expect(await r.text()).not.toContain("not an output")
+    }
+    dirs.cleanup()
   }, BROWSER_TEST_MS)
 })

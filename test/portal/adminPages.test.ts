@@ -11,7 +11,8 @@ import { makeApp } from "../../src/http/app.ts"
 import { customFormFrom, customInput, mcpInput, mcpFormFrom } from "../../views/models/providerForm.ts"
 import type { ProviderView } from "../../src/providers/ProviderStore.ts"
 import { levelsFor, parseTarget, thinkingField } from "../../views/pages/bindings.ts"
-import { eventRows, runSlot } from "../../views/pages/jobs.ts"
+import { eventRows } from "../../views/pages/jobPage.ts"
+import { runSlot } from "../../views/pages/runForm.ts"
 import { makeTestRuntime, signInTestUsers, type AppRuntime } from "./harness.ts"
 
 setDefaultTimeout(60_000)

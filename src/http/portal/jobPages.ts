@@ -15,32 +15,24 @@ import { admitJob } from "../../worker/admitJob.ts"
 import { JobBus } from "../../worker/JobBus.ts"
 import { IDEMPOTENCY_KEY, JobStore, type JobRow, type JobStatus } from "../../worker/JobStore.ts"
 import { Projects } from "../../worker/Projects.ts"
+import { JOB_STATUSES, jobsPage, jobsRows, type JobsListProps, type JobsQuery } from "../../../views/pages/jobs.ts"
 import {
   actionsSection,
-  blankRun,
+  eventRow,
   factsSection,
   failureSection,
-  JOB_STATUSES,
   jobPage,
-  jobsPage,
-  jobsRows,
   liveNote,
   messageDelta,
   openMessage,
   outputPaths,
   outputsSection,
-  runPage,
-  runValuesOfJob,
   statusSection,
   timelineRow,
   traceSection,
-  usageSection,
-  eventRow,
-  type JobsListProps,
-  type JobsQuery,
-  type RunModel,
-  type RunValues
-} from "../../../views/pages/jobs.ts"
+  usageSection
+} from "../../../views/pages/jobPage.ts"
+import { blankRun, runPage, runValuesOfJob, type RunModel, type RunValues } from "../../../views/pages/runForm.ts"
 import { html, type Html } from "../../../views/html.ts"
 import { followJob, resumeAfter, sseFrame, sseResponse, SSE_HEARTBEAT_MS } from "../eventStream.ts"
 import type { AppServices } from "../route.ts"

@@ -7,18 +7,22 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { makeAgentCatalog } from "./agentCatalog.ts"
-import type { AgentView, CatalogEntry, Invalid, Preview, VersionInfo, Write } from "./AgentView.ts"
+import type { AgentView, CatalogEntry, CatalogPage, Invalid, Preview, VersionInfo, Write } from "./AgentView.ts"
+import type { CatalogQuery } from "./catalogQuery.ts"
 import { makeAgentVersions } from "./agentVersions.ts"
 import { makeAgentWrites } from "./agentWrites.ts"
 import type { AgentExists, AgentNotFound, AgentVersionNotFound, BuiltinReadOnly, ImportRejected } from "./errors.ts"
 import { traced } from "../telemetry/traced.ts"
 
-export { PackageFilesInput, type AgentView, type Binding, type CatalogEntry, type Preview, type VersionInfo } from "./AgentView.ts"
+export { PackageFilesInput, type AgentView, type Binding, type CatalogEntry, type CatalogPage, type Preview, type VersionInfo } from "./AgentView.ts"
 
 export class AgentStore extends Context.Tag("agents/AgentStore")<
   AgentStore,
   {
+    /** Every agent: built-ins first, then custom agents, each by name. */
     readonly catalog: Effect.Effect<ReadonlyArray<CatalogEntry>>
+    /** One filtered page of the catalog, from precomputed entries, cached per catalog generation. */
+    readonly page: (query: CatalogQuery) => Effect.Effect<CatalogPage>
     /** What the editor offers: kernel tools, shared skills, reserved (built-in) names. */
     readonly context: Effect.Effect<{
       readonly kernelTools: ReadonlyArray<string>
@@ -53,6 +57,7 @@ export const makeAgentStore = Effect.gen(function* () {
   const versions = makeAgentVersions(c)
   const service: AgentStore["Type"] = {
     catalog: c.catalog,
+    page: c.page,
     context: c.context,
     get: c.get,
     preview: c.preview,

@@ -33,6 +33,19 @@ export interface CatalogEntry {
   readonly updatedAt: Date | null
 }
 
+/** One page of the catalog (AgentStore.page). */
+export interface CatalogPage {
+  readonly entries: ReadonlyArray<CatalogEntry>
+  /** Every agent of the catalog, filters aside. */
+  readonly total: number
+  /** Agents matching the filters, on every page. */
+  readonly matched: number
+  /** Pass as `cursor` for the next page; null on the last one. */
+  readonly nextCursor: string | null
+  /** The catalog generation the page was computed at (changes with any write that could change it). */
+  readonly generation: string
+}
+
 export interface AgentView extends CatalogEntry {
   readonly package: AgentPackage
   /** The package as files (`<name>.md`, skills, commands, …). */

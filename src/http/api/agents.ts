@@ -1,7 +1,9 @@
 /** The Agent Builder API (spec "Agent Builder" endpoint table): agents, versions, import/export, shared skills. */
-import { Effect, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { Elysia } from "elysia"
+import { randomBytes } from "node:crypto"
 import { AgentStore } from "../../agents/AgentStore.ts"
+import { parseApiCatalogQuery, queryKey } from "../../agents/catalogQuery.ts"
 import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
 import { SkillStore } from "../../agents/SkillStore.ts"
 import { jobModelFor } from "../../providers/jobModelFor.ts"
@@ -35,10 +37,35 @@ const base64 = (text: string, path: string): Effect.Effect<Uint8Array, ApiError>
     ? Effect.succeed(new Uint8Array(Buffer.from(text, "base64")))
     : Effect.fail(badRequest([{ path, message: "is not base64" }]))
 
+/** Differs per server process, so an ETag never outlives a restart (built-ins ship with the release). */
+const BOOT = randomBytes(4).toString("hex")
+
+/** RFC 9110 If-None-Match, weak comparison: `*` or any listed tag equal to `etag`. */
+const notModified = (header: string | null, etag: string): boolean =>
+  header !== null && header.split(",").some((t) => {
+    const tag = t.trim().replace(/^W\//, "")
+    return tag === "*" || tag === etag
+  })
+
+/**
+ * The catalog, paged and filtered (`?q=&kind=&audience=&state=&limit=&cursor=`, `?all=1` for every
+ * agent), with an ETag: the same URL answers 304 until something that could change it is written.
+ */
+const catalogRoute = (input: RouteInput) =>
+  Effect.gen(function* () {
+    const parsed = parseApiCatalogQuery(input.url.searchParams)
+    if (Either.isLeft(parsed)) return yield* Effect.fail(badRequest(parsed.left))
+    const page = yield* (yield* AgentStore).page(parsed.right)
+    const etag = `"c-${BOOT}-${page.generation}-${Bun.hash(queryKey(parsed.right)).toString(36)}"`
+    const headers = { etag, "cache-control": "private, no-cache" }
+    if (notModified(input.request.headers.get("if-none-match"), etag)) return new Response(null, { status: 304, headers })
+    return json({ agents: page.entries, total: page.total, matched: page.matched, nextCursor: page.nextCursor }, 200, headers)
+  })
+
 export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>) => {
   const store = AgentStore
   return new Elysia({ name: "agent-builder-api" })
-    .get("/api/admin/agents", route("read", () => Effect.map(Effect.flatMap(store, (s) => s.catalog), (agents) => json({ agents }))))
+    .get("/api/admin/agents", route("read", catalogRoute))
     .get("/api/admin/agents/context", route("read", () => Effect.map(Effect.flatMap(store, (s) => s.context), json)))
     .post(
       "/api/admin/agents/preview",

@@ -12,7 +12,7 @@ import { importPage, importResult, type ImportResult } from "../../../views/page
 import type { PageContext } from "../../../views/layout.ts"
 import type { ApiError } from "../respond.ts"
 import { blankForm, filesOfForm, formFromFields, mainFile, placeProblems, type AgentForm } from "../../../views/models/agentForm.ts"
-import { filterCatalog, isFiltered, parseCatalogQuery } from "../../../views/models/catalogQuery.ts"
+import { isFiltered, parseCatalogQuery } from "../../../views/models/catalogQuery.ts"
 import { editorContext } from "./editorOptions.ts"
 import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalRunner } from "./portalRoute.ts"
@@ -39,9 +39,8 @@ export const agentPages = (portal: PortalRunner) =>
       "/agents",
       portal.page("read", ({ request, url, page }) =>
         Effect.gen(function* () {
-          const all = yield* (yield* AgentStore).catalog
           const query = parseCatalogQuery(url.searchParams)
-          const props = { total: all.length, entries: filterCatalog(all, query), query, filtered: isFiltered(query), notice: noticeOf(url, "") }
+          const props = { page: yield* (yield* AgentStore).page(query), query, filtered: isFiltered(query), notice: noticeOf(url, "") }
           return htmlResponse(isHtmx(request) ? catalogResults(props) : catalogPage(page, props))
         })
       )

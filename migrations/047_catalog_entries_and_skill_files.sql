@@ -45,7 +45,9 @@ CREATE TRIGGER mcp_server_catalog_generation AFTER INSERT OR UPDATE OR DELETE OR
   FOR EACH STATEMENT EXECUTE FUNCTION admin.bump_catalog_generation();
 
 -- 3. Agent Skills as people write them: `license`, `version` and foreign front-matter keys kept,
---    and the resource files of the skill's folder (scripts/, references/, assets/) stored with it.
+--    and the resource files of the skill's folder (scripts/, references/, assets/, and files beside
+--    SKILL.md such as reference.md) stored with it, verbatim (binary assets included). Paths are
+--    relative and checked like package paths before they get here.
 ALTER TABLE admin.agent_skill
   ADD COLUMN license text,
   ADD COLUMN version text,
@@ -53,7 +55,7 @@ ALTER TABLE admin.agent_skill
 
 CREATE TABLE admin.agent_skill_file (
   skill text NOT NULL REFERENCES admin.agent_skill (name) ON DELETE CASCADE,
-  path text NOT NULL CHECK (path ~ '^(scripts|references|assets)/'),
+  path text NOT NULL CHECK (path <> '' AND path !~ '(^/|^\.\./|/\.\./|/\.\.$|^\.\.$)'),
   content bytea NOT NULL,
   PRIMARY KEY (skill, path)
 );

@@ -7,14 +7,14 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { makeAgentCatalog } from "./agentCatalog.ts"
-import type { AgentView, CatalogEntry, CatalogPage, Invalid, Preview, VersionInfo, Write } from "./AgentView.ts"
+import type { AgentView, CatalogEntry, CatalogPage, ImportedAgent, Invalid, Preview, VersionInfo, Write } from "./AgentView.ts"
 import type { CatalogQuery } from "./catalogQuery.ts"
 import { makeAgentVersions } from "./agentVersions.ts"
 import { makeAgentWrites } from "./agentWrites.ts"
 import type { AgentExists, AgentNotFound, AgentVersionNotFound, BuiltinReadOnly, ImportRejected } from "./errors.ts"
 import { traced } from "../telemetry/traced.ts"
 
-export { PackageFilesInput, type AgentView, type Binding, type CatalogEntry, type CatalogPage, type Preview, type VersionInfo } from "./AgentView.ts"
+export { PackageFilesInput, type AgentView, type Binding, type CatalogEntry, type CatalogPage, type ImportedAgent, type Preview, type VersionInfo } from "./AgentView.ts"
 
 export class AgentStore extends Context.Tag("agents/AgentStore")<
   AgentStore,
@@ -40,9 +40,12 @@ export class AgentStore extends Context.Tag("agents/AgentStore")<
     readonly copy: (name: string, newName: string, by: string) => Effect.Effect<AgentView, Invalid | AgentNotFound | AgentExists | BuiltinReadOnly>
     /** Dry run: every problem of a draft, and its job definition when it has none. Saves nothing. */
     readonly preview: (files: unknown) => Effect.Effect<Preview>
-    /** Imports package files (or a ZIP): creates the agent, or saves a new version of an existing custom one. */
-    readonly importFiles: (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string) => Write<AgentView>
-    readonly importZip: (zip: Uint8Array, by: string) => Effect.Effect<AgentView, Invalid | AgentExists | BuiltinReadOnly | ImportRejected>
+    /**
+     * Imports package files (or a ZIP), Claude Code subagent files included: creates the agent, or saves
+     * a new version of an existing custom one; with the notes and tool mapping of the adaptation.
+     */
+    readonly importFiles: (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string) => Write<ImportedAgent>
+    readonly importZip: (zip: Uint8Array, by: string) => Effect.Effect<ImportedAgent, Invalid | AgentExists | BuiltinReadOnly | ImportRejected>
     /** The package of the current (or a given) version as a ZIP. */
     readonly exportZip: (name: string, version?: number) => Effect.Effect<Uint8Array, AgentNotFound | AgentVersionNotFound>
     readonly versions: (name: string) => Effect.Effect<ReadonlyArray<VersionInfo>, AgentNotFound | BuiltinReadOnly>

@@ -53,6 +53,13 @@ export interface AgentView extends CatalogEntry {
   readonly bindings: ReadonlyArray<Binding>
 }
 
+/** An import's outcome: the agent, what was adapted on the way (notes), and how tool names were mapped. */
+export interface ImportedAgent {
+  readonly agent: AgentView
+  readonly notes: ReadonlyArray<string>
+  readonly toolMapping: ReadonlyArray<{ readonly from: string; readonly to: string | null }>
+}
+
 export interface VersionInfo {
   readonly version: number
   readonly savedBy: string

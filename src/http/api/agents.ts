@@ -4,6 +4,7 @@ import { Elysia } from "elysia"
 import { randomBytes } from "node:crypto"
 import { AgentStore } from "../../agents/AgentStore.ts"
 import { parseApiCatalogQuery, queryKey } from "../../agents/catalogQuery.ts"
+import { importUpload, importZipUpload, type ImportOutcome } from "../../agents/importUpload.ts"
 import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
 import { SkillStore } from "../../agents/SkillStore.ts"
 import { jobModelFor } from "../../providers/jobModelFor.ts"
@@ -25,6 +26,12 @@ const ImportBody = Schema.Union(
   }),
   Schema.Struct({ zip: Schema.String })
 )
+
+/** An import's answer: the agent (or the shared skill), the notes of what was adapted, and the tool mapping. */
+const importAnswer = (r: ImportOutcome) =>
+  r.kind === "agent"
+    ? { agent: r.agent, notes: r.notes, toolMapping: r.toolMapping }
+    : { skill: r.skill, created: r.created, notes: r.notes, toolMapping: r.toolMapping }
 
 const versionParam = (input: RouteInput): Effect.Effect<number, ApiError> => {
   const raw = param(input, "version")
@@ -77,9 +84,8 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
     .post(
       "/api/admin/agents/import",
       route("agents.manage", ({ request, principal }) => Effect.gen(function* () {
-        const s = yield* store
         const body = yield* decodeBody(request, ImportBody)
-        if ("zip" in body) return json({ agent: yield* s.importZip(yield* base64(body.zip, "zip"), principal.username) }, 201)
+        if ("zip" in body) return json(importAnswer(yield* importZipUpload(yield* base64(body.zip, "zip"), principal.username)), 201)
         const files = yield* Effect.forEach(body.files, (f, i): Effect.Effect<{ path: string; content: string | Uint8Array }, ApiError> =>
           f.contentBase64 !== undefined
             ? Effect.map(base64(f.contentBase64, `files.${i}.contentBase64`), (content) => ({ path: f.path, content }))
@@ -87,7 +93,7 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
               ? Effect.succeed({ path: f.path, content: f.content })
               : Effect.fail(badRequest([{ path: `files.${i}`, message: "needs content or contentBase64" }]))
         )
-        return json({ agent: yield* s.importFiles(files, principal.username) }, 201)
+        return json(importAnswer(yield* importUpload(files, principal.username)), 201)
       }))
     )
     .post(

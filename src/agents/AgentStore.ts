@@ -8,6 +8,7 @@
 import { Context, Effect, Layer } from "effect"
 import { makeAgentCatalog } from "./agentCatalog.ts"
 import type { AgentView, CatalogEntry, CatalogPage, ImportedAgent, Invalid, Preview, VersionInfo, Write } from "./AgentView.ts"
+import type { AgentPackage } from "./AgentPackage.ts"
 import type { CatalogQuery } from "./catalogQuery.ts"
 import { makeAgentVersions } from "./agentVersions.ts"
 import { makeAgentWrites } from "./agentWrites.ts"
@@ -46,6 +47,8 @@ export class AgentStore extends Context.Tag("agents/AgentStore")<
      */
     readonly importFiles: (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string) => Write<ImportedAgent>
     readonly importZip: (zip: Uint8Array, by: string) => Effect.Effect<ImportedAgent, Invalid | AgentExists | BuiltinReadOnly | ImportRejected>
+    /** The package of the current (or a given) version (the Claude Code export writes it as one file). */
+    readonly exportPackage: (name: string, version?: number) => Effect.Effect<AgentPackage, AgentNotFound | AgentVersionNotFound>
     /** The package of the current (or a given) version as a ZIP. */
     readonly exportZip: (name: string, version?: number) => Effect.Effect<Uint8Array, AgentNotFound | AgentVersionNotFound>
     readonly versions: (name: string) => Effect.Effect<ReadonlyArray<VersionInfo>, AgentNotFound | BuiltinReadOnly>
@@ -72,6 +75,7 @@ export const makeAgentStore = Effect.gen(function* () {
     importFiles: writes.importFiles,
     importZip: writes.importZip,
     exportZip: versions.exportZip,
+    exportPackage: versions.exportPackage,
     versions: versions.versions,
     version: versions.version,
     restore: versions.restore

@@ -63,37 +63,37 @@ export const toolList = (v: unknown): Array<unknown> | undefined =>
   typeof v === "string" ? v.split(/[,\s]+/).map((s) => s.trim()).filter((s) => s !== "") : Array.isArray(v) ? [...v] : undefined
 
 /**
- * Maps a tool list: Claude names to kernel tools, kernel tools and MCP grants kept, anything else a
- * problem at `path.<i>` showing the mapping. Duplicates after mapping (Edit and MultiEdit) are merged.
+ * Maps a tool list: Claude names to kernel tools; kernel tools, MCP grants and unknown names kept as
+ * written (the package checks report unknown ones, with the mapping: claudeToolHint). Duplicates after
+ * mapping (Edit and MultiEdit) are merged.
  */
-export const mapTools = (list: ReadonlyArray<unknown>, path: string) => {
-  const tools: Array<string> = []
+export const mapTools = (list: ReadonlyArray<unknown>) => {
+  const tools: Array<unknown> = []
   const mapping: Array<ToolMapping> = []
-  const problems: Array<Problem> = []
-  list.forEach((t, i) => {
+  for (const t of list) {
     if (typeof t !== "string") {
-      problems.push({ path: `${path}.${i}`, message: "must be a tool name" })
-      return
+      tools.push(t)
+      continue
     }
     const mapped = Object.hasOwn(CLAUDE_TOOLS, t) ? CLAUDE_TOOLS[t] : undefined
-    if (mapped !== undefined) {
-      mapping.push({ from: t, to: mapped })
-      if (!tools.includes(mapped)) tools.push(mapped)
-    } else if ((KERNEL_TOOLS as ReadonlyArray<string>).includes(t) || MCP_GRANT.test(t)) {
-      if (!tools.includes(t)) tools.push(t)
-    } else {
-      mapping.push({ from: t, to: null })
-      const pattern = /^[A-Za-z]+\(/.test(t)
-      problems.push({
-        path: `${path}.${i}`,
-        message: pattern
-          ? `tool pattern "${displayName(t)}" is not supported: grant the tool itself (${CLAUDE_MAPPING_TEXT}) and restrict commands with deny-command-patterns`
-          : `unknown tool "${displayName(t)}": no kernel tool matches it (${CLAUDE_MAPPING_TEXT}; kernel tools: ${KERNEL_TOOLS.join(", ")})`
-      })
-    }
-  })
-  return { tools, mapping, problems }
+    if (mapped !== undefined) mapping.push({ from: t, to: mapped })
+    else if (!(KERNEL_TOOLS as ReadonlyArray<string>).includes(t) && !MCP_GRANT.test(t)) mapping.push({ from: t, to: null })
+    const name = mapped ?? t
+    if (!tools.includes(name)) tools.push(name)
+  }
+  return { tools, mapping }
 }
+
+/** What the unknown-tool problem adds for a name written the Claude Code way (`WebFetch`, `Bash(git:*)`). */
+export const claudeToolHint = (name: string): string =>
+  /^[A-Za-z]+\(/.test(name)
+    ? `; tool patterns such as "${displayName(name)}" are not supported: grant the tool itself and restrict commands with deny-command-patterns (Claude Code tools map as ${CLAUDE_MAPPING_TEXT})`
+    : /^[A-Z]/.test(name)
+      ? `; no kernel tool matches this Claude Code tool (Claude Code tools map as ${CLAUDE_MAPPING_TEXT})`
+      : ""
+
+/** Keys that are never kept from a front matter (they would be an object's prototype, not data). */
+export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"])
 
 /** The lower-case hyphenated name a file or plugin name gives: `Code Reviewer.md` → `code-reviewer`. */
 export const nameFrom = (s: string): string =>
@@ -107,7 +107,7 @@ export const nameFrom = (s: string): string =>
 export const keepForeign = (raw: Readonly<Record<string, unknown>>, native: ReadonlySet<string>, file: string, notes: Array<string>) => {
   const metadata: Record<string, unknown> = isRecord(own(raw, "metadata")) ? { ...(raw["metadata"] as Record<string, unknown>) } : {}
   for (const key of Object.keys(raw)) {
-    if (native.has(key)) continue
+    if (native.has(key) || FORBIDDEN_KEYS.has(key)) continue
     if (Object.hasOwn(metadata, key)) {
       notes.push(`${file}: "${displayName(key)}" is also in metadata; the metadata value is kept and the top-level one dropped`)
       continue
@@ -134,6 +134,8 @@ export const adaptAgentFiles = (files: ReadonlyArray<RawPackageFile>): Adapted =
   const fm = readFrontMatter(text, main.path)
   if (Either.isLeft(fm)) return unchanged
   const raw = fm.right.raw
+  // A prototype key anywhere at the top or in metadata: nothing is adapted, the format checks refuse it.
+  if (Object.keys(raw).some((k) => FORBIDDEN_KEYS.has(k)) || (isRecord(raw["metadata"]) && Object.keys(raw["metadata"]).some((k) => FORBIDDEN_KEYS.has(k)))) return unchanged
   const notes: Array<string> = []
   const problems: Array<Problem> = []
   let changed = false
@@ -166,10 +168,9 @@ export const adaptAgentFiles = (files: ReadonlyArray<RawPackageFile>): Adapted =
   if (tools !== undefined) {
     const list = toolList(tools)
     if (list !== undefined) {
-      const mapped = mapTools(list, `${path}#tools`)
+      const mapped = mapTools(list)
       toolMapping = mapped.mapping
-      problems.push(...mapped.problems)
-      if (typeof tools === "string" || mapped.mapping.length > 0 || mapped.tools.length !== list.length) changed = true
+      if (typeof tools === "string" || mapped.mapping.some((m) => m.to !== null) || mapped.tools.length !== list.length) changed = true
       if (typeof tools === "string") notes.push(`${path}: tools "${displayName(tools)}" read as a list`)
       if (mapped.mapping.some((m) => m.to !== null)) {
         notes.push(`${path}: Claude Code tools mapped: ${mapped.mapping.filter((m) => m.to !== null).map((m) => `${m.from}→${m.to}`).join(", ")}`)
@@ -204,4 +205,44 @@ export const adaptAgentFiles = (files: ReadonlyArray<RawPackageFile>): Adapted =
     toolMapping,
     problems
   }
+}
+
+/** Kernel tools back to Claude Code names (git and codemode have none). */
+const TO_CLAUDE: Readonly<Record<string, string>> = { read: "Read", grep: "Grep", find: "Glob", ls: "LS", shell: "Bash", write: "Write", edit: "Edit" }
+
+/**
+ * The agent as one Claude Code subagent file (`export?format=claude`): name, description, tools with
+ * Claude names (MCP grants as they are; tools without a Claude equivalent listed in a comment), shared
+ * skills, the metadata keys back at the top level (`model`, `color`, …), the instructions, then the
+ * local skills and package files as sections (a subagent is one file). Absent tools stay absent
+ * (Claude Code then grants every tool, as Kintsugi does).
+ */
+export const toClaudeFile = (pkg: {
+  readonly name: string
+  readonly description: string
+  readonly tools?: ReadonlyArray<string> | undefined
+  readonly skills?: ReadonlyArray<string> | undefined
+  readonly metadata?: Readonly<Record<string, unknown>> | undefined
+  readonly instructions: string
+  readonly localSkills: ReadonlyArray<{ readonly name: string; readonly content: string }>
+  readonly files: ReadonlyArray<{ readonly path: string; readonly content: string }>
+}): string => {
+  const lines = [`name: ${yamlString(pkg.name)}`, `description: ${yamlString(pkg.description)}`]
+  if (pkg.tools !== undefined) {
+    const claude = pkg.tools.flatMap((t) => (TO_CLAUDE[t] !== undefined ? [TO_CLAUDE[t]] : MCP_GRANT.test(t) ? [t] : []))
+    const none = pkg.tools.filter((t) => TO_CLAUDE[t] === undefined && !MCP_GRANT.test(t))
+    lines.push(`tools: ${yamlString(claude.join(", "))}`)
+    if (none.length > 0) lines.push(`# Kintsugi tools without a Claude Code equivalent, left out: ${none.join(", ")}`)
+  }
+  if (pkg.skills !== undefined && pkg.skills.length > 0) lines.push(`skills: ${yamlString(pkg.skills.join(", "))}`)
+  for (const key of Object.keys(pkg.metadata ?? {}).sort()) {
+    if (key === "name" || key === "description" || key === "tools" || key === "skills") continue
+    lines.push(`${yamlString(key)}: ${yamlValue(pkg.metadata?.[key])}`)
+  }
+  const sections = [
+    ...pkg.localSkills.map((s) => `\n\n## Skill: ${s.name}\n\n${s.content.trim()}\n`),
+    ...pkg.files.map((f) => `\n\n## File: ${f.path}\n\n${f.content.trim()}\n`)
+  ]
+  const body = pkg.instructions.endsWith("\n") || sections.length === 0 ? pkg.instructions : `${pkg.instructions}\n`
+  return `---\n${lines.join("\n")}\n---\n${body}${sections.join("")}`
 }

@@ -10,7 +10,7 @@ import { Either } from "effect"
 import { SKILL_NAME } from "../contract/AgentDefinition.ts"
 import type { Problem } from "../contract/Problem.ts"
 import { readFrontMatter } from "./frontMatter.ts"
-import { isRecord, keepForeign, mapTools, nameFrom, own, textOf, toolList, type ToolMapping } from "./interop.ts"
+import { FORBIDDEN_KEYS, isRecord, keepForeign, mapTools, nameFrom, own, textOf, toolList, type ToolMapping } from "./interop.ts"
 import { MAX_PACKAGE_BYTES, MAX_PACKAGE_FILE_BYTES, MAX_PACKAGE_FILES, PACKAGE_PATH, type RawPackageFile } from "./packageFiles.ts"
 import { displayName, duplicateNames, pathProblems } from "./packagePaths.ts"
 import { MAX_DESCRIPTION_LENGTH, MAX_ITEM_LENGTH, MAX_SKILL_NAME_LENGTH } from "./packageSchema.ts"
@@ -108,6 +108,9 @@ export const parseSkillFiles = (files: ReadonlyArray<RawPackageFile>, folder?: s
       }
       const license = label("license")
       let version = label("version")
+      for (const key of [...Object.keys(raw), ...(isRecord(raw["metadata"]) ? Object.keys(raw["metadata"]) : [])]) {
+        if (FORBIDDEN_KEYS.has(key)) problems.push({ path: `${SKILL_FILE}#${displayName(key)}`, message: "is not allowed" })
+      }
       const metadataRaw = own(raw, "metadata")
       if (metadataRaw !== undefined && !isRecord(metadataRaw)) problems.push({ path: `${SKILL_FILE}#metadata`, message: "must be a mapping of keys to values" })
       const metadata = keepForeign(raw, NATIVE_SKILL_KEYS, SKILL_FILE, notes)
@@ -119,12 +122,12 @@ export const parseSkillFiles = (files: ReadonlyArray<RawPackageFile>, folder?: s
         const list = toolList(allowed)
         if (list === undefined) problems.push({ path: `${SKILL_FILE}#allowed-tools`, message: "must be a list of tool names or a string of them" })
         else {
-          const mapped = mapTools(list, `${SKILL_FILE}#allowed-tools`)
+          const mapped = mapTools(list)
           toolMapping = mapped.mapping
           metadata["allowed-tools"] = mapped.tools
           const unknown = mapped.mapping.filter((m) => m.to === null).map((m) => displayName(m.from))
           notes.push(
-            `${SKILL_FILE}: allowed-tools kept in metadata as ${mapped.tools.length === 0 ? "[]" : mapped.tools.join(", ")} (a skill grants no tool: the agent's tools apply)` +
+            `${SKILL_FILE}: allowed-tools kept in metadata as ${mapped.tools.length === 0 ? "[]" : mapped.tools.map(String).join(", ")} (a skill grants no tool: the agent's tools apply)` +
               (unknown.length > 0 ? `; no kernel tool for ${unknown.join(", ")}` : "")
           )
         }

@@ -94,7 +94,7 @@ describe("Claude Code subagent files import via the API", () => {
     expect(at("researcher.md#tools.1")).toContain('unknown tool "WebFetch"')
     expect(at("researcher.md#tools.1")).toContain("Read→read, Grep→grep, Glob→find, LS→ls, Bash→shell, Write→write, Edit/MultiEdit→edit")
     expect(at("researcher.md#tools.2")).toContain('unknown tool "WebSearch"')
-    expect(at("researcher.md#tools.3")).toContain('tool pattern "Bash(git:*)" is not supported')
+    expect(at("researcher.md#tools.3")).toContain('tool patterns such as "Bash(git:*)" are not supported')
     expect(at("researcher.md#thinking")).not.toBe("")
     expect(at("researcher.md#body")).not.toBe("")
     // Nothing was saved.
@@ -169,5 +169,34 @@ describe("the CLI agents validate", () => {
   test("shows the mapping", async () => {
     const { out } = await validate(join(AGENTS_DIR, "code-reviewer.md"))
     expect(out).toContain("tools: Read→read, Grep→grep, Glob→find, Bash→shell")
+  })
+})
+
+describe("export in the Claude Code format", () => {
+  test("?format=claude writes one subagent file that imports back to the same tools and metadata", async () => {
+    await importFiles([{ path: "security-auditor.md", content: readFileSync(join(AGENTS_DIR, "security-auditor.md"), "utf8") }])
+    const r = await api.request("GET", "/api/admin/agents/security-auditor/export?format=claude", { token: api.reader.token })
+    expect(r.status).toBe(200)
+    expect(r.headers.get("content-type")).toBe("text/markdown; charset=utf-8")
+    expect(r.headers.get("content-disposition")).toBe('attachment; filename="security-auditor.md"')
+    expect(r.text).toContain('tools: "Read, Grep, Glob"\n')
+    expect(r.text).toContain("model: opus\n")
+    expect(r.text).toContain("color: red\n")
+    expect(r.text).not.toContain("audience")
+    const before = (await api.request("GET", "/api/admin/agents/security-auditor", { token: api.reader.token })).json<{ agent: Record<string, any> }>().agent
+    const again = await importFiles([{ path: "security-auditor.md", content: r.text }])
+    expect(again.status).toBe(201)
+    const after = again.json<{ agent: Record<string, any> }>().agent
+    expect(after.version).toBe(before.version + 1)
+    expect(after.package).toEqual(before.package)
+  })
+
+  test("kernel tools without a Claude equivalent are named in a comment; local skills become sections; a bad format is 400", async () => {
+    const md = "---\nname: native-one\nversion: 3\ndescription: Native.\ntools: [read, git, codemode]\nmetadata:\n  audience: runtime\n---\nWork carefully.\n"
+    expect((await importFiles([{ path: "native-one.md", content: md }, { path: "skills/notes/SKILL.md", content: "Take notes.\n" }])).status).toBe(201)
+    const r = await api.request("GET", "/api/admin/agents/native-one/export?format=claude", { token: api.reader.token })
+    expect(r.text).toBe('---\nname: native-one\ndescription: "Native."\ntools: "Read"\n# Kintsugi tools without a Claude Code equivalent, left out: git, codemode\n---\nWork carefully.\n\n\n## Skill: notes\n\nTake notes.\n')
+    expect((await api.request("GET", "/api/admin/agents/native-one/export?format=yaml", { token: api.reader.token })).status).toBe(400)
+    expect((await api.request("GET", "/api/admin/agents/architecture-map/export?format=claude", { token: api.reader.token })).status).toBe(200)
   })
 })

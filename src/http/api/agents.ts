@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto"
 import { AgentStore } from "../../agents/AgentStore.ts"
 import { parseApiCatalogQuery, queryKey } from "../../agents/catalogQuery.ts"
 import { importUpload, importZipUpload, type ImportOutcome } from "../../agents/importUpload.ts"
+import { toClaudeFile } from "../../agents/interop.ts"
 import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
 import { SkillStore } from "../../agents/SkillStore.ts"
 import { jobModelFor } from "../../providers/jobModelFor.ts"
@@ -144,6 +145,19 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
         const raw = i.url.searchParams.get("version")
         const version = raw === null ? undefined : yield* versionParam({ ...i, params: { version: raw } })
         const name = param(i, "name")
+        const format = i.url.searchParams.get("format") ?? "zip"
+        if (format !== "zip" && format !== "claude") return yield* Effect.fail(badRequest([{ path: "format", message: "must be zip or claude" }]))
+        if (format === "claude") {
+          const pkg = yield* (yield* store).exportPackage(name, version)
+          return new Response(toClaudeFile(pkg), {
+            headers: {
+              "content-type": "text/markdown; charset=utf-8",
+              "content-disposition": `attachment; filename="${name}.md"`,
+              "cache-control": "no-store",
+              "x-content-type-options": "nosniff"
+            }
+          })
+        }
         const zip = yield* (yield* store).exportZip(name, version)
         return new Response(zip, {
           headers: {

@@ -95,6 +95,16 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
       const decoded = decodeAll(AgentFrontMatter)(raw)
       if (Either.isLeft(decoded)) problems.push(...inFile(main, decoded.left))
       else frontMatter = decoded.right
+      // metadata keeps any key but these, which would be a prototype rather than data.
+      const metadata = own(raw, "metadata")
+      if (metadata !== null && typeof metadata === "object" && !Array.isArray(metadata)) {
+        for (const key of Object.keys(metadata)) {
+          if (key === "__proto__" || key === "constructor" || key === "prototype") {
+            problems.push({ path: `${main}#metadata.${key}`, message: "is unexpected (a prototype key, never kept)" })
+            frontMatter = undefined
+          }
+        }
+      }
       const name = own(raw, "name")
       if (typeof name === "string" && `${name}.md` !== main) {
         problems.push({ path: `${main}#name`, message: `must equal the file name: ${displayName(main)} declares "${displayName(name)}"` })

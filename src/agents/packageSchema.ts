@@ -62,11 +62,7 @@ export const AgentFrontMatter = Schema.Struct({
   thinking: optional(ThinkingLevel),
   "deny-command-patterns": optional(Patterns),
   /** `audience`, and any other keys kept as written (foreign keys of imported files land here). */
-  metadata: optional(
-    Schema.Struct({ audience: optional(Audience) }, Schema.Record({ key: Schema.String, value: Schema.Unknown })).pipe(
-      Schema.filter((m) => (Object.keys(m).some((k) => k === "__proto__" || k === "constructor" || k === "prototype") ? "__proto__, constructor and prototype are not allowed as keys" : undefined))
-    )
-  )
+  metadata: optional(Schema.Struct({ audience: optional(Audience) }, Schema.Record({ key: Schema.String, value: Schema.Unknown })))
 })
 export type AgentFrontMatter = typeof AgentFrontMatter.Type
 

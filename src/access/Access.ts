@@ -250,13 +250,21 @@ export const makeAccess = Effect.gen(function* () {
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
     bearer: (token) =>
       Effect.gen(function* () {
-        const rows = yield* sql<UserRow>`
-          UPDATE admin.api_token t SET last_used_at = now() FROM admin.app_user u
-          WHERE t.token_hash = ${hashToken(token)} AND t.revoked_at IS NULL AND t.expires_at > now()
-            AND u.id = t.user_id AND u.disabled_at IS NULL
-          RETURNING u.id, u.username`
+        // One read on the hot path (user and permissions together); last_used_at is written only when
+        // it is more than a minute old, so a client's burst of requests does not queue on one row lock.
+        const hash = hashToken(token)
+        const rows = yield* sql<UserRow & { stale: boolean; permissions: ReadonlyArray<Permission> }>`
+          SELECT u.id, u.username, (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute') AS stale,
+            coalesce(array_agg(p.permission) FILTER (WHERE p.permission IS NOT NULL), '{}') AS permissions
+          FROM admin.api_token t JOIN admin.app_user u ON u.id = t.user_id
+          LEFT JOIN admin.user_permission p ON p.user_id = u.id
+          WHERE t.token_hash = ${hash} AND t.revoked_at IS NULL AND t.expires_at > now() AND u.disabled_at IS NULL
+          GROUP BY u.id, u.username, t.last_used_at`
         const row = rows[0]
-        return row === undefined ? Option.none() : Option.some(yield* principalOf(row, "token"))
+        if (row === undefined) return Option.none()
+        if (row.stale) yield* sql`UPDATE admin.api_token SET last_used_at = now() WHERE token_hash = ${hash}`
+        const principal: Principal = { userId: row.id, username: row.username, permissions: new Set(row.permissions), via: "token" }
+        return Option.some(principal)
       }).pipe(Effect.orDie),
     users: Effect.map(
       sql<{ username: string; permissions: ReadonlyArray<Permission>; createdAt: Date; disabledAt: Date | null }>`

@@ -27,6 +27,12 @@ const audienceOf = (raw: Readonly<Record<string, unknown>> | undefined): Audienc
   return (AUDIENCES as ReadonlyArray<unknown>).includes(audience) ? (audience as Audience) : "runtime"
 }
 
+/** Front-matter metadata other than `audience`, when there is any. */
+const metadataOf = (metadata: AgentFrontMatter["metadata"]): { metadata?: Record<string, unknown> } => {
+  const { audience: _a, ...rest } = metadata ?? {}
+  return Object.keys(rest).length > 0 ? { metadata: rest } : {}
+}
+
 /** A local skill's optional front matter: valid YAML of `name` / `description`, `name` = folder. */
 const localSkillProblems = (name: string, path: string, text: string): Array<Problem> => {
   if (!text.startsWith("---")) return []
@@ -89,6 +95,16 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
       const decoded = decodeAll(AgentFrontMatter)(raw)
       if (Either.isLeft(decoded)) problems.push(...inFile(main, decoded.left))
       else frontMatter = decoded.right
+      // metadata keeps any key but these, which would be a prototype rather than data.
+      const metadata = own(raw, "metadata")
+      if (metadata !== null && typeof metadata === "object" && !Array.isArray(metadata)) {
+        for (const key of Object.keys(metadata)) {
+          if (key === "__proto__" || key === "constructor" || key === "prototype") {
+            problems.push({ path: `${main}#metadata.${key}`, message: "is unexpected (a prototype key, never kept)" })
+            frontMatter = undefined
+          }
+        }
+      }
       const name = own(raw, "name")
       if (typeof name === "string" && `${name}.md` !== main) {
         problems.push({ path: `${main}#name`, message: `must equal the file name: ${displayName(main)} declares "${displayName(name)}"` })
@@ -124,6 +140,7 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
     ...(fmv.thinking !== undefined ? { thinking: fmv.thinking } : {}),
     ...(fmv["deny-command-patterns"] !== undefined ? { denyCommandPatterns: fmv["deny-command-patterns"] } : {}),
     audience: fmv.metadata?.audience ?? "runtime",
+    ...metadataOf(fmv.metadata),
     instructions: body,
     localSkills: localSkills.map((s) => ({ name: s.name, content: text.get(s.path) ?? "" })).sort(byKey((s) => s.name)),
     files: files.map((path) => ({ path, content: text.get(path) ?? "" })).sort(byKey((f) => f.path))

@@ -7,18 +7,23 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { makeAgentCatalog } from "./agentCatalog.ts"
-import type { AgentView, CatalogEntry, Invalid, Preview, VersionInfo, Write } from "./AgentView.ts"
+import type { AgentView, CatalogEntry, CatalogPage, ImportedAgent, Invalid, Preview, VersionInfo, Write } from "./AgentView.ts"
+import type { AgentPackage } from "./AgentPackage.ts"
+import type { CatalogQuery } from "./catalogQuery.ts"
 import { makeAgentVersions } from "./agentVersions.ts"
 import { makeAgentWrites } from "./agentWrites.ts"
 import type { AgentExists, AgentNotFound, AgentVersionNotFound, BuiltinReadOnly, ImportRejected } from "./errors.ts"
 import { traced } from "../telemetry/traced.ts"
 
-export { PackageFilesInput, type AgentView, type Binding, type CatalogEntry, type Preview, type VersionInfo } from "./AgentView.ts"
+export { PackageFilesInput, type AgentView, type Binding, type CatalogEntry, type CatalogPage, type ImportedAgent, type Preview, type VersionInfo } from "./AgentView.ts"
 
 export class AgentStore extends Context.Tag("agents/AgentStore")<
   AgentStore,
   {
+    /** Every agent: built-ins first, then custom agents, each by name. */
     readonly catalog: Effect.Effect<ReadonlyArray<CatalogEntry>>
+    /** One filtered page of the catalog, from precomputed entries, cached per catalog generation. */
+    readonly page: (query: CatalogQuery) => Effect.Effect<CatalogPage>
     /** What the editor offers: kernel tools, shared skills, reserved (built-in) names. */
     readonly context: Effect.Effect<{
       readonly kernelTools: ReadonlyArray<string>
@@ -36,9 +41,14 @@ export class AgentStore extends Context.Tag("agents/AgentStore")<
     readonly copy: (name: string, newName: string, by: string) => Effect.Effect<AgentView, Invalid | AgentNotFound | AgentExists | BuiltinReadOnly>
     /** Dry run: every problem of a draft, and its job definition when it has none. Saves nothing. */
     readonly preview: (files: unknown) => Effect.Effect<Preview>
-    /** Imports package files (or a ZIP): creates the agent, or saves a new version of an existing custom one. */
-    readonly importFiles: (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string) => Write<AgentView>
-    readonly importZip: (zip: Uint8Array, by: string) => Effect.Effect<AgentView, Invalid | AgentExists | BuiltinReadOnly | ImportRejected>
+    /**
+     * Imports package files (or a ZIP), Claude Code subagent files included: creates the agent, or saves
+     * a new version of an existing custom one; with the notes and tool mapping of the adaptation.
+     */
+    readonly importFiles: (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string) => Write<ImportedAgent>
+    readonly importZip: (zip: Uint8Array, by: string) => Effect.Effect<ImportedAgent, Invalid | AgentExists | BuiltinReadOnly | ImportRejected>
+    /** The package of the current (or a given) version (the Claude Code export writes it as one file). */
+    readonly exportPackage: (name: string, version?: number) => Effect.Effect<AgentPackage, AgentNotFound | AgentVersionNotFound>
     /** The package of the current (or a given) version as a ZIP. */
     readonly exportZip: (name: string, version?: number) => Effect.Effect<Uint8Array, AgentNotFound | AgentVersionNotFound>
     readonly versions: (name: string) => Effect.Effect<ReadonlyArray<VersionInfo>, AgentNotFound | BuiltinReadOnly>
@@ -53,6 +63,7 @@ export const makeAgentStore = Effect.gen(function* () {
   const versions = makeAgentVersions(c)
   const service: AgentStore["Type"] = {
     catalog: c.catalog,
+    page: c.page,
     context: c.context,
     get: c.get,
     preview: c.preview,
@@ -64,6 +75,7 @@ export const makeAgentStore = Effect.gen(function* () {
     importFiles: writes.importFiles,
     importZip: writes.importZip,
     exportZip: versions.exportZip,
+    exportPackage: versions.exportPackage,
     versions: versions.versions,
     version: versions.version,
     restore: versions.restore

@@ -33,11 +33,31 @@ export interface CatalogEntry {
   readonly updatedAt: Date | null
 }
 
+/** One page of the catalog (AgentStore.page). */
+export interface CatalogPage {
+  readonly entries: ReadonlyArray<CatalogEntry>
+  /** Every agent of the catalog, filters aside. */
+  readonly total: number
+  /** Agents matching the filters, on every page. */
+  readonly matched: number
+  /** Pass as `cursor` for the next page; null on the last one. */
+  readonly nextCursor: string | null
+  /** The catalog generation the page was computed at (changes with any write that could change it). */
+  readonly generation: string
+}
+
 export interface AgentView extends CatalogEntry {
   readonly package: AgentPackage
   /** The package as files (`<name>.md`, skills, commands, …). */
   readonly files: ReadonlyArray<{ readonly path: string; readonly content: string }>
   readonly bindings: ReadonlyArray<Binding>
+}
+
+/** An import's outcome: the agent, what was adapted on the way (notes), and how tool names were mapped. */
+export interface ImportedAgent {
+  readonly agent: AgentView
+  readonly notes: ReadonlyArray<string>
+  readonly toolMapping: ReadonlyArray<{ readonly from: string; readonly to: string | null }>
 }
 
 export interface VersionInfo {

@@ -10,6 +10,7 @@ import { agentsUsingSkill } from "./agentRepo.ts"
 import { builtinAgents, builtinSkills, type SharedSkill } from "./builtins.ts"
 import { BuiltinReadOnly, SkillExists, SkillInUse, SkillInvalid, SkillNameTaken, SkillNotFound } from "./errors.ts"
 import { packageFileSkillName } from "./packageSkills.ts"
+import type { SkillImport } from "./skillImport.ts"
 import { traced } from "../telemetry/traced.ts"
 
 export const SkillInput = Schema.Struct({
@@ -25,6 +26,13 @@ export const SkillInput = Schema.Struct({
 export type SkillInput = typeof SkillInput.Type
 
 export interface SkillView extends SharedSkill {
+  /** From an imported Agent Skill's front matter; null when it has none. */
+  readonly license: string | null
+  readonly version: string | null
+  /** Other front-matter keys of an imported skill, kept as written (e.g. allowed-tools, mapped). */
+  readonly metadata: Readonly<Record<string, unknown>>
+  /** Resource files stored with the skill (path and size in bytes). */
+  readonly resources: ReadonlyArray<{ readonly path: string; readonly bytes: number }>
   readonly updatedBy: string | null
   readonly updatedAt: Date | null
   /** Agents whose current definition lists this skill. */
@@ -42,6 +50,10 @@ export class SkillStore extends Context.Tag("agents/SkillStore")<
     readonly create: (input: unknown, by: string) => Effect.Effect<SkillView, SkillInvalid | SkillExists | SkillNameTaken | BuiltinReadOnly>
     /** Replaces description and content; the name in `input`, if any, must equal `name`. */
     readonly update: (name: string, input: unknown, by: string) => Effect.Effect<SkillView, SkillInvalid | SkillNotFound | BuiltinReadOnly>
+    /** Creates or replaces a custom skill from an Agent Skill upload (resources replaced too); `created` says which. */
+    readonly importSkill: (skill: SkillImport, by: string) => Effect.Effect<{ readonly skill: SkillView; readonly created: boolean }, SkillNameTaken | BuiltinReadOnly>
+    /** The resource files of the given skills (skills without any are absent). */
+    readonly resources: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<{ readonly path: string; readonly content: Uint8Array }>>>
     /** Refused with the agents' names while any agent uses the skill. */
     readonly remove: (name: string) => Effect.Effect<void, SkillNotFound | SkillInUse | BuiltinReadOnly>
   }
@@ -53,7 +65,15 @@ interface SkillRow {
   readonly content: string
   readonly updatedBy: string
   readonly updatedAt: Date
+  readonly license: string | null
+  readonly version: string | null
+  readonly metadata: unknown
+  readonly resources: unknown
 }
+
+const resourceList = (v: unknown): Array<{ path: string; bytes: number }> =>
+  Array.isArray(v) ? v.flatMap((r) => (r !== null && typeof r === "object" && typeof r.path === "string" ? [{ path: String(r.path), bytes: Number(r.bytes) }] : [])) : []
+const metadataOf = (v: unknown): Record<string, unknown> => (v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
 
 export const makeSkillStore = Effect.gen(function* () {
   const sql = yield* SqlClient
@@ -64,11 +84,27 @@ export const makeSkillStore = Effect.gen(function* () {
   const usedBy = (name: string) => Effect.map(provide(agentsUsingSkill(name)), (custom) => [...builtinUsers(name), ...custom])
 
   const rows = (name?: string) =>
-    sql<SkillRow>`SELECT name, description, content, updated_by, updated_at FROM admin.agent_skill
-                  ${name === undefined ? sql`` : sql`WHERE name = ${name}`} ORDER BY name`
+    sql<SkillRow>`SELECT s.name, s.description, s.content, s.updated_by, s.updated_at, s.license, s.version, s.metadata,
+                    coalesce((SELECT jsonb_agg(jsonb_build_object('path', f.path, 'bytes', octet_length(f.content)) ORDER BY f.path)
+                              FROM admin.agent_skill_file f WHERE f.skill = s.name), '[]'::jsonb) AS resources
+                  FROM admin.agent_skill s
+                  ${name === undefined ? sql`` : sql`WHERE s.name = ${name}`} ORDER BY s.name`
   const viewOf = (row: SkillRow) =>
-    Effect.map(usedBy(row.name), (users): SkillView => ({ name: row.name, description: row.description, content: row.content, builtin: false, updatedBy: row.updatedBy, updatedAt: row.updatedAt, usedBy: users }))
-  const builtinView = (s: SharedSkill) => Effect.map(usedBy(s.name), (users): SkillView => ({ ...s, updatedBy: null, updatedAt: null, usedBy: users }))
+    Effect.map(usedBy(row.name), (users): SkillView => ({
+      name: row.name,
+      description: row.description,
+      content: row.content,
+      builtin: false,
+      license: row.license,
+      version: row.version,
+      metadata: metadataOf(row.metadata),
+      resources: resourceList(row.resources),
+      updatedBy: row.updatedBy,
+      updatedAt: row.updatedAt,
+      usedBy: users
+    }))
+  const builtinView = (s: SharedSkill) =>
+    Effect.map(usedBy(s.name), (users): SkillView => ({ ...s, license: null, version: null, metadata: {}, resources: [], updatedBy: null, updatedAt: null, usedBy: users }))
   /** Built-in agents that have a local or file skill called `name`. */
   const builtinLocalUsers = (name: string): Array<string> =>
     [...builtinAgents().values()]
@@ -119,6 +155,39 @@ export const makeSkillStore = Effect.gen(function* () {
         if (updated.length === 0) return yield* Effect.fail(new SkillNotFound({ name }))
         return yield* Effect.orDie(get(name))
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    importSkill: (skill, by) =>
+      Effect.gen(function* () {
+        if (builtinSkills().has(skill.name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name: skill.name }))
+        const taken = builtinLocalUsers(skill.name)
+        if (taken.length > 0) return yield* Effect.fail(new SkillNameTaken({ name: skill.name, agents: taken }))
+        const created = yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const rows = yield* sql<{ created: boolean }>`
+              INSERT INTO admin.agent_skill (name, description, content, updated_by, license, version, metadata)
+              VALUES (${skill.name}, ${skill.description}, ${skill.content}, ${by}, ${skill.license}, ${skill.version}, ${JSON.stringify(skill.metadata)}::jsonb)
+              ON CONFLICT (name) DO UPDATE SET description = EXCLUDED.description, content = EXCLUDED.content,
+                updated_by = EXCLUDED.updated_by, updated_at = now(), license = EXCLUDED.license, version = EXCLUDED.version,
+                metadata = EXCLUDED.metadata
+              RETURNING (xmax = 0) AS created`
+            yield* sql`DELETE FROM admin.agent_skill_file WHERE skill = ${skill.name}`
+            yield* Effect.forEach(skill.files, (f) => sql`INSERT INTO admin.agent_skill_file (skill, path, content) VALUES (${skill.name}, ${f.path}, ${f.content})`, { discard: true })
+            return rows[0]?.created === true
+          })
+        )
+        return { skill: yield* Effect.orDie(get(skill.name)), created }
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    resources: (names) =>
+      names.length === 0
+        ? Effect.succeed(new Map())
+        : Effect.map(
+            sql<{ skill: string; path: string; content: Uint8Array }>`
+              SELECT skill, path, content FROM admin.agent_skill_file WHERE skill IN ${sql.in(names)} ORDER BY skill, path`,
+            (rows) => {
+              const out = new Map<string, Array<{ path: string; content: Uint8Array }>>()
+              for (const r of rows) out.set(r.skill, [...(out.get(r.skill) ?? []), { path: r.path, content: new Uint8Array(r.content) }])
+              return out as ReadonlyMap<string, ReadonlyArray<{ path: string; content: Uint8Array }>>
+            }
+          ).pipe(Effect.catchTag("SqlError", Effect.die)),
     remove: (name) =>
       Effect.gen(function* () {
         if (builtinSkills().has(name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name }))

@@ -7,9 +7,12 @@ import { Effect, Either } from "effect"
 import { KERNEL_TOOLS } from "../contract/AgentDefinition.ts"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { serializeAgentPackage, type AgentPackage } from "./AgentPackage.ts"
-import { PackageFilesInput, type AgentView, type Binding, type CatalogEntry, type Preview } from "./AgentView.ts"
+import { installationProblems } from "./agentChecks.ts"
+import { PackageFilesInput, type AgentView, type Binding, type CatalogEntry, type CatalogPage, type Preview } from "./AgentView.ts"
 import * as repo from "./agentRepo.ts"
-import { builtinAgents } from "./builtins.ts"
+import { builtinAgents, builtinSkills } from "./builtins.ts"
+import * as entries from "./catalogEntries.ts"
+import { ALL_AGENTS, encodeCursor, queryKey, searchWords, type CatalogQuery } from "./catalogQuery.ts"
 import { AgentNotFound, BuiltinReadOnly } from "./errors.ts"
 import { SkillStore } from "./SkillStore.ts"
 import { checkAgentPackage, toAgentDefinition, validateAgent, type ValidationContext } from "./validateAgent.ts"
@@ -25,9 +28,8 @@ export const makeAgentCatalog = Effect.gen(function* () {
     ([contents, mcpServers]) => ({ contents, ctx: { sharedSkills: new Set(contents.keys()), mcpServers } as ValidationContext })
   )
 
-  // Versions are immutable, so a decoded package is cached by name@version for good; its validity
-  // depends only on the sets of shared skill and MCP server names, so it is cached for the current sets.
-  const packages = new Map<string, AgentPackage>()
+  // A built-in's validity depends only on the sets of shared skill and MCP server names, so it is
+  // cached for the current sets.
   let validity: { key: string; problems: Map<string, ReadonlyArray<Problem>> } = { key: "", problems: new Map() }
   const MAX_CACHED = 10_000
   const problemsOf = (id: string, pkg: AgentPackage, ctx: ValidationContext): ReadonlyArray<Problem> => {
@@ -39,18 +41,6 @@ export const makeAgentCatalog = Effect.gen(function* () {
     if (validity.problems.size < MAX_CACHED) validity.problems.set(id, problems)
     return problems
   }
-  const currentPackages = (heads: ReadonlyArray<repo.AgentHead>) =>
-    Effect.gen(function* () {
-      const missing = heads.filter((h) => !packages.has(`${h.name}@${h.currentVersion}`))
-      for (const row of yield* provide(repo.selectPackages(missing.map((h) => ({ name: h.name, version: h.currentVersion }))))) {
-        if (packages.size >= MAX_CACHED) packages.clear()
-        packages.set(`${row.name}@${row.version}`, row.package)
-      }
-      return heads.flatMap((h) => {
-        const pkg = packages.get(`${h.name}@${h.currentVersion}`)
-        return pkg === undefined ? [] : [{ head: h, pkg }]
-      })
-    })
   const bindingsOf = (name: string) =>
     Effect.map(provide(repo.selectBindings(name)), (rows): Array<Binding> => rows.map(({ agentName: _a, ...b }) => b))
 
@@ -83,6 +73,112 @@ export const makeAgentCatalog = Effect.gen(function* () {
   const notBuiltin = (name: string) =>
     builtinAgents().has(name) ? Effect.fail(new BuiltinReadOnly({ kind: "agent", name })) : Effect.void
 
+  /** Does an entry pass the state filter? */
+  const stateMatches = (state: CatalogQuery["state"], e: { readonly enabled: boolean; readonly problems: ReadonlyArray<Problem> }) =>
+    state === "all" ||
+    (state === "valid" && e.problems.length === 0) ||
+    (state === "problems" && e.problems.length > 0) ||
+    (state === "enabled" && e.enabled) ||
+    (state === "disabled" && !e.enabled)
+
+  /** One page from SQL over the precomputed entries (custom agents) and memory (built-ins, first). */
+  const computePage = (query: CatalogQuery, generation: string) =>
+    Effect.gen(function* () {
+      yield* provide(entries.fillMissingEntries)
+      const [customSkills, mcpServers] = yield* Effect.all([provide(entries.selectSkillNames), provide(repo.selectMcpServerNames)])
+      const ctx: ValidationContext = { sharedSkills: new Set([...builtinSkills().keys(), ...customSkills]), mcpServers }
+      const words = searchWords(query.q)
+      const { cursor, limit, state } = query
+
+      const builtinMatches = (query.kind === "custom" ? [] : [...builtinAgents().values()])
+        .filter((pkg) => {
+          const text = `${pkg.name} ${pkg.description}`.toLowerCase()
+          return words.every((w) => text.includes(w)) && (query.audience === "all" || pkg.audience === query.audience)
+        })
+        .map((pkg) => ({ pkg, enabled: true, problems: problemsOf(`builtin:${pkg.name}`, pkg, ctx) }))
+        .filter((b) => stateMatches(state, b))
+      const builtinsAfter = cursor === null ? builtinMatches : cursor.builtin ? builtinMatches.filter((b) => b.pkg.name > cursor.name) : []
+      const builtinPage = limit === null ? builtinsAfter : builtinsAfter.slice(0, limit)
+      const moreBuiltins = limit !== null && builtinsAfter.length > limit
+      const remaining = limit === null ? null : limit - builtinPage.length
+
+      const filter: entries.CustomFilter = { words, audience: query.audience, enabled: state === "enabled" ? true : state === "disabled" ? false : null }
+      const customAfter = cursor !== null && !cursor.builtin ? cursor.name : null
+      const withProblems = (row: entries.EntryRow) => ({ row, problems: [...row.problems, ...installationProblems(entries.draftOfRefs(row.refs), ctx)] })
+      let customPage: Array<ReturnType<typeof withProblems>> = []
+      let customMatched = 0
+      let moreCustom = false
+      if (query.kind !== "builtin") {
+        if (state === "valid" || state === "problems") {
+          // Validity depends on the installation (skills, MCP servers): filtered here, on the light entries.
+          const matching = (yield* provide(entries.selectEntries(filter, null, null))).map(withProblems).filter((x) => stateMatches(state, { enabled: x.row.enabled, problems: x.problems }))
+          customMatched = matching.length
+          const after = customAfter === null ? matching : matching.filter((x) => x.row.name > customAfter)
+          customPage = remaining === null ? after : moreBuiltins ? [] : after.slice(0, remaining)
+          moreCustom = remaining !== null && !moreBuiltins && after.length > remaining
+        } else {
+          customMatched = yield* provide(entries.countEntries(filter))
+          if (remaining === 0) moreCustom = !moreBuiltins && customMatched > 0
+          else if (!moreBuiltins) {
+            const rows = yield* provide(entries.selectEntries(filter, customAfter, remaining === null ? null : remaining + 1))
+            moreCustom = remaining !== null && rows.length > remaining
+            customPage = (remaining === null ? rows : rows.slice(0, remaining)).map(withProblems)
+          }
+        }
+      }
+      const total = builtinAgents().size + (yield* provide(entries.countEntries({ words: [], audience: "all", enabled: null })))
+      const names = [...builtinPage.map((b) => b.pkg.name), ...customPage.map((c) => c.row.name)]
+      const bindings = new Map((yield* provide(entries.selectDefaultBindings(names))).map(({ agentName, ...b }) => [agentName, b] as const))
+      const pageEntries: Array<CatalogEntry> = [
+        ...builtinPage.map((b) =>
+          entry(b.pkg, { builtin: true, version: b.pkg.version, enabled: true, updatedAt: null }, b.problems, bindings.has(b.pkg.name) ? [bindings.get(b.pkg.name)!] : [])
+        ),
+        ...customPage.map(({ row, problems }): CatalogEntry => ({
+          name: row.name,
+          builtin: false,
+          description: row.description,
+          audience: row.audience,
+          version: row.currentVersion,
+          enabled: row.enabled,
+          problems,
+          binding: bindings.get(row.name) ?? null,
+          updatedAt: row.updatedAt
+        }))
+      ]
+      const last = pageEntries[pageEntries.length - 1]
+      const page: CatalogPage = {
+        entries: pageEntries,
+        total,
+        matched: builtinMatches.length + customMatched,
+        nextCursor: (moreBuiltins || moreCustom) && last !== undefined ? encodeCursor({ builtin: last.builtin, name: last.name }) : null,
+        generation
+      }
+      return page
+    })
+
+  // Pages are cached by query for the current catalog generation (migration 047's counter, bumped in
+  // the writing transaction by any change to agents, bindings, shared skills or MCP servers).
+  const pageCache = new Map<string, CatalogPage>()
+  let cachedGeneration = ""
+  const MAX_CACHED_PAGES = 512
+  const page = (query: CatalogQuery): Effect.Effect<CatalogPage> =>
+    Effect.gen(function* () {
+      const generation = yield* provide(entries.selectGeneration)
+      if (generation !== cachedGeneration) {
+        pageCache.clear()
+        cachedGeneration = generation
+      }
+      const key = queryKey(query)
+      const hit = pageCache.get(key)
+      if (hit !== undefined) return hit
+      const computed = yield* computePage(query, generation)
+      if (cachedGeneration === generation) {
+        if (pageCache.size >= MAX_CACHED_PAGES) pageCache.clear()
+        pageCache.set(key, computed)
+      }
+      return computed
+    }).pipe(Effect.orDie)
+
   const getView = (name: string) =>
     Effect.gen(function* () {
       const builtin = builtinAgents().get(name)
@@ -99,23 +195,8 @@ export const makeAgentCatalog = Effect.gen(function* () {
     findCustom,
     notBuiltin,
     get: getView,
-    catalog: Effect.gen(function* () {
-      const { ctx } = yield* validation
-      const bindings = yield* provide(repo.selectBindings())
-      const bindingsFor = (name: string) => bindings.filter((b) => b.agentName === name).map(({ agentName: _a, ...b }) => b)
-      const builtins = [...builtinAgents().values()].map((pkg) =>
-        entry(pkg, { builtin: true, version: pkg.version, enabled: true, updatedAt: null }, problemsOf(`builtin:${pkg.name}`, pkg, ctx), bindingsFor(pkg.name))
-      )
-      const custom = (yield* currentPackages(yield* provide(repo.selectAgentHeads))).map(({ head, pkg }) =>
-        entry(
-          pkg,
-          { builtin: false, version: head.currentVersion, enabled: head.enabled, updatedAt: head.updatedAt },
-          problemsOf(`${head.name}@${head.currentVersion}`, pkg, ctx),
-          bindingsFor(head.name)
-        )
-      )
-      return [...builtins, ...custom]
-    }).pipe(Effect.orDie),
+    catalog: Effect.map(page(ALL_AGENTS), (p) => p.entries),
+    page,
     context: Effect.map(skills.list, (list) => ({
       kernelTools: KERNEL_TOOLS,
       sharedSkills: list.map((s) => ({ name: s.name, description: s.description, builtin: s.builtin })),

@@ -6,6 +6,7 @@ import { Either } from "effect"
 import { KERNEL_TOOLS, MCP_GRANT, SKILL_NAME, THINKING_LEVELS } from "../contract/AgentDefinition.ts"
 import type { Problem } from "../contract/Problem.ts"
 import { compileDenyPatterns } from "../tools/denyPatterns.ts"
+import { claudeToolHint } from "./interop.ts"
 import { displayName } from "./packagePaths.ts"
 import type { Audience } from "./packageSchema.ts"
 import { MAX_SKILL_NAME_LENGTH } from "./packageSchema.ts"
@@ -52,7 +53,8 @@ const toolProblems = (d: AgentDraft): Array<Problem> => {
         path,
         message:
           `unknown tool "${displayName(value)}": a runtime agent may use the kernel tools (${KERNEL_TOOLS.join(", ")}) ` +
-          "and MCP grants mcp__<server>__<tool> or mcp__<server>__*"
+          "and MCP grants mcp__<server>__<tool> or mcp__<server>__*" +
+          claudeToolHint(value)
       })
     }
   }

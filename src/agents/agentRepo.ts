@@ -5,6 +5,7 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import { AgentPackage } from "./AgentPackage.ts"
+import { insertEntry } from "./catalogEntries.ts"
 
 export interface AgentRow {
   readonly name: string
@@ -81,10 +82,14 @@ export const nextVersion = (name: string) =>
     )
   )
 
+/** Records an immutable version and its precomputed catalog entry (migration 047). */
 export const insertVersion = (name: string, version: number, pkg: AgentPackage, savedBy: string, note: string) =>
   Effect.flatMap(SqlClient, (sql) =>
-    sql`INSERT INTO admin.agent_version (name, version, package, saved_by, note)
-        VALUES (${name}, ${version}, ${JSON.stringify(pkg)}::jsonb, ${savedBy}, ${note})`
+    Effect.zipRight(
+      sql`INSERT INTO admin.agent_version (name, version, package, saved_by, note)
+          VALUES (${name}, ${version}, ${JSON.stringify(pkg)}::jsonb, ${savedBy}, ${note})`,
+      insertEntry(name, version, pkg)
+    )
   )
 
 export const insertAgent = (name: string, audience: string, version: number) =>

@@ -22,19 +22,23 @@ export const makeAgentVersions = (c: AgentCatalog) => {
       return { current, row }
     }).pipe(Effect.catchTag("SqlError", Effect.die))
 
+  /** The package of the current (or a given) version. */
+  const exportPackage = (name: string, version?: number) =>
+    Effect.gen(function* () {
+      if (version === undefined) return (yield* getView(name)).package
+      const builtin = builtinAgents().get(name)
+      if (builtin !== undefined) {
+        return builtin.version === version || String(builtin.version) === String(version)
+          ? builtin
+          : yield* Effect.fail(new AgentVersionNotFound({ name, version }))
+      }
+      const { row } = yield* Effect.catchTag(versionOf(name, version), "BuiltinReadOnly", Effect.die)
+      return row.package
+    })
+
   return {
-    exportZip: (name: string, version?: number) =>
-      Effect.gen(function* () {
-        if (version === undefined) return writeZip((yield* getView(name)).files)
-        const builtin = builtinAgents().get(name)
-        if (builtin !== undefined) {
-          return builtin.version === version || String(builtin.version) === String(version)
-            ? writeZip(serializeAgentPackage(builtin))
-            : yield* Effect.fail(new AgentVersionNotFound({ name, version }))
-        }
-        const { row } = yield* Effect.catchTag(versionOf(name, version), "BuiltinReadOnly", Effect.die)
-        return writeZip(serializeAgentPackage(row.package))
-      }),
+    exportPackage,
+    exportZip: (name: string, version?: number) => Effect.map(exportPackage(name, version), (pkg) => writeZip(serializeAgentPackage(pkg))),
     versions: (name: string) =>
       Effect.gen(function* () {
         yield* notBuiltin(name)

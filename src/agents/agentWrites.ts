@@ -6,10 +6,11 @@ import { Effect, Either } from "effect"
 import { decodeAll } from "../contract/Problem.ts"
 import { serializeAgentPackage, type AgentPackage } from "./AgentPackage.ts"
 import type { AgentCatalog } from "./agentCatalog.ts"
-import { PackageFilesInput, type AgentView, type Write } from "./AgentView.ts"
+import { PackageFilesInput, type AgentView, type ImportedAgent, type Write } from "./AgentView.ts"
 import * as repo from "./agentRepo.ts"
 import { AgentExists, AgentInvalid, AgentNotFound, ImportRejected } from "./errors.ts"
 import { checkAgentPackage } from "./validateAgent.ts"
+import { adaptAgentFiles } from "./interop.ts"
 import { readZip, unwrapSingleFolder } from "./zip.ts"
 
 /** The write members of AgentStore over the read side `c`. */
@@ -70,13 +71,20 @@ export const makeAgentWrites = (c: AgentCatalog) => {
       return yield* customView(row)
     }).pipe(Effect.catchTag("SqlError", Effect.die))
 
-  const importPackage = (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string): Write<AgentView> =>
+  /** Imports package files, Claude Code subagent files included (adapted first): every problem in one round. */
+  const importPackage = (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string): Write<ImportedAgent> =>
     Effect.gen(function* () {
-      const pkg = yield* check(unwrapSingleFolder(files))
+      const adapted = adaptAgentFiles(unwrapSingleFolder(files))
+      const { ctx } = yield* validation
+      const checked = checkAgentPackage(adapted.files, ctx)
+      const problems = [...adapted.problems, ...(Either.isLeft(checked) ? checked.left : [])]
+      if (problems.length > 0 || Either.isLeft(checked)) return yield* Effect.fail(new AgentInvalid({ problems }))
+      const pkg = checked.right
       const exists = (yield* provide(repo.selectAgents(pkg.name))).length > 0
-      return exists
+      const agent = exists
         ? yield* Effect.catchTag(savePackage(pkg.name, pkg, by, "imported"), "AgentNotFound", () => createPackage(pkg, by, "imported"))
         : yield* createPackage(pkg, by, "imported")
+      return { agent, notes: adapted.notes, toolMapping: adapted.toolMapping }
     }).pipe(Effect.catchTag("SqlError", Effect.die))
 
   return {

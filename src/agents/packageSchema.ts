@@ -61,7 +61,8 @@ export const AgentFrontMatter = Schema.Struct({
   skills: optional(List),
   thinking: optional(ThinkingLevel),
   "deny-command-patterns": optional(Patterns),
-  metadata: optional(Schema.Struct({ audience: optional(Audience) }))
+  /** `audience`, and any other keys kept as written (foreign keys of imported files land here). */
+  metadata: optional(Schema.Struct({ audience: optional(Audience) }, Schema.Record({ key: Schema.String, value: Schema.Unknown })))
 })
 export type AgentFrontMatter = typeof AgentFrontMatter.Type
 
@@ -93,6 +94,8 @@ export const AgentPackage = Schema.Struct({
   thinking: optional(ThinkingLevel),
   denyCommandPatterns: optional(Schema.Array(Schema.String)),
   audience: Audience,
+  /** Front-matter `metadata` other than `audience`, kept as written (e.g. an imported file's `model`, `color`). */
+  metadata: optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   /** The body of `<name>.md`, verbatim. */
   instructions: Schema.String,
   localSkills: Schema.Array(LocalSkill),

@@ -20,6 +20,9 @@ export const yamlString = (s: string): string =>
         (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
       )
 
+/** Any metadata value: a string as yamlString, anything else as JSON (YAML's flow style reads it back equal). */
+export const yamlValue = (v: unknown): string => (typeof v === "string" ? yamlString(v) : JSON.stringify(v ?? null))
+
 const yamlScalar = (v: string | number): string => (typeof v === "number" ? String(v) : yamlString(v))
 
 const yamlList = (key: string, items: ReadonlyArray<string> | undefined): Array<string> =>
@@ -36,7 +39,10 @@ export const frontMatterYaml = (pkg: AgentPackage): string =>
     ...(pkg.thinking !== undefined ? [`thinking: ${yamlString(pkg.thinking)}`] : []),
     ...yamlList("deny-command-patterns", pkg.denyCommandPatterns),
     "metadata:",
-    `  audience: ${pkg.audience}`
+    `  audience: ${pkg.audience}`,
+    ...Object.keys(pkg.metadata ?? {})
+      .sort()
+      .map((k) => `  ${yamlString(k)}: ${yamlValue(pkg.metadata?.[k])}`)
   ]
     .map((line) => `${line}\n`)
     .join("")

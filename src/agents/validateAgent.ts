@@ -20,7 +20,7 @@ export interface ValidationContext {
   readonly mcpServers?: ReadonlySet<string>
 }
 
-const draftOf = (pkg: AgentPackage): AgentDraft => ({
+export const draftOf = (pkg: AgentPackage): AgentDraft => ({
   file: `${pkg.name}.md`,
   audience: pkg.audience,
   tools: pkg.tools,
@@ -41,11 +41,15 @@ const isAgentName = Schema.is(AgentName)
  * shared skill; the thinking level and deny patterns are valid; instructions are not empty. Problem
  * paths as parseAgentPackage's. Pure; never throws.
  */
-export const validateAgent = (pkg: AgentPackage, ctx: ValidationContext): Array<Problem> => {
+export const validateAgent = (pkg: AgentPackage, ctx: ValidationContext): Array<Problem> =>
+  [...packageProblems(pkg), ...installationProblems(draftOf(pkg), ctx)]
+
+/** The problems of validateAgent that depend on the package alone (the name and the intrinsic checks). */
+export const packageProblems = (pkg: AgentPackage): Array<Problem> => {
   const draft = draftOf(pkg)
   const problems: Array<Problem> = []
   if (!isAgentName(pkg.name)) problems.push({ path: `${draft.file}#name`, message: `must match [a-z][a-z0-9-]* and be at most ${MAX_AGENT_NAME_LENGTH} characters` })
-  return [...problems, ...intrinsicProblems(draft), ...installationProblems(draft, ctx)]
+  return [...problems, ...intrinsicProblems(draft)]
 }
 
 /**

@@ -2,7 +2,10 @@
  * `kintsugi agents validate <file|dir|zip>`: the format checks of an agent package. Shared skills are a
  * note; MCP grants are checked against `--mcp-servers` or the installation's registry when it can be read.
  */
+import { basename, resolve } from "node:path"
 import { parsePackageDraft } from "./AgentPackage.ts"
+import { adaptAgentFiles, type ToolMapping } from "./interop.ts"
+import { isSkillUpload, parseSkillFiles } from "./skillImport.ts"
 import { sandboxConfigFromEnv } from "../tools/Sandbox.ts"
 import type { McpRegistry } from "./registeredMcpServers.ts"
 import { installationProblems, mcpServersOf } from "./validateAgent.ts"
@@ -21,7 +24,8 @@ const stdio: CommandIo = {
 
 export const VALIDATE_USAGE = [
   "usage: kintsugi agents validate [--json] [--mcp-servers <a,b>] <file|dir|zip>",
-  "  <name>.md        a single agent file",
+  "  <name>.md        a single agent file (a Claude Code subagent file too)",
+  "  SKILL.md         an Agent Skill (or its folder or .zip, with resources)",
   "  <dir>            a package folder (read recursively; symbolic links are not followed)",
   "  <package>.zip    an exported package (one enclosing folder is allowed)",
   "  --mcp-servers    the registered MCP servers to check grants against (default: the installation's,",
@@ -36,6 +40,8 @@ const safe = (line: string) => displayName(line)
 export interface ValidationReport {
   readonly problems: ReadonlyArray<{ readonly path: string; readonly message: string }>
   readonly notes: ReadonlyArray<string>
+  /** How tool names of a Claude Code file (or a skill's allowed-tools) were mapped; `to: null` = no equivalent. */
+  readonly toolMapping: ReadonlyArray<ToolMapping>
   readonly package?: { readonly name: string; readonly version: string; readonly audience: string }
 }
 
@@ -56,9 +62,23 @@ export const validatePackage = async (
 ): Promise<ValidationReport | { readonly usage: string }> => {
   const loaded = await loadPackageFiles(target)
   if ("usage" in loaded) return { usage: loaded.usage }
-  const parsed = loaded.files.length > 0 || loaded.problems.length === 0 ? parsePackageDraft(loaded.files) : undefined
-  const problems = [...loaded.problems, ...(parsed?.problems ?? [])]
-  const notes: Array<string> = []
+  if (isSkillUpload(loaded.files)) {
+    // An Agent Skill: a SKILL.md, or its folder or ZIP; the folder's name names a skill without one.
+    const folder = loaded.files.length > 0 && !target.toLowerCase().endsWith(".md") && !target.toLowerCase().endsWith(".zip") ? basename(resolve(target)) : undefined
+    const skill = parseSkillFiles(loaded.files, folder)
+    const problems = [...loaded.problems, ...skill.problems]
+    return {
+      problems,
+      notes: skill.notes,
+      toolMapping: skill.toolMapping,
+      ...(problems.length > 0 || skill.skill === undefined ? {} : { package: { name: skill.skill.name, version: skill.skill.version ?? "-", audience: "shared skill" } })
+    }
+  }
+  // Claude Code subagent files are adapted first (tool names mapped, foreign keys kept in metadata).
+  const adapted = adaptAgentFiles(loaded.files)
+  const parsed = loaded.files.length > 0 || loaded.problems.length === 0 ? parsePackageDraft(adapted.files) : undefined
+  const problems = [...loaded.problems, ...adapted.problems, ...(parsed?.problems ?? [])]
+  const notes: Array<string> = [...adapted.notes]
   const skills = (parsed?.draft.skills ?? []).filter((s): s is string => typeof s === "string")
   if (skills.length > 0) notes.push(`shared skills are checked when the agent is installed: ${skills.join(", ")}`)
   const tools = (parsed?.draft.tools ?? []).filter((s): s is string => typeof s === "string")
@@ -81,6 +101,7 @@ export const validatePackage = async (
   return {
     problems,
     notes,
+    toolMapping: adapted.toolMapping,
     ...(problems.length > 0 || pkg === undefined ? {} : { package: { name: pkg.name, version: String(pkg.version), audience: pkg.audience } })
   }
 }
@@ -115,6 +136,7 @@ export const agentsValidateMain = async (
   else {
     for (const p of report.problems) io.out(safe(`${p.path}: ${p.message}`))
     for (const n of report.notes) io.out(safe(`note: ${n}`))
+    if (report.toolMapping.length > 0) io.out(safe(`tools: ${report.toolMapping.map((m) => `${m.from}→${m.to ?? "(none)"}`).join(", ")}`))
     if (report.package !== undefined) io.out(safe(`ok: ${report.package.name} v${report.package.version} (${report.package.audience})`))
   }
   return report.package === undefined ? 1 : 0

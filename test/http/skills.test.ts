@@ -28,6 +28,10 @@ describe("GET /api/admin/agent-skills", () => {
       description: "Back every claim about the code with the file and line it came from.",
       content: expect.stringMatching(/^# Cite evidence\n/),
       builtin: true,
+      license: null,
+      version: null,
+      metadata: {},
+      resources: [],
       updatedBy: null,
       updatedAt: null,
       usedBy: expect.any(Array)
@@ -37,6 +41,10 @@ describe("GET /api/admin/agent-skills", () => {
       description: "The listed-skill skill.",
       content: "# listed-skill\nDo it well.\n",
       builtin: false,
+      license: null,
+      version: null,
+      metadata: {},
+      resources: [],
       updatedBy: "manager",
       updatedAt: expect.any(String),
       usedBy: ["skill-user"]

@@ -1,48 +1,24 @@
-/** The catalog's search and filters: read from the query string (unknown values fall back to "all"), applied to the entries. */
-import type { CatalogEntry } from "../../src/agents/AgentStore.ts"
+/**
+ * The catalog's search, filters and page: read leniently from the query string (unknown values fall
+ * back to "all", a bad cursor to the first page). Filtering and paging happen in the store, server-side.
+ */
+import { type CatalogQuery, parsePortalCatalogQuery } from "../../src/agents/catalogQuery.ts"
 
-export const KINDS = ["all", "builtin", "custom"] as const
-export const AUDIENCE_FILTERS = ["all", "runtime", "member"] as const
-export const STATES = ["all", "valid", "problems", "enabled", "disabled"] as const
+export { AUDIENCE_FILTERS, isFiltered, KINDS, STATES, type CatalogQuery } from "../../src/agents/catalogQuery.ts"
 
-export interface CatalogQuery {
-  readonly q: string
-  readonly kind: (typeof KINDS)[number]
-  readonly audience: (typeof AUDIENCE_FILTERS)[number]
-  readonly state: (typeof STATES)[number]
+export const parseCatalogQuery = parsePortalCatalogQuery
+
+/** The /agents URL of `q`'s filters, at `cursor` (an encoded nextCursor) or the first page. */
+export const catalogHref = (q: CatalogQuery, cursor: string | null): string => {
+  const params = new URLSearchParams()
+  if (q.q.trim() !== "") params.set("q", q.q)
+  if (q.kind !== "all") params.set("kind", q.kind)
+  if (q.audience !== "all") params.set("audience", q.audience)
+  if (q.state !== "all") params.set("state", q.state)
+  if (cursor !== null) params.set("cursor", cursor)
+  const s = params.toString()
+  return s === "" ? "/agents" : `/agents?${s}`
 }
 
-const oneOf = <T extends string>(values: ReadonlyArray<T>, raw: string | null): T =>
-  values.find((v) => v === raw) ?? (values[0] as T)
-
-export const parseCatalogQuery = (params: URLSearchParams): CatalogQuery => ({
-  q: (params.get("q") ?? "").slice(0, 200),
-  kind: oneOf(KINDS, params.get("kind")),
-  audience: oneOf(AUDIENCE_FILTERS, params.get("audience")),
-  state: oneOf(STATES, params.get("state"))
-})
-
-export const isFiltered = (q: CatalogQuery): boolean => q.q.trim() !== "" || q.kind !== "all" || q.audience !== "all" || q.state !== "all"
-
-/** Entries matching every filter; the search looks at name and description, case-insensitively, all words. */
-export const filterCatalog = (entries: ReadonlyArray<CatalogEntry>, q: CatalogQuery): Array<CatalogEntry> => {
-  const words = q.q.toLowerCase().split(/\s+/).filter((w) => w !== "")
-  return entries.filter((e) => {
-    const text = `${e.name} ${e.description}`.toLowerCase()
-    if (!words.every((w) => text.includes(w))) return false
-    if (q.kind !== "all" && e.builtin !== (q.kind === "builtin")) return false
-    if (q.audience !== "all" && e.audience !== q.audience) return false
-    switch (q.state) {
-      case "all":
-        return true
-      case "valid":
-        return e.problems.length === 0
-      case "problems":
-        return e.problems.length > 0
-      case "enabled":
-        return e.enabled
-      case "disabled":
-        return !e.enabled
-    }
-  })
-}
+/** Whether the page shown is not the first one. */
+export const isLaterPage = (q: CatalogQuery): boolean => q.cursor !== null

@@ -2,15 +2,15 @@
  * The catalog (/agents): built-in and custom agents with audience, version, validity, enabled state
  * and model binding; search and filters re-render only the results fragment through htmx.
  */
-import type { CatalogEntry } from "../../src/agents/AgentStore.ts"
-import { AUDIENCE_FILTERS, KINDS, STATES, type CatalogQuery } from "../models/catalogQuery.ts"
+import type { CatalogEntry, CatalogPage } from "../../src/agents/AgentStore.ts"
+import { AUDIENCE_FILTERS, catalogHref, isLaterPage, KINDS, STATES, type CatalogQuery } from "../models/catalogQuery.ts"
 import { agentHref, alert, badge, emptyState, pageHeader, problemList } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { layout, type PageContext } from "../layout.ts"
 
 export interface CatalogProps {
-  readonly total: number
-  readonly entries: ReadonlyArray<CatalogEntry>
+  /** The page of entries, with the totals and the next page's cursor (filtered and paged server-side). */
+  readonly page: CatalogPage
   readonly query: CatalogQuery
   readonly filtered: boolean
   readonly notice: string | null
@@ -60,13 +60,30 @@ const row = (e: CatalogEntry): Html => html`
     <td data-label="Model">${binding(e)}</td>
   </tr>`
 
-/** The results: a count and the table, or an empty state. Swapped into #agent-results on search. */
-export const catalogResults = (props: CatalogProps): Html => html`
+const pageLink = (query: CatalogQuery, cursor: string | null, label: string, rel: string): Html => {
+  const href = catalogHref(query, cursor)
+  return html`<a class="button secondary" rel="${rel}" href="${href}" hx-get="${href}" hx-target="#agent-results" hx-push-url="true">${label}</a>`
+}
+
+/** First / next page links; the catalog pages by cursor, so there is no page count to jump into. */
+const pager = (props: CatalogProps): Html =>
+  props.page.nextCursor === null && !isLaterPage(props.query)
+    ? html``
+    : html`<nav class="pager" aria-label="Catalog pages">
+        ${isLaterPage(props.query) ? pageLink(props.query, null, "First page", "first") : html``}
+        ${props.page.nextCursor === null ? html`` : pageLink(props.query, props.page.nextCursor, "Next page", "next")}
+      </nav>`
+
+/** The results: a count, the table (one page) and the pager, or an empty state. Swapped into #agent-results on search. */
+export const catalogResults = (props: CatalogProps): Html => {
+  const { entries, total, matched } = props.page
+  const shown = entries.length < matched ? ` (showing ${entries.length} on this page)` : ""
+  return html`
   <p class="muted count" role="status">${
-    props.filtered ? `${props.entries.length} of ${props.total} agents match` : `${props.total} agent${props.total === 1 ? "" : "s"}`
+    props.filtered ? `${matched} of ${total} agents match${shown}` : `${total} agent${total === 1 ? "" : "s"}${shown}`
   }</p>
   ${
-    props.entries.length === 0
+    entries.length === 0
       ? emptyState(
           props.filtered ? "No agent matches these filters." : "No agents yet.",
           props.filtered ? "Try other words, or clear the filters." : "Create one, or import a package.",
@@ -74,9 +91,11 @@ export const catalogResults = (props: CatalogProps): Html => html`
         )
       : html`<table class="catalog">
           <thead><tr><th scope="col">Agent</th><th scope="col">Kind</th><th scope="col">Audience</th><th scope="col">Version</th><th scope="col">Validity</th><th scope="col">State</th><th scope="col">Model binding</th></tr></thead>
-          <tbody>${props.entries.map(row)}</tbody>
-        </table>`
+          <tbody>${entries.map(row)}</tbody>
+        </table>
+        ${pager(props)}`
   }`
+}
 
 export const catalogPage = (ctx: PageContext, props: CatalogProps): Html =>
   layout(

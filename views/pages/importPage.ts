@@ -9,13 +9,33 @@ export interface ImportResult {
   readonly problems: ReadonlyArray<Problem>
 }
 
+/** A successful import that adapted something (a Claude Code subagent file, an Agent Skill): what and how. */
+export interface ImportDone {
+  readonly kind: "agent" | "skill"
+  readonly name: string
+  readonly href: string
+  readonly notes: ReadonlyArray<string>
+  readonly toolMapping: ReadonlyArray<{ readonly from: string; readonly to: string | null }>
+}
+
+export const importDone = (done: ImportDone): Html =>
+  alert(
+    "ok",
+    html`<a href="${done.href}">Open ${done.kind === "agent" ? "the agent" : "the shared skill"} ${done.name}</a>
+      ${done.toolMapping.length === 0 ? html`` : html`<table class="mapping"><caption>Tool names mapped</caption>
+        <thead><tr><th scope="col">In the file</th><th scope="col">Kintsugi tool</th></tr></thead>
+        <tbody>${done.toolMapping.map((m) => html`<tr><td hx-disable>${m.from}</td><td>${m.to ?? "none"}</td></tr>`)}</tbody></table>`}
+      <ul class="notes">${done.notes.map((n) => html`<li hx-disable>${n}</li>`)}</ul>`,
+    done.kind === "agent" ? "Agent imported." : "Shared skill imported."
+  )
+
 /** What an import that saved nothing says: the reason and every problem. */
 export const importResult = (result: ImportResult | null): Html =>
   result === null
     ? html``
     : alert("error", html`<span hx-disable>${result.message}</span>${problemList(result.problems)}`, "Nothing was imported.")
 
-export const importPage = (ctx: PageContext, result: ImportResult | null): Html =>
+export const importPage = (ctx: PageContext, result: ImportResult | null, done: ImportDone | null = null): Html =>
   layout(
     ctx,
     "Import an agent",
@@ -23,6 +43,9 @@ export const importPage = (ctx: PageContext, result: ImportResult | null): Html 
   ${pageHeader("Import an agent", { crumbs: [["/agents", "Agents"]] })}
   <section class="card narrow-wide">
     <p>Upload a package as a <strong>.zip</strong> (the package folder, zipped), or the agent's <strong>&lt;name&gt;.md</strong> file.
+      Claude Code subagent files import too (tool names are mapped, other keys kept in metadata), and so do Agent Skills:
+      a <strong>SKILL.md</strong>, or its folder zipped with its resources, becomes a shared skill.</p>
+    <p>
       A package with the name of an existing custom agent becomes its next version; built-in names are reserved.</p>
     <p class="muted">Every file is checked first: when anything is wrong, every problem is listed and nothing is saved.</p>
     ${
@@ -38,6 +61,6 @@ export const importPage = (ctx: PageContext, result: ImportResult | null): Html 
           </form>`
         : alert("info", "Importing needs the agents.manage permission.")
     }
-    <div id="import-result" aria-live="polite">${importResult(result)}</div>
+    <div id="import-result" aria-live="polite">${done === null ? importResult(result) : importDone(done)}</div>
   </section>`
   )

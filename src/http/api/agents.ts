@@ -1,7 +1,11 @@
 /** The Agent Builder API (spec "Agent Builder" endpoint table): agents, versions, import/export, shared skills. */
-import { Effect, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { Elysia } from "elysia"
+import { randomBytes } from "node:crypto"
 import { AgentStore } from "../../agents/AgentStore.ts"
+import { parseApiCatalogQuery, queryKey } from "../../agents/catalogQuery.ts"
+import { importUpload, importZipUpload, type ImportOutcome } from "../../agents/importUpload.ts"
+import { toClaudeFile } from "../../agents/interop.ts"
 import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
 import { SkillStore } from "../../agents/SkillStore.ts"
 import { jobModelFor } from "../../providers/jobModelFor.ts"
@@ -24,6 +28,12 @@ const ImportBody = Schema.Union(
   Schema.Struct({ zip: Schema.String })
 )
 
+/** An import's answer: the agent (or the shared skill), the notes of what was adapted, and the tool mapping. */
+const importAnswer = (r: ImportOutcome) =>
+  r.kind === "agent"
+    ? { agent: r.agent, notes: r.notes, toolMapping: r.toolMapping }
+    : { skill: r.skill, created: r.created, notes: r.notes, toolMapping: r.toolMapping }
+
 const versionParam = (input: RouteInput): Effect.Effect<number, ApiError> => {
   const raw = param(input, "version")
   const n = Number(raw)
@@ -35,10 +45,35 @@ const base64 = (text: string, path: string): Effect.Effect<Uint8Array, ApiError>
     ? Effect.succeed(new Uint8Array(Buffer.from(text, "base64")))
     : Effect.fail(badRequest([{ path, message: "is not base64" }]))
 
+/** Differs per server process, so an ETag never outlives a restart (built-ins ship with the release). */
+const BOOT = randomBytes(4).toString("hex")
+
+/** RFC 9110 If-None-Match, weak comparison: `*` or any listed tag equal to `etag`. */
+const notModified = (header: string | null, etag: string): boolean =>
+  header !== null && header.split(",").some((t) => {
+    const tag = t.trim().replace(/^W\//, "")
+    return tag === "*" || tag === etag
+  })
+
+/**
+ * The catalog, paged and filtered (`?q=&kind=&audience=&state=&limit=&cursor=`, `?all=1` for every
+ * agent), with an ETag: the same URL answers 304 until something that could change it is written.
+ */
+const catalogRoute = (input: RouteInput) =>
+  Effect.gen(function* () {
+    const parsed = parseApiCatalogQuery(input.url.searchParams)
+    if (Either.isLeft(parsed)) return yield* Effect.fail(badRequest(parsed.left))
+    const page = yield* (yield* AgentStore).page(parsed.right)
+    const etag = `"c-${BOOT}-${page.generation}-${Bun.hash(queryKey(parsed.right)).toString(36)}"`
+    const headers = { etag, "cache-control": "private, no-cache" }
+    if (notModified(input.request.headers.get("if-none-match"), etag)) return new Response(null, { status: 304, headers })
+    return json({ agents: page.entries, total: page.total, matched: page.matched, nextCursor: page.nextCursor }, 200, headers)
+  })
+
 export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>) => {
   const store = AgentStore
   return new Elysia({ name: "agent-builder-api" })
-    .get("/api/admin/agents", route("read", () => Effect.map(Effect.flatMap(store, (s) => s.catalog), (agents) => json({ agents }))))
+    .get("/api/admin/agents", route("read", catalogRoute))
     .get("/api/admin/agents/context", route("read", () => Effect.map(Effect.flatMap(store, (s) => s.context), json)))
     .post(
       "/api/admin/agents/preview",
@@ -50,9 +85,8 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
     .post(
       "/api/admin/agents/import",
       route("agents.manage", ({ request, principal }) => Effect.gen(function* () {
-        const s = yield* store
         const body = yield* decodeBody(request, ImportBody)
-        if ("zip" in body) return json({ agent: yield* s.importZip(yield* base64(body.zip, "zip"), principal.username) }, 201)
+        if ("zip" in body) return json(importAnswer(yield* importZipUpload(yield* base64(body.zip, "zip"), principal.username)), 201)
         const files = yield* Effect.forEach(body.files, (f, i): Effect.Effect<{ path: string; content: string | Uint8Array }, ApiError> =>
           f.contentBase64 !== undefined
             ? Effect.map(base64(f.contentBase64, `files.${i}.contentBase64`), (content) => ({ path: f.path, content }))
@@ -60,7 +94,7 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
               ? Effect.succeed({ path: f.path, content: f.content })
               : Effect.fail(badRequest([{ path: `files.${i}`, message: "needs content or contentBase64" }]))
         )
-        return json({ agent: yield* s.importFiles(files, principal.username) }, 201)
+        return json(importAnswer(yield* importUpload(files, principal.username)), 201)
       }))
     )
     .post(
@@ -111,6 +145,19 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
         const raw = i.url.searchParams.get("version")
         const version = raw === null ? undefined : yield* versionParam({ ...i, params: { version: raw } })
         const name = param(i, "name")
+        const format = i.url.searchParams.get("format") ?? "zip"
+        if (format !== "zip" && format !== "claude") return yield* Effect.fail(badRequest([{ path: "format", message: "must be zip or claude" }]))
+        if (format === "claude") {
+          const pkg = yield* (yield* store).exportPackage(name, version)
+          return new Response(toClaudeFile(pkg), {
+            headers: {
+              "content-type": "text/markdown; charset=utf-8",
+              "content-disposition": `attachment; filename="${name}.md"`,
+              "cache-control": "no-store",
+              "x-content-type-options": "nosniff"
+            }
+          })
+        }
         const zip = yield* (yield* store).exportZip(name, version)
         return new Response(zip, {
           headers: {

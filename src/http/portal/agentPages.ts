@@ -8,11 +8,13 @@ import { AgentStore, type AgentView } from "../../agents/AgentStore.ts"
 import type { Problem } from "../../contract/Problem.ts"
 import { catalogPage, catalogResults } from "../../../views/pages/catalog.ts"
 import { editorPage, previewFragment } from "../../../views/pages/agentEditor.ts"
-import { importPage, importResult, type ImportResult } from "../../../views/pages/importPage.ts"
+import { importDone, importPage, importResult, type ImportDone, type ImportResult } from "../../../views/pages/importPage.ts"
+import { importUpload, importZipUpload, type ImportOutcome } from "../../agents/importUpload.ts"
+import type { SkillStore } from "../../agents/SkillStore.ts"
 import type { PageContext } from "../../../views/layout.ts"
 import type { ApiError } from "../respond.ts"
 import { blankForm, filesOfForm, formFromFields, mainFile, placeProblems, type AgentForm } from "../../../views/models/agentForm.ts"
-import { filterCatalog, isFiltered, parseCatalogQuery } from "../../../views/models/catalogQuery.ts"
+import { isFiltered, parseCatalogQuery } from "../../../views/models/catalogQuery.ts"
 import { editorContext } from "./editorOptions.ts"
 import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalRunner } from "./portalRoute.ts"
@@ -39,9 +41,8 @@ export const agentPages = (portal: PortalRunner) =>
       "/agents",
       portal.page("read", ({ request, url, page }) =>
         Effect.gen(function* () {
-          const all = yield* (yield* AgentStore).catalog
           const query = parseCatalogQuery(url.searchParams)
-          const props = { total: all.length, entries: filterCatalog(all, query), query, filtered: isFiltered(query), notice: noticeOf(url, "") }
+          const props = { page: yield* (yield* AgentStore).page(query), query, filtered: isFiltered(query), notice: noticeOf(url, "") }
           return htmlResponse(isHtmx(request) ? catalogResults(props) : catalogPage(page, props))
         })
       )
@@ -100,23 +101,30 @@ export const agentPages = (portal: PortalRunner) =>
           if (zips.length > 0 && uploads.length > 1) {
             return importFailure(request, page, { message: "Upload one .zip on its own, or the package's .md files.", problems: [] })
           }
-          const store = yield* AgentStore
-          const imported: Effect.Effect<AgentView, ApiError> =
+          const imported: Effect.Effect<ImportOutcome, ApiError, AgentStore | SkillStore> =
             zips[0] !== undefined
-              ? Effect.flatMap(Effect.promise(() => zips[0]!.bytes()), (bytes) => store.importZip(bytes, principal.username))
+              ? Effect.flatMap(Effect.promise(() => zips[0]!.bytes()), (bytes) => importZipUpload(bytes, principal.username))
               : Effect.flatMap(
                   Effect.promise(() => Promise.all(uploads.map(async (f) => ({ path: f.name, content: await f.bytes() })))),
-                  (files) => store.importFiles(files, principal.username)
+                  (files) => importUpload(files, principal.username)
                 )
           return yield* imported.pipe(
-            Effect.map((agent) => redirect(request, `/agents/${encodeURIComponent(agent.name)}?imported=${String(agent.version)}`)),
+            Effect.map((r) => {
+              const href = r.kind === "agent" ? `/agents/${encodeURIComponent(r.agent.name)}?imported=${String(r.agent.version)}` : `/agent-skills/${encodeURIComponent(r.skill.name)}`
+              // Nothing adapted: straight to what was imported. Else the notes and the tool mapping first.
+              if (r.notes.length === 0) return redirect(request, href)
+              const done: ImportDone = { kind: r.kind, name: r.kind === "agent" ? r.agent.name : r.skill.name, href, notes: r.notes, toolMapping: r.toolMapping }
+              return isHtmx(request) ? htmlResponse(importDone(done)) : htmlResponse(importPage(page, null, done))
+            }),
             Effect.catchAll((e): Effect.Effect<Response, ApiError> => {
               switch (e._tag) {
                 case "AgentInvalid":
                 case "ImportRejected":
+                case "SkillInvalid":
                   return Effect.succeed(importFailure(request, page, { message: e.message, problems: e.problems }))
                 case "AgentExists":
                 case "BuiltinReadOnly":
+                case "SkillNameTaken":
                   return Effect.succeed(importFailure(request, page, { message: e.message, problems: [] }))
                 default:
                   return Effect.fail(e)

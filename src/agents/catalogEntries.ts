@@ -1,0 +1,158 @@
+/**
+ * Precomputed catalog entries (migration 047): one per immutable agent version, written with the
+ * version, so a catalog page is a plain SQL query — filtered, paged by name — and never decodes a
+ * package. Validity = the entry's package-only problems + the installation checks on its refs.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Effect, Schema } from "effect"
+import { Problem } from "../contract/Problem.ts"
+import type { AgentDraft } from "./agentChecks.ts"
+import { AgentPackage } from "./AgentPackage.ts"
+import { draftOf, packageProblems } from "./validateAgent.ts"
+
+/** What the installation checks look at (AgentDraft without the package-only fields). */
+export const CatalogRefs = Schema.Struct({
+  file: Schema.String,
+  audience: Schema.Literal("runtime", "member"),
+  tools: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+  skills: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+  localSkills: Schema.Array(Schema.String),
+  files: Schema.Array(Schema.String)
+})
+export type CatalogRefs = typeof CatalogRefs.Type
+
+export interface StoredEntry {
+  readonly description: string
+  readonly audience: "runtime" | "member"
+  /** `name description`, lower-cased: the search matches every word in it. */
+  readonly search: string
+  readonly refs: CatalogRefs
+  readonly problems: ReadonlyArray<Problem>
+}
+
+export const entryOfPackage = (pkg: AgentPackage): StoredEntry => {
+  const d = draftOf(pkg)
+  return {
+    description: pkg.description,
+    audience: pkg.audience,
+    search: `${pkg.name} ${pkg.description}`.toLowerCase(),
+    refs: {
+      file: d.file,
+      audience: d.audience,
+      ...(pkg.tools !== undefined ? { tools: pkg.tools } : {}),
+      ...(pkg.skills !== undefined ? { skills: pkg.skills } : {}),
+      localSkills: d.localSkills,
+      files: d.files
+    },
+    problems: packageProblems(pkg)
+  }
+}
+
+export const draftOfRefs = (refs: CatalogRefs): AgentDraft => ({ ...refs })
+
+/** Writes the entry of `name@version` (idempotent: entries are immutable like their versions). */
+export const insertEntry = (name: string, version: number, pkg: AgentPackage) =>
+  Effect.flatMap(SqlClient, (sql) => {
+    const e = entryOfPackage(pkg)
+    return sql`INSERT INTO admin.agent_catalog_entry (name, version, description, audience, search, refs, problems)
+      VALUES (${name}, ${version}, ${e.description}, ${e.audience}, ${e.search}, ${JSON.stringify(e.refs)}::jsonb, ${JSON.stringify(e.problems)}::jsonb)
+      ON CONFLICT (name, version) DO NOTHING`
+  })
+
+const decodePackage = Schema.decodeUnknownSync(AgentPackage)
+
+/**
+ * Writes the missing entries of current versions (versions saved before migration 047, or written
+ * by SQL); returns how many were written. One anti-join when none is missing.
+ */
+export const fillMissingEntries = Effect.flatMap(SqlClient, (sql) =>
+  Effect.gen(function* () {
+    const missing = yield* sql<{ name: string; version: number; package: unknown }>`
+      SELECT v.name, v.version, v.package FROM admin.agent a
+      JOIN admin.agent_version v ON v.name = a.name AND v.version = a.current_version
+      LEFT JOIN admin.agent_catalog_entry e ON e.name = a.name AND e.version = a.current_version
+      WHERE e.name IS NULL`
+    if (missing.length === 0) return 0
+    const rows = missing.map((m) => {
+      const e = entryOfPackage(decodePackage(m.package))
+      return { name: m.name, version: m.version, description: e.description, audience: e.audience, search: e.search, refs: e.refs, problems: e.problems }
+    })
+    yield* sql`INSERT INTO admin.agent_catalog_entry (name, version, description, audience, search, refs, problems)
+      SELECT r.name, r.version, r.description, r.audience, r.search, r.refs, r.problems
+      FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+        AS r(name text, version integer, description text, audience text, search text, refs jsonb, problems jsonb)
+      ON CONFLICT (name, version) DO NOTHING`
+    return rows.length
+  })
+)
+
+/** The catalog generation: changes with every write to agents, bindings, shared skills or MCP servers. */
+export const selectGeneration = Effect.flatMap(SqlClient, (sql) =>
+  Effect.map(sql<{ n: string | number }>`SELECT n FROM admin.catalog_generation`, (rows) => String(rows[0]?.n ?? "0"))
+)
+
+export interface CustomFilter {
+  readonly words: ReadonlyArray<string>
+  readonly audience: "all" | "runtime" | "member"
+  readonly enabled: boolean | null
+}
+
+const EntryRow = Schema.Struct({
+  name: Schema.String,
+  enabled: Schema.Boolean,
+  currentVersion: Schema.Number,
+  updatedAt: Schema.DateFromSelf,
+  description: Schema.String,
+  audience: Schema.Literal("runtime", "member"),
+  refs: CatalogRefs,
+  problems: Schema.Array(Problem)
+})
+export type EntryRow = typeof EntryRow.Type
+const decodeRows = Schema.decodeUnknownSync(Schema.Array(EntryRow))
+
+const where = (sql: SqlClient, f: CustomFilter, after: string | null) => {
+  const conditions = [
+    ...f.words.map((w) => sql`strpos(e.search, ${w}) > 0`),
+    ...(f.audience === "all" ? [] : [sql`e.audience = ${f.audience}`]),
+    ...(f.enabled === null ? [] : [sql`a.enabled = ${f.enabled}`]),
+    ...(after === null ? [] : [sql`a.name > ${after}`])
+  ]
+  return conditions.length === 0 ? sql`` : sql`WHERE ${sql.and(conditions)}`
+}
+
+/** Custom agents matching `f` after `after` (by name), at most `limit` (null = all), entries included. */
+export const selectEntries = (f: CustomFilter, after: string | null, limit: number | null) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    Effect.map(
+      sql`SELECT a.name, a.enabled, a.current_version, a.updated_at, e.description, e.audience, e.refs, e.problems
+          FROM admin.agent a JOIN admin.agent_catalog_entry e ON e.name = a.name AND e.version = a.current_version
+          ${where(sql, f, after)}
+          ORDER BY a.name ${limit === null ? sql`` : sql`LIMIT ${limit}`}`,
+      decodeRows
+    )
+  )
+
+/** How many custom agents match `f`. */
+export const countEntries = (f: CustomFilter) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    Effect.map(
+      sql<{ n: string | number }>`SELECT count(*) AS n FROM admin.agent a
+        JOIN admin.agent_catalog_entry e ON e.name = a.name AND e.version = a.current_version ${where(sql, f, null)}`,
+      (rows) => Number(rows[0]?.n ?? 0)
+    )
+  )
+
+/** Names of the custom shared skills (the installation checks need names only). */
+export const selectSkillNames = Effect.flatMap(SqlClient, (sql) =>
+  Effect.map(sql<{ name: string }>`SELECT name FROM admin.agent_skill`, (rows) => rows.map((r) => r.name))
+)
+
+/** Installation-default bindings of the given agents. */
+export const selectDefaultBindings = (names: ReadonlyArray<string>) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    names.length === 0
+      ? Effect.succeed([])
+      : sql<{ agentName: string; projectId: string; providerId: string; modelId: string; thinking: string | null }>`
+          SELECT agent_name, project_id, provider_id, model_id, thinking FROM admin.agent_binding
+          WHERE project_id = '' AND agent_name IN ${sql.in(names)}`
+  )

@@ -1,0 +1,155 @@
+/**
+ * The catalog at scale (issue 15 item 4): GET /api/admin/agents pages by cursor, filters by q, kind,
+ * audience and state in the database, answers 304 to a matching If-None-Match until a write changes
+ * the catalog, and `?all=1` still returns everything. Entries are precomputed per version; versions
+ * written before migration 047 (or by SQL) get theirs on the first read.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
+import { Effect } from "effect"
+import { type Api, createAgent, createSkill, useApi } from "../support/api.ts"
+
+// bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
+setDefaultTimeout(60_000)
+
+const api = useApi()
+const BUILTINS = 5
+
+const get = (path: string, headers: Record<string, string> = {}, a: Api = api) => a.request("GET", path, { token: a.reader.token, headers })
+const names = (body: { agents: Array<{ name: string }> }) => body.agents.map((a) => a.name)
+interface Page {
+  agents: Array<{ name: string; builtin: boolean; problems: Array<unknown>; enabled: boolean; binding: unknown }>
+  total: number
+  matched: number
+  nextCursor: string | null
+}
+const page = async (query: string): Promise<Page> => {
+  const r = await get(`/api/admin/agents${query}`)
+  expect(r.status).toBe(200)
+  return r.json<Page>()
+}
+const sql = <A>(f: (sql: SqlClient) => Effect.Effect<A, unknown>) => api.runtime.runPromise(Effect.orDie(Effect.flatMap(SqlClient, f)))
+
+/** 120 custom agents written straight into SQL (no entries: as if saved before migration 047). */
+const seed = () =>
+  sql((s) =>
+    s.withTransaction(
+      Effect.all([
+        s`INSERT INTO admin.agent_version (name, version, package, saved_by, note)
+          SELECT 'seeded-' || lpad(i::text, 3, '0'), 1, jsonb_build_object(
+            'name', 'seeded-' || lpad(i::text, 3, '0'), 'version', 1,
+            'description', CASE WHEN i % 10 = 0 THEN 'Tenth seeded helper number ' || i ELSE 'Seeded agent ' || i END,
+            'tools', jsonb_build_array('read'), 'audience', CASE WHEN i % 3 = 0 THEN 'member' ELSE 'runtime' END,
+            'instructions', 'Seeded ' || i, 'localSkills', jsonb_build_array(), 'files', jsonb_build_array()), 'test', 'seeded'
+          FROM generate_series(1, 120) AS i`,
+        s`INSERT INTO admin.agent (name, audience, current_version)
+          SELECT 'seeded-' || lpad(i::text, 3, '0'), CASE WHEN i % 3 = 0 THEN 'member' ELSE 'runtime' END, 1 FROM generate_series(1, 120) AS i`,
+        s`INSERT INTO admin.agent_version_counter (name, last_version) SELECT 'seeded-' || lpad(i::text, 3, '0'), 1 FROM generate_series(1, 120) AS i`
+      ])
+    )
+  )
+
+describe("GET /api/admin/agents: pages, filters, ETag", () => {
+  test("agents saved before the entries existed get theirs on first read; the default is a page of 50", async () => {
+    await seed()
+    expect(await sql((s) => Effect.map(s<{ n: number }>`SELECT count(*)::int AS n FROM admin.agent_catalog_entry WHERE name LIKE 'seeded-%'`, (r) => r[0]!.n))).toBe(0)
+    const first = await page("")
+    expect(first.total).toBe(BUILTINS + 120)
+    expect(first.matched).toBe(BUILTINS + 120)
+    expect(first.agents.length).toBe(50)
+    expect(first.agents.slice(0, BUILTINS).every((a) => a.builtin)).toBe(true)
+    expect(first.nextCursor).not.toBeNull()
+    expect(await sql((s) => Effect.map(s<{ n: number }>`SELECT count(*)::int AS n FROM admin.agent_catalog_entry WHERE name LIKE 'seeded-%'`, (r) => r[0]!.n))).toBe(120)
+  })
+
+  test("following nextCursor visits every agent once, in order, built-ins first; the last page has no cursor", async () => {
+    const all = await page("?all=1")
+    expect(all.agents.length).toBe(BUILTINS + 120)
+    expect(all.nextCursor).toBeNull()
+    const seen: Array<string> = []
+    let cursor: string | null = ""
+    let pages = 0
+    while (cursor !== null) {
+      const p: Page = await page(`?limit=7${cursor === "" ? "" : `&cursor=${cursor}`}`)
+      expect(p.agents.length).toBeLessThanOrEqual(7)
+      seen.push(...names(p))
+      cursor = p.nextCursor
+      pages++
+    }
+    expect(pages).toBe(Math.ceil((BUILTINS + 120) / 7))
+    expect(seen).toEqual(names(all))
+    // A page boundary exactly after the built-ins still leads on to the custom agents.
+    const five = await page("?limit=5")
+    expect(five.agents.every((a) => a.builtin)).toBe(true)
+    expect(names(await page(`?limit=2&cursor=${five.nextCursor}`))).toEqual(["seeded-001", "seeded-002"])
+  })
+
+  test("q matches every word of name or description in the database; kind, audience and state filter", async () => {
+    const tenth = await page("?q=TENTH+helper&limit=200")
+    expect(names(tenth)).toEqual(Array.from({ length: 12 }, (_, i) => `seeded-${String((i + 1) * 10).padStart(3, "0")}`))
+    expect(tenth.matched).toBe(12)
+    expect(tenth.total).toBe(BUILTINS + 120)
+    // Characters that are special in LIKE patterns are plain text here.
+    expect((await page("?q=%25")).matched).toBe(0)
+    expect((await page("?q=_")).matched).toBe(0)
+    expect(names(await page("?kind=builtin")).length).toBe(BUILTINS)
+    const custom = await page("?kind=custom&audience=member&limit=200")
+    expect(custom.matched).toBe(40)
+    expect(custom.agents.every((a) => !a.builtin)).toBe(true)
+    const paged = await page("?kind=custom&audience=member&limit=30")
+    expect(paged.agents.length).toBe(30)
+    expect(names(await page(`?kind=custom&audience=member&limit=30&cursor=${paged.nextCursor}`)).length).toBe(10)
+    expect((await page("?state=disabled")).matched).toBe(0)
+    expect((await page("?state=problems")).matched).toBe(0)
+  })
+
+  test("validity is the installation's now: an agent listing a missing skill has problems until the skill exists", async () => {
+    await createSkill(api, "arrives-later")
+    await createAgent(api, "needs-skill", { skills: ["arrives-later"] })
+    expect((await page("?q=needs-skill")).agents[0]!.problems).toEqual([])
+    await sql((s) => s`DELETE FROM admin.agent_skill WHERE name = 'arrives-later'`)
+    const broken = await page("?q=needs-skill&state=problems")
+    expect(names(broken)).toEqual(["needs-skill"])
+    expect(JSON.stringify(broken.agents[0]!.problems)).toContain('shared skill \\"arrives-later\\" does not exist')
+    expect(names(await page("?q=needs-skill&state=valid"))).toEqual([])
+  })
+
+  test("ETag: 304 to If-None-Match until a write changes the catalog; other queries have other tags", async () => {
+    const r1 = await get("/api/admin/agents?limit=10")
+    const etag = r1.headers.get("etag")
+    expect(etag).toMatch(/^"c-/)
+    expect(r1.headers.get("cache-control")).toBe("private, no-cache")
+    const r2 = await get("/api/admin/agents?limit=10", { "if-none-match": etag! })
+    expect(r2.status).toBe(304)
+    expect(r2.text).toBe("")
+    expect((await get("/api/admin/agents?limit=10", { "if-none-match": `"other", W/${etag}` })).status).toBe(304)
+    const other = await get("/api/admin/agents?limit=11")
+    expect(other.headers.get("etag")).not.toBe(etag)
+    // Any write that could change an answer: an agent saved, disabled, deleted; a skill; a binding.
+    await createAgent(api, "etag-changer")
+    const r3 = await get("/api/admin/agents?limit=10", { "if-none-match": etag! })
+    expect(r3.status).toBe(200)
+    const etag2 = r3.headers.get("etag")!
+    expect(etag2).not.toBe(etag)
+    await api.request("PATCH", "/api/admin/agents/etag-changer", { token: api.manager.token, json: { enabled: false } })
+    const r4 = await get("/api/admin/agents?limit=10", { "if-none-match": etag2 })
+    expect(r4.status).toBe(200)
+    expect((await page("?q=etag-changer")).agents[0]!.enabled).toBe(false)
+    await createSkill(api, "etag-skill")
+    expect((await get("/api/admin/agents?limit=10", { "if-none-match": r4.headers.get("etag")! })).status).toBe(200)
+  })
+
+  test("bad query parameters: 400 naming every one at once", async () => {
+    const r = await get("/api/admin/agents?limit=0&kind=robots&state=odd&audience=x&cursor=not*a*cursor")
+    expect(r.status).toBe(400)
+    const problems = r.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path).sort()
+    expect(problems).toEqual(["audience", "cursor", "kind", "limit", "state"])
+    expect((await get("/api/admin/agents?limit=201")).status).toBe(400)
+    expect((await get("/api/admin/agents?limit=2.5")).status).toBe(400)
+    expect((await get("/api/admin/agents?all=1&limit=5")).status).toBe(400)
+    expect((await get(`/api/admin/agents?q=${"x".repeat(201)}`)).status).toBe(400)
+    // A well-formed cursor of a name that is gone still works: the next names after it.
+    const cursor = Buffer.from("c:seeded-0505", "utf8").toString("base64url")
+    expect((await get(`/api/admin/agents?cursor=${cursor}`)).status).toBe(200)
+  })
+})

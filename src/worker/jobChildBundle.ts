@@ -5,7 +5,7 @@
  * separate `bun build` process into a private directory that is renamed into place: two processes
  * starting at once both build, one rename wins, nobody ever sees half a bundle.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs"
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs"
 import { join, resolve } from "node:path"
 
 /** The installation: the directory holding package.json and src/. */
@@ -51,6 +51,24 @@ export const sourceKey = (): string => {
   return h.digest("hex").slice(0, 32)
 }
 
+/**
+ * Where bundles (and Bun's transpiler cache for children started from the sources) are kept: in the
+ * installation (node_modules/.cache/kintsugi, shared by every data dir) when it is writable, else in
+ * the data dir (`<dataDir>/cache`).
+ */
+export const jobChildCacheDir = (dataDir: string): string => {
+  const modules = join(INSTALL_DIR, "node_modules")
+  try {
+    accessSync(modules, constants.W_OK)
+    return join(modules, ".cache", "kintsugi")
+  } catch {
+    return resolve(dataDir, "cache")
+  }
+}
+
+/** Bun's transpiler cache for job children started from the sources (BUN_RUNTIME_TRANSPILER_CACHE_PATH). */
+export const transpilerCacheDir = (cacheDir: string): string => join(cacheDir, "transpiler")
+
 /** Where the bundle of `key` lives under `cacheDir`, whether or not it was built. */
 export const bundleEntry = (cacheDir: string, key: string): string => join(cacheDir, `${PREFIX}${key}`, BUNDLE_FILE)
 
@@ -69,7 +87,7 @@ export class BundleBuildFailed extends Error {
  * keys are removed once the new one is in place. Fails (BundleBuildFailed) when `bun build` does;
  * the caller then keeps starting the child from the sources.
  */
-export const ensureBundle = async (cacheDir: string, key: string): Promise<string> => {
+export const ensureBundle = async (cacheDir: string, key: string, signal?: AbortSignal): Promise<string> => {
   const ready = builtBundle(cacheDir, key)
   if (ready !== undefined) return ready
   mkdirSync(cacheDir, { recursive: true })
@@ -82,6 +100,7 @@ export const ensureBundle = async (cacheDir: string, key: string): Promise<strin
       [process.execPath, "build", "--target=bun", "--format=cjs", "--bytecode", `--outdir=${tmp}`, JOB_CHILD_SOURCE],
       { cwd: INSTALL_DIR, stdin: "ignore", stdout: "ignore", stderr: "pipe", env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" } }
     )
+    signal?.addEventListener("abort", () => build.kill("SIGKILL"), { once: true })
     const [stderr, code] = await Promise.all([new Response(build.stderr).text(), build.exited])
     if (code !== 0 || !existsSync(join(tmp, BUNDLE_FILE)) || !existsSync(join(tmp, `${BUNDLE_FILE}.jsc`))) {
       throw new BundleBuildFailed(`bun build of the job child failed (exit ${code}): ${stderr.trim().split("\n").slice(-3).join(" ").slice(0, 500)}`)
@@ -95,8 +114,89 @@ export const ensureBundle = async (cacheDir: string, key: string): Promise<strin
   } finally {
     rmSync(tmp, { recursive: true, force: true })
   }
+  // Bundles of older sources, and what builders that died half-way left behind.
   for (const name of readdirSync(cacheDir)) {
-    if (name.startsWith(PREFIX) && name !== `${PREFIX}${key}` && !name.includes(".tmp-")) rmSync(join(cacheDir, name), { recursive: true, force: true })
+    if (!name.startsWith(PREFIX) || name === `${PREFIX}${key}` || name.endsWith(".building")) continue
+    const builder = /\.tmp-(\d+)-/.exec(name)?.[1]
+    if (builder === undefined || !pidAlive(Number(builder))) rmSync(join(cacheDir, name), { recursive: true, force: true })
   }
   return bundleEntry(cacheDir, key)
+}
+
+/** The pid in a lock file, or 0 when there is none (no file, or not a number). */
+const lockHolder = (file: string): number => {
+  try {
+    const pid = Number(readFileSync(file, "utf8").trim())
+    return Number.isInteger(pid) && pid > 0 ? pid : 0
+  } catch {
+    return 0
+  }
+}
+
+const pidAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/**
+ * Takes the build lock of `key` (`<cacheDir>/job-child-<key>.building`, holding our pid): true when
+ * we may build; false while a live process holds it. A lock left by a dead process is taken over.
+ */
+const takeBuildLock = (cacheDir: string, key: string): boolean => {
+  mkdirSync(cacheDir, { recursive: true })
+  const file = join(cacheDir, `${PREFIX}${key}.building`)
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(file, "wx")
+      writeSync(fd, String(process.pid))
+      closeSync(fd)
+      return true
+    } catch {
+      const holder = lockHolder(file)
+      if (holder > 0 && pidAlive(holder)) return false
+      rmSync(file, { force: true })
+    }
+  }
+  return false
+}
+
+/**
+ * Starts building the bundle of `key` in a detached process (it finishes even when this process
+ * ends first, e.g. a short \`kintsugi run\`), unless it is built or being built. Returns at once.
+ */
+export const startBundleBuild = (cacheDir: string, key: string): void => {
+  if (builtBundle(cacheDir, key) !== undefined) return
+  const lock = join(cacheDir, `${PREFIX}${key}.building`)
+  const holder = lockHolder(lock)
+  if (holder > 0 && pidAlive(holder)) return
+  const builder = Bun.spawn([process.execPath, import.meta.path, cacheDir, key], {
+    cwd: INSTALL_DIR,
+    stdio: ["ignore", "ignore", "ignore"],
+    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+    detached: true
+  })
+  builder.unref()
+}
+
+/** `bun jobChildBundle.ts <cacheDir> <key>`: the detached builder of startBundleBuild. */
+const buildUnderLock = async (cacheDir: string, key: string): Promise<number> => {
+  if (!takeBuildLock(cacheDir, key)) return 0
+  try {
+    await ensureBundle(cacheDir, key)
+    return 0
+  } catch {
+    return 1
+  } finally {
+    rmSync(join(cacheDir, `${PREFIX}${key}.building`), { force: true })
+  }
+}
+
+if (import.meta.main) {
+  const [cacheDir, key] = process.argv.slice(2)
+  if (cacheDir === undefined || key === undefined || !/^[0-9a-f]{32}$/.test(key)) process.exit(2)
+  void buildUnderLock(cacheDir, key).then((code) => process.exit(code))
 }

@@ -9,7 +9,7 @@
 import { Config, Context, Effect, Layer, type Scope } from "effect"
 import { resolve } from "node:path"
 import { alive, CLI_PATH, spawnJobChild, type SpawnedChild } from "./JobProcess.ts"
-import { builtBundle, jobChildCacheDir, sourceFingerprint, sourceKey, startBundleBuild, transpilerCacheDir } from "./jobChildBundle.ts"
+import { findBundle, jobChildCacheDir, sourceFingerprint, sourceKey, startBundleBuild, transpilerCacheDir } from "./jobChildBundle.ts"
 
 export interface JobChildrenShape {
   /** A child that never had an envelope: the one started ahead when it is still good, else a new one. */
@@ -55,7 +55,7 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
         if (options.bundle) key = sourceKey()
       }
       if (!options.bundle) return CLI_PATH
-      const built = builtBundle(options.cacheDir, key)
+      const built = findBundle(options.cacheDir, key)
       if (built !== undefined) return built
       startBundleBuild(options.cacheDir, key)
       return CLI_PATH

@@ -57,14 +57,19 @@ export const sourceKey = (): string => {
  * the data dir (`<dataDir>/cache`).
  */
 export const jobChildCacheDir = (dataDir: string): string => {
-  const modules = join(INSTALL_DIR, "node_modules")
   try {
-    accessSync(modules, constants.W_OK)
-    return join(modules, ".cache", "kintsugi")
+    accessSync(join(INSTALL_DIR, "node_modules"), constants.W_OK)
+    return INSTALL_CACHE
   } catch {
     return resolve(dataDir, "cache")
   }
 }
+
+/** The installation's cache: where `bun src/worker/jobChildBundle.ts` (the Dockerfile's step) puts the bundle ahead. */
+export const INSTALL_CACHE = join(INSTALL_DIR, "node_modules", ".cache", "kintsugi")
+
+/** The built bundle of `key`: the one made at install (INSTALL_CACHE) first, else the one in `cacheDir`. */
+export const findBundle = (cacheDir: string, key: string): string | undefined => builtBundle(INSTALL_CACHE, key) ?? builtBundle(cacheDir, key)
 
 /** Bun's transpiler cache for job children started from the sources (BUN_RUNTIME_TRANSPILER_CACHE_PATH). */
 export const transpilerCacheDir = (cacheDir: string): string => join(cacheDir, "transpiler")
@@ -195,8 +200,23 @@ const buildUnderLock = async (cacheDir: string, key: string): Promise<number> =>
   }
 }
 
+/**
+ * `bun src/worker/jobChildBundle.ts`: builds the bundle of the sources at install (the Dockerfile's
+ * step) into INSTALL_CACHE, and prints its path. With `<cacheDir> <key>`: the detached builder of
+ * startBundleBuild.
+ */
 if (import.meta.main) {
   const [cacheDir, key] = process.argv.slice(2)
-  if (cacheDir === undefined || key === undefined || !/^[0-9a-f]{32}$/.test(key)) process.exit(2)
-  void buildUnderLock(cacheDir, key).then((code) => process.exit(code))
+  if (cacheDir === undefined) {
+    void ensureBundle(INSTALL_CACHE, sourceKey()).then(
+      (entry) => console.log(`job child bundle: ${entry}`),
+      (e: unknown) => {
+        console.error(e instanceof Error ? e.message : String(e))
+        process.exit(1)
+      }
+    )
+  } else {
+    if (key === undefined || !/^[0-9a-f]{32}$/.test(key)) process.exit(2)
+    void buildUnderLock(cacheDir, key).then((code) => process.exit(code))
+  }
 }

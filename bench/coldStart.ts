@@ -51,7 +51,7 @@ const armed = (pid: number): boolean => {
 }
 
 const scope = Effect.runSync(Scope.make())
-const pool = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: true, prestart: "always" }), scope))
+const pool = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: true, prestart: "always", refillWhen: "started" }), scope))
 
 /** A job on the child the pool started ahead: envelope written → job.started / terminal event. */
 const warm = async (): Promise<Timing> => {

@@ -6,6 +6,7 @@
  * module imports nothing of the kernel, so it is armed before the kernel loads.
  */
 import { writeSync } from "node:fs"
+import { makeNonDumpable } from "./kernel/nonDumpable.ts"
 
 /** Writes a whole line to a file descriptor, synchronously, so lines never interleave or get lost at exit. */
 export const writeLine = (fd: number, line: string): void => {
@@ -130,10 +131,13 @@ export const armJobChildExit = (): void => {
 }
 
 /**
- * The job child's entry: arms the guard, then loads the kernel with `load` and runs it. A kernel
+ * The job child's entry: makes the process non-dumpable, arms the guard, then loads the kernel with `load` and runs it. A kernel
  * that cannot load is a failed job, never a silent exit.
  */
 export const runGuardedJobChild = (load: () => Promise<{ readonly jobChildMain: () => Promise<unknown> }>): void => {
+  // Before the kernel loads (a child started ahead loads while other jobs run): from here on, no
+  // process of the same user can open our /proc/<pid>/fd/0 and wait there for the next envelope.
+  makeNonDumpable()
   armJobChildExit()
   load().then(
     (m) => m.jobChildMain(),

@@ -8,6 +8,7 @@
  */
 import { Config, Context, Effect, Layer, type Scope } from "effect"
 import { resolve } from "node:path"
+import { makeSandbox, sandboxConfigFromEnv } from "../tools/Sandbox.ts"
 import { alive, CLI_PATH, spawnJobChild, type SpawnedChild } from "./JobProcess.ts"
 import { findBundle, jobChildCacheDir, sourceFingerprint, sourceKey, startBundleBuild, transpilerCacheDir } from "./jobChildBundle.ts"
 
@@ -29,6 +30,13 @@ export interface JobChildrenOptions {
   readonly bundle: boolean
   /** Start one child ahead: "always" (after each take, the next), "once" (one job expected), "never". */
   readonly prestart: "always" | "once" | "never"
+  /**
+   * When the next child starts: once the taken one printed its first event ("started"), or once its
+   * job is over ("ended"). A child is dumpable for the first milliseconds of its start, so an
+   * unconfined job running meanwhile could open its stdin from /proc and read the next envelope:
+   * "ended" unless the process tools run in the sandbox (where a job sees no host process).
+   */
+  readonly refillWhen: "started" | "ended"
 }
 
 interface Warm {
@@ -61,10 +69,12 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
       return CLI_PATH
     }
 
-    const start = (onStarted?: () => void): SpawnedChild => {
+    const start = (next?: () => void): SpawnedChild => {
       const spawned = spawnJobChild(currentEntry(), env)
-      return onStarted === undefined ? spawned : { ...spawned, onStarted }
+      return next === undefined ? spawned : withNext(spawned, next)
     }
+    const withNext = (spawned: SpawnedChild, next: () => void): SpawnedChild =>
+      options.refillWhen === "started" ? { ...spawned, onStarted: next } : { ...spawned, onEnded: next }
 
     let prestarted = 0
     const refill = () => {
@@ -83,7 +93,7 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
       const now = sourceFingerprint()
       // The next one starts once this one has taken its job, so the two do not load at the same time.
       const next = () => refill()
-      if (held !== undefined && alive(held.spawned.child) && held.fingerprint === now) return { ...held.spawned, onStarted: next }
+      if (held !== undefined && alive(held.spawned.child) && held.fingerprint === now) return withNext(held.spawned, next)
       if (held !== undefined) held.spawned.child.kill("SIGKILL")
       return start(next)
     })
@@ -105,7 +115,14 @@ const live = (prestart: JobChildrenOptions["prestart"]): Layer.Layer<JobChildren
     JobChildren,
     Effect.gen(function* () {
       const dataDir = yield* Config.string("KINTSUGI_DATA_DIR").pipe(Config.withDefault(".kintsugi"), Effect.orElseSucceed(() => ".kintsugi"))
-      return yield* makeJobChildren({ cacheDir: jobChildCacheDir(resolve(dataDir)), bundle: true, prestart })
+      // The job children read KINTSUGI_SANDBOX from the same environment (childEnvironment).
+      const sandbox = yield* makeSandbox(sandboxConfigFromEnv(process.env)).status
+      return yield* makeJobChildren({
+        cacheDir: jobChildCacheDir(resolve(dataDir)),
+        bundle: true,
+        prestart,
+        refillWhen: sandbox._tag === "Bwrap" ? "started" : "ended"
+      })
     })
   )
 

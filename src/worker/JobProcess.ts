@@ -64,6 +64,8 @@ export interface SpawnedChild {
   readonly childStart: string | undefined
   /** Called once, when the child printed its first line or ended (a pool then starts the next one). */
   readonly onStarted?: () => void
+  /** Called once the child is gone and its processes swept. */
+  readonly onEnded?: () => void
 }
 
 /**
@@ -98,7 +100,7 @@ export const runJobProcess = <E, R>(
     Effect.gen(function* () {
       const { child, onStarted } = yield* Effect.acquireRelease(
         typeof from === "string" ? Effect.sync(() => spawnJobChild(from)) : from,
-        ({ child, childStart, runPrefix }, exit) =>
+        ({ child, childStart, runPrefix, onEnded }, exit) =>
           Effect.gen(function* () {
             if (alive(child) && Exit.isInterrupted(exit)) {
               // The worker is stopping: the child may still record its own end.
@@ -109,6 +111,7 @@ export const runJobProcess = <E, R>(
             yield* Effect.promise(() => child.exited)
             const survivors = yield* Effect.promise(() => sweepRunPrefix(runPrefix, childStart))
             if (survivors.length > 0) yield* hooks.log(`${survivors.length} process(es) of the job survived SIGKILL`)
+            onEnded?.()
           })
       )
       // A child that died at once cannot take its envelope: its exit says what happened.

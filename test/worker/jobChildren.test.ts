@@ -22,10 +22,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c()
 })
 
-const pool = async (): Promise<JobChildrenShape> => {
+const pool = async (refillWhen: "started" | "ended" = "started"): Promise<JobChildrenShape> => {
   const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-children-"))
   const scope = Effect.runSync(Scope.make())
-  const children = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always" }), scope))
+  const children = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen }), scope))
   cleanups.push(() => Effect.runPromise(Scope.close(scope, Exit.void)), () => rmSync(cacheDir, { recursive: true, force: true }))
   return children
 }
@@ -120,9 +120,30 @@ test("closing the pool kills the waiting child", async () => {
   const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-children-"))
   cleanups.push(() => rmSync(cacheDir, { recursive: true, force: true }))
   const scope = Effect.runSync(Scope.make())
-  const children = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always" }), scope))
+  const children = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen: "started" }), scope))
   const pid = await waitingPid(children)
   await Effect.runPromise(Scope.close(scope, Exit.void))
   for (let i = 0; i < 500 && alive(pid); i++) await Bun.sleep(10)
   expect(alive(pid)).toBe(false)
+})
+
+test("unconfined (refill when the job ended): no next child loads while a job runs, one is waiting after", async () => {
+  const server = await startOpenAIServer([{ kind: "turn", text: "done" }])
+  const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  const children = await pool("ended")
+  const first = await waitingPid(children)
+  const waitingDuringJob: Array<number | undefined> = []
+  const settlement = await Effect.runPromise(
+    runJobProcess(createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")]) as Parameters<typeof runJobProcess>[0], {
+      onEvent: () => Effect.flatMap(children.waiting, (pid) => Effect.sync(() => void waitingDuringJob.push(pid))),
+      abortRequested: Effect.succeed(false),
+      log: () => Effect.void
+    }, children.take)
+  )
+  expect(settlement.status).toBe("completed")
+  expect(waitingDuringJob.length).toBeGreaterThan(1)
+  expect(waitingDuringJob.every((pid) => pid === undefined)).toBe(true)
+  const next = await waitingPid(children)
+  expect(next).not.toBe(first)
 })

@@ -1,67 +1,134 @@
 /**
- * Job child cold start: spawn `bun src/cli.ts run-job` → the `job.started` line on stdout, median of
- * 20 runs, beside the same child bundled to Bun bytecode and a bare `bun -e` process start (the
- * floor any Bun child pays).
+ * Job child start (issue 15): spawn → `job.started` and spawn → the terminal event (a whole one-turn
+ * job against a scripted model server), medians of RUNS interleaved rounds, for
+ *   - the child from the sources (`bun src/cli.ts run-job`), with the transpiler cache warm and empty;
+ *   - the same child as the Bun bytecode bundle the worker runs (src/worker/jobChildBundle.ts);
+ *   - a child started ahead by the worker's pool (JobChildren): envelope written → event;
+ *   - a bare `bun -e` process (spawn → first byte): the floor any Bun child pays.
+ * Goals: ≤ 60 ms cold, ≤ 10 ms from the warm pool. BEFORE=<another checkout> adds its source child.
  */
-import { mkdtempSync, rmSync } from "node:fs"
+import { Effect, Exit, Scope } from "effect"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { makeJobChildren } from "../src/worker/JobChildren.ts"
+import { ensureBundle, jobChildCacheDir, sourceKey } from "../src/worker/jobChildBundle.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, startJobChild } from "../test/support/jobChild.ts"
 import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts"
 
-const RUNS = Number(process.env["RUNS"] ?? 20)
+const RUNS = Number(process.env["RUNS"] ?? 11)
 const median = (xs: Array<number>) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
 
-const steps: Array<Step> = Array.from({ length: 3 * RUNS }, () => ({ kind: "turn", text: "ok" }))
+const steps: Array<Step> = Array.from({ length: 8 * RUNS + 8 }, () => ({ kind: "turn", text: "ok" }))
 const server = await startOpenAIServer(steps)
 const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
 const envelope = createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")])
+const cacheDir = jobChildCacheDir(join(tmpdir(), "kintsugi-bench-data"))
+const bundle = await ensureBundle(cacheDir, sourceKey())
+const emptyCache = () => mkdtempSync(join(tmpdir(), "kintsugi-bench-tcache-"))
 
-const measure = async (entry?: string, runs = RUNS): Promise<Array<number>> => {
-  const times: Array<number> = []
-  for (let i = 0; i < runs; i++) {
-    const t0 = performance.now()
-    const run = startJobChild(envelope, entry === undefined ? {} : { entry })
-    await run.waitFor("job.started")
-    times.push(performance.now() - t0)
-    const { code } = await run.done
-    if (code !== 0) throw new Error(`job child exited ${code}`)
+interface Timing {
+  readonly started: number
+  readonly ended: number
+}
+
+/** One child from spawn: ms to job.started and to its terminal event. */
+const cold = async (entry?: string, env?: Record<string, string>): Promise<Timing> => {
+  const t0 = performance.now()
+  const run = startJobChild(envelope, { ...(entry === undefined ? {} : { entry }), ...(env === undefined ? {} : { env }) })
+  await run.waitFor("job.started")
+  const started = performance.now() - t0
+  const { code, events } = await run.done
+  const ended = performance.now() - t0
+  if (code !== 0 || events.at(-1)?.type !== "job.completed") throw new Error(`job child exited ${code} after ${events.at(-1)?.type}`)
+  return { started, ended }
+}
+
+/** Whether the waiting child armed its exit guard (a SIGTERM handler): it is loaded and reads stdin. */
+const armed = (pid: number): boolean => {
+  const hex = /SigCgt:\s*([0-9a-f]+)/.exec(readFileSync(`/proc/${pid}/status`, "latin1"))?.[1]
+  return hex !== undefined && (BigInt(`0x${hex}`) & (1n << 14n)) !== 0n
+}
+
+const scope = Effect.runSync(Scope.make())
+const pool = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: true, prestart: "always", refillWhen: "started" }), scope))
+
+/** A job on the child the pool started ahead: envelope written → job.started / terminal event. */
+const warm = async (): Promise<Timing> => {
+  for (;;) {
+    const pid = await Effect.runPromise(pool.waiting)
+    if (pid !== undefined && armed(pid)) break
+    await Bun.sleep(5)
   }
-  return times
+  const spawned = await Effect.runPromise(pool.take)
+  const { child } = spawned
+  const t0 = performance.now()
+  child.stdin.write(JSON.stringify(envelope))
+  await child.stdin.end()
+  let started = NaN
+  let ended = NaN
+  let text = ""
+  const decoder = new TextDecoder()
+  for await (const chunk of child.stdout) {
+    text += decoder.decode(chunk, { stream: true })
+    if (Number.isNaN(started) && text.includes('"type":"job.started"')) started = performance.now() - t0
+    if (text.includes('"type":"job.completed"')) {
+      ended = performance.now() - t0
+      break
+    }
+  }
+  spawned.onStarted?.()
+  await child.exited
+  if (Number.isNaN(ended)) throw new Error(`the warm child ended without job.completed: ${await new Response(child.stderr).text()}`)
+  return { started, ended }
 }
-// BEFORE=<another checkout>: its `src/cli.ts run-job` in alternation with ours, under the same load.
-const before = process.env["BEFORE"]
-const child: Array<number> = []
-const other: Array<number> = []
-for (let i = 0; i < RUNS; i++) {
-  child.push(...(await measureOnce()))
-  if (before !== undefined) other.push(...(await measureOnce(join(before, "src", "cli.ts"))))
-}
-function measureOnce(entry?: string) {
-  return measure(entry, 1)
-}
-const outdir = mkdtempSync(join(tmpdir(), "kintsugi-bc-"))
-const build = await Bun.build({
-  entrypoints: [join(import.meta.dir, "..", "src", "jobChildEntry.ts")],
-  target: "bun",
-  format: "cjs",
-  bytecode: true,
-  outdir
-})
-if (!build.success) throw new Error(build.logs.join("\n"))
-const bytecode = await measure(join(outdir, "jobChildEntry.js"))
-rmSync(outdir, { recursive: true, force: true })
-const bare: Array<number> = []
-for (let i = 0; i < RUNS; i++) {
+
+const bare = async (): Promise<number> => {
   const t0 = performance.now()
   const p = Bun.spawn(["bun", "-e", "process.stdout.write('x')"], { stdout: "pipe" })
   await new Response(p.stdout).text()
-  bare.push(performance.now() - t0)
+  return performance.now() - t0
 }
+
+const before = process.env["BEFORE"]
+const rows = {
+  source: [] as Array<Timing>,
+  sourceEmpty: [] as Array<Timing>,
+  bundle: [] as Array<Timing>,
+  warm: [] as Array<Timing>,
+  before: [] as Array<Timing>,
+  bare: [] as Array<number>
+}
+const empties: Array<string> = []
+// One round of each, interleaved, so every row sees the same load.
+for (let i = 0; i < RUNS; i++) {
+  rows.source.push(await cold())
+  const empty = emptyCache()
+  empties.push(empty)
+  rows.sourceEmpty.push(await cold(undefined, { BUN_RUNTIME_TRANSPILER_CACHE_PATH: empty }))
+  rows.bundle.push(await cold(bundle))
+  rows.warm.push(await warm())
+  if (before !== undefined) rows.before.push(await cold(join(before, "src", "cli.ts")))
+  rows.bare.push(await bare())
+}
+await Effect.runPromise(Scope.close(scope, Exit.void))
 await server.stop()
 dirs.cleanup()
-console.log(`job child cold start (spawn → job.started), median of ${RUNS}: ${median(child).toFixed(1)} ms`)
-if (before !== undefined) console.log(`the child of ${before},  median of ${RUNS}: ${median(other).toFixed(1)} ms`)
-console.log(`same child bundled to Bun bytecode,          median of ${RUNS}: ${median(bytecode).toFixed(1)} ms`)
-console.log(`bare bun process (spawn → first byte),       median of ${RUNS}: ${median(bare).toFixed(1)} ms`)
-console.log(`kintsugi's own start-up cost:                         ${(median(child) - median(bare)).toFixed(1)} ms`)
+for (const e of empties) rmSync(e, { recursive: true, force: true })
+
+const floor = median(rows.bare)
+const ms = (n: number) => `${n.toFixed(1).padStart(7)} ms`
+const line = (label: string, t: Array<Timing>, goal?: number) => {
+  const s = median(t.map((x) => x.started))
+  const e = median(t.map((x) => x.ended))
+  const vsGoal = goal === undefined ? "" : `  ${(s / goal).toFixed(2)}× the ${goal} ms goal`
+  console.log(`${label.padEnd(58)} ${ms(s)} ${ms(e)}   ${(s / floor).toFixed(2)}× bare bun${vsGoal}`)
+}
+console.log(`job child start, medians of ${RUNS} interleaved rounds, ${process.platform} ${process.arch}, Bun ${Bun.version}`)
+console.log(`${"".padEnd(58)} ${"→ started".padStart(10)} ${"→ completed".padStart(10)}`)
+line("from the sources (src/cli.ts run-job), transpiler cache warm", rows.source, 60)
+line("from the sources, transpiler cache empty (fresh HOME/image)", rows.sourceEmpty, 60)
+line("bytecode bundle (what the worker starts), cold", rows.bundle, 60)
+line("started ahead by the pool (envelope written → event)", rows.warm, 10)
+if (before !== undefined) line(`the child of ${before}`, rows.before)
+console.log(`${"bare bun process (spawn → first byte)".padEnd(58)} ${ms(floor)}`)

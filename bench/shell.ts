@@ -1,7 +1,8 @@
 /**
  * Process tool overhead: one `shell` call (`true`) through the runner vs a bare Bun.spawn, unconfined
  * and inside the bubblewrap sandbox (vs a bare Bun.spawn of the same bwrap line), a `git` call vs bare
- * git, and the runner's peak RSS while a command floods 1 GB of output. Not a test.
+ * git, and the runner's peak RSS while a command floods 1 GB of output (FLOOD=0 skips it). Not a test.
+ * Each tool row prints its ratio to the same spawn line (issue 15 goal: ≤ 1.5×).
  */
 import { Effect } from "effect"
 import { mkdtempSync, realpathSync, rmSync } from "node:fs"
@@ -13,7 +14,7 @@ import { makeGitTool } from "../src/tools/git.ts"
 import { makeShellTool } from "../src/tools/shell.ts"
 import { createToolContext } from "../test/support/workspace.ts"
 
-const RUNS = 50
+const RUNS = Number(process.env["RUNS"] ?? 50)
 const root = realpathSync(mkdtempSync(join(tmpdir(), "bench-shell-")))
 const runner = createProcessRunner()
 const shell = makeShellTool(runner)
@@ -39,19 +40,33 @@ const bare = async (argv: Array<string>) => {
 const row = (label: string, ms: number) => console.log(`${label.padEnd(50)} ${ms.toFixed(2).padStart(8)} ms`)
 
 Bun.spawnSync(["git", "init", "-q"], { cwd: root })
+const ratio = (label: string, ours: number, reference: number, refLabel: string) =>
+  console.log(`${label.padEnd(50)} ${ours.toFixed(2).padStart(8)} ms  ${(ours / reference).toFixed(2)}× ${refLabel} (goal ≤ 1.5×)`)
 console.log(`median of ${RUNS} runs each, ${process.platform} ${process.arch}, Bun ${Bun.version}`)
-row("bare Bun.spawn(['bash','-c','true'])", await median(() => bare(["bash", "-c", "true"])))
-row("shell tool { command: 'true' } via runner", await median(() => Effect.runPromise(shell.execute({ command: "true" }).pipe(Effect.provide(ctx)))))
+const bareTrue = await median(() => bare(["bash", "-c", "true"]))
+row("bare Bun.spawn(['bash','-c','true'])", bareTrue)
+ratio("shell tool { command: 'true' } via runner", await median(() => Effect.runPromise(shell.execute({ command: "true" }).pipe(Effect.provide(ctx)))), bareTrue, "bare Bun.spawn")
 const sandbox = probeBwrap()
 if (sandbox._tag === "Bwrap") {
   const boxed = createProcessRunner({ sandbox: { bwrap: sandbox.bwrap, workspace: workspace } })
   const line = [sandbox.bwrap, ...bwrapArgs(workspace, baseEnvironment(root, "bench"), root), "/usr/bin/bash", "-c", "true"]
-  row("bare Bun.spawn(<same bwrap line> bash -c true)", await median(() => bare(line)))
-  row("shell tool { command: 'true' } in the sandbox", await median(() => Effect.runPromise(makeShellTool(boxed).execute({ command: "true" }).pipe(Effect.provide(ctx)))))
-  row("git tool rev-parse in the sandbox", await median(() => Effect.runPromise(makeGitTool(boxed).execute({ args: ["rev-parse", "--is-inside-work-tree"] }).pipe(Effect.provide(ctx)))))
+  const bareBox = await median(() => bare(line))
+  row("bare Bun.spawn(<same bwrap line> bash -c true)", bareBox)
+  ratio("shell tool { command: 'true' } in the sandbox", await median(() => Effect.runPromise(makeShellTool(boxed).execute({ command: "true" }).pipe(Effect.provide(ctx)))), bareBox, "the bare bwrap line")
+  const gitLine = [sandbox.bwrap, ...bwrapArgs(workspace, baseEnvironment(root, "bench"), root), "/usr/bin/git", "rev-parse", "--is-inside-work-tree"]
+  const bareBoxGit = await median(() => bare(gitLine))
+  row("bare Bun.spawn(<same bwrap line> git rev-parse)", bareBoxGit)
+  ratio("git tool rev-parse in the sandbox", await median(() => Effect.runPromise(makeGitTool(boxed).execute({ args: ["rev-parse", "--is-inside-work-tree"] }).pipe(Effect.provide(ctx)))), bareBoxGit, "the bare bwrap git line")
+  await Effect.runPromise(boxed.killAll)
 } else console.log(`sandbox rows skipped: ${sandbox._tag === "Unavailable" ? sandbox.reason : "off"}`)
-row("bare git rev-parse --is-inside-work-tree", await median(() => bare(["git", "rev-parse", "--is-inside-work-tree"])))
-row("git tool rev-parse --is-inside-work-tree", await median(() => Effect.runPromise(git.execute({ args: ["rev-parse", "--is-inside-work-tree"] }).pipe(Effect.provide(ctx)))))
+const bareGit = await median(() => bare(["git", "rev-parse", "--is-inside-work-tree"]))
+row("bare git rev-parse --is-inside-work-tree", bareGit)
+ratio("git tool rev-parse --is-inside-work-tree", await median(() => Effect.runPromise(git.execute({ args: ["rev-parse", "--is-inside-work-tree"] }).pipe(Effect.provide(ctx)))), bareGit, "bare git")
+if (process.env["FLOOD"] === "0") {
+  await Effect.runPromise(runner.killAll)
+  rmSync(root, { recursive: true, force: true })
+  process.exit(0)
+}
 
 Bun.gc(true)
 const before = process.memoryUsage().rss

@@ -5,5 +5,5 @@
  */
 const argv = process.argv.slice(2)
 // No top-level await: the file can also be bundled to bytecode for a faster job-child start.
-if (argv.length === 1 && argv[0] === "run-job") void import("./jobChild.ts").then((m) => m.jobChildMain())
+if (argv.length === 1 && argv[0] === "run-job") void import("./jobChildExit.ts").then((m) => m.runGuardedJobChild(() => import("./jobChild.ts")))
 else void import("./cli/kintsugi.ts").then((m) => m.main(process.argv))

@@ -4,9 +4,9 @@
  * when refused (one `job.refused` line). SIGTERM/SIGINT abort the job. Keys live only in memory.
  */
 import { Effect, Either, Exit, Option, Schema, Stream } from "effect"
-import { writeSync } from "node:fs"
 import { AgentRuntime, JobEnvelope, JobRefused } from "./contract/AgentRuntime.ts"
 import { decodeAll, type Problem } from "./contract/Problem.ts"
+import { armJobChildExit, exitJob, failJob, onAbortSignal, writeEvent, writeLine, writeRefusal } from "./jobChildExit.ts"
 import { decodeJob } from "./kernel/decodeJob.ts"
 import { jobProblems, KernelLive, type KernelConfig } from "./kernel/Kernel.ts"
 import { dieWithParent } from "./kernel/dieWithParent.ts"
@@ -14,23 +14,8 @@ import { makeNonDumpable } from "./kernel/nonDumpable.ts"
 import { RUN_PREFIX_VAR, validRunPrefix } from "./tools/processTree.ts"
 import { sandboxConfigFromEnv } from "./tools/Sandbox.ts"
 
-/** Writes a whole line to a file descriptor, synchronously, so lines never interleave or get lost at exit. */
-const writeLine = (fd: number, line: string) => {
-  const buf = Buffer.from(`${line}\n`)
-  let off = 0
-  while (off < buf.length) {
-    try {
-      off += writeSync(fd, buf, off)
-    } catch (e) {
-      // A non-blocking pipe that is full: wait for the reader, then go on.
-      if ((e as NodeJS.ErrnoException).code !== "EAGAIN") throw e
-      Bun.sleepSync(1)
-    }
-  }
-}
-
 const refuse = (problems: ReadonlyArray<Problem>): number => {
-  writeLine(1, JSON.stringify({ type: "job.refused", problems }))
+  writeRefusal(JSON.stringify({ type: "job.refused", problems }))
   return 2
 }
 
@@ -73,10 +58,8 @@ export const runJobChild = async (stdin: string): Promise<number> => {
   const program = Effect.gen(function* () {
     const runtime = yield* AgentRuntime
     const handle = yield* runtime.start(decoded.right)
-    const onSignal = () => Effect.runFork(handle.abort)
-    process.on("SIGTERM", onSignal)
-    process.on("SIGINT", onSignal)
-    yield* Stream.runForEach(handle.events, (event) => Effect.sync(() => writeLine(1, JSON.stringify(event))))
+    onAbortSignal(() => void Effect.runFork(handle.abort))
+    yield* Stream.runForEach(handle.events, (event) => Effect.sync(() => writeEvent(event)))
     const outcome = yield* handle.result
     return outcome._tag === "Completed" ? 0 : 1
   }).pipe(Effect.scoped, Effect.provide(KernelLive(config)))
@@ -84,15 +67,20 @@ export const runJobChild = async (stdin: string): Promise<number> => {
   if (Exit.isSuccess(exit)) return exit.value
   const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
   if (failure instanceof JobRefused) return refuse(inJob(failure.problems))
-  diagnostics("run-job: internal error before the job started")
-  return 1
+  diagnostics(`run-job: internal error (${exit.cause._tag === "Die" ? "a defect" : exit.cause._tag})`)
+  return failJob("error", "the job process failed: internal error")
 }
 
-/** The process entry: non-dumpable before any secret is read, dies with its parent, then stdin, then exit. */
+/**
+ * The process entry: every exit ends with its terminal event (jobChildExit.ts); non-dumpable before
+ * any secret is read, dies with its parent, then stdin (a pre-started child waits here for its
+ * envelope), then exit.
+ */
 export const jobChildMain = async (): Promise<never> => {
+  armJobChildExit()
   makeNonDumpable()
   dieWithParent()
   const stdin = await Bun.stdin.text()
   const code = await runJobChild(stdin)
-  process.exit(code)
+  return exitJob(code)
 }

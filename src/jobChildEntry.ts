@@ -1,7 +1,8 @@
 /**
  * The job child alone (`bun src/jobChildEntry.ts` = `kintsugi run-job`): an entry that imports only
- * the kernel, so it can also be bundled to Bun bytecode for a faster start (bench/coldStart.ts).
+ * the kernel, and is what the Bun bytecode bundle of the job child is built from (jobChildBundle.ts).
+ * The exit guard is armed before the kernel loads, so even a kernel that cannot load ends the job.
  */
-import { jobChildMain } from "./jobChild.ts"
+import { runGuardedJobChild } from "./jobChildExit.ts"
 
-void jobChildMain()
+runGuardedJobChild(() => import("./jobChild.ts"))

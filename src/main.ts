@@ -17,6 +17,7 @@ import { LoggingLive } from "./telemetry/Logging.ts"
 import { MetricsLive } from "./telemetry/Metrics.ts"
 import { TracingLive } from "./telemetry/Tracing.ts"
 import { JobBusLive } from "./worker/JobBus.ts"
+import type { JobChildren } from "./worker/JobChildren.ts"
 import { JobRootsLive, type JobRoots, type JobRootsInvalid } from "./worker/JobRoots.ts"
 import { JobStoreLive } from "./worker/JobStore.ts"
 import { ProjectsLive } from "./worker/Projects.ts"
@@ -58,9 +59,16 @@ export const makeAppRuntime = async (
     readonly logLevel?: LogLevel.LogLevel
     /** Where every layer and handler reads its configuration (default: the environment). */
     readonly config?: ConfigProvider.ConfigProvider
+    /**
+     * Where job children come from (JobChildrenLive: the bytecode bundle, one child started ahead);
+     * default: each child started from the sources when its job starts.
+     */
+    readonly jobChildren?: Layer.Layer<JobChildren>
   } = {}
 ): Promise<AppRuntime & ManagedRuntime.ManagedRuntime<AppServices | Db, never>> => {
-  const services = Layer.orDie(appLayer(db, options.secrets, options.jobRoots))
+  const app = Layer.orDie(appLayer(db, options.secrets, options.jobRoots))
+  // Built alongside the database: the child started ahead loads while the database starts.
+  const services = options.jobChildren === undefined ? app : Layer.merge(app, options.jobChildren)
   const layer = options.worker === undefined ? services : Layer.provideMerge(WorkerLive, services)
   const sink = options.log ?? options.worker?.log
   // Logger and tracer first: the layers above (the worker's loops among them) start under them.

@@ -30,8 +30,8 @@ export const runCommand = Command.make(
     Effect.gen(function* () {
       const write = (s: string) => void process.stdout.write(s)
       const log = (line: string) => void process.stderr.write(`${line}\n`)
-      const [{ makeAppRuntime }, { DbMigratedLive }, run] = yield* Effect.promise(() =>
-        Promise.all([import("../main.ts"), import("../db/Db.ts"), import("../worker/runCommand.ts")])
+      const [{ makeAppRuntime }, { DbMigratedLive }, run, { JobChildrenOnce }] = yield* Effect.promise(() =>
+        Promise.all([import("../main.ts"), import("../db/Db.ts"), import("../worker/runCommand.ts"), import("../worker/JobChildren.ts")])
       )
       // One set of checks for argv and the typed options: the worker's parser (messages, defaults, the root).
       const parsed = run.parseRunArgs([
@@ -52,7 +52,8 @@ export const runCommand = Command.make(
       }
       const rt = yield* Effect.acquireRelease(
         // The job's own progress is printed: only warnings and errors (diagnostics) go to stderr.
-        Effect.tryPromise(() => makeAppRuntime(DbMigratedLive, { log, logLevel: LogLevel.Warning })).pipe(
+        // The job child (the bytecode bundle once built) starts while the database does.
+        Effect.tryPromise(() => makeAppRuntime(DbMigratedLive, { log, logLevel: LogLevel.Warning, jobChildren: JobChildrenOnce })).pipe(
           Effect.catchAll((e) => {
             log(`kintsugi run: cannot start: ${explainStartFailure((e.error instanceof Error ? e.error.message : "").split("\n")[0] ?? "")}`)
             return new CliExit({ code: 1 })

@@ -22,7 +22,7 @@ export const serve = (options: { readonly port: number; readonly host: string })
       log(`kintsugi: warning: secrets could not be removed from the process environment (${secrets.environment.notClean})`)
     }
     if (!secrets.nonDumpable) log("kintsugi: warning: could not make the process non-dumpable")
-    const [{ makeAppRuntime }, { DbMigratedLive }, http, { databaseHealth, makeApp }, { makeSandbox, sandboxConfigFromEnv }, { explainStartFailure }] =
+    const [{ makeAppRuntime }, { DbMigratedLive }, http, { databaseHealth, makeApp }, { makeSandbox, sandboxConfigFromEnv }, { explainStartFailure }, { JobChildrenLive }] =
       yield* Effect.promise(() =>
         Promise.all([
           import("../main.ts"),
@@ -30,11 +30,12 @@ export const serve = (options: { readonly port: number; readonly host: string })
           import("../http/serve.ts"),
           import("../http/app.ts"),
           import("../tools/Sandbox.ts"),
-          import("./explain.ts")
+          import("./explain.ts"),
+          import("../worker/JobChildren.ts")
         ])
       )
     const rt = yield* Effect.acquireRelease(
-      Effect.tryPromise(() => makeAppRuntime(DbMigratedLive, { worker: { log }, config: secretsConfigProvider(secrets.values) })).pipe(
+      Effect.tryPromise(() => makeAppRuntime(DbMigratedLive, { worker: { log }, config: secretsConfigProvider(secrets.values), jobChildren: JobChildrenLive })).pipe(
         Effect.catchAll((e) => {
           log(`kintsugi: cannot start: ${explainStartFailure(firstLine(e.error))}`)
           return new CliExit({ code: 1 })

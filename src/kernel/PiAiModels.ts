@@ -4,9 +4,6 @@
  * `AuthContext`, keys from the config only, OpenAI org/project headers nulled, egress pinned.
  */
 import {
-  createModels,
-  createProvider,
-  getSupportedThinkingLevels,
   InMemoryCredentialStore,
   type Api,
   type FetchFunction,
@@ -15,6 +12,9 @@ import {
   type Provider,
   type ThinkingLevelMap
 } from "@earendil-works/pi-ai"
+// From their own module, not the package index: a bytecode bundle keeps pi-ai's modules lazy (the
+// index is marked side-effect free), and only a direct import makes the bundle initialise them first.
+import { createModels, createProvider, getSupportedThinkingLevels } from "@earendil-works/pi-ai/models"
 import { anthropicMessagesApi } from "@earendil-works/pi-ai/api/anthropic-messages.lazy"
 import { googleGenerativeAIApi } from "@earendil-works/pi-ai/api/google-generative-ai.lazy"
 import { mistralConversationsApi } from "@earendil-works/pi-ai/api/mistral-conversations.lazy"

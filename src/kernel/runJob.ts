@@ -3,7 +3,7 @@
  * the job's limits, the outcome from its exit (interruption = aborted), then the `kintsugi.job` span
  * and the terminal event, after every process of the job is dead and every span settled.
  */
-import { cleanupSessionResources } from "@earendil-works/pi-ai"
+import { cleanupSessionResources } from "@earendil-works/pi-ai/session-resources"
 import { Cause, Clock, Deferred, Effect, Exit, Option } from "effect"
 import type { JobOutcome } from "../contract/AgentRuntime.ts"
 import { ProcessRunner, processRunnerLayer, type RunnerOptions } from "../tools/ProcessRunner.ts"

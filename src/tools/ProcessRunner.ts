@@ -99,10 +99,23 @@ export interface RunnerOptions {
   readonly tokenPrefix?: string
 }
 
-const start = (req: RunRequest, options: RunnerOptions): Running => {
+/** argv[0] on SAFE_PATH, looked up once per runner (one job): the system directories do not change under it. */
+const resolver = () => {
+  const found = new Map<string, string>()
+  return (cmd: string): string => {
+    if (cmd.includes("/")) return cmd
+    const known = found.get(cmd)
+    if (known !== undefined) return known
+    const exe = Bun.which(cmd, { PATH: SAFE_PATH })
+    if (exe === null) throw new Error(`${cmd}: not found on ${SAFE_PATH}`)
+    found.set(cmd, exe)
+    return exe
+  }
+}
+
+const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) => string): Running => {
   const [cmd, ...rest] = req.argv
-  const exe = cmd.includes("/") ? cmd : Bun.which(cmd, { PATH: SAFE_PATH })
-  if (exe === null) throw new Error(`${cmd}: not found on ${SAFE_PATH}`)
+  const exe = resolve(cmd)
   const token = `${options.tokenPrefix ?? ""}${randomBytes(12).toString("hex")}`
   const env = { ...req.env, ...baseEnvironment(req.home ?? req.cwd, token) }
   const sandbox = options.sandbox
@@ -147,8 +160,10 @@ const start = (req: RunRequest, options: RunnerOptions): Running => {
     await proc.exited
     clearTimeout(timer)
     await settleWithin(drained, DRAIN_MS)
-    // Always swept, also after a clean exit: `sleep 300 &` must not outlive the call.
-    await kill()
+    // Always swept, also after a clean exit: `sleep 300 &` must not outlive the call. In the sandbox
+    // the kernel has done it already: bwrap's pid namespace dies with its first process, and every
+    // process of the call lives in it (no /proc scan on the hot path).
+    if (sandbox === undefined || timedOut) await kill()
     if (!(await settleWithin(drained, DRAIN_MS))) {
       // Something we could not kill still holds a pipe: stop reading rather than hang.
       await Promise.allSettled(readers.map((r) => r.cancel()))
@@ -178,6 +193,7 @@ export const makeProcessRunner = (options: RunnerOptions = {}): Effect.Effect<Pr
 /** A runner without a scope: the caller owns `killAll`. */
 export const createProcessRunner = (options: RunnerOptions = {}): ProcessRunnerShape => {
   const running = new Set<Running>()
+  const resolve = resolver()
   let tracker: ReturnType<typeof setInterval> | undefined
   const track = () => {
     if (running.size === 0) return
@@ -209,7 +225,7 @@ export const createProcessRunner = (options: RunnerOptions = {}): ProcessRunnerS
     Effect.acquireUseRelease(
       Effect.try({
         try: () => {
-          const r = start(req, options)
+          const r = start(req, options, resolve)
           register(r)
           return r
         },

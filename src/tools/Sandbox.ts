@@ -99,8 +99,18 @@ const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx
 /** The pieces of /etc that the dynamic loader and Debian's alternatives need; nothing else of it. */
 const ETC_FILES = ["/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"] as const
 
-/** Mount arguments for a minimal read-only system: /usr, the lib/bin dirs, a few /etc files. */
+let systemMountsCache: ReadonlyArray<string> | undefined
+
+/**
+ * Mount arguments for a minimal read-only system: /usr, the lib/bin dirs, a few /etc files. Read
+ * once per process (the system layout does not change under a running server), not once per call.
+ */
 export const systemMounts = (): Array<string> => {
+  systemMountsCache ??= readSystemMounts()
+  return [...systemMountsCache]
+}
+
+const readSystemMounts = (): Array<string> => {
   const out: Array<string> = []
   for (const dir of SYSTEM_DIRS) {
     try {

@@ -24,7 +24,7 @@ const decodeRefusal = Schema.decodeUnknownEither(JobRefusedLine)
  * confine shell and git.
  */
 export const childEnvironment = (): Record<string, string> => {
-  const keep = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT"]
+  const keep = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT", "BUN_RUNTIME_TRANSPILER_CACHE_PATH"]
   const env: Record<string, string> = {}
   for (const k of keep) {
     const v = process.env[k]
@@ -51,32 +51,56 @@ const lines = (pipe: ReadableStream<Uint8Array>): Stream.Stream<string> =>
     Stream.filter((line) => line !== "")
   )
 
-type Child = Bun.Subprocess<"pipe", "pipe", "pipe">
+export type Child = Bun.Subprocess<"pipe", "pipe", "pipe">
 
-const alive = (child: Child) => child.exitCode === null && child.signalCode === null
+export const alive = (child: Child) => child.exitCode === null && child.signalCode === null
+
+/** A job child that has not had its envelope yet. */
+export interface SpawnedChild {
+  readonly child: Child
+  /** The run-token prefix of every process the job starts (see sweepRunPrefix). */
+  readonly runPrefix: string
+  /** The child's start time (clock ticks), so the sweep only looks at processes started since. */
+  readonly childStart: string | undefined
+  /** Called once, when the child printed its first line or ended (a pool then starts the next one). */
+  readonly onStarted?: () => void
+  /** Called once the child is gone and its processes swept. */
+  readonly onEnded?: () => void
+}
+
+/**
+ * Starts `bun <entry> run-job` with the scrubbed environment (childEnvironment, plus `env`) and a fresh
+ * run-token prefix. It then waits for its envelope on stdin: nothing secret is in it before that.
+ */
+export const spawnJobChild = (entry: string, env: Readonly<Record<string, string>> = {}): SpawnedChild => {
+  // Every process the job starts carries a run token with this prefix: after the child is gone,
+  // whatever still carries it is swept (a SIGKILLed child cannot kill its own unconfined processes).
+  const runPrefix = `${randomBytes(12).toString("hex")}-`
+  const child: Child = Bun.spawn(["bun", entry, "run-job"], {
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...childEnvironment(), ...env, [RUN_PREFIX_VAR]: runPrefix }
+  })
+  return { child, runPrefix, childStart: readStat(child.pid)?.startTime }
+}
 
 /**
  * Runs the child to its end and returns how the job ended: every end of the child is a settlement;
  * only `onEvent` can fail the run. Interrupted, the child gets SIGTERM, then SIGKILL after the grace;
  * on every exit whatever still carries the job's run token is swept.
  */
-export const runJobProcess = <E, R>(envelope: JobEnvelope, hooks: JobProcessHooks<E, R>, entry: string = CLI_PATH): Effect.Effect<Settlement, E, R> =>
+export const runJobProcess = <E, R>(
+  envelope: JobEnvelope,
+  hooks: JobProcessHooks<E, R>,
+  /** A script to start (`bun <entry> run-job`), or where a fresh child comes from (JobChildren.take). */
+  from: string | Effect.Effect<SpawnedChild> = CLI_PATH
+): Effect.Effect<Settlement, E, R> =>
   Effect.scoped(
     Effect.gen(function* () {
-      // Every process the job starts carries a run token with this prefix: after the child is gone,
-      // whatever still carries it is swept (a SIGKILLed child cannot kill its own unconfined processes).
-      const runPrefix = `${randomBytes(12).toString("hex")}-`
-      const { child } = yield* Effect.acquireRelease(
-        Effect.sync(() => {
-          const child: Child = Bun.spawn(["bun", entry, "run-job"], {
-            stdin: "pipe",
-            stdout: "pipe",
-            stderr: "pipe",
-            env: { ...childEnvironment(), [RUN_PREFIX_VAR]: runPrefix }
-          })
-          return { child, childStart: readStat(child.pid)?.startTime }
-        }),
-        ({ child, childStart }, exit) =>
+      const { child, onStarted } = yield* Effect.acquireRelease(
+        typeof from === "string" ? Effect.sync(() => spawnJobChild(from)) : from,
+        ({ child, childStart, runPrefix, onEnded }, exit) =>
           Effect.gen(function* () {
             if (alive(child) && Exit.isInterrupted(exit)) {
               // The worker is stopping: the child may still record its own end.
@@ -87,6 +111,7 @@ export const runJobProcess = <E, R>(envelope: JobEnvelope, hooks: JobProcessHook
             yield* Effect.promise(() => child.exited)
             const survivors = yield* Effect.promise(() => sweepRunPrefix(runPrefix, childStart))
             if (survivors.length > 0) yield* hooks.log(`${survivors.length} process(es) of the job survived SIGKILL`)
+            onEnded?.()
           })
       )
       // A child that died at once cannot take its envelope: its exit says what happened.
@@ -96,6 +121,11 @@ export const runJobProcess = <E, R>(envelope: JobEnvelope, hooks: JobProcessHook
           await child.stdin.end()
         })
       )
+      let first = true
+      const started = () => {
+        if (first) onStarted?.()
+        first = false
+      }
       let terminal: Settlement | undefined
       let refused: string | undefined
       let aborting = false
@@ -115,6 +145,7 @@ export const runJobProcess = <E, R>(envelope: JobEnvelope, hooks: JobProcessHook
         Effect.zipRight(Effect.never)
       )
       const handle = (line: string): Effect.Effect<void, E, R> => {
+        started()
         const parsed = safeJson(line)
         const event = decodeEvent(parsed)
         if (event._tag === "Right") {
@@ -133,6 +164,7 @@ export const runJobProcess = <E, R>(envelope: JobEnvelope, hooks: JobProcessHook
       yield* Effect.raceFirst(Stream.runForEach(lines(child.stdout), handle), abortWhenRequested)
 
       const code = yield* Effect.promise(() => child.exited)
+      started()
       yield* Fiber.join(stderr)
       if (terminal !== undefined) return terminal
       if (refused !== undefined) return { status: "failed", reason: "error", message: `the job was refused: ${refused}` } as const

@@ -4,7 +4,7 @@
  * job. Several processes on one PostgreSQL share the queue through `FOR UPDATE SKIP LOCKED`; a job whose
  * lease expired (its process died) is settled "worker lost" by the sweep of any of them.
  */
-import { Cause, Config, Duration, Effect, Fiber, Layer, Queue } from "effect"
+import { Cause, Config, Duration, Effect, Fiber, Layer, Option, Queue } from "effect"
 import { hostname } from "node:os"
 import type { AgentStore } from "../agents/AgentStore.ts"
 import type { SkillStore } from "../agents/SkillStore.ts"
@@ -18,7 +18,8 @@ import { buildEnvelope } from "./buildEnvelope.ts"
 import { commitOutputs, gitLayout } from "./commitOutputs.ts"
 import { JobBus } from "./JobBus.ts"
 import type { JobRoots } from "./JobRoots.ts"
-import { runJobProcess } from "./JobProcess.ts"
+import { JobChildren } from "./JobChildren.ts"
+import { CLI_PATH, runJobProcess } from "./JobProcess.ts"
 import { JobStore, type JobRow, type Settlement } from "./JobStore.ts"
 import { exportKernelSpans, toolNameCheck } from "./JobTrace.ts"
 
@@ -164,6 +165,8 @@ export const runClaimedJob = (
     // One database write per event: untraced, or they would drown the job's trace.
     const persist = (event: JobEvent) =>
       Effect.zipRight(store.appendEvent(job.id, event), bus.publish({ _tag: "Events", jobId: job.id })).pipe(Effect.withTracerEnabled(false))
+    // The pre-started child (JobChildren) when this runtime keeps one, else a child started now.
+    const children = yield* Effect.serviceOption(JobChildren)
     const settlement = yield* runJobProcess(setup.right.envelope, {
       onEvent: (event) => {
         if (event.type === "output") outputs.push(event.path)
@@ -173,7 +176,7 @@ export const runClaimedJob = (
       },
       abortRequested: Effect.suspend(() => (lost ? Effect.succeed(true) : Effect.withTracerEnabled(store.abortRequested(job.id), false))),
       log: (line) => Effect.logWarning(line)
-    })
+    }, Option.match(children, { onNone: () => CLI_PATH, onSome: (c) => c.take }))
     const committed =
       settlement.status === "completed"
         ? yield* Effect.promise(() =>

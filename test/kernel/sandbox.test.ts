@@ -12,6 +12,7 @@ import { join } from "node:path"
 import { AgentRuntime } from "../../src/contract/AgentRuntime.ts"
 import { KernelLive } from "../../src/kernel/Kernel.ts"
 import { createEnvelope, createJob, createJobDirs, createJobSpec, createProvider, runJobChild, startJobChild, TEST_API_KEY, writeFile, type JobDirs } from "../support/jobChild.ts"
+import { jobChildEntryForTests } from "../support/jobChildBundle.ts"
 import { isAlive, pidsWithArg } from "../support/processes.ts"
 import { BWRAP_SKIP_REASON, bwrapWorks } from "../support/sandbox.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
@@ -142,7 +143,7 @@ describe("killing the job child kills every process of the job", () => {
     const envelopeFile = join(dirs.root, "envelope.json")
     writeFileSync(envelopeFile, JSON.stringify(createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")])))
     // The parent stands in for `kintsugi serve`: it starts the job child and is then SIGKILLed.
-    const cli = join(import.meta.dir, "..", "..", "src", "cli.ts")
+    const cli = jobChildEntryForTests()
     const parent = Bun.spawn(["bash", "-c", `bun ${cli} run-job < ${envelopeFile} > /dev/null 2>&1 & echo $!; wait`], {
       stdout: "pipe",
       env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: dirs.root, NO_PROXY: "127.0.0.1", KINTSUGI_SANDBOX: "bwrap" }

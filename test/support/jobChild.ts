@@ -1,5 +1,5 @@
 /**
- * Drives the real job child (`bun src/cli.ts run-job`) the way the worker will: an envelope on
+ * Drives the real job child (`bun src/cli.ts run-job`, or its bytecode bundle: jobChildBundle.ts) the way the worker will: an envelope on
  * stdin, NDJSON events on stdout. Also builds job envelopes against the scripted model servers.
  */
 import { Either, Schema } from "effect"
@@ -8,10 +8,10 @@ import { dirname, join } from "node:path"
 import { JobEvent } from "../../src/contract/JobEvent.ts"
 import type { JobSpec } from "../../src/contract/JobSpec.ts"
 import { decodeJob } from "../../src/kernel/decodeJob.ts"
+import { jobChildEntryForTests } from "./jobChildBundle.ts"
 import { testJobRoot } from "./jobRoots.ts"
 import type { ScriptedServer } from "./scriptedServers.ts"
 
-const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts")
 export const TEST_API_KEY = "sk-test-SECRET-key-0123456789abcdef"
 export const MODEL_PRICES = { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 } as const
 
@@ -50,7 +50,7 @@ export interface ChildOptions {
 
 /** Starts the job child with `envelope` (an object, or raw text) on stdin. */
 export const startJobChild = (envelope: unknown, options: ChildOptions = {}): RunningChild => {
-  const proc = Bun.spawn(["bun", options.entry ?? CLI, "run-job"], {
+  const proc = Bun.spawn(["bun", options.entry ?? jobChildEntryForTests(), "run-job"], {
     stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",

@@ -171,6 +171,13 @@ describe.skipIf(!bwrapWorks)(bwrapWorks ? "inside the sandbox" : `inside the san
     expect(pidsWithArg("1000.0419")).toEqual([])
   })
 
+  test("a clean exit leaves nothing behind: `setsid sleep &` dies with the sandbox, no sweep needed", async () => {
+    const out = await runToolText(makeShellTool(runner), { command: "sleep 1000.0420 & setsid sleep 1000.0420 & (sleep 1000.0420 &) ; echo hi" }, createToolContext(tree.workspace).ctx)
+    expect(out).toBe("exit code: 0\nhi\n")
+    // Checked at once: the call returned only after its pid namespace was gone.
+    expect(pidsWithArg("1000.0420")).toEqual([])
+  })
+
   test("the parent of the workspace holds only the workspace; its siblings do not exist", async () => {
     mkdirSync(join(tree.outside, "sub"), { recursive: true })
     expect(await shell(`ls ${join(tree.root, "..")}`)).toBe(`exit code: 0\n${basename(tree.root)}\n`)

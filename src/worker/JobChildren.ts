@@ -1,0 +1,133 @@
+/**
+ * Where the worker's job children come from (issue 15): the Bun bytecode bundle of the job child
+ * (jobChildBundle.ts) once it is built — until then, and whenever the sources changed since, the
+ * sources themselves — and one child started ahead, waiting for its envelope, so a queued job starts
+ * at once. A child serves one job only: `take` hands it out and forgets it, then starts the next.
+ * The waiting child holds nothing secret: the scrubbed environment of every job child, and no
+ * envelope (secrets travel only there, on stdin).
+ */
+import { Config, Context, Effect, Layer, type Scope } from "effect"
+import { resolve } from "node:path"
+import { makeSandbox, sandboxConfigFromEnv } from "../tools/Sandbox.ts"
+import { alive, CLI_PATH, spawnJobChild, type SpawnedChild } from "./JobProcess.ts"
+import { findBundle, jobChildCacheDir, sourceFingerprint, sourceKey, startBundleBuild, transpilerCacheDir } from "./jobChildBundle.ts"
+
+export interface JobChildrenShape {
+  /** A child that never had an envelope: the one started ahead when it is still good, else a new one. */
+  readonly take: Effect.Effect<SpawnedChild>
+  /** The entry new children start from: the bundle once built, else src/cli.ts. */
+  readonly entry: Effect.Effect<string>
+  /** The pid of the child waiting for its envelope, if one is. */
+  readonly waiting: Effect.Effect<number | undefined>
+}
+
+export class JobChildren extends Context.Tag("worker/JobChildren")<JobChildren, JobChildrenShape>() {}
+
+export interface JobChildrenOptions {
+  /** Where bundles and the transpiler cache live (jobChildCacheDir). */
+  readonly cacheDir: string
+  /** Use (and build) the bytecode bundle; false = always the sources. */
+  readonly bundle: boolean
+  /** Start one child ahead: "always" (after each take, the next), "once" (one job expected), "never". */
+  readonly prestart: "always" | "once" | "never"
+  /**
+   * When the next child starts: once the taken one printed its first event ("started"), or once its
+   * job is over ("ended"). A child is dumpable for the first milliseconds of its start, so an
+   * unconfined job running meanwhile could open its stdin from /proc and read the next envelope:
+   * "ended" unless the process tools run in the sandbox (where a job sees no host process).
+   */
+  readonly refillWhen: "started" | "ended"
+}
+
+interface Warm {
+  readonly spawned: SpawnedChild
+  /** The sources' fingerprint when it started: a child of older sources is never handed out. */
+  readonly fingerprint: string
+}
+
+/** A pool of (at most) one waiting child; its scope's end kills the waiting child. */
+export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobChildrenShape, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    let fingerprint = sourceFingerprint()
+    let key = options.bundle ? sourceKey() : ""
+    let warm: Warm | undefined
+    let closed = false
+    // Children started from the sources keep Bun's transpiler output across restarts and fresh HOMEs.
+    const env: Record<string, string> = process.env["BUN_RUNTIME_TRANSPILER_CACHE_PATH"] === undefined ? { BUN_RUNTIME_TRANSPILER_CACHE_PATH: transpilerCacheDir(options.cacheDir) } : {}
+
+    /** The entry for a child started now; never a bundle of other sources than those on disk. */
+    const currentEntry = (): string => {
+      const now = sourceFingerprint()
+      if (now !== fingerprint) {
+        fingerprint = now
+        if (options.bundle) key = sourceKey()
+      }
+      if (!options.bundle) return CLI_PATH
+      const built = findBundle(options.cacheDir, key)
+      if (built !== undefined) return built
+      startBundleBuild(options.cacheDir, key)
+      return CLI_PATH
+    }
+
+    const start = (next?: () => void): SpawnedChild => {
+      const spawned = spawnJobChild(currentEntry(), env)
+      return next === undefined ? spawned : withNext(spawned, next)
+    }
+    const withNext = (spawned: SpawnedChild, next: () => void): SpawnedChild =>
+      options.refillWhen === "started" ? { ...spawned, onStarted: next } : { ...spawned, onEnded: next }
+
+    let prestarted = 0
+    const refill = () => {
+      if (closed || options.prestart === "never" || (options.prestart === "once" && prestarted > 0) || warm !== undefined) return
+      prestarted++
+      try {
+        warm = { spawned: start(), fingerprint }
+      } catch {
+        // Cannot start a child now (no bun on PATH, out of pids): the next take starts one itself.
+      }
+    }
+
+    const take = Effect.sync((): SpawnedChild => {
+      const held = warm
+      warm = undefined
+      const now = sourceFingerprint()
+      // The next one starts once this one has taken its job, so the two do not load at the same time.
+      const next = () => refill()
+      if (held !== undefined && alive(held.spawned.child) && held.fingerprint === now) return withNext(held.spawned, next)
+      if (held !== undefined) held.spawned.child.kill("SIGKILL")
+      return start(next)
+    })
+
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        closed = true
+        if (warm !== undefined && alive(warm.spawned.child)) warm.spawned.child.kill("SIGKILL")
+        warm = undefined
+      })
+    )
+    if (options.bundle) currentEntry()
+    refill()
+    return { take, entry: Effect.sync(currentEntry), waiting: Effect.sync(() => warm?.spawned.child.pid) }
+  })
+
+const live = (prestart: JobChildrenOptions["prestart"]): Layer.Layer<JobChildren> =>
+  Layer.scoped(
+    JobChildren,
+    Effect.gen(function* () {
+      const dataDir = yield* Config.string("KINTSUGI_DATA_DIR").pipe(Config.withDefault(".kintsugi"), Effect.orElseSucceed(() => ".kintsugi"))
+      // The job children read KINTSUGI_SANDBOX from the same environment (childEnvironment).
+      const sandbox = yield* makeSandbox(sandboxConfigFromEnv(process.env)).status
+      return yield* makeJobChildren({
+        cacheDir: jobChildCacheDir(resolve(dataDir)),
+        bundle: true,
+        prestart,
+        refillWhen: sandbox._tag === "Bwrap" ? "started" : "ended"
+      })
+    })
+  )
+
+/** `kintsugi serve`: the bundle under jobChildCacheDir(KINTSUGI_DATA_DIR), always one child started ahead. */
+export const JobChildrenLive: Layer.Layer<JobChildren> = live("always")
+
+/** `kintsugi run` (one job): the bundle, its one child started while the database starts. */
+export const JobChildrenOnce: Layer.Layer<JobChildren> = live("once")

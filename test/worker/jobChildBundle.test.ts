@@ -1,0 +1,48 @@
+/**
+ * The job child's bytecode bundle (issue 15): built from the sources into a cache keyed on their
+ * content hash, atomically (two builders at once: one bundle, no half-built directory left), and it
+ * runs a whole job — pi-ai inside the bundle sends the model request and the job completes (it used
+ * to stop after job.started and exit 0: `instrumentCache` was undefined).
+ */
+import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { builtBundle, ensureBundle, sourceKey } from "../../src/worker/jobChildBundle.ts"
+import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
+import { startAnthropicServer, startOpenAIServer } from "../support/scriptedServers.ts"
+
+// Two builds at once on a loaded 2-core machine.
+setDefaultTimeout(300_000)
+
+const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-bundle-"))
+afterAll(() => rmSync(cacheDir, { recursive: true, force: true }))
+let entry = ""
+
+test("two builders at once: one complete bundle under the sources' key, nothing half-built left", async () => {
+  const key = sourceKey()
+  expect(key).toMatch(/^[0-9a-f]{32}$/)
+  expect(sourceKey()).toBe(key)
+  expect(builtBundle(cacheDir, key)).toBeUndefined()
+  const [a, b] = await Promise.all([ensureBundle(cacheDir, key), ensureBundle(cacheDir, key)])
+  expect(a).toBe(b)
+  expect(builtBundle(cacheDir, key)).toBe(a)
+  expect(existsSync(`${a}.jsc`)).toBe(true)
+  expect(readdirSync(cacheDir)).toEqual([`job-child-${key}`])
+  entry = a
+})
+
+test.each(["openai-completions", "anthropic-messages"] as const)("the bundled child runs a job through %s to job.completed, exit 0", async (api) => {
+  expect(entry).not.toBe("")
+  const server = api === "openai-completions" ? await startOpenAIServer([{ kind: "turn", text: "done" }]) : await startAnthropicServer([{ kind: "turn", text: "done" }])
+  const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  try {
+    const run = await runJobChild(createEnvelope(createJob(dirs), [createProvider(server, api)]), { entry })
+    expect(run.events.map((e) => e.type).filter((t) => t !== "span" && t !== "message.delta")).toEqual(["job.started", "usage", "job.completed"])
+    expect(run.code).toBe(0)
+    expect(server.requests.length).toBe(1)
+  } finally {
+    await server.stop()
+    dirs.cleanup()
+  }
+})

@@ -1,0 +1,149 @@
+/**
+ * The worker's job children (issue 15): one child started ahead waits for its envelope, a job takes it
+ * and the next one is started; every job gets a fresh child that never had an envelope before, and the
+ * waiting child holds no secret (scrubbed environment, no envelope yet). Real children (src/cli.ts
+ * run-job), real pi-ai clients against a scripted model server.
+ */
+import { afterEach, expect, setDefaultTimeout, test } from "bun:test"
+import { Effect, Scope, Exit } from "effect"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { JobEvent } from "../../src/contract/JobEvent.ts"
+import { makeJobChildren, type JobChildrenShape } from "../../src/worker/JobChildren.ts"
+import { runJobProcess } from "../../src/worker/JobProcess.ts"
+import { createEnvelope, createJob, createJobDirs, createProvider, TEST_API_KEY } from "../support/jobChild.ts"
+import { startOpenAIServer } from "../support/scriptedServers.ts"
+
+setDefaultTimeout(120_000)
+
+const cleanups: Array<() => unknown> = []
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c()
+})
+
+const pool = async (refillWhen: "started" | "ended" = "started"): Promise<JobChildrenShape> => {
+  const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-children-"))
+  const scope = Effect.runSync(Scope.make())
+  const children = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen }), scope))
+  cleanups.push(() => Effect.runPromise(Scope.close(scope, Exit.void)), () => rmSync(cacheDir, { recursive: true, force: true }))
+  return children
+}
+
+const waitingPid = async (children: JobChildrenShape): Promise<number> => {
+  for (;;) {
+    const pid = await Effect.runPromise(children.waiting)
+    if (pid !== undefined) return pid
+    await Bun.sleep(10)
+  }
+}
+
+/** Whether `pid` has a handler for SIGTERM (bit 15 of SigCgt): the child's exit guard is armed. */
+const catchesSigterm = (pid: number): boolean => {
+  const hex = /SigCgt:\s*([0-9a-f]+)/.exec(readFileSync(`/proc/${pid}/status`, "latin1"))?.[1]
+  return hex !== undefined && (BigInt(`0x${hex}`) & (1n << 14n)) !== 0n
+}
+
+const alive = (pid: number) => {
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, "latin1").includes(") Z ")
+  } catch {
+    return false
+  }
+}
+
+test("a job takes the waiting child, the next job a fresh one: never a child twice, no state from the earlier job", async () => {
+  const server = await startOpenAIServer([
+    { kind: "turn", text: "first answer" },
+    { kind: "turn", text: "second answer" }
+  ])
+  const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  const children = await pool()
+
+  const run = async (task: string, metadata: Record<string, string>) => {
+    const pids: Array<number> = []
+    const events: Array<JobEvent> = []
+    const take = Effect.tap(children.take, (s) => Effect.sync(() => void pids.push(s.child.pid)))
+    const settlement = await Effect.runPromise(
+      runJobProcess(createEnvelope(createJob(dirs, { task, metadata }), [createProvider(server, "openai-completions")]) as Parameters<typeof runJobProcess>[0], {
+        onEvent: (e) => Effect.sync(() => void events.push(e)),
+        abortRequested: Effect.succeed(false),
+        log: () => Effect.void
+      }, take)
+    )
+    return { settlement, events, pid: pids[0] ?? -1 }
+  }
+
+  const first = await waitingPid(children)
+  const one = await run("the first task", { trigger: "one" })
+  expect(one.pid).toBe(first) // the child started ahead took the job
+  expect(one.settlement).toEqual({ status: "completed", summary: "first answer" })
+  expect(alive(first)).toBe(false) // it served one job and ended
+
+  const second = await waitingPid(children)
+  expect(second).not.toBe(first)
+  const two = await run("the second task", { trigger: "two" })
+  expect(two.pid).toBe(second)
+  expect(two.settlement).toEqual({ status: "completed", summary: "second answer" })
+  // A fresh process: its events start at seq 0 with its own job, and the model saw only its own task.
+  expect(two.events[0]).toMatchObject({ type: "job.started", seq: 0, metadata: { trigger: "two" } })
+  expect(two.events.map((e) => e.seq)).toEqual(two.events.map((_, i) => i))
+  const body = server.requests[1]?.rawBody ?? ""
+  expect(body).toContain("the second task")
+  expect(body).not.toContain("the first task")
+  expect(body).not.toContain("first answer")
+})
+
+test("the waiting child holds no secret: a scrubbed environment, no envelope, nothing of the server's", async () => {
+  process.env["KINTSUGI_SECRET_KEY"] = "waiting-child-must-not-see-this"
+  process.env["DATABASE_URL"] = "postgres://secret@127.0.0.1/none"
+  cleanups.push(() => {
+    delete process.env["KINTSUGI_SECRET_KEY"]
+    delete process.env["DATABASE_URL"]
+  })
+  const children = await pool()
+  const pid = await waitingPid(children)
+  // Read once it waits for its envelope (its exit guard is armed), not mid-exec.
+  while (!catchesSigterm(pid)) await Bun.sleep(5)
+  const environ = readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").filter((e) => e !== "")
+  const names = environ.map((e) => e.slice(0, e.indexOf("=")))
+  expect(names).not.toContain("KINTSUGI_SECRET_KEY")
+  expect(names).not.toContain("DATABASE_URL")
+  expect(environ.join("\n")).not.toContain(TEST_API_KEY)
+  expect(names).toContain("KINTSUGI_RUN_PREFIX")
+  const allowed = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT", "BUN_RUNTIME_TRANSPILER_CACHE_PATH", "KINTSUGI_RUN_PREFIX"]
+  expect(names.filter((n) => !allowed.includes(n))).toEqual([])
+})
+
+test("closing the pool kills the waiting child", async () => {
+  const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-children-"))
+  cleanups.push(() => rmSync(cacheDir, { recursive: true, force: true }))
+  const scope = Effect.runSync(Scope.make())
+  const children = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen: "started" }), scope))
+  const pid = await waitingPid(children)
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+  for (let i = 0; i < 500 && alive(pid); i++) await Bun.sleep(10)
+  expect(alive(pid)).toBe(false)
+})
+
+test("unconfined (refill when the job ended): no next child loads while a job runs, one is waiting after", async () => {
+  const server = await startOpenAIServer([{ kind: "turn", text: "done" }])
+  const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  const children = await pool("ended")
+  const first = await waitingPid(children)
+  const waitingDuringJob: Array<number | undefined> = []
+  const settlement = await Effect.runPromise(
+    runJobProcess(createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")]) as Parameters<typeof runJobProcess>[0], {
+      onEvent: () => Effect.flatMap(children.waiting, (pid) => Effect.sync(() => void waitingDuringJob.push(pid))),
+      abortRequested: Effect.succeed(false),
+      log: () => Effect.void
+    }, children.take)
+  )
+  expect(settlement.status).toBe("completed")
+  expect(waitingDuringJob.length).toBeGreaterThan(1)
+  expect(waitingDuringJob.every((pid) => pid === undefined)).toBe(true)
+  const next = await waitingPid(children)
+  expect(next).not.toBe(first)
+})

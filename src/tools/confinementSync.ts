@@ -61,6 +61,8 @@ export const listDirSync = (dir: string, root: string): Array<fs.Dirent> | undef
 
 /** How much of a file `readFileSyncChecked` reads before asking `skipByHead`. */
 export const HEAD_BYTES = 64 * 1024
+/** Files up to this size are read in one go (a second read costs more than it could save). */
+const STREAM_FROM_BYTES = 1024 * 1024
 
 /** A growable read buffer reused across files by a walk. */
 export interface Scratch {
@@ -71,7 +73,8 @@ export interface Scratch {
  * Sync walk primitive: reads a regular file (O_NOFOLLOW | O_NONBLOCK, fstat, descriptor inside `root`)
  * into `scratch`; the result is valid until the next call. "too-large" over `maxBytes`, undefined when
  * it is not a regular file inside `root` or cannot be read. Never throws, never blocks on a FIFO.
- * With `skipByHead`, the first HEAD_BYTES are read first and "skipped" returned when it says so.
+ * With `skipByHead`, it is asked about the first bytes ("skipped" when it says so); of a file over 1 MB
+ * only the first HEAD_BYTES are read before asking.
  */
 export const readFileSyncChecked = (
   file: string,
@@ -87,7 +90,7 @@ export const readFileSyncChecked = (
     if (!st.isFile() || !fdInside(fd, root)) return undefined
     if (st.size > maxBytes) return "too-large"
     if (scratch.buf.length < st.size) scratch.buf = Buffer.allocUnsafe(Math.max(st.size, scratch.buf.length * 2))
-    if (skipByHead === undefined || st.size <= HEAD_BYTES) {
+    if (skipByHead === undefined || st.size <= STREAM_FROM_BYTES) {
       const bytes = readFd(fd, st.size, scratch.buf)
       return skipByHead?.(bytes) === true ? "skipped" : bytes
     }

@@ -115,7 +115,8 @@ export const grep = defineTool({
       const status: WalkStatus = { entries: 0, stopped: undefined }
       const budgetMs = Math.max(1000, Math.min(GREP_MAX_MS, (yield* limits.remainingMs) - 1000))
       const start = performance.now()
-      const displays: Array<string> = []
+      const files: Array<string> = []
+      const displayOf = (seq: number) => displayPath(workspace.paths.root, files[seq] ?? target.path)
       let unreadable = false
       // Results arrive in walk order: the same blocks, limit and skips as a sequential scan.
       const onFile = (seq: number, r: FileResult): boolean => {
@@ -123,7 +124,7 @@ export const grep = defineTool({
         else if (r === "too-large") found.skippedLarge++
         else if (typeof r === "object") {
           const take = Math.min(r.hits.length, limit - found.matchCount)
-          found.blocks.push(...blocksOf(r, displays[seq] ?? "", context, take))
+          found.blocks.push(...blocksOf(r, displayOf(seq), context, take))
           found.matchCount += take
         }
         return found.matchCount < limit
@@ -146,7 +147,7 @@ export const grep = defineTool({
           progress: limits.progress
         })
         const add = (file: string) => {
-          displays.push(displayPath(workspace.paths.root, file))
+          files.push(file)
           return search.add(file)
         }
         if (!isDir) {
@@ -163,7 +164,7 @@ export const grep = defineTool({
           new ToolError({
             message:
               `grep stopped at its ${Math.round(budgetMs / 1000)} s limit: the pattern was still being matched against ` +
-              `${displays[outcome.seq] ?? "a file"}. Patterns with nested or adjacent repetition (like (a+)+$ or \\s+$) ` +
+              `${displayOf(outcome.seq)}. Patterns with nested or adjacent repetition (like (a+)+$ or \\s+$) ` +
               "can take quadratic or exponential time on long lines: simplify the pattern, narrow path or glob, or use literal: true"
           })
         )

@@ -6,7 +6,10 @@
  * worker still busy for the call then is terminated (a catastrophic pattern cannot be stopped any
  * other way) and replaced on the next call; the job's own thread never runs a pattern.
  */
+import fs from "node:fs"
 import os from "node:os"
+import path from "node:path"
+import { pathToFileURL } from "node:url"
 import type { FileResult, FromWorker, ScanSpec, ToWorker } from "./grepWorker.ts"
 
 export type { FileResult, ScanSpec } from "./grepWorker.ts"
@@ -45,10 +48,26 @@ const drop = (slot: Slot, why: string) => {
   slot.batches.length = 0
 }
 
+/**
+ * Where the worker's code is. Bun 1.4's bundler does not rewrite `new URL("./grepWorker.ts",
+ * import.meta.url)`: it inlines the source file's URL, so a bundle built from the sources starts the
+ * worker from those sources (they are there: bundles are built from them). A bundle built with this
+ * file as a second entry point (`entrypoints: [src/jobChildEntry.ts, src/tools/grepWorker.ts]`) has it
+ * at `tools/grepWorker.js` beside its main file (or `grepWorker.js` with flat naming), which is then
+ * preferred: no source tree needed.
+ */
+export const grepWorkerUrl = (): string => {
+  const dir = path.dirname(Bun.main)
+  const bundled = Bun.main.endsWith(".js")
+    ? [path.join(dir, "tools", "grepWorker.js"), path.join(dir, "grepWorker.js")].find((p) => fs.existsSync(p))
+    : undefined
+  return bundled !== undefined ? pathToFileURL(bundled).href : new URL("./grepWorker.ts", import.meta.url).href
+}
+let workerUrl: string | undefined
+
 const spawn = (): Slot => {
-  // The literal `new URL("./grepWorker.ts", import.meta.url)` is what Bun's bundler recognises: a
-  // bundled or compiled job child carries the worker as its own entry point.
-  const worker = new Worker(new URL("./grepWorker.ts", import.meta.url).href)
+  workerUrl ??= grepWorkerUrl()
+  const worker = new Worker(workerUrl)
   worker.unref()
   const status = new SharedArrayBuffer(3 * 8)
   const slot: Slot = { worker, status: new Float64Array(status), batches: [], dead: false }

@@ -298,6 +298,19 @@ export const nativeSource = (pattern: string, ignoreCase: boolean): string | und
   }
 }
 
+/**
+ * Whether a `nativeSource` translation (case-sensitive) can match only ASCII characters: no negated
+ * class (`.`, `\S` and `[^…]` translate to one), no \D or \W, no literal beyond U+007F. Such a pattern
+ * matches a file's UTF-8 text exactly where it matches the bytes read as Latin-1 (ASCII bytes never
+ * occur inside a multi-byte sequence; the other bytes are non-word characters either way), which skips
+ * the much dearer UTF-8 decoding of files that cannot match.
+ */
+const asciiOnly = (src: string): boolean =>
+  !src.includes("[^") &&
+  !/\\[DW]/.test(src) &&
+  Array.from(src.matchAll(/\\u\{([0-9a-f]+)\}/g)).every((m) => Number.parseInt(m[1] ?? "80", 16) < 0x80) &&
+  !/[^\x00-\x7f]/.test(src)
+
 // ---------------------------------------------------------------------------------------------------
 
 /**
@@ -331,9 +344,11 @@ export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher
     const line = new RegExp(native, opts.ignoreCase ? "iu" : "u")
     // With "m", ^ and $ also match around "\r" (and U+2028/9): more positions, so still a superset.
     const whole = new RegExp(native, opts.ignoreCase ? "imu" : "mu")
+    const latin1 = bytesFilter === undefined && !opts.ignoreCase && asciiOnly(native) ? whole : undefined
     return {
       engine: "native",
-      mayMatchBytes: (bytes) => bytesFilter === undefined || bytesFilter(bytes),
+      mayMatchBytes: (bytes) =>
+        bytesFilter !== undefined ? bytesFilter(bytes) : latin1 === undefined || latin1.test(bytes.toString("latin1")),
       mayMatchText: (text) => whole.test(text),
       test: (l) => (exactLiteral !== undefined && !l.includes(exactLiteral) ? false : line.test(l)),
       indexIn: (l) => l.search(line)

@@ -28,7 +28,9 @@ interface Slot {
   dead: boolean
 }
 
-const cancelled = new Int32Array(new SharedArrayBuffer(4))
+/** Cancelled calls: slot `call % CANCEL_SLOTS` holds `call` once it is (see grepWorker.ts). */
+const CANCEL_SLOTS = 4096
+const cancelled = new Int32Array(new SharedArrayBuffer(4 * CANCEL_SLOTS))
 const slots: Array<Slot> = []
 const active = new Map<number, CallState>()
 let lastCall = 0
@@ -76,7 +78,8 @@ const spawn = (): Slot => {
     slot.batches.shift()
     active.get(e.data.call)?.onMessage(e.data)
   })
-  worker.addEventListener("error", (e: ErrorEvent) => drop(slot, e.message))
+  // The worker's own error text may name host paths: the model only learns that it failed.
+  worker.addEventListener("error", () => drop(slot, "a search worker failed"))
   worker.addEventListener("close", () => drop(slot, "the search worker exited"))
   worker.postMessage({ type: "init", cancel: cancelled.buffer as SharedArrayBuffer, status } satisfies ToWorker)
   slots.push(slot)
@@ -136,7 +139,7 @@ export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => 
   const end = (o: SearchOutcome, terminateBusy: boolean) => {
     if (outcome !== undefined) return
     outcome = o
-    Atomics.store(cancelled, 0, Math.max(Atomics.load(cancelled, 0), call))
+    Atomics.store(cancelled, call % CANCEL_SLOTS, call)
     active.delete(call)
     clearTimeout(timer)
     opts.signal.removeEventListener("abort", onAbort)
@@ -161,7 +164,7 @@ export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => 
   }
   active.set(call, {
     onMessage: (m) => {
-      if (m.type === "failed") return end({ kind: "failed", message: m.message }, true)
+      if (m.type === "failed") return end({ kind: "failed", message: "a search worker failed" }, true)
       m.results.forEach((r, k) => results.set(m.first + k, r))
       const now = performance.now()
       if (now - lastProgress > 15) {

@@ -22,7 +22,7 @@ export interface ScanSpec {
 export type ToWorker =
   | {
     readonly type: "init"
-    /** Int32[0]: the highest cancelled call id; files of a call at or below it are skipped. */
+    /** Int32[4096]: slot `call % 4096` holds `call` once that call is cancelled; its files are then skipped. */
     readonly cancel: SharedArrayBuffer
     /** Float64[3]: [call, seq, Date.now() at start] of the file being scanned (call -1 = idle). */
     readonly status: SharedArrayBuffer
@@ -65,7 +65,7 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     if (cached?.key !== key) cached = { key, matcher: buildMatcher(spec.pattern, spec) }
     const matcher = cached.matcher
     const results = msg.files.map((file, k): FileResult => {
-      if (cancel !== undefined && Atomics.load(cancel, 0) >= msg.call) return "cancelled"
+      if (cancel !== undefined && Atomics.load(cancel, msg.call % cancel.length) === msg.call) return "cancelled"
       if (status !== undefined) {
         status[1] = msg.first + k
         status[2] = Date.now()

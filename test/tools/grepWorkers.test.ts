@@ -86,6 +86,17 @@ describe("grep across workers", () => {
     expect(events[25]).toEqual({ type: "source.read", tool: "grep", path: "ro/many/f025.txt", firstLine: 1, lastLine: 2 })
   })
 
+  test("concurrent calls: one ending at its limit does not cut the other short", async () => {
+    const { ctx } = createToolContext(t.workspace)
+    const [full, first] = await Promise.all([
+      runToolText(grep, { pattern: "hit B", literal: true, path: "ro/many", limit: 1000 }, ctx),
+      runToolText(grep, { pattern: "hit A", literal: true, path: "ro/many", limit: 1 }, ctx)
+    ])
+    expect(full.split("\n")).toHaveLength(200)
+    expect(full.split("\n")[199]).toBe("ro/many/f199.txt:3: hit B")
+    expect(first.split("\n")[0]).toBe("ro/many/f000.txt:1: hit A")
+  })
+
   test("a symlink to a file outside is neither followed by the walk nor opened by a worker", async () => {
     const { ctx } = createToolContext(t.workspace)
     const text = await runToolText(grep, { pattern: "needle", path: "ro", glob: "*.txt" }, ctx)

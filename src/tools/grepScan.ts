@@ -373,40 +373,26 @@ export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher
 const exactBytesFilter = (needles: ReadonlyArray<Buffer>) => (bytes: Buffer) => needles.every((n) => bytes.indexOf(n) !== -1)
 
 /**
- * A byte prefilter for a case-insensitive ASCII literal: first a memmem scan for each case variant of
- * its 4-character window with the fewest letters, then the whole literal in an ASCII-folded copy.
- * Non-ASCII text folds onto ASCII letters only through U+212A KELVIN SIGN (k) and U+017F LONG S (s), so a
- * file holding either passes. Undefined for a non-ASCII literal.
+ * A byte prefilter for a case-insensitive ASCII literal: every byte of the file and of the literal is
+ * OR-ed with 0x20 (four bytes at a time), then one memmem. That folds ASCII letters to lower case and
+ * maps a few punctuation pairs onto each other (`@` and `` ` ``, `[` and `{`…), which only adds
+ * candidates (the line test decides); bytes of multi-byte UTF-8 stay >= 0x80. Non-ASCII text folds onto
+ * ASCII letters only through U+212A KELVIN SIGN (k) and U+017F LONG S (s), so a file holding either
+ * passes. Undefined for a non-ASCII literal.
  */
 const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | undefined => {
   if (!/^[\x20-\x7e]+$/.test(literal)) return undefined
-  const size = Math.min(4, literal.length)
-  let best = literal.slice(0, size)
-  let bestLetters = Number.POSITIVE_INFINITY
-  for (let i = 0; i + size <= literal.length; i++) {
-    const w = literal.slice(i, i + size)
-    const letters = w.replace(/[^A-Za-z]/g, "").length
-    if (letters < bestLetters) [best, bestLetters] = [w, letters]
-  }
-  let variants = [""]
-  for (const ch of best) {
-    const lo = ch.toLowerCase()
-    const up = ch.toUpperCase()
-    variants = lo === up ? variants.map((v) => v + ch) : variants.flatMap((v) => [v + lo, v + up])
-  }
-  const anchors = variants.map((v) => Buffer.from(v, "latin1"))
   const special = /[ks]/i.test(literal) ? [Buffer.from("\u212a", "utf8"), Buffer.from("\u017f", "utf8")] : []
-  const folded = Buffer.from(literal.toLowerCase(), "latin1")
-  let scratch = Buffer.allocUnsafe(64 * 1024)
+  const folded = Buffer.from(Array.from(Buffer.from(literal, "latin1"), (c) => c | 0x20))
+  let scratch = new Uint32Array(16 * 1024)
   return (bytes) => {
     if (special.some((n) => bytes.indexOf(n) !== -1)) return true
-    if (!anchors.some((a) => bytes.indexOf(a) !== -1)) return false
-    if (scratch.length < bytes.length) scratch = Buffer.allocUnsafe(Math.max(bytes.length, scratch.length * 2))
-    for (let i = 0; i < bytes.length; i++) {
-      const c = bytes[i] ?? 0
-      scratch[i] = c >= 65 && c <= 90 ? c | 32 : c
-    }
-    return scratch.subarray(0, bytes.length).indexOf(folded) !== -1
+    const words = Math.ceil(bytes.length / 4)
+    if (scratch.length < words) scratch = new Uint32Array(Math.max(words, scratch.length * 2))
+    const out = Buffer.from(scratch.buffer, 0, words * 4)
+    bytes.copy(out, 0, 0, bytes.length)
+    for (let i = 0; i < words; i++) scratch[i] = (scratch[i] ?? 0) | 0x20202020
+    return out.subarray(0, bytes.length).indexOf(folded) !== -1
   }
 }
 

@@ -43,7 +43,7 @@ beforeAll(async () => {
   templates = path.join(root, "templates")
   process.env["KINTSUGI_DB_TEMPLATES"] = templates
   template = (await buildDataDirTemplate()) ?? ""
-})
+}, 600_000)
 afterAll(() => {
   if (saved === undefined) delete process.env["KINTSUGI_DB_TEMPLATES"]
   else process.env["KINTSUGI_DB_TEMPLATES"] = saved

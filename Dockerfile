@@ -25,6 +25,9 @@ ENV HOST=0.0.0.0 PORT=7777 KINTSUGI_DATA_DIR=/data NODE_ENV=production BUN_RUNTI
 RUN mkdir -p /data && chown bun:bun /data
 VOLUME /data
 USER bun
+# The embedded database's data-dir template (initdb + every migration, once): a new /data volume starts
+# as a copy of it instead of running initdb (README: KINTSUGI_DB_TEMPLATES).
+RUN bun -e "await (await import('/app/src/db/Db.ts')).buildDataDirTemplate()"
 EXPOSE 7777
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s \
   CMD bun -e "fetch('http://127.0.0.1:7777/healthz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"

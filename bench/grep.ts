@@ -1,6 +1,7 @@
 /**
- * In-process grep vs ripgrep over this project's node_modules: same patterns, same file set (rg told
- * -uu, --no-follow, skip .git, files over 4 MB), median of 5 runs each. Not a test: `bun bench/grep.ts`.
+ * The grep tool (this thread walks, search workers match) vs ripgrep over this project's node_modules:
+ * same patterns, same file set (rg told -uu, --no-follow, skip .git, files over 4 MB), median of 5 runs
+ * each. Not a test: `bun bench/grep.ts`.
  */
 import fs from "node:fs"
 import os from "node:os"

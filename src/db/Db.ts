@@ -11,6 +11,7 @@ import path from "node:path"
 import { type Embedded, startEmbedded } from "./embeddedDatabase.ts"
 import { DbError, innermost, innermostMessage } from "./DbError.ts"
 import { describeMigrationFailure, runMigrations } from "./migrations.ts"
+import { ensureTemplate, findTemplate, seedDataDir } from "./dataDirTemplate.ts"
 
 export { DbError } from "./DbError.ts"
 
@@ -38,6 +39,12 @@ export interface DbOptions {
   readonly statementTimeout?: Duration.DurationInput | undefined
   /** Apply the project's migrations before the layer is ready (default false). */
   readonly migrate?: boolean | undefined
+  /**
+   * Embedded only: a `dataDir` holding no database yet starts as a private copy of the migrated
+   * template (dataDirTemplate.ts) instead of initdb + every migration. Without a ready template it is
+   * initialised as before, and the template is then built in the background for the next new data dir.
+   */
+  readonly template?: boolean | undefined
 }
 
 /**
@@ -51,6 +58,8 @@ export interface DbOptions {
 export const SERVER_POOL_SIZE = 10
 export const EMBEDDED_POOL_SIZE = 1
 const CONNECT_TIMEOUT = Duration.seconds(10)
+/** How long after start-up a missing data-dir template is built (start-up itself is not slowed). */
+const TEMPLATE_BUILD_DELAY = Duration.seconds(5)
 /** The default statement timeout: on a server `statement_timeout`, on the embedded database the watchdog's limit. */
 export const STATEMENT_TIMEOUT = Duration.seconds(30)
 
@@ -156,7 +165,7 @@ const connectEmbedded = (db: Embedded) =>
     (e) => `cannot connect to the embedded database: ${innermostMessage(e)}`
   )
 
-const embedded = (options: DbOptions) =>
+const embedded = (options: DbOptions, seeded?: (result: ReturnType<typeof seedDataDir>) => void) =>
   startEmbedded(
     {
       dataDir: options.dataDir,
@@ -165,8 +174,26 @@ const embedded = (options: DbOptions) =>
       maxConnections: EMBEDDED_POOL_SIZE + 1,
       statementTimeout: Duration.decode(options.statementTimeout ?? STATEMENT_TIMEOUT)
     },
-    lockDataDir
+    options.template === true
+      ? (dataDir) =>
+        // Under the lock: no other process seeds or opens this data dir meanwhile.
+        Effect.zipLeft(
+          lockDataDir(dataDir),
+          Effect.try({
+            try: () => seeded?.(seedDataDir(dataDir, findTemplate())),
+            catch: (e) => new DbError({ message: `cannot create the embedded database at ${dataDir} from its template: ${innermostMessage(e)}` })
+          })
+        )
+      : lockDataDir
   )
+
+/**
+ * Builds the embedded database's data-dir template for the current PGlite and migrations unless it is
+ * there (what the Docker image does at build time, so a new data volume starts without initdb);
+ * resolves to its path, or undefined when templates are disabled (`KINTSUGI_DB_TEMPLATES=off`).
+ */
+export const buildDataDirTemplate = (): Promise<string | undefined> =>
+  ensureTemplate((dataDir) => Effect.runPromise(Effect.scoped(Layer.build(makeDbLayer({ dataDir, migrate: true })))).then(() => undefined))
 
 /** The URL with `statement_timeout` (ms) as a startup parameter, unless the operator set one in it. */
 const withStatementTimeout = (url: string, timeout: Duration.Duration): string => {
@@ -200,16 +227,27 @@ const connectServer = (given: Redacted.Redacted<string>, statementTimeout: Durat
 export const makeDbLayer = (options: DbOptions): Layer.Layer<Db, DbError> =>
   Layer.scopedContext(
     Effect.gen(function*() {
+      let seeded: ReturnType<typeof seedDataDir> | undefined
       const context = options.url !== undefined
         ? yield* connectServer(
           typeof options.url === "string" ? Redacted.make(options.url) : options.url,
           Duration.decode(options.statementTimeout ?? STATEMENT_TIMEOUT)
         )
-        : yield* Effect.flatMap(embedded(options), connectEmbedded)
+        : yield* Effect.flatMap(embedded(options, (r) => (seeded = r)), connectEmbedded)
       if (options.migrate === true) {
         yield* runMigrations.pipe(
           Effect.provide(context),
           Effect.mapError((e) => new DbError({ message: `cannot migrate the database: ${describeMigrationFailure(e)}` }))
+        )
+      }
+      if (seeded === "no-template") {
+        // For the next new data dir; this one is up. A failure only costs that one its initdb again.
+        yield* Effect.forkDaemon(
+          Effect.tryPromise(buildDataDirTemplate).pipe(
+            Effect.delay(TEMPLATE_BUILD_DELAY),
+            Effect.tapError((e) => Effect.logWarning(`cannot build the embedded database template: ${innermostMessage(e)}`)),
+            Effect.ignore
+          )
         )
       }
       return context
@@ -232,7 +270,8 @@ const fromConfig = (migrate: boolean): Layer.Layer<Db, DbError> =>
           url: Option.getOrUndefined(Option.filter(url, (u) => Redacted.value(u).trim() !== "")),
           dataDir: path.join(dataDir, "data"),
           statementTimeout: Duration.seconds(statementTimeoutSec),
-          migrate
+          migrate,
+          template: true
         })
     ).pipe(Effect.mapError((e) => new DbError({ message: `invalid database configuration: ${e.message}` })))
   )

@@ -1,6 +1,7 @@
 /**
  * The one path-confinement module (security rules 1-5): validates path inputs, resolves them inside
- * the job's canonical workspace, opens exactly what it checked, and writes by temp file + rename.
+ * the job's canonical workspace, opens exactly what it checked, and writes by temp file + rename. Its
+ * synchronous descriptor checks live in confinementSync.ts (Effect-free, so grep's workers load them).
  */
 import fs from "node:fs"
 import path from "node:path"
@@ -8,9 +9,9 @@ import { Effect, Schema } from "effect"
 import type { Problem } from "../contract/Problem.ts"
 import { ToolError } from "./ToolError.ts"
 import { MAX_PATH_INPUT_BYTES } from "./limits.ts"
+import { C, closeQuietly, fdInside, fdPath, isInside, readFd } from "./confinementSync.ts"
 
-const C = fs.constants
-const onLinux = process.platform === "linux"
+export { HEAD_BYTES, isInside, listDirSync, readFileSyncChecked, type Scratch } from "./confinementSync.ts"
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
 
 /** The canonical workspace of one job: every path is absolute and canonical (realpath), resolved once at job start. */
@@ -60,10 +61,6 @@ export interface WriteTarget {
 
 const toolError = (message: string) => new ToolError({ message })
 const codeOf = (e: unknown): string => (e as NodeJS.ErrnoException | undefined)?.code ?? "EUNKNOWN"
-
-/** `p === root || p.startsWith(root + sep)` on canonical strings: never a bare prefix test. */
-export const isInside = (p: string, root: string): boolean =>
-  p === root || p.startsWith(root.endsWith(path.sep) ? root : root + path.sep)
 
 /** `p` relative to `base` with forward slashes ("." for `base` itself). */
 export const displayPath = (base: string, p: string): string =>
@@ -219,24 +216,6 @@ export const resolveWritePath = (ws: ResolvedWorkspace, input: string): Effect.E
     return { outDir: ws.outDir, base, missing, name, path: final, display }
   })
 
-/** A path naming the open descriptor itself (Linux), so later lookups cannot be redirected. */
-const fdPath = (fd: number, fallback: string) => (onLinux ? `/proc/self/fd/${fd}` : fallback)
-
-/** True when the descriptor still refers to something inside `root` (the kernel's view, Linux only). */
-const fdInside = (fd: number, root: string, expected?: string): boolean => {
-  if (!onLinux) return expected === undefined || fs.realpathSync.native(expected) === expected
-  const actual = fs.readlinkSync(`/proc/self/fd/${fd}`)
-  return isInside(actual, root) && (expected === undefined || actual === expected)
-}
-
-const closeQuietly = (fd: number) => {
-  try {
-    fs.closeSync(fd)
-  } catch {
-    // Already closed or never valid: nothing left to release.
-  }
-}
-
 /**
  * Opens a confined path without following a final symlink and without blocking (O_NOFOLLOW |
  * O_NONBLOCK), checks its type with fstat and, on Linux, that the descriptor still lies inside
@@ -279,64 +258,11 @@ export const readFileChecked = (target: ReadTarget, maxBytes: number): Effect.Ef
     return Effect.sync(() => readFd(fd, stat.size, Buffer.allocUnsafe(stat.size)))
   })
 
-/** Reads up to `size` bytes from `fd` into `buf`; returns the filled part. */
-const readFd = (fd: number, size: number, buf: Buffer): Buffer => {
-  let off = 0
-  while (off < size) {
-    const n = fs.readSync(fd, buf, off, size - off, off)
-    if (n <= 0) break
-    off += n
-  }
-  return buf.subarray(0, off)
-}
-
 /** Lists one directory through `openChecked` (read from the descriptor itself on Linux). */
 export const readDirChecked = (target: ReadTarget): Effect.Effect<ReadonlyArray<fs.Dirent>, ToolError> =>
   openChecked(target, "directory", (fd) =>
     Effect.try({ try: () => fs.readdirSync(fdPath(fd, target.path), { withFileTypes: true }), catch: () => toolError(`cannot list ${target.display}`) })
   )
-
-/**
- * Sync walk primitive: lists `dir` only if it opens as a real directory (no symlink) whose descriptor
- * is still `dir` inside `root`; undefined otherwise. Never throws.
- */
-export const listDirSync = (dir: string, root: string): Array<fs.Dirent> | undefined => {
-  let fd = -1
-  try {
-    fd = fs.openSync(dir, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK | C.O_DIRECTORY)
-    return fdInside(fd, root, dir) ? fs.readdirSync(fdPath(fd, dir), { withFileTypes: true }) : undefined
-  } catch {
-    return undefined
-  } finally {
-    if (fd >= 0) closeQuietly(fd)
-  }
-}
-
-/** A growable read buffer reused across files by a walk. */
-export interface Scratch {
-  buf: Buffer
-}
-
-/**
- * Sync walk primitive: reads a regular file (O_NOFOLLOW | O_NONBLOCK, fstat, descriptor inside `root`)
- * into `scratch`; the result is valid until the next call. "too-large" over `maxBytes`, undefined when
- * it is not a regular file inside `root` or cannot be read. Never throws, never blocks on a FIFO.
- */
-export const readFileSyncChecked = (file: string, root: string, maxBytes: number, scratch: Scratch): Buffer | "too-large" | undefined => {
-  let fd = -1
-  try {
-    fd = fs.openSync(file, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK)
-    const st = fs.fstatSync(fd)
-    if (!st.isFile() || !fdInside(fd, root)) return undefined
-    if (st.size > maxBytes) return "too-large"
-    if (scratch.buf.length < st.size) scratch.buf = Buffer.allocUnsafe(Math.max(st.size, scratch.buf.length * 2))
-    return readFd(fd, st.size, scratch.buf)
-  } catch {
-    return undefined
-  } finally {
-    if (fd >= 0) closeQuietly(fd)
-  }
-}
 
 /** Opens a directory with O_NOFOLLOW and checks the descriptor is exactly `expected`, inside `root`. */
 const openDirVerified = (p: string, expected: string, root: string): number => {

@@ -1,24 +1,29 @@
 /**
- * The `grep` tool: searches file contents of the read-only workspace in-process (no ripgrep, no child
- * process), with capped matches, context lines and one `source.read` event per range shown.
+ * The `grep` tool: searches file contents of the read-only workspace without ripgrep or a child
+ * process: this thread walks the tree (verified descriptors, as every file tool), search workers
+ * (grepPool.ts, one per core) read and match the files, and results are put back in walk order, with
+ * capped matches, context lines and one `source.read` event per range shown. A call has a hard time
+ * limit: a pattern still running then is stopped by terminating its worker, so it never stalls the job.
  */
 import fs from "node:fs"
 import { Effect, Schema } from "effect"
-import { compileMatcher, type LineMatcher } from "./grepMatcher.ts"
-import { BINARY_SNIFF_BYTES, splitLines } from "./read.ts"
+import { compileMatcher } from "./grepMatcher.ts"
+import { startSearch, type FileResult, type SearchOutcome } from "./grepPool.ts"
+import { blocksOf, type Block } from "./grepScan.ts"
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "./limits.ts"
 import { defineTool, ToolError, type ToolEvent } from "./Tool.ts"
 import { compileGlob, drive, walkNote, walkTree, type WalkLimits, type WalkStatus } from "./walkTree.ts"
 import { JobEvents } from "../kernel/JobEvents.ts"
 import { Limits } from "../kernel/Limits.ts"
-import { displayPath, readFileSyncChecked, validateInput, Workspace, type Scratch } from "./Workspace.ts"
+import { displayPath, validateInput, Workspace } from "./Workspace.ts"
+
+export { MAX_LINE_CHARS } from "./grepScan.ts"
 
 /** Files larger than this are skipped (generated bundles, data). */
 export const MAX_GREP_FILE_BYTES = 4 * 1024 * 1024
 export const GREP_WALK_LIMITS: WalkLimits = { maxEntries: 200_000, maxDepth: 64 }
+/** The longest a call may take (less when the job has less time left): its hard time limit. */
 export const GREP_MAX_MS = 30_000
-/** Longest line shown; longer ones are cut around the match. */
-export const MAX_LINE_CHARS = 500
 
 const Params = Schema.Struct({
   pattern: Schema.String.annotations({ description: "Regular expression (RE2 syntax: no lookaround or backreferences), or plain text with literal: true" }),
@@ -42,55 +47,10 @@ const Params = Schema.Struct({
   )
 })
 
-/** A run of consecutive lines of one file to show; `matches` are 1-based line numbers. */
-interface Block {
-  readonly display: string
-  readonly first: number
-  readonly lines: ReadonlyArray<string>
-  readonly matches: ReadonlySet<number>
-}
-
 interface Found {
   readonly blocks: Array<Block>
   matchCount: number
   skippedLarge: number
-}
-
-const shorten = (line: string, at: number): string => {
-  if (line.length <= MAX_LINE_CHARS) return line
-  const start = Math.max(0, Math.min(at - 100, line.length - MAX_LINE_CHARS))
-  return `${start > 0 ? "…" : ""}${line.slice(start, start + MAX_LINE_CHARS)}${start + MAX_LINE_CHARS < line.length ? "…" : ""}`
-}
-
-/** Scans one file's bytes, appending merged match+context blocks; false once the match limit is reached. */
-const scanFile = (bytes: Buffer, display: string, m: LineMatcher, context: number, limit: number, found: Found): boolean => {
-  if (bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0) || !m.mayMatchBytes(bytes)) return true
-  const text = bytes.toString("utf8")
-  if (!m.mayMatchText(text)) return true
-  const lines = splitLines(text)
-  const hits: Array<number> = []
-  for (let i = 0; i < lines.length && found.matchCount < limit; i++) {
-    if (m.test(lines[i] ?? "")) {
-      hits.push(i)
-      found.matchCount++
-    }
-  }
-  let b = 0
-  while (b < hits.length) {
-    const from = Math.max(0, (hits[b] ?? 0) - context)
-    let to = Math.min(lines.length - 1, (hits[b] ?? 0) + context)
-    const matches = new Set<number>()
-    // Merge matches whose context ranges touch or overlap into one block.
-    while (b < hits.length && (hits[b] ?? 0) - context <= to + 1) {
-      const h = hits[b] ?? 0
-      matches.add(h + 1)
-      to = Math.min(lines.length - 1, h + context)
-      b++
-    }
-    const shown = lines.slice(from, to + 1).map((l, k) => (matches.has(from + k + 1) ? shorten(l, m.indexIn(l)) : shorten(l, 0)))
-    found.blocks.push({ display, first: from + 1, lines: shown, matches })
-  }
-  return found.matchCount < limit
 }
 
 /** Renders blocks within the output limits; returns the text and one event per (possibly partial) block shown. */
@@ -142,7 +102,7 @@ export const grep = defineTool({
       const workspace = yield* Workspace
       const limits = yield* Limits
       yield* validateInput(args.pattern, "pattern")
-      const matcher = yield* compileMatcher(args.pattern, { literal: args.literal ?? false, ignoreCase: args.ignoreCase ?? false })
+      yield* compileMatcher(args.pattern, { literal: args.literal ?? false, ignoreCase: args.ignoreCase ?? false })
       const accept = args.glob === undefined ? () => true : yield* compileGlob(args.glob)
       const target = yield* workspace.resolveRead(args.path ?? workspace.paths.readOnly[0] ?? ".")
       const isDir = yield* Effect.try({
@@ -152,28 +112,67 @@ export const grep = defineTool({
       const context = args.context ?? 0
       const limit = args.limit ?? 100
       const found: Found = { blocks: [], matchCount: 0, skippedLarge: 0 }
-      const scratch: Scratch = { buf: Buffer.allocUnsafe(256 * 1024) }
-      const scan = (file: string): "ok" | "unreadable" | "stop" => {
-        const bytes = readFileSyncChecked(file, target.root, MAX_GREP_FILE_BYTES, scratch)
-        if (bytes === undefined) return "unreadable"
-        if (bytes === "too-large") {
-          found.skippedLarge++
-          return "ok"
-        }
-        return scanFile(bytes, displayPath(workspace.paths.root, file), matcher, context, limit, found) ? "ok" : "stop"
-      }
       const status: WalkStatus = { entries: 0, stopped: undefined }
       const budgetMs = Math.max(1000, Math.min(GREP_MAX_MS, (yield* limits.remainingMs) - 1000))
-      if (!isDir) {
-        if (scan(target.path) === "unreadable") {
-          return yield* Effect.fail(new ToolError({ message: `not a readable regular file: ${target.display}` }))
+      const start = performance.now()
+      const files: Array<string> = []
+      const displayOf = (seq: number) => displayPath(workspace.paths.root, files[seq] ?? target.path)
+      let unreadable = false
+      // Results arrive in walk order: the same blocks, limit and skips as a sequential scan.
+      const onFile = (seq: number, r: FileResult): boolean => {
+        if (r === "unreadable") unreadable = true
+        else if (r === "too-large") found.skippedLarge++
+        else if (typeof r === "object") {
+          const take = Math.min(r.hits.length, limit - found.matchCount)
+          found.blocks.push(...blocksOf(r, displayOf(seq), context, take))
+          found.matchCount += take
         }
-      } else {
+        return found.matchCount < limit
+      }
+      const spec = {
+        pattern: args.pattern,
+        literal: args.literal ?? false,
+        ignoreCase: args.ignoreCase ?? false,
+        context,
+        limit,
+        maxBytes: MAX_GREP_FILE_BYTES,
+        root: target.root
+      }
+      const outcome: SearchOutcome = yield* Effect.promise((signal) => {
+        const search = startSearch(spec, {
+          onFile,
+          deadline: start + budgetMs,
+          stallMs: budgetMs / 2,
+          signal,
+          progress: limits.progress
+        })
+        const add = (file: string) => {
+          files.push(file)
+          return search.add(file)
+        }
+        if (!isDir) {
+          add(target.path)
+          return search.finish()
+        }
         const walk = walkTree(target.path, target.root, GREP_WALK_LIMITS, status)
-        const opts = { deadline: performance.now() + budgetMs, progress: limits.progress, status }
-        yield* Effect.promise((signal) =>
-          drive(walk, { ...opts, signal }, (e) => e.kind !== "file" || !accept(e.rel) || scan(e.path) !== "stop")
+        // The walk stops feeding files a little before the hard limit, so what was fed can finish.
+        const opts = { deadline: start + budgetMs - Math.min(1000, budgetMs / 5), progress: limits.progress, status, signal }
+        return drive(walk, opts, (e) => e.kind !== "file" || !accept(e.rel) || add(e.path)).then(() => search.finish())
+      })
+      if (outcome.kind === "stalled") {
+        return yield* Effect.fail(
+          new ToolError({
+            message:
+              `grep stopped at its ${Math.round(budgetMs / 1000)} s limit: the pattern was still being matched against ` +
+              `${displayOf(outcome.seq)}. Patterns with nested or adjacent repetition (like (a+)+$ or \\s+$) ` +
+              "can take quadratic or exponential time on long lines: simplify the pattern, narrow path or glob, or use literal: true"
+          })
         )
+      }
+      if (outcome.kind === "failed") return yield* Effect.fail(new ToolError({ message: `grep failed: ${outcome.message}` }))
+      if (outcome.kind === "time") status.stopped = "time"
+      if (!isDir && unreadable) {
+        return yield* Effect.fail(new ToolError({ message: `not a readable regular file: ${target.display}` }))
       }
       limits.progress()
       const { text, events, cut, shownMatches } = render(found.blocks, context)

@@ -9,11 +9,12 @@ import { cutLines, limitName } from "./truncate.ts"
 import { JobEvents } from "../kernel/JobEvents.ts"
 import { Limits } from "../kernel/Limits.ts"
 import { Workspace } from "./Workspace.ts"
+import { BINARY_SNIFF_BYTES, splitLines } from "./textFile.ts"
+
+export { BINARY_SNIFF_BYTES, splitLines } from "./textFile.ts"
 
 /** Largest file `read` loads; bigger files are for grep. */
 export const MAX_READ_FILE_BYTES = 32 * 1024 * 1024
-/** How far into a file the binary check looks for a NUL byte. */
-export const BINARY_SNIFF_BYTES = 8192
 
 const Params = Schema.Struct({
   path: Schema.String.annotations({
@@ -30,14 +31,6 @@ const Params = Schema.Struct({
     { exact: true }
   )
 })
-
-/** Splits file text into lines without the terminators ("\n" or "\r\n"); a final newline ends the last line. */
-export const splitLines = (text: string): Array<string> => {
-  if (text.length === 0) return []
-  const lines = text.split("\n")
-  if (lines[lines.length - 1] === "") lines.pop()
-  return lines.map((l) => (l.endsWith("\r") ? l.slice(0, -1) : l))
-}
 
 export const read = defineTool({
   name: "read",

@@ -1,0 +1,113 @@
+/**
+ * The synchronous descriptor primitives of path confinement (security rules 1-6), free of Effect so
+ * grep's workers (grepWorker.ts) can load them cheaply: open without following a final symlink, check
+ * the descriptor's real path (Linux: /proc/self/fd) is inside the root, read through that descriptor.
+ * confinement.ts builds the Effect API on these and re-exports them; nothing here resolves a path.
+ */
+import fs from "node:fs"
+import path from "node:path"
+
+export const C = fs.constants
+const onLinux = process.platform === "linux"
+
+/** `p === root || p.startsWith(root + sep)` on canonical strings: never a bare prefix test. */
+export const isInside = (p: string, root: string): boolean =>
+  p === root || p.startsWith(root.endsWith(path.sep) ? root : root + path.sep)
+
+/** A path naming the open descriptor itself (Linux), so later lookups cannot be redirected. */
+export const fdPath = (fd: number, fallback: string) => (onLinux ? `/proc/self/fd/${fd}` : fallback)
+
+/** True when the descriptor still refers to something inside `root` (the kernel's view, Linux only). */
+export const fdInside = (fd: number, root: string, expected?: string): boolean => {
+  if (!onLinux) return expected === undefined || fs.realpathSync.native(expected) === expected
+  const actual = fs.readlinkSync(`/proc/self/fd/${fd}`)
+  return isInside(actual, root) && (expected === undefined || actual === expected)
+}
+
+export const closeQuietly = (fd: number) => {
+  try {
+    fs.closeSync(fd)
+  } catch {
+    // Already closed or never valid: nothing left to release.
+  }
+}
+
+/** Reads up to `size` bytes from `fd` into `buf`; returns the filled part. */
+export const readFd = (fd: number, size: number, buf: Buffer): Buffer => {
+  let off = 0
+  while (off < size) {
+    const n = fs.readSync(fd, buf, off, size - off, off)
+    if (n <= 0) break
+    off += n
+  }
+  return buf.subarray(0, off)
+}
+
+/**
+ * Sync walk primitive: lists `dir` only if it opens as a real directory (no symlink) whose descriptor
+ * is still `dir` inside `root`; undefined otherwise. Never throws.
+ */
+export const listDirSync = (dir: string, root: string): Array<fs.Dirent> | undefined => {
+  let fd = -1
+  try {
+    fd = fs.openSync(dir, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK | C.O_DIRECTORY)
+    return fdInside(fd, root, dir) ? fs.readdirSync(fdPath(fd, dir), { withFileTypes: true }) : undefined
+  } catch {
+    return undefined
+  } finally {
+    if (fd >= 0) closeQuietly(fd)
+  }
+}
+
+/** How much of a file `readFileSyncChecked` reads before asking `skipByHead`. */
+export const HEAD_BYTES = 64 * 1024
+/** Files up to this size are read in one go (a second read costs more than it could save). */
+const STREAM_FROM_BYTES = 1024 * 1024
+
+/** A growable read buffer reused across files by a walk. */
+export interface Scratch {
+  buf: Buffer
+}
+
+/**
+ * Sync walk primitive: reads a regular file (O_NOFOLLOW | O_NONBLOCK, fstat, descriptor inside `root`)
+ * into `scratch`; the result is valid until the next call. "too-large" over `maxBytes`, undefined when
+ * it is not a regular file inside `root` or cannot be read. Never throws, never blocks on a FIFO.
+ * With `skipByHead`, it is asked about the first bytes ("skipped" when it says so); of a file over 1 MB
+ * only the first HEAD_BYTES are read before asking.
+ */
+export const readFileSyncChecked = (
+  file: string,
+  root: string,
+  maxBytes: number,
+  scratch: Scratch,
+  skipByHead?: (head: Buffer) => boolean
+): Buffer | "too-large" | "skipped" | undefined => {
+  let fd = -1
+  try {
+    fd = fs.openSync(file, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK)
+    const st = fs.fstatSync(fd)
+    if (!st.isFile() || !fdInside(fd, root)) return undefined
+    if (st.size > maxBytes) return "too-large"
+    if (scratch.buf.length < st.size) scratch.buf = Buffer.allocUnsafe(Math.max(st.size, scratch.buf.length * 2))
+    if (skipByHead === undefined || st.size <= STREAM_FROM_BYTES) {
+      const bytes = readFd(fd, st.size, scratch.buf)
+      return skipByHead?.(bytes) === true ? "skipped" : bytes
+    }
+    // Streaming: the head first, so a file `skipByHead` rejects (a binary) is not read to its end.
+    const head = readFd(fd, HEAD_BYTES, scratch.buf)
+    if (skipByHead(head)) return "skipped"
+    let off = head.length
+    if (off < HEAD_BYTES) return head
+    while (off < st.size) {
+      const n = fs.readSync(fd, scratch.buf, off, st.size - off, off)
+      if (n <= 0) break
+      off += n
+    }
+    return scratch.buf.subarray(0, off)
+  } catch {
+    return undefined
+  } finally {
+    if (fd >= 0) closeQuietly(fd)
+  }
+}

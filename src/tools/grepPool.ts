@@ -1,0 +1,207 @@
+/**
+ * grep's search workers: up to one Bun Worker per core (grepWorker.ts), started on first use and kept
+ * for the process (unref'd, so they never hold it open). A search call numbers the files its walk
+ * produces, sends them in batches to the least busy worker and hands each file's result back in walk
+ * order, so output, limits and events are those of a sequential scan. A call has a hard deadline: a
+ * worker still busy for the call then is terminated (a catastrophic pattern cannot be stopped any
+ * other way) and replaced on the next call; the job's own thread never runs a pattern.
+ */
+import fs from "node:fs"
+import os from "node:os"
+import path from "node:path"
+import { pathToFileURL } from "node:url"
+import type { FileResult, FromWorker, ScanSpec, ToWorker } from "./grepWorker.ts"
+
+export type { FileResult, ScanSpec } from "./grepWorker.ts"
+
+/** Workers per process: the cores (at most 8). */
+export const GREP_WORKERS = Math.max(1, Math.min(8, os.availableParallelism()))
+/** Files per message to a worker once every worker is busy. */
+const BATCH_FILES = 32
+
+interface Slot {
+  readonly worker: Worker
+  /** [call, seq, startedAt] of the file being scanned; call -1 = idle (see grepWorker.ts). */
+  readonly status: Float64Array
+  /** Call ids of the batches sent and not yet answered, oldest first. */
+  readonly batches: Array<number>
+  dead: boolean
+}
+
+/** Cancelled calls: slot `call % CANCEL_SLOTS` holds `call` once it is (see grepWorker.ts). */
+const CANCEL_SLOTS = 4096
+const cancelled = new Int32Array(new SharedArrayBuffer(4 * CANCEL_SLOTS))
+const slots: Array<Slot> = []
+const active = new Map<number, CallState>()
+let lastCall = 0
+
+interface CallState {
+  readonly onMessage: (m: FromWorker) => void
+  readonly onWorkerLost: (why: string) => void
+}
+
+const drop = (slot: Slot, why: string) => {
+  if (slot.dead) return
+  slot.dead = true
+  slot.worker.terminate()
+  const i = slots.indexOf(slot)
+  if (i !== -1) slots.splice(i, 1)
+  for (const call of new Set(slot.batches)) active.get(call)?.onWorkerLost(why)
+  slot.batches.length = 0
+}
+
+/**
+ * Where the worker's code is. Bun 1.4's bundler does not rewrite `new URL("./grepWorker.ts",
+ * import.meta.url)`: it inlines the source file's URL, so a bundle built from the sources starts the
+ * worker from those sources (they are there: bundles are built from them). A bundle built with this
+ * file as a second entry point (`entrypoints: [src/jobChildEntry.ts, src/tools/grepWorker.ts]`) has it
+ * at `tools/grepWorker.js` beside its main file (or `grepWorker.js` with flat naming), which is then
+ * preferred: no source tree needed.
+ */
+export const grepWorkerUrl = (): string => {
+  const dir = path.dirname(Bun.main)
+  const bundled = Bun.main.endsWith(".js")
+    ? [path.join(dir, "tools", "grepWorker.js"), path.join(dir, "grepWorker.js")].find((p) => fs.existsSync(p))
+    : undefined
+  return bundled !== undefined ? pathToFileURL(bundled).href : new URL("./grepWorker.ts", import.meta.url).href
+}
+let workerUrl: string | undefined
+
+const spawn = (): Slot => {
+  workerUrl ??= grepWorkerUrl()
+  const worker = new Worker(workerUrl)
+  worker.unref()
+  const status = new SharedArrayBuffer(3 * 8)
+  const slot: Slot = { worker, status: new Float64Array(status), batches: [], dead: false }
+  slot.status[0] = -1
+  worker.addEventListener("message", (e: MessageEvent<FromWorker>) => {
+    slot.batches.shift()
+    active.get(e.data.call)?.onMessage(e.data)
+  })
+  // The worker's own error text may name host paths: the model only learns that it failed.
+  worker.addEventListener("error", () => drop(slot, "a search worker failed"))
+  worker.addEventListener("close", () => drop(slot, "the search worker exited"))
+  worker.postMessage({ type: "init", cancel: cancelled.buffer as SharedArrayBuffer, status } satisfies ToWorker)
+  slots.push(slot)
+  return slot
+}
+
+/** The least busy live worker; a new one while fewer than GREP_WORKERS run and all are busy. */
+const pick = (): Slot => {
+  let best: Slot | undefined
+  for (const s of slots) if (best === undefined || s.batches.length < best.batches.length) best = s
+  return best === undefined || (best.batches.length > 0 && slots.length < GREP_WORKERS) ? spawn() : best
+}
+
+export type SearchOutcome =
+  | { readonly kind: "done" }
+  /** `onFile` asked to stop (the match limit). */
+  | { readonly kind: "stopped" }
+  /** The hard deadline passed with files unscanned; none was stuck (results so far are valid). */
+  | { readonly kind: "time" }
+  /** The hard deadline passed while a worker had been scanning file `seq` for over `stallMs`. */
+  | { readonly kind: "stalled"; readonly seq: number }
+  | { readonly kind: "aborted" }
+  | { readonly kind: "failed"; readonly message: string }
+
+export interface SearchCall {
+  /** Queues the next file of the walk (its seq is the count of files added before); false once no more are wanted. */
+  readonly add: (path: string) => boolean
+  /** No more files: resolves once every file was handed to `onFile`, or the call ended otherwise. */
+  readonly finish: () => Promise<SearchOutcome>
+}
+
+export interface SearchOptions {
+  /** Called in walk order, once per file; return false to stop the search (the match limit). */
+  readonly onFile: (seq: number, result: FileResult) => boolean
+  /** performance.now() time at which busy workers are terminated and the call ends. */
+  readonly deadline: number
+  /** At the deadline, a file scanned for longer than this is reported as stuck ("stalled"). */
+  readonly stallMs: number
+  readonly signal: AbortSignal
+  readonly progress: () => void
+}
+
+/** Starts a search call over files the caller's verified walk produces. */
+export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => {
+  const call = ++lastCall
+  const results = new Map<number, FileResult>()
+  let batch: Array<string> = []
+  let batchFirst = 0
+  let added = 0
+  let cursor = 0
+  let finishing = false
+  let outcome: SearchOutcome | undefined
+  let settle: (o: SearchOutcome) => void = () => undefined
+  const settled = new Promise<SearchOutcome>((resolve) => (settle = resolve))
+  let lastProgress = performance.now()
+
+  const end = (o: SearchOutcome, terminateBusy: boolean) => {
+    if (outcome !== undefined) return
+    outcome = o
+    Atomics.store(cancelled, call % CANCEL_SLOTS, call)
+    active.delete(call)
+    clearTimeout(timer)
+    opts.signal.removeEventListener("abort", onAbort)
+    if (terminateBusy) for (const s of [...slots]) if (s.batches.includes(call)) drop(s, "a search worker was stopped (another search ran out of time)")
+    settle(o)
+  }
+  const advance = () => {
+    for (let r = results.get(cursor); r !== undefined && outcome === undefined; r = results.get(cursor)) {
+      results.delete(cursor)
+      cursor++
+      if (!opts.onFile(cursor - 1, r)) return end({ kind: "stopped" }, false)
+    }
+    if (outcome === undefined && finishing && cursor === added) end({ kind: "done" }, false)
+  }
+  const flush = () => {
+    if (batch.length === 0 || outcome !== undefined) return
+    const slot = pick()
+    slot.batches.push(call)
+    slot.worker.postMessage({ type: "scan", call, spec, first: batchFirst, files: batch } satisfies ToWorker)
+    batch = []
+    batchFirst = added
+  }
+  active.set(call, {
+    onMessage: (m) => {
+      if (m.type === "failed") return end({ kind: "failed", message: "a search worker failed" }, true)
+      m.results.forEach((r, k) => results.set(m.first + k, r))
+      const now = performance.now()
+      if (now - lastProgress > 15) {
+        lastProgress = now
+        opts.progress()
+      }
+      advance()
+    },
+    onWorkerLost: (why) => end({ kind: "failed", message: why }, true)
+  })
+  const onTimeout = () => {
+    const now = Date.now()
+    let stuck: number | undefined
+    for (const s of slots) {
+      if (!s.batches.includes(call) || s.status[0] !== call) continue
+      const seq = s.status[1] ?? 0
+      if (now - (s.status[2] ?? now) > opts.stallMs && (stuck === undefined || seq < stuck)) stuck = seq
+    }
+    end(stuck === undefined ? { kind: "time" } : { kind: "stalled", seq: stuck }, true)
+  }
+  const timer = setTimeout(onTimeout, Math.max(0, opts.deadline - performance.now()))
+  const onAbort = () => end({ kind: "aborted" }, true)
+  opts.signal.addEventListener("abort", onAbort, { once: true })
+
+  return {
+    add: (path) => {
+      if (outcome !== undefined) return false
+      batch.push(path)
+      added++
+      if (batch.length >= BATCH_FILES || slots.length < GREP_WORKERS || slots.some((s) => s.batches.length === 0)) flush()
+      return true
+    },
+    finish: () => {
+      finishing = true
+      flush()
+      advance()
+      return settled
+    }
+  }
+}

@@ -1,0 +1,483 @@
+/**
+ * grep's matching core, free of Effect so the search workers (grepWorker.ts) load it cheaply: line
+ * matchers, the literal prefilters that let most files be skipped without decoding them, and the scan
+ * of one file's bytes. A pattern is RE2 syntax (validated by re2js); it runs on the JavaScript engine's
+ * own regular expressions when `nativeSource` can translate it exactly and it has no nested repetition,
+ * else on re2js (linear time). A native pattern can still take quadratic time on a long line (`\s+$`):
+ * grep's hard per-call time limit (a terminated worker) is what guarantees it never stalls a job.
+ */
+import { RE2JS } from "re2js"
+import { BINARY_SNIFF_BYTES, splitLines } from "./textFile.ts"
+
+/** Longest line shown; longer ones are cut around the match. */
+export const MAX_LINE_CHARS = 500
+
+export interface LineMatcher {
+  /** Which engine tests lines: plain substring search, the JS engine's RegExp, or re2js. */
+  readonly engine: "literal" | "native" | "re2"
+  /** Fast whole-file rejection on raw bytes: false = no line of this file can match. */
+  readonly mayMatchBytes: (bytes: Buffer) => boolean
+  /** Whole-file rejection on decoded text (a superset of the per-line test). */
+  readonly mayMatchText: (text: string) => boolean
+  readonly test: (line: string) => boolean
+  /** UTF-16 index of the first match in `line`, or -1. */
+  readonly indexIn: (line: string) => number
+}
+
+export interface MatcherOptions {
+  readonly literal: boolean
+  readonly ignoreCase: boolean
+}
+
+/**
+ * Literals (at least 2 characters, longest first) that every match of an RE2 `pattern` must contain, for
+ * a byte prefilter; empty when unsure (top-level alternation, inline flags, escapes it does not model).
+ * Only ever under-claims.
+ */
+export const requiredLiterals = (pattern: string): Array<string> => {
+  if (pattern.includes("(?") || pattern.includes("\\Q")) return []
+  const chars = Array.from(pattern)
+  const runs: Array<string> = []
+  let run: Array<string> = []
+  const flush = () => {
+    if (run.length >= 2) runs.push(run.join(""))
+    run = []
+  }
+  for (let i = 0; i < chars.length; i++) {
+    const ch = chars[i] ?? ""
+    if (ch === "\\") {
+      const next = chars[++i]
+      if (next === undefined) return []
+      if (/[sSwWdDbBAz]/.test(next)) flush()
+      else if (/[A-Za-z0-9]/.test(next)) return []
+      else run.push(next)
+    } else if (ch === "[" || ch === "(") {
+      const end = skipBracket(chars, i)
+      if (end === undefined) return []
+      i = end
+      flush()
+    } else if (ch === ")" || ch === "|") {
+      return []
+    } else if (ch === "." || ch === "^" || ch === "$") {
+      flush()
+    } else if (ch === "*" || ch === "?") {
+      run.pop()
+      flush()
+    } else if (ch === "+") {
+      flush()
+    } else if (ch === "{" && /^\{\d+(,\d*)?\}/.test(chars.slice(i, i + 24).join(""))) {
+      const rep = /^\{(\d+)(,\d*)?\}/.exec(chars.slice(i, i + 24).join(""))?.[0] ?? "{"
+      if (/^\{0[,}]/.test(rep)) run.pop()
+      flush()
+      i += rep.length - 1
+    } else {
+      run.push(ch)
+    }
+  }
+  flush()
+  return runs.sort((a, b) => b.length - a.length)
+}
+
+/** Index of the `]` or `)` closing the class or group opened at `start`, or undefined. */
+const skipBracket = (chars: ReadonlyArray<string>, start: number): number | undefined => {
+  let depth = 0
+  for (let i = start; i < chars.length; i++) {
+    const ch = chars[i]
+    if (ch === "\\") i++
+    else if (ch === "[") {
+      // A class: "]" right after "[" or "[^" is a literal member; "[:alpha:]" nests.
+      let j = i + 1
+      if (chars[j] === "^") j++
+      if (chars[j] === "]") j++
+      for (; j < chars.length && chars[j] !== "]"; j++) {
+        if (chars[j] === "\\") j++
+        else if (chars[j] === "[" && chars[j + 1] === ":") {
+          const close = chars.indexOf("]", j + 2)
+          if (close === -1) return undefined
+          j = close
+        }
+      }
+      if (j >= chars.length) return undefined
+      i = j
+      if (depth === 0) return i
+    } else if (ch === "(") depth++
+    else if (ch === ")") {
+      depth--
+      if (depth === 0) return i
+    }
+  }
+  return undefined
+}
+
+// ---------------------------------------------------------------------------------------------------
+// RE2 → JavaScript (`u` mode) translation of a safe subset. Anything outside it returns undefined and
+// the pattern runs on re2js. Semantics differ between the engines in places this subset avoids or
+// rewrites: RE2's `.` excludes only "\n" (JS also "\r", U+2028, U+2029), its `\s` is [\t\n\f\r ] (JS
+// adds Unicode spaces), its case folding of `\w`/`\b` (JS `iu` folds U+017F and U+212A into `\w`), and
+// syntax JS lacks or reads differently (inline flags, \A, \z, \Q, \x{..}, \pL, [[:alpha:]], named groups).
+
+/** A JS `u`-mode pattern atom for exactly this code point, valid in and out of a class. */
+const lit = (cp: number): string =>
+  (cp >= 0x30 && cp <= 0x39) || (cp >= 0x41 && cp <= 0x5a) || (cp >= 0x61 && cp <= 0x7a) || cp === 0x5f
+    ? String.fromCodePoint(cp)
+    : `\\u{${cp.toString(16)}}`
+
+const CONTROL_ESCAPES: Readonly<Record<string, number>> = { t: 9, n: 10, r: 13, f: 12, v: 11, a: 7 }
+const isAsciiPunct = (ch: string) => /^[\x21-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e]$/.test(ch)
+const REPEAT = /^\{(\d+)(?:(,)(\d*))?\}/
+
+interface Piece {
+  readonly src: string
+  /** One character per match (a literal, class, `.` or class escape): what a flattened repeat may hold. */
+  readonly single: boolean
+  /** Contains a repetition or an alternation (a repeat around it could backtrack exponentially). */
+  readonly risky: boolean
+  /** May be repeated (not an anchor or word boundary). */
+  readonly repeatable: boolean
+  /** A group holding exactly `single` atom + greedy `*` or `+`: its atom and operator, for flattening. */
+  readonly flat?: { readonly atom: string; readonly op: "*" | "+" } | undefined
+}
+
+class Untranslatable extends Error {}
+function no(): never {
+  throw new Untranslatable()
+}
+
+/**
+ * The JS source (for flags "u"/"iu", per line) of an RE2 `pattern` when the translation is exact and
+ * free of nested repetition, else undefined. `(x+)+`-style groups over one character are flattened to
+ * `x+` (same matches); other repeated groups holding a repetition or alternation are refused.
+ */
+export const nativeSource = (pattern: string, ignoreCase: boolean): string | undefined => {
+  const cs = Array.from(pattern)
+  let i = 0
+  // Case folding: JS `iu` and RE2 agree on ASCII letters (both fold U+212A to k and U+017F to s); beyond
+  // ASCII the simple-folding tables of the two engines are not guaranteed identical.
+  const char = (ch: string): number => {
+    const cp = ch.codePointAt(0) ?? no()
+    if (ignoreCase && cp > 0x7f) no()
+    return cp
+  }
+  const escape = (inClass: boolean): { src: string; cp?: number; repeatable: boolean } => {
+    const e = cs[i++] ?? no()
+    if (e === "d" || e === "D") return { src: `\\${e}`, repeatable: true }
+    if (e === "w" || e === "W") return ignoreCase ? no() : { src: `\\${e}`, repeatable: true }
+    if (e === "s") return { src: inClass ? "\\t\\n\\f\\r " : "[\\t\\n\\f\\r ]", repeatable: true }
+    if (e === "S") return inClass ? no() : { src: "[^\\t\\n\\f\\r ]", repeatable: true }
+    if ((e === "b" || e === "B") && !inClass) return ignoreCase ? no() : { src: `\\${e}`, repeatable: false }
+    const control = CONTROL_ESCAPES[e]
+    if (control !== undefined) return { src: lit(control), cp: control, repeatable: true }
+    if (isAsciiPunct(e)) return { src: lit(char(e)), cp: char(e), repeatable: true }
+    return no()
+  }
+  const classMember = (): { src: string; cp?: number } => {
+    const ch = cs[i] ?? no()
+    if (ch === "[" && cs[i + 1] === ":") no()
+    if (ch === "\\") {
+      i++
+      return escape(true)
+    }
+    i++
+    return { src: lit(char(ch)), cp: char(ch) }
+  }
+  const charClass = (): Piece => {
+    i++ // "["
+    let out = "["
+    if (cs[i] === "^") {
+      out += "^"
+      i++
+    }
+    let first = true
+    for (;;) {
+      const ch = cs[i] ?? no()
+      if (ch === "]" && !first) break
+      first = false
+      const from = classMember()
+      if (cs[i] === "-" && cs[i + 1] !== undefined && cs[i + 1] !== "]") {
+        i++
+        const to = classMember()
+        if (from.cp === undefined || to.cp === undefined || from.cp > to.cp) no()
+        out += `${from.src}-${to.src}`
+      } else {
+        out += from.src
+      }
+    }
+    i++ // "]"
+    return { src: `${out}]`, single: true, risky: false, repeatable: true }
+  }
+  const atom = (): Piece => {
+    const ch = cs[i] ?? no()
+    if (ch === "(") {
+      i++
+      if (cs[i] === "?") {
+        if (cs[i + 1] !== ":") no()
+        i += 2
+      }
+      const inner = alternation()
+      if (cs[i] !== ")") no()
+      i++
+      return { src: `(?:${inner.src})`, single: false, risky: inner.risky, repeatable: true, flat: inner.flat }
+    }
+    if (ch === "[") return charClass()
+    i++
+    if (ch === ".") return { src: "[^\\n]", single: true, risky: false, repeatable: true }
+    if (ch === "^" || ch === "$") return { src: ch, single: false, risky: false, repeatable: false }
+    if (ch === "\\") {
+      const e = escape(false)
+      return { src: e.src, single: e.repeatable, risky: false, repeatable: e.repeatable }
+    }
+    if (ch === "*" || ch === "+" || ch === "?" || ch === ")" || ch === "|") no()
+    if (ch === "{" && REPEAT.test(cs.slice(i - 1, i + 24).join(""))) no()
+    return { src: lit(char(ch)), single: true, risky: false, repeatable: true }
+  }
+  /** A repetition operator at `i` (with its lazy `?`), or undefined. */
+  const repeatOp = (): { src: string; greedy: "*" | "+" | undefined } | undefined => {
+    const ch = cs[i]
+    let src: string
+    if (ch === "*" || ch === "+" || ch === "?") {
+      src = ch
+      i++
+    } else if (ch === "{") {
+      const m = REPEAT.exec(cs.slice(i, i + 24).join(""))
+      if (m === null) return undefined
+      src = m[0]
+      i += m[0].length
+    } else return undefined
+    const lazy = cs[i] === "?"
+    if (lazy) i++
+    if (cs[i] === "*" || cs[i] === "+" || cs[i] === "?" || (cs[i] === "{" && REPEAT.test(cs.slice(i, i + 24).join("")))) no()
+    return { src: lazy ? `${src}?` : src, greedy: !lazy && (src === "*" || src === "+") ? src : undefined }
+  }
+  const sequence = (): Piece & { readonly items: number } => {
+    let src = ""
+    let risky = false
+    let items = 0
+    let flat: Piece["flat"]
+    while (i < cs.length && cs[i] !== "|" && cs[i] !== ")") {
+      const a = atom()
+      const op = repeatOp()
+      items++
+      if (op === undefined) {
+        src += a.src
+        risky ||= a.risky
+        flat = undefined
+        continue
+      }
+      if (!a.repeatable) no()
+      if (a.risky && (op.src === "?" || op.src === "??")) {
+        src += `${a.src}${op.src}` // at most two ways to match: no blow-up
+      } else if (a.risky) {
+        // (x+)+, (x*)*, (x+)*, (x*)+ over one character x match exactly what x+ / x* match.
+        if (a.flat === undefined || op.greedy === undefined) no()
+        const plus = a.flat.op === "+" && op.greedy === "+"
+        src += `${a.flat.atom}${plus ? "+" : "*"}`
+      } else {
+        src += `${a.src}${op.src}`
+      }
+      risky = true
+      flat = a.single && op.greedy !== undefined ? { atom: a.src, op: op.greedy } : undefined
+    }
+    return { src, single: false, risky, repeatable: true, flat: items === 1 ? flat : undefined, items }
+  }
+  const alternation = (): Piece => {
+    const first = sequence()
+    if (cs[i] !== "|") return first
+    const branches = [first.src]
+    while (cs[i] === "|") {
+      i++
+      branches.push(sequence().src)
+    }
+    return { src: branches.join("|"), single: false, risky: true, repeatable: true }
+  }
+  try {
+    const out = alternation()
+    return i === cs.length ? out.src : undefined
+  } catch (e) {
+    if (e instanceof Untranslatable) return undefined
+    throw e
+  }
+}
+
+/**
+ * Whether a `nativeSource` translation (case-sensitive) can match only ASCII characters: no negated
+ * class (`.`, `\S` and `[^…]` translate to one), no \D or \W, no literal beyond U+007F. Such a pattern
+ * matches a file's UTF-8 text exactly where it matches the bytes read as Latin-1 (ASCII bytes never
+ * occur inside a multi-byte sequence; the other bytes are non-word characters either way), which skips
+ * the much dearer UTF-8 decoding of files that cannot match.
+ */
+const asciiOnly = (src: string): boolean =>
+  !src.includes("[^") &&
+  !/\\[DW]/.test(src) &&
+  Array.from(src.matchAll(/\\u\{([0-9a-f]+)\}/g)).every((m) => Number.parseInt(m[1] ?? "80", 16) < 0x80) &&
+  !/[^\x00-\x7f]/.test(src)
+
+// ---------------------------------------------------------------------------------------------------
+
+/**
+ * Compiles the model's pattern; throws re2js's syntax error for an invalid one (the caller words it).
+ * Literal case-sensitive search is a substring search; otherwise the JS engine where `nativeSource`
+ * allows, else re2js.
+ */
+export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher => {
+  if (opts.literal && !opts.ignoreCase) {
+    const needle = Buffer.from(pattern, "utf8")
+    return {
+      engine: "literal",
+      mayMatchBytes: (bytes) => bytes.indexOf(needle) !== -1,
+      mayMatchText: () => true,
+      test: (line) => line.includes(pattern),
+      indexIn: (line) => line.indexOf(pattern)
+    }
+  }
+  const source = opts.literal ? RE2JS.quote(pattern) : pattern
+  const flags = RE2JS.MULTILINE | (opts.ignoreCase ? RE2JS.CASE_INSENSITIVE : 0)
+  const re = RE2JS.compile(source, flags)
+  const literals = opts.literal ? [pattern] : requiredLiterals(pattern)
+  const literal = literals[0]
+  const bytesFilter =
+    literal === undefined ? undefined
+    : opts.ignoreCase ? caseInsensitiveFilter(literal)
+    : exactBytesFilter(literals.map((l) => Buffer.from(l, "utf8")))
+  const exactLiteral = opts.ignoreCase ? undefined : literal
+  const native = nativeSource(source, opts.ignoreCase)
+  if (native !== undefined) {
+    const line = new RegExp(native, opts.ignoreCase ? "iu" : "u")
+    // With "m", ^ and $ also match around "\r" (and U+2028/9): more positions, so still a superset.
+    const whole = new RegExp(native, opts.ignoreCase ? "imu" : "mu")
+    const latin1 = bytesFilter === undefined && !opts.ignoreCase && asciiOnly(native) ? whole : undefined
+    return {
+      engine: "native",
+      mayMatchBytes: (bytes) =>
+        bytesFilter !== undefined ? bytesFilter(bytes) : latin1 === undefined || latin1.test(bytes.toString("latin1")),
+      mayMatchText: (text) => whole.test(text),
+      test: (l) => (exactLiteral !== undefined && !l.includes(exactLiteral) ? false : line.test(l)),
+      indexIn: (l) => l.search(line)
+    }
+  }
+  // Whole-file tests are a superset of line tests only while ^ and $ stay line anchors (no inline
+  // flags, no \A or \z) and no "\r" sits before a line end ($ does not match before "\r\n").
+  const wholeFileOk = !source.includes("(?") && !/\\[Az]/.test(source)
+  return {
+    engine: "re2",
+    mayMatchBytes: (bytes) =>
+      bytesFilter !== undefined ? bytesFilter(bytes) : !wholeFileOk || bytes.indexOf(13) !== -1 || re.test(bytes),
+    mayMatchText: (text) => !wholeFileOk || text.includes("\r") || re.test(text),
+    test: (l) => (exactLiteral !== undefined && !l.includes(exactLiteral) ? false : re.test(l)),
+    indexIn: (l) => {
+      const m = re.matcher(l)
+      return m.find() ? m.start() : -1
+    }
+  }
+}
+
+const exactBytesFilter = (needles: ReadonlyArray<Buffer>) => (bytes: Buffer) => needles.every((n) => bytes.indexOf(n) !== -1)
+
+/**
+ * A byte prefilter for a case-insensitive ASCII literal: every byte of the file and of the literal is
+ * OR-ed with 0x20 (four bytes at a time), then one memmem. That folds ASCII letters to lower case and
+ * maps a few punctuation pairs onto each other (`@` and `` ` ``, `[` and `{`…), which only adds
+ * candidates (the line test decides); bytes of multi-byte UTF-8 stay >= 0x80. Non-ASCII text folds onto
+ * ASCII letters only through U+212A KELVIN SIGN (k) and U+017F LONG S (s), so a file holding either
+ * passes. Undefined for a non-ASCII literal.
+ */
+const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | undefined => {
+  if (!/^[\x20-\x7e]+$/.test(literal)) return undefined
+  const special = /[ks]/i.test(literal) ? [Buffer.from("\u212a", "utf8"), Buffer.from("\u017f", "utf8")] : []
+  const folded = Buffer.from(Array.from(Buffer.from(literal, "latin1"), (c) => c | 0x20))
+  let scratch = new Uint32Array(16 * 1024)
+  return (bytes) => {
+    if (special.some((n) => bytes.indexOf(n) !== -1)) return true
+    const words = Math.ceil(bytes.length / 4)
+    if (scratch.length < words) scratch = new Uint32Array(Math.max(words, scratch.length * 2))
+    const out = Buffer.from(scratch.buffer, 0, words * 4)
+    bytes.copy(out, 0, 0, bytes.length)
+    for (let i = 0; i < words; i++) scratch[i] = (scratch[i] ?? 0) | 0x20202020
+    return out.subarray(0, bytes.length).indexOf(folded) !== -1
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+/**
+ * What one file holds for a search: its first `limit` matching lines (0-based) with their text cut
+ * around the match, and every line within `context` of one of them cut from its start. Plain data: it
+ * crosses from a worker to grep.
+ */
+export interface FileHits {
+  readonly lineCount: number
+  readonly hits: ReadonlyArray<number>
+  readonly hitText: ReadonlyArray<string>
+  /** Sorted line indexes of `ctxText` (the hit lines included). */
+  readonly ctxLines: ReadonlyArray<number>
+  readonly ctxText: ReadonlyArray<string>
+}
+
+export const shorten = (line: string, at: number): string => {
+  if (line.length <= MAX_LINE_CHARS) return line
+  const start = Math.max(0, Math.min(at - 100, line.length - MAX_LINE_CHARS))
+  return `${start > 0 ? "…" : ""}${line.slice(start, start + MAX_LINE_CHARS)}${start + MAX_LINE_CHARS < line.length ? "…" : ""}`
+}
+
+/** A NUL byte in the first BINARY_SNIFF_BYTES: a binary file, never searched. */
+export const isBinaryHead = (head: Buffer): boolean => head.subarray(0, BINARY_SNIFF_BYTES).includes(0)
+
+/** Scans one text file's bytes; undefined when no line matches (binary files included). */
+export const scanBytes = (bytes: Buffer, m: LineMatcher, context: number, limit: number): FileHits | undefined => {
+  if (isBinaryHead(bytes) || !m.mayMatchBytes(bytes)) return undefined
+  const text = bytes.toString("utf8")
+  if (!m.mayMatchText(text)) return undefined
+  const lines = splitLines(text)
+  const hits: Array<number> = []
+  for (let i = 0; i < lines.length && hits.length < limit; i++) if (m.test(lines[i] ?? "")) hits.push(i)
+  if (hits.length === 0) return undefined
+  const ctxLines: Array<number> = []
+  for (const h of hits) {
+    const last = ctxLines[ctxLines.length - 1] ?? -1
+    for (let k = Math.max(last + 1, h - context); k <= Math.min(lines.length - 1, h + context); k++) ctxLines.push(k)
+  }
+  return {
+    lineCount: lines.length,
+    hits,
+    hitText: hits.map((h) => shorten(lines[h] ?? "", m.indexIn(lines[h] ?? ""))),
+    ctxLines,
+    ctxText: ctxLines.map((k) => shorten(lines[k] ?? "", 0))
+  }
+}
+
+/** A run of consecutive lines of one file to show; `matches` are 1-based line numbers. */
+export interface Block {
+  readonly display: string
+  readonly first: number
+  readonly lines: ReadonlyArray<string>
+  readonly matches: ReadonlySet<number>
+}
+
+/**
+ * The blocks of a file's first `take` hits: matches whose context ranges touch or overlap merge into
+ * one block; a hit line beyond `take` inside a block shows as a context line.
+ */
+export const blocksOf = (file: FileHits, display: string, context: number, take: number): Array<Block> => {
+  const hits = file.hits.slice(0, take)
+  const ctx = new Map<number, string>()
+  file.ctxLines.forEach((k, j) => ctx.set(k, file.ctxText[j] ?? ""))
+  const hitText = new Map<number, string>()
+  hits.forEach((h, j) => hitText.set(h, file.hitText[j] ?? ""))
+  const blocks: Array<Block> = []
+  const last = file.lineCount - 1
+  let b = 0
+  while (b < hits.length) {
+    const from = Math.max(0, (hits[b] ?? 0) - context)
+    let to = Math.min(last, (hits[b] ?? 0) + context)
+    const matches = new Set<number>()
+    while (b < hits.length && (hits[b] ?? 0) - context <= to + 1) {
+      const h = hits[b] ?? 0
+      matches.add(h + 1)
+      to = Math.min(last, h + context)
+      b++
+    }
+    const shown: Array<string> = []
+    for (let k = from; k <= to; k++) shown.push(matches.has(k + 1) ? (hitText.get(k) ?? "") : (ctx.get(k) ?? ""))
+    blocks.push({ display, first: from + 1, lines: shown, matches })
+  }
+  return blocks
+}

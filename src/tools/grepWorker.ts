@@ -1,0 +1,82 @@
+/**
+ * A grep search worker (a Bun Worker run by grepPool.ts): scans the files grep's walk hands it, in the
+ * order given, and answers with each file's matching lines. It never resolves a path: it opens exactly
+ * the paths the parent's verified walk produced, through the same descriptor checks as before
+ * (readFileSyncChecked: O_NOFOLLOW, regular file, descriptor inside the read-only root). Loads no
+ * Effect, so it starts in a few milliseconds.
+ */
+import { readFileSyncChecked, type Scratch } from "./confinementSync.ts"
+import { buildMatcher, isBinaryHead, scanBytes, type FileHits, type LineMatcher } from "./grepScan.ts"
+
+/** One search: the pattern, how much to collect per file, and the read-only root its files must lie in. */
+export interface ScanSpec {
+  readonly pattern: string
+  readonly literal: boolean
+  readonly ignoreCase: boolean
+  readonly context: number
+  readonly limit: number
+  readonly maxBytes: number
+  readonly root: string
+}
+
+export type ToWorker =
+  | {
+    readonly type: "init"
+    /** Int32[4096]: slot `call % 4096` holds `call` once that call is cancelled; its files are then skipped. */
+    readonly cancel: SharedArrayBuffer
+    /** Float64[3]: [call, seq, Date.now() at start] of the file being scanned (call -1 = idle). */
+    readonly status: SharedArrayBuffer
+  }
+  | { readonly type: "scan"; readonly call: number; readonly spec: ScanSpec; readonly first: number; readonly files: ReadonlyArray<string> }
+
+/** Per file: not a readable regular file inside the root, over maxBytes, no match (binary included), skipped, or its hits. */
+export type FileResult = "unreadable" | "too-large" | "none" | "cancelled" | FileHits
+
+export type FromWorker =
+  | { readonly type: "scanned"; readonly call: number; readonly first: number; readonly results: ReadonlyArray<FileResult> }
+  | { readonly type: "failed"; readonly call: number; readonly message: string }
+
+declare const self: Worker
+
+let cancel: Int32Array | undefined
+let status: Float64Array | undefined
+let cached: { readonly key: string; readonly matcher: LineMatcher } | undefined
+const scratch: Scratch = { buf: Buffer.allocUnsafe(256 * 1024) }
+
+const scanOne = (spec: ScanSpec, matcher: LineMatcher, file: string): FileResult => {
+  const bytes = readFileSyncChecked(file, spec.root, spec.maxBytes, scratch, isBinaryHead)
+  if (bytes === undefined) return "unreadable"
+  if (bytes === "too-large") return "too-large"
+  if (bytes === "skipped") return "none"
+  return scanBytes(bytes, matcher, spec.context, spec.limit) ?? "none"
+}
+
+self.onmessage = (event: MessageEvent<ToWorker>) => {
+  const msg = event.data
+  if (msg.type === "init") {
+    cancel = new Int32Array(msg.cancel)
+    status = new Float64Array(msg.status)
+    status[0] = -1
+    return
+  }
+  try {
+    const { spec } = msg
+    const key = JSON.stringify([spec.pattern, spec.literal, spec.ignoreCase])
+    if (cached?.key !== key) cached = { key, matcher: buildMatcher(spec.pattern, spec) }
+    const matcher = cached.matcher
+    const results = msg.files.map((file, k): FileResult => {
+      if (cancel !== undefined && Atomics.load(cancel, msg.call % cancel.length) === msg.call) return "cancelled"
+      if (status !== undefined) {
+        status[1] = msg.first + k
+        status[2] = Date.now()
+        status[0] = msg.call
+      }
+      return scanOne(spec, matcher, file)
+    })
+    if (status !== undefined) status[0] = -1
+    self.postMessage({ type: "scanned", call: msg.call, first: msg.first, results } satisfies FromWorker)
+  } catch (e) {
+    if (status !== undefined) status[0] = -1
+    self.postMessage({ type: "failed", call: msg.call, message: e instanceof Error ? e.message : String(e) } satisfies FromWorker)
+  }
+}

@@ -1,7 +1,7 @@
 /** Catalog search and filters. */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import type { CatalogEntry } from "../../src/agents/AgentStore.ts"
-import { filterCatalog, isFiltered, parseCatalogQuery } from "../../views/models/catalogQuery.ts"
+import { filterCatalog, isFiltered, parseCatalogQuery } from "../../views/forms/catalogQuery.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)

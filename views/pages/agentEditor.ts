@@ -4,7 +4,7 @@
  * every problem slot out of band. Saving is a plain form post: a new version, or the problems.
  */
 import type { AgentView } from "../../src/agents/AgentStore.ts"
-import { FIELD_SLOTS, toolsOf, type AgentForm, type PlacedProblems } from "../models/agentForm.ts"
+import { FIELD_SLOTS, toolsOf, type AgentForm, type PlacedProblems } from "../forms/agentForm.ts"
 import { alert, fieldProblems, pageHeader, problemList, unconfinedWarning } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"

@@ -4,7 +4,7 @@
  * appear at the URL field.
  */
 import type { McpServerView, McpToolView } from "../../src/providers/McpServers.ts"
-import type { HeaderRow, McpForm } from "../models/providerForm.ts"
+import type { HeaderRow, McpForm } from "../forms/providerForm.ts"
 import { alert, badge, canManageProviders, emptyState, fieldProblems, mcpHref, pageHeader, problemList, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"

@@ -6,7 +6,7 @@
 import { THINKING_LEVELS } from "../../src/contract/AgentDefinition.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
 import type { ModelView, ProviderView } from "../../src/providers/ProviderStore.ts"
-import type { CustomForm, ModelRow } from "../models/providerForm.ts"
+import type { CustomForm, ModelRow } from "../forms/providerForm.ts"
 import { alert, badge, canManageProviders, emptyState, fieldProblems, pageHeader, problemList, providerHref, time, usd } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"

@@ -3,8 +3,8 @@
  * and the line diff between any two versions (a fragment the compare form swaps in).
  */
 import type { AgentView, VersionInfo } from "../../src/agents/AgentStore.ts"
-import type { FileDiff, Hunk } from "../models/lineDiff.ts"
-import { hunks } from "../models/lineDiff.ts"
+import type { FileDiff, Hunk } from "../forms/lineDiff.ts"
+import { hunks } from "../forms/lineDiff.ts"
 import { agentHref, alert, badge, emptyState, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"

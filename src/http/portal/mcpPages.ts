@@ -8,7 +8,7 @@ import type { Problem } from "../../contract/Problem.ts"
 import { mcpHref } from "../../../views/components.ts"
 import { McpServers } from "../../providers/McpServers.ts"
 import { mcpServerPage, mcpServersPage, mcpToolsFragment, mcpToolsPage, type McpToolListing } from "../../../views/pages/mcpServers.ts"
-import { blankMcpForm, mcpFormFrom, mcpFormOf, mcpInput, placeByRow, type McpForm } from "../../../views/models/providerForm.ts"
+import { blankMcpForm, mcpFormFrom, mcpFormOf, mcpInput, placeByRow, type McpForm } from "../../../views/forms/providerForm.ts"
 import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 

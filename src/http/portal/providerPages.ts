@@ -10,7 +10,7 @@ import { ProviderStore, type ProviderView } from "../../providers/ProviderStore.
 import { builtinProviderPage, customProviderPage, providersPage, type Placed } from "../../../views/pages/providers.ts"
 import type { PageContext } from "../../../views/layout.ts"
 import type { ApiError } from "../respond.ts"
-import { blankCustomForm, builtinInput, customFormFrom, customFormOf, customInput, placeByRow, type CustomForm } from "../../../views/models/providerForm.ts"
+import { blankCustomForm, builtinInput, customFormFrom, customFormOf, customInput, placeByRow, type CustomForm } from "../../../views/forms/providerForm.ts"
 import { htmlResponse, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 

@@ -5,7 +5,7 @@ import { AgentStore } from "../../agents/AgentStore.ts"
 import { diffView, versionPage, versionsPage, type DiffProps } from "../../../views/pages/versions.ts"
 import { badRequest, type ApiError } from "../respond.ts"
 import { nameParam } from "./agentPage.ts"
-import { diffFiles } from "../../../views/models/lineDiff.ts"
+import { diffFiles } from "../../../views/forms/lineDiff.ts"
 import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 

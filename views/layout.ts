@@ -16,6 +16,8 @@ export interface Viewer {
 export interface Assets {
   readonly css: string
   readonly js: string
+  /** forms.js: the unsaved-changes guard and the error summary. */
+  readonly formsJs: string
   readonly htmx: string
 }
 
@@ -109,6 +111,7 @@ export const layout = (ctx: PageContext, title: string, body: Html): Html => {
 <link rel="stylesheet" href="${ctx.assets.css}">
 <script src="${ctx.assets.htmx}" defer></script>
 <script src="${ctx.assets.js}" defer></script>
+<script src="${ctx.assets.formsJs}" defer></script>
 </head>
 <body hx-indicator="#request-bar"${csrf == null ? html`` : html` hx-headers="${JSON.stringify({ "x-csrf-token": csrf })}"`}>
 <a class="skip-link" href="#main">Skip to content</a>

@@ -8,7 +8,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { agentsUsingSkill } from "./agentRepo.ts"
 import { builtinAgents, builtinSkills, type SharedSkill } from "./builtins.ts"
-import { BuiltinReadOnly, SkillExists, SkillInUse, SkillInvalid, SkillNameTaken, SkillNotFound } from "./errors.ts"
+import { BuiltinReadOnly, SkillExists, SkillInUse, SkillInvalid, SkillNameTaken, SkillNotFound, SkillVersionNotFound } from "./errors.ts"
 import { packageFileSkillName } from "./packageSkills.ts"
 import { traced } from "../telemetry/traced.ts"
 
@@ -25,10 +25,31 @@ export const SkillInput = Schema.Struct({
 export type SkillInput = typeof SkillInput.Type
 
 export interface SkillView extends SharedSkill {
+  /** The current version (null for a built-in, which ships with the release). */
+  readonly version: number | null
   readonly updatedBy: string | null
   readonly updatedAt: Date | null
   /** Agents whose current definition lists this skill. */
   readonly usedBy: ReadonlyArray<string>
+}
+
+/** One stored version of a custom shared skill. */
+export interface SkillVersionInfo {
+  readonly name: string
+  readonly version: number
+  readonly savedBy: string
+  readonly savedAt: Date
+  /** What the save was: created, saved, restored from vN. */
+  readonly note: string
+  /** The author's words about the change, when they wrote some. */
+  readonly changeNote?: string
+  readonly current: boolean
+}
+
+export interface SkillVersion {
+  readonly info: SkillVersionInfo
+  readonly description: string
+  readonly content: string
 }
 
 export class SkillStore extends Context.Tag("agents/SkillStore")<
@@ -40,8 +61,18 @@ export class SkillStore extends Context.Tag("agents/SkillStore")<
     /** Name → content of every shared skill, for validation and job definitions. */
     readonly contents: Effect.Effect<ReadonlyMap<string, string>>
     readonly create: (input: unknown, by: string) => Effect.Effect<SkillView, SkillInvalid | SkillExists | SkillNameTaken | BuiltinReadOnly>
-    /** Replaces description and content; the name in `input`, if any, must equal `name`. */
-    readonly update: (name: string, input: unknown, by: string) => Effect.Effect<SkillView, SkillInvalid | SkillNotFound | BuiltinReadOnly>
+    /**
+     * Replaces description and content as a new version with the author's change note; the name in
+     * `input`, if any, must equal `name`. Text equal to the current version's adds no version.
+     */
+    readonly update: (name: string, input: unknown, by: string, changeNote?: string) => Effect.Effect<SkillView, SkillInvalid | SkillNotFound | BuiltinReadOnly>
+    /** The versions of a custom skill since its latest creation, newest first. */
+    readonly versions: (name: string) => Effect.Effect<ReadonlyArray<SkillVersionInfo>, SkillNotFound | BuiltinReadOnly>
+    readonly version: (name: string, version: number) => Effect.Effect<SkillVersion, SkillNotFound | SkillVersionNotFound | BuiltinReadOnly>
+    /** Saves an older version's text as a new version ("restored from vN"), so the restore is in the history. */
+    readonly restore: (name: string, version: number, by: string) => Effect.Effect<SkillView, SkillNotFound | SkillVersionNotFound | BuiltinReadOnly>
+    /** The versions of the given custom skills saved at or after `since`, newest first (an agent's history shows them). */
+    readonly changesSince: (names: ReadonlyArray<string>, since: Date) => Effect.Effect<ReadonlyArray<SkillVersionInfo>>
     /** Refused with the agents' names while any agent uses the skill. */
     readonly remove: (name: string) => Effect.Effect<void, SkillNotFound | SkillInUse | BuiltinReadOnly>
   }
@@ -51,9 +82,27 @@ interface SkillRow {
   readonly name: string
   readonly description: string
   readonly content: string
+  readonly currentVersion: number
   readonly updatedBy: string
   readonly updatedAt: Date
 }
+
+interface SkillVersionRow {
+  readonly name: string
+  readonly version: number
+  readonly savedBy: string
+  readonly savedAt: Date
+  readonly note: string
+  readonly changeNote: string
+  readonly current: boolean
+}
+
+const versionInfo = (r: SkillVersionRow): SkillVersionInfo => {
+  const { changeNote, ...rest } = r
+  return { ...rest, version: Number(r.version), ...(changeNote === "" ? {} : { changeNote }) }
+}
+
+const NOTE_MAX = 2000
 
 export const makeSkillStore = Effect.gen(function* () {
   const sql = yield* SqlClient
@@ -64,11 +113,11 @@ export const makeSkillStore = Effect.gen(function* () {
   const usedBy = (name: string) => Effect.map(provide(agentsUsingSkill(name)), (custom) => [...builtinUsers(name), ...custom])
 
   const rows = (name?: string) =>
-    sql<SkillRow>`SELECT name, description, content, updated_by, updated_at FROM admin.agent_skill
+    sql<SkillRow>`SELECT name, description, content, current_version, updated_by, updated_at FROM admin.agent_skill
                   ${name === undefined ? sql`` : sql`WHERE name = ${name}`} ORDER BY name`
   const viewOf = (row: SkillRow) =>
-    Effect.map(usedBy(row.name), (users): SkillView => ({ name: row.name, description: row.description, content: row.content, builtin: false, updatedBy: row.updatedBy, updatedAt: row.updatedAt, usedBy: users }))
-  const builtinView = (s: SharedSkill) => Effect.map(usedBy(s.name), (users): SkillView => ({ ...s, updatedBy: null, updatedAt: null, usedBy: users }))
+    Effect.map(usedBy(row.name), (users): SkillView => ({ name: row.name, description: row.description, content: row.content, builtin: false, version: Number(row.currentVersion), updatedBy: row.updatedBy, updatedAt: row.updatedAt, usedBy: users }))
+  const builtinView = (s: SharedSkill) => Effect.map(usedBy(s.name), (users): SkillView => ({ ...s, version: null, updatedBy: null, updatedAt: null, usedBy: users }))
   /** Built-in agents that have a local or file skill called `name`. */
   const builtinLocalUsers = (name: string): Array<string> =>
     [...builtinAgents().values()]
@@ -87,6 +136,52 @@ export const makeSkillStore = Effect.gen(function* () {
   const decode = (input: unknown): Effect.Effect<SkillInput, SkillInvalid> =>
     Effect.mapError(decodeAll(SkillInput)(input), (problems: Array<Problem>) => new SkillInvalid({ problems }))
 
+  /** Adds the next version of `name` (the caller holds the skill row's lock) and returns its number. */
+  const insertVersion = (name: string, description: string, content: string, by: string, note: string, changeNote: string) =>
+    Effect.map(
+      sql<{ version: number }>`
+        INSERT INTO admin.agent_skill_version (name, version, description, content, saved_by, note, change_note)
+        VALUES (${name}, COALESCE((SELECT max(version) FROM admin.agent_skill_version WHERE name = ${name}), 0) + 1,
+                ${description}, ${content}, ${by}, ${note}, ${changeNote.trim().slice(0, NOTE_MAX)})
+        RETURNING version`,
+      (r) => Number(r[0]!.version)
+    )
+  const versionRows = (name: string, version?: number) =>
+    sql<SkillVersionRow & { description: string; content: string }>`
+      SELECT v.name, v.version, v.saved_by, v.saved_at, v.note, v.change_note, v.description, v.content,
+             (v.version = s.current_version) AS current
+      FROM admin.agent_skill_version v JOIN admin.agent_skill s ON s.name = v.name
+      WHERE v.name = ${name} AND v.saved_at >= s.created_at
+        ${version === undefined ? sql`` : sql`AND v.version = ${version}`}
+      ORDER BY v.version DESC`
+  const custom = (name: string) =>
+    Effect.gen(function* () {
+      if (builtinSkills().has(name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name }))
+      const row = (yield* rows(name))[0]
+      if (row === undefined) return yield* Effect.fail(new SkillNotFound({ name }))
+      return row
+    })
+  const versionOf = (name: string, version: number) =>
+    Effect.gen(function* () {
+      yield* custom(name)
+      const row = (yield* versionRows(name, version))[0]
+      if (row === undefined) return yield* Effect.fail(new SkillVersionNotFound({ name, version }))
+      return row
+    })
+  /** Under the skill row's lock: new text as the next version and current, unless it equals the current text. */
+  const write = (name: string, description: string, content: string, by: string, note: string, changeNote: string) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const locked = yield* sql<{ description: string; content: string }>`SELECT description, content FROM admin.agent_skill WHERE name = ${name} FOR UPDATE`
+        const before = locked[0]
+        if (before === undefined) return yield* Effect.fail(new SkillNotFound({ name }))
+        if (before.description === description && before.content === content) return
+        const version = yield* insertVersion(name, description, content, by, note, changeNote)
+        yield* sql`UPDATE admin.agent_skill SET description = ${description}, content = ${content}, current_version = ${version},
+          updated_by = ${by}, updated_at = now() WHERE name = ${name}`
+      })
+    )
+
   const service: SkillStore["Type"] = {
     list: Effect.gen(function* () {
       const builtin = yield* Effect.forEach([...builtinSkills().values()], builtinView)
@@ -103,22 +198,51 @@ export const makeSkillStore = Effect.gen(function* () {
         if (builtinSkills().has(skill.name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name: skill.name }))
         const taken = builtinLocalUsers(skill.name)
         if (taken.length > 0) return yield* Effect.fail(new SkillNameTaken({ name: skill.name, agents: taken }))
-        const inserted = yield* sql`INSERT INTO admin.agent_skill (name, description, content, updated_by)
-          VALUES (${skill.name}, ${skill.description}, ${skill.content}, ${by}) ON CONFLICT (name) DO NOTHING RETURNING name`
-        if (inserted.length === 0) return yield* Effect.fail(new SkillExists({ name: skill.name }))
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const inserted = yield* sql`INSERT INTO admin.agent_skill (name, description, content, updated_by)
+              VALUES (${skill.name}, ${skill.description}, ${skill.content}, ${by}) ON CONFLICT (name) DO NOTHING RETURNING name`
+            if (inserted.length === 0) return yield* Effect.fail(new SkillExists({ name: skill.name }))
+            const version = yield* insertVersion(skill.name, skill.description, skill.content, by, "created", "")
+            yield* sql`UPDATE admin.agent_skill SET current_version = ${version} WHERE name = ${skill.name}`
+          })
+        )
         return yield* Effect.orDie(get(skill.name))
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
-    update: (name, input, by) =>
+    update: (name, input, by, changeNote) =>
       Effect.gen(function* () {
         if (builtinSkills().has(name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name }))
         const raw = input !== null && typeof input === "object" ? { name, ...(input as Record<string, unknown>) } : input
         const skill = yield* decode(raw)
         if (skill.name !== name) return yield* Effect.fail(new SkillInvalid({ problems: [{ path: "name", message: "cannot rename a shared skill" }] }))
-        const updated = yield* sql`UPDATE admin.agent_skill SET description = ${skill.description}, content = ${skill.content},
-          updated_by = ${by}, updated_at = now() WHERE name = ${name} RETURNING name`
-        if (updated.length === 0) return yield* Effect.fail(new SkillNotFound({ name }))
+        if ((changeNote ?? "").length > NOTE_MAX) return yield* Effect.fail(new SkillInvalid({ problems: [{ path: "note", message: "is longer than 2,000 characters" }] }))
+        yield* write(name, skill.description, skill.content, by, "saved", changeNote ?? "")
         return yield* Effect.orDie(get(name))
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    versions: (name) =>
+      Effect.gen(function* () {
+        yield* custom(name)
+        return (yield* versionRows(name)).map(versionInfo)
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    version: (name, version) =>
+      Effect.map(versionOf(name, version), (r): SkillVersion => ({ info: versionInfo(r), description: r.description, content: r.content })).pipe(Effect.catchTag("SqlError", Effect.die)),
+    restore: (name, version, by) =>
+      Effect.gen(function* () {
+        const old = yield* versionOf(name, version)
+        yield* write(name, old.description, old.content, by, `restored from v${version}`, "")
+        return yield* Effect.orDie(get(name))
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    changesSince: (names, since) =>
+      names.length === 0
+        ? Effect.succeed([])
+        : Effect.map(
+            sql<SkillVersionRow>`
+              SELECT v.name, v.version, v.saved_by, v.saved_at, v.note, v.change_note, (v.version = s.current_version) AS current
+              FROM admin.agent_skill_version v JOIN admin.agent_skill s ON s.name = v.name
+              WHERE v.name IN ${sql.in(names)} AND v.saved_at >= s.created_at AND v.saved_at >= ${since}
+              ORDER BY v.saved_at DESC, v.name, v.version DESC`,
+            (r) => r.map(versionInfo)
+          ).pipe(Effect.catchTag("SqlError", Effect.die)),
     remove: (name) =>
       Effect.gen(function* () {
         if (builtinSkills().has(name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name }))

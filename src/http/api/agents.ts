@@ -1,5 +1,6 @@
 /** The Agent Builder API (spec "Agent Builder" endpoint table): agents, versions, import/export, shared skills. */
-import { Effect, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
+import { decodeAll } from "../../contract/Problem.ts"
 import { Elysia } from "elysia"
 import { AgentStore } from "../../agents/AgentStore.ts"
 import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
@@ -10,6 +11,10 @@ import { decodeBody, jsonBody, param, type Handler, type RouteInput } from "../r
 import type { Guard } from "../auth.ts"
 
 const EnabledBody = Schema.Struct({ enabled: Schema.Boolean })
+/** The optional change note of a save (stored with the version). */
+const SaveNote = Schema.Struct({
+  note: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(2000, { message: () => "is longer than 2,000 characters" })), { exact: true })
+})
 const CopyBody = Schema.Struct({ name: Schema.String })
 const ImportBody = Schema.Union(
   Schema.Struct({
@@ -75,7 +80,8 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
       "/api/admin/agents/:name",
       route("agents.manage", (i) => Effect.gen(function* () {
         const body = yield* jsonBody(i.request)
-        return json({ agent: yield* (yield* store).save(param(i, "name"), body, i.principal.username) })
+        const { note } = yield* Either.match(decodeAll(SaveNote)(body), { onLeft: (p) => Effect.fail(badRequest(p)), onRight: Effect.succeed })
+        return json({ agent: yield* (yield* store).save(param(i, "name"), body, i.principal.username, note) })
       }))
     )
     .patch(
@@ -121,6 +127,7 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
         })
       }))
     )
+    .get("/api/admin/agents/:name/restores", route("read", (i) => Effect.map(Effect.flatMap(store, (s) => s.restores(param(i, "name"))), (restores) => json({ restores }))))
     .get("/api/admin/agents/:name/versions", route("read", (i) => Effect.map(Effect.flatMap(store, (s) => s.versions(param(i, "name"))), (versions) => json({ versions }))))
     .get(
       "/api/admin/agents/:name/versions/:version",
@@ -133,7 +140,7 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
       "/api/admin/agents/:name/versions/:version/restore",
       route("agents.manage", (i) => Effect.gen(function* () {
         const v = yield* versionParam(i)
-        return json({ agent: yield* (yield* store).restore(param(i, "name"), v) })
+        return json({ agent: yield* (yield* store).restore(param(i, "name"), v, i.principal.username) })
       }))
     )
     .get("/api/admin/agent-skills", route("read", () => Effect.map(Effect.flatMap(SkillStore, (s) => s.list), (skills) => json({ skills }))))
@@ -149,7 +156,23 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
       "/api/admin/agent-skills/:name",
       route("agents.manage", (i) => Effect.gen(function* () {
         const body = yield* jsonBody(i.request)
-        return json({ skill: yield* (yield* SkillStore).update(param(i, "name"), body, i.principal.username) })
+        const { note } = yield* Either.match(decodeAll(SaveNote)(body), { onLeft: (p) => Effect.fail(badRequest(p)), onRight: Effect.succeed })
+        return json({ skill: yield* (yield* SkillStore).update(param(i, "name"), body, i.principal.username, note) })
+      }))
+    )
+    .get("/api/admin/agent-skills/:name/versions", route("read", (i) => Effect.map(Effect.flatMap(SkillStore, (s) => s.versions(param(i, "name"))), (versions) => json({ versions }))))
+    .get(
+      "/api/admin/agent-skills/:name/versions/:version",
+      route("read", (i) => Effect.gen(function* () {
+        const v = yield* versionParam(i)
+        return json(yield* (yield* SkillStore).version(param(i, "name"), v))
+      }))
+    )
+    .post(
+      "/api/admin/agent-skills/:name/versions/:version/restore",
+      route("agents.manage", (i) => Effect.gen(function* () {
+        const v = yield* versionParam(i)
+        return json({ skill: yield* (yield* SkillStore).restore(param(i, "name"), v, i.principal.username) })
       }))
     )
     .delete(

@@ -36,8 +36,9 @@ export interface PortalAssets {
 export const loadAssets = (): PortalAssets => {
   const css = hashed("portal", "css", "text/css; charset=utf-8")
   const js = hashed("portal", "js", "text/javascript; charset=utf-8")
+  const forms = hashed("forms", "js", "text/javascript; charset=utf-8")
   const vendor = htmx()
-  return { urls: { css: css.path, js: js.path, htmx: vendor.path }, files: [css, js, vendor] }
+  return { urls: { css: css.path, js: js.path, formsJs: forms.path, htmx: vendor.path }, files: [css, js, forms, vendor] }
 }
 
 export const staticResponse = (file: StaticFile): Response =>

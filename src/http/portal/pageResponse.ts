@@ -47,6 +47,9 @@ export const localPath = (raw: string | null | undefined): string =>
 const NOTICES: ReadonlyArray<readonly [string, (value: string, subject: string) => string]> = [
   ["created", (v, s) => `Created ${s} (v${v}).`],
   ["saved", (v) => `Saved version ${v}.`],
+  ["unchanged", (v) => `Nothing changed, so no version was added: version ${v} is still current.`],
+  ["skill-unchanged", () => "Nothing changed, so no version was added."],
+  ["skill-restored", (v) => `Restored the text of version ${v} as a new version.`],
   ["restored", (v) => `Version ${v} is current again.`],
   ["copied", (v) => `Copied from ${v}.`],
   ["imported", (v) => `Imported as version ${v}.`],

@@ -28,6 +28,7 @@ describe("GET /api/admin/agent-skills", () => {
       description: "Back every claim about the code with the file and line it came from.",
       content: expect.stringMatching(/^# Cite evidence\n/),
       builtin: true,
+      version: null,
       updatedBy: null,
       updatedAt: null,
       usedBy: expect.any(Array)
@@ -37,6 +38,7 @@ describe("GET /api/admin/agent-skills", () => {
       description: "The listed-skill skill.",
       content: "# listed-skill\nDo it well.\n",
       builtin: false,
+      version: 1,
       updatedBy: "manager",
       updatedAt: expect.any(String),
       usedBy: ["skill-user"]
@@ -135,7 +137,7 @@ describe("DELETE /api/admin/agent-skills/:name", () => {
     expect(await storeFingerprint(api)).toBe(before)
 
     // Once no current version lists it, it can go.
-    await saveAgent(api, "fan-one")
+    await saveAgent(api, "fan-one", { instructions: "Fan one, again.\n" })
     await send("DELETE", "/api/admin/agents/fan-two")
     expect((await send("DELETE", "/api/admin/agent-skills/popular")).status).toBe(204)
     expect((await get("/api/admin/agent-skills/popular")).status).toBe(404)

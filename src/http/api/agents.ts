@@ -1,6 +1,5 @@
 /** The Agent Builder API (spec "Agent Builder" endpoint table): agents, versions, import/export, shared skills. */
-import { Effect, Either, Schema } from "effect"
-import { decodeAll } from "../../contract/Problem.ts"
+import { Effect, Schema } from "effect"
 import { Elysia } from "elysia"
 import { AgentStore } from "../../agents/AgentStore.ts"
 import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
@@ -11,10 +10,17 @@ import { decodeBody, jsonBody, param, type Handler, type RouteInput } from "../r
 import type { Guard } from "../auth.ts"
 
 const EnabledBody = Schema.Struct({ enabled: Schema.Boolean })
-/** The optional change note of a save (stored with the version). */
-const SaveNote = Schema.Struct({
-  note: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(2000, { message: () => "is longer than 2,000 characters" })), { exact: true })
-})
+/**
+ * The optional change note of a save (`note`, stored with the version) taken off the body, and the
+ * rest of the body for the store to decode.
+ */
+const withNote = (body: unknown): Effect.Effect<{ readonly note: string | undefined; readonly rest: unknown }, ApiError> => {
+  if (body === null || typeof body !== "object" || Array.isArray(body) || !("note" in body)) return Effect.succeed({ note: undefined, rest: body })
+  const { note, ...rest } = body as Record<string, unknown>
+  if (typeof note !== "string") return Effect.fail(badRequest([{ path: "note", message: "must be text" }]))
+  if (note.length > 2000) return Effect.fail(badRequest([{ path: "note", message: "is longer than 2,000 characters" }]))
+  return Effect.succeed({ note, rest })
+}
 const CopyBody = Schema.Struct({ name: Schema.String })
 const ImportBody = Schema.Union(
   Schema.Struct({
@@ -80,8 +86,8 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
       "/api/admin/agents/:name",
       route("agents.manage", (i) => Effect.gen(function* () {
         const body = yield* jsonBody(i.request)
-        const { note } = yield* Either.match(decodeAll(SaveNote)(body), { onLeft: (p) => Effect.fail(badRequest(p)), onRight: Effect.succeed })
-        return json({ agent: yield* (yield* store).save(param(i, "name"), body, i.principal.username, note) })
+        const { note, rest } = yield* withNote(body)
+        return json({ agent: yield* (yield* store).save(param(i, "name"), rest, i.principal.username, note) })
       }))
     )
     .patch(
@@ -156,8 +162,8 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
       "/api/admin/agent-skills/:name",
       route("agents.manage", (i) => Effect.gen(function* () {
         const body = yield* jsonBody(i.request)
-        const { note } = yield* Either.match(decodeAll(SaveNote)(body), { onLeft: (p) => Effect.fail(badRequest(p)), onRight: Effect.succeed })
-        return json({ skill: yield* (yield* SkillStore).update(param(i, "name"), body, i.principal.username, note) })
+        const { note, rest } = yield* withNote(body)
+        return json({ skill: yield* (yield* SkillStore).update(param(i, "name"), rest, i.principal.username, note) })
       }))
     )
     .get("/api/admin/agent-skills/:name/versions", route("read", (i) => Effect.map(Effect.flatMap(SkillStore, (s) => s.versions(param(i, "name"))), (versions) => json({ versions }))))

@@ -55,6 +55,7 @@ const NAV: ReadonlyArray<{ readonly href: string; readonly label: string; readon
   { href: "/agent-skills", label: "Shared skills", manageOnly: false },
   { href: "/agents/-/import", label: "Import", manageOnly: true },
   { href: "/jobs", label: "Jobs", manageOnly: false },
+  { href: "/projects", label: "Projects", manageOnly: false },
   { href: "/providers", label: "LLM providers", manageOnly: false },
   { href: "/mcp-servers", label: "MCP servers", manageOnly: false }
 ]

@@ -54,6 +54,7 @@ const NOTICES: ReadonlyArray<readonly [string, (value: string, subject: string) 
   ["copied", (v) => `Copied from ${v}.`],
   ["imported", (v) => `Imported as version ${v}.`],
   ["deleted", (v) => `Deleted ${v}.`],
+  ["project-created", (_, s) => `Created the project ${s}.`],
   ["skill-created", (_, s) => `Created the shared skill ${s}.`],
   ["skill-saved", () => "Saved. Agents using this skill get the new text at their next job."],
   ["added", (v) => `Added ${v}.`],

@@ -112,6 +112,7 @@ const ROUTES: ReadonlyArray<{
   { route: "POST /providers/:id", path: "/providers/matrix-gw", guard: "providers.manage", body: () => providerFields() },
   { route: "POST /agents/:name/binding", path: "/agents/matrix-agent/binding", guard: "providers.manage", body: () => form({ project: "", target: "matrix-gw/m1", thinking: "off" }) },
   { route: "POST /agents/:name/binding/delete", path: "/agents/matrix-agent/binding/delete", guard: "providers.manage", body: () => form({ project: "" }) },
+  { route: "POST /providers/:id/test", path: "/providers/matrix-gw/test", guard: "providers.manage", body: () => form({}), ok: 200 },
   { route: "POST /providers/:id/delete", path: "/providers/matrix-gw/delete", guard: "providers.manage", body: () => form({}) },
   { route: "POST /mcp-servers", path: "/mcp-servers", guard: "providers.manage", body: () => form({ name: "matrix-mcp", url: "http://127.0.0.1:9/mcp", timeoutSec: "30", allowPrivateNetwork: "on" }) },
   { route: "POST /mcp-servers/:name", path: "/mcp-servers/matrix-mcp", guard: "providers.manage", body: () => form({ url: "http://127.0.0.1:9/mcp2", timeoutSec: "20", allowPrivateNetwork: "on" }) },

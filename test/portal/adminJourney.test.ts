@@ -207,6 +207,7 @@ describe("the admin portal (issue 16)", () => {
     const steps = page.locator(".checklist li")
     await expect(steps.nth(0).textContent()).resolves.toContain("done")
     await expect(steps.nth(3).textContent()).resolves.toContain("1 project")
-    expect(consoleErrors).toEqual([])
+    // The refused forms answer 400 (the browser logs that); nothing else went wrong in the page.
+    expect(consoleErrors.filter((e) => !e.includes("status of 400"))).toEqual([])
   }, BROWSER_TEST_MS)
 })

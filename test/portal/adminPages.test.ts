@@ -118,7 +118,7 @@ describe("provider, binding and MCP pages", () => {
     const run = await send("POST", "/agents/codebase-inventory/run", "manager", { task: "", root: "/tmp", readOnly: "", outDir: "/tmp", timeoutSec: "x" })
     expect(run.status).toBe(400)
     expect(/id="problems-readOnly"[\s\S]*?<\/div>/.exec(run.text)?.[0]).toContain("<li>")
-    expect(/id="problems-task"[\s\S]*?<\/div>/.exec(run.text)?.[0]).toContain("must not be empty")
+    expect(/id="problems-task"[\s\S]*?<\/div>/.exec(run.text)?.[0]).toContain("fill this in")
   })
 })
 

@@ -5,10 +5,12 @@
  */
 import type { Problem } from "../../src/contract/Problem.ts"
 
-const NAME_RULE = "use only lower-case letters, digits and dashes, starting with a letter"
+const NAME_RULE = "must use only lower-case letters, digits and dashes, starting with a letter"
+
+/** The name pattern anywhere in a message ("local skill name "X" must match [a-z]…") in words. */
+const NAME_PATTERN = /must match \[a-z\]\[a-z0-9-\]\*(?: \(at most (\d+) characters\)| and be at most (\d+) characters)?/
 
 const REWRITES: ReadonlyArray<readonly [RegExp, (m: RegExpExecArray) => string]> = [
-  [/^(?:skill name )?must match \[a-z\]\[a-z0-9-\]\*(?: \(at most (\d+) characters\)| and be at most (\d+) characters)?$/, (m) => `${NAME_RULE}${m[1] ?? m[2] ? ` (at most ${m[1] ?? m[2]} characters)` : ""}`],
   [/^Expected an integer, actual (?:NaN|".*"|undefined|null)$/, () => "enter a whole number"],
   [/^Expected a (?:positive|non-negative) (?:integer|number), actual .*$/, () => "enter a number above zero"],
   [/^Expected (?:a )?number, actual (?:NaN|".*"|undefined|null)$/, () => "enter a number"],
@@ -20,6 +22,11 @@ const REWRITES: ReadonlyArray<readonly [RegExp, (m: RegExpExecArray) => string]>
 
 /** One message in plain words (unknown messages are kept as they are: they are already sentences). */
 export const plainMessage = (message: string): string => {
+  const name = NAME_PATTERN.exec(message)
+  if (name !== null) {
+    const max = name[1] ?? name[2]
+    return message.replace(NAME_PATTERN, `${NAME_RULE}${max === undefined ? "" : ` (at most ${max} characters)`}`).replace(/^skill name /, "")
+  }
   for (const [pattern, rewrite] of REWRITES) {
     const m = pattern.exec(message.trim())
     if (m !== null) return rewrite(m)

@@ -49,6 +49,8 @@ const allowTool = (input: PortalInput) =>
     yield* (yield* McpServers).allowTool(name, tool, allowed, input.principal.username).pipe(
       Effect.catchTag("McpServerInvalid", (e) => Effect.fail({ _tag: "BadRequest" as const, message: "the tool name has problems", problems: e.problems }))
     )
+    // Stays on the page: htmx gets the tools list again as its fragment; a plain post is redirected there.
+    if (isHtmx(input.request)) return yield* tools(input)
     return redirect(input.request, `${mcpHref(name, "/tools")}?updated=${encodeURIComponent(tool.slice(0, 100))}`)
   })
 

@@ -174,7 +174,7 @@ describe("the Agent Builder portal", () => {
     await page.getByLabel("Name").fill("Bad Name")
     await page.getByLabel("Content").fill("Write plainly.\n")
     await page.getByRole("button", { name: "Create shared skill" }).click()
-    await expect(page.locator("#problems-name li").textContent()).resolves.toContain("must match")
+    await expect(page.locator("#problems-name li").textContent()).resolves.toContain("must use only lower-case letters, digits and dashes")
     await page.getByLabel("Name").fill("tone-guide")
     await page.getByLabel("Description").fill("How we write.")
     await page.getByRole("button", { name: "Create shared skill" }).click()

@@ -83,6 +83,22 @@ describe("the admin portal (issue 16)", () => {
     expect(await versionRows().count()).toBe(1)
   }, BROWSER_TEST_MS)
 
+  test("a new agent's live check flags only the fields the user has reached", async () => {
+    await page.goto("/agents/-/new")
+    await page.getByLabel("Name", { exact: true }).fill("Bad Name")
+    await page.locator("#preview-status .status-error").waitFor()
+    await page.locator("#problems-name li").waitFor()
+    expect(await page.locator("#problems-name li").isVisible()).toBe(true)
+    // The empty description has a problem already, but the user has not reached the field yet.
+    expect(await page.locator("#problems-description li").count()).toBeGreaterThan(0)
+    expect(await page.locator("#problems-description li").isVisible()).toBe(false)
+    await page.getByLabel("Description").focus()
+    await page.getByLabel("Name", { exact: true }).focus()
+    expect(await page.locator("#problems-description li").isVisible()).toBe(true)
+    // Leaving the new-agent page: the guard asks because the form was edited.
+    page.once("dialog", (d) => void d.accept())
+  }, BROWSER_TEST_MS)
+
   test("saving without a change adds no version and says so; saving does not prompt", async () => {
     await page.goto("/agents/guarded-agent")
     let prompted = false

@@ -4,6 +4,7 @@
  */
 import type { Problem } from "../src/contract/Problem.ts"
 import { sandboxConfigFromEnv } from "../src/tools/Sandbox.ts"
+import { plainMessage, type SummaryItem } from "./forms/plainProblems.ts"
 import { html, type Html, type Interpolation } from "./html.ts"
 
 export type Tone = "info" | "ok" | "warn" | "error"
@@ -15,13 +16,25 @@ export const alert = (tone: Tone, body: Interpolation, title?: string): Html => 
 
 export const badge = (tone: Tone | "muted", text: string): Html => html`<span class="badge badge-${tone}">${text}</span>`
 
-/** A list of problems (user text: inside hx-disable, escaped). */
+/** A list of problems in plain words (user text: inside hx-disable, escaped). */
 export const problemList = (problems: ReadonlyArray<Problem>, showPath = true): Html =>
   problems.length === 0
     ? html``
     : html`<ul class="problems" hx-disable>${problems.map(
-        (p) => html`<li>${showPath ? html`<code>${p.path}</code> ` : html``}${p.message}</li>`
+        (p) => html`<li>${showPath ? html`<code>${p.path}</code> ` : html``}${plainMessage(p.message)}</li>`
       )}</ul>`
+
+/**
+ * The one summary of a refused form, at its top: how many problems, each in plain words with a link
+ * to the field it concerns (forms.js focuses the summary on load and moves to the field on a click).
+ */
+export const errorSummary = (items: ReadonlyArray<SummaryItem>): Html =>
+  items.length === 0
+    ? html``
+    : html`<div class="error-summary" role="alert" tabindex="-1" aria-labelledby="error-summary-title">
+        <h2 id="error-summary-title">${items.length === 1 ? "There is a problem" : `There are ${items.length} problems`}</h2>
+        <ul hx-disable>${items.map((i) => html`<li><a href="#${i.target}">${i.label}: ${i.message}</a></li>`)}</ul>
+      </div>`
 
 export const slotId = (slot: string): string => `problems-${slot}`
 

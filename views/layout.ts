@@ -16,6 +16,8 @@ export interface Viewer {
 export interface Assets {
   readonly css: string
   readonly js: string
+  /** forms.js: the unsaved-changes guard and the error summary. */
+  readonly formsJs: string
   readonly htmx: string
   /** htmx's SSE extension (`hx-ext="sse"`). */
   readonly sse: string
@@ -55,6 +57,7 @@ const NAV: ReadonlyArray<{ readonly href: string; readonly label: string; readon
   { href: "/agent-skills", label: "Shared skills", manageOnly: false },
   { href: "/agents/-/import", label: "Import", manageOnly: true },
   { href: "/jobs", label: "Jobs", manageOnly: false },
+  { href: "/projects", label: "Projects", manageOnly: false },
   { href: "/providers", label: "LLM providers", manageOnly: false },
   { href: "/mcp-servers", label: "MCP servers", manageOnly: false }
 ]
@@ -112,6 +115,7 @@ export const layout = (ctx: PageContext, title: string, body: Html): Html => {
 <script src="${ctx.assets.htmx}" defer></script>
 <script src="${ctx.assets.sse}" defer></script>
 <script src="${ctx.assets.js}" defer></script>
+<script src="${ctx.assets.formsJs}" defer></script>
 </head>
 <body hx-indicator="#request-bar"${csrf == null ? html`` : html` hx-headers="${JSON.stringify({ "x-csrf-token": csrf })}"`}>
 <a class="skip-link" href="#main">Skip to content</a>

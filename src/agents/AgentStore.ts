@@ -12,9 +12,11 @@ import type { AgentPackage } from "./AgentPackage.ts"
 import type { CatalogQuery } from "./catalogQuery.ts"
 import { makeAgentVersions } from "./agentVersions.ts"
 import { makeAgentWrites } from "./agentWrites.ts"
+import type { RestoreRow } from "./agentRepo.ts"
 import type { AgentExists, AgentNotFound, AgentVersionNotFound, BuiltinReadOnly, ImportRejected } from "./errors.ts"
 import { traced } from "../telemetry/traced.ts"
 
+export type { RestoreRow } from "./agentRepo.ts"
 export { PackageFilesInput, type AgentView, type Binding, type CatalogEntry, type CatalogPage, type ImportedAgent, type Preview, type VersionInfo } from "./AgentView.ts"
 
 export class AgentStore extends Context.Tag("agents/AgentStore")<
@@ -33,8 +35,11 @@ export class AgentStore extends Context.Tag("agents/AgentStore")<
     readonly get: (name: string) => Effect.Effect<AgentView, AgentNotFound>
     /** Creates a custom agent at version 1 (or the next number its name has not used). */
     readonly create: (files: unknown, by: string) => Write<AgentView>
-    /** Saves a new version of a custom agent; the package's name must stay `name`. */
-    readonly save: (name: string, files: unknown, by: string) => Effect.Effect<AgentView, Invalid | AgentNotFound | BuiltinReadOnly>
+    /**
+     * Saves a new version of a custom agent with the author's change note; the package's name must stay
+     * `name`. A package equal to the current one adds no version (the agent comes back unchanged).
+     */
+    readonly save: (name: string, files: unknown, by: string, changeNote?: string) => Effect.Effect<AgentView, Invalid | AgentNotFound | BuiltinReadOnly>
     readonly setEnabled: (name: string, enabled: boolean) => Effect.Effect<AgentView, AgentNotFound | BuiltinReadOnly>
     /** Deletes a custom agent; its versions stay in the history and their numbers are never reused. */
     readonly remove: (name: string) => Effect.Effect<void, AgentNotFound | BuiltinReadOnly>
@@ -53,7 +58,9 @@ export class AgentStore extends Context.Tag("agents/AgentStore")<
     readonly exportZip: (name: string, version?: number) => Effect.Effect<Uint8Array, AgentNotFound | AgentVersionNotFound>
     readonly versions: (name: string) => Effect.Effect<ReadonlyArray<VersionInfo>, AgentNotFound | BuiltinReadOnly>
     readonly version: (name: string, version: number) => Effect.Effect<{ readonly info: VersionInfo; readonly view: AgentView }, AgentNotFound | AgentVersionNotFound | BuiltinReadOnly>
-    readonly restore: (name: string, version: number) => Effect.Effect<AgentView, AgentNotFound | AgentVersionNotFound | BuiltinReadOnly>
+    /** Makes an older version current again (no new number) and records the restore. */
+    readonly restore: (name: string, version: number, by: string) => Effect.Effect<AgentView, AgentNotFound | AgentVersionNotFound | BuiltinReadOnly>
+    readonly restores: (name: string) => Effect.Effect<ReadonlyArray<RestoreRow>, AgentNotFound | BuiltinReadOnly>
   }
 >() {}
 
@@ -78,7 +85,8 @@ export const makeAgentStore = Effect.gen(function* () {
     exportPackage: versions.exportPackage,
     versions: versions.versions,
     version: versions.version,
-    restore: versions.restore
+    restore: versions.restore,
+    restores: versions.restores
   }
   return service
 })

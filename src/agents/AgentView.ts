@@ -65,6 +65,8 @@ export interface VersionInfo {
   readonly savedBy: string
   readonly savedAt: Date
   readonly note: string
+  /** The author's words about the save, when they wrote some. */
+  readonly changeNote?: string
   readonly current: boolean
 }
 

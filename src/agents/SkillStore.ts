@@ -8,7 +8,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { agentsUsingSkill } from "./agentRepo.ts"
 import { builtinAgents, builtinSkills, type SharedSkill } from "./builtins.ts"
-import { BuiltinReadOnly, SkillExists, SkillInUse, SkillInvalid, SkillNameTaken, SkillNotFound } from "./errors.ts"
+import { BuiltinReadOnly, SkillExists, SkillInUse, SkillInvalid, SkillNameTaken, SkillNotFound, SkillVersionNotFound } from "./errors.ts"
 import { packageFileSkillName } from "./packageSkills.ts"
 import type { SkillImport } from "./skillImport.ts"
 import { traced } from "../telemetry/traced.ts"
@@ -26,17 +26,38 @@ export const SkillInput = Schema.Struct({
 export type SkillInput = typeof SkillInput.Type
 
 export interface SkillView extends SharedSkill {
-  /** From an imported Agent Skill's front matter; null when it has none. */
+  /** From an imported Agent Skill's front matter (`license`, `version`); null when it has none. */
   readonly license: string | null
-  readonly version: string | null
+  readonly skillVersion: string | null
   /** Other front-matter keys of an imported skill, kept as written (e.g. allowed-tools, mapped). */
   readonly metadata: Readonly<Record<string, unknown>>
   /** Resource files stored with the skill (path and size in bytes). */
   readonly resources: ReadonlyArray<{ readonly path: string; readonly bytes: number }>
+  /** The current stored version (null for a built-in, which ships with the release). */
+  readonly version: number | null
   readonly updatedBy: string | null
   readonly updatedAt: Date | null
   /** Agents whose current definition lists this skill. */
   readonly usedBy: ReadonlyArray<string>
+}
+
+/** One stored version of a custom shared skill. */
+export interface SkillVersionInfo {
+  readonly name: string
+  readonly version: number
+  readonly savedBy: string
+  readonly savedAt: Date
+  /** What the save was: created, saved, restored from vN. */
+  readonly note: string
+  /** The author's words about the change, when they wrote some. */
+  readonly changeNote?: string
+  readonly current: boolean
+}
+
+export interface SkillVersion {
+  readonly info: SkillVersionInfo
+  readonly description: string
+  readonly content: string
 }
 
 export class SkillStore extends Context.Tag("agents/SkillStore")<
@@ -48,8 +69,18 @@ export class SkillStore extends Context.Tag("agents/SkillStore")<
     /** Name → content of every shared skill, for validation and job definitions. */
     readonly contents: Effect.Effect<ReadonlyMap<string, string>>
     readonly create: (input: unknown, by: string) => Effect.Effect<SkillView, SkillInvalid | SkillExists | SkillNameTaken | BuiltinReadOnly>
-    /** Replaces description and content; the name in `input`, if any, must equal `name`. */
-    readonly update: (name: string, input: unknown, by: string) => Effect.Effect<SkillView, SkillInvalid | SkillNotFound | BuiltinReadOnly>
+    /**
+     * Replaces description and content as a new version with the author's change note; the name in
+     * `input`, if any, must equal `name`. Text equal to the current version's adds no version.
+     */
+    readonly update: (name: string, input: unknown, by: string, changeNote?: string) => Effect.Effect<SkillView, SkillInvalid | SkillNotFound | BuiltinReadOnly>
+    /** The versions of a custom skill since its latest creation, newest first. */
+    readonly versions: (name: string) => Effect.Effect<ReadonlyArray<SkillVersionInfo>, SkillNotFound | BuiltinReadOnly>
+    readonly version: (name: string, version: number) => Effect.Effect<SkillVersion, SkillNotFound | SkillVersionNotFound | BuiltinReadOnly>
+    /** Saves an older version's text as a new version ("restored from vN"), so the restore is in the history. */
+    readonly restore: (name: string, version: number, by: string) => Effect.Effect<SkillView, SkillNotFound | SkillVersionNotFound | BuiltinReadOnly>
+    /** The versions of the given custom skills saved at or after `since`, newest first (an agent's history shows them). */
+    readonly changesSince: (names: ReadonlyArray<string>, since: Date) => Effect.Effect<ReadonlyArray<SkillVersionInfo>>
     /** Creates or replaces a custom skill from an Agent Skill upload (resources replaced too); `created` says which. */
     readonly importSkill: (skill: SkillImport, by: string) => Effect.Effect<{ readonly skill: SkillView; readonly created: boolean }, SkillNameTaken | BuiltinReadOnly>
     /** The resource files of the given skills (skills without any are absent). */
@@ -63,6 +94,7 @@ interface SkillRow {
   readonly name: string
   readonly description: string
   readonly content: string
+  readonly currentVersion: number
   readonly updatedBy: string
   readonly updatedAt: Date
   readonly license: string | null
@@ -74,6 +106,22 @@ interface SkillRow {
 const resourceList = (v: unknown): Array<{ path: string; bytes: number }> =>
   Array.isArray(v) ? v.flatMap((r) => (r !== null && typeof r === "object" && typeof r.path === "string" ? [{ path: String(r.path), bytes: Number(r.bytes) }] : [])) : []
 const metadataOf = (v: unknown): Record<string, unknown> => (v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
+interface SkillVersionRow {
+  readonly name: string
+  readonly version: number
+  readonly savedBy: string
+  readonly savedAt: Date
+  readonly note: string
+  readonly changeNote: string
+  readonly current: boolean
+}
+
+const versionInfo = (r: SkillVersionRow): SkillVersionInfo => {
+  const { changeNote, ...rest } = r
+  return { ...rest, version: Number(r.version), ...(changeNote === "" ? {} : { changeNote }) }
+}
+
+const NOTE_MAX = 2000
 
 export const makeSkillStore = Effect.gen(function* () {
   const sql = yield* SqlClient
@@ -84,7 +132,7 @@ export const makeSkillStore = Effect.gen(function* () {
   const usedBy = (name: string) => Effect.map(provide(agentsUsingSkill(name)), (custom) => [...builtinUsers(name), ...custom])
 
   const rows = (name?: string) =>
-    sql<SkillRow>`SELECT s.name, s.description, s.content, s.updated_by, s.updated_at, s.license, s.version, s.metadata,
+    sql<SkillRow>`SELECT s.name, s.description, s.content, s.current_version, s.updated_by, s.updated_at, s.license, s.version, s.metadata,
                     coalesce((SELECT jsonb_agg(jsonb_build_object('path', f.path, 'bytes', octet_length(f.content)) ORDER BY f.path)
                               FROM admin.agent_skill_file f WHERE f.skill = s.name), '[]'::jsonb) AS resources
                   FROM admin.agent_skill s
@@ -96,15 +144,16 @@ export const makeSkillStore = Effect.gen(function* () {
       content: row.content,
       builtin: false,
       license: row.license,
-      version: row.version,
+      skillVersion: row.version,
       metadata: metadataOf(row.metadata),
       resources: resourceList(row.resources),
+      version: Number(row.currentVersion),
       updatedBy: row.updatedBy,
       updatedAt: row.updatedAt,
       usedBy: users
     }))
   const builtinView = (s: SharedSkill) =>
-    Effect.map(usedBy(s.name), (users): SkillView => ({ ...s, license: null, version: null, metadata: {}, resources: [], updatedBy: null, updatedAt: null, usedBy: users }))
+    Effect.map(usedBy(s.name), (users): SkillView => ({ ...s, license: null, skillVersion: null, metadata: {}, resources: [], version: null, updatedBy: null, updatedAt: null, usedBy: users }))
   /** Built-in agents that have a local or file skill called `name`. */
   const builtinLocalUsers = (name: string): Array<string> =>
     [...builtinAgents().values()]
@@ -123,6 +172,52 @@ export const makeSkillStore = Effect.gen(function* () {
   const decode = (input: unknown): Effect.Effect<SkillInput, SkillInvalid> =>
     Effect.mapError(decodeAll(SkillInput)(input), (problems: Array<Problem>) => new SkillInvalid({ problems }))
 
+  /** Adds the next version of `name` (the caller holds the skill row's lock) and returns its number. */
+  const insertVersion = (name: string, description: string, content: string, by: string, note: string, changeNote: string) =>
+    Effect.map(
+      sql<{ version: number }>`
+        INSERT INTO admin.agent_skill_version (name, version, description, content, saved_by, note, change_note)
+        VALUES (${name}, COALESCE((SELECT max(version) FROM admin.agent_skill_version WHERE name = ${name}), 0) + 1,
+                ${description}, ${content}, ${by}, ${note}, ${changeNote.trim().slice(0, NOTE_MAX)})
+        RETURNING version`,
+      (r) => Number(r[0]!.version)
+    )
+  const versionRows = (name: string, version?: number) =>
+    sql<SkillVersionRow & { description: string; content: string }>`
+      SELECT v.name, v.version, v.saved_by, v.saved_at, v.note, v.change_note, v.description, v.content,
+             (v.version = s.current_version) AS current
+      FROM admin.agent_skill_version v JOIN admin.agent_skill s ON s.name = v.name
+      WHERE v.name = ${name} AND v.saved_at >= s.created_at
+        ${version === undefined ? sql`` : sql`AND v.version = ${version}`}
+      ORDER BY v.version DESC`
+  const custom = (name: string) =>
+    Effect.gen(function* () {
+      if (builtinSkills().has(name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name }))
+      const row = (yield* rows(name))[0]
+      if (row === undefined) return yield* Effect.fail(new SkillNotFound({ name }))
+      return row
+    })
+  const versionOf = (name: string, version: number) =>
+    Effect.gen(function* () {
+      yield* custom(name)
+      const row = (yield* versionRows(name, version))[0]
+      if (row === undefined) return yield* Effect.fail(new SkillVersionNotFound({ name, version }))
+      return row
+    })
+  /** Under the skill row's lock: new text as the next version and current, unless it equals the current text. */
+  const write = (name: string, description: string, content: string, by: string, note: string, changeNote: string) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const locked = yield* sql<{ description: string; content: string }>`SELECT description, content FROM admin.agent_skill WHERE name = ${name} FOR UPDATE`
+        const before = locked[0]
+        if (before === undefined) return yield* Effect.fail(new SkillNotFound({ name }))
+        if (before.description === description && before.content === content) return
+        const version = yield* insertVersion(name, description, content, by, note, changeNote)
+        yield* sql`UPDATE admin.agent_skill SET description = ${description}, content = ${content}, current_version = ${version},
+          updated_by = ${by}, updated_at = now() WHERE name = ${name}`
+      })
+    )
+
   const service: SkillStore["Type"] = {
     list: Effect.gen(function* () {
       const builtin = yield* Effect.forEach([...builtinSkills().values()], builtinView)
@@ -139,20 +234,25 @@ export const makeSkillStore = Effect.gen(function* () {
         if (builtinSkills().has(skill.name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name: skill.name }))
         const taken = builtinLocalUsers(skill.name)
         if (taken.length > 0) return yield* Effect.fail(new SkillNameTaken({ name: skill.name, agents: taken }))
-        const inserted = yield* sql`INSERT INTO admin.agent_skill (name, description, content, updated_by)
-          VALUES (${skill.name}, ${skill.description}, ${skill.content}, ${by}) ON CONFLICT (name) DO NOTHING RETURNING name`
-        if (inserted.length === 0) return yield* Effect.fail(new SkillExists({ name: skill.name }))
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const inserted = yield* sql`INSERT INTO admin.agent_skill (name, description, content, updated_by)
+              VALUES (${skill.name}, ${skill.description}, ${skill.content}, ${by}) ON CONFLICT (name) DO NOTHING RETURNING name`
+            if (inserted.length === 0) return yield* Effect.fail(new SkillExists({ name: skill.name }))
+            const version = yield* insertVersion(skill.name, skill.description, skill.content, by, "created", "")
+            yield* sql`UPDATE admin.agent_skill SET current_version = ${version} WHERE name = ${skill.name}`
+          })
+        )
         return yield* Effect.orDie(get(skill.name))
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
-    update: (name, input, by) =>
+    update: (name, input, by, changeNote) =>
       Effect.gen(function* () {
         if (builtinSkills().has(name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name }))
         const raw = input !== null && typeof input === "object" ? { name, ...(input as Record<string, unknown>) } : input
         const skill = yield* decode(raw)
         if (skill.name !== name) return yield* Effect.fail(new SkillInvalid({ problems: [{ path: "name", message: "cannot rename a shared skill" }] }))
-        const updated = yield* sql`UPDATE admin.agent_skill SET description = ${skill.description}, content = ${skill.content},
-          updated_by = ${by}, updated_at = now() WHERE name = ${name} RETURNING name`
-        if (updated.length === 0) return yield* Effect.fail(new SkillNotFound({ name }))
+        if ((changeNote ?? "").length > NOTE_MAX) return yield* Effect.fail(new SkillInvalid({ problems: [{ path: "note", message: "is longer than 2,000 characters" }] }))
+        yield* write(name, skill.description, skill.content, by, "saved", changeNote ?? "")
         return yield* Effect.orDie(get(name))
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
     importSkill: (skill, by) =>
@@ -162,16 +262,23 @@ export const makeSkillStore = Effect.gen(function* () {
         if (taken.length > 0) return yield* Effect.fail(new SkillNameTaken({ name: skill.name, agents: taken }))
         const created = yield* sql.withTransaction(
           Effect.gen(function* () {
+            // A new skill starts its history at v1; an existing one gets a new version only when its text changed.
             const rows = yield* sql<{ created: boolean }>`
               INSERT INTO admin.agent_skill (name, description, content, updated_by, license, version, metadata)
               VALUES (${skill.name}, ${skill.description}, ${skill.content}, ${by}, ${skill.license}, ${skill.version}, ${JSON.stringify(skill.metadata)}::jsonb)
-              ON CONFLICT (name) DO UPDATE SET description = EXCLUDED.description, content = EXCLUDED.content,
-                updated_by = EXCLUDED.updated_by, updated_at = now(), license = EXCLUDED.license, version = EXCLUDED.version,
-                metadata = EXCLUDED.metadata
+              ON CONFLICT (name) DO UPDATE SET license = EXCLUDED.license, version = EXCLUDED.version, metadata = EXCLUDED.metadata
               RETURNING (xmax = 0) AS created`
+            const isNew = rows[0]?.created === true
+            if (isNew) {
+              const version = yield* insertVersion(skill.name, skill.description, skill.content, by, "created", "imported")
+              yield* sql`UPDATE admin.agent_skill SET current_version = ${version} WHERE name = ${skill.name}`
+            } else {
+              // The row was just upserted under this transaction, so it cannot be missing.
+              yield* Effect.catchTag(write(skill.name, skill.description, skill.content, by, "saved", "imported"), "SkillNotFound", Effect.die)
+            }
             yield* sql`DELETE FROM admin.agent_skill_file WHERE skill = ${skill.name}`
             yield* Effect.forEach(skill.files, (f) => sql`INSERT INTO admin.agent_skill_file (skill, path, content) VALUES (${skill.name}, ${f.path}, ${f.content})`, { discard: true })
-            return rows[0]?.created === true
+            return isNew
           })
         )
         return { skill: yield* Effect.orDie(get(skill.name)), created }
@@ -187,6 +294,30 @@ export const makeSkillStore = Effect.gen(function* () {
               for (const r of rows) out.set(r.skill, [...(out.get(r.skill) ?? []), { path: r.path, content: new Uint8Array(r.content) }])
               return out as ReadonlyMap<string, ReadonlyArray<{ path: string; content: Uint8Array }>>
             }
+).pipe(Effect.catchTag("SqlError", Effect.die)),
+    versions: (name) =>
+      Effect.gen(function* () {
+        yield* custom(name)
+        return (yield* versionRows(name)).map(versionInfo)
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    version: (name, version) =>
+      Effect.map(versionOf(name, version), (r): SkillVersion => ({ info: versionInfo(r), description: r.description, content: r.content })).pipe(Effect.catchTag("SqlError", Effect.die)),
+    restore: (name, version, by) =>
+      Effect.gen(function* () {
+        const old = yield* versionOf(name, version)
+        yield* write(name, old.description, old.content, by, `restored from v${version}`, "")
+        return yield* Effect.orDie(get(name))
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    changesSince: (names, since) =>
+      names.length === 0
+        ? Effect.succeed([])
+        : Effect.map(
+            sql<SkillVersionRow>`
+              SELECT v.name, v.version, v.saved_by, v.saved_at, v.note, v.change_note, (v.version = s.current_version) AS current
+              FROM admin.agent_skill_version v JOIN admin.agent_skill s ON s.name = v.name
+              WHERE v.name IN ${sql.in(names)} AND v.saved_at >= s.created_at AND v.saved_at >= ${since}
+              ORDER BY v.saved_at DESC, v.name, v.version DESC`,
+            (r) => r.map(versionInfo)
           ).pipe(Effect.catchTag("SqlError", Effect.die)),
     remove: (name) =>
       Effect.gen(function* () {

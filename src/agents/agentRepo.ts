@@ -21,6 +21,15 @@ export interface VersionRow {
   readonly savedBy: string
   readonly savedAt: Date
   readonly note: string
+  /** The author's words about the save ('' = none). */
+  readonly changeNote: string
+}
+
+export interface RestoreRow {
+  readonly fromVersion: number
+  readonly toVersion: number
+  readonly restoredBy: string
+  readonly restoredAt: Date
 }
 
 const decodePackage = Schema.decodeUnknownSync(AgentPackage)
@@ -82,14 +91,29 @@ export const nextVersion = (name: string) =>
     )
   )
 
-/** Records an immutable version and its precomputed catalog entry (migration 047). */
-export const insertVersion = (name: string, version: number, pkg: AgentPackage, savedBy: string, note: string) =>
+/** Records an immutable version, its change note (migration 048) and its precomputed catalog entry (migration 047). */
+export const insertVersion = (name: string, version: number, pkg: AgentPackage, savedBy: string, note: string, changeNote = "") =>
   Effect.flatMap(SqlClient, (sql) =>
     Effect.zipRight(
-      sql`INSERT INTO admin.agent_version (name, version, package, saved_by, note)
-          VALUES (${name}, ${version}, ${JSON.stringify(pkg)}::jsonb, ${savedBy}, ${note})`,
+      sql`INSERT INTO admin.agent_version (name, version, package, saved_by, note, change_note)
+          VALUES (${name}, ${version}, ${JSON.stringify(pkg)}::jsonb, ${savedBy}, ${note}, ${changeNote})`,
       insertEntry(name, version, pkg)
     )
+  )
+
+/** Records a restore: who made `toVersion` current again, and which version was current before. */
+export const insertRestore = (name: string, fromVersion: number, toVersion: number, by: string) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    sql`INSERT INTO admin.agent_restore (name, from_version, to_version, restored_by) VALUES (${name}, ${fromVersion}, ${toVersion}, ${by})`
+  )
+
+/** The restores of the current agent (since its latest creation), newest first. */
+export const selectRestores = (name: string) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    sql<RestoreRow>`
+      SELECT from_version, to_version, restored_by, restored_at FROM admin.agent_restore
+      WHERE name = ${name} AND restored_at >= (SELECT created_at FROM admin.agent WHERE name = ${name})
+      ORDER BY restored_at DESC, id DESC`
   )
 
 export const insertAgent = (name: string, audience: string, version: number) =>
@@ -120,7 +144,7 @@ export const deleteAgent = (name: string) =>
 export const selectVersions = (name: string) =>
   Effect.flatMap(SqlClient, (sql) =>
     sql<VersionRow>`
-      SELECT version, saved_by, saved_at, note FROM admin.agent_version
+      SELECT version, saved_by, saved_at, note, change_note FROM admin.agent_version
       WHERE name = ${name}
         AND saved_at >= (SELECT created_at FROM admin.agent WHERE name = ${name})
       ORDER BY version DESC`
@@ -130,7 +154,7 @@ export const selectVersion = (name: string, version: number) =>
   Effect.flatMap(SqlClient, (sql) =>
     Effect.map(
       sql<VersionRow & { package: unknown }>`
-        SELECT version, saved_by, saved_at, note, package FROM admin.agent_version
+        SELECT version, saved_by, saved_at, note, change_note, package FROM admin.agent_version
         WHERE name = ${name} AND version = ${version}
           AND saved_at >= (SELECT created_at FROM admin.agent WHERE name = ${name})`,
       (rows) => (rows[0] === undefined ? undefined : { ...rows[0], package: decodePackage(rows[0].package) })

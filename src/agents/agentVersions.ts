@@ -7,8 +7,15 @@ import { serializeAgentPackage } from "./AgentPackage.ts"
 import type { AgentCatalog } from "./agentCatalog.ts"
 import * as repo from "./agentRepo.ts"
 import { builtinAgents } from "./builtins.ts"
+import type { VersionInfo } from "./AgentView.ts"
 import { AgentVersionNotFound } from "./errors.ts"
 import { writeZip } from "./zip.ts"
+
+/** A stored version as the API shows it; `changeNote` only when the author wrote one. */
+const versionInfo = (r: Omit<repo.VersionRow, "package">, currentVersion: number): VersionInfo => {
+  const { changeNote, ...rest } = r
+  return { ...rest, ...(changeNote === "" ? {} : { changeNote }), current: r.version === currentVersion }
+}
 
 /** The version members of AgentStore over the read side `c`. */
 export const makeAgentVersions = (c: AgentCatalog) => {
@@ -44,20 +51,35 @@ export const makeAgentVersions = (c: AgentCatalog) => {
         yield* notBuiltin(name)
         const current = yield* findCustom(name)
         const rows = yield* provide(repo.selectVersions(name))
-        return rows.map((r) => ({ ...r, current: r.version === current.currentVersion }))
+        return rows.map((r) => versionInfo(r, current.currentVersion))
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
     version: (name: string, version: number) =>
       Effect.gen(function* () {
         const { current, row } = yield* versionOf(name, version)
         const view = yield* viewOf(row.package, { builtin: false, version: row.version, enabled: current.enabled, updatedAt: row.savedAt })
         const { package: _p, ...info } = row
-        return { info: { ...info, current: row.version === current.currentVersion }, view }
+        return { info: versionInfo(info, current.currentVersion), view }
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
-    restore: (name: string, version: number) =>
+    /** Makes `version` current again and records who did it and which version was current before. */
+    restore: (name: string, version: number, by: string) =>
       Effect.gen(function* () {
-        const { row } = yield* versionOf(name, version)
-        yield* provide(repo.setCurrent(name, row.package.audience, version))
+        yield* c.sql.withTransaction(
+          Effect.gen(function* () {
+            yield* provide(repo.lockAgent(name))
+            const { current, row } = yield* versionOf(name, version)
+            if (current.currentVersion === version) return
+            yield* provide(repo.setCurrent(name, row.package.audience, version))
+            yield* provide(repo.insertRestore(name, current.currentVersion, version, by))
+          })
+        )
         return yield* getView(name)
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    /** Who restored which version, when, and what was current before; newest first. */
+    restores: (name: string) =>
+      Effect.gen(function* () {
+        yield* notBuiltin(name)
+        yield* findCustom(name)
+        return yield* provide(repo.selectRestores(name))
       }).pipe(Effect.catchTag("SqlError", Effect.die))
   }
 }

@@ -13,6 +13,16 @@ import { checkAgentPackage } from "./validateAgent.ts"
 import { adaptAgentFiles } from "./interop.ts"
 import { readZip, unwrapSingleFolder } from "./zip.ts"
 
+/** JSON with sorted object keys: two packages are the same when this text is. */
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v
+  )
+
+export const samePackage = (a: AgentPackage, b: AgentPackage): boolean => canonical(a) === canonical(b)
+
 /** The write members of AgentStore over the read side `c`. */
 export const makeAgentWrites = (c: AgentCatalog) => {
   const { sql, provide, validation, customView, findCustom, notBuiltin, get: getView } = c
@@ -52,7 +62,11 @@ export const makeAgentWrites = (c: AgentCatalog) => {
       Effect.catchTag("AgentNotFound", Effect.die)
     )
 
-  const savePackage = (name: string, pkg: AgentPackage, by: string, note: string) =>
+  /**
+   * Saves `pkg` as the next version of `name` and makes it current, unless it equals the current
+   * version's package: a save (or re-import) without a change adds no version and returns the agent as it is.
+   */
+  const savePackage = (name: string, pkg: AgentPackage, by: string, note: string, changeNote = "") =>
     Effect.gen(function* () {
       yield* notBuiltin(name)
       if (pkg.name !== name) {
@@ -61,9 +75,11 @@ export const makeAgentWrites = (c: AgentCatalog) => {
       const row = yield* sql.withTransaction(
         Effect.gen(function* () {
           if (!(yield* provide(repo.lockAgent(name)))) return yield* Effect.fail(new AgentNotFound({ name }))
+          const before = yield* findCustom(name)
+          if (samePackage(before.package, pkg)) return before
           yield* lockSkills(pkg)
           const version = yield* provide(repo.nextVersion(name))
-          yield* provide(repo.insertVersion(name, version, pkg, by, note))
+          yield* provide(repo.insertVersion(name, version, pkg, by, note, changeNote.trim()))
           yield* provide(repo.setCurrent(name, pkg.audience, version))
           return yield* findCustom(name)
         })
@@ -89,7 +105,8 @@ export const makeAgentWrites = (c: AgentCatalog) => {
 
   return {
     create: (input: unknown, by: string) => Effect.flatMap(Effect.flatMap(decodeFiles(input), (i) => check(i.files)), (pkg) => createPackage(pkg, by, "created")),
-    save: (name: string, input: unknown, by: string) => Effect.flatMap(Effect.flatMap(decodeFiles(input), (i) => check(i.files)), (pkg) => savePackage(name, pkg, by, "saved")),
+    save: (name: string, input: unknown, by: string, changeNote?: string) =>
+      Effect.flatMap(Effect.flatMap(decodeFiles(input), (i) => check(i.files)), (pkg) => savePackage(name, pkg, by, "saved", changeNote ?? "")),
     setEnabled: (name: string, enabled: boolean) =>
       Effect.gen(function* () {
         yield* notBuiltin(name)

@@ -61,6 +61,11 @@ export class SkillNotFound extends Schema.TaggedError<SkillNotFound>()("SkillNot
     return `no shared skill "${this.name}"`
   }
 }
+export class SkillVersionNotFound extends Schema.TaggedError<SkillVersionNotFound>()("SkillVersionNotFound", { name: Schema.String, version: Schema.Number }) {
+  override get message(): string {
+    return `shared skill "${this.name}" has no version ${this.version}`
+  }
+}
 export class SkillExists extends Schema.TaggedError<SkillExists>()("SkillExists", { name: Schema.String }) {
   override get message(): string {
     return `a shared skill named "${this.name}" already exists`

@@ -14,6 +14,7 @@ export type ApiError =
   | { readonly _tag: "BuiltinReadOnly"; readonly message: string }
   | { readonly _tag: "AgentUnavailable"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
   | { readonly _tag: "SkillNotFound"; readonly message: string }
+  | { readonly _tag: "SkillVersionNotFound"; readonly message: string }
   | { readonly _tag: "SkillExists"; readonly message: string }
   | { readonly _tag: "SkillInUse"; readonly message: string; readonly agents: ReadonlyArray<string> }
   | { readonly _tag: "SkillNameTaken"; readonly message: string; readonly agents: ReadonlyArray<string> }
@@ -57,6 +58,7 @@ export const statusOf = (e: ApiError): number => {
     case "AgentNotFound":
     case "AgentVersionNotFound":
     case "SkillNotFound":
+    case "SkillVersionNotFound":
     case "NotFound":
     case "ProviderNotFound":
     case "BindingNotFound":

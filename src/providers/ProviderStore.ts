@@ -10,6 +10,7 @@ import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { type ProviderConfig, ProviderModel } from "../contract/ProviderConfig.ts"
 import { makeJobModels, supportedThinking } from "../kernel/PiAiModels.ts"
 import { ProviderExists, ProviderInUse, ProviderInvalid, ProviderNotFound } from "./errors.ts"
+import { probeProvider, type ProbeResult } from "./providerProbe.ts"
 import { openHeaders, SecretBox, sealHeaders } from "./SecretBox.ts"
 import { traced } from "../telemetry/traced.ts"
 
@@ -84,6 +85,8 @@ export class ProviderStore extends Context.Tag("providers/ProviderStore")<
     readonly remove: (id: string) => Effect.Effect<void, ProviderNotFound | ProviderInUse>
     /** pi-ai's built-in providers and their models, for choosing one. */
     readonly catalog: Effect.Effect<ReadonlyArray<{ readonly id: string; readonly name: string; readonly models: ReadonlyArray<ModelView> }>>
+    /** "Test connection": asks the provider for its models with the stored key (providerProbe.ts). */
+    readonly probe: (id: string) => Effect.Effect<ProbeResult, ProviderNotFound>
     /** The decrypted configs of the given providers, for a job child's stdin only. */
     readonly configs: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ProviderConfig>, ProviderNotFound>
   }
@@ -207,6 +210,10 @@ export const makeProviderStore = Effect.gen(function* () {
         })
       ).pipe(Effect.catchTag("SqlError", Effect.die)),
     catalog: Effect.promise(builtinCatalog),
+    probe: (id) =>
+      Effect.flatMap(one(id), (row) =>
+        Effect.promise(() => probeProvider(configOf(row, true), { allowPrivateNetwork: row.kind === "custom" }))
+      ).pipe(Effect.catchTag("SqlError", Effect.die)),
     configs: (ids) =>
       Effect.forEach([...new Set(ids)], (id) => Effect.map(one(id), (row) => configOf(row, true))).pipe(Effect.catchTag("SqlError", Effect.die))
   }

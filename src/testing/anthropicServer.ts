@@ -2,7 +2,7 @@
  * Scripted Anthropic messages server (`POST /v1/messages`, named SSE events from message_start to
  * message_stop), so tests can drive pi-ai's real anthropic-messages client.
  */
-import { startScriptedServer, type Dialect } from "./scriptedHttp.ts"
+import { startScriptedServer, type Dialect, type ScriptedServerOptions } from "./scriptedHttp.ts"
 import {
   argumentsText,
   finishOf,
@@ -100,6 +100,10 @@ const anthropicDialect: Dialect = {
   turn: turnFrames,
   stall: stallFrames,
   errorBody: (message) => ({ type: "error", error: { type: "api_error", message } }),
+  modelsList: {
+    path: "/v1/models",
+    body: (ids) => ({ data: ids.map((id) => ({ type: "model", id, display_name: id, created_at: "2026-01-01T00:00:00Z" })), has_more: false, first_id: ids[0] ?? null, last_id: ids.at(-1) ?? null })
+  },
 }
 
 /**
@@ -108,5 +112,5 @@ const anthropicDialect: Dialect = {
  * answers 500 "script exhausted" with `x-should-retry: false`
  * (the kernel does not retry it).
  */
-export const startAnthropicServer = (steps: ReadonlyArray<Step>): Promise<ScriptedServer> =>
-  startScriptedServer(anthropicDialect, steps, "")
+export const startAnthropicServer = (steps: ReadonlyArray<Step>, options: ScriptedServerOptions = {}): Promise<ScriptedServer> =>
+  startScriptedServer(anthropicDialect, steps, "", options)

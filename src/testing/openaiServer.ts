@@ -2,7 +2,7 @@
  * Scripted OpenAI chat-completions server (`POST /v1/chat/completions`, SSE `chat.completion.chunk`s),
  * so tests can drive pi-ai's real openai-completions client.
  */
-import { startScriptedServer, type Dialect } from "./scriptedHttp.ts"
+import { startScriptedServer, type Dialect, type ScriptedServerOptions } from "./scriptedHttp.ts"
 import {
   argumentsText,
   finishOf,
@@ -80,6 +80,7 @@ const openAIDialect: Dialect = {
   turn: turnFrames,
   stall: stallFrames,
   errorBody: (message) => ({ error: { message, type: "scripted_server_error", code: null, param: null } }),
+  modelsList: { path: "/v1/models", body: (ids) => ({ object: "list", data: ids.map((id) => ({ id, object: "model", created: 0, owned_by: "scripted" })) }) },
 }
 
 /**
@@ -87,5 +88,5 @@ const openAIDialect: Dialect = {
  * Each POST /v1/chat/completions consumes one step; an exhausted script answers 500 "script exhausted"
  * with `x-should-retry: false` (the kernel does not retry it).
  */
-export const startOpenAIServer = (steps: ReadonlyArray<Step>): Promise<ScriptedServer> =>
-  startScriptedServer(openAIDialect, steps, "/v1")
+export const startOpenAIServer = (steps: ReadonlyArray<Step>, options: ScriptedServerOptions = {}): Promise<ScriptedServer> =>
+  startScriptedServer(openAIDialect, steps, "/v1", options)

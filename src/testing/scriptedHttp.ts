@@ -27,6 +27,15 @@ export type Dialect = {
   readonly stall: (afterText: string | undefined, ctx: TurnContext) => ReadonlyArray<string>
   /** The provider-shaped JSON error body carrying `message`. */
   readonly errorBody: (message: string) => object
+  /** The provider's models list (GET), answered when the server was started with `models`. */
+  readonly modelsList?: { readonly path: string; readonly body: (ids: ReadonlyArray<string>) => object }
+}
+
+export interface ScriptedServerOptions {
+  /** Model ids the server lists at its dialect's models path (provider "test connection"); none = 404. */
+  readonly models?: ReadonlyArray<string>
+  /** The key the models list requires (`Authorization: Bearer` or `x-api-key`); absent = any. */
+  readonly apiKey?: string
 }
 
 /** Bun's fetch sends even loopback requests through HTTP(S)_PROXY unless NO_PROXY lists it. */
@@ -119,6 +128,7 @@ export const startScriptedServer = async (
   dialect: Dialect,
   steps: ReadonlyArray<Step>,
   prefix: string,
+  options: ScriptedServerOptions = {},
 ): Promise<ScriptedServer> => {
   bypassProxyForLoopback()
   const queue: Array<Step> = [...steps]
@@ -142,6 +152,12 @@ export const startScriptedServer = async (
     const headers = recordHeaders(req.headers)
     const recorded: RecordedRequest = { method: req.method, path, headers, body: parseJsonBody(rawBody), rawBody }
     requests.push(recorded)
+    const list = dialect.modelsList
+    if (req.method === "GET" && list !== undefined && options.models !== undefined && path === list.path) {
+      const key = headers["x-api-key"] ?? (headers["authorization"] ?? "").replace(/^Bearer /, "")
+      if (options.apiKey !== undefined && key !== options.apiKey) return jsonResponse(401, dialect.errorBody("invalid api key"))
+      return jsonResponse(200, list.body(options.models))
+    }
     if (req.method !== "POST" || path !== dialect.path) {
       const message = `scripted ${dialect.name} server: unexpected ${req.method} ${path} (expected POST ${dialect.path})`
       return jsonResponse(404, dialect.errorBody(message))

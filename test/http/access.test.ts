@@ -130,6 +130,16 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     ok: 200
   },
   {
+    route: "POST /api/admin/agent-skills/:name/versions/:version/restore",
+    guard: "agents.manage",
+    sample: async (n) => {
+      await createSkill(api, n)
+      await api.request("PUT", `/api/admin/agent-skills/${n}`, { token: api.manager.token, json: { content: "Version two.\n" } })
+      return { path: `/api/admin/agent-skills/${n}/versions/1/restore` }
+    },
+    ok: 200
+  },
+  {
     route: "DELETE /api/admin/agent-skills/:name",
     guard: "agents.manage",
     sample: async (n) => {
@@ -302,6 +312,7 @@ const GET: ReadonlyArray<RouteCase> = [
       ["GET /api/admin/agents/:name/definition", "/definition"],
       ["GET /api/admin/agents/:name/export", "/export"],
       ["GET /api/admin/agents/:name/versions", "/versions"],
+      ["GET /api/admin/agents/:name/restores", "/restores"],
       ["GET /api/admin/agents/:name/versions/:version", "/versions/1"],
       ["GET /api/admin/agents/:name/bindings", "/bindings"]
     ] as const
@@ -315,6 +326,20 @@ const GET: ReadonlyArray<RouteCase> = [
     ok: 200
   })),
   { route: "GET /api/admin/agent-skills", guard: "read", sample: async () => ({ path: "/api/admin/agent-skills" }), ok: 200 },
+  ...(
+    [
+      ["GET /api/admin/agent-skills/:name/versions", "/versions"],
+      ["GET /api/admin/agent-skills/:name/versions/:version", "/versions/1"]
+    ] as const
+  ).map(([route, suffix]): RouteCase => ({
+    route,
+    guard: "read",
+    sample: async (n) => {
+      await createSkill(api, n)
+      return { path: `/api/admin/agent-skills/${n}${suffix}` }
+    },
+    ok: 200
+  })),
   {
     route: "GET /api/admin/agent-skills/:name",
     guard: "read",

@@ -364,8 +364,8 @@ describe("GET /api/admin/agents/:name/definition", () => {
 
   test("the version is the saved version number, not the front-matter label", async () => {
     await createAgent(api, "defined-versions")
-    await saveAgent(api, "defined-versions")
-    await saveAgent(api, "defined-versions")
+    await saveAgent(api, "defined-versions", { instructions: "Second.\n" })
+    await saveAgent(api, "defined-versions", { instructions: "Third.\n" })
     expect((await definitionOf("defined-versions")).version).toBe(3)
   })
 

@@ -119,10 +119,10 @@ describe("Agent Skills import as shared skills", () => {
     expect(pdf.content).toContain("# PDF Processing")
     expect(pdf.content).not.toContain("license:")
     const changelog = await skill("changelog-writer")
-    expect(changelog.version).toBe("2.0.0")
+    expect(changelog.skillVersion).toBe("2.0.0")
     expect(changelog.metadata).toEqual({ "allowed-tools": ["read", "write"], compatibility: "Requires git" })
     const webapp = await skill("webapp-testing")
-    expect(webapp.version).toBe("1.2")
+    expect(webapp.skillVersion).toBe("1.2")
     expect(webapp.metadata).toEqual({ author: "example-org", version: "1.2", "allowed-tools": ["read", "shell", "grep"] })
     const brand = await api.runtime.runPromise(
       (await import("effect")).Effect.flatMap((await import("../../src/agents/SkillStore.ts")).SkillStore, (s) => s.resources(["brand-guidelines"]))

@@ -77,6 +77,12 @@ describe("listing a server's tools live", () => {
     const after = await api.request("GET", "/mcp-servers/kb/tools?updated=delete_item", { session, csrf: false })
     expect(after.text).toContain("Saved delete_item.")
     expect(after.text).toContain("Stop allowing")
+    // Through htmx the change stays on the page: the answer is the tools fragment itself, no redirect.
+    const stop = await api.request("POST", "/mcp-servers/kb/allowed-tools", { session, form: new URLSearchParams({ tool: "delete_item", allowed: "0" }), headers: { "hx-request": "true" } })
+    expect(stop.status).toBe(200)
+    expect(stop.headers.get("hx-redirect")).toBeNull()
+    expect(stop.text).toStartWith('<div id="mcp-tools">')
+    expect(stop.text).toContain('name="tool" value="delete_item"><input type="hidden" name="allowed" value="1"')
     const failing = await api.request("GET", "/mcp-servers/echoer/tools", { session, csrf: false, headers: { "hx-request": "true" } })
     expect(failing.text).toContain("cannot list the tools of MCP server")
     expect(failing.text).not.toContain(CANARY)

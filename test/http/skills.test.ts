@@ -29,6 +29,7 @@ describe("GET /api/admin/agent-skills", () => {
       content: expect.stringMatching(/^# Cite evidence\n/),
       builtin: true,
       license: null,
+      skillVersion: null,
       version: null,
       metadata: {},
       resources: [],
@@ -42,9 +43,10 @@ describe("GET /api/admin/agent-skills", () => {
       content: "# listed-skill\nDo it well.\n",
       builtin: false,
       license: null,
-      version: null,
+      skillVersion: null,
       metadata: {},
       resources: [],
+      version: 1,
       updatedBy: "manager",
       updatedAt: expect.any(String),
       usedBy: ["skill-user"]
@@ -143,7 +145,7 @@ describe("DELETE /api/admin/agent-skills/:name", () => {
     expect(await storeFingerprint(api)).toBe(before)
 
     // Once no current version lists it, it can go.
-    await saveAgent(api, "fan-one")
+    await saveAgent(api, "fan-one", { instructions: "Fan one, again.\n" })
     await send("DELETE", "/api/admin/agents/fan-two")
     expect((await send("DELETE", "/api/admin/agent-skills/popular")).status).toBe(204)
     expect((await get("/api/admin/agent-skills/popular")).status).toBe(404)

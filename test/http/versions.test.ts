@@ -54,8 +54,8 @@ describe("concurrent saves", () => {
 describe("a version number is never reused", () => {
   test("delete, then re-create the same name: the new version is higher than any used before; the old history stays hidden", async () => {
     await createAgent(api, "phoenix", { instructions: "First life.\n" })
-    await saveAgent(api, "phoenix")
-    await saveAgent(api, "phoenix")
+    await saveAgent(api, "phoenix", { instructions: "First life, v2.\n" })
+    await saveAgent(api, "phoenix", { instructions: "First life, v3.\n" })
     expect((await api.request("DELETE", "/api/admin/agents/phoenix", { token: api.manager.token })).status).toBe(204)
     const reborn = await createAgent(api, "phoenix", { instructions: "Second life.\n" })
     expect(reborn.version).toBe(4)
@@ -66,14 +66,14 @@ describe("a version number is never reused", () => {
     expect((await api.request("POST", "/api/admin/agents/phoenix/versions/2/restore", { token: api.manager.token })).status).toBe(404)
     const stored = await api.sql<{ version: number }>(`SELECT version FROM admin.agent_version WHERE name = 'phoenix' ORDER BY version`)
     expect(stored.map((r) => Number(r.version))).toEqual([1, 2, 3, 4])
-    expect((await saveAgent(api, "phoenix")).version).toBe(5)
+    expect((await saveAgent(api, "phoenix", { instructions: "Second life, v5.\n" })).version).toBe(5)
   })
 
   test("restore does not hand out a number: the save after a restore continues the count", async () => {
     await createAgent(api, "counted")
-    await saveAgent(api, "counted")
+    await saveAgent(api, "counted", { instructions: "Two.\n" })
     expect((await api.request("POST", "/api/admin/agents/counted/versions/1/restore", { token: api.manager.token })).status).toBe(200)
-    expect((await saveAgent(api, "counted")).version).toBe(3)
+    expect((await saveAgent(api, "counted", { instructions: "Three.\n" })).version).toBe(3)
   })
 })
 

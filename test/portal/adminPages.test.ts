@@ -8,7 +8,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { makeApp } from "../../src/http/app.ts"
-import { customFormFrom, customInput, mcpInput, mcpFormFrom } from "../../views/models/providerForm.ts"
+import { customFormFrom, customInput, mcpInput, mcpFormFrom } from "../../views/forms/providerForm.ts"
 import type { ProviderView } from "../../src/providers/ProviderStore.ts"
 import { levelsFor, parseTarget, thinkingField } from "../../views/pages/bindings.ts"
 import { eventRows } from "../../views/pages/jobPage.ts"
@@ -119,7 +119,7 @@ describe("provider, binding and MCP pages", () => {
     const run = await send("POST", "/agents/codebase-inventory/run", "manager", { task: "", root: "/tmp", readOnly: "", outDir: "/tmp", timeoutSec: "x" })
     expect(run.status).toBe(400)
     expect(/id="problems-readOnly"[\s\S]*?<\/div>/.exec(run.text)?.[0]).toContain("<li>")
-    expect(/id="problems-task"[\s\S]*?<\/div>/.exec(run.text)?.[0]).toContain("must not be empty")
+    expect(/id="problems-task"[\s\S]*?<\/div>/.exec(run.text)?.[0]).toContain("fill this in")
   })
 })
 

@@ -8,7 +8,7 @@ import { serializeAgentPackage } from "../../src/agents/AgentPackage.ts"
 import { builtinAgents } from "../../src/agents/builtins.ts"
 import { checkAgentPackage } from "../../src/agents/validateAgent.ts"
 import { KERNEL_TOOLS } from "../../src/contract/AgentDefinition.ts"
-import { blankForm, filesOfForm, formFromFields, formFromPackage, placeProblems, type AgentForm } from "../../views/models/agentForm.ts"
+import { blankForm, filesOfForm, formFromFields, formFromPackage, placeProblems, type AgentForm } from "../../views/forms/agentForm.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)

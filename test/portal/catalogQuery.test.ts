@@ -1,7 +1,7 @@
 /** The portal's reading of the catalog query string (the filtering itself is the store's: test/http/catalog.test.ts). */
 import { describe, expect, test } from "bun:test"
 import { decodeCursor, encodeCursor } from "../../src/agents/catalogQuery.ts"
-import { catalogHref, isFiltered, parseCatalogQuery } from "../../views/models/catalogQuery.ts"
+import { catalogHref, isFiltered, parseCatalogQuery } from "../../views/forms/catalogQuery.ts"
 
 const parse = (q: string) => parseCatalogQuery(new URLSearchParams(q))
 

@@ -67,7 +67,7 @@ describe("the Agent Builder portal", () => {
     await row.getByLabel("SKILL.md").fill("Keep entries short.\n")
     const problem = row.locator(".field-problems li")
     await problem.waitFor()
-    await expect(problem.textContent()).resolves.toContain("must match")
+    await expect(problem.textContent()).resolves.toContain("use only lower-case letters, digits and dashes")
     await expect(page.locator("#preview-status").textContent()).resolves.toContain("problem")
     // A viewport as tall as the form: the problem, its field and the status line in one picture.
     await page.setViewportSize({ width: 1280, height: 2600 })
@@ -174,7 +174,7 @@ describe("the Agent Builder portal", () => {
     await page.getByLabel("Name").fill("Bad Name")
     await page.getByLabel("Content").fill("Write plainly.\n")
     await page.getByRole("button", { name: "Create shared skill" }).click()
-    await expect(page.locator("#problems-name li").textContent()).resolves.toContain("must match")
+    await expect(page.locator("#problems-name li").textContent()).resolves.toContain("must use only lower-case letters, digits and dashes")
     await page.getByLabel("Name").fill("tone-guide")
     await page.getByLabel("Description").fill("How we write.")
     await page.getByRole("button", { name: "Create shared skill" }).click()

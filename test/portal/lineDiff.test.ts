@@ -1,6 +1,6 @@
 /** The line diff: a shortest edit script that rebuilds both texts, hunks with context, package file diffs. */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
-import { diffFiles, hunks, lineDiff, splitLines, type DiffLine } from "../../views/models/lineDiff.ts"
+import { diffFiles, hunks, lineDiff, splitLines, type DiffLine } from "../../views/forms/lineDiff.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)

@@ -106,16 +106,19 @@ const ROUTES: ReadonlyArray<{
   },
   { route: "POST /agent-skills", path: "/agent-skills", guard: "agents.manage", body: () => form({ name: "matrix-skill-2", description: "", content: "Two." }) },
   { route: "POST /agent-skills/:name", path: "/agent-skills/matrix-skill", guard: "agents.manage", body: () => form({ description: "edited", content: "Be briefer." }) },
+  { route: "POST /agent-skills/:name/versions/:version/restore", path: "/agent-skills/matrix-skill/versions/1/restore", guard: "agents.manage", body: () => form({}) },
   { route: "POST /agent-skills/:name/delete", path: "/agent-skills/matrix-skill/delete", guard: "agents.manage", body: () => form({}) },
   { route: "POST /providers", path: "/providers", guard: "providers.manage", body: () => providerFields({ apiKey: "sk-matrix" }) },
   { route: "POST /providers/:id", path: "/providers/matrix-gw", guard: "providers.manage", body: () => providerFields() },
   { route: "POST /agents/:name/binding", path: "/agents/matrix-agent/binding", guard: "providers.manage", body: () => form({ project: "", target: "matrix-gw/m1", thinking: "off" }) },
   { route: "POST /agents/:name/binding/delete", path: "/agents/matrix-agent/binding/delete", guard: "providers.manage", body: () => form({ project: "" }) },
+  { route: "POST /providers/:id/test", path: "/providers/matrix-gw/test", guard: "providers.manage", body: () => form({}), ok: 200 },
   { route: "POST /providers/:id/delete", path: "/providers/matrix-gw/delete", guard: "providers.manage", body: () => form({}) },
   { route: "POST /mcp-servers", path: "/mcp-servers", guard: "providers.manage", body: () => form({ name: "matrix-mcp", url: "http://127.0.0.1:9/mcp", timeoutSec: "30", allowPrivateNetwork: "on" }) },
   { route: "POST /mcp-servers/:name", path: "/mcp-servers/matrix-mcp", guard: "providers.manage", body: () => form({ url: "http://127.0.0.1:9/mcp2", timeoutSec: "20", allowPrivateNetwork: "on" }) },
   { route: "POST /mcp-servers/:name/allowed-tools", path: "/mcp-servers/matrix-mcp/allowed-tools", guard: "providers.manage", body: () => form({ tool: "write_page", allowed: "1" }) },
   { route: "POST /mcp-servers/:name/delete", path: "/mcp-servers/matrix-mcp/delete", guard: "providers.manage", body: () => form({}) },
+  { route: "POST /projects", path: "/projects", guard: "agents.manage", body: () => form({ id: "matrix-project", name: "Matrix" }) },
   { route: "POST /agents/:name/run", path: "/agents/codebase-inventory/run", guard: "agents.manage", body: runFields },
   {
     route: "POST /jobs/:id/abort",
@@ -247,7 +250,7 @@ describe("portal security", () => {
     const htmx = await send("GET", "/agents", { headers: { "hx-request": "true", "hx-current-url": `${BASE}/agents?q=x` } })
     expect(htmx.headers.get("hx-redirect")).toBe(`/sign-in?next=${encodeURIComponent("/agents?q=x")}`)
     expect((await send("GET", "/", {})).headers.get("location")).toBe("/sign-in")
-    expect((await send("GET", "/", { session: "viewer" })).headers.get("location")).toBe("/agents")
+    expect((await send("GET", "/", { session: "viewer" })).headers.get("location")).toBe("/home")
   })
 
   test("every page: a CSP without unsafe-inline or unsafe-eval, and no inline script, style or event handler", async () => {

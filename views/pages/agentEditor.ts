@@ -4,8 +4,9 @@
  * every problem slot out of band. Saving is a plain form post: a new version, or the problems.
  */
 import type { AgentView } from "../../src/agents/AgentStore.ts"
-import { FIELD_SLOTS, toolsOf, type AgentForm, type PlacedProblems } from "../models/agentForm.ts"
-import { alert, fieldProblems, pageHeader, problemList, unconfinedWarning } from "../components.ts"
+import { FIELD_SLOTS, toolsOf, type AgentForm, type PlacedProblems } from "../forms/agentForm.ts"
+import { alert, errorSummary, fieldProblems, pageHeader, problemList, slotId, unconfinedWarning } from "../components.ts"
+import { plainMessage, type SummaryItem } from "../forms/plainProblems.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 import { agentHeader } from "./agentHeader.ts"
@@ -81,16 +82,46 @@ const behaviour = (form: AgentForm, placed: PlacedProblems): Html => html`
     )}
   </fieldset>`
 
+const SLOT_LABELS: Readonly<Record<string, string>> = {
+  name: "Name",
+  version: "Version label",
+  description: "Description",
+  audience: "Audience",
+  tools: "Tools",
+  otherTools: "Other tools",
+  skills: "Shared skills",
+  thinking: "Thinking",
+  deny: "Deny-command patterns",
+  instructions: "Instructions"
+}
+
+/** Every placed problem as a summary line linking to its slot. */
+export const editorSummary = (form: AgentForm, placed: PlacedProblems): ReadonlyArray<SummaryItem> => {
+  const rowLabel = (slot: string): string => {
+    const ls = form.localSkills.find((r) => `ls-${r.key}` === slot)
+    if (ls !== undefined) return `Local skill ${ls.name === "" ? "(no name)" : ls.name}`
+    const file = form.files.find((r) => `file-${r.key}` === slot)
+    return file !== undefined ? `Package file ${file.name === "" ? "(no path)" : file.name}` : slot
+  }
+  return [
+    ...placed.general.map((p) => ({ label: "Package", message: plainMessage(p.message), target: "problems-general" })),
+    ...[...placed.bySlot.entries()].flatMap(([slot, problems]) =>
+      problems.map((p) => ({ label: SLOT_LABELS[slot] ?? rowLabel(slot), message: plainMessage(p.message), target: slotId(slot) }))
+    )
+  ]
+}
+
 /** The form itself; `action` saves (creates when `agent` is null). */
 export const editorForm = (ctx: PageContext, props: EditorProps): Html => {
   const { form, placed } = props
   const creating = props.agent === null
   const action = creating ? "/agents" : `/agents/${encodeURIComponent(form.name)}`
   return html`
-  <form id="agent-form" class="editor" method="post" action="${action}" novalidate
+  <form id="agent-form" class="editor" method="post" action="${action}" novalidate data-unsaved-guard${props.checked ? html`` : html` data-live-only`}
         hx-post="/agents/-/preview" hx-trigger="input delay:500ms, rows-changed delay:100ms" hx-target="#preview-status" hx-sync="this:replace">
     ${csrfField(ctx)}
     <input type="hidden" name="_mode" value="${creating ? "create" : "edit"}">
+    ${props.checked ? errorSummary(editorSummary(form, placed)) : html``}
     ${generalProblems(placed, false)}
     ${manifest(form, placed, creating, props.options.boundModel)}
     ${toolsFieldset(form, props.options, placed, toolsOf(form))}
@@ -103,6 +134,13 @@ export const editorForm = (ctx: PageContext, props: EditorProps): Html => {
     </fieldset>
     ${repeatSection("file", "Package files", form.files, placed, "No package files.")}
     <div class="save-bar">
+      ${
+        creating
+          ? html``
+          : html`<div class="field change-note"><label for="f-change-note">Change note (optional)</label>
+          <input id="f-change-note" name="changeNote" data-guard-ignore maxlength="2000" autocomplete="off" aria-describedby="hint-change-note">
+          <p class="hint" id="hint-change-note">What changed and why; stored with the version. Saving without a change adds no version.</p></div>`
+      }
       <button type="submit" class="primary">${creating ? "Create agent" : "Save as new version"}</button>
       <p id="preview-status" class="preview-status" role="status">${previewStatus(placed, props.checked)}</p>
     </div>

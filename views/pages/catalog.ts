@@ -3,7 +3,7 @@
  * and model binding; search and filters re-render only the results fragment through htmx.
  */
 import type { CatalogEntry, CatalogPage } from "../../src/agents/AgentStore.ts"
-import { AUDIENCE_FILTERS, catalogHref, isLaterPage, KINDS, STATES, type CatalogQuery } from "../models/catalogQuery.ts"
+import { AUDIENCE_FILTERS, catalogHref, isLaterPage, KINDS, STATES, type CatalogQuery } from "../forms/catalogQuery.ts"
 import { agentHref, alert, badge, emptyState, pageHeader, problemList } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { layout, type PageContext } from "../layout.ts"

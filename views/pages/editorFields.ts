@@ -4,7 +4,7 @@
  */
 import { THINKING_LEVELS } from "../../src/contract/AgentDefinition.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
-import type { AgentForm, FormRow, PlacedProblems } from "../models/agentForm.ts"
+import type { AgentForm, FormRow, PlacedProblems } from "../forms/agentForm.ts"
 import { fieldProblems, processToolsUnconfined, skillHref, slotId, unconfinedWarning } from "../components.ts"
 import { html, type Html } from "../html.ts"
 

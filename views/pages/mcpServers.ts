@@ -4,7 +4,7 @@
  * appear at the URL field.
  */
 import type { McpServerView, McpToolView } from "../../src/providers/McpServers.ts"
-import type { HeaderRow, McpForm } from "../models/providerForm.ts"
+import type { HeaderRow, McpForm } from "../forms/providerForm.ts"
 import { alert, badge, canManageProviders, emptyState, fieldProblems, mcpHref, pageHeader, problemList, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
@@ -122,7 +122,8 @@ export const mcpToolsFragment = (ctx: PageContext, server: McpServerView, listin
   if ("error" in listing) return html`<div id="mcp-tools">${alert("error", listing.error)}</div>`
   const listed = new Set(listing.tools.map((t) => t.name))
   const unlisted = server.allowedTools.filter((t) => !listed.has(t))
-  const toggle = (tool: McpToolView) => html`<form method="post" action="${mcpHref(server.name, "/allowed-tools")}" class="inline">${csrfField(ctx)}
+  const toggle = (tool: McpToolView) => html`<form method="post" action="${mcpHref(server.name, "/allowed-tools")}" class="inline"
+      hx-post="${mcpHref(server.name, "/allowed-tools")}" hx-target="#mcp-tools" hx-swap="outerHTML" hx-disabled-elt="find button">${csrfField(ctx)}
       <input type="hidden" name="tool" value="${tool.name}"><input type="hidden" name="allowed" value="${tool.allowed ? "0" : "1"}">
       <button type="submit" class="small ${tool.allowed ? "secondary" : "primary"}">${tool.allowed ? "Stop allowing" : "Allow"}</button></form>`
   return html`<div id="mcp-tools">

@@ -6,8 +6,10 @@
 import { THINKING_LEVELS } from "../../src/contract/AgentDefinition.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
 import type { ModelView, ProviderView } from "../../src/providers/ProviderStore.ts"
-import type { CustomForm, ModelRow } from "../models/providerForm.ts"
-import { alert, badge, canManageProviders, emptyState, fieldProblems, pageHeader, problemList, providerHref, time, usd } from "../components.ts"
+import type { CustomForm, ModelRow } from "../forms/providerForm.ts"
+import type { ProbeResult } from "../../src/providers/providerProbe.ts"
+import { alert, badge, canManageProviders, emptyState, errorSummary, fieldProblems, pageHeader, problemList, providerHref, slotId, time, usd } from "../components.ts"
+import { plainMessage } from "../forms/plainProblems.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 
@@ -59,6 +61,69 @@ export const providersPage = (ctx: PageContext, providers: ReadonlyArray<Provide
 
 const checked = (on: boolean): Html => (on ? html` checked` : html``)
 
+const MODEL_FIELD_LABELS: Readonly<Record<string, string>> = {
+  id: "Model id",
+  contextWindow: "Context window",
+  maxTokens: "Max output tokens",
+  thinkingLevels: "Thinking levels",
+  thinking: "Thinking levels",
+  cost: "Prices",
+  input: "Input price",
+  output: "Output price",
+  cacheRead: "Cache read price",
+  cacheWrite: "Cache write price"
+}
+
+/** A model row's problem named by its field, in plain words: "Context window: enter a whole number". */
+const modelProblem = (p: Problem): Problem => {
+  const field = p.path.split(".").filter((x) => !/^\d+$/.test(x) && x !== "models").pop() ?? ""
+  const label = MODEL_FIELD_LABELS[field]
+  return { path: p.path, message: label === undefined ? plainMessage(p.message) : `${label}: ${plainMessage(p.message)}` }
+}
+
+const FIELD_LABELS: Readonly<Record<string, string>> = { id: "Provider id", api: "API", baseUrl: "Base URL", apiKey: "API key", builtin: "Built-in provider", models: "Models", general: "Provider" }
+
+/** Every placed problem as a summary line linking to its slot (model rows by their field). */
+const providerSummary = (problems: Placed): Html =>
+  errorSummary(
+    [...problems.entries()].flatMap(([slot, list]) =>
+      list.map((p) =>
+        slot.startsWith("row-")
+          ? { label: "Model", message: modelProblem(p).message, target: slotId(slot) }
+          : { label: FIELD_LABELS[slot] ?? slot, message: plainMessage(p.message), target: slot === "general" ? "provider-general" : slotId(slot) }
+      )
+    )
+  )
+
+/** The result of "Test connection": what happened, and the models the provider lists (new ones marked). */
+export const probeResult = (result: ProbeResult, configured: ReadonlyArray<string>): Html => html`
+  <div id="probe-result" class="probe-result" hx-disable>
+    ${alert(result.ok ? "ok" : "error", result.summary, result.ok ? undefined : "Test failed.")}
+    ${result.endpoint === "" ? html`` : html`<p class="muted">Asked <code>GET ${result.endpoint}</code>.</p>`}
+    ${
+      result.models.length === 0
+        ? html``
+        : html`<table class="catalog discovered"><caption>Models the provider lists</caption>
+          <thead><tr><th scope="col">Model id</th><th scope="col">Here</th></tr></thead>
+          <tbody>${result.models.map(
+            (m) => html`<tr><td data-label="Model id"><code>${m}</code></td><td data-label="Here">${configured.includes(m) ? badge("ok", "configured") : badge("muted", "not added")}</td></tr>`
+          )}</tbody></table>`
+    }
+  </div>`
+
+const probeCard = (ctx: PageContext, id: string, result: ProbeResult | null, configured: ReadonlyArray<string>): Html =>
+  canManageProviders(ctx.viewer)
+    ? html`<section class="card">
+    <h2>Test connection</h2>
+    <p class="muted">Asks the provider for its models with the stored key: shows whether the key works and which models it offers.</p>
+    <form method="post" action="${providerHref(id, "/test")}" hx-post="${providerHref(id, "/test")}" hx-target="#probe-result" hx-swap="outerHTML" hx-disabled-elt="find button">
+      ${csrfField(ctx)}
+      <button type="submit" class="secondary">Test connection and list models</button>
+    </form>
+    ${result === null ? html`<div id="probe-result"></div>` : probeResult(result, configured)}
+  </section>`
+    : html``
+
 /** One model row; `key` names its fields (`m.<key>.…`) and its problem slot. */
 export const modelRow = (row: ModelRow, problems: ReadonlyArray<Problem> | undefined, disabled: boolean): Html => {
   const id = (f: string) => `m-${row.key}-${f}`
@@ -84,13 +149,18 @@ export const modelRow = (row: ModelRow, problems: ReadonlyArray<Problem> | undef
       ${input("cacheRead", "Cache read price", row.cacheRead, "decimal")}
       ${input("cacheWrite", "Cache write price", row.cacheWrite, "decimal")}
     </div>
-    ${fieldProblems(`row-${row.key}`, problems)}
+    ${fieldProblems(`row-${row.key}`, problems?.map(modelProblem))}
     ${disabled ? html`` : html`<button type="button" class="small secondary" data-remove-row>Remove model</button>`}
   </div>`
 }
 
 const keyField = (creating: boolean, problems: Placed, disabled: boolean): Html => html`
-  <div class="field">
+  <div class="field" data-slot="apiKey">
+    ${
+      problems.size > 0 && !disabled
+        ? alert("warn", creating ? "Type the API key again before saving: a key is never sent back to the browser, so the form could not keep it." : "If you typed a new API key, type it again: a key is never sent back to the browser. Left blank, the stored key stays.", "The key field is empty.")
+        : html``
+    }
     <label for="f-apiKey">API key</label>
     <p class="hint" id="hint-apiKey">${creating ? "Stored encrypted; it is never shown again." : "A key is stored. Leave blank to keep it; type a new one to replace it."}</p>
     <input id="f-apiKey" name="apiKey" type="password" autocomplete="new-password" value="" aria-describedby="hint-apiKey problems-apiKey"${disabled ? html` disabled` : html``}>
@@ -109,11 +179,11 @@ const deleteForm = (ctx: PageContext, id: string): Html => html`
 
 const general = (problems: Placed): Html => {
   const g = problems.get("general") ?? []
-  return g.length === 0 ? html`` : alert("error", problemList(g))
+  return html`${providerSummary(problems)}<div id="provider-general">${g.length === 0 ? html`` : alert("error", problemList(g))}</div>`
 }
 
 /** The custom-provider form: new (`creating`) or an existing one; read-only without providers.manage. */
-export const customProviderPage = (ctx: PageContext, form: CustomForm, problems: Placed, creating: boolean, notice: string | null = null): Html => {
+export const customProviderPage = (ctx: PageContext, form: CustomForm, problems: Placed, creating: boolean, notice: string | null = null, probe: ProbeResult | null = null): Html => {
   const manage = canManageProviders(ctx.viewer)
   const disabled = !manage
   const dis = disabled ? html` disabled` : html``
@@ -128,7 +198,8 @@ export const customProviderPage = (ctx: PageContext, form: CustomForm, problems:
   })}
   ${notice === null ? html`` : alert("ok", notice)}
   ${readOnlyNote(ctx)}
-  <form method="post" action="${action}" class="stack card" novalidate>
+  ${creating ? html`` : probeCard(ctx, form.id, probe, form.models.map((m) => m.id))}
+  <form method="post" action="${action}" class="stack card" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
     ${general(problems)}
     <input type="hidden" name="kind" value="custom">
@@ -164,7 +235,7 @@ export const customProviderPage = (ctx: PageContext, form: CustomForm, problems:
 }
 
 /** A built-in provider: choose from pi-ai's catalog, give the key. */
-export const builtinProviderPage = (ctx: PageContext, catalog: ReadonlyArray<CatalogEntry>, values: { readonly id: string; readonly builtin: string }, problems: Placed, existing: ProviderView | null): Html => {
+export const builtinProviderPage = (ctx: PageContext, catalog: ReadonlyArray<CatalogEntry>, values: { readonly id: string; readonly builtin: string }, problems: Placed, existing: ProviderView | null, probe: ProbeResult | null = null): Html => {
   const manage = canManageProviders(ctx.viewer)
   const creating = existing === null
   const dis = manage ? html`` : html` disabled`
@@ -177,7 +248,8 @@ export const builtinProviderPage = (ctx: PageContext, catalog: ReadonlyArray<Cat
     actions: !creating && manage ? deleteForm(ctx, values.id) : html``
   })}
   ${readOnlyNote(ctx)}
-  <form method="post" action="${creating ? "/providers" : providerHref(values.id)}" class="stack card" novalidate>
+  ${existing === null ? html`` : probeCard(ctx, existing.id, probe, existing.models.map((m) => m.id))}
+  <form method="post" action="${creating ? "/providers" : providerHref(values.id)}" class="stack card" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
     ${general(problems)}
     <input type="hidden" name="kind" value="builtin">

@@ -4,7 +4,9 @@
  */
 import type { SkillView } from "../../src/agents/SkillStore.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
-import { agentHref, alert, badge, emptyState, fieldProblems, pageHeader, problemList, skillHref, time } from "../components.ts"
+import { agentHref, alert, badge, emptyState, errorSummary, fieldProblems, pageHeader, problemList, skillHref, slotId, time } from "../components.ts"
+import { plainMessage } from "../forms/plainProblems.ts"
+import { skillTabs } from "./skillVersions.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 
@@ -43,6 +45,8 @@ export const skillsPage = (ctx: PageContext, skills: ReadonlyArray<SkillView>, n
   }`
   )
 
+const SKILL_LABELS: Readonly<Record<string, string>> = { name: "Name", description: "Description", content: "Content", general: "Skill" }
+
 const slotOf = (p: Problem): string => (p.path === "name" || p.path === "description" || p.path === "content" ? p.path : "general")
 
 /** The create or edit form; `name` is editable only when creating. */
@@ -50,8 +54,10 @@ export const skillForm = (ctx: PageContext, values: SkillFormValues, problems: R
   const at = (slot: string) => problems.filter((p) => slotOf(p) === slot)
   const action = creating ? "/agent-skills" : skillHref(values.name)
   return html`
-  <form method="post" action="${action}" class="stack card" novalidate>
+  <form method="post" action="${action}" class="stack card" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
+    ${errorSummary(problems.map((p) => ({ label: SKILL_LABELS[slotOf(p)] ?? "Skill", message: plainMessage(p.message), target: slotOf(p) === "general" ? "skill-general" : slotId(slotOf(p)) })))}
+    <div id="skill-general"></div>
     ${at("general").length === 0 ? html`` : alert("error", problemList(at("general")))}
     ${
       creating
@@ -67,6 +73,13 @@ export const skillForm = (ctx: PageContext, values: SkillFormValues, problems: R
     <div class="field"><label for="skill-content">Content</label>
       <div hx-disable><textarea id="skill-content" name="content" rows="16" class="mono" spellcheck="false" aria-describedby="problems-content">${values.content}</textarea></div>
       ${fieldProblems("content", at("content"))}</div>
+    ${
+      creating
+        ? html``
+        : html`<div class="field"><label for="skill-change-note">Change note (optional)</label>
+            <p class="hint" id="hint-change-note">What changed and why; stored with the new version. Saving without a change adds no version.</p>
+            <input id="skill-change-note" name="changeNote" maxlength="2000" autocomplete="off" data-guard-ignore aria-describedby="hint-change-note"></div>`
+    }
     <div><button type="submit" class="primary">${creating ? "Create shared skill" : "Save shared skill"}</button></div>
   </form>`
 }
@@ -92,9 +105,10 @@ export const skillPage = (ctx: PageContext, skill: SkillView, values: SkillFormV
     html`
   ${pageHeader(skill.name, {
     crumbs: [["/agent-skills", "Shared skills"]],
-    meta: html`<div class="badges">${skill.builtin ? badge("muted", "built-in, read-only") : badge("info", "custom")}</div>`,
+    meta: html`<div class="badges">${skill.builtin ? badge("muted", "built-in, read-only") : html`${badge("info", "custom")} ${badge("muted", `v${String(skill.version ?? 1)}`)}`}</div>`,
     actions: editable ? deleteForm(ctx, skill) : html``
   })}
+  ${skill.builtin ? html`` : skillTabs(skill.name, "skill")}
   ${notice === null ? html`` : alert("ok", notice)}
   <section class="card"><h2>Used by</h2>${usedBy(skill.usedBy)}</section>
   ${

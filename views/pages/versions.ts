@@ -2,9 +2,10 @@
  * Version history of a custom agent: who saved what and when, restore, one saved version read-only,
  * and the line diff between any two versions (a fragment the compare form swaps in).
  */
-import type { AgentView, VersionInfo } from "../../src/agents/AgentStore.ts"
-import type { FileDiff, Hunk } from "../models/lineDiff.ts"
-import { hunks } from "../models/lineDiff.ts"
+import type { AgentView, RestoreRow, VersionInfo } from "../../src/agents/AgentStore.ts"
+import type { SkillVersionInfo } from "../../src/agents/SkillStore.ts"
+import type { FileDiff, Hunk } from "../forms/lineDiff.ts"
+import { hunks } from "../forms/lineDiff.ts"
 import { agentHref, alert, badge, emptyState, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
@@ -22,7 +23,15 @@ export interface VersionsProps {
   readonly versions: ReadonlyArray<VersionInfo>
   readonly diff: DiffProps | null
   readonly notice: string | null
+  /** Who made an older version current again, newest first. */
+  readonly restores: ReadonlyArray<RestoreRow>
+  /** Edits of the shared skills the agent lists (they change what its jobs get), newest first. */
+  readonly skillChanges: ReadonlyArray<SkillVersionInfo>
 }
+
+/** What the save was, then the author's own words. */
+export const noteCell = (v: { readonly note: string; readonly changeNote?: string }): Html =>
+  html`${v.note}${v.changeNote === undefined ? html`` : html`<span class="change-note">${v.changeNote}</span>`}`
 
 const restoreButton = (ctx: PageContext, name: string, v: VersionInfo): Html =>
   ctx.viewer?.canManage !== true || v.current
@@ -39,7 +48,7 @@ const historyTable = (ctx: PageContext, name: string, versions: ReadonlyArray<Ve
         <td data-label="Version"><a href="${agentHref(name, `/versions/${v.version}`)}">v${v.version}</a> ${v.current ? badge("ok", "current") : html``}</td>
         <td data-label="Saved by">${v.savedBy}</td>
         <td data-label="When">${time(v.savedAt)}</td>
-        <td data-label="Note">${v.note}</td>
+        <td data-label="Note">${noteCell(v)}</td>
         <td class="row-actions"><a class="button small secondary" href="${agentHref(name, `/export?version=${v.version}`)}" download>Export</a> ${restoreButton(ctx, name, v)}</td>
       </tr>`
     )}</tbody>
@@ -91,6 +100,35 @@ const compareForm = (name: string, versions: ReadonlyArray<VersionInfo>, diff: D
   </form>`
 }
 
+const restoresCard = (restores: ReadonlyArray<RestoreRow>): Html =>
+  restores.length === 0
+    ? html``
+    : html`<section class="card">
+    <h2>Restores</h2>
+    <table class="restores">
+      <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Restored</th><th scope="col">Current before</th></tr></thead>
+      <tbody hx-disable>${restores.map(
+        (r) => html`<tr><td data-label="When">${time(r.restoredAt)}</td><td data-label="Who">${r.restoredBy}</td><td data-label="Restored">v${r.toVersion}</td><td data-label="Current before">v${r.fromVersion}</td></tr>`
+      )}</tbody>
+    </table>
+  </section>`
+
+const skillChangesCard = (changes: ReadonlyArray<SkillVersionInfo>): Html =>
+  changes.length === 0
+    ? html``
+    : html`<section class="card">
+    <h2>Shared skill changes</h2>
+    <p class="muted">This agent lists these shared skills; each edit changes what its next job gets.</p>
+    <table class="skill-changes">
+      <thead><tr><th scope="col">Skill</th><th scope="col">Version</th><th scope="col">Saved by</th><th scope="col">When</th><th scope="col">Note</th></tr></thead>
+      <tbody hx-disable>${changes.map(
+        (v) => html`<tr><td data-label="Skill"><a href="/agent-skills/${encodeURIComponent(v.name)}/versions">${v.name}</a></td>
+          <td data-label="Version"><a href="/agent-skills/${encodeURIComponent(v.name)}/versions/${v.version}">v${v.version}</a></td>
+          <td data-label="Saved by">${v.savedBy}</td><td data-label="When">${time(v.savedAt)}</td><td data-label="Note">${noteCell(v)}</td></tr>`
+      )}</tbody>
+    </table>
+  </section>`
+
 export const versionsPage = (ctx: PageContext, props: VersionsProps): Html =>
   layout(
     ctx,
@@ -102,6 +140,8 @@ export const versionsPage = (ctx: PageContext, props: VersionsProps): Html =>
     <p class="muted">Every save is a new version; restore makes an older one current again.</p>
     ${historyTable(ctx, props.agent.name, props.versions)}
   </section>
+  ${restoresCard(props.restores)}
+  ${skillChangesCard(props.skillChanges)}
   <section class="card">
     <h2>Compare two versions</h2>
     ${compareForm(props.agent.name, props.versions, props.diff)}
@@ -117,7 +157,7 @@ export const versionPage = (ctx: PageContext, agent: AgentView, info: VersionInf
   ${agentHeader(ctx, agent, "versions", null)}
   ${alert(
     "info",
-    html`<span hx-disable>Saved by ${info.savedBy}, ${time(info.savedAt)}${info.note === "" ? "" : ` (${info.note})`}.</span>
+    html`<span hx-disable>Saved by ${info.savedBy}, ${time(info.savedAt)}${info.note === "" ? "" : ` (${info.note})`}.${info.changeNote === undefined ? "" : ` "${info.changeNote}"`}</span>
       <a href="${agentHref(agent.name, `/diff?from=${info.version}&to=${String(agent.version)}`)}">Compare with the current version</a>`,
     `Version ${info.version}${info.current ? " (current)" : ""}.`
   )}

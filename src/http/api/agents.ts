@@ -14,6 +14,17 @@ import { decodeBody, jsonBody, param, type Handler, type RouteInput } from "../r
 import type { Guard } from "../auth.ts"
 
 const EnabledBody = Schema.Struct({ enabled: Schema.Boolean })
+/**
+ * The optional change note of a save (`note`, stored with the version) taken off the body, and the
+ * rest of the body for the store to decode.
+ */
+const withNote = (body: unknown): Effect.Effect<{ readonly note: string | undefined; readonly rest: unknown }, ApiError> => {
+  if (body === null || typeof body !== "object" || Array.isArray(body) || !("note" in body)) return Effect.succeed({ note: undefined, rest: body })
+  const { note, ...rest } = body as Record<string, unknown>
+  if (typeof note !== "string") return Effect.fail(badRequest([{ path: "note", message: "must be text" }]))
+  if (note.length > 2000) return Effect.fail(badRequest([{ path: "note", message: "is longer than 2,000 characters" }]))
+  return Effect.succeed({ note, rest })
+}
 const CopyBody = Schema.Struct({ name: Schema.String })
 const ImportBody = Schema.Union(
   Schema.Struct({
@@ -109,7 +120,8 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
       "/api/admin/agents/:name",
       route("agents.manage", (i) => Effect.gen(function* () {
         const body = yield* jsonBody(i.request)
-        return json({ agent: yield* (yield* store).save(param(i, "name"), body, i.principal.username) })
+        const { note, rest } = yield* withNote(body)
+        return json({ agent: yield* (yield* store).save(param(i, "name"), rest, i.principal.username, note) })
       }))
     )
     .patch(
@@ -168,6 +180,7 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
         })
       }))
     )
+    .get("/api/admin/agents/:name/restores", route("read", (i) => Effect.map(Effect.flatMap(store, (s) => s.restores(param(i, "name"))), (restores) => json({ restores }))))
     .get("/api/admin/agents/:name/versions", route("read", (i) => Effect.map(Effect.flatMap(store, (s) => s.versions(param(i, "name"))), (versions) => json({ versions }))))
     .get(
       "/api/admin/agents/:name/versions/:version",
@@ -180,7 +193,7 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
       "/api/admin/agents/:name/versions/:version/restore",
       route("agents.manage", (i) => Effect.gen(function* () {
         const v = yield* versionParam(i)
-        return json({ agent: yield* (yield* store).restore(param(i, "name"), v) })
+        return json({ agent: yield* (yield* store).restore(param(i, "name"), v, i.principal.username) })
       }))
     )
     .get("/api/admin/agent-skills", route("read", () => Effect.map(Effect.flatMap(SkillStore, (s) => s.list), (skills) => json({ skills }))))
@@ -196,7 +209,23 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
       "/api/admin/agent-skills/:name",
       route("agents.manage", (i) => Effect.gen(function* () {
         const body = yield* jsonBody(i.request)
-        return json({ skill: yield* (yield* SkillStore).update(param(i, "name"), body, i.principal.username) })
+        const { note, rest } = yield* withNote(body)
+        return json({ skill: yield* (yield* SkillStore).update(param(i, "name"), rest, i.principal.username, note) })
+      }))
+    )
+    .get("/api/admin/agent-skills/:name/versions", route("read", (i) => Effect.map(Effect.flatMap(SkillStore, (s) => s.versions(param(i, "name"))), (versions) => json({ versions }))))
+    .get(
+      "/api/admin/agent-skills/:name/versions/:version",
+      route("read", (i) => Effect.gen(function* () {
+        const v = yield* versionParam(i)
+        return json(yield* (yield* SkillStore).version(param(i, "name"), v))
+      }))
+    )
+    .post(
+      "/api/admin/agent-skills/:name/versions/:version/restore",
+      route("agents.manage", (i) => Effect.gen(function* () {
+        const v = yield* versionParam(i)
+        return json({ skill: yield* (yield* SkillStore).restore(param(i, "name"), v, i.principal.username) })
       }))
     )
     .delete(

@@ -13,7 +13,7 @@ import { enabledToggle } from "../../../views/pages/agentHeader.ts"
 import { agentReadOnlyPage } from "../../../views/pages/agentView.ts"
 import { definitionPage, type DefinitionResult } from "../../../views/pages/definition.ts"
 import { badRequest, type ApiError } from "../respond.ts"
-import { filesOfForm, formFromFields, formFromPackage, placeProblems } from "../../../views/models/agentForm.ts"
+import { filesOfForm, formFromFields, formFromPackage, placeProblems } from "../../../views/forms/agentForm.ts"
 import { refusedSave } from "./agentPages.ts"
 import { projects } from "./bindingPages.ts"
 import { editorContext, offeredTools } from "./editorOptions.ts"
@@ -56,8 +56,11 @@ export const agentPage = (portal: PortalRunner) =>
           const form = formFromFields(input.form, agent.name)
           const files = filesOfForm(form)
           if (Either.isLeft(files)) return yield* refusedSave(request, page, form, files.left, agent)
-          return yield* store.save(agent.name, { files: files.right }, principal.username).pipe(
-            Effect.map((saved) => redirect(request, agentUrl(saved.name, `?saved=${String(saved.version)}`))),
+          const note = input.form.get("changeNote")
+          return yield* store.save(agent.name, { files: files.right }, principal.username, typeof note === "string" ? note.slice(0, 2000) : "").pipe(
+            Effect.map((saved) =>
+              redirect(request, agentUrl(saved.name, saved.version === agent.version ? `?unchanged=${String(saved.version)}` : `?saved=${String(saved.version)}`))
+            ),
             Effect.catchTag("AgentInvalid", (e) => refusedSave(request, page, form, e.problems, agent))
           )
         })

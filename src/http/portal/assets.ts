@@ -44,9 +44,10 @@ export interface PortalAssets {
 export const loadAssets = (): PortalAssets => {
   const css = hashed("portal", "css", "text/css; charset=utf-8")
   const js = hashed("portal", "js", "text/javascript; charset=utf-8")
+  const forms = hashed("forms", "js", "text/javascript; charset=utf-8")
   const vendor = htmx()
   const sse = sseExtension()
-  return { urls: { css: css.path, js: js.path, htmx: vendor.path, sse: sse.path }, files: [css, js, vendor, sse] }
+  return { urls: { css: css.path, js: js.path, formsJs: forms.path, htmx: vendor.path, sse: sse.path }, files: [css, js, forms, vendor, sse] }
 }
 
 export const staticResponse = (file: StaticFile): Response =>

@@ -8,7 +8,7 @@ import type { Problem } from "../../contract/Problem.ts"
 import { mcpHref } from "../../../views/components.ts"
 import { McpServers } from "../../providers/McpServers.ts"
 import { mcpServerPage, mcpServersPage, mcpToolsFragment, mcpToolsPage, type McpToolListing } from "../../../views/pages/mcpServers.ts"
-import { blankMcpForm, mcpFormFrom, mcpFormOf, mcpInput, placeByRow, type McpForm } from "../../../views/models/providerForm.ts"
+import { blankMcpForm, mcpFormFrom, mcpFormOf, mcpInput, placeByRow, type McpForm } from "../../../views/forms/providerForm.ts"
 import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 
@@ -49,6 +49,8 @@ const allowTool = (input: PortalInput) =>
     yield* (yield* McpServers).allowTool(name, tool, allowed, input.principal.username).pipe(
       Effect.catchTag("McpServerInvalid", (e) => Effect.fail({ _tag: "BadRequest" as const, message: "the tool name has problems", problems: e.problems }))
     )
+    // Stays on the page: htmx gets the tools list again as its fragment; a plain post is redirected there.
+    if (isHtmx(input.request)) return yield* tools(input)
     return redirect(input.request, `${mcpHref(name, "/tools")}?updated=${encodeURIComponent(tool.slice(0, 100))}`)
   })
 

@@ -7,11 +7,11 @@ import { Effect } from "effect"
 import { Elysia } from "elysia"
 import type { Problem } from "../../contract/Problem.ts"
 import { ProviderStore, type ProviderView } from "../../providers/ProviderStore.ts"
-import { builtinProviderPage, customProviderPage, providersPage, type Placed } from "../../../views/pages/providers.ts"
+import { builtinProviderPage, customProviderPage, probeResult, providersPage, type Placed } from "../../../views/pages/providers.ts"
 import type { PageContext } from "../../../views/layout.ts"
 import type { ApiError } from "../respond.ts"
-import { blankCustomForm, builtinInput, customFormFrom, customFormOf, customInput, placeByRow, type CustomForm } from "../../../views/models/providerForm.ts"
-import { htmlResponse, noticeOf, redirect } from "./pageResponse.ts"
+import { blankCustomForm, builtinInput, customFormFrom, customFormOf, customInput, placeByRow, type CustomForm } from "../../../views/forms/providerForm.ts"
+import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 
 const FIELDS = ["id", "api", "baseUrl", "apiKey", "builtin", "models"]
@@ -102,5 +102,19 @@ export const providerPages = (portal: PortalRunner) =>
       "/providers/:id/delete",
       portal.action("providers.manage", (input) =>
         Effect.map(Effect.flatMap(ProviderStore, (s) => s.remove(idParam(input))), () => redirect(input.request, `/providers?removed=${encodeURIComponent(idParam(input))}`))
+      )
+    )
+    .post(
+      "/providers/:id/test",
+      portal.action("providers.manage", (input) =>
+        Effect.gen(function* () {
+          const store = yield* ProviderStore
+          const p = yield* store.get(idParam(input))
+          const result = yield* store.probe(p.id)
+          // Stays on the page: htmx gets the result fragment; a plain post gets the page with it.
+          if (isHtmx(input.request)) return htmlResponse(probeResult(result, p.models.map((m) => m.id)))
+          if (p.kind === "builtin") return htmlResponse(builtinProviderPage(input.page, yield* store.catalog, { id: p.id, builtin: p.builtin ?? "" }, new Map(), p, result))
+          return htmlResponse(customProviderPage(input.page, customFormOf(p), new Map(), false, null, result))
+        })
       )
     )

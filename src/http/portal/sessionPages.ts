@@ -1,4 +1,4 @@
-/** Sign-in and sign-out pages, and `/`: the agents for a signed-in visitor, the sign-in page otherwise. */
+/** Sign-in and sign-out pages, and `/`: the home page (first-run checklist) for a signed-in visitor, the sign-in page otherwise. */
 import { Effect, Option } from "effect"
 import { Elysia } from "elysia"
 import { Access } from "../../access/Access.ts"
@@ -22,7 +22,7 @@ export const sessionPages = (portal: PortalRunner, throttle: SignInThrottle["Typ
   new Elysia()
     .get(
       "/",
-      portal.open((request) => Effect.map(signedIn(request), (p) => redirect(request, Option.isSome(p) ? "/agents" : "/sign-in")))
+      portal.open((request) => Effect.map(signedIn(request), (p) => redirect(request, Option.isSome(p) ? "/home" : "/sign-in")))
     )
     .get(
       "/sign-in",

@@ -4,7 +4,11 @@ import { Elysia } from "elysia"
 import { SkillStore } from "../../agents/SkillStore.ts"
 import type { Problem } from "../../contract/Problem.ts"
 import { newSkillPage, skillPage, skillsPage, type SkillFormValues } from "../../../views/pages/skills.ts"
-import { htmlResponse, noticeOf, redirect } from "./pageResponse.ts"
+import { skillVersionPage, skillVersionsPage } from "../../../views/pages/skillVersions.ts"
+import { diffView, type DiffProps } from "../../../views/pages/versions.ts"
+import { diffFiles } from "../../../views/forms/lineDiff.ts"
+import { badRequest, type ApiError } from "../respond.ts"
+import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalRunner, PostedForm } from "./portalRoute.ts"
 
 const text = (form: PostedForm, name: string): string => {
@@ -23,6 +27,30 @@ const blank: SkillFormValues = { name: "", description: "", content: "" }
 
 /** A refusal about the name (exists, reserved) shown at the name field. */
 const onName = (e: { readonly message: string }): Array<Problem> => [{ path: "name", message: e.message }]
+
+const positive = (raw: string | null | undefined, path: string): Effect.Effect<number, ApiError> => {
+  const n = Number(raw)
+  return raw !== null && raw !== undefined && Number.isInteger(n) && n > 0
+    ? Effect.succeed(n)
+    : Effect.fail(badRequest([{ path, message: `"${raw ?? ""}" is not a version number` }]))
+}
+
+/** A skill's two versions as files (description, SKILL.md) for the line diff. */
+const skillDiff = (name: string, from: number, to: number) =>
+  Effect.gen(function* () {
+    const store = yield* SkillStore
+    const [a, b] = yield* Effect.all([store.version(name, from), store.version(name, to)])
+    const files = (v: { description: string; content: string }) => [
+      { path: "description", content: v.description },
+      { path: "SKILL.md", content: v.content }
+    ]
+    const diff: DiffProps = { from, to, files: diffFiles(files(a), files(b)) }
+    return diff
+  })
+
+/** A built-in skill has no history: its history pages send the visitor to the skill. */
+const orBuiltin = <R>(request: Request, name: string, e: Effect.Effect<Response, ApiError, R>) =>
+  Effect.catchIf(e, (x) => x._tag === "BuiltinReadOnly", () => Effect.succeed(redirect(request, skillUrl(name))))
 
 export const skillPages = (portal: PortalRunner) =>
   new Elysia()
@@ -63,8 +91,9 @@ export const skillPages = (portal: PortalRunner) =>
           const store = yield* SkillStore
           const skill = yield* store.get(params["name"] ?? "")
           const values = valuesOf(form, skill.name)
-          return yield* store.update(skill.name, { description: values.description, content: values.content }, principal.username).pipe(
-            Effect.map(() => redirect(request, skillUrl(skill.name, "?skill-saved=1"))),
+          const note = form.get("changeNote")
+          return yield* store.update(skill.name, { description: values.description, content: values.content }, principal.username, typeof note === "string" ? note.slice(0, 2000) : "").pipe(
+            Effect.map((saved) => redirect(request, skillUrl(skill.name, saved.version === skill.version ? "?skill-unchanged=1" : "?skill-saved=1"))),
             Effect.catchTag("SkillInvalid", (e) => Effect.succeed(htmlResponse(skillPage(page, skill, values, e.problems, null), 400)))
           )
         })
@@ -77,6 +106,67 @@ export const skillPages = (portal: PortalRunner) =>
           const name = params["name"] ?? ""
           yield* (yield* SkillStore).remove(name)
           return redirect(request, `/agent-skills?deleted=${encodeURIComponent(name)}`)
+        })
+      )
+    )
+    .get(
+      "/agent-skills/:name/versions",
+      portal.page("read", ({ request, page, url, params }) => {
+        const name = params["name"] ?? ""
+        return orBuiltin(
+          request,
+          name,
+          Effect.gen(function* () {
+            const store = yield* SkillStore
+            const skill = yield* store.get(name)
+            const versions = yield* store.versions(name)
+            return htmlResponse(skillVersionsPage(page, { skill, versions, diff: null, notice: noticeOf(url, name) }))
+          })
+        )
+      })
+    )
+    .get(
+      "/agent-skills/:name/versions/:version",
+      portal.page("read", ({ request, page, params }) => {
+        const name = params["name"] ?? ""
+        return orBuiltin(
+          request,
+          name,
+          Effect.gen(function* () {
+            const store = yield* SkillStore
+            const v = yield* positive(params["version"], "version")
+            const skill = yield* store.get(name)
+            return htmlResponse(skillVersionPage(page, skill, yield* store.version(name, v)))
+          })
+        )
+      })
+    )
+    .get(
+      "/agent-skills/:name/diff",
+      portal.page("read", ({ request, page, url, params }) => {
+        const name = params["name"] ?? ""
+        return orBuiltin(
+          request,
+          name,
+          Effect.gen(function* () {
+            const from = yield* positive(url.searchParams.get("from"), "from")
+            const to = yield* positive(url.searchParams.get("to"), "to")
+            const diff = yield* skillDiff(name, from, to)
+            if (isHtmx(request)) return htmlResponse(diffView(diff))
+            const store = yield* SkillStore
+            const skill = yield* store.get(name)
+            return htmlResponse(skillVersionsPage(page, { skill, versions: yield* store.versions(name), diff, notice: null }))
+          })
+        )
+      })
+    )
+    .post(
+      "/agent-skills/:name/versions/:version/restore",
+      portal.action("agents.manage", ({ request, params, principal }) =>
+        Effect.gen(function* () {
+          const v = yield* positive(params["version"], "version")
+          const skill = yield* (yield* SkillStore).restore(params["name"] ?? "", v, principal.username)
+          return redirect(request, skillUrl(skill.name, `/versions?skill-restored=${v}`))
         })
       )
     )

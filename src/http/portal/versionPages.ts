@@ -1,11 +1,12 @@
 /** Version history of a custom agent: the list, one version, restore, and the line diff of any two versions. */
 import { Effect } from "effect"
 import { Elysia } from "elysia"
-import { AgentStore } from "../../agents/AgentStore.ts"
+import { AgentStore, type VersionInfo } from "../../agents/AgentStore.ts"
+import { SkillStore } from "../../agents/SkillStore.ts"
 import { diffView, versionPage, versionsPage, type DiffProps } from "../../../views/pages/versions.ts"
 import { badRequest, type ApiError } from "../respond.ts"
 import { nameParam } from "./agentPage.ts"
-import { diffFiles } from "../../../views/models/lineDiff.ts"
+import { diffFiles } from "../../../views/forms/lineDiff.ts"
 import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 
@@ -19,7 +20,7 @@ const positive = (raw: string | null | undefined, path: string): Effect.Effect<n
 const agentUrl = (name: string, rest = "") => `/agents/${encodeURIComponent(name)}${rest}`
 
 /** A built-in has no history: its pages send the visitor to the agent itself. */
-const orBuiltin = (input: PortalInput, e: Effect.Effect<Response, ApiError, AgentStore>) =>
+const orBuiltin = <R>(input: PortalInput, e: Effect.Effect<Response, ApiError, R>) =>
   Effect.catchIf(e, (x) => x._tag === "BuiltinReadOnly", () => Effect.succeed(redirect(input.request, agentUrl(nameParam(input)))))
 
 const diffOf = (name: string, from: number, to: number) =>
@@ -28,6 +29,17 @@ const diffOf = (name: string, from: number, to: number) =>
     const [a, b] = yield* Effect.all([store.version(name, from), store.version(name, to)])
     const diff: DiffProps = { from, to, files: diffFiles(a.view.files, b.view.files) }
     return diff
+  })
+
+/** The restores and the edits of the shared skills the current version lists, since the agent's first version. */
+const historyExtras = (name: string, versions: ReadonlyArray<VersionInfo>) =>
+  Effect.gen(function* () {
+    const store = yield* AgentStore
+    const agent = yield* store.get(name)
+    const restores = yield* store.restores(name)
+    const first = versions.reduce<Date | null>((min, v) => (min === null || v.savedAt < min ? v.savedAt : min), null)
+    const skillChanges = first === null ? [] : yield* Effect.flatMap(SkillStore, (s) => s.changesSince(agent.package.skills ?? [], first))
+    return { restores, skillChanges }
   })
 
 export const versionPages = (portal: PortalRunner) =>
@@ -41,7 +53,7 @@ export const versionPages = (portal: PortalRunner) =>
             const store = yield* AgentStore
             const agent = yield* store.get(nameParam(input))
             const versions = yield* store.versions(agent.name)
-            return htmlResponse(versionsPage(input.page, { agent, versions, diff: null, notice: noticeOf(input.url, agent.name) }))
+            return htmlResponse(versionsPage(input.page, { agent, versions, diff: null, notice: noticeOf(input.url, agent.name), ...(yield* historyExtras(agent.name, versions)) }))
           })
         )
       )
@@ -66,7 +78,7 @@ export const versionPages = (portal: PortalRunner) =>
       portal.action("agents.manage", (input) =>
         Effect.gen(function* () {
           const v = yield* positive(input.params["version"], "version")
-          const agent = yield* (yield* AgentStore).restore(nameParam(input), v)
+          const agent = yield* (yield* AgentStore).restore(nameParam(input), v, input.principal.username)
           return redirect(input.request, agentUrl(agent.name, `/versions?restored=${v}`))
         })
       )
@@ -84,7 +96,7 @@ export const versionPages = (portal: PortalRunner) =>
             const store = yield* AgentStore
             const agent = yield* store.get(nameParam(input))
             const versions = yield* store.versions(agent.name)
-            return htmlResponse(versionsPage(input.page, { agent, versions, diff, notice: null }))
+            return htmlResponse(versionsPage(input.page, { agent, versions, diff, notice: null, ...(yield* historyExtras(agent.name, versions)) }))
           })
         )
       )

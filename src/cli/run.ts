@@ -7,7 +7,6 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
-import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import { CliExit, exitWith } from "./exit.ts"
 import { explainStartFailure } from "./explain.ts"
@@ -30,9 +29,7 @@ export const runCommand = Command.make(
     Effect.gen(function* () {
       const write = (s: string) => void process.stdout.write(s)
       const log = (line: string) => void process.stderr.write(`${line}\n`)
-      const [{ makeAppRuntime }, { DbMigratedLive }, run] = yield* Effect.promise(() =>
-        Promise.all([import("../main.ts"), import("../db/Db.ts"), import("../worker/runCommand.ts")])
-      )
+      const run = yield* Effect.promise(() => import("../worker/runCommand.ts"))
       // One set of checks for argv and the typed options: the worker's parser (messages, defaults, the root).
       const parsed = run.parseRunArgs([
         o.agent,
@@ -50,9 +47,11 @@ export const runCommand = Command.make(
         log(`kintsugi run: ${parsed}\n${run.RUN_USAGE}`)
         return yield* exitWith(2)
       }
+      // The composition root is loaded once the arguments are known to be good.
+      const { LocalRunLive, makeRuntime } = yield* Effect.promise(() => import("../main.ts"))
       const rt = yield* Effect.acquireRelease(
         // The job's own progress is printed: only warnings and errors (diagnostics) go to stderr.
-        Effect.tryPromise(() => makeAppRuntime(DbMigratedLive, { log, logLevel: LogLevel.Warning })).pipe(
+        Effect.tryPromise(() => makeRuntime(LocalRunLive)).pipe(
           Effect.catchAll((e) => {
             log(`kintsugi run: cannot start: ${explainStartFailure((e.error instanceof Error ? e.error.message : "").split("\n")[0] ?? "")}`)
             return new CliExit({ code: 1 })

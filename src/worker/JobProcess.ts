@@ -3,7 +3,7 @@
  * NDJSON events handed over in order, its end reported as what the worker must record. A child that
  * dies without a terminal event (crash, SIGKILL, OOM) is a failure, never a job left running.
  */
-import { Effect, Exit, Fiber, Schedule, Schema, Stream } from "effect"
+import { Config, Effect, Exit, Fiber, Option, Schedule, Schema, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import type { JobEnvelope } from "../contract/AgentRuntime.ts"
@@ -23,15 +23,16 @@ const decodeRefusal = Schema.decodeUnknownEither(JobRefusedLine)
  * DATABASE_URL, no KINTSUGI_SECRET_KEY): secrets come on stdin only. KINTSUGI_SANDBOX tells it how to
  * confine shell and git.
  */
-export const childEnvironment = (): Record<string, string> => {
-  const keep = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT"]
-  const env: Record<string, string> = {}
-  for (const k of keep) {
-    const v = process.env[k]
-    if (v !== undefined) env[k] = v
+const CHILD_VARIABLES = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT"]
+
+export const childEnvironment: Effect.Effect<Record<string, string>> = Effect.map(
+  Effect.forEach(CHILD_VARIABLES, (k) => Effect.map(Effect.orElseSucceed(Config.option(Config.string(k)), () => Option.none<string>()), (v) => [k, v] as const)),
+  (pairs) => {
+    const env: Record<string, string> = {}
+    for (const [k, v] of pairs) if (Option.isSome(v)) env[k] = v.value
+    return env
   }
-  return env
-}
+)
 
 export interface JobProcessHooks<E, R> {
   /** Each event, in seq order; the next one waits until this settles. Its failure ends the run (the child is killed). */
@@ -66,13 +67,14 @@ export const runJobProcess = <E, R>(envelope: JobEnvelope, hooks: JobProcessHook
       // Every process the job starts carries a run token with this prefix: after the child is gone,
       // whatever still carries it is swept (a SIGKILLed child cannot kill its own unconfined processes).
       const runPrefix = `${randomBytes(12).toString("hex")}-`
+      const env = yield* childEnvironment
       const { child } = yield* Effect.acquireRelease(
         Effect.sync(() => {
           const child: Child = Bun.spawn(["bun", entry, "run-job"], {
             stdin: "pipe",
             stdout: "pipe",
             stderr: "pipe",
-            env: { ...childEnvironment(), [RUN_PREFIX_VAR]: runPrefix }
+            env: { ...env, [RUN_PREFIX_VAR]: runPrefix }
           })
           return { child, childStart: readStat(child.pid)?.startTime }
         }),

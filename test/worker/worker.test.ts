@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect, Layer } from "effect"
+import { ConfigProvider, Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -218,7 +218,10 @@ describe("the worker", () => {
       expect(r.text).not.toContain(KEY)
     }
     expect(logs.join("\n")).not.toContain(KEY)
-    const env = childEnvironment()
+    // Read through Config: even where the server's configuration holds them, the child never gets them.
+    const config = ConfigProvider.fromMap(new Map([["PATH", "/usr/bin"], ["DATABASE_URL", "postgres://x"], ["KINTSUGI_SECRET_KEY", KEY]]))
+    const env = Effect.runSync(Effect.withConfigProvider(childEnvironment, config))
+    expect(env["PATH"]).toBe("/usr/bin")
     expect(Object.keys(env)).not.toContain("DATABASE_URL")
     expect(Object.keys(env)).not.toContain("KINTSUGI_SECRET_KEY")
   })

@@ -24,8 +24,12 @@ export interface CatalogEntry {
   readonly builtin: boolean
   readonly description: string
   readonly audience: "runtime" | "member"
-  /** The store's current version number; for a built-in, the version it ships with. */
-  readonly version: number | string
+  /**
+   * The agent's version: the store's immutable version number (1, 2, …; never reused); for a built-in,
+   * the release's (its shipped `version:`). The package's own `version:` key is the author's label,
+   * kept in `package.version` and exported as written, and never used as the version.
+   */
+  readonly version: number
   readonly enabled: boolean
   /** What keeps the agent from running here; [] = valid. */
   readonly problems: ReadonlyArray<Problem>

@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { serializeAgentPackage } from "./AgentPackage.ts"
-import type { AgentCatalog } from "./agentCatalog.ts"
+import { builtinVersion, type AgentCatalog } from "./agentCatalog.ts"
 import * as repo from "./agentRepo.ts"
 import { builtinAgents } from "./builtins.ts"
 import { AgentVersionNotFound } from "./errors.ts"
@@ -28,7 +28,7 @@ export const makeAgentVersions = (c: AgentCatalog) => {
         if (version === undefined) return writeZip((yield* getView(name)).files)
         const builtin = builtinAgents().get(name)
         if (builtin !== undefined) {
-          return builtin.version === version || String(builtin.version) === String(version)
+          return builtinVersion(builtin) === version
             ? writeZip(serializeAgentPackage(builtin))
             : yield* Effect.fail(new AgentVersionNotFound({ name, version }))
         }

@@ -34,9 +34,10 @@ export const appLayer = (
   secrets: Layer.Layer<SecretBox, SecretKeyError> = SecretBoxLive,
   jobRoots: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient> = JobRootsLive
 ): Layer.Layer<AppServices | Db, AppLayerError> => {
-  const agents = Layer.provideMerge(AgentStoreLive, SkillStoreLive)
   const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive).pipe(Layer.provide(secrets))
-  return Layer.mergeAll(agents, providers, AccessLive, JobStoreLive, JobBusLive, MetricsLive, Layer.provideMerge(ProjectsLive, jobRoots)).pipe(Layer.provideMerge(db))
+  // The catalog shows each agent's bindings: the agent store reads them through Bindings.
+  const agents = Layer.provideMerge(AgentStoreLive, Layer.merge(SkillStoreLive, providers))
+  return Layer.mergeAll(agents, AccessLive, JobStoreLive, JobBusLive, MetricsLive, Layer.provideMerge(ProjectsLive, jobRoots)).pipe(Layer.provideMerge(db))
 }
 
 export interface AppOptions {

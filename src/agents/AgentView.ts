@@ -12,12 +12,9 @@ export const PackageFilesInput = Schema.Struct({
   )
 })
 
-export interface Binding {
-  readonly projectId: string
-  readonly providerId: string
-  readonly modelId: string
-  readonly thinking: string | null
-}
+/** The one binding type: bindings are read only through the Bindings service. */
+export type { Binding } from "../providers/Bindings.ts"
+import type { Binding } from "../providers/Bindings.ts"
 
 export interface CatalogEntry {
   readonly name: string

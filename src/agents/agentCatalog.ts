@@ -13,6 +13,7 @@ import { builtinAgents } from "./builtins.ts"
 import type { AgentDefinition } from "../contract/AgentDefinition.ts"
 import { AgentNotFound, AgentUnavailable, BuiltinReadOnly } from "./errors.ts"
 import { SkillStore } from "./SkillStore.ts"
+import { Bindings } from "../providers/Bindings.ts"
 import { checkAgentPackage, toAgentDefinition, validateAgent, type ValidationContext } from "./validateAgent.ts"
 
 /**
@@ -26,6 +27,7 @@ export const builtinVersion = (pkg: AgentPackage): number =>
 export const makeAgentCatalog = Effect.gen(function* () {
   const sql = yield* SqlClient
   const skills = yield* SkillStore
+  const bindingStore = yield* Bindings
   const provide = <A, E>(e: Effect.Effect<A, E, SqlClient>) => Effect.provideService(e, SqlClient, sql)
 
   const validation = Effect.map(
@@ -60,7 +62,7 @@ export const makeAgentCatalog = Effect.gen(function* () {
       })
     })
   const bindingsOf = (name: string) =>
-    Effect.map(provide(repo.selectBindings(name)), (rows): Array<Binding> => rows.map(({ agentName: _a, ...b }) => b))
+    bindingStore.list(name)
 
   const entry = (pkg: AgentPackage, extra: { builtin: boolean; version: number; enabled: boolean; updatedAt: Date | null }, problems: ReadonlyArray<Problem>, bindings: ReadonlyArray<Binding>): CatalogEntry => ({
     name: pkg.name,
@@ -128,8 +130,8 @@ export const makeAgentCatalog = Effect.gen(function* () {
     get: getView,
     catalog: Effect.gen(function* () {
       const { ctx } = yield* validation
-      const bindings = yield* provide(repo.selectBindings())
-      const bindingsFor = (name: string) => bindings.filter((b) => b.agentName === name).map(({ agentName: _a, ...b }) => b)
+      const bindings = yield* bindingStore.list()
+      const bindingsFor = (name: string) => bindings.filter((b) => b.agentName === name)
       const builtins = [...builtinAgents().values()].map((pkg) =>
         entry(pkg, { builtin: true, version: builtinVersion(pkg), enabled: true, updatedAt: null }, problemsOf(`builtin:${pkg.name}`, pkg, ctx), bindingsFor(pkg.name))
       )

@@ -48,7 +48,7 @@ export const makeAgentVersions = (c: AgentCatalog) => {
         const view = yield* viewOf(row.package, { builtin: false, version: row.version, enabled: current.enabled, updatedAt: row.savedAt })
         const { package: _p, ...info } = row
         return { info: { ...info, current: row.version === current.currentVersion }, view }
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+      }),
     restore: (name: string, version: number) =>
       Effect.gen(function* () {
         const { row } = yield* versionOf(name, version)

@@ -85,7 +85,8 @@ export const renderEvent = (e: JobEvent, write: (s: string) => void): void => {
     case "usage":
       return write(`  · turn ${e.turns}: ${e.inputTokens + e.cacheReadTokens + e.cacheWriteTokens} in / ${e.outputTokens} out, $${e.costUsd.toFixed(4)}\n`)
     case "job.completed":
-      return write(`\n✔ completed\n${e.summary}\n`)
+      // The summary is the final message, already streamed above as message.delta: printed once.
+      return write(`\n✔ completed\n`)
     case "job.failed":
       return write(`\n✘ failed (${e.reason}): ${e.message}\n`)
     case "source.read":

@@ -46,7 +46,8 @@ const setup = async (steps: Array<Step>) => {
   mkdirSync(join(work, "src"))
   mkdirSync(join(work, "out"))
   writeFileSync(join(work, "src", "a.ts"), "export const a = 1\n")
-  const env = { PATH: process.env["PATH"] ?? "", HOME: work, NO_PROXY: "127.0.0.1,localhost", KINTSUGI_DATA_DIR: dirname(dataDir), KINTSUGI_JOB_ROOTS: work }
+  // KINTSUGI_URL: no server answers there (port 1), whatever else runs on this machine: the local path.
+  const env = { PATH: process.env["PATH"] ?? "", HOME: work, NO_PROXY: "127.0.0.1,localhost", KINTSUGI_DATA_DIR: dirname(dataDir), KINTSUGI_JOB_ROOTS: work, KINTSUGI_URL: "http://127.0.0.1:1" }
   const run = (secretKey: string) =>
     Bun.spawn(["bun", CLI, "run", "codebase-inventory", "--task", "Inventory it.", "--read", "src", "--out", "out"], {
       cwd: work,
@@ -93,7 +94,7 @@ test("an embedded database held by another process: one line saying what to do, 
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
   // This test process stands for a running `kintsugi serve`: alive, and not the child.
   writeFileSync(join(dir, "data.lock"), String(process.pid))
-  const env = { PATH: process.env["PATH"] ?? "", HOME: dir, KINTSUGI_DATA_DIR: dir, KINTSUGI_JOB_ROOTS: dir, KINTSUGI_SECRET_KEY: SECRET_KEY }
+  const env = { PATH: process.env["PATH"] ?? "", HOME: dir, KINTSUGI_DATA_DIR: dir, KINTSUGI_JOB_ROOTS: dir, KINTSUGI_SECRET_KEY: SECRET_KEY, KINTSUGI_URL: "http://127.0.0.1:1" }
   const child = Bun.spawn(["bun", CLI, "run", "codebase-inventory", "--task", "t", "--read", dir, "--out", dir], { stdout: "pipe", stderr: "pipe", env })
   const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   expect(code).toBe(1)

@@ -59,7 +59,7 @@ test("runs a built-in agent through its binding and shows progress live", async 
   const work = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-run-")))
   cleanups.push(() => rmSync(work, { recursive: true, force: true }))
   // The test run's sandbox mode (bubblewrap where it works, else off): the built-in agent is granted shell.
-  const env = { ...childEnv(), NO_PROXY: "127.0.0.1,localhost", KINTSUGI_DATA_DIR: dirname(dataDir), KINTSUGI_SECRET_KEY: secretKey, KINTSUGI_JOB_ROOTS: work }
+  const env = { ...childEnv(), NO_PROXY: "127.0.0.1,localhost", KINTSUGI_DATA_DIR: dirname(dataDir), KINTSUGI_SECRET_KEY: secretKey, KINTSUGI_JOB_ROOTS: work, KINTSUGI_URL: "http://127.0.0.1:1" }
   mkdirSync(join(work, "src"))
   mkdirSync(join(work, "out"))
   writeFileSync(join(work, "src", "a.ts"), "export const a = 1\n")
@@ -77,7 +77,9 @@ test("runs a built-in agent through its binding and shows progress live", async 
   expect(out).toContain("● codebase-inventory v1")
   expect(out).toContain("→ write")
   expect(out).toContain("wrote inventory.md")
-  expect(out).toContain("✔ completed\nInventory written.")
+  expect(out).toContain("\n✔ completed\n")
+  // The summary (the final message) once: streamed, not repeated after the verdict.
+  expect(out.split("Inventory written.").length - 1).toBe(1)
   expect(out).toContain("outputs: not in a git work tree: left in place")
   expect(existsSync(join(work, "out", "inventory.md"))).toBe(true)
   expect(out).not.toContain("sk-local-run-123456")

@@ -2,12 +2,11 @@
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
-import { randomBytes } from "node:crypto"
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { makeDbLayer } from "../../src/db/Db.ts"
-import { makeAppRuntime } from "../../src/main.ts"
+import { makeTestAppRuntime } from "../support/testApp.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { makeSecretBox, SecretBox, WRONG_KEY } from "../../src/providers/SecretBox.ts"
@@ -30,7 +29,7 @@ const setup = async (steps: Array<Step>) => {
   const server = await startOpenAIServer(steps)
   cleanups.push(() => server.stop())
   const secrets = Layer.succeed(SecretBox, makeSecretBox(new Uint8Array(new Bun.CryptoHasher("sha256").update(SECRET_KEY).digest())))
-  const rt = await makeAppRuntime(makeDbLayer({ dataDir }), { jobRoots: testJobRoots(), secrets })
+  const rt = await makeTestAppRuntime({ db: makeDbLayer({ dataDir }), jobRoots: testJobRoots(), secrets })
   await rt.runPromise(
     Effect.gen(function* () {
       yield* (yield* ProviderStore).create(
@@ -56,7 +55,7 @@ const setup = async (steps: Array<Step>) => {
       env: { ...env, KINTSUGI_SECRET_KEY: secretKey }
     })
   const jobs = async () => {
-    const after = await makeAppRuntime(makeDbLayer({ dataDir }), { jobRoots: testJobRoots([work]), secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))) })
+    const after = await makeTestAppRuntime({ db: makeDbLayer({ dataDir }), jobRoots: testJobRoots([work]) })
     const rows = await after.runPromise(Effect.flatMap(SqlClient, (sql) => sql<{ status: string; reason: string | null }>`SELECT status, reason FROM runtime.job`))
     await after.dispose()
     return rows.map((r) => `${r.status} ${r.reason ?? ""}`.trim())

@@ -3,7 +3,7 @@
  * JobEvent per line on stdout and nothing else; exit 0 after job.completed, 1 after job.failed, 2
  * when refused (one `job.refused` line). SIGTERM/SIGINT abort the job. Keys live only in memory.
  */
-import { Effect, Either, Exit, Option, Schema, Stream } from "effect"
+import { Config, Effect, Either, Exit, Option, Schema, Stream } from "effect"
 import { AgentRuntime, JobEnvelope, JobRefused } from "./contract/AgentRuntime.ts"
 import { decodeAll, type Problem } from "./contract/Problem.ts"
 import { armJobChildExit, exitJob, failJob, onAbortSignal, writeEvent, writeLine, writeRefusal } from "./jobChildExit.ts"
@@ -12,7 +12,7 @@ import { jobProblems, KernelLive, type KernelConfig } from "./kernel/Kernel.ts"
 import { dieWithParent } from "./kernel/dieWithParent.ts"
 import { makeNonDumpable } from "./kernel/nonDumpable.ts"
 import { RUN_PREFIX_VAR, validRunPrefix } from "./tools/processTree.ts"
-import { sandboxConfigFromEnv } from "./tools/Sandbox.ts"
+import { sandboxConfig } from "./tools/Sandbox.ts"
 
 const refuse = (problems: ReadonlyArray<Problem>): number => {
   writeRefusal(JSON.stringify({ type: "job.refused", problems }))
@@ -46,8 +46,8 @@ export const runJobChild = async (stdin: string): Promise<number> => {
     providers: envelope.right.providers,
     diagnostics,
     boundary: envelope.right.boundary,
-    sandbox: sandboxConfigFromEnv(process.env),
-    ...validRunPrefix(process.env[RUN_PREFIX_VAR])
+    sandbox: Effect.runSync(sandboxConfig),
+    ...validRunPrefix(Effect.runSync(Config.string(RUN_PREFIX_VAR).pipe(Config.option, Effect.map(Option.getOrUndefined), Effect.orElseSucceed(() => undefined))))
   }
   const decoded = decodeJob(envelope.right.job)
   if (Either.isLeft(decoded)) {

@@ -1,13 +1,14 @@
 /**
- * The composition root: every service layer of the server wired in one place, over a Db layer.
- * `kintsugi serve` and the CLI use it with the configured database; tests with a test database.
+ * The composition root: every layer of the application wired in one place. `AppLive` is the server
+ * (`kintsugi serve`); the other commands in src/cli/ take their layers from here too, and tests build
+ * theirs with `makeAppLive` over a test database. Nothing below src/cli/ imports this file.
  */
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { type ConfigProvider, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
-import { AccessLive } from "./access/Access.ts"
+import { Access, AccessLive } from "./access/Access.ts"
 import { AgentStoreLive } from "./agents/AgentStore.ts"
 import { SkillStoreLive } from "./agents/SkillStore.ts"
-import type { Db, DbError } from "./db/Db.ts"
+import { type Db, type DbError, DbLive, DbMigratedLive } from "./db/Db.ts"
 import type { AppRuntime, AppServices } from "./http/route.ts"
 import { BindingsLive } from "./providers/Bindings.ts"
 import { McpServersLive } from "./providers/McpServers.ts"
@@ -17,7 +18,7 @@ import { LoggingLive } from "./telemetry/Logging.ts"
 import { MetricsLive } from "./telemetry/Metrics.ts"
 import { TracingLive } from "./telemetry/Tracing.ts"
 import { JobBusLive } from "./worker/JobBus.ts"
-import type { JobChildren } from "./worker/JobChildren.ts"
+import { type JobChildren, JobChildrenLive, JobChildrenOnce } from "./worker/JobChildren.ts"
 import { JobRootsLive, type JobRoots, type JobRootsInvalid } from "./worker/JobRoots.ts"
 import { JobStoreLive } from "./worker/JobStore.ts"
 import { ProjectsLive } from "./worker/Projects.ts"
@@ -34,38 +35,39 @@ export const appLayer = (
   secrets: Layer.Layer<SecretBox, SecretKeyError> = SecretBoxLive,
   jobRoots: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient> = JobRootsLive
 ): Layer.Layer<AppServices | Db, AppLayerError> => {
-  const agents = Layer.provideMerge(AgentStoreLive, SkillStoreLive)
   const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive).pipe(Layer.provide(secrets))
-  return Layer.mergeAll(agents, providers, AccessLive, JobStoreLive, JobBusLive, MetricsLive, Layer.provideMerge(ProjectsLive, jobRoots)).pipe(Layer.provideMerge(db))
+  // The catalog shows each agent's bindings: the agent store reads them through Bindings.
+  const agents = Layer.provideMerge(AgentStoreLive, Layer.merge(SkillStoreLive, providers))
+  return Layer.mergeAll(agents, AccessLive, JobStoreLive, JobBusLive, MetricsLive, Layer.provideMerge(ProjectsLive, jobRoots)).pipe(Layer.provideMerge(db))
+}
+
+export interface AppOptions {
+  readonly secrets?: Layer.Layer<SecretBox, SecretKeyError>
+  readonly jobRoots?: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient>
+  /** Runs the worker loops (KINTSUGI_WORKERS) in this runtime; `log`, when given, is the default log sink. */
+  readonly worker?: { readonly log?: (line: string) => void }
+  /**
+   * Where the runtime's log lines go, in the KINTSUGI_LOG_FORMAT format (access log, job lifecycle,
+   * diagnostics); default: the worker's `log`, else nowhere (a library or test runtime stays quiet).
+   */
+  readonly log?: (line: string) => void
+  /** The least severe level logged (default Info). */
+  readonly logLevel?: LogLevel.LogLevel
+  /** Where every layer and handler reads its configuration (default: the environment). */
+  readonly config?: ConfigProvider.ConfigProvider
+  /**
+   * Where job children come from (JobChildrenLive: the bytecode bundle, one child started ahead);
+   * default: each child started from the sources when its job starts.
+   */
+  readonly jobChildren?: Layer.Layer<JobChildren>
 }
 
 /**
- * A runtime for the HTTP app. Its layer is built eagerly: a database that cannot be reached fails
- * here, once, with the error's message, rather than inside the first request.
+ * The whole application as one layer over `db`: the services, the worker loops when `options.worker`
+ * is given, under the logger and the tracer. A layer that cannot be built is a defect naming its error
+ * (the commands print its first line).
  */
-export const makeAppRuntime = async (
-  db: Layer.Layer<Db, DbError>,
-  options: {
-    readonly secrets?: Layer.Layer<SecretBox, SecretKeyError>
-    readonly jobRoots?: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient>
-    /** Runs the worker loops (KINTSUGI_WORKERS) in this runtime; `log`, when given, is the default log sink. */
-    readonly worker?: { readonly log?: (line: string) => void }
-    /**
-     * Where the runtime's log lines go, in the KINTSUGI_LOG_FORMAT format (access log, job lifecycle,
-     * diagnostics); default: the worker's `log`, else nowhere (a library or test runtime stays quiet).
-     */
-    readonly log?: (line: string) => void
-    /** The least severe level logged (default Info). */
-    readonly logLevel?: LogLevel.LogLevel
-    /** Where every layer and handler reads its configuration (default: the environment). */
-    readonly config?: ConfigProvider.ConfigProvider
-    /**
-     * Where job children come from (JobChildrenLive: the bytecode bundle, one child started ahead);
-     * default: each child started from the sources when its job starts.
-     */
-    readonly jobChildren?: Layer.Layer<JobChildren>
-  } = {}
-): Promise<AppRuntime & ManagedRuntime.ManagedRuntime<AppServices | Db, never>> => {
+export const makeAppLive = (db: Layer.Layer<Db, DbError>, options: AppOptions = {}): Layer.Layer<AppServices | Db> => {
   const app = Layer.orDie(appLayer(db, options.secrets, options.jobRoots))
   // Built alongside the database: the child started ahead loads while the database starts.
   const services = options.jobChildren === undefined ? app : Layer.merge(app, options.jobChildren)
@@ -75,7 +77,43 @@ export const makeAppRuntime = async (
   const logging = sink === undefined ? Logger.replace(Logger.defaultLogger, Logger.none) : LoggingLive(sink)
   const telemetry = Layer.orDie(Layer.mergeAll(logging, Logger.minimumLogLevel(options.logLevel ?? LogLevel.Info), TracingLive))
   const observed = Layer.provideMerge(layer, telemetry)
-  const rt = ManagedRuntime.make(options.config === undefined ? observed : Layer.provide(observed, Layer.setConfigProvider(options.config)))
+  return options.config === undefined ? observed : Layer.provide(observed, Layer.setConfigProvider(options.config))
+}
+
+const stderrLine = (line: string) => void process.stderr.write(`${line}\n`)
+
+/**
+ * The server: every service over the configured database (DATABASE_URL, else the embedded one in
+ * KINTSUGI_DATA_DIR), migrated; the worker loops; log lines on stderr. `kintsugi serve` provides the
+ * configuration (the environment, or the secrets it took out of it).
+ */
+export const AppLive: Layer.Layer<AppServices | Db> = makeAppLive(DbMigratedLive, { worker: { log: stderrLine }, jobChildren: JobChildrenLive })
+
+/**
+ * `kintsugi run` in-process: the services without the worker loops (its one job child, the bytecode
+ * bundle once built, starts while the database does); only warnings and errors logged.
+ */
+export const LocalRunLive: Layer.Layer<AppServices | Db> = makeAppLive(DbMigratedLive, { log: stderrLine, logLevel: LogLevel.Warning, jobChildren: JobChildrenOnce })
+
+/** The configured database, migrated (`kintsugi users`). */
+export const DatabaseLive: Layer.Layer<Db, DbError> = DbMigratedLive
+
+/** The configured database as it is, for `kintsugi migrate` (which applies the migrations itself). */
+export const UnmigratedDatabaseLive: Layer.Layer<Db, DbError> = DbLive
+
+/** Users, permissions and tokens over the configured database (`kintsugi users`). */
+export const UsersLive: Layer.Layer<Access, DbError> = Layer.provide(AccessLive, DatabaseLive)
+
+/**
+ * A runtime for `layer`, built eagerly: a database that cannot be reached fails here, once, with the
+ * error's message, rather than inside the first request.
+ */
+export const makeRuntime = async (layer: Layer.Layer<AppServices | Db>): Promise<AppRuntime & ManagedRuntime.ManagedRuntime<AppServices | Db, never>> => {
+  const rt = ManagedRuntime.make(layer)
   await rt.runtime()
   return rt
 }
+
+/** `makeRuntime(makeAppLive(db, options))`: the runtime tests and benches build over their database. */
+export const makeAppRuntime = (db: Layer.Layer<Db, DbError>, options: AppOptions = {}): Promise<AppRuntime & ManagedRuntime.ManagedRuntime<AppServices | Db, never>> =>
+  makeRuntime(makeAppLive(db, options))

@@ -118,6 +118,9 @@ const reexecWithout = (values: ReadonlyMap<string, string>, env: Env): string =>
  */
 export const secureProcessSecrets = (): ProcessSecrets => {
   const nonDumpable = makeNonDumpable()
+  // The one place in src/ that reads and writes process.env directly, not through Config: it must see
+  // and delete the real variables (a ConfigProvider is a read-only view), and everything else reads
+  // the secrets it collected through `secretsConfigProvider`.
   const env: Env = process.env
   const inherited = env[SECRETS_FD_VARIABLE]
   if (inherited !== undefined) {

@@ -2,8 +2,8 @@
  * `kintsugi users …` for operators: users, permissions, disabling, API tokens. Passwords come from
  * KINTSUGI_USER_PASSWORD or stdin (never argv, which other users can read in the process list); tokens are printed once.
  */
-import { Effect, Exit, Cause, Option, type Layer } from "effect"
-import { DbMigratedLive, type Db, type DbError } from "../db/Db.ts"
+import { Config, Effect, Exit, Cause, Option, Redacted, type Layer } from "effect"
+import type { Db, DbError } from "../db/Db.ts"
 import { Access, AccessLive, PERMISSIONS, TOKEN_DEFAULT_DAYS, TOKEN_MAX_DAYS, type Permission, type TokenView } from "./Access.ts"
 
 export const USERS_USAGE = `usage:
@@ -28,7 +28,8 @@ export interface UsersIo {
   readonly stdin: () => Promise<string>
 }
 
-const stdio: UsersIo = {
+/** The terminal: lines on stdout and stderr, the password from stdin. */
+export const stdio: UsersIo = {
   out: (l) => void process.stdout.write(`${l}\n`),
   err: (l) => void process.stderr.write(`${l}\n`),
   stdin: () => Bun.stdin.text()
@@ -71,14 +72,23 @@ const tokenJson = (t: TokenView) => ({
   expiresAt: t.expiresAt.toISOString()
 })
 
-/** Runs one users operation against `db`; resolves to the exit code (0 ok, 1 refused). Never rejects. */
-export const runUsersOp = async (o: UsersOp, io: UsersIo = stdio, db: Layer.Layer<Db, DbError> = DbMigratedLive): Promise<number> => {
+/** KINTSUGI_USER_PASSWORD, when set and not empty. */
+const passwordFromConfig = Config.option(Config.redacted("KINTSUGI_USER_PASSWORD")).pipe(
+  Effect.map(Option.filter((p) => Redacted.value(p) !== "")),
+  Effect.orElseSucceed(() => Option.none<Redacted.Redacted>())
+)
+
+/**
+ * Runs one users operation against `db` (src/main.ts gives the CLI's); resolves to the exit code
+ * (0 ok, 1 refused). Never rejects.
+ */
+export const runUsersOp = async (o: UsersOp, io: UsersIo, db: Layer.Layer<Db, DbError>): Promise<number> => {
   const { username } = o
   let program: Effect.Effect<string, { readonly message: string }, Access>
   switch (o.op) {
     case "add": {
-      const fromEnv = process.env["KINTSUGI_USER_PASSWORD"]
-      const password = fromEnv !== undefined && fromEnv !== "" ? fromEnv : ((await io.stdin()).split("\n")[0] ?? "").trim()
+      const configured = await Effect.runPromise(passwordFromConfig)
+      const password = Option.isSome(configured) ? Redacted.value(configured.value) : ((await io.stdin()).split("\n")[0] ?? "").trim()
       program = Effect.map(Effect.flatMap(Access, (a) => a.addUser(username, password, o.grants)), () =>
         `created user ${username}${o.grants.length > 0 ? ` with ${o.grants.join(", ")}` : ""}`
       )
@@ -160,7 +170,7 @@ const parseUsersArgs = (args: ReadonlyArray<string>): UsersOp | undefined => {
 }
 
 /** Runs one users command from its argv; resolves to the exit code (0 ok, 1 refused, 2 usage). Never rejects. */
-export const usersMain = async (args: ReadonlyArray<string>, io: UsersIo = stdio, db: Layer.Layer<Db, DbError> = DbMigratedLive): Promise<number> => {
+export const usersMain = async (args: ReadonlyArray<string>, io: UsersIo, db: Layer.Layer<Db, DbError>): Promise<number> => {
   if (args.some((a) => a === "--help" || a === "-h") || args[0] === "help") {
     io.out(USERS_USAGE)
     return 0

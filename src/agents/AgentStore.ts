@@ -13,7 +13,8 @@ import type { CatalogQuery } from "./catalogQuery.ts"
 import { makeAgentVersions } from "./agentVersions.ts"
 import { makeAgentWrites } from "./agentWrites.ts"
 import type { RestoreRow } from "./agentRepo.ts"
-import type { AgentExists, AgentNotFound, AgentVersionNotFound, BuiltinReadOnly, ImportRejected } from "./errors.ts"
+import type { AgentDefinition } from "../contract/AgentDefinition.ts"
+import type { AgentExists, AgentNotFound, AgentUnavailable, AgentVersionNotFound, BuiltinReadOnly, ImportRejected } from "./errors.ts"
 import { traced } from "../telemetry/traced.ts"
 
 export type { RestoreRow } from "./agentRepo.ts"
@@ -33,6 +34,11 @@ export class AgentStore extends Context.Tag("agents/AgentStore")<
       readonly reservedNames: ReadonlyArray<string>
     }>
     readonly get: (name: string) => Effect.Effect<AgentView, AgentNotFound>
+    /**
+     * What a job runs: the enabled, valid runtime agent's current version as the kernel's definition
+     * (`version` = the store's version number; shared skills embedded as they are now). Builds no view.
+     */
+    readonly definition: (name: string) => Effect.Effect<AgentDefinition, AgentUnavailable>
     /** Creates a custom agent at version 1 (or the next number its name has not used). */
     readonly create: (files: unknown, by: string) => Write<AgentView>
     /**
@@ -73,6 +79,7 @@ export const makeAgentStore = Effect.gen(function* () {
     page: c.page,
     context: c.context,
     get: c.get,
+    definition: c.definition,
     preview: c.preview,
     create: writes.create,
     save: writes.save,

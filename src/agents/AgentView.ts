@@ -12,20 +12,21 @@ export const PackageFilesInput = Schema.Struct({
   )
 })
 
-export interface Binding {
-  readonly projectId: string
-  readonly providerId: string
-  readonly modelId: string
-  readonly thinking: string | null
-}
+/** The one binding type: bindings are read only through the Bindings service. */
+export type { Binding } from "../providers/Bindings.ts"
+import type { Binding } from "../providers/Bindings.ts"
 
 export interface CatalogEntry {
   readonly name: string
   readonly builtin: boolean
   readonly description: string
   readonly audience: "runtime" | "member"
-  /** The store's current version number; for a built-in, the version it ships with. */
-  readonly version: number | string
+  /**
+   * The agent's version: the store's immutable version number (1, 2, …; never reused); for a built-in,
+   * the release's (its shipped `version:`). The package's own `version:` key is the author's label,
+   * kept in `package.version` and exported as written, and never used as the version.
+   */
+  readonly version: number
   readonly enabled: boolean
   /** What keeps the agent from running here; [] = valid. */
   readonly problems: ReadonlyArray<Problem>

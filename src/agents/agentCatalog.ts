@@ -13,14 +13,24 @@ import * as repo from "./agentRepo.ts"
 import { builtinAgents, builtinSkills } from "./builtins.ts"
 import * as entries from "./catalogEntries.ts"
 import { ALL_AGENTS, encodeCursor, queryKey, searchWords, type CatalogQuery } from "./catalogQuery.ts"
-import { AgentNotFound, BuiltinReadOnly } from "./errors.ts"
+import { AgentNotFound, AgentUnavailable, BuiltinReadOnly } from "./errors.ts"
+import type { AgentDefinition } from "../contract/AgentDefinition.ts"
 import { SkillStore } from "./SkillStore.ts"
+import { Bindings } from "../providers/Bindings.ts"
 import { checkAgentPackage, toAgentDefinition, validateAgent, type ValidationContext } from "./validateAgent.ts"
+
+/**
+ * A built-in's version number: its shipped `version:` when that is a positive integer (every built-in's
+ * is; test/agents/builtins.test.ts checks), else 1. Built-ins are versioned by the release.
+ */
+export const builtinVersion = (pkg: AgentPackage): number =>
+  typeof pkg.version === "number" && Number.isInteger(pkg.version) && pkg.version >= 1 ? pkg.version : 1
 
 /** The read side, and the helpers the write and version sides build on. */
 export const makeAgentCatalog = Effect.gen(function* () {
   const sql = yield* SqlClient
   const skills = yield* SkillStore
+  const bindingStore = yield* Bindings
   const provide = <A, E>(e: Effect.Effect<A, E, SqlClient>) => Effect.provideService(e, SqlClient, sql)
 
   const validation = Effect.map(
@@ -42,9 +52,9 @@ export const makeAgentCatalog = Effect.gen(function* () {
     return problems
   }
   const bindingsOf = (name: string) =>
-    Effect.map(provide(repo.selectBindings(name)), (rows): Array<Binding> => rows.map(({ agentName: _a, ...b }) => b))
+    bindingStore.list(name)
 
-  const entry = (pkg: AgentPackage, extra: { builtin: boolean; version: number | string; enabled: boolean; updatedAt: Date | null }, problems: ReadonlyArray<Problem>, bindings: ReadonlyArray<Binding>): CatalogEntry => ({
+  const entry = (pkg: AgentPackage, extra: { builtin: boolean; version: number; enabled: boolean; updatedAt: Date | null }, problems: ReadonlyArray<Problem>, bindings: ReadonlyArray<Binding>): CatalogEntry => ({
     name: pkg.name,
     builtin: extra.builtin,
     description: pkg.description,
@@ -56,7 +66,7 @@ export const makeAgentCatalog = Effect.gen(function* () {
     updatedAt: extra.updatedAt
   })
 
-  const viewOf = (pkg: AgentPackage, extra: { builtin: boolean; version: number | string; enabled: boolean; updatedAt: Date | null }) =>
+  const viewOf = (pkg: AgentPackage, extra: { builtin: boolean; version: number; enabled: boolean; updatedAt: Date | null }) =>
     Effect.gen(function* () {
       const { ctx } = yield* validation
       const bindings = yield* bindingsOf(pkg.name)
@@ -64,7 +74,7 @@ export const makeAgentCatalog = Effect.gen(function* () {
       return view
     })
   const customView = (row: repo.AgentRow) => viewOf(row.package, { builtin: false, version: row.currentVersion, enabled: row.enabled, updatedAt: row.updatedAt })
-  const builtinView = (pkg: AgentPackage) => viewOf(pkg, { builtin: true, version: pkg.version, enabled: true, updatedAt: null })
+  const builtinView = (pkg: AgentPackage) => viewOf(pkg, { builtin: true, version: builtinVersion(pkg), enabled: true, updatedAt: null })
 
   const findCustom = (name: string) =>
     Effect.flatMap(provide(repo.selectAgents(name)), (rows) =>
@@ -128,10 +138,10 @@ export const makeAgentCatalog = Effect.gen(function* () {
       }
       const total = builtinAgents().size + (yield* provide(entries.countEntries({ words: [], audience: "all", enabled: null })))
       const names = [...builtinPage.map((b) => b.pkg.name), ...customPage.map((c) => c.row.name)]
-      const bindings = new Map((yield* provide(entries.selectDefaultBindings(names))).map(({ agentName, ...b }) => [agentName, b] as const))
+      const bindings = new Map((yield* bindingStore.defaults(names)).map((b) => [b.agentName, b] as const))
       const pageEntries: Array<CatalogEntry> = [
         ...builtinPage.map((b) =>
-          entry(b.pkg, { builtin: true, version: b.pkg.version, enabled: true, updatedAt: null }, b.problems, bindings.has(b.pkg.name) ? [bindings.get(b.pkg.name)!] : [])
+          entry(b.pkg, { builtin: true, version: builtinVersion(b.pkg), enabled: true, updatedAt: null }, b.problems, bindings.has(b.pkg.name) ? [bindings.get(b.pkg.name)!] : [])
         ),
         ...customPage.map(({ row, problems }): CatalogEntry => ({
           name: row.name,
@@ -186,9 +196,28 @@ export const makeAgentCatalog = Effect.gen(function* () {
       return yield* customView(yield* findCustom(name))
     }).pipe(Effect.catchTag("SqlError", Effect.die))
 
+  // What a job needs and nothing else: no bindings, no files, no view; validity from the same cache as the catalog.
+  const definition = (name: string): Effect.Effect<AgentDefinition, AgentUnavailable> =>
+    Effect.gen(function* () {
+      const builtin = builtinAgents().get(name)
+      const found = builtin !== undefined
+        ? { pkg: builtin, id: `builtin:${name}`, version: builtinVersion(builtin), enabled: true }
+        : yield* Effect.map(findCustom(name), (row) => ({ pkg: row.package, id: `${name}@${row.currentVersion}`, version: row.currentVersion, enabled: row.enabled }))
+      if (!found.enabled) return yield* new AgentUnavailable({ name, reason: "disabled", problems: [] })
+      if (found.pkg.audience !== "runtime") return yield* new AgentUnavailable({ name, reason: "member", problems: [] })
+      const { contents, ctx } = yield* validation
+      const problems = problemsOf(found.id, found.pkg, ctx)
+      if (problems.length > 0) return yield* new AgentUnavailable({ name, reason: "invalid", problems })
+      return toAgentDefinition(found.pkg, { version: found.version, sharedSkills: contents })
+    }).pipe(
+      Effect.catchTag("AgentNotFound", () => new AgentUnavailable({ name, reason: "unknown", problems: [] })),
+      Effect.catchTag("SqlError", Effect.die)
+    )
+
   return {
     sql,
     provide,
+    definition,
     validation,
     viewOf,
     customView,

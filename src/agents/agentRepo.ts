@@ -174,21 +174,5 @@ export const agentsUsingSkill = (skill: string) =>
     )
   )
 
-export interface BindingRow {
-  readonly agentName: string
-  readonly projectId: string
-  readonly providerId: string
-  readonly modelId: string
-  readonly thinking: string | null
-}
-
-export const selectBindings = (agentName?: string) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    sql<BindingRow>`
-      SELECT agent_name, project_id, provider_id, model_id, thinking FROM admin.agent_binding
-      ${agentName === undefined ? sql`` : sql`WHERE agent_name = ${agentName}`}
-      ORDER BY agent_name, project_id`
-  )
-
 /** Names of the registered MCP servers (Settings → MCP servers): an agent's MCP grants must name one. */
 export { selectMcpServerNames } from "../providers/McpServers.ts"

@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { serializeAgentPackage } from "./AgentPackage.ts"
-import type { AgentCatalog } from "./agentCatalog.ts"
+import { builtinVersion, type AgentCatalog } from "./agentCatalog.ts"
 import * as repo from "./agentRepo.ts"
 import { builtinAgents } from "./builtins.ts"
 import type { VersionInfo } from "./AgentView.ts"
@@ -35,7 +35,7 @@ export const makeAgentVersions = (c: AgentCatalog) => {
       if (version === undefined) return (yield* getView(name)).package
       const builtin = builtinAgents().get(name)
       if (builtin !== undefined) {
-        return builtin.version === version || String(builtin.version) === String(version)
+        return builtinVersion(builtin) === version
           ? builtin
           : yield* Effect.fail(new AgentVersionNotFound({ name, version }))
       }
@@ -59,7 +59,7 @@ export const makeAgentVersions = (c: AgentCatalog) => {
         const view = yield* viewOf(row.package, { builtin: false, version: row.version, enabled: current.enabled, updatedAt: row.savedAt })
         const { package: _p, ...info } = row
         return { info: versionInfo(info, current.currentVersion), view }
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+      }),
     /** Makes `version` current again and records who did it and which version was current before. */
     restore: (name: string, version: number, by: string) =>
       Effect.gen(function* () {

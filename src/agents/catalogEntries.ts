@@ -146,13 +146,3 @@ export const countEntries = (f: CustomFilter) =>
 export const selectSkillNames = Effect.flatMap(SqlClient, (sql) =>
   Effect.map(sql<{ name: string }>`SELECT name FROM admin.agent_skill`, (rows) => rows.map((r) => r.name))
 )
-
-/** Installation-default bindings of the given agents. */
-export const selectDefaultBindings = (names: ReadonlyArray<string>) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    names.length === 0
-      ? Effect.succeed([])
-      : sql<{ agentName: string; projectId: string; providerId: string; modelId: string; thinking: string | null }>`
-          SELECT agent_name, project_id, provider_id, model_id, thinking FROM admin.agent_binding
-          WHERE project_id = '' AND agent_name IN ${sql.in(names)}`
-  )

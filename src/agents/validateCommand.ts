@@ -57,7 +57,7 @@ export const parseMcpServerList = (list: string): ReadonlySet<string> =>
  */
 export const validatePackage = async (
   target: string,
-  env: Readonly<Record<string, string | undefined>> = process.env,
+  env: Readonly<Record<string, string | undefined>>,
   mcpServers?: ReadonlySet<string>
 ): Promise<ValidationReport | { readonly usage: string }> => {
   const loaded = await loadPackageFiles(target)
@@ -115,7 +115,7 @@ export const validatePackage = async (
 export const agentsValidateMain = async (
   args: ReadonlyArray<string>,
   io: CommandIo = stdio,
-  env: Readonly<Record<string, string | undefined>> = process.env,
+  env: Readonly<Record<string, string | undefined>>,
   options: { readonly json?: boolean; readonly mcpServers?: string | undefined } = {}
 ): Promise<number> => {
   if (args.length === 1 && (args[0] === "-h" || args[0] === "--help")) {

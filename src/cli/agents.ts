@@ -2,9 +2,20 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { exitWith } from "./exit.ts"
+
+/** What the checks read of the configuration: the sandbox mode and where the installation's database is. */
+const installation = Effect.map(
+  Effect.all(
+    ["KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT", "DATABASE_URL", "KINTSUGI_DATA_DIR"].map((name) =>
+      Effect.map(Effect.orElseSucceed(Config.option(Config.string(name)), () => Option.none<string>()), (v) => [name, Option.getOrUndefined(v)] as const)
+    )
+  ),
+  (pairs): Readonly<Record<string, string | undefined>> => Object.fromEntries(pairs)
+)
 
 const validate = Command.make(
   "validate",
@@ -17,9 +28,11 @@ const validate = Command.make(
     target: Args.text({ name: "file|dir|zip" }).pipe(Args.withDescription("<name>.md, a package folder, or an exported <package>.zip"))
   },
   ({ json, mcpServers, target }) =>
-    Effect.promise(() =>
-      import("../agents/validateCommand.ts").then((m) =>
-        m.agentsValidateMain([target], undefined, process.env, { json, mcpServers: Option.getOrUndefined(mcpServers) })
+    Effect.flatMap(installation, (env) =>
+      Effect.promise(() =>
+        import("../agents/validateCommand.ts").then((m) =>
+          m.agentsValidateMain([target], undefined, env, { json, mcpServers: Option.getOrUndefined(mcpServers) })
+        )
       )
     ).pipe(
       Effect.flatMap(exitWith)

@@ -6,13 +6,28 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
-import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import { CliExit, exitWith } from "./exit.ts"
 import { explainStartFailure } from "./explain.ts"
 
 const optional = (flag: string, value: Option.Option<string | number>) => (Option.isSome(value) ? [flag, String(value.value)] : [])
+
+/**
+ * Why there is no installation to run in (DATABASE_URL unset, no embedded database in the data dir
+ * `serve` uses: KINTSUGI_DATA_DIR, default .kintsugi), or undefined. A database held by a live process
+ * is an installation (opening it then says who holds it).
+ */
+const missingInstallation = Effect.gen(function* () {
+  const url = yield* Config.option(Config.string("DATABASE_URL")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
+  if (Option.isSome(url) && url.value.trim() !== "") return undefined
+  const dir = yield* Config.string("KINTSUGI_DATA_DIR").pipe(Config.withDefault(".kintsugi"), Effect.orElseSucceed(() => ".kintsugi"))
+  const [{ existsSync }, { resolve, join }, { dataDirLockHolder }] = yield* Effect.promise(() => Promise.all([import("node:fs"), import("node:path"), import("../db/Db.ts")]))
+  const data = join(resolve(dir === "" ? ".kintsugi" : dir), "data")
+  if (existsSync(join(data, "PG_VERSION")) || dataDirLockHolder(data) !== undefined) return undefined
+  return `no kintsugi installation here: no server answers and ${resolve(dir === "" ? ".kintsugi" : dir)} holds no database; run \`kintsugi serve\` (or \`kintsugi migrate\`) in the directory you mean, or set KINTSUGI_DATA_DIR or DATABASE_URL`
+})
 
 export const runCommand = Command.make(
   "run",
@@ -30,9 +45,7 @@ export const runCommand = Command.make(
     Effect.gen(function* () {
       const write = (s: string) => void process.stdout.write(s)
       const log = (line: string) => void process.stderr.write(`${line}\n`)
-      const [{ makeAppRuntime }, { DbMigratedLive }, run, { JobChildrenOnce }] = yield* Effect.promise(() =>
-        Promise.all([import("../main.ts"), import("../db/Db.ts"), import("../worker/runCommand.ts"), import("../worker/JobChildren.ts")])
-      )
+      const run = yield* Effect.promise(() => import("../worker/runCommand.ts"))
       // One set of checks for argv and the typed options: the worker's parser (messages, defaults, the root).
       const parsed = run.parseRunArgs([
         o.agent,
@@ -50,10 +63,32 @@ export const runCommand = Command.make(
         log(`kintsugi run: ${parsed}\n${run.RUN_USAGE}`)
         return yield* exitWith(2)
       }
+      // A running server takes the job through its API (the embedded database is its alone).
+      const remote = yield* Effect.promise(() => import("./runRemote.ts"))
+      const where = yield* remote.remoteConfig
+      if (yield* remote.serverUp(where.url)) {
+        if (where.token === undefined) {
+          log(
+            `kintsugi run: a kintsugi server is running at ${where.url}: set KINTSUGI_TOKEN or put an API token in ${where.tokenFile} ` +
+              `(issue one with \`kintsugi users token <you>\`, POST /api/tokens or the portal's account page)`
+          )
+          return yield* exitWith(2)
+        }
+        const render = (e: Parameters<typeof run.renderEvent>[0]) => run.renderEvent(e, write)
+        return yield* exitWith(yield* remote.runRemoteJob({ ...where, token: where.token }, parsed, { write, log, render }))
+      }
+      // No server: this process opens the installation `serve` would, and never creates one.
+      const missing = yield* missingInstallation
+      if (missing !== undefined) {
+        log(`kintsugi run: ${missing}`)
+        return yield* exitWith(1)
+      }
+      // The composition root is loaded once the arguments are known to be good.
+      const { LocalRunLive, makeRuntime } = yield* Effect.promise(() => import("../main.ts"))
       const rt = yield* Effect.acquireRelease(
         // The job's own progress is printed: only warnings and errors (diagnostics) go to stderr.
-        // The job child (the bytecode bundle once built) starts while the database does.
-        Effect.tryPromise(() => makeAppRuntime(DbMigratedLive, { log, logLevel: LogLevel.Warning, jobChildren: JobChildrenOnce })).pipe(
+        // The job child (the bytecode bundle once built) starts while the database does (LocalRunLive).
+        Effect.tryPromise(() => makeRuntime(LocalRunLive)).pipe(
           Effect.catchAll((e) => {
             log(`kintsugi run: cannot start: ${explainStartFailure((e.error instanceof Error ? e.error.message : "").split("\n")[0] ?? "")}`)
             return new CliExit({ code: 1 })
@@ -66,6 +101,6 @@ export const runCommand = Command.make(
     }).pipe(Effect.scoped)
 ).pipe(
   Command.withDescription(
-    "Run one job locally with live progress (the agent's binding); every path must lie inside a job root (KINTSUGI_JOB_ROOTS, default <data dir>/workspaces)."
+    "Run one job with live progress (the agent's binding): through a running server's API (KINTSUGI_URL, default http://HOST:PORT; token from KINTSUGI_TOKEN or ~/.config/kintsugi/token), else in this process on the data dir serve uses (never created here). Every path must lie inside a job root (KINTSUGI_JOB_ROOTS, default <data dir>/workspaces)."
   )
 )

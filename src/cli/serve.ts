@@ -22,20 +22,20 @@ export const serve = (options: { readonly port: number; readonly host: string })
       log(`kintsugi: warning: secrets could not be removed from the process environment (${secrets.environment.notClean})`)
     }
     if (!secrets.nonDumpable) log("kintsugi: warning: could not make the process non-dumpable")
-    const [{ makeAppRuntime }, { DbMigratedLive }, http, { databaseHealth, makeApp }, { makeSandbox, sandboxConfigFromEnv }, { explainStartFailure }, { JobChildrenLive }] =
+    const [{ AppLive, makeRuntime }, Layer, http, { databaseHealth, makeApp }, { makeSandbox, sandboxConfig }, { explainStartFailure }] =
       yield* Effect.promise(() =>
         Promise.all([
           import("../main.ts"),
-          import("../db/Db.ts"),
+          import("effect/Layer"),
           import("../http/serve.ts"),
           import("../http/app.ts"),
           import("../tools/Sandbox.ts"),
-          import("./explain.ts"),
-          import("../worker/JobChildren.ts")
+          import("./explain.ts")
         ])
       )
     const rt = yield* Effect.acquireRelease(
-      Effect.tryPromise(() => makeAppRuntime(DbMigratedLive, { worker: { log }, config: secretsConfigProvider(secrets.values), jobChildren: JobChildrenLive })).pipe(
+      // The one composition root, reading its configuration from what secureProcessSecrets kept.
+      Effect.tryPromise(() => makeRuntime(Layer.provide(AppLive, Layer.setConfigProvider(secretsConfigProvider(secrets.values))))).pipe(
         Effect.catchAll((e) => {
           log(`kintsugi: cannot start: ${explainStartFailure(firstLine(e.error))}`)
           return new CliExit({ code: 1 })
@@ -43,7 +43,7 @@ export const serve = (options: { readonly port: number; readonly host: string })
       ),
       (rt) => Effect.promise(() => rt.dispose())
     )
-    rt.runSync(Effect.logInfo(`process sandbox: ${http.describeSandbox(makeSandbox(sandboxConfigFromEnv(process.env)))}`))
+    rt.runSync(Effect.logInfo(`process sandbox: ${http.describeSandbox(makeSandbox(rt.runSync(sandboxConfig)))}`))
     const admin = yield* Effect.promise(() => rt.runPromiseExit(http.ensureAdmin))
     if (admin._tag === "Failure") rt.runSync(Effect.logError("could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)"))
     // Handler defects go to the runtime's logger (KINTSUGI_LOG_FORMAT), like the access log and job lines.

@@ -15,8 +15,12 @@ const PERMISSIONS = ["agents.manage", "providers.manage", "metrics.read"] as con
 const TOKEN_DEFAULT_DAYS = 90
 const TOKEN_MAX_DAYS = 365
 
+// The database layer comes from the composition root (src/main.ts), loaded only when a command runs.
 const run = (op: UsersOp) =>
-  Effect.promise(() => import("../access/usersCommand.ts").then((m) => m.runUsersOp(op))).pipe(Effect.flatMap(exitWith))
+  Effect.promise(async () => {
+    const [users, { DatabaseLive }] = await Promise.all([import("../access/usersCommand.ts"), import("../main.ts")])
+    return users.runUsersOp(op, users.stdio, DatabaseLive)
+  }).pipe(Effect.flatMap(exitWith))
 
 const username = Args.text({ name: "username" })
 const permission = Args.choice(PERMISSIONS.map((p) => [p, p] as const), { name: "permission" })

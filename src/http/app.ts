@@ -13,7 +13,7 @@ import { sessionRoutes } from "./api/session.ts"
 import { tokenRoutes } from "./api/tokens.ts"
 import { portalRoutes } from "./portal/portalRoutes.ts"
 import { probeRoutes } from "./api/probes.ts"
-import { allowedHostsFromEnv, withEdge } from "./edge.ts"
+import { allowedHostsConfig, withEdge } from "./edge.ts"
 import { routeMatcher, withObservation } from "./observe.ts"
 import { json } from "./respond.ts"
 import { publicRoutes, routes, type AppRuntime } from "./route.ts"
@@ -24,7 +24,7 @@ export interface AppOptions {
   readonly healthy: () => Promise<boolean>
   /** Where handler defects go ("request failed: …"); default: the runtime's logger, at error level. */
   readonly log?: (line: string) => void
-  /** Host header values answered; default `allowedHostsFromEnv()` (KINTSUGI_ALLOWED_HOSTS). */
+  /** Host header values answered; default `allowedHostsConfig` in the runtime (KINTSUGI_ALLOWED_HOSTS, HOST). */
   readonly allowedHosts?: ReadonlyArray<string>
   /** Default: a fresh throttle with the default budgets. */
   readonly signInThrottle?: SignInThrottle["Type"]
@@ -39,7 +39,7 @@ export interface AppOptions {
 export const makeApp = (options: AppOptions) => {
   const log = options.log ?? ((line: string) => void options.runtime.runFork(Effect.logError(line)))
   const inner = makeRoutes({ ...options, log })
-  const edge = withEdge(inner, { allowedHosts: options.allowedHosts ?? allowedHostsFromEnv() })
+  const edge = withEdge(inner, { allowedHosts: options.allowedHosts ?? options.runtime.runSync(allowedHostsConfig) })
   // Outside the edge checks: a refused Host or URL is logged and counted too.
   const handle = withObservation(edge, options.runtime, routeMatcher(() => inner.routes))
   return {

@@ -6,7 +6,7 @@
 import { Effect, Option } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { Access, ADMIN_PERMISSIONS, isAdmin, type Permission, type Principal } from "../access/Access.ts"
-import type { ApiError } from "./respond.ts"
+import { forbidden, Unauthenticated, type ApiError } from "./respond.ts"
 
 /** `__Host-`: Secure, no Domain, Path=/ — browsers treat http://localhost as secure, so it works there too. */
 export const SESSION_COOKIE = "__Host-kintsugi-session"
@@ -45,11 +45,11 @@ const sameText = (a: string, b: string) => {
 /** A change must come from our own pages: no cross-site fetch metadata and an Origin (when sent) equal to ours. */
 export const crossSiteProblem = (request: Request): ApiError | undefined => {
   const site = request.headers.get("sec-fetch-site")
-  if (site !== null && site !== "same-origin" && site !== "none") return { _tag: "Forbidden", message: "cross-site requests are refused" }
+  if (site !== null && site !== "same-origin" && site !== "none") return forbidden("cross-site requests are refused")
   const origin = request.headers.get("origin")
   const host = request.headers.get("host")
   if (origin !== null && (host === null || origin.replace(/^https?:\/\//, "") !== host)) {
-    return { _tag: "Forbidden", message: "the request's Origin is not this site" }
+    return forbidden("the request's Origin is not this site")
   }
   return undefined
 }
@@ -63,7 +63,7 @@ const checkSameOrigin = (request: Request, principal: Principal, formToken: stri
   if (crossSite !== undefined) return crossSite
   const token = request.headers.get(CSRF_HEADER) ?? formToken
   if (principal.csrfToken === undefined || token === undefined || !sameText(token, principal.csrfToken)) {
-    return { _tag: "Forbidden", message: "missing or wrong CSRF token" }
+    return forbidden("missing or wrong CSRF token")
   }
   return undefined
 }
@@ -80,7 +80,7 @@ export const authenticate = (request: Request): Effect.Effect<Principal, ApiErro
       : cookie !== undefined
         ? yield* access.session(cookie)
         : Option.none()
-    if (Option.isNone(principal)) return yield* Effect.fail<ApiError>({ _tag: "Unauthenticated", message: "sign in or send an API token" })
+    if (Option.isNone(principal)) return yield* Effect.fail<ApiError>(new Unauthenticated({ message: "sign in or send an API token" }))
     return principal.value
   })
 
@@ -93,7 +93,7 @@ export const permit = (request: Request, who: Principal, guard: Guard, formToken
   // An admin passes every guard (a permission added later, like metrics.read, included).
   if (guard === "admin" ? !isAdmin(who) : guard !== "read" && !who.permissions.has(guard) && !isAdmin(who)) {
     const needs = guard === "admin" ? `every admin permission (${ADMIN_PERMISSIONS.join(", ")})` : `the ${guard} permission`
-    return Effect.fail<ApiError>({ _tag: "Forbidden", message: `this needs ${needs}` })
+    return Effect.fail<ApiError>(forbidden(`this needs ${needs}`))
   }
   return Effect.succeed(who)
 }

@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import type { Problem } from "../contract/Problem.ts"
-import { badRequest, type ApiError } from "./respond.ts"
+import { badRequest, PayloadTooLarge, type ApiError } from "./respond.ts"
 import { fieldTextProblems, jsonTextProblems, MAX_JSON_DEPTH, nestsDeeperThan, urlEncodedPairs, utf8 } from "./textBounds.ts"
 
 /** The cap of every request body (also Bun's `maxRequestBodySize`). */
@@ -13,7 +13,7 @@ export const MAX_BODY_BYTES = 16 * 1024 * 1024
 /** Sign-in (API and portal) takes a username and a password: nothing needs more. */
 export const SIGN_IN_BODY_BYTES = 64 * 1024
 
-const tooLarge = (max: number): ApiError => ({ _tag: "PayloadTooLarge", message: `the request body is larger than the limit of ${max} bytes` })
+const tooLarge = (max: number): ApiError => new PayloadTooLarge({ message: `the request body is larger than the limit of ${max} bytes` })
 const unreadable = badRequest([{ path: "(body)", message: "could not be read to its end" }])
 
 /**

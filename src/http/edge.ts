@@ -3,6 +3,7 @@
  * query strings that are strict UTF-8 without control characters, the client's socket address for the
  * handlers, and `x-content-type-options: nosniff` on every response whatever produced it.
  */
+import { Config, Effect, Option } from "effect"
 import type { Problem } from "../contract/Problem.ts"
 import { characterProblem, percentDecoded, urlEncodedPairs } from "./textBounds.ts"
 
@@ -29,11 +30,22 @@ export const parseHostRule = (value: string): HostRule | undefined => {
  * The Host values the server answers: `KINTSUGI_ALLOWED_HOSTS` (comma-separated) when set, else
  * localhost, 127.0.0.1, [::1] and the bind address `HOST`. An entry without a port allows any port.
  */
-export const allowedHostsFromEnv = (env: Readonly<Record<string, string | undefined>> = process.env): ReadonlyArray<string> => {
+export const allowedHostsFromEnv = (env: Readonly<Record<string, string | undefined>>): ReadonlyArray<string> => {
   const configured = env["KINTSUGI_ALLOWED_HOSTS"]
   if (configured !== undefined && configured.trim() !== "") return configured.split(",").map((s) => s.trim()).filter((s) => s !== "")
   return ["localhost", "127.0.0.1", "[::1]", ...(env["HOST"] === undefined || env["HOST"] === "" ? [] : [env["HOST"]])]
 }
+
+/** `allowedHostsFromEnv` over the configuration (KINTSUGI_ALLOWED_HOSTS, HOST); never fails. */
+export const allowedHostsConfig: Effect.Effect<ReadonlyArray<string>> = Config.all({
+  allowed: Config.option(Config.string("KINTSUGI_ALLOWED_HOSTS")),
+  host: Config.option(Config.string("HOST"))
+}).pipe(
+  Effect.map(({ allowed, host }) =>
+    allowedHostsFromEnv({ KINTSUGI_ALLOWED_HOSTS: Option.getOrUndefined(allowed), HOST: Option.getOrUndefined(host) })
+  ),
+  Effect.orElseSucceed(() => allowedHostsFromEnv({}))
+)
 
 export const hostAllowed = (rules: ReadonlyArray<HostRule>, hostHeader: string): boolean => {
   const asked = parseHostRule(hostHeader)

@@ -3,88 +3,72 @@
  * `{ "error": { "code", "message", "problems"?, "agents"? } }`. Defects become a generic 500 with
  * no detail (the detail goes to the server log, never to the client).
  */
+import { Cause, Exit, Option } from "effect"
+import type { InvalidCredentials } from "../access/Access.ts"
+import type {
+  AgentExists, AgentInvalid, AgentNotFound, AgentUnavailable, AgentVersionNotFound, BuiltinReadOnly, ImportRejected,
+  SkillExists, SkillInUse, SkillInvalid, SkillNameTaken, SkillNotFound, SkillVersionNotFound
+} from "../agents/errors.ts"
 import type { Problem } from "../contract/Problem.ts"
+import type {
+  BindingInvalid, BindingNotFound, McpServerInvalid, McpServerNotFound, McpUnreachable, ProviderExists, ProviderInUse, ProviderInvalid, ProviderNotFound
+} from "../providers/errors.ts"
+import type { IdempotencyKeyReused, JobNotFound } from "../worker/JobStore.ts"
+import type { ProjectExists } from "../worker/Projects.ts"
+import { BadRequest, Forbidden, NotFound, type PayloadTooLarge, type TooManyRequests, type Unauthenticated } from "./errors.ts"
 
-/** Every error a route may fail with. */
+export { BadRequest, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthenticated } from "./errors.ts"
+
+/** Every error a route may fail with: the domain's tagged errors and the edge's own (errors.ts). */
 export type ApiError =
-  | { readonly _tag: "AgentNotFound"; readonly message: string }
-  | { readonly _tag: "AgentVersionNotFound"; readonly message: string }
-  | { readonly _tag: "AgentInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
-  | { readonly _tag: "AgentExists"; readonly message: string }
-  | { readonly _tag: "BuiltinReadOnly"; readonly message: string }
-  | { readonly _tag: "AgentUnavailable"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
-  | { readonly _tag: "SkillNotFound"; readonly message: string }
-  | { readonly _tag: "SkillVersionNotFound"; readonly message: string }
-  | { readonly _tag: "SkillExists"; readonly message: string }
-  | { readonly _tag: "SkillInUse"; readonly message: string; readonly agents: ReadonlyArray<string> }
-  | { readonly _tag: "SkillNameTaken"; readonly message: string; readonly agents: ReadonlyArray<string> }
-  | { readonly _tag: "SkillInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
-  | { readonly _tag: "ImportRejected"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
-  | { readonly _tag: "InvalidCredentials"; readonly message: string }
-  | { readonly _tag: "BadRequest"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
-  | { readonly _tag: "Unauthenticated"; readonly message: string }
-  | { readonly _tag: "Forbidden"; readonly message: string }
-  | { readonly _tag: "NotFound"; readonly message: string }
-  | { readonly _tag: "ProviderNotFound"; readonly message: string }
-  | { readonly _tag: "ProviderInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
-  | { readonly _tag: "ProviderExists"; readonly message: string }
-  | { readonly _tag: "ProviderInUse"; readonly message: string; readonly agents: ReadonlyArray<string> }
-  | { readonly _tag: "BindingInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
-  | { readonly _tag: "BindingNotFound"; readonly message: string }
-  | { readonly _tag: "JobNotFound"; readonly message: string }
-  | { readonly _tag: "IdempotencyKeyReused"; readonly message: string }
-  | { readonly _tag: "ProjectExists"; readonly message: string }
-  | { readonly _tag: "McpServerNotFound"; readonly message: string }
-  | { readonly _tag: "McpServerInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
-  | { readonly _tag: "McpUnreachable"; readonly message: string }
-  | { readonly _tag: "PayloadTooLarge"; readonly message: string }
-  | { readonly _tag: "TooManyRequests"; readonly message: string; readonly retryAfterSeconds: number }
+  | AgentNotFound | AgentVersionNotFound | AgentInvalid | AgentExists | BuiltinReadOnly | AgentUnavailable
+  | SkillNotFound | SkillVersionNotFound | SkillExists | SkillInUse | SkillNameTaken | SkillInvalid | ImportRejected
+  | InvalidCredentials
+  | ProviderNotFound | ProviderInvalid | ProviderExists | ProviderInUse | BindingInvalid | BindingNotFound
+  | McpServerNotFound | McpServerInvalid | McpUnreachable
+  | JobNotFound | IdempotencyKeyReused | ProjectExists
+  | BadRequest | Unauthenticated | Forbidden | NotFound | PayloadTooLarge | TooManyRequests
 
-export const statusOf = (e: ApiError): number => {
-  switch (e._tag) {
-    case "BadRequest":
-    case "AgentInvalid":
-    case "SkillInvalid":
-    case "ImportRejected":
-    case "ProviderInvalid":
-    case "BindingInvalid":
-    case "McpServerInvalid":
-      return 400
-    case "Unauthenticated":
-    case "InvalidCredentials":
-      return 401
-    case "Forbidden":
-      return 403
-    case "AgentNotFound":
-    case "AgentVersionNotFound":
-    case "SkillNotFound":
-    case "SkillVersionNotFound":
-    case "NotFound":
-    case "ProviderNotFound":
-    case "BindingNotFound":
-    case "JobNotFound":
-    case "McpServerNotFound":
-      return 404
-    case "AgentExists":
-    case "BuiltinReadOnly":
-    case "SkillExists":
-    case "SkillInUse":
-    case "SkillNameTaken":
-    case "ProviderExists":
-    case "ProviderInUse":
-    case "ProjectExists":
-      return 409
-    case "PayloadTooLarge":
-      return 413
-    case "AgentUnavailable":
-    case "IdempotencyKeyReused":
-      return 422
-    case "TooManyRequests":
-      return 429
-    case "McpUnreachable":
-      return 502
-  }
+/**
+ * Each error class beside its HTTP status: the edge's one mapping. A class added to ApiError without a
+ * status here does not compile.
+ */
+const STATUS: { readonly [Tag in ApiError["_tag"]]: number } = {
+  BadRequest: 400,
+  AgentInvalid: 400,
+  SkillInvalid: 400,
+  ImportRejected: 400,
+  ProviderInvalid: 400,
+  BindingInvalid: 400,
+  McpServerInvalid: 400,
+  Unauthenticated: 401,
+  InvalidCredentials: 401,
+  Forbidden: 403,
+  AgentNotFound: 404,
+  AgentVersionNotFound: 404,
+  SkillNotFound: 404,
+  SkillVersionNotFound: 404,
+  NotFound: 404,
+  ProviderNotFound: 404,
+  BindingNotFound: 404,
+  JobNotFound: 404,
+  McpServerNotFound: 404,
+  AgentExists: 409,
+  BuiltinReadOnly: 409,
+  SkillExists: 409,
+  SkillInUse: 409,
+  SkillNameTaken: 409,
+  ProviderExists: 409,
+  ProviderInUse: 409,
+  ProjectExists: 409,
+  PayloadTooLarge: 413,
+  AgentUnavailable: 422,
+  IdempotencyKeyReused: 422,
+  TooManyRequests: 429,
+  McpUnreachable: 502
 }
+
+export const statusOf = (e: ApiError): number => STATUS[e._tag]
 
 const kebab = (tag: string) => tag.replace(/([a-z])([A-Z])/g, "$1-$2").toLowerCase()
 
@@ -113,8 +97,20 @@ export const errorBody = (e: ApiError) => ({
 export const errorResponse = (e: ApiError): Response =>
   json(errorBody(e), statusOf(e), e._tag === "TooManyRequests" ? { "retry-after": String(e.retryAfterSeconds) } : {})
 
-export const badRequest = (problems: ReadonlyArray<Problem>, message = "the request has problems"): ApiError => ({
-  _tag: "BadRequest",
-  message,
-  problems
-})
+/** A route's outcome as a response; `log` receives defects (never the client). */
+export const fromExit = (exit: Exit.Exit<Response, ApiError>, log: (line: string) => void): Response => {
+  if (Exit.isSuccess(exit)) return exit.value
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isSome(failure)) return errorResponse(failure.value)
+  log(`request failed: ${Cause.pretty(exit.cause)}`)
+  return json({ error: { code: "internal", message: "internal server error" } }, 500)
+}
+
+export const badRequest = (problems: ReadonlyArray<Problem>, message = "the request has problems"): BadRequest =>
+  new BadRequest({ message, problems })
+
+/** 403 with `message`. */
+export const forbidden = (message: string): Forbidden => new Forbidden({ message })
+
+/** 404 with `message`. */
+export const notFound = (message: string): NotFound => new NotFound({ message })

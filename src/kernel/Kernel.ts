@@ -10,7 +10,7 @@ import type { Problem } from "../contract/Problem.ts"
 import type { ProviderConfig } from "../contract/ProviderConfig.ts"
 import { openMcpTools } from "../tools/mcp/mcpTools.ts"
 import type { RunnerOptions } from "../tools/ProcessRunner.ts"
-import { closeMountHandles, makeSandbox, openMountHandles, Sandbox, type SandboxConfig, sandboxConfigFromEnv, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
+import { closeMountHandles, makeSandbox, openMountHandles, Sandbox, type SandboxConfig, sandboxConfig, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
 import { WorkspaceLive } from "../tools/Workspace.ts"
 import type { JobParts } from "./decodeJob.ts"
 import { DEFECT_MESSAGE } from "./errors.ts"
@@ -61,12 +61,16 @@ const environment = (config: KernelConfig, sandbox: SandboxShape): Effect.Effect
     sandbox
   }))
 
+/** The config's sandbox, else KINTSUGI_SANDBOX through Config. */
+const configuredSandbox = (config: KernelConfig): Effect.Effect<SandboxConfig> =>
+  config.sandbox === undefined ? sandboxConfig : Effect.succeed(config.sandbox)
+
 /**
  * Every problem the environment finds with what decoded of a refused job document (the job child
  * lists them beside decodeJob's, so one refusal names everything).
  */
 export const jobProblems = (config: KernelConfig, parts: JobParts): Effect.Effect<ReadonlyArray<Problem>> =>
-  Effect.flatMap(environment(config, makeSandbox(config.sandbox ?? sandboxConfigFromEnv(process.env))), (env) =>
+  Effect.flatMap(Effect.flatMap(configuredSandbox(config), (sandbox) => environment(config, makeSandbox(sandbox))), (env) =>
     Effect.map(checkJob(parts, env), (checked) => checked.problems)
   )
 
@@ -131,6 +135,6 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
 /** The kernel layer an orchestrator provides: `AgentRuntime` over the given providers. */
 export const KernelLive = (config: KernelConfig): Layer.Layer<AgentRuntime> =>
   Layer.effect(AgentRuntime, Effect.map(Sandbox, (sandbox) => makeAgentRuntime(config, sandbox))).pipe(
-    Layer.provide(SandboxLive(config.sandbox ?? sandboxConfigFromEnv(process.env)))
+    Layer.provide(Layer.unwrapEffect(Effect.map(configuredSandbox(config), SandboxLive)))
   )
 

@@ -2,7 +2,7 @@
  * The process sandbox (ARCHITECTURE §10): whether `shell` and `git` run inside bubblewrap, the probe
  * that decides it once per process, and the bwrap argv that confines one call to the job's workspace.
  */
-import { Context, Effect, Layer } from "effect"
+import { Config, Context, Effect, Layer } from "effect"
 import { closeSync, constants, lstatSync, openSync, readlinkSync } from "node:fs"
 import type { ResolvedWorkspace } from "./Tool.ts"
 
@@ -37,6 +37,21 @@ export const sandboxConfigFromEnv = (env: Readonly<Record<string, string | undef
   // Fail closed: an unknown value requires the sandbox and the refusal names the value.
   return { mode: "bwrap", invalidValue: env[SANDBOX_ENV] ?? "" }
 }
+
+/** `sandboxConfigFromEnv` over the configuration (the environment unless a ConfigProvider says otherwise); never fails. */
+export const sandboxConfig: Effect.Effect<SandboxConfig> = Config.all({
+  mode: Config.string(SANDBOX_ENV).pipe(Config.option),
+  unconfinedRoot: Config.string(UNCONFINED_ROOT_ENV).pipe(Config.option)
+}).pipe(
+  Effect.map(({ mode, unconfinedRoot }) =>
+    sandboxConfigFromEnv({
+      ...(mode._tag === "Some" ? { [SANDBOX_ENV]: mode.value } : {}),
+      ...(unconfinedRoot._tag === "Some" ? { [UNCONFINED_ROOT_ENV]: unconfinedRoot.value } : {})
+    })
+  ),
+  // A value Config cannot read as a string does not exist in an environment; fail closed all the same.
+  Effect.orElseSucceed((): SandboxConfig => ({ mode: "bwrap", invalidValue: "" }))
+)
 
 /** How process tools run here. */
 export type SandboxStatus =

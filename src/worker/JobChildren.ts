@@ -8,8 +8,8 @@
  */
 import { Config, Context, Effect, Layer, type Scope } from "effect"
 import { resolve } from "node:path"
-import { makeSandbox, sandboxConfigFromEnv } from "../tools/Sandbox.ts"
-import { alive, CLI_PATH, spawnJobChild, type SpawnedChild } from "./JobProcess.ts"
+import { makeSandbox, sandboxConfig } from "../tools/Sandbox.ts"
+import { alive, childEnvironment, CLI_PATH, spawnJobChild, type SpawnedChild } from "./JobProcess.ts"
 import { findBundle, jobChildCacheDir, sourceFingerprint, sourceKey, startBundleBuild, transpilerCacheDir } from "./jobChildBundle.ts"
 
 export interface JobChildrenShape {
@@ -53,7 +53,9 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
     let warm: Warm | undefined
     let closed = false
     // Children started from the sources keep Bun's transpiler output across restarts and fresh HOMEs.
-    const env: Record<string, string> = process.env["BUN_RUNTIME_TRANSPILER_CACHE_PATH"] === undefined ? { BUN_RUNTIME_TRANSPILER_CACHE_PATH: transpilerCacheDir(options.cacheDir) } : {}
+    const base = yield* childEnvironment
+    const env: Record<string, string> =
+      base["BUN_RUNTIME_TRANSPILER_CACHE_PATH"] === undefined ? { ...base, BUN_RUNTIME_TRANSPILER_CACHE_PATH: transpilerCacheDir(options.cacheDir) } : base
 
     /** The entry for a child started now; never a bundle of other sources than those on disk. */
     const currentEntry = (): string => {
@@ -116,7 +118,7 @@ const live = (prestart: JobChildrenOptions["prestart"]): Layer.Layer<JobChildren
     Effect.gen(function* () {
       const dataDir = yield* Config.string("KINTSUGI_DATA_DIR").pipe(Config.withDefault(".kintsugi"), Effect.orElseSucceed(() => ".kintsugi"))
       // The job children read KINTSUGI_SANDBOX from the same environment (childEnvironment).
-      const sandbox = yield* makeSandbox(sandboxConfigFromEnv(process.env)).status
+      const sandbox = yield* makeSandbox(yield* sandboxConfig).status
       return yield* makeJobChildren({
         cacheDir: jobChildCacheDir(resolve(dataDir)),
         bundle: true,

@@ -3,7 +3,7 @@
  * NDJSON events handed over in order, its end reported as what the worker must record. A child that
  * dies without a terminal event (crash, SIGKILL, OOM) is a failure, never a job left running.
  */
-import { Effect, Exit, Fiber, Schedule, Schema, Stream } from "effect"
+import { Config, Effect, Exit, Fiber, Option, Schedule, Schema, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import type { JobEnvelope } from "../contract/AgentRuntime.ts"
@@ -23,15 +23,16 @@ const decodeRefusal = Schema.decodeUnknownEither(JobRefusedLine)
  * DATABASE_URL, no KINTSUGI_SECRET_KEY): secrets come on stdin only. KINTSUGI_SANDBOX tells it how to
  * confine shell and git.
  */
-export const childEnvironment = (): Record<string, string> => {
-  const keep = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT", "BUN_RUNTIME_TRANSPILER_CACHE_PATH"]
-  const env: Record<string, string> = {}
-  for (const k of keep) {
-    const v = process.env[k]
-    if (v !== undefined) env[k] = v
+const CHILD_VARIABLES = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT", "BUN_RUNTIME_TRANSPILER_CACHE_PATH"]
+
+export const childEnvironment: Effect.Effect<Record<string, string>> = Effect.map(
+  Effect.forEach(CHILD_VARIABLES, (k) => Effect.map(Effect.orElseSucceed(Config.option(Config.string(k)), () => Option.none<string>()), (v) => [k, v] as const)),
+  (pairs) => {
+    const env: Record<string, string> = {}
+    for (const [k, v] of pairs) if (Option.isSome(v)) env[k] = v.value
+    return env
   }
-  return env
-}
+)
 
 export interface JobProcessHooks<E, R> {
   /** Each event, in seq order; the next one waits until this settles. Its failure ends the run (the child is killed). */
@@ -69,10 +70,10 @@ export interface SpawnedChild {
 }
 
 /**
- * Starts `bun <entry> run-job` with the scrubbed environment (childEnvironment, plus `env`) and a fresh
- * run-token prefix. It then waits for its envelope on stdin: nothing secret is in it before that.
+ * Starts `bun <entry> run-job` with `env` (childEnvironment's scrubbed variables, plus the caller's) and
+ * a fresh run-token prefix. It then waits for its envelope on stdin: nothing secret is in it before that.
  */
-export const spawnJobChild = (entry: string, env: Readonly<Record<string, string>> = {}): SpawnedChild => {
+export const spawnJobChild = (entry: string, env: Readonly<Record<string, string>>): SpawnedChild => {
   // Every process the job starts carries a run token with this prefix: after the child is gone,
   // whatever still carries it is swept (a SIGKILLed child cannot kill its own unconfined processes).
   const runPrefix = `${randomBytes(12).toString("hex")}-`
@@ -80,7 +81,7 @@ export const spawnJobChild = (entry: string, env: Readonly<Record<string, string
     stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",
-    env: { ...childEnvironment(), ...env, [RUN_PREFIX_VAR]: runPrefix }
+    env: { ...env, [RUN_PREFIX_VAR]: runPrefix }
   })
   return { child, runPrefix, childStart: readStat(child.pid)?.startTime }
 }
@@ -99,7 +100,7 @@ export const runJobProcess = <E, R>(
   Effect.scoped(
     Effect.gen(function* () {
       const { child, onStarted } = yield* Effect.acquireRelease(
-        typeof from === "string" ? Effect.sync(() => spawnJobChild(from)) : from,
+        typeof from === "string" ? Effect.map(childEnvironment, (env) => spawnJobChild(from, env)) : from,
         ({ child, childStart, runPrefix, onEnded }, exit) =>
           Effect.gen(function* () {
             if (alive(child) && Exit.isInterrupted(exit)) {

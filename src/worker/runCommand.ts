@@ -3,7 +3,7 @@
  * run in this process against the configured database (the agent's current version, its binding, the
  * provider), with a live progress display in the terminal.
  */
-import { Effect, Either, Fiber } from "effect"
+import { Config, Effect, Either, Fiber } from "effect"
 import { resolve } from "node:path"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import { JobRoots } from "./JobRoots.ts"
@@ -85,7 +85,8 @@ export const renderEvent = (e: JobEvent, write: (s: string) => void): void => {
     case "usage":
       return write(`  · turn ${e.turns}: ${e.inputTokens + e.cacheReadTokens + e.cacheWriteTokens} in / ${e.outputTokens} out, $${e.costUsd.toFixed(4)}\n`)
     case "job.completed":
-      return write(`\n✔ completed\n${e.summary}\n`)
+      // The summary is the final message, already streamed above as message.delta: printed once.
+      return write(`\n✔ completed\n`)
     case "job.failed":
       return write(`\n✘ failed (${e.reason}): ${e.message}\n`)
     case "source.read":
@@ -114,7 +115,8 @@ export const runLocalJob = (parsed: RunArgs, write: (s: string) => void, log: (l
       log(`kintsugi run: the job was not started:\n${decoded.left.map((p) => `  ${p.path}: ${p.message}`).join("\n")}`)
       return 2
     }
-    const job = yield* store.enqueue(decoded.right, process.env["USER"] ?? "cli")
+    const user = yield* Config.string("USER").pipe(Config.withDefault("cli"), Effect.orElseSucceed(() => "cli"))
+    const job = yield* store.enqueue(decoded.right, user)
     const lease = yield* LeaseConfig
     const claimed = yield* store.claim(`cli:${process.pid}`, lease.leaseMs, job.id)
     if (claimed === undefined) return yield* Effect.die(new Error("the job was claimed by another worker"))

@@ -3,6 +3,7 @@ import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Either } from "effect"
 import { AgentDefinition } from "../../src/contract/AgentDefinition.ts"
 import { decodeAll } from "../../src/contract/Problem.ts"
+import { builtinVersion } from "../../src/agents/agentCatalog.ts"
 import { builtinAgents, builtinSkills } from "../../src/agents/builtins.ts"
 import { toAgentDefinition, validateAgent } from "../../src/agents/validateAgent.ts"
 import { createEnvelope, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
@@ -21,6 +22,13 @@ describe("built-in agents", () => {
       expect(a.audience).toBe("runtime")
       expect(a.tools).toBeUndefined()
       expect(a.instructions.split("\n").length).toBeGreaterThan(60)
+    }
+  })
+
+  test("each ships a positive whole version: the release's version number in the catalog and its jobs", () => {
+    for (const a of agents) {
+      expect(Number.isInteger(a.version) && (a.version as number) >= 1).toBe(true)
+      expect(builtinVersion(a)).toBe(a.version as number)
     }
   })
 

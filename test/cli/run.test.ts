@@ -2,12 +2,11 @@
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
-import { randomBytes } from "node:crypto"
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { makeDbLayer } from "../../src/db/Db.ts"
-import { makeAppRuntime } from "../../src/main.ts"
+import { makeTestAppRuntime } from "../support/testApp.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { makeSecretBox, SecretBox, WRONG_KEY } from "../../src/providers/SecretBox.ts"
@@ -30,7 +29,7 @@ const setup = async (steps: Array<Step>) => {
   const server = await startOpenAIServer(steps)
   cleanups.push(() => server.stop())
   const secrets = Layer.succeed(SecretBox, makeSecretBox(new Uint8Array(new Bun.CryptoHasher("sha256").update(SECRET_KEY).digest())))
-  const rt = await makeAppRuntime(makeDbLayer({ dataDir }), { jobRoots: testJobRoots(), secrets })
+  const rt = await makeTestAppRuntime({ db: makeDbLayer({ dataDir }), jobRoots: testJobRoots(), secrets })
   await rt.runPromise(
     Effect.gen(function* () {
       yield* (yield* ProviderStore).create(
@@ -46,7 +45,8 @@ const setup = async (steps: Array<Step>) => {
   mkdirSync(join(work, "src"))
   mkdirSync(join(work, "out"))
   writeFileSync(join(work, "src", "a.ts"), "export const a = 1\n")
-  const env = { PATH: process.env["PATH"] ?? "", HOME: work, NO_PROXY: "127.0.0.1,localhost", KINTSUGI_DATA_DIR: dirname(dataDir), KINTSUGI_JOB_ROOTS: work }
+  // KINTSUGI_URL: no server answers there (port 1), whatever else runs on this machine: the local path.
+  const env = { PATH: process.env["PATH"] ?? "", HOME: work, NO_PROXY: "127.0.0.1,localhost", KINTSUGI_DATA_DIR: dirname(dataDir), KINTSUGI_JOB_ROOTS: work, KINTSUGI_URL: "http://127.0.0.1:1" }
   const run = (secretKey: string) =>
     Bun.spawn(["bun", CLI, "run", "codebase-inventory", "--task", "Inventory it.", "--read", "src", "--out", "out"], {
       cwd: work,
@@ -55,7 +55,7 @@ const setup = async (steps: Array<Step>) => {
       env: { ...env, KINTSUGI_SECRET_KEY: secretKey }
     })
   const jobs = async () => {
-    const after = await makeAppRuntime(makeDbLayer({ dataDir }), { jobRoots: testJobRoots([work]), secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))) })
+    const after = await makeTestAppRuntime({ db: makeDbLayer({ dataDir }), jobRoots: testJobRoots([work]) })
     const rows = await after.runPromise(Effect.flatMap(SqlClient, (sql) => sql<{ status: string; reason: string | null }>`SELECT status, reason FROM runtime.job`))
     await after.dispose()
     return rows.map((r) => `${r.status} ${r.reason ?? ""}`.trim())
@@ -93,7 +93,7 @@ test("an embedded database held by another process: one line saying what to do, 
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
   // This test process stands for a running `kintsugi serve`: alive, and not the child.
   writeFileSync(join(dir, "data.lock"), String(process.pid))
-  const env = { PATH: process.env["PATH"] ?? "", HOME: dir, KINTSUGI_DATA_DIR: dir, KINTSUGI_JOB_ROOTS: dir, KINTSUGI_SECRET_KEY: SECRET_KEY }
+  const env = { PATH: process.env["PATH"] ?? "", HOME: dir, KINTSUGI_DATA_DIR: dir, KINTSUGI_JOB_ROOTS: dir, KINTSUGI_SECRET_KEY: SECRET_KEY, KINTSUGI_URL: "http://127.0.0.1:1" }
   const child = Bun.spawn(["bun", CLI, "run", "codebase-inventory", "--task", "t", "--read", dir, "--out", dir], { stdout: "pipe", stderr: "pipe", env })
   const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   expect(code).toBe(1)

@@ -73,7 +73,7 @@ describe("GET /api/admin/agents (catalog)", () => {
     expect((await catalog()).find((a) => a.name === "catalog-bound")?.binding).toBeNull()
     await api.sql(`INSERT INTO admin.agent_binding (agent_name, project_id, provider_id, model_id, thinking, updated_by)
       VALUES ('catalog-bound', '', 'anthropic', 'claude', 'high', 'manager')`)
-    expect((await catalog()).find((a) => a.name === "catalog-bound")?.binding).toEqual({ projectId: "", providerId: "anthropic", modelId: "claude", thinking: "high" })
+    expect((await catalog()).find((a) => a.name === "catalog-bound")?.binding).toMatchObject({ agentName: "catalog-bound",  projectId: "", providerId: "anthropic", modelId: "claude", thinking: "high" })
     const view = (await get("/api/admin/agents/catalog-bound")).json().agent
     expect(view.bindings.map((b: { projectId: string }) => b.projectId)).toEqual(["", "project-1"])
   })

@@ -5,7 +5,7 @@
  * status with tokens and cost; /readyz follows the database; JSON log lines hold no secret.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { ConfigProvider, Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -13,13 +13,11 @@ import { join } from "node:path"
 import { Access } from "../../src/access/Access.ts"
 import { pendingMigrations } from "../../src/db/migrations.ts"
 import { makeApp } from "../../src/http/app.ts"
-import { makeAppRuntime } from "../../src/main.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
-import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import type { JobRow } from "../../src/worker/JobStore.ts"
-import { testDbLayer } from "../support/db.ts"
-import { createRootDir, testJobRoots } from "../support/jobRoots.ts"
+import { makeTestAppRuntime, type TestRuntime } from "../support/testApp.ts"
+import { createRootDir } from "../support/jobRoots.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { attr, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from "../support/otlpReceiver.ts"
 import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
@@ -43,7 +41,7 @@ const logs: Array<string> = []
 const dirs: Array<string> = []
 let receiver: OtlpReceiver
 let model: ScriptedServer
-let rt: Awaited<ReturnType<typeof makeAppRuntime>>
+let rt: TestRuntime
 let app: ReturnType<typeof makeApp>
 let token = ""
 let metricsToken = ""
@@ -98,12 +96,7 @@ beforeAll(async () => {
       ["KINTSUGI_WORKERS", "1"]
     ])
   ).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
-  rt = await makeAppRuntime(testDbLayer(), {
-    secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))),
-    jobRoots: testJobRoots(),
-    worker: { log: (l) => logs.push(l) },
-    config
-  })
+  rt = await makeTestAppRuntime({ worker: { log: (l) => logs.push(l) }, config })
   app = makeApp({ runtime: rt, healthy: async () => true })
   const setup = Effect.gen(function* () {
     const access = yield* Access
@@ -258,7 +251,7 @@ describe("/metrics", () => {
 
 describe("/readyz", () => {
   test("200 when the database answers with every migration applied; 503 once the database is gone", async () => {
-    const other = await makeAppRuntime(testDbLayer())
+    const other = await makeTestAppRuntime()
     const probeApp = makeApp({ runtime: other, healthy: async () => true, allowedHosts: ["example.com"] })
     // Any Host, like /healthz: probes address the pod's IP.
     const ready = await probeApp.handle(new Request(`${ORIGIN}/readyz`))

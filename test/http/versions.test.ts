@@ -5,6 +5,7 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Cause, Effect, Exit, Option } from "effect"
+import { AgentStore } from "../../src/agents/AgentStore.ts"
 import { createAgent, createAgentFiles, saveAgent, useApi } from "../support/api.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
@@ -104,5 +105,47 @@ describe("version rows are immutable in SQL", () => {
 
     expect(await api.sql(snapshot)).toEqual(before)
     expect((await get("/api/admin/agents/carved/versions/1")).json().view.package.instructions).toBe("In stone.\n")
+  })
+})
+
+describe("one meaning of an agent's version", () => {
+  const labelled = (name: string, label: string) => {
+    const files = createAgentFiles(name)
+    return { files: files.files.map((f) => (f.path === `${name}.md` ? { ...f, content: f.content.replace("version: 1\n", `version: ${JSON.stringify(label)}\n`) } : f)) }
+  }
+  const write = async (method: "POST" | "PUT", path: string, name: string, label: string) => {
+    const r = await api.request(method, path, { token: api.manager.token, json: labelled(name, label) })
+    expect(r.status).toBe(method === "POST" ? 201 : 200)
+    return r.json<{ agent: { version: unknown; package: { version: unknown } } }>().agent
+  }
+
+  test("version is the store's number in the API, the catalog and the job definition; the front-matter label stays in the package", async () => {
+    const created = await write("POST", "/api/admin/agents", "labelled", "2.0-beta")
+    expect(created.version).toBe(1)
+    expect(created.package.version).toBe("2.0-beta")
+    const saved = await write("PUT", "/api/admin/agents/labelled", "labelled", "7")
+    expect(saved.version).toBe(2)
+    expect(saved.package.version).toBe("7")
+    const catalog = (await get("/api/admin/agents")).json<{ agents: Array<{ name: string; builtin: boolean; version: unknown }> }>().agents
+    expect(catalog.find((a) => a.name === "labelled")?.version).toBe(2)
+    // Built-ins have a number too (the release's), never a label.
+    for (const b of catalog.filter((a) => a.builtin)) expect(Number.isInteger(b.version)).toBe(true)
+    const definition = (await get("/api/admin/agents/labelled/definition")).json<{ definition: { version: unknown } }>().definition
+    expect(definition.version).toBe(2)
+  })
+
+  test("AgentStore.definition refuses what a job cannot run: disabled, member, unknown", async () => {
+    await createAgent(api, "sleeper")
+    expect((await api.request("PATCH", "/api/admin/agents/sleeper", { token: api.manager.token, json: { enabled: false } })).status).toBe(200)
+    await createAgent(api, "helper", { audience: "member" })
+    const reasons = await api.run(
+      Effect.flatMap(AgentStore, (store) =>
+        Effect.forEach(["sleeper", "helper", "nobody"], (name) => Effect.map(Effect.flip(store.definition(name)), (e) => [e._tag, e.reason]))
+      )
+    )
+    expect(reasons).toEqual([["AgentUnavailable", "disabled"], ["AgentUnavailable", "member"], ["AgentUnavailable", "unknown"]])
+    const builtin = await api.run(Effect.flatMap(AgentStore, (store) => store.definition("codebase-inventory")))
+    expect(builtin.version).toBe(1)
+    expect(builtin.id).toBe("codebase-inventory")
   })
 })

@@ -3,18 +3,14 @@
  * a manager and a reader, and headless Chromium through playwright-core (Debian's when present, else
  * the one `@sparticuz/chromium` ships: `launchChromium.ts`). The browser tests never skip.
  */
-import { Effect, Layer } from "effect"
-import { randomBytes } from "node:crypto"
+import { Effect } from "effect"
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { Access, type Permission } from "../../src/access/Access.ts"
-import { makeApp } from "../../src/http/app.ts"
+import type { makeApp } from "../../src/http/app.ts"
 import { listen } from "../../src/http/serve.ts"
-import { makeAppRuntime } from "../../src/main.ts"
-import { testJobRoots } from "../support/jobRoots.ts"
-import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
-import { testDbLayer } from "../support/db.ts"
+import { makeTestApp, makeTestAppRuntime, type TestRuntime } from "../support/testApp.ts"
 import { launchChromium } from "./launchChromium.ts"
 
 /** Per-test timeout of the browser tests (a 2-core CI machine, a real browser, a database). */
@@ -29,7 +25,7 @@ export interface TestUser {
 export const MANAGER: TestUser = { username: "manager", password: "correct horse battery staple" }
 export const READER: TestUser = { username: "reader", password: "correct horse battery staple" }
 
-export type AppRuntime = Awaited<ReturnType<typeof makeAppRuntime>>
+export type AppRuntime = TestRuntime
 
 export interface Portal {
   readonly baseUrl: string
@@ -61,17 +57,15 @@ export const signInTestUsers = async (runtime: AppRuntime): Promise<Record<"mana
   return { manager: await signIn(MANAGER), reader: await signIn(READER) }
 }
 
-export const makeTestRuntime = (worker?: { readonly log: (line: string) => void }) =>
-  makeAppRuntime(testDbLayer(), { secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))), jobRoots: testJobRoots(), ...(worker === undefined ? {} : { worker }) })
+export const makeTestRuntime = (worker?: { readonly log: (line: string) => void }) => makeTestAppRuntime(worker === undefined ? {} : { worker })
 
 /** `worker`: run the job workers in the app's runtime (jobs started in the portal then run). */
 export const startPortal = async (options: { readonly worker?: boolean } = {}): Promise<Portal> => {
   const browser = await launchChromium()
   const log: Array<string> = []
-  const runtime = await makeTestRuntime(options.worker === true ? { log: (line) => log.push(line) } : undefined)
+  const { runtime, app } = await makeTestApp({ ...(options.worker === true ? { worker: { log: (line: string) => log.push(line) } } : {}), appLog: (line) => log.push(line) })
   await addUser(runtime, MANAGER, ["agents.manage", "providers.manage"])
   await addUser(runtime, READER, [])
-  const app = makeApp({ runtime, healthy: async () => true, log: (line) => log.push(line) })
   const server = listen(app, { hostname: "127.0.0.1", port: 0 })
   const baseUrl = `http://127.0.0.1:${server.port}`
   mkdirSync(ARTIFACTS, { recursive: true })

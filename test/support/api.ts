@@ -5,22 +5,19 @@
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { afterAll, beforeAll } from "bun:test"
-import { Effect, type Exit, Layer } from "effect"
-import { randomBytes } from "node:crypto"
+import { Effect, type Exit } from "effect"
 import { Access, type Permission } from "../../src/access/Access.ts"
-import { makeApp } from "../../src/http/app.ts"
+import type { makeApp } from "../../src/http/app.ts"
 import { CSRF_HEADER, SESSION_COOKIE } from "../../src/http/auth.ts"
 import type { Db } from "../../src/db/Db.ts"
 import type { AppServices } from "../../src/http/route.ts"
-import { makeAppRuntime } from "../../src/main.ts"
-import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
-import { testDbLayer } from "./db.ts"
-import { testJobRoots } from "./jobRoots.ts"
+import type { testJobRoots } from "./jobRoots.ts"
+import { makeTestApp, type TestRuntime } from "./testApp.ts"
 
 export const ORIGIN = "http://localhost"
 export const HOST = "localhost"
 
-export type AppRuntime = Awaited<ReturnType<typeof makeAppRuntime>>
+export type AppRuntime = TestRuntime
 export type App = ReturnType<typeof makeApp>
 type RuntimeServices = AppServices | Db
 
@@ -143,11 +140,10 @@ export const errorBodyProblem = (status: number, text: string): string | undefin
 
 export const PASSWORD = "correct horse battery staple"
 
-/** A random in-memory key: the default layer would read or create a key file in the working directory. */
-export const testSecrets = () => Layer.succeed(SecretBox, makeSecretBox(randomBytes(32)))
+export { testSecrets } from "./testApp.ts"
 
 /**
- * Registers beforeAll/afterAll for the calling test file: a runtime from `makeAppRuntime(testDbLayer())`,
+ * Registers beforeAll/afterAll for the calling test file: the one harness (`makeTestApp`, testApp.ts),
  * the app, a `manager` and a `reader`. Call at the top level of a test file.
  */
 export const useApi = (options: { readonly jobRoots?: ReturnType<typeof testJobRoots> } = {}): Api => {
@@ -170,8 +166,9 @@ export const useApi = (options: { readonly jobRoots?: ReturnType<typeof testJobR
   }
 
   beforeAll(async () => {
-    runtime = await makeAppRuntime(testDbLayer(), { secrets: testSecrets(), jobRoots: options.jobRoots ?? testJobRoots() })
-    app = makeApp({ runtime, healthy: () => Promise.resolve(true), log: (line) => logs.push(line) })
+    const made = await makeTestApp({ ...(options.jobRoots === undefined ? {} : { jobRoots: options.jobRoots }), appLog: (line) => logs.push(line) })
+    runtime = made.runtime
+    app = made.app
     manager = await createUser("manager", ["agents.manage", "providers.manage"])
     reader = await createUser("reader", [])
   }, 120_000)

@@ -3,17 +3,13 @@
  * optionally, the worker loops). Registers beforeAll/afterAll; call at the top level of a test file.
  */
 import { afterAll, beforeAll } from "bun:test"
-import { Effect, Layer } from "effect"
-import { randomBytes } from "node:crypto"
+import { ConfigProvider, Effect } from "effect"
 import { Access, type Permission } from "../../src/access/Access.ts"
-import { makeApp } from "../../src/http/app.ts"
-import { makeAppRuntime } from "../../src/main.ts"
-import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
-import { testDbLayer } from "./db.ts"
-import { testJobRoots } from "./jobRoots.ts"
+import type { makeApp } from "../../src/http/app.ts"
+import { makeTestApp, type TestRuntime } from "./testApp.ts"
 
 export interface AppHarness {
-  readonly rt: Awaited<ReturnType<typeof makeAppRuntime>>
+  readonly rt: TestRuntime
   readonly app: ReturnType<typeof makeApp>
   /** Diagnostics the app and the worker logged. */
   readonly logs: Array<string>
@@ -39,16 +35,18 @@ export const useApp = (options: { readonly workers?: number } = {}): AppHarness 
     return rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken(name, "test")))
   }
   beforeAll(async () => {
-    const previous = process.env["KINTSUGI_WORKERS"]
-    if (options.workers !== undefined) process.env["KINTSUGI_WORKERS"] = String(options.workers)
-    state.rt = await makeAppRuntime(testDbLayer(), {
-      secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))),
-      jobRoots: testJobRoots(),
-      ...(options.workers === undefined ? {} : { worker: { log: (l: string) => logs.push(l) } })
+    const made = await makeTestApp({
+      appLog: (l) => logs.push(l),
+      // The worker count through Config, as the server reads it (the process environment untouched).
+      ...(options.workers === undefined
+        ? {}
+        : {
+            worker: { log: (l: string) => logs.push(l) },
+            config: ConfigProvider.orElse(ConfigProvider.fromMap(new Map([["KINTSUGI_WORKERS", String(options.workers)]])), () => ConfigProvider.fromEnv())
+          })
     })
-    if (previous === undefined) delete process.env["KINTSUGI_WORKERS"]
-    else process.env["KINTSUGI_WORKERS"] = previous
-    state.app = makeApp({ runtime: state.rt, healthy: async () => true, log: (l) => logs.push(l) })
+    state.rt = made.runtime
+    state.app = made.app
     state.token = await user("admin", ["agents.manage", "providers.manage"])
   }, 120_000)
   afterAll(async () => {

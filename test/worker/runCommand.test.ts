@@ -1,16 +1,15 @@
 /** `kintsugi run`: a job for local use, with live progress, against the configured (embedded) database. */
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect, Layer } from "effect"
-import { randomBytes } from "node:crypto"
+import { Effect } from "effect"
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { makeDbLayer } from "../../src/db/Db.ts"
-import { makeAppRuntime } from "../../src/main.ts"
+import { SecretBoxLive } from "../../src/providers/SecretBox.ts"
+import { makeTestAppRuntime } from "../support/testApp.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
-import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import { commonAncestor, parseRunArgs } from "../../src/worker/runCommand.ts"
 import { childEnv } from "../support/jobChild.ts"
 import { createTestDataDir } from "../support/db.ts"
@@ -43,7 +42,7 @@ test("runs a built-in agent through its binding and shows progress live", async 
     { kind: "turn", text: "Inventory written.", usage: { input: 600, output: 10 } }
   ])
   cleanups.push(() => server.stop())
-  const rt = await makeAppRuntime(makeDbLayer({ dataDir }), { jobRoots: testJobRoots() })
+  const rt = await makeTestAppRuntime({ db: makeDbLayer({ dataDir }), jobRoots: testJobRoots(), secrets: SecretBoxLive })
   await rt.runPromise(
     Effect.gen(function* () {
       yield* (yield* ProviderStore).create(
@@ -59,7 +58,7 @@ test("runs a built-in agent through its binding and shows progress live", async 
   const work = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-run-")))
   cleanups.push(() => rmSync(work, { recursive: true, force: true }))
   // The test run's sandbox mode (bubblewrap where it works, else off): the built-in agent is granted shell.
-  const env = { ...childEnv(), NO_PROXY: "127.0.0.1,localhost", KINTSUGI_DATA_DIR: dirname(dataDir), KINTSUGI_SECRET_KEY: secretKey, KINTSUGI_JOB_ROOTS: work }
+  const env = { ...childEnv(), NO_PROXY: "127.0.0.1,localhost", KINTSUGI_DATA_DIR: dirname(dataDir), KINTSUGI_SECRET_KEY: secretKey, KINTSUGI_JOB_ROOTS: work, KINTSUGI_URL: "http://127.0.0.1:1" }
   mkdirSync(join(work, "src"))
   mkdirSync(join(work, "out"))
   writeFileSync(join(work, "src", "a.ts"), "export const a = 1\n")
@@ -77,7 +76,9 @@ test("runs a built-in agent through its binding and shows progress live", async 
   expect(out).toContain("● codebase-inventory v1")
   expect(out).toContain("→ write")
   expect(out).toContain("wrote inventory.md")
-  expect(out).toContain("✔ completed\nInventory written.")
+  expect(out).toContain("\n✔ completed\n")
+  // The summary (the final message) once: streamed, not repeated after the verdict.
+  expect(out.split("Inventory written.").length - 1).toBe(1)
   expect(out).toContain("outputs: not in a git work tree: left in place")
   expect(existsSync(join(work, "out", "inventory.md"))).toBe(true)
   expect(out).not.toContain("sk-local-run-123456")
@@ -96,7 +97,7 @@ test("runs a built-in agent through its binding and shows progress live", async 
   expect(rerr).toContain("workspace.root: is or contains the server's data directory")
   expect(rerr).toContain("workspace.readOnly.0: resolves outside the job roots")
   expect(rerr).toContain("workspace.readOnly.1: does not exist")
-  const after = await makeAppRuntime(makeDbLayer({ dataDir }), { jobRoots: testJobRoots([work]), secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))) })
+  const after = await makeTestAppRuntime({ db: makeDbLayer({ dataDir }), jobRoots: testJobRoots([work]) })
   const jobs = await after.runPromise(Effect.flatMap(SqlClient, (sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM runtime.job`))
   await after.dispose()
   expect(jobs[0]?.n).toBe(1)

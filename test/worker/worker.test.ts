@@ -5,20 +5,18 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect, Layer } from "effect"
+import { ConfigProvider, Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Access } from "../../src/access/Access.ts"
 import { makeApp } from "../../src/http/app.ts"
-import { makeAppRuntime } from "../../src/main.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
-import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import { childEnvironment } from "../../src/worker/JobProcess.ts"
 import { JobStore, type JobRow } from "../../src/worker/JobStore.ts"
-import { testDbLayer } from "../support/db.ts"
-import { createRootDir, testJobRoots } from "../support/jobRoots.ts"
+import { makeTestAppRuntime, type TestRuntime } from "../support/testApp.ts"
+import { createRootDir } from "../support/jobRoots.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { isAlive } from "../support/processes.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
@@ -29,7 +27,7 @@ setDefaultTimeout(30_000)
 const KEY = `sk-worker-${randomBytes(12).toString("hex")}`
 const ORIGIN = "http://localhost"
 const logs: Array<string> = []
-let rt: Awaited<ReturnType<typeof makeAppRuntime>>
+let rt: TestRuntime
 let app: ReturnType<typeof makeApp>
 let token = ""
 const servers: Array<ScriptedServer> = []
@@ -91,7 +89,7 @@ const waitSettled = async (id: string): Promise<JobRow> => {
 
 beforeAll(async () => {
   process.env["KINTSUGI_WORKERS"] = "3"
-  rt = await makeAppRuntime(testDbLayer(), { secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))), jobRoots: testJobRoots(), worker: { log: (l) => logs.push(l) } })
+  rt = await makeTestAppRuntime({ worker: { log: (l) => logs.push(l) } })
   app = makeApp({ runtime: rt, healthy: async () => true, log: (l) => logs.push(l) })
   await rt.runPromise(Effect.flatMap(Access, (a) => a.addUser("ops", "a long test password", ["agents.manage", "providers.manage"])))
   token = await rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken("ops", "test")))
@@ -218,7 +216,10 @@ describe("the worker", () => {
       expect(r.text).not.toContain(KEY)
     }
     expect(logs.join("\n")).not.toContain(KEY)
-    const env = childEnvironment()
+    // Read through Config: even where the server's configuration holds them, the child never gets them.
+    const config = ConfigProvider.fromMap(new Map([["PATH", "/usr/bin"], ["DATABASE_URL", "postgres://x"], ["KINTSUGI_SECRET_KEY", KEY]]))
+    const env = Effect.runSync(Effect.withConfigProvider(childEnvironment, config))
+    expect(env["PATH"]).toBe("/usr/bin")
     expect(Object.keys(env)).not.toContain("DATABASE_URL")
     expect(Object.keys(env)).not.toContain("KINTSUGI_SECRET_KEY")
   })

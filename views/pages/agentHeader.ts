@@ -68,7 +68,7 @@ export const agentHeader = (ctx: PageContext, agent: AgentView, active: AgentTab
     <a class="button secondary" href="${agentHref(agent.name, "/export")}" download>Export ZIP</a>
     ${manage ? copyForm(ctx, agent) : html``}
     ${manage && !agent.builtin ? deleteForm(ctx, agent) : html``}`
-  const version = agent.builtin ? `version ${String(agent.version)}` : `v${String(agent.version)}`
+  const version = `v${agent.version}`
   return html`
   ${pageHeader(agent.name, {
     crumbs: [["/agents", "Agents"]],

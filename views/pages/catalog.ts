@@ -54,7 +54,7 @@ const row = (e: CatalogEntry): Html => html`
     </div></td>
     <td data-label="Kind">${e.builtin ? badge("muted", "built-in") : badge("info", "custom")}</td>
     <td data-label="Audience">${e.audience}</td>
-    <td data-label="Version">${typeof e.version === "number" && !e.builtin ? `v${e.version}` : String(e.version)}</td>
+    <td data-label="Version">v${e.version}</td>
     <td data-label="Validity">${validity(e)}</td>
     <td data-label="State">${e.enabled ? badge("ok", "enabled") : badge("warn", "disabled")}</td>
     <td data-label="Model">${binding(e)}</td>

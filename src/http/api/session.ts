@@ -9,7 +9,7 @@ import { SignInThrottle, type SignInThrottled } from "../../access/SignInThrottl
 import { clearedSessionCookie, cookieValue, crossSiteProblem, SESSION_COOKIE, sessionCookie, type Guard } from "../auth.ts"
 import { SIGN_IN_BODY_BYTES } from "../body.ts"
 import { clientAddress } from "../edge.ts"
-import { json, type ApiError } from "../respond.ts"
+import { json, TooManyRequests, type ApiError } from "../respond.ts"
 import { decodeBody, type AppServices, type Handler } from "../route.ts"
 
 const SignIn = Schema.Struct({ username: Schema.String, password: Schema.String })
@@ -17,7 +17,7 @@ const SignIn = Schema.Struct({ username: Schema.String, password: Schema.String 
 const who = (p: Principal) => ({ username: p.username, permissions: [...p.permissions].sort(), csrfToken: p.csrfToken ?? null })
 
 /** A throttled sign-in as the API's 429 (with Retry-After). */
-export const tooManyRequests = (e: SignInThrottled): ApiError => ({ _tag: "TooManyRequests", message: e.message, retryAfterSeconds: e.retryAfterSeconds })
+export const tooManyRequests = (e: SignInThrottled): ApiError => new TooManyRequests({ message: e.message, retryAfterSeconds: e.retryAfterSeconds })
 
 /** Access.signIn behind the throttle (per username and per the request's client address). */
 export const throttledSignIn = (request: Request, username: string, password: string) =>

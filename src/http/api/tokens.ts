@@ -10,7 +10,7 @@ import {
   type InvalidToken, type Permission, type Principal, type TokenNotFound, type TokenView, type UnknownUser, type UserView, type WouldLockOut
 } from "../../access/Access.ts"
 import type { Guard } from "../auth.ts"
-import { badRequest, json, type ApiError } from "../respond.ts"
+import { badRequest, forbidden, json, notFound, type ApiError } from "../respond.ts"
 import { decodeBody, param, type Handler } from "../route.ts"
 
 type Route = (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
@@ -36,12 +36,12 @@ export const accessError = (e: UnknownUser | TokenNotFound | InvalidToken | Woul
   switch (e._tag) {
     case "UnknownUser":
     case "TokenNotFound":
-      return { _tag: "NotFound", message: e.message }
+      return notFound(e.message)
     case "InvalidToken":
       return badRequest([{ path: "(body)", message: e.message }])
     case "WouldLockOut":
       // Allowed for nobody: a refusal, not a conflict to retry.
-      return { _tag: "Forbidden", message: e.message }
+      return forbidden(e.message)
   }
 }
 
@@ -49,12 +49,12 @@ export const accessError = (e: UnknownUser | TokenNotFound | InvalidToken | Woul
 export const requireSession = (principal: Principal): Effect.Effect<void, ApiError> =>
   principal.via === "session"
     ? Effect.void
-    : Effect.fail({ _tag: "Forbidden", message: "an API token cannot create API tokens; sign in (POST /api/session) and use the session" })
+    : Effect.fail(forbidden("an API token cannot create API tokens; sign in (POST /api/session) and use the session"))
 
 const permissionParam = (raw: string): Effect.Effect<Permission, ApiError> =>
   (PERMISSIONS as ReadonlyArray<string>).includes(raw)
     ? Effect.succeed(raw as Permission)
-    : Effect.fail({ _tag: "NotFound", message: `no permission "${raw}" (there are ${PERMISSIONS.join(", ")})` })
+    : Effect.fail(notFound(`no permission "${raw}" (there are ${PERMISSIONS.join(", ")})`))
 
 export const tokenRoutes = (route: Route) =>
   new Elysia({ name: "tokens-api" })

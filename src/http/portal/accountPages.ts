@@ -8,7 +8,7 @@ import { Access, isAdmin, PERMISSIONS, TOKEN_DEFAULT_DAYS, type Permission } fro
 import { decodeAll, type Problem } from "../../contract/Problem.ts"
 import { accountPage, usersPage, type TokenForm } from "../../../views/pages/account.ts"
 import { accessError, requireSession, TokenInput } from "../api/tokens.ts"
-import type { ApiError } from "../respond.ts"
+import { notFound, type ApiError } from "../respond.ts"
 import { htmlResponse, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 
@@ -26,7 +26,7 @@ const render = (input: PortalInput, form: TokenForm, problems: ReadonlyArray<Pro
 const blank: TokenForm = { name: "", expiresInDays: String(TOKEN_DEFAULT_DAYS) }
 
 const permissionParam = (raw: string): Effect.Effect<Permission, ApiError> =>
-  (PERMISSIONS as ReadonlyArray<string>).includes(raw) ? Effect.succeed(raw as Permission) : Effect.fail({ _tag: "NotFound", message: `no permission "${raw}"` })
+  (PERMISSIONS as ReadonlyArray<string>).includes(raw) ? Effect.succeed(raw as Permission) : Effect.fail(notFound(`no permission "${raw}"`))
 
 export const accountPages = (portal: PortalRunner) =>
   new Elysia()

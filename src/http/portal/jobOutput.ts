@@ -11,12 +11,13 @@ import { open, realpath } from "node:fs/promises"
 import { basename, isAbsolute, join } from "node:path"
 import { isInside } from "../../tools/confinement.ts"
 import type { ApiError } from "../respond.ts"
+import { NotFound } from "../errors.ts"
 import { utf8 } from "../textBounds.ts"
 
 /** The largest output file served (a bigger one stays on disk, in outDir). */
 export const MAX_OUTPUT_BYTES = 10 * 1024 * 1024
 
-const missing = (path: string): ApiError => ({ _tag: "NotFound", message: `no output file "${path}" of this job can be served` })
+const missing = (path: string): ApiError => new NotFound({ message: `no output file "${path}" of this job can be served` })
 
 /** A path as `output` events name them: relative to outDir, no `..`, no NUL. */
 const wellFormed = (p: string): boolean => p !== "" && !isAbsolute(p) && !p.includes("\0") && !p.split(/[\\/]/).includes("..")

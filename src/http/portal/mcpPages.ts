@@ -11,6 +11,7 @@ import { mcpServerPage, mcpServersPage, mcpToolsFragment, mcpToolsPage, type Mcp
 import { blankMcpForm, mcpFormFrom, mcpFormOf, mcpInput, placeByRow, type McpForm } from "../../../views/forms/providerForm.ts"
 import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
+import { badRequest } from "../respond.ts"
 
 const FIELDS = ["name", "url", "timeoutSec", "allowedTools", "headers"]
 const nameParam = (i: PortalInput) => i.params["name"] ?? ""
@@ -47,7 +48,7 @@ const allowTool = (input: PortalInput) =>
     const tool = String(input.form.get("tool") ?? "")
     const allowed = input.form.get("allowed") === "1"
     yield* (yield* McpServers).allowTool(name, tool, allowed, input.principal.username).pipe(
-      Effect.catchTag("McpServerInvalid", (e) => Effect.fail({ _tag: "BadRequest" as const, message: "the tool name has problems", problems: e.problems }))
+      Effect.catchTag("McpServerInvalid", (e) => Effect.fail(badRequest(e.problems, "the tool name has problems")))
     )
     // Stays on the page: htmx gets the tools list again as its fragment; a plain post is redirected there.
     if (isHtmx(input.request)) return yield* tools(input)

@@ -10,6 +10,7 @@ import { ProviderStore } from "../../providers/ProviderStore.ts"
 import { JobRoots } from "../../worker/JobRoots.ts"
 import { ProjectInput, Projects } from "../../worker/Projects.ts"
 import { decodeAll } from "../../contract/Problem.ts"
+import { NotFound } from "../errors.ts"
 import { homePage } from "../../../views/pages/home.ts"
 import { newProjectPage, projectHref, projectPage, projectsPage, type ProjectFormValues } from "../../../views/pages/projects.ts"
 import { htmlResponse, noticeOf, redirect } from "./pageResponse.ts"
@@ -63,7 +64,7 @@ export const projectPages = (portal: PortalRunner) =>
       "/projects/:id",
       portal.page("read", ({ page, url, params }) =>
         Effect.gen(function* () {
-          const project = yield* Effect.mapError((yield* Projects).get(params["id"] ?? ""), (e) => ({ _tag: "NotFound" as const, message: e.message }))
+          const project = yield* Effect.mapError((yield* Projects).get(params["id"] ?? ""), (e) => new NotFound({ message: e.message }))
           const bindings = (yield* (yield* Bindings).list()).filter((b) => b.projectId === project.id)
           return htmlResponse(projectPage(page, { project, bindings, notice: noticeOf(url, project.name) }))
         })

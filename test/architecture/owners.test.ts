@@ -1,0 +1,44 @@
+/**
+ * Who reads which table (issue 12): `admin.agent_binding` only through the Bindings service (one
+ * `Binding` type), `runtime.project` only through Projects; no SQL in route files; and no environment
+ * reads outside the secrets re-exec (everything else reads Config).
+ */
+import { describe, expect, test } from "bun:test"
+import { Glob } from "bun"
+import path from "node:path"
+
+const ROOT = path.join(import.meta.dir, "..", "..")
+const sources = async (dirs: ReadonlyArray<string>) => {
+  const files: Array<{ file: string; text: string }> = []
+  for (const dir of dirs) {
+    for await (const file of new Glob("**/*.ts").scan({ cwd: path.join(ROOT, dir) })) {
+      files.push({ file: `${dir}/${file}`, text: await Bun.file(path.join(ROOT, dir, file)).text() })
+    }
+  }
+  return files
+}
+const files = await sources(["src", "views"])
+const mentioning = (pattern: RegExp) => files.filter((f) => pattern.test(f.text)).map((f) => f.file).sort()
+
+describe("table owners", () => {
+  test("admin.agent_binding is read and written by the Bindings service (and ProviderStore's in-use check)", () => {
+    expect(files.length).toBeGreaterThan(100)
+    // ProviderStore cannot call Bindings (Bindings checks models against ProviderStore): its delete keeps one read, in its transaction.
+    expect(mentioning(/admin\.agent_binding/)).toEqual(["src/providers/Bindings.ts", "src/providers/ProviderStore.ts"])
+  })
+
+  test("there is one Binding type", () => {
+    expect(mentioning(/^(export )?(interface|type|class) Binding\b/m)).toEqual(["src/providers/Bindings.ts"])
+  })
+
+  test("runtime.project is only in Projects; route files (src/http/api, src/http/portal) hold no SQL", () => {
+    const routeFile = (f: string) => f.startsWith("src/http/api/") || f.startsWith("src/http/portal/")
+    expect(mentioning(/runtime\.project\b/).filter((f) => f.startsWith("src/http/"))).toEqual([])
+    expect(files.filter((f) => routeFile(f.file) && /\bsql`/.test(f.text)).map((f) => f.file)).toEqual([])
+  })
+
+  test("process.env is read only by the secrets re-exec (and the test-only scripted servers); the rest reads Config", () => {
+    const readers = files.filter((f) => /process\.env\b/.test(f.text.replace(/\/\/.*|\/\*[\s\S]*?\*\//g, ""))).map((f) => f.file)
+    expect(readers.filter((f) => f.startsWith("src/") && !f.startsWith("src/testing/"))).toEqual(["src/processSecrets.ts"])
+  })
+})

@@ -21,6 +21,8 @@ import { JobRootsLive, type JobRoots, type JobRootsInvalid } from "./worker/JobR
 import { JobStoreLive } from "./worker/JobStore.ts"
 import { ProjectsLive } from "./worker/Projects.ts"
 import { WorkerLive } from "./worker/Worker.ts"
+import { ProjectWebLive } from "./web/ProjectWeb.ts"
+import { WebSearchLive } from "./web/WebSearch.ts"
 
 export type AppLayerError = DbError | SecretKeyError | JobRootsInvalid
 
@@ -34,8 +36,9 @@ export const appLayer = (
   jobRoots: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient> = JobRootsLive
 ): Layer.Layer<AppServices | Db, AppLayerError> => {
   const agents = Layer.provideMerge(AgentStoreLive, SkillStoreLive)
-  const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive).pipe(Layer.provide(secrets))
-  return Layer.mergeAll(agents, providers, AccessLive, JobStoreLive, JobBusLive, MetricsLive, Layer.provideMerge(ProjectsLive, jobRoots)).pipe(Layer.provideMerge(db))
+  const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive, WebSearchLive).pipe(Layer.provide(secrets))
+  const projects = Layer.provideMerge(ProjectWebLive, Layer.provideMerge(ProjectsLive, jobRoots))
+  return Layer.mergeAll(agents, providers, AccessLive, JobStoreLive, JobBusLive, MetricsLive, projects).pipe(Layer.provideMerge(db))
 }
 
 /**

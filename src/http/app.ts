@@ -11,6 +11,7 @@ import { jobRoutes } from "./api/jobs.ts"
 import { providerRoutes } from "./api/providers.ts"
 import { sessionRoutes } from "./api/session.ts"
 import { tokenRoutes } from "./api/tokens.ts"
+import { webRoutes } from "./api/web.ts"
 import { portalRoutes } from "./portal/portalRoutes.ts"
 import { probeRoutes } from "./api/probes.ts"
 import { allowedHostsFromEnv, withEdge } from "./edge.ts"
@@ -62,6 +63,7 @@ const makeRoutes = (options: AppOptions & { readonly log: (line: string) => void
     .use(providerRoutes(route))
     .use(jobRoutes(route))
     .use(tokenRoutes(route))
+    .use(webRoutes(route))
     .all("/api/*", () => json({ error: { code: "not-found", message: "no such endpoint" } }, 404))
     .use(portalRoutes({ runtime: options.runtime, log: options.log, signInThrottle: throttle }))
 }

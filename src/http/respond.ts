@@ -37,6 +37,9 @@ export type ApiError =
   | { readonly _tag: "McpServerNotFound"; readonly message: string }
   | { readonly _tag: "McpServerInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
   | { readonly _tag: "McpUnreachable"; readonly message: string }
+  | { readonly _tag: "WebSearchInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
+  | { readonly _tag: "WebSearchNotConfigured"; readonly message: string }
+  | { readonly _tag: "WebSettingsInvalid"; readonly message: string; readonly problems: ReadonlyArray<Problem> }
   | { readonly _tag: "PayloadTooLarge"; readonly message: string }
   | { readonly _tag: "TooManyRequests"; readonly message: string; readonly retryAfterSeconds: number }
 
@@ -49,6 +52,8 @@ export const statusOf = (e: ApiError): number => {
     case "ProviderInvalid":
     case "BindingInvalid":
     case "McpServerInvalid":
+    case "WebSearchInvalid":
+    case "WebSettingsInvalid":
       return 400
     case "Unauthenticated":
     case "InvalidCredentials":
@@ -63,6 +68,7 @@ export const statusOf = (e: ApiError): number => {
     case "BindingNotFound":
     case "JobNotFound":
     case "McpServerNotFound":
+    case "WebSearchNotConfigured":
       return 404
     case "AgentExists":
     case "BuiltinReadOnly":

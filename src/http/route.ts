@@ -16,13 +16,15 @@ import type { JobRoots } from "../worker/JobRoots.ts"
 import type { JobStore } from "../worker/JobStore.ts"
 import type { Projects } from "../worker/Projects.ts"
 import type { Metrics } from "../telemetry/Metrics.ts"
+import type { ProjectWeb } from "../web/ProjectWeb.ts"
+import type { WebSearch } from "../web/WebSearch.ts"
 import { decodeAll } from "../contract/Problem.ts"
 import { authorize, type Guard } from "./auth.ts"
 import { jsonBody, MAX_BODY_BYTES } from "./body.ts"
 import { noteUser, underRequest } from "./observe.ts"
 import { badRequest, fromExit, type ApiError } from "./respond.ts"
 
-export type AppServices = Access | AgentStore | SkillStore | ProviderStore | Bindings | McpServers | JobStore | JobBus | JobRoots | Projects | SqlClient | Metrics
+export type AppServices = Access | AgentStore | SkillStore | ProviderStore | Bindings | McpServers | JobStore | JobBus | JobRoots | Projects | SqlClient | Metrics | WebSearch | ProjectWeb
 export type AppRuntime = ManagedRuntime.ManagedRuntime<AppServices, never>
 
 export { jsonBody, MAX_BODY_BYTES } from "./body.ts"

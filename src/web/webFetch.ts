@@ -69,7 +69,7 @@ const decoderFor = (charset: string | undefined): TextDecoder => {
 }
 
 /** Reads at most `max` bytes of the body; more is a refusal (the stream is cancelled, not drained). */
-const readCapped = async (response: Response, max: number): Promise<Uint8Array | "too-large"> => {
+export const readCapped = async (response: Response, max: number): Promise<Uint8Array | "too-large"> => {
   const declared = Number(response.headers.get("content-length") ?? "NaN")
   if (Number.isFinite(declared) && declared > max) {
     await response.body?.cancel().catch(() => undefined)

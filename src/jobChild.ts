@@ -61,6 +61,7 @@ export const runJobChild = async (stdin: string): Promise<number> => {
     providers: envelope.right.providers,
     diagnostics,
     boundary: envelope.right.boundary,
+    services: envelope.right.services,
     sandbox: sandboxConfigFromEnv(process.env),
     ...validRunPrefix(process.env[RUN_PREFIX_VAR])
   }

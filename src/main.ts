@@ -20,6 +20,8 @@ import { JobBusLive } from "./worker/JobBus.ts"
 import { JobRootsLive, type JobRoots, type JobRootsInvalid } from "./worker/JobRoots.ts"
 import { JobStoreLive } from "./worker/JobStore.ts"
 import { ProjectsLive } from "./worker/Projects.ts"
+import { NoServiceHandlers, type ServiceHandlers, ServicesEndpointLive } from "./worker/Services.ts"
+import { ServiceTokensLive } from "./worker/ServiceTokens.ts"
 import { WorkerLive } from "./worker/Worker.ts"
 import { ProjectWebLive } from "./web/ProjectWeb.ts"
 import { WebSearchLive } from "./web/WebSearch.ts"
@@ -33,12 +35,15 @@ export type AppLayerError = DbError | SecretKeyError | JobRootsInvalid
 export const appLayer = (
   db: Layer.Layer<Db, DbError>,
   secrets: Layer.Layer<SecretBox, SecretKeyError> = SecretBoxLive,
-  jobRoots: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient> = JobRootsLive
+  jobRoots: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient> = JobRootsLive,
+  serviceHandlers: Layer.Layer<ServiceHandlers, never, SqlClient> = NoServiceHandlers
 ): Layer.Layer<AppServices | Db, AppLayerError> => {
   const agents = Layer.provideMerge(AgentStoreLive, SkillStoreLive)
   const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive, WebSearchLive).pipe(Layer.provide(secrets))
   const projects = Layer.provideMerge(ProjectWebLive, Layer.provideMerge(ProjectsLive, jobRoots))
-  return Layer.mergeAll(agents, providers, AccessLive, JobStoreLive, JobBusLive, MetricsLive, projects).pipe(Layer.provideMerge(db))
+  // The services channel: tokens, the handlers (memory, web) and the loopback endpoint job children call.
+  const services = Layer.provideMerge(ServicesEndpointLive, Layer.merge(ServiceTokensLive, serviceHandlers))
+  return Layer.mergeAll(agents, providers, AccessLive, JobStoreLive, JobBusLive, MetricsLive, projects, services).pipe(Layer.provideMerge(db))
 }
 
 /**
@@ -50,6 +55,8 @@ export const makeAppRuntime = async (
   options: {
     readonly secrets?: Layer.Layer<SecretBox, SecretKeyError>
     readonly jobRoots?: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient>
+    /** The service handlers behind the services channel (default: the installation's memory service). */
+    readonly serviceHandlers?: Layer.Layer<ServiceHandlers, never, SqlClient>
     /** Runs the worker loops (KINTSUGI_WORKERS) in this runtime; `log`, when given, is the default log sink. */
     readonly worker?: { readonly log?: (line: string) => void }
     /**
@@ -63,7 +70,7 @@ export const makeAppRuntime = async (
     readonly config?: ConfigProvider.ConfigProvider
   } = {}
 ): Promise<AppRuntime & ManagedRuntime.ManagedRuntime<AppServices | Db, never>> => {
-  const services = Layer.orDie(appLayer(db, options.secrets, options.jobRoots))
+  const services = Layer.orDie(appLayer(db, options.secrets, options.jobRoots, options.serviceHandlers))
   const layer = options.worker === undefined ? services : Layer.provideMerge(WorkerLive, services)
   const sink = options.log ?? options.worker?.log
   // Logger and tracer first: the layers above (the worker's loops among them) start under them.

@@ -18,13 +18,32 @@ import type { Projects } from "../worker/Projects.ts"
 import type { Metrics } from "../telemetry/Metrics.ts"
 import type { ProjectWeb } from "../web/ProjectWeb.ts"
 import type { WebSearch } from "../web/WebSearch.ts"
+import type { ServiceHandlers, ServicesEndpoint } from "../worker/Services.ts"
+import type { ServiceTokens } from "../worker/ServiceTokens.ts"
 import { decodeAll } from "../contract/Problem.ts"
 import { authorize, type Guard } from "./auth.ts"
 import { jsonBody, MAX_BODY_BYTES } from "./body.ts"
 import { noteUser, underRequest } from "./observe.ts"
 import { badRequest, fromExit, type ApiError } from "./respond.ts"
 
-export type AppServices = Access | AgentStore | SkillStore | ProviderStore | Bindings | McpServers | JobStore | JobBus | JobRoots | Projects | SqlClient | Metrics | WebSearch | ProjectWeb
+export type AppServices =
+  | Access
+  | AgentStore
+  | SkillStore
+  | ProviderStore
+  | Bindings
+  | McpServers
+  | JobStore
+  | JobBus
+  | JobRoots
+  | Projects
+  | SqlClient
+  | Metrics
+  | ServiceTokens
+  | ServiceHandlers
+  | ServicesEndpoint
+  | WebSearch
+  | ProjectWeb
 export type AppRuntime = ManagedRuntime.ManagedRuntime<AppServices, never>
 
 export { jsonBody, MAX_BODY_BYTES } from "./body.ts"

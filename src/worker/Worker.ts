@@ -21,8 +21,22 @@ import type { JobRoots } from "./JobRoots.ts"
 import { runJobProcess } from "./JobProcess.ts"
 import { JobStore, type JobRow, type Settlement } from "./JobStore.ts"
 import { exportKernelSpans, toolNameCheck } from "./JobTrace.ts"
+import type { ServiceHandlers, ServicesEndpoint } from "./Services.ts"
+import { ServiceTokens } from "./ServiceTokens.ts"
 
-export type WorkerServices = JobStore | JobBus | AgentStore | SkillStore | Bindings | ProviderStore | McpServers | JobRoots | Metrics
+export type WorkerServices =
+  | JobStore
+  | JobBus
+  | AgentStore
+  | SkillStore
+  | Bindings
+  | ProviderStore
+  | McpServers
+  | JobRoots
+  | Metrics
+  | ServiceHandlers
+  | ServiceTokens
+  | ServicesEndpoint
 
 const POLL = Duration.seconds(1)
 
@@ -148,7 +162,7 @@ export const runClaimedJob = (
       return yield* settled(outcome)
     }
     yield* store.started(job.id, setup.right.agentVersion, setup.right.model)
-    grants = setup.right.tools
+    grants = [...setup.right.tools, ...setup.right.serviceTools]
     const span = yield* Effect.option(Effect.currentSpan)
     if (span._tag === "Some") {
       const slash = setup.right.model.indexOf("/")
@@ -189,6 +203,8 @@ export const runClaimedJob = (
           ? "not committed: the job failed (outputs left in place)"
           : "no outputs"
     yield* store.settle(job.id, settlement, committed)
+    // Dead already (its job is no longer running); deleted so no hash of it outlives the job.
+    if (setup.right.serviceTools.length > 0) yield* (yield* ServiceTokens).revoke(job.id)
     yield* bus.publish({ _tag: "Events", jobId: job.id })
     yield* settled(settlement)
   }).pipe(

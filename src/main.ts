@@ -20,11 +20,15 @@ import { JobBusLive } from "./worker/JobBus.ts"
 import { JobRootsLive, type JobRoots, type JobRootsInvalid } from "./worker/JobRoots.ts"
 import { JobStoreLive } from "./worker/JobStore.ts"
 import { ProjectsLive } from "./worker/Projects.ts"
-import { NoServiceHandlers, type ServiceHandlers, ServicesEndpointLive } from "./worker/Services.ts"
+import { type ServiceHandlers, ServicesEndpointLive } from "./worker/Services.ts"
 import { ServiceTokensLive } from "./worker/ServiceTokens.ts"
 import { WorkerLive } from "./worker/Worker.ts"
-import { ProjectWebLive } from "./web/ProjectWeb.ts"
-import { WebSearchLive } from "./web/WebSearch.ts"
+import { type ProjectWeb, ProjectWebLive } from "./web/ProjectWeb.ts"
+import { type WebSearch, WebSearchLive } from "./web/WebSearch.ts"
+import { WebServiceHandlersLive } from "./web/webServices.ts"
+
+/** What a service handler layer may use: the database and the web services (memory adds its own). */
+export type ServiceHandlerDeps = SqlClient | ProjectWeb | WebSearch
 
 export type AppLayerError = DbError | SecretKeyError | JobRootsInvalid
 
@@ -36,13 +40,14 @@ export const appLayer = (
   db: Layer.Layer<Db, DbError>,
   secrets: Layer.Layer<SecretBox, SecretKeyError> = SecretBoxLive,
   jobRoots: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient> = JobRootsLive,
-  serviceHandlers: Layer.Layer<ServiceHandlers, never, SqlClient> = NoServiceHandlers
+  serviceHandlers: Layer.Layer<ServiceHandlers, never, ServiceHandlerDeps> = WebServiceHandlersLive()
 ): Layer.Layer<AppServices | Db, AppLayerError> => {
   const agents = Layer.provideMerge(AgentStoreLive, SkillStoreLive)
   const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive, WebSearchLive).pipe(Layer.provide(secrets))
   const projects = Layer.provideMerge(ProjectWebLive, Layer.provideMerge(ProjectsLive, jobRoots))
   // The services channel: tokens, the handlers (memory, web) and the loopback endpoint job children call.
-  const services = Layer.provideMerge(ServicesEndpointLive, Layer.merge(ServiceTokensLive, serviceHandlers))
+  const handlers = Layer.provide(serviceHandlers, Layer.merge(projects, providers))
+  const services = Layer.provideMerge(ServicesEndpointLive, Layer.merge(ServiceTokensLive, handlers))
   return Layer.mergeAll(agents, providers, AccessLive, JobStoreLive, JobBusLive, MetricsLive, projects, services).pipe(Layer.provideMerge(db))
 }
 
@@ -55,8 +60,8 @@ export const makeAppRuntime = async (
   options: {
     readonly secrets?: Layer.Layer<SecretBox, SecretKeyError>
     readonly jobRoots?: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient>
-    /** The service handlers behind the services channel (default: the installation's memory service). */
-    readonly serviceHandlers?: Layer.Layer<ServiceHandlers, never, SqlClient>
+    /** The service handlers behind the services channel (default: the installation's web services). */
+    readonly serviceHandlers?: Layer.Layer<ServiceHandlers, never, ServiceHandlerDeps>
     /** Runs the worker loops (KINTSUGI_WORKERS) in this runtime; `log`, when given, is the default log sink. */
     readonly worker?: { readonly log?: (line: string) => void }
     /**

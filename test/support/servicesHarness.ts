@@ -4,7 +4,6 @@
  * Registers beforeAll/afterAll; call at the top level of a test file.
  */
 import { afterAll, beforeAll } from "bun:test"
-import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
@@ -12,7 +11,7 @@ import { join } from "node:path"
 import { Access } from "../../src/access/Access.ts"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { makeApp } from "../../src/http/app.ts"
-import { makeAppRuntime } from "../../src/main.ts"
+import { makeAppRuntime, type ServiceHandlerDeps } from "../../src/main.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
@@ -42,7 +41,7 @@ export interface ServicesHarness {
   readonly runJob: (agent: string, project: string | undefined, task?: string) => Promise<{ job: JobRow; events: ReadonlyArray<JobEvent> }>
 }
 
-export const useServicesApp = (serviceHandlers?: Layer.Layer<ServiceHandlers, never, SqlClient>): ServicesHarness => {
+export const useServicesApp = (serviceHandlers?: Layer.Layer<ServiceHandlers, never, ServiceHandlerDeps>): ServicesHarness => {
   const state: { rt?: ServicesHarness["rt"]; app?: ServicesHarness["app"]; token?: string } = {}
   const logs: Array<string> = []
   const servers: Array<ScriptedServer> = []

@@ -7,12 +7,13 @@ import { Effect } from "effect"
 import { defineTool, type KernelTool } from "../Tool.ts"
 import { MEMORY_TOOL_DEFS } from "./memoryTools.ts"
 import type { ServiceChannel } from "./ServiceChannel.ts"
+import { WEB_TOOL_DEFS } from "./webTools.ts"
 import type { ServiceToolDef } from "./ServiceToolDef.ts"
 
 export type { ServiceToolDef } from "./ServiceToolDef.ts"
 
 /** Every service tool this runtime can create, by name. */
-export const SERVICE_TOOL_DEFS: ReadonlyArray<ServiceToolDef> = [...MEMORY_TOOL_DEFS]
+export const SERVICE_TOOL_DEFS: ReadonlyArray<ServiceToolDef> = [...MEMORY_TOOL_DEFS, ...WEB_TOOL_DEFS]
 
 /** The kernel tool of one definition: input checked here, then one call of the channel. */
 export const makeServiceTool = (def: ServiceToolDef, channel: ServiceChannel): KernelTool =>

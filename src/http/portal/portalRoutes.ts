@@ -17,6 +17,7 @@ import { errorHtml, portalRunner } from "./portalRoute.ts"
 import { sessionPages } from "./sessionPages.ts"
 import { skillPages } from "./skillPages.ts"
 import { versionPages } from "./versionPages.ts"
+import { webPages } from "./webPages.ts"
 
 export interface PortalOptions {
   readonly runtime: AppRuntime
@@ -41,6 +42,7 @@ export const portalRoutes = (options: PortalOptions) => {
     .use(providerPages(portal))
     .use(bindingPages(portal))
     .use(mcpPages(portal))
+    .use(webPages(portal))
     .use(jobPages(portal))
     .use(accountPages(portal))
     // Any other address: an HTML 404 (a `/*` route would shadow the API's own `/api/*` JSON 404).

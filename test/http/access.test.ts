@@ -58,6 +58,7 @@ const jobBody = (agent: string) => {
 }
 // A public address literal: the URL policy needs no DNS lookup for it.
 const mcpBody = { url: "https://93.184.215.14/mcp", headers: { authorization: "Bearer canary" } }
+const webSearchBody = { kind: "searxng", url: "http://127.0.0.1:9" }
 /** Creates user `n` with a token and returns the token's id. */
 const tokenIdOf = async (n: string): Promise<string> => {
   await api.createUser(n, [])
@@ -231,6 +232,36 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     ok: 204
   },
   { route: "POST /api/projects", guard: "agents.manage", sample: async (n) => ({ path: "/api/projects", json: { id: n, name: `Project ${n}` } }), ok: 201 },
+  { route: "PUT /api/admin/web-search", guard: "providers.manage", sample: async () => ({ path: "/api/admin/web-search", json: webSearchBody }), ok: 200 },
+  {
+    route: "DELETE /api/admin/web-search",
+    guard: "providers.manage",
+    sample: async () => {
+      await asManager("PUT", "/api/admin/web-search", webSearchBody)
+      return { path: "/api/admin/web-search" }
+    },
+    ok: 204
+  },
+  {
+    // Sends a query with the stored key: an admin's action. Nothing listens on port 9: ok false, still 200.
+    route: "POST /api/admin/web-search/test",
+    guard: "providers.manage",
+    sample: async () => {
+      await asManager("PUT", "/api/admin/web-search", webSearchBody)
+      return { path: "/api/admin/web-search/test", json: {} }
+    },
+    ok: 200,
+    changes: false
+  },
+  {
+    route: "PUT /api/projects/:id/web",
+    guard: "agents.manage",
+    sample: async (n) => {
+      await createProject(n)
+      return { path: `/api/projects/${n}/web`, json: { searchAgents: [n], fetch: true } }
+    },
+    ok: 200
+  },
   // Starting a job spends money and names server directories: agents.manage (it is only queued here; no worker runs).
   {
     route: "POST /api/jobs",
@@ -359,6 +390,24 @@ const GET: ReadonlyArray<RouteCase> = [
   { route: "GET /api/admin/users", guard: "admin", sample: async () => ({ path: "/api/admin/users" }), ok: 200 },
   { route: "GET /api/admin/users/:name/tokens", guard: "admin", sample: async () => ({ path: "/api/admin/users/reader/tokens" }), ok: 200 },
   { route: "GET /api/projects", guard: "read", sample: async () => ({ path: "/api/projects" }), ok: 200 },
+  {
+    route: "GET /api/admin/web-search",
+    guard: "read",
+    sample: async () => {
+      await asManager("PUT", "/api/admin/web-search", webSearchBody)
+      return { path: "/api/admin/web-search" }
+    },
+    ok: 200
+  },
+  {
+    route: "GET /api/projects/:id/web",
+    guard: "read",
+    sample: async (n) => {
+      await createProject(n)
+      return { path: `/api/projects/${n}/web` }
+    },
+    ok: 200
+  },
   { route: "GET /api/jobs", guard: "read", sample: async () => ({ path: "/api/jobs" }), ok: 200 },
   {
     route: "GET /api/jobs/:id",

@@ -3,6 +3,7 @@
  * (a route missing from the table fails), cross-site posts, the session cookie, CSP and markup
  * without inline code, htmx served immutable, HTML error fragments for htmx.
  */
+import { Projects } from "../../src/worker/Projects.ts"
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import { readFileSync } from "node:fs"
@@ -61,6 +62,7 @@ beforeAll(async () => {
   jobId = job.id
   tokenId = (await runtime.runPromise(Effect.flatMap(Access, (a) => a.createToken(MANAGER.username, "matrix-token")))).view.id
   await runtime.runPromise(Effect.flatMap(Access, (a) => a.addUser("matrix-user", MANAGER.password, ["agents.manage"])))
+  await runtime.runPromise(Effect.orDie(Effect.flatMap(Projects, (p) => p.create({ id: "matrix-project", name: "Matrix" }))))
 }, 120_000)
 
 afterAll(async () => {
@@ -116,6 +118,16 @@ const ROUTES: ReadonlyArray<{
   { route: "POST /mcp-servers/:name", path: "/mcp-servers/matrix-mcp", guard: "providers.manage", body: () => form({ url: "http://127.0.0.1:9/mcp2", timeoutSec: "20", allowPrivateNetwork: "on" }) },
   { route: "POST /mcp-servers/:name/allowed-tools", path: "/mcp-servers/matrix-mcp/allowed-tools", guard: "providers.manage", body: () => form({ tool: "write_page", allowed: "1" }) },
   { route: "POST /mcp-servers/:name/delete", path: "/mcp-servers/matrix-mcp/delete", guard: "providers.manage", body: () => form({}) },
+  { route: "POST /web-search", path: "/web-search", guard: "providers.manage", body: () => form({ kind: "searxng", url: "http://127.0.0.1:9" }) },
+  // Sends one query with the stored settings and renders the outcome (nothing listens on port 9).
+  { route: "POST /web-search/test", path: "/web-search/test", guard: "providers.manage", body: () => form({}), ok: 200 },
+  { route: "POST /web-search/delete", path: "/web-search/delete", guard: "providers.manage", body: () => form({}) },
+  {
+    route: "POST /projects/:id/web",
+    path: "/projects/matrix-project/web",
+    guard: "agents.manage",
+    body: () => form({ searchAgents: "matrix-agent", fetch: "1", dailySearches: "5", dailyFetches: "5", jobSearches: "1", jobFetches: "1" })
+  },
   { route: "POST /agents/:name/run", path: "/agents/codebase-inventory/run", guard: "agents.manage", body: runFields },
   {
     route: "POST /jobs/:id/abort",
@@ -256,7 +268,7 @@ describe("portal security", () => {
       "/agents/guarded/diff?from=1&to=1", "/agents/guarded/definition", "/agents/codebase-inventory", "/agents/codebase-inventory/definition",
       "/agent-skills", "/agent-skills/-/new", "/agent-skills/cite-evidence", "/agents/nope", "/nothing-here",
       "/providers", "/providers/-/new", "/providers/-/builtin", "/mcp-servers", "/mcp-servers/-/new", "/jobs", "/agents/guarded/binding", "/agents/guarded/run",
-      "/account", "/users"
+      "/account", "/users", "/web-search", "/projects/matrix-project/web"
     ]
     for (const path of pages) {
       const res = await send("GET", path, { session: "admin" })

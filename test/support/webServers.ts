@@ -43,6 +43,10 @@ export const startScriptedWeb = (): ScriptedWeb => {
           headers: { "content-type": "text/html; charset=utf-8" }
         })
       }
+      if (url.pathname === "/pages/long") {
+        const lines = Array.from({ length: 5000 }, (_, i) => `<p>Paragraph ${i + 1} of a long public reference page.</p>`).join("")
+        return new Response(`<html><body>${lines}</body></html>`, { headers: { "content-type": "text/html" } })
+      }
       if (url.pathname === "/pages/to-private") return new Response(null, { status: 302, headers: { location: "http://10.1.1.1/" } })
       return new Response("not found", { status: 404 })
     }

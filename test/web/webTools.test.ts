@@ -72,6 +72,22 @@ describe("web tools in jobs", () => {
     expect(usage).toMatchObject({ searches: 1, fetches: 2 })
   })
 
+  test("a long page is cut like every tool result (2000 lines or 50 KB, with a marker)", async () => {
+    await setup()
+    expect((await h.api("PUT", "/api/projects/docs/web", { searchAgents: ["researcher", "reader-long"] })).status).toBe(200)
+    const server = await h.agent("reader-long", { tools: ["web_fetch", "web_search"] }, [
+      { kind: "turn", toolCalls: [{ name: "web_fetch", arguments: { url: `${web.url}/pages/long` } }] },
+      { kind: "turn", text: "Read it." }
+    ])
+    const { job, events } = await h.runJob("reader-long", "docs")
+    expect(job.status).toBe("completed")
+    expect(results(events)).toEqual([{ tool: "web_fetch", success: true }])
+    const sent = JSON.stringify(server.requests[1]?.body)
+    expect(sent).toContain("Paragraph 1 of a long public reference page.")
+    expect(sent).toContain("[output cut at the 2000-line limit")
+    expect(sent).not.toContain("Paragraph 5000 of")
+  })
+
   test("an agent the project does not grant, or a job without a project: no web tools, no block, calls blocked, nothing sent", async () => {
     await setup()
     const step = () => [

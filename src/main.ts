@@ -20,7 +20,10 @@ import { JobBusLive } from "./worker/JobBus.ts"
 import { JobRootsLive, type JobRoots, type JobRootsInvalid } from "./worker/JobRoots.ts"
 import { JobStoreLive } from "./worker/JobStore.ts"
 import { ProjectsLive } from "./worker/Projects.ts"
-import { NoServiceHandlers, type ServiceHandlers, ServicesEndpointLive } from "./worker/Services.ts"
+import { MemoryServiceLive } from "./worker/memory/memoryService.ts"
+import { MemorySweepLive } from "./worker/memory/MemorySweep.ts"
+import { MemoryStoreLive, type MemoryStore } from "./worker/memory/MemoryStore.ts"
+import { type ServiceHandlers, ServicesEndpointLive } from "./worker/Services.ts"
 import { ServiceTokensLive } from "./worker/ServiceTokens.ts"
 import { WorkerLive } from "./worker/Worker.ts"
 
@@ -34,12 +37,12 @@ export const appLayer = (
   db: Layer.Layer<Db, DbError>,
   secrets: Layer.Layer<SecretBox, SecretKeyError> = SecretBoxLive,
   jobRoots: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient> = JobRootsLive,
-  serviceHandlers: Layer.Layer<ServiceHandlers, never, SqlClient> = NoServiceHandlers
+  serviceHandlers: Layer.Layer<ServiceHandlers, never, SqlClient | MemoryStore> = MemoryServiceLive
 ): Layer.Layer<AppServices | Db, AppLayerError> => {
   const agents = Layer.provideMerge(AgentStoreLive, SkillStoreLive)
   const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive).pipe(Layer.provide(secrets))
   // The services channel: tokens, the handlers (memory, web) and the loopback endpoint job children call.
-  const services = Layer.provideMerge(ServicesEndpointLive, Layer.merge(ServiceTokensLive, serviceHandlers))
+  const services = Layer.provideMerge(ServicesEndpointLive, Layer.merge(ServiceTokensLive, serviceHandlers)).pipe(Layer.provideMerge(MemoryStoreLive))
   return Layer.mergeAll(agents, providers, AccessLive, JobStoreLive, JobBusLive, MetricsLive, Layer.provideMerge(ProjectsLive, jobRoots), services).pipe(
     Layer.provideMerge(db)
   )
@@ -55,7 +58,7 @@ export const makeAppRuntime = async (
     readonly secrets?: Layer.Layer<SecretBox, SecretKeyError>
     readonly jobRoots?: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient>
     /** The service handlers behind the services channel (default: the installation's memory service). */
-    readonly serviceHandlers?: Layer.Layer<ServiceHandlers, never, SqlClient>
+    readonly serviceHandlers?: Layer.Layer<ServiceHandlers, never, SqlClient | MemoryStore>
     /** Runs the worker loops (KINTSUGI_WORKERS) in this runtime; `log`, when given, is the default log sink. */
     readonly worker?: { readonly log?: (line: string) => void }
     /**
@@ -70,7 +73,7 @@ export const makeAppRuntime = async (
   } = {}
 ): Promise<AppRuntime & ManagedRuntime.ManagedRuntime<AppServices | Db, never>> => {
   const services = Layer.orDie(appLayer(db, options.secrets, options.jobRoots, options.serviceHandlers))
-  const layer = options.worker === undefined ? services : Layer.provideMerge(WorkerLive, services)
+  const layer = options.worker === undefined ? services : Layer.provideMerge(Layer.merge(WorkerLive, MemorySweepLive), services)
   const sink = options.log ?? options.worker?.log
   // Logger and tracer first: the layers above (the worker's loops among them) start under them.
   const logging = sink === undefined ? Logger.replace(Logger.defaultLogger, Logger.none) : LoggingLive(sink)

@@ -16,6 +16,7 @@ import type { JobRoots } from "../worker/JobRoots.ts"
 import type { JobStore } from "../worker/JobStore.ts"
 import type { Projects } from "../worker/Projects.ts"
 import type { Metrics } from "../telemetry/Metrics.ts"
+import type { MemoryStore } from "../worker/memory/MemoryStore.ts"
 import type { ServiceHandlers, ServicesEndpoint } from "../worker/Services.ts"
 import type { ServiceTokens } from "../worker/ServiceTokens.ts"
 import { decodeAll } from "../contract/Problem.ts"
@@ -40,6 +41,7 @@ export type AppServices =
   | ServiceTokens
   | ServiceHandlers
   | ServicesEndpoint
+  | MemoryStore
 export type AppRuntime = ManagedRuntime.ManagedRuntime<AppServices, never>
 
 export { jsonBody, MAX_BODY_BYTES } from "./body.ts"

@@ -13,6 +13,8 @@ import { Bindings } from "../../src/providers/Bindings.ts"
 import { McpServers } from "../../src/providers/McpServers.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
+import { Projects } from "../../src/worker/Projects.ts"
+import { SqlClient } from "@effect/sql/SqlClient"
 import { makeApp } from "../../src/http/app.ts"
 import { makeTestRuntime, MANAGER, READER, signInTestUsers, type AppRuntime } from "./harness.ts"
 import { createJobDirs } from "../support/jobChild.ts"
@@ -61,11 +63,19 @@ beforeAll(async () => {
   jobId = job.id
   tokenId = (await runtime.runPromise(Effect.flatMap(Access, (a) => a.createToken(MANAGER.username, "matrix-token")))).view.id
   await runtime.runPromise(Effect.flatMap(Access, (a) => a.addUser("matrix-user", MANAGER.password, ["agents.manage"])))
+  // A project with one learned note, for the memory page's review, settings and reset.
+  await runtime.runPromise(Effect.orDie(Effect.flatMap(Projects, (p) => p.create({ id: "matrix-proj", name: "Matrix" }))))
+  await runtime.runPromise(
+    Effect.flatMap(SqlClient, (sql) => sql`INSERT INTO memory.note (id, project_id, kind, title, body, trust, created_agent, updated_agent, created_at, updated_at, trust_at)
+      VALUES (${MATRIX_NOTE}, 'matrix-proj', 'fact', 'T', 'B', 'learned', 'a', 'a', now(), now(), now())`)
+  )
 }, 120_000)
 
 afterAll(async () => {
   await runtime?.dispose()
 })
+
+const MATRIX_NOTE = "00000000-0000-4000-8000-0000000000aa"
 
 type Guard = "public" | "read" | "agents.manage" | "providers.manage" | "admin"
 
@@ -140,6 +150,14 @@ const ROUTES: ReadonlyArray<{
   },
   { route: "POST /users/:name/permissions/:permission/remove", path: "/users/matrix-user/permissions/agents.manage/remove", guard: "admin", body: () => form({}) },
   { route: "POST /users/:name/disabled", path: "/users/matrix-user/disabled", guard: "admin", body: () => form({ disabled: "true" }) },
+  {
+    route: "POST /portal/projects/:id/memory/notes/:noteId/review",
+    path: `/portal/projects/matrix-proj/memory/notes/${MATRIX_NOTE}/review`,
+    guard: "agents.manage",
+    body: () => form({ decision: "reviewed" })
+  },
+  { route: "POST /portal/projects/:id/memory/settings", path: "/portal/projects/matrix-proj/memory/settings", guard: "agents.manage", body: () => form({ enabled: "on", learnedDays: "30" }) },
+  { route: "POST /portal/projects/:id/memory/reset", path: "/portal/projects/matrix-proj/memory/reset", guard: "agents.manage", body: () => form({ confirm: "matrix-proj" }) },
   { route: "POST /sign-out", path: "/sign-out", guard: "read", body: () => form({}) }
 ]
 

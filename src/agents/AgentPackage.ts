@@ -124,6 +124,7 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
     ...(fmv.thinking !== undefined ? { thinking: fmv.thinking } : {}),
     ...(fmv["deny-command-patterns"] !== undefined ? { denyCommandPatterns: fmv["deny-command-patterns"] } : {}),
     audience: fmv.metadata?.audience ?? "runtime",
+    ...(fmv.metadata?.["memory-role"] !== undefined ? { memoryRole: fmv.metadata["memory-role"] } : {}),
     instructions: body,
     localSkills: localSkills.map((s) => ({ name: s.name, content: text.get(s.path) ?? "" })).sort(byKey((s) => s.name)),
     files: files.map((path) => ({ path, content: text.get(path) ?? "" })).sort(byKey((f) => f.path))

@@ -52,6 +52,8 @@ const Patterns = Schema.Array(Schema.String)
 
 const optional = <A, I>(s: Schema.Schema<A, I>) => Schema.optionalWith(s, { exact: true })
 
+export const MemoryRole = Schema.Literal("reviewer").annotations({ message: () => ({ message: "must be reviewer", override: true }) })
+
 /** `<name>.md` front matter, as written (own properties only; unknown keys are problems). */
 export const AgentFrontMatter = Schema.Struct({
   name: AgentName,
@@ -61,7 +63,13 @@ export const AgentFrontMatter = Schema.Struct({
   skills: optional(List),
   thinking: optional(ThinkingLevel),
   "deny-command-patterns": optional(Patterns),
-  metadata: optional(Schema.Struct({ audience: optional(Audience) }))
+  metadata: optional(
+    Schema.Struct({
+      audience: optional(Audience),
+      /** `reviewer`: an independent memory reviewer (sees only reviewed notes and its own run's). */
+      "memory-role": optional(MemoryRole)
+    })
+  )
 })
 export type AgentFrontMatter = typeof AgentFrontMatter.Type
 
@@ -93,6 +101,8 @@ export const AgentPackage = Schema.Struct({
   thinking: optional(ThinkingLevel),
   denyCommandPatterns: optional(Schema.Array(Schema.String)),
   audience: Audience,
+  /** Project memory role from `metadata.memory-role` (absent = an ordinary agent). */
+  memoryRole: optional(MemoryRole),
   /** The body of `<name>.md`, verbatim. */
   instructions: Schema.String,
   localSkills: Schema.Array(LocalSkill),

@@ -36,7 +36,8 @@ export const frontMatterYaml = (pkg: AgentPackage): string =>
     ...(pkg.thinking !== undefined ? [`thinking: ${yamlString(pkg.thinking)}`] : []),
     ...yamlList("deny-command-patterns", pkg.denyCommandPatterns),
     "metadata:",
-    `  audience: ${pkg.audience}`
+    `  audience: ${pkg.audience}`,
+    ...(pkg.memoryRole !== undefined ? [`  memory-role: ${pkg.memoryRole}`] : [])
   ]
     .map((line) => `${line}\n`)
     .join("")

@@ -18,6 +18,7 @@ import type { Projects } from "../worker/Projects.ts"
 import type { Metrics } from "../telemetry/Metrics.ts"
 import type { ProjectWeb } from "../web/ProjectWeb.ts"
 import type { WebSearch } from "../web/WebSearch.ts"
+import type { MemoryStore } from "../worker/memory/MemoryStore.ts"
 import type { ServiceHandlers, ServicesEndpoint } from "../worker/Services.ts"
 import type { ServiceTokens } from "../worker/ServiceTokens.ts"
 import { decodeAll } from "../contract/Problem.ts"
@@ -44,6 +45,7 @@ export type AppServices =
   | ServicesEndpoint
   | WebSearch
   | ProjectWeb
+  | MemoryStore
 export type AppRuntime = ManagedRuntime.ManagedRuntime<AppServices, never>
 
 export { jsonBody, MAX_BODY_BYTES } from "./body.ts"

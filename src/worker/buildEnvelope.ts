@@ -4,7 +4,7 @@
  * with its key decrypted, the job boundary. A binding or agent change therefore applies to the next job, not this one.
  */
 import { Effect, Schema } from "effect"
-import type { AgentStore } from "../agents/AgentStore.ts"
+import { AgentStore } from "../agents/AgentStore.ts"
 import { resolveAgentDefinition } from "../agents/resolveAgentDefinition.ts"
 import type { SkillStore } from "../agents/SkillStore.ts"
 import type { AgentDefinition } from "../contract/AgentDefinition.ts"
@@ -94,7 +94,14 @@ export const buildEnvelope = (
         ? undefined
         : {
             url: yield* (yield* ServicesEndpoint).url,
-            token: yield* (yield* ServiceTokens).mint({ jobId: job.id, projectId: job.projectId, agentId: agent.id, memoryRole: null, tools: serviceTools })
+            token: yield* (yield* ServiceTokens).mint({
+              jobId: job.id,
+              projectId: job.projectId,
+              agentId: agent.id,
+              // `memory-role: reviewer` in the package metadata: an independent reviewer.
+              memoryRole: yield* Effect.map(Effect.option((yield* AgentStore).get(job.agentName)), (v) => (v._tag === "Some" && v.value.package.memoryRole === "reviewer" ? "reviewer" : null)),
+              tools: serviceTools
+            })
           }
     return {
       envelope: { job: spec, providers, boundary, ...(services === undefined ? {} : { services }) },

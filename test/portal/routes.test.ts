@@ -3,7 +3,6 @@
  * (a route missing from the table fails), cross-site posts, the session cookie, CSP and markup
  * without inline code, htmx served immutable, HTML error fragments for htmx.
  */
-import { Projects } from "../../src/worker/Projects.ts"
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import { readFileSync } from "node:fs"
@@ -14,6 +13,8 @@ import { Bindings } from "../../src/providers/Bindings.ts"
 import { McpServers } from "../../src/providers/McpServers.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
+import { Projects } from "../../src/worker/Projects.ts"
+import { SqlClient } from "@effect/sql/SqlClient"
 import { makeApp } from "../../src/http/app.ts"
 import { makeTestRuntime, MANAGER, READER, signInTestUsers, type AppRuntime } from "./harness.ts"
 import { createJobDirs } from "../support/jobChild.ts"
@@ -62,12 +63,19 @@ beforeAll(async () => {
   jobId = job.id
   tokenId = (await runtime.runPromise(Effect.flatMap(Access, (a) => a.createToken(MANAGER.username, "matrix-token")))).view.id
   await runtime.runPromise(Effect.flatMap(Access, (a) => a.addUser("matrix-user", MANAGER.password, ["agents.manage"])))
-  await runtime.runPromise(Effect.orDie(Effect.flatMap(Projects, (p) => p.create({ id: "matrix-project", name: "Matrix" }))))
+  // A project with one learned note, for the memory page's review, settings and reset.
+  await runtime.runPromise(Effect.orDie(Effect.flatMap(Projects, (p) => p.create({ id: "matrix-proj", name: "Matrix" }))))
+  await runtime.runPromise(
+    Effect.flatMap(SqlClient, (sql) => sql`INSERT INTO memory.note (id, project_id, kind, title, body, trust, created_agent, updated_agent, created_at, updated_at, trust_at)
+      VALUES (${MATRIX_NOTE}, 'matrix-proj', 'fact', 'T', 'B', 'learned', 'a', 'a', now(), now(), now())`)
+  )
 }, 120_000)
 
 afterAll(async () => {
   await runtime?.dispose()
 })
+
+const MATRIX_NOTE = "00000000-0000-4000-8000-0000000000aa"
 
 type Guard = "public" | "read" | "agents.manage" | "providers.manage" | "admin"
 
@@ -124,7 +132,7 @@ const ROUTES: ReadonlyArray<{
   { route: "POST /web-search/delete", path: "/web-search/delete", guard: "providers.manage", body: () => form({}) },
   {
     route: "POST /projects/:id/web",
-    path: "/projects/matrix-project/web",
+    path: "/projects/matrix-proj/web",
     guard: "agents.manage",
     body: () => form({ searchAgents: "matrix-agent", fetch: "1", dailySearches: "5", dailyFetches: "5", jobSearches: "1", jobFetches: "1" })
   },
@@ -152,6 +160,14 @@ const ROUTES: ReadonlyArray<{
   },
   { route: "POST /users/:name/permissions/:permission/remove", path: "/users/matrix-user/permissions/agents.manage/remove", guard: "admin", body: () => form({}) },
   { route: "POST /users/:name/disabled", path: "/users/matrix-user/disabled", guard: "admin", body: () => form({ disabled: "true" }) },
+  {
+    route: "POST /portal/projects/:id/memory/notes/:noteId/review",
+    path: `/portal/projects/matrix-proj/memory/notes/${MATRIX_NOTE}/review`,
+    guard: "agents.manage",
+    body: () => form({ decision: "reviewed" })
+  },
+  { route: "POST /portal/projects/:id/memory/settings", path: "/portal/projects/matrix-proj/memory/settings", guard: "agents.manage", body: () => form({ enabled: "on", learnedDays: "30" }) },
+  { route: "POST /portal/projects/:id/memory/reset", path: "/portal/projects/matrix-proj/memory/reset", guard: "agents.manage", body: () => form({ confirm: "matrix-proj" }) },
   { route: "POST /sign-out", path: "/sign-out", guard: "read", body: () => form({}) }
 ]
 
@@ -268,7 +284,7 @@ describe("portal security", () => {
       "/agents/guarded/diff?from=1&to=1", "/agents/guarded/definition", "/agents/codebase-inventory", "/agents/codebase-inventory/definition",
       "/agent-skills", "/agent-skills/-/new", "/agent-skills/cite-evidence", "/agents/nope", "/nothing-here",
       "/providers", "/providers/-/new", "/providers/-/builtin", "/mcp-servers", "/mcp-servers/-/new", "/jobs", "/agents/guarded/binding", "/agents/guarded/run",
-      "/account", "/users", "/web-search", "/projects/matrix-project/web"
+      "/account", "/users", "/web-search", "/projects/matrix-proj/web"
     ]
     for (const path of pages) {
       const res = await send("GET", path, { session: "admin" })

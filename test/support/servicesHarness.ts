@@ -36,7 +36,11 @@ export interface ServicesHarness {
   readonly user: (name: string, permissions: ReadonlyArray<"agents.manage" | "providers.manage">) => Promise<string>
   readonly project: (id: string) => Promise<void>
   /** A custom agent (via the API) bound to a fresh scripted provider playing `steps`. */
-  readonly agent: (name: string, options: Parameters<typeof createAgentFiles>[1], steps: ReadonlyArray<Step>) => Promise<ScriptedServer>
+  readonly agent: (
+    name: string,
+    options: Parameters<typeof createAgentFiles>[1] & { readonly memoryRole?: "reviewer"; readonly contextWindow?: number },
+    steps: ReadonlyArray<Step>
+  ) => Promise<ScriptedServer>
   /** Queues a job through the API and waits for it to settle; returns the row and its events. */
   readonly runJob: (agent: string, project: string | undefined, task?: string) => Promise<{ job: JobRow; events: ReadonlyArray<JobEvent> }>
 }
@@ -97,7 +101,12 @@ export const useServicesApp = (serviceHandlers?: Layer.Layer<ServiceHandlers, ne
       await need(state.rt).runPromise(Effect.orDie(Effect.flatMap(Projects, (p) => p.create({ id, name: id }))))
     },
     agent: async (name, options, steps) => {
-      const created = await api("POST", "/api/admin/agents", createAgentFiles(name, options))
+      const files = createAgentFiles(name, options)
+      if (options?.memoryRole !== undefined) {
+        const main = files.files[0]!
+        files.files[0] = { ...main, content: main.content.replace("metadata:\n  audience: runtime\n", `metadata:\n  audience: runtime\n  memory-role: ${options.memoryRole}\n`) }
+      }
+      const created = await api("POST", "/api/admin/agents", files)
       if (created.status !== 201) throw new Error(`creating ${name}: ${created.status} ${created.text}`)
       const server = await startOpenAIServer(steps)
       servers.push(server)
@@ -106,7 +115,7 @@ export const useServicesApp = (serviceHandlers?: Layer.Layer<ServiceHandlers, ne
       await rt.runPromise(
         Effect.flatMap(ProviderStore, (p) =>
           p.create(
-            { kind: "custom", id, api: "openai-completions", baseUrl: server.baseUrl, apiKey: `sk-${randomBytes(8).toString("hex")}`, models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }] },
+            { kind: "custom", id, api: "openai-completions", baseUrl: server.baseUrl, apiKey: `sk-${randomBytes(8).toString("hex")}`, models: [{ id: "m", contextWindow: options?.contextWindow ?? 128_000, maxTokens: 2048, cost: MODEL_PRICES }] },
             "test"
           )
         )

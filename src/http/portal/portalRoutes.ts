@@ -11,6 +11,7 @@ import { agentPages } from "./agentPages.ts"
 import { bindingPages } from "./bindingPages.ts"
 import { jobPages } from "./jobPages.ts"
 import { mcpPages } from "./mcpPages.ts"
+import { memoryPages } from "./memoryPages.ts"
 import { providerPages } from "./providerPages.ts"
 import { loadAssets, staticResponse } from "./assets.ts"
 import { errorHtml, portalRunner } from "./portalRoute.ts"
@@ -45,6 +46,7 @@ export const portalRoutes = (options: PortalOptions) => {
     .use(webPages(portal))
     .use(jobPages(portal))
     .use(accountPages(portal))
+    .use(memoryPages(portal))
     // Any other address: an HTML 404 (a `/*` route would shadow the API's own `/api/*` JSON 404).
     .onError({ as: "global" }, ({ code, request }) => (code === "NOT_FOUND" && !new URL(request.url).pathname.startsWith("/api/") ? notFound(request) : undefined))
 }

@@ -69,7 +69,8 @@ const readCapped = async (request: Request): Promise<string | undefined> => {
 const serveCall = (request: Request, handlers: ReadonlyArray<ServiceHandler>): Effect.Effect<Response, never, ServiceTokens> =>
   Effect.gen(function* () {
     const url = new URL(request.url)
-    const tool = url.pathname.startsWith(`${SERVICES_PATH}/`) ? decodeURIComponent(url.pathname.slice(SERVICES_PATH.length + 1)) : undefined
+    // Tool names are plain ASCII: no percent-decoding, so a malformed escape is just an unknown tool.
+    const tool = url.pathname.startsWith(`${SERVICES_PATH}/`) ? url.pathname.slice(SERVICES_PATH.length + 1) : undefined
     if (request.method !== "POST" || tool === undefined) return answer(404, "no such service endpoint", true)
     const auth = request.headers.get("authorization") ?? ""
     const token = auth.startsWith("Bearer ") ? auth.slice(7).trim() : ""

@@ -80,10 +80,3 @@ export class NoteNotFound extends Schema.TaggedError<NoteNotFound>()("NoteNotFou
 
 /** A review that cannot apply (a forgotten note, an edit that breaks the limits). */
 export class ReviewRefused extends Schema.TaggedError<ReviewRefused>()("ReviewRefused", { message: Schema.String }) {}
-
-/** `POST …/memory/reset` without `confirm` equal to the project id. */
-export class ResetNotConfirmed extends Schema.TaggedError<ResetNotConfirmed>()("ResetNotConfirmed", { projectId: Schema.String }) {
-  override get message(): string {
-    return `confirm must be the project id "${this.projectId}"`
-  }
-}

@@ -46,6 +46,7 @@ export const runJobChild = async (stdin: string): Promise<number> => {
     providers: envelope.right.providers,
     diagnostics,
     boundary: envelope.right.boundary,
+    services: envelope.right.services,
     sandbox: Effect.runSync(sandboxConfig),
     ...validRunPrefix(Effect.runSync(Config.string(RUN_PREFIX_VAR).pipe(Config.option, Effect.map(Option.getOrUndefined), Effect.orElseSucceed(() => undefined))))
   }

@@ -4,7 +4,7 @@
  * theirs with `makeAppLive` over a test database. Nothing below src/cli/ imports this file.
  */
 import type { SqlClient } from "@effect/sql/SqlClient"
-import { type ConfigProvider, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
+import { type ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import { Access, AccessLive } from "./access/Access.ts"
 import { AgentStoreLive } from "./agents/AgentStore.ts"
 import { SkillStoreLive } from "./agents/SkillStore.ts"
@@ -22,7 +22,24 @@ import { type JobChildren, JobChildrenLive, JobChildrenOnce } from "./worker/Job
 import { JobRootsLive, type JobRoots, type JobRootsInvalid } from "./worker/JobRoots.ts"
 import { JobStoreLive } from "./worker/JobStore.ts"
 import { ProjectsLive } from "./worker/Projects.ts"
+import { makeMemoryHandlers } from "./worker/memory/memoryService.ts"
+import { MemorySweepLive } from "./worker/memory/MemorySweep.ts"
+import { MemoryStoreLive, type MemoryStore } from "./worker/memory/MemoryStore.ts"
+import { ServiceHandlers, ServicesEndpointLive } from "./worker/Services.ts"
+import { ServiceTokensLive } from "./worker/ServiceTokens.ts"
 import { WorkerLive } from "./worker/Worker.ts"
+import { type ProjectWeb, ProjectWebLive } from "./web/ProjectWeb.ts"
+import { type WebSearch, WebSearchLive } from "./web/WebSearch.ts"
+import { makeWebHandlers } from "./web/webServices.ts"
+
+/** What a service handler layer may use: the database, the memory store and the web services. */
+export type ServiceHandlerDeps = SqlClient | MemoryStore | ProjectWeb | WebSearch
+
+/** The installation's service handlers: project memory's, then web search and fetch. */
+export const InstallationServiceHandlers: Layer.Layer<ServiceHandlers, never, ServiceHandlerDeps> = Layer.effect(
+  ServiceHandlers,
+  Effect.map(Effect.all([makeMemoryHandlers, makeWebHandlers()]), (sets) => sets.flat())
+)
 
 export type AppLayerError = DbError | SecretKeyError | JobRootsInvalid
 
@@ -33,17 +50,24 @@ export type AppLayerError = DbError | SecretKeyError | JobRootsInvalid
 export const appLayer = (
   db: Layer.Layer<Db, DbError>,
   secrets: Layer.Layer<SecretBox, SecretKeyError> = SecretBoxLive,
-  jobRoots: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient> = JobRootsLive
+  jobRoots: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient> = JobRootsLive,
+  serviceHandlers: Layer.Layer<ServiceHandlers, never, ServiceHandlerDeps> = InstallationServiceHandlers
 ): Layer.Layer<AppServices | Db, AppLayerError> => {
-  const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive).pipe(Layer.provide(secrets))
+  const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive, WebSearchLive).pipe(Layer.provide(secrets))
   // The catalog shows each agent's bindings: the agent store reads them through Bindings.
   const agents = Layer.provideMerge(AgentStoreLive, Layer.merge(SkillStoreLive, providers))
-  return Layer.mergeAll(agents, AccessLive, JobStoreLive, JobBusLive, MetricsLive, Layer.provideMerge(ProjectsLive, jobRoots)).pipe(Layer.provideMerge(db))
+  const projects = Layer.provideMerge(ProjectWebLive, Layer.provideMerge(ProjectsLive, jobRoots))
+  // The services channel: tokens, the handlers (memory, web) and the loopback endpoint job children call.
+  const handlers = Layer.provide(serviceHandlers, Layer.mergeAll(projects, providers, MemoryStoreLive))
+  const services = Layer.provideMerge(ServicesEndpointLive, Layer.merge(ServiceTokensLive, handlers)).pipe(Layer.provideMerge(MemoryStoreLive))
+  return Layer.mergeAll(agents, AccessLive, JobStoreLive, JobBusLive, MetricsLive, projects, services).pipe(Layer.provideMerge(db))
 }
 
 export interface AppOptions {
   readonly secrets?: Layer.Layer<SecretBox, SecretKeyError>
   readonly jobRoots?: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient>
+  /** The service handlers behind the services channel (default: the installation's memory and web services). */
+  readonly serviceHandlers?: Layer.Layer<ServiceHandlers, never, ServiceHandlerDeps>
   /** Runs the worker loops (KINTSUGI_WORKERS) in this runtime; `log`, when given, is the default log sink. */
   readonly worker?: { readonly log?: (line: string) => void }
   /**
@@ -68,10 +92,11 @@ export interface AppOptions {
  * (the commands print its first line).
  */
 export const makeAppLive = (db: Layer.Layer<Db, DbError>, options: AppOptions = {}): Layer.Layer<AppServices | Db> => {
-  const app = Layer.orDie(appLayer(db, options.secrets, options.jobRoots))
+  const app = Layer.orDie(appLayer(db, options.secrets, options.jobRoots, options.serviceHandlers))
   // Built alongside the database: the child started ahead loads while the database starts.
   const services = options.jobChildren === undefined ? app : Layer.merge(app, options.jobChildren)
-  const layer = options.worker === undefined ? services : Layer.provideMerge(WorkerLive, services)
+  // The worker loops: jobs, and project memory's retention sweep.
+  const layer = options.worker === undefined ? services : Layer.provideMerge(Layer.merge(WorkerLive, MemorySweepLive), services)
   const sink = options.log ?? options.worker?.log
   // Logger and tracer first: the layers above (the worker's loops among them) start under them.
   const logging = sink === undefined ? Logger.replace(Logger.defaultLogger, Logger.none) : LoggingLive(sink)

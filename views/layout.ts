@@ -59,7 +59,8 @@ const NAV: ReadonlyArray<{ readonly href: string; readonly label: string; readon
   { href: "/jobs", label: "Jobs", manageOnly: false },
   { href: "/projects", label: "Projects", manageOnly: false },
   { href: "/providers", label: "LLM providers", manageOnly: false },
-  { href: "/mcp-servers", label: "MCP servers", manageOnly: false }
+  { href: "/mcp-servers", label: "MCP servers", manageOnly: false },
+  { href: "/web-search", label: "Web search", manageOnly: false }
 ]
 
 const current = (path: string, href: string): boolean =>

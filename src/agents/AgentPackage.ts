@@ -29,7 +29,8 @@ const audienceOf = (raw: Readonly<Record<string, unknown>> | undefined): Audienc
 
 /** Front-matter metadata other than `audience`, when there is any. */
 const metadataOf = (metadata: AgentFrontMatter["metadata"]): { metadata?: Record<string, unknown> } => {
-  const { audience: _a, ...rest } = metadata ?? {}
+  // `audience` and `memory-role` have their own package fields.
+  const { audience: _a, "memory-role": _m, ...rest } = metadata ?? {}
   return Object.keys(rest).length > 0 ? { metadata: rest } : {}
 }
 
@@ -140,6 +141,7 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
     ...(fmv.thinking !== undefined ? { thinking: fmv.thinking } : {}),
     ...(fmv["deny-command-patterns"] !== undefined ? { denyCommandPatterns: fmv["deny-command-patterns"] } : {}),
     audience: fmv.metadata?.audience ?? "runtime",
+    ...(fmv.metadata?.["memory-role"] !== undefined ? { memoryRole: fmv.metadata["memory-role"] } : {}),
     ...metadataOf(fmv.metadata),
     instructions: body,
     localSkills: localSkills.map((s) => ({ name: s.name, content: text.get(s.path) ?? "" })).sort(byKey((s) => s.name)),

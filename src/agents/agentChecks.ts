@@ -3,7 +3,7 @@
  * when other fields failed to decode: tool names, skill names and clashes, deny patterns, instructions.
  */
 import { Either } from "effect"
-import { KERNEL_TOOLS, MCP_GRANT, SKILL_NAME, THINKING_LEVELS } from "../contract/AgentDefinition.ts"
+import { isGrantableTool, KERNEL_TOOLS, MCP_GRANT, SERVICE_TOOLS, SKILL_NAME, THINKING_LEVELS } from "../contract/AgentDefinition.ts"
 import type { Problem } from "../contract/Problem.ts"
 import { compileDenyPatterns } from "../tools/denyPatterns.ts"
 import { claudeToolHint } from "./interop.ts"
@@ -39,7 +39,6 @@ const strings = (list: ReadonlyArray<unknown> | undefined): Array<{ value: strin
 
 export const localSkillPath = (name: string): string => `skills/${displayName(name)}/SKILL.md`
 
-const isKernelTool = (t: string) => (KERNEL_TOOLS as ReadonlyArray<string>).includes(t)
 
 const toolProblems = (d: AgentDraft): Array<Problem> => {
   const problems: Array<Problem> = []
@@ -48,11 +47,12 @@ const toolProblems = (d: AgentDraft): Array<Problem> => {
     const path = `${d.file}#tools.${index}`
     if (seen.has(value)) problems.push({ path, message: `tool "${displayName(value)}" is listed twice` })
     seen.add(value)
-    if (d.audience === "runtime" && !isKernelTool(value) && !MCP_GRANT.test(value)) {
+    if (d.audience === "runtime" && !isGrantableTool(value)) {
       problems.push({
         path,
         message:
-          `unknown tool "${displayName(value)}": a runtime agent may use the kernel tools (${KERNEL_TOOLS.join(", ")}) ` +
+          `unknown tool "${displayName(value)}": a runtime agent may use the kernel tools (${KERNEL_TOOLS.join(", ")}), ` +
+          `the service tools (${SERVICE_TOOLS.join(", ")}, or the groups memory and web) ` +
           "and MCP grants mcp__<server>__<tool> or mcp__<server>__*" +
           claudeToolHint(value)
       })

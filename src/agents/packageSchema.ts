@@ -52,6 +52,8 @@ const Patterns = Schema.Array(Schema.String)
 
 const optional = <A, I>(s: Schema.Schema<A, I>) => Schema.optionalWith(s, { exact: true })
 
+export const MemoryRole = Schema.Literal("reviewer").annotations({ message: () => ({ message: "must be reviewer", override: true }) })
+
 /** `<name>.md` front matter, as written (own properties only; unknown keys are problems). */
 export const AgentFrontMatter = Schema.Struct({
   name: AgentName,
@@ -61,8 +63,17 @@ export const AgentFrontMatter = Schema.Struct({
   skills: optional(List),
   thinking: optional(ThinkingLevel),
   "deny-command-patterns": optional(Patterns),
-  /** `audience`, and any other keys kept as written (foreign keys of imported files land here). */
-  metadata: optional(Schema.Struct({ audience: optional(Audience) }, Schema.Record({ key: Schema.String, value: Schema.Unknown })))
+  /** `audience`, `memory-role`, and any other keys kept as written (foreign keys of imported files land here). */
+  metadata: optional(
+    Schema.Struct(
+      {
+        audience: optional(Audience),
+        /** `reviewer`: an independent memory reviewer (sees only reviewed notes and its own run's). */
+        "memory-role": optional(MemoryRole)
+      },
+      Schema.Record({ key: Schema.String, value: Schema.Unknown })
+    )
+  )
 })
 export type AgentFrontMatter = typeof AgentFrontMatter.Type
 
@@ -94,6 +105,8 @@ export const AgentPackage = Schema.Struct({
   thinking: optional(ThinkingLevel),
   denyCommandPatterns: optional(Schema.Array(Schema.String)),
   audience: Audience,
+  /** Project memory role from `metadata.memory-role` (absent = an ordinary agent). */
+  memoryRole: optional(MemoryRole),
   /** Front-matter `metadata` other than `audience`, kept as written (e.g. an imported file's `model`, `color`). */
   metadata: optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   /** The body of `<name>.md`, verbatim. */

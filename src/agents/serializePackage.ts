@@ -40,6 +40,7 @@ export const frontMatterYaml = (pkg: AgentPackage): string =>
     ...yamlList("deny-command-patterns", pkg.denyCommandPatterns),
     "metadata:",
     `  audience: ${pkg.audience}`,
+    ...(pkg.memoryRole !== undefined ? [`  memory-role: ${pkg.memoryRole}`] : []),
     ...Object.keys(pkg.metadata ?? {})
       .sort()
       .map((k) => `  ${yamlString(k)}: ${yamlValue(pkg.metadata?.[k])}`)

@@ -13,6 +13,35 @@ export const KERNEL_TOOLS = ["read", "ls", "grep", "find", "write", "edit", "she
 export type KernelToolName = (typeof KERNEL_TOOLS)[number]
 export const MCP_GRANT = /^mcp__([A-Za-z0-9_-]+?)__([A-Za-z0-9_.-]+|\*)$/
 
+/**
+ * Optional tools served by the worker through the job's services channel (design/memory-and-web.md):
+ * never in the default set (`tools` absent); granted by name or by group, and only created when the
+ * worker grants them to the job (the project's settings decide).
+ */
+export const MEMORY_TOOLS = [
+  "memory_search",
+  "memory_save",
+  "memory_forget",
+  "memory_recover",
+  "memory_daily_log",
+  "scratchpad_read",
+  "scratchpad_write"
+] as const
+export const WEB_TOOLS = ["web_search", "web_fetch"] as const
+export const SERVICE_TOOLS: ReadonlyArray<string> = [...MEMORY_TOOLS, ...WEB_TOOLS]
+/** Group names an agent may list instead of each tool. */
+export const SERVICE_TOOL_GROUPS: Readonly<Record<string, ReadonlyArray<string>>> = { memory: MEMORY_TOOLS, web: WEB_TOOLS }
+
+/** The service tools a `tools` list asks for (groups expanded), in SERVICE_TOOLS order; none when `tools` is absent. */
+export const requestedServiceTools = (tools: ReadonlyArray<string> | undefined): ReadonlyArray<string> => {
+  const asked = new Set((tools ?? []).flatMap((t) => SERVICE_TOOL_GROUPS[t] ?? [t]))
+  return SERVICE_TOOLS.filter((t) => asked.has(t))
+}
+
+/** A kernel tool, a service tool or group, or an MCP grant. */
+export const isGrantableTool = (name: string): boolean =>
+  (KERNEL_TOOLS as ReadonlyArray<string>).includes(name) || SERVICE_TOOLS.includes(name) || Object.hasOwn(SERVICE_TOOL_GROUPS, name) || MCP_GRANT.test(name)
+
 export const SKILL_NAME = /^[a-z][a-z0-9-]*$/
 
 const NonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
@@ -27,9 +56,9 @@ export type Skill = typeof Skill.Type
 
 const ToolName = Schema.String.pipe(
   Schema.filter((name) =>
-    (KERNEL_TOOLS as ReadonlyArray<string>).includes(name) || MCP_GRANT.test(name)
+    isGrantableTool(name)
       ? undefined
-      : `unknown tool "${name}" (kernel tools: ${KERNEL_TOOLS.join(", ")}; MCP grants: mcp__<server>__<tool> or mcp__<server>__*)`
+      : `unknown tool "${name}" (kernel tools: ${KERNEL_TOOLS.join(", ")}; service tools: ${SERVICE_TOOLS.join(", ")} or the groups memory, web; MCP grants: mcp__<server>__<tool> or mcp__<server>__*)`
   )
 )
 

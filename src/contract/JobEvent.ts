@@ -17,7 +17,9 @@ export const JobStarted = event("job.started", {
   runtimeVersion: Schema.String,
   agentId: Schema.String,
   agentVersion: Schema.Union(Schema.String, Schema.Number),
-  metadata: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+  metadata: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  /** The tools the job got, in prompt order (absent in events stored before it was added). */
+  tools: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
 })
 export const MessageDelta = event("message.delta", { text: Schema.String })
 export const ToolCall = event("tool.call", {

@@ -8,9 +8,11 @@ import { Elysia } from "elysia"
 import { makeSignInThrottle, type SignInThrottle } from "../access/SignInThrottle.ts"
 import { agentRoutes } from "./api/agents.ts"
 import { jobRoutes } from "./api/jobs.ts"
+import { memoryRoutes } from "./api/memory.ts"
 import { providerRoutes } from "./api/providers.ts"
 import { sessionRoutes } from "./api/session.ts"
 import { tokenRoutes } from "./api/tokens.ts"
+import { webRoutes } from "./api/web.ts"
 import { portalRoutes } from "./portal/portalRoutes.ts"
 import { probeRoutes } from "./api/probes.ts"
 import { allowedHostsConfig, withEdge } from "./edge.ts"
@@ -64,6 +66,8 @@ const makeRoutes = (options: AppOptions & { readonly log: (line: string) => void
     .use(providerRoutes(route))
     .use(jobRoutes(route, options.heartbeatMs))
     .use(tokenRoutes(route))
+    .use(webRoutes(route))
+    .use(memoryRoutes(route))
     .all("/api/*", () => json({ error: { code: "not-found", message: "no such endpoint" } }, 404))
     .use(portalRoutes({ runtime: options.runtime, log: options.log, signInThrottle: throttle, ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }) }))
 }

@@ -15,6 +15,8 @@ import type {
 } from "../providers/errors.ts"
 import type { IdempotencyKeyReused, JobNotFound } from "../worker/JobStore.ts"
 import type { ProjectExists } from "../worker/Projects.ts"
+import type { WebSettingsInvalid } from "../web/ProjectWeb.ts"
+import type { WebSearchInvalid, WebSearchNotConfigured } from "../web/WebSearch.ts"
 import { BadRequest, Forbidden, NotFound, type PayloadTooLarge, type TooManyRequests, type Unauthenticated } from "./errors.ts"
 
 export { BadRequest, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthenticated } from "./errors.ts"
@@ -26,6 +28,7 @@ export type ApiError =
   | InvalidCredentials
   | ProviderNotFound | ProviderInvalid | ProviderExists | ProviderInUse | BindingInvalid | BindingNotFound
   | McpServerNotFound | McpServerInvalid | McpUnreachable
+  | WebSearchInvalid | WebSearchNotConfigured | WebSettingsInvalid
   | JobNotFound | IdempotencyKeyReused | ProjectExists
   | BadRequest | Unauthenticated | Forbidden | NotFound | PayloadTooLarge | TooManyRequests
 
@@ -41,6 +44,8 @@ const STATUS: { readonly [Tag in ApiError["_tag"]]: number } = {
   ProviderInvalid: 400,
   BindingInvalid: 400,
   McpServerInvalid: 400,
+  WebSearchInvalid: 400,
+  WebSettingsInvalid: 400,
   Unauthenticated: 401,
   InvalidCredentials: 401,
   Forbidden: 403,
@@ -53,6 +58,7 @@ const STATUS: { readonly [Tag in ApiError["_tag"]]: number } = {
   BindingNotFound: 404,
   JobNotFound: 404,
   McpServerNotFound: 404,
+  WebSearchNotConfigured: 404,
   AgentExists: 409,
   BuiltinReadOnly: 409,
   SkillExists: 409,

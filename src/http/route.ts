@@ -18,13 +18,36 @@ import type { JobRoots } from "../worker/JobRoots.ts"
 import type { JobStore } from "../worker/JobStore.ts"
 import type { Projects } from "../worker/Projects.ts"
 import type { Metrics } from "../telemetry/Metrics.ts"
+import type { ProjectWeb } from "../web/ProjectWeb.ts"
+import type { WebSearch } from "../web/WebSearch.ts"
+import type { MemoryStore } from "../worker/memory/MemoryStore.ts"
+import type { ServiceHandlers, ServicesEndpoint } from "../worker/Services.ts"
+import type { ServiceTokens } from "../worker/ServiceTokens.ts"
 import { decodeAll } from "../contract/Problem.ts"
 import { authenticate, crossSiteProblem, permit, type Guard } from "./auth.ts"
 import { emptyForm, formBody, jsonBody, MAX_BODY_BYTES, type PostedForm } from "./body.ts"
 import { noteUser, underRequest } from "./observe.ts"
 import { badRequest, errorResponse, json, type ApiError } from "./respond.ts"
 
-export type AppServices = Access | AgentStore | SkillStore | ProviderStore | Bindings | McpServers | JobStore | JobBus | JobRoots | Projects | SqlClient | Metrics
+export type AppServices =
+  | Access
+  | AgentStore
+  | SkillStore
+  | ProviderStore
+  | Bindings
+  | McpServers
+  | JobStore
+  | JobBus
+  | JobRoots
+  | Projects
+  | SqlClient
+  | Metrics
+  | ServiceTokens
+  | ServiceHandlers
+  | ServicesEndpoint
+  | WebSearch
+  | ProjectWeb
+  | MemoryStore
 export type AppRuntime = ManagedRuntime.ManagedRuntime<AppServices, never>
 
 export { jsonBody, MAX_BODY_BYTES } from "./body.ts"

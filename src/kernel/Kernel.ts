@@ -9,6 +9,9 @@ import type { JobEvent } from "../contract/JobEvent.ts"
 import type { Problem } from "../contract/Problem.ts"
 import type { ProviderConfig } from "../contract/ProviderConfig.ts"
 import { openMcpTools } from "../tools/mcp/mcpTools.ts"
+import { makeServiceChannel, type ServiceChannelConfig } from "../tools/services/ServiceChannel.ts"
+import { createServiceTools, SERVICE_TOOL_DEFS } from "../tools/services/serviceTools.ts"
+import { requestedServiceTools } from "../contract/AgentDefinition.ts"
 import type { RunnerOptions } from "../tools/ProcessRunner.ts"
 import { closeMountHandles, makeSandbox, openMountHandles, Sandbox, type SandboxConfig, sandboxConfig, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
 import { WorkspaceLive } from "../tools/Workspace.ts"
@@ -39,6 +42,11 @@ export interface KernelConfig {
   readonly runTokenPrefix?: string
   /** How failed model calls are retried (docs/kernel.md "Retries"). Default: `DEFAULT_RETRY_POLICY`. */
   readonly retry?: Partial<RetryPolicy>
+  /**
+   * The envelope's worker-bound services channel. Absent: no memory or web tool is created, whatever
+   * the agent asks for. Its token is a secret (registered in the job's redactor).
+   */
+  readonly services?: ServiceChannelConfig | undefined
 }
 
 /** What the per-job `Llm` is built from; the live one is pi-ai's. */
@@ -82,7 +90,15 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const prepared = yield* prepareJob(spec, env)
       const jobId = crypto.randomUUID()
       const mcpSecrets = (spec.mcp?.servers ?? []).flatMap((s) => Object.values(s.headers ?? {}))
-      const secrets = [...env.jobModels.secrets, ...mcpSecrets]
+      const secrets = [...env.jobModels.secrets, ...mcpSecrets, ...(config.services === undefined ? [] : [config.services.token])]
+      // Memory and web tools: only with a channel, and only those the worker left in the job's grants.
+      const serviceTools =
+        config.services === undefined
+          ? []
+          : createServiceTools(
+              requestedServiceTools(spec.agent.tools).filter((n) => SERVICE_TOOL_DEFS.some((d) => d.name === n)),
+              makeServiceChannel(config.services)
+            )
       const queue = yield* Queue.unbounded<JobEvent>()
       const events = JobEventsLive(jobId, secrets, (e) => Queue.unsafeOffer(queue, e))
       const limits = LimitsLive(spec.limits, { label: `${prepared.model.provider}/${prepared.model.id}`, contextWindow: prepared.model.contextWindow })
@@ -113,7 +129,7 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const outcome = yield* Deferred.make<JobOutcome>()
       // Forked into the caller's scope: closing it interrupts the job, which then ends as aborted.
       const fiber = yield* Effect.forkScoped(
-        Effect.provide(runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools }), services).pipe(
+        Effect.provide(runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools, serviceTools }), services).pipe(
           Effect.ensuring(Effect.zipRight(Effect.sync(() => closeMountHandles(handles)), closeMcp))
         )
       )

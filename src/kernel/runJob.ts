@@ -8,6 +8,7 @@ import { Cause, Clock, Deferred, Effect, Exit, Option } from "effect"
 import type { JobOutcome } from "../contract/AgentRuntime.ts"
 import { ProcessRunner, processRunnerLayer, type RunnerOptions } from "../tools/ProcessRunner.ts"
 import type { McpKernelTool } from "../tools/mcp/mcpTools.ts"
+import type { KernelTool } from "../tools/Tool.ts"
 import { createKernelTools } from "../tools/registry.ts"
 import type { Workspace } from "../tools/Workspace.ts"
 import { agentLoop } from "./agentLoop.ts"
@@ -32,6 +33,8 @@ export interface JobRunOptions {
   readonly outcome: Deferred.Deferred<JobOutcome>
   /** The offered tools of the job's MCP servers, connected at job start (after the kernel tools). */
   readonly mcpTools?: ReadonlyArray<McpKernelTool>
+  /** The memory and web tools the job got (served through the services channel), after the kernel tools. */
+  readonly serviceTools?: ReadonlyArray<KernelTool>
 }
 
 /**
@@ -52,20 +55,23 @@ export const runJob = (
       const jobSpanId = events.newSpanId()
       const start = yield* Clock.currentTimeMillis
       const t0 = yield* Clock.currentTimeNanos
-      yield* events.emit({
-        type: "job.started",
-        runtimeVersion: RUNTIME_VERSION,
-        agentId: spec.agent.id,
-        agentVersion: spec.agent.version,
-        metadata: spec.metadata ?? {}
-      })
       // The spec: MCP tools are callable from codemode scripts when the agent has codemode (only the
       // read-only ones: a script may not change anything), declared to the model otherwise.
       const mcp = options.mcpTools ?? []
       const viaCodemode = prepared.toolNames.includes("codemode") ? mcp.filter((t) => t.readOnly) : []
       const declared = mcp.filter((t) => !viaCodemode.includes(t))
+      const serviceTools = options.serviceTools ?? []
+      yield* events.emit({
+        type: "job.started",
+        runtimeVersion: RUNTIME_VERSION,
+        agentId: spec.agent.id,
+        agentVersion: spec.agent.version,
+        metadata: spec.metadata ?? {},
+        // What the job got, in prompt order: a tool asked for and not granted (memory off, say) is not silent.
+        tools: [...prepared.toolNames, ...serviceTools.map((t) => t.name), ...declared.map((t) => t.name)]
+      })
       const loop = Effect.flatMap(ProcessRunner, (runner) =>
-        agentLoop({ spec, tools: [...createKernelTools(prepared.toolNames, runner, viaCodemode), ...declared], deny: prepared.deny })
+        agentLoop({ spec, tools: [...createKernelTools(prepared.toolNames, runner, viaCodemode), ...serviceTools, ...declared], deny: prepared.deny })
       ).pipe(
         // The runner's scope ends with the loop: every process it started is dead before we go on.
         Effect.provide(processRunnerLayer(options.runner))

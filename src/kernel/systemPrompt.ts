@@ -6,18 +6,21 @@
  */
 import type { AgentDefinition } from "../contract/AgentDefinition.ts"
 
-/** Tools that make the research block appear (memory and web tools arrive with later issues). */
-export const RESEARCH_TOOL_PREFIXES = ["memory_", "web_search", "web_fetch"] as const
+/** Tools that make the research block appear: the memory tools (memory_*, scratchpad_*) and the web tools. */
+export const RESEARCH_TOOL_PREFIXES = ["memory_", "scratchpad_", "web_search", "web_fetch"] as const
 
 const researchBlock = (tools: ReadonlyArray<string>): string =>
   [
     "<research-tools>",
     `You have these research tools: ${tools.join(", ")}.`,
-    ...(tools.some((t) => t.startsWith("memory_"))
-      ? ["Search project memory first, before reading widely.", "Save durable lessons to memory at the end of the job."]
-      : []),
+    ...(tools.includes("memory_search") ? ["Search project memory first, before reading widely."] : []),
+    ...(tools.includes("memory_save") ? ["Save durable lessons to memory at the end of the job, never secrets."] : []),
+    ...(tools.some((t) => t.startsWith("scratchpad_")) ? ["Keep your working notes in the scratchpad: it survives compaction."] : []),
     ...(tools.some((t) => t.startsWith("web_"))
-      ? ["Search the public web only for public references.", "Never send project content, code or names out."]
+      ? [
+          "Search the public web only for public references.",
+          "Never send project content (code, file contents, names of internal things) to the web tools."
+        ]
       : []),
     "</research-tools>"
   ].join("\n")

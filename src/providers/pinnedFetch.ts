@@ -3,7 +3,7 @@
  * connect time on one DNS answer, and the connection goes to exactly the address that was checked.
  */
 import { Either, Schema } from "effect"
-import { checkTarget, systemResolver, type Resolver } from "./urlPolicy.ts"
+import { checkTarget, systemResolver, type CheckedTarget, type NetworkAllowance, type Resolver } from "./urlPolicy.ts"
 
 export class UrlRefused extends Schema.TaggedError<UrlRefused>()("UrlRefused", { problem: Schema.String }) {
   override get message(): string {
@@ -12,8 +12,8 @@ export class UrlRefused extends Schema.TaggedError<UrlRefused>()("UrlRefused", {
 }
 
 export interface PinnedFetchOptions {
-  /** The server's admin allowance: private, loopback and link-local addresses may be reached. */
-  readonly allowPrivateNetwork: boolean
+  /** The server's admin allowance: private, loopback and link-local addresses may be reached (`"loopback"`: loopback only, tests). */
+  readonly allowPrivateNetwork: NetworkAllowance
   /** Resolves the host; the system resolver by default (a seam for tests). */
   readonly resolve?: Resolver
 }
@@ -31,7 +31,15 @@ export interface PinnedFetchOptions {
 export const pinnedFetch = async (input: string | URL, init: BunFetchRequestInit, options: PinnedFetchOptions): Promise<Response> => {
   const checked = await checkTarget(String(input), options.allowPrivateNetwork, options.resolve ?? systemResolver)
   if (Either.isLeft(checked)) throw new UrlRefused({ problem: checked.left })
-  const { url, host, literal, addresses } = checked.right
+  return fetchPinned(checked.right, init)
+}
+
+/**
+ * The connection half of `pinnedFetch`, for a caller that ran the policy itself (web fetch names the
+ * rule a URL broke): connects to the first checked address only, keeping Host and the TLS server name.
+ */
+export const fetchPinned = (checked: CheckedTarget, init: BunFetchRequestInit): Promise<Response> => {
+  const { url, host, literal, addresses } = checked
   const address = addresses[0]!
   const target = new URL(url)
   target.hostname = address.includes(":") ? `[${address}]` : address

@@ -104,19 +104,44 @@ export interface CheckedTarget {
 const hostOf = (url: URL): string => url.hostname.replace(/^\[|\]$/g, "").replace(/\.+$/, "").toLowerCase()
 
 /**
- * Checks `raw` and resolves its host once: the problem (left), or the addresses it may be reached at
- * (right). With `allowPrivateNetwork` only the scheme and credential rules apply, but the host is still
- * resolved once so a caller can pin its connection.
+ * Who may be reached besides public unicast addresses: `false` nobody, `true` private networks (an
+ * admin's per-server choice), `"loopback"` loopback addresses only — the web-fetch tests' scripted pages
+ * on 127.0.0.1, never a production setting (src/web/webFetchPolicy.ts refuses it outside tests).
  */
-export const checkTarget = async (raw: string, allowPrivateNetwork: boolean, resolve: Resolver = systemResolver): Promise<Either.Either<CheckedTarget, string>> => {
-  if (!URL.canParse(raw)) return Either.left("is not a URL")
+export type NetworkAllowance = boolean | "loopback"
+
+/** The rule of the URL policy a URL broke (web fetch names it in its refusal). */
+export type UrlRule = "not-a-url" | "scheme" | "credentials" | "no-host" | "local-host" | "dns" | "non-public-address"
+
+export interface UrlRefusal {
+  readonly rule: UrlRule
+  readonly problem: string
+}
+
+const isLoopback = (ip: string): boolean => {
+  try {
+    const a = ipaddr.process(ip)
+    return a.range() === "loopback"
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Checks `raw` and resolves its host once: the rule broken and the problem (left), or the addresses it
+ * may be reached at (right). With `allow === true` only the scheme and credential rules apply, but the
+ * host is still resolved once so a caller can pin its connection.
+ */
+export const checkTargetRule = async (raw: string, allow: NetworkAllowance, resolve: Resolver = systemResolver): Promise<Either.Either<CheckedTarget, UrlRefusal>> => {
+  const refuse = (rule: UrlRule, problem: string) => Either.left({ rule, problem })
+  if (!URL.canParse(raw)) return refuse("not-a-url", "is not a URL")
   const url = new URL(raw)
-  if (url.protocol !== "https:" && url.protocol !== "http:") return Either.left("must be an http or https URL")
-  if (url.username !== "" || url.password !== "") return Either.left("must not carry credentials (use headers)")
+  if (url.protocol !== "https:" && url.protocol !== "http:") return refuse("scheme", "must be an http or https URL")
+  if (url.username !== "" || url.password !== "") return refuse("credentials", "must not carry credentials (use headers)")
   const host = hostOf(url)
-  if (host === "") return Either.left("has no host")
-  if (!allowPrivateNetwork && (LOCAL_HOSTS.has(host) || host.endsWith(".localhost") || METADATA_HOSTS.has(host))) {
-    return Either.left("points at a local or metadata host")
+  if (host === "") return refuse("no-host", "has no host")
+  if (allow !== true && (LOCAL_HOSTS.has(host) || host.endsWith(".localhost") || METADATA_HOSTS.has(host))) {
+    return refuse("local-host", "points at a local or metadata host")
   }
   // WHATWG URL has already turned decimal, hex, octal and short IPv4 forms into dotted quads.
   const literal = ipaddr.isValid(host)
@@ -124,18 +149,25 @@ export const checkTarget = async (raw: string, allowPrivateNetwork: boolean, res
   try {
     addresses = literal ? [ipaddr.parse(host).toString()] : await resolve(host)
   } catch {
-    return Either.left("its host does not resolve")
+    return refuse("dns", "its host does not resolve")
   }
-  if (addresses.length === 0) return Either.left("its host does not resolve")
-  if (!allowPrivateNetwork) {
+  if (addresses.length === 0) return refuse("dns", "its host does not resolve")
+  if (allow !== true) {
     // Every answer is checked: a rebinding DNS server may hand any one of them to a later lookup.
-    const problems = addresses.flatMap((a) => addressProblem(a) ?? [])
-    if (problems.length > 0) {
-      return Either.left(`resolves to a non-public address (${problems.join("; ")}); an admin must allow private networks for this server`)
-    }
+    const problems = addresses.flatMap((a) => (allow === "loopback" && isLoopback(a) ? [] : (addressProblem(a) ?? [])))
+    if (problems.length > 0) return refuse("non-public-address", `resolves to a non-public address (${problems.join("; ")})`)
   }
   return Either.right({ url, host, literal, addresses })
 }
+
+/**
+ * `checkTargetRule` for a registered server: the problem as one sentence (a non-public address adds
+ * that an admin must allow private networks for the server).
+ */
+export const checkTarget = async (raw: string, allow: NetworkAllowance, resolve: Resolver = systemResolver): Promise<Either.Either<CheckedTarget, string>> =>
+  Either.mapLeft(await checkTargetRule(raw, allow, resolve), (r) =>
+    r.rule === "non-public-address" ? `${r.problem}; an admin must allow private networks for this server` : r.problem
+  )
 
 /** The problem with `url` for a server, or undefined when it may be reached. Resolves DNS. */
 export const checkOutboundUrl = async (url: string, allowPrivateNetwork: boolean, resolve: Resolver = systemResolver): Promise<string | undefined> =>

@@ -4,7 +4,7 @@
  * they fit. Only names, counts and flags pass: a string the kernel did not promise to be a name is dropped.
  */
 import { Context, Effect, Exit, Option, type Tracer } from "effect"
-import { KERNEL_TOOLS, MCP_GRANT } from "../contract/AgentDefinition.ts"
+import { KERNEL_TOOLS, MCP_GRANT, SERVICE_TOOLS } from "../contract/AgentDefinition.ts"
 import type { SpanEvent } from "../contract/JobEvent.ts"
 
 type SpanEventType = typeof SpanEvent.Type
@@ -53,6 +53,7 @@ export const toolNameCheck = (grants: ReadonlyArray<string>) => {
   }))
   return (name: string): boolean => {
     if ((KERNEL_TOOLS as ReadonlyArray<string>).includes(name)) return true
+    if (SERVICE_TOOLS.includes(name) && grants.includes(name)) return true
     const m = MCP_GRANT.exec(name)
     return m?.[1] !== undefined && servers.has(m[1]) && NAME.test(name)
   }

@@ -22,8 +22,24 @@ import { JobChildren } from "./JobChildren.ts"
 import { CLI_PATH, runJobProcess } from "./JobProcess.ts"
 import { JobStore, type JobRow, type Settlement } from "./JobStore.ts"
 import { exportKernelSpans, toolNameCheck } from "./JobTrace.ts"
+import { MemoryStore } from "./memory/MemoryStore.ts"
+import type { ServiceHandlers, ServicesEndpoint } from "./Services.ts"
+import { ServiceTokens } from "./ServiceTokens.ts"
 
-export type WorkerServices = JobStore | JobBus | AgentStore | SkillStore | Bindings | ProviderStore | McpServers | JobRoots | Metrics
+export type WorkerServices =
+  | JobStore
+  | JobBus
+  | AgentStore
+  | SkillStore
+  | Bindings
+  | ProviderStore
+  | McpServers
+  | JobRoots
+  | Metrics
+  | ServiceHandlers
+  | ServiceTokens
+  | ServicesEndpoint
+  | MemoryStore
 
 const POLL = Duration.seconds(1)
 
@@ -149,7 +165,10 @@ export const runClaimedJob = (
       return yield* settled(outcome)
     }
     yield* store.started(job.id, setup.right.agentVersion, setup.right.model)
-    grants = setup.right.tools
+    const memory = yield* MemoryStore
+    // The project's daily log (when its memory is on): this job started, and later how it ended.
+    yield* memory.log(job.projectId, { kind: "job.started", jobId: job.id, agentId: job.agentName, noteId: null, summary: `${job.agentName} v${setup.right.agentVersion} started: ${job.task.slice(0, 200)}` })
+    grants = [...setup.right.tools, ...setup.right.serviceTools]
     const span = yield* Effect.option(Effect.currentSpan)
     if (span._tag === "Some") {
       const slash = setup.right.model.indexOf("/")
@@ -192,6 +211,15 @@ export const runClaimedJob = (
           ? "not committed: the job failed (outputs left in place)"
           : "no outputs"
     yield* store.settle(job.id, settlement, committed)
+    // Dead already (its job is no longer running); deleted so no hash of it outlives the job.
+    if (setup.right.serviceTools.length > 0) yield* (yield* ServiceTokens).revoke(job.id)
+    yield* memory.log(job.projectId, {
+      kind: "job.finished",
+      jobId: job.id,
+      agentId: job.agentName,
+      noteId: null,
+      summary: `${job.agentName} ${settlement.status}${settlement.status === "completed" ? `: ${settlement.summary.slice(0, 300)}` : ` (${settlement.reason}): ${settlement.message.slice(0, 300)}`}`
+    })
     yield* bus.publish({ _tag: "Events", jobId: job.id })
     yield* settled(settlement)
   }).pipe(

@@ -4,17 +4,21 @@
  * with its key decrypted, the job boundary. A binding or agent change therefore applies to the next job, not this one.
  */
 import { Effect, Schema } from "effect"
-import type { AgentStore } from "../agents/AgentStore.ts"
+import { AgentStore } from "../agents/AgentStore.ts"
 import { resolveAgentDefinition } from "../agents/resolveAgentDefinition.ts"
 import type { SkillStore } from "../agents/SkillStore.ts"
+import type { AgentDefinition } from "../contract/AgentDefinition.ts"
 import type { JobEnvelope } from "../contract/AgentRuntime.ts"
 import type { JobSpec } from "../contract/JobSpec.ts"
 import { mcpServersOf } from "../agents/validateAgent.ts"
 import { Bindings } from "../providers/Bindings.ts"
 import { McpServers } from "../providers/McpServers.ts"
 import { ProviderStore } from "../providers/ProviderStore.ts"
+import { requestedServiceTools, SERVICE_TOOL_GROUPS, SERVICE_TOOLS } from "../contract/AgentDefinition.ts"
 import { JobRoots } from "./JobRoots.ts"
 import type { JobRow } from "./JobStore.ts"
+import { ServiceHandlers, ServicesEndpoint } from "./Services.ts"
+import { ServiceTokens } from "./ServiceTokens.ts"
 
 /** The job could not be set up; the message says why (it becomes the job's failure message). */
 export class JobSetupFailed extends Schema.TaggedError<JobSetupFailed>()("JobSetupFailed", { message: Schema.String }) {}
@@ -25,17 +29,54 @@ export interface ResolvedJob {
   readonly model: string
   /** The agent's tool grants (kernel tools and MCP grants). */
   readonly tools: ReadonlyArray<string>
+  /** The memory and web tools the job got (its services token is bound to exactly these). */
+  readonly serviceTools: ReadonlyArray<string>
 }
+
+/**
+ * The service tools a job of `projectId` gets among those the agent asks for: each needs a handler in
+ * this installation and a project that grants it (no project = none), in SERVICE_TOOLS order.
+ */
+export const grantServiceTools = (
+  projectId: string,
+  agentId: string,
+  asked: ReadonlyArray<string> | undefined
+): Effect.Effect<ReadonlyArray<string>, never, ServiceHandlers> =>
+  Effect.gen(function* () {
+    const requested = requestedServiceTools(asked)
+    if (projectId === "" || requested.length === 0) return []
+    const handlers = yield* ServiceHandlers
+    const granted: Array<string> = []
+    for (const name of requested) {
+      const handler = handlers.find((h) => h.name === name)
+      if (handler !== undefined && (yield* handler.refusal({ projectId, agentId })) === undefined) granted.push(name)
+    }
+    return granted
+  })
+
+/** The agent's `tools` with its service tools and groups replaced by the ones granted (by name). */
+const withServiceGrants = (tools: ReadonlyArray<string> | undefined, granted: ReadonlyArray<string>): ReadonlyArray<string> | undefined =>
+  tools === undefined ? undefined : [...tools.filter((t) => !SERVICE_TOOLS.includes(t) && !Object.hasOwn(SERVICE_TOOL_GROUPS, t)), ...granted]
 
 export const buildEnvelope = (
   job: JobRow
-): Effect.Effect<ResolvedJob, JobSetupFailed, AgentStore | SkillStore | Bindings | ProviderStore | McpServers | JobRoots> =>
+): Effect.Effect<
+  ResolvedJob,
+  JobSetupFailed,
+  AgentStore | SkillStore | Bindings | ProviderStore | McpServers | JobRoots | ServiceHandlers | ServiceTokens | ServicesEndpoint
+> =>
   Effect.gen(function* () {
-    const agent = yield* resolveAgentDefinition(job.agentName)
+    const resolved = yield* resolveAgentDefinition(job.agentName)
+    // Memory and web tools the project does not grant are not created: the job's definition names
+    // only those it got, so `job.started` lists exactly what the job has.
+    const serviceTools = yield* grantServiceTools(job.projectId, resolved.id, resolved.tools)
+    const tools = withServiceGrants(resolved.tools, serviceTools)
+    const { tools: _asked, ...rest } = resolved
+    const agent: AgentDefinition = tools === undefined ? rest : { ...rest, tools }
     const binding = yield* (yield* Bindings).resolve(job.agentName, job.projectId)
     const providers = yield* (yield* ProviderStore).configs([binding.providerId])
     // The MCP servers the agent names travel with their headers decrypted, on the child's stdin only.
-    const servers = yield* (yield* McpServers).configs(mcpServersOf(agent.tools))
+    const servers = yield* (yield* McpServers).configs(mcpServersOf(tools))
     const spec: JobSpec = {
       agent,
       task: job.task,
@@ -47,11 +88,27 @@ export const buildEnvelope = (
     }
     // The job child checks the workspace against this again: the paths may have changed since the API checked them.
     const boundary = yield* (yield* JobRoots).boundaryFor(job.projectId)
+    // A token for this job only, bound to what it got; it travels on the child's stdin only.
+    const services =
+      serviceTools.length === 0
+        ? undefined
+        : {
+            url: yield* (yield* ServicesEndpoint).url,
+            token: yield* (yield* ServiceTokens).mint({
+              jobId: job.id,
+              projectId: job.projectId,
+              agentId: agent.id,
+              // `memory-role: reviewer` in the package metadata: an independent reviewer.
+              memoryRole: yield* Effect.map(Effect.option((yield* AgentStore).get(job.agentName)), (v) => (v._tag === "Some" && v.value.package.memoryRole === "reviewer" ? "reviewer" : null)),
+              tools: serviceTools
+            })
+          }
     return {
-      envelope: { job: spec, providers, boundary },
+      envelope: { job: spec, providers, boundary, ...(services === undefined ? {} : { services }) },
       agentVersion: String(agent.version),
       model: `${binding.providerId}/${binding.modelId}`,
-      tools: agent.tools ?? []
+      tools: tools ?? [],
+      serviceTools
     }
   }).pipe(
     Effect.catchTags({

@@ -5,6 +5,8 @@
  * as a manager.
  */
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
+import { Effect } from "effect"
+import { MemoryStore } from "../../src/worker/memory/MemoryStore.ts"
 import { createJobDirs, type JobDirs } from "../support/jobChild.ts"
 import { createAgent, createAgentFiles, createSkill, PASSWORD, saveAgent, type Session, storeFingerprint, useApi } from "../support/api.ts"
 
@@ -58,10 +60,21 @@ const jobBody = (agent: string) => {
 }
 // A public address literal: the URL policy needs no DNS lookup for it.
 const mcpBody = { url: "https://93.184.215.14/mcp", headers: { authorization: "Bearer canary" } }
+const webSearchBody = { kind: "searxng", url: "http://127.0.0.1:9" }
 /** Creates user `n` with a token and returns the token's id. */
 const tokenIdOf = async (n: string): Promise<string> => {
   await api.createUser(n, [])
   return (await api.sql<{ id: string }>(`SELECT t.id FROM admin.api_token t JOIN admin.app_user u ON u.id = t.user_id WHERE u.username = '${n}'`))[0]!.id
+}
+/** A project with one learned note (saved as an agent would); returns the note's id. */
+const createNote = async (project: string) => {
+  await createProject(project)
+  const { note } = await api.run(
+    Effect.flatMap(MemoryStore, (m) =>
+      m.save(project, { _tag: "Agent", jobId: "00000000-0000-4000-8000-000000000001", agentId: "a" }, { kind: "fact", title: "T", body: "B", paths: [] })
+    )
+  )
+  return note.id
 }
 const createJob = async (n: string) => (await asManager("POST", "/api/jobs", jobBody(n))).job.id as string
 
@@ -241,6 +254,60 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     ok: 204
   },
   { route: "POST /api/projects", guard: "agents.manage", sample: async (n) => ({ path: "/api/projects", json: { id: n, name: `Project ${n}` } }), ok: 201 },
+  { route: "PUT /api/admin/web-search", guard: "providers.manage", sample: async () => ({ path: "/api/admin/web-search", json: webSearchBody }), ok: 200 },
+  {
+    route: "DELETE /api/admin/web-search",
+    guard: "providers.manage",
+    sample: async () => {
+      await asManager("PUT", "/api/admin/web-search", webSearchBody)
+      return { path: "/api/admin/web-search" }
+    },
+    ok: 204
+  },
+  {
+    // Sends a query with the stored key: an admin's action. Nothing listens on port 9: ok false, still 200.
+    route: "POST /api/admin/web-search/test",
+    guard: "providers.manage",
+    sample: async () => {
+      await asManager("PUT", "/api/admin/web-search", webSearchBody)
+      return { path: "/api/admin/web-search/test", json: {} }
+    },
+    ok: 200,
+    changes: false
+  },
+  {
+    route: "PUT /api/projects/:id/web",
+    guard: "agents.manage",
+    sample: async (n) => {
+      await createProject(n)
+      return { path: `/api/projects/${n}/web`, json: { searchAgents: [n], fetch: true } }
+    },
+    ok: 200
+  },
+  {
+    route: "PUT /api/projects/:id/memory",
+    guard: "agents.manage",
+    sample: async (n) => {
+      await createProject(n)
+      return { path: `/api/projects/${n}/memory`, json: { enabled: true, retention: { learnedDays: 30 } } }
+    },
+    ok: 200
+  },
+  {
+    route: "POST /api/projects/:id/memory/notes/:noteId/review",
+    guard: "agents.manage",
+    sample: async (n) => ({ path: `/api/projects/${n}/memory/notes/${await createNote(n)}/review`, json: { decision: "reviewed" } }),
+    ok: 200
+  },
+  {
+    route: "POST /api/projects/:id/memory/reset",
+    guard: "agents.manage",
+    sample: async (n) => {
+      await createNote(n)
+      return { path: `/api/projects/${n}/memory/reset`, json: { confirm: n } }
+    },
+    ok: 200
+  },
   // Starting a job spends money and names server directories: agents.manage (it is only queued here; no worker runs).
   {
     route: "POST /api/jobs",
@@ -384,6 +451,44 @@ const GET: ReadonlyArray<RouteCase> = [
   { route: "GET /api/admin/users", guard: "admin", sample: async () => ({ path: "/api/admin/users" }), ok: 200 },
   { route: "GET /api/admin/users/:name/tokens", guard: "admin", sample: async () => ({ path: "/api/admin/users/reader/tokens" }), ok: 200 },
   { route: "GET /api/projects", guard: "read", sample: async () => ({ path: "/api/projects" }), ok: 200 },
+  {
+    route: "GET /api/admin/web-search",
+    guard: "read",
+    sample: async () => {
+      await asManager("PUT", "/api/admin/web-search", webSearchBody)
+      return { path: "/api/admin/web-search" }
+    },
+    ok: 200
+  },
+  {
+    route: "GET /api/projects/:id/web",
+    guard: "read",
+    sample: async (n) => {
+      await createProject(n)
+      return { path: `/api/projects/${n}/web` }
+    },
+    ok: 200
+  },
+  {
+    route: "GET /api/projects/:id/memory",
+    guard: "read",
+    sample: async (n) => {
+      await createProject(n)
+      return { path: `/api/projects/${n}/memory` }
+    },
+    ok: 200
+  },
+  { route: "GET /api/projects/:id/memory/notes", guard: "read", sample: async (n) => ({ path: `/api/projects/${n}/memory/notes?trust=learned`, ...(await createNote(n), {}) }), ok: 200 },
+  { route: "GET /api/projects/:id/memory/notes/:noteId", guard: "read", sample: async (n) => ({ path: `/api/projects/${n}/memory/notes/${await createNote(n)}` }), ok: 200 },
+  {
+    route: "GET /api/projects/:id/memory/log",
+    guard: "read",
+    sample: async (n) => {
+      await createProject(n)
+      return { path: `/api/projects/${n}/memory/log?date=2026-01-02` }
+    },
+    ok: 200
+  },
   { route: "GET /api/jobs", guard: "read", sample: async () => ({ path: "/api/jobs" }), ok: 200 },
   {
     route: "GET /api/jobs/:id",

@@ -13,6 +13,8 @@ import { Bindings } from "../../src/providers/Bindings.ts"
 import { McpServers } from "../../src/providers/McpServers.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
+import { Projects } from "../../src/worker/Projects.ts"
+import { SqlClient } from "@effect/sql/SqlClient"
 import { makeApp } from "../../src/http/app.ts"
 import { makeTestRuntime, MANAGER, READER, signInTestUsers, type AppRuntime } from "./harness.ts"
 import { createJobDirs } from "../support/jobChild.ts"
@@ -61,11 +63,19 @@ beforeAll(async () => {
   jobId = job.id
   tokenId = (await runtime.runPromise(Effect.flatMap(Access, (a) => a.createToken(MANAGER.username, "matrix-token")))).view.id
   await runtime.runPromise(Effect.flatMap(Access, (a) => a.addUser("matrix-user", MANAGER.password, ["agents.manage"])))
+  // A project with one learned note, for the memory page's review, settings and reset.
+  await runtime.runPromise(Effect.orDie(Effect.flatMap(Projects, (p) => p.create({ id: "matrix-proj", name: "Matrix" }))))
+  await runtime.runPromise(
+    Effect.flatMap(SqlClient, (sql) => sql`INSERT INTO memory.note (id, project_id, kind, title, body, trust, created_agent, updated_agent, created_at, updated_at, trust_at)
+      VALUES (${MATRIX_NOTE}, 'matrix-proj', 'fact', 'T', 'B', 'learned', 'a', 'a', now(), now(), now())`)
+  )
 }, 120_000)
 
 afterAll(async () => {
   await runtime?.dispose()
 })
+
+const MATRIX_NOTE = "00000000-0000-4000-8000-0000000000aa"
 
 type Guard = "public" | "read" | "agents.manage" | "providers.manage" | "admin"
 
@@ -119,6 +129,16 @@ const ROUTES: ReadonlyArray<{
   { route: "POST /mcp-servers/:name/allowed-tools", path: "/mcp-servers/matrix-mcp/allowed-tools", guard: "providers.manage", body: () => form({ tool: "write_page", allowed: "1" }) },
   { route: "POST /mcp-servers/:name/delete", path: "/mcp-servers/matrix-mcp/delete", guard: "providers.manage", body: () => form({}) },
   { route: "POST /projects", path: "/projects", guard: "agents.manage", body: () => form({ id: "matrix-project", name: "Matrix" }) },
+  { route: "POST /web-search", path: "/web-search", guard: "providers.manage", body: () => form({ kind: "searxng", url: "http://127.0.0.1:9" }) },
+  // Sends one query with the stored settings and renders the outcome (nothing listens on port 9).
+  { route: "POST /web-search/test", path: "/web-search/test", guard: "providers.manage", body: () => form({}), ok: 200 },
+  { route: "POST /web-search/delete", path: "/web-search/delete", guard: "providers.manage", body: () => form({}) },
+  {
+    route: "POST /projects/:id/web",
+    path: "/projects/matrix-proj/web",
+    guard: "agents.manage",
+    body: () => form({ searchAgents: "matrix-agent", fetch: "1", dailySearches: "5", dailyFetches: "5", jobSearches: "1", jobFetches: "1" })
+  },
   { route: "POST /agents/:name/run", path: "/agents/codebase-inventory/run", guard: "agents.manage", body: runFields },
   {
     route: "POST /jobs/:id/abort",
@@ -143,6 +163,14 @@ const ROUTES: ReadonlyArray<{
   },
   { route: "POST /users/:name/permissions/:permission/remove", path: "/users/matrix-user/permissions/agents.manage/remove", guard: "admin", body: () => form({}) },
   { route: "POST /users/:name/disabled", path: "/users/matrix-user/disabled", guard: "admin", body: () => form({ disabled: "true" }) },
+  {
+    route: "POST /projects/:id/memory/notes/:noteId/review",
+    path: `/projects/matrix-proj/memory/notes/${MATRIX_NOTE}/review`,
+    guard: "agents.manage",
+    body: () => form({ decision: "reviewed" })
+  },
+  { route: "POST /projects/:id/memory/settings", path: "/projects/matrix-proj/memory/settings", guard: "agents.manage", body: () => form({ enabled: "on", learnedDays: "30" }) },
+  { route: "POST /projects/:id/memory/reset", path: "/projects/matrix-proj/memory/reset", guard: "agents.manage", body: () => form({ confirm: "matrix-proj" }) },
   { route: "POST /sign-out", path: "/sign-out", guard: "read", body: () => form({}) }
 ]
 
@@ -259,7 +287,7 @@ describe("portal security", () => {
       "/agents/guarded/diff?from=1&to=1", "/agents/guarded/definition", "/agents/codebase-inventory", "/agents/codebase-inventory/definition",
       "/agent-skills", "/agent-skills/-/new", "/agent-skills/cite-evidence", "/agents/nope", "/nothing-here",
       "/providers", "/providers/-/new", "/providers/-/builtin", "/mcp-servers", "/mcp-servers/-/new", "/jobs", "/agents/guarded/binding", "/agents/guarded/run",
-      "/account", "/users"
+      "/account", "/users", "/web-search", "/projects/matrix-proj/web"
     ]
     for (const path of pages) {
       const res = await send("GET", path, { session: "admin" })

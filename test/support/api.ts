@@ -314,7 +314,7 @@ const VOLATILE_TABLES = new Set(["admin.session", "admin.api_token"])
 export const storeFingerprint = async (api: Api): Promise<string> => {
   const tables = await api.sql<{ name: string }>(`
     SELECT table_schema || '.' || table_name AS name FROM information_schema.tables
-    WHERE table_schema IN ('admin', 'runtime') AND table_type = 'BASE TABLE' ORDER BY 1`)
+    WHERE table_schema IN ('admin', 'runtime', 'memory') AND table_type = 'BASE TABLE' ORDER BY 1`)
   const parts: Array<string> = []
   for (const { name } of tables) {
     if (VOLATILE_TABLES.has(name)) continue

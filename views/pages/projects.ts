@@ -15,7 +15,9 @@ export const projectHref = (id: string, rest = ""): string => `/projects/${encod
 
 /** The sections of a project's page, in order; `key` marks the current one. */
 export const PROJECT_SECTIONS: ReadonlyArray<{ readonly key: string; readonly label: string; readonly href: (id: string) => string }> = [
-  { key: "overview", label: "Overview", href: (id) => projectHref(id) }
+  { key: "overview", label: "Overview", href: (id) => projectHref(id) },
+  { key: "memory", label: "Memory", href: (id) => `${projectHref(id)}/memory` },
+  { key: "web", label: "Web", href: (id) => `${projectHref(id)}/web` }
 ]
 
 export const projectNav = (id: string, active: string): Html => html`

@@ -12,12 +12,14 @@ import { bindingPages } from "./bindingPages.ts"
 import { jobPages } from "./jobPages.ts"
 import { mcpPages } from "./mcpPages.ts"
 import { projectPages } from "./projectPages.ts"
+import { memoryPages } from "./memoryPages.ts"
 import { providerPages } from "./providerPages.ts"
 import { loadAssets, staticResponse } from "./assets.ts"
 import { errorHtml, portalRunner } from "./portalRoute.ts"
 import { sessionPages } from "./sessionPages.ts"
 import { skillPages } from "./skillPages.ts"
 import { versionPages } from "./versionPages.ts"
+import { webPages } from "./webPages.ts"
 
 export interface PortalOptions {
   readonly runtime: AppRuntime
@@ -44,9 +46,11 @@ export const portalRoutes = (options: PortalOptions) => {
     .use(providerPages(portal))
     .use(bindingPages(portal))
     .use(mcpPages(portal))
+    .use(webPages(portal))
     .use(jobPages(portal, options.heartbeatMs))
     .use(projectPages(portal))
     .use(accountPages(portal))
+    .use(memoryPages(portal))
     // Any other address: an HTML 404 (a `/*` route would shadow the API's own `/api/*` JSON 404).
     .onError({ as: "global" }, ({ code, request }) => (code === "NOT_FOUND" && !new URL(request.url).pathname.startsWith("/api/") ? notFound(request) : undefined))
 }

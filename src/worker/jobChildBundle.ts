@@ -10,6 +10,9 @@ import { join, resolve } from "node:path"
 
 /** The installation: the directory holding package.json and src/. */
 export const INSTALL_DIR = resolve(import.meta.dir, "..", "..")
+
+/** The builders run Bun by its absolute path (process.execPath) and need no PATH of the server's: a fixed one. */
+const BUILD_PATH = "/usr/local/bin:/usr/bin:/bin"
 /** What the bundle is built from. */
 export const JOB_CHILD_SOURCE = join(INSTALL_DIR, "src", "jobChildEntry.ts")
 const SRC_DIR = join(INSTALL_DIR, "src")
@@ -103,7 +106,7 @@ export const ensureBundle = async (cacheDir: string, key: string, signal?: Abort
     // (not the package index) so the bundle initialises them before use (see PiAiModels.ts).
     const build = Bun.spawn(
       [process.execPath, "build", "--target=bun", "--format=cjs", "--bytecode", `--outdir=${tmp}`, JOB_CHILD_SOURCE],
-      { cwd: INSTALL_DIR, stdin: "ignore", stdout: "ignore", stderr: "pipe", env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" } }
+      { cwd: INSTALL_DIR, stdin: "ignore", stdout: "ignore", stderr: "pipe", env: { PATH: BUILD_PATH } }
     )
     signal?.addEventListener("abort", () => build.kill("SIGKILL"), { once: true })
     const [stderr, code] = await Promise.all([new Response(build.stderr).text(), build.exited])
@@ -181,7 +184,7 @@ export const startBundleBuild = (cacheDir: string, key: string): void => {
   const builder = Bun.spawn([process.execPath, import.meta.path, cacheDir, key], {
     cwd: INSTALL_DIR,
     stdio: ["ignore", "ignore", "ignore"],
-    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+    env: { PATH: BUILD_PATH },
     detached: true
   })
   builder.unref()

@@ -63,7 +63,7 @@ type Io = { readonly write: (s: string) => void; readonly log: (line: string) =>
 
 const isTerminal = (e: { readonly type: string }) => e.type === "job.completed" || e.type === "job.failed"
 
-/** The SSE frames of one response, as (event name, data) pairs; the `id:` line moves `last`. */
+/** The SSE frames with data of one response, as (event name, data) pairs; the `id:` line moves `last`. */
 const frames = async function* (body: ReadableStream<Uint8Array>): AsyncGenerator<{ event: string; data: string; id?: number }> {
   const decoder = new TextDecoder()
   let buffer = ""
@@ -81,6 +81,8 @@ const frames = async function* (body: ReadableStream<Uint8Array>): AsyncGenerato
         else if (line.startsWith("data: ")) data += line.slice(6)
         else if (line.startsWith("id: ")) id = Number(line.slice(4))
       }
+      // A frame without data (the opening `retry:` line, a `: keep-alive` comment) is no event.
+      if (data === "") continue
       yield id === undefined ? { event, data } : { event, data, id }
     }
   }

@@ -123,6 +123,7 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
     ...(fmv.skills !== undefined ? { skills: fmv.skills } : {}),
     ...(fmv.thinking !== undefined ? { thinking: fmv.thinking } : {}),
     ...(fmv["deny-command-patterns"] !== undefined ? { denyCommandPatterns: fmv["deny-command-patterns"] } : {}),
+    ...(fmv.grounding !== undefined ? { grounding: fmv.grounding } : {}),
     audience: fmv.metadata?.audience ?? "runtime",
     instructions: body,
     localSkills: localSkills.map((s) => ({ name: s.name, content: text.get(s.path) ?? "" })).sort(byKey((s) => s.name)),

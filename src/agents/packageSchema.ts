@@ -50,6 +50,8 @@ const List = Schema.Array(Item).pipe(
 /** Deny patterns: sizes and counts are checked by compileDenyPatterns, with its messages. */
 const Patterns = Schema.Array(Schema.String)
 
+const Grounding = Schema.Literal("required").annotations({ message: () => ({ message: "must be required (or left out)", override: true }) })
+
 const optional = <A, I>(s: Schema.Schema<A, I>) => Schema.optionalWith(s, { exact: true })
 
 /** `<name>.md` front matter, as written (own properties only; unknown keys are problems). */
@@ -61,6 +63,8 @@ export const AgentFrontMatter = Schema.Struct({
   skills: optional(List),
   thinking: optional(ThinkingLevel),
   "deny-command-patterns": optional(Patterns),
+  /** `required`: ungrounded citations fail the job (docs/grounding.md). */
+  grounding: optional(Grounding),
   metadata: optional(Schema.Struct({ audience: optional(Audience) }))
 })
 export type AgentFrontMatter = typeof AgentFrontMatter.Type
@@ -92,6 +96,7 @@ export const AgentPackage = Schema.Struct({
   skills: optional(Schema.Array(Schema.String)),
   thinking: optional(ThinkingLevel),
   denyCommandPatterns: optional(Schema.Array(Schema.String)),
+  grounding: optional(Grounding),
   audience: Audience,
   /** The body of `<name>.md`, verbatim. */
   instructions: Schema.String,

@@ -35,6 +35,7 @@ export const frontMatterYaml = (pkg: AgentPackage): string =>
     ...yamlList("skills", pkg.skills),
     ...(pkg.thinking !== undefined ? [`thinking: ${yamlString(pkg.thinking)}`] : []),
     ...yamlList("deny-command-patterns", pkg.denyCommandPatterns),
+    ...(pkg.grounding !== undefined ? [`grounding: ${pkg.grounding}`] : []),
     "metadata:",
     `  audience: ${pkg.audience}`
   ]

@@ -2,7 +2,7 @@
  * The grounding check (issue 17): every line citation in a job's outputs and summary is compared with
  * the lines the job was shown (`source.read` events of read, grep and codemode). A citation is
  * `grounded` when every cited line was shown, `ungrounded` when the file is readable in the workspace
- * but some cited line never was, `unknown` when the path names no readable file.
+ * but some cited line never was (or lies past its end), `unknown` when the path names no readable file.
  *
  * Citation formats (the ones the built-in agents write, docs/grounding.md):
  * - text (Markdown, the summary, any non-JSON output): `path:line` and `path:start-end`, the path as
@@ -131,11 +131,15 @@ export interface GroundingResult {
   readonly citations: ReadonlyArray<GroundingCitation>
 }
 
-/** Classifies citations against the shown ranges; `exists` says whether a path is a readable workspace file. */
+/**
+ * Classifies citations against the shown ranges; `lineCount` gives a path's number of lines when it is
+ * a readable workspace file (undefined otherwise). A line past the end of the file was never shown
+ * either (a whole-file read is open-ended), so it is ungrounded.
+ */
 export const classify = (
   found: ReadonlyArray<FoundCitation>,
   shown: ReadonlyArray<ShownRange>,
-  exists: (path: string) => Effect.Effect<boolean>
+  lineCount: (path: string) => Effect.Effect<number | undefined>
 ): Effect.Effect<GroundingResult> =>
   Effect.gen(function* () {
     const byPath = new Map<string, Array<ShownRange>>()
@@ -143,17 +147,14 @@ export const classify = (
       const key = normalize(r.path)
       byPath.set(key, [...(byPath.get(key) ?? []), r])
     }
-    const known = new Map<string, boolean>()
+    const counted = new Map<string, number | undefined>()
     const all: Array<GroundingCitation> = []
     for (const c of found) {
       const ranges = byPath.get(c.path)
-      let status: GroundingStatus
-      if (ranges !== undefined && isShown(ranges, c.firstLine, c.lastLine)) status = "grounded"
-      else {
-        let there = known.get(c.path)
-        if (there === undefined) known.set(c.path, (there = ranges !== undefined || (yield* exists(c.path))))
-        status = there ? "ungrounded" : "unknown"
-      }
+      if (!counted.has(c.path)) counted.set(c.path, yield* lineCount(c.path))
+      const lines = counted.get(c.path)
+      const status: GroundingStatus =
+        lines === undefined ? "unknown" : c.lastLine <= lines && ranges !== undefined && isShown(ranges, c.firstLine, c.lastLine) ? "grounded" : "ungrounded"
       all.push({ status, path: c.path, firstLine: c.firstLine, lastLine: c.lastLine, file: c.file, at: c.at })
     }
     const count = (s: GroundingStatus) => all.filter((c) => c.status === s).length
@@ -203,19 +204,24 @@ export const findCitations = (outputs: ReadonlyArray<string>, summary: string): 
     return found
   })
 
-/** Whether a cited path is a file the job could read (the read tool's confinement; nothing outside is probed). */
-export const readableFile = (path: string): Effect.Effect<boolean, never, Workspace> =>
+/** Largest cited file whose lines are counted; a bigger one counts as unknown. */
+const MAX_CITED_BYTES = 32 * 1024 * 1024
+
+/**
+ * The number of lines of a cited path when it is a file the job could read (the read tool's
+ * confinement and checked descriptor: nothing outside the read-only entries is probed), else undefined.
+ */
+export const citedLineCount = (path: string): Effect.Effect<number | undefined, never, Workspace> =>
   Effect.flatMap(Workspace, (ws) =>
     ws.resolveRead(path).pipe(
-      Effect.flatMap((target) =>
-        Effect.promise(() =>
-          Bun.file(target.path)
-            .stat()
-            .then((s) => s.isFile())
-            .catch(() => false)
-        )
-      ),
-      Effect.orElseSucceed(() => false)
+      Effect.flatMap((target) => ws.readFile(target, MAX_CITED_BYTES)),
+      Effect.map((bytes) => {
+        if (bytes.length === 0) return 0
+        let n = 0
+        for (const b of bytes) if (b === 10) n++
+        return bytes[bytes.length - 1] === 10 ? n : n + 1
+      }),
+      Effect.orElseSucceed(() => undefined)
     )
   )
 
@@ -228,7 +234,7 @@ export const checkGrounding = (
   Effect.gen(function* () {
     const ws = yield* Workspace
     const found = yield* findCitations(outputs, summary)
-    return yield* classify(found, shown, (p) => Effect.provideService(readableFile(p), Workspace, ws))
+    return yield* classify(found, shown, (p) => Effect.provideService(citedLineCount(p), Workspace, ws))
   })
 
 /** The failure message of a `grounding: required` job: every listed ungrounded citation, where it is written. */

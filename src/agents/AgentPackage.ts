@@ -124,6 +124,7 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
     ...(fmv.thinking !== undefined ? { thinking: fmv.thinking } : {}),
     ...(fmv["deny-command-patterns"] !== undefined ? { denyCommandPatterns: fmv["deny-command-patterns"] } : {}),
     ...(fmv.grounding !== undefined ? { grounding: fmv.grounding } : {}),
+    ...(fmv.outputs !== undefined ? { outputs: fmv.outputs } : {}),
     audience: fmv.metadata?.audience ?? "runtime",
     instructions: body,
     localSkills: localSkills.map((s) => ({ name: s.name, content: text.get(s.path) ?? "" })).sort(byKey((s) => s.name)),

@@ -65,6 +65,8 @@ export const AgentFrontMatter = Schema.Struct({
   "deny-command-patterns": optional(Patterns),
   /** `required`: ungrounded citations fail the job (docs/grounding.md). */
   grounding: optional(Grounding),
+  /** The output contract: files the job must write (docs/grounding.md "Output contracts"). */
+  outputs: optional(List),
   metadata: optional(Schema.Struct({ audience: optional(Audience) }))
 })
 export type AgentFrontMatter = typeof AgentFrontMatter.Type
@@ -97,6 +99,7 @@ export const AgentPackage = Schema.Struct({
   thinking: optional(ThinkingLevel),
   denyCommandPatterns: optional(Schema.Array(Schema.String)),
   grounding: optional(Grounding),
+  outputs: optional(Schema.Array(Schema.String)),
   audience: Audience,
   /** The body of `<name>.md`, verbatim. */
   instructions: Schema.String,

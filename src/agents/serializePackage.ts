@@ -36,6 +36,7 @@ export const frontMatterYaml = (pkg: AgentPackage): string =>
     ...(pkg.thinking !== undefined ? [`thinking: ${yamlString(pkg.thinking)}`] : []),
     ...yamlList("deny-command-patterns", pkg.denyCommandPatterns),
     ...(pkg.grounding !== undefined ? [`grounding: ${pkg.grounding}`] : []),
+    ...yamlList("outputs", pkg.outputs),
     "metadata:",
     `  audience: ${pkg.audience}`
   ]

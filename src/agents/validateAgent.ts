@@ -94,6 +94,7 @@ export const toAgentDefinition = (
     ...(pkg.tools !== undefined ? { tools: pkg.tools } : {}),
     ...(pkg.denyCommandPatterns !== undefined ? { denyCommandPatterns: pkg.denyCommandPatterns } : {}),
     ...(pkg.thinking !== undefined ? { thinking: pkg.thinking } : {}),
-    ...(pkg.grounding !== undefined ? { grounding: pkg.grounding } : {})
+    ...(pkg.grounding !== undefined ? { grounding: pkg.grounding } : {}),
+    ...(pkg.outputs !== undefined ? { outputs: pkg.outputs } : {})
   }
 }

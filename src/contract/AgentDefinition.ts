@@ -63,6 +63,8 @@ export const AgentDefinition = Schema.Struct({
   denyCommandPatterns: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
   thinking: Schema.optionalWith(ThinkingLevel, { exact: true }),
   /** `required`: a job whose outputs cite lines never shown to the model fails (docs/grounding.md). */
-  grounding: Schema.optionalWith(Schema.Literal("required"), { exact: true })
+  grounding: Schema.optionalWith(Schema.Literal("required"), { exact: true }),
+  /** The output contract: files (relative to outDir) the job must write; checked before job.completed. */
+  outputs: Schema.optionalWith(Schema.Array(NonEmpty), { exact: true })
 })
 export type AgentDefinition = typeof AgentDefinition.Type

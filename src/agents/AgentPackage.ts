@@ -140,6 +140,8 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
     ...(fmv.skills !== undefined ? { skills: fmv.skills } : {}),
     ...(fmv.thinking !== undefined ? { thinking: fmv.thinking } : {}),
     ...(fmv["deny-command-patterns"] !== undefined ? { denyCommandPatterns: fmv["deny-command-patterns"] } : {}),
+    ...(fmv.grounding !== undefined ? { grounding: fmv.grounding } : {}),
+    ...(fmv.outputs !== undefined ? { outputs: fmv.outputs } : {}),
     audience: fmv.metadata?.audience ?? "runtime",
     ...(fmv.metadata?.["memory-role"] !== undefined ? { memoryRole: fmv.metadata["memory-role"] } : {}),
     ...metadataOf(fmv.metadata),

@@ -50,6 +50,8 @@ const List = Schema.Array(Item).pipe(
 /** Deny patterns: sizes and counts are checked by compileDenyPatterns, with its messages. */
 const Patterns = Schema.Array(Schema.String)
 
+const Grounding = Schema.Literal("required").annotations({ message: () => ({ message: "must be required (or left out)", override: true }) })
+
 const optional = <A, I>(s: Schema.Schema<A, I>) => Schema.optionalWith(s, { exact: true })
 
 export const MemoryRole = Schema.Literal("reviewer").annotations({ message: () => ({ message: "must be reviewer", override: true }) })
@@ -63,6 +65,10 @@ export const AgentFrontMatter = Schema.Struct({
   skills: optional(List),
   thinking: optional(ThinkingLevel),
   "deny-command-patterns": optional(Patterns),
+  /** `required`: ungrounded citations fail the job (docs/grounding.md). */
+  grounding: optional(Grounding),
+  /** The output contract: files the job must write (docs/grounding.md "Output contracts"). */
+  outputs: optional(List),
   /** `audience`, `memory-role`, and any other keys kept as written (foreign keys of imported files land here). */
   metadata: optional(
     Schema.Struct(
@@ -104,6 +110,8 @@ export const AgentPackage = Schema.Struct({
   skills: optional(Schema.Array(Schema.String)),
   thinking: optional(ThinkingLevel),
   denyCommandPatterns: optional(Schema.Array(Schema.String)),
+  grounding: optional(Grounding),
+  outputs: optional(Schema.Array(Schema.String)),
   audience: Audience,
   /** Project memory role from `metadata.memory-role` (absent = an ordinary agent). */
   memoryRole: optional(MemoryRole),

@@ -38,6 +38,8 @@ export const frontMatterYaml = (pkg: AgentPackage): string =>
     ...yamlList("skills", pkg.skills),
     ...(pkg.thinking !== undefined ? [`thinking: ${yamlString(pkg.thinking)}`] : []),
     ...yamlList("deny-command-patterns", pkg.denyCommandPatterns),
+    ...(pkg.grounding !== undefined ? [`grounding: ${pkg.grounding}`] : []),
+    ...yamlList("outputs", pkg.outputs),
     "metadata:",
     `  audience: ${pkg.audience}`,
     ...(pkg.memoryRole !== undefined ? [`  memory-role: ${pkg.memoryRole}`] : []),

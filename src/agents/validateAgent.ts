@@ -97,6 +97,8 @@ export const toAgentDefinition = (
     ...(skills.length > 0 ? { skills } : {}),
     ...(pkg.tools !== undefined ? { tools: pkg.tools } : {}),
     ...(pkg.denyCommandPatterns !== undefined ? { denyCommandPatterns: pkg.denyCommandPatterns } : {}),
-    ...(pkg.thinking !== undefined ? { thinking: pkg.thinking } : {})
+    ...(pkg.thinking !== undefined ? { thinking: pkg.thinking } : {}),
+    ...(pkg.grounding !== undefined ? { grounding: pkg.grounding } : {}),
+    ...(pkg.outputs !== undefined ? { outputs: pkg.outputs } : {})
   }
 }

@@ -90,6 +90,10 @@ export const AgentDefinition = Schema.Struct({
   skills: Schema.optionalWith(Skills, { exact: true }),
   tools: Schema.optionalWith(Schema.Array(ToolName), { exact: true }),
   denyCommandPatterns: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
-  thinking: Schema.optionalWith(ThinkingLevel, { exact: true })
+  thinking: Schema.optionalWith(ThinkingLevel, { exact: true }),
+  /** `required`: a job whose outputs cite lines never shown to the model fails (docs/grounding.md). */
+  grounding: Schema.optionalWith(Schema.Literal("required"), { exact: true }),
+  /** The output contract: files (relative to outDir) the job must write; checked before job.completed. */
+  outputs: Schema.optionalWith(Schema.Array(NonEmpty), { exact: true })
 })
 export type AgentDefinition = typeof AgentDefinition.Type

@@ -73,6 +73,27 @@ export const SpanEvent = event("span", {
   status: Schema.Literal("ok", "error"),
   attributes: Schema.Record({ key: Schema.String, value: Schema.Union(Schema.String, Schema.Number, Schema.Boolean) })
 })
+export const GROUNDING_STATUSES = ["grounded", "ungrounded", "unknown"] as const
+export const GroundingStatus = Schema.Literal(...GROUNDING_STATUSES)
+export type GroundingStatus = typeof GroundingStatus.Type
+/** One checked `path:line` citation of the job's outputs or summary (`file` null = the summary; `at` its line there). */
+export const GroundingCitation = Schema.Struct({
+  status: GroundingStatus,
+  path: Schema.String,
+  firstLine: Schema.Number,
+  lastLine: Schema.Number,
+  file: Schema.NullOr(Schema.String),
+  at: Schema.Number
+})
+export type GroundingCitation = typeof GroundingCitation.Type
+/** The grounding check of a finished job (docs/grounding.md), just before its terminal event. */
+export const Grounding = event("grounding", {
+  grounded: Schema.Number,
+  ungrounded: Schema.Number,
+  unknown: Schema.Number,
+  required: Schema.Boolean,
+  citations: Schema.Array(GroundingCitation)
+})
 export const JobCompleted = event("job.completed", { summary: Schema.String })
 export const JobFailed = event("job.failed", { reason: FailureReason, message: Schema.String })
 
@@ -85,6 +106,7 @@ export const JobEvent = Schema.Union(
   SourceRead,
   UsageEvent,
   SpanEvent,
+  Grounding,
   JobCompleted,
   JobFailed
 )

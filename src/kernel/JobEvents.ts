@@ -7,6 +7,7 @@ import type { JobEvent, JobEventBody } from "../contract/JobEvent.ts"
 import { EventSink } from "./EventSink.ts"
 import { Redactor } from "./Redactor.ts"
 import type { SPAN_NAMES } from "../contract/JobEvent.ts"
+import type { ShownRange } from "./grounding.ts"
 
 export type SpanName = (typeof SPAN_NAMES)[number]
 export type SpanAttributes = Record<string, string | number | boolean>
@@ -33,6 +34,10 @@ export class JobEvents extends Context.Tag("kernel/JobEvents")<
     readonly withParent: <A, E, R>(spanId: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
     /** Replaces every secret of the job in `text` (failure messages, diagnostics). */
     readonly redact: (text: string) => string
+    /** The line ranges shown to the model so far (its `source.read` events), for the grounding check. */
+    readonly shown: () => ReadonlyArray<ShownRange>
+    /** The output paths reported so far (its `output` events, relative to outDir). */
+    readonly outputs: () => ReadonlyArray<string>
   }
 >() {}
 
@@ -46,6 +51,13 @@ const nowMs = Effect.map(Clock.currentTimeNanos, (ns) => Number(ns) / 1e6)
 export const makeJobEvents = (jobId: string, redactor: Redactor, deliver: (event: JobEvent) => void): Effect.Effect<JobEvents["Type"]> =>
   Effect.map(Effect.clock, (clock) => {
     const sink = new EventSink(redactor, deliver, () => new Date(clock.unsafeCurrentTimeMillis()))
+    const shown: Array<ShownRange> = []
+    const outputs: Array<string> = []
+    const record = (body: JobEventBody) => {
+      if (sink.isClosed) return
+      if (body.type === "source.read") shown.push({ path: body.path, firstLine: body.firstLine, lastLine: body.lastLine })
+      else if (body.type === "output") outputs.push(body.path)
+    }
     let next = 0
     const newSpanId = () => `${jobId.slice(0, 8)}-${(next++).toString(16).padStart(4, "0")}`
     const withParent = <A, E, R>(spanId: string, effect: Effect.Effect<A, E, R>) => Effect.locally(effect, currentSpan, spanId)
@@ -74,13 +86,22 @@ export const makeJobEvents = (jobId: string, redactor: Redactor, deliver: (event
       })
     return {
       jobId,
-      emit: (body) => Effect.sync(() => sink.emit(body)),
-      emitNow: (body) => sink.emit(body),
+      emit: (body) =>
+        Effect.sync(() => {
+          record(body)
+          sink.emit(body)
+        }),
+      emitNow: (body) => {
+        record(body)
+        sink.emit(body)
+      },
       flushText: () => sink.flushText(),
       span,
       newSpanId,
       withParent,
-      redact: (text) => redactor.redact(text)
+      redact: (text) => redactor.redact(text),
+      shown: () => shown,
+      outputs: () => outputs
     }
   })
 

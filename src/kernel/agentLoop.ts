@@ -10,7 +10,8 @@ import type { JobSpec } from "../contract/JobSpec.ts"
 import type { DenyMatcher } from "../tools/denyPatterns.ts"
 import type { KernelTool, ToolServices } from "../tools/Tool.ts"
 import { Compactor, estimateTextTokens } from "./compaction.ts"
-import { ContextOverflow, LlmFailed, type KernelError } from "./errors.ts"
+import { ContextOverflow, LlmFailed, OutputContractViolated, type KernelError } from "./errors.ts"
+import { contractNudge, contractProblems } from "./outputContract.ts"
 import { JobEvents } from "./JobEvents.ts"
 import { Limits } from "./Limits.ts"
 import { Llm } from "./Llm.ts"
@@ -61,6 +62,7 @@ export const agentLoop = (job: LoopJob): Effect.Effect<string, KernelError, Llm 
     const systemPrompt = buildSystemPrompt(job.spec.agent, job.tools.map((t) => t.name))
     const toolDefs: Array<Tool> = job.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }))
     const messages: Array<Message> = [{ role: "user", content: job.spec.task, timestamp: yield* Clock.currentTimeMillis }]
+    let contractRetried = false
     const compactor = new Compactor(llm.model, estimateTextTokens(systemPrompt) + estimateTextTokens(JSON.stringify(toolDefs)))
 
     const turn = (n: number) => {
@@ -83,7 +85,16 @@ export const agentLoop = (job: LoopJob): Effect.Effect<string, KernelError, Llm 
           if (calls.length === 0) {
             const answer = textOf(message)
             if (answer.trim() === "") return yield* Effect.fail(new LlmFailed({ message: "the model returned an empty response" }))
-            return answer
+            const contract = job.spec.agent.outputs
+            if (contract === undefined) return answer
+            const problems = yield* contractProblems(contract, events.outputs())
+            if (problems.length === 0) return answer
+            attributes["outputContract.problems"] = problems.length
+            if (contractRetried) return yield* Effect.fail(new OutputContractViolated({ problems }))
+            // One chance to fix it, in the same job and conversation.
+            contractRetried = true
+            messages.push({ role: "user", content: contractNudge(problems), timestamp: yield* Clock.currentTimeMillis })
+            return undefined
           }
           for (const call of calls) messages.push(yield* runToolCall(call, toolbox))
           return undefined

@@ -39,6 +39,14 @@ export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("Budget
 }
 /** The loop guard stopped the job; `message` is the spec's "stopped: …" sentence. */
 export class LoopDetected extends Schema.TaggedError<LoopDetected>()("LoopDetected", { message: Schema.String }) {}
+/** The agent's output contract (`outputs:`) was still violated after the model's one chance to fix it. */
+export class OutputContractViolated extends Schema.TaggedError<OutputContractViolated>()("OutputContractViolated", {
+  problems: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    return `the outputs violate the agent's contract: ${this.problems.join("; ")}`
+  }
+}
 /** `abort()`, SIGTERM or SIGINT. */
 export class JobAborted extends Schema.TaggedError<JobAborted>()("JobAborted", {}) {
   override get message(): string {
@@ -53,6 +61,7 @@ export type KernelError =
   | TurnLimitReached
   | BudgetExceeded
   | LoopDetected
+  | OutputContractViolated
   | JobAborted
 
 export const failureReason = (e: KernelError): FailureReason => {
@@ -69,6 +78,8 @@ export const failureReason = (e: KernelError): FailureReason => {
       return "budget"
     case "LoopDetected":
       return "loop"
+    case "OutputContractViolated":
+      return "error"
     case "JobAborted":
       return "aborted"
   }

@@ -13,6 +13,7 @@ import { createKernelTools } from "../tools/registry.ts"
 import type { Workspace } from "../tools/Workspace.ts"
 import { agentLoop } from "./agentLoop.ts"
 import { DEFECT_MESSAGE, failureReason, JobAborted } from "./errors.ts"
+import { checkGrounding, groundingFailure } from "./grounding.ts"
 import { JobEvents } from "./JobEvents.ts"
 import { Limits } from "./Limits.ts"
 import type { Llm } from "./Llm.ts"
@@ -22,6 +23,7 @@ export const RUNTIME_VERSION = "0.1.0"
 
 /** Longest `job.failed` message: a provider's error body can be kilobytes. */
 const MAX_FAILURE_MESSAGE = 1000
+const cut = (text: string) => (text.length > MAX_FAILURE_MESSAGE ? `${text.slice(0, MAX_FAILURE_MESSAGE)}…` : text)
 
 /** What a job runs with besides its services. */
 export interface JobRunOptions {
@@ -78,21 +80,27 @@ export const runJob = (
       )
       const exit = yield* Effect.exit(restore(events.withParent(jobSpanId, limits.enforce(loop))))
       cleanupSessionResources(events.jobId)
-      const outcome: JobOutcome = Exit.match(exit, {
+      const ended: JobOutcome = Exit.match(exit, {
         onSuccess: (summary) => ({ _tag: "Completed", summary }),
         onFailure: (cause) => {
           const failure = Cause.failureOption(cause)
           if (Option.isSome(failure)) {
-            const text = events.redact(failure.value.message)
             // Redacted first, then cut, so no cut leaves half a secret the redactor no longer recognises.
-            const message = text.length > MAX_FAILURE_MESSAGE ? `${text.slice(0, MAX_FAILURE_MESSAGE)}…` : text
-            return { _tag: "Failed", reason: failureReason(failure.value), message }
+            return { _tag: "Failed", reason: failureReason(failure.value), message: cut(events.redact(failure.value.message)) }
           }
           if (Cause.isInterruptedOnly(cause)) return { _tag: "Failed", reason: "aborted", message: new JobAborted().message }
           options.diagnostics(events.redact(`job ${events.jobId}: defect: ${Cause.pretty(cause)}`))
           return { _tag: "Failed", reason: "error", message: DEFECT_MESSAGE }
         }
       })
+      // The grounding check of a completed job (docs/grounding.md): its citations against its reads.
+      const grounding = ended._tag === "Completed" ? yield* checkGrounding(events.outputs(), ended.summary, events.shown()) : undefined
+      const required = spec.agent.grounding === "required"
+      if (grounding !== undefined) yield* events.emit({ type: "grounding", ...grounding, required })
+      const outcome: JobOutcome =
+        grounding !== undefined && required && grounding.ungrounded > 0
+          ? { _tag: "Failed", reason: "error", message: cut(events.redact(groundingFailure(grounding))) }
+          : ended
       const t1 = yield* Clock.currentTimeNanos
       yield* events.emit({
         type: "span",
@@ -107,7 +115,11 @@ export const runJob = (
           "thinking.requested": thinking.requested,
           "thinking.effective": thinking.effective,
           "thinking.clamped": thinking.clamped,
-          ...(outcome._tag === "Failed" ? { reason: outcome.reason } : {})
+          ...(outcome._tag === "Failed" ? { reason: outcome.reason } : {}),
+          // Counts only: the citations themselves are in the grounding event.
+          ...(grounding === undefined
+            ? {}
+            : { "grounding.grounded": grounding.grounded, "grounding.ungrounded": grounding.ungrounded, "grounding.unknown": grounding.unknown })
         }
       })
       yield* events.emit(

@@ -18,6 +18,8 @@ export interface JobSettledSample {
     readonly cacheWriteTokens: number
     readonly costUsd: number
   }
+  /** The job's grounding check (its `grounding` event), when it was checked. */
+  readonly grounding?: { readonly grounded: number; readonly ungrounded: number; readonly unknown: number }
 }
 
 export interface HttpSample {
@@ -81,6 +83,7 @@ export const makeMetrics = (): Metrics["Type"] => {
   const durations = new Family<Histogram>(() => ({ counts: JOB_BUCKETS.map(() => 0), sum: 0, count: 0 }))
   const tokens = new Family(() => ({ n: 0 }))
   const cost = new Family(() => ({ n: 0 }))
+  const citations = new Family(() => ({ n: 0 }))
   const requests = new Family(() => ({ n: 0 }))
   const latency = new Family<Histogram>(() => ({ counts: HTTP_BUCKETS.map(() => 0), sum: 0, count: 0 }))
 
@@ -105,6 +108,11 @@ export const makeMetrics = (): Metrics["Type"] => {
       Effect.sync(() => {
         settled.get({ status: j.status, reason: j.reason ?? "" }).n += 1
         observe(durations.get({ status: j.status }), JOB_BUCKETS, j.seconds)
+        if (j.grounding !== undefined) {
+          citations.get({ status: "grounded" }).n += j.grounding.grounded
+          citations.get({ status: "ungrounded" }).n += j.grounding.ungrounded
+          citations.get({ status: "unknown" }).n += j.grounding.unknown
+        }
         if (j.usage === undefined) return
         const model = j.usage.model
         tokens.get({ model, type: "input" }).n += j.usage.inputTokens
@@ -128,6 +136,7 @@ export const makeMetrics = (): Metrics["Type"] => {
           ...histogram("kintsugi_job_duration_seconds", "Run time of the jobs this process settled, from claim to settlement.", durations, JOB_BUCKETS),
           ...counter("kintsugi_tokens_total", "Model tokens of the jobs this process settled, by model and type.", tokens),
           ...counter("kintsugi_cost_usd_total", "Model cost in US dollars of the jobs this process settled, by model.", cost),
+          ...counter("kintsugi_grounding_citations_total", "Line citations in the outputs of the jobs this process settled, by grounding status.", citations),
           ...counter("kintsugi_http_requests_total", "HTTP requests answered, by method, route and status.", requests),
           ...histogram("kintsugi_http_request_duration_seconds", "HTTP request handling time, by method.", latency, HTTP_BUCKETS),
           ""

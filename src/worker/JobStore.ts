@@ -53,6 +53,15 @@ export interface JobRow {
   /** Who asked to abort it, and when (migration 049); null when nobody did. */
   readonly abortedBy: string | null
   readonly abortedAt: Date | null
+  /** The grounding check's counts (migration 050); null when the job was not checked. */
+  readonly grounding: GroundingCounts | null
+}
+
+export interface GroundingCounts {
+  readonly grounded: number
+  readonly ungrounded: number
+  readonly unknown: number
+  readonly required: boolean
 }
 
 /** A page of the jobs list: filters, at most `limit` rows, older than the job `before` (its id: the cursor). */
@@ -103,7 +112,7 @@ const logQueued = (job: JobRow) =>
   )
 
 const COLUMNS = `id, project_id, agent_name, agent_version, task, workspace, limits, metadata, status, reason, message, summary,
-  usage, cost_usd, outputs, model, worker_id, abort_requested, created_by, created_at, started_at, finished_at, aborted_by, aborted_at`
+  usage, cost_usd, outputs, model, worker_id, abort_requested, created_by, created_at, started_at, finished_at, aborted_by, aborted_at, grounding`
 
 export class JobStore extends Context.Tag("worker/JobStore")<
   JobStore,
@@ -241,6 +250,10 @@ export const makeJobStore = Effect.gen(function* () {
           ON CONFLICT DO NOTHING`
         if (event.type === "usage") {
           yield* sql`UPDATE runtime.job SET usage = ${JSON.stringify(event)}::jsonb, cost_usd = ${event.costUsd} WHERE id = ${id} AND status = 'running'`
+        }
+        if (event.type === "grounding") {
+          const counts: GroundingCounts = { grounded: event.grounded, ungrounded: event.ungrounded, unknown: event.unknown, required: event.required }
+          yield* sql`UPDATE runtime.job SET grounding = ${JSON.stringify(counts)}::jsonb WHERE id = ${id} AND status = 'running'`
         }
       }).pipe(Effect.orDie),
     events: (id, after) =>

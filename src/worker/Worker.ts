@@ -109,6 +109,7 @@ export const runClaimedJob = (
   const started = Date.now()
   const kernelSpans: Array<KernelSpan> = []
   let usage: UsageTotals | undefined
+  let grounding: Extract<JobEvent, { type: "grounding" }> | undefined
   let grants: ReadonlyArray<string> = []
 
   /** Metrics, the settled line and the span's outcome: once per job, however it ended. */
@@ -120,7 +121,8 @@ export const runClaimedJob = (
         status: outcome.status,
         reason,
         seconds,
-        ...(usage === undefined ? {} : { usage })
+        ...(usage === undefined ? {} : { usage }),
+        ...(grounding === undefined ? {} : { grounding })
       })
       const span = yield* Effect.option(Effect.currentSpan)
       if (span._tag === "Some") {
@@ -133,6 +135,12 @@ export const runClaimedJob = (
           span.value.attribute("gen_ai.usage.cache_creation.input_tokens", usage.cacheWriteTokens)
           span.value.attribute("kintsugi.job.cost_usd", usage.costUsd)
           span.value.attribute("kintsugi.job.turns", usage.turns)
+        }
+        if (grounding !== undefined) {
+          // Counts only: a citation names a source path, which is the project's, not the trace's.
+          span.value.attribute("kintsugi.grounding.grounded", grounding.grounded)
+          span.value.attribute("kintsugi.grounding.ungrounded", grounding.ungrounded)
+          span.value.attribute("kintsugi.grounding.unknown", grounding.unknown)
         }
         yield* exportKernelSpans(kernelSpans, span.value, toolNameCheck(grants))
       }
@@ -191,6 +199,7 @@ export const runClaimedJob = (
         if (event.type === "output") outputs.push(event.path)
         if (event.type === "span") kernelSpans.push(event)
         if (event.type === "usage") usage = event
+        if (event.type === "grounding") grounding = event
         return persist(event)
       },
       abortRequested: Effect.suspend(() => (lost ? Effect.succeed(true) : Effect.withTracerEnabled(store.abortRequested(job.id), false))),

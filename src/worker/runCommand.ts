@@ -84,6 +84,8 @@ export const renderEvent = (e: JobEvent, write: (s: string) => void): void => {
       return write(`  wrote ${e.path}\n`)
     case "usage":
       return write(`  · turn ${e.turns}: ${e.inputTokens + e.cacheReadTokens + e.cacheWriteTokens} in / ${e.outputTokens} out, $${e.costUsd.toFixed(4)}\n`)
+    case "grounding":
+      return write(`  grounding: ${e.grounded} grounded, ${e.ungrounded} ungrounded, ${e.unknown} unknown path\n`)
     case "job.completed":
       // The summary is the final message, already streamed above as message.delta: printed once.
       return write(`\n✔ completed\n`)

@@ -63,6 +63,8 @@ describe.each(["openai-completions", "anthropic-messages"] as const)("a job thro
       "tool.result",
       "message.delta",
       "usage",
+      // The grounding check of a completed job (docs/grounding.md), before its terminal event.
+      "grounding",
       "job.completed"
     ])
     expect(run.events.map((e) => e.seq)).toEqual(run.events.map((_, i) => i))

@@ -14,6 +14,7 @@ import { makeApp } from "../../src/http/app.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { childEnvironment } from "../../src/worker/JobProcess.ts"
+import { Metrics } from "../../src/telemetry/Metrics.ts"
 import { JobStore, type JobRow } from "../../src/worker/JobStore.ts"
 import { makeTestAppRuntime, type TestRuntime } from "../support/testApp.ts"
 import { createRootDir } from "../support/jobRoots.ts"
@@ -135,6 +136,28 @@ describe("the worker", () => {
     expect(git(repo.root, "show", "--name-only", "--format=", "HEAD")).toBe("out/inventory.md")
     // The key reached the provider, though no event, row or log line holds it.
     expect(server.requests[0]!.headers["authorization"]).toBe(`Bearer ${KEY}`)
+  })
+
+  test("grounding (issue 17): counts stored with the job, in the API's job and in /metrics; the event lists the citations", async () => {
+    await useProvider("gg", [
+      { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }] },
+      { kind: "turn", toolCalls: [{ name: "write", arguments: { path: "inventory.md", content: "# Inventory\n\nmain at src/app.ts:1, helpers at src/app.ts:40.\n" } }] },
+      { kind: "turn", text: "Wrote inventory.md." }
+    ])
+    await bind("codebase-inventory", "gg")
+    const repo = createRepo()
+    const job = await startJob("codebase-inventory", repo)
+    const done = await waitSettled(job.id)
+    expect(done).toMatchObject({ status: "completed", grounding: { grounded: 1, ungrounded: 1, unknown: 0, required: false } })
+    const viaApi = JSON.parse((await api("GET", `/api/jobs/${job.id}`)).text) as { job: JobRow }
+    expect(viaApi.job.grounding).toEqual({ grounded: 1, ungrounded: 1, unknown: 0, required: false })
+    const stored = JSON.parse((await api("GET", `/api/jobs/${job.id}/events?format=json`)).text) as { events: Array<{ type: string; citations?: unknown }> }
+    expect(stored.events.find((e) => e.type === "grounding")?.citations).toEqual([
+      { status: "ungrounded", path: "src/app.ts", firstLine: 40, lastLine: 40, file: "inventory.md", at: 3 },
+      { status: "grounded", path: "src/app.ts", firstLine: 1, lastLine: 1, file: "inventory.md", at: 3 }
+    ])
+    const metrics = await rt.runPromise(Effect.flatMap(Metrics, (m) => m.render({})))
+    expect(metrics).toMatch(/kintsugi_grounding_citations_total\{status="ungrounded"\} [1-9]/)
   })
 
   test("a child killed with SIGKILL mid-job → failed / error, never stuck running", async () => {

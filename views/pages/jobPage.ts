@@ -55,6 +55,13 @@ export const eventRow = (e: JobEvent): TimelineRow | null => {
       return { ...base, kind: "completed", label: "completed", text: e.summary }
     case "job.failed":
       return { ...base, kind: "failed", label: `failed: ${e.reason}`, text: e.message }
+    case "grounding":
+      return {
+        ...base,
+        kind: e.ungrounded > 0 ? "blocked" : "read",
+        label: "grounding",
+        text: `${e.grounded} grounded, ${e.ungrounded} ungrounded, ${e.unknown} unknown path${e.required ? " (required)" : ""}`
+      }
     case "usage":
     case "span":
       return null
@@ -181,6 +188,55 @@ export const outputsSection = (job: JobRow, events: ReadonlyArray<JobEvent>, oob
   </section>`
 }
 
+type GroundingEvent = Extract<JobEvent, { type: "grounding" }>
+type Citation = GroundingEvent["citations"][number]
+
+const citationText = (c: Citation) => `${c.path}:${c.firstLine}${c.lastLine === c.firstLine ? "" : `-${c.lastLine}`}`
+
+/** Where a citation is written: the output file at its line (a numbered view), or the summary. */
+export const citationHref = (jobId: string, c: Citation): string | null =>
+  c.file === null ? null : `${outputHref(jobId, c.file, false)}&line=${c.at}#L${c.at}`
+
+/**
+ * The grounding check (docs/grounding.md): counts, then every ungrounded or unknown citation linked to
+ * its place in the output. Absent until the job completes (failed jobs are not checked).
+ */
+export const groundingSection = (job: JobRow, events: ReadonlyArray<JobEvent>, oob = false): Html => {
+  const g = events.find((e): e is GroundingEvent => e.type === "grounding")
+  const listed = g === undefined ? [] : g.citations.filter((c) => c.status !== "grounded")
+  return html`<section class="card" id="job-grounding" aria-labelledby="grounding-title"${oob ? html` hx-swap-oob="true"` : html``}>
+    <h2 id="grounding-title">Grounding</h2>
+    ${
+      g === undefined
+        ? html`<p class="muted">${isFinished(job.status) ? "Not checked: only jobs whose model finished are." : "Checked when the model finishes."}</p>`
+        : html`<p id="grounding-counts"><strong>${g.grounded}</strong> grounded · <strong>${g.ungrounded}</strong> ungrounded · <strong>${g.unknown}</strong> unknown path${g.required ? html` <span class="muted">(grounding required)</span>` : html``}</p>
+          ${
+            listed.length === 0
+              ? html`<p class="muted">${g.grounded === 0 ? "The outputs cite no lines." : "Every cited line was shown to the model."}</p>`
+              : html`<ul class="grounding" hx-disable>${listed.map((c) => {
+                  const href = citationHref(job.id, c)
+                  const where = c.file === null ? html`in the summary, line ${c.at}` : html`in <a href="${href ?? ""}" target="_blank" rel="noopener">${c.file} line ${c.at}</a>`
+                  return html`<li class="citation-${c.status}"><code>${citationText(c)}</code> ${c.status === "ungrounded" ? "never shown to the model" : "names no readable file"} — ${where}</li>`
+                })}</ul>`
+          }`
+    }
+  </section>`
+}
+
+/**
+ * An output file as numbered lines (`#L<n>` anchors), the target of a grounding citation's link; the
+ * cited line is marked. Text only, escaped like every page (the raw View stays text/plain).
+ */
+export const outputLinesPage = (ctx: PageContext, jobId: string, path: string, text: string, line: number): Html =>
+  layout(
+    ctx,
+    path,
+    html`${pageHeader(html`<code>${path}</code>`, { crumbs: [["/jobs", "Jobs"], [jobHref(jobId), `Job ${jobId.slice(0, 8)}`]] })}
+    <section class="card"><ol class="output-lines" hx-disable>${text.split("\n").map(
+      (l, i) => html`<li id="L${i + 1}"${i + 1 === line ? html` class="cited" aria-current="location"` : html``}><code>${l}</code></li>`
+    )}</ol></section>`
+  )
+
 export const statusSection = (job: JobRow, oob = false): Html =>
   html`<span id="job-status" role="status" aria-live="polite"${oob ? html` hx-swap-oob="true"` : html``}>${statusBadge(job)}</span>`
 
@@ -255,6 +311,7 @@ export const jobPage = (ctx: PageContext, job: JobRow, events: ReadonlyArray<Job
   ${failureSection(job)}
   <div class="grid-2">${factsSection(job)}${usageSection(job)}</div>
   ${outputsSection(job, events)}
+  ${groundingSection(job, events)}
   <section class="card" aria-labelledby="timeline-title"${live ? html` hx-ext="sse" sse-connect="${jobHref(job.id, `/stream?after=${last}`)}" sse-close="job-end"` : html``}>
     <h2 id="timeline-title">Timeline</h2>
     <ol id="job-events" class="job-events" data-last-seq="${last}" data-live="${live ? "true" : "false"}"${live ? html` sse-swap="row,final" hx-swap="beforeend"` : html``}>

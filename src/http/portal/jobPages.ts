@@ -25,6 +25,8 @@ import {
   liveNote,
   messageDelta,
   openMessage,
+  groundingSection,
+  outputLinesPage,
   outputPaths,
   outputsSection,
   statusSection,
@@ -36,6 +38,7 @@ import { blankRun, runPage, runValuesOfJob, type RunModel, type RunValues } from
 import { html, type Html } from "../../../views/html.ts"
 import { followJob, resumeAfter, sseFrame, sseResponse, SSE_HEARTBEAT_MS } from "../eventStream.ts"
 import type { AppServices } from "../route.ts"
+import { utf8 } from "../textBounds.ts"
 import { outputResponse, readOutput } from "./jobOutput.ts"
 import { htmlResponse, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
@@ -131,7 +134,7 @@ const listProps = (input: PortalInput): Effect.Effect<JobsListProps, never, AppS
 
 /** The sections of the job page that change when it starts, uses tokens or ends, as out-of-band swaps. */
 const finalSections = (input: PortalInput, job: JobRow, events: ReadonlyArray<JobEvent>): Html =>
-  html`${statusSection(job, true)}${actionsSection(input.page, job, input.principal.permissions.has("agents.manage"), true)}${failureSection(job, true)}${factsSection(job, true)}${usageSection(job, true)}${outputsSection(job, events, true)}${traceSection(events, true)}${liveNote(false, true)}`
+  html`${statusSection(job, true)}${actionsSection(input.page, job, input.principal.permissions.has("agents.manage"), true)}${failureSection(job, true)}${factsSection(job, true)}${usageSection(job, true)}${outputsSection(job, events, true)}${groundingSection(job, events, true)}${traceSection(events, true)}${liveNote(false, true)}`
 
 /** The live job page's stream: each event as the rendered row (`row`, id = seq), the final sections, `job-end`. */
 const jobStream = (input: PortalInput, heartbeatMs: number) =>
@@ -195,6 +198,10 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
           const job = yield* store.get(jobId(input))
           const path = input.url.searchParams.get("path") ?? ""
           const bytes = yield* readOutput(job.workspace.outDir, path, outputPaths(yield* store.events(job.id, -1)))
+          // A grounding citation's link: the text as numbered lines, the cited one marked.
+          const line = Number(input.url.searchParams.get("line") ?? "")
+          const text = Number.isInteger(line) && line >= 1 && input.url.searchParams.get("download") !== "1" ? utf8(bytes) : undefined
+          if (text !== undefined) return htmlResponse(outputLinesPage(input.page, job.id, path, text, line))
           return outputResponse(path, bytes, input.url.searchParams.get("download") === "1")
         })
       )

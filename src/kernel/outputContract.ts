@@ -1,0 +1,70 @@
+/**
+ * The output contract of an agent (`outputs:` in its front matter, part of the immutable version):
+ * the files, relative to outDir, a job must leave. Checked by the agent loop at the model's final
+ * answer, before `job.completed`: each file was written by the job (an `output` event), is a
+ * non-empty regular file in outDir now, and — for `.json` — parses as JSON. The model gets one
+ * chance to fix the problems in the same job (agentLoop.ts).
+ */
+import { Effect } from "effect"
+import { constants } from "node:fs"
+import { open, realpath } from "node:fs/promises"
+import { dirname } from "node:path"
+import { isInside, Workspace } from "../tools/Workspace.ts"
+
+/** Largest contracted file checked; a bigger one is a problem (say so rather than read it). */
+const MAX_CONTRACT_BYTES = 10 * 1024 * 1024
+
+type FileState = { readonly kind: "missing" | "not-regular" | "too-large" | "empty" } | { readonly kind: "text"; readonly text: string }
+
+const inspect = (path: string, outDir: string): Promise<FileState> =>
+  (async (): Promise<FileState> => {
+    const parent = await realpath(dirname(path)).catch(() => undefined)
+    if (parent === undefined) return { kind: "missing" }
+    if (!isInside(parent, outDir)) return { kind: "not-regular" }
+    const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch((e: NodeJS.ErrnoException) => e)
+    if (fh instanceof Error) return { kind: fh.code === "ENOENT" ? "missing" : "not-regular" }
+    try {
+      const st = await fh.stat()
+      if (!st.isFile() || st.nlink !== 1) return { kind: "not-regular" }
+      if (st.size > MAX_CONTRACT_BYTES) return { kind: "too-large" }
+      if (st.size === 0) return { kind: "empty" }
+      return { kind: "text", text: (await fh.readFile()).toString("utf8") }
+    } finally {
+      await fh.close()
+    }
+  })()
+
+/** Every problem of the job's outputs against the contract, one sentence each (empty = satisfied). */
+export const contractProblems = (files: ReadonlyArray<string>, written: ReadonlyArray<string>): Effect.Effect<Array<string>, never, Workspace> =>
+  Effect.gen(function* () {
+    const ws = yield* Workspace
+    const problems: Array<string> = []
+    for (const file of files) {
+      const target = yield* Effect.either(ws.resolveWrite(file))
+      if (target._tag === "Left") {
+        problems.push(`${file}: not a path in the output directory`)
+        continue
+      }
+      const state = yield* Effect.promise(() => inspect(target.right.path, ws.paths.outDir).catch((): FileState => ({ kind: "not-regular" })))
+      if (state.kind === "missing" || !written.includes(target.right.display)) {
+        problems.push(`${file}: missing (write it with the write tool)`)
+        continue
+      }
+      if (state.kind === "not-regular") problems.push(`${file}: not a regular file`)
+      else if (state.kind === "too-large") problems.push(`${file}: larger than ${MAX_CONTRACT_BYTES / 1048576} MB`)
+      else if (state.kind === "empty") problems.push(`${file}: empty`)
+      else if (state.kind === "text" && file.toLowerCase().endsWith(".json")) {
+        try {
+          JSON.parse(state.text)
+        } catch (e) {
+          problems.push(`${file}: not valid JSON (${e instanceof Error ? e.message : "parse error"})`)
+        }
+      }
+    }
+    return problems
+  })
+
+/** The message that gives the model its one chance to fix the outputs. */
+export const contractNudge = (problems: ReadonlyArray<string>): string =>
+  `Your outputs do not meet this agent's output contract:\n${problems.map((p) => `- ${p}`).join("\n")}\n` +
+  "Fix every problem now with your tools, then give your final answer again. This is your only chance: if the outputs still violate the contract, the job fails."

@@ -1,0 +1,86 @@
+/**
+ * Output contracts (issue 17): an agent's `outputs:` are checked before `job.completed`; the model gets
+ * one chance to fix a violation in the same job; a job that still violates ends failed/error naming
+ * each problem. Real job child, scripted model.
+ */
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test"
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { expectEndedWith, runAgent, startOpenAIServer, type ScriptedServer, type Step } from "kintsugi-runtime/testing"
+
+setDefaultTimeout(60_000)
+
+const cleanups: Array<() => unknown> = []
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c()
+})
+
+const AGENT = `---
+name: contracted
+version: 1
+description: Writes report.json and summary.md.
+tools: [read, write]
+outputs: [report.json, summary.md]
+---
+Write report.json and summary.md.
+`
+
+const agentFile = (): string => {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-contract-")))
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, "contracted.md"), AGENT)
+  return join(dir, "contracted.md")
+}
+
+const serve = async (steps: ReadonlyArray<Step>): Promise<ScriptedServer> => {
+  const server = await startOpenAIServer(steps)
+  cleanups.push(() => server.stop())
+  return server
+}
+
+const write = (path: string, content: string): Step => ({ kind: "turn", toolCalls: [{ name: "write", arguments: { path, content } }] })
+
+describe("output contracts", () => {
+  test("a violation fixed by the model in its second try completes", async () => {
+    const server = await serve([
+      write("report.json", "{ not json"),
+      { kind: "turn", text: "done" },
+      write("report.json", '{ "ok": true }'),
+      write("summary.md", "# Summary\n"),
+      { kind: "turn", text: "fixed" }
+    ])
+    const run = await runAgent({ agent: agentFile(), server, task: "Report.", fixture: { "a.ts": "x\n" } })
+    expect(expectEndedWith(run, "completed")).toMatchObject({ summary: "fixed" })
+    expect(run.job.agent).toMatchObject({ outputs: ["report.json", "summary.md"] })
+    // The nudge named both problems, as the user turn after the first final answer.
+    const nudged = server.requests[2]?.rawBody ?? ""
+    expect(nudged).toContain("output contract")
+    expect(nudged).toContain("report.json: not valid JSON")
+    expect(nudged).toContain("summary.md: missing")
+    expect(server.requests.length).toBe(5)
+  })
+
+  test("a violation not fixed fails (error) naming each problem; no third chance", async () => {
+    const server = await serve([
+      write("report.json", "{ not json"),
+      { kind: "turn", text: "done" },
+      { kind: "turn", text: "still done" },
+      { kind: "turn", text: "never asked" }
+    ])
+    const run = await runAgent({ agent: agentFile(), server, task: "Report.", fixture: { "a.ts": "x\n" } })
+    const failed = expectEndedWith(run, "error")
+    const message = failed.type === "job.failed" ? failed.message : ""
+    expect(message).toContain("report.json: not valid JSON")
+    expect(message).toContain("summary.md: missing")
+    expect(server.requests.length).toBe(3)
+    expect(run.events.some((e) => e.type === "grounding")).toBe(false)
+  })
+
+  test("a contract met at once completes with no extra turn", async () => {
+    const server = await serve([write("report.json", "[]"), write("summary.md", "ok\n"), { kind: "turn", text: "done" }])
+    const run = await runAgent({ agent: agentFile(), server, task: "Report.", fixture: { "a.ts": "x\n" } })
+    expectEndedWith(run, "completed")
+    expect(server.requests.length).toBe(3)
+  })
+})

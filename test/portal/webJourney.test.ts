@@ -67,7 +67,7 @@ describe("web search in the portal", () => {
     await page.getByLabel("Searches per day (project)").fill("lots")
     await page.getByRole("button", { name: "Save web settings" }).click()
     await expect(page.locator("#problems-searchAgents").textContent()).resolves.toContain("must be an agent id")
-    await expect(page.locator("#problems-dailySearches").textContent()).resolves.toContain("Expected number")
+    await expect(page.locator("#problems-dailySearches").textContent()).resolves.toContain("enter a number")
     await page.getByLabel("Agents granted web search").fill("researcher")
     await page.getByLabel("Searches per day (project)").fill("50")
     await page.locator("input[name=fetch]").check()

@@ -86,7 +86,7 @@ const QUERIES: Readonly<Record<string, string>> = {
 }
 
 /** GET routes that are not pages: files, downloads, fragments, streams. */
-const NOT_PAGES = [/^\/static\//, /^\/vendor\//, /\/export$/, /^\/bindings\/-\/thinking$/, /\/events$/, /\/stream$/, /\/output$/, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/sign-out$/]
+const NOT_PAGES = [/^\/static\//, /^\/vendor\//, /\/export$/, /^\/bindings\/-\/thinking$/, /\/events$/, /\/stream$/, /\/output$/, /^\/jobs\/rows$/, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/sign-out$/]
 
 const pagePaths = (): { readonly pages: Array<string>; readonly unfilled: Array<string> } => {
   const routes = portal.app.routes.filter((r) => r.method === "GET" && !r.path.startsWith("/api/") && !NOT_PAGES.some((re) => re.test(r.path)))

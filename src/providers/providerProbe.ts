@@ -8,6 +8,7 @@
 import type { ProviderConfig } from "../contract/ProviderConfig.ts"
 import { makeJobModels } from "../kernel/PiAiModels.ts"
 import { pinnedFetch, UrlRefused, type PinnedFetchOptions } from "./pinnedFetch.ts"
+import { readCapped } from "../tools/services/ServiceChannel.ts"
 
 export interface ProbeResult {
   readonly ok: boolean
@@ -55,23 +56,7 @@ const requestOf = (t: Target): { readonly url: string; readonly headers: Record<
 }
 
 /** The body read up to MAX_BODY bytes (more is refused, not buffered). */
-const cappedText = async (response: Response): Promise<string | undefined> => {
-  const reader = response.body?.getReader()
-  if (reader === undefined) return ""
-  const chunks: Array<Uint8Array> = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > MAX_BODY) {
-      await reader.cancel()
-      return undefined
-    }
-    chunks.push(value)
-  }
-  return new TextDecoder().decode(Buffer.concat(chunks))
-}
+const cappedText = (response: Response): Promise<string | undefined> => readCapped(response, MAX_BODY)
 
 const idsOf = (body: unknown): Array<string> | undefined => {
   const data = body !== null && typeof body === "object" ? (body as { data?: unknown }).data : undefined

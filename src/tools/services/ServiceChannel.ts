@@ -38,8 +38,8 @@ const refusal = (status: number): string =>
       ? "this tool is not granted to this job"
       : `the service answered HTTP ${status}`
 
-/** Reads at most `max` bytes of a body; undefined when it is larger. */
-const readCapped = async (response: Response, max: number): Promise<string | undefined> => {
+/** Reads at most `max` bytes of a body as UTF-8; undefined when it is larger (the rest is not buffered). */
+export const readCapped = async (response: Response, max: number): Promise<string | undefined> => {
   const reader = response.body?.getReader()
   if (reader === undefined) return ""
   const chunks: Array<Uint8Array> = []

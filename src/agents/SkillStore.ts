@@ -12,6 +12,7 @@ import { BuiltinReadOnly, SkillExists, SkillInUse, SkillInvalid, SkillNameTaken,
 import { packageFileSkillName } from "./packageSkills.ts"
 import type { SkillImport } from "./skillImport.ts"
 import { traced } from "../telemetry/traced.ts"
+import type { VersionInfo } from "./AgentView.ts"
 
 export const SkillInput = Schema.Struct({
   name: Schema.String.pipe(
@@ -41,17 +42,9 @@ export interface SkillView extends SharedSkill {
   readonly usedBy: ReadonlyArray<string>
 }
 
-/** One stored version of a custom shared skill. */
-export interface SkillVersionInfo {
+/** One stored version of a custom shared skill (numbered, noted and current like an agent's). */
+export interface SkillVersionInfo extends VersionInfo {
   readonly name: string
-  readonly version: number
-  readonly savedBy: string
-  readonly savedAt: Date
-  /** What the save was: created, saved, restored from vN. */
-  readonly note: string
-  /** The author's words about the change, when they wrote some. */
-  readonly changeNote?: string
-  readonly current: boolean
 }
 
 export interface SkillVersion {

@@ -38,7 +38,7 @@ test.each(["openai-completions", "anthropic-messages"] as const)("the bundled ch
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
   try {
     const run = await runJobChild(createEnvelope(createJob(dirs), [createProvider(server, api)]), { entry })
-    expect(run.events.map((e) => e.type).filter((t) => t !== "span" && t !== "message.delta")).toEqual(["job.started", "usage", "job.completed"])
+    expect(run.events.map((e) => e.type).filter((t) => t !== "span" && t !== "message.delta")).toEqual(["job.started", "usage", "grounding", "job.completed"])
     expect(run.code).toBe(0)
     expect(server.requests.length).toBe(1)
   } finally {

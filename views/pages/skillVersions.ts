@@ -6,7 +6,7 @@ import type { SkillVersion, SkillVersionInfo, SkillView } from "../../src/agents
 import { alert, badge, pageHeader, skillHref, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
-import { diffView, noteCell, type DiffProps } from "./versions.ts"
+import { diffView, noteCell, versionSelect, type DiffProps } from "./versions.ts"
 
 const restoreButton = (ctx: PageContext, name: string, v: SkillVersionInfo): Html =>
   ctx.viewer?.canManage !== true || v.current
@@ -14,14 +14,6 @@ const restoreButton = (ctx: PageContext, name: string, v: SkillVersionInfo): Htm
     : html`<form class="inline" method="post" action="${skillHref(name, `/versions/${v.version}/restore`)}">
         ${csrfField(ctx)}<button type="submit" class="small secondary">Restore v${v.version}</button>
       </form>`
-
-const versionSelect = (id: string, label: string, versions: ReadonlyArray<SkillVersionInfo>, chosen: number): Html => html`
-  <div class="field">
-    <label for="${id}">${label}</label>
-    <select id="${id}" name="${id === "diff-from" ? "from" : "to"}">${versions.map(
-      (v) => html`<option value="${v.version}"${v.version === chosen ? html` selected` : html``}>v${v.version}${v.current ? " (current)" : ""}</option>`
-    )}</select>
-  </div>`
 
 export const skillTabs = (name: string, active: "skill" | "versions"): Html => html`
   <nav class="tabs" aria-label="Shared skill"><ul>

@@ -54,7 +54,8 @@ const historyTable = (ctx: PageContext, name: string, versions: ReadonlyArray<Ve
     )}</tbody>
   </table>`
 
-const versionSelect = (id: string, label: string, versions: ReadonlyArray<VersionInfo>, chosen: number): Html => html`
+/** A version picker of the compare form (agents' and shared skills' histories). */
+export const versionSelect = (id: string, label: string, versions: ReadonlyArray<VersionInfo>, chosen: number): Html => html`
   <div class="field">
     <label for="${id}">${label}</label>
     <select id="${id}" name="${id === "diff-from" ? "from" : "to"}">${versions.map(

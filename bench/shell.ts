@@ -22,16 +22,24 @@ const git = makeGitTool(runner)
 const workspace = { root, readOnly: [root], outDir: root }
 const { ctx } = createToolContext(workspace, 600_000)
 
-const median = async (f: () => Promise<unknown>): Promise<number> => {
-  await f() // warm-up
-  const times: Array<number> = []
+const middle = (times: Array<number>): number => times.sort((a, b) => a - b)[Math.floor(times.length / 2)] ?? Number.NaN
+/**
+ * Medians of RUNS interleaved rounds (reference, then ours, each round), after one warm-up of each:
+ * on a shared machine the load moves between rounds, and both sides see the same moves.
+ */
+const medians = async (reference: () => Promise<unknown>, ours: () => Promise<unknown>): Promise<readonly [number, number]> => {
+  await reference()
+  await ours()
+  const ref: Array<number> = []
+  const our: Array<number> = []
   for (let i = 0; i < RUNS; i++) {
-    const t = performance.now()
-    await f()
-    times.push(performance.now() - t)
+    for (const [f, times] of [[reference, ref], [ours, our]] as const) {
+      const t = performance.now()
+      await f()
+      times.push(performance.now() - t)
+    }
   }
-  times.sort((a, b) => a - b)
-  return times[Math.floor(times.length / 2)] ?? Number.NaN
+  return [middle(ref), middle(our)]
 }
 const bare = async (argv: Array<string>) => {
   const p = Bun.spawn(argv, { cwd: root, stdout: "pipe", stderr: "pipe", stdin: "ignore" })
@@ -42,26 +50,24 @@ const row = (label: string, ms: number) => console.log(`${label.padEnd(50)} ${ms
 Bun.spawnSync(["git", "init", "-q"], { cwd: root })
 const ratio = (label: string, ours: number, reference: number, refLabel: string) =>
   console.log(`${label.padEnd(50)} ${ours.toFixed(2).padStart(8)} ms  ${(ours / reference).toFixed(2)}× ${refLabel} (goal ≤ 1.5×)`)
-console.log(`median of ${RUNS} runs each, ${process.platform} ${process.arch}, Bun ${Bun.version}`)
-const bareTrue = await median(() => bare(["bash", "-c", "true"]))
-row("bare Bun.spawn(['bash','-c','true'])", bareTrue)
-ratio("shell tool { command: 'true' } via runner", await median(() => Effect.runPromise(shell.execute({ command: "true" }).pipe(Effect.provide(ctx)))), bareTrue, "bare Bun.spawn")
+console.log(`median of ${RUNS} interleaved rounds each, ${process.platform} ${process.arch}, Bun ${Bun.version}`)
+const pair = async (refLabel: string, reference: () => Promise<unknown>, label: string, ours: () => Promise<unknown>, vs: string) => {
+  const [r, o] = await medians(reference, ours)
+  row(refLabel, r)
+  ratio(label, o, r, vs)
+}
+const tool = (t: typeof shell, args: Record<string, unknown>) => () => Effect.runPromise(t.execute(args).pipe(Effect.provide(ctx)))
+await pair("bare Bun.spawn(['bash','-c','true'])", () => bare(["bash", "-c", "true"]), "shell tool { command: 'true' } via runner", tool(shell, { command: "true" }), "bare Bun.spawn")
 const sandbox = probeBwrap()
 if (sandbox._tag === "Bwrap") {
   const boxed = createProcessRunner({ sandbox: { bwrap: sandbox.bwrap, workspace: workspace } })
   const line = [sandbox.bwrap, ...bwrapArgs(workspace, baseEnvironment(root, "bench"), root), "/usr/bin/bash", "-c", "true"]
-  const bareBox = await median(() => bare(line))
-  row("bare Bun.spawn(<same bwrap line> bash -c true)", bareBox)
-  ratio("shell tool { command: 'true' } in the sandbox", await median(() => Effect.runPromise(makeShellTool(boxed).execute({ command: "true" }).pipe(Effect.provide(ctx)))), bareBox, "the bare bwrap line")
+  await pair("bare Bun.spawn(<same bwrap line> bash -c true)", () => bare(line), "shell tool { command: 'true' } in the sandbox", tool(makeShellTool(boxed), { command: "true" }), "the bare bwrap line")
   const gitLine = [sandbox.bwrap, ...bwrapArgs(workspace, baseEnvironment(root, "bench"), root), "/usr/bin/git", "rev-parse", "--is-inside-work-tree"]
-  const bareBoxGit = await median(() => bare(gitLine))
-  row("bare Bun.spawn(<same bwrap line> git rev-parse)", bareBoxGit)
-  ratio("git tool rev-parse in the sandbox", await median(() => Effect.runPromise(makeGitTool(boxed).execute({ args: ["rev-parse", "--is-inside-work-tree"] }).pipe(Effect.provide(ctx)))), bareBoxGit, "the bare bwrap git line")
+  await pair("bare Bun.spawn(<same bwrap line> git rev-parse)", () => bare(gitLine), "git tool rev-parse in the sandbox", tool(makeGitTool(boxed), { args: ["rev-parse", "--is-inside-work-tree"] }), "the bare bwrap git line")
   await Effect.runPromise(boxed.killAll)
 } else console.log(`sandbox rows skipped: ${sandbox._tag === "Unavailable" ? sandbox.reason : "off"}`)
-const bareGit = await median(() => bare(["git", "rev-parse", "--is-inside-work-tree"]))
-row("bare git rev-parse --is-inside-work-tree", bareGit)
-ratio("git tool rev-parse --is-inside-work-tree", await median(() => Effect.runPromise(git.execute({ args: ["rev-parse", "--is-inside-work-tree"] }).pipe(Effect.provide(ctx)))), bareGit, "bare git")
+await pair("bare git rev-parse --is-inside-work-tree", () => bare(["git", "rev-parse", "--is-inside-work-tree"]), "git tool rev-parse --is-inside-work-tree", tool(git, { args: ["rev-parse", "--is-inside-work-tree"] }), "bare git")
 if (process.env["FLOOD"] === "0") {
   await Effect.runPromise(runner.killAll)
   rmSync(root, { recursive: true, force: true })

@@ -14,7 +14,12 @@ export interface ProcStat {
   readonly state: string
   /** Clock ticks since boot: (pid, startTime) names one process even after its pid is reused. */
   readonly startTime: string
+  /** A kernel thread (PF_KTHREAD): no environment, never a member of a run. */
+  readonly kernel: boolean
 }
+
+/** PF_KTHREAD in the flags field of /proc/<pid>/stat. */
+const PF_KTHREAD = 0x00200000
 
 /** Reads `/proc/<pid>/stat`; undefined when the process is gone (or was never visible). */
 export const readStat = (pid: number | "self"): ProcStat | undefined => {
@@ -29,7 +34,15 @@ export const readStat = (pid: number | "self"): ProcStat | undefined => {
   const f = text.slice(close + 2).split(" ")
   const num = (i: number) => Number(f[i])
   const pidText = text.slice(0, text.indexOf(" "))
-  return { pid: Number(pidText), state: f[0] ?? "?", ppid: num(1), pgrp: num(2), session: num(3), startTime: f[19] ?? "" }
+  return {
+    pid: Number(pidText),
+    state: f[0] ?? "?",
+    ppid: num(1),
+    pgrp: num(2),
+    session: num(3),
+    startTime: f[19] ?? "",
+    kernel: (num(6) & PF_KTHREAD) !== 0
+  }
 }
 
 /** Zombies and dead entries count as gone: they hold no resources and cannot run again. */
@@ -248,7 +261,7 @@ export class ProcessTree {
         p.pid !== ownPid &&
         (this.known.get(p.pid) === p.startTime ||
           (ours && (p.session === this.pid || p.pgrp === this.pid)) ||
-          (this.startedSince(p) && hasToken(p.pid, this.needle)))
+          (!p.kernel && this.startedSince(p) && hasToken(p.pid, this.needle)))
     )
   }
 
@@ -329,7 +342,8 @@ export const sweepRunPrefix = async (prefix: string, since: string | undefined, 
   const needle = `\0${RUN_TOKEN_VAR}=${prefix}`
   const carriers = () =>
     scanProcesses().filter(
-      (p) => isLive(p) && p.pid > 1 && p.pid !== ownPid && (since === undefined || Number(p.startTime) >= Number(since)) && hasToken(p.pid, needle)
+      (p) =>
+        isLive(p) && !p.kernel && p.pid > 1 && p.pid !== ownPid && (since === undefined || Number(p.startTime) >= Number(since)) && hasToken(p.pid, needle)
     )
   const end = Date.now() + reapMs
   for (;;) {

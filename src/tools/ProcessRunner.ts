@@ -1,8 +1,9 @@
 /**
  * The process runner: one argv process per call (never a shell of its own) in a new session and
  * process group, with an allowlisted environment, stdin on /dev/null, bounded output capture, a
- * timeout, and a kill-tree that runs on exit, on timeout and on Effect interruption alike. With a
- * sandbox, the direct child is bubblewrap and the command runs inside it (Sandbox.ts).
+ * timeout, and a kill-tree that runs on exit (when anything may be left), on timeout and on Effect
+ * interruption alike. With a sandbox, the direct child is bubblewrap (no session of its own) and the
+ * command runs inside it (Sandbox.ts).
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import { randomBytes } from "node:crypto"

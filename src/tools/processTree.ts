@@ -192,8 +192,9 @@ const signal = (target: number, sig: NodeJS.Signals): void => {
 }
 
 /**
- * The processes of one run. `pid` was spawned with `detached: true`, so it leads a new session and
- * process group whose ids equal its pid.
+ * The processes of one run. Unconfined, `pid` was spawned with `detached: true`, so it leads a new
+ * session and process group whose ids equal its pid; a sandboxed bwrap leads neither (its group is the
+ * job child's: `groupIsOurs` never lets that be signalled), and is found by pid, descendants and token.
  */
 export class ProcessTree {
   /** pid → startTime of every descendant ever seen. */

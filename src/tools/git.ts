@@ -123,7 +123,8 @@ export const makeGitTool = (runner: ProcessRunnerShape): KernelTool => {
   let checked: RepoCheck | undefined
 
   const runGit = (args: ReadonlyArray<string>, call: GitCall, timeoutMs: number, env: Record<string, string>) =>
-    runner.run({ argv: gitArgv(args), cwd: call.root, timeoutMs, env, onOutput: call.progress })
+    // No new session: git runs no shell here, and the hardening keeps the repository from starting anything.
+    runner.run({ argv: gitArgv(args), cwd: call.root, timeoutMs, env, onOutput: call.progress, newSession: false })
 
   /** Overrides for every driver command the repository's config (with its includes) defines, and whether it has includes. */
   const driverOverrides = (call: GitCall, timeoutMs: number, env: Record<string, string>) =>

@@ -192,9 +192,10 @@ const signal = (target: number, sig: NodeJS.Signals): void => {
 }
 
 /**
- * The processes of one run. Unconfined, `pid` was spawned with `detached: true`, so it leads a new
- * session and process group whose ids equal its pid; a sandboxed bwrap leads neither (its group is the
- * job child's: `groupIsOurs` never lets that be signalled), and is found by pid, descendants and token.
+ * The processes of one run. Unconfined, `pid` was normally spawned with `detached: true`, so it leads
+ * a new session and process group whose ids equal its pid; a sandboxed bwrap and an unconfined git
+ * (`newSession: false`) lead neither (their group is the job child's, which `groupIsOurs` never lets
+ * be signalled), and are found by pid, descendant links and token.
  */
 export class ProcessTree {
   /** pid → startTime of every descendant ever seen. */

@@ -229,6 +229,29 @@ describe("process runner: the clean-exit check (no /proc scan when nothing is le
   })
 })
 
+describe("process runner: newSession: false (git)", () => {
+  test("the child stays in the job child's group, and what it leaves behind is still killed", async () => {
+    const f = tmpName("pids")
+    const r = await run(`cut -d' ' -f5 /proc/$$/stat; sleep 1000 >/dev/null 2>&1 & echo $! > ${f}`, 10_000, { newSession: false })
+    const ownGroup = readFileSync("/proc/self/stat", "latin1").split(") ")[1]?.split(" ")[2]
+    expect(r).toMatchObject({ exitCode: 0, output: `${ownGroup}\n` })
+    expect((await pidsFrom(f, 1)).filter(isAlive)).toEqual([])
+    // With a new session (the default) the child leads its own group.
+    const own = await run("cut -d' ' -f5 /proc/$$/stat; echo $$")
+    const [group, pid] = own.output.trim().split("\n")
+    expect(group).toBe(pid)
+  })
+
+  test("a timeout kills it and its children without a group kill", async () => {
+    const f = tmpName("pids")
+    const r = await run(`echo $$ > ${f}; sleep 1000 & echo $! >> ${f}; wait`, 500, { newSession: false })
+    expect(r.timedOut).toBe(true)
+    expect((await pidsFrom(f, 2)).filter(isAlive)).toEqual([])
+    // The job child (this process) is alive and well: its group was never signalled.
+    expect(isAlive(process.pid)).toBe(true)
+  })
+})
+
 describe("process runner: output capture", () => {
   test("long output keeps head and tail within the limits, with a marker between", async () => {
     const r = await run("seq 1 300000")

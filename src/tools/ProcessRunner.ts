@@ -186,7 +186,7 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
     tree.childExited()
     clearTimeout(timer)
     await pipesDrained()
-    // Always swept, also after a clean exit: `sleep 300 &` must not outlive the call. In the sandbox
+    // Nothing may outlive the call, also after a clean exit (`sleep 300 &`). In the sandbox
     // the kernel has done it already: bwrap's pid namespace dies with its first process, and every
     // process of the call lives in it. Unconfined, a look at the pids handed out since the spawn
     // shows whether anything of the call is left; only then is all of /proc scanned and signalled.

@@ -117,7 +117,10 @@ interface RepoCheck {
   readonly insideWorkTree?: boolean
 }
 
-/** `git`: argv only, an allowlist of read-mostly subcommands, repository config vetted on every call. */
+/**
+ * `git`: argv only, an allowlist of read-mostly subcommands, repository config vetted on every call
+ * (by reusing the last check while the files it came from are unchanged, gitConfigKey.ts).
+ */
 export const makeGitTool = (runner: ProcessRunnerShape): KernelTool => {
   // One tool per job (processTools), so a check never crosses jobs.
   let checked: RepoCheck | undefined

@@ -115,7 +115,10 @@ export const readPidClock = (): PidClock | undefined => {
   }
 }
 
-/** pid_max of our namespace; read once (it is a sysctl an unprivileged job cannot raise). */
+/**
+ * pid_max of our namespace, read once: only root can change it (and lowering it is what could make a
+ * cached value too large), and process tools never run unconfined as root outside tests.
+ */
 let pidMaxCache: number | undefined
 const pidMax = (): number => {
   if (pidMaxCache === undefined) {

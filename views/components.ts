@@ -39,6 +39,13 @@ export const errorSummary = (items: ReadonlyArray<SummaryItem>): Html =>
 export const slotId = (slot: string): string => `problems-${slot}`
 
 /**
+ * A change that stays on its page: htmx posts it and swaps the page's new body (notice, problems or
+ * the changed data) into `<main>`; without JavaScript the form posts as usual and the route redirects.
+ */
+export const postInPlace = (action: string): Html =>
+  html` hx-post="${action}" hx-target="#main" hx-swap="innerHTML" hx-disabled-elt="find button[type=submit]"`
+
+/**
  * The problem slot next to a field. With `oob`, the same element as an out-of-band swap, so one
  * preview response updates every slot in place.
  */

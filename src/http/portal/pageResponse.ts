@@ -2,6 +2,7 @@
  * Portal responses: HTML with the security headers (a CSP with no inline script or style), htmx
  * detection, redirects that work for plain forms (303) and htmx (HX-Redirect), success notices.
  */
+import { Effect } from "effect"
 import type { Html } from "../../../views/html.ts"
 
 /** Scripts and styles only from our own files; no inline code, no eval, no framing, forms post home. */
@@ -40,6 +41,13 @@ export const redirect = (request: Request, location: string): Response =>
     ? new Response("", { status: 200, headers: { ...PAGE_HEADERS, "hx-redirect": location } })
     : new Response(null, { status: 303, headers: { ...PAGE_HEADERS, location } })
 
+/**
+ * The answer to a change that stays on its page (`postInPlace`): the page's body for htmx (swapped
+ * into `<main>`), a redirect to `location` for a plain form post.
+ */
+export const inPlace = <E, R>(request: Request, location: string, body: Effect.Effect<Html, E, R>): Effect.Effect<Response, E, R> =>
+  isHtmx(request) ? Effect.map(body, (b) => htmlResponse(b)) : Effect.succeed(redirect(request, location))
+
 /** A local path to return to after signing in; anything else (`//host`, `https:`) becomes /agents. */
 export const localPath = (raw: string | null | undefined): string =>
   raw !== null && raw !== undefined && /^\/(?![/\\])[^\s]*$/.test(raw) && raw.length <= 2000 ? raw : "/agents"
@@ -55,6 +63,7 @@ const NOTICES: ReadonlyArray<readonly [string, (value: string, subject: string) 
   ["imported", (v) => `Imported as version ${v}.`],
   ["deleted", (v) => `Deleted ${v}.`],
   ["project-created", (_, s) => `Created the project ${s}.`],
+  ["project-saved", (_, s) => `Saved the settings of ${s}.`],
   ["skill-created", (_, s) => `Created the shared skill ${s}.`],
   ["skill-saved", () => "Saved. Agents using this skill get the new text at their next job."],
   ["added", (v) => `Added ${v}.`],

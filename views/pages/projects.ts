@@ -20,8 +20,9 @@ export const PROJECT_SECTIONS: ReadonlyArray<{ readonly key: string; readonly la
   { key: "web", label: "Web", href: (id) => `${projectHref(id)}/web` }
 ]
 
+/** Boosted: moving between sections swaps the page in place (the unsaved-changes guard asks first). */
 export const projectNav = (id: string, active: string): Html => html`
-  <nav class="tabs" aria-label="Project"><ul>${PROJECT_SECTIONS.map(
+  <nav class="tabs" aria-label="Project" hx-boost="true"><ul>${PROJECT_SECTIONS.map(
     (s) => html`<li><a href="${s.href(id)}"${s.key === active ? html` aria-current="page"` : html``}>${s.label}</a></li>`
   )}</ul></nav>`
 

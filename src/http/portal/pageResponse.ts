@@ -75,6 +75,12 @@ const NOTICES: ReadonlyArray<readonly [string, (value: string, subject: string) 
   ["enabled", (v) => `Enabled ${v}.`]
 ]
 
+/** A success message by its key (as a redirect would ask for it with `?<key>=<value>`), for a change answered in place. */
+export const noticeText = (key: string, value: string, subject = ""): string | null => {
+  const found = NOTICES.find(([k]) => k === key)
+  return found === undefined ? null : found[1](value.slice(0, 100), subject)
+}
+
 /** The success message a redirect asked for (`?saved=3`), as text; the views escape it. */
 export const noticeOf = (url: URL, subject: string): string | null => {
   for (const [key, message] of NOTICES) {

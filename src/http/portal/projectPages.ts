@@ -13,7 +13,7 @@ import { decodeAll } from "../../contract/Problem.ts"
 import { NotFound } from "../errors.ts"
 import { homePage } from "../../../views/pages/home.ts"
 import { newProjectPage, projectBody, projectHref, projectPage, projectsPage, type ProjectFormValues, type ProjectPageProps } from "../../../views/pages/projects.ts"
-import { htmlResponse, inPlace, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
+import { htmlResponse, inPlace, isHtmx, noticeOf, noticeText, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner, PostedForm } from "./portalRoute.ts"
 
 const text = (form: PostedForm, name: string): string => {
@@ -51,7 +51,7 @@ const saveSettings = (input: PortalInput) =>
     if (Either.isLeft(decoded)) return yield* refused(decoded.left)
     return yield* (yield* Projects).update(project.id, decoded.right).pipe(
       Effect.flatMap((saved) =>
-        inPlace(input.request, projectHref(saved.id, "?project-saved=1"), Effect.map(pageProps(saved, { notice: `Saved the settings of ${saved.name}.` }), (props) => projectBody(input.page, props)))
+        inPlace(input.request, projectHref(saved.id, "?project-saved=1"), Effect.map(pageProps(saved, { notice: noticeText("project-saved", "1", saved.name) }), (props) => projectBody(input.page, props)))
       ),
       Effect.catchTags({
         ProjectRootInvalid: (e) => refused(e.problems),

@@ -3,12 +3,12 @@ import { Effect } from "effect"
 import { Elysia } from "elysia"
 import { SkillStore } from "../../agents/SkillStore.ts"
 import type { Problem } from "../../contract/Problem.ts"
-import { newSkillPage, skillPage, skillsPage, type SkillFormValues } from "../../../views/pages/skills.ts"
+import { newSkillPage, skillBody, skillPage, skillsPage, type SkillFormValues } from "../../../views/pages/skills.ts"
 import { skillVersionPage, skillVersionsPage } from "../../../views/pages/skillVersions.ts"
 import { diffView, type DiffProps } from "../../../views/pages/versions.ts"
 import { diffFiles } from "../../../views/forms/lineDiff.ts"
 import { badRequest, type ApiError } from "../respond.ts"
-import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
+import { htmlResponse, inPlace, isHtmx, noticeOf, noticeText, redirect } from "./pageResponse.ts"
 import type { PortalRunner, PostedForm } from "./portalRoute.ts"
 
 const text = (form: PostedForm, name: string): string => {
@@ -93,8 +93,13 @@ export const skillPages = (portal: PortalRunner) =>
           const values = valuesOf(form, skill.name)
           const note = form.get("changeNote")
           return yield* store.update(skill.name, { description: values.description, content: values.content }, principal.username, typeof note === "string" ? note.slice(0, 2000) : "").pipe(
-            Effect.map((saved) => redirect(request, skillUrl(skill.name, saved.version === skill.version ? "?skill-unchanged=1" : "?skill-saved=1"))),
-            Effect.catchTag("SkillInvalid", (e) => Effect.succeed(htmlResponse(skillPage(page, skill, values, e.problems, null), 400)))
+            Effect.flatMap((saved) => {
+              const key = saved.version === skill.version ? "skill-unchanged" : "skill-saved"
+              return inPlace(request, skillUrl(skill.name, `?${key}=1`), Effect.succeed(skillBody(page, saved, saved, [], noticeText(key, "1", saved.name))))
+            }),
+            Effect.catchTag("SkillInvalid", (e) =>
+              Effect.succeed(htmlResponse(isHtmx(request) ? skillBody(page, skill, values, e.problems, null) : skillPage(page, skill, values, e.problems, null), 400))
+            )
           )
         })
       )

@@ -98,12 +98,13 @@ export const bindingsBody = (ctx: PageContext, props: BindingsProps): Html => {
       props.bindings.length === 0
         ? emptyState("Not bound.", "Jobs of this agent cannot start until it has a model.")
         : html`<table class="catalog"><thead><tr><th scope="col">Applies to</th><th scope="col">Model</th><th scope="col">Thinking</th><th scope="col">Updated</th>${manage ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : html``}</tr></thead>
-        <tbody hx-disable>${props.bindings.map(
+        <tbody>${props.bindings.map(
+          // User text inside hx-disable cells; the actions cell stays live for its in-place Remove.
           (b) => html`<tr>
-            <td data-label="Applies to">${b.projectId === "" ? "installation default" : `project ${b.projectId}`}</td>
-            <td data-label="Model"><code>${b.providerId} / ${b.modelId}</code></td>
-            <td data-label="Thinking">${b.thinking ?? html`<span class="muted">agent's own</span>`}</td>
-            <td data-label="Updated">${time(b.updatedAt)} by ${b.updatedBy}</td>
+            <td data-label="Applies to" hx-disable>${b.projectId === "" ? "installation default" : `project ${b.projectId}`}</td>
+            <td data-label="Model" hx-disable><code>${b.providerId} / ${b.modelId}</code></td>
+            <td data-label="Thinking" hx-disable>${b.thinking ?? html`<span class="muted">agent's own</span>`}</td>
+            <td data-label="Updated" hx-disable>${time(b.updatedAt)} by ${b.updatedBy}</td>
             ${manage
               ? html`<td class="row-actions"><form method="post" action="${agentHref(props.agent, "/binding/delete")}"${postInPlace(agentHref(props.agent, "/binding/delete"))} class="inline">${csrfField(ctx)}<input type="hidden" name="project" value="${b.projectId}"><button type="submit" class="small secondary">Remove</button></form></td>`
               : html``}

@@ -44,12 +44,13 @@ const restoreButton = (ctx: PageContext, name: string, v: VersionInfo, inPlace =
 const historyTable = (ctx: PageContext, name: string, versions: ReadonlyArray<VersionInfo>): Html => html`
   <table class="versions">
     <thead><tr><th scope="col">Version</th><th scope="col">Saved by</th><th scope="col">When</th><th scope="col">Note</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
-    <tbody hx-disable>${versions.map(
+    <tbody>${versions.map(
+      // User text inside hx-disable cells; the actions cell stays live for its in-place Restore.
       (v) => html`<tr${v.current ? html` class="current"` : html``}>
-        <td data-label="Version"><a href="${agentHref(name, `/versions/${v.version}`)}">v${v.version}</a> ${v.current ? badge("ok", "current") : html``}</td>
-        <td data-label="Saved by">${v.savedBy}</td>
-        <td data-label="When">${time(v.savedAt)}</td>
-        <td data-label="Note">${noteCell(v)}</td>
+        <td data-label="Version" hx-disable><a href="${agentHref(name, `/versions/${v.version}`)}">v${v.version}</a> ${v.current ? badge("ok", "current") : html``}</td>
+        <td data-label="Saved by" hx-disable>${v.savedBy}</td>
+        <td data-label="When" hx-disable>${time(v.savedAt)}</td>
+        <td data-label="Note" hx-disable>${noteCell(v)}</td>
         <td class="row-actions"><a class="button small secondary" href="${agentHref(name, `/export?version=${v.version}`)}" download>Export</a> ${restoreButton(ctx, name, v, true)}</td>
       </tr>`
     )}</tbody>

@@ -1,8 +1,8 @@
 /**
  * Issue 16 through app.handle: a project's settings are editable (agents.manage, the API's checks,
  * every problem at its field); every refused form shows the one error summary linking to its fields;
- * changes that stay on their page (binding set and remove, agent restore, shared-skill save, project
- * settings) answer htmx with the page's new body for `<main>` and a plain post with a redirect.
+ * changes that stay on their page (binding set and remove, agent restore, shared-skill save and
+ * restore, project settings) answer htmx with the page's new body for `<main>` and a plain post with a redirect.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
@@ -193,6 +193,18 @@ describe("changes that stay on their page", () => {
     expect(await send("POST", "/agent-skills/in-place-skill", "manager", { description: "Kept short.", content: "Be brief.\n" })).toMatchObject({
       status: 303,
       location: "/agent-skills/in-place-skill?skill-saved=1"
+    })
+  })
+
+  test("shared-skill restore from its history: htmx gets the history with the new version; a plain post redirects", async () => {
+    const restored = await send("POST", "/agent-skills/in-place-skill/versions/2/restore", "manager", {}, true)
+    expect(restored.status).toBe(200)
+    expect(isFragment(restored.text)).toBe(true)
+    expect(restored.text).toContain("Restored the text of version 2 as a new version.")
+    expect(/<tr class="current">[\s\S]*?<\/tr>/.exec(restored.text)?.[0]).toContain(">v4</a>")
+    expect(await send("POST", "/agent-skills/in-place-skill/versions/1/restore", "manager")).toMatchObject({
+      status: 303,
+      location: "/agent-skills/in-place-skill/versions?skill-restored=1"
     })
   })
 })

@@ -4,7 +4,7 @@ import { Elysia } from "elysia"
 import { SkillStore } from "../../agents/SkillStore.ts"
 import type { Problem } from "../../contract/Problem.ts"
 import { newSkillPage, skillBody, skillPage, skillsPage, type SkillFormValues } from "../../../views/pages/skills.ts"
-import { skillVersionPage, skillVersionsPage } from "../../../views/pages/skillVersions.ts"
+import { skillVersionPage, skillVersionsBody, skillVersionsPage } from "../../../views/pages/skillVersions.ts"
 import { diffView, type DiffProps } from "../../../views/pages/versions.ts"
 import { diffFiles } from "../../../views/forms/lineDiff.ts"
 import { badRequest, type ApiError } from "../respond.ts"
@@ -167,11 +167,15 @@ export const skillPages = (portal: PortalRunner) =>
     )
     .post(
       "/agent-skills/:name/versions/:version/restore",
-      portal.action("agents.manage", ({ request, params, principal }) =>
+      portal.action("agents.manage", ({ request, page, params, principal }) =>
         Effect.gen(function* () {
           const v = yield* positive(params["version"], "version")
-          const skill = yield* (yield* SkillStore).restore(params["name"] ?? "", v, principal.username)
-          return redirect(request, skillUrl(skill.name, `/versions?skill-restored=${v}`))
+          const store = yield* SkillStore
+          const skill = yield* store.restore(params["name"] ?? "", v, principal.username)
+          const body = Effect.map(store.versions(skill.name), (versions) =>
+            skillVersionsBody(page, { skill, versions, diff: null, notice: noticeText("skill-restored", String(v), skill.name) })
+          )
+          return yield* inPlace(request, skillUrl(skill.name, `/versions?skill-restored=${v}`), body)
         })
       )
     )

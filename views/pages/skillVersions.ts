@@ -3,18 +3,13 @@
  * restore (saved as a new version, so it is in the history too), and the line diff of two versions.
  */
 import type { SkillVersion, SkillVersionInfo, SkillView } from "../../src/agents/SkillStore.ts"
-import { alert, badge, pageHeader, postInPlace, skillHref, time } from "../components.ts"
+import { alert, badge, pageHeader, skillHref, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
-import { csrfField, layout, type PageContext } from "../layout.ts"
-import { diffView, noteCell, versionSelect, type DiffProps } from "./versions.ts"
+import { layout, type PageContext } from "../layout.ts"
+import { diffView, noteCell, restoreForm, versionSelect, type DiffProps } from "./versions.ts"
 
-/** Restore; `inPlace` on the history page (the page's new body is swapped in), a plain post elsewhere. */
 const restoreButton = (ctx: PageContext, name: string, v: SkillVersionInfo, inPlace = false): Html =>
-  ctx.viewer?.canManage !== true || v.current
-    ? html``
-    : html`<form class="inline" method="post" action="${skillHref(name, `/versions/${v.version}/restore`)}"${inPlace ? postInPlace(skillHref(name, `/versions/${v.version}/restore`)) : html``}>
-        ${csrfField(ctx)}<button type="submit" class="small secondary">Restore v${v.version}</button>
-      </form>`
+  restoreForm(ctx, skillHref(name, `/versions/${v.version}/restore`), v, inPlace)
 
 export const skillTabs = (name: string, active: "skill" | "versions"): Html => html`
   <nav class="tabs" aria-label="Shared skill"><ul>

@@ -33,13 +33,19 @@ export interface VersionsProps {
 export const noteCell = (v: { readonly note: string; readonly changeNote?: string }): Html =>
   html`${v.note}${v.changeNote === undefined ? html`` : html`<span class="change-note">${v.changeNote}</span>`}`
 
-/** Restore; `inPlace` on the history page (the page's new body is swapped in), a plain post elsewhere. */
-const restoreButton = (ctx: PageContext, name: string, v: VersionInfo, inPlace = false): Html =>
+/**
+ * Restore of a version (an agent's or a shared skill's) posted to `action`: `inPlace` on a history
+ * page (the page's new body is swapped in), a plain post elsewhere. None for readers or the current one.
+ */
+export const restoreForm = (ctx: PageContext, action: string, v: { readonly version: number; readonly current: boolean }, inPlace = false): Html =>
   ctx.viewer?.canManage !== true || v.current
     ? html``
-    : html`<form class="inline" method="post" action="${agentHref(name, `/versions/${v.version}/restore`)}"${inPlace ? postInPlace(agentHref(name, `/versions/${v.version}/restore`)) : html``}>
+    : html`<form class="inline" method="post" action="${action}"${inPlace ? postInPlace(action) : html``}>
         ${csrfField(ctx)}<button type="submit" class="small secondary">Restore v${v.version}</button>
       </form>`
+
+const restoreButton = (ctx: PageContext, name: string, v: VersionInfo, inPlace = false): Html =>
+  restoreForm(ctx, agentHref(name, `/versions/${v.version}/restore`), v, inPlace)
 
 const historyTable = (ctx: PageContext, name: string, versions: ReadonlyArray<VersionInfo>): Html => html`
   <table class="versions">

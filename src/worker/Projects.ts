@@ -54,8 +54,9 @@ export class Projects extends Context.Tag("worker/Projects")<
     /** Creates a project; a `root` must resolve (symlinks followed) to a directory inside the job roots. Ids are never reused. */
     readonly create: (input: ProjectInput) => Effect.Effect<Project, ProjectExists | ProjectRootInvalid>
     /**
-     * Replaces a project's name and root (checked as at creation; absent = none). The next job of the
-     * project resolves the new root; jobs already running keep the workspace they were admitted with.
+     * Replaces a project's name and root (checked as at creation; absent = none). Every job of the
+     * project that starts from now on is confined to the new root (a queued one outside it is refused
+     * at its start); jobs already running keep the workspace they were admitted with.
      */
     readonly update: (id: string, settings: ProjectSettings) => Effect.Effect<Project, ProjectNotFound | ProjectRootInvalid>
   }

@@ -131,7 +131,7 @@ const settingsForm = (ctx: PageContext, project: Project, values: ProjectFormVal
     <h2 id="settings-title">Settings</h2>
     ${csrfField(ctx)}
     <p class="muted" hx-disable>Id <code>${project.id}</code> (it cannot change), created ${time(project.createdAt)}.
-      A changed root applies to the project's next job; running jobs keep their workspace.</p>
+      A changed root applies to every job that starts from now on: a queued job whose workspace lies outside it is refused when it starts.</p>
     ${projectFields(values, problems, ["name", "root"])}
     <div><button type="submit" class="primary">Save settings</button></div>
   </form>`

@@ -26,14 +26,14 @@ const sessions: Record<string, { cookie: string; csrf: string }> = {}
 const elsewhere = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-inplace-")))
 process.on("exit", () => rmSync(elsewhere, { recursive: true, force: true }))
 
-const send = async (method: "GET" | "POST", path: string, session: string, fields: Record<string, string> = {}, htmx = false) => {
+const send = async (method: "GET" | "POST", path: string, session: string, fields: Record<string, string> = {}, htmx: boolean | "boosted" = false) => {
   const s = sessions[session]!
   const body = new URLSearchParams(fields)
   if (method === "POST") body.set("_csrf", s.csrf)
   const headers: Record<string, string> = { host: "localhost", origin: BASE, "sec-fetch-site": "same-origin", cookie: `__Host-kintsugi-session=${s.cookie}` }
-  if (htmx) Object.assign(headers, { "hx-request": "true", "hx-current-url": `${BASE}${path}` })
+  if (htmx !== false) Object.assign(headers, { "hx-request": "true", "hx-current-url": `${BASE}${path}` }, htmx === "boosted" ? { "hx-boosted": "true" } : {})
   const res = await app.handle(new Request(`${BASE}${path}`, { method, headers, body: method === "POST" ? body : null, redirect: "manual" }))
-  return { status: res.status, location: res.headers.get("location"), text: await res.text() }
+  return { status: res.status, location: res.headers.get("location"), hxRedirect: res.headers.get("hx-redirect"), text: await res.text() }
 }
 
 /** The summary's links: target id → text. */
@@ -165,6 +165,10 @@ describe("changes that stay on their page", () => {
     // Without JavaScript: the redirect, as before.
     expect(await send("POST", "/agents/in-place/binding", "manager", { project: "", target: "gw/m", thinking: "" })).toMatchObject({ status: 303, location: "/agents/in-place/binding?bound=gw%2Fm" })
     expect(await send("POST", "/agents/in-place/binding/delete", "manager", { project: "" })).toMatchObject({ status: 303 })
+    // A boosted request swaps whole pages: it gets the page (GET) or a full navigation (a change), never a body.
+    expect((await send("GET", "/agents/in-place/binding", "manager", {}, true)).text).toContain("<main")
+    expect((await send("POST", "/agents/in-place/binding", "manager", { project: "", target: "gw/m", thinking: "" })).status).toBe(303)
+    expect(await send("POST", "/agents/in-place/binding/delete", "manager", { project: "" }, "boosted")).toMatchObject({ status: 200, hxRedirect: "/agents/in-place/binding?removed=the%20installation%20default" })
   })
 
   test("agent restore: htmx gets the history with v1 current and the restore recorded; a plain post redirects", async () => {

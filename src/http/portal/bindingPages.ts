@@ -10,7 +10,7 @@ import { Bindings } from "../../providers/Bindings.ts"
 import { ProviderStore } from "../../providers/ProviderStore.ts"
 import { Projects } from "../../worker/Projects.ts"
 import { bindingsBody, bindingsPage, levelsFor, parseTarget, targetOf, thinkingField, type BindingFormValues, type BindingsProps } from "../../../views/pages/bindings.ts"
-import { htmlResponse, inPlace, isHtmx, noticeOf, noticeText } from "./pageResponse.ts"
+import { htmlResponse, inPlace, noticeOf, noticeText, pageOrBody } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 
 const text = (f: PortalInput["form"], name: string): string => {
@@ -35,10 +35,10 @@ const propsOf = (input: PortalInput, values: BindingFormValues | null, problems:
     return props
   })
 
-/** The page, or for htmx (a change made in place) the page's body. */
+/** The page (a GET), or a refused change: for htmx (made in place) the page's body. */
 const render = (input: PortalInput, values: BindingFormValues | null, problems: ReadonlyArray<Problem>, status = 200) =>
   Effect.map(propsOf(input, values, problems), (props) =>
-    htmlResponse(isHtmx(input.request) ? bindingsBody(input.page, props) : bindingsPage(input.page, props), status)
+    input.request.method === "GET" ? htmlResponse(bindingsPage(input.page, props), status) : pageOrBody(input.request, () => bindingsPage(input.page, props), () => bindingsBody(input.page, props), status)
   )
 
 /** After a change: the page's new body with the notice `key` asks for (htmx), else a redirect to the page asking for it. */

@@ -41,12 +41,18 @@ export const redirect = (request: Request, location: string): Response =>
     ? new Response("", { status: 200, headers: { ...PAGE_HEADERS, "hx-redirect": location } })
     : new Response(null, { status: 303, headers: { ...PAGE_HEADERS, location } })
 
+/** An htmx request that swaps a page's body into `<main>` (a boosted one swaps a whole page, so it gets the page). */
+const wantsBody = (request: Request): boolean => isHtmx(request) && request.headers.get("hx-boosted") !== "true"
+
 /**
  * The answer to a change that stays on its page (`postInPlace`): the page's body for htmx (swapped
  * into `<main>`), a redirect to `location` for a plain form post.
  */
 export const inPlace = <E, R>(request: Request, location: string, body: Effect.Effect<Html, E, R>): Effect.Effect<Response, E, R> =>
-  isHtmx(request) ? Effect.map(body, (b) => htmlResponse(b)) : Effect.succeed(redirect(request, location))
+  wantsBody(request) ? Effect.map(body, (b) => htmlResponse(b)) : Effect.succeed(redirect(request, location))
+
+/** A refused in-place change: the page's body alone for htmx, else the page. */
+export const pageOrBody = (request: Request, page: () => Html, body: () => Html, status = 200): Response => htmlResponse(wantsBody(request) ? body() : page(), status)
 
 /** A local path to return to after signing in; anything else (`//host`, `https:`) becomes /agents. */
 export const localPath = (raw: string | null | undefined): string =>

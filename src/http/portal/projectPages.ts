@@ -13,7 +13,7 @@ import { decodeAll } from "../../contract/Problem.ts"
 import { NotFound } from "../errors.ts"
 import { homePage } from "../../../views/pages/home.ts"
 import { newProjectPage, projectBody, projectHref, projectPage, projectsPage, type ProjectFormValues, type ProjectPageProps } from "../../../views/pages/projects.ts"
-import { htmlResponse, inPlace, isHtmx, noticeOf, noticeText, redirect } from "./pageResponse.ts"
+import { htmlResponse, inPlace, noticeOf, noticeText, pageOrBody, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner, PostedForm } from "./portalRoute.ts"
 
 const text = (form: PostedForm, name: string): string => {
@@ -45,7 +45,7 @@ const saveSettings = (input: PortalInput) =>
     const values: ProjectFormValues = { id: project.id, name: text(input.form, "name"), root: text(input.form, "root") }
     const refused = (problems: ReadonlyArray<Problem>) =>
       Effect.map(pageProps(project, { notice: null, values, problems }), (props) =>
-        isHtmx(input.request) ? htmlResponse(projectBody(input.page, props), 400) : htmlResponse(projectPage(input.page, props), 400)
+        pageOrBody(input.request, () => projectPage(input.page, props), () => projectBody(input.page, props), 400)
       )
     const decoded = decodeAll(ProjectSettings)({ name: values.name, ...(values.root === "" ? {} : { root: values.root }) })
     if (Either.isLeft(decoded)) return yield* refused(decoded.left)

@@ -8,7 +8,7 @@ import { skillVersionPage, skillVersionsBody, skillVersionsPage } from "../../..
 import { diffView, type DiffProps } from "../../../views/pages/versions.ts"
 import { diffFiles } from "../../../views/forms/lineDiff.ts"
 import { badRequest, type ApiError } from "../respond.ts"
-import { htmlResponse, inPlace, isHtmx, noticeOf, noticeText, redirect } from "./pageResponse.ts"
+import { htmlResponse, inPlace, isHtmx, noticeOf, noticeText, pageOrBody, redirect } from "./pageResponse.ts"
 import type { PortalRunner, PostedForm } from "./portalRoute.ts"
 
 const text = (form: PostedForm, name: string): string => {
@@ -98,7 +98,7 @@ export const skillPages = (portal: PortalRunner) =>
               return inPlace(request, skillUrl(skill.name, `?${key}=1`), Effect.succeed(skillBody(page, saved, saved, [], noticeText(key, "1", saved.name))))
             }),
             Effect.catchTag("SkillInvalid", (e) =>
-              Effect.succeed(htmlResponse(isHtmx(request) ? skillBody(page, skill, values, e.problems, null) : skillPage(page, skill, values, e.problems, null), 400))
+              Effect.succeed(pageOrBody(request, () => skillPage(page, skill, values, e.problems, null), () => skillBody(page, skill, values, e.problems, null), 400))
             )
           )
         })

@@ -95,14 +95,7 @@ export const jobChildMain = async (): Promise<never> => {
   dieWithParent()
   const settings = childSettings()
   const stdin = Bun.stdin.text()
-  if (startedAhead(process.argv.slice(2))) {
-    let arrived = false
-    const settle = () => {
-      arrived = true
-    }
-    stdin.then(settle, settle)
-    await warmUpWhileWaiting(() => arrived, warmUpSteps(settings.sandbox))
-  }
+  if (startedAhead(process.argv.slice(2))) await warmUpWhileWaiting(stdin, warmUpSteps(settings.sandbox))
   const code = await runJobChild(await stdin, settings)
   return exitJob(code)
 }

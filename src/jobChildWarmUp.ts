@@ -9,10 +9,11 @@
  * workspace is read-only system directories and the model never calls a tool), starts no process
  * besides the sandbox probe, and makes no network request.
  *
- * The envelope may arrive at any moment: the steps run one at a time and stop as soon as it has, so a
- * job waits at most for the step under way. A step that fails only leaves its work to the job.
+ * The envelope may arrive at any moment: the steps run one at a time and stop as soon as it has (the
+ * rehearsal is interrupted), so a job waits at most for the end of the step under way. A step that
+ * fails only leaves its work to the job.
  */
-import { Chunk, Context, Effect, Either, Layer, Stream } from "effect"
+import { Chunk, Context, Effect, Either, Exit, Layer, Stream } from "effect"
 import { tmpdir } from "node:os"
 import { JobEnvelope } from "./contract/AgentRuntime.ts"
 import type { JobEvent } from "./contract/JobEvent.ts"
@@ -70,9 +71,10 @@ export const noModelCalls: LlmLayer = (job) =>
 
 /**
  * The rehearsal: WARM_UP_ENVELOPE's job run to its end with noModelCalls (without shell and git where
- * they would be refused). Returns its events (the child drops them), none when it was refused.
+ * they would be refused). Returns its events (the child drops them); none when it was refused, or
+ * interrupted by `signal` (the envelope arrived: the rehearsal ends as an aborted job, at once).
  */
-export const rehearse = (sandbox: SandboxConfig): Promise<ReadonlyArray<JobEvent>> => {
+export const rehearse = (sandbox: SandboxConfig, signal?: AbortSignal): Promise<ReadonlyArray<JobEvent>> => {
   const shape = makeSandbox(sandbox)
   const agent = WARM_UP_ENVELOPE.job.agent
   const tools = Effect.runSync(shape.refusal) === undefined ? agent.tools : agent.tools.filter((t) => t !== "shell" && t !== "git")
@@ -80,15 +82,14 @@ export const rehearse = (sandbox: SandboxConfig): Promise<ReadonlyArray<JobEvent
   const job = decodeJob({ ...WARM_UP_ENVELOPE.job, agent: { ...agent, tools } })
   if (Either.isLeft(envelope) || Either.isLeft(job)) return Promise.resolve([])
   const runtime = makeAgentRuntime({ providers: envelope.right.providers, boundary: envelope.right.boundary, sandbox }, shape, noModelCalls)
-  return Effect.runPromise(
-    Effect.scoped(Effect.flatMap(runtime.start(job.right), (handle) => Effect.zipLeft(Stream.runCollect(handle.events), handle.result))).pipe(
-      Effect.map((events) => Chunk.toReadonlyArray(events)),
-      Effect.catchTag("JobRefused", () => Effect.succeed([]))
-    )
+  const run = Effect.scoped(Effect.flatMap(runtime.start(job.right), (handle) => Effect.zipLeft(Stream.runCollect(handle.events), handle.result)))
+  return Effect.runPromiseExit(run, signal === undefined ? {} : { signal }).then((exit) =>
+    Exit.isSuccess(exit) ? Chunk.toReadonlyArray(exit.value) : []
   )
 }
 
-export type WarmUpStep = () => Promise<unknown>
+/** One step of the warm-up; `arrived` aborts once the envelope is there (a long step may stop early). */
+export type WarmUpStep = (arrived: AbortSignal) => Promise<unknown>
 
 /** The warm-up of a child that will run with `sandbox`, cheapest first. */
 export const warmUpSteps = (sandbox: SandboxConfig): ReadonlyArray<WarmUpStep> => [
@@ -97,20 +98,23 @@ export const warmUpSteps = (sandbox: SandboxConfig): ReadonlyArray<WarmUpStep> =
   () => Promise.resolve(Effect.runSync(makeSandbox(sandbox).status)),
   // pi-ai's catalog of built-in providers (the model registry a built-in provider config reads).
   () => makeJobModels(WARM_UP_ENVELOPE.providers),
-  () => rehearse(sandbox)
+  (arrived) => rehearse(sandbox, arrived)
 ]
 
 /** One turn of the event loop: a read of stdin that completed meanwhile is seen before the next step. */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
-/** Runs `steps` one at a time until `arrived()` says the envelope is there. */
-export const warmUpWhileWaiting = async (arrived: () => boolean, steps: ReadonlyArray<WarmUpStep>): Promise<number> => {
+/** Runs `steps` one at a time until `arrival` (the read of the envelope) settles; returns how many ran. */
+export const warmUpWhileWaiting = async (arrival: Promise<unknown>, steps: ReadonlyArray<WarmUpStep>): Promise<number> => {
+  const arrived = new AbortController()
+  const settle = () => arrived.abort()
+  arrival.then(settle, settle)
   let done = 0
   for (const step of steps) {
     await nextTurn()
-    if (arrived()) break
+    if (arrived.signal.aborted) break
     try {
-      await step()
+      await step(arrived.signal)
     } catch {
       // Not warmed: the job does this part itself.
     }

@@ -29,12 +29,12 @@ describe("the rehearsal", () => {
 describe("warmUpWhileWaiting", () => {
   test("runs the steps in order and stops once the envelope has arrived", async () => {
     const ran: Array<number> = []
-    let arrived = false
+    const arrival = Promise.withResolvers<string>()
     const steps = [0, 1, 2, 3].map((i) => async () => {
       ran.push(i)
-      if (i === 1) arrived = true
+      if (i === 1) arrival.resolve("{}")
     })
-    expect(await warmUpWhileWaiting(() => arrived, steps)).toBe(2)
+    expect(await warmUpWhileWaiting(arrival.promise, steps)).toBe(2)
     expect(ran).toEqual([0, 1])
   })
 
@@ -47,8 +47,32 @@ describe("warmUpWhileWaiting", () => {
       },
       async () => void ran.push(2)
     ]
-    expect(await warmUpWhileWaiting(() => false, steps)).toBe(3)
+    expect(await warmUpWhileWaiting(new Promise(() => {}), steps)).toBe(3)
     expect(ran).toEqual([0, 2])
+  })
+
+  test("the step under way is told when the envelope arrives (a failed read counts as arrived)", async () => {
+    const arrival = Promise.withResolvers<string>()
+    let told = false
+    const steps = [
+      async (arrived: AbortSignal) => {
+        arrival.reject(new Error("stdin is gone"))
+        await new Promise((resolve) => arrived.addEventListener("abort", resolve, { once: true }))
+        told = arrived.aborted
+      },
+      async () => {
+        throw new Error("never runs")
+      }
+    ]
+    arrival.promise.catch(() => {})
+    expect(await warmUpWhileWaiting(arrival.promise, steps)).toBe(1)
+    expect(told).toBe(true)
+  })
+})
+
+describe("an interrupted rehearsal", () => {
+  test("ends at once with no events when the envelope is already there", async () => {
+    expect(await rehearse(testSandboxConfig(), AbortSignal.abort())).toEqual([])
   })
 })
 

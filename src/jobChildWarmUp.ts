@@ -6,8 +6,8 @@
  * whole job on a document of its own (`WARM_UP_ENVELOPE`): decoders, provider models, the environment
  * checks, the kernel's layers, job.started, the tools and the first turn, whose model call fails before
  * any request is made (`noModelCalls`). The rehearsal's events go nowhere; it writes no file (its
- * workspace is read-only system directories and the model never calls a tool), starts no process
- * besides the sandbox probe, and makes no network request.
+ * workspace is /usr with the temp dir as outDir, and no tool is ever called: the model never answers),
+ * starts no process besides the sandbox probe, and makes no network request.
  *
  * The envelope may arrive at any moment: the steps run one at a time and stop as soon as it has (the
  * rehearsal is interrupted), so a job waits at most for the end of the step under way. A step that
@@ -28,7 +28,7 @@ import { makeSandbox, type SandboxConfig } from "./tools/Sandbox.ts"
 /**
  * The rehearsal's document: every part of a job the decoders know (tools, skills, deny patterns, MCP
  * servers, limits, metadata), one custom and one built-in provider, a boundary. No key, no address the
- * rehearsal ever reaches (see noModelCalls), and a workspace of directories every system has, read only.
+ * rehearsal ever reaches (see noModelCalls), and a workspace of directories every system has.
  */
 export const WARM_UP_ENVELOPE = {
   job: {

@@ -5,6 +5,8 @@
  * edit cannot change them (nor shell, sandboxed); names that could escape are refused at import.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
+import { readdirSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { writeZip } from "../../src/agents/zip.ts"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { toolResultsOf } from "../../src/testing/toolResultsOf.ts"
@@ -39,7 +41,7 @@ describe("skill resource files in jobs", () => {
   test("read, ls, grep and find see the listed skill's files at /skills; another skill's are absent; write and edit are refused", async () => {
     await importSkill("house-guide", { "references/guide.md": GUIDE, "scripts/check.sh": "#!/bin/sh\necho ok\n" })
     await importSkill("other-skill", { "references/secret.md": SECRET })
-    const server = await h.agent("guide-reader", { tools: ["read", "ls", "grep", "find", "write", "edit"], skills: ["house-guide"] }, [
+    const server = await h.agent("guide-reader", { tools: ["read", "ls", "grep", "find", "write", "edit", "codemode"], skills: ["house-guide"] }, [
       {
         kind: "turn",
         toolCalls: [
@@ -54,10 +56,13 @@ describe("skill resource files in jobs", () => {
         ]
       },
       { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "/skills/house-guide/references/guide.md" } }] },
+      { kind: "turn", toolCalls: [{ name: "codemode", arguments: { script: 'print((await tools.read({ path: "/skills/house-guide/scripts/check.sh" })).includes("echo ok") ? "inner read ok" : "missing")' } }] },
       { kind: "turn", text: "Read the guide." }
     ])
     const { job, events } = await h.runJob("guide-reader", undefined)
     expect(job.status).toBe("completed")
+    // The job child's copy is gone once the job has ended.
+    expect(readdirSync(tmpdir()).filter((d) => d.startsWith("kintsugi-skills-"))).toEqual([])
     const [read, ls, grep, find, other, dotdot, write, edit] = toolResultsOf(server.requests[1]!)
     expect(read).toContain("House rule 42")
     expect(ls).toBe("/skills/\nhouse-guide/")
@@ -75,7 +80,9 @@ describe("skill resource files in jobs", () => {
     // The file is unchanged afterwards, and no tool reported it as an output.
     expect(toolResultsOf(server.requests[2]!).at(-1)).toContain("House rule 42")
     expect(events.filter((e) => e.type === "output")).toEqual([])
-    expect(toolResults(events).filter((e) => e.success).map((e) => e.tool)).toEqual(["read", "ls", "grep", "find", "read"])
+    // codemode's inner calls go through the same confined tools.
+    expect(toolResultsOf(server.requests[3]!).at(-1)).toBe("inner read ok")
+    expect(toolResults(events).filter((e) => e.success).map((e) => e.tool)).toEqual(["read", "ls", "grep", "find", "read", "codemode"])
     // The prompt says where the files are, beside the skill, with each file's path.
     const prompt = systemPromptOf(server.requests[0]!.body)
     expect(prompt).toContain("read-only under /skills/house-guide/")

@@ -3,10 +3,12 @@
  * the app and a scripted model server: the run form names the model and thinking level a job gets and
  * refuses a bad workspace, or an agent with no model binding, next to its fields before anything is queued; a double click on Start job
  * starts one job; the job page shows the timeline (timestamps, expandable tool calls), the trace of
- * nested spans, cost and tokens and the output files — a hostile output served as text, never as a
- * page of the portal; abort asks first and records who did it; the jobs list filters and pages.
+ * nested spans, cost and tokens and the output files — read from the worker's commit (a change to the
+ * folder later does not show), a hostile output served as text, never as a page of the portal; abort asks first and records who did it; the jobs list filters and pages.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
+import { rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { Effect } from "effect"
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { BrowserContext, Page } from "playwright-core"
@@ -46,6 +48,8 @@ beforeAll(async () => {
     { kind: "stall" }
   ])
   dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  // A work tree inside the job roots: the worker commits the outputs, and the job page reads them from that commit.
+  Bun.spawnSync(["git", "init", "-q", dirs.root], { env: { PATH: "/usr/bin:/bin", HOME: dirs.root } })
   portal = await startPortal({ worker: true })
   await portal.runtime.runPromise(
     Effect.gen(function* () {
@@ -146,6 +150,13 @@ describe("jobs in the portal", () => {
     expect(view.headers()["x-content-type-options"]).toBe("nosniff")
     expect(view.headers()["content-security-policy"]).toContain("sandbox")
     expect(await view.text()).toBe(HOSTILE)
+    // What was committed is shown, whatever the folder holds later: rewritten, or a link to a host file.
+    await expect(outputs.textContent()).resolves.toMatch(/committed [0-9a-f]{12}/)
+    writeFileSync(join(dirs.out, "report.md"), "rewritten after the job\n")
+    expect(await (await page.request.get(viewHref)).text()).toBe(HOSTILE)
+    rmSync(join(dirs.out, "report.md"))
+    symlinkSync("/etc/passwd", join(dirs.out, "report.md"))
+    expect(await (await page.request.get(viewHref)).text()).toBe(HOSTILE)
     const viewer = await context.newPage()
     await viewer.goto(viewHref)
     expect(await viewer.title()).not.toBe("pwned")

@@ -59,6 +59,10 @@ describe("skill resource files in jobs", () => {
       { kind: "turn", toolCalls: [{ name: "codemode", arguments: { script: 'print((await tools.read({ path: "/skills/house-guide/scripts/check.sh" })).includes("echo ok") ? "inner read ok" : "missing")' } }] },
       { kind: "turn", text: "Read the guide." }
     ])
+    // The skill's page lists the files where jobs read them.
+    const skillPage = await h.api("GET", "/agent-skills/house-guide")
+    expect(skillPage.status).toBe(200)
+    expect(skillPage.text).toContain("<code>/skills/house-guide/references/guide.md</code>")
     const { job, events } = await h.runJob("guide-reader", undefined)
     expect(job.status).toBe("completed")
     // The job child's copy is gone once the job has ended.

@@ -7,7 +7,7 @@ import { Effect, Either } from "effect"
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
-import { pathProblems } from "../agents/packagePaths.ts"
+import { duplicateNames, pathProblems } from "../agents/packagePaths.ts"
 import { JobRefused, type SkillFile } from "../contract/AgentRuntime.ts"
 import type { Problem } from "../contract/Problem.ts"
 
@@ -18,18 +18,10 @@ export interface SkillFilesDir {
 }
 
 /** Every problem of the files' names: bad paths, and two files of one skill with the same path. */
-export const skillFileProblems = (files: ReadonlyArray<SkillFile>): Array<Problem> => {
-  const seen = new Set<string>()
-  return files.flatMap((f, i): Array<Problem> => {
-    const key = `${f.skill}/${f.path.normalize("NFC").toLowerCase()}`
-    const dup = seen.has(key)
-    seen.add(key)
-    return [
-      ...pathProblems(f.path).map((message) => ({ path: `skillFiles.${i}.path`, message })),
-      ...(dup ? [{ path: `skillFiles.${i}.path`, message: `duplicate file of skill "${f.skill}"` }] : [])
-    ]
-  })
-}
+export const skillFileProblems = (files: ReadonlyArray<SkillFile>): Array<Problem> => [
+  ...files.flatMap((f, i) => pathProblems(f.path).map((message) => ({ path: `skillFiles.${i}.path`, message }))),
+  ...duplicateNames(files.map((f) => `${f.skill}/${f.path}`)).map(({ index }) => ({ path: `skillFiles.${index}.path`, message: `duplicate file of skill "${files[index]?.skill ?? ""}"` }))
+]
 
 /** Sets every directory below `dir` (and `dir`) to `mode`, deepest last. */
 const chmodDirs = (dir: string, mode: number): void => {

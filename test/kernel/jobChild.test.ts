@@ -176,19 +176,20 @@ describe("refusals", () => {
     expect(run.lines[0]).toContain("overlaps")
   })
 
-  test("skill files whose names could escape /skills → refused naming each, nothing written, the model never called", async () => {
+  test("skill files whose names could escape /skills (or collide) → refused naming each, nothing written, the model never called", async () => {
     const server = await startOpenAIServer([])
     const dirs = createJobDirs()
     cleanups.push(() => server.stop(), () => dirs.cleanup())
     const file = (path: string) => ({ skill: "cite-lines", path, contentBase64: Buffer.from("planted").toString("base64") })
     const envelope = {
       ...createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")]),
-      skillFiles: [file("ok.md"), file("../../planted.md"), file(`${dirs.out}/planted.md`), file("a/./b.md")]
+      skillFiles: [file("ok.md"), file("../../planted.md"), file(`${dirs.out}/planted.md`), file("a/./b.md"), file("OK.md")]
     }
     const run = await runJobChild(envelope)
     expect(run.code).toBe(2)
     const refused = JSON.parse(run.lines[0]!) as { problems: Array<{ path: string }> }
-    expect(refused.problems.map((p) => p.path)).toEqual(["skillFiles.1.path", "skillFiles.2.path", "skillFiles.3.path"])
+    expect(refused.problems.map((p) => p.path)).toEqual(["skillFiles.1.path", "skillFiles.2.path", "skillFiles.3.path", "skillFiles.4.path"])
+    expect(refused.problems[3]?.message).toBe('duplicate file of skill "cite-lines"')
     expect(readdirSync(dirs.out)).toEqual([])
     expect(server.requests.length).toBe(0)
   })

@@ -151,7 +151,7 @@ describe("jobs in the portal", () => {
     expect(view.headers()["content-security-policy"]).toContain("sandbox")
     expect(await view.text()).toBe(HOSTILE)
     // What was committed is shown, whatever the folder holds later: rewritten, or a link to a host file.
-    await expect(outputs.textContent()).resolves.toMatch(/committed [0-9a-f]{12}/)
+    await expect(outputs.textContent()).resolves.toMatch(/committed [0-9a-f]{12}\. View and Download show each file as committed/)
     writeFileSync(join(dirs.out, "report.md"), "rewritten after the job\n")
     expect(await (await page.request.get(viewHref)).text()).toBe(HOSTILE)
     rmSync(join(dirs.out, "report.md"))

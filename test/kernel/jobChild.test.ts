@@ -187,7 +187,7 @@ describe("refusals", () => {
     }
     const run = await runJobChild(envelope)
     expect(run.code).toBe(2)
-    const refused = JSON.parse(run.lines[0]!) as { problems: Array<{ path: string }> }
+    const refused = JSON.parse(run.lines[0]!) as { problems: Array<{ path: string; message: string }> }
     expect(refused.problems.map((p) => p.path)).toEqual(["skillFiles.1.path", "skillFiles.2.path", "skillFiles.3.path", "skillFiles.4.path"])
     expect(refused.problems[3]?.message).toBe('duplicate file of skill "cite-lines"')
     expect(readdirSync(dirs.out)).toEqual([])

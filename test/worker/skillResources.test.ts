@@ -52,7 +52,8 @@ describe("skill resource files in jobs", () => {
           { name: "read", arguments: { path: "/skills/other-skill/references/secret.md" } },
           { name: "read", arguments: { path: "/skills/house-guide/../other-skill/references/secret.md" } },
           { name: "write", arguments: { path: "/skills/house-guide/references/guide.md", content: "replaced\n" } },
-          { name: "edit", arguments: { path: "/skills/house-guide/references/guide.md", edits: [{ oldText: "42", newText: "43" }] } }
+          { name: "edit", arguments: { path: "/skills/house-guide/references/guide.md", edits: [{ oldText: "42", newText: "43" }] } },
+          { name: "ls", arguments: { path: "/skills/.." } }
         ]
       },
       { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "/skills/house-guide/references/guide.md" } }] },
@@ -67,7 +68,7 @@ describe("skill resource files in jobs", () => {
     expect(job.status).toBe("completed")
     // The job child's copy is gone once the job has ended.
     expect(readdirSync(tmpdir()).filter((d) => d.startsWith("kintsugi-skills-"))).toEqual([])
-    const [read, ls, grep, find, other, dotdot, write, edit] = toolResultsOf(server.requests[1]!)
+    const [read, ls, grep, find, other, dotdot, write, edit, above] = toolResultsOf(server.requests[1]!)
     expect(read).toContain("House rule 42")
     expect(ls).toBe("/skills/\nhouse-guide/")
     expect(grep).toContain("/skills/house-guide/references/guide.md:2: House rule 42")
@@ -78,6 +79,8 @@ describe("skill resource files in jobs", () => {
       expect(r).not.toContain("OTHER-SKILL-PRIVATE")
     }
     expect(JSON.stringify(server.requests.map((r) => r.body))).not.toContain("OTHER-SKILL-PRIVATE")
+    // The folder holding /skills on the host is not readable: /skills is the top.
+    expect(above).toContain("outside the readable workspace")
     // Writes go to the output directory only.
     expect(write).toContain("outside")
     expect(edit).toMatch(/outside|does not exist in the output directory/)

@@ -34,7 +34,7 @@ const refuse = (problems: ReadonlyArray<Problem>): number => {
 
 /** The job's problems with their document path, as the refusal line names them. */
 const inJob = (problems: ReadonlyArray<Problem>): Array<Problem> =>
-  problems.map((p) => ({ ...p, path: p.path.startsWith("providers") ? p.path : p.path === "(root)" ? "job" : `job.${p.path}` }))
+  problems.map((p) => ({ ...p, path: p.path.startsWith("providers") || p.path.startsWith("skillFiles") ? p.path : p.path === "(root)" ? "job" : `job.${p.path}` }))
 
 /** The envelope with only its `job` read, so a bad envelope still reports the job's own problems. */
 const JobOnly = Schema.Struct({ job: Schema.Unknown })
@@ -60,6 +60,7 @@ export const runJobChild = async (stdin: string, settings: ChildSettings = child
     diagnostics,
     boundary: envelope.right.boundary,
     services: envelope.right.services,
+    skillFiles: envelope.right.skillFiles,
     ...settings
   }
   const decoded = decodeJob(envelope.right.job)

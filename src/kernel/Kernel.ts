@@ -4,7 +4,7 @@
  * into the caller's scope: closing the scope or interrupting the fiber awaiting `result` aborts it.
  */
 import { Deferred, Effect, ExecutionStrategy, Exit, Fiber, Layer, Option, Queue, Scope, Stream } from "effect"
-import { AgentRuntime, JobRefused, type JobBoundary, type JobHandle, type JobOutcome } from "../contract/AgentRuntime.ts"
+import { AgentRuntime, JobRefused, type JobBoundary, type JobHandle, type JobOutcome, type SkillFile } from "../contract/AgentRuntime.ts"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import type { Problem } from "../contract/Problem.ts"
 import type { ProviderConfig } from "../contract/ProviderConfig.ts"
@@ -27,6 +27,7 @@ import { checkJob, prepareJob, type JobEnvironment, type PreparedJob } from "./p
 import { Redactor } from "./Redactor.ts"
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.ts"
 import { runJob } from "./runJob.ts"
+import { materializeSkillFiles } from "./skillFiles.ts"
 
 export { RUNTIME_VERSION } from "./runJob.ts"
 
@@ -48,6 +49,8 @@ export interface KernelConfig {
    * the agent asks for. Its token is a secret (registered in the job's redactor).
    */
   readonly services?: ServiceChannelConfig | undefined
+  /** The resource files of the agent's shared skills (the envelope's `skillFiles`), shown read-only at /skills. */
+  readonly skillFiles?: ReadonlyArray<SkillFile> | undefined
 }
 
 /** What the per-job `Llm` is built from; the live one is pi-ai's. */
@@ -100,7 +103,14 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
   start: (spec) =>
     Effect.gen(function* () {
       const env = yield* environment(config, sandbox)
-      const prepared = yield* prepareJob(spec, env)
+      const checked = yield* prepareJob(spec, env)
+      // Written now, removed when the caller's scope closes (after the job's fiber, forked later, has ended).
+      const listed = new Set((spec.agent.skills ?? []).map((s) => s.name))
+      const skills = yield* materializeSkillFiles(config.skillFiles?.filter((f) => listed.has(f.skill)))
+      const prepared: PreparedJob =
+        skills === undefined
+          ? checked
+          : { ...checked, workspace: { ...checked.workspace, readOnly: [...checked.workspace.readOnly, skills.dir], skills: skills.dir }, skillFiles: skills.listing }
       const jobId = crypto.randomUUID()
       const mcpSecrets = (spec.mcp?.servers ?? []).flatMap((s) => Object.values(s.headers ?? {}))
       const secrets = [...env.jobModels.secrets, ...mcpSecrets, ...(config.services === undefined ? [] : [config.services.token])]

@@ -35,6 +35,8 @@ export interface PreparedJob {
   readonly deny: DenyMatcher
   /** How shell and git run; undefined when the job grants neither. */
   readonly sandbox: SandboxStatus | undefined
+  /** Per shared skill, the paths of its resource files under /skills/<skill>/ (absent: none). */
+  readonly skillFiles?: ReadonlyMap<string, ReadonlyArray<string>>
 }
 
 /** What the checks consult: the job's models, the envelope's boundary, the sandbox. */

@@ -74,7 +74,12 @@ export const runJob = (
       })
       const loop = Effect.flatMap(ProcessRunner, (runner) =>
         Effect.flatMap(createKernelTools(prepared.toolNames, runner, viaCodemode), (kernelTools) =>
-          agentLoop({ spec, tools: [...kernelTools, ...serviceTools, ...declared], deny: prepared.deny })
+          agentLoop({
+            spec,
+            tools: [...kernelTools, ...serviceTools, ...declared],
+            deny: prepared.deny,
+            ...(prepared.skillFiles === undefined ? {} : { skillFiles: prepared.skillFiles })
+          })
         )
       ).pipe(
         // The runner's scope ends with the loop: every process it started is dead before we go on.

@@ -4,6 +4,7 @@
  */
 import { Config, Context, Effect, Layer } from "effect"
 import { closeSync, constants, lstatSync, openSync, readlinkSync } from "node:fs"
+import { SKILLS_MOUNT } from "./confinement.ts"
 import type { ResolvedWorkspace } from "./Tool.ts"
 
 /** The only PATH a process sees; argv[0] is resolved on it too (the runner's allowlist). */
@@ -184,16 +185,20 @@ export const closeMountHandles = (fds: ReadonlyArray<number>): void => {
 }
 
 /**
- * Workspace mounts: every read-only entry read-only at its own path, outDir writable at its own path,
+ * Workspace mounts: every read-only entry read-only at its own path (skill files at SKILLS_MOUNT), outDir writable at its own path,
  * the root created when it is not itself a read-only entry; parents before children. With `handles`
  * (mountSources order, passed to bwrap from fd 3 on) the sources are bound through them, never by path.
  */
 export const workspaceMounts = (ws: ResolvedWorkspace, handles?: ReadonlyArray<number>): Array<string> => {
   const ops: Array<{ readonly path: string; readonly args: ReadonlyArray<string> }> = []
-  const bind = (kind: "--ro-bind" | "--bind", p: string, index: number) =>
-    handles === undefined ? [kind, p, p] : [`${kind}-fd`, String(FIRST_HANDLE_FD + index), p]
+  const bind = (kind: "--ro-bind" | "--bind", p: string, index: number, at = p) =>
+    handles === undefined ? [kind, p, at] : [`${kind}-fd`, String(FIRST_HANDLE_FD + index), at]
   if (!ws.readOnly.includes(ws.root) && ws.outDir !== ws.root) ops.push({ path: ws.root, args: ["--dir", ws.root] })
-  ws.readOnly.forEach((ro, i) => ops.push({ path: ro, args: bind("--ro-bind", ro, i) }))
+  // The skill resource files appear where the read tools show them (SKILLS_MOUNT), not at their host path.
+  ws.readOnly.forEach((ro, i) => {
+    const at = ro === ws.skills ? SKILLS_MOUNT : ro
+    ops.push({ path: at, args: bind("--ro-bind", ro, i, at) })
+  })
   ops.push({ path: ws.outDir, args: bind("--bind", ws.outDir, ws.readOnly.length) })
   // Stable sort: at equal depth the root directory comes first, then read-only entries, then outDir.
   return ops.sort((a, b) => depth(a.path) - depth(b.path)).flatMap((o) => o.args)

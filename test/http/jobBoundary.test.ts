@@ -5,7 +5,7 @@
  * envelope's boundary again, so a symlink swapped after the API check is caught too.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { describe, expect, setDefaultTimeout, test } from "bun:test"
+import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -14,7 +14,7 @@ import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { INSTALL_DIR } from "../../src/worker/JobRoots.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
 import { LeaseConfig, runClaimedJob } from "../../src/worker/Worker.ts"
-import { PASSWORD, useApi, type JsonObject } from "../support/api.ts"
+import { bindAgent, PASSWORD, useApi, type JsonObject } from "../support/api.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { createFakeDataDir, testJobRoots } from "../support/jobRoots.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
@@ -29,6 +29,8 @@ const elsewhere = join(base, "elsewhere")
 mkdirSync(elsewhere, { recursive: true })
 
 const api = useApi({ jobRoots: testJobRoots([roots], dataDir) })
+// Bound, so a job of it may be queued (admission refuses an agent with no binding).
+beforeAll(() => bindAgent(api, "codebase-inventory"))
 
 let n = 0
 /** A workspace inside the job root: root/src (with a file) and root/out. */

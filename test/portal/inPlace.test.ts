@@ -14,6 +14,7 @@ import { SkillStore } from "../../src/agents/SkillStore.ts"
 import { makeApp } from "../../src/http/app.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { Projects } from "../../src/worker/Projects.ts"
+import { queueableBinding } from "../support/api.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 import { makeTestRuntime, signInTestUsers, type AppRuntime } from "./harness.ts"
 
@@ -61,6 +62,8 @@ beforeAll(async () => {
   await run(Effect.flatMap(AgentStore, (s) => s.create(agentFile("First.\n"), "setup")))
   await run(Effect.flatMap(AgentStore, (s) => s.save("in-place", agentFile("Second.\n"), "setup")))
   await run(Effect.flatMap(SkillStore, (s) => s.create({ name: "in-place-skill", description: "Kept short.", content: "Be brief.\n" }, "setup")))
+  // Bound, so the run form's summary below lists the fields' problems only (an unbound agent is one too).
+  await runtime.runPromise(queueableBinding("codebase-inventory"))
 }, 120_000)
 
 afterAll(async () => {

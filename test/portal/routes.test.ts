@@ -17,6 +17,7 @@ import { Projects } from "../../src/worker/Projects.ts"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { makeApp } from "../../src/http/app.ts"
 import { makeTestRuntime, MANAGER, READER, signInTestUsers, type AppRuntime } from "./harness.ts"
+import { queueableBinding } from "../support/api.ts"
 import { createJobDirs } from "../support/jobChild.ts"
 
 // Many requests through a real database per test: generous on a 2-core CI machine.
@@ -61,6 +62,8 @@ beforeAll(async () => {
     Effect.flatMap(JobStore, (s) => s.enqueue({ agent: "codebase-inventory", task: "t", workspace: { root: "/tmp", readOnly: ["/tmp"], outDir: "/tmp" }, limits: { timeoutSec: 60 } }, "setup"))
   )
   jobId = job.id
+  // Bound, so the run form queues its job (no worker runs here: the provider is never called).
+  await runtime.runPromise(queueableBinding("codebase-inventory"))
   tokenId = (await runtime.runPromise(Effect.flatMap(Access, (a) => a.createToken(MANAGER.username, "matrix-token")))).view.id
   await runtime.runPromise(Effect.flatMap(Access, (a) => a.addUser("matrix-user", MANAGER.password, ["agents.manage"])))
   // A project with one learned note, for the memory page's review, settings and reset.

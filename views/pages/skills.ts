@@ -97,6 +97,16 @@ const deleteForm = (ctx: PageContext, skill: SkillView): Html => html`
     </form>
   </details>`
 
+/** The resource files stored with an imported skill, where jobs read them (none: no card). */
+const resourcesCard = (skill: SkillView): Html =>
+  skill.resources.length === 0
+    ? html``
+    : html`<section class="card" id="skill-resources" aria-labelledby="skill-resources-title">
+    <h2 id="skill-resources-title">Resource files</h2>
+    <p class="muted">Jobs of agents that list this skill read them, read-only, under <code>/skills/${skill.name}/</code>.</p>
+    <ul class="outputs" hx-disable>${skill.resources.map((r) => html`<li><code>/skills/${skill.name}/${r.path}</code> <span class="muted">${String(r.bytes)} bytes</span></li>`)}</ul>
+  </section>`
+
 /** Everything inside `<main>` of a shared skill's page (what a save swaps in). */
 export const skillBody = (ctx: PageContext, skill: SkillView, values: SkillFormValues, problems: ReadonlyArray<Problem>, notice: string | null): Html => {
   const editable = ctx.viewer?.canManage === true && !skill.builtin
@@ -109,6 +119,7 @@ export const skillBody = (ctx: PageContext, skill: SkillView, values: SkillFormV
   ${skill.builtin ? html`` : skillTabs(skill.name, "skill")}
   ${notice === null ? html`` : alert("ok", notice)}
   <section class="card"><h2>Used by</h2>${usedBy(skill.usedBy)}</section>
+  ${resourcesCard(skill)}
   ${
     editable
       ? skillForm(ctx, values, problems, false)

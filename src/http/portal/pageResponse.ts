@@ -67,6 +67,7 @@ const NOTICES: ReadonlyArray<readonly [string, (value: string, subject: string) 
   ["restored", (v) => `Version ${v} is current again.`],
   ["copied", (v) => `Copied from ${v}.`],
   ["imported", (v) => `Imported as version ${v}.`],
+  ["import-unchanged", (v) => `No change: version ${v} is already this package, so no version was added.`],
   ["deleted", (v) => `Deleted ${v}.`],
   ["project-created", (_, s) => `Created the project ${s}.`],
   ["project-saved", (_, s) => `Saved the settings of ${s}.`],

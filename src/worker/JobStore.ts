@@ -55,6 +55,8 @@ export interface JobRow {
   readonly abortedAt: Date | null
   /** The grounding check's counts (migration 050); null when the job was not checked. */
   readonly grounding: GroundingCounts | null
+  /** The agent version the job must run (migration 051, evals only); null = the current version. */
+  readonly agentVersionPin: number | null
 }
 
 export interface GroundingCounts {
@@ -112,12 +114,13 @@ const logQueued = (job: JobRow) =>
   )
 
 const COLUMNS = `id, project_id, agent_name, agent_version, task, workspace, limits, metadata, status, reason, message, summary,
-  usage, cost_usd, outputs, model, worker_id, abort_requested, created_by, created_at, started_at, finished_at, aborted_by, aborted_at, grounding`
+  usage, cost_usd, outputs, model, worker_id, abort_requested, created_by, created_at, started_at, finished_at, aborted_by, aborted_at, grounding, agent_version_pin`
 
 export class JobStore extends Context.Tag("worker/JobStore")<
   JobStore,
   {
-    readonly enqueue: (input: JobInput, by: string) => Effect.Effect<JobRow>
+    /** Queues a job; `pinVersion` runs that version of the agent instead of the current one (evals only, never the jobs API). */
+    readonly enqueue: (input: JobInput, by: string, options?: { readonly pinVersion?: number }) => Effect.Effect<JobRow>
     /**
      * `enqueue` once per (`by`, `key`): the first call creates the job (`created: true`), any later one
      * with the same request returns that job, even when both race; another request with the key fails.
@@ -168,13 +171,14 @@ export const makeJobStore = Effect.gen(function* () {
   const fix = (row: JobRow): JobRow => ({ ...row, costUsd: row.costUsd === null ? null : Number(row.costUsd) })
 
   const service: JobStore["Type"] = {
-    enqueue: (input, by) =>
+    enqueue: (input, by, options) =>
       Effect.gen(function* () {
         const traceParent = yield* currentTraceParent
         const rows = yield* sql<JobRow>`
-          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, trace_parent)
+          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, trace_parent, agent_version_pin)
           VALUES (${input.project ?? ""}, ${input.agent}, ${input.task}, ${JSON.stringify(input.workspace)}::jsonb,
-                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${traceParent})
+                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${traceParent},
+                  ${options?.pinVersion ?? null})
           RETURNING ${sql.literal(COLUMNS)}`
         yield* logQueued(rows[0]!)
         return fix(rows[0]!)

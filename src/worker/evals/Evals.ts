@@ -1,0 +1,231 @@
+/**
+ * Evaluation runs (docs/evals.md): each eval of a version runs as a real job of the agent, through its
+ * binding and the queue, worker and kernel every job takes, pinned to the evaluated version, in a fresh
+ * workspace the server makes from the eval's fixture (inside the job roots: `<data dir>/workspaces` by
+ * default) and removes afterwards. Its `expect` is then checked and the result stored per version. A
+ * gated run (a save of a `gate: evals` agent) makes its version current when every eval passes.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Context, Duration, Effect, FiberSet, Layer, Schema } from "effect"
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
+import { dirname, join, resolve } from "node:path"
+import { AgentStore } from "../../agents/AgentStore.ts"
+import { EVALS_PROJECT } from "../../agents/agentWrites.ts"
+import type { AgentNotFound, AgentVersionNotFound } from "../../agents/errors.ts"
+import * as repo from "../../agents/evalRepo.ts"
+import { parseEvals, type EvalSpec, type Fixture } from "../../agents/evalSpec.ts"
+import { pathProblems } from "../../agents/packagePaths.ts"
+import type { JobEvent } from "../../contract/JobEvent.ts"
+import { Problem } from "../../contract/Problem.ts"
+import { Bindings } from "../../providers/Bindings.ts"
+import type { BindingNotFound } from "../../providers/errors.ts"
+import { isInside } from "../../tools/Workspace.ts"
+import { JobBus } from "../JobBus.ts"
+import { JobRoots } from "../JobRoots.ts"
+import { JobStore, type JobInput, type JobRow } from "../JobStore.ts"
+import { Projects } from "../Projects.ts"
+import { checkEval } from "./checkEval.ts"
+
+export type { EvalRun, EvalResult, EvalVerdict } from "../../agents/evalRepo.ts"
+
+/** The version has no `evals/<name>.md`. */
+export class NoEvals extends Schema.TaggedError<NoEvals>()("NoEvals", { name: Schema.String, version: Schema.Number }) {
+  override get message(): string {
+    return `agent "${this.name}" v${this.version} has no evals (add evals/<name>.md files to its package)`
+  }
+}
+/** The run request cannot be run as asked (an unknown project). */
+export class EvalsRefused extends Schema.TaggedError<EvalsRefused>()("EvalsRefused", { problems: Schema.Array(Problem) }) {
+  override get message(): string {
+    return "the eval run has problems"
+  }
+}
+export class EvalRunNotFound extends Schema.TaggedError<EvalRunNotFound>()("EvalRunNotFound", { id: Schema.String }) {
+  override get message(): string {
+    return `no eval run "${this.id}"`
+  }
+}
+
+/** Each eval job's time limit, in seconds. */
+export const EVAL_JOB_TIMEOUT_SEC = 900
+const POLL = Duration.millis(200)
+
+export class Evals extends Context.Tag("worker/Evals")<
+  Evals,
+  {
+    /**
+     * Starts a run of every eval of `name` v`version` in `project` (default: the reserved eval project)
+     * and returns it at once (`running`); its results arrive as its jobs settle.
+     */
+    readonly start: (
+      name: string,
+      version: number,
+      by: string,
+      options?: { readonly project?: string }
+    ) => Effect.Effect<repo.EvalRun, AgentNotFound | AgentVersionNotFound | NoEvals | BindingNotFound | EvalsRefused>
+    /** Runs of one version (or every version), newest first, with their results. */
+    readonly runs: (name: string, version?: number) => Effect.Effect<ReadonlyArray<repo.EvalRun>>
+    readonly run: (id: string) => Effect.Effect<repo.EvalRun, EvalRunNotFound>
+    /** Starts the runs gated saves queued (`waiting`): after a save, and by the worker's sweep. */
+    readonly kick: Effect.Effect<void>
+  }
+>() {}
+
+/** A fresh directory inside the first job root of `project`: `work/` (the fixture, read-only) and `out/`. */
+const createWorkspace = (base: string, fixture: Fixture) =>
+  Effect.promise(async () => {
+    const dir = await mkdtemp(join(base, "kintsugi-eval-"))
+    const root = join(dir, "work")
+    const out = join(dir, "out")
+    await mkdir(root, { mode: 0o700 })
+    await mkdir(out, { mode: 0o700 })
+    for (const f of fixture.files) {
+      const target = resolve(root, f.path)
+      // The package checks refused these already; a fixture file still never lands outside its folder.
+      if (pathProblems(f.path).length > 0 || !isInside(target, root) || target === root) continue
+      await mkdir(dirname(target), { recursive: true, mode: 0o700 })
+      await writeFile(target, f.content, { flag: "wx", mode: 0o600 })
+    }
+    return { dir, root, out }
+  })
+
+export const makeEvals = Effect.gen(function* () {
+  const sql = yield* SqlClient
+  const agents = yield* AgentStore
+  const bindings = yield* Bindings
+  const jobs = yield* JobStore
+  const bus = yield* JobBus
+  const roots = yield* JobRoots
+  const projects = yield* Projects
+  const fibers = yield* FiberSet.make()
+  const provide = <A, E>(e: Effect.Effect<A, E, SqlClient>) => Effect.orDie(Effect.provideService(e, SqlClient, sql))
+
+  /** Queues the eval's job and waits for it to settle; its workspace is removed afterwards, whatever happened. */
+  const runOne = (run: { id: string; agent: string; version: number; project: string; by: string }, spec: EvalSpec, fixture: Fixture) =>
+    Effect.gen(function* () {
+      const started = Date.now()
+      const boundary = yield* roots.boundaryFor(run.project)
+      const base = boundary.jobRoots[0]
+      if (base === undefined) return { problems: ["no job root can hold the eval's workspace (the project's root is not inside the job roots)"], job: undefined, started }
+      return yield* Effect.acquireUseRelease(
+        createWorkspace(base, fixture),
+        (ws) =>
+          Effect.gen(function* () {
+            const input: JobInput = {
+              project: run.project,
+              agent: run.agent,
+              task: spec.task,
+              workspace: { root: ws.root, readOnly: [ws.root], outDir: ws.out },
+              limits: {
+                timeoutSec: EVAL_JOB_TIMEOUT_SEC,
+                ...(spec.expect["max-turns"] === undefined ? {} : { maxTurns: spec.expect["max-turns"] }),
+                ...(spec.expect["max-cost-usd"] === undefined ? {} : { maxCostUsd: spec.expect["max-cost-usd"] })
+              },
+              metadata: { evalRun: run.id, eval: spec.name }
+            }
+            const queued = yield* jobs.enqueue(input, run.by, { pinVersion: run.version })
+            yield* bus.publish({ _tag: "Queued" })
+            let job: JobRow = queued
+            while (job.status === "queued" || job.status === "running") {
+              yield* Effect.sleep(POLL)
+              job = yield* Effect.orDie(jobs.get(queued.id))
+            }
+            const events = yield* jobs.events(job.id, 0)
+            const outputs = events.flatMap((e) => (e.type === "output" ? [e.path] : []))
+            const grounding = events.find((e): e is Extract<JobEvent, { type: "grounding" }> => e.type === "grounding")
+            const problems = yield* Effect.promise(() => checkEval(spec.expect, { job, outputs, grounding, outDir: ws.out }))
+            return { problems, job, started }
+          }),
+        (ws) => Effect.promise(() => rm(ws.dir, { recursive: true, force: true }))
+      )
+    })
+
+  /** Every eval of the run, one after the other; then the verdict (and, for a gated run, the promotion). */
+  const execute = (run: { id: string; agent: string; version: number; project: string; by: string; gate: boolean }, evals: ReadonlyArray<EvalSpec>, fixtures: ReadonlyMap<string, Fixture>) =>
+    Effect.gen(function* () {
+      let failed = 0
+      for (const spec of evals) {
+        const fixture = fixtures.get(spec.fixture) ?? { folder: spec.fixture, files: [] }
+        const { problems, job, started } = yield* runOne(run, spec, fixture)
+        if (problems.length > 0) failed++
+        yield* provide(
+          repo.insertResult(run.id, {
+            eval: spec.name,
+            passed: problems.length === 0,
+            problems,
+            costUsd: job?.costUsd ?? null,
+            durationMs: Date.now() - started,
+            grounding: job?.grounding ?? null,
+            jobId: job?.id ?? null
+          })
+        )
+      }
+      let message = ""
+      if (run.gate) {
+        if (failed > 0) message = `v${run.version} stays not current: ${failed} of ${evals.length} evals failed`
+        else {
+          const promoted = yield* provide(repo.promoteVersion(run.agent, run.version))
+          message = promoted ? `every eval passed: v${run.version} is now current` : `every eval passed; v${run.version} was not made current: a newer version is current`
+        }
+      }
+      yield* provide(repo.finishRun(run.id, failed > 0 ? "failed" : "passed", message))
+      yield* Effect.logInfo("eval run finished").pipe(Effect.annotateLogs({ evalRun: run.id, agent: run.agent, version: run.version, failed }))
+    }).pipe(
+      Effect.onInterrupt(() => provide(repo.finishRun(run.id, "error", "the server stopped during the run"))),
+      Effect.catchAllCause((cause) =>
+        Effect.zipRight(Effect.logError("eval run failed", cause), provide(repo.finishRun(run.id, "error", "the eval run failed on the server (see its log)")))
+      )
+    )
+
+  /** The version's evals, or NoEvals. */
+  const evalsOf = (name: string, version: number) =>
+    Effect.gen(function* () {
+      const pkg = yield* agents.exportPackage(name, version)
+      const parsed = parseEvals(pkg.evals ?? [])
+      if (parsed.evals.length === 0) return yield* new NoEvals({ name, version })
+      return parsed
+    })
+
+  const launch = (run: repo.EvalRun, parsed: { evals: ReadonlyArray<EvalSpec>; fixtures: ReadonlyMap<string, Fixture> }) =>
+    FiberSet.run(fibers, execute({ id: run.id, agent: run.agent, version: run.version, project: run.project, by: run.startedBy, gate: run.gate }, parsed.evals, parsed.fixtures))
+
+  const getRun = (id: string) => Effect.flatMap(provide(repo.selectRun(id)), (r) => (r === undefined ? Effect.fail(new EvalRunNotFound({ id })) : Effect.succeed(r)))
+
+  const service: Evals["Type"] = {
+    start: (name, version, by, options = {}) =>
+      Effect.gen(function* () {
+        const project = options.project ?? EVALS_PROJECT
+        if (options.project !== undefined) {
+          yield* Effect.catchTag(projects.get(project), "ProjectNotFound", () => new EvalsRefused({ problems: [{ path: "project", message: `no project "${project}"` }] }))
+        }
+        const parsed = yield* evalsOf(name, version)
+        yield* bindings.resolve(name, project)
+        const id = yield* provide(repo.insertRun({ agent: name, version, project, gate: false, status: "running", by }))
+        const run = yield* Effect.orDie(getRun(id))
+        yield* launch(run, parsed)
+        return run
+      }),
+    runs: (name, version) => provide(repo.selectRuns(name, version)),
+    run: getRun,
+    kick: Effect.gen(function* () {
+      for (const run of yield* provide(repo.claimWaiting)) {
+        const parsed = yield* Effect.either(evalsOf(run.agent, run.version))
+        const binding = yield* Effect.either(bindings.resolve(run.agent, run.project))
+        if (parsed._tag === "Left" || binding._tag === "Left") {
+          const why = parsed._tag === "Left" ? parsed.left.message : binding._tag === "Left" ? binding.left.message : ""
+          yield* provide(repo.finishRun(run.id, "error", `v${run.version} stays not current: ${why}`))
+        } else yield* launch(run, parsed.right)
+      }
+    }).pipe(Effect.catchAllCause((cause) => Effect.logError("starting gated eval runs failed", cause)))
+  }
+  return service
+})
+
+export const EvalsLive = Layer.scoped(Evals, makeEvals)
+
+/** With the worker loops: starts the runs gated saves queued, at start and every few seconds (saves in any process). */
+export const EvalsSweepLive: Layer.Layer<never, never, Evals> = Layer.scopedDiscard(
+  Effect.flatMap(Evals, (evals) => Effect.forkScoped(Effect.forever(Effect.zipRight(evals.kick, Effect.sleep(Duration.seconds(5)))))).pipe(
+    Effect.withTracerEnabled(false)
+  )
+)

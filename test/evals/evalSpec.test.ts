@@ -81,6 +81,21 @@ describe("evals in a package", () => {
     expect(found.some((p) => p.startsWith("evals/notes.txt: not an eval file"))).toBe(true)
   })
 
+  test("fixture file names that would leave the fixture folder are refused with the package's path rules", () => {
+    const parsed = parseAgentPackage([
+      agent(),
+      evalFile("find-orders", GOOD),
+      ...fixture,
+      { path: "evals/fixtures/shop/../../../../etc/cron.d/x", content: "x" },
+      { path: "/evals/fixtures/shop/abs.ts", content: "x" },
+      { path: "evals/fixtures/shop\\win.ts", content: "x" }
+    ])
+    const found = Either.isLeft(parsed) ? parsed.left.map((p) => `${p.path}: ${p.message}`) : []
+    expect(found).toContain("evals/fixtures/shop/../../../../etc/cron.d/x: `..` segments are not allowed")
+    expect(found).toContain("/evals/fixtures/shop/abs.ts: absolute paths are not allowed")
+    expect(found.some((p) => p.includes("win.ts: file name contains a backslash"))).toBe(true)
+  })
+
   test("an eval without checks is a problem; a package without evals has no evals key", () => {
     const parsed = parseAgentPackage([agent(), evalFile("e", "description: d\nfixture: shop\nexpect: {}\n"), ...fixture])
     expect(Either.isLeft(parsed) ? parsed.left : []).toContainEqual({ path: "evals/e.md#expect", message: "needs at least one check (files, schema, grounding, contains, not-contains, max-cost-usd, max-turns)" })

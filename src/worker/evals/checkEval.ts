@@ -85,20 +85,21 @@ export const checkEval = async (expect: EvalExpect, e: EvalEvidence): Promise<Ar
     }
     return all
   }
-  const haystacks = async (needle: Needle) => {
+  const haystacks = async (needle: Needle): Promise<Array<{ where: string; text: string }> | string> => {
     if (needle.file === undefined) return await everywhere()
     const read = await outputText(needle.file)
-    return "text" in read ? [{ where: needle.file, text: read.text }] : undefined
+    return "text" in read ? [{ where: needle.file, text: read.text }] : read.problem
   }
   for (const needle of expect.contains ?? []) {
     const hay = await haystacks(needle)
-    if (hay === undefined) problems.push(`${needle.file}: missing, so it does not contain ${quoted(needle.text)}`)
+    if (typeof hay === "string") problems.push(`${hay}, so it does not contain ${quoted(needle.text)}`)
     else if (!hay.some((h) => h.text.includes(needle.text))) {
       problems.push(needle.file === undefined ? `neither the summary nor any output contains ${quoted(needle.text)}` : `${needle.file} does not contain ${quoted(needle.text)}`)
     }
   }
   for (const needle of expect["not-contains"] ?? []) {
-    const hay = (await haystacks(needle)) ?? []
+    const read = await haystacks(needle)
+    const hay = typeof read === "string" ? [] : read
     const found = hay.filter((h) => h.text.includes(needle.text)).map((h) => h.where)
     if (found.length > 0) problems.push(`${found.join(", ")} ${found.length === 1 ? "contains" : "contain"} ${quoted(needle.text)}`)
   }

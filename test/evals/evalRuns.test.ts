@@ -168,6 +168,32 @@ describe("eval runs", () => {
     expect(evalWorkspaces()).toEqual([])
   })
 
+  test("a gated version whose evals pass is not made current when a newer version became current meanwhile", async () => {
+    await h.rt.runPromise(Effect.flatMap(Bindings, (b) => b.set("race-bot", "", { providerId: "gw", modelId: "m" }, "test")))
+    const racePkg = (body: string, extra = "") => ({
+      files: [
+        { path: "race-bot.md", content: `---\nname: race-bot\nversion: 1\ndescription: Races.\ntools: []\n${extra}---\n${body}\n` },
+        { path: "evals/says-orders.md", content: "---\ndescription: d\nfixture: tiny\nexpect:\n  contains:\n    - { text: orders }\n---\nSay it.\n" },
+        { path: "evals/fixtures/tiny/a.txt", content: "a\n" }
+      ]
+    })
+    expect((await h.api("POST", "/api/admin/agents", racePkg("v1"))).status).toBe(201)
+    // The gated v2's eval job waits in the model server until v3 is current.
+    let release: () => void = () => {}
+    const held = new Promise<void>((r) => (release = r))
+    server!.append({ kind: "fn", respond: async () => (await held, { kind: "turn", text: "orders", usage }) })
+    const gated = (await h.api("PUT", "/api/admin/agents/race-bot", racePkg("v2", "gate: evals\n"))).json<{ agent: { version: number; gate: { version: number; runId: string } } }>().agent
+    expect(gated).toMatchObject({ version: 1, gate: { version: 2 } })
+    // Neither v1 nor v3 is gated: v3 is current at once.
+    expect((await h.api("PUT", "/api/admin/agents/race-bot", racePkg("v3"))).json<{ agent: { version: number } }>().agent.version).toBe(3)
+    release()
+    const run = await waitRun(gated.gate.runId)
+    expect(run).toMatchObject({ status: "passed", message: "every eval passed; v2 was not made current: a newer version is current" })
+    const after = (await h.api("GET", "/api/admin/agents/race-bot")).json<{ agent: { version: number; gate?: unknown } }>().agent
+    expect(after.version).toBe(3)
+    expect(after.gate).toBeUndefined()
+  })
+
   test("4xx with plain messages: unknown agent or version, no evals, no binding, unknown project, bad version", async () => {
     const unknownAgent = await h.api("POST", "/api/admin/agents/nobody/versions/1/evals", {})
     expect(unknownAgent.status).toBe(404)

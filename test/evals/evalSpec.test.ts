@@ -8,6 +8,7 @@ import { toAgentDefinition } from "../../src/agents/validateAgent.ts"
 import { readZip } from "../../src/agents/zip.ts"
 import { writeZip } from "../../src/agents/zip.ts"
 import { Effect } from "effect"
+import { filesOfForm, formFromPackage } from "../../views/forms/agentForm.ts"
 
 const agent = (extra = "") => ({ path: "shop-bot.md", content: `---\nname: shop-bot\nversion: 1\ndescription: d\n${extra}---\nDo it.\n` })
 const evalFile = (name: string, fm: string, body = "Find the orders.\n") => ({ path: `evals/${name}.md`, content: `---\n${fm}---\n${body}` })
@@ -79,6 +80,15 @@ describe("evals in a package", () => {
     expect(found).toContain("evals/find-orders.md#body: the task (the text after the front matter) must not be empty")
     expect(found.some((p) => p.startsWith("evals/Bad_Name.md: eval name"))).toBe(true)
     expect(found.some((p) => p.startsWith("evals/notes.txt: not an eval file"))).toBe(true)
+  })
+
+  test("the portal editor's form keeps eval files and fixtures through a save", () => {
+    const parsed = parseAgentPackage([agent(), evalFile("find-orders", GOOD), ...fixture])
+    if (Either.isLeft(parsed)) throw new Error(JSON.stringify(parsed.left))
+    const files = filesOfForm(formFromPackage(parsed.right, { kernelTools: ["read", "write"], mcpGrants: [] }))
+    if (Either.isLeft(files)) throw new Error(JSON.stringify(files.left))
+    const again = parseAgentPackage(files.right)
+    expect(Either.isRight(again) ? again.right.evals : undefined).toEqual(parsed.right.evals)
   })
 
   test("fixture file names that would leave the fixture folder are refused with the package's path rules", () => {

@@ -9,6 +9,7 @@ import { agentHref, alert, badge, emptyState, time, usd } from "../components.ts
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 import { agentHeader } from "./agentHeader.ts"
+import { versionSelect } from "./versions.ts"
 
 export interface EvalSide {
   readonly version: number
@@ -29,14 +30,6 @@ const runStatus = (run: EvalRun | undefined): Html =>
   run === undefined
     ? badge("muted", "not run")
     : badge(run.status === "passed" ? "ok" : run.status === "failed" || run.status === "error" ? "error" : "info", run.status)
-
-const select = (id: string, name: string, label: string, versions: EvalsProps["versions"], chosen: number): Html => html`
-  <div class="field">
-    <label for="${id}">${label}</label>
-    <select id="${id}" name="${name}">${versions.map(
-      (v) => html`<option value="${v.version}"${v.version === chosen ? html` selected` : html``}>v${v.version}${v.current ? " (current)" : ""}</option>`
-    )}</select>
-  </div>`
 
 const resultCells = (version: number, r: EvalResult | undefined): Html =>
   r === undefined
@@ -91,7 +84,7 @@ export const evalsPage = (ctx: PageContext, props: EvalsProps): Html => {
     <p class="muted">Each eval runs as a job of this agent on its model binding, pinned to the version chosen.</p>
     <form class="diff-form" method="post" action="${agentHref(agent.name, "/evals")}">
       ${csrfField(ctx)}
-      ${select("eval-version", "version", "Version", props.versions, props.b.version)}
+      ${versionSelect("eval-version", "Version", props.versions, props.b.version, "version")}
       <button type="submit" class="primary">Run evals</button>
     </form>
   </section>`
@@ -99,8 +92,8 @@ export const evalsPage = (ctx: PageContext, props: EvalsProps): Html => {
   <section class="card">
     <h2>Compare versions</h2>
     <form class="diff-form" method="get" action="${agentHref(agent.name, "/evals")}">
-      ${select("eval-a", "a", "Left", props.versions, props.a.version)}
-      ${select("eval-b", "b", "Right", props.versions, props.b.version)}
+      ${versionSelect("eval-a", "Left", props.versions, props.a.version, "a")}
+      ${versionSelect("eval-b", "Right", props.versions, props.b.version, "b")}
       <button type="submit" class="secondary">Compare</button>
     </form>
     ${evalCompare(agent.name, props.a, props.b)}

@@ -49,7 +49,8 @@ const importAnswer = (r: ImportOutcome) =>
     ? { agent: r.agent, notes: r.notes, toolMapping: r.toolMapping }
     : { skill: r.skill, created: r.created, notes: r.notes, toolMapping: r.toolMapping }
 
-const versionParam = (input: RouteInput): Effect.Effect<number, ApiError> => {
+/** The `:version` path parameter: a positive whole number, else 400. */
+export const versionParam = (input: RouteInput): Effect.Effect<number, ApiError> => {
   const raw = param(input, "version")
   const n = Number(raw)
   return Number.isInteger(n) && n > 0 ? Effect.succeed(n) : Effect.fail(badRequest([{ path: "version", message: `"${raw}" is not a version number` }]))

@@ -5,8 +5,9 @@
 import { Effect, Schema } from "effect"
 import { Elysia } from "elysia"
 import { AgentStore } from "../../agents/AgentStore.ts"
+import { versionParam } from "./agents.ts"
 import { Evals } from "../../worker/evals/Evals.ts"
-import { badRequest, json, type ApiError } from "../respond.ts"
+import { json } from "../respond.ts"
 import { decodeBody, param, type Handler, type RouteInput } from "../route.ts"
 import type { Guard } from "../auth.ts"
 
@@ -15,16 +16,10 @@ const StartBody = Schema.Struct({
   project: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })), { exact: true })
 })
 
-const versionOf = (input: RouteInput): Effect.Effect<number, ApiError> => {
-  const raw = param(input, "version")
-  const n = Number(raw)
-  return Number.isInteger(n) && n > 0 ? Effect.succeed(n) : Effect.fail(badRequest([{ path: "version", message: `"${raw}" is not a version number` }]))
-}
-
 /** The agent and version exist (404 otherwise): a list of runs of nothing is not an empty list. */
 const existing = (input: RouteInput) =>
   Effect.gen(function* () {
-    const version = yield* versionOf(input)
+    const version = yield* versionParam(input)
     yield* (yield* AgentStore).exportPackage(param(input, "name"), version)
     return version
   })
@@ -35,7 +30,7 @@ export const evalRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { re
       "/api/admin/agents/:name/versions/:version/evals",
       route("agents.manage", (i) =>
         Effect.gen(function* () {
-          const version = yield* versionOf(i)
+          const version = yield* versionParam(i)
           // An empty body is `{}`: every option has a default.
           const body = i.request.body === null ? {} : yield* decodeBody(i.request, StartBody)
           const run = yield* (yield* Evals).start(param(i, "name"), version, i.principal.username, body)

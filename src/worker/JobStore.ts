@@ -21,7 +21,12 @@ export const JobInput = Schema.Struct({
     outDir: Schema.String.pipe(Schema.minLength(1))
   }),
   limits: Limits,
-  metadata: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { exact: true })
+  metadata: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { exact: true }),
+  /** Run this stored version of the agent instead of the current one (evals; `agents.manage` through the API). */
+  agentVersion: Schema.optionalWith(
+    Schema.Number.pipe(Schema.int({ message: () => "must be a whole number" }), Schema.positive({ message: () => "must be a version number (1 or more)" })),
+    { exact: true }
+  )
 })
 export type JobInput = typeof JobInput.Type
 
@@ -119,8 +124,8 @@ const COLUMNS = `id, project_id, agent_name, agent_version, task, workspace, lim
 export class JobStore extends Context.Tag("worker/JobStore")<
   JobStore,
   {
-    /** Queues a job; `pinVersion` runs that version of the agent instead of the current one (evals only, never the jobs API). */
-    readonly enqueue: (input: JobInput, by: string, options?: { readonly pinVersion?: number }) => Effect.Effect<JobRow>
+    /** Queues a job (pinned to `input.agentVersion` when given, else it runs the agent's current version at its start). */
+    readonly enqueue: (input: JobInput, by: string) => Effect.Effect<JobRow>
     /**
      * `enqueue` once per (`by`, `key`): the first call creates the job (`created: true`), any later one
      * with the same request returns that job, even when both race; another request with the key fails.
@@ -171,14 +176,14 @@ export const makeJobStore = Effect.gen(function* () {
   const fix = (row: JobRow): JobRow => ({ ...row, costUsd: row.costUsd === null ? null : Number(row.costUsd) })
 
   const service: JobStore["Type"] = {
-    enqueue: (input, by, options) =>
+    enqueue: (input, by) =>
       Effect.gen(function* () {
         const traceParent = yield* currentTraceParent
         const rows = yield* sql<JobRow>`
           INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, trace_parent, agent_version_pin)
           VALUES (${input.project ?? ""}, ${input.agent}, ${input.task}, ${JSON.stringify(input.workspace)}::jsonb,
                   ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${traceParent},
-                  ${options?.pinVersion ?? null})
+                  ${input.agentVersion ?? null})
           RETURNING ${sql.literal(COLUMNS)}`
         yield* logQueued(rows[0]!)
         return fix(rows[0]!)
@@ -189,9 +194,10 @@ export const makeJobStore = Effect.gen(function* () {
         const traceParent = yield* currentTraceParent
         // ON CONFLICT DO NOTHING: of two racing requests, one inserts and the other reads its row.
         const inserted = yield* sql<JobRow>`
-          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, idempotency_key, request_hash, trace_parent)
+          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, idempotency_key, request_hash, trace_parent, agent_version_pin)
           VALUES (${input.project ?? ""}, ${input.agent}, ${input.task}, ${JSON.stringify(input.workspace)}::jsonb,
-                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${key}, ${hash}, ${traceParent})
+                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${key}, ${hash}, ${traceParent},
+                  ${input.agentVersion ?? null})
           ON CONFLICT (created_by, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
           RETURNING ${sql.literal(COLUMNS)}`
         if (inserted[0] !== undefined) {

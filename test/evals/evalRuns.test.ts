@@ -7,14 +7,15 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
-import { readdirSync } from "node:fs"
+import { mkdirSync, readdirSync } from "node:fs"
+import { join } from "node:path"
 import type { EvalRun } from "../../src/agents/evalRepo.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
 import { useApp } from "../support/appHarness.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
-import { testJobRoot } from "../support/jobRoots.ts"
+import { createRootDir, testJobRoot } from "../support/jobRoots.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
 
 setDefaultTimeout(120_000)
@@ -192,6 +193,30 @@ describe("eval runs", () => {
     const after = (await h.api("GET", "/api/admin/agents/race-bot")).json<{ agent: { version: number; gate?: unknown } }>().agent
     expect(after.version).toBe(3)
     expect(after.gate).toBeUndefined()
+  })
+
+  test("POST /api/jobs with agentVersion runs that stored version (agents.manage); an unknown one is a 400", async () => {
+    const root = createRootDir("pin-")
+    mkdirSync(join(root, "src"))
+    mkdirSync(join(root, "out"))
+    const body = (agentVersion: unknown) => ({ agent: "shop-bot", task: "Say hi.", workspace: { root, readOnly: [join(root, "src")], outDir: join(root, "out") }, limits: { timeoutSec: 60 }, agentVersion })
+    server!.append({ kind: "turn", text: "hi", usage })
+    const started = await h.api("POST", "/api/jobs", body(1))
+    expect(started.status).toBe(201)
+    const id = started.json<{ job: { id: string; agentVersionPin: number } }>().job.id
+    let job = await h.rt.runPromise(Effect.flatMap(JobStore, (s) => s.get(id)))
+    while (job.status === "queued" || job.status === "running") {
+      await Bun.sleep(100)
+      job = await h.rt.runPromise(Effect.flatMap(JobStore, (s) => s.get(id)))
+    }
+    // Version 4 is current; the job ran version 1.
+    expect(job).toMatchObject({ status: "completed", agentVersion: "1", agentVersionPin: 1 })
+    const unknown = await h.api("POST", "/api/jobs", body(99))
+    expect(unknown.status).toBe(400)
+    expect(unknown.json<{ error: { problems: unknown } }>().error.problems).toEqual([{ path: "agent", message: 'agent "shop-bot" has no version 99' }])
+    const bad = await h.api("POST", "/api/jobs", body(0))
+    expect(bad.status).toBe(400)
+    expect(bad.json<{ error: { problems: Array<{ path: string; message: string }> } }>().error.problems).toContainEqual({ path: "agentVersion", message: "must be a version number (1 or more)" })
   })
 
   test("4xx with plain messages: unknown agent or version, no evals, no binding, unknown project, bad version", async () => {

@@ -121,9 +121,10 @@ export const makeEvals = Effect.gen(function* () {
                 ...(spec.expect["max-turns"] === undefined ? {} : { maxTurns: spec.expect["max-turns"] }),
                 ...(spec.expect["max-cost-usd"] === undefined ? {} : { maxCostUsd: spec.expect["max-cost-usd"] })
               },
-              metadata: { evalRun: run.id, eval: spec.name }
+              metadata: { evalRun: run.id, eval: spec.name },
+              agentVersion: run.version
             }
-            const queued = yield* jobs.enqueue(input, run.by, { pinVersion: run.version })
+            const queued = yield* jobs.enqueue(input, run.by)
             yield* bus.publish({ _tag: "Queued" })
             let job: JobRow = queued
             while (job.status === "queued" || job.status === "running") {

@@ -100,54 +100,71 @@ export const makeEvals = Effect.gen(function* () {
   const fibers = yield* FiberSet.make()
   const provide = <A, E>(e: Effect.Effect<A, E, SqlClient>) => Effect.orDie(Effect.provideService(e, SqlClient, sql))
 
-  /** Queues the eval's job and waits for it to settle; its workspace is removed afterwards, whatever happened. */
-  const runOne = (run: { id: string; agent: string; version: number; project: string; by: string }, spec: EvalSpec, fixture: Fixture) =>
+  type Run = { readonly id: string; readonly agent: string; readonly version: number; readonly project: string; readonly by: string; readonly gate: boolean }
+  /** An eval whose job is queued in its workspace, or one that could not get a workspace. */
+  type Queued =
+    | { readonly kind: "queued"; readonly spec: EvalSpec; readonly started: number; readonly dir: string; readonly out: string; readonly job: JobRow }
+    | { readonly kind: "refused"; readonly spec: EvalSpec; readonly started: number; readonly problem: string }
+
+  /** Makes the eval's workspace from its fixture and queues its job, pinned to the run's version. */
+  const queueOne = (run: Run, spec: EvalSpec, fixture: Fixture) =>
     Effect.gen(function* () {
       const started = Date.now()
       const boundary = yield* roots.boundaryFor(run.project)
       const base = boundary.jobRoots[0]
-      if (base === undefined) return { problems: ["no job root can hold the eval's workspace (the project's root is not inside the job roots)"], job: undefined, started }
-      return yield* Effect.acquireUseRelease(
-        createWorkspace(base, fixture),
-        (ws) =>
-          Effect.gen(function* () {
-            const input: JobInput = {
-              project: run.project,
-              agent: run.agent,
-              task: spec.task,
-              workspace: { root: ws.root, readOnly: [ws.root], outDir: ws.out },
-              limits: {
-                timeoutSec: EVAL_JOB_TIMEOUT_SEC,
-                ...(spec.expect["max-turns"] === undefined ? {} : { maxTurns: spec.expect["max-turns"] }),
-                ...(spec.expect["max-cost-usd"] === undefined ? {} : { maxCostUsd: spec.expect["max-cost-usd"] })
-              },
-              metadata: { evalRun: run.id, eval: spec.name },
-              agentVersion: run.version
-            }
-            const queued = yield* jobs.enqueue(input, run.by)
-            yield* bus.publish({ _tag: "Queued" })
-            let job: JobRow = queued
-            while (job.status === "queued" || job.status === "running") {
-              yield* Effect.sleep(POLL)
-              job = yield* Effect.orDie(jobs.get(queued.id))
-            }
-            const events = yield* jobs.events(job.id, 0)
-            const outputs = events.flatMap((e) => (e.type === "output" ? [e.path] : []))
-            const grounding = events.find((e): e is Extract<JobEvent, { type: "grounding" }> => e.type === "grounding")
-            const problems = yield* Effect.promise(() => checkEval(spec.expect, { job, outputs, grounding, outDir: ws.out }))
-            return { problems, job, started }
-          }),
-        (ws) => Effect.promise(() => rm(ws.dir, { recursive: true, force: true }))
-      )
+      if (base === undefined) {
+        const refused: Queued = { kind: "refused", spec, started, problem: "no job root can hold the eval's workspace (the project's root is not inside the job roots)" }
+        return refused
+      }
+      const ws = yield* createWorkspace(base, fixture)
+      const input: JobInput = {
+        project: run.project,
+        agent: run.agent,
+        task: spec.task,
+        workspace: { root: ws.root, readOnly: [ws.root], outDir: ws.out },
+        limits: {
+          timeoutSec: EVAL_JOB_TIMEOUT_SEC,
+          ...(spec.expect["max-turns"] === undefined ? {} : { maxTurns: spec.expect["max-turns"] }),
+          ...(spec.expect["max-cost-usd"] === undefined ? {} : { maxCostUsd: spec.expect["max-cost-usd"] })
+        },
+        metadata: { evalRun: run.id, eval: spec.name },
+        agentVersion: run.version
+      }
+      const job = yield* Effect.onInterrupt(jobs.enqueue(input, run.by), () => Effect.promise(() => rm(ws.dir, { recursive: true, force: true })))
+      yield* bus.publish({ _tag: "Queued" })
+      const queued: Queued = { kind: "queued", spec, started, dir: ws.dir, out: ws.out, job }
+      return queued
     })
 
-  /** Every eval of the run, one after the other; then the verdict (and, for a gated run, the promotion). */
-  const execute = (run: { id: string; agent: string; version: number; project: string; by: string; gate: boolean }, evals: ReadonlyArray<EvalSpec>, fixtures: ReadonlyMap<string, Fixture>) =>
+  /** Waits for a queued eval's job to settle and checks its `expect`; the workspace is removed afterwards, whatever happened. */
+  const settleOne = (q: Queued) =>
+    q.kind === "refused"
+      ? Effect.succeed({ problems: [q.problem], job: undefined, started: q.started })
+      : Effect.gen(function* () {
+          let job: JobRow = q.job
+          while (job.status === "queued" || job.status === "running") {
+            yield* Effect.sleep(POLL)
+            job = yield* Effect.orDie(jobs.get(q.job.id))
+          }
+          const events = yield* jobs.events(job.id, 0)
+          const outputs = events.flatMap((e) => (e.type === "output" ? [e.path] : []))
+          const grounding = events.find((e): e is Extract<JobEvent, { type: "grounding" }> => e.type === "grounding")
+          const problems = yield* Effect.promise(() => checkEval(q.spec.expect, { job, outputs, grounding, outDir: q.out }))
+          return { problems, job: job as JobRow | undefined, started: q.started }
+        }).pipe(Effect.ensuring(Effect.promise(() => rm(q.dir, { recursive: true, force: true }))))
+
+  const fixtureOf = (fixtures: ReadonlyMap<string, Fixture>, spec: EvalSpec): Fixture => fixtures.get(spec.fixture) ?? { folder: spec.fixture, files: [] }
+
+  /**
+   * Every eval of the run, one after the other (the first one's job already queued by `launch`); then
+   * the verdict (and, for a gated run, the promotion).
+   */
+  const execute = (run: Run, evals: ReadonlyArray<EvalSpec>, fixtures: ReadonlyMap<string, Fixture>, first: Queued) =>
     Effect.gen(function* () {
       let failed = 0
-      for (const spec of evals) {
-        const fixture = fixtures.get(spec.fixture) ?? { folder: spec.fixture, files: [] }
-        const { problems, job, started } = yield* runOne(run, spec, fixture)
+      for (const [i, spec] of evals.entries()) {
+        const queued = i === 0 ? first : yield* queueOne(run, spec, fixtureOf(fixtures, spec))
+        const { problems, job, started } = yield* settleOne(queued)
         if (problems.length > 0) failed++
         yield* provide(
           repo.insertResult(run.id, {
@@ -187,8 +204,17 @@ export const makeEvals = Effect.gen(function* () {
       return parsed
     })
 
-  const launch = (run: repo.EvalRun, parsed: { evals: ReadonlyArray<EvalSpec>; fixtures: ReadonlyMap<string, Fixture> }) =>
-    FiberSet.run(fibers, execute({ id: run.id, agent: run.agent, version: run.version, project: run.project, by: run.startedBy, gate: run.gate }, parsed.evals, parsed.fixtures))
+  /** Queues the first eval's job now (the caller sees it queued), then runs the rest in the background. */
+  const launch = (r: repo.EvalRun, parsed: { evals: ReadonlyArray<EvalSpec>; fixtures: ReadonlyMap<string, Fixture> }) =>
+    Effect.gen(function* () {
+      const run: Run = { id: r.id, agent: r.agent, version: r.version, project: r.project, by: r.startedBy, gate: r.gate }
+      const spec = parsed.evals[0]
+      if (spec === undefined) return yield* provide(repo.finishRun(run.id, "error", "no evals"))
+      const first = yield* Effect.catchAllCause(queueOne(run, spec, fixtureOf(parsed.fixtures, spec)), (cause) =>
+        Effect.as(Effect.logError("queueing an eval job failed", cause), { kind: "refused", spec, started: Date.now(), problem: "the eval's job could not be queued (see the server log)" } as const)
+      )
+      yield* FiberSet.run(fibers, execute(run, parsed.evals, parsed.fixtures, first))
+    })
 
   const getRun = (id: string) => Effect.flatMap(provide(repo.selectRun(id)), (r) => (r === undefined ? Effect.fail(new EvalRunNotFound({ id })) : Effect.succeed(r)))
 

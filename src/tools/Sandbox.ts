@@ -218,6 +218,26 @@ export const bwrapArgs = (ws: ResolvedWorkspace, env: Readonly<Record<string, st
   "--"
 ]
 
+/**
+ * Where this process finds what a sandboxed call sees at `path`: under the deepest mount source that
+ * holds it, reached through that source's handle (`/proc/self/fd/N/…`) when the job has handles, so
+ * a host path swapped since the job started cannot stand in for what the sandbox shows. Undefined
+ * when the sandbox shows nothing there (outside every read-only entry and outDir).
+ */
+export const sandboxViewPath = (ws: ResolvedWorkspace, path: string, handles?: ReadonlyArray<number>): string | undefined => {
+  const sources = mountSources(ws)
+  let best: number | undefined
+  sources.forEach((src, i) => {
+    const inside = src === "/" || path === src || path.startsWith(`${src}/`)
+    // Deeper mounts lie over shallower ones; at equal depth the later one (outDir) is mounted last.
+    if (inside && (best === undefined || depth(src) >= depth(sources[best] ?? ""))) best = i
+  })
+  if (best === undefined) return undefined
+  const src = sources[best] ?? ""
+  const fd = handles?.[best]
+  return fd === undefined ? path : `/proc/self/fd/${fd}${src === "/" ? path : path.slice(src.length)}`
+}
+
 /** How the runner confines one job's processes; undefined = unconfined. */
 export interface SandboxedRun {
   readonly bwrap: string

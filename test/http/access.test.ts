@@ -273,6 +273,15 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     ok: 204
   },
   { route: "POST /api/projects", guard: "agents.manage", sample: async (n) => ({ path: "/api/projects", json: { id: n, name: `Project ${n}` } }), ok: 201 },
+  {
+    route: "PUT /api/projects/:id",
+    guard: "agents.manage",
+    sample: async (n) => {
+      await createProject(n)
+      return { path: `/api/projects/${n}`, json: { name: `Renamed ${n}` } }
+    },
+    ok: 200
+  },
   { route: "PUT /api/admin/web-search", guard: "providers.manage", sample: async () => ({ path: "/api/admin/web-search", json: webSearchBody }), ok: 200 },
   {
     route: "DELETE /api/admin/web-search",

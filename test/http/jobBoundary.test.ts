@@ -201,4 +201,42 @@ describe("the job child checks the boundary again", () => {
       await server.stop()
     }
   })
+
+  test("a project's root narrowed (PUT /api/projects/:id) after a job was queued: refused at its start, the model never called", async () => {
+    const server = await startOpenAIServer([{ kind: "turn", text: "Should never be asked.", usage: { input: 10, output: 5 } }])
+    try {
+      await api.run(
+        Effect.gen(function* () {
+          yield* (yield* ProviderStore).create(
+            { kind: "custom", id: "narrow", api: "openai-completions", baseUrl: server.baseUrl, apiKey: "sk-narrow-123456", models: [{ id: "m", contextWindow: 64000, maxTokens: 4096, cost: MODEL_PRICES }] },
+            "test"
+          )
+          yield* (yield* Bindings).set("codebase-inventory", "", { providerId: "narrow", modelId: "m" }, "test")
+        })
+      )
+      const token = api.manager.token
+      const ws = createWorkspace()
+      const other = createWorkspace()
+      expect((await api.request("POST", "/api/projects", { token, json: { id: "narrowed", name: "Narrowed", root: ws.root } })).status).toBe(201)
+      const r = await api.request("POST", "/api/jobs", { token, json: jobBody({ root: ws.root, readOnly: [ws.src], outDir: ws.out }, { project: "narrowed" }) })
+      expect(r.status).toBe(201)
+      const id = r.json<{ job: { id: string } }>().job.id
+      // The project now confines its jobs to another folder: the queued job's workspace lies outside it.
+      expect((await api.request("PUT", "/api/projects/narrowed", { token, json: { name: "Narrowed", root: other.root } })).status).toBe(200)
+      await api.run(
+        Effect.gen(function* () {
+          const lease = yield* LeaseConfig
+          const claimed = yield* (yield* JobStore).claim("test:narrow", lease.leaseMs, id)
+          if (claimed !== undefined) yield* runClaimedJob(claimed, lease)
+        })
+      )
+      const job = await api.run(Effect.flatMap(JobStore, (s) => s.get(id)))
+      expect(job.status).toBe("failed")
+      expect(job.message ?? "").toContain("job.workspace.root: resolves outside the job roots")
+      expect(job.message ?? "").not.toContain(ws.root)
+      expect(server.requests.length).toBe(0)
+    } finally {
+      await server.stop()
+    }
+  })
 })

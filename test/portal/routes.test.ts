@@ -140,6 +140,7 @@ const ROUTES: ReadonlyArray<{
   { route: "POST /mcp-servers/:name/allowed-tools", path: "/mcp-servers/matrix-mcp/allowed-tools", guard: "providers.manage", body: () => form({ tool: "write_page", allowed: "1" }) },
   { route: "POST /mcp-servers/:name/delete", path: "/mcp-servers/matrix-mcp/delete", guard: "providers.manage", body: () => form({}) },
   { route: "POST /projects", path: "/projects", guard: "agents.manage", body: () => form({ id: "matrix-project", name: "Matrix" }) },
+  { route: "POST /projects/:id", path: "/projects/matrix-proj", guard: "agents.manage", body: () => form({ name: "Matrix" }) },
   { route: "POST /web-search", path: "/web-search", guard: "providers.manage", body: () => form({ kind: "searxng", url: "http://127.0.0.1:9" }) },
   // Sends one query with the stored settings and renders the outcome (nothing listens on port 9).
   { route: "POST /web-search/test", path: "/web-search/test", guard: "providers.manage", body: () => form({}), ok: 200 },

@@ -5,7 +5,7 @@
  */
 import type { Problem } from "../../src/contract/Problem.ts"
 import type { JobRow } from "../../src/worker/JobStore.ts"
-import { agentHref, alert, fieldProblems, pageHeader, problemList } from "../components.ts"
+import { agentHref, alert, fieldProblems, generalProblems, pageHeader, placedSummary } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 
@@ -44,6 +44,17 @@ export const runSlot = (p: Problem): string => {
   if (path.startsWith("limits.maxCostUsd")) return "maxCostUsd"
   if (path.startsWith("limits")) return "timeoutSec"
   return ["task", "project"].includes(path) ? path : "general"
+}
+
+const RUN_LABELS: Readonly<Record<string, string>> = {
+  task: "Task",
+  root: "Workspace root",
+  readOnly: "Read-only source folders",
+  outDir: "Output folder",
+  timeoutSec: "Time limit",
+  maxCostUsd: "Cost limit",
+  project: "Project",
+  general: "Job"
 }
 
 /** What a job of this agent runs on, from its bindings (the installation default, then per project). */
@@ -94,7 +105,8 @@ export const runPage = (ctx: PageContext, agent: string, v: RunValues, problems:
   <form method="post" action="${agentHref(agent, "/run")}" hx-post="${agentHref(agent, "/run")}" hx-target="body" hx-disabled-elt="find button[type=submit]" class="stack card" novalidate>
     ${csrfField(ctx)}
     <input type="hidden" name="idempotencyKey" value="${v.idempotencyKey}">
-    ${problems.length === 0 ? html`` : alert("error", html`This job was not started. ${at("general").length === 0 ? "Fix the fields marked below." : problemList(at("general"))}`, "The job has problems.")}
+    ${placedSummary(problems.map((p) => [runSlot(p), p] as const), RUN_LABELS, "run-general", "This job was not started.")}
+    ${generalProblems("run-general", at("general"))}
     ${field("task", "Task", "What the agent should do.", html`<div hx-disable><textarea id="f-task" name="task" rows="4" aria-describedby="hint-task problems-task">${v.task}</textarea></div>`)}
     ${field("root", "Workspace root", "An absolute directory on the server; the others lie inside it.", input("root", true))}
     ${field("readOnly", "Read-only source folders", "One absolute path per line.", html`<div hx-disable><textarea id="f-readOnly" name="readOnly" rows="3" spellcheck="false" aria-describedby="hint-readOnly problems-readOnly">${v.readOnly}</textarea></div>`)}

@@ -10,7 +10,7 @@ import { AgentStore } from "../../src/agents/AgentStore.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
-import { BROWSER_TEST_MS, MANAGER, READER, startPortal, type Portal } from "./harness.ts"
+import { BROWSER_TEST_MS, MANAGER, READER, runAxe, startPortal, type Portal } from "./harness.ts"
 
 setDefaultTimeout(120_000)
 
@@ -112,5 +112,15 @@ describe("the Evaluations tab", () => {
     expect(await reader.page.getByRole("button", { name: "Run evals" }).count()).toBe(0)
     expect(await reader.page.locator('tr[data-eval="cites-orders"]').count()).toBe(1)
     await reader.context.close()
+  }, BROWSER_TEST_MS)
+
+  test("the tab with results passes axe (WCAG 2.x A/AA)", async () => {
+    const axeContext = await portal.browser.newContext({ baseURL: portal.baseUrl, viewport: { width: 1280, height: 900 }, bypassCSP: true })
+    const axePage = await axeContext.newPage()
+    await portal.signIn(axePage, MANAGER)
+    await axePage.goto("/agents/teller/evals?a=1&b=2")
+    expect(await axePage.locator('tr[data-eval="cites-orders"]').count()).toBe(1)
+    expect((await runAxe(axePage)).map((v) => `${v.id}: ${v.help}`)).toEqual([])
+    await axeContext.close()
   }, BROWSER_TEST_MS)
 })

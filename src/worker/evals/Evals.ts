@@ -6,7 +6,7 @@
  * gated run (a save of a `gate: evals` agent) makes its version current when every eval passes.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Context, Duration, Effect, FiberSet, Layer, Schema } from "effect"
+import { Context, Duration, Effect, FiberSet, Layer, Queue, Schema } from "effect"
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
 import { dirname, join, resolve } from "node:path"
 import { AgentStore } from "../../agents/AgentStore.ts"
@@ -48,7 +48,8 @@ export class EvalRunNotFound extends Schema.TaggedError<EvalRunNotFound>()("Eval
 
 /** Each eval job's time limit, in seconds. */
 export const EVAL_JOB_TIMEOUT_SEC = 900
-const POLL = Duration.millis(200)
+/** How often a waiting eval looks at its job when no signal came (a worker in another process). */
+const POLL = Duration.seconds(1)
 
 export class Evals extends Context.Tag("worker/Evals")<
   Evals,
@@ -141,9 +142,11 @@ export const makeEvals = Effect.gen(function* () {
     q.kind === "refused"
       ? Effect.succeed({ problems: [q.problem], job: undefined, started: q.started })
       : Effect.gen(function* () {
-          let job: JobRow = q.job
+          // Woken by the job's events in this process; the poll covers a worker in another one.
+          const signals = yield* bus.subscribe
+          let job: JobRow = yield* Effect.orDie(jobs.get(q.job.id))
           while (job.status === "queued" || job.status === "running") {
-            yield* Effect.sleep(POLL)
+            yield* Effect.race(Effect.repeat(Queue.take(signals), { until: (s) => s._tag === "Events" && s.jobId === q.job.id }), Effect.sleep(POLL))
             job = yield* Effect.orDie(jobs.get(q.job.id))
           }
           const events = yield* jobs.events(job.id, 0)
@@ -151,7 +154,7 @@ export const makeEvals = Effect.gen(function* () {
           const grounding = events.find((e): e is Extract<JobEvent, { type: "grounding" }> => e.type === "grounding")
           const problems = yield* Effect.promise(() => checkEval(q.spec.expect, { job, outputs, grounding, outDir: q.out }))
           return { problems, job: job as JobRow | undefined, started: q.started }
-        }).pipe(Effect.ensuring(Effect.promise(() => rm(q.dir, { recursive: true, force: true }))))
+        }).pipe(Effect.scoped, Effect.ensuring(Effect.promise(() => rm(q.dir, { recursive: true, force: true }))))
 
   const fixtureOf = (fixtures: ReadonlyMap<string, Fixture>, spec: EvalSpec): Fixture => fixtures.get(spec.fixture) ?? { folder: spec.fixture, files: [] }
 

@@ -8,10 +8,14 @@ import { serializeAgentPackage, type AgentPackage } from "./AgentPackage.ts"
 import type { AgentCatalog } from "./agentCatalog.ts"
 import { PackageFilesInput, type AgentView, type ImportedAgent, type Write } from "./AgentView.ts"
 import * as repo from "./agentRepo.ts"
+import { insertRun } from "./evalRepo.ts"
 import { AgentExists, AgentInvalid, AgentNotFound, ImportRejected } from "./errors.ts"
 import { checkAgentPackage } from "./validateAgent.ts"
 import { adaptAgentFiles } from "./interop.ts"
 import { readZip, unwrapSingleFolder } from "./zip.ts"
+
+/** The project eval jobs run in unless one is given (reserved: docs/evals.md). */
+export const EVALS_PROJECT = "kintsugi-evals"
 
 /** JSON with sorted object keys: two packages are the same when this text is. */
 const canonical = (value: unknown): string =>
@@ -80,7 +84,10 @@ export const makeAgentWrites = (c: AgentCatalog) => {
           yield* lockSkills(pkg)
           const version = yield* provide(repo.nextVersion(name))
           yield* provide(repo.insertVersion(name, version, pkg, by, note, changeNote.trim()))
-          yield* provide(repo.setCurrent(name, pkg.audience, version))
+          // `gate: evals` (before or now): stored, not current; the Evals service runs its evals and promotes it when all pass.
+          if (before.package.gate === "evals" || pkg.gate === "evals") {
+            yield* provide(insertRun({ agent: name, version, project: EVALS_PROJECT, gate: true, status: "waiting", by }))
+          } else yield* provide(repo.setCurrent(name, pkg.audience, version))
           return yield* findCustom(name)
         })
       )

@@ -76,7 +76,8 @@ export const buildEnvelope = (
   AgentStore | SkillStore | Bindings | ProviderStore | McpServers | JobRoots | ServiceHandlers | ServiceTokens | ServicesEndpoint
 > =>
   Effect.gen(function* () {
-    const resolved = yield* resolveAgentDefinition(job.agentName)
+    // A job pinned to a version (an eval) runs that version; every other job the current one.
+    const resolved = job.agentVersionPin === null ? yield* resolveAgentDefinition(job.agentName) : yield* (yield* AgentStore).definitionAt(job.agentName, job.agentVersionPin)
     // Memory and web tools the project does not grant are not created: the job's definition names
     // only those it got, so `job.started` lists exactly what the job has.
     const serviceTools = yield* grantServiceTools(job.projectId, resolved.id, resolved.tools)

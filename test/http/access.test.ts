@@ -51,6 +51,16 @@ const asManager = async (method: string, path: string, json?: unknown) => {
 }
 const createProvider = (id: string) => asManager("POST", "/api/admin/providers", { kind: "builtin", id, builtin: "anthropic", apiKey: "sk-test-key" })
 const bindingBody = (providerId: string) => ({ providerId, modelId: "claude-sonnet-4-5", thinking: "high" })
+/** An agent with one eval (docs/evals.md), bound to a provider: its evals can be started. */
+const EVAL_FILES = {
+  "evals/e.md": "---\ndescription: d\nfixture: f\nexpect:\n  contains:\n    - { text: x }\n---\nDo.\n",
+  "evals/fixtures/f/a.txt": "a\n"
+}
+const createEvalAgent = async (n: string) => {
+  await createAgent(api, n, { extra: EVAL_FILES })
+  await createProvider(n)
+  await asManager("PUT", `/api/admin/agents/${n}/bindings`, bindingBody(n))
+}
 const createProject = (id: string) => asManager("POST", "/api/projects", { id, name: `Project ${id}` })
 // A real workspace inside the test job root: the API refuses missing directories and paths outside the roots.
 let dirs: JobDirs | undefined
@@ -134,6 +144,15 @@ const NON_GET: ReadonlyArray<RouteCase> = [
       return { path: `/api/admin/agents/${n}/versions/1/restore` }
     },
     ok: 200
+  },
+  {
+    route: "POST /api/admin/agents/:name/versions/:version/evals",
+    guard: "agents.manage",
+    sample: async (n) => {
+      await createEvalAgent(n)
+      return { path: `/api/admin/agents/${n}/versions/1/evals`, json: {} }
+    },
+    ok: 202
   },
   { route: "POST /api/admin/agent-skills", guard: "agents.manage", sample: async (n) => ({ path: "/api/admin/agent-skills", json: { name: n, content: "Be brief.\n" } }), ok: 201 },
   {
@@ -405,6 +424,30 @@ const GET: ReadonlyArray<RouteCase> = [
     },
     ok: 200
   })),
+  ...(
+    [
+      ["GET /api/admin/agents/:name/evals", "/evals"],
+      ["GET /api/admin/agents/:name/versions/:version/evals", "/versions/1/evals"]
+    ] as const
+  ).map(([route, suffix]): RouteCase => ({
+    route,
+    guard: "read",
+    sample: async (n) => {
+      await createAgent(api, n)
+      return { path: `/api/admin/agents/${n}${suffix}` }
+    },
+    ok: 200
+  })),
+  {
+    route: "GET /api/admin/eval-runs/:id",
+    guard: "read",
+    sample: async (n) => {
+      await createEvalAgent(n)
+      const run = (await asManager("POST", `/api/admin/agents/${n}/versions/1/evals`, {})) as { run: { id: string } }
+      return { path: `/api/admin/eval-runs/${run.run.id}` }
+    },
+    ok: 200
+  },
   { route: "GET /api/admin/agent-skills", guard: "read", sample: async () => ({ path: "/api/admin/agent-skills" }), ok: 200 },
   ...(
     [

@@ -36,6 +36,15 @@ const agentFile = (name: string, body = "You help.\n") => ({ files: [{ path: `${
 
 const form = (fields: Record<string, string>) => new URLSearchParams(fields)
 
+/** A package with one eval (docs/evals.md), for the Evaluations tab's run form. */
+const withEvals = (p: { files: Array<{ path: string; content: string }> }) => ({
+  files: [
+    ...p.files,
+    { path: "evals/e.md", content: "---\ndescription: d\nfixture: f\nexpect:\n  contains:\n    - { text: x }\n---\nDo.\n" },
+    { path: "evals/fixtures/f/a.txt", content: "a\n" }
+  ]
+})
+
 const editorFields = (name: string, mode: "create" | "edit") =>
   form({ _mode: mode, name, version: "1", description: "Matrix agent.", audience: "runtime", toolsMode: "selected", tools: "read", instructions: "Help.\n" })
 
@@ -55,8 +64,8 @@ beforeAll(async () => {
   runtime = await makeTestRuntime()
   app = makeApp({ runtime, healthy: async () => true, log: (line) => console.error(line) })
   Object.assign(sessions, await signInTestUsers(runtime))
-  await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.create(agentFile("matrix-agent"), "setup")))
-  await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.save("matrix-agent", agentFile("matrix-agent", "Help more.\n"), "setup")))
+  await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.create(withEvals(agentFile("matrix-agent")), "setup")))
+  await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.save("matrix-agent", withEvals(agentFile("matrix-agent", "Help more.\n")), "setup")))
   await runtime.runPromise(Effect.flatMap(SkillStore, (s) => s.create({ name: "matrix-skill", content: "Be brief." }, "setup")))
   const job = await runtime.runPromise(
     Effect.flatMap(JobStore, (s) => s.enqueue({ agent: "codebase-inventory", task: "t", workspace: { root: "/tmp", readOnly: ["/tmp"], outDir: "/tmp" }, limits: { timeoutSec: 60 } }, "setup"))
@@ -124,6 +133,8 @@ const ROUTES: ReadonlyArray<{
   { route: "POST /providers", path: "/providers", guard: "providers.manage", body: () => providerFields({ apiKey: "sk-matrix" }) },
   { route: "POST /providers/:id", path: "/providers/matrix-gw", guard: "providers.manage", body: () => providerFields() },
   { route: "POST /agents/:name/binding", path: "/agents/matrix-agent/binding", guard: "providers.manage", body: () => form({ project: "", target: "matrix-gw/m1", thinking: "off" }) },
+  // While matrix-agent is bound: its v2 has evals (the run's jobs stay queued: no worker here).
+  { route: "POST /agents/:name/evals", path: "/agents/matrix-agent/evals", guard: "agents.manage", body: () => form({ version: "2" }) },
   { route: "POST /agents/:name/binding/delete", path: "/agents/matrix-agent/binding/delete", guard: "providers.manage", body: () => form({ project: "" }) },
   { route: "POST /providers/:id/test", path: "/providers/matrix-gw/test", guard: "providers.manage", body: () => form({}), ok: 200 },
   { route: "POST /providers/:id/delete", path: "/providers/matrix-gw/delete", guard: "providers.manage", body: () => form({}) },

@@ -62,11 +62,17 @@ const historyTable = (ctx: PageContext, name: string, versions: ReadonlyArray<Ve
     )}</tbody>
   </table>`
 
-/** A version picker of the compare form (agents' and shared skills' histories). */
-export const versionSelect = (id: string, label: string, versions: ReadonlyArray<VersionInfo>, chosen: number): Html => html`
+/** A version picker (the compare forms of agents' and shared skills' histories, the Evaluations tab); `name` defaults to from/to. */
+export const versionSelect = (
+  id: string,
+  label: string,
+  versions: ReadonlyArray<{ readonly version: number; readonly current: boolean }>,
+  chosen: number,
+  name: string = id === "diff-from" ? "from" : "to"
+): Html => html`
   <div class="field">
     <label for="${id}">${label}</label>
-    <select id="${id}" name="${id === "diff-from" ? "from" : "to"}">${versions.map(
+    <select id="${id}" name="${name}">${versions.map(
       (v) => html`<option value="${v.version}"${v.version === chosen ? html` selected` : html``}>v${v.version}${v.current ? " (current)" : ""}</option>`
     )}</select>
   </div>`

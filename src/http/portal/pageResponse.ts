@@ -61,6 +61,7 @@ export const localPath = (raw: string | null | undefined): string =>
 const NOTICES: ReadonlyArray<readonly [string, (value: string, subject: string) => string]> = [
   ["created", (v, s) => `Created ${s} (v${v}).`],
   ["saved", (v) => `Saved version ${v}.`],
+  ["gated", (v) => `Saved as version ${v}. Its evals run now; it becomes current when every one passes (Evaluations).`],
   ["unchanged", (v) => `Nothing changed, so no version was added: version ${v} is still current.`],
   ["skill-unchanged", () => "Nothing changed, so no version was added."],
   ["skill-restored", (v) => `Restored the text of version ${v} as a new version.`],

@@ -28,6 +28,14 @@ const yamlScalar = (v: string | number): string => (typeof v === "number" ? Stri
 const yamlList = (key: string, items: ReadonlyArray<string> | undefined): Array<string> =>
   items === undefined ? [] : items.length === 0 ? [`${key}: []`] : [`${key}:`, ...items.map((i) => `  - ${yamlString(i)}`)]
 
+/** `outputs:`: a file name plain, a file with its schema as a flow mapping (`- { file: "a.json", schema: "schemas/a.json" }`). */
+const outputsYaml = (outputs: AgentPackage["outputs"]): Array<string> =>
+  outputs === undefined
+    ? []
+    : outputs.length === 0
+      ? ["outputs: []"]
+      : ["outputs:", ...outputs.map((o) => (typeof o === "string" ? `  - ${yamlString(o)}` : `  - { file: ${yamlString(o.file)}, schema: ${yamlString(o.schema)} }`))]
+
 /** The `<name>.md` front matter block (without the `---` lines), keys in the documented order. */
 export const frontMatterYaml = (pkg: AgentPackage): string =>
   [
@@ -39,7 +47,7 @@ export const frontMatterYaml = (pkg: AgentPackage): string =>
     ...(pkg.thinking !== undefined ? [`thinking: ${yamlString(pkg.thinking)}`] : []),
     ...yamlList("deny-command-patterns", pkg.denyCommandPatterns),
     ...(pkg.grounding !== undefined ? [`grounding: ${pkg.grounding}`] : []),
-    ...yamlList("outputs", pkg.outputs),
+    ...outputsYaml(pkg.outputs),
     "metadata:",
     `  audience: ${pkg.audience}`,
     ...(pkg.memoryRole !== undefined ? [`  memory-role: ${pkg.memoryRole}`] : []),

@@ -105,6 +105,21 @@ describe("output contracts with a JSON Schema", () => {
   })
 })
 
+test("the job child loads the schema engine (ajv) only when a job's contract has a schema", async () => {
+  const script = `
+    const ajvModules = () => Object.keys(require.cache).filter((k) => k.includes("/node_modules/ajv/")).length
+    await import(${JSON.stringify(join(import.meta.dir, "..", "..", "src", "jobChild.ts"))})
+    const before = ajvModules()
+    await import(${JSON.stringify(join(import.meta.dir, "..", "..", "src", "kernel", "jsonSchema.ts"))})
+    console.log(JSON.stringify({ before, after: ajvModules() }))`
+  const child = Bun.spawn([process.execPath, "-e", script], { stdout: "pipe", stderr: "pipe", env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" } })
+  const out = await new Response(child.stdout).text()
+  expect(await child.exited).toBe(0)
+  const counts = JSON.parse(out.trim().split("\n").at(-1) ?? "{}") as { before: number; after: number }
+  expect(counts.before).toBe(0)
+  expect(counts.after).toBeGreaterThan(0)
+})
+
 describe("the schema engine's guards", () => {
   test("a remote $ref is a compile problem and is never fetched", async () => {
     let fetched = 0

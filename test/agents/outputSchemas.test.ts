@@ -7,6 +7,7 @@
 import { describe, expect, test } from "bun:test"
 import { Effect, Either } from "effect"
 import { parseAgentPackage, serializeAgentPackage } from "../../src/agents/AgentPackage.ts"
+import { adaptAgentFiles } from "../../src/agents/interop.ts"
 import { toAgentDefinition, validateAgent } from "../../src/agents/validateAgent.ts"
 import { readZip, writeZip } from "../../src/agents/zip.ts"
 import { AgentDefinition } from "../../src/contract/AgentDefinition.ts"
@@ -57,6 +58,15 @@ describe("outputs with a schema: the package", () => {
     expect(parseAgentPackage(written)).toEqual(parsed)
     const unzipped = await Effect.runPromise(readZip(writeZip(written)))
     expect(parseAgentPackage(unzipped.map((e) => ({ path: e.path, content: e.content })))).toEqual(parsed)
+  })
+
+  test("import keeps outputs and grounding as contract keys (never moved into metadata as foreign keys)", () => {
+    const adapted = adaptAgentFiles([{ path: "finder.md", content: md("[report.md, { file: findings.json, schema: schemas/findings.schema.json }]\ngrounding: required\ncolor: blue") }, files[1]!])
+    const parsed = Either.getOrThrow(parseAgentPackage(adapted.files))
+    expect(parsed.outputs).toEqual(["report.md", { file: "findings.json", schema: "schemas/findings.schema.json" }])
+    expect(parsed.grounding).toBe("required")
+    expect(parsed.metadata).toEqual({ color: "blue" })
+    expect(adapted.notes.filter((n) => n.includes("outputs") || n.includes("grounding"))).toEqual([])
   })
 
   test("a missing schema file, a broken one, an invalid JSON Schema, a schema on a .md file and bad places: every problem at once", () => {

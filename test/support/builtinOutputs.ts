@@ -4,7 +4,7 @@
  * `job.completed` write these before the final answer. The JSON documents are the smallest ones each
  * schema accepts (every key of the agent's sketch, empty collections).
  */
-import type { ScriptedUsage, Step } from "../../src/testing/scriptedServers.ts"
+import type { ScriptedToolCall, ScriptedUsage, Step } from "../../src/testing/scriptedServers.ts"
 
 const coverage = { readInDepth: [], sampled: [], skipped: [] }
 const head = (schema: string) => ({ schema, sourceRoot: "src", revision: null, summary: "" })
@@ -61,16 +61,28 @@ export const BUILTIN_OUTPUTS: Readonly<Record<string, { readonly report: string;
   }
 }
 
-/** One scripted turn writing both contracted files of `agent` (the report's text as given). */
-export const builtinOutputsStep = (agent: string, report = "# Report\n", usage?: ScriptedUsage): Step => {
+/** The two `write` calls that leave the contracted files of `agent` (the report's text as given). */
+export const builtinOutputCalls = (agent: string, report = "# Report\n"): Array<ScriptedToolCall> => {
   const o = BUILTIN_OUTPUTS[agent]
-  if (o === undefined) throw new Error(`builtinOutputsStep: ${agent} is not a built-in agent`)
-  return {
-    kind: "turn",
-    toolCalls: [
-      { name: "write", arguments: { path: o.report, content: report } },
-      { name: "write", arguments: { path: o.json, content: `${JSON.stringify(o.document, null, 2)}\n` } }
-    ],
-    ...(usage !== undefined ? { usage } : {})
-  }
+  if (o === undefined) throw new Error(`builtinOutputCalls: ${agent} is not a built-in agent`)
+  return [
+    { name: "write", arguments: { path: o.report, content: report } },
+    { name: "write", arguments: { path: o.json, content: `${JSON.stringify(o.document, null, 2)}\n` } }
+  ]
 }
+
+/** One scripted turn writing both contracted files of `agent`. */
+export const builtinOutputsStep = (agent: string, report = "# Report\n", usage?: ScriptedUsage): Step => ({
+  kind: "turn",
+  toolCalls: builtinOutputCalls(agent, report),
+  ...(usage !== undefined ? { usage } : {})
+})
+
+/**
+ * A step for jobs that run at once on one scripted server (steps are taken in request order, not per
+ * job): a request without a tool result yet writes the contracted files, the next answers `text`.
+ */
+export const builtinAnswerStep = (agent: string, text: string): Step => ({
+  kind: "fn",
+  respond: (request) => (/"role":\s*"tool"|"tool_result"/.test(request.rawBody) ? { kind: "turn", text } : builtinOutputsStep(agent))
+})

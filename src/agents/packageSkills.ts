@@ -41,6 +41,9 @@ export const pathRole = (path: string): PathRole => {
 /** A package file that becomes an inline skill (commands, workflows, scripts); schemas do not. */
 export const isSkillFile = (path: string): boolean => pathRole(path).role === "file"
 
+/** `schemas/<name>.json`: a JSON Schema for an output file. */
+export const isSchemaFile = (path: string): boolean => pathRole(path).role === "schema"
+
 const PREFIX: Readonly<Record<string, string>> = { commands: "command", workflows: "workflow", scripts: "script" }
 
 const slug = (s: string): string =>

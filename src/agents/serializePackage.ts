@@ -25,16 +25,14 @@ export const yamlValue = (v: unknown): string => (typeof v === "string" ? yamlSt
 
 const yamlScalar = (v: string | number): string => (typeof v === "number" ? String(v) : yamlString(v))
 
-const yamlList = (key: string, items: ReadonlyArray<string> | undefined): Array<string> =>
-  items === undefined ? [] : items.length === 0 ? [`${key}: []`] : [`${key}:`, ...items.map((i) => `  - ${yamlString(i)}`)]
+const yamlItems = <T>(key: string, items: ReadonlyArray<T> | undefined, item: (t: T) => string): Array<string> =>
+  items === undefined ? [] : items.length === 0 ? [`${key}: []`] : [`${key}:`, ...items.map((i) => `  - ${item(i)}`)]
 
-/** `outputs:`: a file name plain, a file with its schema as a flow mapping (`- { file: "a.json", schema: "schemas/a.json" }`). */
-const outputsYaml = (outputs: AgentPackage["outputs"]): Array<string> =>
-  outputs === undefined
-    ? []
-    : outputs.length === 0
-      ? ["outputs: []"]
-      : ["outputs:", ...outputs.map((o) => (typeof o === "string" ? `  - ${yamlString(o)}` : `  - { file: ${yamlString(o.file)}, schema: ${yamlString(o.schema)} }`))]
+const yamlList = (key: string, items: ReadonlyArray<string> | undefined): Array<string> => yamlItems(key, items, yamlString)
+
+/** An `outputs:` entry: a file name, or a file with its schema as a flow mapping (`{ file: "a.json", schema: "schemas/a.json" }`). */
+const outputYaml = (o: NonNullable<AgentPackage["outputs"]>[number]): string =>
+  typeof o === "string" ? yamlString(o) : `{ file: ${yamlString(o.file)}, schema: ${yamlString(o.schema)} }`
 
 /** The `<name>.md` front matter block (without the `---` lines), keys in the documented order. */
 export const frontMatterYaml = (pkg: AgentPackage): string =>
@@ -47,7 +45,7 @@ export const frontMatterYaml = (pkg: AgentPackage): string =>
     ...(pkg.thinking !== undefined ? [`thinking: ${yamlString(pkg.thinking)}`] : []),
     ...yamlList("deny-command-patterns", pkg.denyCommandPatterns),
     ...(pkg.grounding !== undefined ? [`grounding: ${pkg.grounding}`] : []),
-    ...outputsYaml(pkg.outputs),
+    ...yamlItems("outputs", pkg.outputs, outputYaml),
     "metadata:",
     `  audience: ${pkg.audience}`,
     ...(pkg.memoryRole !== undefined ? [`  memory-role: ${pkg.memoryRole}`] : []),

@@ -9,7 +9,7 @@ import { parsePackageDraft, type RawPackageFile } from "./AgentPackage.ts"
 import { type AgentDraft, installationProblems, intrinsicProblems } from "./agentChecks.ts"
 import { AgentName, type AgentPackage, MAX_AGENT_NAME_LENGTH } from "./packageSchema.ts"
 import { contractOf } from "./outputSchemas.ts"
-import { isSkillFile, packageFileSkill } from "./packageSkills.ts"
+import { isSchemaFile, isSkillFile, packageFileSkill } from "./packageSkills.ts"
 
 export { type InstallationContext, installationProblems, mcpServersOf } from "./agentChecks.ts"
 
@@ -32,7 +32,7 @@ export const draftOf = (pkg: AgentPackage): AgentDraft => ({
   localSkills: pkg.localSkills.map((s) => s.name),
   files: pkg.files.filter((f) => isSkillFile(f.path)).map((f) => f.path),
   outputs: pkg.outputs,
-  schemas: pkg.files.filter((f) => !isSkillFile(f.path))
+  schemas: pkg.files.filter((f) => isSchemaFile(f.path))
 })
 
 const isAgentName = Schema.is(AgentName)
@@ -75,8 +75,9 @@ export const checkAgentPackage = (
 /**
  * The job's AgentDefinition: id = name, the given version number, instructions verbatim, skills =
  * the shared skills in the order listed, then local skills (by name), then package files (by path,
- * as inline skills per docs/agent-packages.md; schemas/ files are not skills); tools, denyCommandPatterns and thinking when set
- * (absent tools stay absent: every kernel tool). Precondition: validateAgent returned [] for the
+ * as inline skills per docs/agent-packages.md; schemas/ files are not skills); tools, denyCommandPatterns,
+ * thinking and grounding when set (absent tools stay absent: every kernel tool); outputs with each
+ * schema's text (contractOf). Precondition: validateAgent returned [] for the
  * same shared skills; a listed shared skill missing from `sharedSkills` is a defect and throws.
  */
 export const toAgentDefinition = (

@@ -68,6 +68,7 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
   const localSkills: Array<{ name: string; path: string }> = []
   const files: Array<string> = []
   const evalPaths: Array<string> = []
+  const schemas: Array<string> = []
   // Over the file cap checkPackageFiles already refused the package; do not classify 100k names.
   const tooMany = input.length > MAX_PACKAGE_FILES
   for (const { path } of tooMany ? [] : input) {
@@ -77,6 +78,7 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
     else if (role.role === "localSkill") localSkills.push({ name: role.name, path })
     else if (role.role === "file") files.push(path)
     else if (role.role === "eval") evalPaths.push(path)
+    else if (role.role === "schema") schemas.push(path)
     else problems.push({ path: displayName(path), message: role.message })
   }
   const main = mains.length === 1 ? mains[0] : undefined
@@ -135,7 +137,9 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
     denyCommandPatterns: listOrUndefined(own(raw, "deny-command-patterns")),
     instructions: body,
     localSkills: localSkills.map((s) => s.name),
-    files
+    files,
+    outputs: listOrUndefined(own(raw, "outputs")),
+    schemas: schemas.map((path) => ({ path, content: text.get(path) ?? "" }))
   }
   problems.push(...intrinsicProblems(draft))
   if (problems.length > 0 || frontMatter === undefined || body === undefined) return { pkg: undefined, draft, problems }
@@ -156,7 +160,7 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
     ...metadataOf(fmv.metadata),
     instructions: body,
     localSkills: localSkills.map((s) => ({ name: s.name, content: text.get(s.path) ?? "" })).sort(byKey((s) => s.name)),
-    files: files.map((path) => ({ path, content: text.get(path) ?? "" })).sort(byKey((f) => f.path)),
+    files: [...files, ...schemas].map((path) => ({ path, content: text.get(path) ?? "" })).sort(byKey((f) => f.path)),
     ...(evalFiles.length > 0 ? { evals: [...evalFiles].sort(byKey((f) => f.path)) } : {})
   }
   return { pkg, draft, problems }

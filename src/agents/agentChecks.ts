@@ -9,7 +9,8 @@ import { compileDenyPatterns } from "../tools/denyPatterns.ts"
 import { claudeToolHint } from "./interop.ts"
 import { displayName } from "./packagePaths.ts"
 import type { Audience } from "./packageSchema.ts"
-import { MAX_SKILL_NAME_LENGTH } from "./packageSchema.ts"
+import { MAX_SKILL_NAME_LENGTH, type PackageFile } from "./packageSchema.ts"
+import { outputProblems } from "./outputSchemas.ts"
 import { packageFileSkillName } from "./packageSkills.ts"
 
 /** What the checks need of a package; list entries that are not strings are skipped (the schema reports them). */
@@ -26,6 +27,10 @@ export interface AgentDraft {
   readonly localSkills: ReadonlyArray<string>
   /** Paths of commands/, workflows/ and scripts/ files. */
   readonly files: ReadonlyArray<string>
+  /** `outputs:` as written (absent: not checked, e.g. a catalog entry's refs). */
+  readonly outputs?: ReadonlyArray<unknown> | undefined
+  /** The package's schemas/ files (absent: not checked). */
+  readonly schemas?: ReadonlyArray<PackageFile> | undefined
 }
 
 /** What an installation knows; a set that is absent is not checked. */
@@ -124,6 +129,7 @@ export const intrinsicProblems = (d: AgentDraft): Array<Problem> => {
     problems.push({ path: `${d.file}#body`, message: "instructions (the text after the front matter) must not be empty" })
   }
   problems.push(...nameProblems(d))
+  if (d.schemas !== undefined) problems.push(...outputProblems(d.file, d.outputs, d.schemas))
   return problems
 }
 

@@ -45,7 +45,7 @@ export interface Adapted {
 }
 
 /** The native `<name>.md` keys; every other key is foreign and goes to metadata. */
-const NATIVE_KEYS = new Set(["name", "version", "description", "tools", "skills", "thinking", "deny-command-patterns", "metadata"])
+const NATIVE_KEYS = new Set(["name", "version", "description", "tools", "skills", "thinking", "deny-command-patterns", "grounding", "outputs", "gate", "metadata"])
 
 export const own = (o: Readonly<Record<string, unknown>>, key: string): unknown => (Object.hasOwn(o, key) ? o[key] : undefined)
 export const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v)
@@ -195,6 +195,9 @@ export const adaptAgentFiles = (files: ReadonlyArray<RawPackageFile>): Adapted =
   put("skills", own(raw, "skills"))
   put("thinking", own(raw, "thinking"))
   put("deny-command-patterns", own(raw, "deny-command-patterns"))
+  put("grounding", own(raw, "grounding"))
+  put("outputs", own(raw, "outputs"))
+  put("gate", own(raw, "gate"))
   const metaKeys = Object.keys(metadata).sort()
   if (metaKeys.length > 0) lines.push(`metadata:\n${metaKeys.map((k) => `  ${yamlString(k)}: ${yamlValue(metadata[k])}`).join("\n")}`)
   else if (own(raw, "metadata") !== undefined) put("metadata", own(raw, "metadata"))

@@ -50,6 +50,13 @@ const List = Schema.Array(Item).pipe(
 /** Deny patterns: sizes and counts are checked by compileDenyPatterns, with its messages. */
 const Patterns = Schema.Array(Schema.String)
 
+/** One `outputs:` entry: a file name, or `{ file, schema }` naming a JSON Schema in the package's schemas/. */
+const OutputEntry = Schema.Union(Item, Schema.Struct({ file: Item, schema: Item })).annotations({
+  message: () => ({ message: "must be a file name, or { file: <name>.json, schema: schemas/<name>.json }", override: true })
+})
+export type OutputEntry = typeof OutputEntry.Type
+const Outputs = Schema.Array(OutputEntry).pipe(Schema.maxItems(MAX_LIST_ITEMS, { message: () => `at most ${MAX_LIST_ITEMS} entries` }))
+
 const Grounding = Schema.Literal("required").annotations({ message: () => ({ message: "must be required (or left out)", override: true }) })
 
 /** `gate: evals`: a new version becomes current only when its evals pass (docs/evals.md). */
@@ -70,8 +77,8 @@ export const AgentFrontMatter = Schema.Struct({
   "deny-command-patterns": optional(Patterns),
   /** `required`: ungrounded citations fail the job (docs/grounding.md). */
   grounding: optional(Grounding),
-  /** The output contract: files the job must write (docs/grounding.md "Output contracts"). */
-  outputs: optional(List),
+  /** The output contract: files the job must write, each optionally with a JSON Schema (docs/grounding.md "Output contracts"). */
+  outputs: optional(Outputs),
   gate: optional(Gate),
   /** `audience`, `memory-role`, and any other keys kept as written (foreign keys of imported files land here). */
   metadata: optional(
@@ -96,7 +103,7 @@ export const SkillFrontMatter = Schema.Struct({
 export const LocalSkill = Schema.Struct({ name: Schema.String, content: Schema.String })
 export type LocalSkill = typeof LocalSkill.Type
 
-/** A package file other than `<name>.md` and `skills/<n>/SKILL.md`: commands, workflows, scripts. */
+/** A package file other than `<name>.md` and `skills/<n>/SKILL.md`: commands, workflows, scripts, schemas. */
 export const PackageFile = Schema.Struct({ path: Schema.String, content: Schema.String })
 export type PackageFile = typeof PackageFile.Type
 
@@ -115,7 +122,7 @@ export const AgentPackage = Schema.Struct({
   thinking: optional(ThinkingLevel),
   denyCommandPatterns: optional(Schema.Array(Schema.String)),
   grounding: optional(Grounding),
-  outputs: optional(Schema.Array(Schema.String)),
+  outputs: optional(Schema.Array(Schema.Union(Schema.String, Schema.Struct({ file: Schema.String, schema: Schema.String })))),
   /** `evals`: saving a new version runs its evals and makes it current only when all pass. */
   gate: optional(Gate),
   audience: Audience,

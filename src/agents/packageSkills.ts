@@ -11,9 +11,11 @@ export type PathRole =
   | { readonly role: "file" }
   /** Anything under `evals/`: evalSpec.ts checks it (docs/evals.md). */
   | { readonly role: "eval" }
+  /** `schemas/<name>.json`: a JSON Schema for an output file (never a skill). */
+  | { readonly role: "schema" }
   | { readonly role: "other"; readonly message: string }
 
-const LAYOUT = "a package holds <name>.md, skills/<n>/SKILL.md, commands/*.md, workflows/*.md, scripts/* and evals/"
+const LAYOUT = "a package holds <name>.md, skills/<n>/SKILL.md, commands/*.md, workflows/*.md, scripts/*, schemas/*.json and evals/"
 
 /** The role of a path that already passed `pathProblems`. */
 export const pathRole = (path: string): PathRole => {
@@ -30,11 +32,20 @@ export const pathRole = (path: string): PathRole => {
     if (top !== "scripts" && !path.endsWith(".md")) return { role: "other", message: `${top} must be .md files` }
     return { role: "file" }
   }
-  if (top === "commands" || top === "workflows" || top === "scripts") {
+  if (top === "schemas" && parts.length === 2) {
+    return path.endsWith(".json") ? { role: "schema" } : { role: "other", message: "schemas must be .json files" }
+  }
+  if (top === "commands" || top === "workflows" || top === "scripts" || top === "schemas") {
     return { role: "other", message: `${top}/ holds files directly, no sub-folders` }
   }
   return { role: "other", message: `not a package file (${LAYOUT})` }
 }
+
+/** A package file that becomes an inline skill (commands, workflows, scripts); schemas do not. */
+export const isSkillFile = (path: string): boolean => pathRole(path).role === "file"
+
+/** `schemas/<name>.json`: a JSON Schema for an output file. */
+export const isSchemaFile = (path: string): boolean => pathRole(path).role === "schema"
 
 const PREFIX: Readonly<Record<string, string>> = { commands: "command", workflows: "workflow", scripts: "script" }
 

@@ -25,8 +25,14 @@ export const yamlValue = (v: unknown): string => (typeof v === "string" ? yamlSt
 
 const yamlScalar = (v: string | number): string => (typeof v === "number" ? String(v) : yamlString(v))
 
-const yamlList = (key: string, items: ReadonlyArray<string> | undefined): Array<string> =>
-  items === undefined ? [] : items.length === 0 ? [`${key}: []`] : [`${key}:`, ...items.map((i) => `  - ${yamlString(i)}`)]
+const yamlItems = <T>(key: string, items: ReadonlyArray<T> | undefined, item: (t: T) => string): Array<string> =>
+  items === undefined ? [] : items.length === 0 ? [`${key}: []`] : [`${key}:`, ...items.map((i) => `  - ${item(i)}`)]
+
+const yamlList = (key: string, items: ReadonlyArray<string> | undefined): Array<string> => yamlItems(key, items, yamlString)
+
+/** An `outputs:` entry: a file name, or a file with its schema as a flow mapping (`{ file: "a.json", schema: "schemas/a.json" }`). */
+const outputYaml = (o: NonNullable<AgentPackage["outputs"]>[number]): string =>
+  typeof o === "string" ? yamlString(o) : `{ file: ${yamlString(o.file)}, schema: ${yamlString(o.schema)} }`
 
 /** The `<name>.md` front matter block (without the `---` lines), keys in the documented order. */
 export const frontMatterYaml = (pkg: AgentPackage): string =>
@@ -39,7 +45,7 @@ export const frontMatterYaml = (pkg: AgentPackage): string =>
     ...(pkg.thinking !== undefined ? [`thinking: ${yamlString(pkg.thinking)}`] : []),
     ...yamlList("deny-command-patterns", pkg.denyCommandPatterns),
     ...(pkg.grounding !== undefined ? [`grounding: ${pkg.grounding}`] : []),
-    ...yamlList("outputs", pkg.outputs),
+    ...yamlItems("outputs", pkg.outputs, outputYaml),
     ...(pkg.gate !== undefined ? [`gate: ${pkg.gate}`] : []),
     "metadata:",
     `  audience: ${pkg.audience}`,

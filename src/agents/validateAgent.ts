@@ -8,7 +8,8 @@ import type { Problem } from "../contract/Problem.ts"
 import { parsePackageDraft, type RawPackageFile } from "./AgentPackage.ts"
 import { type AgentDraft, installationProblems, intrinsicProblems } from "./agentChecks.ts"
 import { AgentName, type AgentPackage, MAX_AGENT_NAME_LENGTH } from "./packageSchema.ts"
-import { packageFileSkill } from "./packageSkills.ts"
+import { contractOf } from "./outputSchemas.ts"
+import { isSchemaFile, isSkillFile, packageFileSkill } from "./packageSkills.ts"
 
 export { type InstallationContext, installationProblems, mcpServersOf } from "./agentChecks.ts"
 
@@ -29,7 +30,9 @@ export const draftOf = (pkg: AgentPackage): AgentDraft => ({
   denyCommandPatterns: pkg.denyCommandPatterns,
   instructions: pkg.instructions,
   localSkills: pkg.localSkills.map((s) => s.name),
-  files: pkg.files.map((f) => f.path)
+  files: pkg.files.filter((f) => isSkillFile(f.path)).map((f) => f.path),
+  outputs: pkg.outputs,
+  schemas: pkg.files.filter((f) => isSchemaFile(f.path))
 })
 
 const isAgentName = Schema.is(AgentName)
@@ -72,8 +75,9 @@ export const checkAgentPackage = (
 /**
  * The job's AgentDefinition: id = name, the given version number, instructions verbatim, skills =
  * the shared skills in the order listed, then local skills (by name), then package files (by path,
- * as inline skills per docs/agent-packages.md); tools, denyCommandPatterns and thinking when set
- * (absent tools stay absent: every kernel tool). Precondition: validateAgent returned [] for the
+ * as inline skills per docs/agent-packages.md; schemas/ files are not skills); tools, denyCommandPatterns,
+ * thinking and grounding when set (absent tools stay absent: every kernel tool); outputs with each
+ * schema's text (contractOf). Precondition: validateAgent returned [] for the
  * same shared skills; a listed shared skill missing from `sharedSkills` is a defect and throws.
  */
 export const toAgentDefinition = (
@@ -88,7 +92,7 @@ export const toAgentDefinition = (
   const skills: Array<Skill> = [
     ...shared,
     ...pkg.localSkills.map((s) => ({ name: s.name, content: s.content })),
-    ...pkg.files.map(packageFileSkill)
+    ...pkg.files.filter((f) => isSkillFile(f.path)).map(packageFileSkill)
   ]
   return {
     id: pkg.name,
@@ -99,6 +103,6 @@ export const toAgentDefinition = (
     ...(pkg.denyCommandPatterns !== undefined ? { denyCommandPatterns: pkg.denyCommandPatterns } : {}),
     ...(pkg.thinking !== undefined ? { thinking: pkg.thinking } : {}),
     ...(pkg.grounding !== undefined ? { grounding: pkg.grounding } : {}),
-    ...(pkg.outputs !== undefined ? { outputs: pkg.outputs } : {})
+    ...(pkg.outputs !== undefined ? { outputs: contractOf(pkg.outputs, pkg.files) } : {})
   }
 }

@@ -83,6 +83,29 @@ const Skills = Schema.Array(Skill).pipe(
   Schema.filter((skills) => duplicateSkillProblems(skills, "").length === 0 || "skill names must be unique")
 )
 
+/** Largest JSON Schema an output may carry, UTF-8 bytes (the package refuses bigger schema files). */
+export const MAX_OUTPUT_SCHEMA_BYTES = 64 * 1024
+
+/**
+ * One file of the output contract: its name (relative to outDir), or its name with the JSON Schema it
+ * must satisfy: `schema` is the schema's path in the agent package (for messages), `schemaText` the
+ * schema itself, carried whole so the kernel never reads the package.
+ */
+export const OutputFile = Schema.Union(
+  NonEmpty,
+  Schema.Struct({
+    file: NonEmpty,
+    schema: NonEmpty,
+    schemaText: NonEmpty.pipe(
+      Schema.filter((s) => new TextEncoder().encode(s).length <= MAX_OUTPUT_SCHEMA_BYTES || `must be at most ${MAX_OUTPUT_SCHEMA_BYTES / 1024} KiB`)
+    )
+  })
+)
+export type OutputFile = typeof OutputFile.Type
+
+/** The file name of a contract entry. */
+export const outputFileName = (o: string | { readonly file: string }): string => (typeof o === "string" ? o : o.file)
+
 export const AgentDefinition = Schema.Struct({
   id: NonEmpty,
   version: Schema.Union(Schema.String, Schema.Number),
@@ -93,7 +116,7 @@ export const AgentDefinition = Schema.Struct({
   thinking: Schema.optionalWith(ThinkingLevel, { exact: true }),
   /** `required`: a job whose outputs cite lines never shown to the model fails (docs/grounding.md). */
   grounding: Schema.optionalWith(Schema.Literal("required"), { exact: true }),
-  /** The output contract: files (relative to outDir) the job must write; checked before job.completed. */
-  outputs: Schema.optionalWith(Schema.Array(NonEmpty), { exact: true })
+  /** The output contract: files (relative to outDir) the job must write, each optionally with a JSON Schema; checked before job.completed. */
+  outputs: Schema.optionalWith(Schema.Array(OutputFile), { exact: true })
 })
 export type AgentDefinition = typeof AgentDefinition.Type

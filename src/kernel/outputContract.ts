@@ -2,13 +2,16 @@
  * The output contract of an agent (`outputs:` in its front matter, part of the immutable version):
  * the files, relative to outDir, a job must leave. Checked by the agent loop at the model's final
  * answer, before `job.completed`: each file was written by the job (an `output` event), is a
- * non-empty regular file in outDir now, and — for `.json` — parses as JSON. The model gets one
- * chance to fix the problems in the same job (agentLoop.ts).
+ * non-empty regular file in outDir now, and — for `.json` — parses as JSON and, when the entry carries
+ * a JSON Schema (from the package, in the job definition), satisfies it: each violation is named by its
+ * JSON pointer. The model gets one chance to fix the problems in the same job (agentLoop.ts). The
+ * schema engine (ajv, src/kernel/jsonSchema.ts) is loaded only when a job's contract has a schema.
  */
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { constants } from "node:fs"
 import { open, realpath } from "node:fs/promises"
 import { dirname } from "node:path"
+import { type OutputFile, outputFileName } from "../contract/AgentDefinition.ts"
 import { isInside, Workspace } from "../tools/Workspace.ts"
 
 /** Largest contracted file checked; a bigger one is a problem (say so rather than read it). */
@@ -38,12 +41,32 @@ export const inspectOutput = (path: string, outDir: string): Promise<FileState> 
     }
   })()
 
+/** Largest file checked against a JSON Schema (the size the grounding check reads, too). */
+const MAX_SCHEMA_CHECKED_BYTES = 2 * 1024 * 1024
+
+/** Every violation of `data` against the entry's schema, one sentence each (the pointer and the message). */
+const schemaProblems = (entry: Exclude<OutputFile, string>, data: unknown, bytes: number): Effect.Effect<Array<string>> =>
+  Effect.promise(async () => {
+    if (bytes > MAX_SCHEMA_CHECKED_BYTES) return [`${entry.file}: larger than ${MAX_SCHEMA_CHECKED_BYTES / 1048576} MB, too large to check against ${entry.schema}`]
+    const { compileJsonSchema, MAX_SCHEMA_PROBLEMS } = await import("./jsonSchema.ts")
+    const compiled = compileJsonSchema(entry.schemaText)
+    if (Either.isLeft(compiled)) return [`${entry.file}: its schema ${entry.schema} cannot be used (${compiled.left})`]
+    const violations = compiled.right(data)
+    const named = violations.slice(0, MAX_SCHEMA_PROBLEMS).map((v) => `${entry.file} at ${v.pointer === "" ? "/" : v.pointer}: ${v.message} (${entry.schema})`)
+    const more = violations.length - named.length
+    return more > 0 ? [...named, `${entry.file}: ${more} more schema violations`] : named
+  })
+
+const parseJson = (text: string): Either.Either<unknown, string> =>
+  Either.try({ try: (): unknown => JSON.parse(text), catch: (e) => (e instanceof Error ? e.message : "parse error") })
+
 /** Every problem of the job's outputs against the contract, one sentence each (empty = satisfied). */
-export const contractProblems = (files: ReadonlyArray<string>, written: ReadonlyArray<string>): Effect.Effect<Array<string>, never, Workspace> =>
+export const contractProblems = (contract: ReadonlyArray<OutputFile>, written: ReadonlyArray<string>): Effect.Effect<Array<string>, never, Workspace> =>
   Effect.gen(function* () {
     const ws = yield* Workspace
     const problems: Array<string> = []
-    for (const file of files) {
+    for (const entry of contract) {
+      const file = outputFileName(entry)
       const target = yield* Effect.either(ws.resolveWrite(file))
       if (target._tag === "Left") {
         problems.push(`${file}: not a path in the output directory`)
@@ -58,11 +81,9 @@ export const contractProblems = (files: ReadonlyArray<string>, written: Readonly
       else if (state.kind === "too-large") problems.push(`${file}: larger than ${MAX_CONTRACT_BYTES / 1048576} MB`)
       else if (state.kind === "empty") problems.push(`${file}: empty`)
       else if (state.kind === "text" && file.toLowerCase().endsWith(".json")) {
-        try {
-          JSON.parse(state.text)
-        } catch (e) {
-          problems.push(`${file}: not valid JSON (${e instanceof Error ? e.message : "parse error"})`)
-        }
+        const parsed = parseJson(state.text)
+        if (Either.isLeft(parsed)) problems.push(`${file}: not valid JSON (${parsed.left})`)
+        else if (typeof entry !== "string") problems.push(...(yield* schemaProblems(entry, parsed.right, Buffer.byteLength(state.text, "utf8"))))
       }
     }
     return problems

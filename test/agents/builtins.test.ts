@@ -6,6 +6,8 @@ import { decodeAll } from "../../src/contract/Problem.ts"
 import { builtinVersion } from "../../src/agents/agentCatalog.ts"
 import { builtinAgents, builtinSkills } from "../../src/agents/builtins.ts"
 import { toAgentDefinition, validateAgent } from "../../src/agents/validateAgent.ts"
+import { compileJsonSchema } from "../../src/kernel/jsonSchema.ts"
+import { BUILTIN_OUTPUTS, builtinOutputsStep } from "../support/builtinOutputs.ts"
 import { createEnvelope, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
 
@@ -38,6 +40,20 @@ describe("built-in agents", () => {
     expect(Either.isRight(decodeAll(AgentDefinition)(definition))).toBe(true)
   })
 
+  test.each(agents.map((a) => [a.name, a] as const))("%s declares its report and its JSON file, the JSON with a schema from its package that accepts its sketch", (name, pkg) => {
+    const o = BUILTIN_OUTPUTS[name]!
+    expect(pkg.outputs).toEqual([o.report, { file: o.json, schema: `schemas/${o.json.replace(/\.json$/, "")}.schema.json` }])
+    const entry = toAgentDefinition(pkg, { version: 1, sharedSkills }).outputs?.[1]
+    if (entry === undefined || typeof entry === "string") throw new Error("no schema in the definition")
+    const check = Either.getOrThrow(compileJsonSchema(entry.schemaText))
+    // The sketch of the agent's instructions, every collection empty: valid.
+    expect(check(o.document)).toEqual([])
+    // The wrong schema id, a missing key and a citation with line 0: each named.
+    const { summary: _summary, ...partial } = o.document as Record<string, unknown>
+    const bad = check({ ...partial, schema: "kintsugi.other/1", injectionAttempts: [{ path: "a.ts", line: 0, summary: "x" }] })
+    expect(bad.map((v) => v.pointer).sort()).toEqual(["/injectionAttempts/0/line", "/schema", "/summary"])
+  })
+
   const dirs = createJobDirs({ "app.ts": "export const main = () => 1\n" })
   afterAll(() => dirs.cleanup())
 
@@ -45,8 +61,8 @@ describe("built-in agents", () => {
     const pkg = builtinAgents().get("codebase-inventory")!
     const server = await startOpenAIServer([
       { kind: "turn", toolCalls: [{ name: "ls", arguments: {} }] },
-      { kind: "turn", toolCalls: [{ name: "write", arguments: { path: "inventory.md", content: "# Inventory\n" } }] },
-      { kind: "turn", text: "Wrote inventory.md." }
+      builtinOutputsStep("codebase-inventory", "# Inventory\n"),
+      { kind: "turn", text: "Wrote inventory.md and inventory.json." }
     ])
     try {
       const job = {
@@ -59,6 +75,7 @@ describe("built-in agents", () => {
       const run = await runJobChild(createEnvelope(job, [createProvider(server, "openai-completions")]))
       expect(run.code).toBe(0)
       expect(run.events.some((e) => e.type === "output" && e.path === "inventory.md")).toBe(true)
+      expect(run.events.at(-1)).toMatchObject({ type: "job.completed", summary: "Wrote inventory.md and inventory.json." })
       const body = server.requests[0]!.body as { messages: Array<{ role: string; content: string }>; tools: Array<{ function: { name: string } }> }
       expect(body.messages[0]!.content.startsWith(pkg.instructions.slice(0, 200))).toBe(true)
       expect(body.tools.map((t) => t.function.name)).toEqual(["read", "ls", "grep", "find", "write", "edit", "shell", "git", "codemode"])

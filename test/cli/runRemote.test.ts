@@ -13,6 +13,7 @@ import { listen } from "../../src/http/serve.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { createRootDir, testJobRoots } from "../support/jobRoots.ts"
+import { builtinOutputsStep } from "../support/builtinOutputs.ts"
 import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
 import { makeTestApp, type TestApp } from "../support/testApp.ts"
 
@@ -51,8 +52,13 @@ describe("with a server up", () => {
   const absent = join(work, "no-installation-here")
 
   beforeAll(async () => {
-    // One scripted turn per job that runs (two tests start one each).
-    model = await startOpenAIServer([{ kind: "turn", text: "Remote summary: one file." }, { kind: "turn", text: "Second summary." }])
+    // Two scripted turns per job that runs (two tests start one each): its contracted files, then its answer.
+    model = await startOpenAIServer([
+      builtinOutputsStep("codebase-inventory"),
+      { kind: "turn", text: "Remote summary: one file." },
+      builtinOutputsStep("codebase-inventory"),
+      { kind: "turn", text: "Second summary." }
+    ])
     made = await makeTestApp({ jobRoots: testJobRoots([work]), worker: { log: (l) => logs.push(l) }, appLog: (l) => logs.push(l) })
     await made.runtime.runPromise(
       Effect.gen(function* () {
@@ -78,7 +84,7 @@ describe("with a server up", () => {
     const r = await finished(spawnRun(work, { KINTSUGI_URL: url, KINTSUGI_TOKEN: token, KINTSUGI_DATA_DIR: absent }))
     expect(r.err).toBe("")
     expect(r.code).toBe(0)
-    expect(r.out).toContain("● codebase-inventory v1")
+    expect(r.out).toContain("● codebase-inventory v2")
     expect(r.out.split("Remote summary: one file.").length - 1).toBe(1)
     expect(r.out.split("✔ completed").length - 1).toBe(1)
     expect(r.out).toContain("outputs: ")

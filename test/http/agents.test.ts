@@ -37,7 +37,8 @@ describe("GET /api/admin/agents (catalog)", () => {
         builtin: true,
         description: expect.any(String),
         audience: "runtime",
-        version: 1,
+        // The release's number for its built-ins (their shipped `version:`), v2 since their output contracts.
+        version: 2,
         enabled: true,
         problems: [],
         binding: null,
@@ -124,7 +125,7 @@ describe("GET /api/admin/agents/:name", () => {
 
   test("a built-in agent, with its package files", async () => {
     const agent = (await get("/api/admin/agents/codebase-inventory")).json().agent
-    expect(agent).toMatchObject({ name: "codebase-inventory", builtin: true, version: 1, problems: [] })
+    expect(agent).toMatchObject({ name: "codebase-inventory", builtin: true, version: 2, problems: [] })
     const paths = agent.files.map((f: { path: string }) => f.path)
     expect(paths[0]).toBe("codebase-inventory.md")
     expect(paths).toContain("skills/report-format/SKILL.md")
@@ -265,9 +266,9 @@ describe("POST /api/admin/agents/:name/copy", () => {
     const original = (await get("/api/admin/agents/codebase-inventory")).json().agent
     expect(copy.package).toEqual({ ...original.package, name: "my-inventory" })
     const versions = (await get("/api/admin/agents/my-inventory/versions")).json().versions
-    expect(versions[0].note).toBe("copied from codebase-inventory v1")
-    // Same job definition, under the new id.
-    expect(await definitionOf("my-inventory")).toEqual({ ...(await definitionOf("codebase-inventory")), id: "my-inventory" })
+    expect(versions[0].note).toBe("copied from codebase-inventory v2")
+    // Same job definition, under the new id, as the copy's first version.
+    expect(await definitionOf("my-inventory")).toEqual({ ...(await definitionOf("codebase-inventory")), id: "my-inventory", version: 1 })
     // The copy is editable, the built-in is not.
     expect((await saveAgent(api, "my-inventory", { instructions: "Mine now.\n" })).version).toBe(2)
     expect((await send("PUT", "/api/admin/agents/codebase-inventory", createAgentFiles("codebase-inventory"))).status).toBe(409)
@@ -372,7 +373,7 @@ describe("GET /api/admin/agents/:name/definition", () => {
   test("a built-in resolves (every kernel tool: no tools key)", async () => {
     const d = await definitionOf("codebase-inventory")
     expect(d.id).toBe("codebase-inventory")
-    expect(d.version).toBe(1)
+    expect(d.version).toBe(2)
     expect("tools" in d).toBe(false)
     expect(d.skills.map((s: { name: string }) => s.name)).toContain("report-format")
   })

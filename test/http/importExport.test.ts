@@ -164,8 +164,10 @@ describe("GET /api/admin/agents/:name/export", () => {
     const r = await get("/api/admin/agents/codebase-inventory/export")
     expect(r.status).toBe(200)
     expect(Object.keys(unzipText(r.bytes))).toContain("codebase-inventory.md")
-    expect((await get("/api/admin/agents/codebase-inventory/export?version=1")).status).toBe(200)
-    expect((await get("/api/admin/agents/codebase-inventory/export?version=2")).status).toBe(404)
+    // Its output schema is part of the package, so of the export.
+    expect(Object.keys(unzipText(r.bytes))).toContain("schemas/inventory.schema.json")
+    expect((await get("/api/admin/agents/codebase-inventory/export?version=2")).status).toBe(200)
+    expect((await get("/api/admin/agents/codebase-inventory/export?version=1")).status).toBe(404)
     expect((await get("/api/admin/agents/never-created/export")).status).toBe(404)
   })
 
@@ -185,7 +187,8 @@ describe("GET /api/admin/agents/:name/export", () => {
     const exported = unzipText((await get("/api/admin/agents/risk-quality/export")).bytes)
     const r = await importBody({ files: renamed(exported, "risk-quality", "my-risk-quality") })
     expect(r.status).toBe(201)
-    expect(await definitionOf("my-risk-quality")).toEqual({ ...(await definitionOf("risk-quality")), id: "my-risk-quality" })
+    // The built-in is the release's v2; the import is the new agent's first version.
+    expect(await definitionOf("my-risk-quality")).toEqual({ ...(await definitionOf("risk-quality")), id: "my-risk-quality", version: 1 })
   })
 })
 

@@ -20,6 +20,7 @@ import { makeTestAppRuntime, type TestRuntime } from "../support/testApp.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { attr, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from "../support/otlpReceiver.ts"
+import { builtinOutputCalls } from "../support/builtinOutputs.ts"
 import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
 
 setDefaultTimeout(60_000)
@@ -83,9 +84,10 @@ const byId = (spans: ReadonlyArray<OtlpSpan>, id: string | undefined) => spans.f
 beforeAll(async () => {
   receiver = startOtlpReceiver()
   model = await startOpenAIServer([
-    { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }, { name: TOOL, arguments: { note: TASK } }], usage: { input: 1000, output: 100 } },
+    // codebase-inventory's output contract: each job writes inventory.md and inventory.json.
+    { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }, { name: TOOL, arguments: { note: TASK } }, ...builtinOutputCalls("codebase-inventory")], usage: { input: 1000, output: 100 } },
     { kind: "turn", text: `Read it. ${ANSWER}`, usage: { input: 1200, output: 20 } },
-    { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }], usage: { input: 1000, output: 100 } },
+    { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }, ...builtinOutputCalls("codebase-inventory")], usage: { input: 1000, output: 100 } },
     { kind: "turn", text: `Read it. ${ANSWER}`, usage: { input: 1200, output: 20 } }
   ])
   broken = await startOpenAIServer([{ kind: "http-error", status: 400, body: { error: { message: "bad request" } } }])
@@ -181,9 +183,9 @@ describe("one OTLP trace per job", () => {
       expect(turns.every((t) => t.parentSpanId === kernelJob[0]!.spanId)).toBe(true)
       expect(turns.map((t) => attr(t, "kintsugi.turn.number")).sort()).toEqual([1, 2])
       const tools = trace.filter((s) => s.name === "kintsugi.tool")
-      expect(tools.length).toBe(i === 0 ? 2 : 1)
+      expect(tools.length).toBe(i === 0 ? 4 : 3)
       for (const t of tools) expect(turns.map((t) => t.spanId)).toContain(t.parentSpanId!)
-      expect(tools.map((t) => attr(t, "gen_ai.tool.name")).sort()).toEqual(i === 0 ? ["(unknown)", "read"] : ["read"])
+      expect(tools.map((t) => attr(t, "gen_ai.tool.name")).sort()).toEqual(i === 0 ? ["(unknown)", "read", "write", "write"] : ["read", "write", "write"])
       expect(tools.every((t) => attr(t, "gen_ai.operation.name") === "execute_tool")).toBe(true)
       // Times come from the job child: each kernel span lies within the worker's span.
       for (const s of [...kernelJob, ...turns, ...tools]) {

@@ -145,7 +145,7 @@ describe("one meaning of an agent's version", () => {
     )
     expect(reasons).toEqual([["AgentUnavailable", "disabled"], ["AgentUnavailable", "member"], ["AgentUnavailable", "unknown"]])
     const builtin = await api.run(Effect.flatMap(AgentStore, (store) => store.definition("codebase-inventory")))
-    expect(builtin.version).toBe(1)
+    expect(builtin.version).toBe(2)
     expect(builtin.id).toBe("codebase-inventory")
   })
 })

@@ -35,6 +35,32 @@ describe("agent form", () => {
     }
   })
 
+  test("the output contract and grounding: one output per line (a schema after a space), back to the same front matter; a bad line is a problem at its line", () => {
+    const pkg = { ...builtinAgents().get("risk-quality")!, grounding: "required" as const }
+    const form = formFromPackage(pkg, offered)
+    expect([form.outputs, form.grounding]).toEqual(["risks.md\nrisks.json schemas/risks.schema.json", "required"])
+    expect(filesOf(form)).toEqual(serializeAgentPackage(pkg))
+    expect(filesOf(form)[0]?.content).toContain('grounding: required\noutputs:\n  - "risks.md"\n  - { file: "risks.json", schema: "schemas/risks.schema.json" }\n')
+    const bad = filesOfForm({ ...form, outputs: "risks.md\n\na b c" })
+    expect(Either.isLeft(bad) ? bad.left : []).toEqual([
+      { path: "risk-quality.md#outputs", message: "line 3: write a file name, or a file name and its schema (schemas/<name>.json), separated by a space" }
+    ])
+    const missing = problemsOf({ ...form, outputs: "risks.md\nrisks.json schemas/nope.json" })
+    const placed = placeProblems({ ...form, outputs: "risks.md\nrisks.json schemas/nope.json" }, missing)
+    expect(placed.bySlot.get("outputs")?.map((p) => p.message)).toEqual(["line 2: schemas/nope.json is not in the package"])
+  })
+
+  test("gate: evals survives the form: a package with it comes back with it, and the posted checkbox sets it", () => {
+    const pkg = { ...builtinAgents().get("risk-quality")!, gate: "evals" as const }
+    const form = formFromPackage(pkg, offered)
+    expect(form.gate).toBe("evals")
+    expect(filesOf(form)).toEqual(serializeAgentPackage(pkg))
+    expect(filesOf(form)[0]?.content).toContain("\ngate: evals\n")
+    expect(filesOf({ ...form, gate: "" })[0]?.content).not.toContain("gate:")
+    expect(formFromFields(new URLSearchParams([["gate", "evals"]])).gate).toBe("evals")
+    expect(formFromFields(new URLSearchParams([["gate", "anything"]])).gate).toBe("")
+  })
+
   test("explicit tools split into checkboxes (kernel, registered MCP) and other lines, and come back in one list", () => {
     const pkg = { ...[...builtinAgents().values()][0]!, tools: ["read", "mcp__kb__search", "mcp__wiki__*", "shell"] }
     const form = formFromPackage(pkg, offered)

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import type { BrowserContext, Page } from "playwright-core"
 import { createJobDirs, type JobDirs } from "../support/jobChild.ts"
+import { builtinOutputCalls } from "../support/builtinOutputs.ts"
 import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
 import { BROWSER_TEST_MS, MANAGER, startPortal, type Portal } from "./harness.ts"
 
@@ -31,7 +32,8 @@ const visit = async (path: string) => {
 
 beforeAll(async () => {
   server = await startOpenAIServer([
-    { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/a.ts" } }], usage: { input: 1000, output: 50 } },
+    // codebase-inventory's output contract: it reads, then writes inventory.md and inventory.json in the same turn.
+    { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/a.ts" } }, ...builtinOutputCalls("codebase-inventory")], usage: { input: 1000, output: 50 } },
     { kind: "turn", text: ANSWER, usage: { input: 1200, output: 30 }, chunkSize: 6, delayMs: 250 }
   ])
   dirs = createJobDirs({ "a.ts": "export const a = 1\n" })

@@ -15,6 +15,7 @@ import type { BrowserContext, Page } from "playwright-core"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { createJobDirs, MODEL_PRICES, type JobDirs } from "../support/jobChild.ts"
+import { builtinOutputCalls } from "../support/builtinOutputs.ts"
 import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
 import { BROWSER_TEST_MS, MANAGER, startPortal, type Portal } from "./harness.ts"
 
@@ -42,7 +43,8 @@ const fillRun = async (values: { task: string; root: string; readOnly: string; o
 
 beforeAll(async () => {
   server = await startOpenAIServer([
-    { kind: "turn", toolCalls: [{ name: "write", arguments: { path: "report.md", content: HOSTILE } }], usage: { input: 1000, output: 50 } },
+    // codebase-inventory's output contract: its report (hostile HTML here) and inventory.json.
+    { kind: "turn", toolCalls: builtinOutputCalls("codebase-inventory", HOSTILE), usage: { input: 1000, output: 50 } },
     { kind: "turn", text: ANSWER, usage: { input: 1200, output: 30 } },
     // The second job's model never answers: it is aborted.
     { kind: "stall" }
@@ -131,9 +133,9 @@ describe("jobs in the portal", () => {
     const events = page.locator("#job-events")
     await expect(events.locator(".ev-message").last().textContent()).resolves.toContain(ANSWER)
     expect(await events.locator(".ev time").count()).toBeGreaterThan(2)
-    const call = events.locator(".ev-call details")
+    const call = events.locator(".ev-call details").first()
     await call.locator("summary").click()
-    await expect(call.locator("pre").textContent()).resolves.toContain('"path": "report.md"')
+    await expect(call.locator("pre").textContent()).resolves.toContain('"path": "inventory.md"')
     // The final sections replaced the live ones: trace with nested spans, outputs, facts.
     await page.locator("#job-trace .spans-root > li").first().waitFor()
     expect(await page.locator("#job-trace .spans-root > li .spans li").count()).toBeGreaterThan(0)
@@ -145,8 +147,9 @@ describe("jobs in the portal", () => {
     // Output files: listed, viewable as plain text, downloadable; the hostile HTML never runs in our origin.
     await page.goto(jobUrl)
     const outputs = page.locator("#job-outputs")
-    await expect(outputs.locator("li code").textContent()).resolves.toBe("report.md")
-    const viewHref = (await outputs.getByRole("link", { name: "View" }).getAttribute("href")) ?? ""
+    await expect(outputs.locator("li code").allTextContents()).resolves.toEqual(["inventory.md", "inventory.json"])
+    const report = outputs.locator("li", { hasText: "inventory.md" })
+    const viewHref = (await report.getByRole("link", { name: "View" }).getAttribute("href")) ?? ""
     const view = await page.request.get(viewHref)
     expect(view.status()).toBe(200)
     expect(view.headers()["content-type"]).toBe("text/plain; charset=utf-8")
@@ -165,8 +168,8 @@ describe("jobs in the portal", () => {
     expect(await viewer.title()).not.toBe("pwned")
     expect(await viewer.locator("body").textContent()).toContain("<script>")
     await viewer.close()
-    const download = await page.request.get(((await outputs.getByRole("link", { name: "Download" }).getAttribute("href")) ?? ""))
-    expect(download.headers()["content-disposition"]).toStartWith('attachment; filename="report.md"')
+    const download = await page.request.get(((await report.getByRole("link", { name: "Download" }).getAttribute("href")) ?? ""))
+    expect(download.headers()["content-disposition"]).toStartWith('attachment; filename="inventory.md"')
     expect(download.headers()["content-type"]).toBe("application/octet-stream")
     // Only files the job reported, inside its outDir.
     const id = jobUrl.split("/").pop() ?? ""

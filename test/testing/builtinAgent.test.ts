@@ -24,10 +24,25 @@ test("codebase-inventory reads the manifest and writes its report", async () => 
         const manifest = toolResultsOf(request).at(-1) ?? ""
         const name = /"name": "([^"]+)"/.exec(manifest)?.[1] ?? "unknown"
         const content = `# Inventory\n\n| path | ecosystem | module |\n|---|---|---|\n| src/package.json:2 | npm | ${name} |\n`
-        return { kind: "turn", toolCalls: [{ name: "write", arguments: { path: "inventory.md", content } }] }
+        // inventory.json must satisfy the schema the package ships (schemas/inventory.schema.json).
+        const inventory = {
+          schema: "kintsugi.inventory/1", sourceRoot: "src", revision: null, summary: `An npm package, ${name}.`,
+          size: { files: 2, lines: 7, skipped: [] }, languages: [], modules: [], entryPoints: [],
+          tooling: { build: [], test: [], lint: [], ci: [], packaging: [], runtime: [] },
+          manifests: [{ path: "src/package.json", ecosystem: "npm", module: name, lockfile: null, dependencies: { runtime: 1, dev: 0 }, notable: [] }],
+          generatedCode: [], history: { available: false }, openQuestions: [],
+          coverage: { readInDepth: ["src/package.json"], sampled: [], skipped: [] }, injectionAttempts: []
+        }
+        return {
+          kind: "turn",
+          toolCalls: [
+            { name: "write", arguments: { path: "inventory.md", content } },
+            { name: "write", arguments: { path: "inventory.json", content: JSON.stringify(inventory, null, 2) } }
+          ]
+        }
       }
     },
-    { kind: "turn", text: "An npm package, todo-api. Wrote inventory.md." }
+    { kind: "turn", text: "An npm package, todo-api. Wrote inventory.md and inventory.json." }
   ])
 
   const run = await runAgent({
@@ -43,6 +58,7 @@ test("codebase-inventory reads the manifest and writes its report", async () => 
   expectEndedWith(run, "completed")
   expectRead(run, "src/package.json", [1, 5])
   expectWrote(run, "inventory.md", /\| src\/package\.json:2 \| npm \| todo-api \|/)
+  expectWrote(run, "inventory.json", /"module": "todo-api"/)
   // The agent's own instructions are the system prompt the model received.
   expect(server.requests[0]?.rawBody).toContain("You are the Codebase Inventory agent")
 })

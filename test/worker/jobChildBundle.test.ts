@@ -46,3 +46,21 @@ test.each(["openai-completions", "anthropic-messages"] as const)("the bundled ch
     dirs.cleanup()
   }
 })
+
+test("the bundled child checks an output against its JSON Schema (ajv loaded on demand inside the bundle): violation, fix, job.completed", async () => {
+  expect(entry).not.toBe("")
+  const write = (content: string) => ({ kind: "turn" as const, toolCalls: [{ name: "write", arguments: { path: "out.json", content } }] })
+  const server = await startOpenAIServer([write('{ "n": "one" }'), { kind: "turn", text: "done" }, write('{ "n": 1 }'), { kind: "turn", text: "fixed" }])
+  const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  try {
+    const schemaText = JSON.stringify({ type: "object", required: ["n"], properties: { n: { type: "integer" } } })
+    const job = createJob(dirs, { agent: { tools: ["write"], outputs: [{ file: "out.json", schema: "schemas/out.json", schemaText }] } })
+    const run = await runJobChild(createEnvelope(job, [createProvider(server, "openai-completions")]), { entry })
+    expect(run.events.at(-1)).toMatchObject({ type: "job.completed", summary: "fixed" })
+    expect(server.requests[2]?.rawBody).toContain("out.json at /n: must be integer (schemas/out.json)")
+    expect(run.code).toBe(0)
+  } finally {
+    await server.stop()
+    dirs.cleanup()
+  }
+})

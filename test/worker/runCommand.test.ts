@@ -14,6 +14,7 @@ import { commonAncestor, parseRunArgs } from "../../src/worker/runCommand.ts"
 import { childEnv } from "../support/jobChild.ts"
 import { createTestDataDir } from "../support/db.ts"
 import { testJobRoots } from "../support/jobRoots.ts"
+import { builtinOutputsStep } from "../support/builtinOutputs.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
@@ -38,7 +39,7 @@ test("runs a built-in agent through its binding and shows progress live", async 
   const { dataDir, cleanup } = await createTestDataDir()
   cleanups.push(cleanup)
   const server = await startOpenAIServer([
-    { kind: "turn", toolCalls: [{ name: "write", arguments: { path: "inventory.md", content: "# Inventory\n" } }], usage: { input: 500, output: 40 } },
+    builtinOutputsStep("codebase-inventory", "# Inventory\n", { input: 500, output: 40 }),
     { kind: "turn", text: "Inventory written.", usage: { input: 600, output: 10 } }
   ])
   cleanups.push(() => server.stop())
@@ -73,9 +74,10 @@ test("runs a built-in agent through its binding and shows progress live", async 
   )
   const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   expect({ code, err: err.slice(0, 500) }).toEqual({ code: 0, err: "" })
-  expect(out).toContain("● codebase-inventory v1")
+  expect(out).toContain("● codebase-inventory v2")
   expect(out).toContain("→ write")
   expect(out).toContain("wrote inventory.md")
+  expect(out).toContain("wrote inventory.json")
   expect(out).toContain("\n✔ completed\n")
   // The summary (the final message) once: streamed, not repeated after the verdict.
   expect(out.split("Inventory written.").length - 1).toBe(1)

@@ -21,6 +21,7 @@ import { makeTestAppRuntime, type TestRuntime } from "../support/testApp.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { isAlive } from "../support/processes.ts"
+import { builtinAnswerStep, builtinOutputsStep } from "../support/builtinOutputs.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
@@ -107,7 +108,7 @@ describe("the worker", () => {
   test("a job for a built-in agent: events persisted and streamed over SSE, outputs committed, completed with usage and cost", async () => {
     const server = await useProvider("gw", [
       { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }], usage: { input: 1000, output: 100 } },
-      { kind: "turn", toolCalls: [{ name: "write", arguments: { path: "inventory.md", content: "# Inventory\n\nOne file.\n" } }], usage: { input: 1200, output: 80 } },
+      builtinOutputsStep("codebase-inventory", "# Inventory\n\nOne file.\n", { input: 1200, output: 80 }),
       { kind: "turn", text: "Wrote inventory.md.", usage: { input: 1300, output: 20 } }
     ])
     await bind("codebase-inventory", "gw")
@@ -125,7 +126,7 @@ describe("the worker", () => {
     expect(types).toContain("output")
 
     const done = await waitSettled(job.id)
-    expect(done).toMatchObject({ status: "completed", summary: "Wrote inventory.md.", agentVersion: "1", model: "gw/m" })
+    expect(done).toMatchObject({ status: "completed", summary: "Wrote inventory.md.", agentVersion: "2", model: "gw/m" })
     const perM = (n: number, price: number) => (n * price) / 1e6
     expect(done.costUsd).toBeCloseTo(perM(3500, MODEL_PRICES.input) + perM(200, MODEL_PRICES.output), 12)
     expect(done.usage).toMatchObject({ inputTokens: 3500, outputTokens: 200, turns: 3 })
@@ -133,8 +134,8 @@ describe("the worker", () => {
     const stored = JSON.parse((await api("GET", `/api/jobs/${job.id}/events?format=json`)).text) as { events: Array<{ seq: number }> }
     expect(stored.events.length).toBe(frames.length)
     expect(done.outputs).toMatch(/^committed [0-9a-f]{12}$/)
-    expect(git(repo.root, "log", "-1", "--format=%s")).toBe(`kintsugi: codebase-inventory v1 (job ${job.id})`)
-    expect(git(repo.root, "show", "--name-only", "--format=", "HEAD")).toBe("out/inventory.md")
+    expect(git(repo.root, "log", "-1", "--format=%s")).toBe(`kintsugi: codebase-inventory v2 (job ${job.id})`)
+    expect(git(repo.root, "show", "--name-only", "--format=", "HEAD")).toBe("out/inventory.json\nout/inventory.md")
     // The key reached the provider, though no event, row or log line holds it.
     expect(server.requests[0]!.headers["authorization"]).toBe(`Bearer ${KEY}`)
   })
@@ -142,7 +143,7 @@ describe("the worker", () => {
   test("grounding (issue 17): counts stored with the job, in the API's job and in /metrics; the event lists the citations", async () => {
     await useProvider("gg", [
       { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }] },
-      { kind: "turn", toolCalls: [{ name: "write", arguments: { path: "inventory.md", content: "# Inventory\n\nmain at src/app.ts:1, helpers at src/app.ts:40.\n" } }] },
+      builtinOutputsStep("codebase-inventory", "# Inventory\n\nmain at src/app.ts:1, helpers at src/app.ts:40.\n"),
       { kind: "turn", text: "Wrote inventory.md." }
     ])
     await bind("codebase-inventory", "gg")
@@ -182,10 +183,10 @@ describe("the worker", () => {
     let release: () => void = () => {}
     const gate = new Promise<void>((r) => (release = r))
     const first = await useProvider("first", [
-      { kind: "fn", respond: async () => (await gate, { kind: "turn", toolCalls: [{ name: "ls", arguments: {} }] }) },
+      { kind: "fn", respond: async () => (await gate, builtinOutputsStep("domain-rules")) },
       { kind: "turn", text: "first done" }
     ])
-    const second = await useProvider("second", [{ kind: "turn", text: "second done" }])
+    const second = await useProvider("second", [builtinOutputsStep("domain-rules"), { kind: "turn", text: "second done" }])
     await bind("domain-rules", "first")
     const running = await startJob("domain-rules", createRepo())
     while (first.requests.length === 0) await Bun.sleep(20)
@@ -195,18 +196,19 @@ describe("the worker", () => {
     expect((await waitSettled(running.id)).summary).toBe("first done")
     expect((await waitSettled(next.id)).summary).toBe("second done")
     expect(first.requests.length).toBe(2)
-    expect(second.requests.length).toBe(1)
-  })
+    expect(second.requests.length).toBe(2)
+  }, 90_000)
 
   test("many queued jobs on several workers: each runs exactly once", async () => {
-    const steps: Array<Step> = Array.from({ length: 8 }, () => ({ kind: "turn", text: "ok" }))
+    // Each job writes its contracted files, then answers: two requests per job.
+    const steps: Array<Step> = Array.from({ length: 16 }, () => builtinAnswerStep("data-interfaces", "ok"))
     const server = await useProvider("many", steps)
     await bind("data-interfaces", "many")
     const repo = createRepo()
     const jobs = await Promise.all(Array.from({ length: 8 }, () => startJob("data-interfaces", repo)))
     const settled = await Promise.all(jobs.map((j) => waitSettled(j.id)))
     expect(settled.every((j) => j.status === "completed")).toBe(true)
-    expect(server.requests.length).toBe(8)
+    expect(server.requests.length).toBe(16)
     const starts = await rt.runPromise(
       Effect.flatMap(SqlClient, (sql) => sql<{ jobId: string; n: string }>`SELECT job_id, count(*) AS n FROM runtime.job_event WHERE type = 'job.started' GROUP BY job_id`)
     )

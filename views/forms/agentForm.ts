@@ -35,6 +35,12 @@ export interface AgentForm {
   readonly thinking: string
   /** Deny-command patterns, one per line. */
   readonly denyPatterns: string
+  /** "required" or "" (not set). */
+  readonly grounding: string
+  /** "evals" or "" (not set): a new version goes live only when its evals pass. */
+  readonly gate: string
+  /** The output contract, one file per line: `report.md`, or `findings.json schemas/findings.schema.json`. */
+  readonly outputs: string
   readonly instructions: string
   readonly localSkills: ReadonlyArray<FormRow>
   readonly files: ReadonlyArray<FormRow>
@@ -76,6 +82,9 @@ export const formFromFields = (f: Fields, fixedName?: string): AgentForm => ({
   skills: f.getAll("skills").map(line),
   thinking: line(f.get("thinking")),
   denyPatterns: text(f.get("denyPatterns")),
+  grounding: line(f.get("grounding")) === "required" ? "required" : "",
+  gate: line(f.get("gate")) === "evals" ? "evals" : "",
+  outputs: text(f.get("outputs")),
   instructions: text(f.get("instructions")),
   localSkills: rows(f, "ls", "s"),
   files: rows(f, "file", "f")
@@ -101,6 +110,9 @@ export const formFromPackage = (pkg: AgentPackage, offered: OfferedTools): Agent
     skills: pkg.skills ?? [],
     thinking: pkg.thinking ?? "",
     denyPatterns: (pkg.denyCommandPatterns ?? []).join("\n"),
+    grounding: pkg.grounding ?? "",
+    gate: pkg.gate ?? "",
+    outputs: (pkg.outputs ?? []).map((o) => (typeof o === "string" ? o : `${o.file} ${o.schema}`)).join("\n"),
     instructions: pkg.instructions,
     localSkills: pkg.localSkills.map((s, i) => ({ key: `s${i}`, name: s.name, content: s.content })),
     // Eval files and fixtures (docs/evals.md) are rows like the other package files, so a save keeps them.
@@ -120,6 +132,9 @@ export const blankForm = (kernelTools: ReadonlyArray<string>): AgentForm => ({
   skills: [],
   thinking: "",
   denyPatterns: "",
+  grounding: "",
+  gate: "",
+  outputs: "",
   instructions: "",
   localSkills: [],
   files: []
@@ -153,9 +168,15 @@ export const filesOfForm = (form: AgentForm): Either.Either<Array<{ path: string
   if (Either.isLeft(audience)) problems.push(...audience.left.map((p) => ({ path: `${mainFile(form)}#metadata.audience`, message: p.message })))
   const thinking = form.thinking === "" ? Either.right(undefined) : decodeAll(ThinkingLevel)(form.thinking)
   if (Either.isLeft(thinking)) problems.push(...thinking.left.map((p) => ({ path: `${mainFile(form)}#thinking`, message: p.message })))
-  if (Either.isLeft(audience) || Either.isLeft(thinking)) return Either.left(problems)
+  // One output per line: a file name, or a file name and its schema's path.
+  const outputs = listLines(form.outputs).map((l) => ({ ...l, words: l.text.trim().split(/\s+/) }))
+  for (const o of outputs.filter((o) => o.words.length > 2)) {
+    problems.push({ path: `${mainFile(form)}#outputs`, message: `line ${o.line}: write a file name, or a file name and its schema (schemas/<name>.json), separated by a space` })
+  }
+  if (Either.isLeft(audience) || Either.isLeft(thinking) || problems.length > 0) return Either.left(problems)
   const tools = toolsOf(form)
   const deny = listLines(form.denyPatterns).map((l) => l.text)
+  const contract = outputs.map(({ words: [file = "", schema] }) => (schema === undefined ? file : { file, schema }))
   const pkg: AgentPackage = {
     name: form.name,
     version: versionLabel(form.version),
@@ -164,6 +185,9 @@ export const filesOfForm = (form: AgentForm): Either.Either<Array<{ path: string
     ...(form.skills.length > 0 ? { skills: form.skills } : {}),
     ...(thinking.right !== undefined ? { thinking: thinking.right } : {}),
     ...(deny.length > 0 ? { denyCommandPatterns: deny } : {}),
+    ...(form.grounding === "required" ? { grounding: "required" as const } : {}),
+    ...(form.gate === "evals" ? { gate: "evals" as const } : {}),
+    ...(contract.length > 0 ? { outputs: contract } : {}),
     audience: audience.right,
     instructions: form.instructions,
     localSkills: form.localSkills.filter((r) => !isBlank(r)).map((r) => ({ name: r.name.trim(), content: r.content })),
@@ -178,7 +202,7 @@ export interface PlacedProblems {
   readonly general: ReadonlyArray<Problem>
 }
 
-export const FIELD_SLOTS = ["name", "version", "description", "audience", "tools", "otherTools", "skills", "thinking", "deny", "instructions"] as const
+export const FIELD_SLOTS = ["name", "version", "description", "audience", "tools", "otherTools", "skills", "thinking", "deny", "grounding", "gate", "outputs", "instructions"] as const
 
 const FRONT_MATTER_SLOT: ReadonlyArray<readonly [RegExp, string]> = [
   [/^name$/, "name"],
@@ -187,6 +211,9 @@ const FRONT_MATTER_SLOT: ReadonlyArray<readonly [RegExp, string]> = [
   [/^skills(\.|$)/, "skills"],
   [/^thinking$/, "thinking"],
   [/^deny-command-patterns(\.|$)/, "deny"],
+  [/^grounding$/, "grounding"],
+  [/^gate$/, "gate"],
+  [/^outputs(\.|$)/, "outputs"],
   [/^metadata(\.|$)/, "audience"],
   [/^body$/, "instructions"]
 ]
@@ -202,6 +229,7 @@ export const placeProblems = (form: AgentForm, problems: ReadonlyArray<Problem>)
   const main = `${mainFile(form)}#`
   const kernelCount = form.toolsMode === "all" ? 0 : form.tools.length
   const denyLines = listLines(form.denyPatterns)
+  const outputLines = listLines(form.outputs)
   const otherLines = listLines(form.otherTools)
   for (const p of problems) {
     if (p.path.startsWith(main)) {
@@ -215,7 +243,9 @@ export const placeProblems = (form: AgentForm, problems: ReadonlyArray<Problem>)
       }
       const slot = FRONT_MATTER_SLOT.find(([re]) => re.test(field))?.[1]
       const deny = slot === "deny" ? denyLines[index(field)] : undefined
+      const output = slot === "outputs" ? outputLines[Number(/^outputs\.(\d+)/.exec(field)?.[1] ?? "-1")] : undefined
       if (deny !== undefined) put("deny", { path: p.path, message: `line ${deny.line}: ${p.message}` })
+      else if (output !== undefined) put("outputs", { path: p.path, message: `line ${output.line}: ${p.message}` })
       else if (slot !== undefined) put(slot, p)
       else general.push(p)
       continue

@@ -80,6 +80,26 @@ const behaviour = (form: AgentForm, placed: PlacedProblems): Html => html`
       placed,
       html`One RE2 regular expression per line, checked against every <code>shell</code> and <code>git</code> command. A tripwire, not a boundary: a determined model can spell around them.`
     )}
+  </fieldset>
+  <fieldset>
+    <legend>Output contract</legend>
+    ${field(
+      "outputs",
+      "Output files",
+      (d) => textArea("f-outputs", "outputs", form.outputs, 3, d, html` class="mono"`),
+      placed,
+      html`One file per line that every job must write, relative to the output folder. For a JSON file that must match a JSON Schema of this package, add the schema's path after a space: <code>findings.json schemas/findings.schema.json</code> (the schema is a package file below).`
+    )}
+    <div class="field" data-slot="grounding">
+      <label class="check"><input type="checkbox" id="f-grounding" name="grounding" value="required"${form.grounding === "required" ? html` checked` : html``} aria-describedby="${slotId("grounding")}">
+        Grounding required: a job whose outputs cite lines it never read fails</label>
+      ${fieldProblems("grounding", placed.bySlot.get("grounding"))}
+    </div>
+    <div class="field" data-slot="gate">
+      <label class="check"><input type="checkbox" id="f-gate" name="gate" value="evals"${form.gate === "evals" ? html` checked` : html``} aria-describedby="${slotId("gate")}">
+        Gate on evals: a new version goes live only when its evals pass (it is saved either way)</label>
+      ${fieldProblems("gate", placed.bySlot.get("gate"))}
+    </div>
   </fieldset>`
 
 const SLOT_LABELS: Readonly<Record<string, string>> = {
@@ -92,6 +112,9 @@ const SLOT_LABELS: Readonly<Record<string, string>> = {
   skills: "Shared skills",
   thinking: "Thinking",
   deny: "Deny-command patterns",
+  grounding: "Grounding required",
+  gate: "Gate on evals",
+  outputs: "Output files",
   instructions: "Instructions"
 }
 

@@ -5,7 +5,7 @@
  * (readFileSyncChecked: O_NOFOLLOW, regular file, descriptor inside the read-only root). Loads no
  * Effect, so it starts in a few milliseconds.
  */
-import { readFileSyncChecked, type Scratch } from "./confinementSync.ts"
+import { closeQuietly, isInside, openDirSyncChecked, readFileAtSyncChecked, readFileSyncChecked, type CheckedDir, type Scratch } from "./confinementSync.ts"
 import { buildMatcher, isBinaryHead, scanBytes, type FileHits, type LineMatcher } from "./grepScan.ts"
 
 /** One search: the pattern, how much to collect per file, and the read-only root its files must lie in. */
@@ -43,12 +43,38 @@ let status: Float64Array | undefined
 let cached: { readonly key: string; readonly matcher: LineMatcher } | undefined
 const scratch: Scratch = { buf: Buffer.allocUnsafe(256 * 1024) }
 
-const scanOne = (spec: ScanSpec, matcher: LineMatcher, file: string): FileResult => {
-  const bytes = readFileSyncChecked(file, spec.root, spec.maxBytes, scratch, isBinaryHead)
+/**
+ * The directory of the files being scanned: consecutive files of one directory (the walk's order) are
+ * opened relative to one verified descriptor (confinementSync.ts); `checked` undefined = read by path.
+ */
+interface OpenDir {
+  readonly path: string
+  readonly checked: CheckedDir | undefined
+}
+
+const closeDir = (dir: OpenDir | undefined) => {
+  if (dir?.checked !== undefined) closeQuietly(dir.checked.fd)
+}
+
+const scanOne = (spec: ScanSpec, matcher: LineMatcher, file: string, dir: OpenDir | undefined): FileResult => {
+  const name = file.slice(file.lastIndexOf("/") + 1)
+  const bytes =
+    dir?.checked !== undefined ? readFileAtSyncChecked(dir.checked, name, spec.maxBytes, scratch, isBinaryHead)
+    : readFileSyncChecked(file, spec.root, spec.maxBytes, scratch, isBinaryHead)
   if (bytes === undefined) return "unreadable"
   if (bytes === "too-large") return "too-large"
   if (bytes === "skipped") return "none"
   return scanBytes(bytes, matcher, spec.context, spec.limit) ?? "none"
+}
+
+/** The open directory for `file`: `current` when it is the same, else a newly opened one (the old one closed). */
+const dirFor = (file: string, root: string, current: OpenDir | undefined): OpenDir => {
+  const slash = file.lastIndexOf("/")
+  const path = slash <= 0 ? "/" : file.slice(0, slash)
+  if (current?.path === path) return current
+  closeDir(current)
+  // A directory outside the root (the root is a single file) is never opened: its files are read by path.
+  return { path, checked: isInside(path, root) ? openDirSyncChecked(path, root) : undefined }
 }
 
 self.onmessage = (event: MessageEvent<ToWorker>) => {
@@ -64,15 +90,25 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     const key = JSON.stringify([spec.pattern, spec.literal, spec.ignoreCase])
     if (cached?.key !== key) cached = { key, matcher: buildMatcher(spec.pattern, spec) }
     const matcher = cached.matcher
-    const results = msg.files.map((file, k): FileResult => {
-      if (cancel !== undefined && Atomics.load(cancel, msg.call % cancel.length) === msg.call) return "cancelled"
-      if (status !== undefined) {
-        status[1] = msg.first + k
-        status[2] = Date.now()
-        status[0] = msg.call
+    const results: Array<FileResult> = []
+    let dir: OpenDir | undefined
+    try {
+      for (const [k, file] of msg.files.entries()) {
+        if (cancel !== undefined && Atomics.load(cancel, msg.call % cancel.length) === msg.call) {
+          results.push("cancelled")
+          continue
+        }
+        if (status !== undefined) {
+          status[1] = msg.first + k
+          status[2] = Date.now()
+          status[0] = msg.call
+        }
+        dir = dirFor(file, spec.root, dir)
+        results.push(scanOne(spec, matcher, file, dir))
       }
-      return scanOne(spec, matcher, file)
-    })
+    } finally {
+      closeDir(dir)
+    }
     if (status !== undefined) status[0] = -1
     self.postMessage({ type: "scanned", call: msg.call, first: msg.first, results } satisfies FromWorker)
   } catch (e) {

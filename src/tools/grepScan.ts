@@ -387,11 +387,12 @@ const exactBytesFilter = (needles: ReadonlyArray<Buffer>) => (bytes: Buffer) => 
 
 /**
  * A byte prefilter for a case-insensitive ASCII literal: every byte of the file and of the literal is
- * OR-ed with 0x20 (four bytes at a time), then one memmem. That folds ASCII letters to lower case and
- * maps a few punctuation pairs onto each other (`@` and `` ` ``, `[` and `{`…), which only adds
- * candidates (the line test decides); bytes of multi-byte UTF-8 stay >= 0x80. Non-ASCII text folds onto
- * ASCII letters only through U+212A KELVIN SIGN (k) and U+017F LONG S (s), so a file holding either
- * passes. Undefined for a non-ASCII literal.
+ * OR-ed with 0x20 (four bytes at a time, straight from the read buffer), then one memmem. That folds
+ * ASCII letters to lower case and maps a few punctuation pairs onto each other (`@` and `` ` ``, `[` and
+ * `{`…), which only adds candidates (the line test decides); bytes of multi-byte UTF-8 stay >= 0x80.
+ * Non-ASCII text folds onto ASCII letters only through U+212A KELVIN SIGN (k) and U+017F LONG S (s), so
+ * a file holding either passes; the same pass notes whether any byte is >= 0x80, and a file of ASCII
+ * bytes alone is not searched for them. Undefined for a non-ASCII literal.
  */
 const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | undefined => {
   if (!/^[\x20-\x7e]+$/.test(literal)) return undefined
@@ -399,13 +400,26 @@ const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | 
   const folded = Buffer.from(Array.from(Buffer.from(literal, "latin1"), (c) => c | 0x20))
   let scratch = new Uint32Array(16 * 1024)
   return (bytes) => {
-    if (special.some((n) => bytes.indexOf(n) !== -1)) return true
-    const words = Math.ceil(bytes.length / 4)
-    if (scratch.length < words) scratch = new Uint32Array(Math.max(words, scratch.length * 2))
-    const out = Buffer.from(scratch.buffer, 0, words * 4)
-    bytes.copy(out, 0, 0, bytes.length)
-    for (let i = 0; i < words; i++) scratch[i] = (scratch[i] ?? 0) | 0x20202020
-    return out.subarray(0, bytes.length).indexOf(folded) !== -1
+    const words = bytes.length >>> 2
+    if (scratch.length <= words) scratch = new Uint32Array(Math.max(words + 1, scratch.length * 2))
+    const out = Buffer.from(scratch.buffer, 0, bytes.length)
+    // The workers' read buffer is 4-byte aligned: its words are read in place; anything else is copied first.
+    const aligned = bytes.byteOffset % 4 === 0
+    if (!aligned) bytes.copy(out)
+    const src = aligned ? new Uint32Array(bytes.buffer, bytes.byteOffset, words) : scratch
+    let high = 0
+    for (let i = 0; i < words; i++) {
+      const w = src[i] ?? 0
+      high |= w
+      scratch[i] = w | 0x20202020
+    }
+    for (let i = words * 4; i < bytes.length; i++) {
+      const b = bytes[i] ?? 0
+      high |= b
+      out[i] = b | 0x20
+    }
+    if (out.indexOf(folded) !== -1) return true
+    return (high & 0x80808080) !== 0 && special.some((n) => bytes.indexOf(n) !== -1)
   }
 }
 

@@ -1,9 +1,10 @@
 /**
  * A grep search worker (a Bun Worker run by grepPool.ts): scans the files grep's walk hands it, in the
  * order given, and answers with each file's matching lines. It never resolves a path: it opens exactly
- * the paths the parent's verified walk produced, through the same descriptor checks as before
- * (readFileSyncChecked: O_NOFOLLOW, regular file, descriptor inside the read-only root). Loads no
- * Effect, so it starts in a few milliseconds.
+ * the paths the parent's verified walk produced, each directory once through a verified descriptor and
+ * its files by name relative to it (openDirSyncChecked, readFileAtSyncChecked: O_NOFOLLOW, regular
+ * file), else by path with the per-file checks (readFileSyncChecked: descriptor inside the read-only
+ * root). Loads no Effect, so it starts in a few milliseconds.
  */
 import { closeQuietly, isInside, openDirSyncChecked, readFileAtSyncChecked, readFileSyncChecked, type CheckedDir, type Scratch } from "./confinementSync.ts"
 import { buildMatcher, isBinaryHead, scanBytes, type FileHits, type LineMatcher } from "./grepScan.ts"

@@ -351,7 +351,7 @@ export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher
     const line = new RegExp(native, opts.ignoreCase ? "iu" : "u")
     // With "m", ^ and $ also match around "\r" (and U+2028/9): more positions, so still a superset.
     const whole = new RegExp(native, opts.ignoreCase ? "gimu" : "gmu")
-    const latin1 = bytesFilter === undefined && !opts.ignoreCase && asciiOnly(native) ? whole : undefined
+    const latin1 = bytesFilter === undefined && !opts.ignoreCase && asciiOnly(native)
     const nextCandidate = (text: string, from: number): number => {
       whole.lastIndex = from
       return whole.exec(text)?.index ?? -1
@@ -359,7 +359,7 @@ export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher
     return {
       engine: "native",
       mayMatchBytes: (bytes) =>
-        bytesFilter !== undefined ? bytesFilter(bytes) : latin1 === undefined || nextCandidate(bytes.toString("latin1"), 0) !== -1,
+        bytesFilter !== undefined ? bytesFilter(bytes) : !latin1 || nextCandidate(bytes.toString("latin1"), 0) !== -1,
       // The whole-text search is nextCandidate's, made while scanning.
       mayMatchText: () => true,
       test: (l) => (exactLiteral !== undefined && !l.includes(exactLiteral) ? false : line.test(l)),

@@ -134,20 +134,30 @@ const readRegularFd = (
 /** O_CLOEXEC on Linux x64 and arm64 (fs.constants lacks it; fs.openSync always sets it). */
 const O_CLOEXEC = 0o2000000
 
-type OpenAt = (dirFd: number, name: Uint8Array, flags: number) => number
-let openAtFn: OpenAt | null | undefined
+interface LibcAt {
+  readonly openat: (dirFd: number, name: Uint8Array, flags: number) => number
+  /** getdents64(2): fills `buf` with linux_dirent64 records; bytes used, 0 at the end, -1 on error. */
+  readonly getdents64: (fd: number, buf: Uint8Array, size: number) => number
+}
+let libcAt: LibcAt | null | undefined
 
-const libcOpenAt = (): OpenAt | null => {
-  if (openAtFn !== undefined) return openAtFn
-  openAtFn = null
-  if (!onLinux || (process.arch !== "x64" && process.arch !== "arm64")) return openAtFn
+const libc = (): LibcAt | null => {
+  if (libcAt !== undefined) return libcAt
+  libcAt = null
+  if (!onLinux || (process.arch !== "x64" && process.arch !== "arm64")) return libcAt
   try {
-    const lib = dlopen("libc.so.6", { openat: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 } })
-    openAtFn = (dirFd, name, flags) => lib.symbols.openat(dirFd, name, flags)
+    const lib = dlopen("libc.so.6", {
+      openat: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+      getdents64: { args: [FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i64_fast }
+    })
+    libcAt = {
+      openat: (dirFd, name, flags) => lib.symbols.openat(dirFd, name, flags),
+      getdents64: (fd, buf, size) => Number(lib.symbols.getdents64(fd, buf, size))
+    }
   } catch {
     // No glibc here: callers read by path.
   }
-  return openAtFn
+  return libcAt
 }
 
 /** A directory opened for `readFileAtSyncChecked`; close it with closeQuietly(fd). */
@@ -162,7 +172,7 @@ export interface CheckedDir {
  * of listDirSync) for reading its files by name; undefined when it is not, or openat is unavailable.
  */
 export const openDirSyncChecked = (dir: string, root: string): CheckedDir | undefined => {
-  if (libcOpenAt() === null) return undefined
+  if (libc() === null) return undefined
   let fd = -1
   try {
     fd = fs.openSync(dir, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK | C.O_DIRECTORY)
@@ -179,6 +189,61 @@ export const openDirSyncChecked = (dir: string, root: string): CheckedDir | unde
 
 const encoder = new TextEncoder()
 
+/** Opens `name` (one path component) relative to `dir` with `flags` plus O_NOFOLLOW, O_NONBLOCK, O_CLOEXEC; -1 when it cannot. */
+const openNameAt = (dir: CheckedDir, name: string, flags: number): number => {
+  const lib = libc()
+  if (lib === null || name === "" || name === "." || name === ".." || name.includes("/") || name.includes("\0")) return -1
+  if (dir.name.length < name.length * 3 + 1) dir.name = new Uint8Array(name.length * 3 + 1)
+  const { written } = encoder.encodeInto(name, dir.name)
+  dir.name[written] = 0
+  return lib.openat(dir.fd, dir.name, flags | C.O_NOFOLLOW | C.O_NONBLOCK | O_CLOEXEC)
+}
+
+/**
+ * The subdirectory `name` of a checked directory, opened relative to it (O_DIRECTORY, O_NOFOLLOW): an
+ * entry of a directory inside the root that is itself a directory, not a symlink, so inside the root
+ * by construction; undefined when it is not. Close it with closeQuietly(fd).
+ */
+export const openSubdirAt = (dir: CheckedDir, name: string): CheckedDir | undefined => {
+  const fd = openNameAt(dir, name, C.O_RDONLY | C.O_DIRECTORY)
+  return fd < 0 ? undefined : { fd, name: dir.name }
+}
+
+/** A directory entry: its kind from the directory itself (d_type, never following a link), undefined when the filesystem does not say. */
+export interface DirEntry {
+  readonly name: string
+  readonly kind: "dir" | "file" | "symlink" | "other" | undefined
+}
+
+/** d_type: DT_UNKNOWN 0, DT_DIR 4, DT_REG 8, DT_LNK 10; FIFOs, sockets and devices are "other". */
+const kindOf = (dType: number): DirEntry["kind"] =>
+  dType === 4 ? "dir" : dType === 8 ? "file" : dType === 10 ? "symlink" : dType === 0 ? undefined : "other"
+let direntBuf: Uint8Array | undefined
+const utf8 = new TextDecoder()
+
+/** The entries of a checked directory (without "." and ".."), read with getdents64; undefined when it cannot be read. */
+export const listDirAt = (dir: CheckedDir): Array<DirEntry> | undefined => {
+  const lib = libc()
+  if (lib === null) return undefined
+  direntBuf ??= new Uint8Array(64 * 1024)
+  const buf = direntBuf
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength)
+  const out: Array<DirEntry> = []
+  for (;;) {
+    const n = lib.getdents64(dir.fd, buf, buf.length)
+    if (n < 0) return undefined
+    if (n === 0) return out
+    // struct linux_dirent64: u64 d_ino, s64 d_off, u16 d_reclen, u8 d_type, NUL-terminated d_name.
+    for (let off = 0; off < n; ) {
+      const reclen = view.getUint16(off + 16, true)
+      const end = buf.indexOf(0, off + 19)
+      const name = utf8.decode(buf.subarray(off + 19, end < 0 || end > off + reclen ? off + reclen : end))
+      if (name !== "." && name !== "..") out.push({ name, kind: kindOf(buf[off + 18] ?? 0) })
+      off += reclen
+    }
+  }
+}
+
 /**
  * readFileSyncChecked for the entry `name` of a directory opened by openDirSyncChecked: `name` must be
  * one path component (no "/", not "." or ".."); the file is opened with openat, O_NOFOLLOW and
@@ -191,12 +256,7 @@ export const readFileAtSyncChecked = (
   scratch: Scratch,
   skipByHead?: (head: Buffer) => boolean
 ): Buffer | "too-large" | "skipped" | undefined => {
-  const openAt = libcOpenAt()
-  if (openAt === null || name === "" || name === "." || name === ".." || name.includes("/") || name.includes("\0")) return undefined
-  if (dir.name.length < name.length * 3 + 1) dir.name = new Uint8Array(name.length * 3 + 1)
-  const { written } = encoder.encodeInto(name, dir.name)
-  dir.name[written] = 0
-  const fd = openAt(dir.fd, dir.name, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK | O_CLOEXEC)
+  const fd = openNameAt(dir, name, C.O_RDONLY)
   if (fd < 0) return undefined
   try {
     return readRegularFd(fd, maxBytes, scratch, skipByHead)

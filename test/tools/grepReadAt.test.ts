@@ -1,15 +1,18 @@
 /**
  * grep's fast paths: workers open files relative to a directory descriptor verified once (openat,
- * O_NOFOLLOW) and refuse whatever the per-file checks refuse; only the lines holding a whole-text
- * match candidate are tested, with exactly the answer of testing every line; the case-insensitive byte
- * prefilter answers the same for any alignment of its input.
+ * O_NOFOLLOW) and refuse whatever the per-file checks refuse; the walk opens subdirectories relative to
+ * their parent (openat, O_DIRECTORY, O_NOFOLLOW), lists them with getdents64 and releases its
+ * descriptors when stopped early; only the lines holding a whole-text match candidate are tested, with
+ * exactly the answer of testing every line; the case-insensitive byte prefilter answers the same for
+ * any alignment of its input.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import fs from "node:fs"
 import path from "node:path"
-import { closeQuietly, openDirSyncChecked, readFileAtSyncChecked, type Scratch } from "../../src/tools/confinementSync.ts"
+import { closeQuietly, listDirAt, openDirSyncChecked, openSubdirAt, readFileAtSyncChecked, type Scratch } from "../../src/tools/confinementSync.ts"
 import { startSearch, type FileResult } from "../../src/tools/grepPool.ts"
 import { buildMatcher, scanBytes, type LineMatcher } from "../../src/tools/grepScan.ts"
+import { drive, walkTree, type WalkStatus } from "../../src/tools/walkTree.ts"
 import { createWorkspaceTree, type WorkspaceTree } from "../support/workspace.ts"
 
 setDefaultTimeout(60_000)
@@ -77,6 +80,66 @@ describe.skipIf(!onLinux)("reading files relative to a verified directory descri
     expect(results.slice(0, 3)).toEqual(["unreadable", "unreadable", "unreadable"])
     expect(JSON.stringify(results)).not.toContain("CANARY")
     expect(results[3]).toMatchObject({ hits: [0], hitText: ["needle one"] })
+  })
+})
+
+describe.skipIf(!onLinux)("the walk through directory descriptors", () => {
+  test("a subdirectory opens relative to its parent only when it is a real directory entry", () => {
+    const ro = openDirSyncChecked(t.ro, t.ro)
+    if (ro === undefined) throw new Error("ro did not open")
+    try {
+      fs.mkdirSync(path.join(t.ro, "sub"), { recursive: true })
+      const sub = openSubdirAt(ro, "sub")
+      expect(sub).toBeDefined()
+      if (sub !== undefined) closeQuietly(sub.fd)
+      for (const name of ["linkdir", "plain.txt", "fifo", "..", ".", "", "sub/..", "missing"]) {
+        expect(`${JSON.stringify(name)}: ${openSubdirAt(ro, name) === undefined}`).toBe(`${JSON.stringify(name)}: true`)
+      }
+      const listed = new Map(listDirAt(ro)?.map((e) => [e.name, e.kind]))
+      expect(listed.has(".")).toBe(false)
+      expect(listed.has("..")).toBe(false)
+      expect([listed.get("plain.txt"), listed.get("sub"), listed.get("link.txt"), listed.get("linkdir"), listed.get("fifo")]).toEqual(["file", "dir", "symlink", "symlink", "other"])
+    } finally {
+      closeQuietly(ro.fd)
+    }
+  })
+
+  test("a directory swapped for a symlink to outside while the walk runs is not descended", async () => {
+    const tree = await createWorkspaceTree(
+      { "ro/a/1.txt": "x", "ro/a/2.txt": "x", "ro/b/3.txt": "x" },
+      { outsideFiles: { "secret/canary.txt": "CANARY-94" } }
+    )
+    try {
+      const status: WalkStatus = { entries: 0, stopped: undefined }
+      const walk = walkTree(tree.ro, tree.ro, { maxEntries: 100, maxDepth: 8 }, status)
+      const seen = [walk.next().value?.rel]
+      // ro/a is being walked; ro/b is not opened yet.
+      fs.rmSync(path.join(tree.ro, "b"), { recursive: true })
+      fs.symlinkSync(path.join(tree.outside, "secret"), path.join(tree.ro, "b"))
+      for (const e of walk) seen.push(e.rel)
+      // ro/b was listed as a directory; opened now, it is a symlink: skipped, its target never listed.
+      expect(seen).toEqual(["a/1.txt", "a/2.txt"])
+    } finally {
+      await tree.cleanup()
+    }
+  })
+
+  test("a walk stopped early (a limit, the deadline) releases every directory descriptor it held", async () => {
+    const deep: Record<string, string> = {}
+    for (let i = 0; i < 30; i++) deep[`ro/${"d/".repeat(i)}f${i}.txt`] = "x"
+    const tree = await createWorkspaceTree(deep)
+    try {
+      const open = () => fs.readdirSync("/proc/self/fd").length
+      const before = open()
+      const status: WalkStatus = { entries: 0, stopped: undefined }
+      let files = 0
+      const walk = walkTree(tree.ro, tree.ro, { maxEntries: 1000, maxDepth: 64 }, status)
+      await drive(walk, { signal: new AbortController().signal, deadline: performance.now() + 30_000, progress: () => {}, status }, () => ++files < 25)
+      expect(files).toBe(25)
+      expect(open()).toBe(before)
+    } finally {
+      await tree.cleanup()
+    }
   })
 })
 

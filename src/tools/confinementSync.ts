@@ -124,12 +124,14 @@ const readRegularFd = (
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Reading many files of one directory (grep's workers): the directory is opened and verified once
-// (listDirSync's checks), and each name is opened relative to that descriptor with openat(2) and
-// O_NOFOLLOW. The kernel then resolves one component inside a directory that was verified to be
-// inside the root: no path walk from "/", and no readlink per file (together about half of the cost
-// of reading a small file). openat is reached through bun:ffi (Node's fs has no *at calls); where it is
-// missing (not Linux, no glibc) `openDirSyncChecked` says so and the caller reads by path.
+// Reading many files of one directory (grep's workers) and walking a tree (walkTree.ts): a directory
+// is opened and verified once (listDirSync's checks), and each name in it (a file, or a subdirectory
+// to walk) is opened relative to that descriptor with openat(2) and O_NOFOLLOW. The kernel then
+// resolves one component inside a directory that was verified to be inside the root: no path walk
+// from "/", and no readlink per file (together about half of the cost of reading a small file).
+// Directories are listed with getdents64 on the same descriptor. Both calls are reached through bun:ffi
+// (Node's fs has no *at calls); where they are missing (not Linux, no glibc) `openDirSyncChecked` says
+// so and callers work by path.
 
 /** O_CLOEXEC on Linux x64 and arm64 (fs.constants lacks it; fs.openSync always sets it). */
 const O_CLOEXEC = 0o2000000
@@ -233,9 +235,11 @@ export const listDirAt = (dir: CheckedDir): Array<DirEntry> | undefined => {
     const n = lib.getdents64(dir.fd, buf, buf.length)
     if (n < 0) return undefined
     if (n === 0) return out
-    // struct linux_dirent64: u64 d_ino, s64 d_off, u16 d_reclen, u8 d_type, NUL-terminated d_name.
+    // struct linux_dirent64: u64 d_ino, s64 d_off, u16 d_reclen, u8 d_type, NUL-terminated d_name
+    // (little-endian: x64 and arm64).
     for (let off = 0; off < n; ) {
       const reclen = view.getUint16(off + 16, true)
+      if (reclen === 0) return undefined
       const end = buf.indexOf(0, off + 19)
       const name = utf8.decode(buf.subarray(off + 19, end < 0 || end > off + reclen ? off + reclen : end))
       if (name !== "." && name !== "..") out.push({ name, kind: kindOf(buf[off + 18] ?? 0) })

@@ -17,7 +17,7 @@ export type { FileResult, ScanSpec } from "./grepWorker.ts"
 /** Workers per process: the cores (at most 8). */
 export const GREP_WORKERS = Math.max(1, Math.min(8, os.availableParallelism()))
 /** Files per message to a worker once every worker is busy. */
-const BATCH_FILES = 32
+const BATCH_FILES = 64
 
 interface Slot {
   readonly worker: Worker
@@ -93,6 +93,10 @@ const pick = (): Slot => {
   return best === undefined || (best.batches.length > 0 && slots.length < GREP_WORKERS) ? spawn() : best
 }
 
+/** The FileResult of a ResultCode other than "h" (see grepWorker.ts). */
+const resultOf = (code: string | undefined): FileResult =>
+  code === "u" ? "unreadable" : code === "t" ? "too-large" : code === "c" ? "cancelled" : "none"
+
 export type SearchOutcome =
   | { readonly kind: "done" }
   /** `onFile` asked to stop (the match limit). */
@@ -158,14 +162,18 @@ export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => 
     if (batch.length === 0 || outcome !== undefined) return
     const slot = pick()
     slot.batches.push(call)
-    slot.worker.postMessage({ type: "scan", call, spec, first: batchFirst, files: batch } satisfies ToWorker)
+    slot.worker.postMessage({ type: "scan", call, spec, first: batchFirst, files: batch.join("\0") } satisfies ToWorker)
     batch = []
     batchFirst = added
   }
   active.set(call, {
     onMessage: (m) => {
       if (m.type === "failed") return end({ kind: "failed", message: "a search worker failed" }, true)
-      m.results.forEach((r, k) => results.set(m.first + k, r))
+      let h = 0
+      for (let k = 0; k < m.codes.length; k++) {
+        const code = m.codes[k]
+        results.set(m.first + k, code === "h" ? (m.hits[h++] ?? "none") : resultOf(code))
+      }
       const now = performance.now()
       if (now - lastProgress > 15) {
         lastProgress = now

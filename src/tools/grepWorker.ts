@@ -28,13 +28,31 @@ export type ToWorker =
     /** Float64[3]: [call, seq, Date.now() at start] of the file being scanned (call -1 = idle). */
     readonly status: SharedArrayBuffer
   }
-  | { readonly type: "scan"; readonly call: number; readonly spec: ScanSpec; readonly first: number; readonly files: ReadonlyArray<string> }
+  | {
+    readonly type: "scan"
+    readonly call: number
+    readonly spec: ScanSpec
+    readonly first: number
+    /** The batch's paths joined by NUL (no path holds one): one string crosses threads far cheaper than an array. */
+    readonly files: string
+  }
 
 /** Per file: not a readable regular file inside the root, over maxBytes, no match (binary included), skipped, or its hits. */
 export type FileResult = "unreadable" | "too-large" | "none" | "cancelled" | FileHits
 
+/** A FileResult in one character ("h": the next entry of `hits`). */
+export type ResultCode = "u" | "t" | "n" | "c" | "h"
+
 export type FromWorker =
-  | { readonly type: "scanned"; readonly call: number; readonly first: number; readonly results: ReadonlyArray<FileResult> }
+  | {
+    readonly type: "scanned"
+    readonly call: number
+    readonly first: number
+    /** One ResultCode per file of the batch, in order. */
+    readonly codes: string
+    /** The hits of the files coded "h", in order. */
+    readonly hits: ReadonlyArray<FileHits>
+  }
   | { readonly type: "failed"; readonly call: number; readonly message: string }
 
 declare const self: Worker
@@ -57,15 +75,15 @@ const closeDir = (dir: OpenDir | undefined) => {
   if (dir?.checked !== undefined) closeQuietly(dir.checked.fd)
 }
 
-const scanOne = (spec: ScanSpec, matcher: LineMatcher, file: string, dir: OpenDir | undefined): FileResult => {
+const scanOne = (spec: ScanSpec, matcher: LineMatcher, file: string, dir: OpenDir | undefined): FileHits | ResultCode => {
   const name = file.slice(file.lastIndexOf("/") + 1)
   const bytes =
     dir?.checked !== undefined ? readFileAtSyncChecked(dir.checked, name, spec.maxBytes, scratch, isBinaryHead)
     : readFileSyncChecked(file, spec.root, spec.maxBytes, scratch, isBinaryHead)
-  if (bytes === undefined) return "unreadable"
-  if (bytes === "too-large") return "too-large"
-  if (bytes === "skipped") return "none"
-  return scanBytes(bytes, matcher, spec.context, spec.limit) ?? "none"
+  if (bytes === undefined) return "u"
+  if (bytes === "too-large") return "t"
+  if (bytes === "skipped") return "n"
+  return scanBytes(bytes, matcher, spec.context, spec.limit) ?? "n"
 }
 
 /** The open directory for `file`: `current` when it is the same, else a newly opened one (the old one closed). */
@@ -91,12 +109,13 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     const key = JSON.stringify([spec.pattern, spec.literal, spec.ignoreCase])
     if (cached?.key !== key) cached = { key, matcher: buildMatcher(spec.pattern, spec) }
     const matcher = cached.matcher
-    const results: Array<FileResult> = []
+    let codes = ""
+    const hits: Array<FileHits> = []
     let dir: OpenDir | undefined
     try {
-      for (const [k, file] of msg.files.entries()) {
+      for (const [k, file] of msg.files.split("\0").entries()) {
         if (cancel !== undefined && Atomics.load(cancel, msg.call % cancel.length) === msg.call) {
-          results.push("cancelled")
+          codes += "c"
           continue
         }
         if (status !== undefined) {
@@ -105,13 +124,18 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
           status[0] = msg.call
         }
         dir = dirFor(file, spec.root, dir)
-        results.push(scanOne(spec, matcher, file, dir))
+        const r = scanOne(spec, matcher, file, dir)
+        if (typeof r === "string") codes += r
+        else {
+          codes += "h"
+          hits.push(r)
+        }
       }
     } finally {
       closeDir(dir)
     }
     if (status !== undefined) status[0] = -1
-    self.postMessage({ type: "scanned", call: msg.call, first: msg.first, results } satisfies FromWorker)
+    self.postMessage({ type: "scanned", call: msg.call, first: msg.first, codes, hits } satisfies FromWorker)
   } catch (e) {
     if (status !== undefined) status[0] = -1
     self.postMessage({ type: "failed", call: msg.call, message: e instanceof Error ? e.message : String(e) } satisfies FromWorker)

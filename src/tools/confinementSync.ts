@@ -220,14 +220,13 @@ export interface DirEntry {
 /** d_type: DT_UNKNOWN 0, DT_DIR 4, DT_REG 8, DT_LNK 10; FIFOs, sockets and devices are "other". */
 const kindOf = (dType: number): DirEntry["kind"] =>
   dType === 4 ? "dir" : dType === 8 ? "file" : dType === 10 ? "symlink" : dType === 0 ? undefined : "other"
-let direntBuf: Uint8Array | undefined
-const utf8 = new TextDecoder()
+let direntBuf: Buffer | undefined
 
 /** The entries of a checked directory (without "." and ".."), read with getdents64; undefined when it cannot be read. */
 export const listDirAt = (dir: CheckedDir): Array<DirEntry> | undefined => {
   const lib = libc()
   if (lib === null) return undefined
-  direntBuf ??= new Uint8Array(64 * 1024)
+  direntBuf ??= Buffer.allocUnsafe(64 * 1024)
   const buf = direntBuf
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength)
   const out: Array<DirEntry> = []
@@ -241,7 +240,7 @@ export const listDirAt = (dir: CheckedDir): Array<DirEntry> | undefined => {
       const reclen = view.getUint16(off + 16, true)
       if (reclen === 0) return undefined
       const end = buf.indexOf(0, off + 19)
-      const name = utf8.decode(buf.subarray(off + 19, end < 0 || end > off + reclen ? off + reclen : end))
+      const name = buf.toString("utf8", off + 19, end < 0 || end > off + reclen ? off + reclen : end)
       if (name !== "." && name !== "..") out.push({ name, kind: kindOf(buf[off + 18] ?? 0) })
       off += reclen
     }

@@ -132,6 +132,7 @@ export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => 
   const results = new Map<number, FileResult>()
   let batch: Array<string> = []
   let batchFirst = 0
+  let batchDir = ""
   let added = 0
   let cursor = 0
   let finishing = false
@@ -200,9 +201,13 @@ export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => 
   return {
     add: (path) => {
       if (outcome !== undefined) return false
+      // A full batch ends where a directory does (a worker opens and verifies each directory of a batch once).
+      const dir = path.slice(0, path.lastIndexOf("/"))
+      if (batch.length >= BATCH_FILES && (dir !== batchDir || batch.length >= 4 * BATCH_FILES)) flush()
       batch.push(path)
+      batchDir = dir
       added++
-      if (batch.length >= BATCH_FILES || slots.length < GREP_WORKERS || slots.some((s) => s.batches.length === 0)) flush()
+      if (slots.length < GREP_WORKERS || slots.some((s) => s.batches.length === 0)) flush()
       return true
     },
     finish: () => {

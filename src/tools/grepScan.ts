@@ -500,8 +500,12 @@ const testCandidateLines = (text: string, next: (text: string, from: number) => 
 }
 
 /** Scans one text file's bytes; undefined when no line matches (binary files included). */
-export const scanBytes = (bytes: Buffer, m: LineMatcher, context: number, limit: number): FileHits | undefined => {
-  if (isBinaryHead(bytes) || !m.mayMatchBytes(bytes)) return undefined
+export const scanBytes = (bytes: Buffer, m: LineMatcher, context: number, limit: number): FileHits | undefined =>
+  isBinaryHead(bytes) ? undefined : scanTextBytes(bytes, m, context, limit)
+
+/** scanBytes for bytes already known not to have a binary head (the workers' read asked isBinaryHead). */
+export const scanTextBytes = (bytes: Buffer, m: LineMatcher, context: number, limit: number): FileHits | undefined => {
+  if (!m.mayMatchBytes(bytes)) return undefined
   const text = bytes.toString("utf8")
   if (!m.mayMatchText(text)) return undefined
   const found = m.nextCandidate === undefined ? testEveryLine(text, m, limit) : testCandidateLines(text, m.nextCandidate, m, limit)

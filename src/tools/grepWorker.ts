@@ -7,7 +7,7 @@
  * root). Loads no Effect, so it starts in a few milliseconds.
  */
 import { closeQuietly, isInside, openDirSyncChecked, readFileAtSyncChecked, readFileSyncChecked, type CheckedDir, type Scratch } from "./confinementSync.ts"
-import { buildMatcher, isBinaryHead, scanBytes, type FileHits, type LineMatcher } from "./grepScan.ts"
+import { buildMatcher, isBinaryHead, scanTextBytes, type FileHits, type LineMatcher } from "./grepScan.ts"
 
 /** One search: the pattern, how much to collect per file, and the read-only root its files must lie in. */
 export interface ScanSpec {
@@ -82,8 +82,9 @@ const scanOne = (spec: ScanSpec, matcher: LineMatcher, file: string, dir: OpenDi
     : readFileSyncChecked(file, spec.root, spec.maxBytes, scratch, isBinaryHead)
   if (bytes === undefined) return "u"
   if (bytes === "too-large") return "t"
+  // "skipped": the head holds a NUL (isBinaryHead), so what is read is text.
   if (bytes === "skipped") return "n"
-  return scanBytes(bytes, matcher, spec.context, spec.limit) ?? "n"
+  return scanTextBytes(bytes, matcher, spec.context, spec.limit) ?? "n"
 }
 
 /** The open directory for `file`: `current` when it is the same, else a newly opened one (the old one closed). */

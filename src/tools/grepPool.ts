@@ -10,6 +10,7 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { pathToFileURL } from "node:url"
+import { closeQuietly } from "./confinementSync.ts"
 import type { FileResult, FromWorker, ScanSpec, ToWorker } from "./grepWorker.ts"
 
 export type { FileResult, ScanSpec } from "./grepWorker.ts"
@@ -23,6 +24,8 @@ interface Slot {
   readonly worker: Worker
   /** [call, seq, startedAt] of the file being scanned; call -1 = idle (see grepWorker.ts). */
   readonly status: Float64Array
+  /** The directory descriptor the worker holds open, or -1 (see grepWorker.ts): closed here once a terminated worker exited. */
+  readonly heldDir: Int32Array
   /** Call ids of the batches sent and not yet answered, oldest first. */
   readonly batches: Array<number>
   dead: boolean
@@ -72,16 +75,23 @@ const spawn = (): Slot => {
   const worker = new Worker(workerUrl)
   worker.unref()
   const status = new SharedArrayBuffer(3 * 8)
-  const slot: Slot = { worker, status: new Float64Array(status), batches: [], dead: false }
+  const heldDir = new SharedArrayBuffer(4)
+  const slot: Slot = { worker, status: new Float64Array(status), heldDir: new Int32Array(heldDir), batches: [], dead: false }
   slot.status[0] = -1
+  slot.heldDir[0] = -1
   worker.addEventListener("message", (e: MessageEvent<FromWorker>) => {
     slot.batches.shift()
     active.get(e.data.call)?.onMessage(e.data)
   })
   // The worker's own error text may name host paths: the model only learns that it failed.
   worker.addEventListener("error", () => drop(slot, "a search worker failed"))
-  worker.addEventListener("close", () => drop(slot, "the search worker exited"))
-  worker.postMessage({ type: "init", cancel: cancelled.buffer as SharedArrayBuffer, status } satisfies ToWorker)
+  worker.addEventListener("close", () => {
+    drop(slot, "the search worker exited")
+    // A worker terminated while holding a directory open (stuck in a pattern) cannot close it itself.
+    const fd = Atomics.exchange(slot.heldDir, 0, -1)
+    if (fd >= 0) closeQuietly(fd)
+  })
+  worker.postMessage({ type: "init", cancel: cancelled.buffer as SharedArrayBuffer, status, heldDir } satisfies ToWorker)
   slots.push(slot)
   return slot
 }

@@ -27,6 +27,11 @@ export type ToWorker =
     readonly cancel: SharedArrayBuffer
     /** Float64[3]: [call, seq, Date.now() at start] of the file being scanned (call -1 = idle). */
     readonly status: SharedArrayBuffer
+    /**
+     * Int32[1]: the directory descriptor this worker holds open, or -1. Whoever swaps it to -1 closes it:
+     * the worker when done with the directory, the pool once a terminated worker has exited.
+     */
+    readonly heldDir: SharedArrayBuffer
   }
   | {
     readonly type: "scan"
@@ -59,6 +64,7 @@ declare const self: Worker
 
 let cancel: Int32Array | undefined
 let status: Float64Array | undefined
+let heldDir: Int32Array | undefined
 let cached: { readonly key: string; readonly matcher: LineMatcher } | undefined
 const scratch: Scratch = { buf: Buffer.allocUnsafe(256 * 1024) }
 
@@ -72,7 +78,8 @@ interface OpenDir {
 }
 
 const closeDir = (dir: OpenDir | undefined) => {
-  if (dir?.checked !== undefined) closeQuietly(dir.checked.fd)
+  const fd = dir?.checked?.fd
+  if (fd !== undefined && (heldDir === undefined || Atomics.compareExchange(heldDir, 0, fd, -1) === fd)) closeQuietly(fd)
 }
 
 const scanOne = (spec: ScanSpec, matcher: LineMatcher, file: string, dir: OpenDir | undefined): FileHits | ResultCode => {
@@ -94,7 +101,9 @@ const dirFor = (file: string, root: string, current: OpenDir | undefined): OpenD
   if (current?.path === path) return current
   closeDir(current)
   // A directory outside the root (the root is a single file) is never opened: its files are read by path.
-  return { path, checked: isInside(path, root) ? openDirSyncChecked(path, root) : undefined }
+  const checked = isInside(path, root) ? openDirSyncChecked(path, root) : undefined
+  if (checked !== undefined && heldDir !== undefined) Atomics.store(heldDir, 0, checked.fd)
+  return { path, checked }
 }
 
 self.onmessage = (event: MessageEvent<ToWorker>) => {
@@ -103,6 +112,7 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     cancel = new Int32Array(msg.cancel)
     status = new Float64Array(msg.status)
     status[0] = -1
+    heldDir = new Int32Array(msg.heldDir)
     return
   }
   try {

@@ -64,6 +64,37 @@ describe.skipIf(!onLinux)("reading files relative to a verified directory descri
     }
   })
 
+  test("a worker terminated while holding a directory open: the descriptor is closed once its thread exits", async () => {
+    // \s+$ on a run of spaces not followed by a line end takes quadratic time. A terminated worker's
+    // thread runs on until the pattern returns (Bun 1.4 cannot interrupt a regex), then exits.
+    const tree = await createWorkspaceTree({ "ro/stuck/a.txt": "fine\n", "ro/stuck/b.txt": `${" ".repeat(80_000)}x\n` })
+    const stuckDir = path.join(tree.ro, "stuck")
+    const holding = () => fs.readdirSync("/proc/self/fd").filter((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/self/fd/${fd}`) === stuckDir
+      } catch {
+        return false
+      }
+    }).length
+    const search = (pattern: string, deadlineMs: number) => {
+      const s = startSearch(
+        { pattern, literal: false, ignoreCase: false, context: 0, limit: 100, maxBytes: 1 << 20, root: tree.ro },
+        { onFile: () => true, deadline: performance.now() + deadlineMs, stallMs: 0, signal: new AbortController().signal, progress: () => {} }
+      )
+      s.add(path.join(stuckDir, "a.txt"))
+      s.add(path.join(stuckDir, "b.txt"))
+      return s.finish()
+    }
+    try {
+      expect(await search("fine", 30_000)).toEqual({ kind: "done" }) // workers started
+      expect(await search("\\s+$", 300)).toMatchObject({ kind: "stalled" })
+      for (let i = 0; i < 600 && holding() > 0; i++) await Bun.sleep(100)
+      expect(holding()).toBe(0)
+    } finally {
+      await tree.cleanup()
+    }
+  }, 90_000)
+
   test("a worker refuses a path through a symlinked directory, and a directory swapped for a symlink after the walk", async () => {
     const swapped = path.join(t.ro, "d")
     const files = [path.join(t.ro, "linkdir", "sub", "secret.txt"), path.join(t.ro, "linkdir", "canary.txt"), path.join(swapped, "x.txt"), path.join(t.ro, "plain.txt")]

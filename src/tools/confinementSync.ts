@@ -49,15 +49,28 @@ export const readFd = (fd: number, size: number, buf: Buffer): Buffer => {
  * is still `dir` inside `root`; undefined otherwise. Never throws.
  */
 export const listDirSync = (dir: string, root: string): Array<fs.Dirent> | undefined => {
-  let fd = -1
+  const fd = openVerifiedDir(dir, root)
+  if (fd < 0) return undefined
   try {
-    fd = fs.openSync(dir, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK | C.O_DIRECTORY)
-    return fdInside(fd, root, dir) ? fs.readdirSync(fdPath(fd, dir), { withFileTypes: true }) : undefined
+    return fs.readdirSync(fdPath(fd, dir), { withFileTypes: true })
   } catch {
     return undefined
   } finally {
-    if (fd >= 0) closeQuietly(fd)
+    closeQuietly(fd)
   }
+}
+
+/** A descriptor of `dir` when it opens as a real directory (no symlink) whose descriptor is still `dir` inside `root`, else -1. */
+const openVerifiedDir = (dir: string, root: string): number => {
+  let fd = -1
+  try {
+    fd = fs.openSync(dir, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK | C.O_DIRECTORY)
+    if (fdInside(fd, root, dir)) return fd
+  } catch {
+    // Not a directory, a symlink, gone, or unreadable: refused below.
+  }
+  if (fd >= 0) closeQuietly(fd)
+  return -1
 }
 
 /** How much of a file `readFileSyncChecked` reads before asking `skipByHead`. */
@@ -175,18 +188,8 @@ export interface CheckedDir {
  */
 export const openDirSyncChecked = (dir: string, root: string): CheckedDir | undefined => {
   if (libc() === null) return undefined
-  let fd = -1
-  try {
-    fd = fs.openSync(dir, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK | C.O_DIRECTORY)
-    if (!fdInside(fd, root, dir)) {
-      closeQuietly(fd)
-      return undefined
-    }
-    return { fd, name: new Uint8Array(256) }
-  } catch {
-    if (fd >= 0) closeQuietly(fd)
-    return undefined
-  }
+  const fd = openVerifiedDir(dir, root)
+  return fd < 0 ? undefined : { fd, name: new Uint8Array(256) }
 }
 
 const encoder = new TextEncoder()

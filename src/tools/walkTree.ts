@@ -40,12 +40,12 @@ interface Lister<D> {
 
 const byDescriptor: Lister<CheckedDir> = { list: listDirAt, child: openSubdirAt, close: (dir) => closeQuietly(dir.fd) }
 
+/** The kind of a Dirent or an lstat result. */
+const kindOf = (e: { isDirectory(): boolean; isFile(): boolean; isSymbolicLink(): boolean }): DirEntry["kind"] =>
+  e.isDirectory() ? "dir" : e.isFile() ? "file" : e.isSymbolicLink() ? "symlink" : "other"
+
 const byPath = (root: string): Lister<string> => ({
-  list: (dir) =>
-    listDirSync(dir, root)?.map((e): DirEntry => ({
-      name: e.name,
-      kind: e.isDirectory() ? "dir" : e.isFile() ? "file" : e.isSymbolicLink() ? "symlink" : "other"
-    })),
+  list: (dir) => listDirSync(dir, root)?.map((e): DirEntry => ({ name: e.name, kind: kindOf(e) })),
   child: (_dir, _name, path) => path,
   close: () => undefined
 })
@@ -53,8 +53,7 @@ const byPath = (root: string): Lister<string> => ({
 /** An entry's kind when its directory does not say (d_type unknown): lstat, which never follows a link. */
 const kindByLstat = (path: string): DirEntry["kind"] => {
   try {
-    const st = fs.lstatSync(path)
-    return st.isDirectory() ? "dir" : st.isFile() ? "file" : st.isSymbolicLink() ? "symlink" : "other"
+    return kindOf(fs.lstatSync(path))
   } catch {
     return "other"
   }

@@ -28,6 +28,7 @@ import { MemoryStoreLive, type MemoryStore } from "./worker/memory/MemoryStore.t
 import { ServiceHandlers, ServicesEndpointLive } from "./worker/Services.ts"
 import { ServiceTokensLive } from "./worker/ServiceTokens.ts"
 import { WorkerLive } from "./worker/Worker.ts"
+import { EvalsLive, EvalsSweepLive } from "./worker/evals/Evals.ts"
 import { type ProjectWeb, ProjectWebLive } from "./web/ProjectWeb.ts"
 import { type WebSearch, WebSearchLive } from "./web/WebSearch.ts"
 import { makeWebHandlers } from "./web/webServices.ts"
@@ -60,7 +61,9 @@ export const appLayer = (
   // The services channel: tokens, the handlers (memory, web) and the loopback endpoint job children call.
   const handlers = Layer.provide(serviceHandlers, Layer.mergeAll(projects, providers, MemoryStoreLive))
   const services = Layer.provideMerge(ServicesEndpointLive, Layer.merge(ServiceTokensLive, handlers)).pipe(Layer.provideMerge(MemoryStoreLive))
-  return Layer.mergeAll(agents, AccessLive, JobStoreLive, JobBusLive, MetricsLive, projects, services).pipe(Layer.provideMerge(db))
+  const core = Layer.mergeAll(agents, AccessLive, JobStoreLive, JobBusLive, MetricsLive, projects, services)
+  // Evals run jobs of the agents: over the agent store, the queue, the job roots and projects.
+  return Layer.provideMerge(EvalsLive, core).pipe(Layer.provideMerge(db))
 }
 
 export interface AppOptions {
@@ -95,8 +98,8 @@ export const makeAppLive = (db: Layer.Layer<Db, DbError>, options: AppOptions = 
   const app = Layer.orDie(appLayer(db, options.secrets, options.jobRoots, options.serviceHandlers))
   // Built alongside the database: the child started ahead loads while the database starts.
   const services = options.jobChildren === undefined ? app : Layer.merge(app, options.jobChildren)
-  // The worker loops: jobs, and project memory's retention sweep.
-  const layer = options.worker === undefined ? services : Layer.provideMerge(Layer.merge(WorkerLive, MemorySweepLive), services)
+  // The worker loops: jobs, project memory's retention sweep, and the runs of gated saves.
+  const layer = options.worker === undefined ? services : Layer.provideMerge(Layer.mergeAll(WorkerLive, MemorySweepLive, EvalsSweepLive), services)
   const sink = options.log ?? options.worker?.log
   // Logger and tracer first: the layers above (the worker's loops among them) start under them.
   const logging = sink === undefined ? Logger.replace(Logger.defaultLogger, Logger.none) : LoggingLive(sink)

@@ -11,6 +11,7 @@ import { checkPackageFiles, MAX_PACKAGE_FILES, PACKAGE_PATH, type RawPackageFile
 import { displayName, pathProblems } from "./packagePaths.ts"
 import { AgentFrontMatter, type AgentPackage, AUDIENCES, type Audience, SkillFrontMatter } from "./packageSchema.ts"
 import { pathRole } from "./packageSkills.ts"
+import { parseEvals } from "./evalSpec.ts"
 
 export * from "./packageSchema.ts"
 export { MAX_PACKAGE_BYTES, MAX_PACKAGE_FILE_BYTES, MAX_PACKAGE_FILES, PACKAGE_PATH, type RawPackageFile } from "./packageFiles.ts"
@@ -66,6 +67,7 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
   const mains: Array<string> = []
   const localSkills: Array<{ name: string; path: string }> = []
   const files: Array<string> = []
+  const evalPaths: Array<string> = []
   // Over the file cap checkPackageFiles already refused the package; do not classify 100k names.
   const tooMany = input.length > MAX_PACKAGE_FILES
   for (const { path } of tooMany ? [] : input) {
@@ -74,6 +76,7 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
     if (role.role === "main") mains.push(path)
     else if (role.role === "localSkill") localSkills.push({ name: role.name, path })
     else if (role.role === "file") files.push(path)
+    else if (role.role === "eval") evalPaths.push(path)
     else problems.push({ path: displayName(path), message: role.message })
   }
   const main = mains.length === 1 ? mains[0] : undefined
@@ -116,6 +119,11 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
     const t = text.get(s.path)
     if (t !== undefined) problems.push(...localSkillProblems(s.name, s.path, t))
   }
+  const evalFiles = evalPaths.flatMap((path) => {
+    const t = text.get(path)
+    return t === undefined ? [] : [{ path, content: t }]
+  })
+  problems.push(...parseEvals(evalFiles).problems)
   const thinking = own(raw, "thinking")
   const draft: AgentDraft = {
     file,
@@ -142,12 +150,14 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
     ...(fmv["deny-command-patterns"] !== undefined ? { denyCommandPatterns: fmv["deny-command-patterns"] } : {}),
     ...(fmv.grounding !== undefined ? { grounding: fmv.grounding } : {}),
     ...(fmv.outputs !== undefined ? { outputs: fmv.outputs } : {}),
+    ...(fmv.gate !== undefined ? { gate: fmv.gate } : {}),
     audience: fmv.metadata?.audience ?? "runtime",
     ...(fmv.metadata?.["memory-role"] !== undefined ? { memoryRole: fmv.metadata["memory-role"] } : {}),
     ...metadataOf(fmv.metadata),
     instructions: body,
     localSkills: localSkills.map((s) => ({ name: s.name, content: text.get(s.path) ?? "" })).sort(byKey((s) => s.name)),
-    files: files.map((path) => ({ path, content: text.get(path) ?? "" })).sort(byKey((f) => f.path))
+    files: files.map((path) => ({ path, content: text.get(path) ?? "" })).sort(byKey((f) => f.path)),
+    ...(evalFiles.length > 0 ? { evals: [...evalFiles].sort(byKey((f) => f.path)) } : {})
   }
   return { pkg, draft, problems }
 }

@@ -39,6 +39,8 @@ export class AgentStore extends Context.Tag("agents/AgentStore")<
      * (`version` = the store's version number; shared skills embedded as they are now). Builds no view.
      */
     readonly definition: (name: string) => Effect.Effect<AgentDefinition, AgentUnavailable>
+    /** `definition` of one stored version, current or not: what a job pinned to a version runs (evals). */
+    readonly definitionAt: (name: string, version: number) => Effect.Effect<AgentDefinition, AgentUnavailable>
     /** Creates a custom agent at version 1 (or the next number its name has not used). */
     readonly create: (files: unknown, by: string) => Write<AgentView>
     /**
@@ -80,6 +82,7 @@ export const makeAgentStore = Effect.gen(function* () {
     context: c.context,
     get: c.get,
     definition: c.definition,
+    definitionAt: c.definitionAt,
     preview: c.preview,
     create: writes.create,
     save: writes.save,

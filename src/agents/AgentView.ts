@@ -3,6 +3,7 @@ import { Effect, Schema } from "effect"
 import type { AgentDefinition } from "../contract/AgentDefinition.ts"
 import type { Problem } from "../contract/Problem.ts"
 import type { AgentPackage } from "./AgentPackage.ts"
+import type { EvalVerdict } from "./evalRepo.ts"
 import type { AgentExists, AgentInvalid, BuiltinReadOnly } from "./errors.ts"
 
 /** Package files as the API and the editor send them. */
@@ -52,11 +53,18 @@ export interface AgentView extends CatalogEntry {
   /** The package as files (`<name>.md`, skills, commands, …). */
   readonly files: ReadonlyArray<{ readonly path: string; readonly content: string }>
   readonly bindings: ReadonlyArray<Binding>
+  /**
+   * A `gate: evals` version saved after the current one and not (yet) current: its evals are waiting,
+   * running, or failed (`failures` say why). Absent when there is none (docs/evals.md).
+   */
+  readonly gate?: EvalVerdict
 }
 
 /** An import's outcome: the agent, what was adapted on the way (notes), and how tool names were mapped. */
 export interface ImportedAgent {
   readonly agent: AgentView
+  /** False when the upload equals the agent's current version: no version was added (`agent.version` is that one). */
+  readonly changed: boolean
   readonly notes: ReadonlyArray<string>
   readonly toolMapping: ReadonlyArray<{ readonly from: string; readonly to: string | null }>
 }
@@ -69,6 +77,8 @@ export interface VersionInfo {
   /** The author's words about the save, when they wrote some. */
   readonly changeNote?: string
   readonly current: boolean
+  /** The version's latest eval run, when it has one (docs/evals.md). */
+  readonly evals?: EvalVerdict
 }
 
 export interface Preview {

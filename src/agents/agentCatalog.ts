@@ -10,6 +10,7 @@ import { serializeAgentPackage, type AgentPackage } from "./AgentPackage.ts"
 import { installationProblems } from "./agentChecks.ts"
 import { PackageFilesInput, type AgentView, type Binding, type CatalogEntry, type CatalogPage, type Preview } from "./AgentView.ts"
 import * as repo from "./agentRepo.ts"
+import { selectPendingGate, verdictOf } from "./evalRepo.ts"
 import { builtinAgents, builtinSkills } from "./builtins.ts"
 import * as entries from "./catalogEntries.ts"
 import { ALL_AGENTS, encodeCursor, queryKey, searchWords, type CatalogQuery } from "./catalogQuery.ts"
@@ -73,7 +74,12 @@ export const makeAgentCatalog = Effect.gen(function* () {
       const view: AgentView = { ...entry(pkg, extra, validateAgent(pkg, ctx), bindings), package: pkg, files: serializeAgentPackage(pkg), bindings }
       return view
     })
-  const customView = (row: repo.AgentRow) => viewOf(row.package, { builtin: false, version: row.currentVersion, enabled: row.enabled, updatedAt: row.updatedAt })
+  const customView = (row: repo.AgentRow) =>
+    Effect.gen(function* () {
+      const view = yield* viewOf(row.package, { builtin: false, version: row.currentVersion, enabled: row.enabled, updatedAt: row.updatedAt })
+      const pending = yield* Effect.orDie(provide(selectPendingGate(row.name, row.currentVersion)))
+      return pending === undefined ? view : { ...view, gate: verdictOf(pending) }
+    })
   const builtinView = (pkg: AgentPackage) => viewOf(pkg, { builtin: true, version: builtinVersion(pkg), enabled: true, updatedAt: null })
 
   const findCustom = (name: string) =>
@@ -197,18 +203,39 @@ export const makeAgentCatalog = Effect.gen(function* () {
     }).pipe(Effect.catchTag("SqlError", Effect.die))
 
   // What a job needs and nothing else: no bindings, no files, no view; validity from the same cache as the catalog.
-  const definition = (name: string): Effect.Effect<AgentDefinition, AgentUnavailable> =>
+  const runnable = (name: string, found: { readonly pkg: AgentPackage; readonly id: string; readonly version: number; readonly enabled: boolean }) =>
     Effect.gen(function* () {
-      const builtin = builtinAgents().get(name)
-      const found = builtin !== undefined
-        ? { pkg: builtin, id: `builtin:${name}`, version: builtinVersion(builtin), enabled: true }
-        : yield* Effect.map(findCustom(name), (row) => ({ pkg: row.package, id: `${name}@${row.currentVersion}`, version: row.currentVersion, enabled: row.enabled }))
       if (!found.enabled) return yield* new AgentUnavailable({ name, reason: "disabled", problems: [] })
       if (found.pkg.audience !== "runtime") return yield* new AgentUnavailable({ name, reason: "member", problems: [] })
       const { contents, ctx } = yield* validation
       const problems = problemsOf(found.id, found.pkg, ctx)
       if (problems.length > 0) return yield* new AgentUnavailable({ name, reason: "invalid", problems })
       return toAgentDefinition(found.pkg, { version: found.version, sharedSkills: contents })
+    })
+  const definition = (name: string): Effect.Effect<AgentDefinition, AgentUnavailable> =>
+    Effect.gen(function* () {
+      const builtin = builtinAgents().get(name)
+      const found = builtin !== undefined
+        ? { pkg: builtin, id: `builtin:${name}`, version: builtinVersion(builtin), enabled: true }
+        : yield* Effect.map(findCustom(name), (row) => ({ pkg: row.package, id: `${name}@${row.currentVersion}`, version: row.currentVersion, enabled: row.enabled }))
+      return yield* runnable(name, found)
+    }).pipe(
+      Effect.catchTag("AgentNotFound", () => new AgentUnavailable({ name, reason: "unknown", problems: [] })),
+      Effect.catchTag("SqlError", Effect.die)
+    )
+  /** `definition` of one stored version, current or not (a pinned job: evals). */
+  const definitionAt = (name: string, version: number): Effect.Effect<AgentDefinition, AgentUnavailable> =>
+    Effect.gen(function* () {
+      const builtin = builtinAgents().get(name)
+      const noVersion = new AgentUnavailable({ name, reason: "version", version, problems: [] })
+      if (builtin !== undefined) {
+        if (builtinVersion(builtin) !== version) return yield* noVersion
+        return yield* runnable(name, { pkg: builtin, id: `builtin:${name}`, version, enabled: true })
+      }
+      const row = yield* findCustom(name)
+      const stored = yield* provide(repo.selectVersion(name, version))
+      if (stored === undefined) return yield* noVersion
+      return yield* runnable(name, { pkg: stored.package, id: `${name}@${version}`, version, enabled: row.enabled })
     }).pipe(
       Effect.catchTag("AgentNotFound", () => new AgentUnavailable({ name, reason: "unknown", problems: [] })),
       Effect.catchTag("SqlError", Effect.die)
@@ -218,6 +245,7 @@ export const makeAgentCatalog = Effect.gen(function* () {
     sql,
     provide,
     definition,
+    definitionAt,
     validation,
     viewOf,
     customView,

@@ -6,15 +6,17 @@ import { Effect } from "effect"
 import { serializeAgentPackage } from "./AgentPackage.ts"
 import { builtinVersion, type AgentCatalog } from "./agentCatalog.ts"
 import * as repo from "./agentRepo.ts"
+import { selectLatestRuns, verdictOf, type EvalRun } from "./evalRepo.ts"
 import { builtinAgents } from "./builtins.ts"
 import type { VersionInfo } from "./AgentView.ts"
 import { AgentVersionNotFound } from "./errors.ts"
 import { writeZip } from "./zip.ts"
 
 /** A stored version as the API shows it; `changeNote` only when the author wrote one. */
-const versionInfo = (r: Omit<repo.VersionRow, "package">, currentVersion: number): VersionInfo => {
+const versionInfo = (r: Omit<repo.VersionRow, "package">, currentVersion: number, runs: ReadonlyArray<EvalRun>): VersionInfo => {
   const { changeNote, ...rest } = r
-  return { ...rest, ...(changeNote === "" ? {} : { changeNote }), current: r.version === currentVersion }
+  const run = runs.find((x) => x.version === r.version)
+  return { ...rest, ...(changeNote === "" ? {} : { changeNote }), current: r.version === currentVersion, ...(run === undefined ? {} : { evals: verdictOf(run) }) }
 }
 
 /** The version members of AgentStore over the read side `c`. */
@@ -51,14 +53,16 @@ export const makeAgentVersions = (c: AgentCatalog) => {
         yield* notBuiltin(name)
         const current = yield* findCustom(name)
         const rows = yield* provide(repo.selectVersions(name))
-        return rows.map((r) => versionInfo(r, current.currentVersion))
+        const runs = yield* provide(selectLatestRuns(name))
+        return rows.map((r) => versionInfo(r, current.currentVersion, runs))
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
     version: (name: string, version: number) =>
       Effect.gen(function* () {
         const { current, row } = yield* versionOf(name, version)
         const view = yield* viewOf(row.package, { builtin: false, version: row.version, enabled: current.enabled, updatedAt: row.savedAt })
         const { package: _p, ...info } = row
-        return { info: versionInfo(info, current.currentVersion), view }
+        const runs = yield* Effect.orDie(provide(selectLatestRuns(name)))
+        return { info: versionInfo(info, current.currentVersion, runs), view }
       }),
     /** Makes `version` current again and records who did it and which version was current before. */
     restore: (name: string, version: number, by: string) =>

@@ -8,10 +8,14 @@ import { serializeAgentPackage, type AgentPackage } from "./AgentPackage.ts"
 import type { AgentCatalog } from "./agentCatalog.ts"
 import { PackageFilesInput, type AgentView, type ImportedAgent, type Write } from "./AgentView.ts"
 import * as repo from "./agentRepo.ts"
+import { insertRun } from "./evalRepo.ts"
 import { AgentExists, AgentInvalid, AgentNotFound, ImportRejected } from "./errors.ts"
 import { checkAgentPackage } from "./validateAgent.ts"
 import { adaptAgentFiles } from "./interop.ts"
 import { readZip, unwrapSingleFolder } from "./zip.ts"
+
+/** The project eval jobs run in unless one is given (reserved: docs/evals.md). */
+export const EVALS_PROJECT = "kintsugi-evals"
 
 /** JSON with sorted object keys: two packages are the same when this text is. */
 const canonical = (value: unknown): string =>
@@ -80,7 +84,10 @@ export const makeAgentWrites = (c: AgentCatalog) => {
           yield* lockSkills(pkg)
           const version = yield* provide(repo.nextVersion(name))
           yield* provide(repo.insertVersion(name, version, pkg, by, note, changeNote.trim()))
-          yield* provide(repo.setCurrent(name, pkg.audience, version))
+          // `gate: evals` (before or now): stored, not current; the Evals service runs its evals and promotes it when all pass.
+          if (before.package.gate === "evals" || pkg.gate === "evals") {
+            yield* provide(insertRun({ agent: name, version, project: EVALS_PROJECT, gate: true, status: "waiting", by }))
+          } else yield* provide(repo.setCurrent(name, pkg.audience, version))
           return yield* findCustom(name)
         })
       )
@@ -96,11 +103,13 @@ export const makeAgentWrites = (c: AgentCatalog) => {
       const problems = [...adapted.problems, ...(Either.isLeft(checked) ? checked.left : [])]
       if (problems.length > 0 || Either.isLeft(checked)) return yield* Effect.fail(new AgentInvalid({ problems }))
       const pkg = checked.right
-      const exists = (yield* provide(repo.selectAgents(pkg.name))).length > 0
-      const agent = exists
-        ? yield* Effect.catchTag(savePackage(pkg.name, pkg, by, "imported"), "AgentNotFound", () => createPackage(pkg, by, "imported"))
-        : yield* createPackage(pkg, by, "imported")
-      return { agent, notes: adapted.notes, toolMapping: adapted.toolMapping }
+      const before = (yield* provide(repo.selectAgents(pkg.name)))[0]
+      const agent =
+        before !== undefined
+          ? yield* Effect.catchTag(savePackage(pkg.name, pkg, by, "imported"), "AgentNotFound", () => createPackage(pkg, by, "imported"))
+          : yield* createPackage(pkg, by, "imported")
+      // savePackage adds no version for a package equal to the current one: the version is then the one before.
+      return { agent, changed: before === undefined || agent.version !== before.currentVersion, notes: adapted.notes, toolMapping: adapted.toolMapping }
     }).pipe(Effect.catchTag("SqlError", Effect.die))
 
   return {

@@ -40,7 +40,9 @@ export class BuiltinReadOnly extends Schema.TaggedError<BuiltinReadOnly>()("Buil
 /** The agent cannot run a job here; `reason` says why. */
 export class AgentUnavailable extends Schema.TaggedError<AgentUnavailable>()("AgentUnavailable", {
   name: Schema.String,
-  reason: Schema.Literal("unknown", "disabled", "member", "invalid"),
+  reason: Schema.Literal("unknown", "disabled", "member", "invalid", "version"),
+  /** The version asked for (reason "version": it does not exist). */
+  version: Schema.optionalWith(Schema.Number, { exact: true }),
   problems: Schema.Array(Problem)
 }) {
   override get message(): string {
@@ -51,6 +53,8 @@ export class AgentUnavailable extends Schema.TaggedError<AgentUnavailable>()("Ag
         return `agent "${this.name}" is disabled`
       case "member":
         return `agent "${this.name}" is a member agent, not a runtime agent`
+      case "version":
+        return `agent "${this.name}" has no version ${this.version ?? "?"}`
       case "invalid":
         return `agent "${this.name}" cannot run here: ${this.problems.map((p) => `${p.path}: ${p.message}`).join("; ")}`
     }

@@ -52,6 +52,9 @@ const Patterns = Schema.Array(Schema.String)
 
 const Grounding = Schema.Literal("required").annotations({ message: () => ({ message: "must be required (or left out)", override: true }) })
 
+/** `gate: evals`: a new version becomes current only when its evals pass (docs/evals.md). */
+const Gate = Schema.Literal("evals").annotations({ message: () => ({ message: "must be evals (or left out)", override: true }) })
+
 const optional = <A, I>(s: Schema.Schema<A, I>) => Schema.optionalWith(s, { exact: true })
 
 export const MemoryRole = Schema.Literal("reviewer").annotations({ message: () => ({ message: "must be reviewer", override: true }) })
@@ -69,6 +72,7 @@ export const AgentFrontMatter = Schema.Struct({
   grounding: optional(Grounding),
   /** The output contract: files the job must write (docs/grounding.md "Output contracts"). */
   outputs: optional(List),
+  gate: optional(Gate),
   /** `audience`, `memory-role`, and any other keys kept as written (foreign keys of imported files land here). */
   metadata: optional(
     Schema.Struct(
@@ -112,6 +116,8 @@ export const AgentPackage = Schema.Struct({
   denyCommandPatterns: optional(Schema.Array(Schema.String)),
   grounding: optional(Grounding),
   outputs: optional(Schema.Array(Schema.String)),
+  /** `evals`: saving a new version runs its evals and makes it current only when all pass. */
+  gate: optional(Gate),
   audience: Audience,
   /** Project memory role from `metadata.memory-role` (absent = an ordinary agent). */
   memoryRole: optional(MemoryRole),
@@ -120,6 +126,8 @@ export const AgentPackage = Schema.Struct({
   /** The body of `<name>.md`, verbatim. */
   instructions: Schema.String,
   localSkills: Schema.Array(LocalSkill),
-  files: Schema.Array(PackageFile)
+  files: Schema.Array(PackageFile),
+  /** Everything under `evals/` (eval files and fixtures), by path; absent when there is none (docs/evals.md). */
+  evals: optional(Schema.Array(PackageFile))
 })
 export type AgentPackage = typeof AgentPackage.Type

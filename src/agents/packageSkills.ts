@@ -9,9 +9,11 @@ export type PathRole =
   | { readonly role: "main" }
   | { readonly role: "localSkill"; readonly name: string }
   | { readonly role: "file" }
+  /** Anything under `evals/`: evalSpec.ts checks it (docs/evals.md). */
+  | { readonly role: "eval" }
   | { readonly role: "other"; readonly message: string }
 
-const LAYOUT = "a package holds <name>.md, skills/<n>/SKILL.md, commands/*.md, workflows/*.md and scripts/*"
+const LAYOUT = "a package holds <name>.md, skills/<n>/SKILL.md, commands/*.md, workflows/*.md, scripts/* and evals/"
 
 /** The role of a path that already passed `pathProblems`. */
 export const pathRole = (path: string): PathRole => {
@@ -20,6 +22,7 @@ export const pathRole = (path: string): PathRole => {
   if (parts.length === 1) {
     return path.endsWith(".md") ? { role: "main" } : { role: "other", message: `not a package file (${LAYOUT})` }
   }
+  if (top === "evals") return { role: "eval" }
   if (top === "skills" && parts.length === 3 && third === "SKILL.md" && second !== undefined) {
     return { role: "localSkill", name: second }
   }

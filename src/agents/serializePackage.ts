@@ -40,6 +40,7 @@ export const frontMatterYaml = (pkg: AgentPackage): string =>
     ...yamlList("deny-command-patterns", pkg.denyCommandPatterns),
     ...(pkg.grounding !== undefined ? [`grounding: ${pkg.grounding}`] : []),
     ...yamlList("outputs", pkg.outputs),
+    ...(pkg.gate !== undefined ? [`gate: ${pkg.gate}`] : []),
     "metadata:",
     `  audience: ${pkg.audience}`,
     ...(pkg.memoryRole !== undefined ? [`  memory-role: ${pkg.memoryRole}`] : []),
@@ -57,5 +58,6 @@ export const frontMatterYaml = (pkg: AgentPackage): string =>
 export const serializeAgentPackage = (pkg: AgentPackage): Array<{ path: string; content: string }> => [
   { path: `${pkg.name}.md`, content: `---\n${frontMatterYaml(pkg)}---\n${pkg.instructions}` },
   ...pkg.localSkills.map((s) => ({ path: `skills/${s.name}/SKILL.md`, content: s.content })),
-  ...pkg.files.map((f) => ({ path: f.path, content: f.content }))
+  ...pkg.files.map((f) => ({ path: f.path, content: f.content })),
+  ...(pkg.evals ?? []).map((f) => ({ path: f.path, content: f.content }))
 ]

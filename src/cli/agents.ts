@@ -39,7 +39,41 @@ const validate = Command.make(
     )
 ).pipe(Command.withDescription("Check an agent package (MCP grants against --mcp-servers or the installation's registry when readable): exit 0 valid, 1 problems found (every one listed), 2 unreadable target."))
 
+const evalCommand = Command.make(
+  "eval",
+  {
+    // `--version N` is @effect/cli's own flag: main (kintsugi.ts) passes it here as --agent-version.
+    version: Options.integer("agent-version").pipe(Options.optional, Options.withDescription("the version to evaluate (default: the current one); --version N works too")),
+    project: Options.text("project").pipe(Options.optional, Options.withDescription("the project the eval jobs run in (default: the reserved kintsugi-evals)")),
+    agent: Args.text({ name: "agent" }).pipe(Args.withDescription("the agent's name"))
+  },
+  ({ agent, project, version }) =>
+    Effect.gen(function* () {
+      const log = (line: string) => void process.stderr.write(`${line}\n`)
+      const write = (s: string) => void process.stdout.write(s)
+      const remote = yield* Effect.promise(() => import("./runRemote.ts"))
+      const where = yield* remote.remoteConfig
+      if (!(yield* remote.serverUp(where.url))) {
+        log(`kintsugi agents eval: no kintsugi server answers at ${where.url} (evals run as jobs on a server: start it with \`kintsugi serve\`, or set KINTSUGI_URL)`)
+        return yield* exitWith(2)
+      }
+      if (where.token === undefined) {
+        log(`kintsugi agents eval: set KINTSUGI_TOKEN or put an API token in ${where.tokenFile} (issue one with \`kintsugi users token <you>\`)`)
+        return yield* exitWith(2)
+      }
+      const { evalRemote } = yield* Effect.promise(() => import("./evalRemote.ts"))
+      const v = Option.getOrUndefined(version)
+      const p = Option.getOrUndefined(project)
+      const code = yield* evalRemote({ ...where, token: where.token }, { agent, ...(v === undefined ? {} : { version: v }), ...(p === undefined ? {} : { project: p }) }, { write, log })
+      return yield* exitWith(code)
+    })
+).pipe(
+  Command.withDescription(
+    "Run an agent version's evals on the running server (KINTSUGI_URL, token from KINTSUGI_TOKEN or ~/.config/kintsugi/token) and print a table: exit 0 all passed, 1 an eval failed, 2 the run could not start."
+  )
+)
+
 export const agentsCommand = Command.make("agents").pipe(
   Command.withDescription("Agent packages."),
-  Command.withSubcommands([validate])
+  Command.withSubcommands([validate, evalCommand])
 )

@@ -29,7 +29,7 @@ const cli = Command.run(kintsugi, { name: "kintsugi", version: pkg.version })
 
 // @effect/cli refuses a repeated option written `--read=/x`: such forms become `--read /x` first
 // (not when the word is itself the value of the option before it, as in `--task --read=x`).
-const VALUE_OPTIONS = ["task", "read", "out", "root", "project", "timeout", "max-cost", "name", "expires-days", "grant", "port", "host", "completions", "log-level"]
+const VALUE_OPTIONS = ["task", "read", "out", "root", "project", "timeout", "max-cost", "name", "expires-days", "grant", "port", "host", "completions", "log-level", "version", "agent-version"]
 const takesValue = (word: string | undefined) => word !== undefined && VALUE_OPTIONS.some((o) => word === `--${o}`)
 
 /** `--flag=value` as `--flag value`, for the options that take a value. */
@@ -38,6 +38,10 @@ export const splitEquals = (args: ReadonlyArray<string>): Array<string> =>
     const eq = word.indexOf("=")
     return eq > 2 && takesValue(word.slice(0, eq)) && !takesValue(args[i - 1]) ? [word.slice(0, eq), word.slice(eq + 1)] : [word]
   })
+
+/** `agents eval … --version N`: the version to evaluate, not the program's (@effect/cli's built-in `--version`). */
+export const evalVersionFlag = (args: ReadonlyArray<string>): Array<string> =>
+  args[0] === "agents" && args[1] === "eval" ? args.map((w, i) => (w === "--version" && i > 1 ? "--agent-version" : w)) : [...args]
 
 /** A terminal that only writes: reading input is the wizard's, which loads the real one. */
 const outputOnly: Terminal.Terminal = {
@@ -67,4 +71,4 @@ const platform = (args: ReadonlyArray<string>) =>
 
 /** Runs the command line `argv` (as process.argv: runtime, script, arguments…) and exits with its code. */
 export const main = (argv: ReadonlyArray<string>): void =>
-  cli([...argv.slice(0, 2), ...splitEquals(argv.slice(2))]).pipe(Effect.provide(platform(argv)), BunRuntime.runMain({ disableErrorReporting: true, teardown }))
+  cli([...argv.slice(0, 2), ...evalVersionFlag(splitEquals(argv.slice(2)))]).pipe(Effect.provide(platform(argv)), BunRuntime.runMain({ disableErrorReporting: true, teardown }))

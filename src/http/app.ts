@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import { Elysia } from "elysia"
 import { makeSignInThrottle, type SignInThrottle } from "../access/SignInThrottle.ts"
 import { agentRoutes } from "./api/agents.ts"
+import { evalRoutes } from "./api/evals.ts"
 import { jobRoutes } from "./api/jobs.ts"
 import { memoryRoutes } from "./api/memory.ts"
 import { providerRoutes } from "./api/providers.ts"
@@ -63,6 +64,7 @@ const makeRoutes = (options: AppOptions & { readonly log: (line: string) => void
     .use(probeRoutes(options.runtime, publicRoute))
     .use(sessionRoutes(route, publicRoute, throttle))
     .use(agentRoutes(route))
+    .use(evalRoutes(route))
     .use(providerRoutes(route))
     .use(jobRoutes(route, options.heartbeatMs))
     .use(tokenRoutes(route))

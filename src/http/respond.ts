@@ -15,6 +15,7 @@ import type {
 } from "../providers/errors.ts"
 import type { IdempotencyKeyReused, JobNotFound } from "../worker/JobStore.ts"
 import type { ProjectExists } from "../worker/Projects.ts"
+import type { EvalRunNotFound, EvalsRefused, NoEvals } from "../worker/evals/Evals.ts"
 import type { WebSettingsInvalid } from "../web/ProjectWeb.ts"
 import type { WebSearchInvalid, WebSearchNotConfigured } from "../web/WebSearch.ts"
 import { BadRequest, Forbidden, NotFound, type PayloadTooLarge, type TooManyRequests, type Unauthenticated } from "./errors.ts"
@@ -30,6 +31,7 @@ export type ApiError =
   | McpServerNotFound | McpServerInvalid | McpUnreachable
   | WebSearchInvalid | WebSearchNotConfigured | WebSettingsInvalid
   | JobNotFound | IdempotencyKeyReused | ProjectExists
+  | NoEvals | EvalsRefused | EvalRunNotFound
   | BadRequest | Unauthenticated | Forbidden | NotFound | PayloadTooLarge | TooManyRequests
 
 /**
@@ -46,6 +48,7 @@ const STATUS: { readonly [Tag in ApiError["_tag"]]: number } = {
   McpServerInvalid: 400,
   WebSearchInvalid: 400,
   WebSettingsInvalid: 400,
+  EvalsRefused: 400,
   Unauthenticated: 401,
   InvalidCredentials: 401,
   Forbidden: 403,
@@ -59,6 +62,7 @@ const STATUS: { readonly [Tag in ApiError["_tag"]]: number } = {
   JobNotFound: 404,
   McpServerNotFound: 404,
   WebSearchNotConfigured: 404,
+  EvalRunNotFound: 404,
   AgentExists: 409,
   BuiltinReadOnly: 409,
   SkillExists: 409,
@@ -67,6 +71,7 @@ const STATUS: { readonly [Tag in ApiError["_tag"]]: number } = {
   ProviderExists: 409,
   ProviderInUse: 409,
   ProjectExists: 409,
+  NoEvals: 409,
   PayloadTooLarge: 413,
   AgentUnavailable: 422,
   IdempotencyKeyReused: 422,

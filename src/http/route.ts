@@ -28,6 +28,7 @@ import { authenticate, crossSiteProblem, permit, type Guard } from "./auth.ts"
 import { emptyForm, formBody, jsonBody, MAX_BODY_BYTES, type PostedForm } from "./body.ts"
 import { noteUser, underRequest } from "./observe.ts"
 import { badRequest, errorResponse, json, type ApiError } from "./respond.ts"
+import type { Evals } from "../worker/evals/Evals.ts"
 
 export type AppServices =
   | Access
@@ -48,6 +49,7 @@ export type AppServices =
   | WebSearch
   | ProjectWeb
   | MemoryStore
+  | Evals
 export type AppRuntime = ManagedRuntime.ManagedRuntime<AppServices, never>
 
 export { jsonBody, MAX_BODY_BYTES } from "./body.ts"

@@ -14,9 +14,13 @@ import { isInside, Workspace } from "../tools/Workspace.ts"
 /** Largest contracted file checked; a bigger one is a problem (say so rather than read it). */
 const MAX_CONTRACT_BYTES = 10 * 1024 * 1024
 
-type FileState = { readonly kind: "missing" | "not-regular" | "too-large" | "empty" } | { readonly kind: "text"; readonly text: string }
+export type FileState = { readonly kind: "missing" | "not-regular" | "too-large" | "empty" } | { readonly kind: "text"; readonly text: string }
 
-const inspect = (path: string, outDir: string): Promise<FileState> =>
+/**
+ * An output file as the job left it, never following a link: missing, not a regular file with one
+ * link inside `outDir`, too large, empty, or its text. Also what evals read outputs with.
+ */
+export const inspectOutput = (path: string, outDir: string): Promise<FileState> =>
   (async (): Promise<FileState> => {
     const parent = await realpath(dirname(path)).catch(() => undefined)
     if (parent === undefined) return { kind: "missing" }
@@ -45,7 +49,7 @@ export const contractProblems = (files: ReadonlyArray<string>, written: Readonly
         problems.push(`${file}: not a path in the output directory`)
         continue
       }
-      const state = yield* Effect.promise(() => inspect(target.right.path, ws.paths.outDir).catch((): FileState => ({ kind: "not-regular" })))
+      const state = yield* Effect.promise(() => inspectOutput(target.right.path, ws.paths.outDir).catch((): FileState => ({ kind: "not-regular" })))
       if (state.kind === "missing" || !written.includes(target.right.display)) {
         problems.push(`${file}: missing (write it with the write tool)`)
         continue

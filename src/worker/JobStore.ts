@@ -21,7 +21,12 @@ export const JobInput = Schema.Struct({
     outDir: Schema.String.pipe(Schema.minLength(1))
   }),
   limits: Limits,
-  metadata: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { exact: true })
+  metadata: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { exact: true }),
+  /** Run this stored version of the agent instead of the current one (evals; `agents.manage` through the API). */
+  agentVersion: Schema.optionalWith(
+    Schema.Number.pipe(Schema.int({ message: () => "must be a whole number" }), Schema.positive({ message: () => "must be a version number (1 or more)" })),
+    { exact: true }
+  )
 })
 export type JobInput = typeof JobInput.Type
 
@@ -55,6 +60,8 @@ export interface JobRow {
   readonly abortedAt: Date | null
   /** The grounding check's counts (migration 050); null when the job was not checked. */
   readonly grounding: GroundingCounts | null
+  /** The agent version the job must run (migration 051, evals only); null = the current version. */
+  readonly agentVersionPin: number | null
 }
 
 export interface GroundingCounts {
@@ -112,11 +119,12 @@ const logQueued = (job: JobRow) =>
   )
 
 const COLUMNS = `id, project_id, agent_name, agent_version, task, workspace, limits, metadata, status, reason, message, summary,
-  usage, cost_usd, outputs, model, worker_id, abort_requested, created_by, created_at, started_at, finished_at, aborted_by, aborted_at, grounding`
+  usage, cost_usd, outputs, model, worker_id, abort_requested, created_by, created_at, started_at, finished_at, aborted_by, aborted_at, grounding, agent_version_pin`
 
 export class JobStore extends Context.Tag("worker/JobStore")<
   JobStore,
   {
+    /** Queues a job (pinned to `input.agentVersion` when given, else it runs the agent's current version at its start). */
     readonly enqueue: (input: JobInput, by: string) => Effect.Effect<JobRow>
     /**
      * `enqueue` once per (`by`, `key`): the first call creates the job (`created: true`), any later one
@@ -172,9 +180,10 @@ export const makeJobStore = Effect.gen(function* () {
       Effect.gen(function* () {
         const traceParent = yield* currentTraceParent
         const rows = yield* sql<JobRow>`
-          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, trace_parent)
+          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, trace_parent, agent_version_pin)
           VALUES (${input.project ?? ""}, ${input.agent}, ${input.task}, ${JSON.stringify(input.workspace)}::jsonb,
-                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${traceParent})
+                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${traceParent},
+                  ${input.agentVersion ?? null})
           RETURNING ${sql.literal(COLUMNS)}`
         yield* logQueued(rows[0]!)
         return fix(rows[0]!)
@@ -185,9 +194,10 @@ export const makeJobStore = Effect.gen(function* () {
         const traceParent = yield* currentTraceParent
         // ON CONFLICT DO NOTHING: of two racing requests, one inserts and the other reads its row.
         const inserted = yield* sql<JobRow>`
-          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, idempotency_key, request_hash, trace_parent)
+          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, idempotency_key, request_hash, trace_parent, agent_version_pin)
           VALUES (${input.project ?? ""}, ${input.agent}, ${input.task}, ${JSON.stringify(input.workspace)}::jsonb,
-                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${key}, ${hash}, ${traceParent})
+                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${key}, ${hash}, ${traceParent},
+                  ${input.agentVersion ?? null})
           ON CONFLICT (created_by, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
           RETURNING ${sql.literal(COLUMNS)}`
         if (inserted[0] !== undefined) {

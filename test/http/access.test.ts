@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import { MemoryStore } from "../../src/worker/memory/MemoryStore.ts"
 import { createJobDirs, type JobDirs } from "../support/jobChild.ts"
-import { createAgent, createAgentFiles, createSkill, PASSWORD, saveAgent, type Session, storeFingerprint, useApi } from "../support/api.ts"
+import { bindAgent, createAgent, createAgentFiles, createSkill, PASSWORD, saveAgent, type Session, storeFingerprint, useApi } from "../support/api.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
@@ -51,6 +51,16 @@ const asManager = async (method: string, path: string, json?: unknown) => {
 }
 const createProvider = (id: string) => asManager("POST", "/api/admin/providers", { kind: "builtin", id, builtin: "anthropic", apiKey: "sk-test-key" })
 const bindingBody = (providerId: string) => ({ providerId, modelId: "claude-sonnet-4-5", thinking: "high" })
+/** An agent with one eval (docs/evals.md), bound to a provider: its evals can be started. */
+const EVAL_FILES = {
+  "evals/e.md": "---\ndescription: d\nfixture: f\nexpect:\n  contains:\n    - { text: x }\n---\nDo.\n",
+  "evals/fixtures/f/a.txt": "a\n"
+}
+const createEvalAgent = async (n: string) => {
+  await createAgent(api, n, { extra: EVAL_FILES })
+  await createProvider(n)
+  await asManager("PUT", `/api/admin/agents/${n}/bindings`, bindingBody(n))
+}
 const createProject = (id: string) => asManager("POST", "/api/projects", { id, name: `Project ${id}` })
 // A real workspace inside the test job root: the API refuses missing directories and paths outside the roots.
 let dirs: JobDirs | undefined
@@ -76,7 +86,10 @@ const createNote = async (project: string) => {
   )
   return note.id
 }
-const createJob = async (n: string) => (await asManager("POST", "/api/jobs", jobBody(n))).job.id as string
+const createJob = async (n: string) => {
+  await bindAgent(api, n)
+  return (await asManager("POST", "/api/jobs", jobBody(n))).job.id as string
+}
 
 /** Every non-GET route of the JSON API (portal pages: test/portal/routes.test.ts). */
 const NON_GET: ReadonlyArray<RouteCase> = [
@@ -131,6 +144,15 @@ const NON_GET: ReadonlyArray<RouteCase> = [
       return { path: `/api/admin/agents/${n}/versions/1/restore` }
     },
     ok: 200
+  },
+  {
+    route: "POST /api/admin/agents/:name/versions/:version/evals",
+    guard: "agents.manage",
+    sample: async (n) => {
+      await createEvalAgent(n)
+      return { path: `/api/admin/agents/${n}/versions/1/evals`, json: {} }
+    },
+    ok: 202
   },
   { route: "POST /api/admin/agent-skills", guard: "agents.manage", sample: async (n) => ({ path: "/api/admin/agent-skills", json: { name: n, content: "Be brief.\n" } }), ok: 201 },
   {
@@ -254,6 +276,15 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     ok: 204
   },
   { route: "POST /api/projects", guard: "agents.manage", sample: async (n) => ({ path: "/api/projects", json: { id: n, name: `Project ${n}` } }), ok: 201 },
+  {
+    route: "PUT /api/projects/:id",
+    guard: "agents.manage",
+    sample: async (n) => {
+      await createProject(n)
+      return { path: `/api/projects/${n}`, json: { name: `Renamed ${n}` } }
+    },
+    ok: 200
+  },
   { route: "PUT /api/admin/web-search", guard: "providers.manage", sample: async () => ({ path: "/api/admin/web-search", json: webSearchBody }), ok: 200 },
   {
     route: "DELETE /api/admin/web-search",
@@ -314,6 +345,7 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     guard: "agents.manage",
     sample: async (n) => {
       await createAgent(api, n)
+      await bindAgent(api, n)
       return { path: "/api/jobs", json: jobBody(n) }
     },
     ok: 201
@@ -392,6 +424,30 @@ const GET: ReadonlyArray<RouteCase> = [
     },
     ok: 200
   })),
+  ...(
+    [
+      ["GET /api/admin/agents/:name/evals", "/evals"],
+      ["GET /api/admin/agents/:name/versions/:version/evals", "/versions/1/evals"]
+    ] as const
+  ).map(([route, suffix]): RouteCase => ({
+    route,
+    guard: "read",
+    sample: async (n) => {
+      await createAgent(api, n)
+      return { path: `/api/admin/agents/${n}${suffix}` }
+    },
+    ok: 200
+  })),
+  {
+    route: "GET /api/admin/eval-runs/:id",
+    guard: "read",
+    sample: async (n) => {
+      await createEvalAgent(n)
+      const run = (await asManager("POST", `/api/admin/agents/${n}/versions/1/evals`, {})) as { run: { id: string } }
+      return { path: `/api/admin/eval-runs/${run.run.id}` }
+    },
+    ok: 200
+  },
   { route: "GET /api/admin/agent-skills", guard: "read", sample: async () => ({ path: "/api/admin/agent-skills" }), ok: 200 },
   ...(
     [

@@ -17,6 +17,7 @@ import { Projects } from "../../src/worker/Projects.ts"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { makeApp } from "../../src/http/app.ts"
 import { makeTestRuntime, MANAGER, READER, signInTestUsers, type AppRuntime } from "./harness.ts"
+import { queueableBinding } from "../support/api.ts"
 import { createJobDirs } from "../support/jobChild.ts"
 
 // Many requests through a real database per test: generous on a 2-core CI machine.
@@ -34,6 +35,15 @@ const sessions: Record<string, { cookie: string; csrf: string }> = {}
 const agentFile = (name: string, body = "You help.\n") => ({ files: [{ path: `${name}.md`, content: `---\nname: ${name}\nversion: 1\ndescription: A test agent.\ntools:\n  - read\n---\n${body}` }] })
 
 const form = (fields: Record<string, string>) => new URLSearchParams(fields)
+
+/** A package with one eval (docs/evals.md), for the Evaluations tab's run form. */
+const withEvals = (p: { files: Array<{ path: string; content: string }> }) => ({
+  files: [
+    ...p.files,
+    { path: "evals/e.md", content: "---\ndescription: d\nfixture: f\nexpect:\n  contains:\n    - { text: x }\n---\nDo.\n" },
+    { path: "evals/fixtures/f/a.txt", content: "a\n" }
+  ]
+})
 
 const editorFields = (name: string, mode: "create" | "edit") =>
   form({ _mode: mode, name, version: "1", description: "Matrix agent.", audience: "runtime", toolsMode: "selected", tools: "read", instructions: "Help.\n" })
@@ -54,13 +64,15 @@ beforeAll(async () => {
   runtime = await makeTestRuntime()
   app = makeApp({ runtime, healthy: async () => true, log: (line) => console.error(line) })
   Object.assign(sessions, await signInTestUsers(runtime))
-  await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.create(agentFile("matrix-agent"), "setup")))
-  await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.save("matrix-agent", agentFile("matrix-agent", "Help more.\n"), "setup")))
+  await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.create(withEvals(agentFile("matrix-agent")), "setup")))
+  await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.save("matrix-agent", withEvals(agentFile("matrix-agent", "Help more.\n")), "setup")))
   await runtime.runPromise(Effect.flatMap(SkillStore, (s) => s.create({ name: "matrix-skill", content: "Be brief." }, "setup")))
   const job = await runtime.runPromise(
     Effect.flatMap(JobStore, (s) => s.enqueue({ agent: "codebase-inventory", task: "t", workspace: { root: "/tmp", readOnly: ["/tmp"], outDir: "/tmp" }, limits: { timeoutSec: 60 } }, "setup"))
   )
   jobId = job.id
+  // Bound, so the run form queues its job (no worker runs here: the provider is never called).
+  await runtime.runPromise(queueableBinding("codebase-inventory"))
   tokenId = (await runtime.runPromise(Effect.flatMap(Access, (a) => a.createToken(MANAGER.username, "matrix-token")))).view.id
   await runtime.runPromise(Effect.flatMap(Access, (a) => a.addUser("matrix-user", MANAGER.password, ["agents.manage"])))
   // A project with one learned note, for the memory page's review, settings and reset.
@@ -121,6 +133,8 @@ const ROUTES: ReadonlyArray<{
   { route: "POST /providers", path: "/providers", guard: "providers.manage", body: () => providerFields({ apiKey: "sk-matrix" }) },
   { route: "POST /providers/:id", path: "/providers/matrix-gw", guard: "providers.manage", body: () => providerFields() },
   { route: "POST /agents/:name/binding", path: "/agents/matrix-agent/binding", guard: "providers.manage", body: () => form({ project: "", target: "matrix-gw/m1", thinking: "off" }) },
+  // While matrix-agent is bound: its v2 has evals (the run's jobs stay queued: no worker here).
+  { route: "POST /agents/:name/evals", path: "/agents/matrix-agent/evals", guard: "agents.manage", body: () => form({ version: "2" }) },
   { route: "POST /agents/:name/binding/delete", path: "/agents/matrix-agent/binding/delete", guard: "providers.manage", body: () => form({ project: "" }) },
   { route: "POST /providers/:id/test", path: "/providers/matrix-gw/test", guard: "providers.manage", body: () => form({}), ok: 200 },
   { route: "POST /providers/:id/delete", path: "/providers/matrix-gw/delete", guard: "providers.manage", body: () => form({}) },
@@ -129,6 +143,7 @@ const ROUTES: ReadonlyArray<{
   { route: "POST /mcp-servers/:name/allowed-tools", path: "/mcp-servers/matrix-mcp/allowed-tools", guard: "providers.manage", body: () => form({ tool: "write_page", allowed: "1" }) },
   { route: "POST /mcp-servers/:name/delete", path: "/mcp-servers/matrix-mcp/delete", guard: "providers.manage", body: () => form({}) },
   { route: "POST /projects", path: "/projects", guard: "agents.manage", body: () => form({ id: "matrix-project", name: "Matrix" }) },
+  { route: "POST /projects/:id", path: "/projects/matrix-proj", guard: "agents.manage", body: () => form({ name: "Matrix" }) },
   { route: "POST /web-search", path: "/web-search", guard: "providers.manage", body: () => form({ kind: "searxng", url: "http://127.0.0.1:9" }) },
   // Sends one query with the stored settings and renders the outcome (nothing listens on port 9).
   { route: "POST /web-search/test", path: "/web-search/test", guard: "providers.manage", body: () => form({}), ok: 200 },

@@ -103,7 +103,8 @@ export const formFromPackage = (pkg: AgentPackage, offered: OfferedTools): Agent
     denyPatterns: (pkg.denyCommandPatterns ?? []).join("\n"),
     instructions: pkg.instructions,
     localSkills: pkg.localSkills.map((s, i) => ({ key: `s${i}`, name: s.name, content: s.content })),
-    files: pkg.files.map((f, i) => ({ key: `f${i}`, name: f.path, content: f.content }))
+    // Eval files and fixtures (docs/evals.md) are rows like the other package files, so a save keeps them.
+    files: [...pkg.files, ...(pkg.evals ?? [])].map((f, i) => ({ key: `f${i}`, name: f.path, content: f.content }))
   }
 }
 

@@ -7,7 +7,7 @@ import { agentHref, alert, badge, pageHeader, unconfinedWarning } from "../compo
 import { html, type Html } from "../html.ts"
 import { csrfField, type PageContext } from "../layout.ts"
 
-export type AgentTab = "agent" | "versions" | "definition" | "model"
+export type AgentTab = "agent" | "versions" | "definition" | "model" | "evals"
 
 /** The enabled state and its toggle; the toggle's response replaces this fragment. */
 export const enabledToggle = (ctx: PageContext, agent: Pick<AgentView, "name" | "enabled" | "builtin">): Html => {
@@ -29,7 +29,8 @@ const tabs = (ctx: PageContext, agent: AgentView, active: AgentTab): Html => {
     ["agent", editable ? "Editor" : "Overview", agentHref(agent.name)],
     ...(agent.builtin ? [] : [["versions", "Versions", agentHref(agent.name, "/versions")] as const]),
     ["definition", "Job definition", agentHref(agent.name, "/definition")],
-    ["model", "Model", agentHref(agent.name, "/binding")]
+    ["model", "Model", agentHref(agent.name, "/binding")],
+    ["evals", "Evaluations", agentHref(agent.name, "/evals")]
   ]
   return html`<nav class="tabs" aria-label="Agent"><ul>${items.map(
     ([id, label, href]) => html`<li><a href="${href}"${id === active ? html` aria-current="page"` : html``}>${label}</a></li>`

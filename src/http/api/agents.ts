@@ -9,6 +9,7 @@ import { toClaudeFile } from "../../agents/interop.ts"
 import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
 import { SkillStore } from "../../agents/SkillStore.ts"
 import { jobModelFor } from "../../providers/jobModelFor.ts"
+import { Evals } from "../../worker/evals/Evals.ts"
 import { badRequest, json, type ApiError } from "../respond.ts"
 import { decodeBody, jsonBody, param, type Handler, type RouteInput } from "../route.ts"
 import type { Guard } from "../auth.ts"
@@ -25,6 +26,9 @@ const withNote = (body: unknown): Effect.Effect<{ readonly note: string | undefi
   if (note.length > 2000) return Effect.fail(badRequest([{ path: "note", message: "is longer than 2,000 characters" }]))
   return Effect.succeed({ note, rest })
 }
+/** Starts the eval runs of gated saves (docs/evals.md). */
+const startGated = Effect.flatMap(Evals, (e) => e.kick)
+
 const CopyBody = Schema.Struct({ name: Schema.String })
 const ImportBody = Schema.Union(
   Schema.Struct({
@@ -42,10 +46,11 @@ const ImportBody = Schema.Union(
 /** An import's answer: the agent (or the shared skill), the notes of what was adapted, and the tool mapping. */
 const importAnswer = (r: ImportOutcome) =>
   r.kind === "agent"
-    ? { agent: r.agent, notes: r.notes, toolMapping: r.toolMapping }
+    ? { agent: r.agent, changed: r.changed, notes: r.notes, toolMapping: r.toolMapping }
     : { skill: r.skill, created: r.created, notes: r.notes, toolMapping: r.toolMapping }
 
-const versionParam = (input: RouteInput): Effect.Effect<number, ApiError> => {
+/** The `:version` path parameter: a positive whole number, else 400. */
+export const versionParam = (input: RouteInput): Effect.Effect<number, ApiError> => {
   const raw = param(input, "version")
   const n = Number(raw)
   return Number.isInteger(n) && n > 0 ? Effect.succeed(n) : Effect.fail(badRequest([{ path: "version", message: `"${raw}" is not a version number` }]))
@@ -97,7 +102,8 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
       "/api/admin/agents/import",
       route("agents.manage", ({ request, principal }) => Effect.gen(function* () {
         const body = yield* decodeBody(request, ImportBody)
-        if ("zip" in body) return json(importAnswer(yield* importZipUpload(yield* base64(body.zip, "zip"), principal.username)), 201)
+        // A gated version waits for its evals: start them now rather than at the worker's next sweep.
+        if ("zip" in body) return json(importAnswer(yield* Effect.tap(importZipUpload(yield* base64(body.zip, "zip"), principal.username), () => startGated)), 201)
         const files = yield* Effect.forEach(body.files, (f, i): Effect.Effect<{ path: string; content: string | Uint8Array }, ApiError> =>
           f.contentBase64 !== undefined
             ? Effect.map(base64(f.contentBase64, `files.${i}.contentBase64`), (content) => ({ path: f.path, content }))
@@ -105,7 +111,7 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
               ? Effect.succeed({ path: f.path, content: f.content })
               : Effect.fail(badRequest([{ path: `files.${i}`, message: "needs content or contentBase64" }]))
         )
-        return json(importAnswer(yield* importUpload(files, principal.username)), 201)
+        return json(importAnswer(yield* Effect.tap(importUpload(files, principal.username), () => startGated)), 201)
       }))
     )
     .post(
@@ -121,7 +127,10 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
       route("agents.manage", (i) => Effect.gen(function* () {
         const body = yield* jsonBody(i.request)
         const { note, rest } = yield* withNote(body)
-        return json({ agent: yield* (yield* store).save(param(i, "name"), rest, i.principal.username, note) })
+        const agent = yield* (yield* store).save(param(i, "name"), rest, i.principal.username, note)
+        yield* startGated
+        // The gate's run was claimed just now: show it running.
+        return json({ agent: agent.gate === undefined ? agent : yield* (yield* store).get(agent.name) })
       }))
     )
     .patch(

@@ -8,6 +8,7 @@ import { Elysia } from "elysia"
 import { AgentStore } from "../../agents/AgentStore.ts"
 import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
 import { jobModelFor } from "../../providers/jobModelFor.ts"
+import { Evals } from "../../worker/evals/Evals.ts"
 import { editorPage } from "../../../views/pages/agentEditor.ts"
 import { enabledToggle } from "../../../views/pages/agentHeader.ts"
 import { agentReadOnlyPage } from "../../../views/pages/agentView.ts"
@@ -58,9 +59,12 @@ export const agentPage = (portal: PortalRunner) =>
           if (Either.isLeft(files)) return yield* refusedSave(request, page, form, files.left, agent)
           const note = input.form.get("changeNote")
           return yield* store.save(agent.name, { files: files.right }, principal.username, typeof note === "string" ? note.slice(0, 2000) : "").pipe(
-            Effect.map((saved) =>
-              redirect(request, agentUrl(saved.name, saved.version === agent.version ? `?unchanged=${String(saved.version)}` : `?saved=${String(saved.version)}`))
-            ),
+            // A gated version waits for its evals: start them now (docs/evals.md).
+            Effect.tap(() => Effect.flatMap(Evals, (e) => e.kick)),
+            Effect.map((saved) => {
+              const gated = saved.gate !== undefined && saved.gate.version > agent.version && saved.gate.version !== agent.gate?.version
+              return redirect(request, agentUrl(saved.name, gated ? `?gated=${String(saved.gate?.version)}` : saved.version === agent.version ? `?unchanged=${String(saved.version)}` : `?saved=${String(saved.version)}`))
+            }),
             Effect.catchTag("AgentInvalid", (e) => refusedSave(request, page, form, e.problems, agent))
           )
         })

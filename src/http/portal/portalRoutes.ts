@@ -9,6 +9,7 @@ import { accountPages } from "./accountPages.ts"
 import { agentPage } from "./agentPage.ts"
 import { agentPages } from "./agentPages.ts"
 import { bindingPages } from "./bindingPages.ts"
+import { evalPages } from "./evalPages.ts"
 import { jobPages } from "./jobPages.ts"
 import { mcpPages } from "./mcpPages.ts"
 import { projectPages } from "./projectPages.ts"
@@ -41,6 +42,7 @@ export const portalRoutes = (options: PortalOptions) => {
     .use(sessionPages(portal, options.signInThrottle))
     .use(agentPages(portal))
     .use(versionPages(portal))
+    .use(evalPages(portal))
     .use(agentPage(portal))
     .use(skillPages(portal))
     .use(providerPages(portal))

@@ -1,0 +1,205 @@
+/**
+ * SQL of evaluation runs and results (migration 051, docs/evals.md): the one owner of
+ * `admin.agent_eval_run` and `admin.agent_eval_result`. Every function needs a `SqlClient`.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Effect } from "effect"
+
+export type EvalRunStatus = "waiting" | "running" | "passed" | "failed" | "error"
+
+/** The grounding counts of an eval's job, as the job stores them (migration 050). */
+export interface EvalGrounding {
+  readonly grounded: number
+  readonly ungrounded: number
+  readonly unknown: number
+}
+
+export interface EvalResult {
+  readonly eval: string
+  readonly passed: boolean
+  /** Every expectation the job missed, one sentence each ([] = passed). */
+  readonly problems: ReadonlyArray<string>
+  readonly costUsd: number | null
+  readonly durationMs: number
+  readonly grounding: EvalGrounding | null
+  readonly jobId: string | null
+}
+
+export interface EvalRun {
+  readonly id: string
+  readonly agent: string
+  readonly version: number
+  readonly project: string
+  /** Started by a save of a `gate: evals` agent: all passing makes the version current. */
+  readonly gate: boolean
+  readonly status: EvalRunStatus
+  readonly message: string
+  readonly startedBy: string
+  readonly startedAt: Date
+  readonly finishedAt: Date | null
+  readonly results: ReadonlyArray<EvalResult>
+}
+
+type RunRow = Omit<EvalRun, "results" | "agent" | "project"> & { readonly agentName: string; readonly projectId: string }
+type ResultRow = Omit<EvalResult, "eval" | "costUsd" | "problems" | "grounding"> & {
+  readonly runId: string
+  readonly evalName: string
+  readonly costUsd: string | number | null
+  readonly problems: unknown
+  readonly grounding: unknown
+}
+
+const asStrings = (v: unknown): ReadonlyArray<string> => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [])
+const asGrounding = (v: unknown): EvalGrounding | null => {
+  if (v === null || typeof v !== "object") return null
+  const o = v as Record<string, unknown>
+  const n = (k: string) => (typeof o[k] === "number" ? (o[k] as number) : 0)
+  return { grounded: n("grounded"), ungrounded: n("ungrounded"), unknown: n("unknown") }
+}
+
+const RUN_COLUMNS = "id, agent_name, version, project_id, gate, status, message, started_by, started_at, finished_at"
+
+/** Runs with their results, in the order of `rows`. */
+const withResults = (rows: ReadonlyArray<RunRow>) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    rows.length === 0
+      ? Effect.succeed([])
+      : Effect.map(
+          sql<ResultRow>`SELECT run_id, eval_name, passed, problems, cost_usd, duration_ms, grounding, job_id
+            FROM admin.agent_eval_result WHERE run_id IN ${sql.in(rows.map((r) => r.id))} ORDER BY eval_name`,
+          (results): Array<EvalRun> =>
+            rows.map(({ agentName, projectId, ...r }) => ({
+              ...r,
+              agent: agentName,
+              project: projectId,
+              results: results
+                .filter((x) => x.runId === r.id)
+                .map((x) => ({
+                  eval: x.evalName,
+                  passed: x.passed,
+                  problems: asStrings(x.problems),
+                  costUsd: x.costUsd === null ? null : Number(x.costUsd),
+                  durationMs: x.durationMs,
+                  grounding: asGrounding(x.grounding),
+                  jobId: x.jobId
+                }))
+            }))
+        )
+  )
+
+/** A new run; `waiting` (a gated save, claimed later by the Evals service) or `running`. */
+export const insertRun = (r: { readonly agent: string; readonly version: number; readonly project: string; readonly gate: boolean; readonly status: "waiting" | "running"; readonly by: string }) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    Effect.map(
+      sql<{ id: string }>`INSERT INTO admin.agent_eval_run (agent_name, version, project_id, gate, status, started_by)
+        VALUES (${r.agent}, ${r.version}, ${r.project}, ${r.gate}, ${r.status}, ${r.by}) RETURNING id`,
+      (rows) => rows[0]!.id
+    )
+  )
+
+/** Takes every waiting run (a gated save's) as running, at most once across processes. */
+export const claimWaiting = Effect.flatMap(SqlClient, (sql) =>
+  Effect.flatMap(
+    sql<RunRow>`UPDATE admin.agent_eval_run SET status = 'running', started_at = now()
+      WHERE id IN (SELECT id FROM admin.agent_eval_run WHERE status = 'waiting' ORDER BY started_at FOR UPDATE SKIP LOCKED)
+      RETURNING ${sql.literal(RUN_COLUMNS)}`,
+    withResults
+  )
+)
+
+export const insertResult = (runId: string, r: EvalResult) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    sql`INSERT INTO admin.agent_eval_result (run_id, eval_name, passed, problems, cost_usd, duration_ms, grounding, job_id)
+      VALUES (${runId}, ${r.eval}, ${r.passed}, ${JSON.stringify(r.problems)}::jsonb, ${r.costUsd}, ${Math.round(r.durationMs)},
+              ${r.grounding === null ? null : JSON.stringify(r.grounding)}::jsonb, ${r.jobId})
+      ON CONFLICT (run_id, eval_name) DO NOTHING`
+  )
+
+export const finishRun = (runId: string, status: "passed" | "failed" | "error", message: string) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    sql`UPDATE admin.agent_eval_run SET status = ${status}, message = ${message}, finished_at = now() WHERE id = ${runId} AND finished_at IS NULL`
+  )
+
+/** Runs of one agent (one version, or all), newest first, with their results. */
+export const selectRuns = (agent: string, version?: number, limit = 50) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    Effect.flatMap(
+      sql<RunRow>`SELECT ${sql.literal(RUN_COLUMNS)} FROM admin.agent_eval_run
+        WHERE agent_name = ${agent} ${version === undefined ? sql`` : sql`AND version = ${version}`}
+        ORDER BY started_at DESC, id DESC LIMIT ${limit}`,
+      withResults
+    )
+  )
+
+export const selectRun = (id: string) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    Effect.map(
+      Effect.flatMap(
+        /^[0-9a-f-]{36}$/i.test(id) ? sql<RunRow>`SELECT ${sql.literal(RUN_COLUMNS)} FROM admin.agent_eval_run WHERE id = ${id}` : Effect.succeed([]),
+        withResults
+      ),
+      (runs) => runs[0]
+    )
+  )
+
+/**
+ * The gated version of `agent` newer than `current` whose latest gate run is the newest: what keeps a
+ * saved version from being current (waiting, running or failed). Undefined when there is none.
+ */
+export const selectPendingGate = (agent: string, current: number) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    Effect.flatMap(
+      sql<RunRow>`SELECT ${sql.literal(RUN_COLUMNS)} FROM admin.agent_eval_run
+        WHERE agent_name = ${agent} AND gate AND version > ${current}
+        ORDER BY version DESC, started_at DESC, id DESC LIMIT 1`,
+      (rows) => Effect.map(withResults(rows), (runs) => runs[0])
+    )
+  )
+
+/** Makes a passing gated version current, unless the agent's current version is already as new. */
+export const promoteVersion = (agent: string, version: number) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    Effect.map(
+      sql<{ name: string }>`UPDATE admin.agent SET current_version = ${version}, updated_at = now(),
+          audience = (SELECT package->>'audience' FROM admin.agent_version WHERE name = ${agent} AND version = ${version})
+        WHERE name = ${agent} AND current_version < ${version}
+          AND EXISTS (SELECT 1 FROM admin.agent_version WHERE name = ${agent} AND version = ${version}
+                      AND saved_at >= (SELECT created_at FROM admin.agent WHERE name = ${agent}))
+        RETURNING name`,
+      (rows) => rows.length > 0
+    )
+  )
+
+/** What a version's latest run says, for the API's version list and agent view. */
+export interface EvalVerdict {
+  readonly runId: string
+  readonly version: number
+  readonly gate: boolean
+  readonly status: EvalRunStatus
+  readonly message: string
+  readonly passed: number
+  readonly failed: number
+  /** Each failing eval and its problems. */
+  readonly failures: ReadonlyArray<{ readonly eval: string; readonly problems: ReadonlyArray<string> }>
+}
+
+export const verdictOf = (run: EvalRun): EvalVerdict => ({
+  runId: run.id,
+  version: run.version,
+  gate: run.gate,
+  status: run.status,
+  message: run.message,
+  passed: run.results.filter((r) => r.passed).length,
+  failed: run.results.filter((r) => !r.passed).length,
+  failures: run.results.filter((r) => !r.passed).map((r) => ({ eval: r.eval, problems: r.problems }))
+})
+
+/** The latest run of each version of `agent`. */
+export const selectLatestRuns = (agent: string) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    Effect.flatMap(
+      sql<RunRow>`SELECT DISTINCT ON (version) ${sql.literal(RUN_COLUMNS)} FROM admin.agent_eval_run
+        WHERE agent_name = ${agent} ORDER BY version, started_at DESC, id DESC`,
+      withResults
+    )
+  )

@@ -1,17 +1,25 @@
 /**
  * The grep tool (this thread walks, search workers match) vs ripgrep over this project's node_modules:
  * same patterns, same file set (rg told -uu, --no-follow, skip .git, files over 4 MB), median of 5 runs
- * each. Not a test: `bun bench/grep.ts`.
+ * each: wall time, and CPU time (every thread of this process for ours, the rg process's user + system),
+ * which a machine busy with other work inflates far less than wall time. Not a test: `bun bench/grep.ts`.
+ * BEFORE=<another checkout> adds a row per pattern for that checkout's grep tool over the same files,
+ * timed the same way in a child process (its own Effect and workers), just after ours.
  */
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
-import { Effect } from "effect"
-import { grep } from "../src/tools/grep.ts"
-import { createToolContext } from "../test/support/workspace.ts"
 
 const RUNS = 5
-const nodeModules = fs.realpathSync.native(path.join(import.meta.dir, "..", "node_modules"))
+const before = process.env["BEFORE"]
+/** Set in the child that times BEFORE's grep tool: the case to time, the checkout, the files. */
+const childCase = process.env["GREP_BENCH_CASE"]
+const tree = process.env["GREP_BENCH_TREE"] ?? path.join(import.meta.dir, "..")
+const { Effect } = (await import(Bun.resolveSync("effect", tree))) as typeof import("effect")
+const { grep } = (await import(path.join(tree, "src", "tools", "grep.ts"))) as typeof import("../src/tools/grep.ts")
+const { createToolContext } = (await import(path.join(tree, "test", "support", "workspace.ts"))) as typeof import("../test/support/workspace.ts")
+
+const nodeModules = fs.realpathSync.native(process.env["GREP_BENCH_DIR"] ?? path.join(import.meta.dir, "..", "node_modules"))
 const outDir = fs.mkdtempSync(path.join(os.tmpdir(), "kintsugi-bench-out-"))
 const { ctx } = createToolContext({ root: path.dirname(nodeModules), readOnly: [nodeModules], outDir }, 600_000)
 
@@ -28,23 +36,34 @@ const cases: ReadonlyArray<Case> = [
 
 const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
 
-const timeIt = async (f: () => Promise<number>): Promise<{ ms: number; matches: number }> => {
-  let matches = await f() // warm-up: page cache and JIT
-  const times: Array<number> = []
-  for (let i = 0; i < RUNS; i++) {
-    const start = performance.now()
-    matches = await f()
-    times.push(performance.now() - start)
-  }
-  return { ms: median(times), matches }
+/** One run: its matches and, for a child process, the CPU time it used (ms). */
+interface Run {
+  readonly matches: number
+  readonly childCpuMs?: number
 }
 
-const ours = async (c: Case): Promise<number> => {
+const timeIt = async (f: () => Promise<Run>): Promise<{ ms: number; cpuMs: number; matches: number }> => {
+  let { matches } = await f() // warm-up: page cache and JIT
+  const times: Array<number> = []
+  const cpu: Array<number> = []
+  for (let i = 0; i < RUNS; i++) {
+    const start = performance.now()
+    const before = process.cpuUsage()
+    const run = await f()
+    const used = process.cpuUsage(before)
+    times.push(performance.now() - start)
+    cpu.push(run.childCpuMs ?? (used.user + used.system) / 1000)
+    matches = run.matches
+  }
+  return { ms: median(times), cpuMs: median(cpu), matches }
+}
+
+const ours = async (c: Case): Promise<Run> => {
   const out = await Effect.runPromise(Effect.provide(grep.execute({ ...c.args, limit: 1000 }), ctx))
   if (out.text.includes("[match limit")) throw new Error(`"${c.label}" hit the match limit; pick a rarer pattern`)
   // The tool shows at most 50 KB; when it cut, its note carries the full count.
   const total = /showing \d+ of (\d+) matching lines/.exec(out.text)?.[1]
-  return total !== undefined ? Number(total) : out.text.split("\n").filter((l) => /^.+?:\d+: /.test(l)).length
+  return { matches: total !== undefined ? Number(total) : out.text.split("\n").filter((l) => /^.+?:\d+: /.test(l)).length }
 }
 
 const rgArgs = (c: Case, threads?: number): Array<string> => [
@@ -61,34 +80,74 @@ const rgArgs = (c: Case, threads?: number): Array<string> => [
   nodeModules
 ]
 
-const rg = (c: Case, threads?: number) => async (): Promise<number> => {
+const rg = (c: Case, threads?: number) => async (): Promise<Run> => {
   const r = Bun.spawnSync(["rg", ...rgArgs(c, threads)], { stdout: "pipe", stderr: "ignore" })
-  return r.stdout.toString().split("\n").filter((l) => l.length > 0).length
+  const usage = r.resourceUsage
+  return {
+    matches: r.stdout.toString().split("\n").filter((l) => l.length > 0).length,
+    childCpuMs: usage === undefined ? Number.NaN : Number(usage.cpuTime.user + usage.cpuTime.system) / 1000
+  }
+}
+
+/** BEFORE's grep tool on case `i`, timed by this file run as a child with that checkout's modules. */
+const timeBefore = (checkout: string, i: number): { ms: number; cpuMs: number; matches: number } => {
+  const child = Bun.spawnSync(["bun", import.meta.path], {
+    env: { ...process.env, GREP_BENCH_CASE: String(i), GREP_BENCH_TREE: checkout, GREP_BENCH_DIR: nodeModules },
+    stderr: "inherit"
+  })
+  return JSON.parse(child.stdout.toString()) as { ms: number; cpuMs: number; matches: number }
+}
+
+if (childCase !== undefined) {
+  const c = cases[Number(childCase)]
+  if (c === undefined) throw new Error(`no case ${childCase}`)
+  console.log(JSON.stringify(await timeIt(() => ours(c))))
+  fs.rmSync(outDir, { recursive: true, force: true })
+  process.exit(0)
 }
 
 const hasRg = Bun.which("rg") !== null
-console.log(`grep benchmark over ${nodeModules} (median of ${RUNS} runs after one warm-up, ${os.cpus().length} CPUs)`)
+const load = () => os.loadavg().map((l) => l.toFixed(2)).join(" ")
+console.log(`grep benchmark over ${nodeModules} (median of ${RUNS} runs after one warm-up, ${os.cpus().length} CPUs, load average ${load()})`)
+if (before !== undefined) console.log(`"before" rows: the grep tool of ${before}`)
 if (!hasRg) console.log("ripgrep (rg) is not installed: the rg columns are skipped (Debian: apt-get install -y ripgrep)")
-const header = ["pattern", "kintsugi ms", ...(hasRg ? ["rg ms", "ratio", "rg -j1 ms", "ratio -j1"] : []), "matches (ours/rg)"]
+const header = [
+  "pattern",
+  "kintsugi ms",
+  ...(hasRg ? ["rg ms", "ratio", "rg -j1 ms", "ratio -j1"] : []),
+  "cpu ms",
+  ...(hasRg ? ["rg cpu", "cpu ratio", "rg -j1 cpu", "cpu ratio -j1"] : []),
+  "matches (ours/rg)"
+]
 const rows: Array<Array<string>> = [header]
-for (const c of cases) {
+for (const [i, c] of cases.entries()) {
   const a = await timeIt(() => ours(c))
+  const p = before === undefined ? undefined : timeBefore(before, i)
   if (!hasRg) {
-    rows.push([c.label, a.ms.toFixed(0), String(a.matches)])
+    rows.push([c.label, a.ms.toFixed(0), a.cpuMs.toFixed(0), String(a.matches)])
+    if (p !== undefined) rows.push(["  before", p.ms.toFixed(0), p.cpuMs.toFixed(0), String(p.matches)])
     continue
   }
   const b = await timeIt(rg(c))
   const b1 = await timeIt(rg(c, 1))
-  rows.push([
-    c.label,
-    a.ms.toFixed(0),
+  const row = (label: string, x: { ms: number; cpuMs: number; matches: number }) => [
+    label,
+    x.ms.toFixed(0),
     b.ms.toFixed(0),
-    `${(a.ms / b.ms).toFixed(1)}x`,
+    `${(x.ms / b.ms).toFixed(1)}x`,
     b1.ms.toFixed(0),
-    `${(a.ms / b1.ms).toFixed(1)}x`,
-    `${a.matches}/${b.matches}`
-  ])
+    `${(x.ms / b1.ms).toFixed(1)}x`,
+    x.cpuMs.toFixed(0),
+    b.cpuMs.toFixed(0),
+    `${(x.cpuMs / b.cpuMs).toFixed(1)}x`,
+    b1.cpuMs.toFixed(0),
+    `${(x.cpuMs / b1.cpuMs).toFixed(1)}x`,
+    `${x.matches}/${b.matches}`
+  ]
+  rows.push(row(c.label, a))
+  if (p !== undefined) rows.push(row("  before", p))
 }
 const widths = header.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)))
 for (const r of rows) console.log(r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("  "))
+console.log(`load average at the end: ${load()}`)
 fs.rmSync(outDir, { recursive: true, force: true })

@@ -10,6 +10,7 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { pathToFileURL } from "node:url"
+import { closeQuietly } from "./confinementSync.ts"
 import type { FileResult, FromWorker, ScanSpec, ToWorker } from "./grepWorker.ts"
 
 export type { FileResult, ScanSpec } from "./grepWorker.ts"
@@ -17,12 +18,14 @@ export type { FileResult, ScanSpec } from "./grepWorker.ts"
 /** Workers per process: the cores (at most 8). */
 export const GREP_WORKERS = Math.max(1, Math.min(8, os.availableParallelism()))
 /** Files per message to a worker once every worker is busy. */
-const BATCH_FILES = 32
+const BATCH_FILES = 64
 
 interface Slot {
   readonly worker: Worker
   /** [call, seq, startedAt] of the file being scanned; call -1 = idle (see grepWorker.ts). */
   readonly status: Float64Array
+  /** The directory descriptor the worker holds open, or -1 (see grepWorker.ts): closed here once a terminated worker exited. */
+  readonly heldDir: Int32Array
   /** Call ids of the batches sent and not yet answered, oldest first. */
   readonly batches: Array<number>
   dead: boolean
@@ -72,16 +75,23 @@ const spawn = (): Slot => {
   const worker = new Worker(workerUrl)
   worker.unref()
   const status = new SharedArrayBuffer(3 * 8)
-  const slot: Slot = { worker, status: new Float64Array(status), batches: [], dead: false }
+  const heldDir = new SharedArrayBuffer(4)
+  const slot: Slot = { worker, status: new Float64Array(status), heldDir: new Int32Array(heldDir), batches: [], dead: false }
   slot.status[0] = -1
+  slot.heldDir[0] = -1
   worker.addEventListener("message", (e: MessageEvent<FromWorker>) => {
     slot.batches.shift()
     active.get(e.data.call)?.onMessage(e.data)
   })
   // The worker's own error text may name host paths: the model only learns that it failed.
   worker.addEventListener("error", () => drop(slot, "a search worker failed"))
-  worker.addEventListener("close", () => drop(slot, "the search worker exited"))
-  worker.postMessage({ type: "init", cancel: cancelled.buffer as SharedArrayBuffer, status } satisfies ToWorker)
+  worker.addEventListener("close", () => {
+    drop(slot, "the search worker exited")
+    // A worker terminated while holding a directory open (stuck in a pattern) cannot close it itself.
+    const fd = Atomics.exchange(slot.heldDir, 0, -1)
+    if (fd >= 0) closeQuietly(fd)
+  })
+  worker.postMessage({ type: "init", cancel: cancelled.buffer as SharedArrayBuffer, status, heldDir } satisfies ToWorker)
   slots.push(slot)
   return slot
 }
@@ -92,6 +102,10 @@ const pick = (): Slot => {
   for (const s of slots) if (best === undefined || s.batches.length < best.batches.length) best = s
   return best === undefined || (best.batches.length > 0 && slots.length < GREP_WORKERS) ? spawn() : best
 }
+
+/** The FileResult of a ResultCode other than "h" (see grepWorker.ts). */
+const resultOf = (code: string | undefined): FileResult =>
+  code === "u" ? "unreadable" : code === "t" ? "too-large" : code === "c" ? "cancelled" : "none"
 
 export type SearchOutcome =
   | { readonly kind: "done" }
@@ -128,6 +142,7 @@ export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => 
   const results = new Map<number, FileResult>()
   let batch: Array<string> = []
   let batchFirst = 0
+  let batchDir = ""
   let added = 0
   let cursor = 0
   let finishing = false
@@ -158,14 +173,18 @@ export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => 
     if (batch.length === 0 || outcome !== undefined) return
     const slot = pick()
     slot.batches.push(call)
-    slot.worker.postMessage({ type: "scan", call, spec, first: batchFirst, files: batch } satisfies ToWorker)
+    slot.worker.postMessage({ type: "scan", call, spec, first: batchFirst, files: batch.join("\0") } satisfies ToWorker)
     batch = []
     batchFirst = added
   }
   active.set(call, {
     onMessage: (m) => {
       if (m.type === "failed") return end({ kind: "failed", message: "a search worker failed" }, true)
-      m.results.forEach((r, k) => results.set(m.first + k, r))
+      let h = 0
+      for (let k = 0; k < m.codes.length; k++) {
+        const code = m.codes[k]
+        results.set(m.first + k, code === "h" ? (m.hits[h++] ?? "none") : resultOf(code))
+      }
       const now = performance.now()
       if (now - lastProgress > 15) {
         lastProgress = now
@@ -192,9 +211,13 @@ export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => 
   return {
     add: (path) => {
       if (outcome !== undefined) return false
+      // A full batch ends where a directory does (a worker opens and verifies each directory of a batch once).
+      const dir = path.slice(0, path.lastIndexOf("/"))
+      if (batch.length >= BATCH_FILES && (dir !== batchDir || batch.length >= 4 * BATCH_FILES)) flush()
       batch.push(path)
+      batchDir = dir
       added++
-      if (batch.length >= BATCH_FILES || slots.length < GREP_WORKERS || slots.some((s) => s.batches.length === 0)) flush()
+      if (slots.length < GREP_WORKERS || slots.some((s) => s.batches.length === 0)) flush()
       return true
     },
     finish: () => {

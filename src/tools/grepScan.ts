@@ -22,6 +22,12 @@ export interface LineMatcher {
   readonly test: (line: string) => boolean
   /** UTF-16 index of the first match in `line`, or -1. */
   readonly indexIn: (line: string) => number
+  /**
+   * Where in a file's decoded text a match can begin, searching the whole text at once: the first
+   * index >= `from` (a line start) where one can, or -1. Every line `test` accepts holds such an index,
+   * so only the lines holding one need testing. Undefined: every line is tested.
+   */
+  readonly nextCandidate?: (text: string, from: number) => number
 }
 
 export interface MatcherOptions {
@@ -326,7 +332,8 @@ export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher
       mayMatchBytes: (bytes) => bytes.indexOf(needle) !== -1,
       mayMatchText: () => true,
       test: (line) => line.includes(pattern),
-      indexIn: (line) => line.indexOf(pattern)
+      indexIn: (line) => line.indexOf(pattern),
+      nextCandidate: (text, from) => text.indexOf(pattern, from)
     }
   }
   const source = opts.literal ? RE2JS.quote(pattern) : pattern
@@ -343,15 +350,21 @@ export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher
   if (native !== undefined) {
     const line = new RegExp(native, opts.ignoreCase ? "iu" : "u")
     // With "m", ^ and $ also match around "\r" (and U+2028/9): more positions, so still a superset.
-    const whole = new RegExp(native, opts.ignoreCase ? "imu" : "mu")
-    const latin1 = bytesFilter === undefined && !opts.ignoreCase && asciiOnly(native) ? whole : undefined
+    const whole = new RegExp(native, opts.ignoreCase ? "gimu" : "gmu")
+    const latin1 = bytesFilter === undefined && !opts.ignoreCase && asciiOnly(native)
+    const nextCandidate = (text: string, from: number): number => {
+      whole.lastIndex = from
+      return whole.exec(text)?.index ?? -1
+    }
     return {
       engine: "native",
       mayMatchBytes: (bytes) =>
-        bytesFilter !== undefined ? bytesFilter(bytes) : latin1 === undefined || latin1.test(bytes.toString("latin1")),
-      mayMatchText: (text) => whole.test(text),
+        bytesFilter !== undefined ? bytesFilter(bytes) : !latin1 || nextCandidate(bytes.toString("latin1"), 0) !== -1,
+      // The whole-text search is nextCandidate's, made while scanning.
+      mayMatchText: () => true,
       test: (l) => (exactLiteral !== undefined && !l.includes(exactLiteral) ? false : line.test(l)),
-      indexIn: (l) => l.search(line)
+      indexIn: (l) => l.search(line),
+      nextCandidate
     }
   }
   // Whole-file tests are a superset of line tests only while ^ and $ stay line anchors (no inline
@@ -374,11 +387,12 @@ const exactBytesFilter = (needles: ReadonlyArray<Buffer>) => (bytes: Buffer) => 
 
 /**
  * A byte prefilter for a case-insensitive ASCII literal: every byte of the file and of the literal is
- * OR-ed with 0x20 (four bytes at a time), then one memmem. That folds ASCII letters to lower case and
- * maps a few punctuation pairs onto each other (`@` and `` ` ``, `[` and `{`…), which only adds
- * candidates (the line test decides); bytes of multi-byte UTF-8 stay >= 0x80. Non-ASCII text folds onto
- * ASCII letters only through U+212A KELVIN SIGN (k) and U+017F LONG S (s), so a file holding either
- * passes. Undefined for a non-ASCII literal.
+ * OR-ed with 0x20 (four bytes at a time, straight from the read buffer), then one memmem. That folds
+ * ASCII letters to lower case and maps a few punctuation pairs onto each other (`@` and `` ` ``, `[` and
+ * `{`…), which only adds candidates (the line test decides); bytes of multi-byte UTF-8 stay >= 0x80.
+ * Non-ASCII text folds onto ASCII letters only through U+212A KELVIN SIGN (k) and U+017F LONG S (s), so
+ * a file holding either passes; the same pass notes whether any byte is >= 0x80, and a file of ASCII
+ * bytes alone is not searched for them. Undefined for a non-ASCII literal.
  */
 const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | undefined => {
   if (!/^[\x20-\x7e]+$/.test(literal)) return undefined
@@ -386,13 +400,26 @@ const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | 
   const folded = Buffer.from(Array.from(Buffer.from(literal, "latin1"), (c) => c | 0x20))
   let scratch = new Uint32Array(16 * 1024)
   return (bytes) => {
-    if (special.some((n) => bytes.indexOf(n) !== -1)) return true
-    const words = Math.ceil(bytes.length / 4)
-    if (scratch.length < words) scratch = new Uint32Array(Math.max(words, scratch.length * 2))
-    const out = Buffer.from(scratch.buffer, 0, words * 4)
-    bytes.copy(out, 0, 0, bytes.length)
-    for (let i = 0; i < words; i++) scratch[i] = (scratch[i] ?? 0) | 0x20202020
-    return out.subarray(0, bytes.length).indexOf(folded) !== -1
+    const words = bytes.length >>> 2
+    if (scratch.length <= words) scratch = new Uint32Array(Math.max(words + 1, scratch.length * 2))
+    const out = Buffer.from(scratch.buffer, 0, bytes.length)
+    // The workers' read buffer is 4-byte aligned: its words are read in place; anything else is copied first.
+    const aligned = bytes.byteOffset % 4 === 0
+    if (!aligned) bytes.copy(out)
+    const src = aligned ? new Uint32Array(bytes.buffer, bytes.byteOffset, words) : scratch
+    let high = 0
+    for (let i = 0; i < words; i++) {
+      const w = src[i] ?? 0
+      high |= w
+      scratch[i] = w | 0x20202020
+    }
+    for (let i = words * 4; i < bytes.length; i++) {
+      const b = bytes[i] ?? 0
+      high |= b
+      out[i] = b | 0x20
+    }
+    if (out.indexOf(folded) !== -1) return true
+    return (high & 0x80808080) !== 0 && special.some((n) => bytes.indexOf(n) !== -1)
   }
 }
 
@@ -404,10 +431,9 @@ const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | 
  * crosses from a worker to grep.
  */
 export interface FileHits {
-  readonly lineCount: number
   readonly hits: ReadonlyArray<number>
   readonly hitText: ReadonlyArray<string>
-  /** Sorted line indexes of `ctxText` (the hit lines included). */
+  /** Sorted line indexes of `ctxText` (the hit lines included; the last one is the last line any block may show). */
   readonly ctxLines: ReadonlyArray<number>
   readonly ctxText: ReadonlyArray<string>
 }
@@ -421,27 +447,79 @@ export const shorten = (line: string, at: number): string => {
 /** A NUL byte in the first BINARY_SNIFF_BYTES: a binary file, never searched. */
 export const isBinaryHead = (head: Buffer): boolean => head.subarray(0, BINARY_SNIFF_BYTES).includes(0)
 
-/** Scans one text file's bytes; undefined when no line matches (binary files included). */
-export const scanBytes = (bytes: Buffer, m: LineMatcher, context: number, limit: number): FileHits | undefined => {
-  if (isBinaryHead(bytes) || !m.mayMatchBytes(bytes)) return undefined
-  const text = bytes.toString("utf8")
-  if (!m.mayMatchText(text)) return undefined
+/** A file's first matching lines: 0-based indexes and their text; `lines` when every line was cut out. */
+interface LineHits {
+  readonly hits: Array<number>
+  readonly text: Array<string>
+  readonly lines?: ReadonlyArray<string>
+}
+
+const testEveryLine = (text: string, m: LineMatcher, limit: number): LineHits => {
   const lines = splitLines(text)
   const hits: Array<number> = []
-  for (let i = 0; i < lines.length && hits.length < limit; i++) if (m.test(lines[i] ?? "")) hits.push(i)
+  const hitLines: Array<string> = []
+  for (let i = 0; i < lines.length && hits.length < limit; i++) {
+    const line = lines[i] ?? ""
+    if (m.test(line)) {
+      hits.push(i)
+      hitLines.push(line)
+    }
+  }
+  return { hits, text: hitLines, lines }
+}
+
+/**
+ * testEveryLine's answer, testing only the lines (cut as splitLines cuts them) that hold a place where
+ * `next` says a match can begin: a large file with a few matches is never split into lines.
+ */
+const testCandidateLines = (text: string, next: (text: string, from: number) => number, m: LineMatcher, limit: number): LineHits => {
+  const hits: Array<number> = []
+  const hitLines: Array<string> = []
+  let line = 0
+  let start = 0
+  while (hits.length < limit && start < text.length) {
+    const at = next(text, start)
+    if (at === -1) break
+    for (let nl = text.indexOf("\n", start); nl !== -1 && nl < at; nl = text.indexOf("\n", start)) {
+      line++
+      start = nl + 1
+    }
+    // After a final "\n" there is no line (splitLines drops the empty rest).
+    if (start >= text.length) break
+    const nl = text.indexOf("\n", start)
+    const end = nl === -1 ? text.length : nl
+    const cut = text.slice(start, end > start && text.charCodeAt(end - 1) === 13 ? end - 1 : end)
+    if (m.test(cut)) {
+      hits.push(line)
+      hitLines.push(cut)
+    }
+    line++
+    start = end + 1
+  }
+  return { hits, text: hitLines }
+}
+
+/** Scans one text file's bytes; undefined when no line matches (binary files included). */
+export const scanBytes = (bytes: Buffer, m: LineMatcher, context: number, limit: number): FileHits | undefined =>
+  isBinaryHead(bytes) ? undefined : scanTextBytes(bytes, m, context, limit)
+
+/** scanBytes for bytes already known not to have a binary head (the workers' read asked isBinaryHead). */
+export const scanTextBytes = (bytes: Buffer, m: LineMatcher, context: number, limit: number): FileHits | undefined => {
+  if (!m.mayMatchBytes(bytes)) return undefined
+  const text = bytes.toString("utf8")
+  if (!m.mayMatchText(text)) return undefined
+  const found = m.nextCandidate === undefined ? testEveryLine(text, m, limit) : testCandidateLines(text, m.nextCandidate, m, limit)
+  const { hits } = found
   if (hits.length === 0) return undefined
+  const hitText = found.text.map((l) => shorten(l, m.indexIn(l)))
+  if (context === 0) return { hits, hitText, ctxLines: hits, ctxText: found.text.map((l) => shorten(l, 0)) }
+  const lines = found.lines ?? splitLines(text)
   const ctxLines: Array<number> = []
   for (const h of hits) {
     const last = ctxLines[ctxLines.length - 1] ?? -1
     for (let k = Math.max(last + 1, h - context); k <= Math.min(lines.length - 1, h + context); k++) ctxLines.push(k)
   }
-  return {
-    lineCount: lines.length,
-    hits,
-    hitText: hits.map((h) => shorten(lines[h] ?? "", m.indexIn(lines[h] ?? ""))),
-    ctxLines,
-    ctxText: ctxLines.map((k) => shorten(lines[k] ?? "", 0))
-  }
+  return { hits, hitText, ctxLines, ctxText: ctxLines.map((k) => shorten(lines[k] ?? "", 0)) }
 }
 
 /** A run of consecutive lines of one file to show; `matches` are 1-based line numbers. */
@@ -463,7 +541,8 @@ export const blocksOf = (file: FileHits, display: string, context: number, take:
   const hitText = new Map<number, string>()
   hits.forEach((h, j) => hitText.set(h, file.hitText[j] ?? ""))
   const blocks: Array<Block> = []
-  const last = file.lineCount - 1
+  // The file's last line, or (when that is further) the last line within `context` of its last hit.
+  const last = file.ctxLines[file.ctxLines.length - 1] ?? 0
   let b = 0
   while (b < hits.length) {
     const from = Math.max(0, (hits[b] ?? 0) - context)

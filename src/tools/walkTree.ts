@@ -1,11 +1,16 @@
 /**
  * The directory walk behind grep and find (security rule 6): never follows symlinks, skips `.git`,
  * lists every directory through a verified descriptor, caps entries and depth, and yields to the
- * event loop so a long walk can be timed out, aborted and seen as progress.
+ * event loop so a long walk can be timed out, aborted and seen as progress. On Linux with glibc the
+ * start directory is opened and verified once and every subdirectory is opened relative to its parent's
+ * descriptor (openat, O_NOFOLLOW, O_DIRECTORY: inside the root by construction) and listed with
+ * getdents64; elsewhere each directory is opened by its path and verified (listDirSync).
  */
+import fs from "node:fs"
 import { Effect } from "effect"
 import { ToolError } from "./Tool.ts"
-import { listDirSync, validateInput } from "./confinement.ts"
+import { validateInput } from "./confinement.ts"
+import { closeQuietly, listDirAt, listDirSync, openDirSyncChecked, openSubdirAt, type CheckedDir, type DirEntry } from "./confinementSync.ts"
 
 export interface WalkEntry {
   /** Absolute path: a verified directory plus one name, so inside the walk's root by construction. */
@@ -26,34 +31,89 @@ export interface WalkStatus {
   stopped: "entries" | "depth" | "time" | undefined
 }
 
-/** Files and symlinks below `start` (a canonical directory inside `root`), in sorted order. */
-export function* walkTree(start: string, root: string, limits: WalkLimits, status: WalkStatus): Generator<WalkEntry> {
-  yield* walkDir(start, "", 0, root, limits, status)
+/** How a walk lists a directory and opens a subdirectory (`path` names it), and releases one. */
+interface Lister<D> {
+  readonly list: (dir: D) => Array<DirEntry> | undefined
+  readonly child: (dir: D, name: string, path: string) => D | undefined
+  readonly close: (dir: D) => void
 }
 
-function* walkDir(dir: string, rel: string, depth: number, root: string, limits: WalkLimits, status: WalkStatus): Generator<WalkEntry> {
-  const listed = listDirSync(dir, root)
+const byDescriptor: Lister<CheckedDir> = { list: listDirAt, child: openSubdirAt, close: (dir) => closeQuietly(dir.fd) }
+
+/** The kind of a Dirent or an lstat result. */
+const kindOf = (e: { isDirectory(): boolean; isFile(): boolean; isSymbolicLink(): boolean }): DirEntry["kind"] =>
+  e.isDirectory() ? "dir" : e.isFile() ? "file" : e.isSymbolicLink() ? "symlink" : "other"
+
+const byPath = (root: string): Lister<string> => ({
+  list: (dir) => listDirSync(dir, root)?.map((e): DirEntry => ({ name: e.name, kind: kindOf(e) })),
+  child: (_dir, _name, path) => path,
+  close: () => undefined
+})
+
+/** An entry's kind when its directory does not say (d_type unknown): lstat, which never follows a link. */
+const kindByLstat = (path: string): DirEntry["kind"] => {
+  try {
+    return kindOf(fs.lstatSync(path))
+  } catch {
+    return "other"
+  }
+}
+
+/**
+ * Files and symlinks below `start` (a canonical directory inside `root`), in sorted order. Holds a
+ * descriptor per directory level while walking: run it to its end or call `return()` (drive does).
+ */
+export function* walkTree(start: string, root: string, limits: WalkLimits, status: WalkStatus): Generator<WalkEntry> {
+  const top = openDirSyncChecked(start, root)
+  if (top === undefined) {
+    yield* walkDir(byPath(root), start, start, "", 0, limits, status)
+    return
+  }
+  try {
+    yield* walkDir(byDescriptor, top, start, "", 0, limits, status)
+  } finally {
+    closeQuietly(top.fd)
+  }
+}
+
+function* walkDir<D>(
+  lister: Lister<D>,
+  dir: D,
+  dirPath: string,
+  rel: string,
+  depth: number,
+  limits: WalkLimits,
+  status: WalkStatus
+): Generator<WalkEntry> {
+  const listed = lister.list(dir)
   if (listed === undefined) return
-  const names = listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  for (const entry of names) {
+  const entries = listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  for (const entry of entries) {
     if (++status.entries > limits.maxEntries) {
       status.stopped = "entries"
       return
     }
-    const path = `${dir === "/" ? "" : dir}/${entry.name}`
+    const path = `${dirPath === "/" ? "" : dirPath}/${entry.name}`
     const childRel = rel === "" ? entry.name : `${rel}/${entry.name}`
-    // Dirent types come from readdir (d_type), which never follows a link: the same answer as lstat.
-    if (entry.isDirectory()) {
+    // Kinds come from the directory (d_type), which never follows a link: the same answer as lstat.
+    const kind = entry.kind ?? kindByLstat(path)
+    if (kind === "dir") {
       if (entry.name === ".git") continue
       if (depth + 1 > limits.maxDepth) {
         status.stopped ??= "depth"
         continue
       }
-      yield* walkDir(path, childRel, depth + 1, root, limits, status)
+      const sub = lister.child(dir, entry.name, path)
+      if (sub === undefined) continue
+      try {
+        yield* walkDir(lister, sub, path, childRel, depth + 1, limits, status)
+      } finally {
+        lister.close(sub)
+      }
       if (status.stopped === "entries") return
-    } else if (entry.isFile()) {
+    } else if (kind === "file") {
       yield { path, rel: childRel, kind: "file" }
-    } else if (entry.isSymbolicLink()) {
+    } else if (kind === "symlink") {
       yield { path, rel: childRel, kind: "symlink" }
     }
   }
@@ -69,20 +129,25 @@ export const drive = async (
   onEntry: (entry: WalkEntry) => boolean
 ): Promise<void> => {
   let sliceEnd = performance.now() + 15
-  for (;;) {
-    const next = entries.next()
-    if (next.done === true || !onEntry(next.value)) return
-    const now = performance.now()
-    if (now >= sliceEnd) {
-      if (now >= opts.deadline) {
-        opts.status.stopped = "time"
-        return
+  try {
+    for (;;) {
+      const next = entries.next()
+      if (next.done === true || !onEntry(next.value)) return
+      const now = performance.now()
+      if (now >= sliceEnd) {
+        if (now >= opts.deadline) {
+          opts.status.stopped = "time"
+          return
+        }
+        opts.progress()
+        await new Promise<void>((resolve) => setImmediate(resolve))
+        if (opts.signal.aborted) return
+        sliceEnd = performance.now() + 15
       }
-      opts.progress()
-      await new Promise<void>((resolve) => setImmediate(resolve))
-      if (opts.signal.aborted) return
-      sliceEnd = performance.now() + 15
     }
+  } finally {
+    // A walk stopped early releases the directory descriptors it holds.
+    entries.return?.()
   }
 }
 

@@ -1,0 +1,159 @@
+/**
+ * What this process knows about writes to its database, so hot reads (a token's principal, the
+ * catalog generation) can be answered from memory without queueing behind the embedded database's one
+ * connection — and never stale: after a statement that may have written completes, the next read asks
+ * the database again. Exact only where this process is the database's one client: the embedded
+ * database (its data dir is locked to one process, and every statement of the process passes the
+ * protocol watcher below, raw SQL and migrations included). On a PostgreSQL server other processes
+ * write too: nothing is known, every read asks.
+ */
+import { Context, Effect } from "effect"
+
+export class DbWrites extends Context.Tag("db/DbWrites")<
+  DbWrites,
+  {
+    /**
+     * A number that changes whenever a statement that may have written starts or completes; a value
+     * read from the database while it stayed the same is still the database's. Undefined when other
+     * processes may write (a server): then nothing read may be reused.
+     */
+    readonly epoch: () => number | undefined
+  }
+>() {}
+
+/** A server's: nothing is known about other processes' writes. */
+export const unknownWrites: DbWrites["Type"] = { epoch: () => undefined }
+
+/**
+ * The write counter of one embedded database: `bump` on every statement that may write (at send and at
+ * completion), on a connection lost, on a worker replaced.
+ */
+export const makeWriteCounter = () => {
+  let n = 0
+  return { writes: { epoch: () => n } satisfies DbWrites["Type"], bump: () => void n++ }
+}
+
+/**
+ * A statement that can only read: one SELECT that names no writing keyword or function (conservative:
+ * a false "may write" only costs a cache miss). `WITH` (data-modifying CTEs), `SELECT … INTO`,
+ * `FOR UPDATE`, sequences and everything not a SELECT count as writes.
+ */
+const WRITING = /\b(insert|update|delete|merge|truncate|copy|call|do|into|nextval|setval|set_config|pg_notify|lo_\w+|refresh|lock|vacuum|analyze|reindex|cluster)\b/i
+export const isReadOnlySql = (text: string): boolean => /^\s*select\b/i.test(text) && !WRITING.test(text)
+
+const cString = (body: Buffer, from: number): { readonly text: string; readonly end: number } => {
+  const end = body.indexOf(0, from)
+  return end < 0 ? { text: body.toString("utf8", from), end: body.length } : { text: body.toString("utf8", from, end), end: end + 1 }
+}
+
+/**
+ * Splits a PostgreSQL protocol byte stream into messages (type byte + int32 length including itself);
+ * `untypedFirst`: the frontend's startup message has no type byte. `want(type)` says whether a message's
+ * body is needed (else it is skipped without copying, a large DataRow included).
+ */
+const messageReader = (untypedFirst: boolean, want: (type: number) => boolean, onMessage: (type: number, body: Buffer | undefined) => void) => {
+  let header = Buffer.alloc(0)
+  let skip = untypedFirst ? -1 : 0
+  let type = 0
+  let remaining = 0
+  let parts: Array<Buffer> | undefined
+  return (chunk: Buffer) => {
+    let at = 0
+    while (at < chunk.length) {
+      if (remaining > 0) {
+        const take = Math.min(remaining, chunk.length - at)
+        parts?.push(chunk.subarray(at, at + take))
+        remaining -= take
+        at += take
+        if (remaining === 0) onMessage(type, parts === undefined ? undefined : Buffer.concat(parts))
+        continue
+      }
+      // The header: [type] + int32 length.
+      const headerSize = skip === -1 ? 4 : 5
+      const take = Math.min(headerSize - header.length, chunk.length - at)
+      header = Buffer.concat([header, chunk.subarray(at, at + take)])
+      at += take
+      if (header.length < headerSize) continue
+      const untyped = skip === -1
+      type = untyped ? 0 : header[0]!
+      remaining = header.readInt32BE(untyped ? 0 : 1) - 4
+      header = Buffer.alloc(0)
+      skip = 0
+      parts = !untyped && want(type) ? [] : undefined
+      if (remaining <= 0) {
+        remaining = 0
+        onMessage(type, parts === undefined ? undefined : Buffer.alloc(0))
+      }
+    }
+  }
+}
+
+const Q = 0x51 // Query
+const P = 0x50 // Parse
+const B = 0x42 // Bind
+const F = 0x46 // FunctionCall
+const D = 0x64 // CopyData
+const Z = 0x5a // ReadyForQuery
+
+/**
+ * Watches one client connection's protocol traffic: a statement that may write (simple query, or the
+ * Bind of a parsed statement, whose text is not read-only; a function call; COPY data) bumps `bump` when
+ * it is sent and again at the ReadyForQuery that ends it — on the embedded database's single connection
+ * a reader's next statement runs after it, and a transaction's writes are visible once its COMMIT (not
+ * a SELECT) completes. A lost connection bumps too.
+ */
+export const watchConnection = (bump: () => void) => {
+  const statements = new Map<string, boolean>()
+  let pending = false
+  const mayWrite = () => {
+    pending = true
+    bump()
+  }
+  const sent = messageReader(true, (t) => t === Q || t === P || t === B, (type, body) => {
+    if (type === Q && body !== undefined) {
+      if (!isReadOnlySql(cString(body, 0).text)) mayWrite()
+    } else if (type === P && body !== undefined) {
+      const name = cString(body, 0)
+      statements.set(name.text, isReadOnlySql(cString(body, name.end).text))
+    } else if (type === B && body !== undefined) {
+      const statement = cString(body, cString(body, 0).end).text
+      if (statements.get(statement) !== true) mayWrite()
+    } else if (type === F || type === D) mayWrite()
+  })
+  const received = messageReader(false, () => false, (type) => {
+    if (type === Z && pending) {
+      pending = false
+      bump()
+    }
+  })
+  return { sent, received, closed: bump }
+}
+
+/**
+ * `read`, answered from memory while no write happened since it was last read (per `key`, at most
+ * `max` keys; each kept at most until its `until(value)` (epoch ms) or `ttlMs` after it was read).
+ * With `writes` of a server every call reads.
+ */
+export const cachedUntilWrite = <K, A>(writes: DbWrites["Type"], options: { readonly max: number; readonly ttlMs: number; readonly until?: (value: A) => number }) => {
+  const held = new Map<K, { readonly value: A; readonly until: number }>()
+  let heldAt: number | undefined
+  return <E, R>(key: K, read: Effect.Effect<A, E, R>, keep: (value: A) => boolean = () => true): Effect.Effect<A, E, R> =>
+    Effect.suspend(() => {
+      // The epoch is taken before the read is sent: a write completing meanwhile makes the value unusable.
+      const epoch = writes.epoch()
+      if (epoch !== heldAt) {
+        held.clear()
+        heldAt = epoch
+      }
+      const hit = epoch === undefined ? undefined : held.get(key)
+      if (hit !== undefined && Date.now() < hit.until) return Effect.succeed(hit.value)
+      return Effect.tap(read, (value) =>
+        Effect.sync(() => {
+          if (epoch === undefined || writes.epoch() !== epoch || !keep(value)) return
+          if (heldAt !== epoch) return
+          if (held.size >= options.max) held.clear()
+          held.set(key, { value, until: Math.min(Date.now() + options.ttlMs, options.until?.(value) ?? Infinity) })
+        })
+      )
+    })
+}

@@ -34,12 +34,15 @@ export const makeWriteCounter = () => {
 }
 
 /**
- * A statement that can only read: one SELECT that names no writing keyword or function (conservative:
- * a false "may write" only costs a cache miss). `WITH` (data-modifying CTEs), `SELECT … INTO`,
- * `FOR UPDATE`, sequences and everything not a SELECT count as writes.
+ * A statement that cannot change what another statement reads: one SELECT that names no writing
+ * keyword or function, or opening a transaction, a savepoint, or rolling back (the writes inside
+ * counted already; a COMMIT counts as a write: it makes them visible). Conservative: a false "may
+ * write" only costs a cache miss. `WITH` (data-modifying CTEs), `SELECT … INTO`, `FOR UPDATE`,
+ * sequences and everything else count as writes.
  */
 const WRITING = /\b(insert|update|delete|merge|truncate|copy|call|do|into|nextval|setval|set_config|pg_notify|lo_\w+|refresh|lock|vacuum|analyze|reindex|cluster)\b/i
-export const isReadOnlySql = (text: string): boolean => /^\s*select\b/i.test(text) && !WRITING.test(text)
+const TRANSACTION_CONTROL = /^\s*(begin|start\s+transaction|savepoint|release|rollback)\b[^;]*;?\s*$/i
+export const isReadOnlySql = (text: string): boolean => (/^\s*select\b/i.test(text) && !WRITING.test(text)) || TRANSACTION_CONTROL.test(text)
 
 const cString = (body: Buffer, from: number): { readonly text: string; readonly end: number } => {
   const end = body.indexOf(0, from)

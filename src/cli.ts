@@ -6,4 +6,13 @@
 const argv = process.argv.slice(2)
 // No top-level await: the file can also be bundled to bytecode for a faster job-child start.
 if (argv.length === 1 && argv[0] === "run-job") void import("./jobChildExit.ts").then((m) => m.runGuardedJobChild(() => import("./jobChild.ts")))
-else void import("./cli/kintsugi.ts").then((m) => m.main(process.argv))
+else if ((argv.length === 0 || argv[0] === "serve") && !argv.includes("--help") && !argv.includes("-h")) {
+  // Serving: the secrets re-exec happens before anything loads (the first run then costs a bare start),
+  // and the embedded database's worker starts compiling PGlite while the application loads.
+  void import("./processSecrets.ts")
+    .then(async (m) => {
+      if (m.secureProcessSecrets().values.get("DATABASE_URL") === undefined) (await import("./db/embeddedWorkerAhead.ts")).startWorkerAhead()
+      return import("./cli/kintsugi.ts")
+    })
+    .then((m) => m.main(process.argv))
+} else void import("./cli/kintsugi.ts").then((m) => m.main(process.argv))

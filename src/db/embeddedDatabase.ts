@@ -12,6 +12,7 @@ import type { Duplex } from "node:stream"
 import type { StartRequest, WorkerReply, WorkerRequest } from "./embeddedWorker.ts"
 import { DbError, innermostMessage } from "./DbError.ts"
 import { type DbWrites, makeWriteCounter, watchConnection } from "./DbWrites.ts"
+import { newWorker } from "./embeddedWorkerAhead.ts"
 
 /** How long a new connection waits for the embedded database to restart. */
 const RESTART_WAIT_MS = 30_000
@@ -49,7 +50,7 @@ const PING_INTERVAL = Duration.millis(500)
 
 // The first worker compiles pglite.wasm (~0.3-1 s, off this thread) and hands the modules back; later
 // workers of the process (tests, restarts) reuse them.
-let compiledWasm: { readonly pglite: WebAssembly.Module; readonly initdb: WebAssembly.Module } | undefined
+let compiledWasm: { readonly pglite: WebAssembly.Module; readonly initdb: WebAssembly.Module | undefined } | undefined
 
 /** Sends one request and waits for the worker's reply of one of `expect`'s types (pongs and alarms pass by). */
 const call = (
@@ -77,13 +78,13 @@ const call = (
 
 /** A started worker (listening), or an error; a worker that did not start is terminated. */
 const spawn = async (request: StartRequest, transfer: Array<Bun.Transferable>, signal: AbortSignal): Promise<Worker> => {
-  const worker = new Worker(new URL("./embeddedWorker.ts", import.meta.url).href)
+  const worker = newWorker()
   const stop = () => worker.terminate()
   signal.addEventListener("abort", stop, { once: true })
   try {
     const reply = await call(worker, request, ["listening", "failed"], transfer)
     if (reply.type !== "listening") throw new Error(reply.type === "failed" ? reply.message : `unexpected reply ${reply.type}`)
-    compiledWasm ??= { pglite: reply.pgliteWasmModule, initdb: reply.initdbWasmModule }
+    compiledWasm = { pglite: reply.pgliteWasmModule, initdb: reply.initdbWasmModule ?? compiledWasm?.initdb }
     return worker
   } catch (e) {
     worker.terminate()

@@ -22,3 +22,6 @@ export const newWorker = (): Worker => {
   ahead = undefined
   return worker
 }
+
+/** Whether a worker started ahead is still waiting to be taken. */
+export const workerWaiting = (): boolean => ahead !== undefined

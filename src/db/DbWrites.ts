@@ -51,21 +51,26 @@ const cString = (body: Buffer, from: number): { readonly text: string; readonly 
 
 /**
  * Splits a PostgreSQL protocol byte stream into messages (type byte + int32 length including itself);
- * `untypedFirst`: the frontend's startup message has no type byte. `want(type)` says whether a message's
- * body is needed (else it is skipped without copying, a large DataRow included).
+ * `untypedFirst`: the frontend's startup message has no type byte. `want(type)` says how many bytes of
+ * a message's body are needed (0: none, the rest is skipped without copying, a large DataRow or a Bind
+ * carrying megabytes of parameters included).
  */
-const messageReader = (untypedFirst: boolean, want: (type: number) => boolean, onMessage: (type: number, body: Buffer | undefined) => void) => {
+const messageReader = (untypedFirst: boolean, want: (type: number) => number, onMessage: (type: number, body: Buffer | undefined) => void) => {
   let header = Buffer.alloc(0)
   let skip = untypedFirst ? -1 : 0
   let type = 0
   let remaining = 0
+  let keep = 0
   let parts: Array<Buffer> | undefined
   return (chunk: Buffer) => {
     let at = 0
     while (at < chunk.length) {
       if (remaining > 0) {
         const take = Math.min(remaining, chunk.length - at)
-        parts?.push(chunk.subarray(at, at + take))
+        if (parts !== undefined && keep > 0) {
+          parts.push(Buffer.from(chunk.subarray(at, at + Math.min(take, keep))))
+          keep -= Math.min(take, keep)
+        }
         remaining -= take
         at += take
         if (remaining === 0) onMessage(type, parts === undefined ? undefined : Buffer.concat(parts))
@@ -82,7 +87,8 @@ const messageReader = (untypedFirst: boolean, want: (type: number) => boolean, o
       remaining = header.readInt32BE(untyped ? 0 : 1) - 4
       header = Buffer.alloc(0)
       skip = 0
-      parts = !untyped && want(type) ? [] : undefined
+      keep = untyped ? 0 : want(type)
+      parts = keep > 0 ? [] : undefined
       if (remaining <= 0) {
         remaining = 0
         onMessage(type, parts === undefined ? undefined : Buffer.alloc(0))
@@ -112,7 +118,8 @@ export const watchConnection = (bump: () => void) => {
     pending = true
     bump()
   }
-  const sent = messageReader(true, (t) => t === Q || t === P || t === B, (type, body) => {
+  // A Bind's first bytes name its portal and statement; the statement text is in Query and Parse.
+  const sent = messageReader(true, (t) => (t === Q || t === P ? Number.POSITIVE_INFINITY : t === B ? 512 : 0), (type, body) => {
     if (type === Q && body !== undefined) {
       if (!isReadOnlySql(cString(body, 0).text)) mayWrite()
     } else if (type === P && body !== undefined) {
@@ -123,7 +130,7 @@ export const watchConnection = (bump: () => void) => {
       if (statements.get(statement) !== true) mayWrite()
     } else if (type === F || type === D) mayWrite()
   })
-  const received = messageReader(false, () => false, (type) => {
+  const received = messageReader(false, () => 0, (type) => {
     if (type === Z && pending) {
       pending = false
       bump()

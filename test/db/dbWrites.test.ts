@@ -7,7 +7,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import { DbWrites } from "../../src/db/Db.ts"
-import { cachedUntilWrite, isReadOnlySql } from "../../src/db/DbWrites.ts"
+import { cachedUntilWrite, isReadOnlySql, watchConnection } from "../../src/db/DbWrites.ts"
 import { usingServer, useTestDb } from "../support/db.ts"
 
 setDefaultTimeout(60_000)
@@ -46,6 +46,53 @@ describe("isReadOnlySql", () => {
       "CREATE TABLE t (x int)"
     ]) {
       expect(isReadOnlySql(write)).toBe(false)
+    }
+  })
+})
+
+/** One protocol message: type byte, int32 length (itself included), body. */
+const message = (type: string, ...parts: Array<string | Buffer>): Buffer => {
+  const body = Buffer.concat(parts.map((p) => (typeof p === "string" ? Buffer.from(p, "utf8") : p)))
+  const header = Buffer.alloc(5)
+  header.write(type, 0, "latin1")
+  header.writeInt32BE(body.length + 4, 1)
+  return Buffer.concat([header, body])
+}
+const startup = (() => {
+  const b = Buffer.alloc(8)
+  b.writeInt32BE(8, 0)
+  b.writeInt32BE(196608, 4)
+  return b
+})()
+
+describe("watchConnection", () => {
+  test("however the bytes are split: a read neither at send nor at ReadyForQuery; a write (a Bind of 1 MB parameters too) at both", () => {
+    const read = Buffer.concat([message("P", "\0", "SELECT x FROM t WHERE y = $1\0", Buffer.alloc(2)), message("B", "\0\0", Buffer.alloc(64)), message("E", "\0", Buffer.alloc(4)), message("S")])
+    const write = Buffer.concat([message("P", "\0", "UPDATE t SET x = $1\0", Buffer.alloc(2)), message("B", "\0\0", Buffer.alloc(1024 * 1024)), message("E", "\0", Buffer.alloc(4)), message("S")])
+    const ready = Buffer.concat([message("2"), message("D", Buffer.alloc(100_000)), message("C", "SELECT 1\0"), message("Z", "I")])
+    for (const size of [1, 3, 7, 1 << 20]) {
+      let bumps = 0
+      const w = watchConnection(() => void bumps++)
+      const feed = (f: (chunk: Buffer) => void, bytes: Buffer) => {
+        for (let i = 0; i < bytes.length; i += size) f(bytes.subarray(i, i + size))
+      }
+      feed(w.sent, startup)
+      feed(w.received, message("R", Buffer.alloc(4)))
+      feed(w.sent, read)
+      feed(w.received, ready)
+      expect(bumps).toBe(0)
+      feed(w.sent, write)
+      expect(bumps).toBe(1)
+      feed(w.received, ready)
+      expect(bumps).toBe(2)
+      feed(w.sent, message("Q", "SELECT 1\0"))
+      feed(w.received, ready)
+      expect(bumps).toBe(2)
+      feed(w.sent, message("Q", "DELETE FROM t\0"))
+      feed(w.received, ready)
+      expect(bumps).toBe(4)
+      w.closed()
+      expect(bumps).toBe(5)
     }
   })
 })

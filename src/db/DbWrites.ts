@@ -7,7 +7,7 @@
  * protocol watcher below, raw SQL and migrations included). On a PostgreSQL server other processes
  * write too: nothing is known, every read asks.
  */
-import { Context, Effect } from "effect"
+import { Context, Deferred, Effect } from "effect"
 
 export class DbWrites extends Context.Tag("db/DbWrites")<
   DbWrites,
@@ -106,18 +106,17 @@ const Z = 0x5a // ReadyForQuery
 
 /**
  * Watches one client connection's protocol traffic: a statement that may write (simple query, or the
- * Bind of a parsed statement, whose text is not read-only; a function call; COPY data) bumps `bump` when
- * it is sent and again at the ReadyForQuery that ends it — on the embedded database's single connection
- * a reader's next statement runs after it, and a transaction's writes are visible once its COMMIT (not
- * a SELECT) completes. A lost connection bumps too.
+ * Bind of a parsed statement, whose text is not read-only; a function call; COPY data) bumps `bump` at
+ * the ReadyForQuery that ends it, before its client hears it completed. That is enough: a value read
+ * before the write completed is refused when the epoch moved while it was read, or dropped when it
+ * moves later; a transaction's writes are visible once its COMMIT (not a SELECT) completes. Bumping
+ * at send as well would only empty the caches for as long as the statement runs (the worker's
+ * claim polls are such statements). A lost connection bumps too.
  */
 export const watchConnection = (bump: () => void) => {
   const statements = new Map<string, boolean>()
   let pending = false
-  const mayWrite = () => {
-    pending = true
-    bump()
-  }
+  const mayWrite = () => void (pending = true)
   // A Bind's first bytes name its portal and statement; the statement text is in Query and Parse.
   const sent = messageReader(true, (t) => (t === Q || t === P ? Number.POSITIVE_INFINITY : t === B ? 512 : 0), (type, body) => {
     if (type === Q && body !== undefined) {
@@ -141,29 +140,42 @@ export const watchConnection = (bump: () => void) => {
 
 /**
  * `read`, answered from memory while no write happened since it was last read (per `key`, at most
- * `max` keys; each kept at most until its `until(value)` (epoch ms) or `ttlMs` after it was read).
- * With `writes` of a server every call reads.
+ * `max` keys; each kept at most until its `until(value)` (epoch ms) or `ttlMs` after it was read, and
+ * only when `keep(value)`). Concurrent misses of one key share one read. With `writes` of a server
+ * every call reads.
  */
 export const cachedUntilWrite = <K, A>(writes: DbWrites["Type"], options: { readonly max: number; readonly ttlMs: number; readonly until?: (value: A) => number }) => {
   const held = new Map<K, { readonly value: A; readonly until: number }>()
+  const reading = new Map<K, { readonly epoch: number; readonly done: Deferred.Deferred<A> }>()
   let heldAt: number | undefined
-  return <E, R>(key: K, read: Effect.Effect<A, E, R>, keep: (value: A) => boolean = () => true): Effect.Effect<A, E, R> =>
+  return (key: K, read: Effect.Effect<A>, keep: (value: A) => boolean = () => true): Effect.Effect<A> =>
     Effect.suspend(() => {
       // The epoch is taken before the read is sent: a write completing meanwhile makes the value unusable.
       const epoch = writes.epoch()
+      if (epoch === undefined) return read
       if (epoch !== heldAt) {
         held.clear()
         heldAt = epoch
       }
-      const hit = epoch === undefined ? undefined : held.get(key)
+      const hit = held.get(key)
       if (hit !== undefined && Date.now() < hit.until) return Effect.succeed(hit.value)
-      return Effect.tap(read, (value) =>
+      const pending = reading.get(key)
+      if (pending !== undefined && pending.epoch === epoch) return Deferred.await(pending.done)
+      const store = (value: A) =>
         Effect.sync(() => {
-          if (epoch === undefined || writes.epoch() !== epoch || !keep(value)) return
-          if (heldAt !== epoch) return
+          if (writes.epoch() !== epoch || heldAt !== epoch || !keep(value)) return
           if (held.size >= options.max) held.clear()
-          held.set(key, { value, until: Math.min(Date.now() + options.ttlMs, options.until?.(value) ?? Infinity) })
+          held.set(key, { value, until: Math.min(Date.now() + options.ttlMs, options.until?.(value) ?? Number.POSITIVE_INFINITY) })
         })
-      )
+      return Effect.flatMap(Deferred.make<A>(), (done) => {
+        reading.set(key, { epoch, done })
+        // Its own fiber: a waiter's interruption (a client gone) never leaves the others waiting.
+        const shared = Effect.tap(read, store).pipe(
+          Effect.exit,
+          Effect.flatMap((exit) => Deferred.done(done, exit)),
+          Effect.ensuring(Effect.sync(() => void (reading.get(key)?.done === done && reading.delete(key))))
+        )
+        return Effect.zipRight(Effect.forkDaemon(shared), Deferred.await(done))
+      })
     })
 }

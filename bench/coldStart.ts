@@ -3,17 +3,19 @@
  * job against a scripted model server), medians of RUNS interleaved rounds, for
  *   - the child from the sources (`bun src/cli.ts run-job`), with the transpiler cache warm and empty;
  *   - the same child as the Bun bytecode bundle the worker runs (src/worker/jobChildBundle.ts);
- *   - a child started ahead by the worker's pool (JobChildren): envelope written → event;
+ *   - a child started ahead by the worker's pool (JobChildren), once it is loaded and its warm-up is
+ *     over (its CPU time stands still): envelope written → event;
  *   - a bare `bun -e` process (spawn → first byte): the floor any Bun child pays.
- * Goals: ≤ 60 ms cold, ≤ 10 ms from the warm pool. BEFORE=<another checkout> adds its source child.
+ * Goals: ≤ 60 ms cold, ≤ 10 ms from the warm pool. BEFORE=<another checkout> adds its source child, its
+ * bytecode bundle, and its bundle started ahead (`run-job`, waiting the same way), in the same rounds.
  */
 import { Effect, Exit, Scope } from "effect"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { makeJobChildren } from "../src/worker/JobChildren.ts"
 import { ensureBundle, jobChildCacheDir, sourceKey } from "../src/worker/jobChildBundle.ts"
-import { createEnvelope, createJob, createJobDirs, createProvider, startJobChild } from "../test/support/jobChild.ts"
+import { childEnv, createEnvelope, createJob, createJobDirs, createProvider, startJobChild } from "../test/support/jobChild.ts"
 import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts"
 
 const RUNS = Number(process.env["RUNS"] ?? 11)
@@ -50,18 +52,28 @@ const armed = (pid: number): boolean => {
   return hex !== undefined && (BigInt(`0x${hex}`) & (1n << 14n)) !== 0n
 }
 
-const scope = Effect.runSync(Scope.make())
-const pool = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: true, prestart: "always", refillWhen: "started" }), scope))
+/** The CPU time (clock ticks, every thread) `pid` has used. */
+const cpuTicks = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "latin1").split(") ")[1]?.split(" ") ?? []
+  return Number(fields[11] ?? 0) + Number(fields[12] ?? 0)
+}
 
-/** A job on the child the pool started ahead: envelope written → job.started / terminal event. */
-const warm = async (): Promise<Timing> => {
-  for (;;) {
-    const pid = await Effect.runPromise(pool.waiting)
-    if (pid !== undefined && armed(pid)) break
-    await Bun.sleep(5)
+/** Waits until `pid` is armed and its CPU time stood still for 300 ms (loaded, warm-up over): at most 20 s. */
+const settled = async (pid: number): Promise<void> => {
+  const until = performance.now() + 20_000
+  while (!armed(pid) && performance.now() < until) await Bun.sleep(5)
+  let last = cpuTicks(pid)
+  let still = 0
+  while (still < 300 && performance.now() < until) {
+    await Bun.sleep(20)
+    const now = cpuTicks(pid)
+    still = now === last ? still + 20 : 0
+    last = now
   }
-  const spawned = await Effect.runPromise(pool.take)
-  const { child } = spawned
+}
+
+/** Envelope written to a waiting child → job.started / job.completed. */
+const timeWaiting = async (child: Bun.Subprocess<"pipe", "pipe", "pipe">): Promise<Timing> => {
   const t0 = performance.now()
   child.stdin.write(JSON.stringify(envelope))
   await child.stdin.end()
@@ -77,10 +89,33 @@ const warm = async (): Promise<Timing> => {
       break
     }
   }
-  spawned.onStarted?.()
   await child.exited
-  if (Number.isNaN(ended)) throw new Error(`the warm child ended without job.completed: ${await new Response(child.stderr).text()}`)
+  if (Number.isNaN(ended)) throw new Error(`the waiting child ended without job.completed: ${await new Response(child.stderr).text()}`)
   return { started, ended }
+}
+
+const scope = Effect.runSync(Scope.make())
+const pool = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: true, prestart: "always", refillWhen: "started" }), scope))
+
+/** A job on the child the pool started ahead, once it settled: envelope written → job.started / terminal event. */
+const warm = async (): Promise<Timing> => {
+  let pid = await Effect.runPromise(pool.waiting)
+  while (pid === undefined) {
+    await Bun.sleep(5)
+    pid = await Effect.runPromise(pool.waiting)
+  }
+  await settled(pid)
+  const spawned = await Effect.runPromise(pool.take)
+  const timing = await timeWaiting(spawned.child)
+  spawned.onStarted?.()
+  return timing
+}
+
+/** The same with a child of `entry` started by hand (`bun <entry> run-job`), for another checkout's bundle. */
+const warmOf = async (entry: string): Promise<Timing> => {
+  const child = Bun.spawn(["bun", entry, "run-job"], { stdin: "pipe", stdout: "pipe", stderr: "pipe", env: childEnv() })
+  await settled(child.pid)
+  return timeWaiting(child)
 }
 
 const bare = async (): Promise<number> => {
@@ -91,12 +126,22 @@ const bare = async (): Promise<number> => {
 }
 
 const before = process.env["BEFORE"]
+/** The other checkout's bundle, built by its own `bun build` line (the one its jobChildBundle.ts runs). */
+const beforeBundle = async (checkout: string): Promise<string> => {
+  const out = mkdtempSync(join(tmpdir(), "kintsugi-bench-before-"))
+  const build = Bun.spawn(["bun", "build", "--target=bun", "--format=cjs", "--bytecode", `--outdir=${out}`, join(checkout, "src", "jobChildEntry.ts")], { cwd: checkout, stdout: "ignore", stderr: "inherit" })
+  if ((await build.exited) !== 0 || !existsSync(join(out, "jobChildEntry.js"))) throw new Error(`bun build of ${checkout} failed`)
+  return join(out, "jobChildEntry.js")
+}
+const beforeEntry = before === undefined ? undefined : await beforeBundle(before)
 const rows = {
   source: [] as Array<Timing>,
   sourceEmpty: [] as Array<Timing>,
   bundle: [] as Array<Timing>,
   warm: [] as Array<Timing>,
   before: [] as Array<Timing>,
+  beforeBundle: [] as Array<Timing>,
+  beforeWarm: [] as Array<Timing>,
   bare: [] as Array<number>
 }
 const empties: Array<string> = []
@@ -109,6 +154,10 @@ for (let i = 0; i < RUNS; i++) {
   rows.bundle.push(await cold(bundle))
   rows.warm.push(await warm())
   if (before !== undefined) rows.before.push(await cold(join(before, "src", "cli.ts")))
+  if (beforeEntry !== undefined) {
+    rows.beforeBundle.push(await cold(beforeEntry))
+    rows.beforeWarm.push(await warmOf(beforeEntry))
+  }
   rows.bare.push(await bare())
 }
 await Effect.runPromise(Scope.close(scope, Exit.void))
@@ -131,4 +180,9 @@ line("from the sources, transpiler cache empty (fresh HOME/image)", rows.sourceE
 line("bytecode bundle (what the worker starts), cold", rows.bundle, 60)
 line("started ahead by the pool (envelope written → event)", rows.warm, 10)
 if (before !== undefined) line(`the child of ${before}`, rows.before)
+if (beforeEntry !== undefined) {
+  line(`  its bytecode bundle, cold`, rows.beforeBundle, 60)
+  line(`  its bundle waiting for its envelope (envelope → event)`, rows.beforeWarm, 10)
+  rmSync(join(beforeEntry, ".."), { recursive: true, force: true })
+}
 console.log(`${"bare bun process (spawn → first byte)".padEnd(58)} ${ms(floor)}`)

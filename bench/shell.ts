@@ -2,7 +2,8 @@
  * Process tool overhead: one `shell` call (`true`) through the runner vs a bare Bun.spawn, unconfined
  * and inside the bubblewrap sandbox (vs a bare Bun.spawn of the same bwrap line), a `git` call vs bare
  * git, and the runner's peak RSS while a command floods 1 GB of output (FLOOD=0 skips it). Not a test.
- * Each tool row prints its ratio to the same spawn line (issue 15 goal: ≤ 1.5×).
+ * Each tool row prints its ratio to the same spawn line (issue 15 goal: ≤ 1.5×); the unconfined rows
+ * also to that spawn in a new session (`detached: true`), which the runner needs for its group kill.
  */
 import { Effect } from "effect"
 import { mkdtempSync, realpathSync, rmSync } from "node:fs"
@@ -15,6 +16,7 @@ import { makeShellTool } from "../src/tools/shell.ts"
 import { createToolContext } from "../test/support/workspace.ts"
 
 const RUNS = Number(process.env["RUNS"] ?? 50)
+const WARMUP = Number(process.env["WARMUP"] ?? 5)
 const root = realpathSync(mkdtempSync(join(tmpdir(), "bench-shell-")))
 const runner = createProcessRunner()
 const shell = makeShellTool(runner)
@@ -22,19 +24,25 @@ const git = makeGitTool(runner)
 const workspace = { root, readOnly: [root], outDir: root }
 const { ctx } = createToolContext(workspace, 600_000)
 
-const median = async (f: () => Promise<unknown>): Promise<number> => {
-  await f() // warm-up
-  const times: Array<number> = []
+const middle = (times: Array<number>): number => times.sort((a, b) => a - b)[Math.floor(times.length / 2)] ?? Number.NaN
+/**
+ * Medians of RUNS interleaved rounds (each function once per round, in order), after WARMUP rounds
+ * (the JIT settles): on a shared machine the load moves between rounds, and every row sees the same moves.
+ */
+const medians = async (fs: ReadonlyArray<() => Promise<unknown>>): Promise<Array<number>> => {
+  for (let i = 0; i < WARMUP; i++) for (const f of fs) await f()
+  const times = fs.map((): Array<number> => [])
   for (let i = 0; i < RUNS; i++) {
-    const t = performance.now()
-    await f()
-    times.push(performance.now() - t)
+    for (const [j, f] of fs.entries()) {
+      const t = performance.now()
+      await f()
+      times[j]?.push(performance.now() - t)
+    }
   }
-  times.sort((a, b) => a - b)
-  return times[Math.floor(times.length / 2)] ?? Number.NaN
+  return times.map(middle)
 }
-const bare = async (argv: Array<string>) => {
-  const p = Bun.spawn(argv, { cwd: root, stdout: "pipe", stderr: "pipe", stdin: "ignore" })
+const bare = async (argv: Array<string>, detached = false) => {
+  const p = Bun.spawn(argv, { cwd: root, stdout: "pipe", stderr: "pipe", stdin: "ignore", detached })
   await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
 }
 const row = (label: string, ms: number) => console.log(`${label.padEnd(50)} ${ms.toFixed(2).padStart(8)} ms`)
@@ -42,26 +50,32 @@ const row = (label: string, ms: number) => console.log(`${label.padEnd(50)} ${ms
 Bun.spawnSync(["git", "init", "-q"], { cwd: root })
 const ratio = (label: string, ours: number, reference: number, refLabel: string) =>
   console.log(`${label.padEnd(50)} ${ours.toFixed(2).padStart(8)} ms  ${(ours / reference).toFixed(2)}× ${refLabel} (goal ≤ 1.5×)`)
-console.log(`median of ${RUNS} runs each, ${process.platform} ${process.arch}, Bun ${Bun.version}`)
-const bareTrue = await median(() => bare(["bash", "-c", "true"]))
-row("bare Bun.spawn(['bash','-c','true'])", bareTrue)
-ratio("shell tool { command: 'true' } via runner", await median(() => Effect.runPromise(shell.execute({ command: "true" }).pipe(Effect.provide(ctx)))), bareTrue, "bare Bun.spawn")
+console.log(`median of ${RUNS} interleaved rounds each, ${process.platform} ${process.arch}, Bun ${Bun.version}`)
+const pair = async (refLabel: string, reference: () => Promise<unknown>, label: string, ours: () => Promise<unknown>, vs: string) => {
+  const [r = Number.NaN, o = Number.NaN] = await medians([reference, ours])
+  row(refLabel, r)
+  ratio(label, o, r, vs)
+}
+/** Unconfined rows: the plain spawn, the same spawn in a new session (what the runner does: detached), the tool. */
+const triple = async (refLabel: string, argv: Array<string>, label: string, ours: () => Promise<unknown>, vs: string) => {
+  const [r = Number.NaN, d = Number.NaN, o = Number.NaN] = await medians([() => bare(argv), () => bare(argv, true), ours])
+  row(refLabel, r)
+  row(`  the same, detached (new session, as the runner)`, d)
+  ratio(label, o, r, vs)
+  console.log(`${"".padEnd(50)} ${"".padStart(8)}     ${(o / d).toFixed(2)}× the detached spawn`)
+}
+const tool = (t: typeof shell, args: Record<string, unknown>) => () => Effect.runPromise(t.execute(args).pipe(Effect.provide(ctx)))
+await triple("bare Bun.spawn(['bash','-c','true'])", ["bash", "-c", "true"], "shell tool { command: 'true' } via runner", tool(shell, { command: "true" }), "bare Bun.spawn")
 const sandbox = probeBwrap()
 if (sandbox._tag === "Bwrap") {
   const boxed = createProcessRunner({ sandbox: { bwrap: sandbox.bwrap, workspace: workspace } })
   const line = [sandbox.bwrap, ...bwrapArgs(workspace, baseEnvironment(root, "bench"), root), "/usr/bin/bash", "-c", "true"]
-  const bareBox = await median(() => bare(line))
-  row("bare Bun.spawn(<same bwrap line> bash -c true)", bareBox)
-  ratio("shell tool { command: 'true' } in the sandbox", await median(() => Effect.runPromise(makeShellTool(boxed).execute({ command: "true" }).pipe(Effect.provide(ctx)))), bareBox, "the bare bwrap line")
+  await pair("bare Bun.spawn(<same bwrap line> bash -c true)", () => bare(line), "shell tool { command: 'true' } in the sandbox", tool(makeShellTool(boxed), { command: "true" }), "the bare bwrap line")
   const gitLine = [sandbox.bwrap, ...bwrapArgs(workspace, baseEnvironment(root, "bench"), root), "/usr/bin/git", "rev-parse", "--is-inside-work-tree"]
-  const bareBoxGit = await median(() => bare(gitLine))
-  row("bare Bun.spawn(<same bwrap line> git rev-parse)", bareBoxGit)
-  ratio("git tool rev-parse in the sandbox", await median(() => Effect.runPromise(makeGitTool(boxed).execute({ args: ["rev-parse", "--is-inside-work-tree"] }).pipe(Effect.provide(ctx)))), bareBoxGit, "the bare bwrap git line")
+  await pair("bare Bun.spawn(<same bwrap line> git rev-parse)", () => bare(gitLine), "git tool rev-parse in the sandbox", tool(makeGitTool(boxed), { args: ["rev-parse", "--is-inside-work-tree"] }), "the bare bwrap git line")
   await Effect.runPromise(boxed.killAll)
 } else console.log(`sandbox rows skipped: ${sandbox._tag === "Unavailable" ? sandbox.reason : "off"}`)
-const bareGit = await median(() => bare(["git", "rev-parse", "--is-inside-work-tree"]))
-row("bare git rev-parse --is-inside-work-tree", bareGit)
-ratio("git tool rev-parse --is-inside-work-tree", await median(() => Effect.runPromise(git.execute({ args: ["rev-parse", "--is-inside-work-tree"] }).pipe(Effect.provide(ctx)))), bareGit, "bare git")
+await triple("bare git rev-parse --is-inside-work-tree", ["git", "rev-parse", "--is-inside-work-tree"], "git tool rev-parse --is-inside-work-tree", tool(git, { args: ["rev-parse", "--is-inside-work-tree"] }), "bare git")
 if (process.env["FLOOD"] === "0") {
   await Effect.runPromise(runner.killAll)
   rmSync(root, { recursive: true, force: true })

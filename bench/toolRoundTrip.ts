@@ -5,6 +5,7 @@
  * difference per call is what the kernel adds (events, validation, confinement, the read itself).
  */
 import type { Message } from "@earendil-works/pi-ai"
+import { Effect } from "effect"
 import { createProcessRunner } from "../src/tools/ProcessRunner.ts"
 import { createKernelTools } from "../src/tools/registry.ts"
 import { createJobSpec } from "../test/support/jobChild.ts"
@@ -32,7 +33,8 @@ const kernelRun = async (): Promise<number> => {
 const rawRun = async (): Promise<number> => {
   const rawServer = await startOpenAIServer(script())
   const { models, model } = createOpenAIPiModels(rawServer.baseUrl)
-  const tools = createKernelTools(["read", "ls", "grep", "find", "write", "edit", "shell", "git"], createProcessRunner()).map((t) => ({
+  const kernelTools = await Effect.runPromise(createKernelTools(["read", "ls", "grep", "find", "write", "edit", "shell", "git"], createProcessRunner()))
+  const tools = kernelTools.map((t) => ({
     name: t.name,
     description: t.description,
     parameters: t.parameters

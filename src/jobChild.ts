@@ -11,8 +11,21 @@ import { decodeJob } from "./kernel/decodeJob.ts"
 import { jobProblems, KernelLive, type KernelConfig } from "./kernel/Kernel.ts"
 import { dieWithParent } from "./kernel/dieWithParent.ts"
 import { makeNonDumpable } from "./kernel/nonDumpable.ts"
+import { startedAhead } from "./jobChildArgs.ts"
+import { warmUpSteps, warmUpWhileWaiting } from "./jobChildWarmUp.ts"
 import { RUN_PREFIX_VAR, validRunPrefix } from "./tools/processTree.ts"
-import { sandboxConfig } from "./tools/Sandbox.ts"
+import { type SandboxConfig, sandboxConfig } from "./tools/Sandbox.ts"
+
+/** What a job child takes from its environment (not from the envelope): read before the envelope. */
+interface ChildSettings {
+  readonly sandbox: SandboxConfig
+  readonly runTokenPrefix?: string
+}
+
+const childSettings = (): ChildSettings => ({
+  sandbox: Effect.runSync(sandboxConfig),
+  ...validRunPrefix(Effect.runSync(Config.string(RUN_PREFIX_VAR).pipe(Config.option, Effect.map(Option.getOrUndefined), Effect.orElseSucceed(() => undefined))))
+})
 
 const refuse = (problems: ReadonlyArray<Problem>): number => {
   writeRefusal(JSON.stringify({ type: "job.refused", problems }))
@@ -21,13 +34,13 @@ const refuse = (problems: ReadonlyArray<Problem>): number => {
 
 /** The job's problems with their document path, as the refusal line names them. */
 const inJob = (problems: ReadonlyArray<Problem>): Array<Problem> =>
-  problems.map((p) => ({ ...p, path: p.path.startsWith("providers") ? p.path : p.path === "(root)" ? "job" : `job.${p.path}` }))
+  problems.map((p) => ({ ...p, path: p.path.startsWith("providers") || p.path.startsWith("skillFiles") ? p.path : p.path === "(root)" ? "job" : `job.${p.path}` }))
 
 /** The envelope with only its `job` read, so a bad envelope still reports the job's own problems. */
 const JobOnly = Schema.Struct({ job: Schema.Unknown })
 
 /** Runs one job from `stdin` text; returns the exit code. */
-export const runJobChild = async (stdin: string): Promise<number> => {
+export const runJobChild = async (stdin: string, settings: ChildSettings = childSettings()): Promise<number> => {
   let doc: unknown
   try {
     doc = JSON.parse(stdin)
@@ -47,8 +60,8 @@ export const runJobChild = async (stdin: string): Promise<number> => {
     diagnostics,
     boundary: envelope.right.boundary,
     services: envelope.right.services,
-    sandbox: Effect.runSync(sandboxConfig),
-    ...validRunPrefix(Effect.runSync(Config.string(RUN_PREFIX_VAR).pipe(Config.option, Effect.map(Option.getOrUndefined), Effect.orElseSucceed(() => undefined))))
+    skillFiles: envelope.right.skillFiles,
+    ...settings
   }
   const decoded = decodeJob(envelope.right.job)
   if (Either.isLeft(decoded)) {
@@ -74,14 +87,16 @@ export const runJobChild = async (stdin: string): Promise<number> => {
 
 /**
  * The process entry: every exit ends with its terminal event (jobChildExit.ts); non-dumpable before
- * any secret is read, dies with its parent, then stdin (a pre-started child waits here for its
- * envelope), then exit.
+ * any secret is read, dies with its parent, then stdin (a child started ahead warms up while it waits
+ * for its envelope: jobChildWarmUp.ts), then exit.
  */
 export const jobChildMain = async (): Promise<never> => {
   armJobChildExit()
   makeNonDumpable()
   dieWithParent()
-  const stdin = await Bun.stdin.text()
-  const code = await runJobChild(stdin)
+  const settings = childSettings()
+  const stdin = Bun.stdin.text()
+  if (startedAhead(process.argv.slice(2))) await warmUpWhileWaiting(stdin, warmUpSteps(settings.sandbox))
+  const code = await runJobChild(await stdin, settings)
   return exitJob(code)
 }

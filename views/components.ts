@@ -4,7 +4,7 @@
  */
 import type { Problem } from "../src/contract/Problem.ts"
 import { sandboxConfigFromEnv } from "../src/tools/Sandbox.ts"
-import { plainMessage, type SummaryItem } from "./forms/plainProblems.ts"
+import { plainMessage, plainPath, type SummaryItem } from "./forms/plainProblems.ts"
 import { html, type Html, type Interpolation } from "./html.ts"
 
 export type Tone = "info" | "ok" | "warn" | "error"
@@ -28,15 +28,47 @@ export const problemList = (problems: ReadonlyArray<Problem>, showPath = true): 
  * The one summary of a refused form, at its top: how many problems, each in plain words with a link
  * to the field it concerns (forms.js focuses the summary on load and moves to the field on a click).
  */
-export const errorSummary = (items: ReadonlyArray<SummaryItem>): Html =>
+export const errorSummary = (items: ReadonlyArray<SummaryItem>, lead = ""): Html =>
   items.length === 0
     ? html``
     : html`<div class="error-summary" role="alert" tabindex="-1" aria-labelledby="error-summary-title">
         <h2 id="error-summary-title">${items.length === 1 ? "There is a problem" : `There are ${items.length} problems`}</h2>
+        ${lead === "" ? html`` : html`<p>${lead}</p>`}
         <ul hx-disable>${items.map((i) => html`<li><a href="#${i.target}">${i.label}: ${i.message}</a></li>`)}</ul>
       </div>`
 
 export const slotId = (slot: string): string => `problems-${slot}`
+
+/**
+ * A form's summary from its placed problems: a field's problem links to the field's slot, labelled by
+ * `labels` (else the slot in words); a problem of no field (slot `general`) links to `generalId`, the
+ * element holding the form's own problem list.
+ */
+export const placedSummary = (
+  placed: ReadonlyArray<readonly [slot: string, problem: Problem]>,
+  labels: Readonly<Record<string, string>>,
+  generalId: string,
+  lead = ""
+): Html =>
+  errorSummary(
+    placed.map(([slot, p]) => ({
+      label: labels[slot] ?? (slot === "general" ? "Form" : plainPath(slot)),
+      message: plainMessage(p.message),
+      target: slot === "general" ? generalId : slotId(slot)
+    })),
+    lead
+  )
+
+/** A form's problems that belong to no field, where the summary's links point (`id`). */
+export const generalProblems = (id: string, problems: ReadonlyArray<Problem>, title?: string): Html =>
+  html`<div id="${id}">${problems.length === 0 ? html`` : alert("error", problemList(problems), title)}</div>`
+
+/**
+ * A change that stays on its page: htmx posts it and swaps the page's new body (notice, problems or
+ * the changed data) into `<main>`; without JavaScript the form posts as usual and the route redirects.
+ */
+export const postInPlace = (action: string): Html =>
+  html` hx-post="${action}" hx-target="#main" hx-swap="innerHTML" hx-disabled-elt="find button[type=submit]"`
 
 /**
  * The problem slot next to a field. With `oob`, the same element as an out-of-band swap, so one

@@ -44,6 +44,9 @@ export const HTMX_CONFIG = {
   historyCacheSize: 0,
   refreshOnHistoryMiss: true,
   historyRestoreAsHxRequest: false,
+  // Settling copies these attributes from the old element to its swapped-in twin with setAttribute;
+  // a `style` attribute set that way is inline style, which the CSP refuses.
+  attributesToSettle: ["class", "width", "height"],
   responseHandling: [
     { code: "204", swap: false },
     { code: "[23]..", swap: true },

@@ -57,6 +57,8 @@ export interface AgentView extends CatalogEntry {
 /** An import's outcome: the agent, what was adapted on the way (notes), and how tool names were mapped. */
 export interface ImportedAgent {
   readonly agent: AgentView
+  /** False when the upload equals the agent's current version: no version was added (`agent.version` is that one). */
+  readonly changed: boolean
   readonly notes: ReadonlyArray<string>
   readonly toolMapping: ReadonlyArray<{ readonly from: string; readonly to: string | null }>
 }

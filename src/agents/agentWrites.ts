@@ -96,11 +96,13 @@ export const makeAgentWrites = (c: AgentCatalog) => {
       const problems = [...adapted.problems, ...(Either.isLeft(checked) ? checked.left : [])]
       if (problems.length > 0 || Either.isLeft(checked)) return yield* Effect.fail(new AgentInvalid({ problems }))
       const pkg = checked.right
-      const exists = (yield* provide(repo.selectAgents(pkg.name))).length > 0
-      const agent = exists
-        ? yield* Effect.catchTag(savePackage(pkg.name, pkg, by, "imported"), "AgentNotFound", () => createPackage(pkg, by, "imported"))
-        : yield* createPackage(pkg, by, "imported")
-      return { agent, notes: adapted.notes, toolMapping: adapted.toolMapping }
+      const before = (yield* provide(repo.selectAgents(pkg.name)))[0]
+      const agent =
+        before !== undefined
+          ? yield* Effect.catchTag(savePackage(pkg.name, pkg, by, "imported"), "AgentNotFound", () => createPackage(pkg, by, "imported"))
+          : yield* createPackage(pkg, by, "imported")
+      // savePackage adds no version for a package equal to the current one: the version is then the one before.
+      return { agent, changed: before === undefined || agent.version !== before.currentVersion, notes: adapted.notes, toolMapping: adapted.toolMapping }
     }).pipe(Effect.catchTag("SqlError", Effect.die))
 
   return {

@@ -14,7 +14,7 @@ import { SkillStore, type SkillView } from "./SkillStore.ts"
 import { readZip, unwrapSingleFolder } from "./zip.ts"
 
 export type ImportOutcome =
-  | { readonly kind: "agent"; readonly agent: AgentView; readonly notes: ReadonlyArray<string>; readonly toolMapping: ReadonlyArray<ToolMapping> }
+  | { readonly kind: "agent"; readonly agent: AgentView; readonly changed: boolean; readonly notes: ReadonlyArray<string>; readonly toolMapping: ReadonlyArray<ToolMapping> }
   | { readonly kind: "skill"; readonly skill: SkillView; readonly created: boolean; readonly notes: ReadonlyArray<string>; readonly toolMapping: ReadonlyArray<ToolMapping> }
 
 export type ImportError = AgentInvalid | AgentExists | BuiltinReadOnly | SkillInvalid | SkillNameTaken | ImportRejected

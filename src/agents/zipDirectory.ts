@@ -74,6 +74,8 @@ export const readCentralDirectory = (b: Uint8Array, caps: DirectoryCaps): Either
     const next = p + 46 + nameLength + u16(b, p + 30) + u16(b, p + 32)
     if (next > end) return reject("the central directory is damaged")
     const rawName = b.subarray(p + 46, p + 46 + nameLength)
+    // A Unix host (high byte of "version made by" = 3) keeps the file mode in the upper 16 bits.
+    const unixMode = u16(b, p + 4) >> 8 === 3 ? u32(b, p + 38) >>> 16 : 0
     p = next
     const name = decodeZipName(rawName, (flags & 0x800) !== 0)
     if (name === undefined) {
@@ -84,6 +86,7 @@ export const readCentralDirectory = (b: Uint8Array, caps: DirectoryCaps): Either
     const at = displayName(name)
     for (const message of pathProblems(isDirectory ? name.slice(0, -1) : name)) problems.push({ path: at, message })
     if ((flags & 1) !== 0) problems.push({ path: at, message: "encrypted entries are not supported" })
+    if ((unixMode & 0o170000) === 0o120000) problems.push({ path: at, message: "symbolic links are not allowed (add the file itself)" })
     if (!isDirectory && method !== 0 && method !== 8) {
       problems.push({ path: at, message: `compression method ${method} is not supported (only stored and deflate)` })
     }

@@ -4,6 +4,7 @@
  */
 import { Context, Effect, Schema, type Scope, Stream } from "effect"
 import type { FailureReason, JobEvent } from "./JobEvent.ts"
+import { SKILL_NAME } from "./AgentDefinition.ts"
 import { JobSpec } from "./JobSpec.ts"
 import { Problem } from "./Problem.ts"
 import { ProviderConfig } from "./ProviderConfig.ts"
@@ -49,10 +50,22 @@ export const JobBoundary = Schema.Struct({
 })
 export type JobBoundary = typeof JobBoundary.Type
 
+/**
+ * One resource file of a shared skill the agent lists (stored with an imported Agent Skill). The job
+ * child shows it read-only at `/skills/<skill>/<path>`; it checks the path again before writing it.
+ */
+export const SkillFile = Schema.Struct({
+  skill: Schema.String.pipe(Schema.pattern(SKILL_NAME, { message: () => "skill name must match [a-z][a-z0-9-]*" }), Schema.maxLength(64)),
+  path: Schema.String,
+  contentBase64: Schema.String
+})
+export type SkillFile = typeof SkillFile.Type
+
 /** The job child's stdin document (ARCHITECTURE §5). */
 export const JobEnvelope = Schema.Struct({
   job: Schema.Unknown,
   providers: Schema.Array(ProviderConfig),
+  skillFiles: Schema.optionalWith(Schema.Array(SkillFile), { exact: true }),
   services: Schema.optionalWith(Schema.Struct({ url: Schema.String, token: Schema.String }), { exact: true }),
   boundary: Schema.optionalWith(JobBoundary, { exact: true })
 })

@@ -4,13 +4,14 @@
  * into the caller's scope: closing the scope or interrupting the fiber awaiting `result` aborts it.
  */
 import { Deferred, Effect, ExecutionStrategy, Exit, Fiber, Layer, Option, Queue, Scope, Stream } from "effect"
-import { AgentRuntime, JobRefused, type JobBoundary, type JobHandle, type JobOutcome } from "../contract/AgentRuntime.ts"
+import { AgentRuntime, JobRefused, type JobBoundary, type JobHandle, type JobOutcome, type SkillFile } from "../contract/AgentRuntime.ts"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import type { Problem } from "../contract/Problem.ts"
 import type { ProviderConfig } from "../contract/ProviderConfig.ts"
-import { openMcpTools } from "../tools/mcp/mcpTools.ts"
-import { makeServiceChannel, type ServiceChannelConfig } from "../tools/services/ServiceChannel.ts"
-import { createServiceTools, SERVICE_TOOL_DEFS } from "../tools/services/serviceTools.ts"
+import { mcpGrantsOf } from "../tools/mcp/mcpGrants.ts"
+import type { McpKernelTool } from "../tools/mcp/mcpTools.ts"
+import type { ServiceChannelConfig } from "../tools/services/ServiceChannel.ts"
+import type { KernelTool } from "../tools/Tool.ts"
 import { requestedServiceTools } from "../contract/AgentDefinition.ts"
 import type { RunnerOptions } from "../tools/ProcessRunner.ts"
 import { closeMountHandles, makeSandbox, openMountHandles, Sandbox, type SandboxConfig, sandboxConfig, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
@@ -26,6 +27,7 @@ import { checkJob, prepareJob, type JobEnvironment, type PreparedJob } from "./p
 import { Redactor } from "./Redactor.ts"
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.ts"
 import { runJob } from "./runJob.ts"
+import { materializeSkillFiles } from "./skillFiles.ts"
 
 export { RUNTIME_VERSION } from "./runJob.ts"
 
@@ -47,6 +49,8 @@ export interface KernelConfig {
    * the agent asks for. Its token is a secret (registered in the job's redactor).
    */
   readonly services?: ServiceChannelConfig | undefined
+  /** The resource files of the agent's shared skills (the envelope's `skillFiles`), shown read-only at /skills. */
+  readonly skillFiles?: ReadonlyArray<SkillFile> | undefined
 }
 
 /** What the per-job `Llm` is built from; the live one is pi-ai's. */
@@ -58,7 +62,7 @@ export interface LlmJob {
 }
 export type LlmLayer = (job: LlmJob) => Layer.Layer<Llm, never, JobEvents | Limits>
 
-const piAiLlm: LlmLayer = ({ jobId, prepared, jobModels, retry }) =>
+export const piAiLlm: LlmLayer = ({ jobId, prepared, jobModels, retry }) =>
   PiAiLlmLive({ jobId, jobModels, model: prepared.model, thinking: prepared.thinking.effective, retry })
 
 const environment = (config: KernelConfig, sandbox: SandboxShape): Effect.Effect<JobEnvironment> =>
@@ -68,6 +72,18 @@ const environment = (config: KernelConfig, sandbox: SandboxShape): Effect.Effect
     boundary: config.boundary,
     sandbox
   }))
+
+/**
+ * Memory and web tools: only with a channel, and only those the worker left in the job's grants. Their
+ * modules are loaded only then (a job child loads what its job's tools need).
+ */
+const grantedServiceTools = (tools: ReadonlyArray<string> | undefined, services: ServiceChannelConfig | undefined): Effect.Effect<ReadonlyArray<KernelTool>> => {
+  const requested = requestedServiceTools(tools)
+  if (services === undefined || requested.length === 0) return Effect.succeed([])
+  return Effect.promise(() => Promise.all([import("../tools/services/serviceTools.ts"), import("../tools/services/ServiceChannel.ts")])).pipe(
+    Effect.map(([{ createServiceTools }, { makeServiceChannel }]) => createServiceTools(requested, makeServiceChannel(services)))
+  )
+}
 
 /** The config's sandbox, else KINTSUGI_SANDBOX through Config. */
 const configuredSandbox = (config: KernelConfig): Effect.Effect<SandboxConfig> =>
@@ -87,18 +103,18 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
   start: (spec) =>
     Effect.gen(function* () {
       const env = yield* environment(config, sandbox)
-      const prepared = yield* prepareJob(spec, env)
+      const checked = yield* prepareJob(spec, env)
+      // Written now, removed when the caller's scope closes (after the job's fiber, forked later, has ended).
+      const listed = new Set((spec.agent.skills ?? []).map((s) => s.name))
+      const skills = yield* materializeSkillFiles(config.skillFiles?.filter((f) => listed.has(f.skill)))
+      const prepared: PreparedJob =
+        skills === undefined
+          ? checked
+          : { ...checked, workspace: { ...checked.workspace, readOnly: [...checked.workspace.readOnly, skills.dir], skills: skills.dir }, skillFiles: skills.listing }
       const jobId = crypto.randomUUID()
       const mcpSecrets = (spec.mcp?.servers ?? []).flatMap((s) => Object.values(s.headers ?? {}))
       const secrets = [...env.jobModels.secrets, ...mcpSecrets, ...(config.services === undefined ? [] : [config.services.token])]
-      // Memory and web tools: only with a channel, and only those the worker left in the job's grants.
-      const serviceTools =
-        config.services === undefined
-          ? []
-          : createServiceTools(
-              requestedServiceTools(spec.agent.tools).filter((n) => SERVICE_TOOL_DEFS.some((d) => d.name === n)),
-              makeServiceChannel(config.services)
-            )
+      const serviceTools = yield* grantedServiceTools(spec.agent.tools, config.services)
       const queue = yield* Queue.unbounded<JobEvent>()
       const events = JobEventsLive(jobId, secrets, (e) => Queue.unsafeOffer(queue, e))
       const limits = LimitsLive(spec.limits, { label: `${prepared.model.provider}/${prepared.model.id}`, contextWindow: prepared.model.contextWindow })
@@ -112,9 +128,17 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const mcpScope = yield* Effect.flatMap(Effect.scope, (scope) => Scope.fork(scope, ExecutionStrategy.sequential))
       const closeMcp = Scope.close(mcpScope, Exit.void)
       const redactor = new Redactor(secrets)
-      const mcpTools = yield* openMcpTools(spec.agent.tools, spec.mcp?.servers ?? [], {
-        diagnostics: (line) => config.diagnostics?.(redactor.redact(`job ${jobId}: ${line}`))
-      }).pipe(Scope.extend(mcpScope), Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : closeMcp)))
+      // The MCP client (and its SDK) is loaded only for a job that grants an MCP tool.
+      const mcpTools: ReadonlyArray<McpKernelTool> =
+        mcpGrantsOf(spec.agent.tools).length === 0
+          ? []
+          : yield* Effect.flatMap(
+              Effect.promise(() => import("../tools/mcp/mcpTools.ts")),
+              ({ openMcpTools }) =>
+                openMcpTools(spec.agent.tools, spec.mcp?.servers ?? [], {
+                  diagnostics: (line) => config.diagnostics?.(redactor.redact(`job ${jobId}: ${line}`))
+                })
+            ).pipe(Scope.extend(mcpScope), Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : closeMcp)))
       const sandboxed = prepared.sandbox?._tag === "Bwrap" ? prepared.sandbox : undefined
       // The sandbox binds what was checked now, through handles, whatever the paths name later.
       const handles = sandboxed === undefined ? [] : openMountHandles(prepared.workspace)

@@ -23,6 +23,8 @@ export interface LoopJob {
   readonly spec: JobSpec
   readonly tools: ReadonlyArray<KernelTool>
   readonly deny: DenyMatcher
+  /** Per shared skill, its resource files under /skills/<skill>/ (named in the prompt beside the skill). */
+  readonly skillFiles?: ReadonlyMap<string, ReadonlyArray<string>>
 }
 
 const textOf = (msg: AssistantMessage): string =>
@@ -59,7 +61,7 @@ export const agentLoop = (job: LoopJob): Effect.Effect<string, KernelError, Llm 
     const events = yield* JobEvents
     const toolbox = { tools: new Map(job.tools.map((t) => [t.name, t])), deny: job.deny }
     // Built once: the prompt prefix is byte-identical on every turn (prompt caches hit).
-    const systemPrompt = buildSystemPrompt(job.spec.agent, job.tools.map((t) => t.name))
+    const systemPrompt = buildSystemPrompt(job.spec.agent, job.tools.map((t) => t.name), job.skillFiles)
     const toolDefs: Array<Tool> = job.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }))
     const messages: Array<Message> = [{ role: "user", content: job.spec.task, timestamp: yield* Clock.currentTimeMillis }]
     let contractRetried = false

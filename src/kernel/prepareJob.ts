@@ -11,7 +11,7 @@ import { JobRefused, type JobBoundary } from "../contract/AgentRuntime.ts"
 import type { JobSpec } from "../contract/JobSpec.ts"
 import type { Problem } from "../contract/Problem.ts"
 import { compileDenyPatterns, type DenyMatcher } from "../tools/denyPatterns.ts"
-import { mcpGrantProblems } from "../tools/mcp/mcpTools.ts"
+import { mcpGrantProblems } from "../tools/mcp/mcpGrants.ts"
 import type { SandboxShape, SandboxStatus } from "../tools/Sandbox.ts"
 import type { ResolvedWorkspace } from "../tools/Tool.ts"
 import { resolveWorkspace } from "../tools/Workspace.ts"
@@ -35,6 +35,8 @@ export interface PreparedJob {
   readonly deny: DenyMatcher
   /** How shell and git run; undefined when the job grants neither. */
   readonly sandbox: SandboxStatus | undefined
+  /** Per shared skill, the paths of its resource files under /skills/<skill>/ (absent: none). */
+  readonly skillFiles?: ReadonlyMap<string, ReadonlyArray<string>>
 }
 
 /** What the checks consult: the job's models, the envelope's boundary, the sandbox. */

@@ -73,7 +73,14 @@ export const runJob = (
         tools: [...prepared.toolNames, ...serviceTools.map((t) => t.name), ...declared.map((t) => t.name)]
       })
       const loop = Effect.flatMap(ProcessRunner, (runner) =>
-        agentLoop({ spec, tools: [...createKernelTools(prepared.toolNames, runner, viaCodemode), ...serviceTools, ...declared], deny: prepared.deny })
+        Effect.flatMap(createKernelTools(prepared.toolNames, runner, viaCodemode), (kernelTools) =>
+          agentLoop({
+            spec,
+            tools: [...kernelTools, ...serviceTools, ...declared],
+            deny: prepared.deny,
+            ...(prepared.skillFiles === undefined ? {} : { skillFiles: prepared.skillFiles })
+          })
+        )
       ).pipe(
         // The runner's scope ends with the loop: every process it started is dead before we go on.
         Effect.provide(processRunnerLayer(options.runner))

@@ -1,10 +1,12 @@
 /**
- * The system prompt: the agent's instructions verbatim, then its skills in the order given, then
+ * The system prompt: the agent's instructions verbatim, then its skills in the order given (each with
+ * the read-only path of its resource files, when it has any), then
  * the <research-tools> block only when the job grants memory or web tools. A pure function of the
  * agent definition and the granted tools, so the prefix is byte-identical on every turn of a job
  * and across jobs of one agent version (provider prompt caches hit).
  */
 import type { AgentDefinition } from "../contract/AgentDefinition.ts"
+import { SKILLS_MOUNT } from "../tools/confinement.ts"
 
 /** Tools that make the research block appear: the memory tools (memory_*, scratchpad_*) and the web tools. */
 export const RESEARCH_TOOL_PREFIXES = ["memory_", "scratchpad_", "web_search", "web_fetch"] as const
@@ -25,9 +27,23 @@ const researchBlock = (tools: ReadonlyArray<string>): string =>
     "</research-tools>"
   ].join("\n")
 
-export const buildSystemPrompt = (agent: AgentDefinition, grantedTools: ReadonlyArray<string>): string => {
+/** Where a skill's resource files are, and which (sorted, so the prompt is stable). */
+const resourcesNote = (skill: string, files: ReadonlyArray<string>): string =>
+  [
+    `Resource files of this skill, read-only under ${SKILLS_MOUNT}/${skill}/ (open them with read, ls, grep or find):`,
+    ...[...files].sort().map((f) => `- ${SKILLS_MOUNT}/${skill}/${f}`)
+  ].join("\n")
+
+export const buildSystemPrompt = (
+  agent: AgentDefinition,
+  grantedTools: ReadonlyArray<string>,
+  skillFiles?: ReadonlyMap<string, ReadonlyArray<string>>
+): string => {
   const parts = [agent.instructions]
-  for (const skill of agent.skills ?? []) parts.push(`<skill name="${skill.name}">\n${skill.content}\n</skill>`)
+  for (const skill of agent.skills ?? []) {
+    const files = skillFiles?.get(skill.name) ?? []
+    parts.push(`<skill name="${skill.name}">\n${skill.content}\n${files.length === 0 ? "" : `\n${resourcesNote(skill.name, files)}\n`}</skill>`)
+  }
   const research = grantedTools.filter((t) => RESEARCH_TOOL_PREFIXES.some((p) => t.startsWith(p)))
   if (research.length > 0) parts.push(researchBlock(research))
   return parts.join("\n\n")

@@ -1,15 +1,16 @@
 /**
  * The process runner: one argv process per call (never a shell of its own) in a new session and
  * process group, with an allowlisted environment, stdin on /dev/null, bounded output capture, a
- * timeout, and a kill-tree that runs on exit, on timeout and on Effect interruption alike. With a
- * sandbox, the direct child is bubblewrap and the command runs inside it (Sandbox.ts).
+ * timeout, and a kill-tree that runs on exit (when anything may be left), on timeout and on Effect
+ * interruption alike. With a sandbox, the direct child is bubblewrap (no session of its own) and the
+ * command runs inside it (Sandbox.ts).
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "./limits.ts"
 import { OutputCapture } from "./outputCapture.ts"
-import { ProcessTree, RUN_TOKEN_VAR, scanProcesses } from "./processTree.ts"
-import { bwrapArgs, SAFE_PATH, type SandboxedRun } from "./Sandbox.ts"
+import { pidClockBeforeSpawn, ProcessTree, RUN_TOKEN_VAR, scanProcesses } from "./processTree.ts"
+import { bwrapArgs, SAFE_PATH, sandboxViewPath, type SandboxedRun } from "./Sandbox.ts"
 import { ToolError } from "./Tool.ts"
 
 export { SAFE_PATH }
@@ -36,6 +37,13 @@ export interface RunRequest {
   readonly env?: Readonly<Record<string, string>>
   /** Called whenever output arrives (the idle watchdog's progress signal). */
   readonly onOutput?: () => void
+  /**
+   * Unconfined only: false runs the process in the job child's session and group instead of a new
+   * one (saving the kernel's setsid(), a millisecond or more under load). Only for a process that
+   * runs no shell and starts nothing by itself (hardened git): whatever it still started would be
+   * found by descendant links and the run token, not by group.
+   */
+  readonly newSession?: boolean
 }
 
 export interface RunResult {
@@ -59,6 +67,12 @@ export interface ProcessRunnerShape {
   readonly killAll: Effect.Effect<ReadonlyArray<number>>
   /** Number of runs in flight. */
   readonly active: () => number
+  /**
+   * Where this process can look at what the runner's processes see at `path` (for checks made
+   * without a process): `path` itself unconfined, a path through the workspace's mount handle in the
+   * sandbox, undefined when the sandbox does not show `path` at all.
+   */
+  readonly view: (path: string) => string | undefined
 }
 
 export class ProcessRunner extends Context.Tag("tools/ProcessRunner")<ProcessRunner, ProcessRunnerShape>() {}
@@ -121,12 +135,18 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
   const sandbox = options.sandbox
   // bwrap gets the same environment, so the token sweep finds it too; it passes exactly `env` inside.
   const argv = sandbox === undefined ? [exe, ...rest] : [sandbox.bwrap, ...bwrapArgs(sandbox.workspace, env, req.cwd, sandbox.handles), exe, ...rest]
+  // Read before the spawn: what the clean-exit check needs to look only at pids handed out since.
+  const clock = sandbox === undefined ? pidClockBeforeSpawn() : undefined
   const proc = Bun.spawn(argv, {
     cwd: req.cwd,
     env,
     // The workspace handles become bwrap's fds 3, 4, …; bwrap closes them before the command runs.
     stdio: ["ignore", "pipe", "pipe", ...(sandbox?.handles ?? [])],
-    detached: true
+    // Unconfined, the child leads a new session and process group (the sweep kills by group). In the
+    // sandbox bwrap needs neither: --new-session gives the command its session, and everything of
+    // the call lives in bwrap's pid namespace, which dies with it. A new session costs the kernel
+    // about a millisecond (setsid() also creates a scheduler autogroup): more than the call itself.
+    detached: sandbox === undefined && req.newSession !== false
   })
   const tree = new ProcessTree(proc.pid, token)
   const capture = new OutputCapture(CAPTURE_BYTES, CAPTURE_LINES)
@@ -145,7 +165,12 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
       // A cancelled or broken pipe ends the capture; what arrived so far is kept.
     }
   }
-  const drained = Promise.all([pump(proc.stdout), pump(proc.stderr)])
+  let pipesClosed = false
+  const drained = Promise.all([pump(proc.stdout), pump(proc.stderr)]).then(() => {
+    pipesClosed = true
+  })
+  // No timer (and no extra turn of the event loop) when both pipes are closed already: the usual case.
+  const pipesDrained = (): Promise<boolean> => (pipesClosed ? Promise.resolve(true) : settleWithin(drained, DRAIN_MS))
 
   let killing: Promise<ReadonlyArray<number>> = Promise.resolve([])
   const kill = () => (killing = killing.then(() => tree.kill(KILL_GRACE_MS)).catch(() => []))
@@ -158,13 +183,15 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
   let settled = false
   const done = (async (): Promise<RunResult> => {
     await proc.exited
+    tree.childExited()
     clearTimeout(timer)
-    await settleWithin(drained, DRAIN_MS)
-    // Always swept, also after a clean exit: `sleep 300 &` must not outlive the call. In the sandbox
+    await pipesDrained()
+    // Nothing may outlive the call, also after a clean exit (`sleep 300 &`). In the sandbox
     // the kernel has done it already: bwrap's pid namespace dies with its first process, and every
-    // process of the call lives in it (no /proc scan on the hot path).
-    if (sandbox === undefined || timedOut) await kill()
-    if (!(await settleWithin(drained, DRAIN_MS))) {
+    // process of the call lives in it. Unconfined, a look at the pids handed out since the spawn
+    // shows whether anything of the call is left; only then is all of /proc scanned and signalled.
+    if (timedOut || (sandbox === undefined && !tree.cleared(clock))) await kill()
+    if (!(await pipesDrained())) {
       // Something we could not kill still holds a pipe: stop reading rather than hang.
       await Promise.allSettled(readers.map((r) => r.cancel()))
       await settleWithin(drained, DRAIN_MS)
@@ -215,11 +242,13 @@ export const createProcessRunner = (options: RunnerOptions = {}): ProcessRunnerS
     }
   }
   const finish = (r: Running) =>
-    Effect.promise(async () => {
-      // Interrupted (or failed) before `done` swept the tree: kill it now and wait for the sweep.
-      if (!r.settled()) await r.kill()
-      await r.done.catch(() => undefined)
-    }).pipe(Effect.ensuring(Effect.sync(() => unregister(r))))
+    r.settled()
+      ? Effect.sync(() => unregister(r))
+      : Effect.promise(async () => {
+          // Interrupted (or failed) before `done` swept the tree: kill it now and wait for the sweep.
+          await r.kill()
+          await r.done.catch(() => undefined)
+        }).pipe(Effect.ensuring(Effect.sync(() => unregister(r))))
 
   const run = (req: RunRequest): Effect.Effect<RunResult, ToolError> =>
     Effect.acquireUseRelease(
@@ -242,7 +271,11 @@ export const createProcessRunner = (options: RunnerOptions = {}): ProcessRunnerS
     return survivors.flat()
   })
 
-  return { run, killAll, active: () => running.size }
+  const sandbox = options.sandbox
+  const view = (path: string): string | undefined =>
+    sandbox === undefined ? path : sandboxViewPath(sandbox.workspace, path, sandbox.handles)
+
+  return { run, killAll, active: () => running.size, view }
 }
 
 /** The per-job runner: the kernel provides it per job, so closing the job's scope kills every tree. */

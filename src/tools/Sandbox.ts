@@ -4,6 +4,7 @@
  */
 import { Config, Context, Effect, Layer } from "effect"
 import { closeSync, constants, lstatSync, openSync, readlinkSync } from "node:fs"
+import { SKILLS_MOUNT } from "./confinement.ts"
 import type { ResolvedWorkspace } from "./Tool.ts"
 
 /** The only PATH a process sees; argv[0] is resolved on it too (the runner's allowlist). */
@@ -184,16 +185,20 @@ export const closeMountHandles = (fds: ReadonlyArray<number>): void => {
 }
 
 /**
- * Workspace mounts: every read-only entry read-only at its own path, outDir writable at its own path,
+ * Workspace mounts: every read-only entry read-only at its own path (skill files at SKILLS_MOUNT), outDir writable at its own path,
  * the root created when it is not itself a read-only entry; parents before children. With `handles`
  * (mountSources order, passed to bwrap from fd 3 on) the sources are bound through them, never by path.
  */
 export const workspaceMounts = (ws: ResolvedWorkspace, handles?: ReadonlyArray<number>): Array<string> => {
   const ops: Array<{ readonly path: string; readonly args: ReadonlyArray<string> }> = []
-  const bind = (kind: "--ro-bind" | "--bind", p: string, index: number) =>
-    handles === undefined ? [kind, p, p] : [`${kind}-fd`, String(FIRST_HANDLE_FD + index), p]
+  const bind = (kind: "--ro-bind" | "--bind", p: string, index: number, at = p) =>
+    handles === undefined ? [kind, p, at] : [`${kind}-fd`, String(FIRST_HANDLE_FD + index), at]
   if (!ws.readOnly.includes(ws.root) && ws.outDir !== ws.root) ops.push({ path: ws.root, args: ["--dir", ws.root] })
-  ws.readOnly.forEach((ro, i) => ops.push({ path: ro, args: bind("--ro-bind", ro, i) }))
+  // The skill resource files appear where the read tools show them (SKILLS_MOUNT), not at their host path.
+  ws.readOnly.forEach((ro, i) => {
+    const at = ro === ws.skills ? SKILLS_MOUNT : ro
+    ops.push({ path: at, args: bind("--ro-bind", ro, i, at) })
+  })
   ops.push({ path: ws.outDir, args: bind("--bind", ws.outDir, ws.readOnly.length) })
   // Stable sort: at equal depth the root directory comes first, then read-only entries, then outDir.
   return ops.sort((a, b) => depth(a.path) - depth(b.path)).flatMap((o) => o.args)
@@ -217,6 +222,26 @@ export const bwrapArgs = (ws: ResolvedWorkspace, env: Readonly<Record<string, st
   cwd,
   "--"
 ]
+
+/**
+ * Where this process finds what a sandboxed call sees at `path`: under the deepest mount source that
+ * holds it, reached through that source's handle (`/proc/self/fd/N/…`) when the job has handles, so
+ * a host path swapped since the job started cannot stand in for what the sandbox shows. Undefined
+ * when the sandbox shows nothing there (outside every read-only entry and outDir).
+ */
+export const sandboxViewPath = (ws: ResolvedWorkspace, path: string, handles?: ReadonlyArray<number>): string | undefined => {
+  const sources = mountSources(ws)
+  let best: number | undefined
+  sources.forEach((src, i) => {
+    const inside = src === "/" || path === src || path.startsWith(`${src}/`)
+    // Deeper mounts lie over shallower ones; at equal depth the later one (outDir) is mounted last.
+    if (inside && (best === undefined || depth(src) >= depth(sources[best] ?? ""))) best = i
+  })
+  if (best === undefined) return undefined
+  const src = sources[best] ?? ""
+  const fd = handles?.[best]
+  return fd === undefined ? path : `/proc/self/fd/${fd}${src === "/" ? path : path.slice(src.length)}`
+}
 
 /** How the runner confines one job's processes; undefined = unconfined. */
 export interface SandboxedRun {

@@ -20,7 +20,15 @@ export interface ResolvedWorkspace {
   /** Directories or files; the first entry is the default search directory. */
   readonly readOnly: ReadonlyArray<string>
   readonly outDir: string
+  /**
+   * The job's skill resource files (canonical host directory, one folder per skill), also a read-only
+   * entry; the model names it SKILLS_MOUNT, and paths inside it are shown that way.
+   */
+  readonly skills?: string
 }
+
+/** Where a job sees the resource files of its shared skills: `/skills/<skill>/<path>` (read-only). */
+export const SKILLS_MOUNT = "/skills"
 
 /** Extra problems of one canonical workspace path (`field` names the spec field), e.g. the job boundary (workspaceBoundary.ts). */
 export type PathCheck = (field: string, canonical: string) => ReadonlyArray<Problem>
@@ -65,6 +73,14 @@ const codeOf = (e: unknown): string => (e as NodeJS.ErrnoException | undefined)?
 /** `p` relative to `base` with forward slashes ("." for `base` itself). */
 export const displayPath = (base: string, p: string): string =>
   path.relative(base, p).split(path.sep).join("/") || "."
+
+/** A canonical readable path as tools show it: under SKILLS_MOUNT for skill files, else relative to the root. */
+export const displayOf = (ws: ResolvedWorkspace, p: string): string =>
+  ws.skills !== undefined && isInside(p, ws.skills) ? SKILLS_MOUNT + p.slice(ws.skills.length) : displayPath(ws.root, p)
+
+/** A read input naming SKILLS_MOUNT, as the host path it stands for (checked like any other afterwards). */
+const skillsAlias = (ws: ResolvedWorkspace, input: string): string | undefined =>
+  ws.skills !== undefined && (input === SKILLS_MOUNT || input.startsWith(`${SKILLS_MOUNT}/`)) ? ws.skills + input.slice(SKILLS_MOUNT.length) : undefined
 
 /** Rejects (never repairs) inputs that are empty, over MAX_PATH_INPUT_BYTES, or hold NUL/control characters. */
 export const validateInput = (input: string, what: string): Effect.Effect<string, ToolError> =>
@@ -170,7 +186,7 @@ const readEntryOf = (ws: ResolvedWorkspace, canonical: string) =>
 export const resolveReadPath = (ws: ResolvedWorkspace, input: string): Effect.Effect<ReadTarget, ToolError> =>
   Effect.gen(function* () {
     yield* validateInput(input, "path")
-    const raw = path.isAbsolute(input) ? input : `${ws.root}/${input}`
+    const raw = skillsAlias(ws, input) ?? (path.isAbsolute(input) ? input : `${ws.root}/${input}`)
     const outside = toolError(`path is outside the readable workspace: ${input}`)
     const resolved = yield* Effect.either(realpath(raw))
     if (resolved._tag === "Left") {
@@ -179,7 +195,7 @@ export const resolveReadPath = (ws: ResolvedWorkspace, input: string): Effect.Ef
     }
     const root = readEntryOf(ws, resolved.right)
     if (root === undefined) return yield* Effect.fail(outside)
-    return { path: resolved.right, root, display: displayPath(ws.root, resolved.right) }
+    return { path: resolved.right, root, display: displayOf(ws, resolved.right) }
   })
 
 /**

@@ -8,7 +8,7 @@ import { defineTool, ToolError } from "./Tool.ts"
 import { truncateOutput } from "./truncate.ts"
 import { compileGlob, drive, walkNote, walkTree, type WalkLimits, type WalkStatus } from "./walkTree.ts"
 import { Limits } from "../kernel/Limits.ts"
-import { displayPath, Workspace } from "./Workspace.ts"
+import { displayOf, Workspace } from "./Workspace.ts"
 
 /** Most paths `find` prints. */
 export const MAX_FIND_RESULTS = 1000
@@ -51,7 +51,7 @@ export const find = defineTool({
             more = true
             return false
           }
-          results.push(displayPath(workspace.paths.root, e.path))
+          results.push(displayOf(workspace.paths, e.path))
           return true
         })
       )

@@ -8,6 +8,7 @@ import type { ProcessRunnerShape } from "./ProcessRunner.ts"
 import { effectiveTimeoutMs, formatRunResult, TimeoutSec } from "./shell.ts"
 import { Limits } from "../kernel/Limits.ts"
 import { defineTool, type KernelTool, ToolError } from "./Tool.ts"
+import { listsIncludes, repositoryConfigKey } from "./gitConfigKey.ts"
 import { gitHardeningEnvironment, hardenedGitPrefix } from "./gitHardening.ts"
 import { Workspace } from "./Workspace.ts"
 
@@ -107,25 +108,42 @@ const GitParams = Schema.Struct({
   timeoutSec: Schema.optionalWith(TimeoutSec, { exact: true })
 })
 
-/** `git`: argv only, an allowlist of read-mostly subcommands, repository config vetted on every call. */
-export const makeGitTool = (runner: ProcessRunnerShape): KernelTool => {
-  const runGit = (args: ReadonlyArray<string>, call: GitCall, timeoutMs: number, env: Record<string, string>) =>
-    runner.run({ argv: gitArgv(args), cwd: call.root, timeoutMs, env, onOutput: call.progress })
+/** The last check of the repository configuration, reusable while its key (gitConfigKey.ts) holds. */
+interface RepoCheck {
+  readonly key: string
+  /** GIT_CONFIG_* blanking every driver command the configuration defines. */
+  readonly overrides: Record<string, string>
+  /** Whether the root is inside a work tree (asked for `diff` only). */
+  readonly insideWorkTree?: boolean
+}
 
-  /** Overrides for every driver command the repository's config (with its includes) defines. */
+/**
+ * `git`: argv only, an allowlist of read-mostly subcommands, repository config vetted on every call
+ * (by reusing the last check while the files it came from are unchanged, gitConfigKey.ts).
+ */
+export const makeGitTool = (runner: ProcessRunnerShape): KernelTool => {
+  // One tool per job (processTools), so a check never crosses jobs.
+  let checked: RepoCheck | undefined
+
+  const runGit = (args: ReadonlyArray<string>, call: GitCall, timeoutMs: number, env: Record<string, string>) =>
+    // No new session: git runs no shell here, and the hardening keeps the repository from starting anything.
+    runner.run({ argv: gitArgv(args), cwd: call.root, timeoutMs, env, onOutput: call.progress, newSession: false })
+
+  /** Overrides for every driver command the repository's config (with its includes) defines, and whether it has includes. */
   const driverOverrides = (call: GitCall, timeoutMs: number, env: Record<string, string>) =>
     Effect.gen(function* () {
       const r = yield* runGit(["config", "--name-only", "--list", "-z"], call, timeoutMs, env)
       if (r.exitCode !== 0 || r.truncated) {
         return yield* new ToolError({ message: `git refused: the repository configuration could not be checked.\n${r.output}` })
       }
-      const keys = r.output.split("\0").filter((k) => DRIVER_COMMAND_KEY.test(k))
-      const out: Record<string, string> = { GIT_CONFIG_COUNT: String(keys.length) }
+      const listed = r.output.split("\0")
+      const keys = listed.filter((k) => DRIVER_COMMAND_KEY.test(k))
+      const overrides: Record<string, string> = { GIT_CONFIG_COUNT: String(keys.length) }
       keys.forEach((k, i) => {
-        out[`GIT_CONFIG_KEY_${i}`] = k
-        out[`GIT_CONFIG_VALUE_${i}`] = ""
+        overrides[`GIT_CONFIG_KEY_${i}`] = k
+        overrides[`GIT_CONFIG_VALUE_${i}`] = ""
       })
-      return out
+      return { overrides, includes: listsIncludes(listed) }
     })
 
   return defineTool({
@@ -146,13 +164,29 @@ export const makeGitTool = (runner: ProcessRunnerShape): KernelTool => {
         const deadline = Date.now() + timeoutMs
         const left = () => Math.max(1, deadline - Date.now())
         const base = gitEnvironment(call.root)
+        // The files the configuration comes from, looked at before git reads them.
+        const key = repositoryConfigKey(call.root, runner.view)
+        const reuse = key !== undefined && checked?.key === key ? checked : undefined
+        let inside = reuse?.insideWorkTree
         if (a.args[0] === "diff") {
-          const inside = yield* runGit(["rev-parse", "--is-inside-work-tree"], call, left(), base)
-          if (inside.exitCode !== 0 || inside.output.trim() !== "true") {
+          if (inside === undefined) {
+            const r = yield* runGit(["rev-parse", "--is-inside-work-tree"], call, left(), base)
+            inside = r.exitCode === 0 && r.output.trim() === "true"
+          }
+          if (!inside) {
             return yield* new ToolError({ message: "git diff needs a work tree: the workspace root is not inside a git repository." })
           }
         }
-        const overrides = yield* driverOverrides(call, left(), base)
+        let overrides = reuse?.overrides
+        if (overrides === undefined) {
+          const listed = yield* driverOverrides(call, left(), base)
+          overrides = listed.overrides
+          // Reusable only when git read nothing but the keyed files and none changed while it read them.
+          const reusable = key !== undefined && !listed.includes && repositoryConfigKey(call.root, runner.view) === key
+          checked = reusable ? { key, overrides, ...(inside === undefined ? {} : { insideWorkTree: inside }) } : undefined
+        } else if (reuse !== undefined && reuse.insideWorkTree === undefined && inside !== undefined) {
+          checked = { ...reuse, insideWorkTree: inside }
+        }
         const result = yield* runGit(a.args, call, left(), { ...base, ...overrides })
         return { text: formatRunResult(result, timeoutMs) }
       })

@@ -15,7 +15,7 @@ import { defineTool, ToolError, type ToolEvent } from "./Tool.ts"
 import { compileGlob, drive, walkNote, walkTree, type WalkLimits, type WalkStatus } from "./walkTree.ts"
 import { JobEvents } from "../kernel/JobEvents.ts"
 import { Limits } from "../kernel/Limits.ts"
-import { displayPath, validateInput, Workspace } from "./Workspace.ts"
+import { displayOf, validateInput, Workspace } from "./Workspace.ts"
 
 export { MAX_LINE_CHARS } from "./grepScan.ts"
 
@@ -116,7 +116,7 @@ export const grep = defineTool({
       const budgetMs = Math.max(1000, Math.min(GREP_MAX_MS, (yield* limits.remainingMs) - 1000))
       const start = performance.now()
       const files: Array<string> = []
-      const displayOf = (seq: number) => displayPath(workspace.paths.root, files[seq] ?? target.path)
+      const shownAs = (seq: number) => displayOf(workspace.paths, files[seq] ?? target.path)
       let unreadable = false
       // Results arrive in walk order: the same blocks, limit and skips as a sequential scan.
       const onFile = (seq: number, r: FileResult): boolean => {
@@ -124,7 +124,7 @@ export const grep = defineTool({
         else if (r === "too-large") found.skippedLarge++
         else if (typeof r === "object") {
           const take = Math.min(r.hits.length, limit - found.matchCount)
-          found.blocks.push(...blocksOf(r, displayOf(seq), context, take))
+          found.blocks.push(...blocksOf(r, shownAs(seq), context, take))
           found.matchCount += take
         }
         return found.matchCount < limit
@@ -164,7 +164,7 @@ export const grep = defineTool({
           new ToolError({
             message:
               `grep stopped at its ${Math.round(budgetMs / 1000)} s limit: the pattern was still being matched against ` +
-              `${displayOf(outcome.seq)}. Patterns with nested or adjacent repetition (like (a+)+$ or \\s+$) ` +
+              `${shownAs(outcome.seq)}. Patterns with nested or adjacent repetition (like (a+)+$ or \\s+$) ` +
               "can take quadratic or exponential time on long lines: simplify the pattern, narrow path or glob, or use literal: true"
           })
         )

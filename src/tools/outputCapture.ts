@@ -52,7 +52,9 @@ export interface CapturedOutput {
  * says how much was dropped. Output that fits the budget is returned whole.
  */
 export class OutputCapture {
-  private readonly head: Uint8Array
+  /** Allocated at the first output: most calls print little or nothing. */
+  private head: Uint8Array | undefined
+  private readonly headCap: number
   private headLen = 0
   private tail: Array<Uint8Array> = []
   private tailLen = 0
@@ -65,8 +67,8 @@ export class OutputCapture {
     private readonly maxBytes: number,
     private readonly maxLines: number
   ) {
-    this.head = new Uint8Array(Math.floor(maxBytes / 2))
-    this.tailRetain = maxBytes - this.head.length
+    this.headCap = Math.floor(maxBytes / 2)
+    this.tailRetain = maxBytes - this.headCap
   }
 
   push(chunk: Uint8Array): void {
@@ -75,8 +77,9 @@ export class OutputCapture {
     this.totalNewlines += countNewlines(chunk)
     this.lastByte = chunk[chunk.length - 1] as number
     let rest = chunk
-    if (this.headLen < this.head.length) {
-      const n = Math.min(this.head.length - this.headLen, rest.length)
+    if (this.headLen < this.headCap) {
+      this.head ??= new Uint8Array(this.headCap)
+      const n = Math.min(this.headCap - this.headLen, rest.length)
       this.head.set(rest.subarray(0, n), this.headLen)
       this.headLen += n
       rest = rest.subarray(n)
@@ -94,7 +97,7 @@ export class OutputCapture {
   result(): CapturedOutput {
     const decoder = new TextDecoder()
     const totalLines = this.totalNewlines + (this.lastByte === NEWLINE ? 0 : 1)
-    const head = this.head.subarray(0, this.headLen)
+    const head = this.head?.subarray(0, this.headLen) ?? new Uint8Array(0)
     const tailAll = Buffer.concat(this.tail)
     if (this.totalBytes <= this.maxBytes && totalLines <= this.maxLines) {
       return { text: decoder.decode(Buffer.concat([head, tailAll])), truncated: false, totalBytes: this.totalBytes }

@@ -14,7 +14,12 @@ export interface ProcStat {
   readonly state: string
   /** Clock ticks since boot: (pid, startTime) names one process even after its pid is reused. */
   readonly startTime: string
+  /** A kernel thread (PF_KTHREAD): no environment, never a member of a run. */
+  readonly kernel: boolean
 }
+
+/** PF_KTHREAD in the flags field of /proc/<pid>/stat. */
+const PF_KTHREAD = 0x00200000
 
 /** Reads `/proc/<pid>/stat`; undefined when the process is gone (or was never visible). */
 export const readStat = (pid: number | "self"): ProcStat | undefined => {
@@ -29,7 +34,15 @@ export const readStat = (pid: number | "self"): ProcStat | undefined => {
   const f = text.slice(close + 2).split(" ")
   const num = (i: number) => Number(f[i])
   const pidText = text.slice(0, text.indexOf(" "))
-  return { pid: Number(pidText), state: f[0] ?? "?", ppid: num(1), pgrp: num(2), session: num(3), startTime: f[19] ?? "" }
+  return {
+    pid: Number(pidText),
+    state: f[0] ?? "?",
+    ppid: num(1),
+    pgrp: num(2),
+    session: num(3),
+    startTime: f[19] ?? "",
+    kernel: (num(6) & PF_KTHREAD) !== 0
+  }
 }
 
 /** Zombies and dead entries count as gone: they hold no resources and cannot run again. */
@@ -48,6 +61,97 @@ export const scanProcesses = (): ReadonlyArray<ProcStat> => {
   for (const name of names) {
     if (name.charCodeAt(0) < 48 || name.charCodeAt(0) > 57) continue
     const s = readStat(Number(name))
+    if (s !== undefined) out.push(s)
+  }
+  return out
+}
+
+/**
+ * Two cheap counters that bound which pids can have been handed out since they were read: forks
+ * since boot (`processes` in /proc/stat, every namespace, threads included), the kernel's thread
+ * count and the last pid allocated in our pid namespace (both from /proc/loadavg).
+ */
+export interface PidClock {
+  readonly forks: number
+  readonly threads: number
+  readonly lastPid: number
+}
+
+const readNumberAfter = (text: string, key: string): number | undefined => {
+  const at = text.indexOf(key)
+  if (at < 0) return undefined
+  const n = Number.parseInt(text.slice(at + key.length), 10)
+  return Number.isFinite(n) ? n : undefined
+}
+
+/** The last reading and when it was taken (performance.now()). */
+let lastClock: { readonly clock: PidClock; readonly at: number } | undefined
+/** How old a reading may be to serve as the "before" of a spawn. */
+const CLOCK_REUSE_MS = 1000
+
+/**
+ * A PidClock taken before now, for a spawn about to happen: the last reading when it is recent (any
+ * reading taken before the spawn bounds the pids handed out since; a recent one keeps the bound
+ * tight), else a new one. Saves a read of /proc/stat per call when calls follow each other.
+ */
+export const pidClockBeforeSpawn = (): PidClock | undefined =>
+  lastClock !== undefined && performance.now() - lastClock.at < CLOCK_REUSE_MS ? lastClock.clock : readPidClock()
+
+/** The current PidClock, or undefined when /proc cannot tell (then every sweep scans everything). */
+export const readPidClock = (): PidClock | undefined => {
+  const at = performance.now()
+  try {
+    const forks = readNumberAfter(readFileSync("/proc/stat", "latin1"), "\nprocesses ")
+    // "0.20 0.11 0.05 1/143 12345": runnable/threads, then the last pid of our namespace.
+    const [, counts = "", last = ""] = readFileSync("/proc/loadavg", "latin1").trim().split(/\s+/).slice(2)
+    const threads = Number(counts.split("/")[1])
+    const lastPid = Number(last)
+    if (forks === undefined || !Number.isInteger(threads) || !Number.isInteger(lastPid)) return undefined
+    const clock = { forks, threads, lastPid }
+    lastClock = { clock, at }
+    return clock
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * pid_max of our namespace, read once: only root can change it (and lowering it is what could make a
+ * cached value too large), and process tools never run unconfined as root outside tests.
+ */
+let pidMaxCache: number | undefined
+const pidMax = (): number => {
+  if (pidMaxCache === undefined) {
+    try {
+      pidMaxCache = Number.parseInt(readFileSync("/proc/sys/kernel/pid_max", "latin1"), 10)
+    } catch {
+      pidMaxCache = Number.NaN
+    }
+  }
+  return pidMaxCache
+}
+/** Pids below this are never reused once the allocator has wrapped (the kernel's RESERVED_PIDS). */
+const RESERVED_PIDS = 300
+/** Above this many pids to look at, one readdir of /proc is cheaper than a stat read per pid. */
+const DIRECT_PROBE_LIMIT = 16
+
+/**
+ * Every live process whose pid lies in [from, to], read from /proc: directly for a short range, via
+ * one readdir for a long one.
+ */
+const processesInRange = (from: number, to: number): ReadonlyArray<ProcStat> => {
+  const out: Array<ProcStat> = []
+  if (to - from < DIRECT_PROBE_LIMIT) {
+    for (let pid = from; pid <= to; pid++) {
+      const s = readStat(pid)
+      if (s !== undefined) out.push(s)
+    }
+    return out
+  }
+  for (const name of readdirSync("/proc")) {
+    const pid = Number(name)
+    if (!Number.isInteger(pid) || pid < from || pid > to) continue
+    const s = readStat(pid)
     if (s !== undefined) out.push(s)
   }
   return out
@@ -91,19 +195,43 @@ const signal = (target: number, sig: NodeJS.Signals): void => {
 }
 
 /**
- * The processes of one run. `pid` was spawned with `detached: true`, so it leads a new session and
- * process group whose ids equal its pid.
+ * The processes of one run. Unconfined, `pid` was normally spawned with `detached: true`, so it leads
+ * a new session and process group whose ids equal its pid; a sandboxed bwrap and an unconfined git
+ * (`newSession: false`) lead neither (their group is the job child's, which `groupIsOurs` never lets
+ * be signalled), and are found by pid, descendant links and token.
  */
 export class ProcessTree {
   /** pid → startTime of every descendant ever seen. */
   private readonly known = new Map<number, string>()
-  private readonly rootStart: string | undefined
+  private rootStartRead = false
+  private rootStartValue: string | undefined
   private readonly needle: string
 
   constructor(readonly pid: number, token: string) {
     this.needle = `\0${RUN_TOKEN_VAR}=${token}\0`
-    this.rootStart = readStat(pid)?.startTime
-    if (this.rootStart !== undefined) this.known.set(pid, this.rootStart)
+  }
+
+  /**
+   * The child's start time, read when first needed rather than at the spawn (reading the stat of a
+   * process in the middle of its execve waits for the exec: most of a millisecond per call).
+   * Undefined when the child was gone before anything needed it (see `childExited`).
+   */
+  private get rootStart(): string | undefined {
+    if (!this.rootStartRead) {
+      this.rootStartRead = true
+      this.rootStartValue = readStat(this.pid)?.startTime
+      if (this.rootStartValue !== undefined) this.known.set(this.pid, this.rootStartValue)
+    }
+    return this.rootStartValue
+  }
+
+  /**
+   * Tells the tree that the child was reaped: from now on a process with its pid is someone else's
+   * (after a pid wrap), so a start time not read yet stays unknown (and its group is only ours
+   * while no process holds that pid).
+   */
+  childExited(): void {
+    this.rootStartRead = true
   }
 
   /** Adds every process whose parent is a known member (transitively); call it often while running. */
@@ -115,6 +243,7 @@ export class ProcessTree {
       else list.push(p)
     }
     const byPid = new Map(procs.map((p) => [p.pid, p]))
+    void this.rootStart // the child is the first known member (once its start time is read)
     const queue = [...this.known.keys()].filter((pid) => byPid.get(pid)?.startTime === this.known.get(pid))
     while (queue.length > 0) {
       const parent = queue.pop() as number
@@ -137,8 +266,32 @@ export class ProcessTree {
         p.pid !== ownPid &&
         (this.known.get(p.pid) === p.startTime ||
           (ours && (p.session === this.pid || p.pgrp === this.pid)) ||
-          (this.startedSince(p) && hasToken(p.pid, this.needle)))
+          (!p.kernel && this.startedSince(p) && hasToken(p.pid, this.needle)))
     )
+  }
+
+  /**
+   * True when the run certainly has no member left, found without scanning all of /proc; false when
+   * it may have one (then `kill` scans everything, as always). `before` was read just before the
+   * spawn. Every member started after our child (descendants, token carriers, and the group and
+   * session, which only descendants can join), so its pid was allocated after the child's. Unless the
+   * allocator wrapped around since, those pids all lie in [pid, lastPid now]. It cannot have wrapped
+   * (and come back above our pid) unless it moved past pid_max - RESERVED_PIDS slots, each either
+   * handed out (≤ forks since `before`) or skipped as in use (≤ threads at `before` + forks since):
+   * so 2 × forks + threads below that bound, and lastPid ≥ pid, prove no wrap.
+   */
+  cleared(before: PidClock | undefined): boolean {
+    const now = readPidClock()
+    if (before === undefined || now === undefined || now.lastPid < this.pid) return false
+    const forks = now.forks - before.forks
+    if (!(forks >= 0 && 2 * forks + before.threads < pidMax() - RESERVED_PIDS)) return false
+    let procs: ReadonlyArray<ProcStat>
+    try {
+      procs = processesInRange(this.pid, now.lastPid)
+    } catch {
+      return false
+    }
+    return this.members(procs).length === 0
   }
 
   /** Only a process started after our child can carry its token; skipping the rest halves a sweep. */
@@ -194,7 +347,8 @@ export const sweepRunPrefix = async (prefix: string, since: string | undefined, 
   const needle = `\0${RUN_TOKEN_VAR}=${prefix}`
   const carriers = () =>
     scanProcesses().filter(
-      (p) => isLive(p) && p.pid > 1 && p.pid !== ownPid && (since === undefined || Number(p.startTime) >= Number(since)) && hasToken(p.pid, needle)
+      (p) =>
+        isLive(p) && !p.kernel && p.pid > 1 && p.pid !== ownPid && (since === undefined || Number(p.startTime) >= Number(since)) && hasToken(p.pid, needle)
     )
   const end = Date.now() + reapMs
   for (;;) {

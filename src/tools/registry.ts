@@ -1,5 +1,8 @@
-/** The kernel tool registry: only the tools in the agent's allowlist are created, in allowlist order. */
-import { CODEMODE_READ_TOOLS, makeCodemode } from "./codemode/codemode.ts"
+/**
+ * The kernel tool registry: only the tools in the agent's allowlist are created, in allowlist order.
+ * codemode's module (and QuickJS behind it) is loaded only for an agent granted codemode.
+ */
+import { Effect, Option } from "effect"
 import { fileTools } from "./fileTools.ts"
 import type { ProcessRunnerShape } from "./ProcessRunner.ts"
 import { processTools } from "./processTools.ts"
@@ -10,11 +13,15 @@ export const createKernelTools = (
   names: ReadonlyArray<string>,
   runner: ProcessRunnerShape,
   codemodeExtra: ReadonlyArray<KernelTool> = []
-): ReadonlyArray<KernelTool> => {
-  const all = new Map([...fileTools, ...processTools(runner)].map((t) => [t.name, t]))
-  if (names.includes("codemode")) all.set("codemode", makeCodemode([...CODEMODE_READ_TOOLS, ...codemodeExtra]))
-  return names.flatMap((n) => {
-    const tool = all.get(n)
-    return tool === undefined ? [] : [tool]
-  })
-}
+): Effect.Effect<ReadonlyArray<KernelTool>> =>
+  Effect.map(
+    names.includes("codemode") ? Effect.map(Effect.promise(() => import("./codemode/codemode.ts")), Option.some) : Effect.succeed(Option.none()),
+    (codemode) => {
+      const all = new Map([...fileTools, ...processTools(runner)].map((t) => [t.name, t]))
+      if (Option.isSome(codemode)) all.set("codemode", codemode.value.makeCodemode([...codemode.value.CODEMODE_READ_TOOLS, ...codemodeExtra]))
+      return names.flatMap((n) => {
+        const tool = all.get(n)
+        return tool === undefined ? [] : [tool]
+      })
+    }
+  )

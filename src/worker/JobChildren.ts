@@ -77,8 +77,8 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
       return CLI_PATH
     }
 
-    const start = (next?: () => void): SpawnedChild => {
-      const spawned = spawnJobChild(currentEntry(), env)
+    const start = (ahead: boolean, next?: () => void): SpawnedChild => {
+      const spawned = spawnJobChild(currentEntry(), env, ahead)
       return next === undefined ? spawned : withNext(spawned, next)
     }
     const withNext = (spawned: SpawnedChild, next: () => void): SpawnedChild =>
@@ -89,7 +89,7 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
       if (closed || options.prestart === "never" || (options.prestart === "once" && prestarted > 0) || warm !== undefined) return
       prestarted++
       try {
-        warm = { spawned: start(), fingerprint }
+        warm = { spawned: start(true), fingerprint }
       } catch {
         // Cannot start a child now (no bun on PATH, out of pids): the next take starts one itself.
       }
@@ -103,7 +103,7 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
       const next = () => refill()
       if (held !== undefined && alive(held.spawned.child) && held.fingerprint === now) return withNext(held.spawned, next)
       if (held !== undefined) held.spawned.child.kill("SIGKILL")
-      return start(next)
+      return start(false, next)
     })
 
     yield* Effect.addFinalizer(() =>

@@ -9,6 +9,7 @@ import { join } from "node:path"
 import type { JobEnvelope } from "../contract/AgentRuntime.ts"
 import { JobEvent, JobRefusedLine } from "../contract/JobEvent.ts"
 import { readStat, RUN_PREFIX_VAR, sweepRunPrefix } from "../tools/processTree.ts"
+import { runJobArgs } from "../jobChildArgs.ts"
 import type { Settlement } from "./JobStore.ts"
 
 export const CLI_PATH = join(import.meta.dir, "..", "cli.ts")
@@ -72,12 +73,13 @@ export interface SpawnedChild {
 /**
  * Starts `bun <entry> run-job` with `env` (childEnvironment's scrubbed variables, plus the caller's) and
  * a fresh run-token prefix. It then waits for its envelope on stdin: nothing secret is in it before that.
+ * `ahead`: started before its job (`run-job --ahead`), it warms up while it waits (jobChildWarmUp.ts).
  */
-export const spawnJobChild = (entry: string, env: Readonly<Record<string, string>>): SpawnedChild => {
+export const spawnJobChild = (entry: string, env: Readonly<Record<string, string>>, ahead = false): SpawnedChild => {
   // Every process the job starts carries a run token with this prefix: after the child is gone,
   // whatever still carries it is swept (a SIGKILLed child cannot kill its own unconfined processes).
   const runPrefix = `${randomBytes(12).toString("hex")}-`
-  const child: Child = Bun.spawn(["bun", entry, "run-job"], {
+  const child: Child = Bun.spawn(["bun", entry, ...runJobArgs(ahead)], {
     stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",

@@ -24,6 +24,10 @@ export const ProjectInput = Schema.Struct({
 })
 export type ProjectInput = typeof ProjectInput.Type
 
+/** A project's settings (everything but the id, which never changes): absent `root` = no root. */
+export const ProjectSettings = Schema.Struct({ name: ProjectInput.fields.name, root: ProjectInput.fields.root })
+export type ProjectSettings = typeof ProjectSettings.Type
+
 export class ProjectExists extends Schema.TaggedError<ProjectExists>()("ProjectExists", { id: Schema.String }) {
   override get message(): string {
     return `a project "${this.id}" already exists`
@@ -49,12 +53,24 @@ export class Projects extends Context.Tag("worker/Projects")<
     readonly get: (id: string) => Effect.Effect<Project, ProjectNotFound>
     /** Creates a project; a `root` must resolve (symlinks followed) to a directory inside the job roots. Ids are never reused. */
     readonly create: (input: ProjectInput) => Effect.Effect<Project, ProjectExists | ProjectRootInvalid>
+    /**
+     * Replaces a project's name and root (checked as at creation; absent = none). Every job of the
+     * project that starts from now on is confined to the new root (a queued one outside it is refused
+     * at its start); jobs already running keep the workspace they were admitted with.
+     */
+    readonly update: (id: string, settings: ProjectSettings) => Effect.Effect<Project, ProjectNotFound | ProjectRootInvalid>
   }
 >() {}
 
 export const makeProjects: Effect.Effect<Projects["Type"], never, SqlClient | JobRoots> = Effect.gen(function* () {
   const sql = yield* SqlClient
   const roots = yield* JobRoots
+  const checkRoot = (root: string | undefined) =>
+    Effect.gen(function* () {
+      if (root === undefined) return
+      const resolved = yield* roots.projectRoot(root)
+      if (Either.isLeft(resolved)) return yield* Effect.fail(new ProjectRootInvalid({ problems: resolved.left }))
+    })
   const service: Projects["Type"] = {
     list: Effect.orDie(sql<Project>`SELECT id, name, root, created_at FROM runtime.project ORDER BY id`),
     get: (id) =>
@@ -63,14 +79,19 @@ export const makeProjects: Effect.Effect<Projects["Type"], never, SqlClient | Jo
       ),
     create: (p) =>
       Effect.gen(function* () {
-        if (p.root !== undefined) {
-          const root = yield* roots.projectRoot(p.root)
-          if (Either.isLeft(root)) return yield* Effect.fail(new ProjectRootInvalid({ problems: root.left }))
-        }
+        yield* checkRoot(p.root)
         const rows = yield* Effect.orDie(sql<Project>`INSERT INTO runtime.project (id, name, root) VALUES (${p.id}, ${p.name}, ${p.root ?? null})
           ON CONFLICT (id) DO NOTHING RETURNING id, name, root, created_at`)
         const created = rows[0]
         return created === undefined ? yield* Effect.fail(new ProjectExists({ id: p.id })) : created
+      }),
+    update: (id, p) =>
+      Effect.gen(function* () {
+        yield* checkRoot(p.root)
+        const rows = yield* Effect.orDie(sql<Project>`UPDATE runtime.project SET name = ${p.name}, root = ${p.root ?? null} WHERE id = ${id}
+          RETURNING id, name, root, created_at`)
+        const updated = rows[0]
+        return updated === undefined ? yield* Effect.fail(new ProjectNotFound({ id })) : updated
       })
   }
   return service

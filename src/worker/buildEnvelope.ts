@@ -6,9 +6,9 @@
 import { Effect, Schema } from "effect"
 import { AgentStore } from "../agents/AgentStore.ts"
 import { resolveAgentDefinition } from "../agents/resolveAgentDefinition.ts"
-import type { SkillStore } from "../agents/SkillStore.ts"
+import { SkillStore } from "../agents/SkillStore.ts"
 import type { AgentDefinition } from "../contract/AgentDefinition.ts"
-import type { JobEnvelope } from "../contract/AgentRuntime.ts"
+import type { JobEnvelope, SkillFile } from "../contract/AgentRuntime.ts"
 import type { JobSpec } from "../contract/JobSpec.ts"
 import { mcpServersOf } from "../agents/validateAgent.ts"
 import { Bindings } from "../providers/Bindings.ts"
@@ -58,6 +58,16 @@ export const grantServiceTools = (
 const withServiceGrants = (tools: ReadonlyArray<string> | undefined, granted: ReadonlyArray<string>): ReadonlyArray<string> | undefined =>
   tools === undefined ? undefined : [...tools.filter((t) => !SERVICE_TOOLS.includes(t) && !Object.hasOwn(SERVICE_TOOL_GROUPS, t)), ...granted]
 
+/**
+ * The resource files of the shared skills the definition lists (only imported custom skills have any),
+ * read now like the skills' text: the job sees them at /skills/<skill>/<path>.
+ */
+const skillFilesOf = (agent: AgentDefinition): Effect.Effect<ReadonlyArray<SkillFile>, never, SkillStore> =>
+  Effect.map(
+    Effect.flatMap(SkillStore, (s) => s.resources((agent.skills ?? []).map((k) => k.name))),
+    (bySkill) => [...bySkill].flatMap(([skill, files]) => files.map((f) => ({ skill, path: f.path, contentBase64: Buffer.from(f.content).toString("base64") })))
+  )
+
 export const buildEnvelope = (
   job: JobRow
 ): Effect.Effect<
@@ -103,8 +113,15 @@ export const buildEnvelope = (
               tools: serviceTools
             })
           }
+    const skillFiles = yield* skillFilesOf(agent)
     return {
-      envelope: { job: spec, providers, boundary, ...(services === undefined ? {} : { services }) },
+      envelope: {
+        job: spec,
+        providers,
+        boundary,
+        ...(skillFiles.length === 0 ? {} : { skillFiles }),
+        ...(services === undefined ? {} : { services })
+      },
       agentVersion: String(agent.version),
       model: `${binding.providerId}/${binding.modelId}`,
       tools: tools ?? [],

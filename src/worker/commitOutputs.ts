@@ -14,8 +14,8 @@ import { isInside } from "../tools/Workspace.ts"
 /** What commitOutputs adds to the shared hardening: an author (no global config supplies one). */
 const AUTHOR_CONFIG = ["user.name=Kintsugi Runtime", "user.email=kintsugi@localhost"]
 
-const git = async (cwd: string, args: ReadonlyArray<string>, layout?: GitLayout): Promise<{ code: number; out: string }> => {
-  const p = Bun.spawn([...hardenedGitPrefix(AUTHOR_CONFIG), ...args], {
+const spawnGit = (cwd: string, args: ReadonlyArray<string>, layout?: GitLayout) =>
+  Bun.spawn([...hardenedGitPrefix(AUTHOR_CONFIG), ...args], {
     cwd,
     stdin: "ignore",
     stdout: "pipe",
@@ -29,8 +29,18 @@ const git = async (cwd: string, args: ReadonlyArray<string>, layout?: GitLayout)
       ...(layout === undefined ? {} : { GIT_DIR: layout.gitDir, GIT_WORK_TREE: layout.top })
     }
   })
+
+const git = async (cwd: string, args: ReadonlyArray<string>, layout?: GitLayout): Promise<{ code: number; out: string }> => {
+  const p = spawnGit(cwd, args, layout)
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
   return { code, out: (out + err).trim() }
+}
+
+/** stdout as bytes (a blob may be binary), or undefined when git fails. */
+const gitBytes = async (cwd: string, args: ReadonlyArray<string>, layout: GitLayout): Promise<Uint8Array | undefined> => {
+  const p = spawnGit(cwd, args, layout)
+  const [out, , code] = await Promise.all([new Response(p.stdout).bytes(), new Response(p.stderr).text(), p.exited])
+  return code === 0 ? out : undefined
 }
 
 /** Where outputs of outDir would be committed: canonical outDir, work tree top, git dir and common git dir. */
@@ -101,4 +111,43 @@ export const commitOutputs = async (req: CommitRequest): Promise<string> => {
   }
   const sha = await git(layout.top, ["rev-parse", "HEAD"], layout)
   return `committed ${sha.out.slice(0, 12)}`
+}
+
+/** The commit a job's record names (`outputs` = "committed <sha>"), or undefined when its outputs were not committed. */
+export const committedSha = (outputs: string | null): string | undefined => /^committed ([0-9a-f]{7,40})$/.exec(outputs ?? "")?.[1]
+
+export interface CommittedOutputRequest {
+  readonly outDir: string
+  readonly jobRoots: ReadonlyArray<string>
+  /** From the job's record (`committedSha`). */
+  readonly commit: string
+  /** The job's id: the commit must be the one the worker made for it (its message names the job). */
+  readonly jobId: string
+  /** Relative to outDir, as the job's `output` events name it (checked by the caller). */
+  readonly path: string
+  readonly maxBytes: number
+}
+
+/**
+ * One output file as the worker committed it for the job, whatever outDir holds now: found through the
+ * same checked layout as the commit (a git dir inside outDir or outside the job roots is never used), the
+ * commit must be the job's, the entry a regular file (mode 100644/100755, never a link or a submodule)
+ * of at most `maxBytes`. Undefined otherwise. Git runs hardened; `cat-file` applies no filter.
+ */
+export const readCommittedOutput = async (req: CommittedOutputRequest): Promise<Uint8Array | undefined> => {
+  const layout = await gitLayout(req.outDir, req.jobRoots)
+  if (typeof layout === "string") return undefined
+  const commit = await git(layout.top, ["rev-parse", "--verify", "--end-of-options", `${req.commit}^{commit}`], layout)
+  if (commit.code !== 0 || !/^[0-9a-f]{40,64}$/.test(commit.out)) return undefined
+  const message = await git(layout.top, ["log", "-1", "--format=%B", commit.out, "--"], layout)
+  if (message.code !== 0 || !message.out.includes(`(job ${req.jobId})`)) return undefined
+  const inRepo = relative(layout.top, join(layout.outDir, req.path))
+  if (inRepo === "" || isAbsolute(inRepo) || inRepo.split("/").includes("..")) return undefined
+  // `<mode> <type> <object>\t<path>`, NUL-terminated; -- so the path is never an option.
+  const entry = await git(layout.top, ["ls-tree", "-z", "--full-tree", commit.out, "--", inRepo], layout)
+  const m = /^(100644|100755) blob ([0-9a-f]{40,64})\t(.*)$/s.exec(entry.out.replace(/\0$/, ""))
+  if (entry.code !== 0 || m === null || m[3] !== inRepo) return undefined
+  const size = await git(layout.top, ["cat-file", "-s", m[2]!], layout)
+  if (size.code !== 0 || Number(size.out) > req.maxBytes) return undefined
+  return gitBytes(layout.top, ["cat-file", "blob", m[2]!], layout)
 }

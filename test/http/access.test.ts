@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import { MemoryStore } from "../../src/worker/memory/MemoryStore.ts"
 import { createJobDirs, type JobDirs } from "../support/jobChild.ts"
-import { createAgent, createAgentFiles, createSkill, PASSWORD, saveAgent, type Session, storeFingerprint, useApi } from "../support/api.ts"
+import { bindAgent, createAgent, createAgentFiles, createSkill, PASSWORD, saveAgent, type Session, storeFingerprint, useApi } from "../support/api.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
@@ -76,7 +76,10 @@ const createNote = async (project: string) => {
   )
   return note.id
 }
-const createJob = async (n: string) => (await asManager("POST", "/api/jobs", jobBody(n))).job.id as string
+const createJob = async (n: string) => {
+  await bindAgent(api, n)
+  return (await asManager("POST", "/api/jobs", jobBody(n))).job.id as string
+}
 
 /** Every non-GET route of the JSON API (portal pages: test/portal/routes.test.ts). */
 const NON_GET: ReadonlyArray<RouteCase> = [
@@ -254,6 +257,15 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     ok: 204
   },
   { route: "POST /api/projects", guard: "agents.manage", sample: async (n) => ({ path: "/api/projects", json: { id: n, name: `Project ${n}` } }), ok: 201 },
+  {
+    route: "PUT /api/projects/:id",
+    guard: "agents.manage",
+    sample: async (n) => {
+      await createProject(n)
+      return { path: `/api/projects/${n}`, json: { name: `Renamed ${n}` } }
+    },
+    ok: 200
+  },
   { route: "PUT /api/admin/web-search", guard: "providers.manage", sample: async () => ({ path: "/api/admin/web-search", json: webSearchBody }), ok: 200 },
   {
     route: "DELETE /api/admin/web-search",
@@ -314,6 +326,7 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     guard: "agents.manage",
     sample: async (n) => {
       await createAgent(api, n)
+      await bindAgent(api, n)
       return { path: "/api/jobs", json: jobBody(n) }
     },
     ok: 201

@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { strToU8, unzipSync, zipSync } from "fflate"
-import { createAgent, createAgentFiles, saveAgent, storeFingerprint, useApi } from "../support/api.ts"
+import { createAgent, createAgentFiles, PASSWORD, saveAgent, storeFingerprint, useApi } from "../support/api.ts"
 import { createStreamingZeroZip, createZeroBomb, withDeclaredSizes } from "../agents/zipFixtures.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
@@ -278,5 +278,45 @@ describe("imports an attacker shaped", () => {
     expect(r.json().error.code).toBe("import-rejected")
     expect(r.json().error.problems).toHaveLength(1)
     expect(r.json().error.problems[0].message).toMatch(/^(inflates to more than|compression ratio above)/)
+  })
+})
+
+describe("re-importing the same package", () => {
+  test("adds no version and says so: the API answers changed: false; the portal says 'No change', never 'Imported as version'", async () => {
+    const files = createAgentFiles("reimported")
+    const first = await api.request("POST", "/api/admin/agents/import", { token: api.manager.token, json: files })
+    expect(first.json().changed).toBe(true)
+    const v = first.json().agent.version as number
+    const again = await api.request("POST", "/api/admin/agents/import", { token: api.manager.token, json: files })
+    expect(again.json()).toMatchObject({ changed: false, agent: { version: v } })
+
+    const session = await api.signIn(api.manager.username, PASSWORD)
+    const upload = (name: string, content: string) => {
+      const form = new FormData()
+      form.append("files", new File([content], name, { type: "text/markdown" }))
+      return form
+    }
+    const main = files.files[0]!
+    const same = await api.request("POST", "/agents/-/import", { session, form: upload(main.path, main.content) })
+    expect(same.status).toBe(303)
+    const location = same.headers.get("location") ?? ""
+    expect(location).toBe(`/agents/reimported?import-unchanged=${v}`)
+    const page = await api.request("GET", location, { session })
+    expect(page.text).toContain(`No change: version ${v} is already this package`)
+    expect(page.text).not.toContain("Imported as version")
+
+    // A changed upload is a new version, and says so.
+    const changed = await api.request("POST", "/agents/-/import", { session, form: upload(main.path, main.content.replace("Read WORKSPACE.md first.", "Read README.md first.")) })
+    expect(changed.headers.get("location")).toBe(`/agents/reimported?imported=${v + 1}`)
+
+    // A Claude Code file (adapted, so the result lists notes first): the same answer on the htmx fragment.
+    const claude = "---\nname: claude-again\ndescription: Reviews.\ntools: Read, Grep\nmodel: opus\n---\nReview.\n"
+    const created = await api.request("POST", "/agents/-/import", { session, form: upload("claude-again.md", claude), headers: { "hx-request": "true" } })
+    expect(created.text).toContain("Agent imported.")
+    const w = Number(/claude-again\?imported=(\d+)/.exec(created.text)?.[1])
+    const fragment = await api.request("POST", "/agents/-/import", { session, form: upload("claude-again.md", claude), headers: { "hx-request": "true" } })
+    expect(fragment.status).toBe(200)
+    expect(fragment.text).toContain(`No change: version ${w} is already this package.`)
+    expect(fragment.text).toContain(`/agents/claude-again?import-unchanged=${w}`)
   })
 })

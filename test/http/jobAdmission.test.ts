@@ -1,13 +1,13 @@
 /**
  * One admission check for POST /api/jobs and the portal's run form (issue 16, problem 1): a job whose
- * agent is unknown, disabled or member-only is refused before it is queued — with the workspace's
+ * agent is unknown, disabled, member-only or bound to no model is refused before it is queued — with the workspace's
  * problems in the same answer — instead of becoming a failed job record. The jobs list pages by cursor
  * and filters by project; an abort records who asked.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
-import { createAgent, PASSWORD, useApi, type JsonObject } from "../support/api.ts"
+import { bindAgent, createAgent, PASSWORD, useApi, type JsonObject } from "../support/api.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 
 setDefaultTimeout(60_000)
@@ -43,6 +43,24 @@ describe("admitting a job", () => {
     expect(await countJobs()).toBe(before)
   })
 
+  test("an agent with no model binding (none for its project, no installation default): 400 naming the agent and where to bind it, nothing queued", async () => {
+    await createAgent(api, "unbound-one")
+    const before = await countJobs()
+    const r = await api.request("POST", "/api/jobs", { token: api.manager.token, json: body("unbound-one") })
+    expect(r.status).toBe(400)
+    expect(r.json<JsonObject>().error.problems).toEqual([
+      { path: "agent", message: 'agent "unbound-one" is not bound to a model: bind it to a provider in Bindings (/agents/unbound-one/binding), then start the job again' }
+    ])
+    const inProject = await api.request("POST", "/api/jobs", { token: api.manager.token, json: body("unbound-one", workspace(), { project: "alpha" }) })
+    expect(inProject.status).toBe(400)
+    expect(inProject.json<JsonObject>().error.problems[0].message).toStartWith('agent "unbound-one" has no model binding for project "alpha" and no installation default: bind it')
+    // With the workspace's problems in the same answer.
+    const both = await api.request("POST", "/api/jobs", { token: api.manager.token, json: body("unbound-one", { root: "rel", readOnly: ["rel/src"], outDir: "rel/out" }) })
+    expect(both.json<JsonObject>().error.problems.map((p: { path: string }) => p.path)).toContain("agent")
+    expect(both.json<JsonObject>().error.problems.some((p: { path: string }) => p.path.startsWith("workspace"))).toBe(true)
+    expect(await countJobs()).toBe(before)
+  })
+
   test("the portal's run form: the same check, problems on the form (400), nothing queued", async () => {
     await createAgent(api, "benched")
     expect((await api.request("PATCH", "/api/admin/agents/benched", { token: api.manager.token, json: { enabled: false } })).status).toBe(200)
@@ -58,6 +76,7 @@ describe("admitting a job", () => {
   })
 
   test("GET /api/jobs: filters by project, pages by cursor; an abort records who asked", async () => {
+    await bindAgent(api, "codebase-inventory")
     const ids: Array<string> = []
     for (const project of ["alpha", "alpha", "beta"]) {
       const r = await api.request("POST", "/api/jobs", { token: api.manager.token, json: body("codebase-inventory", workspace(), { project }) })

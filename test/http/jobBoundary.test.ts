@@ -5,7 +5,7 @@
  * envelope's boundary again, so a symlink swapped after the API check is caught too.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { describe, expect, setDefaultTimeout, test } from "bun:test"
+import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -14,7 +14,7 @@ import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { INSTALL_DIR } from "../../src/worker/JobRoots.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
 import { LeaseConfig, runClaimedJob } from "../../src/worker/Worker.ts"
-import { PASSWORD, useApi, type JsonObject } from "../support/api.ts"
+import { bindAgent, PASSWORD, useApi, type JsonObject } from "../support/api.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { createFakeDataDir, testJobRoots } from "../support/jobRoots.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
@@ -29,6 +29,8 @@ const elsewhere = join(base, "elsewhere")
 mkdirSync(elsewhere, { recursive: true })
 
 const api = useApi({ jobRoots: testJobRoots([roots], dataDir) })
+// Bound, so a job of it may be queued (admission refuses an agent with no binding).
+beforeAll(() => bindAgent(api, "codebase-inventory"))
 
 let n = 0
 /** A workspace inside the job root: root/src (with a file) and root/out. */
@@ -197,6 +199,44 @@ describe("the job child checks the boundary again", () => {
       expect(server.requests.length).toBe(0)
       const events = await api.run(Effect.flatMap(SqlClient, (sql) => sql`SELECT 1 FROM runtime.job_event WHERE job_id = ${id}`))
       expect(events.length).toBe(0)
+    } finally {
+      await server.stop()
+    }
+  })
+
+  test("a project's root narrowed (PUT /api/projects/:id) after a job was queued: refused at its start, the model never called", async () => {
+    const server = await startOpenAIServer([{ kind: "turn", text: "Should never be asked.", usage: { input: 10, output: 5 } }])
+    try {
+      await api.run(
+        Effect.gen(function* () {
+          yield* (yield* ProviderStore).create(
+            { kind: "custom", id: "narrow", api: "openai-completions", baseUrl: server.baseUrl, apiKey: "sk-narrow-123456", models: [{ id: "m", contextWindow: 64000, maxTokens: 4096, cost: MODEL_PRICES }] },
+            "test"
+          )
+          yield* (yield* Bindings).set("codebase-inventory", "", { providerId: "narrow", modelId: "m" }, "test")
+        })
+      )
+      const token = api.manager.token
+      const ws = createWorkspace()
+      const other = createWorkspace()
+      expect((await api.request("POST", "/api/projects", { token, json: { id: "narrowed", name: "Narrowed", root: ws.root } })).status).toBe(201)
+      const r = await api.request("POST", "/api/jobs", { token, json: jobBody({ root: ws.root, readOnly: [ws.src], outDir: ws.out }, { project: "narrowed" }) })
+      expect(r.status).toBe(201)
+      const id = r.json<{ job: { id: string } }>().job.id
+      // The project now confines its jobs to another folder: the queued job's workspace lies outside it.
+      expect((await api.request("PUT", "/api/projects/narrowed", { token, json: { name: "Narrowed", root: other.root } })).status).toBe(200)
+      await api.run(
+        Effect.gen(function* () {
+          const lease = yield* LeaseConfig
+          const claimed = yield* (yield* JobStore).claim("test:narrow", lease.leaseMs, id)
+          if (claimed !== undefined) yield* runClaimedJob(claimed, lease)
+        })
+      )
+      const job = await api.run(Effect.flatMap(JobStore, (s) => s.get(id)))
+      expect(job.status).toBe("failed")
+      expect(job.message ?? "").toContain("job.workspace.root: resolves outside the job roots")
+      expect(job.message ?? "").not.toContain(ws.root)
+      expect(server.requests.length).toBe(0)
     } finally {
       await server.stop()
     }

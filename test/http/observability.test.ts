@@ -41,6 +41,7 @@ const logs: Array<string> = []
 const dirs: Array<string> = []
 let receiver: OtlpReceiver
 let model: ScriptedServer
+let broken: ScriptedServer
 let rt: TestRuntime
 let app: ReturnType<typeof makeApp>
 let token = ""
@@ -87,6 +88,7 @@ beforeAll(async () => {
     { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }], usage: { input: 1000, output: 100 } },
     { kind: "turn", text: `Read it. ${ANSWER}`, usage: { input: 1200, output: 20 } }
   ])
+  broken = await startOpenAIServer([{ kind: "http-error", status: 400, body: { error: { message: "bad request" } } }])
   const config = ConfigProvider.fromMap(
     new Map([
       ["OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint],
@@ -108,6 +110,12 @@ beforeAll(async () => {
       "test"
     )
     yield* (yield* Bindings).set("codebase-inventory", "", { providerId: "gw", modelId: "m" }, "test")
+    // risk-quality's model refuses every request (a 400 is not retried): its job fails.
+    yield* (yield* ProviderStore).create(
+      { kind: "custom", id: "gw-broken", api: "openai-completions", baseUrl: broken.baseUrl, apiKey: KEY, models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }] },
+      "test"
+    )
+    yield* (yield* Bindings).set("risk-quality", "", { providerId: "gw-broken", modelId: "m" }, "test")
     return [yield* access.issueToken("ops", "t"), yield* access.issueToken("scraper", "t"), yield* access.issueToken("reader", "t")] as const
   })
   ;[token, metricsToken, readerToken] = await rt.runPromise(setup)
@@ -116,6 +124,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await rt.dispose()
   await model.stop()
+  await broken.stop()
   await receiver.stop()
   for (const d of dirs) rmSync(d, { recursive: true, force: true })
 }, 60_000)
@@ -209,7 +218,7 @@ describe("one OTLP trace per job", () => {
 
 describe("/metrics", () => {
   test("after 3 jobs (2 completed, 1 failed): jobs by status, settled counts, tokens and cost", async () => {
-    // An agent without a binding fails at setup.
+    // An agent whose model refuses the request fails (an unbound one is not even queued: test/http/jobAdmission.test.ts).
     const failing = await startJob("risk-quality")
     await workerSpanOf(failing.id)
     const r = await request("GET", "/metrics", { token: metricsToken })

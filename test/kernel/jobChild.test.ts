@@ -3,6 +3,7 @@
  * 127.0.0.1. Asserts the fixed protocol (events, exit codes, refusal line) and what the model saw.
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test"
+import { readdirSync } from "node:fs"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import {
   createEnvelope,
@@ -173,6 +174,24 @@ describe("refusals", () => {
     const run = await runJobChild(createEnvelope(job, [createProvider(server, "openai-completions")]))
     expect(run.code).toBe(2)
     expect(run.lines[0]).toContain("overlaps")
+  })
+
+  test("skill files whose names could escape /skills (or collide) → refused naming each, nothing written, the model never called", async () => {
+    const server = await startOpenAIServer([])
+    const dirs = createJobDirs()
+    cleanups.push(() => server.stop(), () => dirs.cleanup())
+    const file = (path: string) => ({ skill: "cite-lines", path, contentBase64: Buffer.from("planted").toString("base64") })
+    const envelope = {
+      ...createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")]),
+      skillFiles: [file("ok.md"), file("../../planted.md"), file(`${dirs.out}/planted.md`), file("a/./b.md"), file("OK.md")]
+    }
+    const run = await runJobChild(envelope)
+    expect(run.code).toBe(2)
+    const refused = JSON.parse(run.lines[0]!) as { problems: Array<{ path: string; message: string }> }
+    expect(refused.problems.map((p) => p.path)).toEqual(["skillFiles.1.path", "skillFiles.2.path", "skillFiles.3.path", "skillFiles.4.path"])
+    expect(refused.problems[3]?.message).toBe('duplicate file of skill "cite-lines"')
+    expect(readdirSync(dirs.out)).toEqual([])
+    expect(server.requests.length).toBe(0)
   })
 
   test("stdin that is not JSON → exit 2 with a clear problem", async () => {

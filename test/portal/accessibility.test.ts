@@ -7,7 +7,6 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
-import { readFileSync } from "node:fs"
 import type { BrowserContext, Page } from "playwright-core"
 import { AgentStore } from "../../src/agents/AgentStore.ts"
 import { SkillStore } from "../../src/agents/SkillStore.ts"
@@ -15,11 +14,10 @@ import { McpServers } from "../../src/providers/McpServers.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
 import { Projects } from "../../src/worker/Projects.ts"
-import { MANAGER, startPortal, type Portal } from "./harness.ts"
+import { MANAGER, runAxe, startPortal, type Portal } from "./harness.ts"
 
 setDefaultTimeout(300_000)
 
-const AXE = readFileSync(Bun.fileURLToPath(import.meta.resolve("axe-core/axe.min.js")), "utf8")
 
 let portal: Portal
 let context: BrowserContext
@@ -100,18 +98,7 @@ const pagePaths = (): { readonly pages: Array<string>; readonly unfilled: Array<
   return { pages: [...new Set(pages)], unfilled }
 }
 
-interface AxeViolation {
-  readonly id: string
-  readonly impact: string | null
-  readonly help: string
-  readonly nodes: ReadonlyArray<{ readonly target: ReadonlyArray<string>; readonly failureSummary?: string }>
-}
-
-const axe = async (): Promise<ReadonlyArray<AxeViolation>> => {
-  if (!(await page.evaluate("typeof window.axe === 'object'"))) await page.evaluate(AXE)
-  return page.evaluate(`axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"] }, resultTypes: ["violations"] })
-    .then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map((n) => ({ target: n.target, failureSummary: n.failureSummary })) })))`)
-}
+const axe = () => runAxe(page)
 
 describe("every portal page", () => {
   test("every GET page route of the app is covered", () => {

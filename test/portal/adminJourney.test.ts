@@ -130,7 +130,8 @@ describe("the admin portal (issue 16)", () => {
     await page.getByLabel("Content").fill("Short sentences.\nActive voice.\n")
     await page.getByLabel("Change note (optional)").fill("Prefer the active voice.")
     await page.getByRole("button", { name: "Save shared skill" }).click()
-    await page.waitForURL(/\?skill-saved=1$/)
+    // Saved in place (htmx): the notice in the swapped-in page, the address unchanged.
+    await page.locator(".alert-ok", { hasText: "Saved. Agents using this skill" }).waitFor()
     await page.getByRole("link", { name: "History" }).click()
     await page.waitForURL(/\/agent-skills\/house-style\/versions$/)
     expect(await versionRows().count()).toBe(2)
@@ -147,7 +148,7 @@ describe("the admin portal (issue 16)", () => {
     // Restore v1 of the skill: a new version, recorded as a restore.
     await page.goto("/agent-skills/house-style/versions")
     await page.getByRole("button", { name: "Restore v1" }).click()
-    await page.waitForURL(/\?skill-restored=1$/)
+    await page.locator(".alert-ok", { hasText: "Restored the text of version 1" }).waitFor()
     await expect(versionRows().first().textContent()).resolves.toContain("restored from v1")
   }, BROWSER_TEST_MS)
 

@@ -4,7 +4,7 @@
  * the one `@sparticuz/chromium` ships: `launchChromium.ts`). The browser tests never skip.
  */
 import { Effect } from "effect"
-import { mkdirSync } from "node:fs"
+import { mkdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { Access, type Permission } from "../../src/access/Access.ts"
@@ -104,4 +104,20 @@ export const startPortal = async (options: { readonly worker?: boolean } = {}): 
       await runtime.dispose()
     }
   }
+}
+
+const AXE = readFileSync(Bun.fileURLToPath(import.meta.resolve("axe-core/axe.min.js")), "utf8")
+
+export interface AxeViolation {
+  readonly id: string
+  readonly impact: string | null
+  readonly help: string
+  readonly nodes: ReadonlyArray<{ readonly target: ReadonlyArray<string>; readonly failureSummary?: string }>
+}
+
+/** axe-core's WCAG 2.x A/AA violations of the page as it is now (the context must bypass the CSP to inject it). */
+export const runAxe = async (page: Page): Promise<ReadonlyArray<AxeViolation>> => {
+  if (!(await page.evaluate("typeof window.axe === 'object'"))) await page.evaluate(AXE)
+  return page.evaluate(`axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"] }, resultTypes: ["violations"] })
+    .then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map((n) => ({ target: n.target, failureSummary: n.failureSummary })) })))`)
 }

@@ -73,7 +73,7 @@ describe("running a job from the portal", () => {
     const levels = await page.locator("#f-thinking option").evaluateAll((os) => os.map((o) => o.getAttribute("value") ?? ""))
     expect(levels).toEqual(["", "off"])
     await page.getByRole("button", { name: "Save binding" }).click()
-    await page.waitForURL(/binding\?bound=/)
+    await page.locator(".alert-ok", { hasText: "Bound to scripted/m." }).waitFor()
     seen.push(await page.content())
     await expect(page.locator("table.catalog").textContent()).resolves.toContain("scripted / m")
 

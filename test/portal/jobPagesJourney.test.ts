@@ -1,12 +1,14 @@
 /**
  * The jobs side of the portal in headless Chromium (issue 16: problems 1, 2, 6), with the worker in
  * the app and a scripted model server: the run form names the model and thinking level a job gets and
- * refuses a bad workspace next to its fields before anything is queued; a double click on Start job
+ * refuses a bad workspace, or an agent with no model binding, next to its fields before anything is queued; a double click on Start job
  * starts one job; the job page shows the timeline (timestamps, expandable tool calls), the trace of
- * nested spans, cost and tokens and the output files — a hostile output served as text, never as a
- * page of the portal; abort asks first and records who did it; the jobs list filters and pages.
+ * nested spans, cost and tokens and the output files — read from the worker's commit (a change to the
+ * folder later does not show), a hostile output served as text, never as a page of the portal; abort asks first and records who did it; the jobs list filters and pages.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
+import { rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { Effect } from "effect"
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { BrowserContext, Page } from "playwright-core"
@@ -46,6 +48,8 @@ beforeAll(async () => {
     { kind: "stall" }
   ])
   dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  // A work tree inside the job roots: the worker commits the outputs, and the job page reads them from that commit.
+  Bun.spawnSync(["git", "init", "-q", dirs.root], { env: { PATH: "/usr/bin:/bin", HOME: dirs.root } })
   portal = await startPortal({ worker: true })
   await portal.runtime.runPromise(
     Effect.gen(function* () {
@@ -68,6 +72,23 @@ afterAll(async () => {
 })
 
 describe("jobs in the portal", () => {
+  test("an agent with no model binding: refused on the form next to the agent, saying where to bind it; nothing queued", async () => {
+    await page.goto("/agents/risk-quality/run")
+    const bind = page.locator("#run-model").getByRole("link", { name: "Bind it to a provider in Bindings" })
+    expect(await bind.getAttribute("href")).toBe("/agents/risk-quality/binding")
+    await fillRun({ task: "Assess.", root: dirs.root, readOnly: dirs.src, outDir: dirs.out })
+    await page.getByRole("button", { name: "Start job" }).click()
+    await page.locator("#problems-agent li").first().waitFor()
+    const problem = (await page.locator("#problems-agent").textContent()) ?? ""
+    expect(problem).toContain('agent "risk-quality" is not bound to a model')
+    expect(problem).toContain("bind it to a provider in Bindings")
+    expect(await page.getByLabel("Agent").getAttribute("aria-invalid")).toBe("true")
+    // The valid fields are kept and carry no problem of their own.
+    expect(await page.getByLabel("Output folder").inputValue()).toBe(dirs.out)
+    expect(await page.locator("#problems-outDir").textContent()).toBe("")
+    expect(await jobCount()).toBe(0)
+  }, BROWSER_TEST_MS)
+
   test("the run form names the model, refuses a bad workspace on the form, and a double click starts one job", async () => {
     await page.goto("/agents/codebase-inventory/run")
     // What the job gets: the binding's model; thinking from the agent (medium), clamped to what "m" has (off).
@@ -81,7 +102,10 @@ describe("jobs in the portal", () => {
     expect(await page.locator("#problems-root").textContent()).toMatch(/absolute/)
     expect(await page.locator("#problems-readOnly").textContent()).not.toBe("")
     expect(await page.locator("#problems-outDir").textContent()).not.toBe("")
-    await expect(page.locator(".alert-error").first().textContent()).resolves.toContain("This job was not started")
+    await expect(page.locator(".error-summary").textContent()).resolves.toContain("This job was not started")
+    // The summary takes the focus after the swap and links to each field.
+    expect(await page.evaluate("document.activeElement?.className")).toBe("error-summary")
+    expect(await page.locator(".error-summary a[href='#problems-root']").count()).toBeGreaterThan(0)
     expect(await page.getByLabel("Task").inputValue()).toBe("Inventory.")
     expect(await jobCount()).toBe(0)
 
@@ -129,6 +153,13 @@ describe("jobs in the portal", () => {
     expect(view.headers()["x-content-type-options"]).toBe("nosniff")
     expect(view.headers()["content-security-policy"]).toContain("sandbox")
     expect(await view.text()).toBe(HOSTILE)
+    // What was committed is shown, whatever the folder holds later: rewritten, or a link to a host file.
+    await expect(outputs.textContent()).resolves.toMatch(/committed [0-9a-f]{12}\. View and Download show each file as committed/)
+    writeFileSync(join(dirs.out, "report.md"), "rewritten after the job\n")
+    expect(await (await page.request.get(viewHref)).text()).toBe(HOSTILE)
+    rmSync(join(dirs.out, "report.md"))
+    symlinkSync("/etc/passwd", join(dirs.out, "report.md"))
+    expect(await (await page.request.get(viewHref)).text()).toBe(HOSTILE)
     const viewer = await context.newPage()
     await viewer.goto(viewHref)
     expect(await viewer.title()).not.toBe("pwned")
@@ -183,6 +214,6 @@ describe("jobs in the portal", () => {
     // A later page does not refresh itself (its rows would shift under the reader).
     expect(await page.locator("#jobs-rows").getAttribute("hx-trigger")).toBeNull()
     // htmx reports the refused run form's 400 (the first test) on the console; nothing else is expected.
-    expect(consoleErrors.filter((e) => !/status of 400|Error Code 400 from \/agents\/codebase-inventory\/run/.test(e))).toEqual([])
+    expect(consoleErrors.filter((e) => !/status of 400|Error Code 400 from \/agents\/(codebase-inventory|risk-quality)\/run/.test(e))).toEqual([])
   }, BROWSER_TEST_MS)
 })

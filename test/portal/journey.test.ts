@@ -105,7 +105,7 @@ describe("the Agent Builder portal", () => {
 
   test("restore v1 makes it current again", async () => {
     await page.getByRole("button", { name: "Restore v1" }).click()
-    await page.waitForURL(/\/versions\?restored=1$/)
+    await page.locator(".alert-ok", { hasText: "Version 1 is current again." }).waitFor()
     await expect(page.locator("tr.current").textContent()).resolves.toContain("v1")
     await page.getByRole("link", { name: "Editor" }).click()
     await expect(page.getByLabel("Instructions (the system prompt)").inputValue()).resolves.toBe("Read the changes.\nWrite the notes.\n")
@@ -181,7 +181,7 @@ describe("the Agent Builder portal", () => {
     await page.waitForURL(/\/agent-skills\/tone-guide\?skill-created=1$/)
     await page.getByLabel("Content").fill("Write plainly. Short sentences.\n")
     await page.getByRole("button", { name: "Save shared skill" }).click()
-    await page.waitForURL(/\?skill-saved=1$/)
+    await page.locator(".alert-ok", { hasText: "Saved. Agents using this skill" }).waitFor()
     await expect(page.getByLabel("Content").inputValue()).resolves.toBe("Write plainly. Short sentences.\n")
 
     // Used by an agent: deleting is refused and the message names the agent.

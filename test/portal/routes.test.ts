@@ -17,6 +17,7 @@ import { Projects } from "../../src/worker/Projects.ts"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { makeApp } from "../../src/http/app.ts"
 import { makeTestRuntime, MANAGER, READER, signInTestUsers, type AppRuntime } from "./harness.ts"
+import { queueableBinding } from "../support/api.ts"
 import { createJobDirs } from "../support/jobChild.ts"
 
 // Many requests through a real database per test: generous on a 2-core CI machine.
@@ -61,6 +62,8 @@ beforeAll(async () => {
     Effect.flatMap(JobStore, (s) => s.enqueue({ agent: "codebase-inventory", task: "t", workspace: { root: "/tmp", readOnly: ["/tmp"], outDir: "/tmp" }, limits: { timeoutSec: 60 } }, "setup"))
   )
   jobId = job.id
+  // Bound, so the run form queues its job (no worker runs here: the provider is never called).
+  await runtime.runPromise(queueableBinding("codebase-inventory"))
   tokenId = (await runtime.runPromise(Effect.flatMap(Access, (a) => a.createToken(MANAGER.username, "matrix-token")))).view.id
   await runtime.runPromise(Effect.flatMap(Access, (a) => a.addUser("matrix-user", MANAGER.password, ["agents.manage"])))
   // A project with one learned note, for the memory page's review, settings and reset.
@@ -129,6 +132,7 @@ const ROUTES: ReadonlyArray<{
   { route: "POST /mcp-servers/:name/allowed-tools", path: "/mcp-servers/matrix-mcp/allowed-tools", guard: "providers.manage", body: () => form({ tool: "write_page", allowed: "1" }) },
   { route: "POST /mcp-servers/:name/delete", path: "/mcp-servers/matrix-mcp/delete", guard: "providers.manage", body: () => form({}) },
   { route: "POST /projects", path: "/projects", guard: "agents.manage", body: () => form({ id: "matrix-project", name: "Matrix" }) },
+  { route: "POST /projects/:id", path: "/projects/matrix-proj", guard: "agents.manage", body: () => form({ name: "Matrix" }) },
   { route: "POST /web-search", path: "/web-search", guard: "providers.manage", body: () => form({ kind: "searxng", url: "http://127.0.0.1:9" }) },
   // Sends one query with the stored settings and renders the outcome (nothing listens on port 9).
   { route: "POST /web-search/test", path: "/web-search/test", guard: "providers.manage", body: () => form({}), ok: 200 },

@@ -4,11 +4,11 @@
  * default root, a Unicode look-alike of the data dir, an over-long path, a project root that holds
  * another project. Every one is refused (or harmless), nothing is queued, no response names a host path.
  */
-import { describe, expect, setDefaultTimeout, test } from "bun:test"
+import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { INSTALL_DIR } from "../../src/worker/JobRoots.ts"
-import { useApi } from "../support/api.ts"
+import { bindAgent, useApi } from "../support/api.ts"
 import { createFakeDataDir, testJobRoots } from "../support/jobRoots.ts"
 
 setDefaultTimeout(30_000)
@@ -18,6 +18,8 @@ const { dataDir } = createFakeDataDir("kintsugi-edges-", "edge-key-canary")
 const roots = join(dataDir, "workspaces")
 mkdirSync(roots, { recursive: true })
 const api = useApi({ jobRoots: testJobRoots([], dataDir) })
+// Bound, so a job of it may be queued (admission refuses an agent with no binding).
+beforeAll(() => bindAgent(api, "codebase-inventory"))
 
 let n = 0
 const createWorkspace = () => {

@@ -11,6 +11,8 @@ import type { makeApp } from "../../src/http/app.ts"
 import { CSRF_HEADER, SESSION_COOKIE } from "../../src/http/auth.ts"
 import type { Db } from "../../src/db/Db.ts"
 import type { AppServices } from "../../src/http/route.ts"
+import { Bindings } from "../../src/providers/Bindings.ts"
+import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import type { testJobRoots } from "./jobRoots.ts"
 import { makeTestApp, type TestRuntime } from "./testApp.ts"
 
@@ -323,3 +325,25 @@ export const storeFingerprint = async (api: Api): Promise<string> => {
   }
   return parts.join(" ")
 }
+
+/** The provider `queueableBinding` binds to: never called (no worker runs where it is used; jobs stay queued). */
+export const UNUSED_PROVIDER = "queued-only"
+
+/**
+ * Binds `agent` (for `project`; "" = the installation default) to UNUSED_PROVIDER, created on first use,
+ * so job admission lets its jobs be queued (an agent with no binding is refused before queuing).
+ */
+export const queueableBinding = (agent: string, project = ""): Effect.Effect<void, never, ProviderStore | Bindings> =>
+  Effect.gen(function* () {
+    const providers = yield* ProviderStore
+    yield* Effect.ignore(
+      providers.create(
+        { kind: "custom", id: UNUSED_PROVIDER, api: "openai-completions", baseUrl: "http://127.0.0.1:9", apiKey: "sk-unused", models: [{ id: "m", contextWindow: 128_000, maxTokens: 2048 }] },
+        "test"
+      )
+    )
+    yield* Effect.orDie((yield* Bindings).set(agent, project, { providerId: UNUSED_PROVIDER, modelId: "m" }, "test"))
+  })
+
+/** `queueableBinding` on this file's app. */
+export const bindAgent = (api: Api, agent: string, project = ""): Promise<void> => api.run(queueableBinding(agent, project))

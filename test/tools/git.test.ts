@@ -1,10 +1,24 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Exit } from "effect"
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import {
+  appendFileSync,
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync
+} from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { checkGitArgs, makeGitTool } from "../../src/tools/git.ts"
-import { createProcessRunner } from "../../src/tools/ProcessRunner.ts"
+import { createProcessRunner, type RunRequest } from "../../src/tools/ProcessRunner.ts"
 import type { ToolOutput } from "../../src/tools/Tool.ts"
 import { createToolContext, type ToolContext } from "../support/workspace.ts"
 
@@ -205,5 +219,121 @@ describe("git tool: argument policy", () => {
 
   test("commandOf is git plus the arguments joined with spaces", () => {
     expect(git.commandOf?.({ args: ["log", "--oneline", "-n", "5"] })).toBe("git log --oneline -n 5")
+  })
+})
+
+describe("git tool: the configuration check is reused only while the config files are unchanged", () => {
+  // A repository without includes whose attributes name drivers its config does not define yet: what
+  // a job can do between two calls is define them (it can write .git/config when the repository is
+  // in its outDir, or with the shell tool).
+  const fresh = join(base, "fresh")
+  const freshMarkers = join(base, "fresh-markers")
+  let spawned = 0
+  const counting = { ...runner, run: (req: RunRequest) => (spawned++, runner.run(req)) }
+  const freshGit = makeGitTool(counting)
+  /** Plain git that writes nothing into .git (no index refresh), so only the edits under test change it. */
+  const inFresh = (args: ReadonlyArray<string>) => Bun.spawnSync(["git", ...args], { cwd: fresh, env: { ...plainEnv, GIT_OPTIONAL_LOCKS: "0" } })
+  const trap = (name: string, tail = 'exec cat "$@"') => {
+    const path = join(base, "bin", `fresh-${name}`)
+    writeFileSync(path, `#!/bin/sh\ntouch '${join(freshMarkers, name)}'\n${tail}\n`)
+    chmodSync(path, 0o755)
+    return path
+  }
+  const freshFired = () => readdirSync(freshMarkers).sort()
+  const clearFresh = () => {
+    for (const m of readdirSync(freshMarkers)) rmSync(join(freshMarkers, m))
+  }
+  /** One tool call: its text and how many processes it ran. */
+  const call = async (args: ReadonlyArray<string>): Promise<{ out: string; processes: number }> => {
+    const before = spawned
+    const exit = await Effect.runPromiseExit(Effect.provide(freshGit.execute({ args }), createContext(fresh)))
+    if (Exit.isFailure(exit)) throw new Error(`git ${args.join(" ")} failed: ${JSON.stringify(exit.cause)}`)
+    return { out: (exit.value as ToolOutput).text, processes: spawned - before }
+  }
+  const configFile = join(fresh, ".git", "config")
+  const fixedTime = new Date(1_700_000_000_000)
+  let pristine = ""
+
+  beforeAll(() => {
+    mkdirSync(fresh)
+    mkdirSync(freshMarkers)
+    inFresh(["init", "-q"])
+    writeFileSync(join(fresh, "a.txt"), "hello\n")
+    writeFileSync(join(fresh, ".gitattributes"), "a.txt diff=late filter=late\n")
+    inFresh(["add", "."])
+    inFresh(["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "init"])
+    writeFileSync(join(fresh, "a.txt"), "hello\nchanged\n")
+    // Index stat data up to date, so plain status below does not want to write the index.
+    Bun.spawnSync(["git", "update-index", "--refresh"], { cwd: fresh, env: plainEnv })
+    pristine = readFileSync(configFile, "utf8")
+  })
+
+  /** Puts `content` in place (same inode) with a whole-second mtime, then lets the tool check it and reuse the check. */
+  const settle = async (content = pristine) => {
+    writeFileSync(configFile, content)
+    utimesSync(configFile, fixedTime, fixedTime)
+    clearFresh()
+    await call(["status"])
+    expect((await call(["status"])).processes).toBe(1)
+  }
+  /** After an edit: the tool's diff and status fire nothing; plain git, run after them, fires `marker` (the trap is live). */
+  const neutralised = async (marker: string) => {
+    const diff = await call(["diff"])
+    expect(diff.out).toStartWith("exit code: 0\n")
+    expect(diff.out).toContain("+changed")
+    expect((await call(["status"])).out).toContain("a.txt")
+    expect(freshFired()).toEqual([])
+    inFresh(["diff"])
+    inFresh(["status"])
+    expect(freshFired()).toContain(marker)
+    return diff
+  }
+
+  test("an unchanged configuration is checked once: later calls run one git process, diff included", async () => {
+    await settle()
+    expect((await call(["log", "--oneline"])).processes).toBe(1)
+    // diff asks once whether the root is in a work tree; the answer is reused with the check.
+    expect((await call(["diff"])).processes).toBe(2)
+    expect((await call(["diff"])).processes).toBe(1)
+  })
+
+  test("a textconv and a clean filter appended to .git/config in place between two calls are blanked", async () => {
+    await settle()
+    appendFileSync(configFile, `[diff "late"]\n\ttextconv = ${trap("textconv")}\n[filter "late"]\n\tclean = ${trap("appended-clean")}\n`)
+    const diff = await neutralised("appended-clean")
+    expect(freshFired()).toContain("textconv")
+    // The edit was seen: the configuration was checked again (diff's work-tree check and the list, then diff).
+    expect(diff.processes).toBe(3)
+  })
+
+  test("a same-size rewrite in place with the old mtime put back is still seen (its ctime moved)", async () => {
+    const section = `[filter "late"]\n\tclean = ${trap("clean")}\n`
+    // A comment as long as the section: swapping one for the other keeps the size.
+    await settle(`${pristine}#${"x".repeat(section.length - 2)}\n`)
+    const before = statSync(configFile, { bigint: true })
+    writeFileSync(configFile, `${pristine}${section}`)
+    utimesSync(configFile, fixedTime, fixedTime)
+    const after = statSync(configFile, { bigint: true })
+    expect([after.ino, after.size, after.mtimeNs]).toEqual([before.ino, before.size, before.mtimeNs])
+    await neutralised("clean")
+  })
+
+  test("a config renamed over .git/config (a new inode) is seen", async () => {
+    await settle()
+    const next = join(fresh, ".git", "config.next")
+    writeFileSync(next, `${pristine}[filter "late"]\n\tclean = ${trap("renamed-clean")}\n`)
+    renameSync(next, configFile)
+    await neutralised("renamed-clean")
+  })
+
+  test("with an include the check is never reused: a driver added to the included file later is blanked", async () => {
+    const included = join(base, "fresh-included.cfg")
+    writeFileSync(included, "[core]\n\tquotePath = true\n")
+    await settle()
+    appendFileSync(configFile, `[include]\n\tpath = ${included}\n`)
+    await call(["status"])
+    expect((await call(["status"])).processes).toBe(2)
+    writeFileSync(included, `[filter "late"]\n\tclean = ${trap("included-clean")}\n`)
+    await neutralised("included-clean")
   })
 })

@@ -10,6 +10,7 @@ import {
   ProcessRunnerLive,
   type RunRequest
 } from "../../src/tools/ProcessRunner.ts"
+import { type PidClock, ProcessTree, readPidClock } from "../../src/tools/processTree.ts"
 import { isAlive } from "../support/processes.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
@@ -168,6 +169,86 @@ describe("process runner: kill-tree", () => {
       ).pipe(Effect.provide(ProcessRunnerLive))
     )
     expect(pids.filter(isAlive)).toEqual([])
+  })
+})
+
+describe("process runner: the clean-exit check (no /proc scan when nothing is left)", () => {
+  /** Spawns `command` the way the runner does, waits for it to exit, and returns its tree with the clock read before the spawn. */
+  const exitedTree = async (command: string): Promise<{ tree: ProcessTree; before: PidClock | undefined }> => {
+    const before = readPidClock()
+    const proc = Bun.spawn(["bash", "-c", command], { cwd: dir, env: { PATH: "/usr/bin:/bin", KINTSUGI_RUN: "test-cleared" }, stdio: ["ignore", "ignore", "ignore"], detached: true })
+    const tree = new ProcessTree(proc.pid, "test-cleared")
+    await proc.exited
+    tree.childExited()
+    return { tree, before }
+  }
+
+  test("a command that left nothing is cleared; one that left a process in its group is not, even without the token", async () => {
+    const quiet = await exitedTree("true")
+    expect(quiet.before).toBeDefined()
+    expect(quiet.tree.cleared(quiet.before)).toBe(true)
+
+    const f = tmpName("pids")
+    // env -i: no run token, so only the process group tells that it belongs to the run.
+    const left = await exitedTree(`env -i sleep 1000 >/dev/null 2>&1 & echo $! > ${f}`)
+    const pids = await pidsFrom(f, 1)
+    try {
+      expect(pids.filter(isAlive)).toEqual(pids)
+      expect(left.tree.cleared(left.before)).toBe(false)
+    } finally {
+      killIfAlive(pids)
+    }
+  })
+
+  test("a detached grandchild carrying the token is not cleared", async () => {
+    const f = tmpName("pids")
+    const left = await exitedTree(`(setsid sleep 1000 >/dev/null 2>&1 & echo $! > ${f})`)
+    const pids = await pidsFrom(f, 1)
+    try {
+      expect(left.tree.cleared(left.before)).toBe(false)
+    } finally {
+      killIfAlive(pids)
+    }
+  })
+
+  test("without a clock, or with one too old to rule out a pid wrap, the check says no (then the full sweep runs)", async () => {
+    const { tree, before } = await exitedTree("true")
+    expect(tree.cleared(undefined)).toBe(false)
+    if (before === undefined) throw new Error("no /proc clock")
+    const pidMax = Number(readFileSync("/proc/sys/kernel/pid_max", "latin1"))
+    // As many forks since `before` as it takes the allocator to come round once.
+    expect(tree.cleared({ ...before, forks: before.forks - Math.ceil(pidMax / 2) })).toBe(false)
+    expect(tree.cleared(before)).toBe(true)
+  })
+
+  test("an env-cleared background process of a clean exit is still killed by the runner", async () => {
+    const f = tmpName("pids")
+    const r = await run(`env -i sleep 1000 >/dev/null 2>&1 & echo $! > ${f}; echo done`)
+    expect(r.output).toBe("done\n")
+    expect((await pidsFrom(f, 1)).filter(isAlive)).toEqual([])
+  })
+})
+
+describe("process runner: newSession: false (git)", () => {
+  test("the child stays in the job child's group, and what it leaves behind is still killed", async () => {
+    const f = tmpName("pids")
+    const r = await run(`cut -d' ' -f5 /proc/$$/stat; sleep 1000 >/dev/null 2>&1 & echo $! > ${f}`, 10_000, { newSession: false })
+    const ownGroup = readFileSync("/proc/self/stat", "latin1").split(") ")[1]?.split(" ")[2]
+    expect(r).toMatchObject({ exitCode: 0, output: `${ownGroup}\n` })
+    expect((await pidsFrom(f, 1)).filter(isAlive)).toEqual([])
+    // With a new session (the default) the child leads its own group.
+    const own = await run("cut -d' ' -f5 /proc/$$/stat; echo $$")
+    const [group, pid] = own.output.trim().split("\n")
+    expect(group).toBe(pid)
+  })
+
+  test("a timeout kills it and its children without a group kill", async () => {
+    const f = tmpName("pids")
+    const r = await run(`echo $$ > ${f}; sleep 1000 & echo $! >> ${f}; wait`, 500, { newSession: false })
+    expect(r.timedOut).toBe(true)
+    expect((await pidsFrom(f, 2)).filter(isAlive)).toEqual([])
+    // The job child (this process) is alive and well: its group was never signalled.
+    expect(isAlive(process.pid)).toBe(true)
   })
 })
 

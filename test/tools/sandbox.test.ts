@@ -4,14 +4,17 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
-import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, join } from "node:path"
-import { createProcessRunner, type ProcessRunnerShape } from "../../src/tools/ProcessRunner.ts"
+import { createProcessRunner, type ProcessRunnerShape, type RunRequest } from "../../src/tools/ProcessRunner.ts"
 import {
+  closeMountHandles,
   makeSandbox,
+  openMountHandles,
   processToolRefusal,
   sandboxConfigFromEnv,
+  sandboxViewPath,
   workspaceMounts
 } from "../../src/tools/Sandbox.ts"
 import { makeGitTool } from "../../src/tools/git.ts"
@@ -63,6 +66,19 @@ describe("sandbox mode and refusals", () => {
     expect(workspaceMounts({ root: "/w/src", readOnly: ["/w/src"], outDir: "/o" })).toEqual([
       "--bind", "/o", "/o", "--ro-bind", "/w/src", "/w/src"
     ])
+  })
+
+  test("what the sandbox shows at a path: the deepest mount holding it, through its handle; nothing outside the mounts", () => {
+    const ws = { root: "/w", readOnly: ["/w/src", "/w/src/vendor"], outDir: "/w/src/out" }
+    expect(sandboxViewPath(ws, "/w/src/.git/config")).toBe("/w/src/.git/config")
+    // The root itself is an empty directory in the sandbox, and /w/srcx is not /w/src.
+    expect(sandboxViewPath(ws, "/w/.git")).toBeUndefined()
+    expect(sandboxViewPath(ws, "/w/srcx/a")).toBeUndefined()
+    // Handles come in mountSources order: the read-only entries, then outDir.
+    const handles = [7, 8, 9]
+    expect(sandboxViewPath(ws, "/w/src/.git/config", handles)).toBe("/proc/self/fd/7/.git/config")
+    expect(sandboxViewPath(ws, "/w/src/vendor/x", handles)).toBe("/proc/self/fd/8/x")
+    expect(sandboxViewPath(ws, "/w/src/out", handles)).toBe("/proc/self/fd/9")
   })
 })
 
@@ -162,6 +178,95 @@ describe.skipIf(!bwrapWorks)(bwrapWorks ? "inside the sandbox" : `inside the san
       expect(await runToolText(tool, { args: ["log", "--format=%s"] }, ctx)).toBe("exit code: 0\nfirst commit\n")
     } finally {
       await Effect.runPromise(repoRunner.killAll)
+    }
+  })
+
+  test("git reuses its config check through the mount handles, and sees an edit the job made inside the sandbox", async () => {
+    const repoDir = join(tree.out, "repo")
+    const marker = join(tree.out, "filter-fired")
+    const env = { PATH: "/usr/bin:/bin", HOME: tree.root, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" }
+    const git = (...args: Array<string>) => Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: repoDir, env })
+    mkdirSync(repoDir)
+    git("init", "-q")
+    writeFileSync(join(repoDir, "a.txt"), "one\n")
+    writeFileSync(join(repoDir, ".gitattributes"), "a.txt filter=late\n")
+    git("add", ".")
+    git("commit", "-qm", "first")
+    writeFileSync(join(repoDir, "a.txt"), "one\ntwo\n")
+    git("update-index", "--refresh")
+    const handles = openMountHandles(tree.workspace)
+    if (handles === undefined) throw new Error("no mount handles")
+    const status = await Effect.runPromise(makeSandbox({ mode: "bwrap" }).status)
+    const boxed = createProcessRunner({ sandbox: { bwrap: (status as { bwrap: string }).bwrap, workspace: tree.workspace, handles } })
+    let spawned = 0
+    const tool = makeGitTool({ ...boxed, run: (req: RunRequest) => (spawned++, boxed.run(req)) })
+    const ctx = createToolContext({ ...tree.workspace, root: repoDir }).ctx
+    const calls = async (args: Array<string>) => {
+      const before = spawned
+      const text = await runToolText(tool, { args }, ctx)
+      return { text, processes: spawned - before }
+    }
+    try {
+      expect((await calls(["status"])).processes).toBe(2)
+      expect((await calls(["status"])).processes).toBe(1)
+      // The job defines the driver from inside the sandbox (its outDir is writable there).
+      const edit = await runToolText(makeShellTool(boxed), { command: `printf '[filter "late"]\\n\\tclean = touch ${marker}; cat\\n' >> ${repoDir}/.git/config && echo edited` }, ctx)
+      expect(edit).toBe("exit code: 0\nedited\n")
+      const diff = await calls(["diff"])
+      expect(diff.text).toContain("+two")
+      expect(diff.processes).toBe(3)
+      expect(existsSync(marker)).toBe(false)
+      // Control: plain git on the host runs the filter the job defined.
+      git("--no-optional-locks", "diff")
+      expect(readdirSync(tree.out)).toContain("filter-fired")
+    } finally {
+      await Effect.runPromise(boxed.killAll)
+      closeMountHandles(handles)
+    }
+  })
+
+  test("the config check looks through the mount handles: a decoy swapped in at the host path cannot pin a stale check", async () => {
+    // Another party (not the job: it only sees the sandbox) moves the outDir away and puts a decoy
+    // at its path. The sandbox still shows the original (bound through the handle taken at job start).
+    const repoDir = join(tree.out, "swap-repo")
+    const env = { PATH: "/usr/bin:/bin", HOME: tree.root, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" }
+    const git = (...args: Array<string>) => Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: repoDir, env })
+    mkdirSync(repoDir)
+    git("init", "-q")
+    writeFileSync(join(repoDir, "a.txt"), "one\n")
+    writeFileSync(join(repoDir, ".gitattributes"), "a.txt filter=late\n")
+    git("add", ".")
+    git("commit", "-qm", "first")
+    writeFileSync(join(repoDir, "a.txt"), "one\ntwo\n")
+    const handles = openMountHandles(tree.workspace)
+    if (handles === undefined) throw new Error("no mount handles")
+    const status = await Effect.runPromise(makeSandbox({ mode: "bwrap" }).status)
+    const boxed = createProcessRunner({ sandbox: { bwrap: (status as { bwrap: string }).bwrap, workspace: tree.workspace, handles } })
+    const tool = makeGitTool(boxed)
+    const ctx = createToolContext({ ...tree.workspace, root: repoDir }).ctx
+    const moved = `${tree.out}.moved`
+    try {
+      renameSync(tree.out, moved)
+      mkdirSync(tree.out)
+      cpSync(join(moved, "swap-repo"), repoDir, { recursive: true })
+      expect(await runToolText(tool, { args: ["status", "--short"] }, ctx)).toContain("a.txt")
+      await runToolText(tool, { args: ["status", "--short"] }, ctx)
+      // The original's config (what the sandbox shows) gains a filter; the decoy stays as it was.
+      appendFileSync(join(moved, "swap-repo", ".git", "config"), `[filter "late"]\n\tclean = touch ${join(tree.out, "swap-fired")}; cat\n`)
+      const diff = await runToolText(tool, { args: ["diff"] }, ctx)
+      // In the sandbox the outDir path shows the original, now at `moved` on the host.
+      expect(existsSync(join(moved, "swap-fired"))).toBe(false)
+      expect(diff).toContain("+two")
+      // Control: the filter is live for plain git in the original (its marker lands in the decoy here).
+      Bun.spawnSync(["git", "--no-optional-locks", "diff"], { cwd: join(moved, "swap-repo"), env })
+      expect(existsSync(join(tree.out, "swap-fired"))).toBe(true)
+    } finally {
+      await Effect.runPromise(boxed.killAll)
+      closeMountHandles(handles)
+      if (existsSync(moved)) {
+        rmSync(tree.out, { recursive: true, force: true })
+        renameSync(moved, tree.out)
+      }
     }
   })
 

@@ -89,6 +89,8 @@ test("a job takes the waiting child, the next job a fresh one: never a child twi
   // A fresh process: its events start at seq 0 with its own job, and the model saw only its own task.
   expect(two.events[0]).toMatchObject({ type: "job.started", seq: 0, metadata: { trigger: "two" } })
   expect(two.events.map((e) => e.seq)).toEqual(two.events.map((_, i) => i))
+  // Only the two jobs reached the model: the waiting children's warm-up rehearsals make no request.
+  expect(server.requests.length).toBe(2)
   const body = server.requests[1]?.rawBody ?? ""
   expect(body).toContain("the second task")
   expect(body).not.toContain("the first task")
@@ -114,6 +116,28 @@ test("the waiting child holds no secret: a scrubbed environment, no envelope, no
   expect(names).toContain("KINTSUGI_RUN_PREFIX")
   const allowed = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT", "BUN_RUNTIME_TRANSPILER_CACHE_PATH", "KINTSUGI_RUN_PREFIX"]
   expect(names.filter((n) => !allowed.includes(n))).toEqual([])
+})
+
+/** The command line of `pid` after the script (`run-job`, or `run-job --ahead`), once it has exec'd. */
+const runJobArgsOf = async (pid: number): Promise<Array<string>> => {
+  for (let i = 0; ; i++) {
+    const args = readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0").filter((a) => a !== "").slice(2)
+    if (args[0] === "run-job" || i === 500) return args
+    await Bun.sleep(10)
+  }
+}
+
+test("the waiting child is started ahead (it warms up while it waits); a take that finds none starts a child without", async () => {
+  const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-children-"))
+  cleanups.push(() => rmSync(cacheDir, { recursive: true, force: true }))
+  const scope = Effect.runSync(Scope.make())
+  cleanups.push(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+  const ahead = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen: "started" }), scope))
+  expect(await runJobArgsOf(await waitingPid(ahead))).toEqual(["run-job", "--ahead"])
+  const none = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "never", refillWhen: "started" }), scope))
+  const taken = await Effect.runPromise(none.take)
+  cleanups.push(() => void taken.child.kill("SIGKILL"))
+  expect(await runJobArgsOf(taken.child.pid)).toEqual(["run-job"])
 })
 
 test("closing the pool kills the waiting child", async () => {

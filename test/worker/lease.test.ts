@@ -12,6 +12,7 @@ import { makeTestRuntime, signInTestUsers, type AppRuntime } from "../portal/har
 import { Access } from "../../src/access/Access.ts"
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
+import { queueableBinding } from "../support/api.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 
 setDefaultTimeout(60_000)
@@ -37,6 +38,8 @@ beforeAll(async () => {
   rt = await makeTestRuntime()
   app = makeApp({ runtime: rt, healthy: async () => true, log: (l) => console.error(l) })
   sessions = await signInTestUsers(rt)
+  // Bound, so admission queues its jobs (no worker runs here: the provider is never called).
+  await rt.runPromise(queueableBinding("codebase-inventory"))
   for (const name of ["alice", "bob"]) {
     await rt.runPromise(Effect.flatMap(Access, (a) => a.addUser(name, "a long test password", ["agents.manage"])))
     tokens[name] = await rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken(name, "test")))

@@ -1,7 +1,8 @@
 /**
  * The Projects service (the one owner of `runtime.project`) through the API and directly: a taken id
  * is a 409 naming it, an unknown id is ProjectNotFound, a root outside the job roots is
- * ProjectRootInvalid listing its problem (never the host path), and the list is ordered by id.
+ * ProjectRootInvalid listing its problem (never the host path), and the list is ordered by id; an
+ * update (`PUT /api/projects/<id>`) replaces name and root with the same checks, never the id.
  */
 import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
@@ -10,6 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Projects } from "../../src/worker/Projects.ts"
 import { useApi, type JsonObject } from "../support/api.ts"
+import { createRootDir } from "../support/jobRoots.ts"
 
 const api = useApi()
 const elsewhere = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-projects-")))
@@ -38,5 +40,29 @@ describe("Projects", () => {
     expect(res.status).toBe(400)
     expect(res.text).not.toContain(elsewhere)
     expect(await api.sql("SELECT id FROM runtime.project WHERE id = 'outside'")).toEqual([])
+  })
+
+  test("PUT /api/projects/<id>: name and root replaced with the create checks; bad input 400 naming every field, nothing stored", async () => {
+    const token = api.manager.token
+    const root = createRootDir("proj-")
+    expect((await api.request("POST", "/api/projects", { token, json: { id: "pu", name: "Before" } })).status).toBe(201)
+    const saved = await api.request("PUT", "/api/projects/pu", { token, json: { name: "After", root } })
+    expect(saved.status).toBe(200)
+    expect(saved.json<JsonObject>().project).toMatchObject({ id: "pu", name: "After", root })
+    // Both problems at once; the stored project is unchanged.
+    const bad = await api.request("PUT", "/api/projects/pu", { token, json: { name: "", root: "" } })
+    expect(bad.status).toBe(400)
+    expect(bad.json<JsonObject>().error.problems.map((p: JsonObject) => p.path).sort()).toEqual(["name", "root"])
+    const outside = await api.request("PUT", "/api/projects/pu", { token, json: { name: "Out", root: elsewhere } })
+    expect(outside.status).toBe(400)
+    expect(outside.text).not.toContain(elsewhere)
+    expect(await api.sql("SELECT name, root FROM runtime.project WHERE id = 'pu'")).toEqual([{ name: "After", root }])
+    // No root: the project's jobs may work anywhere in the job roots again.
+    expect((await api.request("PUT", "/api/projects/pu", { token, json: { name: "After" } })).json<JsonObject>().project.root).toBeNull()
+    expect((await api.request("PUT", "/api/projects/nope", { token, json: { name: "X" } })).status).toBe(404)
+    // Reading is not enough to change a project.
+    expect((await api.request("PUT", "/api/projects/pu", { token: api.reader.token, json: { name: "Mine" } })).status).toBe(403)
+    const missing = await api.run(Effect.flip(Effect.flatMap(Projects, (p) => p.update("nope", { name: "X" }))))
+    expect(missing._tag).toBe("ProjectNotFound")
   })
 })

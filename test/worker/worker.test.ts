@@ -15,6 +15,7 @@ import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { childEnvironment } from "../../src/worker/JobProcess.ts"
 import { Metrics } from "../../src/telemetry/Metrics.ts"
+import { JobBus } from "../../src/worker/JobBus.ts"
 import { JobStore, type JobRow } from "../../src/worker/JobStore.ts"
 import { makeTestAppRuntime, type TestRuntime } from "../support/testApp.ts"
 import { createRootDir } from "../support/jobRoots.ts"
@@ -215,8 +216,15 @@ describe("the worker", () => {
     expect(new Set(settled.map((j) => j.workerId)).size).toBeGreaterThan(1)
   }, 90_000)
 
-  test("an agent without a binding fails with a clear message", async () => {
-    const job = await startJob("risk-quality", createRepo())
+  test("an agent whose binding is gone by the time its job starts fails with a clear message", async () => {
+    // Queued past admission (which refuses an unbound agent), as when the binding is removed while the job waits.
+    const repo = createRepo()
+    const job = await rt.runPromise(
+      Effect.flatMap(JobStore, (s) =>
+        s.enqueue({ agent: "risk-quality", task: "Inventory the code.", workspace: { root: repo.root, readOnly: [repo.src], outDir: repo.out }, limits: { timeoutSec: 60 } }, "ops")
+      )
+    )
+    await rt.runPromise(Effect.flatMap(JobBus, (b) => b.publish({ _tag: "Queued" })))
     const done = await waitSettled(job.id)
     expect(done).toMatchObject({ status: "failed", reason: "error" })
     expect(done.message).toContain("has no model binding")

@@ -4,7 +4,7 @@
  */
 import type { TokenView, UserView } from "../../src/access/Access.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
-import { alert, badge, emptyState, fieldProblems, pageHeader, time } from "../components.ts"
+import { alert, badge, emptyState, fieldProblems, generalProblems, pageHeader, placedSummary, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 
@@ -12,6 +12,9 @@ export interface TokenForm {
   readonly name: string
   readonly expiresInDays: string
 }
+
+const TOKEN_LABELS: Readonly<Record<string, string>> = { name: "Name", expiresInDays: "Expires after", general: "Token" }
+const tokenSlot = (p: Problem): string => (p.path === "name" || p.path === "expiresInDays" ? p.path : "general")
 
 const STATUS_TONE = { active: "ok", expired: "muted", revoked: "error" } as const
 
@@ -37,7 +40,7 @@ export const accountPage = (
   tokens: ReadonlyArray<TokenView>,
   options: { readonly form: TokenForm; readonly problems: ReadonlyArray<Problem>; readonly created: { readonly name: string; readonly secret: string } | null; readonly notice: string | null }
 ): Html => {
-  const problemsAt = (path: string) => options.problems.filter((p) => p.path === path)
+  const problemsAt = (slot: string) => options.problems.filter((p) => tokenSlot(p) === slot)
   return layout(
     ctx,
     "API tokens",
@@ -67,6 +70,8 @@ export const accountPage = (
   <form method="post" action="/account/tokens" class="stack card" novalidate>
     <h2>New token</h2>
     ${csrfField(ctx)}
+    ${placedSummary(options.problems.map((p) => [tokenSlot(p), p] as const), TOKEN_LABELS, "token-general")}
+    ${generalProblems("token-general", problemsAt("general"))}
     <div class="grid-2">
       <div class="field"><label for="f-name">Name</label>
         <p class="hint" id="hint-name">What uses it, e.g. “ci” or “laptop”.</p>

@@ -6,7 +6,7 @@
 import type { Binding } from "../../src/providers/Bindings.ts"
 import type { ProviderView } from "../../src/providers/ProviderStore.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
-import { agentHref, alert, canManageProviders, emptyState, fieldProblems, pageHeader, problemList, time } from "../components.ts"
+import { agentHref, alert, canManageProviders, emptyState, fieldProblems, generalProblems, pageHeader, placedSummary, postInPlace, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 
@@ -50,6 +50,8 @@ export interface BindingsProps {
   readonly notice: string | null
 }
 
+const BINDING_LABELS: Readonly<Record<string, string>> = { target: "Model", thinking: "Default thinking", general: "Binding" }
+
 const slotOf = (p: Problem): string => (p.path === "providerId" || p.path === "modelId" ? "target" : p.path === "thinking" ? "thinking" : "general")
 
 const bindingForm = (ctx: PageContext, props: BindingsProps): Html => {
@@ -57,10 +59,11 @@ const bindingForm = (ctx: PageContext, props: BindingsProps): Html => {
   const { values } = props
   if (props.providers.length === 0) return emptyState("No LLM provider yet.", html`Add one under <a href="/providers">LLM providers</a> first.`)
   return html`
-  <form method="post" action="${agentHref(props.agent, "/binding")}" class="stack card" novalidate>
+  <form method="post" action="${agentHref(props.agent, "/binding")}"${postInPlace(agentHref(props.agent, "/binding"))} class="stack card" novalidate data-unsaved-guard>
     <h2>Set a binding</h2>
     ${csrfField(ctx)}
-    ${at("general").length === 0 ? html`` : alert("error", problemList(at("general")))}
+    ${placedSummary(props.problems.map((p) => [slotOf(p), p] as const), BINDING_LABELS, "binding-general")}
+    ${generalProblems("binding-general", at("general"))}
     <div class="field"><label for="f-project">Applies to</label>
       <select id="f-project" name="project">
         <option value="">every project (installation default)</option>
@@ -81,12 +84,10 @@ const bindingForm = (ctx: PageContext, props: BindingsProps): Html => {
   </form>`
 }
 
-export const bindingsPage = (ctx: PageContext, props: BindingsProps): Html => {
+/** Everything inside `<main>` of the bindings page (what setting or removing a binding swaps in). */
+export const bindingsBody = (ctx: PageContext, props: BindingsProps): Html => {
   const manage = canManageProviders(ctx.viewer)
-  return layout(
-    ctx,
-    `${props.agent}: model`,
-    html`
+  return html`
   ${pageHeader(html`Model of <code>${props.agent}</code>`, { crumbs: [["/agents", "Agents"], [agentHref(props.agent), props.agent]] })}
   ${props.notice === null ? html`` : alert("ok", props.notice)}
   ${manage ? html`` : alert("info", "Changing bindings needs the providers.manage permission.")}
@@ -97,19 +98,21 @@ export const bindingsPage = (ctx: PageContext, props: BindingsProps): Html => {
       props.bindings.length === 0
         ? emptyState("Not bound.", "Jobs of this agent cannot start until it has a model.")
         : html`<table class="catalog"><thead><tr><th scope="col">Applies to</th><th scope="col">Model</th><th scope="col">Thinking</th><th scope="col">Updated</th>${manage ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : html``}</tr></thead>
-        <tbody hx-disable>${props.bindings.map(
+        <tbody>${props.bindings.map(
+          // User text inside hx-disable cells; the actions cell stays live for its in-place Remove.
           (b) => html`<tr>
-            <td data-label="Applies to">${b.projectId === "" ? "installation default" : `project ${b.projectId}`}</td>
-            <td data-label="Model"><code>${b.providerId} / ${b.modelId}</code></td>
-            <td data-label="Thinking">${b.thinking ?? html`<span class="muted">agent's own</span>`}</td>
-            <td data-label="Updated">${time(b.updatedAt)} by ${b.updatedBy}</td>
+            <td data-label="Applies to" hx-disable>${b.projectId === "" ? "installation default" : `project ${b.projectId}`}</td>
+            <td data-label="Model" hx-disable><code>${b.providerId} / ${b.modelId}</code></td>
+            <td data-label="Thinking" hx-disable>${b.thinking ?? html`<span class="muted">agent's own</span>`}</td>
+            <td data-label="Updated" hx-disable>${time(b.updatedAt)} by ${b.updatedBy}</td>
             ${manage
-              ? html`<td class="row-actions"><form method="post" action="${agentHref(props.agent, "/binding/delete")}" class="inline">${csrfField(ctx)}<input type="hidden" name="project" value="${b.projectId}"><button type="submit" class="small secondary">Remove</button></form></td>`
+              ? html`<td class="row-actions"><form method="post" action="${agentHref(props.agent, "/binding/delete")}"${postInPlace(agentHref(props.agent, "/binding/delete"))} class="inline">${csrfField(ctx)}<input type="hidden" name="project" value="${b.projectId}"><button type="submit" class="small secondary">Remove</button></form></td>`
               : html``}
           </tr>`
         )}</tbody></table>`
     }
   </section>
   ${manage ? bindingForm(ctx, props) : html``}`
-  )
 }
+
+export const bindingsPage = (ctx: PageContext, props: BindingsProps): Html => layout(ctx, `${props.agent}: model`, bindingsBody(ctx, props))

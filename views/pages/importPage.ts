@@ -14,6 +14,8 @@ export interface ImportDone {
   readonly kind: "agent" | "skill"
   readonly name: string
   readonly href: string
+  /** The agent's version when the upload equalled it (no version added), else null. */
+  readonly unchanged: number | null
   readonly notes: ReadonlyArray<string>
   readonly toolMapping: ReadonlyArray<{ readonly from: string; readonly to: string | null }>
 }
@@ -26,7 +28,7 @@ export const importDone = (done: ImportDone): Html =>
         <thead><tr><th scope="col">In the file</th><th scope="col">Kintsugi tool</th></tr></thead>
         <tbody>${done.toolMapping.map((m) => html`<tr><td hx-disable>${m.from}</td><td>${m.to ?? "none"}</td></tr>`)}</tbody></table>`}
       <ul class="notes">${done.notes.map((n) => html`<li hx-disable>${n}</li>`)}</ul>`,
-    done.kind === "agent" ? "Agent imported." : "Shared skill imported."
+    done.unchanged !== null ? `No change: version ${done.unchanged} is already this package.` : done.kind === "agent" ? "Agent imported." : "Shared skill imported."
   )
 
 /** What an import that saved nothing says: the reason and every problem. */

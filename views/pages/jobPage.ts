@@ -177,7 +177,9 @@ export const outputsSection = (job: JobRow, events: ReadonlyArray<JobEvent>, oob
   const paths = outputPaths(events)
   return html`<section class="card" id="job-outputs" aria-labelledby="outputs-title"${oob ? html` hx-swap-oob="true"` : html``}>
     <h2 id="outputs-title">Output files</h2>
-    <p class="muted" hx-disable>In <code>${job.workspace.outDir}</code>${job.outputs === null ? html`` : html` — ${job.outputs}`}</p>
+    <p class="muted" hx-disable>In <code>${job.workspace.outDir}</code>${job.outputs === null ? html`` : html` — ${job.outputs}`}${
+      job.outputs?.startsWith("committed ") === true ? html`. View and Download show each file as committed, whatever the folder holds now.` : html``
+    }</p>
     ${
       paths.length === 0
         ? html`<p class="muted">${isFinished(job.status) ? "The job wrote no file." : "Files the job writes are listed here."}</p>`

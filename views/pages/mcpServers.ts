@@ -5,7 +5,7 @@
  */
 import type { McpServerView, McpToolView } from "../../src/providers/McpServers.ts"
 import type { HeaderRow, McpForm } from "../forms/providerForm.ts"
-import { alert, badge, canManageProviders, emptyState, fieldProblems, mcpHref, pageHeader, problemList, time } from "../components.ts"
+import { alert, badge, canManageProviders, emptyState, fieldProblems, generalProblems, mcpHref, pageHeader, placedSummary, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 import type { Placed } from "./providers.ts"
@@ -49,6 +49,8 @@ export const headerRow = (row: HeaderRow, stored: boolean): Html => html`
     <button type="button" class="small secondary" data-remove-row>Remove header</button>
   </div>`
 
+const MCP_LABELS: Readonly<Record<string, string>> = { name: "Name", url: "URL", headers: "Headers", timeoutSec: "Timeout", allowedTools: "Allowed tools", general: "MCP server" }
+
 export const mcpServerPage = (ctx: PageContext, form: McpForm, problems: Placed, creating: boolean, notice: string | null = null): Html => {
   const manage = canManageProviders(ctx.viewer)
   const dis = manage ? html`` : html` disabled`
@@ -70,7 +72,8 @@ export const mcpServerPage = (ctx: PageContext, form: McpForm, problems: Placed,
   ${notice === null ? html`` : alert("ok", notice)}
   <form method="post" action="${creating ? "/mcp-servers" : mcpHref(form.name)}" class="stack card" novalidate>
     ${csrfField(ctx)}
-    ${general.length === 0 ? html`` : alert("error", problemList(general))}
+    ${placedSummary([...problems.entries()].flatMap(([slot, list]) => list.map((p) => [slot, p] as const)), MCP_LABELS, "mcp-general")}
+    ${generalProblems("mcp-general", general)}
     ${
       creating
         ? html`<div class="field"><label for="f-name">Name</label>
@@ -88,6 +91,7 @@ export const mcpServerPage = (ctx: PageContext, form: McpForm, problems: Placed,
       <template id="tpl-header">${headerRow({ key: "__KEY__", name: "" }, false)}</template>
       ${manage ? html`<button type="button" class="secondary" data-add-row="header">Add header</button>` : html``}
       ${creating ? html`` : html`<label class="check"><input type="checkbox" name="clearHeaders"> Remove the stored headers</label>`}
+      ${fieldProblems("headers", problems.get("headers"))}
     </fieldset>
     <div class="grid-2">
       <div class="field"><label for="f-timeoutSec">Timeout (seconds)</label>

@@ -1,12 +1,12 @@
 /**
  * Projects: the list, creation (id, name, optional root inside the job roots), and a project's page
- * with its settings and the model bindings that apply to its jobs. A project's sections are one
+ * with its settings (a form for agents.manage) and the model bindings that apply to its jobs. A project's sections are one
  * sub-navigation (`PROJECT_SECTIONS`): a page of its own (memory, web, …) adds one line there.
  */
 import type { Binding } from "../../src/providers/Bindings.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
 import type { Project } from "../../src/worker/Projects.ts"
-import { agentHref, alert, emptyState, errorSummary, fieldProblems, pageHeader, slotId, time } from "../components.ts"
+import { agentHref, alert, emptyState, errorSummary, fieldProblems, pageHeader, postInPlace, slotId, time } from "../components.ts"
 import { plainMessage } from "../forms/plainProblems.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
@@ -20,8 +20,9 @@ export const PROJECT_SECTIONS: ReadonlyArray<{ readonly key: string; readonly la
   { key: "web", label: "Web", href: (id) => `${projectHref(id)}/web` }
 ]
 
+/** Boosted: moving between sections swaps the page in place (the unsaved-changes guard asks first). */
 export const projectNav = (id: string, active: string): Html => html`
-  <nav class="tabs" aria-label="Project"><ul>${PROJECT_SECTIONS.map(
+  <nav class="tabs" aria-label="Project" hx-boost="true"><ul>${PROJECT_SECTIONS.map(
     (s) => html`<li><a href="${s.href(id)}"${s.key === active ? html` aria-current="page"` : html``}>${s.label}</a></li>`
   )}</ul></nav>`
 
@@ -64,45 +65,54 @@ export interface ProjectFormValues {
 }
 
 const LABELS: Readonly<Record<string, string>> = { id: "Id", name: "Name", root: "Root folder" }
-const slotOf = (p: Problem): string => (p.path === "id" || p.path === "name" || p.path === "root" ? p.path : "id")
+const HINTS: Readonly<Record<string, string>> = {
+  id: "Lower-case letters, digits, dots, dashes and underscores (at most 64). Jobs name the project by it; it cannot change or be reused.",
+  name: "What people call it.",
+  root: "Optional: a folder inside the job roots. Every job of the project must then work inside it."
+}
+/** A problem's field; one the form has no field for (the id, when editing) goes to the first field. */
+const slotOf = (p: Problem, slots: ReadonlyArray<string>): string => (slots.includes(p.path) ? p.path : slots[0] ?? "name")
 
-export const newProjectPage = (ctx: PageContext, values: ProjectFormValues, problems: ReadonlyArray<Problem>): Html => {
-  const at = (slot: string) => problems.filter((p) => slotOf(p) === slot)
-  const input = (slot: string, extra: Html, hint: string) => html`
+/** The fields of a project form (`slots`: id, name, root when creating; name, root when editing), with the summary on top. */
+const projectFields = (values: ProjectFormValues, problems: ReadonlyArray<Problem>, slots: ReadonlyArray<keyof ProjectFormValues>): Html => {
+  const at = (slot: string) => problems.filter((p) => slotOf(p, slots) === slot)
+  const input = (slot: keyof ProjectFormValues) => html`
     <div class="field" data-slot="${slot}"><label for="f-${slot}">${LABELS[slot] ?? slot}</label>
-      <p class="hint" id="hint-${slot}">${hint}</p>
-      <input id="f-${slot}" name="${slot}" value="${values[slot as keyof ProjectFormValues]}" autocomplete="off" spellcheck="false" aria-describedby="hint-${slot} ${slotId(slot)}"${extra}>
+      <p class="hint" id="hint-${slot}">${HINTS[slot] ?? ""}</p>
+      <input id="f-${slot}" name="${slot}" value="${values[slot]}" autocomplete="off" spellcheck="false" aria-describedby="hint-${slot} ${slotId(slot)}"${slot === "root" ? html`` : html` required`}${at(slot).length > 0 ? html` aria-invalid="true"` : html``}>
       ${fieldProblems(slot, at(slot))}</div>`
-  return layout(
+  return html`
+    ${errorSummary(problems.map((p) => ({ label: LABELS[slotOf(p, slots)] ?? "Project", message: plainMessage(p.message), target: slotId(slotOf(p, slots)) })))}
+    ${slots.map(input)}`
+}
+
+export const newProjectPage = (ctx: PageContext, values: ProjectFormValues, problems: ReadonlyArray<Problem>): Html =>
+  layout(
     ctx,
     "New project",
     html`
   ${pageHeader("New project", { crumbs: [["/projects", "Projects"]] })}
   <form method="post" action="/projects" class="stack card" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
-    ${errorSummary(problems.map((p) => ({ label: LABELS[slotOf(p)] ?? "Project", message: plainMessage(p.message), target: slotId(slotOf(p)) })))}
-    ${input("id", html` required`, "Lower-case letters, digits, dots, dashes and underscores (at most 64). Jobs name the project by it; it cannot change or be reused.")}
-    ${input("name", html` required`, "What people call it.")}
-    ${input("root", html``, "Optional: a folder inside the job roots. Every job of the project must then work inside it.")}
+    ${projectFields(values, problems, ["id", "name", "root"])}
     <div><button type="submit" class="primary">Create project</button></div>
   </form>`
   )
-}
 
 export interface ProjectPageProps {
   readonly project: Project
   /** The bindings made for this project (each overrides the agent's installation default). */
   readonly bindings: ReadonlyArray<Binding>
   readonly notice: string | null
+  /** The settings form as submitted, when a save was refused (else the stored settings). */
+  readonly values?: ProjectFormValues
+  readonly problems?: ReadonlyArray<Problem>
 }
 
-export const projectPage = (ctx: PageContext, props: ProjectPageProps): Html => {
-  const { project } = props
-  return layout(
-    ctx,
-    project.name,
-    html`
-  ${projectHeader(project, "overview", props.notice)}
+/** The form values of a stored project. */
+export const projectValues = (project: Project): ProjectFormValues => ({ id: project.id, name: project.name, root: project.root ?? "" })
+
+const settingsFacts = (project: Project): Html => html`
   <section class="card" hx-disable>
     <h2>Settings</h2>
     <dl class="facts">
@@ -111,7 +121,28 @@ export const projectPage = (ctx: PageContext, props: ProjectPageProps): Html => 
       <dt>Root folder</dt><dd>${project.root === null ? html`<span class="muted">none: the job roots</span>` : html`<code>${project.root}</code>`}</dd>
       <dt>Created</dt><dd>${time(project.createdAt)}</dd>
     </dl>
-  </section>
+  </section>`
+
+/** The settings as a form (agents.manage): name and root, the same checks as `PUT /api/projects/<id>`. */
+const settingsForm = (ctx: PageContext, project: Project, values: ProjectFormValues, problems: ReadonlyArray<Problem>): Html => {
+  const action = projectHref(project.id)
+  return html`
+  <form method="post" action="${action}"${postInPlace(action)} class="stack card" novalidate data-unsaved-guard aria-labelledby="settings-title">
+    <h2 id="settings-title">Settings</h2>
+    ${csrfField(ctx)}
+    <p class="muted" hx-disable>Id <code>${project.id}</code> (it cannot change), created ${time(project.createdAt)}.
+      A changed root applies to every job that starts from now on: a queued job whose workspace lies outside it is refused when it starts.</p>
+    ${projectFields(values, problems, ["name", "root"])}
+    <div><button type="submit" class="primary">Save settings</button></div>
+  </form>`
+}
+
+/** Everything inside `<main>` of a project's page (what a settings save swaps in). */
+export const projectBody = (ctx: PageContext, props: ProjectPageProps): Html => {
+  const { project } = props
+  return html`
+  ${projectHeader(project, "overview", props.notice)}
+  ${ctx.viewer?.canManage === true ? settingsForm(ctx, project, props.values ?? projectValues(project), props.problems ?? []) : settingsFacts(project)}
   <section class="card">
     <h2>Model bindings</h2>
     <p class="muted">A job of this project runs an agent on the project's binding when there is one, else on the agent's installation default.
@@ -130,5 +161,6 @@ export const projectPage = (ctx: PageContext, props: ProjectPageProps): Html => 
       )}</tbody></table>`
     }
   </section>`
-  )
 }
+
+export const projectPage = (ctx: PageContext, props: ProjectPageProps): Html => layout(ctx, props.project.name, projectBody(ctx, props))

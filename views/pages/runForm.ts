@@ -5,7 +5,7 @@
  */
 import type { Problem } from "../../src/contract/Problem.ts"
 import type { JobRow } from "../../src/worker/JobStore.ts"
-import { agentHref, alert, fieldProblems, pageHeader, problemList } from "../components.ts"
+import { agentHref, alert, fieldProblems, generalProblems, pageHeader, placedSummary } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 
@@ -35,7 +35,7 @@ export const runValuesOfJob = (job: JobRow): RunValues => ({
   idempotencyKey: crypto.randomUUID()
 })
 
-/** Problems of a job request by field: agent, task, project, workspace.* and limits.*. */
+/** Problems of a job request by field: agent (unknown, disabled, not bound), task, project, workspace.* and limits.*. */
 export const runSlot = (p: Problem): string => {
   const path = p.path.replace(/\[(\d+)\]/g, ".$1")
   if (path.startsWith("workspace.readOnly")) return "readOnly"
@@ -43,7 +43,19 @@ export const runSlot = (p: Problem): string => {
   if (path.startsWith("workspace.outDir")) return "outDir"
   if (path.startsWith("limits.maxCostUsd")) return "maxCostUsd"
   if (path.startsWith("limits")) return "timeoutSec"
-  return ["task", "project"].includes(path) ? path : "general"
+  return ["agent", "task", "project"].includes(path) ? path : "general"
+}
+
+const RUN_LABELS: Readonly<Record<string, string>> = {
+  agent: "Agent",
+  task: "Task",
+  root: "Workspace root",
+  readOnly: "Read-only source folders",
+  outDir: "Output folder",
+  timeoutSec: "Time limit",
+  maxCostUsd: "Cost limit",
+  project: "Project",
+  general: "Job"
 }
 
 /** What a job of this agent runs on, from its bindings (the installation default, then per project). */
@@ -57,12 +69,12 @@ export interface RunModel {
   readonly thinkingSource: string
 }
 
-const modelFacts = (models: ReadonlyArray<RunModel>): Html => {
+const modelFacts = (agent: string, models: ReadonlyArray<RunModel>): Html => {
   const fallback = models.find((m) => m.project === "")
   return html`<section class="card run-model" id="run-model" aria-label="Model" hx-disable>
     ${
       fallback === undefined
-        ? alert("warn", html`A job started without a project binding would fail at its start. Bind a model on the agent's <em>Model</em> tab first.`, "This agent has no model binding.")
+        ? alert("warn", html`A job without a project binding cannot start. <a href="${agentHref(agent, "/binding")}">Bind it to a provider in Bindings</a> first.`, "This agent has no model binding.")
         : html`<p>Jobs run on <strong id="run-model-name">${fallback.model}</strong> with thinking <strong id="run-thinking">${fallback.thinking}</strong> <span class="muted">(${fallback.thinkingSource})</span>.</p>`
     }
     ${
@@ -90,11 +102,15 @@ export const runPage = (ctx: PageContext, agent: string, v: RunValues, problems:
     `Run ${agent}`,
     html`
   ${pageHeader(html`Run <code>${agent}</code>`, { crumbs: [["/agents", "Agents"], [agentHref(agent), agent]] })}
-  ${modelFacts(models)}
+  ${modelFacts(agent, models)}
   <form method="post" action="${agentHref(agent, "/run")}" hx-post="${agentHref(agent, "/run")}" hx-target="body" hx-disabled-elt="find button[type=submit]" class="stack card" novalidate>
     ${csrfField(ctx)}
     <input type="hidden" name="idempotencyKey" value="${v.idempotencyKey}">
-    ${problems.length === 0 ? html`` : alert("error", html`This job was not started. ${at("general").length === 0 ? "Fix the fields marked below." : problemList(at("general"))}`, "The job has problems.")}
+    ${placedSummary(problems.map((p) => [runSlot(p), p] as const), RUN_LABELS, "run-general", "This job was not started.")}
+    ${generalProblems("run-general", at("general"))}
+    <div class="field"><label for="f-agent">Agent</label>
+      <input id="f-agent" type="text" value="${agent}" readonly aria-describedby="problems-agent"${at("agent").length > 0 ? html` aria-invalid="true"` : html``}>
+      ${fieldProblems("agent", at("agent"))}</div>
     ${field("task", "Task", "What the agent should do.", html`<div hx-disable><textarea id="f-task" name="task" rows="4" aria-describedby="hint-task problems-task">${v.task}</textarea></div>`)}
     ${field("root", "Workspace root", "An absolute directory on the server; the others lie inside it.", input("root", true))}
     ${field("readOnly", "Read-only source folders", "One absolute path per line.", html`<div hx-disable><textarea id="f-readOnly" name="readOnly" rows="3" spellcheck="false" aria-describedby="hint-readOnly problems-readOnly">${v.readOnly}</textarea></div>`)}

@@ -5,15 +5,11 @@
 import type { SkillVersion, SkillVersionInfo, SkillView } from "../../src/agents/SkillStore.ts"
 import { alert, badge, pageHeader, skillHref, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
-import { csrfField, layout, type PageContext } from "../layout.ts"
-import { diffView, noteCell, versionSelect, type DiffProps } from "./versions.ts"
+import { layout, type PageContext } from "../layout.ts"
+import { diffView, noteCell, restoreForm, versionSelect, type DiffProps } from "./versions.ts"
 
-const restoreButton = (ctx: PageContext, name: string, v: SkillVersionInfo): Html =>
-  ctx.viewer?.canManage !== true || v.current
-    ? html``
-    : html`<form class="inline" method="post" action="${skillHref(name, `/versions/${v.version}/restore`)}">
-        ${csrfField(ctx)}<button type="submit" class="small secondary">Restore v${v.version}</button>
-      </form>`
+const restoreButton = (ctx: PageContext, name: string, v: SkillVersionInfo, inPlace = false): Html =>
+  restoreForm(ctx, skillHref(name, `/versions/${v.version}/restore`), v, inPlace)
 
 export const skillTabs = (name: string, active: "skill" | "versions"): Html => html`
   <nav class="tabs" aria-label="Shared skill"><ul>
@@ -28,14 +24,12 @@ export interface SkillVersionsProps {
   readonly notice: string | null
 }
 
-export const skillVersionsPage = (ctx: PageContext, props: SkillVersionsProps): Html => {
+/** Everything inside `<main>` of a shared skill's history (what a restore swaps in). */
+export const skillVersionsBody = (ctx: PageContext, props: SkillVersionsProps): Html => {
   const { skill, versions } = props
   const current = versions.find((v) => v.current)?.version ?? versions[0]?.version ?? 1
   const previous = versions.find((v) => v.version < current)?.version ?? current
-  return layout(
-    ctx,
-    `${skill.name}: history`,
-    html`
+  return html`
   ${pageHeader(skill.name, { crumbs: [["/agent-skills", "Shared skills"]], meta: html`<div class="badges">${badge("info", "custom")}</div>` })}
   ${skillTabs(skill.name, "versions")}
   ${props.notice === null ? html`` : alert("ok", props.notice)}
@@ -46,13 +40,14 @@ export const skillVersionsPage = (ctx: PageContext, props: SkillVersionsProps): 
     }. Restoring saves an older text as a new version.</p>
     <table class="versions">
       <thead><tr><th scope="col">Version</th><th scope="col">Saved by</th><th scope="col">When</th><th scope="col">Note</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
-      <tbody hx-disable>${versions.map(
+      <tbody>${versions.map(
+        // User text inside hx-disable cells; the actions cell stays live for its in-place Restore.
         (v) => html`<tr${v.current ? html` class="current"` : html``}>
-          <td data-label="Version"><a href="${skillHref(skill.name, `/versions/${v.version}`)}">v${v.version}</a> ${v.current ? badge("ok", "current") : html``}</td>
-          <td data-label="Saved by">${v.savedBy}</td>
-          <td data-label="When">${time(v.savedAt)}</td>
-          <td data-label="Note">${noteCell(v)}</td>
-          <td class="row-actions">${restoreButton(ctx, skill.name, v)}</td>
+          <td data-label="Version" hx-disable><a href="${skillHref(skill.name, `/versions/${v.version}`)}">v${v.version}</a> ${v.current ? badge("ok", "current") : html``}</td>
+          <td data-label="Saved by" hx-disable>${v.savedBy}</td>
+          <td data-label="When" hx-disable>${time(v.savedAt)}</td>
+          <td data-label="Note" hx-disable>${noteCell(v)}</td>
+          <td class="row-actions">${restoreButton(ctx, skill.name, v, true)}</td>
         </tr>`
       )}</tbody>
     </table>
@@ -66,8 +61,9 @@ export const skillVersionsPage = (ctx: PageContext, props: SkillVersionsProps): 
     </form>
     <div id="diff">${props.diff === null ? html`<p class="muted">Choose two versions and compare them.</p>` : diffView(props.diff)}</div>
   </section>`
-  )
 }
+
+export const skillVersionsPage = (ctx: PageContext, props: SkillVersionsProps): Html => layout(ctx, `${props.skill.name}: history`, skillVersionsBody(ctx, props))
 
 export const skillVersionPage = (ctx: PageContext, skill: SkillView, v: SkillVersion): Html =>
   layout(

@@ -4,7 +4,7 @@
  */
 import type { SkillView } from "../../src/agents/SkillStore.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
-import { agentHref, alert, badge, emptyState, errorSummary, fieldProblems, pageHeader, problemList, skillHref, slotId, time } from "../components.ts"
+import { agentHref, alert, badge, emptyState, errorSummary, fieldProblems, pageHeader, postInPlace, problemList, skillHref, slotId, time } from "../components.ts"
 import { plainMessage } from "../forms/plainProblems.ts"
 import { skillTabs } from "./skillVersions.ts"
 import { html, type Html } from "../html.ts"
@@ -54,7 +54,7 @@ export const skillForm = (ctx: PageContext, values: SkillFormValues, problems: R
   const at = (slot: string) => problems.filter((p) => slotOf(p) === slot)
   const action = creating ? "/agent-skills" : skillHref(values.name)
   return html`
-  <form method="post" action="${action}" class="stack card" novalidate data-unsaved-guard>
+  <form method="post" action="${action}"${creating ? html`` : postInPlace(action)} class="stack card" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
     ${errorSummary(problems.map((p) => ({ label: SKILL_LABELS[slotOf(p)] ?? "Skill", message: plainMessage(p.message), target: slotOf(p) === "general" ? "skill-general" : slotId(slotOf(p)) })))}
     <div id="skill-general"></div>
@@ -97,12 +97,20 @@ const deleteForm = (ctx: PageContext, skill: SkillView): Html => html`
     </form>
   </details>`
 
-export const skillPage = (ctx: PageContext, skill: SkillView, values: SkillFormValues, problems: ReadonlyArray<Problem>, notice: string | null): Html => {
+/** The resource files stored with an imported skill, where jobs read them (none: no card). */
+const resourcesCard = (skill: SkillView): Html =>
+  skill.resources.length === 0
+    ? html``
+    : html`<section class="card" id="skill-resources" aria-labelledby="skill-resources-title">
+    <h2 id="skill-resources-title">Resource files</h2>
+    <p class="muted">Jobs of agents that list this skill read them, read-only, under <code>/skills/${skill.name}/</code>.</p>
+    <ul class="outputs" hx-disable>${skill.resources.map((r) => html`<li><code>/skills/${skill.name}/${r.path}</code> <span class="muted">${String(r.bytes)} bytes</span></li>`)}</ul>
+  </section>`
+
+/** Everything inside `<main>` of a shared skill's page (what a save swaps in). */
+export const skillBody = (ctx: PageContext, skill: SkillView, values: SkillFormValues, problems: ReadonlyArray<Problem>, notice: string | null): Html => {
   const editable = ctx.viewer?.canManage === true && !skill.builtin
-  return layout(
-    ctx,
-    skill.name,
-    html`
+  return html`
   ${pageHeader(skill.name, {
     crumbs: [["/agent-skills", "Shared skills"]],
     meta: html`<div class="badges">${skill.builtin ? badge("muted", "built-in, read-only") : html`${badge("info", "custom")} ${badge("muted", `v${String(skill.version ?? 1)}`)}`}</div>`,
@@ -111,10 +119,13 @@ export const skillPage = (ctx: PageContext, skill: SkillView, values: SkillFormV
   ${skill.builtin ? html`` : skillTabs(skill.name, "skill")}
   ${notice === null ? html`` : alert("ok", notice)}
   <section class="card"><h2>Used by</h2>${usedBy(skill.usedBy)}</section>
+  ${resourcesCard(skill)}
   ${
     editable
       ? skillForm(ctx, values, problems, false)
       : html`<section class="card" hx-disable><h2>Description</h2><p>${skill.description}</p><h2>Content</h2><pre class="code">${skill.content}</pre></section>`
   }`
-  )
 }
+
+export const skillPage = (ctx: PageContext, skill: SkillView, values: SkillFormValues, problems: ReadonlyArray<Problem>, notice: string | null): Html =>
+  layout(ctx, skill.name, skillBody(ctx, skill, values, problems, notice))

@@ -6,7 +6,7 @@ import type { AgentView, RestoreRow, VersionInfo } from "../../src/agents/AgentS
 import type { SkillVersionInfo } from "../../src/agents/SkillStore.ts"
 import type { FileDiff, Hunk } from "../forms/lineDiff.ts"
 import { hunks } from "../forms/lineDiff.ts"
-import { agentHref, alert, badge, emptyState, time } from "../components.ts"
+import { agentHref, alert, badge, emptyState, postInPlace, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 import { agentHeader } from "./agentHeader.ts"
@@ -33,23 +33,31 @@ export interface VersionsProps {
 export const noteCell = (v: { readonly note: string; readonly changeNote?: string }): Html =>
   html`${v.note}${v.changeNote === undefined ? html`` : html`<span class="change-note">${v.changeNote}</span>`}`
 
-const restoreButton = (ctx: PageContext, name: string, v: VersionInfo): Html =>
+/**
+ * Restore of a version (an agent's or a shared skill's) posted to `action`: `inPlace` on a history
+ * page (the page's new body is swapped in), a plain post elsewhere. None for readers or the current one.
+ */
+export const restoreForm = (ctx: PageContext, action: string, v: { readonly version: number; readonly current: boolean }, inPlace = false): Html =>
   ctx.viewer?.canManage !== true || v.current
     ? html``
-    : html`<form class="inline" method="post" action="${agentHref(name, `/versions/${v.version}/restore`)}">
+    : html`<form class="inline" method="post" action="${action}"${inPlace ? postInPlace(action) : html``}>
         ${csrfField(ctx)}<button type="submit" class="small secondary">Restore v${v.version}</button>
       </form>`
+
+const restoreButton = (ctx: PageContext, name: string, v: VersionInfo, inPlace = false): Html =>
+  restoreForm(ctx, agentHref(name, `/versions/${v.version}/restore`), v, inPlace)
 
 const historyTable = (ctx: PageContext, name: string, versions: ReadonlyArray<VersionInfo>): Html => html`
   <table class="versions">
     <thead><tr><th scope="col">Version</th><th scope="col">Saved by</th><th scope="col">When</th><th scope="col">Note</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
-    <tbody hx-disable>${versions.map(
+    <tbody>${versions.map(
+      // User text inside hx-disable cells; the actions cell stays live for its in-place Restore.
       (v) => html`<tr${v.current ? html` class="current"` : html``}>
-        <td data-label="Version"><a href="${agentHref(name, `/versions/${v.version}`)}">v${v.version}</a> ${v.current ? badge("ok", "current") : html``}</td>
-        <td data-label="Saved by">${v.savedBy}</td>
-        <td data-label="When">${time(v.savedAt)}</td>
-        <td data-label="Note">${noteCell(v)}</td>
-        <td class="row-actions"><a class="button small secondary" href="${agentHref(name, `/export?version=${v.version}`)}" download>Export</a> ${restoreButton(ctx, name, v)}</td>
+        <td data-label="Version" hx-disable><a href="${agentHref(name, `/versions/${v.version}`)}">v${v.version}</a> ${v.current ? badge("ok", "current") : html``}</td>
+        <td data-label="Saved by" hx-disable>${v.savedBy}</td>
+        <td data-label="When" hx-disable>${time(v.savedAt)}</td>
+        <td data-label="Note" hx-disable>${noteCell(v)}</td>
+        <td class="row-actions"><a class="button small secondary" href="${agentHref(name, `/export?version=${v.version}`)}" download>Export</a> ${restoreButton(ctx, name, v, true)}</td>
       </tr>`
     )}</tbody>
   </table>`
@@ -130,11 +138,8 @@ const skillChangesCard = (changes: ReadonlyArray<SkillVersionInfo>): Html =>
     </table>
   </section>`
 
-export const versionsPage = (ctx: PageContext, props: VersionsProps): Html =>
-  layout(
-    ctx,
-    `${props.agent.name}: versions`,
-    html`
+/** Everything inside `<main>` of the history page (what a restore swaps in). */
+export const versionsBody = (ctx: PageContext, props: VersionsProps): Html => html`
   ${agentHeader(ctx, props.agent, "versions", props.notice)}
   <section class="card">
     <h2>History</h2>
@@ -148,7 +153,8 @@ export const versionsPage = (ctx: PageContext, props: VersionsProps): Html =>
     ${compareForm(props.agent.name, props.versions, props.diff)}
     <div id="diff">${props.diff === null ? html`<p class="muted">Choose two versions and compare them.</p>` : diffView(props.diff)}</div>
   </section>`
-  )
+
+export const versionsPage = (ctx: PageContext, props: VersionsProps): Html => layout(ctx, `${props.agent.name}: versions`, versionsBody(ctx, props))
 
 export const versionPage = (ctx: PageContext, agent: AgentView, info: VersionInfo, version: AgentView): Html =>
   layout(

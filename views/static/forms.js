@@ -4,7 +4,8 @@
 // Unsaved changes: a form marked `data-unsaved-guard` becomes dirty on the first edit (typing,
 // choosing, adding or removing a row). While one is dirty, leaving the page asks first: the browser's
 // own prompt on unload (links, reload, closing the tab), and a confirm before an htmx request that
-// would navigate (one that pushes a URL or is boosted). Submitting the form itself is not leaving.
+// would navigate (one that pushes a URL or is boosted) or swap the form away. Submitting the form
+// itself is not leaving.
 (() => {
   "use strict"
   const dirty = new Set()
@@ -27,12 +28,19 @@
     event.preventDefault()
     event.returnValue = ""
   })
+  // An htmx request leaves the page when it pushes a URL, is boosted (a link or form under hx-boost),
+  // or swaps content that holds a dirty form (hx-target="body", "#main", an ancestor of the form):
+  // none of these unloads the page, so the browser's own prompt never comes.
+  const leaves = (source, target) => {
+    if (source.closest("[hx-push-url]:not([hx-push-url='false']), [hx-boost='true']") !== null) return true
+    return target instanceof Element && [...dirty].some((f) => f.isConnected && target.contains(f))
+  }
   document.addEventListener("htmx:confirm", (event) => {
     const source = event.target instanceof Element ? event.target : null
     if (source === null || !anyDirty()) return
+    // A request from inside the dirty form itself (its submit, a select updating its own field) is not leaving.
     if ([...dirty].some((f) => f.contains(source))) return
-    const navigates = source.closest("[hx-push-url='true'], [hx-boost='true']") !== null
-    if (!navigates) return
+    if (!leaves(source, event.detail.target)) return
     event.preventDefault()
     if (window.confirm("You have unsaved changes. Leave this page without saving them?")) {
       dirty.clear()
@@ -66,6 +74,12 @@
   }
   document.addEventListener("focusout", touch, true)
   document.addEventListener("input", touch, true)
+
+  // A refused form swapped in by htmx (a same-page change) gets the same focus as a page load.
+  document.addEventListener("htmx:afterSettle", (event) => {
+    const target = event.detail && event.detail.target
+    if (target instanceof Element && target.querySelector(".error-summary") !== null) focusSummary()
+  })
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", focusSummary)
   else focusSummary()

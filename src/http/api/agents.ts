@@ -43,7 +43,7 @@ const ImportBody = Schema.Union(
 /** An import's answer: the agent (or the shared skill), the notes of what was adapted, and the tool mapping. */
 const importAnswer = (r: ImportOutcome) =>
   r.kind === "agent"
-    ? { agent: r.agent, notes: r.notes, toolMapping: r.toolMapping }
+    ? { agent: r.agent, changed: r.changed, notes: r.notes, toolMapping: r.toolMapping }
     : { skill: r.skill, created: r.created, notes: r.notes, toolMapping: r.toolMapping }
 
 const versionParam = (input: RouteInput): Effect.Effect<number, ApiError> => {

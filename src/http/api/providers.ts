@@ -5,8 +5,8 @@ import { Bindings } from "../../providers/Bindings.ts"
 import { McpServers } from "../../providers/McpServers.ts"
 import { ProviderStore } from "../../providers/ProviderStore.ts"
 import type { Guard } from "../auth.ts"
-import { ProjectInput, Projects } from "../../worker/Projects.ts"
-import { badRequest, json } from "../respond.ts"
+import { ProjectInput, Projects, ProjectSettings } from "../../worker/Projects.ts"
+import { badRequest, json, notFound } from "../respond.ts"
 import { decodeBody, jsonBody, param, type Handler } from "../route.ts"
 
 type Route = (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
@@ -94,5 +94,15 @@ export const providerRoutes = (route: Route) =>
         const input = yield* decodeBody(i.request, ProjectInput)
         const project = yield* (yield* Projects).create(input).pipe(Effect.catchTag("ProjectRootInvalid", (e) => Effect.fail(badRequest(e.problems))))
         return json({ project }, 201)
+      }))
+    )
+    .put(
+      "/api/projects/:id",
+      route("agents.manage", (i) => Effect.gen(function* () {
+        const settings = yield* decodeBody(i.request, ProjectSettings)
+        const project = yield* (yield* Projects).update(param(i, "id"), settings).pipe(
+          Effect.catchTags({ ProjectRootInvalid: (e) => Effect.fail(badRequest(e.problems)), ProjectNotFound: (e) => Effect.fail(notFound(e.message)) })
+        )
+        return json({ project })
       }))
     )

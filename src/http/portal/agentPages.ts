@@ -110,10 +110,14 @@ export const agentPages = (portal: PortalRunner) =>
                 )
           return yield* imported.pipe(
             Effect.map((r) => {
-              const href = r.kind === "agent" ? `/agents/${encodeURIComponent(r.agent.name)}?imported=${String(r.agent.version)}` : `/agent-skills/${encodeURIComponent(r.skill.name)}`
+              const unchanged = r.kind === "agent" && !r.changed ? r.agent.version : null
+              const href =
+                r.kind === "agent"
+                  ? `/agents/${encodeURIComponent(r.agent.name)}?${unchanged === null ? "imported" : "import-unchanged"}=${String(r.agent.version)}`
+                  : `/agent-skills/${encodeURIComponent(r.skill.name)}`
               // Nothing adapted: straight to what was imported. Else the notes and the tool mapping first.
               if (r.notes.length === 0) return redirect(request, href)
-              const done: ImportDone = { kind: r.kind, name: r.kind === "agent" ? r.agent.name : r.skill.name, href, notes: r.notes, toolMapping: r.toolMapping }
+              const done: ImportDone = { kind: r.kind, name: r.kind === "agent" ? r.agent.name : r.skill.name, href, unchanged, notes: r.notes, toolMapping: r.toolMapping }
               return isHtmx(request) ? htmlResponse(importDone(done)) : htmlResponse(importPage(page, null, done))
             }),
             Effect.catchAll((e): Effect.Effect<Response, ApiError> => {

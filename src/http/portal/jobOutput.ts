@@ -1,8 +1,10 @@
 /**
  * One output file of a job, for the job page's View and Download links. A job is hostile: only a path
- * the job reported in an `output` event is served, read from inside its outDir as it is now (symlinks
+ * the job reported in an `output` event is served. When the worker committed the outputs, the file is
+ * read from that commit (commitOutputs.ts `readCommittedOutput`: what was committed, whatever the folder
+ * holds later; a regular blob only); otherwise from inside its outDir as it is now (symlinks
  * resolved and kept inside, no `..`, a regular file with one link — a hard link to a server file is
- * refused — and at most MAX_OUTPUT_BYTES), and never as HTML: text inline as text/plain, anything
+ * refused — and at most MAX_OUTPUT_BYTES). Never served as HTML: text inline as text/plain, anything
  * else as an attachment, always nosniff and with a sandboxing CSP, so no file can script the portal.
  */
 import { Effect } from "effect"
@@ -10,6 +12,7 @@ import { constants } from "node:fs"
 import { open, realpath } from "node:fs/promises"
 import { basename, isAbsolute, join } from "node:path"
 import { isInside } from "../../tools/confinement.ts"
+import { readCommittedOutput } from "../../worker/commitOutputs.ts"
 import type { ApiError } from "../respond.ts"
 import { NotFound } from "../errors.ts"
 import { utf8 } from "../textBounds.ts"
@@ -22,11 +25,19 @@ const missing = (path: string): ApiError => new NotFound({ message: `no output f
 /** A path as `output` events name them: relative to outDir, no `..`, no NUL. */
 const wellFormed = (p: string): boolean => p !== "" && !isAbsolute(p) && !p.includes("\0") && !p.split(/[\\/]/).includes("..")
 
+/** Where a job's outputs are read from: its outDir, or the commit the worker made of them. */
+export interface OutputSource {
+  readonly outDir: string
+  readonly committed?: { readonly commit: string; readonly jobId: string; readonly jobRoots: ReadonlyArray<string> }
+}
+
 /** The file's bytes, or 404 (the message never names a host path). */
-export const readOutput = (outDir: string, path: string, reported: ReadonlyArray<string>): Effect.Effect<Uint8Array, ApiError> =>
+export const readOutput = (source: OutputSource, path: string, reported: ReadonlyArray<string>): Effect.Effect<Uint8Array, ApiError> =>
   Effect.tryPromise({
     try: async () => {
       if (!wellFormed(path) || !reported.includes(path)) return undefined
+      if (source.committed !== undefined) return readCommittedOutput({ ...source.committed, outDir: source.outDir, path, maxBytes: MAX_OUTPUT_BYTES })
+      const outDir = source.outDir
       const root = await realpath(outDir)
       const file = await realpath(join(root, path))
       if (file === root || !isInside(file, root)) return undefined

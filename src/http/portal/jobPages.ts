@@ -12,7 +12,9 @@ import { Bindings } from "../../providers/Bindings.ts"
 import { jobModelFor } from "../../providers/jobModelFor.ts"
 import type { JobEvent } from "../../contract/JobEvent.ts"
 import { admitJob } from "../../worker/admitJob.ts"
+import { committedSha } from "../../worker/commitOutputs.ts"
 import { JobBus } from "../../worker/JobBus.ts"
+import { JobRoots } from "../../worker/JobRoots.ts"
 import { IDEMPOTENCY_KEY, JobStore, type JobRow, type JobStatus } from "../../worker/JobStore.ts"
 import { Projects } from "../../worker/Projects.ts"
 import { JOB_STATUSES, jobsPage, jobsRows, type JobsListProps, type JobsQuery } from "../../../views/pages/jobs.ts"
@@ -39,7 +41,7 @@ import { html, type Html } from "../../../views/html.ts"
 import { followJob, resumeAfter, sseFrame, sseResponse, SSE_HEARTBEAT_MS } from "../eventStream.ts"
 import type { AppServices } from "../route.ts"
 import { utf8 } from "../textBounds.ts"
-import { outputResponse, readOutput } from "./jobOutput.ts"
+import { outputResponse, readOutput, type OutputSource } from "./jobOutput.ts"
 import { htmlResponse, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 
@@ -197,7 +199,13 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
           const store = yield* JobStore
           const job = yield* store.get(jobId(input))
           const path = input.url.searchParams.get("path") ?? ""
-          const bytes = yield* readOutput(job.workspace.outDir, path, outputPaths(yield* store.events(job.id, -1)))
+          // Committed outputs are read from the commit: the page shows what was committed, not what the folder holds now.
+          const commit = committedSha(job.outputs)
+          const source: OutputSource = {
+            outDir: job.workspace.outDir,
+            ...(commit === undefined ? {} : { committed: { commit, jobId: job.id, jobRoots: (yield* (yield* JobRoots).boundaryFor(job.projectId)).jobRoots } })
+          }
+          const bytes = yield* readOutput(source, path, outputPaths(yield* store.events(job.id, -1)))
           // A grounding citation's link: the text as numbered lines, the cited one marked.
           const line = Number(input.url.searchParams.get("line") ?? "")
           const text = Number.isInteger(line) && line >= 1 && input.url.searchParams.get("download") !== "1" ? utf8(bytes) : undefined

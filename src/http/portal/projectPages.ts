@@ -1,6 +1,6 @@
 /**
  * Projects in the portal through the Projects service (the API's): the list, create, and a project's
- * page with its settings and bindings; and the home page's first-run checklist.
+ * page with its settings (editable: name and root) and bindings; and the home page's first-run checklist.
  */
 import { Effect, Either } from "effect"
 import { Elysia } from "elysia"
@@ -8,13 +8,13 @@ import type { Problem } from "../../contract/Problem.ts"
 import { Bindings } from "../../providers/Bindings.ts"
 import { ProviderStore } from "../../providers/ProviderStore.ts"
 import { JobRoots } from "../../worker/JobRoots.ts"
-import { ProjectInput, Projects } from "../../worker/Projects.ts"
+import { ProjectInput, Projects, ProjectSettings, type Project } from "../../worker/Projects.ts"
 import { decodeAll } from "../../contract/Problem.ts"
 import { NotFound } from "../errors.ts"
 import { homePage } from "../../../views/pages/home.ts"
-import { newProjectPage, projectHref, projectPage, projectsPage, type ProjectFormValues } from "../../../views/pages/projects.ts"
-import { htmlResponse, noticeOf, redirect } from "./pageResponse.ts"
-import type { PortalRunner, PostedForm } from "./portalRoute.ts"
+import { newProjectPage, projectBody, projectHref, projectPage, projectsPage, type ProjectFormValues, type ProjectPageProps } from "../../../views/pages/projects.ts"
+import { htmlResponse, inPlace, noticeOf, noticeText, pageOrBody, redirect } from "./pageResponse.ts"
+import type { PortalInput, PortalRunner, PostedForm } from "./portalRoute.ts"
 
 const text = (form: PostedForm, name: string): string => {
   const v = form.get(name)
@@ -31,6 +31,34 @@ export const checklist = Effect.gen(function* () {
   const projects = (yield* (yield* Projects).list).length
   return { providers, boundAgents: new Set(bindings.map((b) => b.agentName)).size, jobRoots, projects }
 })
+
+const projectOf = (input: PortalInput) => Effect.mapError(Effect.flatMap(Projects, (p) => p.get(input.params["id"] ?? "")), (e) => new NotFound({ message: e.message }))
+
+/** A project's page props: its bindings, and the settings form's values and problems. */
+const pageProps = (project: Project, rest: Omit<ProjectPageProps, "project" | "bindings">) =>
+  Effect.map(Effect.flatMap(Bindings, (b) => b.list()), (all): ProjectPageProps => ({ project, bindings: all.filter((b) => b.projectId === project.id), ...rest }))
+
+/** Saves a project's name and root: the API's schema and the service's root check, each problem at its field. */
+const saveSettings = (input: PortalInput) =>
+  Effect.gen(function* () {
+    const project = yield* projectOf(input)
+    const values: ProjectFormValues = { id: project.id, name: text(input.form, "name"), root: text(input.form, "root") }
+    const refused = (problems: ReadonlyArray<Problem>) =>
+      Effect.map(pageProps(project, { notice: null, values, problems }), (props) =>
+        pageOrBody(input.request, () => projectPage(input.page, props), () => projectBody(input.page, props), 400)
+      )
+    const decoded = decodeAll(ProjectSettings)({ name: values.name, ...(values.root === "" ? {} : { root: values.root }) })
+    if (Either.isLeft(decoded)) return yield* refused(decoded.left)
+    return yield* (yield* Projects).update(project.id, decoded.right).pipe(
+      Effect.flatMap((saved) =>
+        inPlace(input.request, projectHref(saved.id, "?project-saved=1"), Effect.map(pageProps(saved, { notice: noticeText("project-saved", "1", saved.name) }), (props) => projectBody(input.page, props)))
+      ),
+      Effect.catchTags({
+        ProjectRootInvalid: (e) => refused(e.problems),
+        ProjectNotFound: (e) => Effect.fail(new NotFound({ message: e.message }))
+      })
+    )
+  })
 
 export const projectPages = (portal: PortalRunner) =>
   new Elysia()
@@ -62,11 +90,11 @@ export const projectPages = (portal: PortalRunner) =>
     )
     .get(
       "/projects/:id",
-      portal.page("read", ({ page, url, params }) =>
+      portal.page("read", (input) =>
         Effect.gen(function* () {
-          const project = yield* Effect.mapError((yield* Projects).get(params["id"] ?? ""), (e) => new NotFound({ message: e.message }))
-          const bindings = (yield* (yield* Bindings).list()).filter((b) => b.projectId === project.id)
-          return htmlResponse(projectPage(page, { project, bindings, notice: noticeOf(url, project.name) }))
+          const project = yield* projectOf(input)
+          return htmlResponse(projectPage(input.page, yield* pageProps(project, { notice: noticeOf(input.url, project.name) })))
         })
       )
     )
+    .post("/projects/:id", portal.action("agents.manage", saveSettings))

@@ -3,12 +3,12 @@ import { Effect } from "effect"
 import { Elysia } from "elysia"
 import { SkillStore } from "../../agents/SkillStore.ts"
 import type { Problem } from "../../contract/Problem.ts"
-import { newSkillPage, skillPage, skillsPage, type SkillFormValues } from "../../../views/pages/skills.ts"
-import { skillVersionPage, skillVersionsPage } from "../../../views/pages/skillVersions.ts"
+import { newSkillPage, skillBody, skillPage, skillsPage, type SkillFormValues } from "../../../views/pages/skills.ts"
+import { skillVersionPage, skillVersionsBody, skillVersionsPage } from "../../../views/pages/skillVersions.ts"
 import { diffView, type DiffProps } from "../../../views/pages/versions.ts"
 import { diffFiles } from "../../../views/forms/lineDiff.ts"
 import { badRequest, type ApiError } from "../respond.ts"
-import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
+import { htmlResponse, inPlace, isHtmx, noticeOf, noticeText, pageOrBody, redirect } from "./pageResponse.ts"
 import type { PortalRunner, PostedForm } from "./portalRoute.ts"
 
 const text = (form: PostedForm, name: string): string => {
@@ -93,8 +93,13 @@ export const skillPages = (portal: PortalRunner) =>
           const values = valuesOf(form, skill.name)
           const note = form.get("changeNote")
           return yield* store.update(skill.name, { description: values.description, content: values.content }, principal.username, typeof note === "string" ? note.slice(0, 2000) : "").pipe(
-            Effect.map((saved) => redirect(request, skillUrl(skill.name, saved.version === skill.version ? "?skill-unchanged=1" : "?skill-saved=1"))),
-            Effect.catchTag("SkillInvalid", (e) => Effect.succeed(htmlResponse(skillPage(page, skill, values, e.problems, null), 400)))
+            Effect.flatMap((saved) => {
+              const key = saved.version === skill.version ? "skill-unchanged" : "skill-saved"
+              return inPlace(request, skillUrl(skill.name, `?${key}=1`), Effect.succeed(skillBody(page, saved, saved, [], noticeText(key, "1", saved.name))))
+            }),
+            Effect.catchTag("SkillInvalid", (e) =>
+              Effect.succeed(pageOrBody(request, () => skillPage(page, skill, values, e.problems, null), () => skillBody(page, skill, values, e.problems, null), 400))
+            )
           )
         })
       )
@@ -162,11 +167,15 @@ export const skillPages = (portal: PortalRunner) =>
     )
     .post(
       "/agent-skills/:name/versions/:version/restore",
-      portal.action("agents.manage", ({ request, params, principal }) =>
+      portal.action("agents.manage", ({ request, page, params, principal }) =>
         Effect.gen(function* () {
           const v = yield* positive(params["version"], "version")
-          const skill = yield* (yield* SkillStore).restore(params["name"] ?? "", v, principal.username)
-          return redirect(request, skillUrl(skill.name, `/versions?skill-restored=${v}`))
+          const store = yield* SkillStore
+          const skill = yield* store.restore(params["name"] ?? "", v, principal.username)
+          const body = Effect.map(store.versions(skill.name), (versions) =>
+            skillVersionsBody(page, { skill, versions, diff: null, notice: noticeText("skill-restored", String(v), skill.name) })
+          )
+          return yield* inPlace(request, skillUrl(skill.name, `/versions?skill-restored=${v}`), body)
         })
       )
     )

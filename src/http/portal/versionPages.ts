@@ -3,11 +3,11 @@ import { Effect } from "effect"
 import { Elysia } from "elysia"
 import { AgentStore, type VersionInfo } from "../../agents/AgentStore.ts"
 import { SkillStore } from "../../agents/SkillStore.ts"
-import { diffView, versionPage, versionsPage, type DiffProps } from "../../../views/pages/versions.ts"
+import { diffView, versionPage, versionsBody, versionsPage, type DiffProps } from "../../../views/pages/versions.ts"
 import { badRequest, type ApiError } from "../respond.ts"
 import { nameParam } from "./agentPage.ts"
 import { diffFiles } from "../../../views/forms/lineDiff.ts"
-import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
+import { htmlResponse, inPlace, isHtmx, noticeOf, noticeText, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 
 const positive = (raw: string | null | undefined, path: string): Effect.Effect<number, ApiError> => {
@@ -78,8 +78,14 @@ export const versionPages = (portal: PortalRunner) =>
       portal.action("agents.manage", (input) =>
         Effect.gen(function* () {
           const v = yield* positive(input.params["version"], "version")
-          const agent = yield* (yield* AgentStore).restore(nameParam(input), v, input.principal.username)
-          return redirect(input.request, agentUrl(agent.name, `/versions?restored=${v}`))
+          const store = yield* AgentStore
+          const agent = yield* store.restore(nameParam(input), v, input.principal.username)
+          const body = Effect.gen(function* () {
+            const versions = yield* store.versions(agent.name)
+            const props = { agent, versions, diff: null, notice: noticeText("restored", String(v), agent.name), ...(yield* historyExtras(agent.name, versions)) }
+            return versionsBody(input.page, props)
+          })
+          return yield* inPlace(input.request, agentUrl(agent.name, `/versions?restored=${v}`), body)
         })
       )
     )

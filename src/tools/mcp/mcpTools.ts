@@ -4,7 +4,6 @@
  * server marks it read-only or the admin allowed it by name; any other tool is never shown to the model.
  */
 import { Duration, Effect, type Scope } from "effect"
-import { MCP_GRANT } from "../../contract/AgentDefinition.ts"
 import { JobRefused } from "../../contract/AgentRuntime.ts"
 import type { McpServer } from "../../contract/JobSpec.ts"
 import type { Problem } from "../../contract/Problem.ts"
@@ -14,14 +13,9 @@ import type { Resolver } from "../../providers/urlPolicy.ts"
 import { ToolError, type KernelTool } from "../Tool.ts"
 import { connectMcp, DEFAULT_CALL_TIMEOUT_SEC, DEFAULT_DISCOVERY_MS, scrubber, type McpConnection, type McpToolInfo } from "./McpClient.ts"
 import { checkInputSchema, cleanDescription, resultText } from "./mcpResult.ts"
+import { mcpGrantProblems, mcpGrantsOf, type McpGrant } from "./mcpGrants.ts"
 
-/** One `mcp__<server>__<tool|*>` entry of `agent.tools`. */
-export interface McpGrant {
-  readonly index: number
-  readonly server: string
-  /** A tool name, or "*" for every offered tool of the server. */
-  readonly tool: string
-}
+export { mcpGrantProblems } from "./mcpGrants.ts"
 
 /** An offered MCP tool: the kernel tool plus what codemode needs to decide whether a script may call it. */
 export interface McpKernelTool extends KernelTool {
@@ -34,30 +28,6 @@ export interface McpKernelTool extends KernelTool {
 
 /** Longest tool name every provider accepts; names use only [A-Za-z0-9_-]. */
 const MAX_TOOL_NAME = 64
-
-export const mcpGrantsOf = (tools: ReadonlyArray<string> | undefined): ReadonlyArray<McpGrant> =>
-  (tools ?? []).flatMap((name, index) => {
-    const m = MCP_GRANT.exec(name)
-    return m === null ? [] : [{ index, server: m[1]!, tool: m[2]! }]
-  })
-
-/**
- * Problems of the grants against the job's servers, before anything connects: a grant naming a
- * server that is not in `mcp.servers`, and server names listed twice.
- */
-export const mcpGrantProblems = (tools: ReadonlyArray<string> | undefined, servers: ReadonlyArray<McpServer> | undefined): Array<Problem> => {
-  const problems: Array<Problem> = []
-  const serverNames = (servers ?? []).map((s) => s.name)
-  serverNames.forEach((name, i) => {
-    if (serverNames.indexOf(name) !== i) problems.push({ path: `mcp.servers.${i}.name`, message: `MCP server "${name}" is listed twice` })
-  })
-  for (const g of mcpGrantsOf(tools)) {
-    if (!serverNames.includes(g.server)) {
-      problems.push({ path: `agent.tools.${g.index}`, message: `MCP server "${g.server}" is not among the job's mcp.servers` })
-    }
-  }
-  return problems
-}
 
 /** `mcp__<server>__<tool>` in the model-allowed charset; undefined when it would pass MAX_TOOL_NAME. */
 export const mcpToolName = (server: string, tool: string): string | undefined => {

@@ -1,0 +1,124 @@
+/**
+ * What a job child started ahead (the worker's pool, `run-job --ahead`) does while it waits for its
+ * envelope (issue 15): everything that does not depend on the envelope, so that envelope → job.started
+ * is only parse, validate and emit. It loads the modules a job may need (codemode, the MCP tools, the
+ * memory and web tools, pi-ai's catalog of built-in providers), probes the sandbox, and rehearses a
+ * whole job on a document of its own (`WARM_UP_ENVELOPE`): decoders, provider models, the environment
+ * checks, the kernel's layers, job.started, the tools and the first turn, whose model call fails before
+ * any request is made (`noModelCalls`). The rehearsal's events go nowhere; it writes no file (its
+ * workspace is /usr with the temp dir as outDir, and no tool is ever called: the model never answers),
+ * starts no process besides the sandbox probe, and makes no network request.
+ *
+ * The envelope may arrive at any moment: the steps run one at a time and stop as soon as it has (the
+ * rehearsal is interrupted), so a job waits at most for the end of the step under way. A step that
+ * fails only leaves its work to the job.
+ */
+import { Chunk, Context, Effect, Either, Exit, Layer, Stream } from "effect"
+import { tmpdir } from "node:os"
+import { JobEnvelope } from "./contract/AgentRuntime.ts"
+import type { JobEvent } from "./contract/JobEvent.ts"
+import { decodeAll } from "./contract/Problem.ts"
+import { decodeJob } from "./kernel/decodeJob.ts"
+import { LlmFailed } from "./kernel/errors.ts"
+import { makeAgentRuntime, piAiLlm, type LlmLayer } from "./kernel/Kernel.ts"
+import { Llm } from "./kernel/Llm.ts"
+import { makeJobModels } from "./kernel/PiAiModels.ts"
+import { makeSandbox, type SandboxConfig } from "./tools/Sandbox.ts"
+
+/**
+ * The rehearsal's document: every part of a job the decoders know (tools, skills, deny patterns, MCP
+ * servers, limits, metadata), one custom and one built-in provider, a boundary. No key, no address the
+ * rehearsal ever reaches (see noModelCalls), and a workspace of directories every system has.
+ */
+export const WARM_UP_ENVELOPE = {
+  job: {
+    agent: {
+      id: "warm-up",
+      version: 1,
+      instructions: "Warm-up.",
+      skills: [{ name: "warm-up", content: "Warm-up." }],
+      tools: ["read", "ls", "grep", "find", "write", "edit", "codemode", "shell", "git"],
+      denyCommandPatterns: ["^rm\\s+-rf\\b"],
+      thinking: "low"
+    },
+    task: "Warm-up.",
+    model: { provider: "warm-up", id: "warm-up-model" },
+    workspace: { root: "/usr", readOnly: ["/usr"], outDir: tmpdir() },
+    limits: { timeoutSec: 60, idleTimeoutSec: 30, maxTurns: 1, maxCostUsd: 1 },
+    mcp: { servers: [] },
+    metadata: { trigger: "warm-up" }
+  },
+  providers: [
+    {
+      id: "warm-up",
+      api: "openai-completions",
+      baseUrl: "http://127.0.0.1:9/v1",
+      apiKey: "",
+      models: [{ id: "warm-up-model", contextWindow: 8192, maxTokens: 1024, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } }]
+    },
+    { id: "warm-up-builtin", builtin: "anthropic", apiKey: "" }
+  ],
+  boundary: { jobRoots: ["/"], forbidden: ["/nonexistent/kintsugi-warm-up"] }
+} as const
+
+/** pi-ai's model service, built as for a job, whose every call fails before a request is made. */
+export const noModelCalls: LlmLayer = (job) =>
+  Layer.map(piAiLlm(job), (context) => {
+    const llm = Context.get(context, Llm)
+    const refused = Effect.fail(new LlmFailed({ message: "the warm-up makes no model call" }))
+    return Context.add(context, Llm, Llm.of({ model: llm.model, complete: () => refused, summarise: () => refused }))
+  })
+
+/**
+ * The rehearsal: WARM_UP_ENVELOPE's job run to its end with noModelCalls (without shell and git where
+ * they would be refused). Returns its events (the child drops them); none when it was refused, or
+ * interrupted by `signal` (the envelope arrived: the rehearsal ends as an aborted job, at once).
+ */
+export const rehearse = (sandbox: SandboxConfig, signal?: AbortSignal): Promise<ReadonlyArray<JobEvent>> => {
+  const shape = makeSandbox(sandbox)
+  const agent = WARM_UP_ENVELOPE.job.agent
+  const tools = Effect.runSync(shape.refusal) === undefined ? agent.tools : agent.tools.filter((t) => t !== "shell" && t !== "git")
+  const envelope = decodeAll(JobEnvelope)(WARM_UP_ENVELOPE)
+  const job = decodeJob({ ...WARM_UP_ENVELOPE.job, agent: { ...agent, tools } })
+  if (Either.isLeft(envelope) || Either.isLeft(job)) return Promise.resolve([])
+  const runtime = makeAgentRuntime({ providers: envelope.right.providers, boundary: envelope.right.boundary, sandbox }, shape, noModelCalls)
+  const run = Effect.scoped(Effect.flatMap(runtime.start(job.right), (handle) => Effect.zipLeft(Stream.runCollect(handle.events), handle.result)))
+  return Effect.runPromiseExit(run, signal === undefined ? {} : { signal }).then((exit) =>
+    Exit.isSuccess(exit) ? Chunk.toReadonlyArray(exit.value) : []
+  )
+}
+
+/** One step of the warm-up; `arrived` aborts once the envelope is there (a long step may stop early). */
+export type WarmUpStep = (arrived: AbortSignal) => Promise<unknown>
+
+/** The warm-up of a child that will run with `sandbox`, cheapest first. */
+export const warmUpSteps = (sandbox: SandboxConfig): ReadonlyArray<WarmUpStep> => [
+  () => Promise.all([import("./tools/codemode/codemode.ts"), import("./tools/mcp/mcpTools.ts")]),
+  () => Promise.all([import("./tools/services/serviceTools.ts"), import("./tools/services/ServiceChannel.ts")]),
+  () => Promise.resolve(Effect.runSync(makeSandbox(sandbox).status)),
+  // pi-ai's catalog of built-in providers (the model registry a built-in provider config reads).
+  () => makeJobModels(WARM_UP_ENVELOPE.providers),
+  (arrived) => rehearse(sandbox, arrived)
+]
+
+/** One turn of the event loop: a read of stdin that completed meanwhile is seen before the next step. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/** Runs `steps` one at a time until `arrival` (the read of the envelope) settles; returns how many ran. */
+export const warmUpWhileWaiting = async (arrival: Promise<unknown>, steps: ReadonlyArray<WarmUpStep>): Promise<number> => {
+  const arrived = new AbortController()
+  const settle = () => arrived.abort()
+  arrival.then(settle, settle)
+  let done = 0
+  for (const step of steps) {
+    await nextTurn()
+    if (arrived.signal.aborted) break
+    try {
+      await step(arrived.signal)
+    } catch {
+      // Not warmed: the job does this part itself.
+    }
+    done++
+  }
+  return done
+}

@@ -1,0 +1,118 @@
+/**
+ * A job child started ahead (`run-job --ahead`, the worker's pool) warms up while it waits for its
+ * envelope (src/jobChildWarmUp.ts, issue 15): the rehearsed job runs the whole start path with no model
+ * request; the steps stop when the envelope arrives; and the child's own job is
+ * untouched by the rehearsal, whether the envelope comes after the warm-up or in the middle of it.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
+import { rehearse, warmUpWhileWaiting, WARM_UP_ENVELOPE } from "../../src/jobChildWarmUp.ts"
+import { childEnv, createEnvelope, createJob, createJobDirs, createProvider, TEST_API_KEY } from "../support/jobChild.ts"
+import { jobChildEntryForTests } from "../support/jobChildBundle.ts"
+import { testSandboxConfig, TEST_SANDBOX_MODE } from "../support/sandbox.ts"
+import { startOpenAIServer } from "../support/scriptedServers.ts"
+
+setDefaultTimeout(60_000)
+
+describe("the rehearsal", () => {
+  test("runs a whole job (job.started, a turn, the job span) and ends at its first model call, which never leaves", async () => {
+    const events = await rehearse(testSandboxConfig())
+    expect(events.map((e) => e.type)).toEqual(["job.started", "span", "span", "job.failed"])
+    expect(events[0]).toMatchObject({ type: "job.started", agentId: WARM_UP_ENVELOPE.job.agent.id })
+    // With the sandbox here, shell and git are rehearsed too; without it, everything else is.
+    const tools = events[0]?.type === "job.started" ? events[0].tools : []
+    expect(tools).toEqual(expect.arrayContaining(["read", "grep", "codemode"]))
+    expect(events.filter((e) => e.type === "span").map((e) => (e.type === "span" ? e.name : ""))).toEqual(["kintsugi.turn", "kintsugi.job"])
+    expect(events.at(-1)).toMatchObject({ type: "job.failed", reason: "error", message: "the warm-up makes no model call" })
+  })
+})
+
+describe("warmUpWhileWaiting", () => {
+  test("runs the steps in order and stops once the envelope has arrived", async () => {
+    const ran: Array<number> = []
+    const arrival = Promise.withResolvers<string>()
+    const steps = [0, 1, 2, 3].map((i) => async () => {
+      ran.push(i)
+      if (i === 1) arrival.resolve("{}")
+    })
+    expect(await warmUpWhileWaiting(arrival.promise, steps)).toBe(2)
+    expect(ran).toEqual([0, 1])
+  })
+
+  test("a failing step leaves its work to the job; the next steps still run", async () => {
+    const ran: Array<number> = []
+    const steps = [
+      async () => void ran.push(0),
+      async () => {
+        throw new Error("cannot warm this")
+      },
+      async () => void ran.push(2)
+    ]
+    expect(await warmUpWhileWaiting(new Promise(() => {}), steps)).toBe(3)
+    expect(ran).toEqual([0, 2])
+  })
+
+  test("the step under way is told when the envelope arrives (a failed read counts as arrived)", async () => {
+    const arrival = Promise.withResolvers<string>()
+    let told = false
+    const steps = [
+      async (arrived: AbortSignal) => {
+        arrival.reject(new Error("stdin is gone"))
+        await new Promise((resolve) => arrived.addEventListener("abort", resolve, { once: true }))
+        told = arrived.aborted
+      },
+      async () => {
+        throw new Error("never runs")
+      }
+    ]
+    arrival.promise.catch(() => {})
+    expect(await warmUpWhileWaiting(arrival.promise, steps)).toBe(1)
+    expect(told).toBe(true)
+  })
+})
+
+describe("an interrupted rehearsal", () => {
+  test("ends at once with no events when the envelope is already there", async () => {
+    expect(await rehearse(testSandboxConfig(), AbortSignal.abort())).toEqual([])
+  })
+})
+
+/** A child started ahead; the envelope is written after `waitMs` (0: at once, mid warm-up). */
+const runAhead = async (envelope: unknown, waitMs: number) => {
+  const proc = Bun.spawn(["bun", jobChildEntryForTests(), "run-job", "--ahead"], {
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...childEnv(), KINTSUGI_SANDBOX: TEST_SANDBOX_MODE, KINTSUGI_ALLOW_UNCONFINED_ROOT: "1" }
+  })
+  if (waitMs > 0) await Bun.sleep(waitMs)
+  proc.stdin.write(JSON.stringify(envelope))
+  await proc.stdin.end()
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  return { stdout, stderr, code, events: stdout.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as { type: string; seq: number }) }
+}
+
+describe("a child started ahead", () => {
+  test.each([
+    ["after it warmed up", 3000],
+    ["in the middle of its warm-up", 0]
+  ])("runs the job whose envelope arrives %s, and nothing of the rehearsal shows", async (_, waitMs) => {
+    const server = await startOpenAIServer([{ kind: "turn", text: "the answer" }])
+    const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+    try {
+      const run = await runAhead(createEnvelope(createJob(dirs, { agent: { tools: ["read", "codemode"] } }), [createProvider(server, "openai-completions")]), waitMs)
+      expect(run.code).toBe(0)
+      expect(run.events[0]).toMatchObject({ type: "job.started", seq: 0, agentId: "reader", tools: ["read", "codemode"] })
+      expect(run.events.at(-1)).toMatchObject({ type: "job.completed", summary: "the answer" })
+      expect(run.events.map((e) => e.seq)).toEqual(run.events.map((_, i) => i))
+      expect(run.stdout).not.toContain("warm-up")
+      expect(run.stderr).toBe("")
+      // The model saw exactly one request: the job's (the rehearsal makes none).
+      expect(server.requests.length).toBe(1)
+      expect(server.requests[0]?.rawBody ?? "").toContain("What does src/a.ts export?")
+      expect(run.stdout + run.stderr).not.toContain(TEST_API_KEY)
+    } finally {
+      await server.stop()
+      dirs.cleanup()
+    }
+  })
+})

@@ -96,7 +96,8 @@ export interface AppOptions {
  */
 export const makeAppLive = (db: Layer.Layer<Db, DbError>, options: AppOptions = {}): Layer.Layer<AppServices | Db> => {
   const app = Layer.orDie(appLayer(db, options.secrets, options.jobRoots, options.serviceHandlers))
-  // Built alongside the database: the child started ahead loads while the database starts.
+  // Built alongside the database: `kintsugi run`'s child started ahead loads while the database starts
+  // (serve's first one a second later, JobChildren.ts).
   const services = options.jobChildren === undefined ? app : Layer.merge(app, options.jobChildren)
   // The worker loops: jobs, project memory's retention sweep, and the runs of gated saves.
   const layer = options.worker === undefined ? services : Layer.provideMerge(Layer.mergeAll(WorkerLive, MemorySweepLive, EvalsSweepLive), services)

@@ -5,7 +5,6 @@
  * live only in memory, behind the ConfigProvider that the composition root installs.
  */
 import { dlopen, FFIType, ptr } from "bun:ffi"
-import { ConfigProvider } from "effect"
 import { closeSync, readFileSync, writeSync } from "node:fs"
 import { makeNonDumpable } from "./kernel/nonDumpable.ts"
 
@@ -109,14 +108,20 @@ const reexecWithout = (values: ReadonlyMap<string, string>, env: Env): string =>
   return "execve failed"
 }
 
+let secured: ProcessSecrets | undefined
+
 /**
- * Call first thing in a long-running server command, before any thread or secret use. Makes the
- * process non-dumpable; on the first run, when secret variables are set, re-executes it without them
- * (never returns then); on the re-executed run, reads the values back. Off Linux, or when the exec
- * fails, the variables are removed from `process.env` and `environment` says why the process
- * environment still holds them.
+ * Call first thing in a long-running server command, before any thread or secret use (src/cli.ts does,
+ * before the CLI framework loads, so the first run re-executes at once). Makes the process
+ * non-dumpable; on the first run, when secret variables are set, re-executes it without them (never
+ * returns then); on the re-executed run, reads the values back. Off Linux, or when the exec fails, the
+ * variables are removed from `process.env` and `environment` says why the process environment still
+ * holds them. Later calls return the first call's answer (the inherited pipe is read once).
  */
-export const secureProcessSecrets = (): ProcessSecrets => {
+export const secureProcessSecrets = (): ProcessSecrets => (secured ??= secure())
+
+/** The light part of this module loads nothing but bun:ffi and node:fs: it runs before anything else. */
+const secure = (): ProcessSecrets => {
   const nonDumpable = makeNonDumpable()
   // The one place in src/ that reads and writes process.env directly, not through Config: it must see
   // and delete the real variables (a ConfigProvider is a read-only view), and everything else reads
@@ -134,7 +139,3 @@ export const secureProcessSecrets = (): ProcessSecrets => {
   for (const name of SECRET_VARIABLES) delete process.env[name]
   return { values, environment: { notClean: why }, nonDumpable }
 }
-
-/** Configuration that reads the secrets from memory first, then the (secret-free) environment. */
-export const secretsConfigProvider = (values: ReadonlyMap<string, string>): ConfigProvider.ConfigProvider =>
-  ConfigProvider.orElse(ConfigProvider.fromMap(new Map(values)), () => ConfigProvider.fromEnv())

@@ -5,6 +5,7 @@
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { cachedUntilWrite, DbWrites } from "../db/DbWrites.ts"
 import { traced } from "../telemetry/traced.ts"
 
 export const PERMISSIONS = ["agents.manage", "providers.manage", "metrics.read"] as const
@@ -138,8 +139,24 @@ export class Access extends Context.Tag("access/Access")<
   }
 >() {}
 
+/**
+ * How long a session's or token's principal is answered from memory at most (while no write happened:
+ * DbWrites). Bounds how late a token's `last_used_at` is (written when over a minute old).
+ */
+const PRINCIPAL_TTL_MS = 30_000
+
 export const makeAccess = Effect.gen(function* () {
   const sql = yield* SqlClient
+  // A request authenticates without a statement while nothing was written since its principal was
+  // read (the embedded database): a revoked token, a disabled user, a changed permission, a signed-out
+  // session is a write, so the next request reads again. Failed lookups are never kept.
+  const principals = cachedUntilWrite<string, Option.Option<{ readonly principal: Principal; readonly expiresAt: Date }>>(yield* DbWrites, {
+    max: 1000,
+    ttlMs: PRINCIPAL_TTL_MS,
+    until: (found) => Option.isSome(found) ? found.value.expiresAt.getTime() : 0
+  })
+  const cachedPrincipal = (key: string, read: Effect.Effect<Option.Option<{ readonly principal: Principal; readonly expiresAt: Date }>>) =>
+    Effect.map(principals(key, read, Option.isSome), Option.map((found) => found.principal))
 
   const permissionsOf = (userId: string) =>
     Effect.map(
@@ -209,14 +226,16 @@ export const makeAccess = Effect.gen(function* () {
         return { token, expiresAt, principal: yield* principalOf(user.value, "session", csrf) }
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
     signOut: (token) => sql`DELETE FROM admin.session WHERE token_hash = ${hashToken(token)}`.pipe(Effect.asVoid, Effect.orDie),
-    session: (token) =>
-      Effect.gen(function* () {
-        const rows = yield* sql<UserRow & { csrfToken: string }>`
-          SELECT u.id, u.username, s.csrf_token FROM admin.session s JOIN admin.app_user u ON u.id = s.user_id
-          WHERE s.token_hash = ${hashToken(token)} AND s.expires_at > now() AND u.disabled_at IS NULL`
+    session: (token) => {
+      const hash = hashToken(token)
+      return cachedPrincipal(`session:${hash}`, Effect.gen(function* () {
+        const rows = yield* sql<UserRow & { csrfToken: string; expiresAt: Date }>`
+          SELECT u.id, u.username, s.csrf_token, s.expires_at FROM admin.session s JOIN admin.app_user u ON u.id = s.user_id
+          WHERE s.token_hash = ${hash} AND s.expires_at > now() AND u.disabled_at IS NULL`
         const row = rows[0]
-        return row === undefined ? Option.none() : Option.some(yield* principalOf(row, "session", row.csrfToken))
-      }).pipe(Effect.orDie),
+        return row === undefined ? Option.none() : Option.some({ principal: yield* principalOf(row, "session", row.csrfToken), expiresAt: row.expiresAt })
+      }).pipe(Effect.orDie))
+    },
     createToken: (username, name, expiresInDays = TOKEN_DEFAULT_DAYS) =>
       Effect.gen(function* () {
         const problems = [
@@ -248,24 +267,25 @@ export const makeAccess = Effect.gen(function* () {
           WHERE id = ${id.toLowerCase()} AND user_id = ${user.id} RETURNING ${tokenColumns}`
         return rows[0] ?? (yield* Effect.fail(new TokenNotFound({ id })))
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
-    bearer: (token) =>
-      Effect.gen(function* () {
+    bearer: (token) => {
+      const hash = hashToken(token)
+      return cachedPrincipal(`token:${hash}`, Effect.gen(function* () {
         // One read on the hot path (user and permissions together); last_used_at is written only when
         // it is more than a minute old, so a client's burst of requests does not queue on one row lock.
-        const hash = hashToken(token)
-        const rows = yield* sql<UserRow & { stale: boolean; permissions: ReadonlyArray<Permission> }>`
-          SELECT u.id, u.username, (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute') AS stale,
+        const rows = yield* sql<UserRow & { stale: boolean; expiresAt: Date; permissions: ReadonlyArray<Permission> }>`
+          SELECT u.id, u.username, (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute') AS stale, t.expires_at,
             coalesce(array_agg(p.permission) FILTER (WHERE p.permission IS NOT NULL), '{}') AS permissions
           FROM admin.api_token t JOIN admin.app_user u ON u.id = t.user_id
           LEFT JOIN admin.user_permission p ON p.user_id = u.id
           WHERE t.token_hash = ${hash} AND t.revoked_at IS NULL AND t.expires_at > now() AND u.disabled_at IS NULL
-          GROUP BY u.id, u.username, t.last_used_at`
+          GROUP BY u.id, u.username, t.last_used_at, t.expires_at`
         const row = rows[0]
         if (row === undefined) return Option.none()
         if (row.stale) yield* sql`UPDATE admin.api_token SET last_used_at = now() WHERE token_hash = ${hash}`
         const principal: Principal = { userId: row.id, username: row.username, permissions: new Set(row.permissions), via: "token" }
-        return Option.some(principal)
-      }).pipe(Effect.orDie),
+        return Option.some({ principal, expiresAt: row.expiresAt })
+      }).pipe(Effect.orDie))
+    },
     users: Effect.map(
       sql<{ username: string; permissions: ReadonlyArray<Permission>; createdAt: Date; disabledAt: Date | null }>`
         SELECT u.username, u.created_at, u.disabled_at,

@@ -14,6 +14,7 @@ import { selectPendingGate, verdictOf } from "./evalRepo.ts"
 import { builtinAgents, builtinSkills } from "./builtins.ts"
 import * as entries from "./catalogEntries.ts"
 import { ALL_AGENTS, encodeCursor, queryKey, searchWords, type CatalogQuery } from "./catalogQuery.ts"
+import { cachedUntilWrite, DbWrites } from "../db/DbWrites.ts"
 import { AgentNotFound, AgentUnavailable, BuiltinReadOnly } from "./errors.ts"
 import type { AgentDefinition } from "../contract/AgentDefinition.ts"
 import { SkillStore } from "./SkillStore.ts"
@@ -26,6 +27,17 @@ import { checkAgentPackage, toAgentDefinition, validateAgent, type ValidationCon
  */
 export const builtinVersion = (pkg: AgentPackage): number =>
   typeof pkg.version === "number" && Number.isInteger(pkg.version) && pkg.version >= 1 ? pkg.version : 1
+
+/** A catalog entry and its lower-cased `name description`, which a search matches every word in. */
+interface Listed {
+  readonly entry: CatalogEntry
+  readonly search: string
+}
+
+interface Listing {
+  readonly generation: string
+  readonly listed: ReadonlyArray<Listed>
+}
 
 /** The read side, and the helpers the write and version sides build on. */
 export const makeAgentCatalog = Effect.gen(function* () {
@@ -97,89 +109,92 @@ export const makeAgentCatalog = Effect.gen(function* () {
     (state === "enabled" && e.enabled) ||
     (state === "disabled" && !e.enabled)
 
-  /** One page from SQL over the precomputed entries (custom agents) and memory (built-ins, first). */
-  const computePage = (query: CatalogQuery, generation: string) =>
+  /**
+   * The whole catalog at one generation, in catalog order (built-ins, then custom agents, each by
+   * name), every entry with its validity, default binding and lower-cased search text: read once per
+   * generation from the precomputed entries; every page, filter and search is cut from it in memory.
+   */
+  const loadListing = (generation: string) =>
     Effect.gen(function* () {
       yield* provide(entries.fillMissingEntries)
-      const [customSkills, mcpServers] = yield* Effect.all([provide(entries.selectSkillNames), provide(repo.selectMcpServerNames)])
+      const [customSkills, mcpServers, rows, bindings] = yield* Effect.all([
+        provide(entries.selectSkillNames),
+        provide(repo.selectMcpServerNames),
+        provide(entries.selectAllEntries),
+        bindingStore.list()
+      ])
       const ctx: ValidationContext = { sharedSkills: new Set([...builtinSkills().keys(), ...customSkills]), mcpServers }
-      const words = searchWords(query.q)
-      const { cursor, limit, state } = query
-
-      const builtinMatches = (query.kind === "custom" ? [] : [...builtinAgents().values()])
-        .filter((pkg) => {
-          const text = `${pkg.name} ${pkg.description}`.toLowerCase()
-          return words.every((w) => text.includes(w)) && (query.audience === "all" || pkg.audience === query.audience)
-        })
-        .map((pkg) => ({ pkg, enabled: true, problems: problemsOf(`builtin:${pkg.name}`, pkg, ctx) }))
-        .filter((b) => stateMatches(state, b))
-      const builtinsAfter = cursor === null ? builtinMatches : cursor.builtin ? builtinMatches.filter((b) => b.pkg.name > cursor.name) : []
-      const builtinPage = limit === null ? builtinsAfter : builtinsAfter.slice(0, limit)
-      const moreBuiltins = limit !== null && builtinsAfter.length > limit
-      const remaining = limit === null ? null : limit - builtinPage.length
-
-      const filter: entries.CustomFilter = { words, audience: query.audience, enabled: state === "enabled" ? true : state === "disabled" ? false : null }
-      const customAfter = cursor !== null && !cursor.builtin ? cursor.name : null
-      const withProblems = (row: entries.EntryRow) => ({ row, problems: [...row.problems, ...installationProblems(entries.draftOfRefs(row.refs), ctx)] })
-      let customPage: Array<ReturnType<typeof withProblems>> = []
-      let customMatched = 0
-      let moreCustom = false
-      if (query.kind !== "builtin") {
-        if (state === "valid" || state === "problems") {
-          // Validity depends on the installation (skills, MCP servers): filtered here, on the light entries.
-          const matching = (yield* provide(entries.selectEntries(filter, null, null))).map(withProblems).filter((x) => stateMatches(state, { enabled: x.row.enabled, problems: x.problems }))
-          customMatched = matching.length
-          const after = customAfter === null ? matching : matching.filter((x) => x.row.name > customAfter)
-          customPage = remaining === null ? after : moreBuiltins ? [] : after.slice(0, remaining)
-          moreCustom = remaining !== null && !moreBuiltins && after.length > remaining
-        } else {
-          customMatched = yield* provide(entries.countEntries(filter))
-          if (remaining === 0) moreCustom = !moreBuiltins && customMatched > 0
-          else if (!moreBuiltins) {
-            const rows = yield* provide(entries.selectEntries(filter, customAfter, remaining === null ? null : remaining + 1))
-            moreCustom = remaining !== null && rows.length > remaining
-            customPage = (remaining === null ? rows : rows.slice(0, remaining)).map(withProblems)
-          }
-        }
-      }
-      const total = builtinAgents().size + (yield* provide(entries.countEntries({ words: [], audience: "all", enabled: null })))
-      const names = [...builtinPage.map((b) => b.pkg.name), ...customPage.map((c) => c.row.name)]
-      const bindings = new Map((yield* bindingStore.defaults(names)).map((b) => [b.agentName, b] as const))
-      const pageEntries: Array<CatalogEntry> = [
-        ...builtinPage.map((b) =>
-          entry(b.pkg, { builtin: true, version: builtinVersion(b.pkg), enabled: true, updatedAt: null }, b.problems, bindings.has(b.pkg.name) ? [bindings.get(b.pkg.name)!] : [])
-        ),
-        ...customPage.map(({ row, problems }): CatalogEntry => ({
+      const defaults = new Map(bindings.filter((b) => b.projectId === "").map((b) => [b.agentName, b] as const))
+      const builtins = [...builtinAgents().values()].map((pkg): Listed => ({
+        search: `${pkg.name} ${pkg.description}`.toLowerCase(),
+        entry: entry(pkg, { builtin: true, version: builtinVersion(pkg), enabled: true, updatedAt: null }, problemsOf(`builtin:${pkg.name}`, pkg, ctx), [defaults.get(pkg.name)].flatMap((b) => (b === undefined ? [] : [b])))
+      }))
+      const customs = rows.map((row): Listed => ({
+        search: row.search,
+        entry: {
           name: row.name,
           builtin: false,
           description: row.description,
           audience: row.audience,
           version: row.currentVersion,
           enabled: row.enabled,
-          problems,
-          binding: bindings.get(row.name) ?? null,
+          problems: [...row.problems, ...installationProblems(entries.draftOfRefs(row.refs), ctx)],
+          binding: defaults.get(row.name) ?? null,
           updatedAt: row.updatedAt
-        }))
-      ]
-      const last = pageEntries[pageEntries.length - 1]
-      const page: CatalogPage = {
-        entries: pageEntries,
-        total,
-        matched: builtinMatches.length + customMatched,
-        nextCursor: (moreBuiltins || moreCustom) && last !== undefined ? encodeCursor({ builtin: last.builtin, name: last.name }) : null,
-        generation
-      }
-      return page
+        }
+      }))
+      return { generation, listed: [...builtins, ...customs] }
     })
 
-  // Pages are cached by query for the current catalog generation (migration 047's counter, bumped in
-  // the writing transaction by any change to agents, bindings, shared skills or MCP servers).
+  /** One page of `listing`: the matching entries after the cursor, at most `limit`. */
+  const cut = (listing: Listing, query: CatalogQuery): CatalogPage => {
+    const words = searchWords(query.q)
+    const { cursor, limit } = query
+    const matching = listing.listed.filter(({ entry: e, search }) =>
+      (query.kind === "all" || (query.kind === "builtin") === e.builtin) &&
+      (query.audience === "all" || e.audience === query.audience) &&
+      stateMatches(query.state, e) &&
+      words.every((w) => search.includes(w))
+    )
+    const after = cursor === null
+      ? matching
+      : matching.filter(({ entry: e }) => cursor.builtin ? !e.builtin || e.name > cursor.name : !e.builtin && e.name > cursor.name)
+    const shown = limit === null ? after : after.slice(0, limit)
+    const last = shown[shown.length - 1]?.entry
+    return {
+      entries: shown.map((l) => l.entry),
+      total: listing.listed.length,
+      matched: matching.length,
+      nextCursor: limit !== null && after.length > limit && last !== undefined ? encodeCursor({ builtin: last.builtin, name: last.name }) : null,
+      generation: listing.generation
+    }
+  }
+
+  // The catalog generation (migration 047's counter, bumped in the writing transaction by any change to
+  // agents, bindings, shared skills or MCP servers), answered from memory until a write (DbWrites).
+  const generations = cachedUntilWrite<"generation", string>(yield* DbWrites, { max: 1, ttlMs: Number.POSITIVE_INFINITY })
+  const currentGeneration = generations("generation", Effect.orDie(provide(entries.selectGeneration)))
+  // The listing of the newest generation seen, loaded once however many requests ask at once (a
+  // failed load is not kept); pages are cached by query for that generation.
+  let listing: { readonly generation: string; readonly load: Effect.Effect<Listing> } | undefined
+  const listingAt = (generation: string): Effect.Effect<Listing> =>
+    Effect.suspend(() => {
+      if (listing?.generation === generation) return listing.load
+      return Effect.flatMap(Effect.cached(Effect.orDie(loadListing(generation))), (load) => {
+        const held = {
+          generation,
+          load: Effect.tapErrorCause(load, () => Effect.sync(() => void (listing === held ? (listing = undefined) : undefined)))
+        }
+        listing = held
+        return held.load
+      })
+    })
   const pageCache = new Map<string, CatalogPage>()
   let cachedGeneration = ""
   const MAX_CACHED_PAGES = 512
   const page = (query: CatalogQuery): Effect.Effect<CatalogPage> =>
     Effect.gen(function* () {
-      const generation = yield* provide(entries.selectGeneration)
+      const generation = yield* currentGeneration
       if (generation !== cachedGeneration) {
         pageCache.clear()
         cachedGeneration = generation
@@ -187,7 +202,7 @@ export const makeAgentCatalog = Effect.gen(function* () {
       const key = queryKey(query)
       const hit = pageCache.get(key)
       if (hit !== undefined) return hit
-      const computed = yield* computePage(query, generation)
+      const computed = cut(yield* listingAt(generation), query)
       if (cachedGeneration === generation) {
         if (pageCache.size >= MAX_CACHED_PAGES) pageCache.clear()
         pageCache.set(key, computed)

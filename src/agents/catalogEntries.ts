@@ -1,7 +1,7 @@
 /**
  * Precomputed catalog entries (migration 047): one per immutable agent version, written with the
- * version, so a catalog page is a plain SQL query — filtered, paged by name — and never decodes a
- * package. Validity = the entry's package-only problems + the installation checks on its refs.
+ * version, so the catalog is one plain SQL query per generation and never decodes a package.
+ * Validity = the entry's package-only problems + the installation checks on its refs.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
@@ -91,12 +91,6 @@ export const selectGeneration = Effect.flatMap(SqlClient, (sql) =>
   Effect.map(sql<{ n: string | number }>`SELECT n FROM admin.catalog_generation`, (rows) => String(rows[0]?.n ?? "0"))
 )
 
-export interface CustomFilter {
-  readonly words: ReadonlyArray<string>
-  readonly audience: "all" | "runtime" | "member"
-  readonly enabled: boolean | null
-}
-
 const EntryRow = Schema.Struct({
   name: Schema.String,
   enabled: Schema.Boolean,
@@ -104,43 +98,25 @@ const EntryRow = Schema.Struct({
   updatedAt: Schema.DateFromSelf,
   description: Schema.String,
   audience: Schema.Literal("runtime", "member"),
+  search: Schema.String,
   refs: CatalogRefs,
   problems: Schema.Array(Problem)
 })
 export type EntryRow = typeof EntryRow.Type
 const decodeRows = Schema.decodeUnknownSync(Schema.Array(EntryRow))
 
-const where = (sql: SqlClient, f: CustomFilter, after: string | null) => {
-  const conditions = [
-    ...f.words.map((w) => sql`strpos(e.search, ${w}) > 0`),
-    ...(f.audience === "all" ? [] : [sql`e.audience = ${f.audience}`]),
-    ...(f.enabled === null ? [] : [sql`a.enabled = ${f.enabled}`]),
-    ...(after === null ? [] : [sql`a.name > ${after}`])
-  ]
-  return conditions.length === 0 ? sql`` : sql`WHERE ${sql.and(conditions)}`
-}
-
-/** Custom agents matching `f` after `after` (by name), at most `limit` (null = all), entries included. */
-export const selectEntries = (f: CustomFilter, after: string | null, limit: number | null) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    Effect.map(
-      sql`SELECT a.name, a.enabled, a.current_version, a.updated_at, e.description, e.audience, e.refs, e.problems
-          FROM admin.agent a JOIN admin.agent_catalog_entry e ON e.name = a.name AND e.version = a.current_version
-          ${where(sql, f, after)}
-          ORDER BY a.name ${limit === null ? sql`` : sql`LIMIT ${limit}`}`,
-      decodeRows
-    )
+/**
+ * Every custom agent's current entry, by name in code-unit order (the catalog filters and pages them
+ * in memory and compares cursors with `>`).
+ */
+export const selectAllEntries = Effect.flatMap(SqlClient, (sql) =>
+  Effect.map(
+    sql`SELECT a.name, a.enabled, a.current_version, a.updated_at, e.description, e.audience, e.search, e.refs, e.problems
+        FROM admin.agent a JOIN admin.agent_catalog_entry e ON e.name = a.name AND e.version = a.current_version
+        ORDER BY a.name COLLATE "C"`,
+    decodeRows
   )
-
-/** How many custom agents match `f`. */
-export const countEntries = (f: CustomFilter) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    Effect.map(
-      sql<{ n: string | number }>`SELECT count(*) AS n FROM admin.agent a
-        JOIN admin.agent_catalog_entry e ON e.name = a.name AND e.version = a.current_version ${where(sql, f, null)}`,
-      (rows) => Number(rows[0]?.n ?? 0)
-    )
-  )
+)
 
 /** Names of the custom shared skills (the installation checks need names only). */
 export const selectSkillNames = Effect.flatMap(SqlClient, (sql) =>

@@ -5,8 +5,13 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Config from "effect/Config"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import { CliExit, setInterruptedExitCode } from "./exit.ts"
+
+/** Configuration that reads the secrets from memory first, then the (secret-free) environment. */
+export const secretsConfigProvider = (values: ReadonlyMap<string, string>): ConfigProvider.ConfigProvider =>
+  ConfigProvider.orElse(ConfigProvider.fromMap(new Map(values)), () => ConfigProvider.fromEnv())
 
 const firstLine = (e: unknown) => (e instanceof Error ? e.message : String(e)).split("\n")[0] ?? ""
 
@@ -15,7 +20,7 @@ export const serve = (options: { readonly port: number; readonly host: string })
   Effect.gen(function* () {
     const log = (line: string) => void process.stderr.write(`${line}\n`)
     // Loaded here, not at the top: `--help` must open nothing and stay fast.
-    const { secretsConfigProvider, secureProcessSecrets } = yield* Effect.promise(() => import("../processSecrets.ts"))
+    const { secureProcessSecrets } = yield* Effect.promise(() => import("../processSecrets.ts"))
     // Before anything else: no secret may stay readable in /proc/<pid>/environ while jobs run.
     const secrets = secureProcessSecrets()
     if (secrets.environment !== "clean") {
@@ -43,15 +48,19 @@ export const serve = (options: { readonly port: number; readonly host: string })
       ),
       (rt) => Effect.promise(() => rt.dispose())
     )
-    rt.runSync(Effect.logInfo(`process sandbox: ${http.describeSandbox(makeSandbox(rt.runSync(sandboxConfig)))}`))
-    const admin = yield* Effect.promise(() => rt.runPromiseExit(http.ensureAdmin))
-    if (admin._tag === "Failure") rt.runSync(Effect.logError("could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)"))
     // Handler defects go to the runtime's logger (KINTSUGI_LOG_FORMAT), like the access log and job lines.
-    const app = makeApp({ runtime: rt, healthy: () => rt.runPromise(databaseHealth) })
+    // The server answers (/healthz) as soon as the database does; what start-up still does (on a new
+    // database, hashing the first admin's password) keeps /readyz at 503 until it is done.
+    let starting: string | undefined = "creating the first admin"
+    const app = makeApp({ runtime: rt, healthy: () => rt.runPromise(databaseHealth), starting: () => starting })
     const server = yield* Effect.acquireRelease(
       Effect.sync(() => http.listen(app, { port: options.port, hostname: options.host })),
       (server) => Effect.promise(() => server.stop())
     )
+    const admin = yield* Effect.promise(() => rt.runPromiseExit(http.ensureAdmin))
+    if (admin._tag === "Failure") rt.runSync(Effect.logError("could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)"))
+    starting = undefined
+    rt.runSync(Effect.logInfo(`process sandbox: ${http.describeSandbox(makeSandbox(rt.runSync(sandboxConfig)))}`))
     process.stdout.write(`kintsugi: serving on http://${server.hostname}:${server.port}\n`)
     setInterruptedExitCode(0)
     return yield* Effect.never

@@ -5,22 +5,25 @@
 import * as PgClient from "@effect/sql-pg/PgClient"
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Config, Duration, Effect, Layer, Option, Redacted, type Scope, String as Str } from "effect"
+import { Config, Context, Duration, Effect, Layer, Option, Redacted, type Scope, String as Str } from "effect"
 import fs from "node:fs"
 import path from "node:path"
 import { type Embedded, startEmbedded } from "./embeddedDatabase.ts"
 import { DbError, innermost, innermostMessage } from "./DbError.ts"
+import { DbWrites, unknownWrites } from "./DbWrites.ts"
 import { describeMigrationFailure, runMigrations } from "./migrations.ts"
 import { ensureTemplate, findTemplate, seedDataDir } from "./dataDirTemplate.ts"
 
 export { DbError } from "./DbError.ts"
+export { DbWrites } from "./DbWrites.ts"
 
 /**
  * What the Db layers provide: the same client under both tags. Values as node-postgres decodes them:
  * int8 (`count(*)`, bigserial) and numeric arrive as strings (cast `::int` or decode with
  * `Schema.NumberFromString`), timestamptz as `Date`, json/jsonb parsed and with their keys untouched.
+ * And DbWrites: what this process knows of writes (the embedded database: all of them; a server: none).
  */
-export type Db = PgClient.PgClient | SqlClient
+export type Db = PgClient.PgClient | SqlClient | DbWrites
 
 export interface DbOptions {
   /** A `postgres://` URL: use that server (`dataDir` and `snapshot` are then ignored). */
@@ -152,6 +155,9 @@ const connect = (config: PgClient.PgClientConfig, describeFailure: (e: SqlError)
   )
 
 const connectEmbedded = (db: Embedded) =>
+  Effect.map(connectEmbeddedClient(db), Context.add(DbWrites, db.writes))
+
+const connectEmbeddedClient = (db: Embedded) =>
   connect(
     {
       host: db.socketDir,
@@ -209,14 +215,14 @@ const connectServer = (given: Redacted.Redacted<string>, statementTimeout: Durat
   }
   const password = Option.getOrUndefined(Option.liftThrowable(() => decodeURIComponent(new URL(Redacted.value(given)).password))())
   const url = Redacted.make(withStatementTimeout(Redacted.value(given), statementTimeout))
-  return connect(
+  return Effect.map(connect(
     { url, maxConnections: SERVER_POOL_SIZE, connectTimeout: CONNECT_TIMEOUT },
     (e) =>
       scrub(
         `${isServerAnswer(e) ? "cannot connect to" : "cannot reach"} the database at ${where}: ${innermostMessage(e)}`,
         password
       )
-  )
+  ), Context.add(DbWrites, unknownWrites))
 }
 
 /**

@@ -11,6 +11,8 @@ import path from "node:path"
 import type { Duplex } from "node:stream"
 import type { StartRequest, WorkerReply, WorkerRequest } from "./embeddedWorker.ts"
 import { DbError, innermostMessage } from "./DbError.ts"
+import { type DbWrites, makeWriteCounter, watchConnection } from "./DbWrites.ts"
+import { newWorker } from "./embeddedWorkerAhead.ts"
 
 /** How long a new connection waits for the embedded database to restart. */
 const RESTART_WAIT_MS = 30_000
@@ -34,6 +36,8 @@ export interface Embedded {
   readonly dump: Effect.Effect<Uint8Array, DbError>
   /** How many times the worker was replaced since the start. */
   readonly restarts: () => number
+  /** Every statement of this process passes `socket()`'s connections: writes are known here (DbWrites.ts). */
+  readonly writes: DbWrites["Type"]
   /**
    * A socket for the client pool (node-postgres' `stream` option): it connects once a worker listens,
    * so connections opened while a worker is replaced wait instead of failing.
@@ -46,7 +50,7 @@ const PING_INTERVAL = Duration.millis(500)
 
 // The first worker compiles pglite.wasm (~0.3-1 s, off this thread) and hands the modules back; later
 // workers of the process (tests, restarts) reuse them.
-let compiledWasm: { readonly pglite: WebAssembly.Module; readonly initdb: WebAssembly.Module } | undefined
+let compiledWasm: { readonly pglite: WebAssembly.Module; readonly initdb: WebAssembly.Module | undefined } | undefined
 
 /** Sends one request and waits for the worker's reply of one of `expect`'s types (pongs and alarms pass by). */
 const call = (
@@ -74,13 +78,13 @@ const call = (
 
 /** A started worker (listening), or an error; a worker that did not start is terminated. */
 const spawn = async (request: StartRequest, transfer: Array<Bun.Transferable>, signal: AbortSignal): Promise<Worker> => {
-  const worker = new Worker(new URL("./embeddedWorker.ts", import.meta.url).href)
+  const worker = newWorker()
   const stop = () => worker.terminate()
   signal.addEventListener("abort", stop, { once: true })
   try {
     const reply = await call(worker, request, ["listening", "failed"], transfer)
     if (reply.type !== "listening") throw new Error(reply.type === "failed" ? reply.message : `unexpected reply ${reply.type}`)
-    compiledWasm ??= { pglite: reply.pgliteWasmModule, initdb: reply.initdbWasmModule }
+    compiledWasm = { pglite: reply.pgliteWasmModule, initdb: reply.initdbWasmModule ?? compiledWasm?.initdb }
     return worker
   } catch (e) {
     worker.terminate()
@@ -128,6 +132,7 @@ export const startEmbedded = (
     // A restart reopens the data dir (crash recovery included): seconds on a loaded machine, whatever the
     // statement timeout. A connection waits this long for it rather than failing while it is under way.
     const restartWaitMs = Math.max(timeoutMs, RESTART_WAIT_MS)
+    const counter = makeWriteCounter()
     const state = {
       current: undefined as Worker | undefined,
       broken: false,
@@ -160,6 +165,7 @@ export const startEmbedded = (
     const replace = async (why: string) => {
       if (state.restarting || state.closed) return
       state.restarting = true
+      counter.bump()
       state.current?.terminate()
       state.current = undefined
       state.pingSentAt = undefined
@@ -236,6 +242,25 @@ export const startEmbedded = (
     })
     const socket = (): Duplex => {
       const s = new net.Socket()
+      // Listening before node-postgres does: a write is counted before its client hears it completed.
+      const watcher = watchConnection(counter.bump)
+      s.on("data", watcher.received)
+      s.on("close", watcher.closed)
+      // Every write passes the watcher, whatever `write` is: Bun's connect() assigns its own to the
+      // socket, which the setter keeps as the one the watcher hands on to.
+      let write = s.write as (...args: Array<unknown>) => boolean
+      const watched = (...args: Array<unknown>): boolean => {
+        const [chunk, encoding] = args
+        if (chunk instanceof Uint8Array) watcher.sent(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+        else if (typeof chunk === "string") watcher.sent(Buffer.from(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8"))
+        return write.apply(s, args)
+      }
+      Object.defineProperty(s, "write", {
+        configurable: true,
+        enumerable: true,
+        get: () => watched,
+        set: (replaced: (...args: Array<unknown>) => boolean) => void (write = replaced)
+      })
       const connect = s.connect.bind(s) as (path: string) => net.Socket
       // node-postgres calls connect(path) on a unix socket; hold it until a worker listens there.
       s.connect = ((target: string) => {
@@ -244,5 +269,5 @@ export const startEmbedded = (
       }) as typeof s.connect
       return s
     }
-    return { socketDir, dump, restarts: () => state.restarts, socket }
+    return { socketDir, dump, restarts: () => state.restarts, writes: counter.writes, socket }
   })

@@ -24,8 +24,11 @@ export interface StartRequest {
   readonly initdbWasmModule?: WebAssembly.Module | undefined
 }
 
-/** `ping`: answered with `pong` as soon as no statement runs (the supervisor's liveness check). */
-export type WorkerRequest = StartRequest | { readonly type: "dump" } | { readonly type: "stop" } | { readonly type: "ping" }
+/**
+ * `ping`: answered with `pong` as soon as no statement runs (the supervisor's liveness check).
+ * `prepare`: compile pglite.wasm now, for the start request that follows (embeddedWorkerAhead.ts).
+ */
+export type WorkerRequest = StartRequest | { readonly type: "prepare" } | { readonly type: "dump" } | { readonly type: "stop" } | { readonly type: "ping" }
 
 export type WorkerReply =
   | {
@@ -33,7 +36,8 @@ export type WorkerReply =
     readonly version: string
     /** The compiled wasm, for the next worker of the process (compiling blocks a thread ~0.3-1 s). */
     readonly pgliteWasmModule: WebAssembly.Module
-    readonly initdbWasmModule: WebAssembly.Module
+    /** Compiled only when initdb ran (a new database without a snapshot). */
+    readonly initdbWasmModule: WebAssembly.Module | undefined
   }
   | { readonly type: "failed"; readonly message: string }
   | { readonly type: "dumped"; readonly tarball: Uint8Array }
@@ -101,16 +105,22 @@ const compile = async (file: string) => {
   return WebAssembly.compile(await Bun.file(path.join(dist, file)).arrayBuffer())
 }
 
+let preparing: Promise<WebAssembly.Module> | undefined
+
 const start = async (req: StartRequest) => {
-  const pgliteWasmModule = req.pgliteWasmModule ?? await compile("pglite.wasm")
-  const initdbWasmModule = req.initdbWasmModule ?? await compile("initdb.wasm")
+  // initdb runs only for a database that does not exist yet and comes from no snapshot.
+  const initdb = req.snapshot === undefined && (req.dataDir === undefined || !fs.existsSync(path.join(req.dataDir, "PG_VERSION")))
+  const [pgliteWasmModule, initdbWasmModule] = await Promise.all([
+    req.pgliteWasmModule ?? preparing ?? compile("pglite.wasm"),
+    req.initdbWasmModule ?? (initdb ? compile("initdb.wasm") : undefined)
+  ])
   db = await PGlite.create({
     ...(req.dataDir !== undefined ? { dataDir: req.dataDir } : {}),
     ...(req.snapshot !== undefined
       ? { loadDataDir: req.snapshot instanceof Blob ? req.snapshot : new Blob([req.snapshot]) }
       : {}),
     pgliteWasmModule,
-    initdbWasmModule
+    ...(initdbWasmModule !== undefined ? { initdbWasmModule } : {})
   })
   const version = (await db.query<{ v: string }>("show server_version")).rows[0]?.v ?? "unknown"
   guard(db)
@@ -132,6 +142,11 @@ const stop = async () => {
 self.onmessage = (event: MessageEvent<WorkerRequest>) => {
   const req = event.data
   switch (req.type) {
+    case "prepare":
+      preparing ??= compile("pglite.wasm")
+      // A failure shows in the start request, which compiles again.
+      preparing.catch(() => (preparing = undefined))
+      return
     case "start":
       start(req).catch(async (e: unknown) => {
         await stop().catch(() => undefined)

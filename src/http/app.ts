@@ -25,6 +25,11 @@ export interface AppOptions {
   readonly runtime: AppRuntime
   /** Answers whether the database is reachable (for /healthz). */
   readonly healthy: () => Promise<boolean>
+  /**
+   * What start-up still does while the server already answers (`kintsugi serve`: creating the first
+   * admin), or undefined once done; /readyz is 503 until then. Default: nothing.
+   */
+  readonly starting?: () => string | undefined
   /** Where handler defects go ("request failed: …"); default: the runtime's logger, at error level. */
   readonly log?: (line: string) => void
   /** Host header values answered; default `allowedHostsConfig` in the runtime (KINTSUGI_ALLOWED_HOSTS, HOST). */
@@ -61,7 +66,7 @@ const makeRoutes = (options: AppOptions & { readonly log: (line: string) => void
     .get("/healthz", async () =>
       (await options.healthy()) ? new Response("ok\n", { headers: { "content-type": "text/plain" } }) : new Response("database unreachable\n", { status: 503 })
     )
-    .use(probeRoutes(options.runtime, publicRoute))
+    .use(probeRoutes(options.runtime, publicRoute, options.starting ?? (() => undefined)))
     .use(sessionRoutes(route, publicRoute, throttle))
     .use(agentRoutes(route))
     .use(evalRoutes(route))

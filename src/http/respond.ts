@@ -89,8 +89,14 @@ const SECURITY_HEADERS = {
   "referrer-policy": "same-origin"
 } as const
 
+/** A body already rendered as JSON text (`rawJson`), for answers cached and sent many times. */
+export class RawJson {
+  constructor(readonly text: string) {}
+}
+export const rawJson = (body: unknown): RawJson => new RawJson(JSON.stringify(body))
+
 export const json = (body: unknown, status = 200, headers: Record<string, string> = {}): Response =>
-  new Response(JSON.stringify(body), {
+  new Response(body instanceof RawJson ? body.text : JSON.stringify(body), {
     status,
     headers: { "content-type": "application/json; charset=utf-8", ...SECURITY_HEADERS, ...headers }
   })

@@ -32,8 +32,6 @@ export class Bindings extends Context.Tag("providers/Bindings")<
   Bindings,
   {
     readonly list: (agentName?: string) => Effect.Effect<ReadonlyArray<Binding>>
-    /** The installation defaults (project '') of the given agents (a catalog page's). */
-    readonly defaults: (agentNames: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<Binding>>
     /** Sets the binding of an agent for a project ('' = installation default), checked against the provider's models. */
     readonly set: (agentName: string, projectId: string, input: unknown, by: string) => Effect.Effect<Binding, BindingInvalid>
     readonly remove: (agentName: string, projectId: string) => Effect.Effect<void, BindingNotFound>
@@ -53,11 +51,6 @@ export const makeBindings = Effect.gen(function* () {
 
   const service: Bindings["Type"] = {
     list: (agentName) => Effect.orDie(select(agentName)),
-    defaults: (agentNames) =>
-      agentNames.length === 0
-        ? Effect.succeed([])
-        : Effect.orDie(sql<Binding>`SELECT agent_name, project_id, provider_id, model_id, thinking, updated_by, updated_at FROM admin.agent_binding
-            WHERE project_id = '' AND agent_name IN ${sql.in(agentNames)} ORDER BY agent_name`),
     set: (agentName, projectId, input, by) =>
       Effect.gen(function* () {
         const decoded = decodeAll(BindingInput)(input)

@@ -6,7 +6,7 @@
  * The waiting child holds nothing secret: the scrubbed environment of every job child, and no
  * envelope (secrets travel only there, on stdin).
  */
-import { Config, Context, Effect, Layer, type Scope } from "effect"
+import { Config, Context, Duration, Effect, Layer, type Scope } from "effect"
 import { resolve } from "node:path"
 import { makeSandbox, sandboxConfig } from "../tools/Sandbox.ts"
 import { alive, childEnvironment, CLI_PATH, spawnJobChild, type SpawnedChild } from "./JobProcess.ts"
@@ -37,6 +37,12 @@ export interface JobChildrenOptions {
    * "ended" unless the process tools run in the sandbox (where a job sees no host process).
    */
   readonly refillWhen: "started" | "ended"
+  /**
+   * Start the first child (and check the bundle) this long after the pool is made rather than at once:
+   * `kintsugi serve`'s start-up (the database opening on a 2-core machine) is not slowed by it. A job
+   * taken before starts its own child, as when none waits.
+   */
+  readonly firstAfter?: Duration.DurationInput | undefined
 }
 
 interface Warm {
@@ -107,10 +113,16 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
         warm = undefined
       })
     )
-    if (options.bundle) currentEntry()
-    refill()
+    const warmUp = Effect.sync(() => {
+      if (options.bundle) currentEntry()
+      refill()
+    })
+    if (options.firstAfter === undefined) yield* warmUp
+    else yield* Effect.forkScoped(Effect.delay(warmUp, options.firstAfter))
     return { take, entry: Effect.sync(currentEntry), waiting: Effect.sync(() => warm?.spawned.child.pid) }
   })
+
+const SERVE_FIRST_CHILD_AFTER = Duration.seconds(1)
 
 const live = (prestart: JobChildrenOptions["prestart"]): Layer.Layer<JobChildren> =>
   Layer.scoped(
@@ -123,12 +135,14 @@ const live = (prestart: JobChildrenOptions["prestart"]): Layer.Layer<JobChildren
         cacheDir: jobChildCacheDir(resolve(dataDir)),
         bundle: true,
         prestart,
-        refillWhen: sandbox._tag === "Bwrap" ? "started" : "ended"
+        refillWhen: sandbox._tag === "Bwrap" ? "started" : "ended",
+        // `kintsugi run` wants its one child while the database starts; serve, its start-up first.
+        firstAfter: prestart === "always" ? SERVE_FIRST_CHILD_AFTER : undefined
       })
     })
   )
 
-/** `kintsugi serve`: the bundle under jobChildCacheDir(KINTSUGI_DATA_DIR), always one child started ahead. */
+/** `kintsugi serve`: the bundle under jobChildCacheDir(KINTSUGI_DATA_DIR), always one child started ahead (the first a second after start-up). */
 export const JobChildrenLive: Layer.Layer<JobChildren> = live("always")
 
 /** `kintsugi run` (one job): the bundle, its one child started while the database starts. */

@@ -6,8 +6,10 @@
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
-import { Effect } from "effect"
+import { Deferred, Effect, Fiber } from "effect"
+import { Access } from "../../src/access/Access.ts"
 import { type Api, createAgent, createSkill, useApi } from "../support/api.ts"
+import { usingServer } from "../support/db.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(60_000)
@@ -137,6 +139,61 @@ describe("GET /api/admin/agents: pages, filters, ETag", () => {
     expect((await page("?q=etag-changer")).agents[0]!.enabled).toBe(false)
     await createSkill(api, "etag-skill")
     expect((await get("/api/admin/agents?limit=10", { "if-none-match": r4.headers.get("etag")! })).status).toBe(200)
+  })
+
+  test.skipIf(usingServer())("embedded: an unchanged catalog answers while the one database connection is held; the next write is seen at once", async () => {
+    const etag = (await get("/api/admin/agents?limit=10")).headers.get("etag")!
+    await page("?q=seeded-00")
+    // A transaction holds the embedded database's only connection until `release`.
+    const release = await api.runtime.runPromise(Deferred.make<void>())
+    const holding = await api.runtime.runPromise(Deferred.make<void>())
+    const holder = api.runtime.runFork(Effect.orDie(Effect.flatMap(SqlClient, (s) =>
+      s.withTransaction(Effect.zipRight(Effect.zipRight(s`SELECT 1`, Deferred.succeed(holding, undefined)), Deferred.await(release)))
+    )))
+    await api.runtime.runPromise(Deferred.await(holding))
+    try {
+      const answered = await Promise.race([
+        Promise.all([
+          get("/api/admin/agents?limit=10", { "if-none-match": etag }),
+          get("/api/admin/agents?limit=10"),
+          get("/api/admin/agents?q=seeded-01&limit=3")
+        ]),
+        Bun.sleep(20_000).then(() => "queued" as const)
+      ])
+      expect(answered).not.toBe("queued")
+      if (answered === "queued") return
+      expect(answered.map((r) => r.status)).toEqual([304, 200, 200])
+      expect(names(answered[2].json<Page>())).toEqual(["seeded-010", "seeded-011", "seeded-012"])
+    } finally {
+      await api.runtime.runPromise(Deferred.succeed(release, undefined))
+      await api.runtime.runPromise(Fiber.join(holder))
+    }
+    // Written behind the catalog's back (raw SQL): the next request sees it, and the ETag moves.
+    await sql((s) => s`UPDATE admin.agent SET enabled = false WHERE name = 'seeded-011'`)
+    expect((await get("/api/admin/agents?limit=10", { "if-none-match": etag })).status).toBe(200)
+    expect((await page("?q=seeded-011")).agents[0]!.enabled).toBe(false)
+  })
+
+  test("a token revoked, a user disabled or a permission withdrawn counts on the very next request", async () => {
+    const user = await api.runtime.runPromise(Effect.gen(function* () {
+      const access = yield* Access
+      yield* access.addUser("cached-reader", "cached reader password", ["agents.manage"])
+      return { a: yield* access.issueToken("cached-reader", "one"), b: yield* access.issueToken("cached-reader", "two") }
+    }))
+    const as = (token: string) => api.request("GET", "/api/admin/agents?limit=1", { token })
+    expect((await as(user.a)).status).toBe(200)
+    expect((await as(user.a)).status).toBe(200)
+    const tokens = await api.runtime.runPromise(Effect.flatMap(Access, (a) => a.tokens("cached-reader")))
+    await api.runtime.runPromise(Effect.flatMap(Access, (a) => a.revokeToken("cached-reader", tokens.find((t) => t.name === "one")!.id)))
+    expect((await as(user.a)).status).toBe(401)
+    // A permission withdrawn: the principal's permissions are read again.
+    const create = () => api.request("POST", "/api/admin/agents", { token: user.b, json: { name: "x-never", files: [] } })
+    expect((await create()).status).not.toBe(403)
+    await api.runtime.runPromise(Effect.flatMap(Access, (a) => a.revoke("cached-reader", "agents.manage")))
+    expect((await create()).status).toBe(403)
+    expect((await as(user.b)).status).toBe(200)
+    await api.runtime.runPromise(Effect.flatMap(Access, (a) => a.setDisabled("cached-reader", true, "manager")))
+    expect((await as(user.b)).status).toBe(401)
   })
 
   test("bad query parameters: 400 naming every one at once", async () => {

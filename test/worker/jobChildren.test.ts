@@ -151,6 +151,21 @@ test("closing the pool kills the waiting child", async () => {
   expect(alive(pid)).toBe(false)
 })
 
+test("serve's pool (firstAfter) starts no child during start-up, one after the delay; a job taken before starts its own", async () => {
+  const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-children-"))
+  const scope = Effect.runSync(Scope.make())
+  cleanups.push(() => Effect.runPromise(Scope.close(scope, Exit.void)), () => rmSync(cacheDir, { recursive: true, force: true }))
+  const made = performance.now()
+  const children = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen: "started", firstAfter: "1500 millis" }), scope))
+  expect(await Effect.runPromise(children.waiting)).toBeUndefined()
+  const own = await Effect.runPromise(children.take)
+  cleanups.push(() => own.child.kill("SIGKILL"))
+  expect(alive(own.child.pid)).toBe(true)
+  const pid = await waitingPid(children)
+  expect(pid).not.toBe(own.child.pid)
+  expect(performance.now() - made).toBeGreaterThanOrEqual(1400)
+})
+
 test("unconfined (refill when the job ended): no next child loads while a job runs, one is waiting after", async () => {
   const server = await startOpenAIServer([{ kind: "turn", text: "done" }])
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })

@@ -1,6 +1,6 @@
 /**
- * Operator endpoints beside /healthz: `/readyz` (200 when the database answers and every migration is
- * applied, else 503) and `/metrics` (Prometheus text, for loopback clients or the metrics.read permission).
+ * Operator endpoints beside /healthz: `/readyz` (200 when start-up is done, the database answers and
+ * every migration is applied, else 503) and `/metrics` (Prometheus text, for loopback clients or the metrics.read permission).
  */
 import { Effect, Either } from "effect"
 import { Elysia } from "elysia"
@@ -35,9 +35,11 @@ export const isLoopbackClient = (request: Request): boolean => {
 /** Ready: the database answered within 3 s and has every migration file applied. */
 const readiness = Effect.either(Effect.timeout(pendingMigrations(), "3 seconds"))
 
-export const probeRoutes = (runtime: AppRuntime, publicRoute: PublicRoute) =>
+export const probeRoutes = (runtime: AppRuntime, publicRoute: PublicRoute, starting: () => string | undefined) =>
   new Elysia({ name: "probes" })
     .get("/readyz", async () => {
+      const underway = starting()
+      if (underway !== undefined) return text(`starting: ${underway}\n`, 503)
       // A runtime being disposed (shutdown) is not ready either.
       const result = await runtime.runPromise(readiness).catch(() => undefined)
       if (result === undefined || Either.isLeft(result)) return text("database unreachable\n", 503)

@@ -1,0 +1,181 @@
+/**
+ * What this process knows about writes to its database, so hot reads (a token's principal, the
+ * catalog generation) can be answered from memory without queueing behind the embedded database's one
+ * connection — and never stale: after a statement that may have written completes, the next read asks
+ * the database again. Exact only where this process is the database's one client: the embedded
+ * database (its data dir is locked to one process, and every statement of the process passes the
+ * protocol watcher below, raw SQL and migrations included). On a PostgreSQL server other processes
+ * write too: nothing is known, every read asks.
+ */
+import { Context, Deferred, Effect } from "effect"
+
+export class DbWrites extends Context.Tag("db/DbWrites")<
+  DbWrites,
+  {
+    /**
+     * A number that changes whenever a statement that may have written starts or completes; a value
+     * read from the database while it stayed the same is still the database's. Undefined when other
+     * processes may write (a server): then nothing read may be reused.
+     */
+    readonly epoch: () => number | undefined
+  }
+>() {}
+
+/** A server's: nothing is known about other processes' writes. */
+export const unknownWrites: DbWrites["Type"] = { epoch: () => undefined }
+
+/**
+ * The write counter of one embedded database: `bump` on every statement that may write (at send and at
+ * completion), on a connection lost, on a worker replaced.
+ */
+export const makeWriteCounter = () => {
+  let n = 0
+  return { writes: { epoch: () => n } satisfies DbWrites["Type"], bump: () => void n++ }
+}
+
+/**
+ * A statement that cannot change what another statement reads: one SELECT that names no writing
+ * keyword or function, or opening a transaction, a savepoint, or rolling back (the writes inside
+ * counted already; a COMMIT counts as a write: it makes them visible). Conservative: a false "may
+ * write" only costs a cache miss. `WITH` (data-modifying CTEs), `SELECT … INTO`, `FOR UPDATE`,
+ * sequences and everything else count as writes.
+ */
+const WRITING = /\b(insert|update|delete|merge|truncate|copy|call|do|into|nextval|setval|set_config|pg_notify|lo_\w+|refresh|lock|vacuum|analyze|reindex|cluster)\b/i
+const TRANSACTION_CONTROL = /^\s*(begin|start\s+transaction|savepoint|release|rollback)\b[^;]*;?\s*$/i
+export const isReadOnlySql = (text: string): boolean => (/^\s*select\b/i.test(text) && !WRITING.test(text)) || TRANSACTION_CONTROL.test(text)
+
+const cString = (body: Buffer, from: number): { readonly text: string; readonly end: number } => {
+  const end = body.indexOf(0, from)
+  return end < 0 ? { text: body.toString("utf8", from), end: body.length } : { text: body.toString("utf8", from, end), end: end + 1 }
+}
+
+/**
+ * Splits a PostgreSQL protocol byte stream into messages (type byte + int32 length including itself);
+ * `untypedFirst`: the frontend's startup message has no type byte. `want(type)` says how many bytes of
+ * a message's body are needed (0: none, the rest is skipped without copying, a large DataRow or a Bind
+ * carrying megabytes of parameters included).
+ */
+const messageReader = (untypedFirst: boolean, want: (type: number) => number, onMessage: (type: number, body: Buffer | undefined) => void) => {
+  let header = Buffer.alloc(0)
+  let skip = untypedFirst ? -1 : 0
+  let type = 0
+  let remaining = 0
+  let keep = 0
+  let parts: Array<Buffer> | undefined
+  return (chunk: Buffer) => {
+    let at = 0
+    while (at < chunk.length) {
+      if (remaining > 0) {
+        const take = Math.min(remaining, chunk.length - at)
+        if (parts !== undefined && keep > 0) {
+          parts.push(Buffer.from(chunk.subarray(at, at + Math.min(take, keep))))
+          keep -= Math.min(take, keep)
+        }
+        remaining -= take
+        at += take
+        if (remaining === 0) onMessage(type, parts === undefined ? undefined : Buffer.concat(parts))
+        continue
+      }
+      // The header: [type] + int32 length.
+      const headerSize = skip === -1 ? 4 : 5
+      const take = Math.min(headerSize - header.length, chunk.length - at)
+      header = Buffer.concat([header, chunk.subarray(at, at + take)])
+      at += take
+      if (header.length < headerSize) continue
+      const untyped = skip === -1
+      type = untyped ? 0 : header[0]!
+      remaining = header.readInt32BE(untyped ? 0 : 1) - 4
+      header = Buffer.alloc(0)
+      skip = 0
+      keep = untyped ? 0 : want(type)
+      parts = keep > 0 ? [] : undefined
+      if (remaining <= 0) {
+        remaining = 0
+        onMessage(type, parts === undefined ? undefined : Buffer.alloc(0))
+      }
+    }
+  }
+}
+
+const Q = 0x51 // Query
+const P = 0x50 // Parse
+const B = 0x42 // Bind
+const F = 0x46 // FunctionCall
+const D = 0x64 // CopyData
+const Z = 0x5a // ReadyForQuery
+
+/**
+ * Watches one client connection's protocol traffic: a statement that may write (simple query, or the
+ * Bind of a parsed statement, whose text is not read-only; a function call; COPY data) bumps `bump` at
+ * the ReadyForQuery that ends it, before its client hears it completed. That is enough: a value read
+ * before the write completed is refused when the epoch moved while it was read, or dropped when it
+ * moves later; a transaction's writes are visible once its COMMIT (not a SELECT) completes. Bumping
+ * at send as well would only empty the caches for as long as the statement runs (the worker's
+ * claim polls are such statements). A lost connection bumps too.
+ */
+export const watchConnection = (bump: () => void) => {
+  const statements = new Map<string, boolean>()
+  let pending = false
+  const mayWrite = () => void (pending = true)
+  // A Bind's first bytes name its portal and statement; the statement text is in Query and Parse.
+  const sent = messageReader(true, (t) => (t === Q || t === P ? Number.POSITIVE_INFINITY : t === B ? 512 : 0), (type, body) => {
+    if (type === Q && body !== undefined) {
+      if (!isReadOnlySql(cString(body, 0).text)) mayWrite()
+    } else if (type === P && body !== undefined) {
+      const name = cString(body, 0)
+      statements.set(name.text, isReadOnlySql(cString(body, name.end).text))
+    } else if (type === B && body !== undefined) {
+      const statement = cString(body, cString(body, 0).end).text
+      if (statements.get(statement) !== true) mayWrite()
+    } else if (type === F || type === D) mayWrite()
+  })
+  const received = messageReader(false, () => 0, (type) => {
+    if (type === Z && pending) {
+      pending = false
+      bump()
+    }
+  })
+  return { sent, received, closed: bump }
+}
+
+/**
+ * `read`, answered from memory while no write happened since it was last read (per `key`, at most
+ * `max` keys; each kept at most until its `until(value)` (epoch ms) or `ttlMs` after it was read, and
+ * only when `keep(value)`). Concurrent misses of one key share one read. With `writes` of a server
+ * every call reads.
+ */
+export const cachedUntilWrite = <K, A>(writes: DbWrites["Type"], options: { readonly max: number; readonly ttlMs: number; readonly until?: (value: A) => number }) => {
+  const held = new Map<K, { readonly value: A; readonly until: number }>()
+  const reading = new Map<K, { readonly epoch: number; readonly done: Deferred.Deferred<A> }>()
+  let heldAt: number | undefined
+  return (key: K, read: Effect.Effect<A>, keep: (value: A) => boolean = () => true): Effect.Effect<A> =>
+    Effect.suspend(() => {
+      // The epoch is taken before the read is sent: a write completing meanwhile makes the value unusable.
+      const epoch = writes.epoch()
+      if (epoch === undefined) return read
+      if (epoch !== heldAt) {
+        held.clear()
+        heldAt = epoch
+      }
+      const hit = held.get(key)
+      if (hit !== undefined && Date.now() < hit.until) return Effect.succeed(hit.value)
+      const pending = reading.get(key)
+      if (pending !== undefined && pending.epoch === epoch) return Deferred.await(pending.done)
+      const store = (value: A) =>
+        Effect.sync(() => {
+          if (writes.epoch() !== epoch || heldAt !== epoch || !keep(value)) return
+          if (held.size >= options.max) held.clear()
+          held.set(key, { value, until: Math.min(Date.now() + options.ttlMs, options.until?.(value) ?? Number.POSITIVE_INFINITY) })
+        })
+      return Effect.flatMap(Deferred.make<A>(), (done) => {
+        reading.set(key, { epoch, done })
+        // Its own fiber: a waiter's interruption (a client gone) never leaves the others waiting.
+        const shared = Effect.tap(read, store).pipe(
+          Effect.exit,
+          Effect.flatMap((exit) => Deferred.done(done, exit)),
+          Effect.ensuring(Effect.sync(() => void (reading.get(key)?.done === done && reading.delete(key))))
+        )
+        return Effect.zipRight(Effect.forkDaemon(shared), Deferred.await(done))
+      })
+    })
+}

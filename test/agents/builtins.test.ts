@@ -5,6 +5,7 @@ import { AgentDefinition } from "../../src/contract/AgentDefinition.ts"
 import { decodeAll } from "../../src/contract/Problem.ts"
 import { builtinVersion } from "../../src/agents/agentCatalog.ts"
 import { builtinAgents, builtinSkills } from "../../src/agents/builtins.ts"
+import { parseEvals } from "../../src/agents/evalSpec.ts"
 import { toAgentDefinition, validateAgent } from "../../src/agents/validateAgent.ts"
 import { compileJsonSchema } from "../../src/kernel/jsonSchema.ts"
 import { BUILTIN_OUTPUTS, builtinOutputsStep } from "../support/builtinOutputs.ts"
@@ -24,6 +25,21 @@ describe("built-in agents", () => {
       expect(a.audience).toBe("runtime")
       expect(a.tools).toBeUndefined()
       expect(a.instructions.split("\n").length).toBeGreaterThan(60)
+    }
+  })
+
+  test("each ships at least two evals that parse, on fixtures of its own, expecting only files its contract declares", () => {
+    for (const a of agents) {
+      const parsed = parseEvals(a.evals ?? [])
+      expect({ agent: a.name, problems: parsed.problems }).toEqual({ agent: a.name, problems: [] })
+      expect(parsed.evals.length).toBeGreaterThanOrEqual(2)
+      const declared = new Set((a.outputs ?? []).map((o) => (typeof o === "string" ? o : o.file)))
+      for (const e of parsed.evals) {
+        expect(parsed.fixtures.get(e.fixture)?.files.length ?? 0).toBeGreaterThan(0)
+        expect(e.task.trim()).not.toBe("")
+        for (const file of e.expect.files ?? []) expect({ eval: e.name, file, declared: declared.has(file) }).toEqual({ eval: e.name, file, declared: true })
+        expect(e.expect.grounding).toBe("clean")
+      }
     }
   })
 

@@ -148,7 +148,8 @@ describe("one error summary, also after an htmx swap", () => {
     await page.getByLabel("Root folder").fill("/etc")
     await page.getByRole("button", { name: "Save settings" }).click()
     await page.locator(".error-summary").waitFor()
-    expect(await page.evaluate("document.activeElement?.className")).toBe("error-summary")
+    // The focus moves when htmx settles the swap, a moment after the summary appears.
+    await page.waitForFunction("document.activeElement?.className === 'error-summary'")
     expect(await page.locator(".error-summary").textContent()).toContain("Name: fill this in")
     expect(await violations()).toEqual([])
     await page.locator(".error-summary a[href='#problems-name']").click()
@@ -175,7 +176,8 @@ describe("one error summary, also after an htmx swap", () => {
     await page.getByLabel("Time limit (seconds)").fill("soon")
     await page.getByRole("button", { name: "Start job" }).click()
     await page.locator(".error-summary").waitFor()
-    expect(await page.evaluate("document.activeElement?.className")).toBe("error-summary")
+    // The focus moves when htmx settles the swap, a moment after the summary appears.
+    await page.waitForFunction("document.activeElement?.className === 'error-summary'")
     found["run"] = await violations()
 
     await page.goto("/account")

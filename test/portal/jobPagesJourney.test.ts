@@ -106,7 +106,8 @@ describe("jobs in the portal", () => {
     expect(await page.locator("#problems-outDir").textContent()).not.toBe("")
     await expect(page.locator(".error-summary").textContent()).resolves.toContain("This job was not started")
     // The summary takes the focus after the swap and links to each field.
-    expect(await page.evaluate("document.activeElement?.className")).toBe("error-summary")
+    // The focus moves when htmx settles the swap, a moment after the summary appears.
+    await page.waitForFunction("document.activeElement?.className === 'error-summary'")
     expect(await page.locator(".error-summary a[href='#problems-root']").count()).toBeGreaterThan(0)
     expect(await page.getByLabel("Task").inputValue()).toBe("Inventory.")
     expect(await jobCount()).toBe(0)

@@ -297,7 +297,8 @@ describe("process runner: output capture", () => {
       clearInterval(sampler)
     }
     // 400 MB went through the pipe; a capture that kept it would grow by at least that much. Pipe chunks
-    // waiting for a busy event loop (a loaded machine) account for the rest: 145 MB was seen under load.
-    expect(peak - before).toBeLessThan(200 * 1024 * 1024)
+    // waiting for a busy event loop (a loaded machine) account for the rest: 145 MB was seen under load
+    // average 20, 202 MB under a full CI run beside two builds; idle it is a few MB.
+    expect(peak - before).toBeLessThan(300 * 1024 * 1024)
   }, 60_000)
 })

@@ -7,12 +7,13 @@
  *     over (its CPU time stands still): envelope written → event;
  *   - a bare `bun -e` process (spawn → first byte): the floor any Bun child pays.
  * Goals: ≤ 60 ms cold, ≤ 10 ms from the warm pool. BEFORE=<another checkout> adds its source child, its
- * bytecode bundle, and its bundle started ahead (`run-job`, waiting the same way), in the same rounds.
+ * bytecode bundle, and its bundle started ahead (`run-job --ahead`, settled the same way), in the same rounds.
  */
 import { Effect, Exit, Scope } from "effect"
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { runJobArgs } from "../src/jobChildArgs.ts"
 import { makeJobChildren } from "../src/worker/JobChildren.ts"
 import { ensureBundle, jobChildCacheDir, sourceKey } from "../src/worker/jobChildBundle.ts"
 import { childEnv, createEnvelope, createJob, createJobDirs, createProvider, startJobChild } from "../test/support/jobChild.ts"
@@ -111,9 +112,9 @@ const warm = async (): Promise<Timing> => {
   return timing
 }
 
-/** The same with a child of `entry` started by hand (`bun <entry> run-job`), for another checkout's bundle. */
+/** The same with a child of `entry` started ahead by hand (`bun <entry> run-job --ahead`), for another checkout's bundle. */
 const warmOf = async (entry: string): Promise<Timing> => {
-  const child = Bun.spawn(["bun", entry, "run-job"], { stdin: "pipe", stdout: "pipe", stderr: "pipe", env: childEnv() })
+  const child = Bun.spawn(["bun", entry, ...runJobArgs(true)], { stdin: "pipe", stdout: "pipe", stderr: "pipe", env: childEnv() })
   await settled(child.pid)
   return timeWaiting(child)
 }

@@ -140,6 +140,7 @@ const rows = {
   sourceEmpty: [] as Array<Timing>,
   bundle: [] as Array<Timing>,
   warm: [] as Array<Timing>,
+  warmHand: [] as Array<Timing>,
   before: [] as Array<Timing>,
   beforeBundle: [] as Array<Timing>,
   beforeWarm: [] as Array<Timing>,
@@ -154,6 +155,7 @@ for (let i = 0; i < RUNS; i++) {
   rows.sourceEmpty.push(await cold(undefined, { BUN_RUNTIME_TRANSPILER_CACHE_PATH: empty }))
   rows.bundle.push(await cold(bundle))
   rows.warm.push(await warm())
+  rows.warmHand.push(await warmOf(bundle))
   if (before !== undefined) rows.before.push(await cold(join(before, "src", "cli.ts")))
   if (beforeEntry !== undefined) {
     rows.beforeBundle.push(await cold(beforeEntry))
@@ -180,6 +182,7 @@ line("from the sources (src/cli.ts run-job), transpiler cache warm", rows.source
 line("from the sources, transpiler cache empty (fresh HOME/image)", rows.sourceEmpty, 60)
 line("bytecode bundle (what the worker starts), cold", rows.bundle, 60)
 line("started ahead by the pool (envelope written → event)", rows.warm, 10)
+line("  the bundle started ahead by hand, as the other checkout's", rows.warmHand, 10)
 if (before !== undefined) line(`the child of ${before}`, rows.before)
 if (beforeEntry !== undefined) {
   line(`  its bytecode bundle, cold`, rows.beforeBundle, 60)

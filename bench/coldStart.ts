@@ -7,12 +7,13 @@
  *     over (its CPU time stands still): envelope written → event;
  *   - a bare `bun -e` process (spawn → first byte): the floor any Bun child pays.
  * Goals: ≤ 60 ms cold, ≤ 10 ms from the warm pool. BEFORE=<another checkout> adds its source child, its
- * bytecode bundle, and its bundle started ahead (`run-job`, waiting the same way), in the same rounds.
+ * bytecode bundle, and its bundle started ahead (`run-job --ahead`, settled the same way), in the same rounds.
  */
 import { Effect, Exit, Scope } from "effect"
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { runJobArgs } from "../src/jobChildArgs.ts"
 import { makeJobChildren } from "../src/worker/JobChildren.ts"
 import { ensureBundle, jobChildCacheDir, sourceKey } from "../src/worker/jobChildBundle.ts"
 import { childEnv, createEnvelope, createJob, createJobDirs, createProvider, startJobChild } from "../test/support/jobChild.ts"
@@ -111,9 +112,9 @@ const warm = async (): Promise<Timing> => {
   return timing
 }
 
-/** The same with a child of `entry` started by hand (`bun <entry> run-job`), for another checkout's bundle. */
+/** The same with a child of `entry` started ahead by hand (`bun <entry> run-job --ahead`), for another checkout's bundle. */
 const warmOf = async (entry: string): Promise<Timing> => {
-  const child = Bun.spawn(["bun", entry, "run-job"], { stdin: "pipe", stdout: "pipe", stderr: "pipe", env: childEnv() })
+  const child = Bun.spawn(["bun", entry, ...runJobArgs(true)], { stdin: "pipe", stdout: "pipe", stderr: "pipe", env: childEnv() })
   await settled(child.pid)
   return timeWaiting(child)
 }
@@ -139,6 +140,7 @@ const rows = {
   sourceEmpty: [] as Array<Timing>,
   bundle: [] as Array<Timing>,
   warm: [] as Array<Timing>,
+  warmHand: [] as Array<Timing>,
   before: [] as Array<Timing>,
   beforeBundle: [] as Array<Timing>,
   beforeWarm: [] as Array<Timing>,
@@ -153,6 +155,7 @@ for (let i = 0; i < RUNS; i++) {
   rows.sourceEmpty.push(await cold(undefined, { BUN_RUNTIME_TRANSPILER_CACHE_PATH: empty }))
   rows.bundle.push(await cold(bundle))
   rows.warm.push(await warm())
+  rows.warmHand.push(await warmOf(bundle))
   if (before !== undefined) rows.before.push(await cold(join(before, "src", "cli.ts")))
   if (beforeEntry !== undefined) {
     rows.beforeBundle.push(await cold(beforeEntry))
@@ -179,6 +182,7 @@ line("from the sources (src/cli.ts run-job), transpiler cache warm", rows.source
 line("from the sources, transpiler cache empty (fresh HOME/image)", rows.sourceEmpty, 60)
 line("bytecode bundle (what the worker starts), cold", rows.bundle, 60)
 line("started ahead by the pool (envelope written → event)", rows.warm, 10)
+line("  the bundle started ahead by hand, as the other checkout's", rows.warmHand, 10)
 if (before !== undefined) line(`the child of ${before}`, rows.before)
 if (beforeEntry !== undefined) {
   line(`  its bytecode bundle, cold`, rows.beforeBundle, 60)

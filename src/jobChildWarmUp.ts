@@ -5,7 +5,8 @@
  * memory and web tools, pi-ai's catalog of built-in providers), probes the sandbox, and rehearses a
  * whole job on a document of its own (`WARM_UP_ENVELOPE`): decoders, provider models, the environment
  * checks, the kernel's layers, job.started, the tools and the first turn, whose model call fails before
- * any request is made (`noModelCalls`). The rehearsal's events go nowhere; it writes no file (its
+ * any request is made (`noModelCalls`), then loads pi-ai's API implementations (which a job would
+ * otherwise load at its first model call). The rehearsal's events go nowhere; it writes no file (its
  * workspace is /usr with the temp dir as outDir, and no tool is ever called: the model never answers),
  * starts no process besides the sandbox probe, and makes no network request.
  *
@@ -22,7 +23,7 @@ import { decodeJob } from "./kernel/decodeJob.ts"
 import { LlmFailed } from "./kernel/errors.ts"
 import { makeAgentRuntime, piAiLlm, type LlmLayer } from "./kernel/Kernel.ts"
 import { Llm } from "./kernel/Llm.ts"
-import { makeJobModels } from "./kernel/PiAiModels.ts"
+import { API_IMPLEMENTATION_MODULES, makeJobModels } from "./kernel/PiAiModels.ts"
 import { makeSandbox, type SandboxConfig } from "./tools/Sandbox.ts"
 
 /**
@@ -98,7 +99,9 @@ export const warmUpSteps = (sandbox: SandboxConfig): ReadonlyArray<WarmUpStep> =
   () => Promise.resolve(Effect.runSync(makeSandbox(sandbox).status)),
   // pi-ai's catalog of built-in providers (the model registry a built-in provider config reads).
   () => makeJobModels(WARM_UP_ENVELOPE.providers),
-  (arrived) => rehearse(sandbox, arrived)
+  (arrived) => rehearse(sandbox, arrived),
+  // pi-ai's API implementations, which a job otherwise loads at its first model call (after job.started).
+  ...API_IMPLEMENTATION_MODULES
 ]
 
 /** One turn of the event loop: a read of stdin that completed meanwhile is seen before the next step. */

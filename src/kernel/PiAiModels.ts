@@ -35,6 +35,18 @@ const API_IMPLEMENTATIONS = {
   "mistral-conversations": mistralConversationsApi
 } as const
 
+/**
+ * The implementations behind API_IMPLEMENTATIONS, which pi-ai imports at a job's first model call (one
+ * per API, most used first): a child started ahead loads them while it waits (jobChildWarmUp.ts).
+ */
+export const API_IMPLEMENTATION_MODULES: ReadonlyArray<() => Promise<unknown>> = [
+  () => import("@earendil-works/pi-ai/api/openai-completions"),
+  () => import("@earendil-works/pi-ai/api/anthropic-messages"),
+  () => import("@earendil-works/pi-ai/api/openai-responses"),
+  () => import("@earendil-works/pi-ai/api/mistral-conversations"),
+  () => import("@earendil-works/pi-ai/api/google-generative-ai")
+]
+
 /** Headers the OpenAI SDK would otherwise fill from OPENAI_ORG_ID / OPENAI_PROJECT_ID, for any baseUrl. */
 const NULLED_HEADERS = { "OpenAI-Organization": null, "OpenAI-Project": null }
 

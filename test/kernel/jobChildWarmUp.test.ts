@@ -76,6 +76,27 @@ describe("an interrupted rehearsal", () => {
   })
 })
 
+describe("the warm-up", () => {
+  test("loads pi-ai's API implementations a job would otherwise load at its first model call (after job.started)", async () => {
+    // A fresh process: what this one loaded before says nothing. It prints the pi-ai API modules loaded
+    // before and after the steps.
+    const script = [
+      `import { warmUpSteps } from ${JSON.stringify(`${import.meta.dir}/../../src/jobChildWarmUp.ts`)}`,
+      `const loaded = () => Object.keys(require.cache).filter((k) => k.includes("/pi-ai/dist/api/")).map((k) => k.split("/").at(-1))`,
+      `const before = loaded()`,
+      `for (const step of warmUpSteps(${JSON.stringify(testSandboxConfig())})) await step(new AbortController().signal)`,
+      `process.stdout.write(JSON.stringify({ before, after: loaded() }))`
+    ].join("\n")
+    const proc = Bun.spawn(["bun", "-e", script], { stdout: "pipe", stderr: "pipe", env: childEnv() })
+    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" })
+    const { before, after } = JSON.parse(stdout) as { before: Array<string>; after: Array<string> }
+    const implementations = ["openai-completions.js", "openai-responses.js", "anthropic-messages.js", "google-generative-ai.js", "mistral-conversations.js"]
+    expect(before).not.toEqual(expect.arrayContaining(["openai-completions.js"]))
+    expect(after).toEqual(expect.arrayContaining(implementations))
+  })
+})
+
 /** A child started ahead; the envelope is written after `waitMs` (0: at once, mid warm-up). */
 const runAhead = async (envelope: unknown, waitMs: number) => {
   const proc = Bun.spawn(["bun", jobChildEntryForTests(), "run-job", "--ahead"], {

@@ -204,6 +204,8 @@ export class ProcessTree {
   /** pid → startTime of every descendant ever seen. */
   private readonly known = new Map<number, string>()
   private rootStartRead = false
+  /** The child was reaped: its pid stays free until the allocator wraps. */
+  private exited = false
   private rootStartValue: string | undefined
   private readonly needle: string
 
@@ -232,6 +234,7 @@ export class ProcessTree {
    */
   childExited(): void {
     this.rootStartRead = true
+    this.exited = true
   }
 
   /** Adds every process whose parent is a known member (transitively); call it often while running. */
@@ -287,7 +290,9 @@ export class ProcessTree {
     if (!(forks >= 0 && 2 * forks + before.threads < pidMax() - RESERVED_PIDS)) return false
     let procs: ReadonlyArray<ProcStat>
     try {
-      procs = processesInRange(this.pid, now.lastPid)
+      // A reaped child's pid is free, and without a wrap nobody got it since: only later pids can
+      // hold a member (none at all, no read, when nothing was forked in the namespace since the child).
+      procs = processesInRange(this.exited ? this.pid + 1 : this.pid, now.lastPid)
     } catch {
       return false
     }

@@ -4,6 +4,8 @@
  * git, and the runner's peak RSS while a command floods 1 GB of output (FLOOD=0 skips it). Not a test.
  * Each tool row prints its ratio to the same spawn line (issue 15 goal: ≤ 1.5×); the unconfined rows
  * also to that spawn in a new session (`detached: true`), which the runner needs for its group kill.
+ * BEFORE=<another checkout> adds that checkout's unconfined shell and git tools to the same rounds
+ * (loaded with its own `effect`), so a change is compared under the same load.
  */
 import { Effect } from "effect"
 import { mkdtempSync, realpathSync, rmSync } from "node:fs"
@@ -65,6 +67,30 @@ const triple = async (refLabel: string, argv: Array<string>, label: string, ours
   console.log(`${"".padEnd(50)} ${"".padStart(8)}     ${(o / d).toFixed(2)}× the detached spawn`)
 }
 const tool = (t: typeof shell, args: Record<string, unknown>) => () => Effect.runPromise(t.execute(args).pipe(Effect.provide(ctx)))
+const beforeCheckout = process.env["BEFORE"]
+if (beforeCheckout !== undefined) {
+  // Every module from the other checkout, its own `effect` included: Effects of two copies do not mix.
+  const from = (path: string) => import(join(beforeCheckout, path))
+  const [{ Effect: E }, { createProcessRunner: oldRunner }, { makeShellTool: oldShell }, { makeGitTool: oldGit }, support] = await Promise.all([
+    from("node_modules/effect"), from("src/tools/ProcessRunner.ts"), from("src/tools/shell.ts"), from("src/tools/git.ts"), from("test/support/workspace.ts")
+  ])
+  const oldCtx = support.createToolContext(workspace, 600_000).ctx
+  const r = oldRunner()
+  const old = (t: typeof shell, args: Record<string, unknown>) => () => E.runPromise(t.execute(args).pipe(E.provide(oldCtx)))
+  const cases: ReadonlyArray<readonly [string, Array<string>, typeof shell, typeof shell, Record<string, unknown>]> = [
+    ["shell { command: 'true' }", ["bash", "-c", "true"], shell, oldShell(r), { command: "true" }],
+    ["git rev-parse --is-inside-work-tree", ["git", "rev-parse", "--is-inside-work-tree"], git, oldGit(r), { args: ["rev-parse", "--is-inside-work-tree"] }]
+  ]
+  // The call right after the bare spawn pays more than the next one (up to 0.3 ms under load): both orders.
+  for (const [label, argv, ours, theirs, args] of cases) {
+    const [b = Number.NaN, o = Number.NaN, t = Number.NaN] = await medians([() => bare(argv), tool(ours, args), old(theirs, args)])
+    const [b2 = Number.NaN, t2 = Number.NaN, o2 = Number.NaN] = await medians([() => bare(argv), old(theirs, args), tool(ours, args)])
+    row(`bare ${argv.join(" ")} (two orders)`, (b + b2) / 2)
+    ratio(`${label}, this checkout (1st, 2nd)`, (o + o2) / 2, (b + b2) / 2, `bare (${(o / b).toFixed(2)}×, ${(o2 / b2).toFixed(2)}×)`)
+    ratio(`${label}, BEFORE (2nd, 1st)`, (t + t2) / 2, (b + b2) / 2, `bare (${(t / b).toFixed(2)}×, ${(t2 / b2).toFixed(2)}×)`)
+  }
+  await E.runPromise(r.killAll)
+}
 await triple("bare Bun.spawn(['bash','-c','true'])", ["bash", "-c", "true"], "shell tool { command: 'true' } via runner", tool(shell, { command: "true" }), "bare Bun.spawn")
 const sandbox = probeBwrap()
 if (sandbox._tag === "Bwrap") {

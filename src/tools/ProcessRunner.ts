@@ -241,29 +241,38 @@ export const createProcessRunner = (options: RunnerOptions = {}): ProcessRunnerS
       tracker = undefined
     }
   }
-  const finish = (r: Running) =>
-    r.settled()
-      ? Effect.sync(() => unregister(r))
-      : Effect.promise(async () => {
-          // Interrupted (or failed) before `done` swept the tree: kill it now and wait for the sweep.
-          await r.kill()
-          await r.done.catch(() => undefined)
-        }).pipe(Effect.ensuring(Effect.sync(() => unregister(r))))
+  /** Interrupted (or `done` failed) before the tree was swept: kill it now and wait for the sweep. */
+  const abandon = (r: Running): Promise<void> =>
+    r
+      .kill()
+      .then(() => r.done)
+      .then(
+        () => undefined,
+        () => undefined
+      )
+      .finally(() => unregister(r))
 
+  // One callback per call rather than acquire/use/release: no scope or uninterruptible region to set
+  // up, and the result resumes the fiber in the turn `done` settles. The canceler is the release.
   const run = (req: RunRequest): Effect.Effect<RunResult, ToolError> =>
-    Effect.acquireUseRelease(
-      Effect.try({
-        try: () => {
-          const r = start(req, options, resolve)
-          register(r)
-          return r
+    Effect.async<RunResult, ToolError>((resume) => {
+      let r: Running
+      try {
+        r = start(req, options, resolve)
+      } catch (e) {
+        resume(Effect.fail(new ToolError({ message: `could not start ${req.argv[0]}: ${e instanceof Error ? e.message : String(e)}` })))
+        return
+      }
+      register(r)
+      r.done.then(
+        (result) => {
+          unregister(r)
+          resume(Effect.succeed(result))
         },
-        catch: (e) =>
-          new ToolError({ message: `could not start ${req.argv[0]}: ${e instanceof Error ? e.message : String(e)}` })
-      }),
-      (r) => Effect.promise(() => r.done),
-      finish
-    )
+        (defect: unknown) => void abandon(r).then(() => resume(Effect.die(defect)))
+      )
+      return Effect.promise(() => (r.settled() ? Promise.resolve(unregister(r)) : abandon(r)))
+    })
 
   const killAll = Effect.promise(async () => {
     const all = [...running]

@@ -95,6 +95,8 @@ export class OutputCapture {
   }
 
   result(): CapturedOutput {
+    // Most calls print nothing: no decoder, no copies.
+    if (this.totalBytes === 0) return { text: "", truncated: false, totalBytes: 0 }
     const decoder = new TextDecoder()
     const totalLines = this.totalNewlines + (this.lastByte === NEWLINE ? 0 : 1)
     const head = this.head?.subarray(0, this.headLen) ?? new Uint8Array(0)

@@ -3,7 +3,7 @@
  * group, its session, every descendant seen through ppid links, every process carrying the run's
  * environment token), and the SIGTERM → grace → SIGKILL sweep over them.
  */
-import { readdirSync, readFileSync } from "node:fs"
+import { closeSync, openSync, readdirSync, readFileSync, readSync } from "node:fs"
 
 export interface ProcStat {
   readonly pid: number
@@ -84,6 +84,39 @@ const readNumberAfter = (text: string, key: string): number | undefined => {
   return Number.isFinite(n) ? n : undefined
 }
 
+/** Descriptors of the /proc files read on every call, kept open (close-on-exec, as every descriptor we open). */
+const procFds = new Map<string, number>()
+let procBuffer = Buffer.alloc(16 * 1024)
+
+/**
+ * One generation of a /proc file, read through a kept descriptor: a read at offset 0 makes the
+ * kernel generate the file afresh, without the path lookup, open and close of a readFileSync (most
+ * of its cost). The buffer grows until the whole file fits one read, so no reading mixes two
+ * generations. Throws like readFileSync when the file cannot be read.
+ */
+const readProcFile = (path: string): string => {
+  let fd = procFds.get(path)
+  if (fd === undefined) {
+    fd = openSync(path, "r")
+    procFds.set(path, fd)
+  }
+  try {
+    for (;;) {
+      const n = readSync(fd, procBuffer, 0, procBuffer.length, 0)
+      if (n < procBuffer.length) return procBuffer.toString("latin1", 0, n)
+      procBuffer = Buffer.alloc(procBuffer.length * 2)
+    }
+  } catch (e) {
+    procFds.delete(path)
+    try {
+      closeSync(fd)
+    } catch {
+      // Already unusable: nothing to release.
+    }
+    throw e
+  }
+}
+
 /** The last reading and when it was taken (performance.now()). */
 let lastClock: { readonly clock: PidClock; readonly at: number } | undefined
 /** How old a reading may be to serve as the "before" of a spawn. */
@@ -101,9 +134,9 @@ export const pidClockBeforeSpawn = (): PidClock | undefined =>
 export const readPidClock = (): PidClock | undefined => {
   const at = performance.now()
   try {
-    const forks = readNumberAfter(readFileSync("/proc/stat", "latin1"), "\nprocesses ")
+    const forks = readNumberAfter(readProcFile("/proc/stat"), "\nprocesses ")
     // "0.20 0.11 0.05 1/143 12345": runnable/threads, then the last pid of our namespace.
-    const [, counts = "", last = ""] = readFileSync("/proc/loadavg", "latin1").trim().split(/\s+/).slice(2)
+    const [, counts = "", last = ""] = readProcFile("/proc/loadavg").trim().split(/\s+/).slice(2)
     const threads = Number(counts.split("/")[1])
     const lastPid = Number(last)
     if (forks === undefined || !Number.isInteger(threads) || !Number.isInteger(lastPid)) return undefined
@@ -204,6 +237,8 @@ export class ProcessTree {
   /** pid → startTime of every descendant ever seen. */
   private readonly known = new Map<number, string>()
   private rootStartRead = false
+  /** The child was reaped: its pid stays free until the allocator wraps. */
+  private exited = false
   private rootStartValue: string | undefined
   private readonly needle: string
 
@@ -232,6 +267,7 @@ export class ProcessTree {
    */
   childExited(): void {
     this.rootStartRead = true
+    this.exited = true
   }
 
   /** Adds every process whose parent is a known member (transitively); call it often while running. */
@@ -287,7 +323,9 @@ export class ProcessTree {
     if (!(forks >= 0 && 2 * forks + before.threads < pidMax() - RESERVED_PIDS)) return false
     let procs: ReadonlyArray<ProcStat>
     try {
-      procs = processesInRange(this.pid, now.lastPid)
+      // A reaped child's pid is free, and without a wrap nobody got it since: only later pids can
+      // hold a member (none at all, no read, when nothing was forked in the namespace since the child).
+      procs = processesInRange(this.exited ? this.pid + 1 : this.pid, now.lastPid)
     } catch {
       return false
     }

@@ -12,12 +12,14 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Access } from "../../src/access/Access.ts"
+import { AgentStore } from "../../src/agents/AgentStore.ts"
 import { makeDbLayer } from "../../src/db/Db.ts"
 import { makeAppRuntime } from "../../src/main.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import { WORKER_LOST } from "../../src/worker/JobStore.ts"
+import { createAgentFiles } from "../support/api.ts"
 import { adminStatement } from "../support/db.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { isAlive } from "../support/processes.ts"
@@ -25,6 +27,7 @@ import { startOpenAIServer, type ScriptedServer, type Step } from "../support/sc
 
 const SERVER = process.env["DATABASE_URL"] ?? ""
 const JOBS = 60
+const AGENT = "multi-serve-probe"
 const TOTAL_MS = 240_000
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts")
 
@@ -97,7 +100,10 @@ describe("three serve processes on one PostgreSQL", () => {
           p.create({ kind: "custom", id: "gw", api: "openai-completions", baseUrl: model.baseUrl, apiKey: "sk-multi", models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }] }, "test")
         )
       )
-      await rt.runPromise(Effect.flatMap(Bindings, (b) => b.set("data-interfaces", "", { providerId: "gw", modelId: "m" }, "test")))
+      // A custom agent with no output contract: a built-in's contract would give each job a second model
+      // request (its one chance to write the contracted files), and this test counts requests per job.
+      await rt.runPromise(Effect.flatMap(AgentStore, (a) => a.create(createAgentFiles(AGENT, { tools: ["read"] }), "test")))
+      await rt.runPromise(Effect.flatMap(Bindings, (b) => b.set(AGENT, "", { providerId: "gw", modelId: "m" }, "test")))
       const base = mkdtempSync(join(tmpdir(), "kintsugi-multi-"))
       cleanups.push(() => rmSync(base, { recursive: true, force: true }))
       // The job root holds the workspace; the servers' data dirs lie beside it, never inside (job roots).
@@ -149,7 +155,7 @@ describe("three serve processes on one PostgreSQL", () => {
         const r = await fetch(`http://127.0.0.1:${s.port}/api/jobs`, {
           method: "POST",
           headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-          body: JSON.stringify({ agent: "data-interfaces", task: `Inventory the code [job-${i}].`, workspace: { root, readOnly: [join(root, "src")], outDir: join(root, "out") }, limits: { timeoutSec: 120 } })
+          body: JSON.stringify({ agent: AGENT, task: `Inventory the code [job-${i}].`, workspace: { root, readOnly: [join(root, "src")], outDir: join(root, "out") }, limits: { timeoutSec: 120 } })
         })
         expect(r.status).toBe(201)
         ids.push(((await r.json()) as { job: { id: string } }).job.id)

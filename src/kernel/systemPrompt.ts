@@ -1,6 +1,6 @@
 /**
  * The system prompt: the agent's instructions verbatim, then its skills in the order given (each with
- * the read-only path of its resource files, when it has any), then
+ * the read-only path of its resource files, when there are some), then
  * the <research-tools> block only when the job grants memory or web tools. A pure function of the
  * agent definition and the granted tools, so the prefix is byte-identical on every turn of a job
  * and across jobs of one agent version (provider prompt caches hit).

@@ -8,7 +8,7 @@
  * A check is reused only when that is all there is (no include, no `.git` file or commondir pointing
  * elsewhere; see git.ts) and the key is unchanged: same root owner, same `.git` directory (an entry
  * added or removed changes its ctime), the same HEAD and config files (device, inode, size, mtime
- * and ctime in nanoseconds: any write, rename or replacement changes them; ctime cannot be set back).
+ * and ctime in nanoseconds: every write, rename or replacement changes them; ctime cannot be set back).
  */
 import { type BigIntStats, lstatSync } from "node:fs"
 import { join } from "node:path"

@@ -91,6 +91,23 @@ describe.skipIf(!bwrapWorks)(bwrapWorks ? "inside the sandbox" : `inside the san
   let witness: Bun.Subprocess
   const shell = (command: string) => runToolText(makeShellTool(runner), { command }, createToolContext(tree.workspace).ctx)
 
+  /**
+   * A repository in `repoDir` whose a.txt is committed under a `late` filter attribute (no driver defined
+   * yet) and then changed, so a diff would run the driver once a job defines it. Returns host git there and its environment.
+   */
+  const filteredRepo = (repoDir: string) => {
+    const env = { PATH: "/usr/bin:/bin", HOME: tree.root, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" }
+    const git = (...args: Array<string>) => Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: repoDir, env })
+    mkdirSync(repoDir)
+    git("init", "-q")
+    writeFileSync(join(repoDir, "a.txt"), "one\n")
+    writeFileSync(join(repoDir, ".gitattributes"), "a.txt filter=late\n")
+    git("add", ".")
+    git("commit", "-qm", "first")
+    writeFileSync(join(repoDir, "a.txt"), "one\ntwo\n")
+    return { git, env }
+  }
+
   beforeAll(async () => {
     tree = await createWorkspaceTree(
       { "ro/a.txt": "readable\n" },
@@ -184,15 +201,7 @@ describe.skipIf(!bwrapWorks)(bwrapWorks ? "inside the sandbox" : `inside the san
   test("git reuses its config check through the mount handles, and sees an edit the job made inside the sandbox", async () => {
     const repoDir = join(tree.out, "repo")
     const marker = join(tree.out, "filter-fired")
-    const env = { PATH: "/usr/bin:/bin", HOME: tree.root, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" }
-    const git = (...args: Array<string>) => Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: repoDir, env })
-    mkdirSync(repoDir)
-    git("init", "-q")
-    writeFileSync(join(repoDir, "a.txt"), "one\n")
-    writeFileSync(join(repoDir, ".gitattributes"), "a.txt filter=late\n")
-    git("add", ".")
-    git("commit", "-qm", "first")
-    writeFileSync(join(repoDir, "a.txt"), "one\ntwo\n")
+    const { git } = filteredRepo(repoDir)
     git("update-index", "--refresh")
     const handles = openMountHandles(tree.workspace)
     if (handles === undefined) throw new Error("no mount handles")
@@ -229,15 +238,7 @@ describe.skipIf(!bwrapWorks)(bwrapWorks ? "inside the sandbox" : `inside the san
     // Another party (not the job: it only sees the sandbox) moves the outDir away and puts a decoy
     // at its path. The sandbox still shows the original (bound through the handle taken at job start).
     const repoDir = join(tree.out, "swap-repo")
-    const env = { PATH: "/usr/bin:/bin", HOME: tree.root, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" }
-    const git = (...args: Array<string>) => Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: repoDir, env })
-    mkdirSync(repoDir)
-    git("init", "-q")
-    writeFileSync(join(repoDir, "a.txt"), "one\n")
-    writeFileSync(join(repoDir, ".gitattributes"), "a.txt filter=late\n")
-    git("add", ".")
-    git("commit", "-qm", "first")
-    writeFileSync(join(repoDir, "a.txt"), "one\ntwo\n")
+    const { env } = filteredRepo(repoDir)
     const handles = openMountHandles(tree.workspace)
     if (handles === undefined) throw new Error("no mount handles")
     const status = await Effect.runPromise(makeSandbox({ mode: "bwrap" }).status)

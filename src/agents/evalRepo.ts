@@ -91,8 +91,8 @@ const withResults = (rows: ReadonlyArray<RunRow>) =>
 export const insertRun = (r: { readonly agent: string; readonly version: number; readonly project: string; readonly gate: boolean; readonly status: "waiting" | "running"; readonly by: string }) =>
   Effect.flatMap(SqlClient, (sql) =>
     Effect.map(
-      sql<{ id: string }>`INSERT INTO admin.agent_eval_run (agent_name, version, project_id, gate, status, started_by)
-        VALUES (${r.agent}, ${r.version}, ${r.project}, ${r.gate}, ${r.status}, ${r.by}) RETURNING id`,
+      sql<{ id: string }>`INSERT INTO admin.agent_eval_run (agent_name, version, project_id, gate, status, started_by, heartbeat_at)
+        VALUES (${r.agent}, ${r.version}, ${r.project}, ${r.gate}, ${r.status}, ${r.by}, ${r.status === "running" ? sql`now()` : null}) RETURNING id`,
       (rows) => rows[0]!.id
     )
   )
@@ -100,7 +100,7 @@ export const insertRun = (r: { readonly agent: string; readonly version: number;
 /** Takes every waiting run (a gated save's) as running, at most once across processes. */
 export const claimWaiting = Effect.flatMap(SqlClient, (sql) =>
   Effect.flatMap(
-    sql<RunRow>`UPDATE admin.agent_eval_run SET status = 'running', started_at = now()
+    sql<RunRow>`UPDATE admin.agent_eval_run SET status = 'running', started_at = now(), heartbeat_at = now()
       WHERE id IN (SELECT id FROM admin.agent_eval_run WHERE status = 'waiting' ORDER BY started_at FOR UPDATE SKIP LOCKED)
       RETURNING ${sql.literal(RUN_COLUMNS)}`,
     withResults
@@ -118,6 +118,23 @@ export const insertResult = (runId: string, r: EvalResult) =>
 export const finishRun = (runId: string, status: "passed" | "failed" | "error", message: string) =>
   Effect.flatMap(SqlClient, (sql) =>
     sql`UPDATE admin.agent_eval_run SET status = ${status}, message = ${message}, finished_at = now() WHERE id = ${runId} AND finished_at IS NULL`
+  )
+
+/** The executing process's sign of life for a running run (see `endAbandoned`). */
+export const beat = (runId: string) =>
+  Effect.flatMap(SqlClient, (sql) => sql`UPDATE admin.agent_eval_run SET heartbeat_at = now() WHERE id = ${runId} AND status = 'running'`)
+
+/**
+ * Ends as `error` every running run whose heartbeat is older than `staleAfterSec` (its process was killed
+ * outright and will never finish it); returns them. Two sweeps at once end each run once.
+ */
+export const endAbandoned = (staleAfterSec: number) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    sql<{ id: string; agentName: string; version: number }>`UPDATE admin.agent_eval_run
+      SET status = 'error', finished_at = now(),
+          message = ${`the server running it stopped before it finished (no sign of it for ${staleAfterSec} s); start a new run`}
+      WHERE status = 'running' AND coalesce(heartbeat_at, started_at) < now() - make_interval(secs => ${staleAfterSec})
+      RETURNING id, agent_name, version`
   )
 
 /** Runs of one agent (one version, or all), newest first, with their results. */

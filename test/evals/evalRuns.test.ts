@@ -4,6 +4,7 @@
  * workspaces made from the fixture and removed afterwards; results per version; the `gate: evals`
  * promotion and refusal; the 4xx answers.
  */
+import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
@@ -12,6 +13,7 @@ import { join } from "node:path"
 import type { EvalRun } from "../../src/agents/evalRepo.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
+import { ABANDONED_AFTER_SEC, Evals } from "../../src/worker/evals/Evals.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
 import { useApp } from "../support/appHarness.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
@@ -246,6 +248,29 @@ describe("eval runs", () => {
     expect(noProject.json<{ error: { problems: unknown } }>().error.problems).toEqual([{ path: "project", message: 'no project "nowhere"' }])
     // Nothing above left a run behind.
     expect((await h.api("GET", "/api/admin/agents/unbound/evals")).json<{ runs: Array<unknown> }>().runs).toEqual([])
+  })
+
+  test("a run whose server was killed outright (no heartbeat for 60 s) is ended as error by the sweep; a live one is left running", async () => {
+    const insert = (beatSecondsAgo: number) =>
+      h.rt.runPromise(
+        Effect.flatMap(SqlClient, (sql) =>
+          Effect.map(
+            sql<{ id: string }>`INSERT INTO admin.agent_eval_run (agent_name, version, project_id, status, started_by, started_at, heartbeat_at)
+              VALUES ('shop-bot', 1, 'kintsugi-evals', 'running', 'test', now() - interval '1 hour', now() - make_interval(secs => ${beatSecondsAgo}))
+              RETURNING id`,
+            (rows) => rows[0]!.id
+          )
+        )
+      )
+    const killed = await insert(ABANDONED_AFTER_SEC + 30)
+    const alive = await insert(5)
+    await h.rt.runPromise(Effect.flatMap(Evals, (e) => e.kick))
+    const gone = (await h.api("GET", `/api/admin/eval-runs/${killed}`)).json<{ run: EvalRun }>().run
+    expect(gone.status).toBe("error")
+    expect(gone.message).toContain("the server running it stopped before it finished")
+    expect(gone.finishedAt).not.toBeNull()
+    expect((await h.api("GET", `/api/admin/eval-runs/${alive}`)).json<{ run: EvalRun }>().run.status).toBe("running")
+    await h.rt.runPromise(Effect.flatMap(SqlClient, (sql) => sql`DELETE FROM admin.agent_eval_run WHERE id IN (${killed}, ${alive})`))
   })
 
   test("a reader may list runs but not start one", async () => {

@@ -50,6 +50,10 @@ export class EvalRunNotFound extends Schema.TaggedError<EvalRunNotFound>()("Eval
 export const EVAL_JOB_TIMEOUT_SEC = 900
 /** How often a waiting eval looks at its job when no signal came (a worker in another process). */
 const POLL = Duration.seconds(1)
+/** How often the process executing a run stamps its heartbeat. */
+const HEARTBEAT = Duration.seconds(10)
+/** A running run without a heartbeat for this long is ended as `error` by the sweep (its process is gone). */
+export const ABANDONED_AFTER_SEC = 60
 
 export class Evals extends Context.Tag("worker/Evals")<
   Evals,
@@ -67,7 +71,10 @@ export class Evals extends Context.Tag("worker/Evals")<
     /** Runs of one version (or every version), newest first, with their results. */
     readonly runs: (name: string, version?: number) => Effect.Effect<ReadonlyArray<repo.EvalRun>>
     readonly run: (id: string) => Effect.Effect<repo.EvalRun, EvalRunNotFound>
-    /** Starts the runs gated saves queued (`waiting`): after a save, and by the worker's sweep. */
+    /**
+     * Starts the runs gated saves queued (`waiting`): after a save, and by the worker's sweep; first ends
+     * as `error` the running runs whose process stopped beating (killed outright).
+     */
     readonly kick: Effect.Effect<void>
   }
 >() {}
@@ -192,6 +199,9 @@ export const makeEvals = Effect.gen(function* () {
       yield* provide(repo.finishRun(run.id, failed > 0 ? "failed" : "passed", message))
       yield* Effect.logInfo("eval run finished").pipe(Effect.annotateLogs({ evalRun: run.id, agent: run.agent, version: run.version, failed }))
     }).pipe(
+      // The sign of life other processes' sweeps look at (endAbandoned); it stops with the run.
+      (body) => Effect.zipRight(Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(HEARTBEAT), provide(repo.beat(run.id))))), body),
+      Effect.scoped,
       Effect.onInterrupt(() => provide(repo.finishRun(run.id, "error", "the server stopped during the run"))),
       Effect.catchAllCause((cause) =>
         Effect.zipRight(Effect.logError("eval run failed", cause), provide(repo.finishRun(run.id, "error", "the eval run failed on the server (see its log)")))
@@ -238,6 +248,11 @@ export const makeEvals = Effect.gen(function* () {
     runs: (name, version) => provide(repo.selectRuns(name, version)),
     run: getRun,
     kick: Effect.gen(function* () {
+      for (const gone of yield* provide(repo.endAbandoned(ABANDONED_AFTER_SEC))) {
+        yield* Effect.logWarning("eval run abandoned: its server stopped without finishing it").pipe(
+          Effect.annotateLogs({ evalRun: gone.id, agent: gone.agentName, version: gone.version })
+        )
+      }
       for (const run of yield* provide(repo.claimWaiting)) {
         const parsed = yield* Effect.either(evalsOf(run.agent, run.version))
         const binding = yield* Effect.either(bindings.resolve(run.agent, run.project))

@@ -67,7 +67,7 @@ export const accountPage = (
       <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Expires</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
       <tbody hx-disable>${tokens.map((t) => tokenRow(ctx, t))}</tbody></table>`
   }
-  <form method="post" action="/account/tokens" class="stack card" novalidate>
+  <form method="post" action="/account/tokens" class="stack card" novalidate data-unsaved-guard>
     <h2>New token</h2>
     ${csrfField(ctx)}
     ${placedSummary(options.problems.map((p) => [tokenSlot(p), p] as const), TOKEN_LABELS, "token-general")}

@@ -70,7 +70,7 @@ export const mcpServerPage = (ctx: PageContext, form: McpForm, problems: Placed,
         : html``
   })}
   ${notice === null ? html`` : alert("ok", notice)}
-  <form method="post" action="${creating ? "/mcp-servers" : mcpHref(form.name)}" class="stack card" novalidate>
+  <form method="post" action="${creating ? "/mcp-servers" : mcpHref(form.name)}" class="stack card" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
     ${placedSummary([...problems.entries()].flatMap(([slot, list]) => list.map((p) => [slot, p] as const)), MCP_LABELS, "mcp-general")}
     ${generalProblems("mcp-general", general)}

@@ -68,7 +68,7 @@ export const projectWebPage = (
       <tbody>${usage.map((d) => html`<tr><td data-label="Day">${d.day}</td><td data-label="Searches">${d.searches}</td><td data-label="Page fetches">${d.fetches}</td></tr>`)}</tbody>
     </table>
   </section>
-  <form method="post" action="${base}" class="stack card" novalidate>
+  <form method="post" action="${base}" class="stack card" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
     <h2>Grants and budgets</h2>
     ${general.length === 0 ? html`` : alert("error", problemList(general))}

@@ -103,7 +103,7 @@ export const runPage = (ctx: PageContext, agent: string, v: RunValues, problems:
     html`
   ${pageHeader(html`Run <code>${agent}</code>`, { crumbs: [["/agents", "Agents"], [agentHref(agent), agent]] })}
   ${modelFacts(agent, models)}
-  <form method="post" action="${agentHref(agent, "/run")}" hx-post="${agentHref(agent, "/run")}" hx-target="body" hx-disabled-elt="find button[type=submit]" class="stack card" novalidate>
+  <form method="post" action="${agentHref(agent, "/run")}" hx-post="${agentHref(agent, "/run")}" hx-target="body" hx-disabled-elt="find button[type=submit]" class="stack card" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
     <input type="hidden" name="idempotencyKey" value="${v.idempotencyKey}">
     ${placedSummary(problems.map((p) => [runSlot(p), p] as const), RUN_LABELS, "run-general", "This job was not started.")}

@@ -64,7 +64,7 @@ export const webSearchPage = (
         : html``
     }
   </section>
-  <form method="post" action="/web-search" class="stack card" novalidate>
+  <form method="post" action="/web-search" class="stack card" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
     <h2>${backend === null ? "Register a backend" : "Change the backend"}</h2>
     ${general.length === 0 ? html`` : alert("error", problemList(general))}

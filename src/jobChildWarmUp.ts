@@ -92,6 +92,9 @@ export const rehearse = (sandbox: SandboxConfig, signal?: AbortSignal): Promise<
 /** One step of the warm-up; `arrived` aborts once the envelope is there (a long step may stop early). */
 export type WarmUpStep = (arrived: AbortSignal) => Promise<unknown>
 
+/** How many times the job start is rehearsed: once to load and check everything, more for the JIT. */
+const REHEARSALS = 4
+
 /** The warm-up of a child that will run with `sandbox`, cheapest first. */
 export const warmUpSteps = (sandbox: SandboxConfig): ReadonlyArray<WarmUpStep> => [
   () => Promise.all([import("./tools/codemode/codemode.ts"), import("./tools/mcp/mcpTools.ts")]),
@@ -101,7 +104,12 @@ export const warmUpSteps = (sandbox: SandboxConfig): ReadonlyArray<WarmUpStep> =
   () => makeJobModels(WARM_UP_ENVELOPE.providers),
   (arrived) => rehearse(sandbox, arrived),
   // pi-ai's API implementations, which a job otherwise loads at its first model call (after job.started).
-  ...API_IMPLEMENTATION_MODULES
+  ...API_IMPLEMENTATION_MODULES,
+  // Again, so the start path is compiled by the JIT, not interpreted, when the job takes it.
+  ...Array.from({ length: REHEARSALS - 1 }, (): WarmUpStep => (arrived) => rehearse(sandbox, arrived)),
+  // A full collection now, so none lands on the job's start (a collection pending when the envelope
+  // arrives delays its read by milliseconds).
+  () => Promise.resolve(Bun.gc(true))
 ]
 
 /** One turn of the event loop: a read of stdin that completed meanwhile is seen before the next step. */

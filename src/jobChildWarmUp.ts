@@ -14,14 +14,14 @@
  * rehearsal is interrupted), so a job waits at most for the end of the step under way. A step that
  * fails only leaves its work to the job.
  */
-import { Chunk, Context, Effect, Either, Exit, Layer, Stream } from "effect"
+import { Chunk, Effect, Either, Exit, Stream } from "effect"
 import { tmpdir } from "node:os"
 import { JobEnvelope } from "./contract/AgentRuntime.ts"
 import type { JobEvent } from "./contract/JobEvent.ts"
 import { decodeAll } from "./contract/Problem.ts"
 import { decodeJob } from "./kernel/decodeJob.ts"
 import { LlmFailed } from "./kernel/errors.ts"
-import { makeAgentRuntime, piAiLlm, type LlmLayer } from "./kernel/Kernel.ts"
+import { makeAgentRuntime, piAiLlm, type MakeLlm } from "./kernel/Kernel.ts"
 import { Llm } from "./kernel/Llm.ts"
 import { API_IMPLEMENTATION_MODULES, makeJobModels } from "./kernel/PiAiModels.ts"
 import { makeSandbox, type SandboxConfig } from "./tools/Sandbox.ts"
@@ -63,11 +63,10 @@ export const WARM_UP_ENVELOPE = {
 } as const
 
 /** pi-ai's model service, built as for a job, whose every call fails before a request is made. */
-export const noModelCalls: LlmLayer = (job) =>
-  Layer.map(piAiLlm(job), (context) => {
-    const llm = Context.get(context, Llm)
+export const noModelCalls: MakeLlm = (job) =>
+  Effect.map(piAiLlm(job), (llm) => {
     const refused = Effect.fail(new LlmFailed({ message: "the warm-up makes no model call" }))
-    return Context.add(context, Llm, Llm.of({ model: llm.model, complete: () => refused, summarise: () => refused }))
+    return Llm.of({ model: llm.model, complete: () => refused, summarise: () => refused })
   })
 
 /**

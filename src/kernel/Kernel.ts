@@ -20,8 +20,8 @@ import type { JobParts } from "./decodeJob.ts"
 import { DEFECT_MESSAGE } from "./errors.ts"
 import { JobEvents, makeJobEvents } from "./JobEvents.ts"
 import { Limits, makeLimits } from "./Limits.ts"
-import type { Llm } from "./Llm.ts"
-import { PiAiLlmLive } from "./PiAiLlm.ts"
+import { Llm } from "./Llm.ts"
+import { makePiAiLlm } from "./PiAiLlm.ts"
 import { makeJobModels, type JobModels } from "./PiAiModels.ts"
 import { checkJob, prepareJob, type JobEnvironment, type PreparedJob } from "./prepareJob.ts"
 import { Redactor } from "./Redactor.ts"
@@ -65,10 +65,10 @@ export interface LlmJob {
   readonly jobModels: JobModels
   readonly retry: RetryPolicy
 }
-export type LlmLayer = (job: LlmJob) => Layer.Layer<Llm, never, JobEvents | Limits>
+export type MakeLlm = (job: LlmJob) => Effect.Effect<Llm["Type"], never, JobEvents | Limits>
 
-export const piAiLlm: LlmLayer = ({ jobId, prepared, jobModels, retry }) =>
-  PiAiLlmLive({ jobId, jobModels, model: prepared.model, thinking: prepared.thinking.effective, retry })
+export const piAiLlm: MakeLlm = ({ jobId, prepared, jobModels, retry }) =>
+  makePiAiLlm({ jobId, jobModels, model: prepared.model, thinking: prepared.thinking.effective, retry })
 
 const environment = (config: KernelConfig, sandbox: SandboxShape): Effect.Effect<JobEnvironment> =>
   Effect.map(Effect.promise(() => makeJobModels(config.providers)), ({ jobModels, problems }) => ({
@@ -104,7 +104,7 @@ export const jobProblems = (config: KernelConfig, parts: JobParts): Effect.Effec
   )
 
 /** Builds the runtime for one set of provider configs; `llm` builds each job's model service. */
-export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, llm: LlmLayer = piAiLlm): AgentRuntime["Type"] => ({
+export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, llm: MakeLlm = piAiLlm): AgentRuntime["Type"] => ({
   start: (spec) =>
     Effect.gen(function* () {
       const env = yield* environment(config, sandbox)
@@ -125,7 +125,7 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const deliver = onEvent === undefined ? (e: JobEvent) => Queue.unsafeOffer(queue, e) : (e: JobEvent) => (onEvent(e), Queue.unsafeOffer(queue, e))
       const retry = { ...DEFAULT_RETRY_POLICY, ...config.retry }
       // The per-job services, built one after the other in the job's fiber (a graph of layers would
-      // fork a fiber per layer on the way to job.started); only the model service is a layer.
+      // fork a fiber per layer on the way to job.started).
       const services = Effect.gen(function* () {
         const events = yield* makeJobEvents(jobId, new Redactor(secrets), deliver)
         const limits = yield* Effect.provideService(
@@ -134,8 +134,8 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
           events
         )
         const base = Context.make(JobEvents, events).pipe(Context.add(Limits, limits), Context.add(Workspace, makeWorkspace(prepared.workspace)))
-        const model = yield* Effect.provide(Layer.build(llm({ jobId, prepared, jobModels: env.jobModels, retry })), base)
-        return Context.merge(base, model)
+        const model = yield* Effect.provide(llm({ jobId, prepared, jobModels: env.jobModels, retry }), base)
+        return Context.add(base, Llm, model)
       })
       // The job's MCP connections live in a child of the caller's scope: closed when the job ends, when
       // the caller's scope closes, or at once when the job is refused. Discovery is bounded per server.
@@ -167,7 +167,7 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const outcome = yield* Deferred.make<JobOutcome>()
       // Forked into the caller's scope: closing it interrupts the job, which then ends as aborted.
       const fiber = yield* Effect.forkScoped(
-        Effect.scoped(Effect.flatMap(services, (context) => Effect.provide(runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools, serviceTools }), context))).pipe(
+        Effect.flatMap(services, (context) => Effect.provide(runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools, serviceTools }), context)).pipe(
           Effect.ensuring(Effect.zipRight(Effect.sync(() => closeMountHandles(handles)), closeMcp))
         )
       )

@@ -4,9 +4,9 @@
  * is only parse, validate and emit. It loads the modules a job may need (codemode, the MCP tools, the
  * memory and web tools, pi-ai's catalog of built-in providers), probes the sandbox, and rehearses a
  * whole job on a document of its own (`WARM_UP_ENVELOPE`): decoders, provider models, the environment
- * checks, the kernel's layers, job.started, the tools and the first turn, whose model call fails before
+ * checks, the kernel's services, job.started, the tools and the first turn, whose model call fails before
  * any request is made (`noModelCalls`), then loads pi-ai's API implementations (which a job would
- * otherwise load at its first model call). The rehearsal's events go nowhere; it writes no file (its
+ * otherwise load at its first model call), rehearses again (JIT-warm) and ends with a full collection. The rehearsal's events go nowhere; it writes no file (its
  * workspace is /usr with the temp dir as outDir, and no tool is ever called: the model never answers),
  * starts no process besides the sandbox probe, and makes no network request.
  *

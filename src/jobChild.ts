@@ -88,6 +88,8 @@ export const runJobChild = async (stdin: string, settings: ChildSettings = child
     const runtime = yield* AgentRuntime
     const handle = yield* runtime.start(decoded.right)
     onAbortSignal(() => void Effect.runFork(handle.abort))
+    // The job's fiber runs first: it writes job.started itself (onEvent) before the stream's reader is set up.
+    yield* Effect.yieldNow()
     yield* Stream.runDrain(handle.events)
     const outcome = yield* handle.result
     return outcome._tag === "Completed" ? 0 : 1

@@ -6,9 +6,10 @@
  * whole job on a document of its own (`WARM_UP_ENVELOPE`): decoders, provider models, the environment
  * checks, the kernel's services, job.started, the tools and the first turn, whose model call fails before
  * any request is made (`noModelCalls`), then loads pi-ai's API implementations (which a job would
- * otherwise load at its first model call), rehearses again (JIT-warm) and ends with a full collection. The rehearsal's events go nowhere; it writes no file (its
- * workspace is /usr with the temp dir as outDir, and no tool is ever called: the model never answers),
- * starts no process besides the sandbox probe, and makes no network request.
+ * otherwise load at its first model call), rehearses again (so the JIT has compiled the path) and ends
+ * with a full collection. The rehearsal's events go nowhere; it writes no file (its workspace is /usr
+ * with the temp dir as outDir, and no tool is ever called: the model never answers), starts no process
+ * besides the sandbox probe, and makes no network request.
  *
  * The envelope may arrive at any moment: the steps run one at a time and stop as soon as it has (the
  * rehearsal is interrupted), so a job waits at most for the end of the step under way. A step that

@@ -5,16 +5,17 @@
  */
 import { Config, Effect, Either, Exit, Option, Schema, Stream } from "effect"
 import { AgentRuntime, JobEnvelope, JobRefused } from "./contract/AgentRuntime.ts"
+import type { JobEvent } from "./contract/JobEvent.ts"
 import { decodeAll, type Problem } from "./contract/Problem.ts"
 import { armJobChildExit, exitJob, failJob, onAbortSignal, writeEvent, writeLine, writeRefusal } from "./jobChildExit.ts"
 import { decodeJob } from "./kernel/decodeJob.ts"
-import { jobProblems, KernelLive, type KernelConfig } from "./kernel/Kernel.ts"
+import { jobProblems, makeAgentRuntime, type KernelConfig } from "./kernel/Kernel.ts"
 import { dieWithParent } from "./kernel/dieWithParent.ts"
 import { makeNonDumpable } from "./kernel/nonDumpable.ts"
 import { startedAhead } from "./jobChildArgs.ts"
 import { warmUpSteps, warmUpWhileWaiting } from "./jobChildWarmUp.ts"
 import { RUN_PREFIX_VAR, validRunPrefix } from "./tools/processTree.ts"
-import { type SandboxConfig, sandboxConfig } from "./tools/Sandbox.ts"
+import { makeSandbox, type SandboxConfig, sandboxConfig } from "./tools/Sandbox.ts"
 
 /** What a job child takes from its environment (not from the envelope): read before the envelope. */
 interface ChildSettings {
@@ -36,6 +37,9 @@ const refuse = (problems: ReadonlyArray<Problem>): number => {
 const inJob = (problems: ReadonlyArray<Problem>): Array<Problem> =>
   problems.map((p) => ({ ...p, path: p.path.startsWith("providers") || p.path.startsWith("skillFiles") ? p.path : p.path === "(root)" ? "job" : `job.${p.path}` }))
 
+/** The envelope's decoder, made once (a child started ahead has used it in its rehearsal). */
+const decodeEnvelope = decodeAll(JobEnvelope)
+
 /** The envelope with only its `job` read, so a bad envelope still reports the job's own problems. */
 const JobOnly = Schema.Struct({ job: Schema.Unknown })
 
@@ -47,7 +51,7 @@ export const runJobChild = async (stdin: string, settings: ChildSettings = child
   } catch {
     return refuse([{ path: "(stdin)", message: "stdin is not one JSON document" }])
   }
-  const envelope = decodeAll(JobEnvelope)(doc)
+  const envelope = decodeEnvelope(doc)
   if (Either.isLeft(envelope)) {
     // Report the job's own problems too, so one refusal lists everything.
     const job = Option.match(Schema.decodeUnknownOption(JobOnly)(doc), { onNone: () => undefined, onSome: (d) => d.job })
@@ -55,12 +59,22 @@ export const runJobChild = async (stdin: string, settings: ChildSettings = child
     return refuse([...envelope.left.filter((p) => !p.path.startsWith("job")), ...jobProblems])
   }
   const diagnostics = (line: string) => writeLine(2, line)
+  // Each event goes to stdout as it is emitted, from the job's own fiber (job.started waits for nothing).
+  const onEvent = (event: JobEvent): void => {
+    try {
+      writeEvent(event)
+    } catch {
+      diagnostics("run-job: internal error (stdout could not be written)")
+      failJob("error", "the job process failed: internal error")
+    }
+  }
   const config: KernelConfig = {
     providers: envelope.right.providers,
     diagnostics,
     boundary: envelope.right.boundary,
     services: envelope.right.services,
     skillFiles: envelope.right.skillFiles,
+    onEvent,
     ...settings
   }
   const decoded = decodeJob(envelope.right.job)
@@ -69,14 +83,17 @@ export const runJobChild = async (stdin: string, settings: ChildSettings = child
     const more = await Effect.runPromise(jobProblems(config, decoded.left.parts))
     return refuse(inJob([...decoded.left.problems, ...more]))
   }
+  // The kernel's one service is built directly: no layer to build on the way to job.started.
   const program = Effect.gen(function* () {
     const runtime = yield* AgentRuntime
     const handle = yield* runtime.start(decoded.right)
     onAbortSignal(() => void Effect.runFork(handle.abort))
-    yield* Stream.runForEach(handle.events, (event) => Effect.sync(() => writeEvent(event)))
+    // The job's fiber runs first: it writes job.started itself (onEvent) before the stream's reader is set up.
+    yield* Effect.yieldNow()
+    yield* Stream.runDrain(handle.events)
     const outcome = yield* handle.result
     return outcome._tag === "Completed" ? 0 : 1
-  }).pipe(Effect.scoped, Effect.provide(KernelLive(config)))
+  }).pipe(Effect.scoped, Effect.provideService(AgentRuntime, makeAgentRuntime(config, makeSandbox(settings.sandbox))))
   const exit = await Effect.runPromiseExit(program)
   if (Exit.isSuccess(exit)) return exit.value
   const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined

@@ -4,24 +4,25 @@
  * is only parse, validate and emit. It loads the modules a job may need (codemode, the MCP tools, the
  * memory and web tools, pi-ai's catalog of built-in providers), probes the sandbox, and rehearses a
  * whole job on a document of its own (`WARM_UP_ENVELOPE`): decoders, provider models, the environment
- * checks, the kernel's layers, job.started, the tools and the first turn, whose model call fails before
+ * checks, the kernel's services, job.started, the tools and the first turn, whose model call fails before
  * any request is made (`noModelCalls`), then loads pi-ai's API implementations (which a job would
- * otherwise load at its first model call). The rehearsal's events go nowhere; it writes no file (its
- * workspace is /usr with the temp dir as outDir, and no tool is ever called: the model never answers),
- * starts no process besides the sandbox probe, and makes no network request.
+ * otherwise load at its first model call), rehearses again (so the JIT has compiled the path) and ends
+ * with a full collection. The rehearsal's events go nowhere; it writes no file (its workspace is /usr
+ * with the temp dir as outDir, and no tool is ever called: the model never answers), starts no process
+ * besides the sandbox probe, and makes no network request.
  *
  * The envelope may arrive at any moment: the steps run one at a time and stop as soon as it has (the
  * rehearsal is interrupted), so a job waits at most for the end of the step under way. A step that
  * fails only leaves its work to the job.
  */
-import { Chunk, Context, Effect, Either, Exit, Layer, Stream } from "effect"
+import { Chunk, Effect, Either, Exit, Stream } from "effect"
 import { tmpdir } from "node:os"
 import { JobEnvelope } from "./contract/AgentRuntime.ts"
 import type { JobEvent } from "./contract/JobEvent.ts"
 import { decodeAll } from "./contract/Problem.ts"
 import { decodeJob } from "./kernel/decodeJob.ts"
 import { LlmFailed } from "./kernel/errors.ts"
-import { makeAgentRuntime, piAiLlm, type LlmLayer } from "./kernel/Kernel.ts"
+import { makeAgentRuntime, piAiLlm, type MakeLlm } from "./kernel/Kernel.ts"
 import { Llm } from "./kernel/Llm.ts"
 import { API_IMPLEMENTATION_MODULES, makeJobModels } from "./kernel/PiAiModels.ts"
 import { makeSandbox, type SandboxConfig } from "./tools/Sandbox.ts"
@@ -63,11 +64,10 @@ export const WARM_UP_ENVELOPE = {
 } as const
 
 /** pi-ai's model service, built as for a job, whose every call fails before a request is made. */
-export const noModelCalls: LlmLayer = (job) =>
-  Layer.map(piAiLlm(job), (context) => {
-    const llm = Context.get(context, Llm)
+export const noModelCalls: MakeLlm = (job) =>
+  Effect.map(piAiLlm(job), (llm) => {
     const refused = Effect.fail(new LlmFailed({ message: "the warm-up makes no model call" }))
-    return Context.add(context, Llm, Llm.of({ model: llm.model, complete: () => refused, summarise: () => refused }))
+    return Llm.of({ model: llm.model, complete: () => refused, summarise: () => refused })
   })
 
 /**
@@ -92,6 +92,9 @@ export const rehearse = (sandbox: SandboxConfig, signal?: AbortSignal): Promise<
 /** One step of the warm-up; `arrived` aborts once the envelope is there (a long step may stop early). */
 export type WarmUpStep = (arrived: AbortSignal) => Promise<unknown>
 
+/** How many times the job start is rehearsed: once to load and check everything, more for the JIT. */
+const REHEARSALS = 4
+
 /** The warm-up of a child that will run with `sandbox`, cheapest first. */
 export const warmUpSteps = (sandbox: SandboxConfig): ReadonlyArray<WarmUpStep> => [
   () => Promise.all([import("./tools/codemode/codemode.ts"), import("./tools/mcp/mcpTools.ts")]),
@@ -101,7 +104,12 @@ export const warmUpSteps = (sandbox: SandboxConfig): ReadonlyArray<WarmUpStep> =
   () => makeJobModels(WARM_UP_ENVELOPE.providers),
   (arrived) => rehearse(sandbox, arrived),
   // pi-ai's API implementations, which a job otherwise loads at its first model call (after job.started).
-  ...API_IMPLEMENTATION_MODULES
+  ...API_IMPLEMENTATION_MODULES,
+  // Again, so the start path is compiled by the JIT, not interpreted, when the job takes it.
+  ...Array.from({ length: REHEARSALS - 1 }, (): WarmUpStep => (arrived) => rehearse(sandbox, arrived)),
+  // A full collection now, so none lands on the job's start (a collection pending when the envelope
+  // arrives delays its read by milliseconds).
+  () => Promise.resolve(Bun.gc(true))
 ]
 
 /** One turn of the event loop: a read of stdin that completed meanwhile is seen before the next step. */

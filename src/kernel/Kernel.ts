@@ -3,7 +3,7 @@
  * builds its per-job services (Workspace, Llm, JobEvents, Limits) and runs it in a fiber forked
  * into the caller's scope: closing the scope or interrupting the fiber awaiting `result` aborts it.
  */
-import { Deferred, Effect, ExecutionStrategy, Exit, Fiber, Layer, Option, Queue, Scope, Stream } from "effect"
+import { Context, Deferred, Effect, ExecutionStrategy, Exit, Fiber, Layer, Option, Queue, Scope, Stream } from "effect"
 import { AgentRuntime, JobRefused, type JobBoundary, type JobHandle, type JobOutcome, type SkillFile } from "../contract/AgentRuntime.ts"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import type { Problem } from "../contract/Problem.ts"
@@ -15,13 +15,13 @@ import type { KernelTool } from "../tools/Tool.ts"
 import { requestedServiceTools } from "../contract/AgentDefinition.ts"
 import type { RunnerOptions } from "../tools/ProcessRunner.ts"
 import { closeMountHandles, makeSandbox, openMountHandles, Sandbox, type SandboxConfig, sandboxConfig, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
-import { WorkspaceLive } from "../tools/Workspace.ts"
+import { makeWorkspace, Workspace } from "../tools/Workspace.ts"
 import type { JobParts } from "./decodeJob.ts"
 import { DEFECT_MESSAGE } from "./errors.ts"
-import { JobEventsLive, type JobEvents } from "./JobEvents.ts"
-import { LimitsLive, type Limits } from "./Limits.ts"
-import type { Llm } from "./Llm.ts"
-import { PiAiLlmLive } from "./PiAiLlm.ts"
+import { JobEvents, makeJobEvents } from "./JobEvents.ts"
+import { Limits, makeLimits } from "./Limits.ts"
+import { Llm } from "./Llm.ts"
+import { makePiAiLlm } from "./PiAiLlm.ts"
 import { makeJobModels, type JobModels } from "./PiAiModels.ts"
 import { checkJob, prepareJob, type JobEnvironment, type PreparedJob } from "./prepareJob.ts"
 import { Redactor } from "./Redactor.ts"
@@ -51,6 +51,11 @@ export interface KernelConfig {
   readonly services?: ServiceChannelConfig | undefined
   /** The resource files of the agent's shared skills (the envelope's `skillFiles`), shown read-only at /skills. */
   readonly skillFiles?: ReadonlyArray<SkillFile> | undefined
+  /**
+   * Gets each event as it is emitted, before the handle's `events` stream has it (the job child writes
+   * it to stdout at once: job.started does not wait for the job fiber to yield). Must not throw.
+   */
+  readonly onEvent?: ((event: JobEvent) => void) | undefined
 }
 
 /** What the per-job `Llm` is built from; the live one is pi-ai's. */
@@ -60,10 +65,10 @@ export interface LlmJob {
   readonly jobModels: JobModels
   readonly retry: RetryPolicy
 }
-export type LlmLayer = (job: LlmJob) => Layer.Layer<Llm, never, JobEvents | Limits>
+export type MakeLlm = (job: LlmJob) => Effect.Effect<Llm["Type"], never, JobEvents | Limits>
 
-export const piAiLlm: LlmLayer = ({ jobId, prepared, jobModels, retry }) =>
-  PiAiLlmLive({ jobId, jobModels, model: prepared.model, thinking: prepared.thinking.effective, retry })
+export const piAiLlm: MakeLlm = ({ jobId, prepared, jobModels, retry }) =>
+  makePiAiLlm({ jobId, jobModels, model: prepared.model, thinking: prepared.thinking.effective, retry })
 
 const environment = (config: KernelConfig, sandbox: SandboxShape): Effect.Effect<JobEnvironment> =>
   Effect.map(Effect.promise(() => makeJobModels(config.providers)), ({ jobModels, problems }) => ({
@@ -99,7 +104,7 @@ export const jobProblems = (config: KernelConfig, parts: JobParts): Effect.Effec
   )
 
 /** Builds the runtime for one set of provider configs; `llm` builds each job's model service. */
-export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, llm: LlmLayer = piAiLlm): AgentRuntime["Type"] => ({
+export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, llm: MakeLlm = piAiLlm): AgentRuntime["Type"] => ({
   start: (spec) =>
     Effect.gen(function* () {
       const env = yield* environment(config, sandbox)
@@ -116,13 +121,22 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const secrets = [...env.jobModels.secrets, ...mcpSecrets, ...(config.services === undefined ? [] : [config.services.token])]
       const serviceTools = yield* grantedServiceTools(spec.agent.tools, config.services)
       const queue = yield* Queue.unbounded<JobEvent>()
-      const events = JobEventsLive(jobId, secrets, (e) => Queue.unsafeOffer(queue, e))
-      const limits = LimitsLive(spec.limits, { label: `${prepared.model.provider}/${prepared.model.id}`, contextWindow: prepared.model.contextWindow })
+      const onEvent = config.onEvent
+      const deliver = onEvent === undefined ? (e: JobEvent) => Queue.unsafeOffer(queue, e) : (e: JobEvent) => (onEvent(e), Queue.unsafeOffer(queue, e))
       const retry = { ...DEFAULT_RETRY_POLICY, ...config.retry }
-      const services = Layer.mergeAll(llm({ jobId, prepared, jobModels: env.jobModels, retry }), WorkspaceLive(prepared.workspace)).pipe(
-        Layer.provideMerge(limits),
-        Layer.provideMerge(events)
-      )
+      // The per-job services, built one after the other in the job's fiber (a graph of layers would
+      // fork a fiber per layer on the way to job.started).
+      const services = Effect.gen(function* () {
+        const events = yield* makeJobEvents(jobId, new Redactor(secrets), deliver)
+        const limits = yield* Effect.provideService(
+          makeLimits(spec.limits, { label: `${prepared.model.provider}/${prepared.model.id}`, contextWindow: prepared.model.contextWindow }),
+          JobEvents,
+          events
+        )
+        const base = Context.make(JobEvents, events).pipe(Context.add(Limits, limits), Context.add(Workspace, makeWorkspace(prepared.workspace)))
+        const model = yield* Effect.provide(llm({ jobId, prepared, jobModels: env.jobModels, retry }), base)
+        return Context.add(base, Llm, model)
+      })
       // The job's MCP connections live in a child of the caller's scope: closed when the job ends, when
       // the caller's scope closes, or at once when the job is refused. Discovery is bounded per server.
       const mcpScope = yield* Effect.flatMap(Effect.scope, (scope) => Scope.fork(scope, ExecutionStrategy.sequential))
@@ -153,7 +167,7 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const outcome = yield* Deferred.make<JobOutcome>()
       // Forked into the caller's scope: closing it interrupts the job, which then ends as aborted.
       const fiber = yield* Effect.forkScoped(
-        Effect.provide(runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools, serviceTools }), services).pipe(
+        Effect.flatMap(services, (context) => Effect.provide(runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools, serviceTools }), context)).pipe(
           Effect.ensuring(Effect.zipRight(Effect.sync(() => closeMountHandles(handles)), closeMcp))
         )
       )

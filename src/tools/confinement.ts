@@ -95,6 +95,8 @@ export const validateInput = (input: string, what: string): Effect.Effect<string
 const realpath = (p: string) =>
   Effect.tryPromise({ try: () => fs.promises.realpath(p), catch: codeOf })
 
+const realpathNow = (p: string) => Effect.try({ try: () => fs.realpathSync(p), catch: codeOf })
+
 /** Canonical form of the deepest existing ancestor of `raw`, with the components below it (in order). */
 const deepestExisting = (raw: string) =>
   Effect.gen(function* () {
@@ -114,7 +116,8 @@ const deepestExisting = (raw: string) =>
 const canonicalDir = (p: string, field: string, kinds: "dir" | "dir-or-file") =>
   Effect.gen(function* () {
     if (!path.isAbsolute(p)) return yield* Effect.fail({ path: field, message: "must be an absolute path" })
-    const real = yield* Effect.mapError(realpath(p), (code) => ({
+    // Synchronous: a job's start resolves a few workspace paths, each a round trip to the thread pool otherwise.
+    const real = yield* Effect.mapError(realpathNow(p), (code) => ({
       path: field,
       message: code === "ENOENT" ? "does not exist" : `cannot be resolved (${code})`
     }))

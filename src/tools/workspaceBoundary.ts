@@ -27,16 +27,17 @@ const GENERIC_NAME = "a path reserved for the server"
 
 /**
  * Canonical form of an absolute path that may not exist yet: the deepest existing ancestor through
- * fs.promises.realpath (never lexical `..` collapsing), then the missing components appended as they
+ * fs.realpathSync (never lexical `..` collapsing), then the missing components appended as they
  * are; undefined when one of those is "." or "..".
  */
 export const canonicalPath = (p: string): Effect.Effect<string | undefined> =>
-  Effect.promise(async () => {
+  // Synchronous (the job start's boundary checks): no round trip to the thread pool per path.
+  Effect.sync(() => {
     const parts = path.resolve(p).split("/").filter((s) => s.length > 0)
     const missing: Array<string> = []
     for (;;) {
       try {
-        const base = await fs.promises.realpath("/" + parts.join("/"))
+        const base = fs.realpathSync("/" + parts.join("/"))
         if (missing.some((c) => c === "." || c === "..")) return undefined
         return path.join(base, ...missing)
       } catch {

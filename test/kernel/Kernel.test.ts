@@ -50,6 +50,41 @@ const startJob = async (
   return { ...(await Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(layer)))), dirs, server }
 }
 
+describe("KernelConfig.onEvent", () => {
+  test("gets each event as it is emitted: job.started before the model is asked, every event before the stream has it, in order", async () => {
+    const server = await startOpenAIServer([{ kind: "turn", text: "hello" }])
+    const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+    cleanups.push(() => server.stop(), () => dirs.cleanup())
+    const heard: Array<JobEvent> = []
+    let requestsAtStart = -1
+    const onEvent = (e: JobEvent) => {
+      heard.push(e)
+      if (e.type === "job.started") requestsAtStart = server.requests.length
+    }
+    const layer = KernelLive({ providers: [createProvider(server, "openai-completions")], sandbox: testSandboxConfig(), onEvent })
+    const streamed: Array<JobEvent> = []
+    const heardFirst: Array<boolean> = []
+    const program = Effect.gen(function* () {
+      const runtime = yield* AgentRuntime
+      const handle = yield* runtime.start(createJobSpec(dirs, {}))
+      yield* Stream.runForEach(handle.events, (e) =>
+        Effect.sync(() => {
+          heardFirst.push(heard[streamed.length] === e)
+          streamed.push(e)
+        })
+      )
+      return yield* handle.result
+    })
+    const outcome = await Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(layer)))
+    expect(outcome).toEqual({ _tag: "Completed", summary: "hello" })
+    expect(requestsAtStart).toBe(0)
+    expect(server.requests.length).toBe(1)
+    expect(heard.map((e) => e.seq)).toEqual(streamed.map((e) => e.seq))
+    expect(heard.at(-1)).toMatchObject({ type: "job.completed" })
+    expect(heardFirst.every((b) => b)).toBe(true)
+  })
+})
+
 describe("AgentRuntime layer", () => {
   test("composes with other layers and runs a job to its outcome", async () => {
     const r = await startJob([{ kind: "turn", text: "hello" }], {}, () => {})

@@ -97,6 +97,28 @@ describe("the warm-up", () => {
   })
 })
 
+describe("the warm-up's end", () => {
+  test("rehearses the start more than once (compiled, not interpreted, for the job) and ends with a full collection", async () => {
+    // A fresh process that logs each job start (the kernel draws one id per job) and each collection.
+    const script = [
+      `import { warmUpSteps } from ${JSON.stringify(`${import.meta.dir}/../../src/jobChildWarmUp.ts`)}`,
+      `const log = []`,
+      `const uuid = crypto.randomUUID.bind(crypto)`,
+      `crypto.randomUUID = () => (log.push("job"), uuid())`,
+      `const gc = Bun.gc`,
+      `Bun.gc = (full) => (log.push(full ? "full gc" : "gc"), gc(full))`,
+      `for (const step of warmUpSteps(${JSON.stringify(testSandboxConfig())})) await step(new AbortController().signal)`,
+      `process.stdout.write(JSON.stringify(log))`
+    ].join("\n")
+    const proc = Bun.spawn(["bun", "-e", script], { stdout: "pipe", stderr: "pipe", env: childEnv() })
+    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" })
+    const log = JSON.parse(stdout) as Array<string>
+    expect(log.filter((l) => l === "job").length).toBeGreaterThan(1)
+    expect(log.at(-1)).toBe("full gc")
+  })
+})
+
 /** A child started ahead; the envelope is written after `waitMs` (0: at once, mid warm-up). */
 const runAhead = async (envelope: unknown, waitMs: number) => {
   const proc = Bun.spawn(["bun", jobChildEntryForTests(), "run-job", "--ahead"], {

@@ -182,6 +182,8 @@ describe.skipIf(!usingServer())(`cached reads on a shared server ${whyServer}`, 
       await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`)
       await changedOf(side(a), undefined)
       expect(typeof (await epochOf(side(a)))).toBe("number")
+      // What was cached before the drop is not reused: the revocation its lost notification carried holds.
+      expect(Option.isNone(await onA((x) => x.bearer(during.token)))).toBe(true)
       // Cached again: a write that notifies nothing (triggers off for that session) is not seen...
       await warm([after.token])
       await other.query("SET session_replication_role = replica")

@@ -234,7 +234,7 @@ const connectServer = (given: Redacted.Redacted<string>, statementTimeout: Durat
       Effect.logInfo("the database connection uses TLS: hot reads (tokens, the catalog generation) ask the database on every request")
     )
   }
-  const server = makeServerWrites(plain)
+  const server = makeServerWrites(plain, (message) => scrub(message, password))
   return Effect.gen(function*() {
     const context = yield* client(server.stream)
     yield* server.listen

@@ -54,11 +54,12 @@ export interface ServerWrites {
 }
 
 /**
- * The writes of a server at `url` (a plain TCP or unix-socket URL; see `usesTls`). The epoch is
+ * The writes of a server at `url` (a plain TCP or unix-socket URL; see `usesTls`); `clean` scrubs what
+ * the listener logs (the password, should a message ever carry it). The epoch is
  * undefined until `listen` has its LISTEN acknowledged, whenever the listener's connection is lost,
  * and for good if a pool connection ever negotiates TLS (unwatchable).
  */
-export const makeServerWrites = (url: string): ServerWrites => {
+export const makeServerWrites = (url: string, clean: (message: string) => string = (m) => m): ServerWrites => {
   const counter = makeWriteCounter(false)
   let blind = false
   let listening = false
@@ -103,7 +104,7 @@ export const makeServerWrites = (url: string): ServerWrites => {
             if (n.channel === WRITES_CHANNEL && !ownBackends.has(n.processId)) counter.bump()
           })
           c.on("error", (e) => {
-            reason = innermostMessage(e)
+            reason = clean(innermostMessage(e))
             Effect.runSync(lost.open)
           })
           c.on("end", () => Effect.runSync(lost.open))
@@ -116,7 +117,7 @@ export const makeServerWrites = (url: string): ServerWrites => {
           }
           return c
         },
-        catch: (e) => innermostMessage(e)
+        catch: (e) => clean(innermostMessage(e))
       }),
       (c) => Effect.sync(() => void c.end().catch(() => undefined))
     )
@@ -127,7 +128,7 @@ export const makeServerWrites = (url: string): ServerWrites => {
       Effect.timeoutFail({ duration: PING_TIMEOUT, onTimeout: () => new Error("the server did not answer a ping") }),
       Effect.delay(PING_INTERVAL),
       Effect.forever,
-      Effect.catchAll((e) => Effect.sync(() => void (reason = innermostMessage(e))))
+      Effect.catchAll((e) => Effect.sync(() => void (reason = clean(innermostMessage(e)))))
     )
     yield* Effect.raceFirst(lost.await, ping)
     return reason

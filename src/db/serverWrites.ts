@@ -32,12 +32,13 @@ const PING_INTERVAL = Duration.seconds(5)
 const PING_TIMEOUT = Duration.seconds(5)
 
 /**
- * Whether node-postgres would speak TLS to this URL (`sslmode` other than disable, `ssl`, client
- * certificates, or `PGSSLMODE` when the URL names none): its traffic cannot be watched.
+ * Whether the URL asks node-postgres for TLS (`sslmode` other than disable, `ssl`, client
+ * certificates): its traffic cannot be watched. TLS asked elsewhere (`PGSSLMODE`) is caught when the
+ * pool's first connection is made (`stream`).
  */
 export const usesTls = (url: string): boolean => {
   const params = new URL(url).searchParams
-  const mode = params.get("sslmode") ?? (params.has("ssl") ? null : (process.env["PGSSLMODE"] ?? null))
+  const mode = params.get("sslmode")
   const ssl = params.get("ssl")
   if (mode !== null && mode !== "disable") return true
   if (ssl !== null && ssl !== "false" && ssl !== "0") return true
@@ -71,10 +72,11 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
     changed: (from) => counter.writes.changed(from)
   }
   const stream = (config?: { readonly ssl?: unknown }): net.Socket => {
-    // node-postgres would wrap this socket in TLS and write through the wrapper: unwatchable.
-    if (config?.ssl !== undefined && config.ssl !== false && !blind) {
+    // node-postgres would wrap this socket in TLS and write through the wrapper: unwatchable, for good.
+    if (config?.ssl !== undefined && config.ssl !== false) {
+      if (!blind) counter.known(false)
       blind = true
-      counter.known(false)
+      return new net.Socket()
     }
     let pid: number | undefined
     return watchSocket(

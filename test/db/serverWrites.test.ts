@@ -14,7 +14,7 @@ import { Access, AccessLive } from "../../src/access/Access.ts"
 import { AgentStore } from "../../src/agents/AgentStore.ts"
 import { ALL_AGENTS } from "../../src/agents/catalogQuery.ts"
 import { type Db, DbWrites, makeDbLayer } from "../../src/db/Db.ts"
-import { NOTIFYING_SCHEMAS, UNNOTIFIED_TABLES, WRITES_CHANNEL } from "../../src/db/serverWrites.ts"
+import { makeServerWrites, NOTIFYING_SCHEMAS, UNNOTIFIED_TABLES, WRITES_CHANNEL } from "../../src/db/serverWrites.ts"
 import { adminStatement, usingServer, useTestDb, withDatabase } from "../support/db.ts"
 import { makeTestAppRuntime, type TestRuntime } from "../support/testApp.ts"
 
@@ -199,6 +199,19 @@ describe.skipIf(!usingServer())(`cached reads on a shared server ${whyServer}`, 
       await admin.end()
       await other.end()
     }
+  })
+
+  test("a pool connection that negotiates TLS (PGSSLMODE) turns caching off for good: its traffic cannot be watched", async () => {
+    const server = makeServerWrites(url)
+    await Effect.runPromise(Effect.scoped(Effect.gen(function* () {
+      yield* server.listen
+      yield* server.writes.changed(undefined)
+      expect(typeof server.writes.epoch()).toBe("number")
+      server.stream({ ssl: true }).destroy()
+      expect(server.writes.epoch()).toBeUndefined()
+      server.stream({ ssl: false }).destroy()
+      expect(server.writes.epoch()).toBeUndefined()
+    })))
   })
 
   test("a second serve-like app on the same database sees a catalog change made by the first", async () => {

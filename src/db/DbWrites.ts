@@ -15,9 +15,10 @@ export class DbWrites extends Context.Tag("db/DbWrites")<
   DbWrites,
   {
     /**
-     * A number that changes whenever a statement that may have written starts or completes; a value
-     * read from the database while it stayed the same is still the database's. Undefined when other
-     * processes may write (a server): then nothing read may be reused.
+     * A number that changes whenever a statement that may have written completes (this process's, or
+     * another process's once its notification arrived: serverWrites.ts); a value read from the database
+     * while it stayed the same is still the database's. Undefined whenever writes cannot be known (a
+     * server's listener not listening, TLS): then nothing read may be reused.
      */
     readonly epoch: () => number | undefined
     /** Completes once `epoch()` differs from `from` (at once when it already does); never fails. */

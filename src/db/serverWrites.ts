@@ -66,6 +66,8 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
   let listening = false
   // The server processes of this pool's open connections: their writes are counted by the watcher
   // when they complete; the notifications they cause later would only empty the caches once more.
+  // (The watcher misses a write only inside a function a SELECT calls; the app defines none, only
+  // trigger functions, and the embedded database relies on the same.)
   const ownBackends = new Set<number>()
   const writes: DbWrites["Type"] = {
     epoch: () => (blind ? undefined : counter.writes.epoch()),

@@ -12,6 +12,7 @@ import { type Embedded, startEmbedded } from "./embeddedDatabase.ts"
 import { DbError, innermost, innermostMessage } from "./DbError.ts"
 import { DbWrites, unknownWrites } from "./DbWrites.ts"
 import { describeMigrationFailure, runMigrations } from "./migrations.ts"
+import { makeServerWrites, type ServerWrites, usesTls } from "./serverWrites.ts"
 import { ensureTemplate, findTemplate, seedDataDir } from "./dataDirTemplate.ts"
 
 export { DbError } from "./DbError.ts"
@@ -21,7 +22,8 @@ export { DbWrites } from "./DbWrites.ts"
  * What the Db layers provide: the same client under both tags. Values as node-postgres decodes them:
  * int8 (`count(*)`, bigserial) and numeric arrive as strings (cast `::int` or decode with
  * `Schema.NumberFromString`), timestamptz as `Date`, json/jsonb parsed and with their keys untouched.
- * And DbWrites: what this process knows of writes (the embedded database: all of them; a server: none).
+ * And DbWrites: what this process knows of writes (the embedded database: all of them; a server: its
+ * own through the pool's watcher and the others' through a LISTEN connection, none over TLS).
  */
 export type Db = PgClient.PgClient | SqlClient | DbWrites
 
@@ -214,15 +216,32 @@ const connectServer = (given: Redacted.Redacted<string>, statementTimeout: Durat
     return Effect.fail(new DbError({ message: "DATABASE_URL is not a postgres:// URL (postgres://user:password@host:port/database)" }))
   }
   const password = Option.getOrUndefined(Option.liftThrowable(() => decodeURIComponent(new URL(Redacted.value(given)).password))())
-  const url = Redacted.make(withStatementTimeout(Redacted.value(given), statementTimeout))
-  return Effect.map(connect(
-    { url, maxConnections: SERVER_POOL_SIZE, connectTimeout: CONNECT_TIMEOUT },
-    (e) =>
-      scrub(
-        `${isServerAnswer(e) ? "cannot connect to" : "cannot reach"} the database at ${where}: ${innermostMessage(e)}`,
-        password
-      )
-  ), Context.add(DbWrites, unknownWrites))
+  const plain = withStatementTimeout(Redacted.value(given), statementTimeout)
+  const url = Redacted.make(plain)
+  const client = (stream?: ServerWrites["stream"]) =>
+    connect(
+      { url, maxConnections: SERVER_POOL_SIZE, connectTimeout: CONNECT_TIMEOUT, ...(stream === undefined ? {} : { stream }) },
+      (e) =>
+        scrub(
+          `${isServerAnswer(e) ? "cannot connect to" : "cannot reach"} the database at ${where}: ${innermostMessage(e)}`,
+          password
+        )
+    )
+  if (usesTls(plain)) {
+    // The pool's traffic is encrypted below node-postgres: own writes cannot be watched, so nothing is cached.
+    return Effect.zipLeft(
+      Effect.map(client(), Context.add(DbWrites, unknownWrites)),
+      Effect.logInfo("the database connection uses TLS: hot reads (tokens, the catalog generation) ask the database on every request")
+    )
+  }
+  const server = makeServerWrites(plain, (message) => scrub(message, password))
+  return Effect.gen(function*() {
+    const context = yield* client(server.stream)
+    yield* server.listen
+    // Up before the first request when the server answers at once; otherwise reads ask until it is.
+    yield* server.writes.changed(undefined).pipe(Effect.timeout(CONNECT_TIMEOUT), Effect.ignore)
+    return Context.add(context, DbWrites, server.writes)
+  })
 }
 
 /**

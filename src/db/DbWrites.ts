@@ -4,33 +4,67 @@
  * connection — and never stale: after a statement that may have written completes, the next read asks
  * the database again. Exact only where this process is the database's one client: the embedded
  * database (its data dir is locked to one process, and every statement of the process passes the
- * protocol watcher below, raw SQL and migrations included). On a PostgreSQL server other processes
- * write too: nothing is known, every read asks.
+ * protocol watcher below, raw SQL and migrations included), and a PostgreSQL server while this
+ * process's pool passes the same watcher and its listener hears the other processes' writes
+ * (serverWrites.ts). Otherwise nothing is known: every read asks.
  */
 import { Context, Deferred, Effect } from "effect"
+import type net from "node:net"
 
 export class DbWrites extends Context.Tag("db/DbWrites")<
   DbWrites,
   {
     /**
-     * A number that changes whenever a statement that may have written starts or completes; a value
-     * read from the database while it stayed the same is still the database's. Undefined when other
-     * processes may write (a server): then nothing read may be reused.
+     * A number that changes whenever a statement that may have written completes (this process's, or
+     * another process's once its notification arrived: serverWrites.ts); a value read from the database
+     * while it stayed the same is still the database's. Undefined whenever writes cannot be known (a
+     * server's listener not listening, TLS): then nothing read may be reused.
      */
     readonly epoch: () => number | undefined
+    /** Completes once `epoch()` differs from `from` (at once when it already does); never fails. */
+    readonly changed: (from: number | undefined) => Effect.Effect<void>
   }
 >() {}
 
-/** A server's: nothing is known about other processes' writes. */
-export const unknownWrites: DbWrites["Type"] = { epoch: () => undefined }
+/** Nothing is known about other processes' writes (a server whose traffic cannot be watched: TLS). */
+export const unknownWrites: DbWrites["Type"] = { epoch: () => undefined, changed: (from) => (from === undefined ? Effect.never : Effect.void) }
 
 /**
- * The write counter of one embedded database: `bump` on every statement that may write (at send and at
- * completion), on a connection lost, on a worker replaced.
+ * A write counter: `bump` on every statement that may write (at its completion), on a connection lost,
+ * on a worker replaced, on another process's write heard. `known(false)` makes the epoch undefined
+ * (nothing may be reused) until `known(true)`, which bumps: what was read before is never reused.
  */
-export const makeWriteCounter = () => {
+export const makeWriteCounter = (initiallyKnown = true) => {
   let n = 0
-  return { writes: { epoch: () => n } satisfies DbWrites["Type"], bump: () => void n++ }
+  let known = initiallyKnown
+  const waiters = new Set<() => void>()
+  const epoch = () => (known ? n : undefined)
+  const wake = () => {
+    for (const waiter of [...waiters]) waiter()
+  }
+  const changed = (from: number | undefined): Effect.Effect<void> =>
+    Effect.async<void>((resume) => {
+      if (epoch() !== from) return resume(Effect.void)
+      const waiter = () => {
+        if (epoch() === from) return
+        waiters.delete(waiter)
+        resume(Effect.void)
+      }
+      waiters.add(waiter)
+      return Effect.sync(() => void waiters.delete(waiter))
+    })
+  return {
+    writes: { epoch, changed } satisfies DbWrites["Type"],
+    bump: () => {
+      n++
+      if (waiters.size > 0) wake()
+    },
+    known: (now: boolean) => {
+      if (now) n++
+      known = now
+      if (waiters.size > 0) wake()
+    }
+  }
 }
 
 /**
@@ -103,6 +137,7 @@ const B = 0x42 // Bind
 const F = 0x46 // FunctionCall
 const D = 0x64 // CopyData
 const Z = 0x5a // ReadyForQuery
+const K = 0x4b // BackendKeyData
 
 /**
  * Watches one client connection's protocol traffic: a statement that may write (simple query, or the
@@ -111,9 +146,10 @@ const Z = 0x5a // ReadyForQuery
  * before the write completed is refused when the epoch moved while it was read, or dropped when it
  * moves later; a transaction's writes are visible once its COMMIT (not a SELECT) completes. Bumping
  * at send as well would only empty the caches for as long as the statement runs (the worker's
- * claim polls are such statements). A lost connection bumps too.
+ * claim polls are such statements). A lost connection bumps too. `onBackend` hears the server process
+ * id of the connection once it is known (BackendKeyData), and undefined once the connection closed.
  */
-export const watchConnection = (bump: () => void) => {
+export const watchConnection = (bump: () => void, onBackend?: (pid: number | undefined) => void) => {
   const statements = new Map<string, boolean>()
   let pending = false
   const mayWrite = () => void (pending = true)
@@ -129,13 +165,46 @@ export const watchConnection = (bump: () => void) => {
       if (statements.get(statement) !== true) mayWrite()
     } else if (type === F || type === D) mayWrite()
   })
-  const received = messageReader(false, () => 0, (type) => {
+  let backend: number | undefined
+  const received = messageReader(false, (t) => (t === K && onBackend !== undefined ? 4 : 0), (type, body) => {
     if (type === Z && pending) {
       pending = false
       bump()
+    } else if (type === K && body !== undefined && body.length >= 4) {
+      backend = body.readInt32BE(0)
+      onBackend?.(backend)
     }
   })
-  return { sent, received, closed: bump }
+  const closed = () => {
+    bump()
+    if (backend !== undefined) onBackend?.(undefined)
+  }
+  return { sent, received, closed, backend: () => backend }
+}
+
+/**
+ * Makes every byte written to and read from `socket` pass `watcher` (a `watchConnection`), the
+ * watcher's listener first: a write is counted before node-postgres hears it completed.
+ */
+export const watchSocket = <S extends net.Socket>(socket: S, watcher: ReturnType<typeof watchConnection>): S => {
+  socket.on("data", watcher.received)
+  socket.on("close", watcher.closed)
+  // Every write passes the watcher, whatever `write` is: Bun's connect() assigns its own to the
+  // socket, which the setter keeps as the one the watcher hands on to.
+  let write = socket.write as (...args: Array<unknown>) => boolean
+  const watched = (...args: Array<unknown>): boolean => {
+    const [chunk, encoding] = args
+    if (chunk instanceof Uint8Array) watcher.sent(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+    else if (typeof chunk === "string") watcher.sent(Buffer.from(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8"))
+    return write.apply(socket, args)
+  }
+  Object.defineProperty(socket, "write", {
+    configurable: true,
+    enumerable: true,
+    get: () => watched,
+    set: (replaced: (...args: Array<unknown>) => boolean) => void (write = replaced)
+  })
+  return socket
 }
 
 /**

@@ -11,7 +11,7 @@ import path from "node:path"
 import type { Duplex } from "node:stream"
 import type { StartRequest, WorkerReply, WorkerRequest } from "./embeddedWorker.ts"
 import { DbError, innermostMessage } from "./DbError.ts"
-import { type DbWrites, makeWriteCounter, watchConnection } from "./DbWrites.ts"
+import { type DbWrites, makeWriteCounter, watchConnection, watchSocket } from "./DbWrites.ts"
 import { newWorker } from "./embeddedWorkerAhead.ts"
 
 /** How long a new connection waits for the embedded database to restart. */
@@ -241,26 +241,8 @@ export const startEmbedded = (
       catch: (e) => new DbError({ message: `cannot dump the embedded database: ${innermostMessage(e)}` })
     })
     const socket = (): Duplex => {
-      const s = new net.Socket()
       // Listening before node-postgres does: a write is counted before its client hears it completed.
-      const watcher = watchConnection(counter.bump)
-      s.on("data", watcher.received)
-      s.on("close", watcher.closed)
-      // Every write passes the watcher, whatever `write` is: Bun's connect() assigns its own to the
-      // socket, which the setter keeps as the one the watcher hands on to.
-      let write = s.write as (...args: Array<unknown>) => boolean
-      const watched = (...args: Array<unknown>): boolean => {
-        const [chunk, encoding] = args
-        if (chunk instanceof Uint8Array) watcher.sent(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
-        else if (typeof chunk === "string") watcher.sent(Buffer.from(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8"))
-        return write.apply(s, args)
-      }
-      Object.defineProperty(s, "write", {
-        configurable: true,
-        enumerable: true,
-        get: () => watched,
-        set: (replaced: (...args: Array<unknown>) => boolean) => void (write = replaced)
-      })
+      const s = watchSocket(new net.Socket(), watchConnection(counter.bump))
       const connect = s.connect.bind(s) as (path: string) => net.Socket
       // node-postgres calls connect(path) on a unix socket; hold it until a worker listens there.
       s.connect = ((target: string) => {

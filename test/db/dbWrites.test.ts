@@ -1,14 +1,16 @@
 /**
  * What the process knows of writes (src/db/DbWrites.ts): on the embedded database every statement that
  * may write moves the epoch — raw SQL, transactions, data-modifying CTEs — and a read-only SELECT does
- * not; a value cached until a write is read again after one; on a server nothing is known.
+ * not (on a PostgreSQL server too: the pool passes the same watcher); a value cached until a write is
+ * read again after one; over TLS nothing is known.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import { DbWrites } from "../../src/db/Db.ts"
-import { cachedUntilWrite, isReadOnlySql, watchConnection } from "../../src/db/DbWrites.ts"
-import { usingServer, useTestDb } from "../support/db.ts"
+import { cachedUntilWrite, isReadOnlySql, unknownWrites, watchConnection } from "../../src/db/DbWrites.ts"
+import { usesTls } from "../../src/db/serverWrites.ts"
+import { useTestDb } from "../support/db.ts"
 
 setDefaultTimeout(60_000)
 
@@ -99,7 +101,7 @@ describe("watchConnection", () => {
 })
 
 describe("DbWrites", () => {
-  test.skipIf(usingServer())("embedded: a read leaves the epoch alone; raw SQL writes, transactions and CTE writes move it", async () => {
+  test("embedded and server: a read leaves the epoch alone; raw SQL writes, transactions and CTE writes move it", async () => {
     await statement("CREATE TABLE IF NOT EXISTS public.watched (x int)")
     const start = await epoch()
     expect(typeof start).toBe("number")
@@ -127,32 +129,40 @@ describe("DbWrites", () => {
     expect(await epoch()).not.toBe(insideTx)
   })
 
-  test.skipIf(!usingServer())("on a server nothing is known: the epoch is undefined", async () => {
-    expect(await epoch()).toBeUndefined()
+  test("a server spoken to over TLS (unwatchable) is recognised from its URL; nothing is known of its writes", async () => {
+    for (const tls of ["postgres://h/db?sslmode=require", "postgres://h/db?ssl=true", "postgres://h/db?sslmode=no-verify", "postgres://h/db?sslrootcert=/ca.pem"]) {
+      expect(usesTls(tls)).toBe(true)
+    }
+    for (const plain of ["postgres://h/db", "postgres://h/db?sslmode=disable", "postgres://h/db?ssl=false"]) expect(usesTls(plain)).toBe(false)
+    expect(unknownWrites.epoch()).toBeUndefined()
   })
 
-  test("cachedUntilWrite: concurrent misses share a read; served from memory until a write, then read again; never past `until` or on a server", async () => {
+  test("cachedUntilWrite: concurrent misses share a read; served from memory until a write, then read again; never past `until` or when nothing is known", async () => {
     await statement("CREATE TABLE IF NOT EXISTS public.kept (x int)")
     await statement("DELETE FROM public.kept")
     let reads = 0
-    const { cached, stale } = await db.run(Effect.gen(function* () {
+    const { cached, stale, read } = await db.run(Effect.gen(function* () {
       const writes = yield* DbWrites
       const sql = yield* SqlClient
       const read = Effect.orDie(Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM public.kept`, (rows) => (reads++, rows[0]!.n)))
       const cache = cachedUntilWrite<string, number>(writes, { max: 10, ttlMs: 60_000 })
       const expiring = cachedUntilWrite<string, number>(writes, { max: 10, ttlMs: 60_000, until: () => Date.now() - 1 })
-      return { cached: (key: string) => db.run(cache(key, read)), stale: () => db.run(expiring("k", read)) }
+      return { cached: (key: string) => db.run(cache(key, read)), stale: () => db.run(expiring("k", read)), read }
     }))
     // Twenty requests at once share one read; later ones are answered from memory.
     expect(await Promise.all(Array.from({ length: 20 }, () => cached("a")))).toEqual(Array.from({ length: 20 }, () => 0))
     expect(await cached("a")).toBe(0)
-    expect(reads).toBe(usingServer() ? 21 : 1)
+    expect(reads).toBe(1)
     await statement("INSERT INTO public.kept VALUES (1)")
     // The write is visible to the next read.
     expect(await cached("a")).toBe(1)
-    expect(reads).toBe(usingServer() ? 22 : 2)
+    expect(reads).toBe(2)
     await stale()
     await stale()
-    expect(reads).toBe(usingServer() ? 24 : 4)
+    expect(reads).toBe(4)
+    const unknown = cachedUntilWrite<string, number>(unknownWrites, { max: 10, ttlMs: 60_000 })
+    await db.run(unknown("a", read))
+    await db.run(unknown("a", read))
+    expect(reads).toBe(6)
   })
 })

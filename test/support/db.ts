@@ -96,7 +96,8 @@ export const createTestDataDir = async (
   return { dataDir, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) }
 }
 
-const withDatabase = (url: string, database: string) => {
+/** `url` naming another database on the same server. */
+export const withDatabase = (url: string, database: string) => {
   const u = new URL(url)
   u.pathname = `/${database}`
   return u.toString()

@@ -4,7 +4,7 @@ import { Elysia } from "elysia"
 import { randomBytes } from "node:crypto"
 import { AgentStore } from "../../agents/AgentStore.ts"
 import type { CatalogPage } from "../../agents/AgentView.ts"
-import { parseApiCatalogQuery, queryKey } from "../../agents/catalogQuery.ts"
+import { type CatalogQuery, parseApiCatalogQuery, queryKey } from "../../agents/catalogQuery.ts"
 import { importUpload, importZipUpload, type ImportOutcome } from "../../agents/importUpload.ts"
 import { toClaudeFile } from "../../agents/interop.ts"
 import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
@@ -81,19 +81,22 @@ const catalogRoute = (input: RouteInput) =>
     const parsed = parseApiCatalogQuery(input.url.searchParams)
     if (Either.isLeft(parsed)) return yield* Effect.fail(badRequest(parsed.left))
     const page = yield* (yield* AgentStore).page(parsed.right)
-    const etag = `"c-${BOOT}-${page.generation}-${Bun.hash(queryKey(parsed.right)).toString(36)}"`
+    const { body, etag } = rendered(page, parsed.right)
     const headers = { etag, "cache-control": "private, no-cache" }
     if (notModified(input.request.headers.get("if-none-match"), etag)) return new Response(null, { status: 304, headers })
-    return json(rendered(page), 200, headers)
+    return json(body, 200, headers)
   })
 
-// A page is cached (and the same object) for its generation: its JSON is rendered once (the full
-// export is ~200 KB for 1,000 agents).
-const renderedPages = new WeakMap<CatalogPage, RawJson>()
-const rendered = (page: CatalogPage): RawJson => {
+// A page is cached (and the same object) for its generation and query: its JSON (the full export is
+// ~200 KB for 1,000 agents) and its ETag are made once.
+const renderedPages = new WeakMap<CatalogPage, { readonly body: RawJson; readonly etag: string }>()
+const rendered = (page: CatalogPage, query: CatalogQuery): { readonly body: RawJson; readonly etag: string } => {
   const known = renderedPages.get(page)
   if (known !== undefined) return known
-  const made = rawJson({ agents: page.entries, total: page.total, matched: page.matched, nextCursor: page.nextCursor })
+  const made = {
+    body: rawJson({ agents: page.entries, total: page.total, matched: page.matched, nextCursor: page.nextCursor }),
+    etag: `"c-${BOOT}-${page.generation}-${Bun.hash(queryKey(query)).toString(36)}"`
+  }
   renderedPages.set(page, made)
   return made
 }

@@ -24,7 +24,7 @@ import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts
 const RUNS = Number(process.env["RUNS"] ?? 11)
 const median = (xs: Array<number>) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
 
-const steps: Array<Step> = Array.from({ length: 8 * RUNS + 8 }, () => ({ kind: "turn", text: "ok" }))
+const steps: Array<Step> = Array.from({ length: 10 * RUNS + 8 }, () => ({ kind: "turn", text: "ok" }))
 const server = await startOpenAIServer(steps)
 const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
 const envelope = createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")])

@@ -5,9 +5,10 @@
  * to stop after job.started and exit 0: `instrumentCache` was undefined).
  */
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { SPLIT_SDKS } from "../../src/worker/jobChildBuild.ts"
 import { builtBundle, ensureBundle, sourceKey } from "../../src/worker/jobChildBundle.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
 import { startAnthropicServer, startOpenAIServer } from "../support/scriptedServers.ts"
@@ -62,5 +63,33 @@ test("the bundled child checks an output against its JSON Schema (ajv loaded on 
   } finally {
     await server.stop()
     dirs.cleanup()
+  }
+})
+
+test("the Anthropic and Google SDKs are bundles of their own beside the child's, required by a relative path only when a job needs them", async () => {
+  expect(entry).not.toBe("")
+  const dir = join(entry, "..")
+  const main = readFileSync(entry, "utf8")
+  for (const [pkg, sub] of SPLIT_SDKS) {
+    const sdk = join(dir, "sdk", sub, "index.js")
+    expect(existsSync(sdk)).toBe(true)
+    expect(existsSync(`${sdk}.jsc`)).toBe(true)
+    // Required relative to the bundle (it still works when its directory moves), never bundled in.
+    expect(main).toContain(`require("./sdk/${sub}/index.js")`)
+    expect(main).not.toContain(`// node_modules/${pkg}/`)
+  }
+  // A moved bundle directory still finds its SDKs: the Anthropic job runs from a copy elsewhere.
+  const moved = mkdtempSync(join(tmpdir(), "kintsugi-bundle-moved-"))
+  const server = await startAnthropicServer([{ kind: "turn", text: "done" }])
+  const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  try {
+    cpSync(dir, moved, { recursive: true })
+    const run = await runJobChild(createEnvelope(createJob(dirs), [createProvider(server, "anthropic-messages")]), { entry: join(moved, "jobChildEntry.js") })
+    expect(run.events.at(-1)?.type).toBe("job.completed")
+    expect(run.code).toBe(0)
+  } finally {
+    await server.stop()
+    dirs.cleanup()
+    rmSync(moved, { recursive: true, force: true })
   }
 })

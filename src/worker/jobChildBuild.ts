@@ -10,8 +10,12 @@
 import { createRequire } from "node:module"
 import { join, relative, resolve } from "node:path"
 
-/** The packages bundled apart: [package, directory under `sdk/`]. Imported by pi-ai's Anthropic and Google APIs only. */
+/**
+ * The packages bundled apart: [package, directory under `sdk/`]. Imported (by their bare name only) by
+ * pi-ai's API implementations, which a job loads at its first model call through them, after job.started.
+ */
 export const SPLIT_SDKS: ReadonlyArray<readonly [string, string]> = [
+  ["openai", "openai"],
   ["@anthropic-ai/sdk", "anthropic"],
   ["@google/genai", "google-genai"]
 ]

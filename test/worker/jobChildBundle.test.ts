@@ -66,7 +66,7 @@ test("the bundled child checks an output against its JSON Schema (ajv loaded on 
   }
 })
 
-test("the Anthropic and Google SDKs are bundles of their own beside the child's, required by a relative path only when a job needs them", async () => {
+test("the OpenAI, Anthropic and Google SDKs are bundles of their own beside the child's, required by a relative path only when a job needs them", async () => {
   expect(entry).not.toBe("")
   const dir = join(entry, "..")
   const main = readFileSync(entry, "utf8")

@@ -5,10 +5,12 @@
  * bundle of its own under `outDir/sdk/`, which the main bundle requires by a path relative to itself
  * only when a job's first model call needs it: a child no longer reads and loads their code at every
  * start (issue 15; Bun loads a bytecode bundle in time that grows with its size). Each SDK stays one
- * module instance (one bundle, required from one place), as it was inside the main bundle.
+ * module instance (one bundle, required from one place), as it was inside the main bundle. pi-ai's
+ * catalog data likewise stays beside the bundle as JSON (PI_AI_DATA).
  */
+import { copyFileSync, mkdirSync } from "node:fs"
 import { createRequire } from "node:module"
-import { join, relative, resolve } from "node:path"
+import { basename, dirname, join, relative, resolve } from "node:path"
 
 /**
  * The packages bundled apart: [package, directory under `sdk/`]. Imported (by their bare name only) by
@@ -19,6 +21,14 @@ export const SPLIT_SDKS: ReadonlyArray<readonly [string, string]> = [
   ["@anthropic-ai/sdk", "anthropic"],
   ["@google/genai", "google-genai"]
 ]
+
+/**
+ * pi-ai's catalog of built-in providers (`providers/data/*.json`, a third of the bundle) is read only for
+ * a built-in provider config (PiAiModels.ts imports `providers/all` then): its JSON files are copied
+ * beside the bundle, into PI_AI_DATA, and required from there (plain data: nothing to share).
+ */
+const PI_AI_DATA = "pi-ai-data"
+const PI_AI_PROVIDERS = `${["", "node_modules", "@earendil-works", "pi-ai", "dist", "providers", ""].join("/")}`
 
 const INSTALL_DIR = resolve(import.meta.dir, "..", "..")
 const ENTRY = join(INSTALL_DIR, "src", "jobChildEntry.ts")
@@ -47,6 +57,12 @@ export const buildJobChild = async (outDir: string): Promise<ReadonlyArray<strin
         name: "kintsugi-split-sdks",
         setup: (build) => {
           build.onResolve({ filter }, (args) => ({ path: splitPaths.get(args.path) ?? args.path, external: true }))
+          build.onResolve({ filter: /^\.\/data\/[^/]+\.json$/ }, (args) => {
+            if (!args.importer.includes(PI_AI_PROVIDERS)) return undefined
+            mkdirSync(join(outDir, PI_AI_DATA), { recursive: true })
+            copyFileSync(resolve(dirname(args.importer), args.path), join(outDir, PI_AI_DATA, basename(args.path)))
+            return { path: `./${PI_AI_DATA}/${basename(args.path)}`, external: true }
+          })
         }
       }
     ]

@@ -93,3 +93,28 @@ test("the OpenAI, Anthropic and Google SDKs are bundles of their own beside the 
     rmSync(moved, { recursive: true, force: true })
   }
 })
+
+test("pi-ai's catalog of built-in providers lies beside the bundle as JSON, and a built-in provider's model resolves from it", async () => {
+  expect(entry).not.toBe("")
+  const dir = join(entry, "..")
+  expect(existsSync(join(dir, "pi-ai-data", "anthropic.json"))).toBe(true)
+  expect(readFileSync(entry, "utf8")).not.toContain("// node_modules/@earendil-works/pi-ai/dist/providers/data/")
+  const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  try {
+    // Refused for its workspace (outDir inside a read-only root), so no request is made: the model
+    // is named among the problems only when the catalog has no such model.
+    const refusedFor = async (model: string) => {
+      const job = { ...createJob(dirs, { model: { provider: "b", id: model } }), workspace: { root: dirs.root, readOnly: [dirs.src], outDir: dirs.src } }
+      const run = await runJobChild(createEnvelope(job, [{ id: "b", builtin: "anthropic", apiKey: "" }]), { entry })
+      expect(run.code).toBe(2)
+      return run.stdout
+    }
+    const known = JSON.parse(readFileSync(join(dir, "pi-ai-data", "anthropic.json"), "utf8")) as Record<string, Record<string, { readonly id: string }>>
+    const model = Object.values(known["anthropic-messages"] ?? {})[0]?.id ?? ""
+    expect(model).not.toBe("")
+    expect(await refusedFor(model)).not.toContain("job.model")
+    expect(await refusedFor("no-such-model")).toContain('no model \\"no-such-model\\"')
+  } finally {
+    dirs.cleanup()
+  }
+})

@@ -12,9 +12,9 @@
  * bytecode bundle, and its bundle started ahead (`run-job --ahead`, settled the same way), in the same rounds.
  */
 import { Effect, Exit, Scope } from "effect"
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { runJobArgs } from "../src/jobChildArgs.ts"
 import { makeJobChildren } from "../src/worker/JobChildren.ts"
 import { ensureBundle, jobChildCacheDir, sourceKey } from "../src/worker/jobChildBundle.ts"
@@ -30,10 +30,10 @@ const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
 const envelope = createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")])
 const cacheDir = jobChildCacheDir(join(tmpdir(), "kintsugi-bench-data"))
 const bundle = await ensureBundle(cacheDir, sourceKey())
-/** The bundle's JS alone in a directory of its own: Bun finds no .jsc and parses it. */
+/** A copy of the bundle's directory without its .jsc files (the SDK bundles' too): Bun parses the JS. */
 const noBytecodeDir = mkdtempSync(join(tmpdir(), "kintsugi-bench-nojsc-"))
 const noBytecode = join(noBytecodeDir, "jobChildEntry.js")
-copyFileSync(bundle, noBytecode)
+cpSync(dirname(bundle), noBytecodeDir, { recursive: true, filter: (src) => !src.endsWith(".jsc") })
 const emptyCache = () => mkdtempSync(join(tmpdir(), "kintsugi-bench-tcache-"))
 
 interface Timing {

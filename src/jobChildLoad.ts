@@ -8,11 +8,6 @@
 import { startedAhead } from "./jobChildArgs.ts"
 
 export const loadJobChild = async (): Promise<typeof import("./jobChild.ts")> => {
-  if (!startedAhead(process.argv.slice(2))) {
-    const { sandboxConfigFromEnv, startProbe } = await import("./tools/Sandbox.ts")
-    // The same configuration the kernel reads (KINTSUGI_SANDBOX through Config, from this environment).
-    const config = sandboxConfigFromEnv(process.env)
-    if (config.mode !== "off" && config.invalidValue === undefined) startProbe(config.bwrap)
-  }
+  if (!startedAhead(process.argv.slice(2))) (await import("./tools/Sandbox.ts")).startConfiguredProbe()
   return import("./jobChild.ts")
 }

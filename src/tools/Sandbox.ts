@@ -148,6 +148,12 @@ export const startProbe = (bwrap: string = "bwrap"): void => {
   pendingProbes.set(bwrap, pending)
 }
 
+/** startProbe for the sandbox KINTSUGI_SANDBOX configures (through Config, as the kernel reads it), unless it is off or invalid. */
+export const startConfiguredProbe = (): void => {
+  const config = Effect.runSync(sandboxConfig)
+  if (config.mode !== "off" && config.invalidValue === undefined) startProbe(config.bwrap)
+}
+
 /** probeBwrap's answer, waiting for a probe startProbe started rather than running another. */
 const probeStatus = (bwrap: string = "bwrap"): Effect.Effect<SandboxStatus> => {
   const pending = probes.has(bwrap) ? undefined : pendingProbes.get(bwrap)

@@ -2,7 +2,9 @@
  * Job child start (issue 15): spawn → `job.started` and spawn → the terminal event (a whole one-turn
  * job against a scripted model server), medians of RUNS interleaved rounds, for
  *   - the child from the sources (`bun src/cli.ts run-job`), with the transpiler cache warm and empty;
- *   - the same child as the Bun bytecode bundle the worker runs (src/worker/jobChildBundle.ts);
+ *   - the same child as the Bun bytecode bundle the worker runs (src/worker/jobChildBundle.ts), and the
+ *     same bundle's JS without its .jsc beside it: how much the bytecode saves (were the .jsc rejected,
+ *     the two rows would be alike);
  *   - a child started ahead by the worker's pool (JobChildren), once it is loaded and its warm-up is
  *     over (its CPU time stands still): envelope written → event;
  *   - a bare `bun -e` process (spawn → first byte): the floor any Bun child pays.
@@ -10,9 +12,9 @@
  * bytecode bundle, and its bundle started ahead (`run-job --ahead`, settled the same way), in the same rounds.
  */
 import { Effect, Exit, Scope } from "effect"
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { runJobArgs } from "../src/jobChildArgs.ts"
 import { makeJobChildren } from "../src/worker/JobChildren.ts"
 import { ensureBundle, jobChildCacheDir, sourceKey } from "../src/worker/jobChildBundle.ts"
@@ -22,12 +24,16 @@ import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts
 const RUNS = Number(process.env["RUNS"] ?? 11)
 const median = (xs: Array<number>) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
 
-const steps: Array<Step> = Array.from({ length: 8 * RUNS + 8 }, () => ({ kind: "turn", text: "ok" }))
+const steps: Array<Step> = Array.from({ length: 10 * RUNS + 8 }, () => ({ kind: "turn", text: "ok" }))
 const server = await startOpenAIServer(steps)
 const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
 const envelope = createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")])
 const cacheDir = jobChildCacheDir(join(tmpdir(), "kintsugi-bench-data"))
 const bundle = await ensureBundle(cacheDir, sourceKey())
+/** A copy of the bundle's directory without its .jsc files (the SDK bundles' too): Bun parses the JS. */
+const noBytecodeDir = mkdtempSync(join(tmpdir(), "kintsugi-bench-nojsc-"))
+const noBytecode = join(noBytecodeDir, "jobChildEntry.js")
+cpSync(dirname(bundle), noBytecodeDir, { recursive: true, filter: (src) => !src.endsWith(".jsc") })
 const emptyCache = () => mkdtempSync(join(tmpdir(), "kintsugi-bench-tcache-"))
 
 interface Timing {
@@ -139,6 +145,7 @@ const rows = {
   source: [] as Array<Timing>,
   sourceEmpty: [] as Array<Timing>,
   bundle: [] as Array<Timing>,
+  noBytecode: [] as Array<Timing>,
   warm: [] as Array<Timing>,
   warmHand: [] as Array<Timing>,
   before: [] as Array<Timing>,
@@ -154,6 +161,7 @@ for (let i = 0; i < RUNS; i++) {
   empties.push(empty)
   rows.sourceEmpty.push(await cold(undefined, { BUN_RUNTIME_TRANSPILER_CACHE_PATH: empty }))
   rows.bundle.push(await cold(bundle))
+  rows.noBytecode.push(await cold(noBytecode))
   rows.warm.push(await warm())
   rows.warmHand.push(await warmOf(bundle))
   if (before !== undefined) rows.before.push(await cold(join(before, "src", "cli.ts")))
@@ -166,7 +174,7 @@ for (let i = 0; i < RUNS; i++) {
 await Effect.runPromise(Scope.close(scope, Exit.void))
 await server.stop()
 dirs.cleanup()
-for (const e of empties) rmSync(e, { recursive: true, force: true })
+for (const e of [...empties, noBytecodeDir]) rmSync(e, { recursive: true, force: true })
 
 const floor = median(rows.bare)
 const ms = (n: number) => `${n.toFixed(1).padStart(7)} ms`
@@ -181,6 +189,7 @@ console.log(`${"".padEnd(58)} ${"→ started".padStart(10)} ${"→ completed".pa
 line("from the sources (src/cli.ts run-job), transpiler cache warm", rows.source, 60)
 line("from the sources, transpiler cache empty (fresh HOME/image)", rows.sourceEmpty, 60)
 line("bytecode bundle (what the worker starts), cold", rows.bundle, 60)
+line("  the same bundle's JS without its .jsc (no bytecode)", rows.noBytecode)
 line("started ahead by the pool (envelope written → event)", rows.warm, 10)
 line("  the bundle started ahead by hand, as the other checkout's", rows.warmHand, 10)
 if (before !== undefined) line(`the child of ${before}`, rows.before)

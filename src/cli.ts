@@ -9,7 +9,7 @@ import { isRunJob } from "./jobChildArgs.ts"
 
 const argv = process.argv.slice(2)
 // No top-level await: the file can also be bundled to bytecode for a faster job-child start.
-if (isRunJob(argv)) void import("./jobChildExit.ts").then((m) => m.runGuardedJobChild(() => import("./jobChild.ts")))
+if (isRunJob(argv)) void import("./jobChildExit.ts").then((m) => m.runGuardedJobChild(() => import("./jobChildLoad.ts").then((l) => l.loadJobChild())))
 else if ((argv.length === 0 || argv[0] === "serve") && !argv.includes("--help") && !argv.includes("-h")) {
   // Serving: the secrets re-exec happens before anything loads (the first run then costs a bare start),
   // and the embedded database's worker starts compiling PGlite while the application loads.

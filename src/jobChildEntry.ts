@@ -5,4 +5,4 @@
  */
 import { runGuardedJobChild } from "./jobChildExit.ts"
 
-runGuardedJobChild(() => import("./jobChild.ts"))
+runGuardedJobChild(() => import("./jobChildLoad.ts").then((m) => m.loadJobChild()))

@@ -6,7 +6,7 @@
 import { cleanupSessionResources } from "@earendil-works/pi-ai/session-resources"
 import { Cause, Clock, Deferred, Effect, Exit, Option } from "effect"
 import type { JobOutcome } from "../contract/AgentRuntime.ts"
-import { ProcessRunner, processRunnerLayer, type RunnerOptions } from "../tools/ProcessRunner.ts"
+import type { RunnerOptions } from "../tools/ProcessRunner.ts"
 import type { McpKernelTool } from "../tools/mcp/mcpTools.ts"
 import type { KernelTool } from "../tools/Tool.ts"
 import { createKernelTools } from "../tools/registry.ts"
@@ -72,18 +72,21 @@ export const runJob = (
         // What the job got, in prompt order: a tool asked for and not granted (memory off, say) is not silent.
         tools: [...prepared.toolNames, ...serviceTools.map((t) => t.name), ...declared.map((t) => t.name)]
       })
-      const loop = Effect.flatMap(ProcessRunner, (runner) =>
-        Effect.flatMap(createKernelTools(prepared.toolNames, runner, viaCodemode), (kernelTools) =>
-          agentLoop({
-            spec,
-            tools: [...kernelTools, ...serviceTools, ...declared],
-            deny: prepared.deny,
-            ...(prepared.skillFiles === undefined ? {} : { skillFiles: prepared.skillFiles })
-          })
+      // The process runner and the tools are loaded after job.started (issue 15: a cold child emits it sooner).
+      const loop = Effect.flatMap(Effect.promise(() => import("../tools/ProcessRunner.ts")), ({ ProcessRunner, processRunnerLayer }) =>
+        Effect.flatMap(ProcessRunner, (runner) =>
+          Effect.flatMap(createKernelTools(prepared.toolNames, runner, viaCodemode), (kernelTools) =>
+            agentLoop({
+              spec,
+              tools: [...kernelTools, ...serviceTools, ...declared],
+              deny: prepared.deny,
+              ...(prepared.skillFiles === undefined ? {} : { skillFiles: prepared.skillFiles })
+            })
+          )
+        ).pipe(
+          // The runner's scope ends with the loop: every process it started is dead before we go on.
+          Effect.provide(processRunnerLayer(options.runner))
         )
-      ).pipe(
-        // The runner's scope ends with the loop: every process it started is dead before we go on.
-        Effect.provide(processRunnerLayer(options.runner))
       )
       const exit = yield* Effect.exit(restore(events.withParent(jobSpanId, limits.enforce(loop))))
       cleanupSessionResources(events.jobId)

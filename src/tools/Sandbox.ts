@@ -76,35 +76,95 @@ export const probeBwrap = (bwrap: string = "bwrap"): SandboxStatus => {
   return status
 }
 
-const runProbe = (bwrap: string): SandboxStatus => {
+/** What a probe of `bwrap` runs, or its answer when it need not run anything. */
+const probeCommand = (bwrap: string): { readonly argv: Array<string> } | SandboxStatus => {
   if (process.platform !== "linux") return { _tag: "Unavailable", reason: "bubblewrap needs Linux" }
   const exe = bwrap.includes("/") ? bwrap : Bun.which(bwrap, { PATH: SAFE_PATH })
   const trueExe = Bun.which("true", { PATH: SAFE_PATH })
   if (exe === null || trueExe === null) {
     return { _tag: "Unavailable", reason: "bubblewrap (bwrap) is not installed (Debian package `bubblewrap`)" }
   }
-  let r: ReturnType<typeof Bun.spawnSync>
-  try {
-    r = Bun.spawnSync([exe, ...NAMESPACES, ...systemMounts(), ...PRIVATE_MOUNTS, "--", trueExe], {
-      env: { PATH: SAFE_PATH },
-      stdin: "ignore",
-      stdout: "ignore",
-      stderr: "pipe",
-      timeout: 10_000
-    })
-  } catch (e) {
-    return { _tag: "Unavailable", reason: `bubblewrap (${bwrap}) could not be started: ${e instanceof Error ? firstLine(e.message) : "unknown error"}` }
-  }
-  if (r.exitCode === 0) return { _tag: "Bwrap", bwrap: exe }
-  const why = firstLine(r.stderr?.toString() ?? "") || `exit code ${String(r.exitCode)}`
+  return { argv: [exe, ...NAMESPACES, ...systemMounts(), ...PRIVATE_MOUNTS, "--", trueExe] }
+}
+
+const PROBE_OPTIONS = { env: { PATH: SAFE_PATH }, stdin: "ignore", stdout: "ignore", stderr: "pipe", timeout: 10_000 } as const
+
+const notStarted = (bwrap: string, e: unknown): SandboxStatus => ({
+  _tag: "Unavailable",
+  reason: `bubblewrap (${bwrap}) could not be started: ${e instanceof Error ? firstLine(e.message) : "unknown error"}`
+})
+
+/** The answer of a probe that ran `exe` and ended with `exitCode` and `stderr`. */
+const probeAnswer = (exe: string, exitCode: number | null, stderr: string): SandboxStatus => {
+  if (exitCode === 0) return { _tag: "Bwrap", bwrap: exe }
+  const why = firstLine(stderr) || `exit code ${String(exitCode)}`
   const hint = /namespace|permitted|denied/i.test(why)
     ? " (user namespaces are blocked here, e.g. by a container's seccomp profile or kernel.unprivileged_userns_clone=0)"
     : ""
   return { _tag: "Unavailable", reason: `bubblewrap does not work here: ${why}${hint}` }
 }
 
+const runProbe = (bwrap: string): SandboxStatus => {
+  const command = probeCommand(bwrap)
+  if (!("argv" in command)) return command
+  let r: ReturnType<typeof Bun.spawnSync>
+  try {
+    r = Bun.spawnSync(command.argv, PROBE_OPTIONS)
+  } catch (e) {
+    return notStarted(bwrap, e)
+  }
+  return probeAnswer(command.argv[0] ?? bwrap, r.exitCode, r.stderr?.toString() ?? "")
+}
+
+/** runProbe without blocking the thread: the same command, options and answers. */
+const runProbeAsync = async (bwrap: string): Promise<SandboxStatus> => {
+  const command = probeCommand(bwrap)
+  if (!("argv" in command)) return command
+  try {
+    const p = Bun.spawn(command.argv, PROBE_OPTIONS)
+    const [stderr, exitCode] = await Promise.all([new Response(p.stderr).text(), p.exited])
+    return probeAnswer(command.argv[0] ?? bwrap, exitCode, stderr)
+  } catch (e) {
+    return notStarted(bwrap, e)
+  }
+}
+
+const pendingProbes = new Map<string, Promise<SandboxStatus>>()
+
+/**
+ * Starts probing `bwrap` in the background (a cold job child does it while its kernel loads, issue 15):
+ * the first `status` of a sandbox on the same binary then waits for this answer instead of probing
+ * again. The answer is a real probe's either way: nothing is assumed while it runs.
+ */
+export const startProbe = (bwrap: string = "bwrap"): void => {
+  if (probes.has(bwrap) || pendingProbes.has(bwrap)) return
+  const pending = runProbeAsync(bwrap).then((status) => {
+    if (pendingProbes.get(bwrap) === pending) {
+      pendingProbes.delete(bwrap)
+      if (!probes.has(bwrap)) probes.set(bwrap, status)
+    }
+    return probes.get(bwrap) ?? status
+  })
+  pendingProbes.set(bwrap, pending)
+}
+
+/** startProbe for the sandbox KINTSUGI_SANDBOX configures (through Config, as the kernel reads it), unless it is off or invalid. */
+export const startConfiguredProbe = (): void => {
+  const config = Effect.runSync(sandboxConfig)
+  if (config.mode !== "off" && config.invalidValue === undefined) startProbe(config.bwrap)
+}
+
+/** probeBwrap's answer, waiting for a probe startProbe started rather than running another. */
+const probeStatus = (bwrap: string = "bwrap"): Effect.Effect<SandboxStatus> => {
+  const pending = probes.has(bwrap) ? undefined : pendingProbes.get(bwrap)
+  return pending === undefined ? Effect.sync(() => probeBwrap(bwrap)) : Effect.promise(() => pending)
+}
+
 /** Forgets cached probe answers (tests that change what a binary name points at). */
-export const forgetProbes = (): void => probes.clear()
+export const forgetProbes = (): void => {
+  probes.clear()
+  pendingProbes.clear()
+}
 
 // --cap-drop ALL: run as root, bwrap keeps every capability inside its user namespace, and
 // CAP_SYS_ADMIN there can remount a read-only root read-write (measured: `mount -o remount,rw,bind`).
@@ -273,11 +333,11 @@ export interface SandboxShape {
 export class Sandbox extends Context.Tag("tools/Sandbox")<Sandbox, SandboxShape>() {}
 
 export const makeSandbox = (config: SandboxConfig): SandboxShape => {
-  const status = Effect.sync((): SandboxStatus => {
+  const status = Effect.suspend((): Effect.Effect<SandboxStatus> => {
     if (config.invalidValue !== undefined) {
-      return { _tag: "Unavailable", reason: `KINTSUGI_SANDBOX=${JSON.stringify(config.invalidValue)} is not one of ${SANDBOX_MODES.join(", ")}` }
+      return Effect.succeed({ _tag: "Unavailable", reason: `KINTSUGI_SANDBOX=${JSON.stringify(config.invalidValue)} is not one of ${SANDBOX_MODES.join(", ")}` })
     }
-    return config.mode === "off" ? { _tag: "Off" } : probeBwrap(config.bwrap)
+    return config.mode === "off" ? Effect.succeed({ _tag: "Off" }) : probeStatus(config.bwrap)
   })
   const uid = process.getuid?.() ?? -1
   return { config, status, refusal: Effect.map(status, (s) => processToolRefusal(s, config, uid)) }

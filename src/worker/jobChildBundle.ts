@@ -2,8 +2,9 @@
  * The job child as a Bun bytecode bundle (issue 15): built from the sources at first start into the
  * data dir's cache, keyed on a content hash of everything it is built from (src/, package.json,
  * bun.lock, the Bun version), so a bundle never outlives the sources it came from. The build runs in a
- * separate `bun build` process into a private directory that is renamed into place: two processes
- * starting at once both build, one rename wins, nobody ever sees half a bundle.
+ * separate process (jobChildBuild.ts: the bundle, and beside it bundles of the SDKs only some jobs use)
+ * into a private directory that is renamed into place: two processes starting at once both build, one
+ * rename wins, nobody ever sees half a bundle.
  */
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs"
 import { join, resolve } from "node:path"
@@ -16,6 +17,8 @@ const BUILD_PATH = "/usr/local/bin:/usr/bin:/bin"
 /** What the bundle is built from. */
 export const JOB_CHILD_SOURCE = join(INSTALL_DIR, "src", "jobChildEntry.ts")
 const SRC_DIR = join(INSTALL_DIR, "src")
+/** The build (a script of the sources, so part of the key): the bundle and its split-off SDK bundles. */
+const BUILDER = join(INSTALL_DIR, "src", "worker", "jobChildBuild.ts")
 const BUNDLE_FILE = "jobChildEntry.js"
 const PREFIX = "job-child-"
 
@@ -104,10 +107,15 @@ export const ensureBundle = async (cacheDir: string, key: string, signal?: Abort
   try {
     // pi-ai keeps its modules lazy inside a bundle; src/kernel imports them from their own modules
     // (not the package index) so the bundle initialises them before use (see PiAiModels.ts).
-    const build = Bun.spawn(
-      [process.execPath, "build", "--target=bun", "--format=cjs", "--bytecode", `--outdir=${tmp}`, JOB_CHILD_SOURCE],
-      { cwd: INSTALL_DIR, stdin: "ignore", stdout: "ignore", stderr: "pipe", env: { PATH: BUILD_PATH } }
-    )
+    // `bun build --target=bun --format=cjs --bytecode` of JOB_CHILD_SOURCE, with the SDKs only some
+    // jobs use in bundles of their own beside it (jobChildBuild.ts).
+    const build = Bun.spawn([process.execPath, BUILDER, tmp], {
+      cwd: INSTALL_DIR,
+      stdin: "ignore",
+      stdout: "ignore",
+      stderr: "pipe",
+      env: { PATH: BUILD_PATH }
+    })
     signal?.addEventListener("abort", () => build.kill("SIGKILL"), { once: true })
     const [stderr, code] = await Promise.all([new Response(build.stderr).text(), build.exited])
     if (code !== 0 || !existsSync(join(tmp, BUNDLE_FILE)) || !existsSync(join(tmp, `${BUNDLE_FILE}.jsc`))) {

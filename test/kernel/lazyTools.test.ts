@@ -38,11 +38,18 @@ const runGranting = async (tools: ReadonlyArray<string>) => {
 }
 
 describe("tool modules are loaded when a job grants them", () => {
-  test("a job granting only read loads none of codemode, the MCP tools, the memory and web tools", async () => {
+  test("a job granting only read loads read's module and the process runner: no other tool, none of codemode, the MCP tools, the memory and web tools", async () => {
     const run = await runGranting(["read"])
     expect(run.code).toBe(0)
     expect(run.events[0]).toMatchObject({ type: "job.started", tools: ["read"] })
-    expect(run.loaded).toEqual([])
+    expect(run.loaded.sort()).toEqual(["tools/ProcessRunner.ts", "tools/read.ts"])
+  })
+
+  test("a job granting no tool loads no kernel tool module, only the process runner", async () => {
+    const run = await runGranting([])
+    expect(run.code).toBe(0)
+    expect(run.events[0]).toMatchObject({ type: "job.started", tools: [] })
+    expect(run.loaded).toEqual(["tools/ProcessRunner.ts"])
   })
 
   test("a job granting codemode and memory loads those, and gets them", async () => {
@@ -52,6 +59,6 @@ describe("tool modules are loaded when a job grants them", () => {
     expect(started?.type).toBe("job.started")
     const tools = started?.type === "job.started" ? started.tools : []
     expect(tools).toEqual(expect.arrayContaining(["read", "codemode", "memory_search"]))
-    expect(run.loaded.sort()).toEqual(["tools/codemode/codemode.ts", "tools/services/serviceTools.ts"])
+    expect(run.loaded.sort()).toEqual(["tools/ProcessRunner.ts", "tools/codemode/codemode.ts", "tools/find.ts", "tools/grep.ts", "tools/ls.ts", "tools/read.ts", "tools/services/serviceTools.ts"])
   })
 })

@@ -15,6 +15,7 @@ import {
   processToolRefusal,
   sandboxConfigFromEnv,
   sandboxViewPath,
+  startProbe,
   workspaceMounts
 } from "../../src/tools/Sandbox.ts"
 import { makeGitTool } from "../../src/tools/git.ts"
@@ -48,6 +49,38 @@ describe("sandbox mode and refusals", () => {
       expect(refusal).toContain("KINTSUGI_SANDBOX=off")
     }
     expect(await Effect.runPromise(makeSandbox({ mode: "off", bwrap: "/nonexistent/bwrap" }).status)).toEqual({ _tag: "Off" })
+  })
+
+  /** A stand-in bubblewrap that notes each run in `log`, takes 200 ms, and exits with `code`. */
+  const fakeBwrap = (code: number): { readonly exe: string; readonly runs: () => number; readonly cleanup: () => void } => {
+    const dir = join(tmpdir(), `kintsugi-fake-bwrap-${process.pid}-${Math.random().toString(16).slice(2)}`)
+    mkdirSync(dir)
+    const exe = join(dir, "bwrap")
+    const log = join(dir, "runs")
+    writeFileSync(exe, `#!/bin/sh\necho run >> '${log}'\nsleep 0.2\necho 'bwrap: No permissions to create new namespace' >&2\nexit ${code}\n`, { mode: 0o755 })
+    return { exe, runs: () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).length : 0), cleanup: () => rmSync(dir, { recursive: true, force: true }) }
+  }
+
+  test("a probe started ahead (a cold job child's, while its kernel loads) is the one the sandbox waits for: one run, its answer", async () => {
+    for (const [code, tag] of [[0, "Bwrap"], [1, "Unavailable"]] as const) {
+      const fake = fakeBwrap(code)
+      try {
+        startProbe(fake.exe)
+        startProbe(fake.exe)
+        const sandbox = makeSandbox({ mode: "bwrap", bwrap: fake.exe })
+        const [status, refusal] = await Effect.runPromise(Effect.all([sandbox.status, sandbox.refusal], { concurrency: "unbounded" }))
+        expect(status._tag).toBe(tag)
+        if (tag === "Unavailable") {
+          // A sandbox that does not work still refuses the process tools: the probe ran, nothing was assumed.
+          expect(status).toMatchObject({ reason: expect.stringContaining("user namespaces are blocked here") })
+          expect(refusal).toContain("needs the process sandbox, which is not available")
+        }
+        expect(await Effect.runPromise(sandbox.status)).toEqual(status)
+        expect(fake.runs()).toBe(1)
+      } finally {
+        fake.cleanup()
+      }
+    }
   })
 
   test("unconfined process tools are refused as root, allowed for other users and for a harness that says so", () => {

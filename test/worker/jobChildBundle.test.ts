@@ -5,9 +5,10 @@
  * to stop after job.started and exit 0: `instrumentCache` was undefined).
  */
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { SPLIT_SDKS } from "../../src/worker/jobChildBuild.ts"
 import { builtBundle, ensureBundle, sourceKey } from "../../src/worker/jobChildBundle.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
 import { startAnthropicServer, startOpenAIServer } from "../support/scriptedServers.ts"
@@ -61,6 +62,59 @@ test("the bundled child checks an output against its JSON Schema (ajv loaded on 
     expect(run.code).toBe(0)
   } finally {
     await server.stop()
+    dirs.cleanup()
+  }
+})
+
+test("the OpenAI, Anthropic and Google SDKs are bundles of their own beside the child's, required by a relative path only when a job needs them", async () => {
+  expect(entry).not.toBe("")
+  const dir = join(entry, "..")
+  const main = readFileSync(entry, "utf8")
+  for (const [pkg, sub] of SPLIT_SDKS) {
+    const sdk = join(dir, "sdk", sub, "index.js")
+    expect(existsSync(sdk)).toBe(true)
+    expect(existsSync(`${sdk}.jsc`)).toBe(true)
+    // Required relative to the bundle (it still works when its directory moves), never bundled in.
+    expect(main).toContain(`require("./sdk/${sub}/index.js")`)
+    expect(main).not.toContain(`// node_modules/${pkg}/`)
+  }
+  // A moved bundle directory still finds its SDKs: the Anthropic job runs from a copy elsewhere.
+  const moved = mkdtempSync(join(tmpdir(), "kintsugi-bundle-moved-"))
+  const server = await startAnthropicServer([{ kind: "turn", text: "done" }])
+  const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  try {
+    cpSync(dir, moved, { recursive: true })
+    const run = await runJobChild(createEnvelope(createJob(dirs), [createProvider(server, "anthropic-messages")]), { entry: join(moved, "jobChildEntry.js") })
+    expect(run.events.at(-1)?.type).toBe("job.completed")
+    expect(run.code).toBe(0)
+  } finally {
+    await server.stop()
+    dirs.cleanup()
+    rmSync(moved, { recursive: true, force: true })
+  }
+})
+
+test("pi-ai's catalog of built-in providers lies beside the bundle as JSON, and a built-in provider's model resolves from it", async () => {
+  expect(entry).not.toBe("")
+  const dir = join(entry, "..")
+  expect(existsSync(join(dir, "pi-ai-data", "anthropic.json"))).toBe(true)
+  expect(readFileSync(entry, "utf8")).not.toContain("// node_modules/@earendil-works/pi-ai/dist/providers/data/")
+  const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  try {
+    // Refused for its workspace (outDir inside a read-only root), so no request is made: the model
+    // is named among the problems only when the catalog has no such model.
+    const refusedFor = async (model: string) => {
+      const job = { ...createJob(dirs, { model: { provider: "b", id: model } }), workspace: { root: dirs.root, readOnly: [dirs.src], outDir: dirs.src } }
+      const run = await runJobChild(createEnvelope(job, [{ id: "b", builtin: "anthropic", apiKey: "" }]), { entry })
+      expect(run.code).toBe(2)
+      return run.stdout
+    }
+    const known = JSON.parse(readFileSync(join(dir, "pi-ai-data", "anthropic.json"), "utf8")) as Record<string, Record<string, { readonly id: string }>>
+    const model = Object.values(known["anthropic-messages"] ?? {})[0]?.id ?? ""
+    expect(model).not.toBe("")
+    expect(await refusedFor(model)).not.toContain("job.model")
+    expect(await refusedFor("no-such-model")).toContain('no model \\"no-such-model\\"')
+  } finally {
     dirs.cleanup()
   }
 })

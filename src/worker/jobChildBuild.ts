@@ -1,0 +1,86 @@
+/**
+ * `bun src/worker/jobChildBuild.ts <outDir>`: builds the job child's Bun bytecode bundle into `outDir`
+ * (jobChildBundle.ts runs it in a process of its own, into a private directory it then renames into
+ * place). The provider SDKs only some jobs use (SPLIT_SDKS) are bundled apart, each into a bytecode
+ * bundle of its own under `outDir/sdk/`, which the main bundle requires by a path relative to itself
+ * only when a job's first model call needs it: a child no longer reads and loads their code at every
+ * start (issue 15; Bun loads a bytecode bundle in time that grows with its size). Each SDK stays one
+ * module instance (one bundle, required from one place), as it was inside the main bundle. pi-ai's
+ * catalog data likewise stays beside the bundle as JSON (PI_AI_DATA).
+ */
+import { copyFileSync, mkdirSync } from "node:fs"
+import { createRequire } from "node:module"
+import { basename, dirname, join, relative, resolve } from "node:path"
+
+/**
+ * The packages bundled apart: [package, directory under `sdk/`]. Imported (by their bare name only) by
+ * pi-ai's API implementations, which a job loads at its first model call through them, after job.started.
+ */
+export const SPLIT_SDKS: ReadonlyArray<readonly [string, string]> = [
+  ["openai", "openai"],
+  ["@anthropic-ai/sdk", "anthropic"],
+  ["@google/genai", "google-genai"]
+]
+
+/**
+ * pi-ai's catalog of built-in providers (`providers/data/*.json`, a third of the bundle) is read only for
+ * a built-in provider config (PiAiModels.ts imports `providers/all` then): its JSON files are copied
+ * beside the bundle, into PI_AI_DATA, and required from there (plain data: nothing to share).
+ */
+const PI_AI_DATA = "pi-ai-data"
+const PI_AI_PROVIDERS = `${["", "node_modules", "@earendil-works", "pi-ai", "dist", "providers", ""].join("/")}`
+
+const INSTALL_DIR = resolve(import.meta.dir, "..", "..")
+const ENTRY = join(INSTALL_DIR, "src", "jobChildEntry.ts")
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")
+
+/** Builds every bundle into `outDir`; the messages of a failed build, or none. */
+export const buildJobChild = async (outDir: string): Promise<ReadonlyArray<string>> => {
+  // Resolved as the bundle's require() would resolve it from the installation.
+  const requireFromInstall = createRequire(join(INSTALL_DIR, "package.json"))
+  const splitPaths = new Map<string, string>()
+  for (const [pkg, dir] of SPLIT_SDKS) {
+    const built = await Bun.build({ entrypoints: [requireFromInstall.resolve(pkg)], outdir: join(outDir, "sdk", dir), target: "bun", format: "cjs", bytecode: true })
+    const entry = built.outputs.find((o) => o.kind === "entry-point")
+    if (!built.success || entry === undefined) return [`${pkg}: ${built.logs.map((l) => l.message).join("; ") || "no entry point"}`]
+    splitPaths.set(pkg, `./${relative(outDir, entry.path)}`)
+  }
+  const filter = new RegExp(`^(${SPLIT_SDKS.map(([pkg]) => escape(pkg)).join("|")})$`)
+  const main = await Bun.build({
+    entrypoints: [ENTRY],
+    outdir: outDir,
+    target: "bun",
+    format: "cjs",
+    bytecode: true,
+    plugins: [
+      {
+        name: "kintsugi-split-sdks",
+        setup: (build) => {
+          build.onResolve({ filter }, (args) => ({ path: splitPaths.get(args.path) ?? args.path, external: true }))
+          build.onResolve({ filter: /^\.\/data\/[^/]+\.json$/ }, (args) => {
+            if (!args.importer.includes(PI_AI_PROVIDERS)) return undefined
+            mkdirSync(join(outDir, PI_AI_DATA), { recursive: true })
+            copyFileSync(resolve(dirname(args.importer), args.path), join(outDir, PI_AI_DATA, basename(args.path)))
+            return { path: `./${PI_AI_DATA}/${basename(args.path)}`, external: true }
+          })
+        }
+      }
+    ]
+  })
+  return main.success ? [] : main.logs.map((l) => l.message)
+}
+
+if (import.meta.main) {
+  const outDir = process.argv[2]
+  if (outDir === undefined) process.exit(2)
+  void buildJobChild(resolve(outDir)).then(
+    (problems) => {
+      for (const p of problems) console.error(p)
+      process.exit(problems.length === 0 ? 0 : 1)
+    },
+    (e: unknown) => {
+      console.error(e instanceof Error ? e.message : String(e))
+      process.exit(1)
+    }
+  )
+}

@@ -2,12 +2,13 @@
  * Loads the job child's kernel (jobChild.ts) for `run-job` (the entry of the sources and of the
  * bytecode bundle). A cold child first starts its sandbox probe (issue 15), so bubblewrap's trial run
  * overlaps the rest of the loading instead of blocking the job's checks later; the checks then wait
- * for that probe's answer (Sandbox.ts startProbe), never assume one. A child started ahead probes while
+ * for that probe's answer (sandboxProbe.ts startProbe), never assume one. The probe's module is a leaf
+ * (no Effect), so bwrap starts before anything of the kernel is evaluated. A child started ahead probes while
  * it waits for its envelope (jobChildWarmUp.ts) and starts nothing here.
  */
 import { startedAhead } from "./jobChildArgs.ts"
 
 export const loadJobChild = async (): Promise<typeof import("./jobChild.ts")> => {
-  if (!startedAhead(process.argv.slice(2))) (await import("./tools/Sandbox.ts")).startConfiguredProbe()
+  if (!startedAhead(process.argv.slice(2))) (await import("./tools/sandboxProbe.ts")).startProbeFromEnv(process.env)
   return import("./jobChild.ts")
 }

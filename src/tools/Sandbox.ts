@@ -3,41 +3,38 @@
  * that decides it once per process, and the bwrap argv that confines one call to the job's workspace.
  */
 import { Config, Context, Effect, Layer } from "effect"
-import { closeSync, constants, lstatSync, openSync, readlinkSync } from "node:fs"
+import { closeSync, constants, openSync, readlinkSync } from "node:fs"
 import { SKILLS_MOUNT } from "./confinement.ts"
+import {
+  NAMESPACES,
+  pendingProbe,
+  PRIVATE_MOUNTS,
+  probeBwrap,
+  SANDBOX_ENV,
+  SANDBOX_MODES,
+  type SandboxConfig,
+  sandboxConfigFromEnv,
+  type SandboxStatus,
+  systemMounts,
+  UNCONFINED_ROOT_ENV
+} from "./sandboxProbe.ts"
+
+export {
+  forgetProbes,
+  probeBwrap,
+  SAFE_PATH,
+  SANDBOX_ENV,
+  SANDBOX_MODES,
+  type SandboxConfig,
+  sandboxConfigFromEnv,
+  type SandboxMode,
+  type SandboxStatus,
+  startProbe,
+  startProbeFromEnv,
+  systemMounts,
+  UNCONFINED_ROOT_ENV
+} from "./sandboxProbe.ts"
 import type { ResolvedWorkspace } from "./Tool.ts"
-
-/** The only PATH a process sees; argv[0] is resolved on it too (the runner's allowlist). */
-export const SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
-export const SANDBOX_ENV = "KINTSUGI_SANDBOX"
-/**
- * "1" lets `off` run process tools as root. For test runs in root containers where bubblewrap cannot
- * work; never for a real installation (the refusal message does not mention it).
- */
-export const UNCONFINED_ROOT_ENV = "KINTSUGI_ALLOW_UNCONFINED_ROOT"
-export const SANDBOX_MODES = ["auto", "bwrap", "off"] as const
-export type SandboxMode = (typeof SANDBOX_MODES)[number]
-
-export interface SandboxConfig {
-  /** auto and bwrap: bubblewrap when it works, else process tools are refused; off: unconfined. */
-  readonly mode: SandboxMode
-  /** A KINTSUGI_SANDBOX value that is not a mode: process tools are refused, naming it. */
-  readonly invalidValue?: string
-  /** The bubblewrap binary: a name looked up on SAFE_PATH, or a path (tests name a missing one). */
-  readonly bwrap?: string
-  /** Unconfined process tools as uid 0 are refused unless "allow" (tests only: UNCONFINED_ROOT_ENV). */
-  readonly unconfinedRoot?: "refuse" | "allow"
-}
-
-/** Reads KINTSUGI_SANDBOX (default auto) and UNCONFINED_ROOT_ENV. */
-export const sandboxConfigFromEnv = (env: Readonly<Record<string, string | undefined>>): SandboxConfig => {
-  const raw = env[SANDBOX_ENV]?.trim().toLowerCase() ?? ""
-  if (raw === "") return { mode: "auto" }
-  if (raw === "off" && env[UNCONFINED_ROOT_ENV] === "1") return { mode: "off", unconfinedRoot: "allow" }
-  if ((SANDBOX_MODES as ReadonlyArray<string>).includes(raw)) return { mode: raw as SandboxMode }
-  // Fail closed: an unknown value requires the sandbox and the refusal names the value.
-  return { mode: "bwrap", invalidValue: env[SANDBOX_ENV] ?? "" }
-}
 
 /** `sandboxConfigFromEnv` over the configuration (the environment unless a ConfigProvider says otherwise); never fails. */
 export const sandboxConfig: Effect.Effect<SandboxConfig> = Config.all({
@@ -54,151 +51,10 @@ export const sandboxConfig: Effect.Effect<SandboxConfig> = Config.all({
   Effect.orElseSucceed((): SandboxConfig => ({ mode: "bwrap", invalidValue: "" }))
 )
 
-/** How process tools run here. */
-export type SandboxStatus =
-  | { readonly _tag: "Bwrap"; readonly bwrap: string }
-  | { readonly _tag: "Off" }
-  | { readonly _tag: "Unavailable"; readonly reason: string }
-
-const probes = new Map<string, SandboxStatus>()
-
-const firstLine = (text: string) => (text.trim().split("\n")[0] ?? "").slice(0, 300)
-
-/**
- * Runs one trivial sandboxed `true` with the same namespaces and system mounts a call gets; cached per
- * binary for the life of the process.
- */
-export const probeBwrap = (bwrap: string = "bwrap"): SandboxStatus => {
-  const cached = probes.get(bwrap)
-  if (cached !== undefined) return cached
-  const status = runProbe(bwrap)
-  probes.set(bwrap, status)
-  return status
-}
-
-/** What a probe of `bwrap` runs, or its answer when it need not run anything. */
-const probeCommand = (bwrap: string): { readonly argv: Array<string> } | SandboxStatus => {
-  if (process.platform !== "linux") return { _tag: "Unavailable", reason: "bubblewrap needs Linux" }
-  const exe = bwrap.includes("/") ? bwrap : Bun.which(bwrap, { PATH: SAFE_PATH })
-  const trueExe = Bun.which("true", { PATH: SAFE_PATH })
-  if (exe === null || trueExe === null) {
-    return { _tag: "Unavailable", reason: "bubblewrap (bwrap) is not installed (Debian package `bubblewrap`)" }
-  }
-  return { argv: [exe, ...NAMESPACES, ...systemMounts(), ...PRIVATE_MOUNTS, "--", trueExe] }
-}
-
-const PROBE_OPTIONS = { env: { PATH: SAFE_PATH }, stdin: "ignore", stdout: "ignore", stderr: "pipe", timeout: 10_000 } as const
-
-const notStarted = (bwrap: string, e: unknown): SandboxStatus => ({
-  _tag: "Unavailable",
-  reason: `bubblewrap (${bwrap}) could not be started: ${e instanceof Error ? firstLine(e.message) : "unknown error"}`
-})
-
-/** The answer of a probe that ran `exe` and ended with `exitCode` and `stderr`. */
-const probeAnswer = (exe: string, exitCode: number | null, stderr: string): SandboxStatus => {
-  if (exitCode === 0) return { _tag: "Bwrap", bwrap: exe }
-  const why = firstLine(stderr) || `exit code ${String(exitCode)}`
-  const hint = /namespace|permitted|denied/i.test(why)
-    ? " (user namespaces are blocked here, e.g. by a container's seccomp profile or kernel.unprivileged_userns_clone=0)"
-    : ""
-  return { _tag: "Unavailable", reason: `bubblewrap does not work here: ${why}${hint}` }
-}
-
-const runProbe = (bwrap: string): SandboxStatus => {
-  const command = probeCommand(bwrap)
-  if (!("argv" in command)) return command
-  let r: ReturnType<typeof Bun.spawnSync>
-  try {
-    r = Bun.spawnSync(command.argv, PROBE_OPTIONS)
-  } catch (e) {
-    return notStarted(bwrap, e)
-  }
-  return probeAnswer(command.argv[0] ?? bwrap, r.exitCode, r.stderr?.toString() ?? "")
-}
-
-/** runProbe without blocking the thread: the same command, options and answers. */
-const runProbeAsync = async (bwrap: string): Promise<SandboxStatus> => {
-  const command = probeCommand(bwrap)
-  if (!("argv" in command)) return command
-  try {
-    const p = Bun.spawn(command.argv, PROBE_OPTIONS)
-    const [stderr, exitCode] = await Promise.all([new Response(p.stderr).text(), p.exited])
-    return probeAnswer(command.argv[0] ?? bwrap, exitCode, stderr)
-  } catch (e) {
-    return notStarted(bwrap, e)
-  }
-}
-
-const pendingProbes = new Map<string, Promise<SandboxStatus>>()
-
-/**
- * Starts probing `bwrap` in the background (a cold job child does it while its kernel loads, issue 15):
- * the first `status` of a sandbox on the same binary then waits for this answer instead of probing
- * again. The answer is a real probe's either way: nothing is assumed while it runs.
- */
-export const startProbe = (bwrap: string = "bwrap"): void => {
-  if (probes.has(bwrap) || pendingProbes.has(bwrap)) return
-  const pending = runProbeAsync(bwrap).then((status) => {
-    if (pendingProbes.get(bwrap) === pending) {
-      pendingProbes.delete(bwrap)
-      if (!probes.has(bwrap)) probes.set(bwrap, status)
-    }
-    return probes.get(bwrap) ?? status
-  })
-  pendingProbes.set(bwrap, pending)
-}
-
-/** startProbe for the sandbox KINTSUGI_SANDBOX configures (through Config, as the kernel reads it), unless it is off or invalid. */
-export const startConfiguredProbe = (): void => {
-  const config = Effect.runSync(sandboxConfig)
-  if (config.mode !== "off" && config.invalidValue === undefined) startProbe(config.bwrap)
-}
-
 /** probeBwrap's answer, waiting for a probe startProbe started rather than running another. */
 const probeStatus = (bwrap: string = "bwrap"): Effect.Effect<SandboxStatus> => {
-  const pending = probes.has(bwrap) ? undefined : pendingProbes.get(bwrap)
+  const pending = pendingProbe(bwrap)
   return pending === undefined ? Effect.sync(() => probeBwrap(bwrap)) : Effect.promise(() => pending)
-}
-
-/** Forgets cached probe answers (tests that change what a binary name points at). */
-export const forgetProbes = (): void => {
-  probes.clear()
-  pendingProbes.clear()
-}
-
-// --cap-drop ALL: run as root, bwrap keeps every capability inside its user namespace, and
-// CAP_SYS_ADMIN there can remount a read-only root read-write (measured: `mount -o remount,rw,bind`).
-const NAMESPACES = ["--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session"] as const
-const PRIVATE_MOUNTS = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"] as const
-/** Top-level system directories, mounted read-only (or recreated as the symlinks they are). */
-const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"] as const
-/** The pieces of /etc that the dynamic loader and Debian's alternatives need; nothing else of it. */
-const ETC_FILES = ["/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"] as const
-
-let systemMountsCache: ReadonlyArray<string> | undefined
-
-/**
- * Mount arguments for a minimal read-only system: /usr, the lib/bin dirs, a few /etc files. Read
- * once per process (the system layout does not change under a running server), not once per call.
- */
-export const systemMounts = (): Array<string> => {
-  systemMountsCache ??= readSystemMounts()
-  return [...systemMountsCache]
-}
-
-const readSystemMounts = (): Array<string> => {
-  const out: Array<string> = []
-  for (const dir of SYSTEM_DIRS) {
-    try {
-      const st = lstatSync(dir)
-      if (st.isSymbolicLink()) out.push("--symlink", readlinkSync(dir), dir)
-      else if (st.isDirectory()) out.push("--ro-bind", dir, dir)
-    } catch {
-      // Not on this system (e.g. /lib32): nothing to mount.
-    }
-  }
-  for (const f of ETC_FILES) out.push("--ro-bind-try", f, f)
-  return out
 }
 
 const depth = (p: string) => p.split("/").filter((s) => s !== "").length

@@ -16,6 +16,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { runJobArgs } from "../src/jobChildArgs.ts"
+import { probeBwrap, SANDBOX_PROBED_ENV } from "../src/tools/Sandbox.ts"
 import { makeJobChildren } from "../src/worker/JobChildren.ts"
 import { ensureBundle, jobChildCacheDir, sourceKey } from "../src/worker/jobChildBundle.ts"
 import { childEnv, createEnvelope, createJob, createJobDirs, createProvider, startJobChild } from "../test/support/jobChild.ts"
@@ -102,7 +103,11 @@ const timeWaiting = async (child: Bun.Subprocess<"pipe", "pipe", "pipe">): Promi
 }
 
 const scope = Effect.runSync(Scope.make())
-const pool = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: true, prestart: "always", refillWhen: "started" }), scope))
+// As the worker does (JobChildren.ts): the pool probes the sandbox once and gives its children the answer.
+const probe = probeBwrap()
+const sandboxProbed = probe._tag === "Bwrap" ? probe.bwrap : undefined
+const probedEnv: Record<string, string> = sandboxProbed === undefined ? {} : { [SANDBOX_PROBED_ENV]: sandboxProbed }
+const pool = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: true, prestart: "always", refillWhen: "started", sandboxProbed }), scope))
 
 /** A job on the child the pool started ahead, once it settled: envelope written → job.started / terminal event. */
 const warm = async (): Promise<Timing> => {
@@ -145,6 +150,7 @@ const rows = {
   source: [] as Array<Timing>,
   sourceEmpty: [] as Array<Timing>,
   bundle: [] as Array<Timing>,
+  bundleSelf: [] as Array<Timing>,
   noBytecode: [] as Array<Timing>,
   warm: [] as Array<Timing>,
   warmHand: [] as Array<Timing>,
@@ -160,7 +166,8 @@ for (let i = 0; i < RUNS; i++) {
   const empty = emptyCache()
   empties.push(empty)
   rows.sourceEmpty.push(await cold(undefined, { BUN_RUNTIME_TRANSPILER_CACHE_PATH: empty }))
-  rows.bundle.push(await cold(bundle))
+  rows.bundle.push(await cold(bundle, probedEnv))
+  rows.bundleSelf.push(await cold(bundle))
   rows.noBytecode.push(await cold(noBytecode))
   rows.warm.push(await warm())
   rows.warmHand.push(await warmOf(bundle))
@@ -189,6 +196,7 @@ console.log(`${"".padEnd(58)} ${"→ started".padStart(10)} ${"→ completed".pa
 line("from the sources (src/cli.ts run-job), transpiler cache warm", rows.source, 60)
 line("from the sources, transpiler cache empty (fresh HOME/image)", rows.sourceEmpty, 60)
 line("bytecode bundle (what the worker starts), cold", rows.bundle, 60)
+line("  the same bundle probing the sandbox itself (run-job by hand)", rows.bundleSelf, 60)
 line("  the same bundle's JS without its .jsc (no bytecode)", rows.noBytecode)
 line("started ahead by the pool (envelope written → event)", rows.warm, 10)
 line("  the bundle started ahead by hand, as the other checkout's", rows.warmHand, 10)

@@ -25,6 +25,7 @@ export {
   SAFE_PATH,
   SANDBOX_ENV,
   SANDBOX_MODES,
+  SANDBOX_PROBED_ENV,
   type SandboxConfig,
   sandboxConfigFromEnv,
   type SandboxMode,

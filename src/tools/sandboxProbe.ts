@@ -64,9 +64,9 @@ export const probeBwrap = (bwrap: string = "bwrap"): SandboxStatus => {
 /** What a probe of `bwrap` runs, or its answer when it need not run anything. */
 const probeCommand = (bwrap: string): { readonly argv: Array<string> } | SandboxStatus => {
   if (process.platform !== "linux") return { _tag: "Unavailable", reason: "bubblewrap needs Linux" }
-  const exe = bwrap.includes("/") ? bwrap : Bun.which(bwrap, { PATH: SAFE_PATH })
+  const exe = resolveBwrap(bwrap)
   const trueExe = Bun.which("true", { PATH: SAFE_PATH })
-  if (exe === null || trueExe === null) {
+  if (exe === undefined || trueExe === null) {
     return { _tag: "Unavailable", reason: "bubblewrap (bwrap) is not installed (Debian package `bubblewrap`)" }
   }
   return { argv: [exe, ...NAMESPACES, ...systemMounts(), ...PRIVATE_MOUNTS, "--", trueExe] }
@@ -137,12 +137,32 @@ export const startProbe = (bwrap: string = "bwrap"): void => {
 export const pendingProbe = (bwrap: string = "bwrap"): Promise<SandboxStatus> | undefined => (probes.has(bwrap) ? undefined : pendingProbes.get(bwrap))
 
 /**
- * startProbe for the sandbox `env` configures (KINTSUGI_SANDBOX, read as sandboxConfigFromEnv reads it:
- * the job child's environment is the kernel's configuration), unless it is off or invalid.
+ * Set by the worker in its job children's environment: the bubblewrap binary its own probe found
+ * working (the pool probes once per process, JobChildren.ts). A child whose configured binary resolves
+ * to that path takes the answer instead of probing again. Safe to take: it only says bwrap works; every
+ * call still runs inside it, so a wrong answer makes calls fail, never run unconfined. Nothing a job
+ * does reaches its child's environment.
+ */
+export const SANDBOX_PROBED_ENV = "KINTSUGI_SANDBOX_PROBED"
+
+/** The binary a probe of `bwrap` would run (a name is looked up on SAFE_PATH), or undefined when there is none. */
+const resolveBwrap = (bwrap: string): string | undefined => (bwrap.includes("/") ? bwrap : Bun.which(bwrap, { PATH: SAFE_PATH }) ?? undefined)
+
+/**
+ * For the sandbox `env` configures (KINTSUGI_SANDBOX, read as sandboxConfigFromEnv reads it: the job
+ * child's environment is the kernel's configuration), unless it is off or invalid: takes the worker's
+ * answer (SANDBOX_PROBED_ENV) when it names the binary this probe would run, else startProbe.
  */
 export const startProbeFromEnv = (env: Readonly<Record<string, string | undefined>>): void => {
   const config = sandboxConfigFromEnv(env)
-  if (config.mode !== "off" && config.invalidValue === undefined) startProbe(config.bwrap)
+  if (config.mode === "off" || config.invalidValue !== undefined) return
+  const bwrap = config.bwrap ?? "bwrap"
+  const probed = env[SANDBOX_PROBED_ENV]
+  if (process.platform === "linux" && probed !== undefined && probed !== "" && !probes.has(bwrap) && resolveBwrap(bwrap) === probed) {
+    probes.set(bwrap, { _tag: "Bwrap", bwrap: probed })
+    return
+  }
+  startProbe(bwrap)
 }
 
 /** Forgets cached probe answers (tests that change what a binary name points at). */

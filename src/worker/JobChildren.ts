@@ -8,7 +8,7 @@
  */
 import { Config, Context, Duration, Effect, Layer, type Scope } from "effect"
 import { resolve } from "node:path"
-import { makeSandbox, sandboxConfig } from "../tools/Sandbox.ts"
+import { makeSandbox, SANDBOX_PROBED_ENV, sandboxConfig } from "../tools/Sandbox.ts"
 import { alive, childEnvironment, CLI_PATH, spawnJobChild, type SpawnedChild } from "./JobProcess.ts"
 import { findBundle, jobChildCacheDir, sourceFingerprint, sourceKey, startBundleBuild, transpilerCacheDir } from "./jobChildBundle.ts"
 
@@ -43,6 +43,11 @@ export interface JobChildrenOptions {
    * taken before starts its own child, as when none waits.
    */
   readonly firstAfter?: Duration.DurationInput | undefined
+  /**
+   * The bubblewrap binary this process's probe found working: given to each child (SANDBOX_PROBED_ENV)
+   * so a cold child starts its job without probing again (sandboxProbe.ts startProbeFromEnv).
+   */
+  readonly sandboxProbed?: string | undefined
 }
 
 interface Warm {
@@ -60,8 +65,11 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
     let closed = false
     // Children started from the sources keep Bun's transpiler output across restarts and fresh HOMEs.
     const base = yield* childEnvironment
-    const env: Record<string, string> =
-      base["BUN_RUNTIME_TRANSPILER_CACHE_PATH"] === undefined ? { ...base, BUN_RUNTIME_TRANSPILER_CACHE_PATH: transpilerCacheDir(options.cacheDir) } : base
+    const env: Record<string, string> = {
+      ...base,
+      ...(base["BUN_RUNTIME_TRANSPILER_CACHE_PATH"] === undefined ? { BUN_RUNTIME_TRANSPILER_CACHE_PATH: transpilerCacheDir(options.cacheDir) } : {}),
+      ...(options.sandboxProbed === undefined ? {} : { [SANDBOX_PROBED_ENV]: options.sandboxProbed })
+    }
 
     /** The entry for a child started now; never a bundle of other sources than those on disk. */
     const currentEntry = (): string => {
@@ -136,6 +144,7 @@ const live = (prestart: JobChildrenOptions["prestart"]): Layer.Layer<JobChildren
         bundle: true,
         prestart,
         refillWhen: sandbox._tag === "Bwrap" ? "started" : "ended",
+        sandboxProbed: sandbox._tag === "Bwrap" ? sandbox.bwrap : undefined,
         // `kintsugi run` wants its one child while the database starts; serve, its start-up first.
         firstAfter: prestart === "always" ? SERVE_FIRST_CHILD_AFTER : undefined
       })

@@ -15,9 +15,15 @@ import {
   processToolRefusal,
   sandboxConfigFromEnv,
   sandboxViewPath,
+  forgetProbes,
+  probeBwrap,
+  SAFE_PATH,
+  SANDBOX_PROBED_ENV,
   startProbe,
+  startProbeFromEnv,
   workspaceMounts
 } from "../../src/tools/Sandbox.ts"
+import { pendingProbe } from "../../src/tools/sandboxProbe.ts"
 import { makeGitTool } from "../../src/tools/git.ts"
 import { makeShellTool } from "../../src/tools/shell.ts"
 import { pidsWithArg } from "../support/processes.ts"
@@ -80,6 +86,31 @@ describe("sandbox mode and refusals", () => {
       } finally {
         fake.cleanup()
       }
+    }
+  })
+
+  test("a cold child takes the worker's probe answer when it names the binary it would probe (no second probe); any other answer is probed", async () => {
+    const bwrap = Bun.which("bwrap", { PATH: SAFE_PATH })
+    forgetProbes()
+    try {
+      if (bwrap !== null) {
+        startProbeFromEnv({ [SANDBOX_PROBED_ENV]: bwrap })
+        expect(pendingProbe("bwrap")).toBeUndefined()
+        expect(probeBwrap("bwrap")).toEqual({ _tag: "Bwrap", bwrap })
+        forgetProbes()
+      }
+      // An answer about another binary (or none) is not taken: the child probes its own.
+      startProbeFromEnv({ [SANDBOX_PROBED_ENV]: "/opt/elsewhere/bwrap" })
+      const probing = pendingProbe("bwrap")
+      expect(probing).toBeDefined()
+      await probing
+      forgetProbes()
+      // Off or an invalid mode: nothing is probed or taken.
+      startProbeFromEnv({ KINTSUGI_SANDBOX: "off", [SANDBOX_PROBED_ENV]: bwrap ?? "/usr/bin/bwrap" })
+      startProbeFromEnv({ KINTSUGI_SANDBOX: "nonsense", [SANDBOX_PROBED_ENV]: bwrap ?? "/usr/bin/bwrap" })
+      expect(pendingProbe("bwrap")).toBeUndefined()
+    } finally {
+      forgetProbes()
     }
   })
 

@@ -22,10 +22,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c()
 })
 
-const pool = async (refillWhen: "started" | "ended" = "started"): Promise<JobChildrenShape> => {
+const pool = async (refillWhen: "started" | "ended" = "started", sandboxProbed?: string): Promise<JobChildrenShape> => {
   const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-children-"))
   const scope = Effect.runSync(Scope.make())
-  const children = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen }), scope))
+  const children = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen, sandboxProbed }), scope))
   cleanups.push(() => Effect.runPromise(Scope.close(scope, Exit.void)), () => rmSync(cacheDir, { recursive: true, force: true }))
   return children
 }
@@ -185,4 +185,11 @@ test("unconfined (refill when the job ended): no next child loads while a job ru
   expect(waitingDuringJob.every((pid) => pid === undefined)).toBe(true)
   const next = await waitingPid(children)
   expect(next).not.toBe(first)
+})
+
+test("the pool's own probe answer reaches its children (KINTSUGI_SANDBOX_PROBED), and nothing else of the pool's sandbox", async () => {
+  const environ = async (children: JobChildrenShape) =>
+    readFileSync(`/proc/${await waitingPid(children)}/environ`, "latin1").split("\0").filter((kv) => kv.startsWith("KINTSUGI_SANDBOX_PROBED="))
+  expect(await environ(await pool("started", "/usr/bin/bwrap"))).toEqual(["KINTSUGI_SANDBOX_PROBED=/usr/bin/bwrap"])
+  expect(await environ(await pool("started"))).toEqual([])
 })

@@ -39,11 +39,14 @@ describe("table owners", () => {
 
   test("process.env is read only by the secrets re-exec (and the test-only scripted servers); the rest reads Config", () => {
     const readers = files.filter((f) => /process\.env\b/.test(f.text.replace(/\/\/.*|\/\*[\s\S]*?\*\//g, ""))).map((f) => f.file)
-    // Two narrow exceptions, each a plain function called outside any Effect runtime: the data-dir template's
-    // cache location (also read by the Docker build's one-line template step) and the portal's "sandbox off"
-    // note in views (the same KINTSUGI_SANDBOX the job children inherit). Anything new here fails.
+    // Three narrow exceptions, each a plain function called outside any Effect runtime: the data-dir template's
+    // cache location (also read by the Docker build's one-line template step), the portal's "sandbox off"
+    // note in views (the same KINTSUGI_SANDBOX the job children inherit), and a cold job child's sandbox
+    // probe, started before Effect is loaded (jobChildLoad.ts: KINTSUGI_SANDBOX read by sandboxConfigFromEnv,
+    // the function the kernel's Config path uses, and the worker's KINTSUGI_SANDBOX_PROBED). Anything new here fails.
     expect(readers.filter((f) => (f.startsWith("src/") && !f.startsWith("src/testing/")) || f.startsWith("views/")).sort()).toEqual([
       "src/db/dataDirTemplate.ts",
+      "src/jobChildLoad.ts",
       "src/processSecrets.ts",
       "views/components.ts"
     ])

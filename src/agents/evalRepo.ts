@@ -120,9 +120,36 @@ export const finishRun = (runId: string, status: "passed" | "failed" | "error", 
     sql`UPDATE admin.agent_eval_run SET status = ${status}, message = ${message}, finished_at = now() WHERE id = ${runId} AND finished_at IS NULL`
   )
 
-/** The executing process's sign of life for a running run (see `endAbandoned`). */
+/**
+ * The executing process's sign of life for a running run (see `endAbandoned`): false when the run is no
+ * longer running (a sweep ended it), so its executor stops.
+ */
 export const beat = (runId: string) =>
-  Effect.flatMap(SqlClient, (sql) => sql`UPDATE admin.agent_eval_run SET heartbeat_at = now() WHERE id = ${runId} AND status = 'running'`)
+  Effect.flatMap(SqlClient, (sql) =>
+    Effect.map(
+      sql<{ id: string }>`UPDATE admin.agent_eval_run SET heartbeat_at = now() WHERE id = ${runId} AND status = 'running' RETURNING id`,
+      (rows) => rows.length > 0
+    )
+  )
+
+/**
+ * Ends a gated run that every eval passed, in one transaction: the version is made current only while
+ * the run is still unfinished (a run a sweep already ended as `error` promotes nothing). The message says
+ * what happened; undefined when the run had already ended.
+ */
+export const finishPassedGate = (runId: string, agent: string, version: number) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const open = yield* sql<{ id: string }>`SELECT id FROM admin.agent_eval_run WHERE id = ${runId} AND finished_at IS NULL FOR UPDATE`
+        if (open.length === 0) return undefined
+        const promoted = yield* promoteVersion(agent, version)
+        const message = promoted ? `every eval passed: v${version} is now current` : `every eval passed; v${version} was not made current: a newer version is current`
+        yield* finishRun(runId, "passed", message)
+        return message
+      })
+    )
+  )
 
 /**
  * Ends as `error` every running run whose heartbeat is older than `staleAfterSec` (its process was killed

@@ -86,9 +86,31 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
       watchConnection(counter.bump, (now) => {
         if (pid !== undefined) ownBackends.delete(pid)
         pid = now
-        if (now !== undefined) ownBackends.add(now)
+        if (now !== undefined) {
+          ownBackends.add(now)
+          // A notification from another process's backend that had this pid before (pid reuse) is
+          // ignored from now on: its write committed before the pid was ours, so drop what was read.
+          counter.bump()
+        }
       })
     )
+  }
+  /**
+   * Fails unless `c` talks to the server process it was given at connect (BackendKeyData): a pooler in
+   * transaction mode (PgBouncer, a managed "pooler" port) acknowledges LISTEN on a server connection it
+   * then hands to others, so no notification would ever come. Such a setup is unwatchable, as TLS is:
+   * caching stays off for good (`blind`), logged once.
+   */
+  const checkDirect = async (c: pg.Client): Promise<void> => {
+    const r = await c.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")
+    const given = (c as unknown as { readonly processID?: number | null }).processID
+    if (r.rows[0]?.pid === given) return
+    if (!blind) {
+      blind = true
+      counter.known(false)
+      Effect.runFork(Effect.logWarning("the database connection goes through a pooler (its server process changes between statements): hot reads ask the database on every request"))
+    }
+    throw new Error("the listener's connection goes through a pooler")
   }
   const setListening = (now: boolean) => {
     if (listening === now) return
@@ -115,6 +137,7 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
           try {
             await c.connect()
             await c.query(`LISTEN ${WRITES_CHANNEL}`)
+            await checkDirect(c)
           } catch (e) {
             void c.end().catch(() => undefined)
             throw e
@@ -128,7 +151,7 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
     // Heard from here on: a write committed after the LISTEN notifies us; one before it is covered by
     // the bump `known(true)` makes (nothing read before is reused).
     setListening(true)
-    const ping = Effect.tryPromise(() => client.query("SELECT 1")).pipe(
+    const ping = Effect.tryPromise(() => checkDirect(client)).pipe(
       Effect.timeoutFail({ duration: PING_TIMEOUT, onTimeout: () => new Error("the server did not answer a ping") }),
       Effect.delay(PING_INTERVAL),
       Effect.forever,
@@ -142,6 +165,8 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
     let failures = 0
     for (;;) {
       const outcome = yield* Effect.either(session)
+      // Behind a pooler nothing will ever be heard: no listener, every read asks (logged by checkDirect).
+      if (blind) return
       if (outcome._tag === "Right") {
         failures = 0
         yield* Effect.logWarning(`the database write listener lost its connection (${outcome.right}); reads ask the database until it is back`)

@@ -10,7 +10,7 @@ import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { mkdirSync, readdirSync } from "node:fs"
 import { join } from "node:path"
-import type { EvalRun } from "../../src/agents/evalRepo.ts"
+import { finishPassedGate, type EvalRun } from "../../src/agents/evalRepo.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { ABANDONED_AFTER_SEC, Evals } from "../../src/worker/evals/Evals.ts"
@@ -271,6 +271,30 @@ describe("eval runs", () => {
     expect(gone.finishedAt).not.toBeNull()
     expect((await h.api("GET", `/api/admin/eval-runs/${alive}`)).json<{ run: EvalRun }>().run.status).toBe("running")
     await h.rt.runPromise(Effect.flatMap(SqlClient, (sql) => sql`DELETE FROM admin.agent_eval_run WHERE id IN (${killed}, ${alive})`))
+  })
+
+  test("a passed gate promotes only a run still unfinished: one a sweep ended as error makes nothing current", async () => {
+    const current = (await h.api("GET", "/api/admin/agents/shop-bot")).json<{ agent: { version: number } }>().agent.version
+    const saved = await h.api("PUT", "/api/admin/agents/shop-bot", pkg("You find orders. Gated.", "gate: evals\n"))
+    expect(saved.status).toBe(200)
+    const stored = current + 1
+    const run = (status: string) =>
+      h.rt.runPromise(
+        Effect.flatMap(SqlClient, (sql) =>
+          Effect.map(
+            sql<{ id: string }>`INSERT INTO admin.agent_eval_run (agent_name, version, project_id, gate, status, started_by, finished_at)
+              VALUES ('shop-bot', ${stored}, 'kintsugi-evals', true, ${status}, 'test', ${status === "error" ? new Date() : null}) RETURNING id`,
+            (rows) => rows[0]!.id
+          )
+        )
+      )
+    const ended = await run("error")
+    expect(await h.rt.runPromise(finishPassedGate(ended, "shop-bot", stored))).toBeUndefined()
+    expect((await h.api("GET", "/api/admin/agents/shop-bot")).json<{ agent: { version: number } }>().agent.version).toBe(current)
+    const open = await run("running")
+    expect(await h.rt.runPromise(finishPassedGate(open, "shop-bot", stored))).toBe(`every eval passed: v${stored} is now current`)
+    expect((await h.api("GET", "/api/admin/agents/shop-bot")).json<{ agent: { version: number } }>().agent.version).toBe(stored)
+    expect((await h.api("GET", `/api/admin/eval-runs/${open}`)).json<{ run: EvalRun }>().run.status).toBe("passed")
   })
 
   test("a reader may list runs but not start one", async () => {

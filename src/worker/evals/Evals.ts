@@ -188,24 +188,32 @@ export const makeEvals = Effect.gen(function* () {
           })
         )
       }
-      let message = ""
-      if (run.gate) {
-        if (failed > 0) message = `v${run.version} stays not current: ${failed} of ${evals.length} evals failed`
-        else {
-          const promoted = yield* provide(repo.promoteVersion(run.agent, run.version))
-          message = promoted ? `every eval passed: v${run.version} is now current` : `every eval passed; v${run.version} was not made current: a newer version is current`
-        }
+      if (run.gate && failed === 0) {
+        // Promotes only while the run is unfinished: one a sweep ended meanwhile changes nothing.
+        yield* provide(repo.finishPassedGate(run.id, run.agent, run.version))
+      } else {
+        const message = run.gate ? `v${run.version} stays not current: ${failed} of ${evals.length} evals failed` : ""
+        yield* provide(repo.finishRun(run.id, failed > 0 ? "failed" : "passed", message))
       }
-      yield* provide(repo.finishRun(run.id, failed > 0 ? "failed" : "passed", message))
       yield* Effect.logInfo("eval run finished").pipe(Effect.annotateLogs({ evalRun: run.id, agent: run.agent, version: run.version, failed }))
     }).pipe(
-      // The sign of life other processes' sweeps look at (endAbandoned); it stops with the run.
-      (body) => Effect.zipRight(Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(HEARTBEAT), provide(repo.beat(run.id))))), body),
-      Effect.scoped,
+      // The sign of life the sweeps look at (endAbandoned): a failed beat is logged and the next one tried;
+      // once the run is no longer running (a sweep ended it after a long stall), the run stops here too.
+      (body) => Effect.raceFirst(body, heartbeat(run.id)),
       Effect.onInterrupt(() => provide(repo.finishRun(run.id, "error", "the server stopped during the run"))),
       Effect.catchAllCause((cause) =>
         Effect.zipRight(Effect.logError("eval run failed", cause), provide(repo.finishRun(run.id, "error", "the eval run failed on the server (see its log)")))
       )
+    )
+
+  /** Beats every HEARTBEAT until the run is found no longer running; never fails. */
+  const heartbeat = (runId: string): Effect.Effect<void> =>
+    Effect.sleep(HEARTBEAT).pipe(
+      Effect.zipRight(Effect.provideService(repo.beat(runId), SqlClient, sql)),
+      Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("an eval run's heartbeat could not be written; trying again", cause), true)),
+      Effect.repeat({ while: (running) => running }),
+      Effect.zipRight(Effect.logWarning("eval run ended by a sweep while it ran: stopping it").pipe(Effect.annotateLogs({ evalRun: runId }))),
+      Effect.asVoid
     )
 
   /** The version's evals, or NoEvals. */

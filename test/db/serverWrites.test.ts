@@ -214,6 +214,70 @@ describe.skipIf(!usingServer())(`cached reads on a shared server ${whyServer}`, 
     })))
   })
 
+  test("behind a pooler (the server process differs from the one given at connect) the listener is refused: caching stays off", async () => {
+    // A pooler stand-in: forwards a connection both ways, handing the client another BackendKeyData pid,
+    // as a transaction-mode pooler does (its own key; each statement may run on another server process).
+    const target = new URL(url)
+    const proxy = Bun.listen<{ upstream?: Awaited<ReturnType<typeof Bun.connect>>; pending: Array<Uint8Array> }>({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        open: (client) => {
+          client.data = { pending: [] }
+          let buffered = Buffer.alloc(0)
+          void Bun.connect({
+            hostname: target.hostname,
+            port: Number(target.port || 5432),
+            socket: {
+              open: (up) => {
+                client.data.upstream = up
+                for (const chunk of client.data.pending.splice(0)) up.write(chunk)
+              },
+              data: (_, chunk) => {
+                // Rewrite the pid of BackendKeyData ('K', length 12); pass everything else through.
+                buffered = Buffer.concat([buffered, chunk])
+                let at = 0
+                while (buffered.length - at >= 5) {
+                  const length = buffered.readInt32BE(at + 1)
+                  if (buffered.length - at < 1 + length) break
+                  if (buffered[at] === 0x4b) buffered.writeInt32BE(buffered.readInt32BE(at + 5) + 1, at + 5)
+                  at += 1 + length
+                }
+                client.write(buffered.subarray(0, at))
+                buffered = buffered.subarray(at)
+              },
+              close: () => void client.end()
+            }
+          })
+        },
+        data: (client, chunk) => {
+          if (client.data.upstream === undefined) client.data.pending.push(new Uint8Array(chunk))
+          else client.data.upstream.write(chunk)
+        },
+        close: (client) => void client.data.upstream?.end()
+      }
+    })
+    try {
+      const pooled = new URL(url)
+      pooled.hostname = "127.0.0.1"
+      pooled.port = String(proxy.port)
+      const direct = makeServerWrites(url)
+      const behind = makeServerWrites(pooled.toString())
+      await Effect.runPromise(Effect.scoped(Effect.gen(function* () {
+        yield* direct.listen
+        yield* behind.listen
+        // The direct listener comes up; the one behind the stand-in never does (its check fails, it stops).
+        yield* direct.writes.changed(undefined)
+        expect(typeof direct.writes.epoch()).toBe("number")
+        const up = yield* Effect.timeout(behind.writes.changed(undefined), "3 seconds").pipe(Effect.option)
+        expect(Option.isNone(up)).toBe(true)
+        expect(behind.writes.epoch()).toBeUndefined()
+      })))
+    } finally {
+      proxy.stop(true)
+    }
+  })
+
   test("a second serve-like app on the same database sees a catalog change made by the first", async () => {
     const first = await makeTestAppRuntime({ db: makeDbLayer({ url }) })
     const second = await makeTestAppRuntime({ db: makeDbLayer({ url }) })

@@ -214,6 +214,24 @@ describe.skipIf(!usingServer())(`cached reads on a shared server ${whyServer}`, 
     })))
   })
 
+  test("a new pool connection empties the caches once (its pid may have been another process's, whose notifications are now ignored)", async () => {
+    const server = makeServerWrites(url)
+    await Effect.runPromise(Effect.scoped(Effect.gen(function* () {
+      yield* server.listen
+      yield* server.writes.changed(undefined)
+      const before = server.writes.epoch()
+      const socket = server.stream()
+      // BackendKeyData: 'K', length 12, pid, secret key.
+      const key = Buffer.alloc(13)
+      key.write("K", 0)
+      key.writeInt32BE(12, 1)
+      key.writeInt32BE(424242, 5)
+      socket.emit("data", key)
+      expect(server.writes.epoch()).not.toBe(before)
+      socket.destroy()
+    })))
+  })
+
   test("behind a pooler (the server process differs from the one given at connect) the listener is refused: caching stays off", async () => {
     // A pooler stand-in: forwards a connection both ways, handing the client another BackendKeyData pid,
     // as a transaction-mode pooler does (its own key; each statement may run on another server process).

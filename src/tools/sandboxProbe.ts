@@ -61,6 +61,9 @@ export const probeBwrap = (bwrap: string = "bwrap"): SandboxStatus => {
   return status
 }
 
+/** The binary a probe of `bwrap` would run (a name is looked up on SAFE_PATH), or undefined when there is none. */
+const resolveBwrap = (bwrap: string): string | undefined => (bwrap.includes("/") ? bwrap : Bun.which(bwrap, { PATH: SAFE_PATH }) ?? undefined)
+
 /** What a probe of `bwrap` runs, or its answer when it need not run anything. */
 const probeCommand = (bwrap: string): { readonly argv: Array<string> } | SandboxStatus => {
   if (process.platform !== "linux") return { _tag: "Unavailable", reason: "bubblewrap needs Linux" }
@@ -144,9 +147,6 @@ export const pendingProbe = (bwrap: string = "bwrap"): Promise<SandboxStatus> | 
  * does reaches its child's environment.
  */
 export const SANDBOX_PROBED_ENV = "KINTSUGI_SANDBOX_PROBED"
-
-/** The binary a probe of `bwrap` would run (a name is looked up on SAFE_PATH), or undefined when there is none. */
-const resolveBwrap = (bwrap: string): string | undefined => (bwrap.includes("/") ? bwrap : Bun.which(bwrap, { PATH: SAFE_PATH }) ?? undefined)
 
 /**
  * For the sandbox `env` configures (KINTSUGI_SANDBOX, read as sandboxConfigFromEnv reads it: the job

@@ -188,8 +188,12 @@ test("unconfined (refill when the job ended): no next child loads while a job ru
 })
 
 test("the pool's own probe answer reaches its children (KINTSUGI_SANDBOX_PROBED), and nothing else of the pool's sandbox", async () => {
-  const environ = async (children: JobChildrenShape) =>
-    readFileSync(`/proc/${await waitingPid(children)}/environ`, "latin1").split("\0").filter((kv) => kv.startsWith("KINTSUGI_SANDBOX_PROBED="))
+  const environ = async (children: JobChildrenShape) => {
+    const pid = await waitingPid(children)
+    // Read once the child runs its own image (its exit guard is armed): before exec, /proc shows our environment.
+    while (!catchesSigterm(pid)) await Bun.sleep(10)
+    return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").filter((kv) => kv.startsWith("KINTSUGI_SANDBOX_PROBED="))
+  }
   expect(await environ(await pool("started", "/usr/bin/bwrap"))).toEqual(["KINTSUGI_SANDBOX_PROBED=/usr/bin/bwrap"])
   expect(await environ(await pool("started"))).toEqual([])
 })

@@ -209,7 +209,7 @@ export const makeEvals = Effect.gen(function* () {
   /** Beats every HEARTBEAT until the run is found no longer running; never fails. */
   const heartbeat = (runId: string): Effect.Effect<void> =>
     Effect.sleep(HEARTBEAT).pipe(
-      Effect.zipRight(Effect.provideService(repo.beat(runId), SqlClient, sql)),
+      Effect.zipRight(provide(repo.beat(runId))),
       Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("an eval run's heartbeat could not be written; trying again", cause), true)),
       Effect.repeat({ while: (running) => running }),
       Effect.zipRight(Effect.logWarning("eval run ended by a sweep while it ran: stopping it").pipe(Effect.annotateLogs({ evalRun: runId }))),

@@ -3,7 +3,7 @@
  * handlers' Effects run under, one access log line (method, path without its query, route, status,
  * duration, user — never headers, cookies or tokens) and the request counters of /metrics.
  */
-import { Effect, type ManagedRuntime, type Tracer } from "effect"
+import { type Clock, Context, Effect, Exit, type ManagedRuntime, Option, type Tracer } from "effect"
 import { Metrics } from "../telemetry/Metrics.ts"
 import { parseTraceParent } from "../telemetry/traceParent.ts"
 
@@ -30,7 +30,10 @@ export interface RouteRef {
  */
 export const routeMatcher = (routes: () => ReadonlyArray<RouteRef>) => {
   let table: Array<{ method: string; path: string; segments: Array<string> }> | undefined
-  return (method: string, pathname: string): string => {
+  // Answers by method and path, so a path asked again is not matched against every route again; cleared
+  // when full (paths holding ids are many).
+  const known = new Map<string, string>()
+  const match = (method: string, pathname: string): string => {
     table ??= routes().map((r) => ({ method: r.method.toUpperCase(), path: r.path, segments: r.path.split("/").slice(1) }))
     const asked = pathname.split("/").slice(1)
     const m = method === "HEAD" ? "GET" : method
@@ -55,6 +58,15 @@ export const routeMatcher = (routes: () => ReadonlyArray<RouteRef>) => {
     }
     return best?.path ?? "(unmatched)"
   }
+  return (method: string, pathname: string): string => {
+    const key = `${method} ${pathname}`
+    const hit = known.get(key)
+    if (hit !== undefined) return hit
+    const route = match(method, pathname)
+    if (known.size >= 1024) known.clear()
+    known.set(key, route)
+    return route
+  }
 }
 
 /** A 5xx answer: the server span ends in error (a fixed message, no stack). */
@@ -68,54 +80,86 @@ class ServerErrorStatus extends Error {
 
 const PROBES = new Set(["/healthz", "/readyz"])
 
-/** `handle` observed: its span, access log line and counters are made in `rt` (whose tracer and logger apply). */
+/** What observing a request needs from the runtime, taken once: its tracer, clock and metrics. */
+interface Observers {
+  readonly tracer: Tracer.Tracer
+  readonly clock: Clock.Clock
+  readonly metrics: Metrics["Type"]
+}
+
+/**
+ * `handle` observed: its span is made by the runtime's tracer, and its access log line and counters
+ * are written in `rt` (whose logger applies). The handler runs outside any fiber of this wrapper (one
+ * fiber per request, the handler's own): the span is made and ended directly, and the line and the
+ * counters are one short fiber once the answer is known.
+ */
 export const withObservation = (
   handle: (request: Request, address?: string) => Promise<Response>,
   rt: ManagedRuntime.ManagedRuntime<Metrics, never>,
   routeOf: (method: string, pathname: string) => string
-) =>
-  async (request: Request, address?: string): Promise<Response> => {
+) => {
+  let observers: Observers | undefined
+  const observe = (): Observers | undefined => {
+    if (observers !== undefined) return observers
+    try {
+      observers = rt.runSync(Effect.all({ tracer: Effect.tracer, clock: Effect.clock, metrics: Metrics }))
+      return observers
+    } catch {
+      // The runtime is gone (shutting down) or not built yet: answer unobserved (health probes then say 503).
+      return undefined
+    }
+  }
+  return async (request: Request, address?: string): Promise<Response> => {
+    const o = observe()
+    if (o === undefined) return handle(request, address)
     const started = performance.now()
     const url = new URL(request.url)
     const route = routeOf(request.method, url.pathname)
     const parent = parseTraceParent(request.headers.get("traceparent"))
-    let handled = false
-    const program = Effect.useSpan(
+    const span = o.tracer.span(
       route === "(unmatched)" ? request.method : `${request.method} ${route}`,
-      {
-        kind: "server",
-        captureStackTrace: false,
-        ...(parent === undefined ? {} : { parent }),
-        attributes: { "http.request.method": request.method, "url.path": url.pathname, "url.scheme": url.protocol.replace(":", ""), "http.route": route }
-      },
-      (span) =>
-        Effect.gen(function* () {
-          spans.set(request, span)
-          handled = true
-          const response = yield* Effect.promise(() => handle(request, address))
-          span.attribute("http.response.status_code", response.status)
-          const seconds = (performance.now() - started) / 1000
-          yield* (yield* Metrics).httpRequest({ method: request.method, route, status: response.status, seconds })
-          const user = users.get(request)
-          const line = Effect.annotateLogs({
-            method: request.method,
-            path: url.pathname,
-            route,
-            status: response.status,
-            durationMs: Math.round(seconds * 1e4) / 10,
-            ...(user === undefined ? {} : { user }),
-            ...(address === undefined ? {} : { client: address })
-          })
-          // Probes come every few seconds: below the default level, so they do not drown the log.
-          yield* line(PROBES.has(url.pathname) ? Effect.logDebug("http request") : Effect.logInfo("http request"))
-          return response.status >= 500 ? yield* Effect.fail(new ServerErrorStatus(response)) : response
-        }).pipe(Effect.withParentSpan(span))
-    ).pipe(Effect.catchAll((e) => Effect.succeed(e.response)))
+      parent === undefined ? Option.none() : Option.some(parent),
+      Context.empty(),
+      [],
+      o.clock.unsafeCurrentTimeNanos(),
+      "server",
+      { captureStackTrace: false }
+    )
+    span.attribute("http.request.method", request.method)
+    span.attribute("url.path", url.pathname)
+    span.attribute("url.scheme", url.protocol.replace(":", ""))
+    span.attribute("http.route", route)
+    spans.set(request, span)
+    let response: Response
     try {
-      return await rt.runPromise(program)
+      response = await handle(request, address)
     } catch (e) {
-      // The runtime is gone (shutting down): answer unobserved (health probes then say 503).
-      if (!handled) return handle(request, address)
+      span.end(o.clock.unsafeCurrentTimeNanos(), Exit.die(e))
       throw e
     }
+    span.attribute("http.response.status_code", response.status)
+    const seconds = (performance.now() - started) / 1000
+    span.end(o.clock.unsafeCurrentTimeNanos(), response.status >= 500 ? Exit.fail(new ServerErrorStatus(response)) : Exit.succeed(response))
+    const user = users.get(request)
+    // The span's ids as fields of the line (as the logger writes them for a line under a span), without
+    // running the line under the span: that would copy the runtime's whole context for one line.
+    const line = Effect.annotateLogs({
+      method: request.method,
+      path: url.pathname,
+      route,
+      status: response.status,
+      durationMs: Math.round(seconds * 1e4) / 10,
+      ...(user === undefined ? {} : { user }),
+      ...(address === undefined ? {} : { client: address }),
+      ...(span.traceId === "native" ? {} : { traceId: span.traceId, spanId: span.spanId })
+    })
+    // Probes come every few seconds: below the default level, so they do not drown the log.
+    const log = line(PROBES.has(url.pathname) ? Effect.logDebug("http request") : Effect.logInfo("http request"))
+    try {
+      rt.runFork(Effect.zipRight(o.metrics.httpRequest({ method: request.method, route, status: response.status, seconds }), log))
+    } catch {
+      // The runtime closed while the request was answered: the answer still goes out.
+    }
+    return response
   }
+}

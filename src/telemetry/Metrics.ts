@@ -57,7 +57,10 @@ class Family<V> {
   readonly series = new Map<string, { labels: Record<string, string>; value: V }>()
   constructor(private readonly init: () => V) {}
   get(labels: Record<string, string>): V {
-    const key = labelText(labels)
+    // The values alone name a series (a family's label names are fixed): no escaping on the hot path
+    // (every HTTP request); a value holding the separator falls back to the escaped form.
+    const values = Object.values(labels)
+    const key = values.some((v) => v.includes("\u0000")) ? labelText(labels) : values.join("\u0000")
     let s = this.series.get(key)
     if (s === undefined) this.series.set(key, (s = { labels, value: this.init() }))
     return s.value

@@ -4,6 +4,7 @@
  * duration, user — never headers, cookies or tokens) and the request counters of /metrics.
  */
 import { type Clock, Context, Effect, Exit, type ManagedRuntime, Option, type Tracer } from "effect"
+import { LogFields } from "../telemetry/Logging.ts"
 import { Metrics } from "../telemetry/Metrics.ts"
 import { parseTraceParent } from "../telemetry/traceParent.ts"
 
@@ -142,8 +143,9 @@ export const withObservation = (
     span.end(o.clock.unsafeCurrentTimeNanos(), response.status >= 500 ? Exit.fail(new ServerErrorStatus(response)) : Exit.succeed(response))
     const user = users.get(request)
     // The span's ids as fields of the line (as the logger writes them for a line under a span), without
-    // running the line under the span: that would copy the runtime's whole context for one line.
-    const line = Effect.annotateLogs({
+    // running the line under the span or annotating the fiber: either would copy and compare fiber state
+    // (the runtime's whole context, the annotations map) for one line.
+    const fields = new LogFields({
       method: request.method,
       path: url.pathname,
       route,
@@ -154,7 +156,7 @@ export const withObservation = (
       ...(span.traceId === "native" ? {} : { traceId: span.traceId, spanId: span.spanId })
     })
     // Probes come every few seconds: below the default level, so they do not drown the log.
-    const log = line(PROBES.has(url.pathname) ? Effect.logDebug("http request") : Effect.logInfo("http request"))
+    const log = PROBES.has(url.pathname) ? Effect.logDebug("http request", fields) : Effect.logInfo("http request", fields)
     try {
       rt.runFork(Effect.zipRight(o.metrics.httpRequest({ method: request.method, route, status: response.status, seconds }), log))
     } catch {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test"
 import { ConfigProvider, Effect, Either, Logger } from "effect"
-import { logFormat, lineLogger } from "../../src/telemetry/Logging.ts"
+import { LogFields, logFormat, lineLogger } from "../../src/telemetry/Logging.ts"
 import { makeMetrics } from "../../src/telemetry/Metrics.ts"
 import { formatTraceParent, parseTraceParent } from "../../src/telemetry/traceParent.ts"
 import { otlpSettings } from "../../src/telemetry/Tracing.ts"
@@ -63,6 +63,15 @@ describe("log lines", () => {
   })
   test("pretty: one human line", () => {
     expect(render("pretty")).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO  job settled jobId=j1 status=completed note="two words"$/)
+  })
+  test("fields passed with the message (LogFields) are written as annotations, not in msg", () => {
+    const lines: Array<string> = []
+    for (const format of ["json", "pretty"] as const) {
+      const logger = Logger.map(lineLogger(format), (l) => void lines.push(l))
+      Effect.runSync(Effect.logInfo("http request", new LogFields({ route: "/api/x", status: 200 })).pipe(Effect.annotateLogs({ jobId: "j1" }), Effect.provide(Logger.replace(Logger.defaultLogger, logger))))
+    }
+    expect(JSON.parse(lines[0] ?? "")).toMatchObject({ level: "info", msg: "http request", jobId: "j1", route: "/api/x", status: 200 })
+    expect(lines[1]).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO  http request jobId=j1 route=\/api\/x status=200$/)
   })
   test("KINTSUGI_LOG_FORMAT: json or pretty; another value is refused, naming it", async () => {
     expect(await withEnv(logFormat, { KINTSUGI_LOG_FORMAT: "pretty" })).toEqual(Either.right("pretty"))

@@ -30,6 +30,33 @@ export const SPLIT_SDKS: ReadonlyArray<readonly [string, string]> = [
 const PI_AI_DATA = "pi-ai-data"
 const PI_AI_PROVIDERS = `${["", "node_modules", "@earendil-works", "pi-ai", "dist", "providers", ""].join("/")}`
 
+/**
+ * Effect's logger module reads `process.stdout` as it is evaluated (for its pretty logger's colours),
+ * and Bun builds `process.stdout` on first access: a stream that loads Node's streams, 8–25 ms of the
+ * job child's start (issue 15). The bundle gets the two constants without that read: `process.stdout`
+ * always exists in Bun, and the job child's stdout carries its events, never a terminal (nor does the
+ * child install the pretty logger, their only reader). A changed Effect fails the build (the child then
+ * starts from the sources) instead of silently reading stdout again.
+ */
+const EFFECT_LOGGER = /\/node_modules\/effect\/dist\/(esm|cjs)\/internal\/logger\.js$/
+const STDOUT_READS: ReadonlyArray<readonly [string, string]> = [
+  [
+    `typeof process === "object" && process !== null && typeof process.stdout === "object" && process.stdout !== null;`,
+    `typeof process === "object" && process !== null;`
+  ],
+  [`hasProcessStdout && process.stdout.isTTY === true;`, `false;`]
+]
+
+/** Effect's logger module without its reads of `process.stdout` (EFFECT_LOGGER). */
+export const withoutStdoutReads = (source: string): string => {
+  let out = source
+  for (const [read, value] of STDOUT_READS) {
+    if (!out.includes(read)) throw new Error(`effect's internal/logger.js changed: ${read} not found (update STDOUT_READS in jobChildBuild.ts)`)
+    out = out.replace(read, value)
+  }
+  return out
+}
+
 const INSTALL_DIR = resolve(import.meta.dir, "..", "..")
 const ENTRY = join(INSTALL_DIR, "src", "jobChildEntry.ts")
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")
@@ -57,6 +84,7 @@ export const buildJobChild = async (outDir: string): Promise<ReadonlyArray<strin
         name: "kintsugi-split-sdks",
         setup: (build) => {
           build.onResolve({ filter }, (args) => ({ path: splitPaths.get(args.path) ?? args.path, external: true }))
+          build.onLoad({ filter: EFFECT_LOGGER }, async (args) => ({ contents: withoutStdoutReads(await Bun.file(args.path).text()), loader: "js" }))
           build.onResolve({ filter: /^\.\/data\/[^/]+\.json$/ }, (args) => {
             if (!args.importer.includes(PI_AI_PROVIDERS)) return undefined
             mkdirSync(join(outDir, PI_AI_DATA), { recursive: true })

@@ -8,7 +8,7 @@ import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { SPLIT_SDKS } from "../../src/worker/jobChildBuild.ts"
+import { SPLIT_SDKS, withoutStdoutReads } from "../../src/worker/jobChildBuild.ts"
 import { builtBundle, ensureBundle, sourceKey } from "../../src/worker/jobChildBundle.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
 import { startAnthropicServer, startOpenAIServer } from "../support/scriptedServers.ts"
@@ -117,4 +117,12 @@ test("pi-ai's catalog of built-in providers lies beside the bundle as JSON, and 
   } finally {
     dirs.cleanup()
   }
+})
+
+test("the bundle never reads process.stdout (Bun would build a stream and load Node's streams at the child's start); a changed Effect logger fails the build", () => {
+  expect(entry).not.toBe("")
+  expect(readFileSync(entry, "utf8")).not.toContain("process.stdout")
+  const logger = readFileSync(join(import.meta.dir, "..", "..", "node_modules", "effect", "dist", "esm", "internal", "logger.js"), "utf8")
+  expect(withoutStdoutReads(logger)).not.toContain("process.stdout")
+  expect(() => withoutStdoutReads(logger.replace("process.stdout.isTTY", "process.stdout.hasColors()"))).toThrow("effect's internal/logger.js changed")
 })

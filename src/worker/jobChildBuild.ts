@@ -84,6 +84,10 @@ export const buildJobChild = async (outDir: string): Promise<ReadonlyArray<strin
         name: "kintsugi-split-sdks",
         setup: (build) => {
           build.onResolve({ filter }, (args) => ({ path: splitPaths.get(args.path) ?? args.path, external: true }))
+          // denyPatterns.ts requires re2js on first use (a synchronous lazy load): that require gets the
+          // package's ES module too, which the other modules import, so the bundle holds one re2js, not
+          // its ES and CommonJS builds side by side.
+          build.onResolve({ filter: /^re2js$/ }, (args) => (args.kind === "require-call" ? { path: Bun.resolveSync("re2js", INSTALL_DIR) } : undefined))
           build.onLoad({ filter: EFFECT_LOGGER }, async (args) => ({ contents: withoutStdoutReads(await Bun.file(args.path).text()), loader: "js" }))
           build.onResolve({ filter: /^\.\/data\/[^/]+\.json$/ }, (args) => {
             if (!args.importer.includes(PI_AI_PROVIDERS)) return undefined

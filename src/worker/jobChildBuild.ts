@@ -1,10 +1,11 @@
 /**
  * `bun src/worker/jobChildBuild.ts <outDir>`: builds the job child's Bun bytecode bundle into `outDir`
  * (jobChildBundle.ts runs it in a process of its own, into a private directory it then renames into
- * place). The provider SDKs only some jobs use (SPLIT_SDKS) are bundled apart, each into a bytecode
- * bundle of its own under `outDir/sdk/`, which the main bundle requires by a path relative to itself
- * only when a job's first model call needs it: a child no longer reads and loads their code at every
- * start (issue 15; Bun loads a bytecode bundle in time that grows with its size). Each SDK stays one
+ * place). The provider SDKs and QuickJS, which only some jobs use (SPLIT_SDKS), are bundled apart, each
+ * into a bytecode bundle of its own under `outDir/sdk/`, which the main bundle requires by a path
+ * relative to itself only when a job first needs it (a model call, a script), and so are our modules
+ * that import only such packages (LAZY_LEAVES, under `outDir/lazy/`): a child no longer reads and
+ * loads their code at every start (issue 15; Bun loads a bytecode bundle in time that grows with its size). Each SDK stays one
  * module instance (one bundle, required from one place), as it was inside the main bundle. pi-ai's
  * catalog data likewise stays beside the bundle as JSON (PI_AI_DATA).
  */
@@ -14,12 +15,25 @@ import { basename, dirname, join, relative, resolve } from "node:path"
 
 /**
  * The packages bundled apart: [package, directory under `sdk/`]. Imported (by their bare name only) by
- * pi-ai's API implementations, which a job loads at its first model call through them, after job.started.
+ * pi-ai's API implementations, which a job loads at its first model call through them, after job.started,
+ * and by codemode (quickJsModule.ts) at a job's first script.
  */
 export const SPLIT_SDKS: ReadonlyArray<readonly [string, string]> = [
   ["openai", "openai"],
   ["@anthropic-ai/sdk", "anthropic"],
-  ["@google/genai", "google-genai"]
+  ["@google/genai", "google-genai"],
+  ["quickjs-emscripten", "quickjs"]
+]
+
+/**
+ * Modules of ours that import only packages some jobs use (nothing of ours, so no module is ever
+ * instantiated twice), each built into a bytecode bundle of its own under `outDir/lazy/`, which the main
+ * bundle requires by a path relative to itself when a job first needs it: the MCP SDK (with zod and ajv
+ * behind it) and ajv's engines of the output checks stay out of the bundle every child loads (issue 15).
+ */
+export const LAZY_LEAVES: ReadonlyArray<readonly [string, string]> = [
+  [join("src", "tools", "mcp", "mcpSdk.ts"), "mcpSdk"],
+  [join("src", "kernel", "ajvEngines.ts"), "ajvEngines"]
 ]
 
 /**
@@ -72,6 +86,14 @@ export const buildJobChild = async (outDir: string): Promise<ReadonlyArray<strin
     if (!built.success || entry === undefined) return [`${pkg}: ${built.logs.map((l) => l.message).join("; ") || "no entry point"}`]
     splitPaths.set(pkg, `./${relative(outDir, entry.path)}`)
   }
+  const leafPaths = new Map<string, string>()
+  for (const [file, name] of LAZY_LEAVES) {
+    const built = await Bun.build({ entrypoints: [join(INSTALL_DIR, file)], outdir: join(outDir, "lazy", name), target: "bun", format: "cjs", bytecode: true })
+    const entry = built.outputs.find((o) => o.kind === "entry-point")
+    if (!built.success || entry === undefined) return [`${file}: ${built.logs.map((l) => l.message).join("; ") || "no entry point"}`]
+    leafPaths.set(join(INSTALL_DIR, file), `./${relative(outDir, entry.path)}`)
+  }
+  const leafFilter = new RegExp(`/(${LAZY_LEAVES.map(([file]) => escape(basename(file))).join("|")})$`)
   const filter = new RegExp(`^(${SPLIT_SDKS.map(([pkg]) => escape(pkg)).join("|")})$`)
   const main = await Bun.build({
     entrypoints: [ENTRY],
@@ -84,6 +106,10 @@ export const buildJobChild = async (outDir: string): Promise<ReadonlyArray<strin
         name: "kintsugi-split-sdks",
         setup: (build) => {
           build.onResolve({ filter }, (args) => ({ path: splitPaths.get(args.path) ?? args.path, external: true }))
+          build.onResolve({ filter: leafFilter }, (args) => {
+            const leaf = leafPaths.get(resolve(dirname(args.importer), args.path))
+            return leaf === undefined ? undefined : { path: leaf, external: true }
+          })
           // denyPatterns.ts requires re2js on first use (a synchronous lazy load): that require gets the
           // package's ES module too, which the other modules import, so the bundle holds one re2js, not
           // its ES and CommonJS builds side by side.

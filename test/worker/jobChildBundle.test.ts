@@ -8,7 +8,7 @@ import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { SPLIT_SDKS, withoutStdoutReads } from "../../src/worker/jobChildBuild.ts"
+import { LAZY_LEAVES, SPLIT_SDKS, withoutStdoutReads } from "../../src/worker/jobChildBuild.ts"
 import { builtBundle, ensureBundle, sourceKey } from "../../src/worker/jobChildBundle.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
 import { startAnthropicServer, startOpenAIServer } from "../support/scriptedServers.ts"
@@ -66,7 +66,7 @@ test("the bundled child checks an output against its JSON Schema (ajv loaded on 
   }
 })
 
-test("the OpenAI, Anthropic and Google SDKs are bundles of their own beside the child's, required by a relative path only when a job needs them", async () => {
+test("the OpenAI, Anthropic and Google SDKs and QuickJS are bundles of their own beside the child's, required by a relative path only when a job needs them", async () => {
   expect(entry).not.toBe("")
   const dir = join(entry, "..")
   const main = readFileSync(entry, "utf8")
@@ -74,10 +74,16 @@ test("the OpenAI, Anthropic and Google SDKs are bundles of their own beside the 
     const sdk = join(dir, "sdk", sub, "index.js")
     expect(existsSync(sdk)).toBe(true)
     expect(existsSync(`${sdk}.jsc`)).toBe(true)
-    // Required relative to the bundle (it still works when its directory moves), never bundled in.
-    expect(main).toContain(`require("./sdk/${sub}/index.js")`)
+    // Required (or imported) relative to the bundle (it still works when its directory moves), never bundled in.
+    expect(main).toMatch(new RegExp(`(require|import)\\("\\./sdk/${sub}/index\\.js"\\)`))
     expect(main).not.toContain(`// node_modules/${pkg}/`)
   }
+  // Our modules that import only such packages: the MCP SDK (zod, ajv behind it) and ajv's engines.
+  for (const [, name] of LAZY_LEAVES) {
+    expect(existsSync(join(dir, "lazy", name, `${name}.js.jsc`))).toBe(true)
+    expect(main).toMatch(new RegExp(`(require|import)\\("\\./lazy/${name}/${name}\\.js"\\)`))
+  }
+  for (const pkg of ["@modelcontextprotocol/sdk", "zod", "ajv", "quickjs-emscripten-core"]) expect(main).not.toContain(`// node_modules/${pkg}/`)
   // A moved bundle directory still finds its SDKs: the Anthropic job runs from a copy elsewhere.
   const moved = mkdtempSync(join(tmpdir(), "kintsugi-bundle-moved-"))
   const server = await startAnthropicServer([{ kind: "turn", text: "done" }])

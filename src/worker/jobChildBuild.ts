@@ -1,13 +1,13 @@
 /**
  * `bun src/worker/jobChildBuild.ts <outDir>`: builds the job child's Bun bytecode bundle into `outDir`
  * (jobChildBundle.ts runs it in a process of its own, into a private directory it then renames into
- * place). The provider SDKs and QuickJS, which only some jobs use (SPLIT_SDKS), are bundled apart, each
- * into a bytecode bundle of its own under `outDir/sdk/`, which the main bundle requires by a path
- * relative to itself only when a job first needs it (a model call, a script), and so are our modules
- * that import only such packages (LAZY_LEAVES, under `outDir/lazy/`): a child no longer reads and
- * loads their code at every start (issue 15; Bun loads a bytecode bundle in time that grows with its size). Each SDK stays one
- * module instance (one bundle, required from one place), as it was inside the main bundle. pi-ai's
- * catalog data likewise stays beside the bundle as JSON (PI_AI_DATA).
+ * place). The provider SDKs, QuickJS and re2js, which only some jobs use (SPLIT_SDKS), are bundled
+ * apart, each into a bytecode bundle of its own under `outDir/sdk/`, which the main bundle requires by a
+ * path relative to itself only when a job first needs it (a model call, a script, a pattern), and so
+ * are our modules that import only such packages (LAZY_LEAVES, under `outDir/lazy/`): a child no longer
+ * reads and loads their code at every start (issue 15; Bun loads a bytecode bundle in time that grows
+ * with its size). Each SDK stays one module instance (one bundle, required from one place), as it was
+ * inside the main bundle. pi-ai's catalog data likewise stays beside the bundle as JSON (PI_AI_DATA).
  */
 import { copyFileSync, mkdirSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -16,13 +16,16 @@ import { basename, dirname, join, relative, resolve } from "node:path"
 /**
  * The packages bundled apart: [package, directory under `sdk/`]. Imported (by their bare name only) by
  * pi-ai's API implementations, which a job loads at its first model call through them, after job.started,
- * and by codemode (quickJsModule.ts) at a job's first script.
+ * by codemode (quickJsModule.ts) at a job's first script, and re2js by the modules that compile a job's
+ * deny patterns (at the first one: denyPatterns.ts), output schemas (jsonSchema.ts) and grep patterns.
+ * Every import of a package, static, dynamic or require, gets the one bundle of it.
  */
 export const SPLIT_SDKS: ReadonlyArray<readonly [string, string]> = [
   ["openai", "openai"],
   ["@anthropic-ai/sdk", "anthropic"],
   ["@google/genai", "google-genai"],
-  ["quickjs-emscripten", "quickjs"]
+  ["quickjs-emscripten", "quickjs"],
+  ["re2js", "re2js"]
 ]
 
 /**
@@ -110,10 +113,6 @@ export const buildJobChild = async (outDir: string): Promise<ReadonlyArray<strin
             const leaf = leafPaths.get(resolve(dirname(args.importer), args.path))
             return leaf === undefined ? undefined : { path: leaf, external: true }
           })
-          // denyPatterns.ts requires re2js on first use (a synchronous lazy load): that require gets the
-          // package's ES module too, which the other modules import, so the bundle holds one re2js, not
-          // its ES and CommonJS builds side by side.
-          build.onResolve({ filter: /^re2js$/ }, (args) => (args.kind === "require-call" ? { path: Bun.resolveSync("re2js", INSTALL_DIR) } : undefined))
           build.onLoad({ filter: EFFECT_LOGGER }, async (args) => ({ contents: withoutStdoutReads(await Bun.file(args.path).text()), loader: "js" }))
           build.onResolve({ filter: /^\.\/data\/[^/]+\.json$/ }, (args) => {
             if (!args.importer.includes(PI_AI_PROVIDERS)) return undefined

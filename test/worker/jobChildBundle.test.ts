@@ -83,7 +83,7 @@ test("the OpenAI, Anthropic and Google SDKs and QuickJS are bundles of their own
     expect(existsSync(join(dir, "lazy", name, `${name}.js.jsc`))).toBe(true)
     expect(main).toMatch(new RegExp(`(require|import)\\("\\./lazy/${name}/${name}\\.js"\\)`))
   }
-  for (const pkg of ["@modelcontextprotocol/sdk", "zod", "ajv", "quickjs-emscripten-core"]) expect(main).not.toContain(`// node_modules/${pkg}/`)
+  for (const pkg of ["@modelcontextprotocol/sdk", "zod", "ajv", "quickjs-emscripten-core", "re2js"]) expect(main).not.toContain(`// node_modules/${pkg}/`)
   // A moved bundle directory still finds its SDKs: the Anthropic job runs from a copy elsewhere.
   const moved = mkdtempSync(join(tmpdir(), "kintsugi-bundle-moved-"))
   const server = await startAnthropicServer([{ kind: "turn", text: "done" }])

@@ -132,3 +132,11 @@ test("the bundle never reads process.stdout (Bun would build a stream and load N
   expect(withoutStdoutReads(logger)).not.toContain("process.stdout")
   expect(() => withoutStdoutReads(logger.replace("process.stdout.isTTY", "process.stdout.hasColors()"))).toThrow("effect's internal/logger.js changed")
 })
+
+test("the modules bundled apart (LAZY_LEAVES) import packages only: nothing of ours is ever instantiated twice", () => {
+  for (const [file] of LAZY_LEAVES) {
+    const specifiers = [...readFileSync(join(import.meta.dir, "..", "..", file), "utf8").matchAll(/\bfrom\s+"([^"]+)"|\bimport\(\s*"([^"]+)"\s*\)/g)].map((m) => m[1] ?? m[2] ?? "")
+    expect(specifiers.length).toBeGreaterThan(0)
+    expect(specifiers.filter((s) => s.startsWith(".") || s.startsWith("/"))).toEqual([])
+  }
+})

@@ -105,14 +105,15 @@ export const runJobChild = async (stdin: string, settings: ChildSettings = child
 /**
  * The process entry: every exit ends with its terminal event (jobChildExit.ts); non-dumpable before
  * any secret is read, dies with its parent, then stdin (a child started ahead warms up while it waits
- * for its envelope: jobChildWarmUp.ts), then exit.
+ * for its envelope: jobChildWarmUp.ts), then exit. `entryStdin` is the read the entry started
+ * (runGuardedJobChild), else stdin is read from here.
  */
-export const jobChildMain = async (): Promise<never> => {
+export const jobChildMain = async (entryStdin?: Promise<string>): Promise<never> => {
   armJobChildExit()
   makeNonDumpable()
   dieWithParent()
+  const stdin = entryStdin ?? Bun.stdin.text()
   const settings = childSettings()
-  const stdin = Bun.stdin.text()
   if (startedAhead(process.argv.slice(2))) await warmUpWhileWaiting(stdin, warmUpSteps(settings.sandbox))
   const code = await runJobChild(await stdin, settings)
   return exitJob(code)

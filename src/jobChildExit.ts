@@ -131,19 +131,29 @@ export const armJobChildExit = (): void => {
 }
 
 /**
- * The job child's entry: makes the process non-dumpable, arms the guard, then loads the kernel with `load` and runs it. A kernel
- * that cannot load is a failed job, never a silent exit.
+ * The job child's entry: makes the process non-dumpable, arms the guard, starts reading stdin, then
+ * loads the kernel with `load` and runs it on that stdin. A kernel that cannot load is a failed job,
+ * never a silent exit.
+ *
+ * The kernel loads in the event loop's first turn, not in the entry's own evaluation (issue 15): once
+ * the entry module and its microtasks are done, Bun runs one full garbage collection before that turn
+ * whenever work is pending, and its cost grows with the heap — after the kernel's modules it took
+ * 8–15 ms on the way to `job.started`, on the entry's small heap it is about a millisecond. Stdin is
+ * read meanwhile (on Bun's thread pool), so the envelope is there once the kernel is.
  */
-export const runGuardedJobChild = (load: () => Promise<{ readonly jobChildMain: () => Promise<unknown> }>): void => {
+export const runGuardedJobChild = (load: () => Promise<{ readonly jobChildMain: (stdin: Promise<string>) => Promise<unknown> }>): void => {
   // Before the kernel loads (a child started ahead loads while other jobs run): from here on, no
   // process of the same user can open our /proc/<pid>/fd/0 and wait there for the next envelope.
   makeNonDumpable()
   armJobChildExit()
-  load().then(
-    (m) => m.jobChildMain(),
-    (e: unknown) => {
-      diagnose(`run-job: internal error (the kernel could not be loaded: ${kind(e)})`)
-      failJob("error", "the job process could not load the kernel: internal error")
-    }
+  const stdin = Bun.stdin.text()
+  setImmediate(() =>
+    load().then(
+      (m) => m.jobChildMain(stdin),
+      (e: unknown) => {
+        diagnose(`run-job: internal error (the kernel could not be loaded: ${kind(e)})`)
+        failJob("error", "the job process could not load the kernel: internal error")
+      }
+    )
   )
 }

@@ -16,7 +16,6 @@
  */
 import { Effect } from "effect"
 import { constants } from "node:fs"
-import { open, realpath } from "node:fs/promises"
 import { dirname } from "node:path"
 import type { GroundingCitation, GroundingStatus } from "../contract/JobEvent.ts"
 import { isInside, Workspace } from "../tools/Workspace.ts"
@@ -173,6 +172,9 @@ export const classify = (
  */
 const readOutput = (path: string, outDir: string): Promise<string | undefined> =>
   (async () => {
+    // Node's fs/promises is loaded here, at the job's end, not with the kernel (milliseconds of the
+    // cold job child's way to job.started, issue 15).
+    const { open, realpath } = await import("node:fs/promises")
     const parent = await realpath(dirname(path))
     if (!isInside(parent, outDir)) return undefined
     const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)

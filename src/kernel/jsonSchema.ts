@@ -16,11 +16,11 @@
  * - the output is at most the contract's file cap, and validation that throws (a stack overflow on a
  *   deeply nested document) is a problem, not a crash.
  */
-import Ajv, { type AnySchema, type ErrorObject, type Options, type ValidateFunction } from "ajv"
-import Ajv2020 from "ajv/dist/2020"
+import type { AnySchema, ErrorObject, Options, ValidateFunction } from "ajv"
 import { Either } from "effect"
 import { RE2JS } from "re2js"
 import { MAX_OUTPUT_SCHEMA_BYTES } from "../contract/AgentDefinition.ts"
+import { Ajv, Ajv2020 } from "./ajvEngines.ts"
 
 /** Largest schema file, UTF-8 bytes. */
 export const MAX_SCHEMA_BYTES = MAX_OUTPUT_SCHEMA_BYTES

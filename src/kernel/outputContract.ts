@@ -9,7 +9,6 @@
  */
 import { Effect, Either } from "effect"
 import { constants } from "node:fs"
-import { open, realpath } from "node:fs/promises"
 import { dirname } from "node:path"
 import { type OutputFile, outputFileName } from "../contract/AgentDefinition.ts"
 import { isInside, Workspace } from "../tools/Workspace.ts"
@@ -25,6 +24,9 @@ export type FileState = { readonly kind: "missing" | "not-regular" | "too-large"
  */
 export const inspectOutput = (path: string, outDir: string): Promise<FileState> =>
   (async (): Promise<FileState> => {
+    // Node's fs/promises is loaded here, at the job's end, not with the kernel (milliseconds of the
+    // cold job child's way to job.started, issue 15).
+    const { open, realpath } = await import("node:fs/promises")
     const parent = await realpath(dirname(path)).catch(() => undefined)
     if (parent === undefined) return { kind: "missing" }
     if (!isInside(parent, outDir)) return { kind: "not-regular" }

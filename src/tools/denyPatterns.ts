@@ -4,7 +4,7 @@
  * command many ways (quoting, `$'\x74ouch'`, `base64 -d | bash`); see docs/process-tools.md.
  */
 import { Either } from "effect"
-import { RE2JS } from "re2js"
+import type { RE2JS } from "re2js"
 
 export const MAX_DENY_PATTERNS = 64
 /** Per pattern, UTF-8 bytes. */
@@ -30,6 +30,14 @@ export type DenyVerdict = { readonly blocked: false } | { readonly blocked: true
 export type DenyMatcher = (command: string) => DenyVerdict
 
 const utf8Length = (s: string): number => Buffer.byteLength(s, "utf8")
+
+let engine: typeof import("re2js") | undefined
+/**
+ * re2js, loaded at the first pattern compiled: a job without denyCommandPatterns never evaluates it
+ * (its module builds its tables as it loads, milliseconds of the cold job child's way to job.started,
+ * issue 15). Synchronous, as the decoders that call compileDenyPatterns are.
+ */
+const re2js = (): typeof import("re2js") => (engine ??= require("re2js") as typeof import("re2js"))
 
 /**
  * Finds constructs re2 lacks but admins may expect (backreferences, lookaround), so the message says
@@ -75,7 +83,7 @@ const compileOne = (p: string): Either.Either<RE2JS, string> => {
   if (unsupported !== undefined) return Either.left(unsupported)
   let re: RE2JS
   try {
-    re = RE2JS.compile(p)
+    re = re2js().RE2JS.compile(p)
   } catch (e) {
     return Either.left(`invalid regular expression: ${e instanceof Error ? e.message : String(e)}`)
   }

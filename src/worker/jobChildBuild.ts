@@ -1,12 +1,13 @@
 /**
  * `bun src/worker/jobChildBuild.ts <outDir>`: builds the job child's Bun bytecode bundle into `outDir`
  * (jobChildBundle.ts runs it in a process of its own, into a private directory it then renames into
- * place). The provider SDKs only some jobs use (SPLIT_SDKS) are bundled apart, each into a bytecode
- * bundle of its own under `outDir/sdk/`, which the main bundle requires by a path relative to itself
- * only when a job's first model call needs it: a child no longer reads and loads their code at every
- * start (issue 15; Bun loads a bytecode bundle in time that grows with its size). Each SDK stays one
- * module instance (one bundle, required from one place), as it was inside the main bundle. pi-ai's
- * catalog data likewise stays beside the bundle as JSON (PI_AI_DATA).
+ * place). The provider SDKs, QuickJS and re2js, which only some jobs use (SPLIT_SDKS), are bundled
+ * apart, each into a bytecode bundle of its own under `outDir/sdk/`, which the main bundle requires by a
+ * path relative to itself only when a job first needs it (a model call, a script, a pattern), and so
+ * are our modules that import only such packages (LAZY_LEAVES, under `outDir/lazy/`): a child no longer
+ * reads and loads their code at every start (issue 15; Bun loads a bytecode bundle in time that grows
+ * with its size). Each SDK stays one module instance (one bundle, required from one place), as it was
+ * inside the main bundle. pi-ai's catalog data likewise stays beside the bundle as JSON (PI_AI_DATA).
  */
 import { copyFileSync, mkdirSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -14,12 +15,28 @@ import { basename, dirname, join, relative, resolve } from "node:path"
 
 /**
  * The packages bundled apart: [package, directory under `sdk/`]. Imported (by their bare name only) by
- * pi-ai's API implementations, which a job loads at its first model call through them, after job.started.
+ * pi-ai's API implementations, which a job loads at its first model call through them, after job.started,
+ * by codemode (quickJsModule.ts) at a job's first script, and re2js by the modules that compile a job's
+ * deny patterns (at the first one: denyPatterns.ts), output schemas (jsonSchema.ts) and grep patterns.
+ * Every import of a package, static, dynamic or require, gets the one bundle of it.
  */
 export const SPLIT_SDKS: ReadonlyArray<readonly [string, string]> = [
   ["openai", "openai"],
   ["@anthropic-ai/sdk", "anthropic"],
-  ["@google/genai", "google-genai"]
+  ["@google/genai", "google-genai"],
+  ["quickjs-emscripten", "quickjs"],
+  ["re2js", "re2js"]
+]
+
+/**
+ * Modules of ours that import only packages some jobs use (nothing of ours, so no module is ever
+ * instantiated twice), each built into a bytecode bundle of its own under `outDir/lazy/`, which the main
+ * bundle requires by a path relative to itself when a job first needs it: the MCP SDK (with zod and ajv
+ * behind it) and ajv's engines of the output checks stay out of the bundle every child loads (issue 15).
+ */
+export const LAZY_LEAVES: ReadonlyArray<readonly [string, string]> = [
+  [join("src", "tools", "mcp", "mcpSdk.ts"), "mcpSdk"],
+  [join("src", "kernel", "ajvEngines.ts"), "ajvEngines"]
 ]
 
 /**
@@ -29,6 +46,33 @@ export const SPLIT_SDKS: ReadonlyArray<readonly [string, string]> = [
  */
 const PI_AI_DATA = "pi-ai-data"
 const PI_AI_PROVIDERS = `${["", "node_modules", "@earendil-works", "pi-ai", "dist", "providers", ""].join("/")}`
+
+/**
+ * Effect's logger module reads `process.stdout` as it is evaluated (for its pretty logger's colours),
+ * and Bun builds `process.stdout` on first access: a stream that loads Node's streams, 8–25 ms of the
+ * job child's start (issue 15). The bundle gets the two constants without that read: `process.stdout`
+ * always exists in Bun, and the job child's stdout carries its events, never a terminal (nor does the
+ * child install the pretty logger, their only reader). A changed Effect fails the build (the child then
+ * starts from the sources) instead of silently reading stdout again.
+ */
+const EFFECT_LOGGER = /\/node_modules\/effect\/dist\/(esm|cjs)\/internal\/logger\.js$/
+const STDOUT_READS: ReadonlyArray<readonly [string, string]> = [
+  [
+    `typeof process === "object" && process !== null && typeof process.stdout === "object" && process.stdout !== null;`,
+    `typeof process === "object" && process !== null;`
+  ],
+  [`hasProcessStdout && process.stdout.isTTY === true;`, `false;`]
+]
+
+/** Effect's logger module without its reads of `process.stdout` (EFFECT_LOGGER). */
+export const withoutStdoutReads = (source: string): string => {
+  let out = source
+  for (const [read, value] of STDOUT_READS) {
+    if (!out.includes(read)) throw new Error(`effect's internal/logger.js changed: ${read} not found (update STDOUT_READS in jobChildBuild.ts)`)
+    out = out.replace(read, value)
+  }
+  return out
+}
 
 const INSTALL_DIR = resolve(import.meta.dir, "..", "..")
 const ENTRY = join(INSTALL_DIR, "src", "jobChildEntry.ts")
@@ -45,6 +89,14 @@ export const buildJobChild = async (outDir: string): Promise<ReadonlyArray<strin
     if (!built.success || entry === undefined) return [`${pkg}: ${built.logs.map((l) => l.message).join("; ") || "no entry point"}`]
     splitPaths.set(pkg, `./${relative(outDir, entry.path)}`)
   }
+  const leafPaths = new Map<string, string>()
+  for (const [file, name] of LAZY_LEAVES) {
+    const built = await Bun.build({ entrypoints: [join(INSTALL_DIR, file)], outdir: join(outDir, "lazy", name), target: "bun", format: "cjs", bytecode: true })
+    const entry = built.outputs.find((o) => o.kind === "entry-point")
+    if (!built.success || entry === undefined) return [`${file}: ${built.logs.map((l) => l.message).join("; ") || "no entry point"}`]
+    leafPaths.set(join(INSTALL_DIR, file), `./${relative(outDir, entry.path)}`)
+  }
+  const leafFilter = new RegExp(`/(${LAZY_LEAVES.map(([file]) => escape(basename(file))).join("|")})$`)
   const filter = new RegExp(`^(${SPLIT_SDKS.map(([pkg]) => escape(pkg)).join("|")})$`)
   const main = await Bun.build({
     entrypoints: [ENTRY],
@@ -57,6 +109,11 @@ export const buildJobChild = async (outDir: string): Promise<ReadonlyArray<strin
         name: "kintsugi-split-sdks",
         setup: (build) => {
           build.onResolve({ filter }, (args) => ({ path: splitPaths.get(args.path) ?? args.path, external: true }))
+          build.onResolve({ filter: leafFilter }, (args) => {
+            const leaf = leafPaths.get(resolve(dirname(args.importer), args.path))
+            return leaf === undefined ? undefined : { path: leaf, external: true }
+          })
+          build.onLoad({ filter: EFFECT_LOGGER }, async (args) => ({ contents: withoutStdoutReads(await Bun.file(args.path).text()), loader: "js" }))
           build.onResolve({ filter: /^\.\/data\/[^/]+\.json$/ }, (args) => {
             if (!args.importer.includes(PI_AI_PROVIDERS)) return undefined
             mkdirSync(join(outDir, PI_AI_DATA), { recursive: true })

@@ -13,8 +13,8 @@ const mode = process.env["FAIL_MODE"]
 if (import.meta.main) runGuardedJobChild(async () => {
   if (mode === "import") throw new Error(`cannot load with ${FAIL_SECRET}`)
   return {
-    jobChildMain: async () => {
-      await Bun.stdin.text()
+    jobChildMain: async (stdin: Promise<string>) => {
+      await stdin
       writeEvent({ type: "job.started", seq: 0, at: new Date().toISOString(), runtimeVersion: "0", agentId: "a", agentVersion: 1, metadata: {} } as { type: string; seq: number })
       if (mode === "stall") return new Promise<never>(() => {})
       if (mode === "throw") setTimeout(() => { throw new Error(`boom ${FAIL_SECRET}`) }, 1)

@@ -8,7 +8,7 @@ import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { SPLIT_SDKS } from "../../src/worker/jobChildBuild.ts"
+import { LAZY_LEAVES, SPLIT_SDKS, withoutStdoutReads } from "../../src/worker/jobChildBuild.ts"
 import { builtBundle, ensureBundle, sourceKey } from "../../src/worker/jobChildBundle.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
 import { startAnthropicServer, startOpenAIServer } from "../support/scriptedServers.ts"
@@ -66,7 +66,7 @@ test("the bundled child checks an output against its JSON Schema (ajv loaded on 
   }
 })
 
-test("the OpenAI, Anthropic and Google SDKs are bundles of their own beside the child's, required by a relative path only when a job needs them", async () => {
+test("the OpenAI, Anthropic and Google SDKs and QuickJS are bundles of their own beside the child's, required by a relative path only when a job needs them", async () => {
   expect(entry).not.toBe("")
   const dir = join(entry, "..")
   const main = readFileSync(entry, "utf8")
@@ -74,10 +74,16 @@ test("the OpenAI, Anthropic and Google SDKs are bundles of their own beside the 
     const sdk = join(dir, "sdk", sub, "index.js")
     expect(existsSync(sdk)).toBe(true)
     expect(existsSync(`${sdk}.jsc`)).toBe(true)
-    // Required relative to the bundle (it still works when its directory moves), never bundled in.
-    expect(main).toContain(`require("./sdk/${sub}/index.js")`)
+    // Required (or imported) relative to the bundle (it still works when its directory moves), never bundled in.
+    expect(main).toMatch(new RegExp(`(require|import)\\("\\./sdk/${sub}/index\\.js"\\)`))
     expect(main).not.toContain(`// node_modules/${pkg}/`)
   }
+  // Our modules that import only such packages: the MCP SDK (zod, ajv behind it) and ajv's engines.
+  for (const [, name] of LAZY_LEAVES) {
+    expect(existsSync(join(dir, "lazy", name, `${name}.js.jsc`))).toBe(true)
+    expect(main).toMatch(new RegExp(`(require|import)\\("\\./lazy/${name}/${name}\\.js"\\)`))
+  }
+  for (const pkg of ["@modelcontextprotocol/sdk", "zod", "ajv", "quickjs-emscripten-core", "re2js"]) expect(main).not.toContain(`// node_modules/${pkg}/`)
   // A moved bundle directory still finds its SDKs: the Anthropic job runs from a copy elsewhere.
   const moved = mkdtempSync(join(tmpdir(), "kintsugi-bundle-moved-"))
   const server = await startAnthropicServer([{ kind: "turn", text: "done" }])
@@ -116,5 +122,21 @@ test("pi-ai's catalog of built-in providers lies beside the bundle as JSON, and 
     expect(await refusedFor("no-such-model")).toContain('no model \\"no-such-model\\"')
   } finally {
     dirs.cleanup()
+  }
+})
+
+test("the bundle never reads process.stdout (Bun would build a stream and load Node's streams at the child's start); a changed Effect logger fails the build", () => {
+  expect(entry).not.toBe("")
+  expect(readFileSync(entry, "utf8")).not.toContain("process.stdout")
+  const logger = readFileSync(join(import.meta.dir, "..", "..", "node_modules", "effect", "dist", "esm", "internal", "logger.js"), "utf8")
+  expect(withoutStdoutReads(logger)).not.toContain("process.stdout")
+  expect(() => withoutStdoutReads(logger.replace("process.stdout.isTTY", "process.stdout.hasColors()"))).toThrow("effect's internal/logger.js changed")
+})
+
+test("the modules bundled apart (LAZY_LEAVES) import packages only: nothing of ours is ever instantiated twice", () => {
+  for (const [file] of LAZY_LEAVES) {
+    const specifiers = [...readFileSync(join(import.meta.dir, "..", "..", file), "utf8").matchAll(/\bfrom\s+"([^"]+)"|\bimport\(\s*"([^"]+)"\s*\)/g)].map((m) => m[1] ?? m[2] ?? "")
+    expect(specifiers.length).toBeGreaterThan(0)
+    expect(specifiers.filter((s) => s.startsWith(".") || s.startsWith("/"))).toEqual([])
   }
 })

@@ -119,10 +119,7 @@ export const connectMcp = (server: McpServer, options: ConnectOptions = {}): Eff
     try: async (signal) => {
       if (!URL.canParse(server.url)) throw new Error("the URL is not a URL")
       // Loaded on first use: the SDK costs start-up time a job without MCP servers should not pay.
-      const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
-        import("@modelcontextprotocol/sdk/client/index.js"),
-        import("@modelcontextprotocol/sdk/client/streamableHttp.js")
-      ])
+      const { Client, StreamableHTTPClientTransport } = await import("./mcpSdk.ts")
       const transport = new StreamableHTTPClientTransport(new URL(server.url), {
         fetch: fetchPinned,
         // POSTs and DELETEs never follow a redirect; GETs follow one only within the origin, through fetchPinned again.

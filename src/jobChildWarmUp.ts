@@ -7,7 +7,7 @@
  * checks, the kernel's services, job.started, the tools and the first turn, whose model call fails before
  * any request is made (`noModelCalls`), then loads pi-ai's API implementations (which a job would
  * otherwise load at its first model call), rehearses again (so the JIT has compiled the path) and ends
- * with a full collection. The rehearsal's events go nowhere; it writes no file (its workspace is /usr
+ * with a full collection. The rehearsal's events are encoded and written to /dev/null; it writes no file (its workspace is /usr
  * with the temp dir as outDir, and no tool is ever called: the model never answers), starts no process
  * besides the sandbox probe, and makes no network request.
  *

@@ -7,7 +7,7 @@
  * checks, the kernel's services, job.started, the tools and the first turn, whose model call fails before
  * any request is made (`noModelCalls`), then loads pi-ai's API implementations (which a job would
  * otherwise load at its first model call), rehearses again (so the JIT has compiled the path) and ends
- * with a full collection. The rehearsal's events go nowhere; it writes no file (its workspace is /usr
+ * with a full collection. The rehearsal's events are encoded and written to /dev/null; it writes no file (its workspace is /usr
  * with the temp dir as outDir, and no tool is ever called: the model never answers), starts no process
  * besides the sandbox probe, and makes no network request.
  *
@@ -15,14 +15,14 @@
  * rehearsal is interrupted), so a job waits at most for the end of the step under way. A step that
  * fails only leaves its work to the job.
  */
-import { Chunk, Effect, Either, Exit, Stream } from "effect"
+import { Effect } from "effect"
+import { openSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { JobEnvelope } from "./contract/AgentRuntime.ts"
 import type { JobEvent } from "./contract/JobEvent.ts"
-import { decodeAll } from "./contract/Problem.ts"
-import { decodeJob } from "./kernel/decodeJob.ts"
+import { writeLine } from "./jobChildExit.ts"
+import { runEnvelope, type RunOutput } from "./jobChildRun.ts"
 import { LlmFailed } from "./kernel/errors.ts"
-import { makeAgentRuntime, piAiLlm, type MakeLlm } from "./kernel/Kernel.ts"
+import { piAiLlm, type MakeLlm } from "./kernel/Kernel.ts"
 import { Llm } from "./kernel/Llm.ts"
 import { API_IMPLEMENTATION_MODULES, makeJobModels } from "./kernel/PiAiModels.ts"
 import { makeSandbox, type SandboxConfig } from "./tools/Sandbox.ts"
@@ -70,23 +70,38 @@ export const noModelCalls: MakeLlm = (job) =>
     return Llm.of({ model: llm.model, complete: () => refused, summarise: () => refused })
   })
 
+/** Where the rehearsal's lines go: /dev/null, opened once (encoded and written as a job's are). */
+let devNull: number | undefined
+const nowhere = (line: string): void => {
+  try {
+    devNull ??= openSync("/dev/null", "w")
+    writeLine(devNull, line)
+  } catch {
+    // Not rehearsed: the job writes its first line itself.
+  }
+}
+
 /**
  * The rehearsal: WARM_UP_ENVELOPE's job run to its end with noModelCalls (without shell and git where
- * they would be refused). Returns its events (the child drops them); none when it was refused, or
- * interrupted by `signal` (the envelope arrived: the rehearsal ends as an aborted job, at once).
+ * they would be refused), from its JSON text through the job child's own path (jobChildRun.ts), each
+ * event encoded and written to /dev/null. Returns its events (the child drops them); none when it was
+ * refused, or interrupted by `signal` (the envelope arrived: the rehearsal ends as an aborted job, at once).
  */
-export const rehearse = (sandbox: SandboxConfig, signal?: AbortSignal): Promise<ReadonlyArray<JobEvent>> => {
-  const shape = makeSandbox(sandbox)
+export const rehearse = async (sandbox: SandboxConfig, signal?: AbortSignal): Promise<ReadonlyArray<JobEvent>> => {
   const agent = WARM_UP_ENVELOPE.job.agent
-  const tools = Effect.runSync(shape.refusal) === undefined ? agent.tools : agent.tools.filter((t) => t !== "shell" && t !== "git")
-  const envelope = decodeAll(JobEnvelope)(WARM_UP_ENVELOPE)
-  const job = decodeJob({ ...WARM_UP_ENVELOPE.job, agent: { ...agent, tools } })
-  if (Either.isLeft(envelope) || Either.isLeft(job)) return Promise.resolve([])
-  const runtime = makeAgentRuntime({ providers: envelope.right.providers, boundary: envelope.right.boundary, sandbox }, shape, noModelCalls)
-  const run = Effect.scoped(Effect.flatMap(runtime.start(job.right), (handle) => Effect.zipLeft(Stream.runCollect(handle.events), handle.result)))
-  return Effect.runPromiseExit(run, signal === undefined ? {} : { signal }).then((exit) =>
-    Exit.isSuccess(exit) ? Chunk.toReadonlyArray(exit.value) : []
-  )
+  const tools = Effect.runSync(makeSandbox(sandbox).refusal) === undefined ? agent.tools : agent.tools.filter((t) => t !== "shell" && t !== "git")
+  const text = JSON.stringify({ ...WARM_UP_ENVELOPE, job: { ...WARM_UP_ENVELOPE.job, agent: { ...agent, tools } } })
+  const events: Array<JobEvent> = []
+  const output: RunOutput = {
+    event: (event) => {
+      events.push(event)
+      nowhere(JSON.stringify(event))
+    },
+    refusal: () => {},
+    diagnostics: () => {}
+  }
+  const result = await runEnvelope(text, { sandbox }, output, { llm: noModelCalls, ...(signal === undefined ? {} : { signal }) })
+  return result._tag === "Exit" && result.code !== 2 && signal?.aborted !== true ? events : []
 }
 
 /** One step of the warm-up; `arrived` aborts once the envelope is there (a long step may stop early). */

@@ -125,15 +125,10 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const deliver = onEvent === undefined ? (e: JobEvent) => Queue.unsafeOffer(queue, e) : (e: JobEvent) => (onEvent(e), Queue.unsafeOffer(queue, e))
       const retry = { ...DEFAULT_RETRY_POLICY, ...config.retry }
       // The per-job services, built one after the other in the job's fiber (a graph of layers would
-      // fork a fiber per layer on the way to job.started).
+      // fork a fiber per layer): the events first, the others once job.started is out (runJob).
       const services = Effect.gen(function* () {
-        const events = yield* makeJobEvents(jobId, new Redactor(secrets), deliver)
-        const limits = yield* Effect.provideService(
-          makeLimits(spec.limits, { label: `${prepared.model.provider}/${prepared.model.id}`, contextWindow: prepared.model.contextWindow }),
-          JobEvents,
-          events
-        )
-        const base = Context.make(JobEvents, events).pipe(Context.add(Limits, limits), Context.add(Workspace, makeWorkspace(prepared.workspace)))
+        const limits = yield* makeLimits(spec.limits, { label: `${prepared.model.provider}/${prepared.model.id}`, contextWindow: prepared.model.contextWindow })
+        const base = Context.make(Limits, limits).pipe(Context.add(Workspace, makeWorkspace(prepared.workspace)))
         const model = yield* Effect.provide(llm({ jobId, prepared, jobModels: env.jobModels, retry }), base)
         return Context.add(base, Llm, model)
       })
@@ -167,7 +162,9 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const outcome = yield* Deferred.make<JobOutcome>()
       // Forked into the caller's scope: closing it interrupts the job, which then ends as aborted.
       const fiber = yield* Effect.forkScoped(
-        Effect.flatMap(services, (context) => Effect.provide(runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools, serviceTools }), context)).pipe(
+        Effect.flatMap(makeJobEvents(jobId, new Redactor(secrets), deliver), (events) =>
+          Effect.provideService(runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools, serviceTools, services }), JobEvents, events)
+        ).pipe(
           Effect.ensuring(Effect.zipRight(Effect.sync(() => closeMountHandles(handles)), closeMcp))
         )
       )

@@ -1,10 +1,11 @@
 /**
- * One job from `job.started` to its terminal event, inside its per-job services: the loop under
- * the job's limits, the outcome from its exit (interruption = aborted), then the `kintsugi.job` span
- * and the terminal event, after every process of the job is dead and every span settled.
+ * One job from `job.started` to its terminal event: its per-job services built once job.started is
+ * out (all but its events, which job.started goes out through), the loop under the job's limits, the
+ * outcome from its exit (interruption = aborted), then the `kintsugi.job` span and the terminal
+ * event, after every process of the job is dead and every span settled.
  */
 import { cleanupSessionResources } from "@earendil-works/pi-ai/session-resources"
-import { Cause, Clock, Deferred, Effect, Exit, Option } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, Exit, Option } from "effect"
 import type { JobOutcome } from "../contract/AgentRuntime.ts"
 import type { RunnerOptions } from "../tools/ProcessRunner.ts"
 import type { McpKernelTool } from "../tools/mcp/mcpTools.ts"
@@ -37,6 +38,8 @@ export interface JobRunOptions {
   readonly mcpTools?: ReadonlyArray<McpKernelTool>
   /** The memory and web tools the job got (served through the services channel), after the kernel tools. */
   readonly serviceTools?: ReadonlyArray<KernelTool>
+  /** The job's other services, built once job.started is out (it waits for none of them: issue 15). */
+  readonly services: Effect.Effect<Context.Context<Limits | Llm | Workspace>, never, JobEvents>
 }
 
 /**
@@ -48,11 +51,10 @@ export interface JobRunOptions {
 export const runJob = (
   prepared: PreparedJob,
   options: JobRunOptions
-): Effect.Effect<JobOutcome, never, JobEvents | Limits | Llm | Workspace> =>
+): Effect.Effect<JobOutcome, never, JobEvents> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function* () {
       const events = yield* JobEvents
-      const limits = yield* Limits
       const { spec, model, thinking } = prepared
       const jobSpanId = events.newSpanId()
       const start = yield* Clock.currentTimeMillis
@@ -72,6 +74,8 @@ export const runJob = (
         // What the job got, in prompt order: a tool asked for and not granted (memory off, say) is not silent.
         tools: [...prepared.toolNames, ...serviceTools.map((t) => t.name), ...declared.map((t) => t.name)]
       })
+      const services = yield* options.services
+      const limits = Context.get(services, Limits)
       // The process runner and the tools are loaded after job.started (issue 15: a cold child emits it sooner).
       const loop = Effect.flatMap(Effect.promise(() => import("../tools/ProcessRunner.ts")), ({ ProcessRunner, processRunnerLayer }) =>
         Effect.flatMap(ProcessRunner, (runner) =>
@@ -88,7 +92,7 @@ export const runJob = (
           Effect.provide(processRunnerLayer(options.runner))
         )
       )
-      const exit = yield* Effect.exit(restore(events.withParent(jobSpanId, limits.enforce(loop))))
+      const exit = yield* Effect.exit(restore(events.withParent(jobSpanId, Effect.provide(limits.enforce(loop), services))))
       cleanupSessionResources(events.jobId)
       const ended: JobOutcome = Exit.match(exit, {
         onSuccess: (summary) => ({ _tag: "Completed", summary }),
@@ -104,7 +108,7 @@ export const runJob = (
         }
       })
       // The grounding check of a completed job (docs/grounding.md): its citations against its reads.
-      const grounding = ended._tag === "Completed" ? yield* checkGrounding(events.outputs(), ended.summary, events.shown()) : undefined
+      const grounding = ended._tag === "Completed" ? yield* Effect.provide(checkGrounding(events.outputs(), ended.summary, events.shown()), services) : undefined
       const required = spec.agent.grounding === "required"
       if (grounding !== undefined) yield* events.emit({ type: "grounding", ...grounding, required })
       const outcome: JobOutcome =

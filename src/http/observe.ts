@@ -64,6 +64,8 @@ export const routeMatcher = (routes: () => ReadonlyArray<RouteRef>) => {
     const hit = known.get(key)
     if (hit !== undefined) return hit
     const route = match(method, pathname)
+    // Only paths of the app's routes, and not long ones: a client's made-up paths never fill it.
+    if (route === "(unmatched)" || key.length > 256) return route
     if (known.size >= 1024) known.clear()
     known.set(key, route)
     return route
@@ -106,7 +108,9 @@ export const withObservation = (
       observers = rt.runSync(Effect.all({ tracer: Effect.tracer, clock: Effect.clock, metrics: Metrics }))
       return observers
     } catch {
-      // The runtime is gone (shutting down) or not built yet: answer unobserved (health probes then say 503).
+      // The runtime is not built yet, or already disposed: answer unobserved (health probes then say 503).
+      // Once taken, they are kept: `kintsugi serve` stops the server before it disposes the runtime, and a
+      // request answered after that has its span but loses its line (a closed runtime's fiber ends at once).
       return undefined
     }
   }
@@ -160,7 +164,7 @@ export const withObservation = (
     try {
       rt.runFork(Effect.zipRight(o.metrics.httpRequest({ method: request.method, route, status: response.status, seconds }), log))
     } catch {
-      // The runtime closed while the request was answered: the answer still goes out.
+      // Whatever the runtime does at its end, the answer still goes out.
     }
     return response
   }

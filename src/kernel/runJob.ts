@@ -74,8 +74,6 @@ export const runJob = (
         // What the job got, in prompt order: a tool asked for and not granted (memory off, say) is not silent.
         tools: [...prepared.toolNames, ...serviceTools.map((t) => t.name), ...declared.map((t) => t.name)]
       })
-      const services = yield* options.services
-      const limits = Context.get(services, Limits)
       // The process runner and the tools are loaded after job.started (issue 15: a cold child emits it sooner).
       const loop = Effect.flatMap(Effect.promise(() => import("../tools/ProcessRunner.ts")), ({ ProcessRunner, processRunnerLayer }) =>
         Effect.flatMap(ProcessRunner, (runner) =>
@@ -92,7 +90,16 @@ export const runJob = (
           Effect.provide(processRunnerLayer(options.runner))
         )
       )
-      const exit = yield* Effect.exit(restore(events.withParent(jobSpanId, Effect.provide(limits.enforce(loop), services))))
+      // Built inside the job's run: a defect while building them ends the job like any other (job.failed).
+      let services: Context.Context<Limits | Llm | Workspace> | undefined
+      const exit = yield* Effect.exit(
+        restore(
+          Effect.flatMap(options.services, (built) => {
+            services = built
+            return events.withParent(jobSpanId, Effect.provide(Context.get(built, Limits).enforce(loop), built))
+          })
+        )
+      )
       cleanupSessionResources(events.jobId)
       const ended: JobOutcome = Exit.match(exit, {
         onSuccess: (summary) => ({ _tag: "Completed", summary }),
@@ -108,7 +115,7 @@ export const runJob = (
         }
       })
       // The grounding check of a completed job (docs/grounding.md): its citations against its reads.
-      const grounding = ended._tag === "Completed" ? yield* Effect.provide(checkGrounding(events.outputs(), ended.summary, events.shown()), services) : undefined
+      const grounding = ended._tag === "Completed" && services !== undefined ? yield* Effect.provide(checkGrounding(events.outputs(), ended.summary, events.shown()), services) : undefined
       const required = spec.agent.grounding === "required"
       if (grounding !== undefined) yield* events.emit({ type: "grounding", ...grounding, required })
       const outcome: JobOutcome =

@@ -284,7 +284,7 @@ describe("/readyz", () => {
 })
 
 describe("log lines", () => {
-  test("JSON lines: an access line per request, the job lifecycle, and no token, cookie, password or content", () => {
+  test("JSON lines: an access line per request, the job lifecycle, and no token, cookie, password or content", async () => {
     const lines = logs.map((l) => JSON.parse(l) as Record<string, unknown>)
     expect(lines.every((l) => typeof l["time"] === "string" && typeof l["level"] === "string" && typeof l["msg"] === "string")).toBe(true)
     const access = lines.filter((l) => l["msg"] === "http request")
@@ -293,6 +293,9 @@ describe("log lines", () => {
     expect(access).toContainEqual(expect.objectContaining({ method: "POST", path: "/api/session", status: 401 }))
     const http = access.find((l) => l["path"] === "/api/jobs" && l["method"] === "POST")!
     expect(typeof http["traceId"]).toBe("string")
+    // The line's ids are its request's server span (made apart from the line: observe.ts copies them).
+    const served = await receiver.waitFor((s) => s.spanId === http["spanId"])
+    expect(served).toMatchObject({ traceId: http["traceId"], name: "POST /api/jobs", kind: 2 })
     for (const phase of ["job queued", "job started", "job settled"]) {
       expect(lines.filter((l) => l["msg"] === phase).length).toBeGreaterThanOrEqual(2)
     }

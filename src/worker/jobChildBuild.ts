@@ -82,19 +82,24 @@ const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")
 export const buildJobChild = async (outDir: string): Promise<ReadonlyArray<string>> => {
   // Resolved as the bundle's require() would resolve it from the installation.
   const requireFromInstall = createRequire(join(INSTALL_DIR, "package.json"))
+  /** One bytecode bundle of its own under `outDir/dir`: its path relative to the main bundle, or what failed. */
+  const buildApart = async (entrypoint: string, dir: string, what: string): Promise<{ readonly path: string } | { readonly error: string }> => {
+    const built = await Bun.build({ entrypoints: [entrypoint], outdir: join(outDir, dir), target: "bun", format: "cjs", bytecode: true })
+    const entry = built.outputs.find((o) => o.kind === "entry-point")
+    if (!built.success || entry === undefined) return { error: `${what}: ${built.logs.map((l) => l.message).join("; ") || "no entry point"}` }
+    return { path: `./${relative(outDir, entry.path)}` }
+  }
   const splitPaths = new Map<string, string>()
   for (const [pkg, dir] of SPLIT_SDKS) {
-    const built = await Bun.build({ entrypoints: [requireFromInstall.resolve(pkg)], outdir: join(outDir, "sdk", dir), target: "bun", format: "cjs", bytecode: true })
-    const entry = built.outputs.find((o) => o.kind === "entry-point")
-    if (!built.success || entry === undefined) return [`${pkg}: ${built.logs.map((l) => l.message).join("; ") || "no entry point"}`]
-    splitPaths.set(pkg, `./${relative(outDir, entry.path)}`)
+    const built = await buildApart(requireFromInstall.resolve(pkg), join("sdk", dir), pkg)
+    if ("error" in built) return [built.error]
+    splitPaths.set(pkg, built.path)
   }
   const leafPaths = new Map<string, string>()
   for (const [file, name] of LAZY_LEAVES) {
-    const built = await Bun.build({ entrypoints: [join(INSTALL_DIR, file)], outdir: join(outDir, "lazy", name), target: "bun", format: "cjs", bytecode: true })
-    const entry = built.outputs.find((o) => o.kind === "entry-point")
-    if (!built.success || entry === undefined) return [`${file}: ${built.logs.map((l) => l.message).join("; ") || "no entry point"}`]
-    leafPaths.set(join(INSTALL_DIR, file), `./${relative(outDir, entry.path)}`)
+    const built = await buildApart(join(INSTALL_DIR, file), join("lazy", name), file)
+    if ("error" in built) return [built.error]
+    leafPaths.set(join(INSTALL_DIR, file), built.path)
   }
   const leafFilter = new RegExp(`/(${LAZY_LEAVES.map(([file]) => escape(basename(file))).join("|")})$`)
   const filter = new RegExp(`^(${SPLIT_SDKS.map(([pkg]) => escape(pkg)).join("|")})$`)

@@ -9,6 +9,19 @@ export const AHEAD_FLAG = "--ahead"
 /** The arguments (after the script) of a child started now (`ahead` false) or ahead of its job. */
 export const runJobArgs = (ahead: boolean): Array<string> => (ahead ? [RUN_JOB, AHEAD_FLAG] : [RUN_JOB])
 
+/**
+ * JavaScriptCore's JIT thresholds for the job child (Bun reads `BUN_JSC_*` as it starts): a function
+ * is compiled by the baseline JIT after 20,000 runs instead of 500 (JSC's defaults). A job child runs
+ * most of its code a few times — loading the kernel, decoding one envelope, checking one job — and
+ * compiling that code on the way to `job.started` cost more than it saved: 17–25 ms of a cold start
+ * and 20–45 ms of a whole one-turn job on the 2-core machine of issue 15 (bench/coldStart.ts), with the
+ * grep tool's throughput unchanged (bench/grep.ts: its scanning loops pass 20,000 runs at once).
+ */
+export const JOB_CHILD_JIT_ENV: Readonly<Record<string, string>> = {
+  BUN_JSC_thresholdForJITAfterWarmUp: "20000",
+  BUN_JSC_thresholdForJITSoon: "20000"
+}
+
 /** Whether `args` (after the script) are a job child's. */
 export const isRunJob = (args: ReadonlyArray<string>): boolean => args[0] === RUN_JOB && (args.length === 1 || (args.length === 2 && args[1] === AHEAD_FLAG))
 

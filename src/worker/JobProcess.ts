@@ -9,7 +9,7 @@ import { join } from "node:path"
 import type { JobEnvelope } from "../contract/AgentRuntime.ts"
 import { JobEvent, JobRefusedLine } from "../contract/JobEvent.ts"
 import { readStat, RUN_PREFIX_VAR, sweepRunPrefix } from "../tools/processTree.ts"
-import { runJobArgs } from "../jobChildArgs.ts"
+import { JOB_CHILD_JIT_ENV, runJobArgs } from "../jobChildArgs.ts"
 import type { Settlement } from "./JobStore.ts"
 
 export const CLI_PATH = join(import.meta.dir, "..", "cli.ts")
@@ -71,8 +71,9 @@ export interface SpawnedChild {
 }
 
 /**
- * Starts `bun <entry> run-job` with `env` (childEnvironment's scrubbed variables, plus the caller's) and
- * a fresh run-token prefix. It then waits for its envelope on stdin: nothing secret is in it before that.
+ * Starts `bun <entry> run-job` with `env` (childEnvironment's scrubbed variables, plus the caller's, over
+ * the job child's JIT settings: JOB_CHILD_JIT_ENV) and a fresh run-token prefix. It then waits for its
+ * envelope on stdin: nothing secret is in it before that.
  * `ahead`: started before its job (`run-job --ahead`), it warms up while it waits (jobChildWarmUp.ts).
  */
 export const spawnJobChild = (entry: string, env: Readonly<Record<string, string>>, ahead = false): SpawnedChild => {
@@ -83,7 +84,7 @@ export const spawnJobChild = (entry: string, env: Readonly<Record<string, string
     stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",
-    env: { ...env, [RUN_PREFIX_VAR]: runPrefix }
+    env: { ...JOB_CHILD_JIT_ENV, ...env, [RUN_PREFIX_VAR]: runPrefix }
   })
   return { child, runPrefix, childStart: readStat(child.pid)?.startTime }
 }

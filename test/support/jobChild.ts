@@ -7,6 +7,7 @@ import { mkdtempSync, mkdirSync, realpathSync, rmSync, writeFileSync } from "nod
 import { dirname, join } from "node:path"
 import { JobEvent } from "../../src/contract/JobEvent.ts"
 import type { JobSpec } from "../../src/contract/JobSpec.ts"
+import { JOB_CHILD_JIT_ENV } from "../../src/jobChildArgs.ts"
 import { decodeJob } from "../../src/kernel/decodeJob.ts"
 import { jobChildEntryForTests } from "./jobChildBundle.ts"
 import { testJobRoot } from "./jobRoots.ts"
@@ -25,8 +26,9 @@ export interface ChildRun {
 
 const decodeEvent = Schema.decodeUnknownSync(JobEvent)
 
-/** The job child's environment: no proxies for loopback, the test run's sandbox mode, nothing else of ours. */
+/** The job child's environment: no proxies for loopback, the test run's sandbox mode, the worker's JIT settings, nothing else of ours. */
 export const childEnv = (): Record<string, string> => ({
+  ...JOB_CHILD_JIT_ENV,
   PATH: process.env["PATH"] ?? "/usr/bin:/bin",
   HOME: process.env["HOME"] ?? "/tmp",
   NO_PROXY: "127.0.0.1,localhost",

@@ -1,6 +1,6 @@
 /**
  * A stand-in job child for the worker's settlement tests: `job.mode` in the envelope says what it does
- * ("refuse", "garbage-then-exit", "wait-for-sigterm": reports `aborted` on SIGTERM after writing `job.marker`).
+ * ("refuse", "report-jit": refuses naming its BUN_JSC_ variables, "garbage-then-exit", "wait-for-sigterm": reports `aborted` on SIGTERM after writing `job.marker`).
  */
 import { writeFileSync } from "node:fs"
 
@@ -10,6 +10,11 @@ const line = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\
 
 if (job.mode === "refuse") {
   line({ type: "job.refused", problems: [{ path: "task", message: "must not be empty" }, { path: "model", message: "is unknown" }] })
+  process.exit(2)
+}
+if (job.mode === "report-jit") {
+  const jit = Object.entries(process.env).filter(([k]) => k.startsWith("BUN_JSC_")).sort()
+  line({ type: "job.refused", problems: [{ path: "env", message: jit.map(([k, v]) => `${k}=${v}`).join(" ") }] })
   process.exit(2)
 }
 if (job.mode === "garbage-then-exit") {

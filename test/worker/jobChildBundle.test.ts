@@ -8,7 +8,7 @@ import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { LAZY_LEAVES, SPLIT_SDKS, withoutStdoutReads } from "../../src/worker/jobChildBuild.ts"
+import { BUNDLE_INPUTS, LAZY_LEAVES, SPLIT_SDKS, withoutStdoutReads } from "../../src/worker/jobChildBuild.ts"
 import { builtBundle, ensureBundle, sourceKey } from "../../src/worker/jobChildBundle.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
 import { startAnthropicServer, startOpenAIServer } from "../support/scriptedServers.ts"
@@ -19,6 +19,9 @@ setDefaultTimeout(300_000)
 const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-bundle-"))
 afterAll(() => rmSync(cacheDir, { recursive: true, force: true }))
 let entry = ""
+
+/** The files the main bundle was built from (Bun's metafile, written beside it): its text is minified, without module comments. */
+const bundleInputs = (dir: string): ReadonlyArray<string> => JSON.parse(readFileSync(join(dir, BUNDLE_INPUTS), "utf8")) as Array<string>
 
 test("two builders at once: one complete bundle under the sources' key, nothing half-built left", async () => {
   const key = sourceKey()
@@ -70,20 +73,23 @@ test("the OpenAI, Anthropic and Google SDKs and QuickJS are bundles of their own
   expect(entry).not.toBe("")
   const dir = join(entry, "..")
   const main = readFileSync(entry, "utf8")
+  const inputs = bundleInputs(dir)
   for (const [pkg, sub] of SPLIT_SDKS) {
     const sdk = join(dir, "sdk", sub, "index.js")
     expect(existsSync(sdk)).toBe(true)
     expect(existsSync(`${sdk}.jsc`)).toBe(true)
     // Required (or imported) relative to the bundle (it still works when its directory moves), never bundled in.
     expect(main).toMatch(new RegExp(`(require|import)\\("\\./sdk/${sub}/index\\.js"\\)`))
-    expect(main).not.toContain(`// node_modules/${pkg}/`)
+    expect(inputs.filter((f) => f.includes(`node_modules/${pkg}/`))).toEqual([])
   }
   // Our modules that import only such packages: the MCP SDK (zod, ajv behind it) and ajv's engines.
   for (const [, name] of LAZY_LEAVES) {
     expect(existsSync(join(dir, "lazy", name, `${name}.js.jsc`))).toBe(true)
     expect(main).toMatch(new RegExp(`(require|import)\\("\\./lazy/${name}/${name}\\.js"\\)`))
   }
-  for (const pkg of ["@modelcontextprotocol/sdk", "zod", "ajv", "quickjs-emscripten-core", "re2js"]) expect(main).not.toContain(`// node_modules/${pkg}/`)
+  for (const pkg of ["@modelcontextprotocol/sdk", "zod", "ajv", "quickjs-emscripten-core", "re2js"]) expect(inputs.filter((f) => f.includes(`node_modules/${pkg}/`))).toEqual([])
+  // The list is the bundle's: our kernel and Effect are in it.
+  for (const file of ["src/jobChildEntry.ts", "src/kernel/Kernel.ts", "node_modules/effect/"]) expect(inputs.some((f) => f.includes(file))).toBe(true)
   // A moved bundle directory still finds its SDKs: the Anthropic job runs from a copy elsewhere.
   const moved = mkdtempSync(join(tmpdir(), "kintsugi-bundle-moved-"))
   const server = await startAnthropicServer([{ kind: "turn", text: "done" }])
@@ -104,7 +110,7 @@ test("pi-ai's catalog of built-in providers lies beside the bundle as JSON, and 
   expect(entry).not.toBe("")
   const dir = join(entry, "..")
   expect(existsSync(join(dir, "pi-ai-data", "anthropic.json"))).toBe(true)
-  expect(readFileSync(entry, "utf8")).not.toContain("// node_modules/@earendil-works/pi-ai/dist/providers/data/")
+  expect(bundleInputs(dir).filter((f) => f.includes("/pi-ai/dist/providers/data/"))).toEqual([])
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
   try {
     // Refused for its workspace (outDir inside a read-only root), so no request is made: the model

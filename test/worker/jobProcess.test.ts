@@ -22,6 +22,15 @@ test("a refusal line → failed/error naming every problem", async () => {
   expect(settlement).toEqual({ status: "failed", reason: "error", message: "the job was refused: task: must not be empty; model: is unknown" })
 })
 
+test("the child starts with the job child's JIT settings (JOB_CHILD_JIT_ENV), whatever the server's environment holds", async () => {
+  const settlement = await Effect.runPromise(runJobProcess(envelope({ mode: "report-jit" }), quiet, CHILD))
+  expect(settlement).toEqual({
+    status: "failed",
+    reason: "error",
+    message: "the job was refused: env: BUN_JSC_thresholdForJITAfterWarmUp=20000 BUN_JSC_thresholdForJITSoon=20000"
+  })
+})
+
 test("a line that is not an event is logged and ignored; an end without a terminal event is failed/error", async () => {
   const logs: Array<string> = []
   const settlement = await Effect.runPromise(

@@ -7,7 +7,9 @@
  *     the two rows would be alike);
  *   - a child started ahead by the worker's pool (JobChildren), once it is loaded and its warm-up is
  *     over (its CPU time stands still): envelope written → event;
- *   - a bare `bun -e` process (spawn → first byte): the floor any Bun child pays.
+ *   - a bare `bun -e` process (spawn → first byte), writing with `process.stdout.write` (the reference of
+ *     issue 15's table, whose ratios the rows print) and with `fs.writeSync` as the job child writes: the
+ *     first loads Node's streams (the job child never does), the second is the floor any Bun child pays.
  * Goals: ≤ 60 ms cold, ≤ 10 ms from the warm pool. BEFORE=<another checkout> adds its source child, its
  * bytecode bundle, and its bundle started ahead (`run-job --ahead`, settled the same way), in the same rounds.
  */
@@ -130,9 +132,9 @@ const warmOf = async (entry: string): Promise<Timing> => {
   return timeWaiting(child)
 }
 
-const bare = async (): Promise<number> => {
+const bare = async (script = "process.stdout.write('x')"): Promise<number> => {
   const t0 = performance.now()
-  const p = Bun.spawn(["bun", "-e", "process.stdout.write('x')"], { stdout: "pipe" })
+  const p = Bun.spawn(["bun", "-e", script], { stdout: "pipe" })
   await new Response(p.stdout).text()
   return performance.now() - t0
 }
@@ -157,7 +159,8 @@ const rows = {
   before: [] as Array<Timing>,
   beforeBundle: [] as Array<Timing>,
   beforeWarm: [] as Array<Timing>,
-  bare: [] as Array<number>
+  bare: [] as Array<number>,
+  bareSync: [] as Array<number>
 }
 const empties: Array<string> = []
 // One round of each, interleaved, so every row sees the same load.
@@ -177,6 +180,7 @@ for (let i = 0; i < RUNS; i++) {
     rows.beforeWarm.push(await warmOf(beforeEntry))
   }
   rows.bare.push(await bare())
+  rows.bareSync.push(await bare("require('node:fs').writeSync(1, 'x')"))
 }
 await Effect.runPromise(Scope.close(scope, Exit.void))
 await server.stop()
@@ -207,3 +211,5 @@ if (beforeEntry !== undefined) {
   rmSync(join(beforeEntry, ".."), { recursive: true, force: true })
 }
 console.log(`${"bare bun process (spawn → first byte)".padEnd(58)} ${ms(floor)}`)
+const syncFloor = median(rows.bareSync)
+console.log(`${"  the same writing with fs.writeSync (no Node streams)".padEnd(58)} ${ms(syncFloor)}   bundle cold = ${(median(rows.bundle.map((x) => x.started)) / syncFloor).toFixed(2)}× this`)

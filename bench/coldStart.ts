@@ -11,7 +11,8 @@
  *     issue 15's table, whose ratios the rows print) and with `fs.writeSync` as the job child writes: the
  *     first loads Node's streams (the job child never does), the second is the floor any Bun child pays.
  * Goals: ≤ 60 ms cold, ≤ 10 ms from the warm pool. BEFORE=<another checkout> adds its source child, its
- * bytecode bundle, and its bundle started ahead (`run-job --ahead`, settled the same way), in the same rounds.
+ * bytecode bundle, and its bundle started ahead (`run-job --ahead`, settled the same way), in the same rounds;
+ * its children get this checkout's environment (`childEnv`: its JIT settings included).
  */
 import { Effect, Exit, Scope } from "effect"
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"

@@ -10,12 +10,14 @@ export const AHEAD_FLAG = "--ahead"
 export const runJobArgs = (ahead: boolean): Array<string> => (ahead ? [RUN_JOB, AHEAD_FLAG] : [RUN_JOB])
 
 /**
- * JavaScriptCore's JIT thresholds for the job child (Bun reads `BUN_JSC_*` as it starts): a function
- * is compiled by the baseline JIT after 20,000 runs instead of 500 (JSC's defaults). A job child runs
- * most of its code a few times — loading the kernel, decoding one envelope, checking one job — and
- * compiling that code on the way to `job.started` cost more than it saved: 17–25 ms of a cold start
- * and 20–45 ms of a whole one-turn job on the 2-core machine of issue 15 (bench/coldStart.ts), with the
- * grep tool's throughput unchanged (bench/grep.ts: its scanning loops pass 20,000 runs at once).
+ * JavaScriptCore's JIT thresholds for the job child (Bun reads `BUN_JSC_*` as it starts): a function's
+ * execution counter must reach 20,000 before the baseline JIT compiles it, instead of 500 (100 when
+ * JSC expects it soon): about 1,300 calls (a call counts 15) or 20,000 loop iterations. A job child
+ * runs most of its code a few times — loading the kernel, decoding one envelope, checking one job —
+ * and compiling that code on the way to `job.started` cost more than it saved: 17–25 ms of a cold
+ * start and 20–45 ms of a whole one-turn job on the 2-core machine of issue 15 (bench/coldStart.ts),
+ * with the grep tool's throughput unchanged (bench/grep.ts run under the same settings). Fixed: the
+ * server's own `BUN_JSC_*` variables never reach a job child (childEnvironment's allowlist).
  */
 export const JOB_CHILD_JIT_ENV: Readonly<Record<string, string>> = {
   BUN_JSC_thresholdForJITAfterWarmUp: "20000",

@@ -15,6 +15,7 @@ import { JobEvent, JobRefusedLine, type TerminalEvent } from "../contract/JobEve
 import type { JobSpec, Limits } from "../contract/JobSpec.ts"
 import type { Problem } from "../contract/Problem.ts"
 import type { ProviderModel } from "../contract/ProviderConfig.ts"
+import { JOB_CHILD_JIT_ENV } from "../jobChildArgs.ts"
 import type { ScriptedServer } from "./scriptedSteps.ts"
 
 const CLI = join(import.meta.dir, "..", "cli.ts")
@@ -92,8 +93,9 @@ export const loadAgentDefinition = async (
   return toAgentDefinition(parsed.right, { version: 1, sharedSkills: skills })
 }
 
-/** Only what the child needs: no host variables, so no host secret reaches the job. */
+/** Only what the child needs (and the worker's JIT settings for it): no host variables, so no host secret reaches the job. */
 const childEnv = (extra: Readonly<Record<string, string>>): Record<string, string> => ({
+  ...JOB_CHILD_JIT_ENV,
   PATH: process.env["PATH"] ?? "/usr/bin:/bin",
   HOME: process.env["HOME"] ?? "/tmp",
   NO_PROXY: "127.0.0.1,localhost",

@@ -20,7 +20,7 @@ const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-bundle-"))
 afterAll(() => rmSync(cacheDir, { recursive: true, force: true }))
 let entry = ""
 
-/** The files the main bundle was built from (Bun's metafile, written beside it): its text is minified, without module comments. */
+/** The files the main bundle was built from (Bun's metafile, written beside it): its minified text has no module comments. */
 const bundleInputs = (dir: string): ReadonlyArray<string> => JSON.parse(readFileSync(join(dir, BUNDLE_INPUTS), "utf8")) as Array<string>
 
 test("two builders at once: one complete bundle under the sources' key, nothing half-built left", async () => {
@@ -104,6 +104,18 @@ test("the OpenAI, Anthropic and Google SDKs and QuickJS are bundles of their own
     dirs.cleanup()
     rmSync(moved, { recursive: true, force: true })
   }
+})
+
+test("the bundles are minified without renaming: the SDKs' classes keep their names (the OpenAI client names itself after its class)", () => {
+  expect(entry).not.toBe("")
+  const sdk = require(join(entry, "..", "sdk", "openai", "index.js")) as { readonly default: new (options: { readonly apiKey: string }) => { getUserAgent: () => string } }
+  const client = new sdk.default({ apiKey: "sk-test" })
+  expect(client.constructor.name).toBe("OpenAI")
+  expect(client.getUserAgent()).toMatch(/^OpenAI\/JS \d/)
+  // Minified all the same: no module comments, a few long lines (37,077 lines before).
+  const text = readFileSync(entry, "utf8")
+  expect(/^\/\/ (src|node_modules)\//m.test(text)).toBe(false)
+  expect(text.split("\n").length).toBeLessThan(5000)
 })
 
 test("pi-ai's catalog of built-in providers lies beside the bundle as JSON, and a built-in provider's model resolves from it", async () => {

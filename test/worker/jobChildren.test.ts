@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
+import { JOB_CHILD_JIT_ENV } from "../../src/jobChildArgs.ts"
 import { makeJobChildren, type JobChildrenShape } from "../../src/worker/JobChildren.ts"
 import { runJobProcess } from "../../src/worker/JobProcess.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, TEST_API_KEY } from "../support/jobChild.ts"
@@ -97,12 +98,14 @@ test("a job takes the waiting child, the next job a fresh one: never a child twi
   expect(body).not.toContain("first answer")
 })
 
-test("the waiting child holds no secret: a scrubbed environment, no envelope, nothing of the server's", async () => {
+test("the waiting child holds no secret: a scrubbed environment, no envelope, nothing of the server's; its JIT settings are the job child's, not the server's", async () => {
   process.env["KINTSUGI_SECRET_KEY"] = "waiting-child-must-not-see-this"
   process.env["DATABASE_URL"] = "postgres://secret@127.0.0.1/none"
+  process.env["BUN_JSC_thresholdForJITSoon"] = "1"
   cleanups.push(() => {
     delete process.env["KINTSUGI_SECRET_KEY"]
     delete process.env["DATABASE_URL"]
+    delete process.env["BUN_JSC_thresholdForJITSoon"]
   })
   const children = await pool()
   const pid = await waitingPid(children)
@@ -114,8 +117,9 @@ test("the waiting child holds no secret: a scrubbed environment, no envelope, no
   expect(names).not.toContain("DATABASE_URL")
   expect(environ.join("\n")).not.toContain(TEST_API_KEY)
   expect(names).toContain("KINTSUGI_RUN_PREFIX")
-  const allowed = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT", "BUN_RUNTIME_TRANSPILER_CACHE_PATH", "KINTSUGI_RUN_PREFIX"]
+  const allowed = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT", "BUN_RUNTIME_TRANSPILER_CACHE_PATH", "KINTSUGI_RUN_PREFIX", ...Object.keys(JOB_CHILD_JIT_ENV)]
   expect(names.filter((n) => !allowed.includes(n))).toEqual([])
+  for (const [name, value] of Object.entries(JOB_CHILD_JIT_ENV)) expect(environ).toContain(`${name}=${value}`)
 })
 
 /** The command line of `pid` after the script (`run-job`, or `run-job --ahead`), once it has exec'd. */

@@ -32,6 +32,14 @@ afterAll(async () => {
   web?.stop()
 })
 
+/** Submits with `submit` and waits until the refused save's page (a 400 from a POST to `url`) has replaced the form's. */
+const refusedSave = async (page: Page, url: string, submit: () => Promise<void>): Promise<void> => {
+  const response = page.waitForResponse((r) => r.url() === url && r.request().method() === "POST")
+  await submit()
+  expect((await response).status()).toBe(400)
+  await page.waitForLoadState("domcontentloaded")
+}
+
 describe("web search in the portal", () => {
   test("register Brave: the key is required, stored, never shown; the test action asks the backend", async () => {
     await portal.signIn(page, MANAGER)
@@ -40,7 +48,8 @@ describe("web search in the portal", () => {
     await expect(page.locator("[data-backend]").getAttribute("data-backend")).resolves.toBe("none")
     await page.getByLabel("Kind").selectOption("brave")
     await page.getByLabel("URL", { exact: true }).fill(web.url)
-    await page.getByRole("button", { name: "Save backend" }).click()
+    // The refused save is a 400 page of its own: read its problems once it is the page (not the form before it).
+    await refusedSave(page, `${portal.baseUrl}/web-search`, () => page.getByRole("button", { name: "Save backend" }).click())
     await expect(page.locator("#problems-apiKey").textContent()).resolves.toContain("is required for Brave Search")
     await page.getByLabel("API key (write-only)").fill(BRAVE_KEY)
     await page.getByRole("button", { name: "Save backend" }).click()
@@ -65,7 +74,7 @@ describe("web search in the portal", () => {
     await expect(page.locator("[data-used][data-budget]").first().textContent()).resolves.toBe("1 of 100")
     await page.getByLabel("Agents granted web search").fill("researcher\nNot An Id")
     await page.getByLabel("Searches per day (project)").fill("lots")
-    await page.getByRole("button", { name: "Save web settings" }).click()
+    await refusedSave(page, `${portal.baseUrl}/projects/docs/web`, () => page.getByRole("button", { name: "Save web settings" }).click())
     await expect(page.locator("#problems-searchAgents").textContent()).resolves.toContain("must be an agent id")
     await expect(page.locator("#problems-dailySearches").textContent()).resolves.toContain("enter a number")
     await page.getByLabel("Agents granted web search").fill("researcher")

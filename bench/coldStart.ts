@@ -9,7 +9,10 @@
  *     over (its CPU time stands still): envelope written → event;
  *   - a bare `bun -e` process (spawn → first byte), writing with `process.stdout.write` (the reference of
  *     issue 15's table, whose ratios the rows print) and with `fs.writeSync` as the job child writes: the
- *     first loads Node's streams (the job child never does), the second is the floor any Bun child pays.
+ *     first loads Node's streams (the job child never does), the second is the floor any Bun child pays;
+ *   - the decode floor (bench/decodeFloor.ts, built as the job child is): the least a child that keeps
+ *     to the architecture does before `job.started` (the envelope through the contract's Effect Schemas),
+ *     without the kernel, the workspace checks or the sandbox probe: what no split of the bundle goes below.
  * Goals: ≤ 60 ms cold, ≤ 10 ms from the warm pool. BEFORE=<another checkout> adds its source child, its
  * bytecode bundle, and its bundle started ahead (`run-job --ahead`, settled the same way), in the same rounds;
  * its children get this checkout's environment (`childEnv`: its JIT settings included).
@@ -21,6 +24,7 @@ import { dirname, join } from "node:path"
 import { runJobArgs } from "../src/jobChildArgs.ts"
 import { probeBwrap, SANDBOX_PROBED_ENV } from "../src/tools/Sandbox.ts"
 import { makeJobChildren } from "../src/worker/JobChildren.ts"
+import { buildJobChild } from "../src/worker/jobChildBuild.ts"
 import { ensureBundle, jobChildCacheDir, sourceKey } from "../src/worker/jobChildBundle.ts"
 import { childEnv, createEnvelope, createJob, createJobDirs, createProvider, startJobChild } from "../test/support/jobChild.ts"
 import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts"
@@ -38,6 +42,11 @@ const bundle = await ensureBundle(cacheDir, sourceKey())
 const noBytecodeDir = mkdtempSync(join(tmpdir(), "kintsugi-bench-nojsc-"))
 const noBytecode = join(noBytecodeDir, "jobChildEntry.js")
 cpSync(dirname(bundle), noBytecodeDir, { recursive: true, filter: (src) => !src.endsWith(".jsc") })
+/** The decode floor's bundle, built by the job child's build (the same options and plugins). */
+const floorDir = mkdtempSync(join(tmpdir(), "kintsugi-bench-floor-"))
+const floorProblems = await buildJobChild(floorDir, join(import.meta.dir, "decodeFloor.ts"))
+if (floorProblems.length > 0) throw new Error(`the decode floor's bundle did not build: ${floorProblems.join("; ")}`)
+const floorEntry = join(floorDir, "decodeFloor.js")
 const emptyCache = () => mkdtempSync(join(tmpdir(), "kintsugi-bench-tcache-"))
 
 interface Timing {
@@ -55,6 +64,17 @@ const cold = async (entry?: string, env?: Record<string, string>): Promise<Timin
   const ended = performance.now() - t0
   if (code !== 0 || events.at(-1)?.type !== "job.completed") throw new Error(`job child exited ${code} after ${events.at(-1)?.type}`)
   return { started, ended }
+}
+
+/** The decode floor from spawn: ms to its job.started line. */
+const decodeFloor = async (): Promise<number> => {
+  const t0 = performance.now()
+  const run = startJobChild(envelope, { entry: floorEntry })
+  await run.waitFor("job.started")
+  const started = performance.now() - t0
+  const { code } = await run.done
+  if (code !== 0) throw new Error(`the decode floor exited ${code}`)
+  return started
 }
 
 /** Whether the waiting child armed its exit guard (a SIGTERM handler): it is loaded and reads stdin. */
@@ -160,6 +180,7 @@ const rows = {
   before: [] as Array<Timing>,
   beforeBundle: [] as Array<Timing>,
   beforeWarm: [] as Array<Timing>,
+  floor: [] as Array<number>,
   bare: [] as Array<number>,
   bareSync: [] as Array<number>
 }
@@ -173,6 +194,7 @@ for (let i = 0; i < RUNS; i++) {
   rows.bundle.push(await cold(bundle, probedEnv))
   rows.bundleSelf.push(await cold(bundle))
   rows.noBytecode.push(await cold(noBytecode))
+  rows.floor.push(await decodeFloor())
   rows.warm.push(await warm())
   rows.warmHand.push(await warmOf(bundle))
   if (before !== undefined) rows.before.push(await cold(join(before, "src", "cli.ts")))
@@ -186,7 +208,7 @@ for (let i = 0; i < RUNS; i++) {
 await Effect.runPromise(Scope.close(scope, Exit.void))
 await server.stop()
 dirs.cleanup()
-for (const e of [...empties, noBytecodeDir]) rmSync(e, { recursive: true, force: true })
+for (const e of [...empties, noBytecodeDir, floorDir]) rmSync(e, { recursive: true, force: true })
 
 const floor = median(rows.bare)
 const ms = (n: number) => `${n.toFixed(1).padStart(7)} ms`
@@ -203,6 +225,10 @@ line("from the sources, transpiler cache empty (fresh HOME/image)", rows.sourceE
 line("bytecode bundle (what the worker starts), cold", rows.bundle, 60)
 line("  the same bundle probing the sandbox itself (run-job by hand)", rows.bundleSelf, 60)
 line("  the same bundle's JS without its .jsc (no bytecode)", rows.noBytecode)
+const floorStarted = median(rows.floor)
+console.log(
+  `${"  the decode floor: Effect + the contract's decoders only".padEnd(58)} ${ms(floorStarted)} ${"".padStart(10)}   ${(floorStarted / floor).toFixed(2)}× bare bun  ${(floorStarted / 60).toFixed(2)}× the 60 ms goal; the bundle is ${(median(rows.bundle.map((x) => x.started)) - floorStarted).toFixed(1)} ms over it`
+)
 line("started ahead by the pool (envelope written → event)", rows.warm, 10)
 line("  the bundle started ahead by hand, as the other checkout's", rows.warmHand, 10)
 if (before !== undefined) line(`the child of ${before}`, rows.before)

@@ -29,7 +29,7 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.ts"
 import { runJob } from "./runJob.ts"
 import { materializeSkillFiles } from "./skillFiles.ts"
 
-export { RUNTIME_VERSION } from "./runJob.ts"
+export { RUNTIME_VERSION } from "./runtimeVersion.ts"
 
 export interface KernelConfig {
   /** Provider configs with their keys; held in memory only. */

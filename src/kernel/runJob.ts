@@ -19,8 +19,7 @@ import { JobEvents } from "./JobEvents.ts"
 import { Limits } from "./Limits.ts"
 import type { Llm } from "./Llm.ts"
 import type { PreparedJob } from "./prepareJob.ts"
-
-export const RUNTIME_VERSION = "0.1.0"
+import { RUNTIME_VERSION } from "./runtimeVersion.ts"
 
 /** Longest `job.failed` message: a provider's error body can be kilobytes. */
 const MAX_FAILURE_MESSAGE = 1000

@@ -89,8 +89,11 @@ const INSTALL_DIR = resolve(import.meta.dir, "..", "..")
 const ENTRY = join(INSTALL_DIR, "src", "jobChildEntry.ts")
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")
 
-/** Builds every bundle into `outDir`; the messages of a failed build, or none. */
-export const buildJobChild = async (outDir: string): Promise<ReadonlyArray<string>> => {
+/**
+ * Builds every bundle into `outDir`; the messages of a failed build, or none. `entry` is the job child's
+ * (bench/coldStart.ts builds its decode floor from another entry the same way).
+ */
+export const buildJobChild = async (outDir: string, entry: string = ENTRY): Promise<ReadonlyArray<string>> => {
   // Resolved as the bundle's require() would resolve it from the installation.
   const requireFromInstall = createRequire(join(INSTALL_DIR, "package.json"))
   /** One bytecode bundle of its own under `outDir/dir`: its path relative to the main bundle, or what failed. */
@@ -115,7 +118,7 @@ export const buildJobChild = async (outDir: string): Promise<ReadonlyArray<strin
   const leafFilter = new RegExp(`/(${LAZY_LEAVES.map(([file]) => escape(basename(file))).join("|")})$`)
   const filter = new RegExp(`^(${SPLIT_SDKS.map(([pkg]) => escape(pkg)).join("|")})$`)
   const main = await Bun.build({
-    entrypoints: [ENTRY],
+    entrypoints: [entry],
     outdir: outDir,
     target: "bun",
     format: "cjs",

@@ -1,0 +1,2 @@
+/** The runtime's version, as `job.started` reports it (a leaf: bench/decodeFloor.ts writes it too). */
+export const RUNTIME_VERSION = "0.1.0"

@@ -89,10 +89,7 @@ const INSTALL_DIR = resolve(import.meta.dir, "..", "..")
 const ENTRY = join(INSTALL_DIR, "src", "jobChildEntry.ts")
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")
 
-/**
- * Builds every bundle into `outDir`; the messages of a failed build, or none. `entry` is the job child's
- * (bench/coldStart.ts builds its decode floor from another entry the same way).
- */
+/** Builds every bundle into `outDir` from `entry` (the job child's by default); the messages of a failed build, or none. */
 export const buildJobChild = async (outDir: string, entry: string = ENTRY): Promise<ReadonlyArray<string>> => {
   // Resolved as the bundle's require() would resolve it from the installation.
   const requireFromInstall = createRequire(join(INSTALL_DIR, "package.json"))

@@ -1,0 +1,7 @@
+/**
+ * The decode floor's entry (bench/coldStart.ts): the job child's own entry (runGuardedJobChild: exit
+ * guard, non-dumpable, stdin read while loading) around floor.ts instead of the kernel.
+ */
+import { runGuardedJobChild } from "../../src/jobChildExit.ts"
+
+runGuardedJobChild(() => import("./floor.ts"))

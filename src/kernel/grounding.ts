@@ -15,10 +15,9 @@
  * cited `../../etc/passwd` is `unknown`, never probed on the host), and can still fail the job.
  */
 import { Effect } from "effect"
-import { constants } from "node:fs"
-import { dirname } from "node:path"
 import type { GroundingCitation, GroundingStatus } from "../contract/JobEvent.ts"
-import { isInside, Workspace } from "../tools/Workspace.ts"
+import { Workspace } from "../tools/Workspace.ts"
+import { inspectOutput } from "./outputContract.ts"
 
 /** One range shown to the model; `lastLine` null = to the end of the file. */
 export interface ShownRange {
@@ -167,27 +166,15 @@ export const classify = (
   })
 
 /**
- * An output file's text, or undefined when it is not a regular file inside outDir (the job's shell may
- * have swapped it for a link, a FIFO or a huge file after writing it: none of those is read).
+ * An output file's text, or undefined when it is not a regular file with one link inside outDir (the
+ * job's shell may have swapped it for a link, a FIFO, a hard link to a host file or a huge file after
+ * writing it: none of those is read), or holds a NUL.
  */
 const readOutput = (path: string, outDir: string): Promise<string | undefined> =>
-  (async () => {
-    // Node's fs/promises is loaded here, at the job's end, not with the kernel (milliseconds of the
-    // cold job child's way to job.started, issue 15).
-    const { open, realpath } = await import("node:fs/promises")
-    const parent = await realpath(dirname(path))
-    if (!isInside(parent, outDir)) return undefined
-    const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
-    try {
-      const st = await fh.stat()
-      // One link only: a hard link to a host file is not read (as the portal's output view).
-      if (!st.isFile() || st.nlink !== 1 || st.size > MAX_OUTPUT_BYTES) return undefined
-      const bytes = await fh.readFile()
-      return bytes.includes(0) ? undefined : bytes.toString("utf8")
-    } finally {
-      await fh.close()
-    }
-  })().catch(() => undefined)
+  inspectOutput(path, outDir, MAX_OUTPUT_BYTES).then(
+    (state) => (state.kind === "text" && !state.text.includes("\0") ? state.text : undefined),
+    () => undefined
+  )
 
 /** The citations of the job's output files (paths relative to outDir, from `output` events) and its summary. */
 export const findCitations = (outputs: ReadonlyArray<string>, summary: string): Effect.Effect<Array<FoundCitation>, never, Workspace> =>

@@ -19,10 +19,18 @@ const MAX_CONTRACT_BYTES = 10 * 1024 * 1024
 export type FileState = { readonly kind: "missing" | "not-regular" | "too-large" | "empty" } | { readonly kind: "text"; readonly text: string }
 
 /**
- * An output file as the job left it, never following a link: missing, not a regular file with one
- * link inside `outDir`, too large, empty, or its text. Also what evals read outputs with.
+ * Opens of a file that was replaced between its open and its stat (another job writing the same
+ * output: temp file + rename leaves the opened inode with no link): what counts is what the path holds
+ * now, so it is opened again, this many times at most.
  */
-export const inspectOutput = (path: string, outDir: string): Promise<FileState> =>
+const REPLACED_REOPENS = 5
+
+/**
+ * An output file as the job left it, never following a link: missing, not a regular file with one
+ * link inside `outDir`, larger than `maxBytes`, empty, or its text. Also what grounding and evals read
+ * outputs with.
+ */
+export const inspectOutput = (path: string, outDir: string, maxBytes: number = MAX_CONTRACT_BYTES): Promise<FileState> =>
   (async (): Promise<FileState> => {
     // Node's fs/promises is loaded here, at the job's end, not with the kernel (milliseconds of the
     // cold job child's way to job.started, issue 15).
@@ -30,16 +38,19 @@ export const inspectOutput = (path: string, outDir: string): Promise<FileState> 
     const parent = await realpath(dirname(path)).catch(() => undefined)
     if (parent === undefined) return { kind: "missing" }
     if (!isInside(parent, outDir)) return { kind: "not-regular" }
-    const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch((e: NodeJS.ErrnoException) => e)
-    if (fh instanceof Error) return { kind: fh.code === "ENOENT" ? "missing" : "not-regular" }
-    try {
-      const st = await fh.stat()
-      if (!st.isFile() || st.nlink !== 1) return { kind: "not-regular" }
-      if (st.size > MAX_CONTRACT_BYTES) return { kind: "too-large" }
-      if (st.size === 0) return { kind: "empty" }
-      return { kind: "text", text: (await fh.readFile()).toString("utf8") }
-    } finally {
-      await fh.close()
+    for (let reopens = 0; ; reopens++) {
+      const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch((e: NodeJS.ErrnoException) => e)
+      if (fh instanceof Error) return { kind: fh.code === "ENOENT" ? "missing" : "not-regular" }
+      try {
+        const st = await fh.stat()
+        if (st.nlink === 0 && reopens < REPLACED_REOPENS) continue
+        if (!st.isFile() || st.nlink !== 1) return { kind: "not-regular" }
+        if (st.size > maxBytes) return { kind: "too-large" }
+        if (st.size === 0) return { kind: "empty" }
+        return { kind: "text", text: (await fh.readFile()).toString("utf8") }
+      } finally {
+        await fh.close()
+      }
     }
   })()
 

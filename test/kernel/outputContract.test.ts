@@ -8,6 +8,7 @@ import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { expectEndedWith, runAgent, startOpenAIServer, type ScriptedServer, type Step } from "kintsugi-runtime/testing"
+import { inspectOutput } from "../../src/kernel/outputContract.ts"
 
 setDefaultTimeout(60_000)
 
@@ -82,5 +83,37 @@ describe("output contracts", () => {
     const run = await runAgent({ agent: agentFile(), server, task: "Report.", fixture: { "a.ts": "x\n" } })
     expectEndedWith(run, "completed")
     expect(server.requests.length).toBe(3)
+  })
+})
+
+describe("an output another job replaces while it is checked", () => {
+  // Jobs of one project may share an outDir: another job's write (temp file + rename) can replace the
+  // file between the check's open and its stat, leaving the opened inode with no link. The check reads
+  // what the path holds now instead of calling the output "not a regular file" (which cost the job a
+  // turn to "fix" it, and failed a test of eight concurrent jobs under load).
+  test("every check of a file replaced over and over by another process reads its text", async () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-replaced-")))
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    const file = join(dir, "report.md")
+    writeFileSync(file, "hello\n")
+    // Another process replaces it as the write tool does, about every millisecond, for 2.5 s.
+    const churn = Bun.spawn(
+      ["bun", "-e", `const fs = require("fs"); const end = Date.now() + 2500; for (let i = 0; Date.now() < end; i++) { const t = ${JSON.stringify(dir)} + "/.t" + i; fs.writeFileSync(t, "hello\\n"); fs.renameSync(t, ${JSON.stringify(file)}); Bun.sleepSync(1); if (Date.now() >= end) console.log(i + 1) }`],
+      { stdout: "pipe", stderr: "inherit" }
+    )
+    cleanups.push(() => churn.kill())
+    await Bun.sleep(200)
+    const kinds: Record<string, number> = {}
+    const until = Date.now() + 1500
+    while (Date.now() < until) {
+      const state = await inspectOutput(file, dir)
+      const kind = state.kind === "text" ? `text ${JSON.stringify(state.text)}` : state.kind
+      kinds[kind] = (kinds[kind] ?? 0) + 1
+    }
+    expect(await churn.exited).toBe(0)
+    // The file was replaced hundreds of times while it was checked hundreds of times.
+    expect(Number(await new Response(churn.stdout).text())).toBeGreaterThan(300)
+    expect(Object.keys(kinds)).toEqual(["text \"hello\\n\""])
+    expect(kinds["text \"hello\\n\""]).toBeGreaterThan(300)
   })
 })

@@ -207,8 +207,17 @@ describe("the worker", () => {
     const repo = createRepo()
     const jobs = await Promise.all(Array.from({ length: 8 }, () => startJob("data-interfaces", repo)))
     const settled = await Promise.all(jobs.map((j) => waitSettled(j.id)))
-    // Every job completed; a failure names its job's status, reason and message.
-    expect(settled.filter((j) => j.status !== "completed").map((j) => ({ status: j.status, reason: j.reason, message: j.message }))).toEqual([])
+    // Every job completed; a failure names its job's status, reason and message, and what the job did.
+    const failed = settled.filter((j) => j.status !== "completed")
+    const eventsOf = (id: string) =>
+      rt.runPromise(
+        Effect.flatMap(SqlClient, (sql) => sql<{ event: Record<string, unknown> }>`SELECT event FROM runtime.job_event WHERE job_id = ${id} ORDER BY seq`)
+      )
+    const story = async (j: JobRow) =>
+      (await eventsOf(j.id))
+        .map(({ event: e }) => [e["type"], e["tool"], e["success"], e["summary"], e["reason"], e["message"], e["name"], e["status"]].filter((x) => x !== undefined).join(" "))
+        .filter((line) => !line.startsWith("message.delta"))
+    expect(await Promise.all(failed.map(async (j) => ({ status: j.status, reason: j.reason, message: j.message, events: await story(j) })))).toEqual([])
     expect(server.requests.length).toBe(16)
     const starts = await rt.runPromise(
       Effect.flatMap(SqlClient, (sql) => sql<{ jobId: string; n: string }>`SELECT job_id, count(*) AS n FROM runtime.job_event WHERE type = 'job.started' GROUP BY job_id`)

@@ -11,6 +11,7 @@ import { Effect, Either } from "effect"
 import { constants } from "node:fs"
 import { dirname } from "node:path"
 import { type OutputFile, outputFileName } from "../contract/AgentDefinition.ts"
+import { fdInside } from "../tools/confinementSync.ts"
 import { isInside, Workspace } from "../tools/Workspace.ts"
 
 /** Largest contracted file checked; a bigger one is a problem (say so rather than read it). */
@@ -45,6 +46,8 @@ export const inspectOutput = (path: string, outDir: string, maxBytes: number = M
         const st = await fh.stat()
         if (st.nlink === 0 && reopens < REPLACED_REOPENS) continue
         if (!st.isFile() || st.nlink !== 1) return { kind: "not-regular" }
+        // What was opened, not the path checked above: a directory swapped for a link since is not followed out.
+        if (!fdInside(fh.fd, outDir)) return { kind: "not-regular" }
         if (st.size > maxBytes) return { kind: "too-large" }
         if (st.size === 0) return { kind: "empty" }
         return { kind: "text", text: (await fh.readFile()).toString("utf8") }

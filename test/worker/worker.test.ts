@@ -215,7 +215,7 @@ describe("the worker", () => {
       )
     const story = async (j: JobRow) =>
       (await eventsOf(j.id))
-        .map(({ event: e }) => [e["type"], e["tool"], e["success"], e["summary"], e["reason"], e["message"], e["name"], e["status"]].filter((x) => x !== undefined).join(" "))
+        .map(({ event: e }) => [e["type"], e["tool"], e["path"], e["success"], e["summary"], e["reason"], e["message"], e["name"], e["status"], e["attributes"] === undefined ? undefined : JSON.stringify(e["attributes"])].filter((x) => x !== undefined).join(" "))
         .filter((line) => !line.startsWith("message.delta"))
     expect(await Promise.all(failed.map(async (j) => ({ status: j.status, reason: j.reason, message: j.message, events: await story(j) })))).toEqual([])
     expect(server.requests.length).toBe(16)

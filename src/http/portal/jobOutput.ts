@@ -12,6 +12,7 @@ import { constants } from "node:fs"
 import { open, realpath } from "node:fs/promises"
 import { basename, isAbsolute, join } from "node:path"
 import { isInside } from "../../tools/confinement.ts"
+import { fdInside } from "../../tools/confinementSync.ts"
 import { readCommittedOutput } from "../../worker/commitOutputs.ts"
 import type { ApiError } from "../respond.ts"
 import { NotFound } from "../errors.ts"
@@ -46,6 +47,8 @@ export const readOutput = (source: OutputSource, path: string, reported: Readonl
       try {
         const st = await handle.stat()
         if (!st.isFile() || st.nlink !== 1 || st.size > MAX_OUTPUT_BYTES) return undefined
+        // What was opened, not the path resolved above: a running job's shell may have swapped a directory on it for a link out.
+        if (!fdInside(handle.fd, root)) return undefined
         const bytes = new Uint8Array(st.size)
         const { bytesRead } = await handle.read(bytes, 0, st.size, 0)
         return bytes.subarray(0, bytesRead)

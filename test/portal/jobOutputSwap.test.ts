@@ -1,0 +1,28 @@
+/**
+ * The job page's output view reads a running job's file from its outDir: what is served is judged by the
+ * opened descriptor, so a directory the job's shell swaps for a link out of outDir is never read through.
+ */
+import { afterEach, expect, test } from "bun:test"
+import { Effect, Either } from "effect"
+import { readOutput } from "../../src/http/portal/jobOutput.ts"
+import { swappedDirectory } from "../support/fileChurn.ts"
+
+const stops: Array<() => void> = []
+afterEach(() => {
+  for (const stop of stops.splice(0)) stop()
+})
+
+test("a directory swapped for a link out of outDir and back: the view never serves the file outside", async () => {
+  const churn = await swappedDirectory()
+  stops.push(churn.stop)
+  const served: Record<string, number> = {}
+  const until = Date.now() + 1500
+  while (Date.now() < until) {
+    const read = await Effect.runPromise(Effect.either(readOutput({ outDir: churn.outDir }, "sub/report.md", ["sub/report.md"])))
+    const kind = Either.isRight(read) ? new TextDecoder().decode(read.right) : read.left._tag
+    served[kind] = (served[kind] ?? 0) + 1
+  }
+  expect(await churn.steps).toBeGreaterThan(300)
+  expect(served["inside"]).toBeGreaterThan(0)
+  expect(served["SECRET"]).toBeUndefined()
+})

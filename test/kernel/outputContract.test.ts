@@ -9,7 +9,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { expectEndedWith, runAgent, startOpenAIServer, type ScriptedServer, type Step } from "kintsugi-runtime/testing"
 import { inspectOutput } from "../../src/kernel/outputContract.ts"
-import { replacedFile, swappedDirectory } from "../support/fileChurn.ts"
+import { replacedFile, swappedDirectory, tally } from "../support/fileChurn.ts"
 
 setDefaultTimeout(60_000)
 
@@ -88,16 +88,8 @@ describe("output contracts", () => {
 })
 
 /** Every state `inspectOutput` gives for `file` during 1.5 s, with how often. */
-const inspectFor = async (file: string, outDir: string): Promise<Record<string, number>> => {
-  const kinds: Record<string, number> = {}
-  const until = Date.now() + 1500
-  while (Date.now() < until) {
-    const state = await inspectOutput(file, outDir)
-    const kind = state.kind === "text" ? `text ${state.text}` : state.kind
-    kinds[kind] = (kinds[kind] ?? 0) + 1
-  }
-  return kinds
-}
+const inspectFor = (file: string, outDir: string): Promise<Record<string, number>> =>
+  tally(() => inspectOutput(file, outDir).then((state) => (state.kind === "text" ? `text ${state.text}` : state.kind)))
 
 describe("an output changed while it is checked", () => {
   // Jobs of one project may share an outDir: another job's write (temp file + rename) can replace the

@@ -14,6 +14,17 @@ export interface Churn {
   readonly stop: () => void
 }
 
+/** What `read` gave over 1.5 s of calls one after another, with how often. */
+export const tally = async (read: () => Promise<string>): Promise<Record<string, number>> => {
+  const seen: Record<string, number> = {}
+  const until = Date.now() + 1500
+  while (Date.now() < until) {
+    const what = await read()
+    seen[what] = (seen[what] ?? 0) + 1
+  }
+  return seen
+}
+
 const run = async (script: string, begun: () => boolean, dir: string): Promise<Churn> => {
   const proc = Bun.spawn(["bun", "-e", `const fs = require("fs"); const end = Date.now() + 4000; let i = 0; for (; Date.now() < end; i++) { ${script} } fs.writeSync(1, i + "\\n")`], {
     stdout: "pipe",

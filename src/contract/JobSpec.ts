@@ -8,6 +8,10 @@ const Count = Schema.Number.pipe(
   Schema.filter((n) => (Number.isInteger(n) && n >= 0 ? undefined : `must be a non-negative integer, got ${n}`))
 )
 
+const Positive = Schema.Number.pipe(
+  Schema.filter((n) => (Number.isInteger(n) && n > 0 ? undefined : `must be a positive integer, got ${n}`))
+)
+
 export const Limits = Schema.Struct({
   timeoutSec: Schema.Number.pipe(
     Schema.filter((n) => (Number.isFinite(n) && n > 0 ? undefined : `must be a positive number of seconds, got ${n}`))
@@ -22,6 +26,17 @@ export const Limits = Schema.Struct({
   maxTurns: Schema.optionalWith(Count, { exact: true }),
   maxCostUsd: Schema.optionalWith(
     Schema.Number.pipe(Schema.filter((n) => (Number.isFinite(n) && n >= 0 ? undefined : `must not be negative, got ${n}`))),
+    { exact: true }
+  ),
+  /** What the job's processes may take; each value can only lower the runtime's own setting, never raise it. */
+  resources: Schema.optionalWith(
+    Schema.Struct({
+      memoryMb: Schema.optionalWith(Positive, { exact: true }),
+      processes: Schema.optionalWith(Positive, { exact: true }),
+      cpuSec: Schema.optionalWith(Positive, { exact: true }),
+      tmpMb: Schema.optionalWith(Positive, { exact: true }),
+      outDirMb: Schema.optionalWith(Positive, { exact: true })
+    }),
     { exact: true }
   )
 })

@@ -13,6 +13,10 @@ import type { McpKernelTool } from "../tools/mcp/mcpTools.ts"
 import type { ServiceChannelConfig } from "../tools/services/ServiceChannel.ts"
 import type { KernelTool } from "../tools/Tool.ts"
 import { requestedServiceTools } from "../contract/AgentDefinition.ts"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { DEFAULT_RESOURCES, lowerResources } from "../tools/jobResources.ts"
 import type { RunnerOptions } from "../tools/ProcessRunner.ts"
 import { closeMountHandles, makeSandbox, openMountHandles, Sandbox, type SandboxConfig, sandboxConfig, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
 import { makeWorkspace, Workspace } from "../tools/Workspace.ts"
@@ -149,14 +153,21 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
                 })
             ).pipe(Scope.extend(mcpScope), Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : closeMcp)))
       const sandboxed = prepared.sandbox?._tag === "Bwrap" ? prepared.sandbox : undefined
+      const landlocked = prepared.sandbox?._tag === "Landlock" ? prepared.sandbox : undefined
       // The sandbox binds what was checked now, through handles, whatever the paths name later.
       const handles = sandboxed === undefined ? [] : openMountHandles(prepared.workspace)
       if (handles === undefined) {
         yield* closeMcp
         return yield* Effect.fail(new JobRefused({ problems: [{ path: "workspace", message: "changed while the job was starting (a path was replaced or is now a symbolic link)" }] }))
       }
+      // Only a job that runs processes gets a temporary directory and bounds; removed when the caller's scope closes.
+      const tmpDir = prepared.sandbox === undefined ? undefined : yield* jobTmpDir
       const runner: RunnerOptions = {
         ...(sandboxed === undefined ? {} : { sandbox: { bwrap: sandboxed.bwrap, workspace: prepared.workspace, handles } }),
+        ...(landlocked === undefined ? {} : { landlock: { bun: landlocked.bun, script: landlocked.script, workspace: prepared.workspace } }),
+        ...(tmpDir === undefined
+          ? {}
+          : { tmpDir, outDir: prepared.workspace.outDir, resources: lowerResources(sandbox.config.resources ?? DEFAULT_RESOURCES, spec.limits.resources) }),
         ...(config.runTokenPrefix === undefined ? {} : { tokenPrefix: config.runTokenPrefix })
       }
       const outcome = yield* Deferred.make<JobOutcome>()
@@ -182,6 +193,12 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       return handle
     })
 })
+
+/** A private temporary directory for one job's processes (0700), removed with everything in it when the scope closes. */
+const jobTmpDir: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(
+  Effect.sync(() => mkdtempSync(join(tmpdir(), "kintsugi-job-"))),
+  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+)
 
 /** The kernel layer an orchestrator provides: `AgentRuntime` over the given providers. */
 export const KernelLive = (config: KernelConfig): Layer.Layer<AgentRuntime> =>

@@ -7,10 +7,15 @@
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
+import { readdirSync, readFileSync, rmSync } from "node:fs"
+import { join } from "node:path"
+import { diskUsage } from "./diskUsage.ts"
+import { DEFAULT_RESOURCES, type JobResources, limitMessage, rlimitsOf } from "./jobResources.ts"
+import { encodeSpec, JOB_DEVICES } from "./landlock/landlockRules.ts"
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "./limits.ts"
 import { OutputCapture } from "./outputCapture.ts"
 import { pidClockBeforeSpawn, ProcessTree, RUN_TOKEN_VAR, scanProcesses } from "./processTree.ts"
-import { bwrapArgs, SAFE_PATH, sandboxViewPath, type SandboxedRun } from "./Sandbox.ts"
+import { bwrapArgs, type LandlockRun, SAFE_PATH, sandboxViewPath, type SandboxedRun, systemPaths } from "./Sandbox.ts"
 import { ToolError } from "./Tool.ts"
 
 export { SAFE_PATH }
@@ -54,6 +59,8 @@ export interface RunResult {
   /** stdout and stderr merged in arrival order, head + tail within the output limits. */
   readonly output: string
   readonly truncated: boolean
+  /** The job resource limit the call reached ("memory limit 1024 MiB"), when it did. */
+  readonly limit?: string
 }
 
 export interface ProcessRunnerShape {
@@ -89,6 +96,8 @@ export const baseEnvironment = (home: string, token: string): Record<string, str
 
 interface Running {
   readonly tree: ProcessTree
+  /** Kills the tree at once (no grace) because it reached `limit`; the first limit reached is the one reported. */
+  readonly reachedLimit: (limit: string) => void
   /** Kill-tree; calls are serialized, each one sweeps again. */
   readonly kill: () => Promise<ReadonlyArray<number>>
   /** Settles once the direct child exited, the tree is swept and both pipes are closed or cancelled. */
@@ -109,6 +118,14 @@ const settleWithin = (p: Promise<unknown>, ms: number): Promise<boolean> => {
 export interface RunnerOptions {
   /** Run every process inside bubblewrap, confined to this workspace; absent = unconfined. */
   readonly sandbox?: SandboxedRun
+  /** Run every process under Landlock (confineExec.ts), confined to this workspace; not with `sandbox`. */
+  readonly landlock?: LandlockRun
+  /** The job's private temporary directory: bound at /tmp in bubblewrap, TMPDIR otherwise. */
+  readonly tmpDir?: string
+  /** What the job's processes may take (per-process rlimits plus the runner's watch); absent = unbounded. */
+  readonly resources?: JobResources
+  /** The directory whose growth counts against `resources.outDirMb` (the job's outDir). */
+  readonly outDir?: string
   /** Prefix of every run token (the job's), so a worker can find leftovers after the job child died. */
   readonly tokenPrefix?: string
 }
@@ -127,14 +144,51 @@ const resolver = () => {
   }
 }
 
-const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) => string): Running => {
+/** `prlimit`'s arguments that set the per-process limits backing `resources`, before the command. */
+const prlimitArgs = (prlimit: string, resources: JobResources): Array<string> => {
+  const r = rlimitsOf(resources)
+  return [prlimit, `--data=${r.dataBytes}`, `--fsize=${r.fileBytes}`, `--cpu=${r.cpuSec}:${r.cpuSec + 1}`, "--"]
+}
+
+/** The argv that runs `command` as the options confine it: in bubblewrap, under Landlock, or as it is (behind prlimit when bounded). */
+const confinedArgv = (command: ReadonlyArray<string>, env: Readonly<Record<string, string>>, cwd: string, options: RunnerOptions, prlimit: string | undefined): Array<string> => {
+  const { sandbox, landlock, resources } = options
+  if (landlock !== undefined) {
+    const ws = landlock.workspace
+    const spec = encodeSpec({
+      readOnly: [...systemPaths(), ...ws.readOnly],
+      writable: [ws.outDir, ...(options.tmpDir === undefined ? [] : [options.tmpDir])],
+      devices: [...JOB_DEVICES],
+      rlimits: rlimitsOf(resources ?? DEFAULT_RESOURCES),
+      argv: command
+    })
+    return [landlock.bun, landlock.script, spec, "--"]
+  }
+  const limited = resources === undefined || prlimit === undefined ? [] : prlimitArgs(prlimit, resources)
+  if (sandbox === undefined) return [...limited, ...command]
+  return [...limited, sandbox.bwrap, ...bwrapArgs(sandbox.workspace, env, cwd, sandbox.handles, options.tmpDir), ...command]
+}
+
+/** A signal or exit that a per-process limit caused, as the limit's name; undefined for any other ending. */
+const rlimitEnding = (exitCode: number | null, signal: string | undefined, output: string, failed: boolean, resources: JobResources | undefined): string | undefined => {
+  if (resources === undefined) return undefined
+  if (signal === "SIGXCPU" || exitCode === 128 + 24) return `killed: ${limitMessage("cpu", resources)}`
+  // bash and coreutils say so when an allocation fails at RLIMIT_DATA.
+  if (failed && /cannot allocate memory|xmalloc|xrealloc|out of memory|bad_alloc|MemoryError/i.test(output)) {
+    return `${limitMessage("memory", resources)} reached: an allocation was refused`
+  }
+  return undefined
+}
+
+const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) => string, prlimit: string | undefined): Running => {
   const [cmd, ...rest] = req.argv
   const exe = resolve(cmd)
   const token = `${options.tokenPrefix ?? ""}${randomBytes(12).toString("hex")}`
-  const env = { ...req.env, ...baseEnvironment(req.home ?? req.cwd, token) }
   const sandbox = options.sandbox
+  const tmp: Record<string, string> = sandbox === undefined && options.tmpDir !== undefined ? { TMPDIR: options.tmpDir } : {}
+  const env = { ...req.env, ...tmp, ...baseEnvironment(req.home ?? req.cwd, token) }
   // bwrap gets the same environment, so the token sweep finds it too; it passes exactly `env` inside.
-  const argv = sandbox === undefined ? [exe, ...rest] : [sandbox.bwrap, ...bwrapArgs(sandbox.workspace, env, req.cwd, sandbox.handles), exe, ...rest]
+  const argv = confinedArgv([exe, ...rest], env, req.cwd, options, prlimit)
   // Read before the spawn: what the clean-exit check needs to look only at pids handed out since.
   const clock = sandbox === undefined ? pidClockBeforeSpawn() : undefined
   const proc = Bun.spawn(argv, {
@@ -146,7 +200,7 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
     // sandbox bwrap needs neither: --new-session gives the command its session, and everything of
     // the call lives in bwrap's pid namespace, which dies with it. A new session costs the kernel
     // about a millisecond (setsid() also creates a scheduler autogroup): more than the call itself.
-    detached: sandbox === undefined && req.newSession !== false
+    detached: sandbox === undefined && (req.newSession !== false || options.landlock !== undefined)
   })
   const tree = new ProcessTree(proc.pid, token)
   const capture = new OutputCapture(CAPTURE_BYTES, CAPTURE_LINES)
@@ -173,7 +227,13 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
   const pipesDrained = (): Promise<boolean> => (pipesClosed ? Promise.resolve(true) : settleWithin(drained, DRAIN_MS))
 
   let killing: Promise<ReadonlyArray<number>> = Promise.resolve([])
-  const kill = () => (killing = killing.then(() => tree.kill(KILL_GRACE_MS)).catch(() => []))
+  const kill = (graceMs = KILL_GRACE_MS) => (killing = killing.then(() => tree.kill(graceMs)).catch(() => []))
+  let limit: string | undefined
+  const reachedLimit = (reached: string) => {
+    if (limit !== undefined || settled) return
+    limit = reached
+    void kill(0)
+  }
   let timedOut: boolean = false
   const timer = setTimeout(() => {
     timedOut = true
@@ -199,15 +259,81 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
     settled = true
     const out = capture.result()
     const signal = proc.signalCode === null ? undefined : String(proc.signalCode)
+    const exitCode = signal === undefined ? proc.exitCode : null
+    const reached = limit ?? rlimitEnding(exitCode, signal, out.text, exitCode !== 0, options.resources)
     return {
-      exitCode: signal === undefined ? proc.exitCode : null,
+      exitCode,
       ...(signal === undefined ? {} : { signal }),
       timedOut,
       output: out.text,
-      truncated: out.truncated
+      truncated: out.truncated,
+      ...(reached === undefined ? {} : { limit: reached })
     }
   })()
-  return { tree, kill, done, settled: () => settled }
+  return { tree, kill, reachedLimit, done, settled: () => settled }
+}
+
+const MiB = 1024 * 1024
+/** How often, at most, the disk limits are measured while calls run (a slow walk spaces them further). */
+const DISK_INTERVAL_MS = 500
+
+let pageBytes: number | undefined
+/** The kernel's page size (what /proc's rss counts in), from this process's own figures. */
+const pageSize = (): number => {
+  if (pageBytes !== undefined) return pageBytes
+  pageBytes = 4096
+  try {
+    const statm = Number(readFileSync("/proc/self/statm", "latin1").split(" ")[1])
+    const vmRss = /VmRSS:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "latin1"))?.[1]
+    if (statm > 0 && vmRss !== undefined) pageBytes = 2 ** Math.round(Math.log2((Number(vmRss) * 1024) / statm))
+  } catch {
+    // No /proc: 4 KiB pages, the size on every common Linux machine.
+  }
+  return pageBytes
+}
+
+/** Removes everything inside `dir`, keeping `dir`. */
+const emptyDirectory = (dir: string): void => {
+  try {
+    for (const name of readdirSync(dir)) rmSync(join(dir, name), { recursive: true, force: true })
+  } catch {
+    // Gone already: nothing to free.
+  }
+}
+
+/**
+ * The disk limits of one job: the temporary directory's size and outDir's growth since the runner
+ * was made, measured while calls run (never two walks at once, spaced by their own duration). A
+ * limit reached kills every running call; a temporary directory over its limit is emptied.
+ */
+const diskWatch = (options: RunnerOptions, resources: JobResources, running: () => ReadonlySet<Running>) => {
+  const outDir = options.outDir
+  let baseline: number | undefined
+  const baselineRead = outDir === undefined ? Promise.resolve() : diskUsage(outDir).then((n) => void (baseline = n))
+  let walking = false
+  let nextAt = 0
+  const measure = async () => {
+    const began = Date.now()
+    const [tmp, out] = await Promise.all([
+      options.tmpDir === undefined ? 0 : diskUsage(options.tmpDir),
+      outDir === undefined ? 0 : baselineRead.then(() => diskUsage(outDir))
+    ])
+    if (tmp > resources.tmpMb * MiB) {
+      for (const r of running()) r.reachedLimit(`killed: ${limitMessage("tmp", resources)} (the temporary directory was emptied)`)
+      if (options.tmpDir !== undefined) emptyDirectory(options.tmpDir)
+    } else if (baseline !== undefined && out - baseline > resources.outDirMb * MiB) {
+      for (const r of running()) r.reachedLimit(`killed: ${limitMessage("outDir", resources)} (what the job added to outDir)`)
+    }
+    // Date.now(): the timer callback is synchronous bookkeeping outside any Effect.
+    nextAt = Date.now() + Math.max(DISK_INTERVAL_MS, 4 * (Date.now() - began))
+  }
+  return {
+    tick: () => {
+      if (walking || Date.now() < nextAt) return
+      walking = true
+      void measure().finally(() => (walking = false))
+    }
+  }
 }
 
 /** A runner whose scope finalizer kills every tree still running. */
@@ -221,11 +347,23 @@ export const makeProcessRunner = (options: RunnerOptions = {}): Effect.Effect<Pr
 export const createProcessRunner = (options: RunnerOptions = {}): ProcessRunnerShape => {
   const running = new Set<Running>()
   const resolve = resolver()
+  const resources = options.resources
+  const prlimit = resources === undefined || options.landlock !== undefined ? undefined : (Bun.which("prlimit", { PATH: SAFE_PATH }) ?? undefined)
+  const disk = resources === undefined ? undefined : diskWatch(options, resources, () => running)
   let tracker: ReturnType<typeof setInterval> | undefined
   const track = () => {
     if (running.size === 0) return
     const procs = scanProcesses()
-    for (const r of running) r.tree.observe(procs)
+    for (const r of running) {
+      if (resources === undefined) {
+        r.tree.observe(procs)
+        continue
+      }
+      const usage = r.tree.usage(procs)
+      if (usage.processes > resources.processes) r.reachedLimit(`killed: ${limitMessage("processes", resources)}`)
+      else if (usage.rssPages * pageSize() > resources.memoryMb * MiB) r.reachedLimit(`killed: ${limitMessage("memory", resources)}`)
+    }
+    disk?.tick()
   }
   const register = (r: Running) => {
     running.add(r)
@@ -258,7 +396,7 @@ export const createProcessRunner = (options: RunnerOptions = {}): ProcessRunnerS
     Effect.async<RunResult, ToolError>((resume) => {
       let r: Running
       try {
-        r = start(req, options, resolve)
+        r = start(req, options, resolve, prlimit)
       } catch (e) {
         resume(Effect.fail(new ToolError({ message: `could not start ${req.argv[0]}: ${e instanceof Error ? e.message : String(e)}` })))
         return

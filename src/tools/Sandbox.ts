@@ -2,12 +2,15 @@
  * The process sandbox (ARCHITECTURE §10): whether `shell` and `git` run inside bubblewrap, the probe
  * that decides it once per process, and the bwrap argv that confines one call to the job's workspace.
  */
-import { Config, Context, Effect, Layer } from "effect"
+import { Config, Context, Effect, Layer, Option } from "effect"
+import { RESOURCE_VARIABLES } from "./jobResources.ts"
 import { closeSync, constants, openSync, readlinkSync } from "node:fs"
 import { SKILLS_MOUNT } from "./confinement.ts"
 import {
   NAMESPACES,
+  pendingLandlockProbe,
   pendingProbe,
+  probeLandlock,
   PRIVATE_MOUNTS,
   probeBwrap,
   SANDBOX_ENV,
@@ -20,8 +23,10 @@ import {
 } from "./sandboxProbe.ts"
 
 export {
+  CONFINE_SCRIPT,
   forgetProbes,
   probeBwrap,
+  probeLandlock,
   SAFE_PATH,
   SANDBOX_ENV,
   SANDBOX_MODES,
@@ -33,21 +38,16 @@ export {
   startProbe,
   startProbeFromEnv,
   systemMounts,
+  systemPaths,
   UNCONFINED_ROOT_ENV
 } from "./sandboxProbe.ts"
 import type { ResolvedWorkspace } from "./Tool.ts"
 
 /** `sandboxConfigFromEnv` over the configuration (the environment unless a ConfigProvider says otherwise); never fails. */
-export const sandboxConfig: Effect.Effect<SandboxConfig> = Config.all({
-  mode: Config.string(SANDBOX_ENV).pipe(Config.option),
-  unconfinedRoot: Config.string(UNCONFINED_ROOT_ENV).pipe(Config.option)
-}).pipe(
-  Effect.map(({ mode, unconfinedRoot }) =>
-    sandboxConfigFromEnv({
-      ...(mode._tag === "Some" ? { [SANDBOX_ENV]: mode.value } : {}),
-      ...(unconfinedRoot._tag === "Some" ? { [UNCONFINED_ROOT_ENV]: unconfinedRoot.value } : {})
-    })
-  ),
+export const sandboxConfig: Effect.Effect<SandboxConfig> = Effect.forEach([SANDBOX_ENV, UNCONFINED_ROOT_ENV, ...Object.values(RESOURCE_VARIABLES)], (name) =>
+  Effect.map(Config.string(name).pipe(Config.option), (value) => [name, Option.getOrUndefined(value)] as const)
+).pipe(
+  Effect.map((pairs) => sandboxConfigFromEnv(Object.fromEntries(pairs))),
   // A value Config cannot read as a string does not exist in an environment; fail closed all the same.
   Effect.orElseSucceed((): SandboxConfig => ({ mode: "bwrap", invalidValue: "" }))
 )
@@ -57,6 +57,21 @@ const probeStatus = (bwrap: string = "bwrap"): Effect.Effect<SandboxStatus> => {
   const pending = pendingProbe(bwrap)
   return pending === undefined ? Effect.sync(() => probeBwrap(bwrap)) : Effect.promise(() => pending)
 }
+
+/** probeLandlock's answer, waiting for a probe already under way. */
+const landlockStatus = (script?: string): Effect.Effect<SandboxStatus> =>
+  Effect.suspend(() => {
+    const pending = pendingLandlockProbe(script)
+    return pending === undefined ? Effect.sync(() => probeLandlock(script)) : Effect.promise(() => pending)
+  })
+
+/** auto: bubblewrap where it works, else Landlock; unavailable (naming both reasons) when neither does. */
+const autoStatus = (config: SandboxConfig): Effect.Effect<SandboxStatus> =>
+  Effect.flatMap(probeStatus(config.bwrap), (b) =>
+    b._tag !== "Unavailable"
+      ? Effect.succeed(b)
+      : Effect.map(landlockStatus(config.landlock), (l): SandboxStatus => (l._tag === "Unavailable" ? { _tag: "Unavailable", reason: `${b.reason}; ${l.reason}` } : l))
+  )
 
 const depth = (p: string) => p.split("/").filter((s) => s !== "").length
 
@@ -127,12 +142,13 @@ export const workspaceMounts = (ws: ResolvedWorkspace, handles?: ReadonlyArray<n
  * environment of exactly `env`, the minimal system, private /proc, /dev and /tmp, the workspace, `cwd`.
  * Nothing else of the host is visible: no data dir, no /home, no /root, no host /tmp, no /etc.
  */
-export const bwrapArgs = (ws: ResolvedWorkspace, env: Readonly<Record<string, string>>, cwd: string, handles?: ReadonlyArray<number>): Array<string> => [
+export const bwrapArgs = (ws: ResolvedWorkspace, env: Readonly<Record<string, string>>, cwd: string, handles?: ReadonlyArray<number>, tmpDir?: string): Array<string> => [
   ...NAMESPACES,
   "--clearenv",
   ...Object.entries(env).flatMap(([k, v]) => ["--setenv", k, v]),
   ...systemMounts(),
-  ...PRIVATE_MOUNTS,
+  // The job's temporary directory at /tmp (its size is watched); a bare tmpfs only without one.
+  ...(tmpDir === undefined ? PRIVATE_MOUNTS : [...PRIVATE_MOUNTS.slice(0, 4), "--bind", tmpDir, "/tmp"]),
   // After the private /tmp: a workspace below /tmp is mounted on top of it, nothing else of /tmp is.
   ...workspaceMounts(ws, handles),
   "--chdir",
@@ -160,6 +176,13 @@ export const sandboxViewPath = (ws: ResolvedWorkspace, path: string, handles?: R
   return fd === undefined ? path : `/proc/self/fd/${fd}${src === "/" ? path : path.slice(src.length)}`
 }
 
+/** How the runner confines one job's processes under Landlock: this Bun runs confineExec.ts around each command. */
+export interface LandlockRun {
+  readonly bun: string
+  readonly script: string
+  readonly workspace: ResolvedWorkspace
+}
+
 /** How the runner confines one job's processes; undefined = unconfined. */
 export interface SandboxedRun {
   readonly bwrap: string
@@ -170,18 +193,21 @@ export interface SandboxedRun {
 
 /** Why process tools may not run under `status` (for uid `uid`), or undefined when they may. */
 export const processToolRefusal = (status: SandboxStatus, config: SandboxConfig, uid: number): string | undefined => {
+  if (config.resourceProblems !== undefined && config.resourceProblems.length > 0) {
+    return `cannot be bounded: ${config.resourceProblems.join("; ")}`
+  }
   if (status._tag === "Unavailable") {
-    return `needs the process sandbox, which is not available: ${status.reason}. Remove the grant, make bubblewrap work, or set KINTSUGI_SANDBOX=off to run shell and git unconfined`
+    return `needs the process sandbox, which is not available: ${status.reason}. Remove the grant, make bubblewrap (user namespaces) or Landlock (Linux 5.13+ with landlock in CONFIG_LSM or lsm=) work, or set KINTSUGI_SANDBOX=off to run shell and git unconfined`
   }
   if (status._tag === "Off" && uid === 0 && config.unconfinedRoot !== "allow") {
-    return "would run unconfined as root (KINTSUGI_SANDBOX=off): refused. Run the runtime as an unprivileged user, or use the sandbox (KINTSUGI_SANDBOX=auto with bubblewrap)"
+    return "would run unconfined as root (KINTSUGI_SANDBOX=off): refused. Run the runtime as an unprivileged user, or use the sandbox (KINTSUGI_SANDBOX=auto with bubblewrap or Landlock)"
   }
   return undefined
 }
 
 export interface SandboxShape {
   readonly config: SandboxConfig
-  /** How process tools run; the first call with auto/bwrap probes bubblewrap, later calls reuse the answer. */
+  /** How process tools run; the first call probes (bubblewrap, then Landlock for auto), later calls reuse the answer. */
   readonly status: Effect.Effect<SandboxStatus>
   /** Why a job granting shell or git must be refused here (sandbox missing, or unconfined root), or undefined. */
   readonly refusal: Effect.Effect<string | undefined>
@@ -194,7 +220,16 @@ export const makeSandbox = (config: SandboxConfig): SandboxShape => {
     if (config.invalidValue !== undefined) {
       return Effect.succeed({ _tag: "Unavailable", reason: `KINTSUGI_SANDBOX=${JSON.stringify(config.invalidValue)} is not one of ${SANDBOX_MODES.join(", ")}` })
     }
-    return config.mode === "off" ? Effect.succeed({ _tag: "Off" }) : probeStatus(config.bwrap)
+    switch (config.mode) {
+      case "off":
+        return Effect.succeed({ _tag: "Off" })
+      case "bwrap":
+        return probeStatus(config.bwrap)
+      case "landlock":
+        return landlockStatus(config.landlock)
+      case "auto":
+        return autoStatus(config)
+    }
   })
   const uid = process.getuid?.() ?? -1
   return { config, status, refusal: Effect.map(status, (s) => processToolRefusal(s, config, uid)) }

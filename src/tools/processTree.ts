@@ -16,6 +16,8 @@ export interface ProcStat {
   readonly startTime: string
   /** A kernel thread (PF_KTHREAD): no environment, never a member of a run. */
   readonly kernel: boolean
+  /** Resident set size, in pages. */
+  readonly rss: number
 }
 
 /** PF_KTHREAD in the flags field of /proc/<pid>/stat. */
@@ -41,7 +43,8 @@ export const readStat = (pid: number | "self"): ProcStat | undefined => {
     pgrp: num(2),
     session: num(3),
     startTime: f[19] ?? "",
-    kernel: (num(6) & PF_KTHREAD) !== 0
+    kernel: (num(6) & PF_KTHREAD) !== 0,
+    rss: num(21)
   }
 }
 
@@ -304,6 +307,25 @@ export class ProcessTree {
           (ours && (p.session === this.pid || p.pgrp === this.pid)) ||
           (!p.kernel && this.startedSince(p) && hasToken(p.pid, this.needle)))
     )
+  }
+
+  /**
+   * How many processes of the run live now and their resident memory in pages: known descendants and
+   * the run's session and group (not token carriers, whose environments a cheap look does not read).
+   */
+  usage(procs: ReadonlyArray<ProcStat>): { readonly processes: number; readonly rssPages: number } {
+    this.observe(procs)
+    const ours = this.groupIsOurs(procs)
+    let processes = 0
+    let rssPages = 0
+    for (const p of procs) {
+      if (!isLive(p) || p.pid === ownPid) continue
+      if (this.known.get(p.pid) === p.startTime || (ours && (p.session === this.pid || p.pgrp === this.pid))) {
+        processes++
+        rssPages += Number.isFinite(p.rss) ? p.rss : 0
+      }
+    }
+    return { processes, rssPages }
   }
 
   /**

@@ -6,6 +6,8 @@
  * Sandbox.ts builds the process sandbox on it.
  */
 import { lstatSync, readlinkSync } from "node:fs"
+import { type JobResources, resourcesFromEnv } from "./jobResources.ts"
+import { encodeSpec, JOB_DEVICES } from "./landlock/landlockRules.ts"
 
 /** The only PATH a process sees; argv[0] is resolved on it too (the runner's allowlist). */
 export const SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -15,33 +17,45 @@ export const SANDBOX_ENV = "KINTSUGI_SANDBOX"
  * work; never for a real installation (the refusal message does not mention it).
  */
 export const UNCONFINED_ROOT_ENV = "KINTSUGI_ALLOW_UNCONFINED_ROOT"
-export const SANDBOX_MODES = ["auto", "bwrap", "off"] as const
+export const SANDBOX_MODES = ["auto", "bwrap", "landlock", "off"] as const
 export type SandboxMode = (typeof SANDBOX_MODES)[number]
 
 export interface SandboxConfig {
-  /** auto and bwrap: bubblewrap when it works, else process tools are refused; off: unconfined. */
+  /**
+   * auto: bubblewrap when it works, else Landlock, else process tools are refused; bwrap or landlock:
+   * that mechanism only; off: unconfined.
+   */
   readonly mode: SandboxMode
   /** A KINTSUGI_SANDBOX value that is not a mode: process tools are refused, naming it. */
   readonly invalidValue?: string
   /** The bubblewrap binary: a name looked up on SAFE_PATH, or a path (tests name a missing one). */
   readonly bwrap?: string
+  /** The Landlock program (confineExec.ts) this process's Bun runs; tests name a missing one. */
+  readonly landlock?: string
   /** Unconfined process tools as uid 0 are refused unless "allow" (tests only: UNCONFINED_ROOT_ENV). */
   readonly unconfinedRoot?: "refuse" | "allow"
+  /** What one job's processes may take (jobResources.ts); absent = the defaults. */
+  readonly resources?: JobResources
+  /** Resource variables that are not valid: process tools are refused, naming them. */
+  readonly resourceProblems?: ReadonlyArray<string>
 }
 
-/** Reads KINTSUGI_SANDBOX (default auto) and UNCONFINED_ROOT_ENV. */
+/** Reads KINTSUGI_SANDBOX (default auto), UNCONFINED_ROOT_ENV and the job resource variables. */
 export const sandboxConfigFromEnv = (env: Readonly<Record<string, string | undefined>>): SandboxConfig => {
+  const { resources, problems } = resourcesFromEnv(env)
+  const withResources = (c: SandboxConfig): SandboxConfig => ({ ...c, resources, ...(problems.length === 0 ? {} : { resourceProblems: problems }) })
   const raw = env[SANDBOX_ENV]?.trim().toLowerCase() ?? ""
-  if (raw === "") return { mode: "auto" }
-  if (raw === "off" && env[UNCONFINED_ROOT_ENV] === "1") return { mode: "off", unconfinedRoot: "allow" }
-  if ((SANDBOX_MODES as ReadonlyArray<string>).includes(raw)) return { mode: raw as SandboxMode }
+  if (raw === "") return withResources({ mode: "auto" })
+  if (raw === "off" && env[UNCONFINED_ROOT_ENV] === "1") return withResources({ mode: "off", unconfinedRoot: "allow" })
+  if ((SANDBOX_MODES as ReadonlyArray<string>).includes(raw)) return withResources({ mode: raw as SandboxMode })
   // Fail closed: an unknown value requires the sandbox and the refusal names the value.
-  return { mode: "bwrap", invalidValue: env[SANDBOX_ENV] ?? "" }
+  return withResources({ mode: "bwrap", invalidValue: env[SANDBOX_ENV] ?? "" })
 }
 
 /** How process tools run here. */
 export type SandboxStatus =
   | { readonly _tag: "Bwrap"; readonly bwrap: string }
+  | { readonly _tag: "Landlock"; readonly abi: number; readonly bun: string; readonly script: string }
   | { readonly _tag: "Off" }
   | { readonly _tag: "Unavailable"; readonly reason: string }
 
@@ -158,11 +172,26 @@ export const startProbeFromEnv = (env: Readonly<Record<string, string | undefine
   if (config.mode === "off" || config.invalidValue !== undefined) return
   const bwrap = config.bwrap ?? "bwrap"
   const probed = env[SANDBOX_PROBED_ENV]
+  const landlock = probed?.startsWith(`${LANDLOCK_KEY}:`) === true ? Number(probed.slice(LANDLOCK_KEY.length + 1)) : undefined
+  if (config.mode !== "bwrap" && landlock !== undefined && Number.isInteger(landlock) && landlock > 0 && !probes.has(landlockKey(CONFINE_SCRIPT))) {
+    probes.set(landlockKey(CONFINE_SCRIPT), { _tag: "Landlock", abi: landlock, bun: process.execPath, script: CONFINE_SCRIPT })
+  }
+  if (config.mode === "landlock") return startLandlockProbe()
   if (process.platform === "linux" && probed !== undefined && probed !== "" && !probes.has(bwrap) && resolveBwrap(bwrap) === probed) {
     probes.set(bwrap, { _tag: "Bwrap", bwrap: probed })
     return
   }
+  if (config.mode === "auto" && landlock !== undefined) {
+    // The worker found bubblewrap unusable and Landlock working: no bwrap probe to wait for.
+    probes.set(bwrap, { _tag: "Unavailable", reason: "bubblewrap does not work here (the worker's probe)" })
+    return
+  }
   startProbe(bwrap)
+  if (config.mode === "auto") {
+    void pendingProbe(bwrap)?.then((status) => {
+      if (status._tag === "Unavailable") startLandlockProbe()
+    })
+  }
 }
 
 /** Forgets cached probe answers (tests that change what a binary name points at). */
@@ -170,6 +199,83 @@ export const forgetProbes = (): void => {
   probes.clear()
   pendingProbes.clear()
 }
+
+/** The program that confines one call under Landlock (run by this process's own Bun). */
+export const CONFINE_SCRIPT = new URL("./landlock/confineExec.ts", import.meta.url).pathname
+const LANDLOCK_KEY = "landlock"
+const landlockKey = (script: string) => `${LANDLOCK_KEY}:${script}`
+
+/** Generous limits for the probe's `true`; a job's calls get the job's. */
+const PROBE_RLIMITS = { dataBytes: 1024 * 1024 * 1024, fileBytes: 1024 * 1024, cpuSec: 10 }
+
+/** What a Landlock probe runs: confineExec in probe mode (it prints the ABI) around `true`, or its answer when nothing can run. */
+const landlockCommand = (script: string): { readonly argv: Array<string> } | SandboxStatus => {
+  if (process.platform !== "linux") return { _tag: "Unavailable", reason: "Landlock needs Linux" }
+  if (process.arch !== "x64" && process.arch !== "arm64") return { _tag: "Unavailable", reason: `Landlock: no seccomp filter for ${process.arch}` }
+  const trueExe = Bun.which("true", { PATH: SAFE_PATH })
+  if (trueExe === null) return { _tag: "Unavailable", reason: "Landlock: `true` is not on the system path" }
+  const spec = encodeSpec({ readOnly: systemPaths(), writable: [], devices: [...JOB_DEVICES], rlimits: PROBE_RLIMITS, argv: [trueExe] })
+  return { argv: [process.execPath, script, "--probe", spec, "--"] }
+}
+
+const landlockAnswer = (script: string, exitCode: number | null, stdout: string, stderr: string): SandboxStatus => {
+  const abi = Number(stdout.trim())
+  if (exitCode === 0 && Number.isInteger(abi) && abi > 0) return { _tag: "Landlock", abi, bun: process.execPath, script }
+  const why = firstLine(stderr).replace(/^sandbox: /, "") || `exit code ${String(exitCode)}`
+  return { _tag: "Unavailable", reason: `Landlock does not work here: ${why}` }
+}
+
+/** Whether Landlock confines a trivial command here (ABI ≥ 1, no_new_privs, seccomp); cached for the life of the process. */
+export const probeLandlock = (script: string = CONFINE_SCRIPT): SandboxStatus => {
+  const cached = probes.get(landlockKey(script))
+  if (cached !== undefined) return cached
+  const command = landlockCommand(script)
+  let status: SandboxStatus
+  if (!("argv" in command)) status = command
+  else {
+    try {
+      const r = Bun.spawnSync(command.argv, { ...PROBE_OPTIONS, stdout: "pipe" })
+      status = landlockAnswer(script, r.exitCode, r.stdout?.toString() ?? "", r.stderr?.toString() ?? "")
+    } catch (e) {
+      status = { _tag: "Unavailable", reason: `Landlock could not be probed: ${e instanceof Error ? firstLine(e.message) : "unknown error"}` }
+    }
+  }
+  probes.set(landlockKey(script), status)
+  return status
+}
+
+const probeLandlockAsync = async (script: string): Promise<SandboxStatus> => {
+  const command = landlockCommand(script)
+  if (!("argv" in command)) return command
+  try {
+    const p = Bun.spawn(command.argv, { ...PROBE_OPTIONS, stdout: "pipe" })
+    const [stdout, stderr, exitCode] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
+    return landlockAnswer(script, exitCode, stdout, stderr)
+  } catch (e) {
+    return { _tag: "Unavailable", reason: `Landlock could not be probed: ${e instanceof Error ? firstLine(e.message) : "unknown error"}` }
+  }
+}
+
+/** startProbe for Landlock: the first `probeLandlockStatus` waits for this answer. */
+export const startLandlockProbe = (script: string = CONFINE_SCRIPT): void => {
+  const key = landlockKey(script)
+  if (probes.has(key) || pendingProbes.has(key)) return
+  const pending = probeLandlockAsync(script).then((status) => {
+    if (pendingProbes.get(key) === pending) {
+      pendingProbes.delete(key)
+      if (!probes.has(key)) probes.set(key, status)
+    }
+    return probes.get(key) ?? status
+  })
+  pendingProbes.set(key, pending)
+}
+
+/** A Landlock probe startLandlockProbe started and that has not answered yet. */
+export const pendingLandlockProbe = (script: string = CONFINE_SCRIPT): Promise<SandboxStatus> | undefined =>
+  probes.has(landlockKey(script)) ? undefined : pendingProbes.get(landlockKey(script))
+
+/** The SANDBOX_PROBED_ENV value that hands a child the worker's Landlock answer. */
+export const landlockProbedValue = (abi: number): string => `${LANDLOCK_KEY}:${abi}`
 
 // --cap-drop ALL: run as root, bwrap keeps every capability inside its user namespace, and
 // CAP_SYS_ADMIN there can remount a read-only root read-write (measured: `mount -o remount,rw,bind`).
@@ -179,6 +285,9 @@ export const PRIVATE_MOUNTS = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/
 const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"] as const
 /** The pieces of /etc that the dynamic loader and Debian's alternatives need; nothing else of it. */
 const ETC_FILES = ["/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"] as const
+
+/** The system paths a Landlock-confined call may read: the same directories and /etc files bubblewrap mounts. */
+export const systemPaths = (): Array<string> => [...SYSTEM_DIRS, ...ETC_FILES]
 
 let systemMountsCache: ReadonlyArray<string> | undefined
 

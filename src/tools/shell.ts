@@ -30,11 +30,13 @@ export const effectiveTimeoutMs = (timeoutSec: number | undefined): Effect.Effec
 
 /** The text the model gets: a status line, then the (possibly cut) output. */
 export const formatRunResult = (r: RunResult, timeoutMs: number): string => {
-  const status = r.timedOut
+  const ending = r.timedOut
     ? `timed out after ${(timeoutMs / 1000).toFixed(timeoutMs % 1000 === 0 ? 0 : 1)}s: the process and everything it started were killed`
     : r.exitCode !== null
       ? `exit code: ${r.exitCode}`
       : `killed by signal ${r.signal ?? "unknown"}`
+  // A limit the call reached names it: "killed: memory limit 1024 MiB", or beside the exit code when a process failed at it.
+  const status = r.limit === undefined ? ending : r.limit.startsWith("killed:") ? `${r.limit}: the process and everything it started were killed` : `${ending} (${r.limit})`
   const body = r.output.length === 0 ? "(no output)" : r.output
   return `${status}${r.truncated ? " (output cut: head and tail kept)" : ""}\n${body}`
 }

@@ -9,6 +9,7 @@
 import { Config, Context, Duration, Effect, Layer, type Scope } from "effect"
 import { resolve } from "node:path"
 import { makeSandbox, SANDBOX_PROBED_ENV, sandboxConfig } from "../tools/Sandbox.ts"
+import { landlockProbedValue } from "../tools/sandboxProbe.ts"
 import { alive, childEnvironment, CLI_PATH, spawnJobChild, type SpawnedChild } from "./JobProcess.ts"
 import { findBundle, jobChildCacheDir, sourceFingerprint, sourceKey, startBundleBuild, transpilerCacheDir } from "./jobChildBundle.ts"
 
@@ -144,7 +145,7 @@ const live = (prestart: JobChildrenOptions["prestart"]): Layer.Layer<JobChildren
         bundle: true,
         prestart,
         refillWhen: sandbox._tag === "Bwrap" ? "started" : "ended",
-        sandboxProbed: sandbox._tag === "Bwrap" ? sandbox.bwrap : undefined,
+        sandboxProbed: sandbox._tag === "Bwrap" ? sandbox.bwrap : sandbox._tag === "Landlock" ? landlockProbedValue(sandbox.abi) : undefined,
         // `kintsugi run` wants its one child while the database starts; serve, its start-up first.
         firstAfter: prestart === "always" ? SERVE_FIRST_CHILD_AFTER : undefined
       })

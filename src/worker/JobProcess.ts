@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import type { JobEnvelope } from "../contract/AgentRuntime.ts"
 import { JobEvent, JobRefusedLine } from "../contract/JobEvent.ts"
+import { RESOURCE_VARIABLES } from "../tools/jobResources.ts"
 import { readStat, RUN_PREFIX_VAR, sweepRunPrefix } from "../tools/processTree.ts"
 import { JOB_CHILD_JIT_ENV, runJobArgs } from "../jobChildArgs.ts"
 import type { Settlement } from "./JobStore.ts"
@@ -24,7 +25,8 @@ const decodeRefusal = Schema.decodeUnknownEither(JobRefusedLine)
  * DATABASE_URL, no KINTSUGI_SECRET_KEY): secrets come on stdin only. KINTSUGI_SANDBOX tells it how to
  * confine shell and git.
  */
-const CHILD_VARIABLES = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT", "BUN_RUNTIME_TRANSPILER_CACHE_PATH"]
+// The job resource limits (KINTSUGI_JOB_MEMORY_MB…) are the kernel's configuration, read in the child.
+const CHILD_VARIABLES = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT", "BUN_RUNTIME_TRANSPILER_CACHE_PATH", ...Object.values(RESOURCE_VARIABLES)]
 
 export const childEnvironment: Effect.Effect<Record<string, string>> = Effect.map(
   Effect.forEach(CHILD_VARIABLES, (k) => Effect.map(Effect.orElseSucceed(Config.option(Config.string(k)), () => Option.none<string>()), (v) => [k, v] as const)),

@@ -172,7 +172,7 @@ describe("refusals", () => {
     const dirs = createJobDirs({ "a.ts": "x\n" })
     const server = await startOpenAIServer([])
     try {
-      const layer = KernelLive({ providers: [createProvider(server, "openai-completions")], sandbox: { mode: "auto", bwrap: "/nonexistent/bwrap" } })
+      const layer = KernelLive({ providers: [createProvider(server, "openai-completions")], sandbox: { mode: "auto", bwrap: "/nonexistent/bwrap", landlock: "/nonexistent/confineExec.ts" } })
       const start = (tools: ReadonlyArray<string> | undefined) =>
         Effect.runPromise(
           Effect.flip(Effect.flatMap(AgentRuntime, (rt) => rt.start(createJobSpec(dirs, tools === undefined ? {} : { agent: { tools } })))).pipe(Effect.scoped, Effect.provide(layer))
@@ -204,7 +204,7 @@ describe("refusals", () => {
       expect(run.code).toBe(2)
       const line = JSON.parse(run.lines[0] ?? "{}") as { type: string; problems: Array<{ path: string; message: string }> }
       expect(line.type).toBe("job.refused")
-      expect(line.problems).toEqual([{ path: "job.agent.tools.1", message: expect.stringContaining('KINTSUGI_SANDBOX="sometimes" is not one of auto, bwrap, off') }])
+      expect(line.problems).toEqual([{ path: "job.agent.tools.1", message: expect.stringContaining('KINTSUGI_SANDBOX="sometimes" is not one of auto, bwrap, landlock, off') }])
       expect(server.requests.length).toBe(0)
     } finally {
       await server.stop()

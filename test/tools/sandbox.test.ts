@@ -27,26 +27,55 @@ import { pendingProbe } from "../../src/tools/sandboxProbe.ts"
 import { makeGitTool } from "../../src/tools/git.ts"
 import { makeShellTool } from "../../src/tools/shell.ts"
 import { pidsWithArg } from "../support/processes.ts"
-import { BWRAP_SKIP_REASON, bwrapWorks } from "../support/sandbox.ts"
+import { DEFAULT_RESOURCES, lowerResources } from "../../src/tools/jobResources.ts"
+import { BWRAP_SKIP_REASON, bwrapWorks, landlockWorks } from "../support/sandbox.ts"
 import { createToolContext, createWorkspaceTree, runToolText, type WorkspaceTree } from "../support/workspace.ts"
 
 setDefaultTimeout(30_000)
 
 describe("sandbox mode and refusals", () => {
-  test("KINTSUGI_SANDBOX: default auto, the three modes, anything else fails closed naming the value", async () => {
-    expect(sandboxConfigFromEnv({})).toEqual({ mode: "auto" })
-    expect(sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "OFF" })).toEqual({ mode: "off" })
-    expect(sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "bwrap" })).toEqual({ mode: "bwrap" })
-    expect(sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "off", KINTSUGI_ALLOW_UNCONFINED_ROOT: "1" })).toEqual({ mode: "off", unconfinedRoot: "allow" })
-    expect(sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "auto", KINTSUGI_ALLOW_UNCONFINED_ROOT: "1" })).toEqual({ mode: "auto" })
+  test("KINTSUGI_SANDBOX: default auto, the four modes, anything else fails closed naming the value", async () => {
+    const mode = (env: Record<string, string>) => {
+      const { resources: _resources, ...rest } = sandboxConfigFromEnv(env)
+      return rest
+    }
+    expect(mode({})).toEqual({ mode: "auto" })
+    expect(mode({ KINTSUGI_SANDBOX: "OFF" })).toEqual({ mode: "off" })
+    expect(mode({ KINTSUGI_SANDBOX: "bwrap" })).toEqual({ mode: "bwrap" })
+    expect(mode({ KINTSUGI_SANDBOX: "landlock" })).toEqual({ mode: "landlock" })
+    expect(mode({ KINTSUGI_SANDBOX: "off", KINTSUGI_ALLOW_UNCONFINED_ROOT: "1" })).toEqual({ mode: "off", unconfinedRoot: "allow" })
+    expect(mode({ KINTSUGI_SANDBOX: "auto", KINTSUGI_ALLOW_UNCONFINED_ROOT: "1" })).toEqual({ mode: "auto" })
     const bogus = sandboxConfigFromEnv({ KINTSUGI_SANDBOX: "nope" })
-    expect(bogus).toEqual({ mode: "bwrap", invalidValue: "nope" })
+    expect(mode({ KINTSUGI_SANDBOX: "nope" })).toEqual({ mode: "bwrap", invalidValue: "nope" })
     const status = await Effect.runPromise(makeSandbox(bogus).status)
-    expect(status).toEqual({ _tag: "Unavailable", reason: 'KINTSUGI_SANDBOX="nope" is not one of auto, bwrap, off' })
+    expect(status).toEqual({ _tag: "Unavailable", reason: 'KINTSUGI_SANDBOX="nope" is not one of auto, bwrap, landlock, off' })
   })
 
-  test("a bubblewrap that cannot run makes auto and bwrap unavailable, with the reason; off never probes", async () => {
-    for (const mode of ["auto", "bwrap"] as const) {
+  test("job resource variables: defaults, a job lowers but never raises them, a bad value refuses process tools naming it", async () => {
+    expect(sandboxConfigFromEnv({}).resources).toEqual(DEFAULT_RESOURCES)
+    const set = sandboxConfigFromEnv({ KINTSUGI_JOB_MEMORY_MB: "512", KINTSUGI_JOB_PROCESSES: "64", KINTSUGI_JOB_TMP_MB: "32", KINTSUGI_JOB_OUTDIR_MB: "100", KINTSUGI_JOB_CPU_SEC: "20" })
+    expect(set.resources).toEqual({ memoryMb: 512, processes: 64, tmpMb: 32, outDirMb: 100, cpuSec: 20 })
+    expect(lowerResources(DEFAULT_RESOURCES, { memoryMb: 4096, processes: 8 })).toEqual({ ...DEFAULT_RESOURCES, processes: 8 })
+    for (const bad of ["lots", "-1", "0", "1.5", "99999999"]) {
+      const config = sandboxConfigFromEnv({ KINTSUGI_JOB_MEMORY_MB: bad })
+      const refusal = await Effect.runPromise(makeSandbox(config).refusal)
+      expect(refusal).toContain(`KINTSUGI_JOB_MEMORY_MB=${JSON.stringify(bad)} is not a whole number`)
+    }
+  })
+
+  test("auto falls back to Landlock where bubblewrap cannot run; neither working makes auto unavailable naming both", async () => {
+    const fallback = await Effect.runPromise(makeSandbox({ mode: "auto", bwrap: "/nonexistent/bwrap" }).status)
+    expect(fallback._tag).toBe(landlockWorks() ? "Landlock" : "Unavailable")
+    const neither = makeSandbox({ mode: "auto", bwrap: "/nonexistent/bwrap", landlock: "/nonexistent/confineExec.ts" })
+    const status = await Effect.runPromise(neither.status)
+    expect(status._tag).toBe("Unavailable")
+    expect(status._tag === "Unavailable" ? status.reason : "").toMatch(/^bubblewrap .*; Landlock does not work here/)
+    const forced = await Effect.runPromise(makeSandbox({ mode: "landlock", landlock: "/nonexistent/confineExec.ts" }).refusal)
+    expect(forced).toContain("Landlock does not work here")
+  })
+
+  test("a bubblewrap that cannot run makes bwrap unavailable, with the reason; off never probes", async () => {
+    for (const mode of ["bwrap"] as const) {
       const sandbox = makeSandbox({ mode, bwrap: "/nonexistent/bwrap" })
       const status = await Effect.runPromise(sandbox.status)
       expect(status._tag).toBe("Unavailable")

@@ -4,16 +4,15 @@
  * only their SHA-256 hashes are stored. SQL failures are defects here: callers see only domain errors.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { cachedUntilWrite, DbWrites } from "../db/DbWrites.ts"
 import { traced } from "../telemetry/traced.ts"
+import { InvalidCredentials, InvalidToken, InvalidUser, TokenNotFound, UnknownUser, UserExists, WouldLockOut } from "./errors.ts"
 
 export const PERMISSIONS = ["agents.manage", "providers.manage", "metrics.read"] as const
 export type Permission = (typeof PERMISSIONS)[number]
 /** What makes an admin; an admin passes every permission check (metrics.read too). */
 export const ADMIN_PERMISSIONS: ReadonlyArray<Permission> = ["agents.manage", "providers.manage"]
-/** Permissions that must keep an enabled holder (revoking or disabling the last one is refused). */
-const GUARDED: ReadonlySet<Permission> = new Set(ADMIN_PERMISSIONS)
 export const USERNAME = /^[a-z0-9][a-z0-9._@-]{0,63}$/
 const SESSION_TTL_MS = 12 * 60 * 60 * 1000
 /** API token lifetimes in days: the default, and the longest allowed (there is no "never"). */
@@ -34,34 +33,6 @@ export interface Principal {
   readonly csrfToken?: string
 }
 
-export class InvalidCredentials extends Schema.TaggedError<InvalidCredentials>()("InvalidCredentials", {
-  /** Set only after the right password: the account exists but is disabled. */
-  disabled: Schema.optional(Schema.Boolean)
-}) {
-  override get message(): string {
-    return this.disabled === true ? "this user is disabled; ask an administrator" : "unknown user or wrong password"
-  }
-}
-export class UserExists extends Schema.TaggedError<UserExists>()("UserExists", { username: Schema.String }) {
-  override get message(): string {
-    return `user "${this.username}" already exists`
-  }
-}
-export class UnknownUser extends Schema.TaggedError<UnknownUser>()("UnknownUser", { username: Schema.String }) {
-  override get message(): string {
-    return `no user "${this.username}"`
-  }
-}
-export class InvalidUser extends Schema.TaggedError<InvalidUser>()("InvalidUser", { message: Schema.String }) {}
-export class InvalidToken extends Schema.TaggedError<InvalidToken>()("InvalidToken", { message: Schema.String }) {}
-export class TokenNotFound extends Schema.TaggedError<TokenNotFound>()("TokenNotFound", { id: Schema.String }) {
-  override get message(): string {
-    return `no API token ${this.id}`
-  }
-}
-/** The change would leave the installation without an enabled holder of a permission, or disable the caller. */
-export class WouldLockOut extends Schema.TaggedError<WouldLockOut>()("WouldLockOut", { message: Schema.String }) {}
-
 /** An API token as it may be shown: never its value or hash. */
 export interface TokenView {
   readonly id: string
@@ -72,6 +43,10 @@ export interface TokenView {
   readonly revokedAt: Date | null
   readonly status: "active" | "expired" | "revoked"
 }
+
+/** Why a password cannot be used, or undefined. */
+export const passwordProblem = (password: string): string | undefined =>
+  password.length < 12 ? "a password has at least 12 characters" : password.length > 1024 ? "a password has at most 1024 characters" : undefined
 
 export interface UserView {
   readonly username: string
@@ -100,6 +75,25 @@ export class Access extends Context.Tag("access/Access")<
     ) => Effect.Effect<{ readonly id: string }, UserExists | InvalidUser>
     /** Adds a permission (idempotent). */
     readonly grant: (username: string, permission: Permission) => Effect.Effect<void, UnknownUser>
+    /**
+     * Replaces the user's permissions in one transaction; refused when it would leave a guarded
+     * permission, or every admin permission together, without an enabled holder (the user's own included).
+     */
+    readonly setPermissions: (username: string, permissions: ReadonlyArray<Permission>) => Effect.Effect<UserView, UnknownUser | WouldLockOut>
+    /** Sets a new password (an administrator's reset) and ends every session of the user; tokens stay. */
+    readonly setPassword: (username: string, password: string) => Effect.Effect<void, UnknownUser | InvalidUser>
+    /**
+     * Changes the user's own password after checking the current one (InvalidCredentials when wrong, the
+     * new one is checked first); ends the user's sessions except `keepSession` (a session token).
+     */
+    readonly changePassword: (
+      username: string,
+      currentPassword: string,
+      newPassword: string,
+      keepSession?: string
+    ) => Effect.Effect<void, InvalidCredentials | InvalidUser>
+    /** One user with permissions and state. */
+    readonly user: (username: string) => Effect.Effect<UserView, UnknownUser>
     /** Checks a password and opens a portal session; the returned token goes into the cookie only. */
     readonly signIn: (
       username: string,
@@ -127,11 +121,15 @@ export class Access extends Context.Tag("access/Access")<
     readonly bearer: (token: string) => Effect.Effect<Option.Option<Principal>>
     /** Every user with permissions and state, by name. */
     readonly users: Effect.Effect<ReadonlyArray<UserView>>
-    /** Removes a permission (idempotent); refused when it would leave no enabled holder of it. */
+    /**
+     * Removes a permission (idempotent); refused when it would leave no enabled holder of it, or no
+     * enabled holder of every admin permission together.
+     */
     readonly revoke: (username: string, permission: Permission) => Effect.Effect<void, UnknownUser | WouldLockOut>
     /**
      * Disables (ends the user's sessions; their sessions and tokens get 401 and sign-in is refused) or
-     * enables a user. Refused for `actor` itself and when it would leave a permission without an enabled holder.
+     * enables a user. Refused for `actor` itself and when it would leave a permission, or every admin
+     * permission together, without an enabled holder.
      */
     readonly setDisabled: (username: string, disabled: boolean, actor?: string) => Effect.Effect<void, UnknownUser | WouldLockOut>
     /** True when no user exists yet (first start). */
@@ -173,13 +171,32 @@ export const makeAccess = Effect.gen(function* () {
 
   const tokenColumns = sql.unsafe(`id, name, created_at, last_used_at, expires_at, revoked_at,
     CASE WHEN revoked_at IS NOT NULL THEN 'revoked' WHEN expires_at <= now() THEN 'expired' ELSE 'active' END AS status`)
-  /** Enabled users other than `userId` holding `permission`. */
-  const otherHolders = (permission: Permission, userId: string) =>
-    Effect.map(
-      sql<{ n: number }>`SELECT count(*)::int AS n FROM admin.user_permission p JOIN admin.app_user u ON u.id = p.user_id
-        WHERE p.permission = ${permission} AND u.disabled_at IS NULL AND u.id <> ${userId}`,
-      (rows) => rows[0]?.n ?? 0
-    )
+  /**
+   * Why `user` may not become `after` (enabled or not, with these permissions), or undefined: the
+   * last-holder rules, run inside the change's transaction against the rows as they are before it.
+   */
+  const lockOutProblem = (user: UserRow & { disabledAt: Date | null }, after: { readonly enabled: boolean; readonly permissions: ReadonlySet<Permission> }) =>
+    Effect.gen(function* () {
+      if (user.disabledAt !== null) return undefined
+      const before = yield* permissionsOf(user.id)
+      const alone: Array<Permission> = []
+      for (const p of ADMIN_PERMISSIONS) {
+        if (!before.has(p) || (after.enabled && after.permissions.has(p))) continue
+        const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM admin.user_permission p JOIN admin.app_user u ON u.id = p.user_id
+          WHERE p.permission = ${p} AND u.disabled_at IS NULL AND u.id <> ${user.id}`
+        if ((rows[0]?.n ?? 0) === 0) alone.push(p)
+      }
+      if (alone.length > 0) return `${user.username} is the last enabled user with ${alone.join(", ")}; grant it to someone else first`
+      if (!isAdmin({ permissions: before }) || (after.enabled && isAdmin(after))) return undefined
+      // Each permission held by someone is not enough: users are managed only by a holder of all of them.
+      const admins = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM admin.app_user u
+        WHERE u.disabled_at IS NULL AND u.id <> ${user.id}
+          AND (SELECT count(*) FROM admin.user_permission p WHERE p.user_id = u.id AND p.permission IN ${sql.in(ADMIN_PERMISSIONS)}) = ${ADMIN_PERMISSIONS.length}`
+      return (admins[0]?.n ?? 0) === 0
+        ? `${user.username} is the last enabled user with every admin permission (${ADMIN_PERMISSIONS.join(" and ")}); without one nobody can manage users: make someone else an admin first`
+        : undefined
+    })
+  const refuseLockOut = (problem: string | undefined) => (problem === undefined ? Effect.void : Effect.fail(new WouldLockOut({ message: problem })))
   // One change to users or permissions at a time: two admins disabling each other concurrently must not both pass the last-holder check.
   const lockedChange = <A, E>(change: Effect.Effect<A, E, never>) =>
     sql.withTransaction(Effect.zipRight(sql`SELECT pg_advisory_xact_lock(40040)`, change)).pipe(Effect.catchTag("SqlError", Effect.die))
@@ -194,23 +211,81 @@ export const makeAccess = Effect.gen(function* () {
     addUser: (username, password, permissions) =>
       Effect.gen(function* () {
         if (!USERNAME.test(username)) {
-          return yield* Effect.fail(new InvalidUser({ message: "a username is 1-64 characters: a-z, 0-9, . _ @ -, starting with a letter or digit" }))
+          return yield* Effect.fail(new InvalidUser({ field: "username", message: "a username is 1-64 characters: a-z, 0-9, . _ @ -, starting with a letter or digit" }))
         }
-        if (password.length < 12) return yield* Effect.fail(new InvalidUser({ message: "a password has at least 12 characters" }))
+        const weak = passwordProblem(password)
+        if (weak !== undefined) return yield* Effect.fail(new InvalidUser({ field: "password", message: weak }))
         if (Option.isSome(yield* findUser(username))) return yield* Effect.fail(new UserExists({ username }))
         const hash = yield* Effect.promise(() => Bun.password.hash(password))
-        const rows = yield* sql<{ id: string }>`INSERT INTO admin.app_user (username, password_hash) VALUES (${username}, ${hash}) RETURNING id`
-        const id = rows[0]!.id
-        for (const p of permissions) {
-          yield* sql`INSERT INTO admin.user_permission (user_id, permission) VALUES (${id}, ${p}) ON CONFLICT DO NOTHING`
-        }
-        return { id }
+        // The user and its permissions together; a name taken meanwhile is UserExists, not a constraint error.
+        return yield* lockedChange(
+          Effect.gen(function* () {
+            const rows = yield* sql<{ id: string }>`INSERT INTO admin.app_user (username, password_hash) VALUES (${username}, ${hash}) ON CONFLICT (username) DO NOTHING RETURNING id`
+            const id = rows[0]?.id
+            if (id === undefined) return yield* Effect.fail(new UserExists({ username }))
+            for (const p of new Set(permissions)) yield* sql`INSERT INTO admin.user_permission (user_id, permission) VALUES (${id}, ${p})`
+            return { id }
+          })
+        )
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
     grant: (username, permission) =>
+      lockedChange(
+        Effect.gen(function* () {
+          const user = yield* userOrFail(username)
+          yield* sql`INSERT INTO admin.user_permission (user_id, permission) VALUES (${user.id}, ${permission}) ON CONFLICT DO NOTHING`
+        })
+      ),
+    setPermissions: (username, permissions) =>
+      Effect.zipRight(
+        lockedChange(
+          Effect.gen(function* () {
+            const user = yield* userOrFail(username)
+            const wanted = new Set(permissions)
+            yield* refuseLockOut(yield* lockOutProblem(user, { enabled: user.disabledAt === null, permissions: wanted }))
+            if (wanted.size === 0) yield* sql`DELETE FROM admin.user_permission WHERE user_id = ${user.id}`
+            else yield* sql`DELETE FROM admin.user_permission WHERE user_id = ${user.id} AND permission NOT IN ${sql.in([...wanted])}`
+            for (const p of wanted) yield* sql`INSERT INTO admin.user_permission (user_id, permission) VALUES (${user.id}, ${p}) ON CONFLICT DO NOTHING`
+          })
+        ),
+        service.user(username)
+      ),
+    setPassword: (username, password) =>
       Effect.gen(function* () {
-        const user = yield* userOrFail(username)
-        yield* sql`INSERT INTO admin.user_permission (user_id, permission) VALUES (${user.id}, ${permission}) ON CONFLICT DO NOTHING`
+        const weak = passwordProblem(password)
+        if (weak !== undefined) return yield* Effect.fail(new InvalidUser({ field: "password", message: weak }))
+        yield* userOrFail(username)
+        const hash = yield* Effect.promise(() => Bun.password.hash(password))
+        yield* lockedChange(
+          Effect.gen(function* () {
+            const user = yield* userOrFail(username)
+            yield* sql`UPDATE admin.app_user SET password_hash = ${hash} WHERE id = ${user.id}`
+            yield* sql`DELETE FROM admin.session WHERE user_id = ${user.id}`
+          })
+        )
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    changePassword: (username, currentPassword, newPassword, keepSession) =>
+      Effect.gen(function* () {
+        const weak = passwordProblem(newPassword)
+        if (weak !== undefined) return yield* Effect.fail(new InvalidUser({ field: "password", message: weak }))
+        const user = yield* findUser(username)
+        const hash = Option.isSome(user) ? user.value.passwordHash : yield* Effect.promise(dummyHash)
+        const ok = yield* Effect.promise(() => Bun.password.verify(currentPassword, hash))
+        if (!ok || Option.isNone(user) || user.value.disabledAt !== null) return yield* Effect.fail(new InvalidCredentials())
+        const id = user.value.id
+        const next = yield* Effect.promise(() => Bun.password.hash(newPassword))
+        const kept = keepSession === undefined ? "" : hashToken(keepSession)
+        yield* sql.withTransaction(
+          Effect.zipRight(
+            sql`UPDATE admin.app_user SET password_hash = ${next} WHERE id = ${id}`,
+            sql`DELETE FROM admin.session WHERE user_id = ${id} AND token_hash <> ${kept}`
+          )
+        )
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    user: (username) =>
+      Effect.flatMap(service.users, (users) => {
+        const found = users.find((u) => u.username === username)
+        return found === undefined ? Effect.fail(new UnknownUser({ username })) : Effect.succeed(found)
+      }),
     signIn: (username, password) =>
       Effect.gen(function* () {
         const user = yield* findUser(username)
@@ -298,9 +373,9 @@ export const makeAccess = Effect.gen(function* () {
       lockedChange(
         Effect.gen(function* () {
           const user = yield* userOrFail(username)
-          if (GUARDED.has(permission) && user.disabledAt === null && (yield* permissionsOf(user.id)).has(permission) && (yield* otherHolders(permission, user.id)) === 0) {
-            return yield* Effect.fail(new WouldLockOut({ message: `${username} is the last enabled user with ${permission}; grant it to someone else first` }))
-          }
+          const remaining = yield* permissionsOf(user.id)
+          remaining.delete(permission)
+          yield* refuseLockOut(yield* lockOutProblem(user, { enabled: user.disabledAt === null, permissions: remaining }))
           yield* sql`DELETE FROM admin.user_permission WHERE user_id = ${user.id} AND permission = ${permission}`
         })
       ),
@@ -314,11 +389,7 @@ export const makeAccess = Effect.gen(function* () {
           }
           if (actor === username) return yield* Effect.fail(new WouldLockOut({ message: "you cannot disable yourself" }))
           if (user.disabledAt !== null) return
-          const alone: Array<Permission> = []
-          for (const p of yield* permissionsOf(user.id)) if (GUARDED.has(p) && (yield* otherHolders(p, user.id)) === 0) alone.push(p)
-          if (alone.length > 0) {
-            return yield* Effect.fail(new WouldLockOut({ message: `${username} is the last enabled user with ${alone.join(", ")}; grant it to someone else first` }))
-          }
+          yield* refuseLockOut(yield* lockOutProblem(user, { enabled: false, permissions: yield* permissionsOf(user.id) }))
           yield* sql`UPDATE admin.app_user SET disabled_at = now() WHERE id = ${user.id}`
           yield* sql`DELETE FROM admin.session WHERE user_id = ${user.id}`
         })

@@ -4,7 +4,7 @@
  * no detail (the detail goes to the server log, never to the client).
  */
 import { Cause, Exit, Option } from "effect"
-import type { InvalidCredentials } from "../access/Access.ts"
+import type { InvalidCredentials, UserExists } from "../access/errors.ts"
 import type {
   AgentExists, AgentInvalid, AgentNotFound, AgentUnavailable, AgentVersionNotFound, BuiltinReadOnly, ImportRejected,
   SkillExists, SkillInUse, SkillInvalid, SkillNameTaken, SkillNotFound, SkillVersionNotFound
@@ -26,7 +26,7 @@ export { BadRequest, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unau
 export type ApiError =
   | AgentNotFound | AgentVersionNotFound | AgentInvalid | AgentExists | BuiltinReadOnly | AgentUnavailable
   | SkillNotFound | SkillVersionNotFound | SkillExists | SkillInUse | SkillNameTaken | SkillInvalid | ImportRejected
-  | InvalidCredentials
+  | InvalidCredentials | UserExists
   | ProviderNotFound | ProviderInvalid | ProviderExists | ProviderInUse | BindingInvalid | BindingNotFound
   | McpServerNotFound | McpServerInvalid | McpUnreachable
   | WebSearchInvalid | WebSearchNotConfigured | WebSettingsInvalid
@@ -71,6 +71,7 @@ const STATUS: { readonly [Tag in ApiError["_tag"]]: number } = {
   ProviderExists: 409,
   ProviderInUse: 409,
   ProjectExists: 409,
+  UserExists: 409,
   NoEvals: 409,
   PayloadTooLarge: 413,
   AgentUnavailable: 422,

@@ -136,10 +136,13 @@ describe("disabling users and removing permissions", () => {
     const last = await flip((a) => a.revoke("xena", "providers.manage"))
     expect(last.message).toBe("xena is the last enabled user with providers.manage; grant it to someone else first")
     expect((await flip((a) => a.setDisabled("xena", true))).message).toBe("xena is the last enabled user with providers.manage; grant it to someone else first")
-    // agents.manage has other holders (tina, yuri): it can go; a permission one does not hold is a no-op.
-    await run((a) => a.revoke("xena", "agents.manage"))
-    await run((a) => a.revoke("xena", "agents.manage"))
-    expect((await run((a) => a.users)).find((u) => u.username === "xena")?.permissions).toEqual(["providers.manage"])
+    // agents.manage has other holders (tina, yuri), but xena is the only admin (both permissions): it stays.
+    expect((await flip((a) => a.revoke("xena", "agents.manage"))).message).toBe(
+      "xena is the last enabled user with every admin permission (agents.manage and providers.manage); without one nobody can manage users: make someone else an admin first"
+    )
+    // A permission one does not hold is a no-op.
+    await run((a) => a.revoke("xena", "metrics.read"))
+    expect((await run((a) => a.users)).find((u) => u.username === "xena")?.permissions).toEqual(["agents.manage", "providers.manage"])
     expect((await flip((a) => a.revoke("nobody", "agents.manage")))._tag).toBe("UnknownUser")
   })
 

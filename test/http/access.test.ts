@@ -17,9 +17,10 @@ const api = useApi()
 
 /**
  * `admin`: every admin permission; `session`: any signed-in session, never an API token; `metrics.read`:
- * that permission or an admin (loopback clients need none: test/http/observability.test.ts).
+ * that permission or an admin (loopback clients need none: test/http/observability.test.ts); `self`:
+ * any principal, changing only what is its own (so a reader's call changes the store too).
  */
-type Guard = "public" | "read" | "agents.manage" | "providers.manage" | "metrics.read" | "admin" | "session" | "fallback"
+type Guard = "public" | "read" | "self" | "agents.manage" | "providers.manage" | "metrics.read" | "admin" | "session" | "fallback"
 
 interface Sample {
   readonly path: string
@@ -368,6 +369,27 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     sample: async (n) => ({ path: `/api/tokens/${await tokenIdOf(n)}` }),
     ok: 404
   },
+  // One's own password (the current one proves it): any principal, and it changes a row (the hash).
+  { route: "POST /api/account/password", guard: "self", sample: async () => ({ path: "/api/account/password", json: { currentPassword: PASSWORD, newPassword: PASSWORD } }), ok: 204 },
+  { route: "POST /api/admin/users", guard: "admin", sample: async (n) => ({ path: "/api/admin/users", json: { username: n, password: PASSWORD, permissions: ["agents.manage"] } }), ok: 201 },
+  {
+    route: "PUT /api/admin/users/:name/permissions",
+    guard: "admin",
+    sample: async (n) => {
+      await api.createUser(n, [])
+      return { path: `/api/admin/users/${n}/permissions`, json: { permissions: ["agents.manage", "metrics.read"] } }
+    },
+    ok: 200
+  },
+  {
+    route: "POST /api/admin/users/:name/password",
+    guard: "admin",
+    sample: async (n) => {
+      await api.createUser(n, [])
+      return { path: `/api/admin/users/${n}/password`, json: { password: "a fresh long password" } }
+    },
+    ok: 204
+  },
   {
     route: "PATCH /api/admin/users/:name",
     guard: "admin",
@@ -639,7 +661,7 @@ describe("non-GET routes × {anonymous, no permission, the other permission, man
         expect(garbage.status).toBe(403)
       }
       // Nothing a refused (or read-only) call did is visible in any store.
-      if (c.guard !== "public") expect(await storeFingerprint(api)).toBe(before)
+      if (c.guard !== "public" && c.guard !== "self") expect(await storeFingerprint(api)).toBe(before)
 
       const manager = await api.request(method, sample.path, { token: api.manager.token, json: sample.json })
       expect(manager.status).toBe(c.ok)
@@ -677,6 +699,21 @@ describe("non-GET routes with portal sessions (cookie + CSRF token + same origin
       expect(await storeFingerprint(api)).toBe(before)
       const manager = await api.request(method, sample.path, { session: managerSession, json: sample.json })
       expect(manager.status).toBe(c.ok)
+    })
+  }
+})
+
+describe("routes on one's own account with portal sessions: CSRF token needed, the session stays", () => {
+  for (const c of NON_GET.filter((c) => c.guard === "self")) {
+    test(`${c.route}: without the CSRF token 403, with it ${c.ok} for reader and manager`, async () => {
+      const method = methodOf(c)
+      for (const user of ["reader", "manager"]) {
+        const session = await api.signIn(user, PASSWORD)
+        const sample = await c.sample(unique("self"))
+        expect((await api.request(method, sample.path, { session, csrf: false, json: sample.json })).status).toBe(403)
+        expect((await api.request(method, sample.path, { session, json: sample.json })).status).toBe(c.ok)
+        expect((await api.request("GET", "/api/session", { session })).status).toBe(200)
+      }
     })
   }
 })

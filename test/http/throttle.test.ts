@@ -1,13 +1,15 @@
 /**
- * Sign-in throttling over HTTP (API and portal): 40 wrong passwords give 429s with Retry-After, the
- * right one is refused during the lockout and works after it (a test clock, no waiting), other
- * usernames from the same address only after the address's budget, and the address is the socket's.
+ * Sign-in throttling over HTTP (API and portal): 40 wrong passwords from one client give 429s with
+ * Retry-After, the right one from that client is refused during the lockout and works after it (a
+ * manual clock, no waiting), while the right one from any other client works at once; other usernames
+ * from the same address only after the address's budget; the address is the socket's.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { makeSignInThrottle, type SignInThrottle, type SignInThrottleOptions } from "../../src/access/SignInThrottle.ts"
 import { makeApp } from "../../src/http/app.ts"
 import { listen } from "../../src/http/serve.ts"
 import { PASSWORD, useApi } from "../support/api.ts"
+import { manualClock } from "../support/manualClock.ts"
 
 setDefaultTimeout(120_000)
 
@@ -15,8 +17,8 @@ const api = useApi()
 
 /** An app of its own (fresh counts) on a test clock; `signIn` posts from a given client address. */
 const throttledApp = (options: Partial<SignInThrottleOptions> = {}) => {
-  let now = 1_000_000
-  const app = makeApp({ runtime: api.runtime, healthy: async () => true, log: () => {}, signInThrottle: makeSignInThrottle({ ...options, now: () => now }) })
+  const time = manualClock()
+  const app = makeApp({ runtime: api.runtime, healthy: async () => true, log: () => {}, signInThrottle: makeSignInThrottle({ ...options, clock: time.clock }) })
   const signIn = async (username: string, password: string, address = "192.0.2.1") => {
     const r = await app.handle(
       new Request("http://localhost/api/session", {
@@ -28,11 +30,11 @@ const throttledApp = (options: Partial<SignInThrottleOptions> = {}) => {
     )
     return { status: r.status, retryAfter: r.headers.get("retry-after"), body: (await r.json()) as { error?: { code: string; message: string } } }
   }
-  return { app, signIn, advance: (ms: number) => void (now += ms) }
+  return { app, signIn, advance: time.advance, slept: time.slept }
 }
 
 describe("the API's sign-in", () => {
-  test("40 wrong passwords: 10 × 401, then 429 with Retry-After; the right password waits out the lockout, then works", async () => {
+  test("40 wrong passwords from one client: 10 × 401, then 429 with Retry-After; the right password from it waits out the lockout, then works", async () => {
     const { signIn, advance } = throttledApp()
     const statuses: Array<number> = []
     for (let i = 0; i < 40; i++) statuses.push((await signIn("manager", `wrong password ${i}`)).status)
@@ -41,12 +43,26 @@ describe("the API's sign-in", () => {
     const locked = await signIn("manager", PASSWORD)
     expect(locked.status).toBe(429)
     expect(locked.retryAfter).toBe("60")
-    expect(locked.body).toEqual({ error: { code: "too-many-requests", message: "too many failed sign-ins for this username; try again in 60 seconds" } })
+    expect(locked.body).toEqual({ error: { code: "too-many-requests", message: "too many failed sign-ins for this username from this address; try again in 60 seconds" } })
 
     advance(59_000)
     expect((await signIn("manager", PASSWORD)).status).toBe(429)
     advance(1_000)
     expect((await signIn("manager", PASSWORD)).status).toBe(200)
+  })
+
+  test("an attacker's failures from many clients never refuse the right password from a client that has not failed: it is slowed, not locked", async () => {
+    const { signIn, slept } = throttledApp()
+    const statuses = new Set<number>()
+    for (let client = 0; client < 5; client++) for (let i = 0; i < 12; i++) statuses.add((await signIn("manager", `guess ${client}-${i}`, `203.0.113.${client}`)).status)
+    expect([...statuses].sort()).toEqual([401, 429])
+    const waited = slept.length
+    const home = await signIn("manager", PASSWORD, "198.51.100.20")
+    expect(home.status).toBe(200)
+    // Past the account's ceiling (20 failures): the check waited a second first.
+    expect(slept.slice(waited)).toEqual([1_000])
+    // Each attacker stays locked out of the account.
+    expect((await signIn("manager", PASSWORD, "203.0.113.0")).status).toBe(429)
   })
 
   test("an unknown username is throttled exactly like a known one (the 429 says nothing about existence)", async () => {
@@ -60,7 +76,7 @@ describe("the API's sign-in", () => {
   })
 
   test("another username from the same address is throttled only after the address's budget; other addresses are not", async () => {
-    const { signIn } = throttledApp({ perUsername: 3, perAddress: 7 })
+    const { signIn } = throttledApp({ perClientAccount: 3, perClient: 7 })
     const from = "198.51.100.4"
     const seen: Array<string> = []
     for (const user of ["manager", "manager", "manager", "manager"]) seen.push(`${user} ${(await signIn(user, "wrong password", from)).status}`)
@@ -94,7 +110,7 @@ describe("the portal's sign-in", () => {
     expect(statuses).toEqual([...Array(10).fill(401), 429, 429])
     const locked = await post(PASSWORD)
     expect({ status: locked.status, retryAfter: locked.retryAfter }).toEqual({ status: 429, retryAfter: "60" })
-    expect(locked.text).toContain("too many failed sign-ins for this username; try again in 60 seconds")
+    expect(locked.text).toContain("too many failed sign-ins for this username from this address; try again in 60 seconds")
     expect(locked.text).toContain('name="password"')
   })
 })
@@ -106,7 +122,7 @@ test("through a real server, the client address is the socket's, not a forwarded
       addresses.push(address)
       return signIn
     },
-    tracked: () => ({ usernames: 0, addresses: 0 })
+    tracked: () => ({ pairs: 0, clients: 0, accounts: 0 })
   }
   const app = makeApp({ runtime: api.runtime, healthy: async () => true, log: () => {}, signInThrottle: spy })
   const server = listen(app, { hostname: "127.0.0.1", port: 0 })

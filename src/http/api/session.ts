@@ -1,6 +1,7 @@
 /**
  * Sign-in and sign-out for programs and the portal: a session cookie plus the session's CSRF token.
- * Sign-in is refused from other sites (login CSRF), reads at most 64 KiB and is throttled.
+ * Sign-in is refused from other sites (login CSRF), reads at most 64 KiB and is throttled; so is the
+ * check of the current password when a signed-in user changes theirs.
  */
 import { Effect, Schema } from "effect"
 import { Elysia } from "elysia"
@@ -9,10 +10,11 @@ import { SignInThrottle, type SignInThrottled } from "../../access/SignInThrottl
 import { clearedSessionCookie, cookieValue, crossSiteProblem, SESSION_COOKIE, sessionCookie, type Guard } from "../auth.ts"
 import { SIGN_IN_BODY_BYTES } from "../body.ts"
 import { clientAddress } from "../edge.ts"
-import { json, TooManyRequests, type ApiError } from "../respond.ts"
+import { badRequest, json, TooManyRequests, type ApiError } from "../respond.ts"
 import { decodeBody, type AppServices, type Handler } from "../route.ts"
 
 const SignIn = Schema.Struct({ username: Schema.String, password: Schema.String })
+const PasswordChange = Schema.Struct({ currentPassword: Schema.String, newPassword: Schema.String })
 
 const who = (p: Principal) => ({ username: p.username, permissions: [...p.permissions].sort(), csrfToken: p.csrfToken ?? null })
 
@@ -23,6 +25,25 @@ export const tooManyRequests = (e: SignInThrottled): ApiError => new TooManyRequ
 export const throttledSignIn = (request: Request, username: string, password: string) =>
   Effect.flatMap(Effect.all([Access, SignInThrottle]), ([access, throttle]) =>
     throttle.guard(username, clientAddress(request), access.signIn(username, password))
+  )
+
+/**
+ * Changes the principal's own password behind the throttle (the current one is a password check like a
+ * sign-in); ends their other sessions and keeps the request's own. Every refusal names the field.
+ */
+export const changeOwnPassword = (request: Request, principal: Principal, currentPassword: string, newPassword: string) =>
+  Effect.flatMap(Effect.all([Access, SignInThrottle]), ([access, throttle]) =>
+    throttle.guard(
+      principal.username,
+      clientAddress(request),
+      access.changePassword(principal.username, currentPassword, newPassword, principal.via === "session" ? cookieValue(request, SESSION_COOKIE) : undefined)
+    )
+  ).pipe(
+    Effect.catchTags({
+      InvalidCredentials: () => Effect.fail(badRequest([{ path: "currentPassword", message: "is not your current password" }])),
+      InvalidUser: (e) => Effect.fail(badRequest([{ path: "newPassword", message: e.message }])),
+      SignInThrottled: (e) => Effect.fail(tooManyRequests(e))
+    })
   )
 
 export const sessionRoutes = (
@@ -45,6 +66,16 @@ export const sessionRoutes = (
       )
     )
     .get("/api/session", route("read", ({ principal }) => Effect.succeed(json({ user: who(principal) }))))
+    .post(
+      "/api/account/password",
+      route("read", ({ request, principal }) =>
+        Effect.gen(function* () {
+          const input = yield* decodeBody(request, PasswordChange, SIGN_IN_BODY_BYTES)
+          yield* changeOwnPassword(request, principal, input.currentPassword, input.newPassword)
+          return new Response(null, { status: 204 })
+        }).pipe(Effect.provideService(SignInThrottle, throttle))
+      )
+    )
     .delete(
       "/api/session",
       route("read", ({ request }) =>

@@ -1,14 +1,13 @@
 /**
  * API tokens and user administration. Everyone lists and revokes their own tokens; a new token needs a
- * session (a leaked token cannot mint its own successors). Holders of every permission ("admin") list
- * users, disable and enable them, remove permissions, and list or revoke anyone's tokens.
+ * session (a leaked token cannot mint its own successors). Holders of every permission ("admin") list,
+ * create, disable and enable users, set their permissions, reset their passwords, and list or revoke
+ * anyone's tokens.
  */
 import { Effect, Schema } from "effect"
 import { Elysia } from "elysia"
-import {
-  Access, PERMISSIONS, TOKEN_DEFAULT_DAYS, TOKEN_MAX_DAYS,
-  type InvalidToken, type Permission, type Principal, type TokenNotFound, type TokenView, type UnknownUser, type UserView, type WouldLockOut
-} from "../../access/Access.ts"
+import { Access, PERMISSIONS, TOKEN_DEFAULT_DAYS, TOKEN_MAX_DAYS, type Permission, type Principal, type TokenView, type UserView } from "../../access/Access.ts"
+import type { InvalidToken, InvalidUser, TokenNotFound, UnknownUser, UserExists, WouldLockOut } from "../../access/errors.ts"
 import type { Guard } from "../auth.ts"
 import { badRequest, forbidden, json, notFound, type ApiError } from "../respond.ts"
 import { decodeBody, param, type Handler } from "../route.ts"
@@ -27,18 +26,34 @@ export const TokenInput = Schema.Struct({
   )
 })
 const UserPatch = Schema.Struct({ disabled: Schema.Boolean })
+/** A permission by name; anything else names the ones there are. */
+const PermissionName = Schema.String.pipe(
+  Schema.filter((s): s is Permission => (PERMISSIONS as ReadonlyArray<string>).includes(s), { message: () => `must be one of ${PERMISSIONS.join(", ")}` })
+)
+const Permissions = Schema.Array(PermissionName).pipe(Schema.maxItems(PERMISSIONS.length * 2, { message: () => "lists too many permissions" }))
+export const NewUser = Schema.Struct({
+  username: Schema.String,
+  password: Schema.String,
+  permissions: Schema.optionalWith(Permissions, { exact: true, default: () => [] })
+})
+export const PermissionsInput = Schema.Struct({ permissions: Permissions })
+export const PasswordReset = Schema.Struct({ password: Schema.String })
 
 const tokenJson = (t: TokenView) => ({ ...t, createdAt: t.createdAt.toISOString(), lastUsedAt: t.lastUsedAt?.toISOString() ?? null, expiresAt: t.expiresAt.toISOString(), revokedAt: t.revokedAt?.toISOString() ?? null })
 const userJson = (u: UserView) => ({ username: u.username, permissions: u.permissions, disabled: u.disabledAt !== null, createdAt: u.createdAt.toISOString(), disabledAt: u.disabledAt?.toISOString() ?? null })
 
 /** Access's domain errors as API errors. */
-export const accessError = (e: UnknownUser | TokenNotFound | InvalidToken | WouldLockOut): ApiError => {
+export const accessError = (e: UnknownUser | TokenNotFound | InvalidToken | WouldLockOut | InvalidUser | UserExists): ApiError => {
   switch (e._tag) {
     case "UnknownUser":
     case "TokenNotFound":
       return notFound(e.message)
     case "InvalidToken":
       return badRequest([{ path: "(body)", message: e.message }])
+    case "InvalidUser":
+      return badRequest([{ path: e.field, message: e.message }])
+    case "UserExists":
+      return e
     case "WouldLockOut":
       // Allowed for nobody: a refusal, not a conflict to retry.
       return forbidden(e.message)
@@ -75,6 +90,37 @@ export const tokenRoutes = (route: Route) =>
       route("read", (i) => Effect.as(Effect.flatMap(Access, (a) => a.revokeToken(i.principal.username, param(i, "id"))), new Response(null, { status: 204 })).pipe(Effect.mapError(accessError)))
     )
     .get("/api/admin/users", route("admin", () => Effect.map(Effect.flatMap(Access, (a) => a.users), (us) => json({ users: us.map(userJson) }))))
+    .post(
+      "/api/admin/users",
+      route("admin", (i) =>
+        Effect.gen(function* () {
+          const input = yield* decodeBody(i.request, NewUser)
+          const access = yield* Access
+          yield* access.addUser(input.username, input.password, input.permissions).pipe(Effect.mapError(accessError))
+          return json({ user: userJson(yield* access.user(input.username).pipe(Effect.mapError(accessError))) }, 201)
+        })
+      )
+    )
+    .put(
+      "/api/admin/users/:name/permissions",
+      route("admin", (i) =>
+        Effect.gen(function* () {
+          const input = yield* decodeBody(i.request, PermissionsInput)
+          const user = yield* (yield* Access).setPermissions(param(i, "name"), input.permissions).pipe(Effect.mapError(accessError))
+          return json({ user: userJson(user) })
+        })
+      )
+    )
+    .post(
+      "/api/admin/users/:name/password",
+      route("admin", (i) =>
+        Effect.gen(function* () {
+          const input = yield* decodeBody(i.request, PasswordReset)
+          yield* (yield* Access).setPassword(param(i, "name"), input.password).pipe(Effect.mapError(accessError))
+          return new Response(null, { status: 204 })
+        })
+      )
+    )
     .patch(
       "/api/admin/users/:name",
       route("admin", (i) =>

@@ -44,6 +44,8 @@ describe("an admin creates a user, grants and resets while serving", () => {
     expect(bad.status).toBe(400)
     expect(bad.json().error.problems).toEqual([
       { path: "extra", message: 'is unexpected, expected: "username" | "password" | "permissions"' },
+      { path: "username", message: "a username is 1-64 characters: a-z, 0-9, . _ @ -, starting with a letter or digit" },
+      { path: "password", message: "a password has at least 12 characters" },
       { path: "permissions.0", message: "must be one of agents.manage, providers.manage, metrics.read" }
     ])
     const badName = await asManager("POST", "/api/admin/users", { username: "Not Valid", password: PASSWORD })

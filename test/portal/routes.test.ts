@@ -176,6 +176,17 @@ const ROUTES: ReadonlyArray<{
     reader: 404,
     body: () => form({})
   },
+  // Your own password (the current one proves it): a reader changes theirs too.
+  {
+    route: "POST /account/password",
+    path: "/account/password",
+    guard: "read",
+    reader: 303,
+    body: () => form({ currentPassword: MANAGER.password, newPassword: MANAGER.password, confirmPassword: MANAGER.password })
+  },
+  { route: "POST /users", path: "/users", guard: "admin", body: () => form({ username: "matrix-new-user", password: MANAGER.password, permissions: "agents.manage" }) },
+  { route: "POST /users/:name/permissions", path: "/users/matrix-user/permissions", guard: "admin", body: () => form({ permissions: "agents.manage" }) },
+  { route: "POST /users/:name/password", path: "/users/matrix-user/password", guard: "admin", body: () => form({ password: "a matrix reset password" }) },
   { route: "POST /users/:name/permissions/:permission/remove", path: "/users/matrix-user/permissions/agents.manage/remove", guard: "admin", body: () => form({}) },
   { route: "POST /users/:name/disabled", path: "/users/matrix-user/disabled", guard: "admin", body: () => form({ disabled: "true" }) },
   {

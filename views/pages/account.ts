@@ -1,10 +1,10 @@
 /**
- * Your API tokens (list, create — the value shown once — and revoke) and, for holders of every
- * permission, the users page (disable/enable, remove a permission).
+ * Your account: API tokens (list, create — the value shown once — and revoke) and your password
+ * (the change form asks for the current one).
  */
-import type { TokenView, UserView } from "../../src/access/Access.ts"
+import type { TokenView } from "../../src/access/Access.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
-import { alert, badge, emptyState, fieldProblems, generalProblems, pageHeader, placedSummary, time } from "../components.ts"
+import { alert, badge, emptyState, fieldProblems, generalProblems, pageHeader, placedSummary, slotId, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 
@@ -47,7 +47,7 @@ export const accountPage = (
     html`
   ${pageHeader("API tokens", {
     meta: html`<p class="muted">Programs send a token as <code>Authorization: Bearer …</code>; it acts with your permissions until it expires or you revoke it.</p>`,
-    actions: isAdminViewer(ctx) ? html`<a class="button secondary" href="/users">Users</a>` : html``
+    actions: html`<a class="button secondary" href="/account/password">Change password</a>${isAdminViewer(ctx) ? html` <a class="button secondary" href="/users">Users</a>` : html``}`
   })}
   ${options.notice === null ? html`` : alert("ok", options.notice)}
   ${
@@ -87,42 +87,34 @@ export const accountPage = (
   )
 }
 
-const userRow = (ctx: PageContext, u: UserView): Html => {
-  const self = ctx.viewer?.username === u.username
-  return html`<tr>
-  <td data-label="User"><span class="agent-name">${u.username}</span>${self ? html` <span class="muted">(you)</span>` : html``}</td>
-  <td data-label="Permissions">${
-    u.permissions.length === 0
-      ? html`<span class="muted">read only</span>`
-      : u.permissions.map(
-          (p) => html`<form method="post" action="/users/${encodeURIComponent(u.username)}/permissions/${p}/remove" class="inline">${csrfField(ctx)}
-            ${badge("info", p)} <button type="submit" class="small link" aria-label="Remove ${p} from ${u.username}">remove</button></form>`
-        )
-  }</td>
-  <td data-label="Status">${u.disabledAt === null ? badge("ok", "enabled") : badge("error", "disabled")}</td>
-  <td data-label="Created">${time(u.createdAt)}</td>
-  <td data-label="Action">${
-    self
-      ? html``
-      : html`<form method="post" action="/users/${encodeURIComponent(u.username)}/disabled" class="inline">${csrfField(ctx)}
-        <input type="hidden" name="disabled" value="${u.disabledAt === null ? "true" : "false"}">
-        <button type="submit" class="small ${u.disabledAt === null ? "danger" : "secondary"}">${u.disabledAt === null ? "Disable" : "Enable"}</button></form>`
-  }</td>
-</tr>`
+export interface PasswordForm {
+  readonly problems: ReadonlyArray<Problem>
 }
 
-export const usersPage = (ctx: PageContext, users: ReadonlyArray<UserView>, notice: string | null): Html =>
-  layout(
+const PASSWORD_LABELS: Readonly<Record<string, string>> = { currentPassword: "Current password", newPassword: "New password", confirmPassword: "New password again" }
+const passwordSlot = (p: Problem): string => (p.path in PASSWORD_LABELS ? p.path : "general")
+
+/** Your password: the current one, the new one twice. Your other sessions end; this one stays. */
+export const passwordPage = (ctx: PageContext, form: PasswordForm): Html => {
+  const problemsAt = (slot: string) => form.problems.filter((p) => passwordSlot(p) === slot)
+  const field = (name: string, autocomplete: string, hint: string) => html`<div class="field"><label for="f-${name}">${PASSWORD_LABELS[name] ?? name}</label>
+      ${hint === "" ? html`` : html`<p class="hint" id="hint-${name}">${hint}</p>`}
+      <input id="f-${name}" name="${name}" type="password" autocomplete="${autocomplete}" aria-describedby="${hint === "" ? "" : `hint-${name} `}${slotId(name)}">
+      ${fieldProblems(name, problemsAt(name))}</div>`
+  return layout(
     ctx,
-    "Users",
+    "Change password",
     html`
-  ${pageHeader("Users", {
-    crumbs: [["/account", "API tokens"]],
-    meta: html`<p class="muted">Disabling a user ends their sessions and stops their tokens at once. New users and grants: <code>kintsugi users</code>.</p>`
-  })}
-  ${notice === null ? html`` : alert("ok", notice)}
-  <table class="catalog">
-    <thead><tr><th scope="col">User</th><th scope="col">Permissions</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
-    <tbody hx-disable>${users.map((u) => userRow(ctx, u))}</tbody>
-  </table>`
+  ${pageHeader("Change password", { crumbs: [["/account", "API tokens"]] })}
+  <form method="post" action="/account/password" class="stack card narrow" novalidate>
+    ${csrfField(ctx)}
+    ${placedSummary(form.problems.map((p) => [passwordSlot(p), p] as const), PASSWORD_LABELS, "password-general")}
+    ${generalProblems("password-general", problemsAt("general"))}
+    <input type="text" name="username" autocomplete="username" value="${ctx.viewer?.username ?? ""}" hidden>
+    ${field("currentPassword", "current-password", "")}
+    ${field("newPassword", "new-password", "At least 12 characters. Your other sessions end; this one stays signed in.")}
+    ${field("confirmPassword", "new-password", "")}
+    <div class="save-bar"><button type="submit" class="primary">Change password</button></div>
+  </form>`
   )
+}

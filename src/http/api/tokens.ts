@@ -6,7 +6,7 @@
  */
 import { Effect, Schema } from "effect"
 import { Elysia } from "elysia"
-import { Access, PERMISSIONS, TOKEN_DEFAULT_DAYS, TOKEN_MAX_DAYS, type Permission, type Principal, type TokenView, type UserView } from "../../access/Access.ts"
+import { Access, passwordProblem, PERMISSIONS, TOKEN_DEFAULT_DAYS, TOKEN_MAX_DAYS, USERNAME, type Permission, type Principal, type TokenView, type UserView } from "../../access/Access.ts"
 import type { InvalidToken, InvalidUser, TokenNotFound, UnknownUser, UserExists, WouldLockOut } from "../../access/errors.ts"
 import type { Guard } from "../auth.ts"
 import { badRequest, forbidden, json, notFound, type ApiError } from "../respond.ts"
@@ -31,13 +31,16 @@ const PermissionName = Schema.String.pipe(
   Schema.filter((s): s is Permission => (PERMISSIONS as ReadonlyArray<string>).includes(s), { message: () => `must be one of ${PERMISSIONS.join(", ")}` })
 )
 const Permissions = Schema.Array(PermissionName).pipe(Schema.maxItems(PERMISSIONS.length * 2, { message: () => "lists too many permissions" }))
+const USERNAME_RULE = "a username is 1-64 characters: a-z, 0-9, . _ @ -, starting with a letter or digit"
+/** A password Access accepts (it checks again): judged here so that a refused request names every problem at once. */
+const Password = Schema.String.pipe(Schema.filter((s) => passwordProblem(s) ?? true))
 export const NewUser = Schema.Struct({
-  username: Schema.String,
-  password: Schema.String,
+  username: Schema.String.pipe(Schema.filter((s) => USERNAME.test(s), { message: () => USERNAME_RULE })),
+  password: Password,
   permissions: Schema.optionalWith(Permissions, { exact: true, default: () => [] })
 })
 export const PermissionsInput = Schema.Struct({ permissions: Permissions })
-export const PasswordReset = Schema.Struct({ password: Schema.String })
+export const PasswordReset = Schema.Struct({ password: Password })
 
 const tokenJson = (t: TokenView) => ({ ...t, createdAt: t.createdAt.toISOString(), lastUsedAt: t.lastUsedAt?.toISOString() ?? null, expiresAt: t.expiresAt.toISOString(), revokedAt: t.revokedAt?.toISOString() ?? null })
 const userJson = (u: UserView) => ({ username: u.username, permissions: u.permissions, disabled: u.disabledAt !== null, createdAt: u.createdAt.toISOString(), disabledAt: u.disabledAt?.toISOString() ?? null })

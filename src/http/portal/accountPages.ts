@@ -1,14 +1,15 @@
 /**
- * Portal pages for API tokens (/account: yours, the value shown once after creating) and users
- * (/users: holders of every permission disable, enable and remove permissions), through Access.
+ * Portal pages of your account (/account): your API tokens (the value shown once after creating) and
+ * your password (/account/password: the current one is checked behind the sign-in throttle).
  */
 import { Effect, Either } from "effect"
 import { Elysia } from "elysia"
-import { Access, isAdmin, PERMISSIONS, TOKEN_DEFAULT_DAYS, type Permission } from "../../access/Access.ts"
+import { Access, TOKEN_DEFAULT_DAYS } from "../../access/Access.ts"
+import { SignInThrottle } from "../../access/SignInThrottle.ts"
 import { decodeAll, type Problem } from "../../contract/Problem.ts"
-import { accountPage, usersPage, type TokenForm } from "../../../views/pages/account.ts"
+import { accountPage, passwordPage, type TokenForm } from "../../../views/pages/account.ts"
+import { changeOwnPassword } from "../api/session.ts"
 import { accessError, requireSession, TokenInput } from "../api/tokens.ts"
-import { notFound, type ApiError } from "../respond.ts"
 import { htmlResponse, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 
@@ -25,10 +26,7 @@ const render = (input: PortalInput, form: TokenForm, problems: ReadonlyArray<Pro
 
 const blank: TokenForm = { name: "", expiresInDays: String(TOKEN_DEFAULT_DAYS) }
 
-const permissionParam = (raw: string): Effect.Effect<Permission, ApiError> =>
-  (PERMISSIONS as ReadonlyArray<string>).includes(raw) ? Effect.succeed(raw as Permission) : Effect.fail(notFound(`no permission "${raw}"`))
-
-export const accountPages = (portal: PortalRunner) =>
+export const accountPages = (portal: PortalRunner, throttle: SignInThrottle["Type"]) =>
   new Elysia()
     .get("/account", portal.page("read", (input) => render(input, blank, [], null)))
     .post(
@@ -55,29 +53,25 @@ export const accountPages = (portal: PortalRunner) =>
         ).pipe(Effect.mapError(accessError))
       )
     )
-    .get("/users", portal.page("admin", ({ page, url }) => Effect.map(Effect.flatMap(Access, (a) => a.users), (users) => htmlResponse(usersPage(page, users, noticeOf(url, ""))))))
+    .get("/account/password", portal.page("read", (input) => Effect.succeed(htmlResponse(passwordPage(input.page, { problems: [] })))))
     .post(
-      "/users/:name/disabled",
-      portal.action("admin", (input) =>
+      "/account/password",
+      portal.action("read", (input) =>
         Effect.gen(function* () {
-          const name = input.params["name"] ?? ""
-          const disabled = text(input, "disabled") === "true"
-          yield* (yield* Access).setDisabled(name, disabled, input.principal.username).pipe(Effect.mapError(accessError))
-          return redirect(input.request, `/users?${disabled ? "disabled" : "enabled"}=${encodeURIComponent(name)}`)
-        })
-      )
-    )
-    .post(
-      "/users/:name/permissions/:permission/remove",
-      portal.action("admin", (input) =>
-        Effect.gen(function* () {
-          const name = input.params["name"] ?? ""
-          const permission = yield* permissionParam(input.params["permission"] ?? "")
-          yield* (yield* Access).revoke(name, permission).pipe(Effect.mapError(accessError))
-          // Removing one's own last admin permission leaves /users: go back to the tokens page then.
-          const still = (yield* (yield* Access).users).find((u) => u.username === input.principal.username)
-          const admin = still !== undefined && isAdmin({ permissions: new Set(still.permissions) })
-          return redirect(input.request, admin ? `/users?removed=${encodeURIComponent(`${permission} from ${name}`)}` : `/account?removed=${encodeURIComponent(permission)}`)
-        })
+          const newPassword = text(input, "newPassword")
+          if (newPassword !== text(input, "confirmPassword")) {
+            return htmlResponse(passwordPage(input.page, { problems: [{ path: "confirmPassword", message: "is not the same as the new password" }] }), 400)
+          }
+          const changed = yield* Effect.either(changeOwnPassword(input.request, input.principal, text(input, "currentPassword"), newPassword))
+          if (Either.isLeft(changed)) {
+            const e = changed.left
+            if (e._tag === "BadRequest") return htmlResponse(passwordPage(input.page, { problems: e.problems }), 400)
+            if (e._tag === "TooManyRequests") {
+              return htmlResponse(passwordPage(input.page, { problems: [{ path: "currentPassword", message: e.message }] }), 429, { "retry-after": String(e.retryAfterSeconds) })
+            }
+            return yield* Effect.fail(e)
+          }
+          return redirect(input.request, `/account?updated=${encodeURIComponent("your password; your other sessions ended")}`)
+        }).pipe(Effect.provideService(SignInThrottle, throttle))
       )
     )

@@ -19,6 +19,7 @@ import { loadAssets, staticResponse } from "./assets.ts"
 import { errorHtml, portalRunner } from "./portalRoute.ts"
 import { sessionPages } from "./sessionPages.ts"
 import { skillPages } from "./skillPages.ts"
+import { userPages } from "./userPages.ts"
 import { versionPages } from "./versionPages.ts"
 import { webPages } from "./webPages.ts"
 
@@ -51,7 +52,8 @@ export const portalRoutes = (options: PortalOptions) => {
     .use(webPages(portal))
     .use(jobPages(portal, options.heartbeatMs))
     .use(projectPages(portal))
-    .use(accountPages(portal))
+    .use(accountPages(portal, options.signInThrottle))
+    .use(userPages(portal))
     .use(memoryPages(portal))
     // Any other address: an HTML 404 (a `/*` route would shadow the API's own `/api/*` JSON 404).
     .onError({ as: "global" }, ({ code, request }) => (code === "NOT_FOUND" && !new URL(request.url).pathname.startsWith("/api/") ? notFound(request) : undefined))

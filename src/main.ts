@@ -17,6 +17,7 @@ import { SecretBoxLive, type SecretBox, type SecretKeyError } from "./providers/
 import { LoggingLive } from "./telemetry/Logging.ts"
 import { MetricsLive } from "./telemetry/Metrics.ts"
 import { TracingLive } from "./telemetry/Tracing.ts"
+import { DrainLive } from "./worker/Drain.ts"
 import { JobBusLive } from "./worker/JobBus.ts"
 import { type JobChildren, JobChildrenLive, JobChildrenOnce } from "./worker/JobChildren.ts"
 import { JobRootsLive, type JobRoots, type JobRootsInvalid } from "./worker/JobRoots.ts"
@@ -90,7 +91,7 @@ export interface AppOptions {
 }
 
 /**
- * The whole application as one layer over `db`: the services, the worker loops when `options.worker`
+ * The whole application as one layer over `db`: the services, the worker loops and their Drain when `options.worker`
  * is given, under the logger and the tracer. A layer that cannot be built is a defect naming its error
  * (the commands print its first line).
  */
@@ -99,8 +100,11 @@ export const makeAppLive = (db: Layer.Layer<Db, DbError>, options: AppOptions = 
   // Built alongside the database: `kintsugi run`'s child started ahead loads while the database starts
   // (serve's first one a second later, JobChildren.ts).
   const services = options.jobChildren === undefined ? app : Layer.merge(app, options.jobChildren)
-  // The worker loops: jobs, project memory's retention sweep, and the runs of gated saves.
-  const layer = options.worker === undefined ? services : Layer.provideMerge(Layer.mergeAll(WorkerLive, MemorySweepLive, EvalsSweepLive), services)
+  // The worker loops (jobs, project memory's retention sweep, the runs of gated saves) and their drain.
+  const layer =
+    options.worker === undefined
+      ? services
+      : Layer.provideMerge(Layer.mergeAll(WorkerLive, MemorySweepLive, EvalsSweepLive), Layer.merge(services, Layer.orDie(DrainLive)))
   const sink = options.log ?? options.worker?.log
   // Logger and tracer first: the layers above (the worker's loops among them) start under them.
   const logging = sink === undefined ? Logger.replace(Logger.defaultLogger, Logger.none) : LoggingLive(sink)

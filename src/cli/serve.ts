@@ -1,12 +1,14 @@
 /**
  * `kintsugi serve`: migrates the database, makes sure an admin exists, runs the worker loops and serves
  * the API and the portal on --host/--port (HOST/PORT). A database that cannot be reached is one clear line and exit 1.
+ * SIGTERM/SIGINT drain the worker (src/worker/Drain.ts) while the server still answers, then stop it.
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { CliExit, setInterruptedExitCode } from "./exit.ts"
 
 /** Configuration that reads the secrets from memory first, then the (secret-free) environment. */
@@ -15,7 +17,11 @@ export const secretsConfigProvider = (values: ReadonlyMap<string, string>): Conf
 
 const firstLine = (e: unknown) => (e instanceof Error ? e.message : String(e)).split("\n")[0] ?? ""
 
-/** Serves until SIGTERM/SIGINT, which stop the server and the runtime and exit 0. */
+/**
+ * Serves until SIGTERM/SIGINT, which drain the worker (/readyz 503 `draining`, no job claimed, running
+ * jobs given KINTSUGI_DRAIN_SEC), then stop the server and the runtime and exit 0. Another signal
+ * during the drain ends the running jobs at once.
+ */
 export const serve = (options: { readonly port: number; readonly host: string }) =>
   Effect.gen(function* () {
     const log = (line: string) => void process.stderr.write(`${line}\n`)
@@ -27,7 +33,7 @@ export const serve = (options: { readonly port: number; readonly host: string })
       log(`kintsugi: warning: secrets could not be removed from the process environment (${secrets.environment.notClean})`)
     }
     if (!secrets.nonDumpable) log("kintsugi: warning: could not make the process non-dumpable")
-    const [{ AppLive, makeRuntime }, Layer, http, { databaseHealth, makeApp }, { makeSandbox, sandboxConfig }, { explainStartFailure }] =
+    const [{ AppLive, makeRuntime }, Layer, http, { databaseHealth, makeApp }, { makeSandbox, sandboxConfig }, { explainStartFailure }, { Drain }, { logServing }] =
       yield* Effect.promise(() =>
         Promise.all([
           import("../main.ts"),
@@ -35,9 +41,25 @@ export const serve = (options: { readonly port: number; readonly host: string })
           import("../http/serve.ts"),
           import("../http/app.ts"),
           import("../tools/Sandbox.ts"),
-          import("./explain.ts")
+          import("./explain.ts"),
+          import("../worker/Drain.ts"),
+          import("../http/servingLine.ts")
         ])
       )
+    // The platform's runMain takes the first SIGTERM/SIGINT (it ends this scope, which drains) and then
+    // stops listening; this listener stays to the end, so a later signal cuts the drain short instead
+    // of killing the process.
+    let signals = 0
+    let draining = false
+    let cutShort: () => void = () => undefined
+    const onSignal = () => {
+      signals += 1
+      if (signals > 1 || draining) cutShort()
+    }
+    yield* Effect.acquireRelease(
+      Effect.sync(() => process.on("SIGTERM", onSignal).on("SIGINT", onSignal)),
+      () => Effect.sync(() => process.off("SIGTERM", onSignal).off("SIGINT", onSignal))
+    )
     const rt = yield* Effect.acquireRelease(
       // The one composition root, reading its configuration from what secureProcessSecrets kept.
       Effect.tryPromise(() => makeRuntime(Layer.provide(AppLive, Layer.setConfigProvider(secretsConfigProvider(secrets.values))))).pipe(
@@ -52,15 +74,29 @@ export const serve = (options: { readonly port: number; readonly host: string })
     // The server answers (/healthz) as soon as the database does; what start-up still does (on a new
     // database, hashing the first admin's password) keeps /readyz at 503 until it is done.
     let starting: string | undefined = "creating the first admin"
-    const app = makeApp({ runtime: rt, healthy: () => rt.runPromise(databaseHealth), starting: () => starting })
+    const app = makeApp({ runtime: rt, healthy: () => rt.runPromise(databaseHealth), starting: () => starting, draining: () => draining })
     const server = yield* Effect.acquireRelease(
       Effect.sync(() => http.listen(app, { port: options.port, hostname: options.host })),
       (server) => Effect.promise(() => server.stop())
     )
+    // Released before the server stops: the drain runs while /readyz still answers (503 `draining`).
+    const drain = rt.runSync(Effect.serviceOption(Drain))
+    if (Option.isSome(drain)) {
+      let drained = false
+      cutShort = () => void (drained || rt.runFork(drain.value.cutShort))
+      yield* Effect.addFinalizer(() =>
+        Effect.promise(async () => {
+          draining = true
+          await rt.runPromise(drain.value.drain).catch(() => undefined)
+          drained = true
+        })
+      )
+    }
     const admin = yield* Effect.promise(() => rt.runPromiseExit(http.ensureAdmin))
     if (admin._tag === "Failure") rt.runSync(Effect.logError("could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)"))
     starting = undefined
     rt.runSync(Effect.logInfo(`process sandbox: ${http.describeSandbox(makeSandbox(rt.runSync(sandboxConfig)))}`))
+    rt.runSync(logServing(options.host, server.port ?? options.port))
     process.stdout.write(`kintsugi: serving on http://${server.hostname}:${server.port}\n`)
     setInterruptedExitCode(0)
     return yield* Effect.never

@@ -30,6 +30,10 @@ export interface AppOptions {
    * admin), or undefined once done; /readyz is 503 until then. Default: nothing.
    */
   readonly starting?: () => string | undefined
+  /** True once `kintsugi serve` drains for shutdown; /readyz is 503 `draining` from then on. Default: never. */
+  readonly draining?: () => boolean
+  /** Facts about the serving process that /readyz's body carries beside its status. Default: none. */
+  readonly about?: () => Readonly<Record<string, string>>
   /** Where handler defects go ("request failed: …"); default: the runtime's logger, at error level. */
   readonly log?: (line: string) => void
   /** Host header values answered; default `allowedHostsConfig` in the runtime (KINTSUGI_ALLOWED_HOSTS, HOST). */
@@ -66,7 +70,7 @@ const makeRoutes = (options: AppOptions & { readonly log: (line: string) => void
     .get("/healthz", async () =>
       (await options.healthy()) ? new Response("ok\n", { headers: { "content-type": "text/plain" } }) : new Response("database unreachable\n", { status: 503 })
     )
-    .use(probeRoutes(options.runtime, publicRoute, options.starting ?? (() => undefined)))
+    .use(probeRoutes(options.runtime, publicRoute, options))
     .use(sessionRoutes(route, publicRoute, throttle))
     .use(agentRoutes(route))
     .use(evalRoutes(route))

@@ -16,6 +16,7 @@ import { Metrics } from "../telemetry/Metrics.ts"
 import { parseTraceParent } from "../telemetry/traceParent.ts"
 import { buildEnvelope } from "./buildEnvelope.ts"
 import { commitOutputs, gitLayout } from "./commitOutputs.ts"
+import { Drain, SERVER_SHUTTING_DOWN } from "./Drain.ts"
 import { JobBus } from "./JobBus.ts"
 import type { JobRoots } from "./JobRoots.ts"
 import { JobChildren } from "./JobChildren.ts"
@@ -100,11 +101,13 @@ class JobFailedStatus extends Error {
  * Runs one claimed job to its settlement, renewing its lease meanwhile. Never fails: whatever happens,
  * the job is settled (by us, or — when we lost the lease — by the sweep, and then our child is stopped).
  * It runs in a `kintsugi.worker.job` span under the span that queued it (its `traceParent`), with the
- * job child's spans exported beneath; its lines carry `jobId`.
+ * job child's spans exported beneath; its lines carry `jobId`. Once `stopping` is true (the server's
+ * drain is over) the job is aborted, and an aborted end is recorded as "server shutting down".
  */
 export const runClaimedJob = (
   job: JobRow & { readonly traceParent?: string | null },
-  lease: Lease
+  lease: Lease,
+  stopping: Effect.Effect<boolean> = Effect.succeed(false)
 ): Effect.Effect<void, never, WorkerServices> => {
   const started = Date.now()
   const kernelSpans: Array<KernelSpan> = []
@@ -194,17 +197,25 @@ export const runClaimedJob = (
       Effect.zipRight(store.appendEvent(job.id, event), bus.publish({ _tag: "Events", jobId: job.id })).pipe(Effect.withTracerEnabled(false))
     // The pre-started child (JobChildren) when this runtime keeps one, else a child started now.
     const children = yield* Effect.serviceOption(JobChildren)
-    const settlement = yield* runJobProcess(setup.right.envelope, {
+    // Set when the server's drain asked the job to stop: its aborted end then says why.
+    let shuttingDown = false
+    const ended = yield* runJobProcess(setup.right.envelope, {
       onEvent: (event) => {
         if (event.type === "output") outputs.push(event.path)
         if (event.type === "span") kernelSpans.push(event)
         if (event.type === "usage") usage = event
         if (event.type === "grounding") grounding = event
-        return persist(event)
+        return persist(shuttingDown && event.type === "job.failed" && event.reason === "aborted" ? { ...event, message: SERVER_SHUTTING_DOWN } : event)
       },
-      abortRequested: Effect.suspend(() => (lost ? Effect.succeed(true) : Effect.withTracerEnabled(store.abortRequested(job.id), false))),
+      abortRequested: Effect.suspend(() =>
+        lost
+          ? Effect.succeed(true)
+          : Effect.flatMap(stopping, (stop) => (stop ? Effect.sync(() => (shuttingDown = true)) : Effect.withTracerEnabled(store.abortRequested(job.id), false)))
+      ),
       log: (line) => Effect.logWarning(line)
     }, Option.match(children, { onNone: () => CLI_PATH, onSome: (c) => c.take }))
+    const settlement: Settlement =
+      shuttingDown && ended.status === "failed" && ended.reason === "aborted" ? { ...ended, message: SERVER_SHUTTING_DOWN } : ended
     const committed =
       settlement.status === "completed"
         ? yield* Effect.promise(() =>
@@ -259,19 +270,29 @@ export const runClaimedJob = (
   )
 }
 
-/** One worker loop: claim, run, repeat; sleeps until a job is queued (or a poll interval passes). */
+/**
+ * One worker loop: claim, run, repeat; sleeps until a job is queued (or a poll interval passes). It
+ * ends when the drain begins: a claim and its job run as one piece of admitted work, so the drain
+ * waits for both and no job is claimed after it began.
+ */
 const loop = (workerId: string, lease: Lease) =>
   Effect.scoped(
     Effect.gen(function* () {
       const store = yield* JobStore
+      const drain = yield* Drain
       const signals = yield* (yield* JobBus).subscribe
       while (true) {
-        // The idle poll is untraced: a span per second of an idle worker would be noise.
-        const job = yield* Effect.withTracerEnabled(store.claim(workerId, lease.leaseMs), false)
-        if (job !== undefined) {
-          yield* runClaimedJob(job, lease)
-          continue
-        }
+        const ran = yield* drain.admit(
+          Effect.gen(function* () {
+            // The idle poll is untraced: a span per second of an idle worker would be noise.
+            const job = yield* Effect.withTracerEnabled(store.claim(workerId, lease.leaseMs), false)
+            if (job === undefined) return false
+            yield* runClaimedJob(job, lease, drain.stopping)
+            return true
+          })
+        )
+        if (Option.isNone(ran)) return
+        if (ran.value) continue
         // Wait for a "queued" signal from this process, or poll for jobs queued by another one.
         yield* Effect.race(
           Effect.repeat(Queue.take(signals), { until: (s) => s._tag === "Queued" }),
@@ -294,10 +315,11 @@ const sweep = Effect.gen(function* () {
 )
 
 /**
- * The worker loops of this process, as a layer: they stop (killing their job children) with its scope.
- * A sweep at start and every heartbeat settles jobs whose worker was lost, on any host.
+ * The worker loops of this process, as a layer: they stop claiming when the drain begins, and stop
+ * (killing their job children) with its scope. A sweep at start and every heartbeat settles jobs
+ * whose worker was lost, on any host.
  */
-export const WorkerLive: Layer.Layer<never, never, WorkerServices> = Layer.scopedDiscard(
+export const WorkerLive: Layer.Layer<never, never, WorkerServices | Drain> = Layer.scopedDiscard(
   Effect.gen(function* () {
     const count = yield* Config.integer("KINTSUGI_WORKERS").pipe(Config.withDefault(1), Effect.orElseSucceed(() => 1))
     const lease = yield* LeaseConfig

@@ -1,6 +1,6 @@
 /**
  * `kintsugi serve` answers /healthz as soon as the database does; what start-up still does after that
- * (on a new database, the first admin) keeps /readyz at 503 "starting: …", so readiness never claims
+ * (on a new database, the first admin) keeps /readyz at 503 `starting`, so readiness never claims
  * more than is done: the moment /readyz says ready, the admin can sign in.
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test"
@@ -23,12 +23,28 @@ describe("serve start-up and readiness", () => {
     const app = makeApp({ runtime, healthy: async () => true, starting: () => starting })
     const during = await app.handle(new Request("http://localhost/readyz"))
     expect(during.status).toBe(503)
-    expect(await during.text()).toBe("starting: creating the first admin\n")
+    expect(await during.json()).toEqual({ status: "starting", detail: "creating the first admin" })
     expect((await app.handle(new Request("http://localhost/healthz"))).status).toBe(200)
     starting = undefined
     const after = await app.handle(new Request("http://localhost/readyz"))
     expect(after.status).toBe(200)
-    expect(await after.text()).toBe("ready\n")
+    expect(await after.json()).toEqual({ status: "ready" })
+  })
+
+  test("/readyz is 503 `draining` once the server drains; the process's own facts join every body", async () => {
+    const runtime = await makeTestAppRuntime()
+    cleanups.push(() => runtime.dispose())
+    let draining = false
+    const app = makeApp({ runtime, healthy: async () => true, draining: () => draining, about: () => ({ fact: "value" }) })
+    const ready = await app.handle(new Request("http://localhost/readyz"))
+    expect(ready.status).toBe(200)
+    expect(ready.headers.get("content-type")).toStartWith("application/json")
+    expect(await ready.json()).toEqual({ status: "ready", fact: "value" })
+    draining = true
+    const during = await app.handle(new Request("http://localhost/readyz"))
+    expect(during.status).toBe(503)
+    expect(await during.json()).toEqual({ status: "draining", detail: "the server is shutting down: it claims no job and lets running jobs finish", fact: "value" })
+    expect((await app.handle(new Request("http://localhost/healthz"))).status).toBe(200)
   })
 
   test("a real first start: once /readyz says ready the admin signs in; the secrets re-exec still hides the password", async () => {

@@ -267,11 +267,11 @@ describe("/readyz", () => {
     // Any Host, like /healthz: probes address the pod's IP.
     const ready = await probeApp.handle(new Request(`${ORIGIN}/readyz`))
     expect(ready.status).toBe(200)
-    expect(await ready.text()).toBe("ready\n")
+    expect(await ready.json()).toEqual({ status: "ready" })
     await other.dispose()
     const gone = await probeApp.handle(new Request(`${ORIGIN}/readyz`))
     expect(gone.status).toBe(503)
-    expect(await gone.text()).toBe("database unreachable\n")
+    expect(await gone.json()).toEqual({ status: "unavailable", detail: "database unreachable" })
   })
 
   test("a migration file the database has not applied is named as pending", async () => {

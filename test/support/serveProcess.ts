@@ -14,6 +14,11 @@ export interface ServeProcess {
   readonly origin: string
   /** Everything the process printed so far (stdout and stderr together). */
   readonly output: () => string
+  /**
+   * Resolves with the output once `until` holds for it (checked as each chunk arrives); rejects when
+   * the process exits first, or after `timeoutMs` (an upper bound only).
+   */
+  readonly waitFor: (what: string, until: (output: string) => boolean, timeoutMs?: number) => Promise<string>
   /** SIGTERM, then waits for the exit (the embedded database is released). */
   readonly stop: () => Promise<void>
 }
@@ -44,18 +49,33 @@ export const startServe = async (env: Record<string, string>): Promise<ServeProc
   const port = freePort()
   const proc = Bun.spawn([process.execPath, CLI, "serve"], { env: { ...env, PORT: String(port), HOST: "127.0.0.1" }, stdin: "ignore", stdout: "pipe", stderr: "pipe" })
   let text = ""
-  let ready: () => void = () => undefined
-  const serving = new Promise<void>((resolve) => {
-    ready = resolve
-  })
+  const waiters = new Set<() => void>()
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder()
     for await (const chunk of stream) {
       text += decoder.decode(chunk, { stream: true })
-      if (text.includes("serving on")) ready()
+      for (const check of waiters) check()
     }
   }
   const pumps = Promise.all([pump(proc.stdout), pump(proc.stderr)])
+  const waitFor = (what: string, until: (output: string) => boolean, timeoutMs = 120_000) =>
+    new Promise<string>((resolve, reject) => {
+      const done = (settle: () => void) => {
+        waiters.delete(check)
+        clearTimeout(timer)
+        settle()
+      }
+      const check = () => {
+        if (until(text)) done(() => resolve(text))
+      }
+      const timer = setTimeout(() => done(() => reject(new Error(`gave up waiting for ${what}: ${text}`))), timeoutMs)
+      waiters.add(check)
+      check()
+      void pumps.then(() => {
+        if (waiters.has(check)) done(() => reject(new Error(`serve ended before ${what}: ${text}`)))
+      })
+    })
+  const serving = waitFor("its serving line", (t) => t.includes("serving on"), 600_000)
   const exited = proc.exited.then((code) => {
     throw new Error(`serve exited (${code}) before serving: ${text}`)
   })
@@ -66,6 +86,7 @@ export const startServe = async (env: Record<string, string>): Promise<ServeProc
     port,
     origin: `http://127.0.0.1:${port}`,
     output: () => text,
+    waitFor,
     stop: async () => {
       proc.kill("SIGTERM")
       await proc.exited

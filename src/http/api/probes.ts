@@ -1,6 +1,7 @@
 /**
  * Operator endpoints beside /healthz: `/readyz` (200 when start-up is done, the database answers and
- * every migration is applied, else 503) and `/metrics` (Prometheus text, for loopback clients or the metrics.read permission).
+ * every migration is applied, else 503; 503 while the server drains) and `/metrics` (Prometheus text,
+ * for loopback clients or the metrics.read permission).
  */
 import { Effect, Either } from "effect"
 import { Elysia } from "elysia"
@@ -35,16 +36,36 @@ export const isLoopbackClient = (request: Request): boolean => {
 /** Ready: the database answered within 3 s and has every migration file applied. */
 const readiness = Effect.either(Effect.timeout(pendingMigrations(), "3 seconds"))
 
-export const probeRoutes = (runtime: AppRuntime, publicRoute: PublicRoute, starting: () => string | undefined) =>
+/** What the serving process tells /readyz about itself; every member may be left out. */
+export interface ServeState {
+  /** What start-up still does (503 `starting`), or undefined once done. */
+  readonly starting?: () => string | undefined
+  /** True once the server drains for shutdown (503 `draining`). */
+  readonly draining?: () => boolean
+  /** Facts about the serving process that every /readyz body carries beside `status`. */
+  readonly about?: () => Readonly<Record<string, string>>
+}
+
+export type ReadyStatus = "ready" | "starting" | "draining" | "unavailable"
+
+/** /readyz's body, built here only: `status`, a `detail` when not ready, and the process's `about` facts. */
+const readyz = (state: ServeState, status: ReadyStatus, detail?: string): Response =>
+  new Response(JSON.stringify({ status, ...(detail === undefined ? {} : { detail }), ...state.about?.() }), {
+    status: status === "ready" ? 200 : 503,
+    headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" }
+  })
+
+export const probeRoutes = (runtime: AppRuntime, publicRoute: PublicRoute, state: ServeState) =>
   new Elysia({ name: "probes" })
     .get("/readyz", async () => {
-      const underway = starting()
-      if (underway !== undefined) return text(`starting: ${underway}\n`, 503)
+      if (state.draining?.() === true) return readyz(state, "draining", "the server is shutting down: it claims no job and lets running jobs finish")
+      const underway = state.starting?.()
+      if (underway !== undefined) return readyz(state, "starting", underway)
       // A runtime being disposed (shutdown) is not ready either.
       const result = await runtime.runPromise(readiness).catch(() => undefined)
-      if (result === undefined || Either.isLeft(result)) return text("database unreachable\n", 503)
-      if (result.right.length > 0) return text(`${result.right.length} migration(s) not applied\n`, 503)
-      return text("ready\n")
+      if (result === undefined || Either.isLeft(result)) return readyz(state, "unavailable", "database unreachable")
+      if (result.right.length > 0) return readyz(state, "unavailable", `${result.right.length} migration(s) not applied`)
+      return readyz(state, "ready")
     })
     .get(
       "/metrics",

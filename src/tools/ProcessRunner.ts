@@ -153,18 +153,19 @@ const prlimitArgs = (prlimit: string, resources: JobResources): Array<string> =>
 /** The argv that runs `command` as the options confine it: in bubblewrap, under Landlock, or as it is (behind prlimit when bounded). */
 const confinedArgv = (command: ReadonlyArray<string>, env: Readonly<Record<string, string>>, cwd: string, options: RunnerOptions, prlimit: string | undefined): Array<string> => {
   const { sandbox, landlock, resources } = options
+  const limited = resources === undefined || prlimit === undefined ? [] : prlimitArgs(prlimit, resources)
   if (landlock !== undefined) {
     const ws = landlock.workspace
     const spec = encodeSpec({
       readOnly: [...systemPaths(), ...ws.readOnly],
       writable: [ws.outDir, ...(options.tmpDir === undefined ? [] : [options.tmpDir])],
       devices: [...JOB_DEVICES],
-      rlimits: rlimitsOf(resources ?? DEFAULT_RESOURCES),
-      argv: command
+      // prlimit sets the limits after confineExec became it; without prlimit, confineExec sets them itself.
+      ...(limited.length > 0 ? {} : { rlimits: rlimitsOf(resources ?? DEFAULT_RESOURCES) }),
+      argv: [...limited, ...command]
     })
     return [landlock.bun, landlock.script, spec, "--"]
   }
-  const limited = resources === undefined || prlimit === undefined ? [] : prlimitArgs(prlimit, resources)
   if (sandbox === undefined) return [...limited, ...command]
   return [...limited, sandbox.bwrap, ...bwrapArgs(sandbox.workspace, env, cwd, sandbox.handles, options.tmpDir), ...command]
 }
@@ -180,7 +181,7 @@ const rlimitEnding = (exitCode: number | null, signal: string | undefined, outpu
   return undefined
 }
 
-const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) => string, prlimit: string | undefined): Running => {
+const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) => string, prlimit: string | undefined, disk: DiskWatch | undefined): Running => {
   const [cmd, ...rest] = req.argv
   const exe = resolve(cmd)
   const token = `${options.tokenPrefix ?? ""}${randomBytes(12).toString("hex")}`
@@ -260,7 +261,11 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
     const out = capture.result()
     const signal = proc.signalCode === null ? undefined : String(proc.signalCode)
     const exitCode = signal === undefined ? proc.exitCode : null
-    const reached = limit ?? rlimitEnding(exitCode, signal, out.text, exitCode !== 0, options.resources)
+    // A file stopped at RLIMIT_FSIZE (a little over the larger disk limit: SIGXFSZ, or EFBIG where it is
+    // ignored): which disk limit it passed.
+    const fileStopped = signal === "SIGXFSZ" || exitCode === 128 + 25 || /File size limit exceeded|File too large/.test(out.text)
+    const fileLimit = limit === undefined && disk !== undefined && fileStopped ? await disk.check() : undefined
+    const reached = limit ?? fileLimit ?? rlimitEnding(exitCode, signal, out.text, exitCode !== 0, options.resources)
     return {
       exitCode,
       ...(signal === undefined ? {} : { signal }),
@@ -275,7 +280,7 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
 
 const MiB = 1024 * 1024
 /** How often, at most, the disk limits are measured while calls run (a slow walk spaces them further). */
-const DISK_INTERVAL_MS = 500
+const DISK_INTERVAL_MS = 250
 
 let pageBytes: number | undefined
 /** The kernel's page size (what /proc's rss counts in), from this process's own figures. */
@@ -301,37 +306,51 @@ const emptyDirectory = (dir: string): void => {
   }
 }
 
+interface DiskWatch {
+  /** Measures now; the limit reached (a temporary directory over its limit is emptied), or undefined. */
+  readonly check: () => Promise<string | undefined>
+  /** Called by the tracker: measures again when the last walk is done and spaced, and kills every running call at a limit. */
+  readonly tick: () => void
+}
+
 /**
  * The disk limits of one job: the temporary directory's size and outDir's growth since the runner
  * was made, measured while calls run (never two walks at once, spaced by their own duration). A
  * limit reached kills every running call; a temporary directory over its limit is emptied.
  */
-const diskWatch = (options: RunnerOptions, resources: JobResources, running: () => ReadonlySet<Running>) => {
+const diskWatch = (options: RunnerOptions, resources: JobResources, running: () => ReadonlySet<Running>): DiskWatch => {
   const outDir = options.outDir
   let baseline: number | undefined
   const baselineRead = outDir === undefined ? Promise.resolve() : diskUsage(outDir).then((n) => void (baseline = n))
   let walking = false
   let nextAt = 0
-  const measure = async () => {
-    const began = Date.now()
+  const check = async (): Promise<string | undefined> => {
     const [tmp, out] = await Promise.all([
       options.tmpDir === undefined ? 0 : diskUsage(options.tmpDir),
       outDir === undefined ? 0 : baselineRead.then(() => diskUsage(outDir))
     ])
     if (tmp > resources.tmpMb * MiB) {
-      for (const r of running()) r.reachedLimit(`killed: ${limitMessage("tmp", resources)} (the temporary directory was emptied)`)
       if (options.tmpDir !== undefined) emptyDirectory(options.tmpDir)
-    } else if (baseline !== undefined && out - baseline > resources.outDirMb * MiB) {
-      for (const r of running()) r.reachedLimit(`killed: ${limitMessage("outDir", resources)} (what the job added to outDir)`)
+      return `killed: ${limitMessage("tmp", resources)} (the temporary directory was emptied)`
     }
-    // Date.now(): the timer callback is synchronous bookkeeping outside any Effect.
-    nextAt = Date.now() + Math.max(DISK_INTERVAL_MS, 4 * (Date.now() - began))
+    if (baseline !== undefined && out - baseline > resources.outDirMb * MiB) return `killed: ${limitMessage("outDir", resources)} (what the job added to outDir)`
+    return undefined
   }
   return {
+    check,
     tick: () => {
       if (walking || Date.now() < nextAt) return
       walking = true
-      void measure().finally(() => (walking = false))
+      // Date.now(): the tracker's timer callback is synchronous bookkeeping outside any Effect.
+      const began = Date.now()
+      void check()
+        .then((reached) => {
+          if (reached !== undefined) for (const r of running()) r.reachedLimit(reached)
+        })
+        .finally(() => {
+          walking = false
+          nextAt = Date.now() + Math.max(DISK_INTERVAL_MS, 4 * (Date.now() - began))
+        })
     }
   }
 }
@@ -348,7 +367,7 @@ export const createProcessRunner = (options: RunnerOptions = {}): ProcessRunnerS
   const running = new Set<Running>()
   const resolve = resolver()
   const resources = options.resources
-  const prlimit = resources === undefined || options.landlock !== undefined ? undefined : (Bun.which("prlimit", { PATH: SAFE_PATH }) ?? undefined)
+  const prlimit = resources === undefined ? undefined : (Bun.which("prlimit", { PATH: SAFE_PATH }) ?? undefined)
   const disk = resources === undefined ? undefined : diskWatch(options, resources, () => running)
   let tracker: ReturnType<typeof setInterval> | undefined
   const track = () => {
@@ -396,7 +415,7 @@ export const createProcessRunner = (options: RunnerOptions = {}): ProcessRunnerS
     Effect.async<RunResult, ToolError>((resume) => {
       let r: Running
       try {
-        r = start(req, options, resolve, prlimit)
+        r = start(req, options, resolve, prlimit, disk)
       } catch (e) {
         resume(Effect.fail(new ToolError({ message: `could not start ${req.argv[0]}: ${e instanceof Error ? e.message : String(e)}` })))
         return

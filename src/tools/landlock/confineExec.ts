@@ -1,13 +1,13 @@
 /**
  * `bun confineExec.ts <spec> --` (the command is in the spec): confines itself, then becomes the command. In order:
- * resource limits, parent-death signal, no_new_privs, a Landlock ruleset that grants only the spec's
+ * parent-death signal, every capability dropped (also for root), no_new_privs, a Landlock ruleset that grants only the spec's
  * paths (every right the kernel can restrict is handled, TCP denied, signals and abstract sockets
- * scoped), a seccomp filter (no sockets, no namespaces, no mounts, no tracing), then execve. Any
+ * scoped), a seccomp filter (no sockets, no namespaces, no mounts, no tracing), resource limits, then execve. Any
  * failure before execve ends the process with code 126 and one line on stderr: nothing runs unconfined.
  */
 import { closeSync, openSync, statSync, writeSync } from "node:fs"
 import { decodeSpec, DEVICE_RIGHTS, FILE_RIGHTS, handledFs, handledNet, READ_RIGHTS, scopes, type ConfineSpec, WRITE_RIGHTS } from "./landlockRules.ts"
-import { addPathRule, createRuleset, prepareExecve, installSeccomp, landlockAbi, restrictSelf, RLIMIT, setNoNewPrivs, setParentDeathSignal, setRlimit } from "./linuxCalls.ts"
+import { addPathRule, createRuleset, dropCapabilities, prepareExecve, installSeccomp, landlockAbi, restrictSelf, RLIMIT, setNoNewPrivs, setParentDeathSignal, setRlimit } from "./linuxCalls.ts"
 import { buildFilter, currentArch, jobRules } from "./seccompFilter.ts"
 
 /** Linux O_PATH: names a file or directory for a Landlock rule without opening it for I/O. */
@@ -22,6 +22,7 @@ export const confineSelf = (spec: ConfineSpec): void => {
   const arch = currentArch()
   if (arch === undefined) throw new Error(`no seccomp filter for ${process.arch}`)
   setParentDeathSignal(SIGKILL)
+  dropCapabilities()
   setNoNewPrivs()
   const handled = handledFs(abi)
   const ruleset = createRuleset(abi, handled, handledNet(abi), scopes(abi))
@@ -49,6 +50,7 @@ export const confineSelf = (spec: ConfineSpec): void => {
 
 /** The spec's resource limits on this process; set last, since this process itself may need more memory before execve. */
 export const limitSelf = (spec: ConfineSpec): void => {
+  if (spec.rlimits === undefined) return
   const { dataBytes, fileBytes, cpuSec } = spec.rlimits
   setRlimit(RLIMIT.fsize, BigInt(fileBytes), BigInt(fileBytes))
   setRlimit(RLIMIT.cpu, BigInt(cpuSec), BigInt(cpuSec + 1))

@@ -20,7 +20,11 @@ export interface ConfineSpec {
   readonly writable: ReadonlyArray<string>
   /** Character devices that may be read and written (/dev/null…). */
   readonly devices: ReadonlyArray<string>
-  readonly rlimits: ResourceRlimits
+  /**
+   * Set by confineExec itself just before execve, only where no `prlimit` can set them after it: Bun's
+   * own threads may still allocate in between, and fail at the limit.
+   */
+  readonly rlimits?: ResourceRlimits
   /** The command; argv[0] an absolute path. */
   readonly argv: ReadonlyArray<string>
 }
@@ -86,8 +90,10 @@ export const decodeSpec = (text: string | undefined): ConfineSpec | undefined =>
     const r = o["rlimits"] as { readonly [k: string]: unknown } | undefined
     const num = (x: unknown): x is number => typeof x === "number" && Number.isSafeInteger(x) && x > 0
     if (!strings(o["readOnly"]) || !strings(o["writable"]) || !strings(o["devices"]) || !strings(o["argv"]) || o["argv"].length === 0) return undefined
-    if (r === undefined || !num(r["dataBytes"]) || !num(r["fileBytes"]) || !num(r["cpuSec"])) return undefined
-    return { readOnly: o["readOnly"], writable: o["writable"], devices: o["devices"], argv: o["argv"], rlimits: { dataBytes: r["dataBytes"], fileBytes: r["fileBytes"], cpuSec: r["cpuSec"] } }
+    const base = { readOnly: o["readOnly"], writable: o["writable"], devices: o["devices"], argv: o["argv"] }
+    if (r === undefined) return base
+    if (!num(r["dataBytes"]) || !num(r["fileBytes"]) || !num(r["cpuSec"])) return undefined
+    return { ...base, rlimits: { dataBytes: r["dataBytes"], fileBytes: r["fileBytes"], cpuSec: r["cpuSec"] } }
   } catch {
     return undefined
   }

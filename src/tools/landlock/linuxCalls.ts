@@ -13,7 +13,14 @@ const LANDLOCK_CREATE_RULESET_VERSION = 1n
 const LANDLOCK_RULE_PATH_BENEATH = 1n
 const LANDLOCK_RULE_NET_PORT = 2n
 
+const SIG_SETMASK = 2
 const PR_SET_PDEATHSIG = 1
+const PR_CAPBSET_DROP = 24
+const PR_CAP_AMBIENT = 47
+const PR_CAP_AMBIENT_CLEAR_ALL = 4
+/** Capability numbers the kernel may know (CAP_LAST_CAP is 40 in Linux 6.x); higher ones are refused with EINVAL. */
+const CAP_NUMBERS = 64
+const LINUX_CAPABILITY_VERSION_3 = 0x20080522
 const PR_SET_SECCOMP = 22
 const PR_SET_NO_NEW_PRIVS = 38
 const SECCOMP_MODE_FILTER = 2
@@ -24,6 +31,9 @@ const open = () =>
     syscall: { args: [FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64], returns: FFIType.i64 },
     prctl: { args: [FFIType.i32, FFIType.u64, FFIType.u64, FFIType.u64, FFIType.u64], returns: FFIType.i32 },
     setrlimit: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
+    capset: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+    signal: { args: [FFIType.i32, FFIType.u64], returns: FFIType.u64 },
+    sigprocmask: { args: [FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
     execve: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
     __errno_location: { args: [], returns: FFIType.ptr },
     strerror: { args: [FFIType.i32], returns: FFIType.cstring }
@@ -97,6 +107,29 @@ export const installSeccomp = (filter: Uint8Array): void => {
   check(calls().prctl(PR_SET_SECCOMP, BigInt(SECCOMP_MODE_FILTER), BigInt(ptr(prog)), 0n, 0n), "prctl(PR_SET_SECCOMP)")
 }
 
+/**
+ * Gives up every capability for good: the bounding set emptied (so executing anything, as root too,
+ * grants none), the ambient set cleared, then the effective, permitted and inheritable sets zeroed.
+ * A process without CAP_SETPCAP has an empty bounding set to drop only when it holds none already.
+ */
+export const dropCapabilities = (): void => {
+  const c = calls()
+  for (let cap = 0; cap < CAP_NUMBERS; cap++) {
+    if (c.prctl(PR_CAPBSET_DROP, BigInt(cap), 0n, 0n, 0n) !== 0) {
+      const errno = read.i32(c.__errno_location() ?? 0, 0)
+      // EINVAL: no such capability (past the kernel's last). EPERM: no CAP_SETPCAP, so nothing could be raised either.
+      if (errno === 22) break
+      if (errno === 1 && (process.getuid?.() ?? 0) !== 0) break
+      throw lastError(`prctl(PR_CAPBSET_DROP, ${cap})`)
+    }
+  }
+  check(c.prctl(PR_CAP_AMBIENT, BigInt(PR_CAP_AMBIENT_CLEAR_ALL), 0n, 0n, 0n), "prctl(PR_CAP_AMBIENT_CLEAR_ALL)")
+  // struct __user_cap_header_struct { u32 version; int pid } and two struct __user_cap_data_struct { u32 effective, permitted, inheritable }.
+  const header = new Uint32Array([LINUX_CAPABILITY_VERSION_3, 0])
+  const data = new Uint32Array(6)
+  check(c.capset(ptr(header), ptr(data)), "capset")
+}
+
 export const RLIMIT = { cpu: 0, fsize: 1, data: 2, nproc: 6, nofile: 7, as: 9 } as const
 
 /** Sets a resource limit of this process (kept across execve and fork). */
@@ -129,7 +162,14 @@ export const prepareExecve = (argv: ReadonlyArray<string>, env: Readonly<Record<
   const pathPtr = ptr(path)
   const argsPtr = ptr(args)
   const envPtr = ptr(envp)
+  // sigset_t is 128 bytes in glibc; all zero = nothing blocked.
+  const emptySet = new Uint8Array(128)
+  const emptySetPtr = ptr(emptySet)
   return () => {
+    // Ignored signals and the blocked mask survive execve: the command starts with Bun's (SIGPIPE,
+    // SIGXFSZ ignored…) undone, as a posix_spawn with default signals would start it.
+    for (let sig = 1; sig < 65; sig++) if (sig !== 9 && sig !== 19) c.signal(sig, 0n)
+    c.sigprocmask(SIG_SETMASK, emptySetPtr, null)
     c.execve(pathPtr, argsPtr, envPtr)
     void keep
     throw lastError(`execve ${argv[0] ?? ""}`)

@@ -19,13 +19,15 @@ const SYSCALLS = {
     socket: 41, ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, keyctl: 250, add_key: 248, request_key: 249,
     bpf: 321, perf_event_open: 298, userfaultfd: 323, io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427,
     unshare: 272, setns: 308, mount: 165, umount2: 166, pivot_root: 155, clone: 56, clone3: 435, open_tree: 428,
-    move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433, mount_setattr: 442
+    move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433, mount_setattr: 442, init_module: 175,
+    finit_module: 313, delete_module: 176, kexec_load: 246, kexec_file_load: 320, reboot: 169, swapon: 167, swapoff: 168, acct: 163
   },
   arm64: {
     socket: 198, ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, keyctl: 219, add_key: 217, request_key: 218,
     bpf: 280, perf_event_open: 241, userfaultfd: 282, io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427,
     unshare: 97, setns: 268, mount: 40, umount2: 39, pivot_root: 41, clone: 220, clone3: 435, open_tree: 428,
-    move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433, mount_setattr: 442
+    move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433, mount_setattr: 442, init_module: 105,
+    finit_module: 273, delete_module: 106, kexec_load: 104, kexec_file_load: 294, reboot: 142, swapon: 224, swapoff: 225, acct: 89
   }
 } as const satisfies Record<SeccompArch, Record<string, number>>
 
@@ -106,12 +108,16 @@ const NAMESPACE_AND_MOUNT: ReadonlyArray<DenyRule> = [
 /**
  * What a job's `shell`/`git` process tree may not do under Landlock: open any socket (no network, no
  * path-named Unix socket such as a local database's; socketpair stays), io_uring (its operations pass
- * no filter), kernel keyrings, BPF, perf, userfaultfd, tracing other processes, new namespaces, mounts.
+ * no filter), kernel keyrings, BPF, perf, userfaultfd, tracing other processes, new namespaces, mounts,
+ * kernel modules, kexec, reboot, swap, process accounting.
  */
 export const jobRules: ReadonlyArray<DenyRule> = [
   { call: "socket", errno: EACCES },
   ...(["io_uring_setup", "io_uring_enter", "io_uring_register"] as const).map((call): DenyRule => ({ call, errno: ENOSYS })),
-  ...(["keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd", "ptrace", "process_vm_readv", "process_vm_writev"] as const).map(
+  ...([
+    "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd", "ptrace", "process_vm_readv", "process_vm_writev",
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon", "swapoff", "acct"
+  ] as const).map(
     (call): DenyRule => ({ call, errno: EPERM })
   ),
   ...NAMESPACE_AND_MOUNT

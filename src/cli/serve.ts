@@ -33,7 +33,7 @@ export const serve = (options: { readonly port: number; readonly host: string })
       log(`kintsugi: warning: secrets could not be removed from the process environment (${secrets.environment.notClean})`)
     }
     if (!secrets.nonDumpable) log("kintsugi: warning: could not make the process non-dumpable")
-    const [{ AppLive, makeRuntime }, Layer, http, { databaseHealth, makeApp }, { makeSandbox, sandboxConfig }, { explainStartFailure }, { Drain }, { logServing }] =
+    const [{ AppLive, makeRuntime }, Layer, http, { databaseHealth, makeApp }, { makeSandbox, sandboxConfig, sandboxName }, { explainStartFailure }, { Drain }, { logServing }] =
       yield* Effect.promise(() =>
         Promise.all([
           import("../main.ts"),
@@ -74,7 +74,8 @@ export const serve = (options: { readonly port: number; readonly host: string })
     // The server answers (/healthz) as soon as the database does; what start-up still does (on a new
     // database, hashing the first admin's password) keeps /readyz at 503 until it is done.
     let starting: string | undefined = "creating the first admin"
-    const app = makeApp({ runtime: rt, healthy: () => rt.runPromise(databaseHealth), starting: () => starting, draining: () => draining })
+    let sandbox = "not probed yet"
+    const app = makeApp({ runtime: rt, healthy: () => rt.runPromise(databaseHealth), starting: () => starting, draining: () => draining, about: () => ({ sandbox }) })
     const server = yield* Effect.acquireRelease(
       Effect.sync(() => http.listen(app, { port: options.port, hostname: options.host })),
       (server) => Effect.promise(() => server.stop())
@@ -95,7 +96,9 @@ export const serve = (options: { readonly port: number; readonly host: string })
     const admin = yield* Effect.promise(() => rt.runPromiseExit(http.ensureAdmin))
     if (admin._tag === "Failure") rt.runSync(Effect.logError("could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)"))
     starting = undefined
-    rt.runSync(Effect.logInfo(`process sandbox: ${http.describeSandbox(makeSandbox(rt.runSync(sandboxConfig)))}`))
+    const sandboxInForce = makeSandbox(rt.runSync(sandboxConfig))
+    rt.runSync(Effect.logInfo(`process sandbox: ${http.describeSandbox(sandboxInForce)}`))
+    sandbox = sandboxName(rt.runSync(sandboxInForce.status))
     rt.runSync(logServing(options.host, server.port ?? options.port))
     process.stdout.write(`kintsugi: serving on http://${server.hostname}:${server.port}\n`)
     setInterruptedExitCode(0)

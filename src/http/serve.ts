@@ -52,6 +52,8 @@ export const describeSandbox = (sandbox: SandboxShape): string => {
   switch (status._tag) {
     case "Bwrap":
       return `bubblewrap (${status.bwrap})`
+    case "Landlock":
+      return `landlock (ABI ${status.abi}: user namespaces are not available here, so shell and git run under Landlock, no_new_privs and a seccomp filter)`
     case "Off":
       return refusal === undefined ? "off: shell and git run unconfined" : `off, and jobs granting shell or git are refused: ${refusal}`
     case "Unavailable":

@@ -205,6 +205,20 @@ export const processToolRefusal = (status: SandboxStatus, config: SandboxConfig,
   return undefined
 }
 
+/** The mechanism in force, in a few words: what /readyz, the start-up log and the portal's home page name. */
+export const sandboxName = (status: SandboxStatus): string => {
+  switch (status._tag) {
+    case "Bwrap":
+      return "bubblewrap"
+    case "Landlock":
+      return `landlock (ABI ${status.abi})`
+    case "Off":
+      return "off (unconfined)"
+    case "Unavailable":
+      return "unavailable"
+  }
+}
+
 export interface SandboxShape {
   readonly config: SandboxConfig
   /** How process tools run; the first call probes (bubblewrap, then Landlock for auto), later calls reuse the answer. */

@@ -11,6 +11,8 @@ export interface Checklist {
   readonly boundAgents: number
   readonly jobRoots: number
   readonly projects: number
+  /** The process sandbox in force for shell and git (`sandboxName`), and why none is when unavailable. */
+  readonly sandbox: { readonly name: string; readonly reason?: string }
 }
 
 interface Step {
@@ -73,6 +75,12 @@ export const homePage = (ctx: PageContext, checklist: Checklist): Html => {
           ${s.href === null || (s.done && s.href !== "/agents") ? html`` : html`<a href="${s.href}">${s.action}</a>`}</div>
       </li>`
     )}</ol>
+  </section>
+  <section class="card" aria-labelledby="sandbox-title">
+    <h2 id="sandbox-title">Process sandbox</h2>
+    <p>Jobs' <code>shell</code> and <code>git</code> run under: <strong data-sandbox>${checklist.sandbox.name}</strong>.
+      ${checklist.sandbox.reason === undefined ? html`` : html`<span class="muted">Jobs granting them are refused: ${checklist.sandbox.reason}</span>`}
+</p>
   </section>
   <section class="card">
     <h2>Places</h2>

@@ -2,6 +2,7 @@
  * Projects in the portal through the Projects service (the API's): the list, create, and a project's
  * page with its settings (editable: name and root) and bindings; and the home page's first-run checklist.
  */
+import { makeSandbox, sandboxConfig, sandboxName } from "../../tools/Sandbox.ts"
 import { Effect, Either } from "effect"
 import { Elysia } from "elysia"
 import type { Problem } from "../../contract/Problem.ts"
@@ -23,13 +24,16 @@ const text = (form: PostedForm, name: string): string => {
 
 const blank: ProjectFormValues = { id: "", name: "", root: "" }
 
-/** What the first-run checklist counts. */
+/** What the first-run checklist counts, and the sandbox in force. */
 export const checklist = Effect.gen(function* () {
   const providers = (yield* (yield* ProviderStore).list).length
   const bindings = yield* (yield* Bindings).list()
   const jobRoots = (yield* JobRoots).boundary.jobRoots.length
   const projects = (yield* (yield* Projects).list).length
-  return { providers, boundAgents: new Set(bindings.map((b) => b.agentName)).size, jobRoots, projects }
+  // The probe ran at start-up; its answer is kept for the life of the process.
+  const status = yield* makeSandbox(yield* sandboxConfig).status
+  const sandbox = { name: sandboxName(status), ...(status._tag === "Unavailable" ? { reason: status.reason } : {}) }
+  return { providers, boundAgents: new Set(bindings.map((b) => b.agentName)).size, jobRoots, projects, sandbox }
 })
 
 const projectOf = (input: PortalInput) => Effect.mapError(Effect.flatMap(Projects, (p) => p.get(input.params["id"] ?? "")), (e) => new NotFound({ message: e.message }))

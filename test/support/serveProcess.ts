@@ -45,9 +45,10 @@ export const runCli = async (args: ReadonlyArray<string>, env: Record<string, st
 }
 
 /** Starts `kintsugi serve` with exactly `env` (plus PORT) and waits for its "serving on" line. */
-export const startServe = async (env: Record<string, string>): Promise<ServeProcess> => {
+export const startServe = async (env: Record<string, string>, options: { readonly wrap?: (argv: Array<string>) => Array<string> } = {}): Promise<ServeProcess> => {
   const port = freePort()
-  const proc = Bun.spawn([process.execPath, CLI, "serve"], { env: { ...env, PORT: String(port), HOST: "127.0.0.1" }, stdin: "ignore", stdout: "pipe", stderr: "pipe" })
+  const argv = [process.execPath, CLI, "serve"]
+  const proc = Bun.spawn(options.wrap?.(argv) ?? argv, { env: { ...env, PORT: String(port), HOST: "127.0.0.1" }, stdin: "ignore", stdout: "pipe", stderr: "pipe" })
   let text = ""
   const waiters = new Set<() => void>()
   const pump = async (stream: ReadableStream<Uint8Array>) => {

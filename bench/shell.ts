@@ -1,6 +1,7 @@
 /**
  * Process tool overhead: one `shell` call (`true`) through the runner vs a bare Bun.spawn, unconfined
- * and inside the bubblewrap sandbox (vs a bare Bun.spawn of the same bwrap line), a `git` call vs bare
+ * and inside the bubblewrap sandbox (vs a bare Bun.spawn of the same bwrap line; bounded vs not), under
+ * Landlock (vs a bare Bun start, its floor), a `git` call vs bare
  * git, and the runner's peak RSS while a command floods 1 GB of output (FLOOD=0 skips it). Not a test.
  * Each tool row prints its ratio to the same spawn line (issue 15 goal: ≤ 1.5×); the unconfined rows
  * also to that spawn in a new session (`detached: true`), which the runner needs for its group kill.
@@ -12,7 +13,8 @@ import { mkdtempSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { baseEnvironment, createProcessRunner } from "../src/tools/ProcessRunner.ts"
-import { bwrapArgs, probeBwrap } from "../src/tools/Sandbox.ts"
+import { DEFAULT_RESOURCES } from "../src/tools/jobResources.ts"
+import { bwrapArgs, probeBwrap, probeLandlock } from "../src/tools/Sandbox.ts"
 import { makeGitTool } from "../src/tools/git.ts"
 import { makeShellTool } from "../src/tools/shell.ts"
 import { createToolContext } from "../test/support/workspace.ts"
@@ -20,6 +22,7 @@ import { createToolContext } from "../test/support/workspace.ts"
 const RUNS = Number(process.env["RUNS"] ?? 50)
 const WARMUP = Number(process.env["WARMUP"] ?? 5)
 const root = realpathSync(mkdtempSync(join(tmpdir(), "bench-shell-")))
+const jobTmp = realpathSync(mkdtempSync(join(tmpdir(), "bench-shell-tmp-")))
 const runner = createProcessRunner()
 const shell = makeShellTool(runner)
 const git = makeGitTool(runner)
@@ -99,12 +102,27 @@ if (sandbox._tag === "Bwrap") {
   await pair("bare Bun.spawn(<same bwrap line> bash -c true)", () => bare(line), "shell tool { command: 'true' } in the sandbox", tool(makeShellTool(boxed), { command: "true" }), "the bare bwrap line")
   const gitLine = [sandbox.bwrap, ...bwrapArgs(workspace, baseEnvironment(root, "bench"), root), "/usr/bin/git", "rev-parse", "--is-inside-work-tree"]
   await pair("bare Bun.spawn(<same bwrap line> git rev-parse)", () => bare(gitLine), "git tool rev-parse in the sandbox", tool(makeGitTool(boxed), { args: ["rev-parse", "--is-inside-work-tree"] }), "the bare bwrap git line")
-  await Effect.runPromise(boxed.killAll)
+  // The job's bounds: prlimit before bwrap, the tracker's watch, a private /tmp bound from disk.
+  const bounded = createProcessRunner({ sandbox: { bwrap: sandbox.bwrap, workspace }, tmpDir: jobTmp, resources: DEFAULT_RESOURCES, outDir: root })
+  await pair("shell tool { command: 'true' } in the sandbox", tool(makeShellTool(boxed), { command: "true" }), "the same, bounded (prlimit, watch, job /tmp)", tool(makeShellTool(bounded), { command: "true" }), "unbounded")
+  await Effect.runPromise(Effect.zip(boxed.killAll, bounded.killAll))
 } else console.log(`sandbox rows skipped: ${sandbox._tag === "Unavailable" ? sandbox.reason : "off"}`)
+const landlock = probeLandlock()
+if (landlock._tag === "Landlock") {
+  // Landlock's floor is a Bun start (confineExec.ts confines itself, then execs prlimit and bash).
+  const confined = createProcessRunner({ landlock: { bun: landlock.bun, script: landlock.script, workspace }, tmpDir: jobTmp, resources: DEFAULT_RESOURCES, outDir: root })
+  const script = join(jobTmp, "one.js")
+  await Bun.write(script, "process.exitCode = 0\n")
+  const [bunStart = Number.NaN, ours = Number.NaN] = await medians([() => bare([process.execPath, script]), tool(makeShellTool(confined), { command: "true" })])
+  row("bare Bun.spawn([bun, <a one-line script>])", bunStart)
+  ratio("shell tool { command: 'true' } under Landlock, bounded", ours, bunStart, "a bare Bun start")
+  await Effect.runPromise(confined.killAll)
+} else console.log(`Landlock rows skipped: ${landlock._tag === "Unavailable" ? landlock.reason : "off"}`)
 await triple("bare git rev-parse --is-inside-work-tree", ["git", "rev-parse", "--is-inside-work-tree"], "git tool rev-parse --is-inside-work-tree", tool(git, { args: ["rev-parse", "--is-inside-work-tree"] }), "bare git")
 if (process.env["FLOOD"] === "0") {
   await Effect.runPromise(runner.killAll)
   rmSync(root, { recursive: true, force: true })
+  rmSync(jobTmp, { recursive: true, force: true })
   process.exit(0)
 }
 
@@ -119,3 +137,4 @@ const mb = (n: number) => `${(n / 1024 / 1024).toFixed(0)} MB`
 console.log(`1 GiB flood (yes | head -c 1G): ${((performance.now() - t) / 1000).toFixed(1)} s, RSS before ${mb(before)}, peak ${mb(peak)} (+${mb(peak - before)}), result ${flood.text.length} chars`)
 await Effect.runPromise(runner.killAll)
 rmSync(root, { recursive: true, force: true })
+rmSync(jobTmp, { recursive: true, force: true })

@@ -5,9 +5,12 @@
  * worker starts before its job, which warms up while it waits for its envelope (src/jobChildWarmUp.ts).
  * `serve` secures its secrets (the re-exec) before the framework loads too.
  */
+import { pinDataDir } from "./cli/installation.ts"
 import { isRunJob } from "./jobChildArgs.ts"
 
 const argv = process.argv.slice(2)
+// Every command but the job child resolves the data dir one way, whatever the shell's current folder.
+if (!isRunJob(argv)) pinDataDir(process.env)
 // No top-level await: the file can also be bundled to bytecode for a faster job-child start.
 if (isRunJob(argv)) void import("./jobChildExit.ts").then((m) => m.runGuardedJobChild(() => import("./jobChildLoad.ts").then((l) => l.loadJobChild())))
 else if ((argv.length === 0 || argv[0] === "serve") && !argv.includes("--help") && !argv.includes("-h")) {

@@ -1,17 +1,24 @@
 /**
- * `kintsugi users …` for operators: users, permissions, disabling, API tokens. Passwords come from
- * KINTSUGI_USER_PASSWORD or stdin (never argv, which other users can read in the process list); tokens are printed once.
+ * `kintsugi users …` on the installation's database (src/cli/users.ts decides when: no server answers):
+ * users, permissions, passwords, disabling, API tokens. Passwords come from KINTSUGI_USER_PASSWORD or
+ * stdin (never argv, which other users can read in the process list); tokens are printed once.
  */
-import { Config, Effect, Exit, Cause, Option, Redacted, type Layer } from "effect"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Cause, Effect, Exit, Option, type Layer } from "effect"
 import type { Db, DbError } from "../db/Db.ts"
-import { Access, AccessLive, PERMISSIONS, TOKEN_DEFAULT_DAYS, TOKEN_MAX_DAYS, type Permission, type TokenView } from "./Access.ts"
+import { Access, AccessLive, PERMISSIONS, TOKEN_DEFAULT_DAYS, TOKEN_MAX_DAYS, type Permission } from "./Access.ts"
+import { doneLine, readPassword, tokenJson, tokenLine, userJson, userLines, type UsersIo, type UsersOp } from "./usersIo.ts"
 
 export const USERS_USAGE = `usage:
+  kintsugi users list [--json]
+      every user: permissions, enabled or disabled, created
   kintsugi users add <username> [--grant agents.manage] [--grant providers.manage]
       password from KINTSUGI_USER_PASSWORD, else the first line of stdin (at least 12 characters)
-  kintsugi users grant <username> <agents.manage|providers.manage>
-  kintsugi users revoke <username> <agents.manage|providers.manage>
-      removes a permission (never from its last enabled holder)
+  kintsugi users grant <username> <agents.manage|providers.manage|metrics.read>
+  kintsugi users revoke <username> <agents.manage|providers.manage|metrics.read>
+      removes a permission (never from its last enabled holder, nor the last admin's)
+  kintsugi users password <username>
+      sets a new password (KINTSUGI_USER_PASSWORD or stdin) and ends the user's sessions
   kintsugi users disable <username>
       ends the user's sessions; their sessions and tokens are refused and they cannot sign in
   kintsugi users enable <username>
@@ -22,23 +29,7 @@ export const USERS_USAGE = `usage:
   kintsugi users revoke-token <username> <token-id>
       revokes a token: the next request with it gets 401`
 
-export interface UsersIo {
-  readonly out: (line: string) => void
-  readonly err: (line: string) => void
-  readonly stdin: () => Promise<string>
-}
-
-/** The terminal: lines on stdout and stderr, the password from stdin. */
-export const stdio: UsersIo = {
-  out: (l) => void process.stdout.write(`${l}\n`),
-  err: (l) => void process.stderr.write(`${l}\n`),
-  stdin: () => Bun.stdin.text()
-}
-
 const isPermission = (p: string | undefined): p is Permission => (PERMISSIONS as ReadonlyArray<string | undefined>).includes(p)
-
-const day = (d: Date | null): string => (d === null ? "-" : d.toISOString().slice(0, 16).replace("T", " "))
-const tokenLine = (t: TokenView): string => [t.id, t.name, t.status, `created ${day(t.createdAt)}`, `last used ${day(t.lastUsedAt)}`, `expires ${day(t.expiresAt)}`].join("  ")
 
 /** `--name <label>` and `--expires-days <n>` in any order, each at most once; undefined on anything else. */
 const tokenOptions = (rest: ReadonlyArray<string>): { name: string; days: number } | undefined => {
@@ -54,72 +45,67 @@ const tokenOptions = (rest: ReadonlyArray<string>): { name: string; days: number
   return { name: name ?? "cli", days: days ?? TOKEN_DEFAULT_DAYS }
 }
 
-/** One users operation, as parsed from the command line. */
-export type UsersOp =
-  | { readonly op: "add"; readonly username: string; readonly grants: ReadonlyArray<Permission> }
-  | { readonly op: "grant" | "revoke"; readonly username: string; readonly permission: Permission }
-  | { readonly op: "disable" | "enable"; readonly username: string }
-  | { readonly op: "token"; readonly username: string; readonly name: string; readonly days: number; readonly json?: boolean }
-  | { readonly op: "tokens"; readonly username: string; readonly json?: boolean }
-  | { readonly op: "revoke-token"; readonly username: string; readonly id: string }
-
-const tokenJson = (t: TokenView) => ({
-  id: t.id,
-  name: t.name,
-  status: t.status,
-  createdAt: t.createdAt.toISOString(),
-  lastUsedAt: t.lastUsedAt?.toISOString() ?? null,
-  expiresAt: t.expiresAt.toISOString()
-})
-
-/** KINTSUGI_USER_PASSWORD, when set and not empty. */
-const passwordFromConfig = Config.option(Config.redacted("KINTSUGI_USER_PASSWORD")).pipe(
-  Effect.map(Option.filter((p) => Redacted.value(p) !== "")),
-  Effect.orElseSucceed(() => Option.none<Redacted.Redacted>())
-)
+/**
+ * Why the database of `db` (opened without migrating it) holds no kintsugi installation, or undefined:
+ * a command asked to read or change users never creates one (`kintsugi migrate` or `serve` does).
+ */
+export const installationProblem = async (db: Layer.Layer<Db, DbError>): Promise<string | undefined> => {
+  const exit = await Effect.runPromiseExit(
+    Effect.flatMap(SqlClient, (sql) => sql<{ found: boolean }>`SELECT to_regclass('admin.app_user') IS NOT NULL AS found`).pipe(Effect.provide(db))
+  )
+  if (Exit.isFailure(exit)) {
+    const failure = Cause.failureOption(exit.cause)
+    return `cannot open the database at DATABASE_URL: ${Option.isSome(failure) ? failure.value.message : "internal error"}`
+  }
+  return exit.value[0]?.found === true ? undefined : "the database at DATABASE_URL holds no kintsugi installation (no users table); run `kintsugi migrate` or `kintsugi serve` for it first"
+}
 
 /**
  * Runs one users operation against `db` (src/main.ts gives the CLI's); resolves to the exit code
  * (0 ok, 1 refused). Never rejects.
  */
 export const runUsersOp = async (o: UsersOp, io: UsersIo, db: Layer.Layer<Db, DbError>): Promise<number> => {
-  const { username } = o
   let program: Effect.Effect<string, { readonly message: string }, Access>
   switch (o.op) {
-    case "add": {
-      const configured = await Effect.runPromise(passwordFromConfig)
-      const password = Option.isSome(configured) ? Redacted.value(configured.value) : ((await io.stdin()).split("\n")[0] ?? "").trim()
-      program = Effect.map(Effect.flatMap(Access, (a) => a.addUser(username, password, o.grants)), () =>
-        `created user ${username}${o.grants.length > 0 ? ` with ${o.grants.join(", ")}` : ""}`
+    case "list":
+      program = Effect.map(Effect.flatMap(Access, (a) => a.users), (us) =>
+        o.json === true ? JSON.stringify(us.map(userJson)) : us.length === 0 ? "no users" : userLines(us)
       )
+      break
+    case "add": {
+      const password = await readPassword(io)
+      program = Effect.as(Effect.flatMap(Access, (a) => a.addUser(o.username, password, o.grants)), doneLine(o))
+      break
+    }
+    case "password": {
+      const password = await readPassword(io)
+      program = Effect.as(Effect.flatMap(Access, (a) => a.setPassword(o.username, password)), doneLine(o))
       break
     }
     case "grant":
-      program = Effect.map(Effect.flatMap(Access, (a) => a.grant(username, o.permission)), () => `granted ${o.permission} to ${username}`)
+      program = Effect.as(Effect.flatMap(Access, (a) => a.grant(o.username, o.permission)), doneLine(o))
       break
     case "revoke":
-      program = Effect.map(Effect.flatMap(Access, (a) => a.revoke(username, o.permission)), () => `removed ${o.permission} from ${username}`)
+      program = Effect.as(Effect.flatMap(Access, (a) => a.revoke(o.username, o.permission)), doneLine(o))
       break
     case "disable":
-    case "enable": {
-      const disabled = o.op === "disable"
-      program = Effect.map(Effect.flatMap(Access, (a) => a.setDisabled(username, disabled)), () => `${disabled ? "disabled" : "enabled"} ${username}`)
+    case "enable":
+      program = Effect.as(Effect.flatMap(Access, (a) => a.setDisabled(o.username, o.op === "disable")), doneLine(o))
       break
-    }
     case "token":
-      program = Effect.map(Effect.flatMap(Access, (a) => a.issueToken(username, o.name, o.days)), (token) =>
-        o.json === true ? JSON.stringify({ username, name: o.name, expiresDays: o.days, token }) : token
+      program = Effect.map(Effect.flatMap(Access, (a) => a.issueToken(o.username, o.name, o.days)), (token) =>
+        o.json === true ? JSON.stringify({ username: o.username, name: o.name, expiresDays: o.days, token }) : token
       )
       break
     case "tokens":
-      program = Effect.map(Effect.flatMap(Access, (a) => a.tokens(username)), (ts) =>
+      program = Effect.map(Effect.flatMap(Access, (a) => a.tokens(o.username)), (ts) =>
         o.json === true
           ? JSON.stringify(ts.map(tokenJson))
-          : ts.length === 0 ? `${username} has no API tokens` : ts.map(tokenLine).join("\n")
+          : ts.length === 0 ? `${o.username} has no API tokens` : ts.map(tokenLine).join("\n")
       )
       break
     case "revoke-token":
-      program = Effect.map(Effect.flatMap(Access, (a) => a.revokeToken(username, o.id)), (t) => `revoked token ${t.id} (${t.name}) of ${username}`)
+      program = Effect.map(Effect.flatMap(Access, (a) => a.revokeToken(o.username, o.id)), (t) => `revoked token ${t.id} (${t.name}) of ${o.username}`)
       break
   }
   const exit = await Effect.runPromiseExit(program.pipe(Effect.provide(AccessLive), Effect.provide(db)))
@@ -135,6 +121,7 @@ export const runUsersOp = async (o: UsersOp, io: UsersIo, db: Layer.Layer<Db, Db
 /** Parses `users` argv (after `users`) into one operation; undefined on a usage error. */
 const parseUsersArgs = (args: ReadonlyArray<string>): UsersOp | undefined => {
   const [sub, username, ...rest] = args
+  if (sub === "list") return username === undefined ? { op: "list" } : username === "--json" && rest.length === 0 ? { op: "list", json: true } : undefined
   if (username === undefined) return undefined
   switch (sub) {
     case "add": {
@@ -153,6 +140,7 @@ const parseUsersArgs = (args: ReadonlyArray<string>): UsersOp | undefined => {
     }
     case "disable":
     case "enable":
+    case "password":
       return rest.length === 0 ? { op: sub, username } : undefined
     case "token": {
       const options = tokenOptions(rest)

@@ -14,20 +14,16 @@ import { explainStartFailure } from "./explain.ts"
 
 const optional = (flag: string, value: Option.Option<string | number>) => (Option.isSome(value) ? [flag, String(value.value)] : [])
 
-/**
- * Why there is no installation to run in (DATABASE_URL unset, no embedded database in the data dir
- * `serve` uses: KINTSUGI_DATA_DIR, default .kintsugi), or undefined. A database held by a live process
- * is an installation (opening it then says who holds it).
- */
-const missingInstallation = Effect.gen(function* () {
-  const url = yield* Config.option(Config.string("DATABASE_URL")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
-  if (Option.isSome(url) && url.value.trim() !== "") return undefined
-  const dir = yield* Config.string("KINTSUGI_DATA_DIR").pipe(Config.withDefault(".kintsugi"), Effect.orElseSucceed(() => ".kintsugi"))
-  const [{ existsSync }, { resolve, join }, { dataDirLockHolder }] = yield* Effect.promise(() => Promise.all([import("node:fs"), import("node:path"), import("../db/Db.ts")]))
-  const data = join(resolve(dir === "" ? ".kintsugi" : dir), "data")
-  if (existsSync(join(data, "PG_VERSION")) || dataDirLockHolder(data) !== undefined) return undefined
-  return `no kintsugi installation here: no server answers and ${resolve(dir === "" ? ".kintsugi" : dir)} holds no database; run \`kintsugi serve\` (or \`kintsugi migrate\`) in the directory you mean, or set KINTSUGI_DATA_DIR or DATABASE_URL`
-})
+/** Why there is no installation to run in (installation.ts: DATABASE_URL, else the data dir), or undefined. */
+const missingInstallation = (serverUrl: string) =>
+  Effect.gen(function* () {
+    const url = yield* Config.option(Config.string("DATABASE_URL")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
+    const dir = yield* Config.option(Config.string("KINTSUGI_DATA_DIR")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
+    const installation = yield* Effect.promise(() => import("./installation.ts"))
+    return yield* Effect.promise(() =>
+      installation.missingInstallation({ databaseUrl: Option.getOrUndefined(url), dataDir: installation.resolveDataDir(Option.getOrUndefined(dir)), serverUrl })
+    )
+  })
 
 export const runCommand = Command.make(
   "run",
@@ -78,7 +74,7 @@ export const runCommand = Command.make(
         return yield* exitWith(yield* remote.runRemoteJob({ ...where, token: where.token }, parsed, { write, log, render }))
       }
       // No server: this process opens the installation `serve` would, and never creates one.
-      const missing = yield* missingInstallation
+      const missing = yield* missingInstallation(where.url)
       if (missing !== undefined) {
         log(`kintsugi run: ${missing}`)
         return yield* exitWith(1)

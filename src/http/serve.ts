@@ -20,7 +20,7 @@ export const ensureAdmin = Effect.gen(function* () {
   process.stdout.write(
     given !== undefined && given !== ""
       ? "kintsugi: created user admin (password from KINTSUGI_ADMIN_PASSWORD)\n"
-      : `kintsugi: created user admin with password ${password}\n          (shown once; change it with kintsugi users add / set KINTSUGI_ADMIN_PASSWORD on a fresh database)\n`
+      : `kintsugi: created user admin with password ${password}\n          (shown once; change it after signing in, at /account/password, or with: kintsugi users password admin)\n`
   )
 })
 

@@ -43,8 +43,11 @@ describe("table owners", () => {
     // cache location (also read by the Docker build's one-line template step), the portal's "sandbox off"
     // note in views (the same KINTSUGI_SANDBOX the job children inherit), and a cold job child's sandbox
     // probe, started before Effect is loaded (jobChildLoad.ts: KINTSUGI_SANDBOX read by sandboxConfigFromEnv,
-    // the function the kernel's Config path uses, and the worker's KINTSUGI_SANDBOX_PROBED). Anything new here fails.
+    // the function the kernel's Config path uses, and the worker's KINTSUGI_SANDBOX_PROBED). And the command's
+    // entry, which pins KINTSUGI_DATA_DIR to an absolute path before anything reads it (src/cli/installation.ts).
+    // Anything new here fails.
     expect(readers.filter((f) => (f.startsWith("src/") && !f.startsWith("src/testing/")) || f.startsWith("views/")).sort()).toEqual([
+      "src/cli.ts",
       "src/db/dataDirTemplate.ts",
       "src/jobChildLoad.ts",
       "src/processSecrets.ts",

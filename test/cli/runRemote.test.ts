@@ -9,6 +9,7 @@ import { Effect } from "effect"
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { INSTALL_DIR } from "../../src/cli/installation.ts"
 import { listen } from "../../src/http/serve.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
@@ -124,11 +125,14 @@ describe("with a server up", () => {
 test("no server and no installation: one clear line, exit 1, no data dir created", async () => {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-nowhere-")))
   workDir(dir)
-  const r = await finished(spawnRun(dir, { KINTSUGI_URL: NO_SERVER, KINTSUGI_JOB_ROOTS: dir }))
+  // A relative data dir is taken from the installation directory, not from the shell's folder.
+  const relative = `test-artifacts/run-absent-${process.pid}`
+  const r = await finished(spawnRun(dir, { KINTSUGI_URL: NO_SERVER, KINTSUGI_JOB_ROOTS: dir, KINTSUGI_DATA_DIR: relative }))
   expect(r.code).toBe(1)
   expect(r.out).toBe("")
   expect(r.err.trim().split("\n")).toHaveLength(1)
-  expect(r.err).toContain(`no kintsugi installation here: no server answers and ${join(dir, ".kintsugi")} holds no database`)
+  expect(r.err).toContain(`no kintsugi installation found: no server answers at ${NO_SERVER} and the data dir ${join(INSTALL_DIR, relative)} holds no database`)
   expect(existsSync(join(dir, ".kintsugi"))).toBe(false)
+  expect(existsSync(join(INSTALL_DIR, relative))).toBe(false)
   rmSync(dir, { recursive: true, force: true })
 })

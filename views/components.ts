@@ -91,16 +91,17 @@ export const unconfinedTools = (tools: ReadonlyArray<string> | undefined): Array
 /** Whether this installation runs process tools without the sandbox (KINTSUGI_SANDBOX=off). */
 export const processToolsUnconfined = (): boolean => sandboxConfigFromEnv(process.env).mode === "off"
 
-/** What granting shell/git means here: unconfined with KINTSUGI_SANDBOX=off, else inside bubblewrap. */
+/** What granting shell/git means here: unconfined with KINTSUGI_SANDBOX=off, else inside the process sandbox (bubblewrap or Landlock). */
 export const unconfinedWarning = (tools: ReadonlyArray<string> | undefined, unconfined: boolean = processToolsUnconfined()): Html => {
   const granted = unconfinedTools(tools)
   if (granted.length === 0) return html``
   if (!unconfined) {
     return alert(
       "info",
-      html`${granted.join(" and ")} ${granted.length === 1 ? "runs" : "run"} in the bubblewrap sandbox: only the workspace is visible
-      (sources read-only, the output folder writable), with no network and no other process. Where the sandbox is not available,
-      jobs of this agent are refused.`,
+      html`${granted.join(" and ")} ${granted.length === 1 ? "runs" : "run"} in the process sandbox (bubblewrap, or Landlock where
+      user namespaces are blocked, as in a container): only the workspace is reachable (sources read-only, the output folder
+      writable), with no network, no other process, and bounded memory, processes, CPU time and disk. Where no sandbox is
+      available, jobs of this agent are refused.`,
       `This agent grants ${granted.join(" and ")}.`
     )
   }

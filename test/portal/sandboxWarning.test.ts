@@ -13,7 +13,7 @@ describe("process tools note", () => {
   test("with the sandbox: says so, and that jobs are refused where it is missing", () => {
     const text = unconfinedWarning(["shell"], false).text
     expect(text).not.toContain("unconfined")
-    expect(text).toContain("shell runs in the bubblewrap sandbox")
+    expect(text).toContain("shell runs in the process sandbox (bubblewrap, or Landlock")
     expect(text).toContain("jobs of this agent are refused")
   })
 

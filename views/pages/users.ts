@@ -122,7 +122,7 @@ export const userPage = (ctx: PageContext, user: UserView, options: { readonly n
     ${generalProblems("permissions-general", options.problems.permissions, "The permissions were not changed")}
     <input type="hidden" name="permissions" value="">
     ${permissionChecks("perm", user.permissions)}
-    <div class="save-bar"><button type="submit" class="primary">Save permissions</button></div>
+    <div class="actions"><button type="submit" class="primary">Save permissions</button></div>
   </form>
   <form method="post" action="${userHref(user.username, "/password")}" class="stack card" novalidate>
     <h2>Reset password</h2>
@@ -131,7 +131,7 @@ export const userPage = (ctx: PageContext, user: UserView, options: { readonly n
       <p class="hint" id="hint-reset">At least 12 characters. Ends ${self ? "your" : "their"} sessions at once; API tokens keep working.</p>
       <input id="f-reset" name="password" type="password" autocomplete="new-password" aria-describedby="hint-reset ${slotId("reset")}">
       ${fieldProblems("reset", options.problems.password)}</div>
-    <div class="save-bar"><button type="submit" class="secondary">Set password</button></div>
+    <div class="actions"><button type="submit" class="secondary">Set password</button></div>
   </form>
   ${
     self
@@ -141,7 +141,7 @@ export const userPage = (ctx: PageContext, user: UserView, options: { readonly n
     ${csrfField(ctx)}
     <p class="muted">${user.disabledAt === null ? "Ends their sessions; their tokens and sign-in are refused until enabled again." : "They can sign in again and their tokens work again."}</p>
     <input type="hidden" name="disabled" value="${user.disabledAt === null ? "true" : "false"}">
-    <div class="save-bar"><button type="submit" class="${user.disabledAt === null ? "danger" : "secondary"}">${user.disabledAt === null ? "Disable" : "Enable"} ${user.username}</button></div>
+    <div class="actions"><button type="submit" class="${user.disabledAt === null ? "danger" : "secondary"}">${user.disabledAt === null ? "Disable" : "Enable"} ${user.username}</button></div>
   </form>`
   }`
   )

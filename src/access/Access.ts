@@ -8,6 +8,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { cachedUntilWrite, DbWrites } from "../db/DbWrites.ts"
 import { traced } from "../telemetry/traced.ts"
 import { InvalidCredentials, InvalidToken, InvalidUser, TokenNotFound, UnknownUser, UserExists, WouldLockOut } from "./errors.ts"
+import { refuseLockOut } from "./lastHolders.ts"
 
 export const PERMISSIONS = ["agents.manage", "providers.manage", "metrics.read"] as const
 export type Permission = (typeof PERMISSIONS)[number]
@@ -171,32 +172,6 @@ export const makeAccess = Effect.gen(function* () {
 
   const tokenColumns = sql.unsafe(`id, name, created_at, last_used_at, expires_at, revoked_at,
     CASE WHEN revoked_at IS NOT NULL THEN 'revoked' WHEN expires_at <= now() THEN 'expired' ELSE 'active' END AS status`)
-  /**
-   * Why `user` may not become `after` (enabled or not, with these permissions), or undefined: the
-   * last-holder rules, run inside the change's transaction against the rows as they are before it.
-   */
-  const lockOutProblem = (user: UserRow & { disabledAt: Date | null }, after: { readonly enabled: boolean; readonly permissions: ReadonlySet<Permission> }) =>
-    Effect.gen(function* () {
-      if (user.disabledAt !== null) return undefined
-      const before = yield* permissionsOf(user.id)
-      const alone: Array<Permission> = []
-      for (const p of ADMIN_PERMISSIONS) {
-        if (!before.has(p) || (after.enabled && after.permissions.has(p))) continue
-        const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM admin.user_permission p JOIN admin.app_user u ON u.id = p.user_id
-          WHERE p.permission = ${p} AND u.disabled_at IS NULL AND u.id <> ${user.id}`
-        if ((rows[0]?.n ?? 0) === 0) alone.push(p)
-      }
-      if (alone.length > 0) return `${user.username} is the last enabled user with ${alone.join(", ")}; grant it to someone else first`
-      if (!isAdmin({ permissions: before }) || (after.enabled && isAdmin(after))) return undefined
-      // Each permission held by someone is not enough: users are managed only by a holder of all of them.
-      const admins = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM admin.app_user u
-        WHERE u.disabled_at IS NULL AND u.id <> ${user.id}
-          AND (SELECT count(*) FROM admin.user_permission p WHERE p.user_id = u.id AND p.permission IN ${sql.in(ADMIN_PERMISSIONS)}) = ${ADMIN_PERMISSIONS.length}`
-      return (admins[0]?.n ?? 0) === 0
-        ? `${user.username} is the last enabled user with every admin permission (${ADMIN_PERMISSIONS.join(" and ")}); without one nobody can manage users: make someone else an admin first`
-        : undefined
-    })
-  const refuseLockOut = (problem: string | undefined) => (problem === undefined ? Effect.void : Effect.fail(new WouldLockOut({ message: problem })))
   // One change to users or permissions at a time: two admins disabling each other concurrently must not both pass the last-holder check.
   const lockedChange = <A, E>(change: Effect.Effect<A, E, never>) =>
     sql.withTransaction(Effect.zipRight(sql`SELECT pg_advisory_xact_lock(40040)`, change)).pipe(Effect.catchTag("SqlError", Effect.die))
@@ -241,7 +216,7 @@ export const makeAccess = Effect.gen(function* () {
           Effect.gen(function* () {
             const user = yield* userOrFail(username)
             const wanted = new Set(permissions)
-            yield* refuseLockOut(yield* lockOutProblem(user, { enabled: user.disabledAt === null, permissions: wanted }))
+            yield* refuseLockOut(sql, ADMIN_PERMISSIONS, user, yield* permissionsOf(user.id), { enabled: user.disabledAt === null, permissions: wanted })
             if (wanted.size === 0) yield* sql`DELETE FROM admin.user_permission WHERE user_id = ${user.id}`
             else yield* sql`DELETE FROM admin.user_permission WHERE user_id = ${user.id} AND permission NOT IN ${sql.in([...wanted])}`
             for (const p of wanted) yield* sql`INSERT INTO admin.user_permission (user_id, permission) VALUES (${user.id}, ${p}) ON CONFLICT DO NOTHING`
@@ -373,9 +348,9 @@ export const makeAccess = Effect.gen(function* () {
       lockedChange(
         Effect.gen(function* () {
           const user = yield* userOrFail(username)
-          const remaining = yield* permissionsOf(user.id)
-          remaining.delete(permission)
-          yield* refuseLockOut(yield* lockOutProblem(user, { enabled: user.disabledAt === null, permissions: remaining }))
+          const held = yield* permissionsOf(user.id)
+          const remaining = new Set([...held].filter((p) => p !== permission))
+          yield* refuseLockOut(sql, ADMIN_PERMISSIONS, user, held, { enabled: user.disabledAt === null, permissions: remaining })
           yield* sql`DELETE FROM admin.user_permission WHERE user_id = ${user.id} AND permission = ${permission}`
         })
       ),
@@ -389,7 +364,8 @@ export const makeAccess = Effect.gen(function* () {
           }
           if (actor === username) return yield* Effect.fail(new WouldLockOut({ message: "you cannot disable yourself" }))
           if (user.disabledAt !== null) return
-          yield* refuseLockOut(yield* lockOutProblem(user, { enabled: false, permissions: yield* permissionsOf(user.id) }))
+          const held = yield* permissionsOf(user.id)
+          yield* refuseLockOut(sql, ADMIN_PERMISSIONS, user, held, { enabled: false, permissions: held })
           yield* sql`UPDATE admin.app_user SET disabled_at = now() WHERE id = ${user.id}`
           yield* sql`DELETE FROM admin.session WHERE user_id = ${user.id}`
         })

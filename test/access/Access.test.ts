@@ -174,6 +174,16 @@ describe("kintsugi users", () => {
     expect(token.startsWith("kt_")).toBe(true)
     const principal = await db.run(Effect.flatMap(Access, (a) => a.bearer(token)))
     expect(Option.map(principal, (p) => [...p.permissions].sort())).toEqual(Option.some(["agents.manage", "providers.manage"]))
+    expect(await usersMain(["list"], io, layer)).toBe(0)
+    expect(out.pop()?.split("\n").find((l) => l.startsWith("erin "))).toMatch(/^erin +agents\.manage,providers\.manage  enabled  created \S+ \S+$/)
+    expect(await usersMain(["list", "--json"], io, layer)).toBe(0)
+    expect(JSON.parse(out.pop()!).find((u: { username: string }) => u.username === "erin")).toMatchObject({ permissions: ["agents.manage", "providers.manage"], disabled: false })
+    const other = { ...io, stdin: async () => "erin's next password\n" }
+    expect(await usersMain(["password", "erin"], other, layer)).toBe(0)
+    expect(out.pop()).toBe("set the password of erin; their sessions ended")
+    await db.run(Effect.flatMap(Access, (a) => a.signIn("erin", "erin's next password")))
+    expect(await usersMain(["password", "erin"], { ...io, stdin: async () => "short\n" }, layer)).toBe(1)
+    expect(err.pop()).toBe("kintsugi users: a password has at least 12 characters")
     expect(await usersMain(["grant", "erin", "superuser"], io, layer)).toBe(2)
     expect(await usersMain(["frobnicate", "erin"], io, layer)).toBe(2)
   })
@@ -186,7 +196,7 @@ describe("kintsugi users", () => {
     const noDb = Layer.effectContext(Effect.die("the database was opened"))
     for (const args of [["--help"], ["help"], ["token", "erin", "--help"], ["-h"]]) {
       expect(await usersMain(args, io, noDb)).toBe(0)
-      expect(out.pop()).toStartWith("usage:\n  kintsugi users add")
+      expect(out.pop()).toStartWith("usage:\n  kintsugi users list")
     }
     expect(err).toEqual([])
     const layer = Layer.succeedContext(await db.run(Effect.context<Db>()))

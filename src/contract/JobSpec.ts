@@ -12,6 +12,16 @@ const Positive = Schema.Number.pipe(
   Schema.filter((n) => (Number.isInteger(n) && n > 0 ? undefined : `must be a positive integer, got ${n}`))
 )
 
+/** What a job's processes may take, each a lowering of the runtime's own setting (absent = that setting). */
+export const ResourceLimits = Schema.Struct({
+  memoryMb: Schema.optionalWith(Positive, { exact: true }),
+  processes: Schema.optionalWith(Positive, { exact: true }),
+  cpuSec: Schema.optionalWith(Positive, { exact: true }),
+  tmpMb: Schema.optionalWith(Positive, { exact: true }),
+  outDirMb: Schema.optionalWith(Positive, { exact: true })
+})
+export type ResourceLimits = typeof ResourceLimits.Type
+
 export const Limits = Schema.Struct({
   timeoutSec: Schema.Number.pipe(
     Schema.filter((n) => (Number.isFinite(n) && n > 0 ? undefined : `must be a positive number of seconds, got ${n}`))
@@ -29,16 +39,7 @@ export const Limits = Schema.Struct({
     { exact: true }
   ),
   /** What the job's processes may take; each value can only lower the runtime's own setting, never raise it. */
-  resources: Schema.optionalWith(
-    Schema.Struct({
-      memoryMb: Schema.optionalWith(Positive, { exact: true }),
-      processes: Schema.optionalWith(Positive, { exact: true }),
-      cpuSec: Schema.optionalWith(Positive, { exact: true }),
-      tmpMb: Schema.optionalWith(Positive, { exact: true }),
-      outDirMb: Schema.optionalWith(Positive, { exact: true })
-    }),
-    { exact: true }
-  )
+  resources: Schema.optionalWith(ResourceLimits, { exact: true })
 })
 export type Limits = typeof Limits.Type
 

@@ -1,9 +1,11 @@
 /**
  * Projects (`runtime.project`): the one owner of the table's reads and writes. A project may carry a
- * root inside the job roots; its jobs' workspaces must then lie inside it (JobRoots enforces that).
+ * root inside the job roots; its jobs' workspaces must then lie inside it (JobRoots enforces that). It
+ * may also lower the resources its jobs' process tools may take (buildEnvelope applies them).
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Either, Layer, Schema } from "effect"
+import { ResourceLimits } from "../contract/JobSpec.ts"
 import { Problem } from "../contract/Problem.ts"
 import { traced } from "../telemetry/traced.ts"
 import { JobRoots } from "./JobRoots.ts"
@@ -13,19 +15,33 @@ export interface Project {
   readonly name: string
   /** As given at creation; every job of the project resolves it again (symlinks followed). */
   readonly root: string | null
+  /** Lowers the server's job resources for the project's jobs; a field absent = the server's setting. */
+  readonly resources: ResourceLimits
   readonly createdAt: Date
 }
+
+/** A row as stored: `resources` is jsonb, decoded rather than trusted. */
+const ProjectRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  root: Schema.NullOr(Schema.String),
+  resources: ResourceLimits,
+  createdAt: Schema.DateFromSelf
+})
+const decodeRows = Schema.decodeUnknown(Schema.Array(ProjectRow))
 
 export const ProjectInput = Schema.Struct({
   id: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/, { message: () => "must match [a-z0-9][a-z0-9._-]* (at most 64 characters)" })),
   name: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
   /** A directory inside the job roots that the project's job workspaces must lie inside. */
-  root: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })), { exact: true })
+  root: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })), { exact: true }),
+  /** Resource limits the project's jobs may not exceed (each lower than the server's to have an effect). */
+  resources: Schema.optionalWith(ResourceLimits, { exact: true })
 })
 export type ProjectInput = typeof ProjectInput.Type
 
-/** A project's settings (everything but the id, which never changes): absent `root` = no root. */
-export const ProjectSettings = Schema.Struct({ name: ProjectInput.fields.name, root: ProjectInput.fields.root })
+/** A project's settings (everything but the id, which never changes): absent `root` = no root, absent `resources` = the server's. */
+export const ProjectSettings = Schema.Struct({ name: ProjectInput.fields.name, root: ProjectInput.fields.root, resources: ProjectInput.fields.resources })
 export type ProjectSettings = typeof ProjectSettings.Type
 
 export class ProjectExists extends Schema.TaggedError<ProjectExists>()("ProjectExists", { id: Schema.String }) {
@@ -54,9 +70,9 @@ export class Projects extends Context.Tag("worker/Projects")<
     /** Creates a project; a `root` must resolve (symlinks followed) to a directory inside the job roots. Ids are never reused. */
     readonly create: (input: ProjectInput) => Effect.Effect<Project, ProjectExists | ProjectRootInvalid>
     /**
-     * Replaces a project's name and root (checked as at creation; absent = none). Every job of the
-     * project that starts from now on is confined to the new root (a queued one outside it is refused
-     * at its start); jobs already running keep the workspace they were admitted with.
+     * Replaces a project's name, root and resources (checked as at creation; absent = none). Every job
+     * of the project that starts from now on is confined to the new root (a queued one outside it is
+     * refused at its start) and gets the new resources; jobs already running keep what they started with.
      */
     readonly update: (id: string, settings: ProjectSettings) => Effect.Effect<Project, ProjectNotFound | ProjectRootInvalid>
   }
@@ -71,26 +87,29 @@ export const makeProjects: Effect.Effect<Projects["Type"], never, SqlClient | Jo
       const resolved = yield* roots.projectRoot(root)
       if (Either.isLeft(resolved)) return yield* Effect.fail(new ProjectRootInvalid({ problems: resolved.left }))
     })
+  // A row that does not decode is a broken database, not a caller's problem: a defect.
+  const rows = <E>(query: Effect.Effect<ReadonlyArray<unknown>, E>): Effect.Effect<ReadonlyArray<Project>> =>
+    Effect.orDie(Effect.flatMap(query, decodeRows))
+  const COLUMNS = sql.literal("id, name, root, resources, created_at")
   const service: Projects["Type"] = {
-    list: Effect.orDie(sql<Project>`SELECT id, name, root, created_at FROM runtime.project ORDER BY id`),
+    list: rows(sql`SELECT ${COLUMNS} FROM runtime.project ORDER BY id`),
     get: (id) =>
-      Effect.flatMap(Effect.orDie(sql<Project>`SELECT id, name, root, created_at FROM runtime.project WHERE id = ${id}`), (rows) =>
-        rows[0] === undefined ? Effect.fail(new ProjectNotFound({ id })) : Effect.succeed(rows[0])
+      Effect.flatMap(rows(sql`SELECT ${COLUMNS} FROM runtime.project WHERE id = ${id}`), (found) =>
+        found[0] === undefined ? Effect.fail(new ProjectNotFound({ id })) : Effect.succeed(found[0])
       ),
     create: (p) =>
       Effect.gen(function* () {
         yield* checkRoot(p.root)
-        const rows = yield* Effect.orDie(sql<Project>`INSERT INTO runtime.project (id, name, root) VALUES (${p.id}, ${p.name}, ${p.root ?? null})
-          ON CONFLICT (id) DO NOTHING RETURNING id, name, root, created_at`)
-        const created = rows[0]
+        const created = (yield* rows(sql`INSERT INTO runtime.project (id, name, root, resources)
+          VALUES (${p.id}, ${p.name}, ${p.root ?? null}, ${JSON.stringify(p.resources ?? {})}::jsonb)
+          ON CONFLICT (id) DO NOTHING RETURNING ${COLUMNS}`))[0]
         return created === undefined ? yield* Effect.fail(new ProjectExists({ id: p.id })) : created
       }),
     update: (id, p) =>
       Effect.gen(function* () {
         yield* checkRoot(p.root)
-        const rows = yield* Effect.orDie(sql<Project>`UPDATE runtime.project SET name = ${p.name}, root = ${p.root ?? null} WHERE id = ${id}
-          RETURNING id, name, root, created_at`)
-        const updated = rows[0]
+        const updated = (yield* rows(sql`UPDATE runtime.project SET name = ${p.name}, root = ${p.root ?? null}, resources = ${JSON.stringify(p.resources ?? {})}::jsonb
+          WHERE id = ${id} RETURNING ${COLUMNS}`))[0]
         return updated === undefined ? yield* Effect.fail(new ProjectNotFound({ id })) : updated
       })
   }

@@ -24,6 +24,7 @@ import { CLI_PATH, runJobProcess } from "./JobProcess.ts"
 import { JobStore, type JobRow, type Settlement } from "./JobStore.ts"
 import { exportKernelSpans, toolNameCheck } from "./JobTrace.ts"
 import { MemoryStore } from "./memory/MemoryStore.ts"
+import type { Projects } from "./Projects.ts"
 import type { ServiceHandlers, ServicesEndpoint } from "./Services.ts"
 import { ServiceTokens } from "./ServiceTokens.ts"
 
@@ -36,6 +37,7 @@ export type WorkerServices =
   | ProviderStore
   | McpServers
   | JobRoots
+  | Projects
   | Metrics
   | ServiceHandlers
   | ServiceTokens

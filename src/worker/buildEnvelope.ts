@@ -1,7 +1,8 @@
 /**
  * Resolves everything a job needs at its start into the job child's envelope: the agent's current
  * version (embedded whole), the binding (project, then installation default), the provider config
- * with its key decrypted, the job boundary. A binding or agent change therefore applies to the next job, not this one.
+ * with its key decrypted, the job boundary, the project's resource limits. A binding, agent or project
+ * change therefore applies to the next job, not this one.
  */
 import { Effect, Schema } from "effect"
 import { AgentStore } from "../agents/AgentStore.ts"
@@ -9,7 +10,7 @@ import { resolveAgentDefinition } from "../agents/resolveAgentDefinition.ts"
 import { SkillStore } from "../agents/SkillStore.ts"
 import type { AgentDefinition } from "../contract/AgentDefinition.ts"
 import type { JobEnvelope, SkillFile } from "../contract/AgentRuntime.ts"
-import type { JobSpec } from "../contract/JobSpec.ts"
+import type { Limits, JobSpec, ResourceLimits } from "../contract/JobSpec.ts"
 import { mcpServersOf } from "../agents/validateAgent.ts"
 import { Bindings } from "../providers/Bindings.ts"
 import { McpServers } from "../providers/McpServers.ts"
@@ -17,6 +18,7 @@ import { ProviderStore } from "../providers/ProviderStore.ts"
 import { requestedServiceTools, SERVICE_TOOL_GROUPS, SERVICE_TOOLS } from "../contract/AgentDefinition.ts"
 import { JobRoots } from "./JobRoots.ts"
 import type { JobRow } from "./JobStore.ts"
+import { Projects } from "./Projects.ts"
 import { ServiceHandlers, ServicesEndpoint } from "./Services.ts"
 import { ServiceTokens } from "./ServiceTokens.ts"
 
@@ -68,12 +70,33 @@ const skillFilesOf = (agent: AgentDefinition): Effect.Effect<ReadonlyArray<Skill
     (bySkill) => [...bySkill].flatMap(([skill, files]) => files.map((f) => ({ skill, path: f.path, contentBase64: Buffer.from(f.content).toString("base64") })))
   )
 
+const RESOURCE_KEYS: ReadonlyArray<keyof ResourceLimits> = ["memoryMb", "processes", "cpuSec", "tmpMb", "outDirMb"]
+
+/** The job's limits with each resource at the lower of the job's own and the project's; absent on both = the server's. */
+const lowerToProject = (limits: Limits, project: ResourceLimits): Limits => {
+  const lowered: { -readonly [K in keyof ResourceLimits]: ResourceLimits[K] } = {}
+  for (const key of RESOURCE_KEYS) {
+    const values = [limits.resources?.[key], project[key]].filter((v) => v !== undefined)
+    if (values.length > 0) lowered[key] = Math.min(...values)
+  }
+  return Object.keys(lowered).length === 0 ? limits : { ...limits, resources: lowered }
+}
+
+/** The resources the job's project lowers; none for a job without a project or of a project id never created. */
+const projectResources = (projectId: string): Effect.Effect<ResourceLimits, never, Projects> =>
+  projectId === ""
+    ? Effect.succeed({})
+    : Effect.flatMap(Projects, (p) => p.get(projectId)).pipe(
+        Effect.map((project) => project.resources),
+        Effect.catchTag("ProjectNotFound", () => Effect.succeed({}))
+      )
+
 export const buildEnvelope = (
   job: JobRow
 ): Effect.Effect<
   ResolvedJob,
   JobSetupFailed,
-  AgentStore | SkillStore | Bindings | ProviderStore | McpServers | JobRoots | ServiceHandlers | ServiceTokens | ServicesEndpoint
+  AgentStore | SkillStore | Bindings | ProviderStore | McpServers | JobRoots | Projects | ServiceHandlers | ServiceTokens | ServicesEndpoint
 > =>
   Effect.gen(function* () {
     // A job pinned to a version (an eval) runs that version; every other job the current one.
@@ -93,7 +116,8 @@ export const buildEnvelope = (
       task: job.task,
       model: { provider: binding.providerId, id: binding.modelId, ...(binding.thinking === null ? {} : { thinking: binding.thinking }) },
       workspace: job.workspace,
-      limits: job.limits,
+      // The job child lowers these again to the server's own settings, so neither may raise one.
+      limits: lowerToProject(job.limits, yield* projectResources(job.projectId)),
       ...(servers.length === 0 ? {} : { mcp: { servers } }),
       metadata: { ...job.metadata, jobId: job.id, ...(job.projectId === "" ? {} : { projectId: job.projectId }) }
     }

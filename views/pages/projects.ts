@@ -1,10 +1,12 @@
 /**
  * Projects: the list, creation (id, name, optional root inside the job roots), and a project's page
- * with its settings (a form for agents.manage) and the model bindings that apply to its jobs. A project's sections are one
+ * with its settings (a form for agents.manage: name, root, resource limits that lower the server's) and
+ * the model bindings that apply to its jobs. A project's sections are one
  * sub-navigation (`PROJECT_SECTIONS`): a page of its own (memory, web, …) adds one line there.
  */
 import type { Binding } from "../../src/providers/Bindings.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
+import type { JobResources } from "../../src/tools/jobResources.ts"
 import type { Project } from "../../src/worker/Projects.ts"
 import { agentHref, alert, emptyState, errorSummary, fieldProblems, pageHeader, postInPlace, slotId, time } from "../components.ts"
 import { plainMessage } from "../forms/plainProblems.ts"
@@ -58,32 +60,77 @@ export const projectsPage = (ctx: PageContext, projects: ReadonlyArray<Project>,
   }`
   )
 
+type ResourceKey = keyof JobResources
+
+/** The job resources a project may lower, in the order the form and the facts list them. */
+const RESOURCES: Readonly<Record<ResourceKey, { readonly label: string; readonly unit: string }>> = {
+  memoryMb: { label: "Memory", unit: "MiB" },
+  processes: { label: "Processes at once", unit: "" },
+  cpuSec: { label: "CPU time per process", unit: "s" },
+  tmpMb: { label: "Temporary space", unit: "MiB" },
+  outDirMb: { label: "Output directory", unit: "MiB" }
+}
+const RESOURCE_KEYS: ReadonlyArray<ResourceKey> = ["memoryMb", "processes", "cpuSec", "tmpMb", "outDirMb"]
+/** A resource's value with its unit: "512 MiB", "16". */
+const amount = (key: ResourceKey, n: number): string => (RESOURCES[key].unit === "" ? String(n) : `${n} ${RESOURCES[key].unit}`)
+
 export interface ProjectFormValues {
   readonly id: string
   readonly name: string
   readonly root: string
+  /** The resource fields as typed (edit form only); "" = the server's setting. */
+  readonly resources?: Readonly<Partial<Record<ResourceKey, string>>>
 }
 
-const LABELS: Readonly<Record<string, string>> = { id: "Id", name: "Name", root: "Root folder" }
+const LABELS: Readonly<Record<string, string>> = {
+  id: "Id",
+  name: "Name",
+  root: "Root folder",
+  ...Object.fromEntries(RESOURCE_KEYS.map((k) => [k, RESOURCES[k].label]))
+}
 const HINTS: Readonly<Record<string, string>> = {
   id: "Lower-case letters, digits, dots, dashes and underscores (at most 64). Jobs name the project by it; it cannot change or be reused.",
   name: "What people call it.",
   root: "Optional: a folder inside the job roots. Every job of the project must then work inside it."
 }
-/** A problem's field; one the form has no field for (the id, when editing) goes to the first field. */
-const slotOf = (p: Problem, slots: ReadonlyArray<string>): string => (slots.includes(p.path) ? p.path : slots[0] ?? "name")
+/**
+ * A problem's field (`resources.memoryMb` is the field `memoryMb`); one the form has no field for (the
+ * id, when editing) goes to the first field.
+ */
+const slotOf = (p: Problem, slots: ReadonlyArray<string>): string => {
+  const path = p.path.startsWith("resources.") ? p.path.slice("resources.".length) : p.path
+  return slots.includes(path) ? path : slots[0] ?? "name"
+}
 
-/** The fields of a project form (`slots`: id, name, root when creating; name, root when editing), with the summary on top. */
-const projectFields = (values: ProjectFormValues, problems: ReadonlyArray<Problem>, slots: ReadonlyArray<keyof ProjectFormValues>): Html => {
-  const at = (slot: string) => problems.filter((p) => slotOf(p, slots) === slot)
-  const input = (slot: keyof ProjectFormValues) => html`
+/**
+ * The fields of a project form (`slots`: id, name, root when creating; name, root when editing), with
+ * the summary on top; with `server` (editing), the resource limits below them.
+ */
+const projectFields = (values: ProjectFormValues, problems: ReadonlyArray<Problem>, slots: ReadonlyArray<"id" | "name" | "root">, server?: JobResources): Html => {
+  const all: ReadonlyArray<string> = server === undefined ? slots : [...slots, ...RESOURCE_KEYS]
+  const at = (slot: string) => problems.filter((p) => slotOf(p, all) === slot)
+  const input = (slot: "id" | "name" | "root") => html`
     <div class="field" data-slot="${slot}"><label for="f-${slot}">${LABELS[slot] ?? slot}</label>
       <p class="hint" id="hint-${slot}">${HINTS[slot] ?? ""}</p>
       <input id="f-${slot}" name="${slot}" value="${values[slot]}" autocomplete="off" spellcheck="false" aria-describedby="hint-${slot} ${slotId(slot)}"${slot === "root" ? html`` : html` required`}${at(slot).length > 0 ? html` aria-invalid="true"` : html``}>
       ${fieldProblems(slot, at(slot))}</div>`
+  const resource = (key: ResourceKey, server: JobResources) => html`
+    <div class="field" data-slot="${key}"><label for="f-${key}">${RESOURCES[key].label}${RESOURCES[key].unit === "" ? "" : ` (${RESOURCES[key].unit})`}</label>
+      <input id="f-${key}" name="${key}" type="number" min="1" step="1" inputmode="numeric" value="${values.resources?.[key] ?? ""}" placeholder="${String(server[key])}" autocomplete="off" aria-describedby="hint-resources ${slotId(key)}"${at(key).length > 0 ? html` aria-invalid="true"` : html``}>
+      ${fieldProblems(key, at(key))}</div>`
   return html`
-    ${errorSummary(problems.map((p) => ({ label: LABELS[slotOf(p, slots)] ?? "Project", message: plainMessage(p.message), target: slotId(slotOf(p, slots)) })))}
-    ${slots.map(input)}`
+    ${errorSummary(problems.map((p) => ({ label: LABELS[slotOf(p, all)] ?? "Project", message: plainMessage(p.message), target: slotId(slotOf(p, all)) })))}
+    ${slots.map(input)}
+    ${
+      server === undefined
+        ? html``
+        : html`<fieldset class="stack">
+      <legend>Resource limits of each job</legend>
+      <p class="hint" id="hint-resources">A project can only lower the server's limits, never raise them: each job gets the lowest of
+        the server's setting (shown when a field is empty), the project's and its own. Empty = the server's setting.</p>
+      ${RESOURCE_KEYS.map((k) => resource(k, server))}
+    </fieldset>`
+    }`
 }
 
 export const newProjectPage = (ctx: PageContext, values: ProjectFormValues, problems: ReadonlyArray<Problem>): Html =>
@@ -101,6 +148,8 @@ export const newProjectPage = (ctx: PageContext, values: ProjectFormValues, prob
 
 export interface ProjectPageProps {
   readonly project: Project
+  /** The server's own job resources (KINTSUGI_JOB_*), which the project's can only lower. */
+  readonly server: JobResources
   /** The bindings made for this project (each overrides the agent's installation default). */
   readonly bindings: ReadonlyArray<Binding>
   readonly notice: string | null
@@ -110,9 +159,21 @@ export interface ProjectPageProps {
 }
 
 /** The form values of a stored project. */
-export const projectValues = (project: Project): ProjectFormValues => ({ id: project.id, name: project.name, root: project.root ?? "" })
+export const projectValues = (project: Project): ProjectFormValues => ({
+  id: project.id,
+  name: project.name,
+  root: project.root ?? "",
+  resources: Object.fromEntries(RESOURCE_KEYS.map((k) => [k, project.resources[k] === undefined ? "" : String(project.resources[k])]))
+})
 
-const settingsFacts = (project: Project): Html => html`
+/** One resource as a job of the project gets it: the project's value when it lowers the server's, else the server's. */
+const resourceFact = (key: ResourceKey, project: Project, server: JobResources): Html => {
+  const own = project.resources[key]
+  if (own === undefined) return html`<span class="muted">the server's: ${amount(key, server[key])}</span>`
+  return own < server[key] ? html`${amount(key, own)}` : html`${amount(key, own)} <span class="muted">(the server's ${amount(key, server[key])} applies)</span>`
+}
+
+const settingsFacts = (project: Project, server: JobResources): Html => html`
   <section class="card" hx-disable>
     <h2>Settings</h2>
     <dl class="facts">
@@ -120,19 +181,21 @@ const settingsFacts = (project: Project): Html => html`
       <dt>Name</dt><dd>${project.name}</dd>
       <dt>Root folder</dt><dd>${project.root === null ? html`<span class="muted">none: the job roots</span>` : html`<code>${project.root}</code>`}</dd>
       <dt>Created</dt><dd>${time(project.createdAt)}</dd>
+      ${RESOURCE_KEYS.map((k) => html`<dt>${RESOURCES[k].label}</dt><dd>${resourceFact(k, project, server)}</dd>`)}
     </dl>
+    <p class="muted">A project can only lower the server's resource limits, never raise them.</p>
   </section>`
 
-/** The settings as a form (agents.manage): name and root, the same checks as `PUT /api/projects/<id>`. */
-const settingsForm = (ctx: PageContext, project: Project, values: ProjectFormValues, problems: ReadonlyArray<Problem>): Html => {
+/** The settings as a form (agents.manage): name, root and resources, the same checks as `PUT /api/projects/<id>`. */
+const settingsForm = (ctx: PageContext, project: Project, values: ProjectFormValues, problems: ReadonlyArray<Problem>, server: JobResources): Html => {
   const action = projectHref(project.id)
   return html`
   <form method="post" action="${action}"${postInPlace(action)} class="stack card" novalidate data-unsaved-guard aria-labelledby="settings-title">
     <h2 id="settings-title">Settings</h2>
     ${csrfField(ctx)}
     <p class="muted" hx-disable>Id <code>${project.id}</code> (it cannot change), created ${time(project.createdAt)}.
-      A changed root applies to every job that starts from now on: a queued job whose workspace lies outside it is refused when it starts.</p>
-    ${projectFields(values, problems, ["name", "root"])}
+      A changed root or limit applies to every job that starts from now on: a queued job whose workspace lies outside the root is refused when it starts.</p>
+    ${projectFields(values, problems, ["name", "root"], server)}
     <div><button type="submit" class="primary">Save settings</button></div>
   </form>`
 }
@@ -142,7 +205,7 @@ export const projectBody = (ctx: PageContext, props: ProjectPageProps): Html => 
   const { project } = props
   return html`
   ${projectHeader(project, "overview", props.notice)}
-  ${ctx.viewer?.canManage === true ? settingsForm(ctx, project, props.values ?? projectValues(project), props.problems ?? []) : settingsFacts(project)}
+  ${ctx.viewer?.canManage === true ? settingsForm(ctx, project, props.values ?? projectValues(project), props.problems ?? [], props.server) : settingsFacts(project, props.server)}
   <section class="card">
     <h2>Model bindings</h2>
     <p class="muted">A job of this project runs an agent on the project's binding when there is one, else on the agent's installation default.

@@ -1,8 +1,10 @@
 /**
  * Projects in the portal through the Projects service (the API's): the list, create, and a project's
- * page with its settings (editable: name and root) and bindings; and the home page's first-run checklist.
+ * page with its settings (editable: name, root and resource limits) and bindings; and the home page's
+ * first-run checklist.
  */
 import { makeSandbox, sandboxConfig, sandboxName } from "../../tools/Sandbox.ts"
+import { DEFAULT_RESOURCES, type JobResources } from "../../tools/jobResources.ts"
 import { Effect, Either } from "effect"
 import { Elysia } from "elysia"
 import type { Problem } from "../../contract/Problem.ts"
@@ -24,6 +26,24 @@ const text = (form: PostedForm, name: string): string => {
 
 const blank: ProjectFormValues = { id: "", name: "", root: "" }
 
+const RESOURCE_KEYS: ReadonlyArray<keyof JobResources> = ["memoryMb", "processes", "cpuSec", "tmpMb", "outDirMb"]
+
+/**
+ * The resource fields for the API's schema: empty ones left out (the server's setting), decimal
+ * numbers as numbers, anything else as typed so the schema refuses it at its field.
+ */
+const resourcesInput = (typed: Readonly<Partial<Record<keyof JobResources, string>>>): Record<string, unknown> =>
+  Object.fromEntries(
+    RESOURCE_KEYS.flatMap((k) => {
+      const v = typed[k] ?? ""
+      if (v === "") return []
+      return [[k, /^[+-]?\d+(\.\d+)?$/.test(v) ? Number(v) : v]]
+    })
+  )
+
+/** The server's own job resources, as the job child reads them (the same environment). */
+const serverResources: Effect.Effect<JobResources> = Effect.map(sandboxConfig, (c) => c.resources ?? DEFAULT_RESOURCES)
+
 /** What the first-run checklist counts, and the sandbox in force. */
 export const checklist = Effect.gen(function* () {
   const providers = (yield* (yield* ProviderStore).list).length
@@ -38,20 +58,33 @@ export const checklist = Effect.gen(function* () {
 
 const projectOf = (input: PortalInput) => Effect.mapError(Effect.flatMap(Projects, (p) => p.get(input.params["id"] ?? "")), (e) => new NotFound({ message: e.message }))
 
-/** A project's page props: its bindings, and the settings form's values and problems. */
-const pageProps = (project: Project, rest: Omit<ProjectPageProps, "project" | "bindings">) =>
-  Effect.map(Effect.flatMap(Bindings, (b) => b.list()), (all): ProjectPageProps => ({ project, bindings: all.filter((b) => b.projectId === project.id), ...rest }))
+/** A project's page props: its bindings, the server's resources, and the settings form's values and problems. */
+const pageProps = (project: Project, rest: Omit<ProjectPageProps, "project" | "bindings" | "server">) =>
+  Effect.gen(function* () {
+    const all = yield* (yield* Bindings).list()
+    return { project, bindings: all.filter((b) => b.projectId === project.id), server: yield* serverResources, ...rest } satisfies ProjectPageProps
+  })
 
-/** Saves a project's name and root: the API's schema and the service's root check, each problem at its field. */
+/** Saves a project's name, root and resources: the API's schema and the service's root check, each problem at its field. */
 const saveSettings = (input: PortalInput) =>
   Effect.gen(function* () {
     const project = yield* projectOf(input)
-    const values: ProjectFormValues = { id: project.id, name: text(input.form, "name"), root: text(input.form, "root") }
+    const values: ProjectFormValues = {
+      id: project.id,
+      name: text(input.form, "name"),
+      root: text(input.form, "root"),
+      resources: Object.fromEntries(RESOURCE_KEYS.map((k) => [k, text(input.form, k)]))
+    }
     const refused = (problems: ReadonlyArray<Problem>) =>
       Effect.map(pageProps(project, { notice: null, values, problems }), (props) =>
         pageOrBody(input.request, () => projectPage(input.page, props), () => projectBody(input.page, props), 400)
       )
-    const decoded = decodeAll(ProjectSettings)({ name: values.name, ...(values.root === "" ? {} : { root: values.root }) })
+    const resources = resourcesInput(values.resources ?? {})
+    const decoded = decodeAll(ProjectSettings)({
+      name: values.name,
+      ...(values.root === "" ? {} : { root: values.root }),
+      ...(Object.keys(resources).length === 0 ? {} : { resources })
+    })
     if (Either.isLeft(decoded)) return yield* refused(decoded.left)
     return yield* (yield* Projects).update(project.id, decoded.right).pipe(
       Effect.flatMap((saved) =>

@@ -13,6 +13,7 @@ import type { CatalogQuery } from "./catalogQuery.ts"
 import { makeAgentVersions } from "./agentVersions.ts"
 import { makeAgentWrites } from "./agentWrites.ts"
 import type { RestoreRow } from "./agentRepo.ts"
+import type { ImportOptions } from "./interop.ts"
 import type { AgentDefinition } from "../contract/AgentDefinition.ts"
 import type { AgentExists, AgentNotFound, AgentUnavailable, AgentVersionNotFound, BuiltinReadOnly, ImportRejected } from "./errors.ts"
 import { traced } from "../telemetry/traced.ts"
@@ -56,10 +57,11 @@ export class AgentStore extends Context.Tag("agents/AgentStore")<
     readonly preview: (files: unknown) => Effect.Effect<Preview>
     /**
      * Imports package files (or a ZIP), Claude Code subagent files included: creates the agent, or saves
-     * a new version of an existing custom one; with the notes and tool mapping of the adaptation.
+     * a new version of an existing custom one; with the notes, warnings and tool mapping of the
+     * adaptation. Claude Code tools without an equivalent are dropped, or refused when `strict`.
      */
-    readonly importFiles: (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string) => Write<ImportedAgent>
-    readonly importZip: (zip: Uint8Array, by: string) => Effect.Effect<ImportedAgent, Invalid | AgentExists | BuiltinReadOnly | ImportRejected>
+    readonly importFiles: (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string, options?: ImportOptions) => Write<ImportedAgent>
+    readonly importZip: (zip: Uint8Array, by: string, options?: ImportOptions) => Effect.Effect<ImportedAgent, Invalid | AgentExists | BuiltinReadOnly | ImportRejected>
     /** The package of the current (or a given) version (the Claude Code export writes it as one file). */
     readonly exportPackage: (name: string, version?: number) => Effect.Effect<AgentPackage, AgentNotFound | AgentVersionNotFound>
     /** The package of the current (or a given) version as a ZIP. */

@@ -66,6 +66,8 @@ export interface ImportedAgent {
   /** False when the upload equals the agent's current version: no version was added (`agent.version` is that one). */
   readonly changed: boolean
   readonly notes: ReadonlyArray<string>
+  /** What the import left out: one line per Claude Code tool dropped. */
+  readonly warnings: ReadonlyArray<string>
   readonly toolMapping: ReadonlyArray<{ readonly from: string; readonly to: string | null }>
 }
 

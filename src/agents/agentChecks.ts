@@ -6,7 +6,7 @@ import { Either } from "effect"
 import { isGrantableTool, KERNEL_TOOLS, MCP_GRANT, SERVICE_TOOLS, SKILL_NAME, THINKING_LEVELS } from "../contract/AgentDefinition.ts"
 import type { Problem } from "../contract/Problem.ts"
 import { compileDenyPatterns } from "../tools/denyPatterns.ts"
-import { claudeToolHint } from "./interop.ts"
+import { unknownToolMessage } from "./interop.ts"
 import { displayName } from "./packagePaths.ts"
 import type { Audience } from "./packageSchema.ts"
 import { MAX_SKILL_NAME_LENGTH, type PackageFile } from "./packageSchema.ts"
@@ -45,22 +45,24 @@ const strings = (list: ReadonlyArray<unknown> | undefined): Array<{ value: strin
 export const localSkillPath = (name: string): string => `skills/${displayName(name)}/SKILL.md`
 
 
+const ALLOWED_TOOLS =
+  `a runtime agent may use the kernel tools (${KERNEL_TOOLS.join(", ")}), ` +
+  `the service tools (${SERVICE_TOOLS.join(", ")}, or the groups memory and web) ` +
+  "and MCP grants mcp__<server>__<tool> or mcp__<server>__*"
+
+/** Duplicates, and for a runtime agent every tool it cannot be granted (the allowed tools listed once). */
 const toolProblems = (d: AgentDraft): Array<Problem> => {
   const problems: Array<Problem> = []
   const seen = new Set<string>()
+  let listedAt: string | undefined
   for (const { value, index } of strings(d.tools)) {
     const path = `${d.file}#tools.${index}`
     if (seen.has(value)) problems.push({ path, message: `tool "${displayName(value)}" is listed twice` })
     seen.add(value)
     if (d.audience === "runtime" && !isGrantableTool(value)) {
-      problems.push({
-        path,
-        message:
-          `unknown tool "${displayName(value)}": a runtime agent may use the kernel tools (${KERNEL_TOOLS.join(", ")}), ` +
-          `the service tools (${SERVICE_TOOLS.join(", ")}, or the groups memory and web) ` +
-          "and MCP grants mcp__<server>__<tool> or mcp__<server>__*" +
-          claudeToolHint(value)
-      })
+      const message = unknownToolMessage(value, ALLOWED_TOOLS, listedAt)
+      if (listedAt === undefined && message.includes(ALLOWED_TOOLS)) listedAt = path
+      problems.push({ path, message })
     }
   }
   return problems

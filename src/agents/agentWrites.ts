@@ -11,7 +11,7 @@ import * as repo from "./agentRepo.ts"
 import { insertRun } from "./evalRepo.ts"
 import { AgentExists, AgentInvalid, AgentNotFound, ImportRejected } from "./errors.ts"
 import { checkAgentPackage } from "./validateAgent.ts"
-import { adaptAgentFiles } from "./interop.ts"
+import { adaptAgentFiles, type ImportOptions } from "./interop.ts"
 import { readZip, unwrapSingleFolder } from "./zip.ts"
 
 /** The project eval jobs run in unless one is given (reserved: docs/evals.md). */
@@ -95,9 +95,9 @@ export const makeAgentWrites = (c: AgentCatalog) => {
     }).pipe(Effect.catchTag("SqlError", Effect.die))
 
   /** Imports package files, Claude Code subagent files included (adapted first): every problem in one round. */
-  const importPackage = (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string): Write<ImportedAgent> =>
+  const importPackage = (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string, options: ImportOptions = {}): Write<ImportedAgent> =>
     Effect.gen(function* () {
-      const adapted = adaptAgentFiles(unwrapSingleFolder(files))
+      const adapted = adaptAgentFiles(unwrapSingleFolder(files), options)
       const { ctx } = yield* validation
       const checked = checkAgentPackage(adapted.files, ctx)
       const problems = [...adapted.problems, ...(Either.isLeft(checked) ? checked.left : [])]
@@ -109,7 +109,7 @@ export const makeAgentWrites = (c: AgentCatalog) => {
           ? yield* Effect.catchTag(savePackage(pkg.name, pkg, by, "imported"), "AgentNotFound", () => createPackage(pkg, by, "imported"))
           : yield* createPackage(pkg, by, "imported")
       // savePackage adds no version for a package equal to the current one: the version is then the one before.
-      return { agent, changed: before === undefined || agent.version !== before.currentVersion, notes: adapted.notes, toolMapping: adapted.toolMapping }
+      return { agent, changed: before === undefined || agent.version !== before.currentVersion, notes: adapted.notes, warnings: adapted.warnings, toolMapping: adapted.toolMapping }
     }).pipe(Effect.catchTag("SqlError", Effect.die))
 
   return {
@@ -135,10 +135,10 @@ export const makeAgentWrites = (c: AgentCatalog) => {
         return yield* createPackage(pkg, by, `copied from ${name} v${source.version}`)
       }),
     importFiles: importPackage,
-    importZip: (zip: Uint8Array, by: string) =>
+    importZip: (zip: Uint8Array, by: string, options: ImportOptions = {}) =>
       Effect.flatMap(
         Effect.mapError(readZip(zip), (rejected) => new ImportRejected({ problems: rejected.problems })),
-        (entries) => importPackage(entries, by)
+        (entries) => importPackage(entries, by, options)
       )
   }
 }

@@ -7,15 +7,29 @@ import { Effect } from "effect"
 import { AgentStore } from "./AgentStore.ts"
 import type { AgentView } from "./AgentView.ts"
 import { type AgentExists, type AgentInvalid, type BuiltinReadOnly, ImportRejected, SkillInvalid, type SkillNameTaken } from "./errors.ts"
-import type { ToolMapping } from "./interop.ts"
+import type { ImportOptions, ToolMapping } from "./interop.ts"
 import type { RawPackageFile } from "./packageFiles.ts"
 import { isSkillUpload, parseSkillFiles } from "./skillImport.ts"
 import { SkillStore, type SkillView } from "./SkillStore.ts"
 import { readZip, unwrapSingleFolder } from "./zip.ts"
 
 export type ImportOutcome =
-  | { readonly kind: "agent"; readonly agent: AgentView; readonly changed: boolean; readonly notes: ReadonlyArray<string>; readonly toolMapping: ReadonlyArray<ToolMapping> }
-  | { readonly kind: "skill"; readonly skill: SkillView; readonly created: boolean; readonly notes: ReadonlyArray<string>; readonly toolMapping: ReadonlyArray<ToolMapping> }
+  | {
+      readonly kind: "agent"
+      readonly agent: AgentView
+      readonly changed: boolean
+      readonly notes: ReadonlyArray<string>
+      readonly warnings: ReadonlyArray<string>
+      readonly toolMapping: ReadonlyArray<ToolMapping>
+    }
+  | {
+      readonly kind: "skill"
+      readonly skill: SkillView
+      readonly created: boolean
+      readonly notes: ReadonlyArray<string>
+      readonly warnings: ReadonlyArray<string>
+      readonly toolMapping: ReadonlyArray<ToolMapping>
+    }
 
 export type ImportError = AgentInvalid | AgentExists | BuiltinReadOnly | SkillInvalid | SkillNameTaken | ImportRejected
 
@@ -25,21 +39,22 @@ const enclosingFolder = (files: ReadonlyArray<{ readonly path: string }>): strin
   return first !== undefined && files.every((f) => f.path.startsWith(`${first}/`)) ? first : undefined
 }
 
-export const importUpload = (files: ReadonlyArray<RawPackageFile>, by: string): Effect.Effect<ImportOutcome, ImportError, AgentStore | SkillStore> =>
+/** Imports an agent package or an Agent Skill; `strict` refuses Claude Code tools an agent would lose. */
+export const importUpload = (files: ReadonlyArray<RawPackageFile>, by: string, options: ImportOptions = {}): Effect.Effect<ImportOutcome, ImportError, AgentStore | SkillStore> =>
   Effect.gen(function* () {
     const unwrapped = unwrapSingleFolder(files)
     if (!isSkillUpload(unwrapped)) {
-      const imported = yield* (yield* AgentStore).importFiles(files, by)
+      const imported = yield* (yield* AgentStore).importFiles(files, by, options)
       return { kind: "agent" as const, ...imported }
     }
     const parsed = parseSkillFiles(unwrapped, enclosingFolder(files))
     if (parsed.skill === undefined) return yield* Effect.fail(new SkillInvalid({ problems: parsed.problems }))
     const { skill, created } = yield* (yield* SkillStore).importSkill(parsed.skill, by)
-    return { kind: "skill" as const, skill, created, notes: parsed.notes, toolMapping: parsed.toolMapping }
+    return { kind: "skill" as const, skill, created, notes: parsed.notes, warnings: [], toolMapping: parsed.toolMapping }
   })
 
-export const importZipUpload = (zip: Uint8Array, by: string): Effect.Effect<ImportOutcome, ImportError, AgentStore | SkillStore> =>
+export const importZipUpload = (zip: Uint8Array, by: string, options: ImportOptions = {}): Effect.Effect<ImportOutcome, ImportError, AgentStore | SkillStore> =>
   Effect.flatMap(
     Effect.mapError(readZip(zip), (rejected) => new ImportRejected({ problems: rejected.problems })),
-    (entries) => importUpload(entries, by)
+    (entries) => importUpload(entries, by, options)
   )

@@ -1,13 +1,14 @@
 /**
- * Agents people already have (issue 16, Interop): Claude Code subagent files and Agent Skills as
- * written in the wild, adapted into this project's formats before the usual checks, so every problem
- * is reported in one round. Claude tool names are mapped (the mapping is part of the result); foreign
- * front-matter keys (`model`, `color`, `permissionMode`, …) are kept in `metadata` and reported as
- * notes, not errors; a missing `version` is 1; the name comes from the file when the front matter has
+ * Agents people already have: Claude Code subagent files and Agent Skills as written in the wild,
+ * adapted into this project's formats before the usual checks, so every problem is reported in one
+ * round. Claude tool names are mapped (the mapping is part of the result); Claude Code tools without a
+ * Kintsugi equivalent are dropped with one warning each, or left for the checks to refuse on a strict
+ * import; foreign front-matter keys (`model`, `color`, `permissionMode`, …) are kept in `metadata` and
+ * reported as notes; a missing `version` is 1; the name comes from the file when the front matter has
  * none or a plugin prefix (`plugin:name`). Pure; never throws; never evaluates anything.
  */
 import { Either } from "effect"
-import { KERNEL_TOOLS, MCP_GRANT } from "../contract/AgentDefinition.ts"
+import { isGrantableTool, MCP_GRANT } from "../contract/AgentDefinition.ts"
 import type { Problem } from "../contract/Problem.ts"
 import { readFrontMatter } from "./frontMatter.ts"
 import type { RawPackageFile } from "./packageFiles.ts"
@@ -23,13 +24,51 @@ export const CLAUDE_TOOLS: Readonly<Record<string, string>> = {
   Bash: "shell",
   Write: "write",
   Edit: "edit",
-  MultiEdit: "edit"
+  MultiEdit: "edit",
+  // Service tools: a job gets them only where its project's web settings grant them.
+  WebFetch: "web_fetch",
+  WebSearch: "web_search"
 }
 
 /** The mapping as people read it: `Read→read, Grep→grep, …, Edit/MultiEdit→edit`. */
-export const CLAUDE_MAPPING_TEXT = "Read→read, Grep→grep, Glob→find, LS→ls, Bash→shell, Write→write, Edit/MultiEdit→edit"
+export const CLAUDE_MAPPING_TEXT = "Read→read, Grep→grep, Glob→find, LS→ls, Bash→shell, Write→write, Edit/MultiEdit→edit, WebFetch→web_fetch, WebSearch→web_search"
 
-/** One tool name as written and what it became (`to: null` = no equivalent: a problem). */
+/** Claude Code's built-in tools that have no Kintsugi equivalent, each with what it does there. */
+export const CLAUDE_ONLY_TOOLS: Readonly<Record<string, string>> = {
+  Agent: "starts subagents",
+  Task: "starts subagents",
+  TaskOutput: "reads a background task's output",
+  TaskStop: "stops a background task",
+  TodoWrite: "keeps the session's to-do list",
+  TodoRead: "reads the session's to-do list",
+  NotebookEdit: "edits Jupyter notebook cells",
+  NotebookRead: "reads Jupyter notebooks",
+  AskUserQuestion: "asks the user a question",
+  EnterPlanMode: "switches to plan mode",
+  ExitPlanMode: "leaves plan mode",
+  EnterWorktree: "switches to a git worktree",
+  ExitWorktree: "leaves a git worktree",
+  BashOutput: "reads a background shell's output",
+  KillShell: "stops a background shell",
+  KillBash: "stops a background shell",
+  Skill: "loads a skill on demand",
+  SlashCommand: "runs a slash command",
+  LSP: "asks a language server",
+  ListMcpResourcesTool: "lists MCP resources",
+  ReadMcpResourceTool: "reads an MCP resource",
+  ToolSearch: "loads deferred tools",
+  CronCreate: "schedules a prompt",
+  CronDelete: "cancels a scheduled prompt",
+  CronList: "lists scheduled prompts"
+}
+
+/** True for a Claude Code tool with no Kintsugi equivalent (`Agent`, `TodoWrite`, …). */
+export const isClaudeOnlyTool = (name: string): boolean => Object.hasOwn(CLAUDE_ONLY_TOOLS, name)
+
+/** `it starts subagents in Claude Code; Kintsugi has no equivalent`, for a Claude-only tool. */
+const withoutEquivalent = (name: string): string => `it ${CLAUDE_ONLY_TOOLS[name] ?? "is a tool"} in Claude Code; Kintsugi has no equivalent`
+
+/** One tool name as written and what it became (`to: null` = no equivalent: dropped, or a problem). */
 export interface ToolMapping {
   readonly from: string
   readonly to: string | null
@@ -39,9 +78,17 @@ export interface Adapted {
   /** The files in this project's format (the main file rewritten when anything was adapted). */
   readonly files: Array<RawPackageFile>
   readonly notes: Array<string>
+  /** What was left out of the package: one line per Claude Code tool dropped. */
+  readonly warnings: Array<string>
   readonly toolMapping: Array<ToolMapping>
   /** Problems found while adapting (unknown tools); the format checks add theirs. */
   readonly problems: Array<Problem>
+}
+
+/** How an import treats what it cannot keep. */
+export interface ImportOptions {
+  /** Refuse Claude Code tools without a Kintsugi equivalent instead of dropping them with a warning. */
+  readonly strict?: boolean | undefined
 }
 
 /** The native `<name>.md` keys; every other key is foreign and goes to metadata. */
@@ -63,13 +110,15 @@ export const toolList = (v: unknown): Array<unknown> | undefined =>
   typeof v === "string" ? v.split(/[,\s]+/).map((s) => s.trim()).filter((s) => s !== "") : Array.isArray(v) ? [...v] : undefined
 
 /**
- * Maps a tool list: Claude names to kernel tools; kernel tools, MCP grants and unknown names kept as
- * written (the package checks report unknown ones, with the mapping: claudeToolHint). Duplicates after
+ * Maps a tool list: Claude names to Kintsugi tools; with `dropClaudeOnly`, Claude Code tools without
+ * an equivalent are left out (and listed in `dropped`); grantable names and unknown ones are kept as
+ * written (the package checks report unknown ones: unknownToolMessage). Duplicates after
  * mapping (Edit and MultiEdit) are merged.
  */
-export const mapTools = (list: ReadonlyArray<unknown>) => {
+export const mapTools = (list: ReadonlyArray<unknown>, options: { readonly dropClaudeOnly?: boolean } = {}) => {
   const tools: Array<unknown> = []
   const mapping: Array<ToolMapping> = []
+  const dropped: Array<string> = []
   for (const t of list) {
     if (typeof t !== "string") {
       tools.push(t)
@@ -77,20 +126,33 @@ export const mapTools = (list: ReadonlyArray<unknown>) => {
     }
     const mapped = Object.hasOwn(CLAUDE_TOOLS, t) ? CLAUDE_TOOLS[t] : undefined
     if (mapped !== undefined) mapping.push({ from: t, to: mapped })
-    else if (!(KERNEL_TOOLS as ReadonlyArray<string>).includes(t) && !MCP_GRANT.test(t)) mapping.push({ from: t, to: null })
+    else if (!isGrantableTool(t) && !mapping.some((m) => m.from === t)) mapping.push({ from: t, to: null })
+    if (options.dropClaudeOnly === true && isClaudeOnlyTool(t)) {
+      if (!dropped.includes(t)) dropped.push(t)
+      continue
+    }
     const name = mapped ?? t
     if (!tools.includes(name)) tools.push(name)
   }
-  return { tools, mapping }
+  return { tools, mapping, dropped }
 }
 
-/** What the unknown-tool problem adds for a name written the Claude Code way (`WebFetch`, `Bash(git:*)`). */
-export const claudeToolHint = (name: string): string =>
-  /^[A-Za-z]+\(/.test(name)
-    ? `; tool patterns such as "${displayName(name)}" are not supported: grant the tool itself and restrict commands with deny-command-patterns (Claude Code tools map as ${CLAUDE_MAPPING_TEXT})`
-    : /^[A-Z]/.test(name)
-      ? `; no kernel tool matches this Claude Code tool (Claude Code tools map as ${CLAUDE_MAPPING_TEXT})`
-      : ""
+/**
+ * The unknown-tool problem for `name` (`Agent`, `Bash(git:*)`, `browser`). The tools a runtime agent may
+ * use and the Claude Code mapping are listed once, in the package's first such problem (`listedAt`
+ * undefined); later problems point to it. A Claude Code tool without an equivalent needs no list.
+ */
+export const unknownToolMessage = (name: string, allowed: string, listedAt?: string): string => {
+  const shown = displayName(name)
+  if (isClaudeOnlyTool(name)) return `unknown tool "${shown}": ${withoutEquivalent(name)} (an import that is not strict drops it with a warning)`
+  const list = listedAt === undefined ? `: ${allowed}` : ` (the tools a runtime agent may use are listed at ${listedAt})`
+  const mapping = listedAt === undefined ? ` (Claude Code tools map as ${CLAUDE_MAPPING_TEXT})` : ""
+  if (/^[A-Za-z]+\(/.test(name)) {
+    return `unknown tool "${shown}"${list}; tool patterns are not supported: grant the tool itself and restrict commands with deny-command-patterns${mapping}`
+  }
+  if (/^[A-Z]/.test(name)) return `unknown tool "${shown}"${list}; no Kintsugi tool matches this Claude Code tool${mapping}`
+  return `unknown tool "${shown}"${list}`
+}
 
 /** Keys that are never kept from a front matter (they would be an object's prototype, not data). */
 export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"])
@@ -120,12 +182,13 @@ export const keepForeign = (raw: Readonly<Record<string, unknown>>, native: Read
 }
 
 /**
- * Adapts an agent package whose `<name>.md` may be a Claude Code subagent file. Packages without
- * exactly one top-level `.md` file, or whose front matter cannot be read, are returned unchanged
- * (the format checks report them).
+ * Adapts an agent package whose `<name>.md` may be a Claude Code subagent file. Claude Code tools
+ * without an equivalent are dropped with a warning each, unless `strict` (then they stay and the
+ * checks refuse them). Packages without exactly one top-level `.md` file, or whose front matter cannot
+ * be read, are returned unchanged (the format checks report them).
  */
-export const adaptAgentFiles = (files: ReadonlyArray<RawPackageFile>): Adapted => {
-  const unchanged: Adapted = { files: [...files], notes: [], toolMapping: [], problems: [] }
+export const adaptAgentFiles = (files: ReadonlyArray<RawPackageFile>, options: ImportOptions = {}): Adapted => {
+  const unchanged: Adapted = { files: [...files], notes: [], warnings: [], toolMapping: [], problems: [] }
   const mains = files.filter((f) => !f.path.includes("/") && f.path.toLowerCase().endsWith(".md"))
   const main = mains.length === 1 ? mains[0] : undefined
   if (main === undefined) return unchanged
@@ -137,6 +200,7 @@ export const adaptAgentFiles = (files: ReadonlyArray<RawPackageFile>): Adapted =
   // A prototype key anywhere at the top or in metadata: nothing is adapted, the format checks refuse it.
   if (Object.keys(raw).some((k) => FORBIDDEN_KEYS.has(k)) || (isRecord(raw["metadata"]) && Object.keys(raw["metadata"]).some((k) => FORBIDDEN_KEYS.has(k)))) return unchanged
   const notes: Array<string> = []
+  const warnings: Array<string> = []
   const problems: Array<Problem> = []
   let changed = false
 
@@ -168,19 +232,22 @@ export const adaptAgentFiles = (files: ReadonlyArray<RawPackageFile>): Adapted =
   if (tools !== undefined) {
     const list = toolList(tools)
     if (list !== undefined) {
-      const mapped = mapTools(list)
+      const mapped = mapTools(list, { dropClaudeOnly: options.strict !== true })
       toolMapping = mapped.mapping
       if (typeof tools === "string" || mapped.mapping.some((m) => m.to !== null) || mapped.tools.length !== list.length) changed = true
       if (typeof tools === "string") notes.push(`${path}: tools "${displayName(tools)}" read as a list`)
       if (mapped.mapping.some((m) => m.to !== null)) {
         notes.push(`${path}: Claude Code tools mapped: ${mapped.mapping.filter((m) => m.to !== null).map((m) => `${m.from}→${m.to}`).join(", ")}`)
       }
+      for (const t of mapped.dropped) warnings.push(`${path}: tool "${t}" dropped: ${withoutEquivalent(t)}`)
+      const web = mapped.mapping.flatMap((m) => (m.to === "web_fetch" || m.to === "web_search" ? [m.to] : []))
+      if (web.length > 0) notes.push(`${path}: a job gets ${web.join(" and ")} only where its project's web settings grant web tools to this agent`)
       tools = mapped.tools
     }
   }
   const foreign = Object.keys(raw).some((k) => !NATIVE_KEYS.has(k))
   const metadata = keepForeign(raw, NATIVE_KEYS, path, notes)
-  if (!changed && !foreign) return { ...unchanged, toolMapping, problems }
+  if (!changed && !foreign) return { ...unchanged, toolMapping, problems, notes, warnings }
 
   const lines: Array<string> = []
   const put = (key: string, value: unknown) => {
@@ -205,6 +272,7 @@ export const adaptAgentFiles = (files: ReadonlyArray<RawPackageFile>): Adapted =
   return {
     files: [...files.filter((f) => f !== main), { path, content }],
     notes,
+    warnings,
     toolMapping,
     problems
   }

@@ -4,7 +4,7 @@
  */
 import { basename, resolve } from "node:path"
 import { parsePackageDraft } from "./AgentPackage.ts"
-import { adaptAgentFiles, type ToolMapping } from "./interop.ts"
+import { adaptAgentFiles, type ImportOptions, isClaudeOnlyTool, type ToolMapping } from "./interop.ts"
 import { isSkillUpload, parseSkillFiles } from "./skillImport.ts"
 import { sandboxConfigFromEnv } from "../tools/Sandbox.ts"
 import type { McpRegistry } from "./registeredMcpServers.ts"
@@ -23,11 +23,12 @@ const stdio: CommandIo = {
 }
 
 export const VALIDATE_USAGE = [
-  "usage: kintsugi agents validate [--json] [--mcp-servers <a,b>] <file|dir|zip>",
+  "usage: kintsugi agents validate [--json] [--strict] [--mcp-servers <a,b>] <file|dir|zip>",
   "  <name>.md        a single agent file (a Claude Code subagent file too)",
   "  SKILL.md         an Agent Skill (or its folder or .zip, with resources)",
   "  <dir>            a package folder (read recursively; symbolic links are not followed)",
   "  <package>.zip    an exported package (one enclosing folder is allowed)",
+  "  --strict         refuse Claude Code tools without a Kintsugi equivalent (default: dropped, a warning each)",
   "  --mcp-servers    the registered MCP servers to check grants against (default: the installation's,",
   "                   read from DATABASE_URL or the data dir's embedded database when no serve holds it)",
   "exit: 0 valid, 1 problems found, 2 usage error"
@@ -36,9 +37,11 @@ export const VALIDATE_USAGE = [
 /** Every terminal line goes through this: package text never reaches the terminal raw. */
 const safe = (line: string) => displayName(line)
 
-/** What `agents validate` found: every problem, the notes, and the package when it is valid. */
+/** What `agents validate` found: every problem, the warnings and notes, and the package when it is valid. */
 export interface ValidationReport {
   readonly problems: ReadonlyArray<{ readonly path: string; readonly message: string }>
+  /** What an import would leave out: one line per Claude Code tool dropped. */
+  readonly warnings: ReadonlyArray<string>
   readonly notes: ReadonlyArray<string>
   /** How tool names of a Claude Code file (or a skill's allowed-tools) were mapped; `to: null` = no equivalent. */
   readonly toolMapping: ReadonlyArray<ToolMapping>
@@ -54,11 +57,13 @@ export const parseMcpServerList = (list: string): ReadonlySet<string> =>
  * KINTSUGI_SANDBOX (with `off`, granted process tools get a note that they run unconfined) and the
  * installation whose registered MCP servers the grants are checked against, unless `mcpServers` is
  * given; the registry is read only when the package grants MCP tools. Unreadable registry: a note.
+ * `strict` refuses Claude Code tools without an equivalent, as a strict import does.
  */
 export const validatePackage = async (
   target: string,
   env: Readonly<Record<string, string | undefined>>,
-  mcpServers?: ReadonlySet<string>
+  mcpServers?: ReadonlySet<string>,
+  options: ImportOptions = {}
 ): Promise<ValidationReport | { readonly usage: string }> => {
   const loaded = await loadPackageFiles(target)
   if ("usage" in loaded) return { usage: loaded.usage }
@@ -69,13 +74,14 @@ export const validatePackage = async (
     const problems = [...loaded.problems, ...skill.problems]
     return {
       problems,
+      warnings: [],
       notes: skill.notes,
       toolMapping: skill.toolMapping,
       ...(problems.length > 0 || skill.skill === undefined ? {} : { package: { name: skill.skill.name, version: skill.skill.version ?? "-", audience: "shared skill" } })
     }
   }
   // Claude Code subagent files are adapted first (tool names mapped, foreign keys kept in metadata).
-  const adapted = adaptAgentFiles(loaded.files)
+  const adapted = adaptAgentFiles(loaded.files, options)
   const parsed = loaded.files.length > 0 || loaded.problems.length === 0 ? parsePackageDraft(adapted.files) : undefined
   const problems = [...loaded.problems, ...adapted.problems, ...(parsed?.problems ?? [])]
   const notes: Array<string> = [...adapted.notes]
@@ -100,6 +106,7 @@ export const validatePackage = async (
   const pkg = parsed?.pkg
   return {
     problems,
+    warnings: adapted.warnings,
     notes,
     toolMapping: adapted.toolMapping,
     ...(problems.length > 0 || pkg === undefined ? {} : { package: { name: pkg.name, version: String(pkg.version), audience: pkg.audience } })
@@ -108,15 +115,16 @@ export const validatePackage = async (
 
 /**
  * Runs the command on its arguments (after `agents validate`). Prints every problem as
- * `path: message`, then notes; or the notes and `ok: <name> v<version> (<audience>)`; with `json`, one
- * JSON object (the ValidationReport). `mcpServers` (`a,b`) replaces the installation's registry. Returns the exit code: 0 valid, 1 problems, 2 usage error
- * (including an unreadable target). Never throws for bad input.
+ * `path: message`, then warnings and notes; or those and `ok: <name> v<version> (<audience>)`; with
+ * `json`, one JSON object (the ValidationReport). `mcpServers` (`a,b`) replaces the installation's
+ * registry; `strict` refuses what an import would drop. Returns the exit code: 0 valid, 1 problems, 2
+ * usage error (including an unreadable target). Never throws for bad input.
  */
 export const agentsValidateMain = async (
   args: ReadonlyArray<string>,
   io: CommandIo = stdio,
   env: Readonly<Record<string, string | undefined>>,
-  options: { readonly json?: boolean; readonly mcpServers?: string | undefined } = {}
+  options: { readonly json?: boolean; readonly strict?: boolean; readonly mcpServers?: string | undefined } = {}
 ): Promise<number> => {
   if (args.length === 1 && (args[0] === "-h" || args[0] === "--help")) {
     io.out(VALIDATE_USAGE)
@@ -127,7 +135,7 @@ export const agentsValidateMain = async (
     io.err(VALIDATE_USAGE)
     return 2
   }
-  const report = await validatePackage(target, env, options.mcpServers === undefined ? undefined : parseMcpServerList(options.mcpServers))
+  const report = await validatePackage(target, env, options.mcpServers === undefined ? undefined : parseMcpServerList(options.mcpServers), { strict: options.strict })
   if ("usage" in report) {
     io.err(safe(`error: ${report.usage}`))
     return 2
@@ -135,8 +143,10 @@ export const agentsValidateMain = async (
   if (options.json === true) io.out(JSON.stringify(report))
   else {
     for (const p of report.problems) io.out(safe(`${p.path}: ${p.message}`))
+    for (const w of report.warnings) io.out(safe(`warning: ${w}`))
     for (const n of report.notes) io.out(safe(`note: ${n}`))
-    if (report.toolMapping.length > 0) io.out(safe(`tools: ${report.toolMapping.map((m) => `${m.from}→${m.to ?? "(none)"}`).join(", ")}`))
+    const none = (from: string) => (options.strict !== true && isClaudeOnlyTool(from) ? "(dropped)" : "(none)")
+    if (report.toolMapping.length > 0) io.out(safe(`tools: ${report.toolMapping.map((m) => `${m.from}→${m.to ?? none(m.from)}`).join(", ")}`))
     if (report.package !== undefined) io.out(safe(`ok: ${report.package.name} v${report.package.version} (${report.package.audience})`))
   }
   return report.package === undefined ? 1 : 0

@@ -1,4 +1,4 @@
-/** `kintsugi agents validate <file|dir|zip> [--json] [--mcp-servers a,b]`: the checks of an agent package. */
+/** `kintsugi agents validate <file|dir|zip> [--json] [--strict] [--mcp-servers a,b]` and `agents eval`. */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
@@ -20,18 +20,19 @@ const installation = Effect.map(
 const validate = Command.make(
   "validate",
   {
-    json: Options.boolean("json").pipe(Options.withDescription("print one JSON object: problems, notes, package")),
+    json: Options.boolean("json").pipe(Options.withAlias("j"), Options.withDescription("print one JSON object: problems, warnings, notes, package")),
+    strict: Options.boolean("strict").pipe(Options.withDescription("refuse Claude Code tools without a Kintsugi equivalent (default: dropped, a warning each)")),
     mcpServers: Options.text("mcp-servers").pipe(
       Options.optional,
       Options.withDescription("the registered MCP server names (a,b) to check grants against; default: the installation's (DATABASE_URL or the data dir, when no serve holds it)")
     ),
     target: Args.text({ name: "file|dir|zip" }).pipe(Args.withDescription("<name>.md, a package folder, or an exported <package>.zip"))
   },
-  ({ json, mcpServers, target }) =>
+  ({ json, mcpServers, strict, target }) =>
     Effect.flatMap(installation, (env) =>
       Effect.promise(() =>
         import("../agents/validateCommand.ts").then((m) =>
-          m.agentsValidateMain([target], undefined, env, { json, mcpServers: Option.getOrUndefined(mcpServers) })
+          m.agentsValidateMain([target], undefined, env, { json, strict, mcpServers: Option.getOrUndefined(mcpServers) })
         )
       )
     ).pipe(

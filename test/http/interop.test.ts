@@ -1,8 +1,9 @@
 /**
- * Agents people already have (issue 16, Interop): a corpus of 10 Claude Code subagent files and 5
- * Agent Skills, written for these tests in the shapes of public ones (test/agents/corpus/), all import
- * through POST /api/admin/agents/import and pass `kintsugi agents validate`; the tool mapping and the
- * notes are in the result; unknown tools are problems showing the mapping, all in one round.
+ * Agents people already have: a corpus of Claude Code subagent files and 5 Agent Skills, written for
+ * these tests in the shapes of public ones (test/agents/corpus/), all import through POST
+ * /api/admin/agents/import and pass `kintsugi agents validate`; the tool mapping, the warnings (Claude
+ * Code tools without an equivalent, dropped) and the notes are in the result; a strict import refuses
+ * those tools; unknown tools are problems listing the allowed tools once, all in one round.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { readdirSync, readFileSync } from "node:fs"
@@ -10,7 +11,7 @@ import { join } from "node:path"
 import { readTree } from "../../src/agents/builtins.ts"
 import { agentsValidateMain } from "../../src/agents/validateCommand.ts"
 import { writeZip } from "../../src/agents/zip.ts"
-import { useApi } from "../support/api.ts"
+import { PASSWORD, useApi } from "../support/api.ts"
 
 setDefaultTimeout(60_000)
 
@@ -21,15 +22,16 @@ const SKILLS_DIR = join(CORPUS, "agent-skills")
 const agentFiles = readdirSync(AGENTS_DIR).filter((f) => f.endsWith(".md")).sort()
 const skillDirs = readdirSync(SKILLS_DIR).sort()
 
-const importFiles = (files: Array<{ path: string; content?: string; contentBase64?: string }>) =>
-  api.request("POST", "/api/admin/agents/import", { token: api.manager.token, json: { files } })
+const importFiles = (files: Array<{ path: string; content?: string; contentBase64?: string }>, strict?: boolean) =>
+  api.request("POST", "/api/admin/agents/import", { token: api.manager.token, json: strict === undefined ? { files } : { files, strict } })
 const asFiles = (dir: string, folder: string) =>
   readTree(dir).map((f) => ({ path: `${folder}/${f.path}`, contentBase64: Buffer.from(f.content).toString("base64") }))
-const validate = async (target: string) => {
+const validate = async (target: string, strict?: boolean) => {
   const out: Array<string> = []
-  const code = await agentsValidateMain([target], { out: (l) => out.push(l), err: (l) => out.push(l) }, {}, { mcpServers: "" })
+  const code = await agentsValidateMain([target], { out: (l) => out.push(l), err: (l) => out.push(l) }, {}, { mcpServers: "", ...(strict === undefined ? {} : { strict }) })
   return { code, out }
 }
+const TEAM_LEAD = readFileSync(join(AGENTS_DIR, "team-lead.md"), "utf8")
 
 describe("the corpus", () => {
   test("holds at least 10 Claude Code subagent files and 5 Agent Skills covering the keys seen in the wild", () => {
@@ -45,13 +47,54 @@ describe("the corpus", () => {
 })
 
 describe("Claude Code subagent files import via the API", () => {
-  test.each(agentFiles)("%s imports (201) with its notes and tool mapping", async (file) => {
+  test.each(agentFiles)("%s imports (201) with its notes and tool mapping; a warning for each tool dropped", async (file) => {
     const r = await importFiles([{ path: file, content: readFileSync(join(AGENTS_DIR, file), "utf8") }])
     expect(r.status).toBe(201)
-    const body = r.json<{ agent: { name: string; version: number; problems: Array<unknown>; package: { metadata?: Record<string, unknown>; tools?: Array<string> } }; notes: Array<string>; toolMapping: Array<{ from: string; to: string | null }> }>()
+    const body = r.json<{
+      agent: { name: string; version: number; problems: Array<unknown>; package: { metadata?: Record<string, unknown>; tools?: Array<string> } }
+      notes: Array<string>
+      warnings: Array<string>
+      toolMapping: Array<{ from: string; to: string | null }>
+    }>()
     expect(body.agent.problems).toEqual([])
     expect(body.agent.name).toMatch(/^[a-z][a-z0-9-]*$/)
-    expect(body.toolMapping.every((m) => m.to !== null)).toBe(true)
+    // Every tool without a Kintsugi equivalent is named by exactly one warning.
+    const dropped = body.toolMapping.filter((m) => m.to === null).map((m) => m.from)
+    expect(body.warnings).toHaveLength(dropped.length)
+    for (const t of dropped) expect(body.warnings.filter((w) => w.includes(`tool "${t}" dropped`))).toHaveLength(1)
+  })
+
+  test("a real Claude Code subagent (team-lead.md: Agent, TodoWrite, WebFetch): imported with one warning per tool dropped, WebFetch as web_fetch", async () => {
+    const r = await importFiles([{ path: "team-lead.md", content: TEAM_LEAD }])
+    expect(r.status).toBe(201)
+    const body = r.json<{ agent: { name: string; package: { tools?: Array<string>; metadata?: Record<string, unknown> } }; notes: Array<string>; warnings: Array<string>; toolMapping: Array<{ from: string; to: string | null }> }>()
+    expect(body.agent.name).toBe("team-lead")
+    expect(body.agent.package.tools).toEqual(["read", "grep", "find", "shell", "web_fetch"])
+    expect(body.agent.package.metadata).toEqual({ model: "opus", color: "purple" })
+    expect(body.warnings).toEqual([
+      'team-lead.md: tool "Agent" dropped: it starts subagents in Claude Code; Kintsugi has no equivalent',
+      'team-lead.md: tool "TodoWrite" dropped: it keeps the session\'s to-do list in Claude Code; Kintsugi has no equivalent'
+    ])
+    expect(body.toolMapping).toContainEqual({ from: "WebFetch", to: "web_fetch" })
+    expect(body.toolMapping).toContainEqual({ from: "Agent", to: null })
+    // The web tool still needs the project's grant: the note says so.
+    expect(body.notes.join("\n")).toContain("a job gets web_fetch only where its project's web settings grant web tools to this agent")
+    // Short lines: no warning or note repeats the list of allowed tools.
+    for (const line of [...body.warnings, ...body.notes]) expect(line).not.toContain("mcp__<server>")
+  })
+
+  test("strict: the same file is refused (400), one short problem per tool without an equivalent, nothing saved", async () => {
+    const strict = TEAM_LEAD.replace("name: team-lead", "name: team-lead-strict")
+    const r = await importFiles([{ path: "team-lead-strict.md", content: strict }], true)
+    expect(r.status).toBe(400)
+    const problems = r.json<{ error: { problems: Array<{ path: string; message: string }> } }>().error.problems
+    expect(problems.map((p) => p.path)).toEqual(["team-lead-strict.md#tools.0", "team-lead-strict.md#tools.6"])
+    expect(problems[0]?.message).toBe('unknown tool "Agent": it starts subagents in Claude Code; Kintsugi has no equivalent (an import that is not strict drops it with a warning)')
+    for (const p of problems) expect(p.message.length).toBeLessThan(160)
+    expect((await api.request("GET", "/api/admin/agents/team-lead-strict", { token: api.manager.token })).status).toBe(404)
+    // strict: false is the default.
+    const relaxed = await importFiles([{ path: "team-lead-strict.md", content: strict }], false)
+    expect(relaxed.status).toBe(201)
   })
 
   test("the mapping, metadata, default version, name from the file and plugin prefix, as stored", async () => {
@@ -83,22 +126,54 @@ describe("Claude Code subagent files import via the API", () => {
     expect(body.notes.join("\n")).toContain('"permissionMode: acceptEdits" is not used by Kintsugi; kept in metadata.permissionMode')
   })
 
-  test("unknown tools are problems showing the mapping, reported with every other problem in one round", async () => {
+  test("unknown tools are problems listing the allowed tools and the mapping once, reported with every other problem in one round", async () => {
     const r = await importFiles([{
       path: "researcher.md",
-      content: "---\nname: researcher\ndescription: Researches.\ntools: Read, WebFetch, WebSearch, Bash(git:*)\nthinking: lots\nmodel: sonnet\n---\n\n"
+      content: "---\nname: researcher\ndescription: Researches.\ntools: Read, WebFetch, WebSearch, Browser, Bash(git:*)\nthinking: lots\nmodel: sonnet\n---\n\n"
     }])
     expect(r.status).toBe(400)
     const problems = r.json<{ error: { problems: Array<{ path: string; message: string }> } }>().error.problems
     const at = (path: string) => problems.filter((p) => p.path === path).map((p) => p.message).join("\n")
-    expect(at("researcher.md#tools.1")).toContain('unknown tool "WebFetch"')
-    expect(at("researcher.md#tools.1")).toContain("Read→read, Grep→grep, Glob→find, LS→ls, Bash→shell, Write→write, Edit/MultiEdit→edit")
-    expect(at("researcher.md#tools.2")).toContain('unknown tool "WebSearch"')
-    expect(at("researcher.md#tools.3")).toContain('tool patterns such as "Bash(git:*)" are not supported')
+    // WebFetch and WebSearch map to the web tools: no problem.
+    expect(at("researcher.md#tools.1") + at("researcher.md#tools.2")).toBe("")
+    expect(at("researcher.md#tools.3")).toContain('unknown tool "Browser"')
+    expect(at("researcher.md#tools.3")).toContain("mcp__<server>__<tool>")
+    expect(at("researcher.md#tools.3")).toContain("Read→read, Grep→grep, Glob→find, LS→ls, Bash→shell, Write→write, Edit/MultiEdit→edit, WebFetch→web_fetch, WebSearch→web_search")
+    expect(at("researcher.md#tools.4")).toBe(
+      'unknown tool "Bash(git:*)" (the tools a runtime agent may use are listed at researcher.md#tools.3); tool patterns are not supported: grant the tool itself and restrict commands with deny-command-patterns'
+    )
     expect(at("researcher.md#thinking")).not.toBe("")
     expect(at("researcher.md#body")).not.toBe("")
     // Nothing was saved.
     expect((await api.request("GET", "/api/admin/agents/researcher", { token: api.manager.token })).status).toBe(404)
+  })
+})
+
+describe("the portal's import form", () => {
+  test("team-lead.md imports with its warnings listed once; the strict checkbox refuses it instead", async () => {
+    const session = await api.signIn(api.manager.username, PASSWORD)
+    const form = await api.request("GET", "/agents/-/import", { session })
+    expect(form.text).toContain('<input type="checkbox" name="strict" value="1">')
+    const upload = (name: string, strict: boolean) => {
+      const data = new FormData()
+      data.append("files", new File([TEAM_LEAD.replace("name: team-lead", `name: ${name}`)], `${name}.md`, { type: "text/markdown" }))
+      if (strict) data.append("strict", "1")
+      return data
+    }
+    const strict = await api.request("POST", "/agents/-/import", { session, form: upload("portal-lead", true), headers: { "hx-request": "true" } })
+    expect(strict.text).toContain("Nothing was imported.")
+    expect(strict.text).toContain("portal-lead.md#tools.0")
+    expect(strict.text).toContain("portal-lead.md#tools.6")
+    expect((await api.request("GET", "/api/admin/agents/portal-lead", { token: api.manager.token })).status).toBe(404)
+
+    const relaxed = await api.request("POST", "/agents/-/import", { session, form: upload("portal-lead", false), headers: { "hx-request": "true" } })
+    expect(relaxed.text).toContain("Agent imported.")
+    expect(relaxed.text).toContain("Imported without 2 tools:")
+    // Each dropped tool named once, in its warning (and as "dropped" in the mapping table).
+    expect(relaxed.text.split("tool &quot;Agent&quot; dropped").length - 1).toBe(1)
+    expect(relaxed.text).toContain("<td>dropped</td>")
+    expect(relaxed.text).toContain("<td>web_fetch</td>")
+    expect(relaxed.text).not.toContain("mcp__&lt;server&gt;")
   })
 })
 
@@ -154,8 +229,22 @@ describe("Agent Skills import as shared skills", () => {
 describe("the CLI agents validate", () => {
   test.each(agentFiles)("accepts the Claude Code subagent file %s", async (file) => {
     const { code, out } = await validate(join(AGENTS_DIR, file))
-    expect(out.filter((l) => !l.startsWith("note:") && !l.startsWith("tools:") && !l.startsWith("ok:"))).toEqual([])
+    expect(out.filter((l) => !/^(note|warning|tools|ok):/.test(l))).toEqual([])
     expect(code).toBe(0)
+  })
+
+  test("team-lead.md: a warning per tool dropped and ok; with --strict the two problems and exit 1", async () => {
+    const relaxed = await validate(join(AGENTS_DIR, "team-lead.md"))
+    expect(relaxed.code).toBe(0)
+    expect(relaxed.out.filter((l) => l.startsWith("warning:"))).toHaveLength(2)
+    expect(relaxed.out).toContain("tools: Agent→(dropped), Read→read, Grep→grep, Glob→find, Bash→shell, WebFetch→web_fetch, TodoWrite→(dropped)")
+    expect(relaxed.out.at(-1)).toBe("ok: team-lead v1 (runtime)")
+    const strict = await validate(join(AGENTS_DIR, "team-lead.md"), true)
+    expect(strict.code).toBe(1)
+    expect(strict.out.filter((l) => l.startsWith("team-lead.md#tools."))).toEqual([
+      'team-lead.md#tools.0: unknown tool "Agent": it starts subagents in Claude Code; Kintsugi has no equivalent (an import that is not strict drops it with a warning)',
+      "team-lead.md#tools.6: unknown tool \"TodoWrite\": it keeps the session's to-do list in Claude Code; Kintsugi has no equivalent (an import that is not strict drops it with a warning)"
+    ])
   })
 
   test.each(skillDirs)("accepts the Agent Skill folder %s and its SKILL.md alone", async (dir) => {

@@ -31,6 +31,8 @@ const withNote = (body: unknown): Effect.Effect<{ readonly note: string | undefi
 const startGated = Effect.flatMap(Evals, (e) => e.kick)
 
 const CopyBody = Schema.Struct({ name: Schema.String })
+/** `strict`: refuse Claude Code tools without a Kintsugi equivalent instead of dropping them with a warning. */
+const Strict = { strict: Schema.optionalWith(Schema.Boolean, { exact: true }) }
 const ImportBody = Schema.Union(
   Schema.Struct({
     files: Schema.Array(
@@ -39,16 +41,17 @@ const ImportBody = Schema.Union(
         content: Schema.optionalWith(Schema.String, { exact: true }),
         contentBase64: Schema.optionalWith(Schema.String, { exact: true })
       })
-    )
+    ),
+    ...Strict
   }),
-  Schema.Struct({ zip: Schema.String })
+  Schema.Struct({ zip: Schema.String, ...Strict })
 )
 
-/** An import's answer: the agent (or the shared skill), the notes of what was adapted, and the tool mapping. */
+/** An import's answer: the agent (or the shared skill), the notes and warnings of what was adapted, and the tool mapping. */
 const importAnswer = (r: ImportOutcome) =>
   r.kind === "agent"
-    ? { agent: r.agent, changed: r.changed, notes: r.notes, toolMapping: r.toolMapping }
-    : { skill: r.skill, created: r.created, notes: r.notes, toolMapping: r.toolMapping }
+    ? { agent: r.agent, changed: r.changed, notes: r.notes, warnings: r.warnings, toolMapping: r.toolMapping }
+    : { skill: r.skill, created: r.created, notes: r.notes, warnings: r.warnings, toolMapping: r.toolMapping }
 
 /** The `:version` path parameter: a positive whole number, else 400. */
 export const versionParam = (input: RouteInput): Effect.Effect<number, ApiError> => {
@@ -117,8 +120,9 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
       "/api/admin/agents/import",
       route("agents.manage", ({ request, principal }) => Effect.gen(function* () {
         const body = yield* decodeBody(request, ImportBody)
+        const options = { strict: body.strict === true }
         // A gated version waits for its evals: start them now rather than at the worker's next sweep.
-        if ("zip" in body) return json(importAnswer(yield* Effect.tap(importZipUpload(yield* base64(body.zip, "zip"), principal.username), () => startGated)), 201)
+        if ("zip" in body) return json(importAnswer(yield* Effect.tap(importZipUpload(yield* base64(body.zip, "zip"), principal.username, options), () => startGated)), 201)
         const files = yield* Effect.forEach(body.files, (f, i): Effect.Effect<{ path: string; content: string | Uint8Array }, ApiError> =>
           f.contentBase64 !== undefined
             ? Effect.map(base64(f.contentBase64, `files.${i}.contentBase64`), (content) => ({ path: f.path, content }))
@@ -126,7 +130,7 @@ export const agentRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { r
               ? Effect.succeed({ path: f.path, content: f.content })
               : Effect.fail(badRequest([{ path: `files.${i}`, message: "needs content or contentBase64" }]))
         )
-        return json(importAnswer(yield* Effect.tap(importUpload(files, principal.username), () => startGated)), 201)
+        return json(importAnswer(yield* Effect.tap(importUpload(files, principal.username, options), () => startGated)), 201)
       }))
     )
     .post(

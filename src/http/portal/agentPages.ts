@@ -101,12 +101,14 @@ export const agentPages = (portal: PortalRunner) =>
           if (zips.length > 0 && uploads.length > 1) {
             return importFailure(request, page, { message: "Upload one .zip on its own, or the package's .md files.", problems: [] })
           }
+          // The form's checkbox: refuse Claude Code tools without an equivalent instead of dropping them.
+          const options = { strict: form.get("strict") === "1" }
           const imported: Effect.Effect<ImportOutcome, ApiError, AgentStore | SkillStore> =
             zips[0] !== undefined
-              ? Effect.flatMap(Effect.promise(() => zips[0]!.bytes()), (bytes) => importZipUpload(bytes, principal.username))
+              ? Effect.flatMap(Effect.promise(() => zips[0]!.bytes()), (bytes) => importZipUpload(bytes, principal.username, options))
               : Effect.flatMap(
                   Effect.promise(() => Promise.all(uploads.map(async (f) => ({ path: f.name, content: await f.bytes() })))),
-                  (files) => importUpload(files, principal.username)
+                  (files) => importUpload(files, principal.username, options)
                 )
           return yield* imported.pipe(
             Effect.map((r) => {
@@ -115,9 +117,17 @@ export const agentPages = (portal: PortalRunner) =>
                 r.kind === "agent"
                   ? `/agents/${encodeURIComponent(r.agent.name)}?${unchanged === null ? "imported" : "import-unchanged"}=${String(r.agent.version)}`
                   : `/agent-skills/${encodeURIComponent(r.skill.name)}`
-              // Nothing adapted: straight to what was imported. Else the notes and the tool mapping first.
-              if (r.notes.length === 0) return redirect(request, href)
-              const done: ImportDone = { kind: r.kind, name: r.kind === "agent" ? r.agent.name : r.skill.name, href, unchanged, notes: r.notes, toolMapping: r.toolMapping }
+              // Nothing adapted: straight to what was imported. Else the warnings, notes and tool mapping first.
+              if (r.notes.length === 0 && r.warnings.length === 0) return redirect(request, href)
+              const done: ImportDone = {
+                kind: r.kind,
+                name: r.kind === "agent" ? r.agent.name : r.skill.name,
+                href,
+                unchanged,
+                notes: r.notes,
+                warnings: r.warnings,
+                toolMapping: r.toolMapping
+              }
               return isHtmx(request) ? htmlResponse(importDone(done)) : htmlResponse(importPage(page, null, done))
             }),
             Effect.catchAll((e): Effect.Effect<Response, ApiError> => {

@@ -55,13 +55,13 @@ export const evalCompare = (name: string, a: EvalSide, b: EvalSide): Html => {
   <div id="eval-compare"${live ? html` hx-get="${url}" hx-trigger="every 2s" hx-select="#eval-compare" hx-swap="outerHTML"` : html``}>
     ${names.length === 0 && !live
       ? emptyState("No results yet.", "Run the evals of a version to see its results here.")
-      : html`<table class="eval-compare">
+      : html`<div class="table-scroll" role="region" aria-label="Results of v${a.version} and v${b.version}" tabindex="0"><table class="eval-compare">
       <thead>
         <tr><th scope="col" rowspan="2">Eval</th>${sideHeader(a)}${sideHeader(b)}</tr>
         <tr>${[a, b].map(() => html`<th scope="col">Result</th><th scope="col">Cost</th><th scope="col">Duration</th><th scope="col"><abbr title="grounded / ungrounded / unknown citations">Grounding</abbr></th>`)}</tr>
       </thead>
       <tbody hx-disable>${names.map((n) => html`<tr data-eval="${n}"><th scope="row">${n}</th>${resultCells(a.version, find(a, n))}${resultCells(b.version, find(b, n))}</tr>`)}</tbody>
-    </table>`}
+    </table></div>`}
     ${[a, b].map((s) => (s.run === undefined || s.run.message === "" ? html`` : html`<p class="muted">v${s.version}: ${s.run.message}</p>`))}
   </div>`
 }

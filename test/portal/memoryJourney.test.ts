@@ -41,7 +41,8 @@ describe("the project memory page", () => {
   test("review queue: diff, edit before approving, reject; all notes; log; settings; reset with confirmation", async () => {
     await portal.signIn(page, MANAGER)
     await page.goto("/projects/webproj/memory")
-    await expect(page.locator("h1").textContent()).resolves.toContain("Memory of Web project")
+    await expect(page.locator("h1").textContent()).resolves.toContain("Web project")
+    await expect(page.locator("nav[aria-label=Project] [aria-current=page]").textContent()).resolves.toBe("Memory")
     const queue = page.locator("#review-queue li.note")
     expect(await queue.count()).toBe(2)
     const cache = queue.filter({ hasText: "Build cache" })

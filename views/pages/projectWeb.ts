@@ -5,9 +5,10 @@
  */
 import type { Problem } from "../../src/contract/Problem.ts"
 import type { WebSettings, WebUsageDay } from "../../src/web/ProjectWeb.ts"
-import { alert, fieldProblems, pageHeader, problemList } from "../components.ts"
+import { alert, fieldProblems, problemList } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
+import { projectHeader } from "./projects.ts"
 
 export interface ProjectWebForm {
   readonly searchAgents: string
@@ -55,10 +56,8 @@ export const projectWebPage = (
     ctx,
     `${project.name}: web`,
     html`
-  ${pageHeader(`${project.name}: web search`, {
-    meta: html`<p class="muted">Project <code>${project.id}</code>. Agents listed here get the optional <code>web_search</code> tool when they ask for it; <code>web_fetch</code> needs the separate opt-in below. Nothing is searched or loaded unless an agent calls a tool.</p>`
-  })}
-  ${notice === null ? html`` : alert("ok", notice)}
+  ${projectHeader(project, "web", notice)}
+  <p class="muted">Agents listed here get the optional <code>web_search</code> tool when they ask for it; <code>web_fetch</code> needs the separate opt-in below. Nothing is searched or loaded unless an agent calls a tool.</p>
   ${manage ? html`` : alert("info", "Changing a project's web settings needs the agents.manage permission.")}
   <section class="card stack" aria-labelledby="web-usage">
     <h2 id="web-usage">Usage (UTC)</h2>

@@ -29,7 +29,7 @@ export const projectNav = (id: string, active: string): Html => html`
   )}</ul></nav>`
 
 /** The header every project section shares: breadcrumb, name and id, the sub-navigation. */
-export const projectHeader = (project: Project, active: string, notice: string | null = null): Html => html`
+export const projectHeader = (project: Pick<Project, "id" | "name">, active: string, notice: string | null = null): Html => html`
   ${pageHeader(project.name, { crumbs: [["/projects", "Projects"]], meta: html`<p class="muted" hx-disable>Project <code>${project.id}</code></p>` })}
   ${projectNav(project.id, active)}
   ${notice === null ? html`` : alert("ok", notice)}`

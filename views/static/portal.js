@@ -1,6 +1,6 @@
 // The Kintsugi portal's few behaviours htmx does not cover: adding and removing repeated rows,
 // dismissing toasts, a message when the server cannot be reached, Escape closing action menus, no
-// duplicate rows on the live job page.
+// duplicate rows on the live job page, the current section in view in a phone's navigation line.
 // A served file because the Content-Security-Policy allows no inline script.
 (() => {
   "use strict"
@@ -91,6 +91,13 @@
       if (summary) summary.focus()
     }
   })
+  // On a phone the top bar's navigation is one scrolling line: the current section is scrolled into view.
+  const currentNav = document.querySelector(".topbar nav [aria-current='page']")
+  const navList = currentNav && currentNav.closest("ul")
+  if (navList && navList.scrollWidth > navList.clientWidth) {
+    navList.scrollLeft += currentNav.getBoundingClientRect().left - navList.getBoundingClientRect().left - 8
+  }
+
   // A job's live page: htmx's SSE extension swaps in the rows the server renders (views/pages/jobs.ts).
   // A row whose event id the list already holds (a stream opened again from the page's first
   // position after an error) is dropped, so no row shows twice.

@@ -1,7 +1,8 @@
 /**
- * `kintsugi run <agent> --task … --read <dir> --out <dir>`: one job for local use, run in this process
- * against the configured database, with live progress. Exit 0 completed, 1 failed, 2 on usage or a
- * refused workspace, 130 on Ctrl-C (after the job has ended as aborted).
+ * `kintsugi run <agent> --task … --read <dir> --out <dir> [--json]`: one job, through a running server
+ * or in this process, with live progress (or NDJSON events) and one summary at the end (runOutput.ts).
+ * Exit 0 completed, 1 failed, 2 on usage or a refused workspace, 130 on Ctrl-C (after the job has
+ * ended as aborted, and said so).
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
@@ -11,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { CliExit, exitWith } from "./exit.ts"
 import { explainStartFailure } from "./explain.ts"
+import { runIo } from "./runOutput.ts"
 
 const optional = (flag: string, value: Option.Option<string | number>) => (Option.isSome(value) ? [flag, String(value.value)] : [])
 
@@ -28,19 +30,21 @@ const missingInstallation = (serverUrl: string) =>
 export const runCommand = Command.make(
   "run",
   {
-    task: Options.text("task").pipe(Options.withDescription("what the agent should do")),
-    read: Options.text("read").pipe(Options.atLeast(1), Options.withDescription("a directory or file the agent may read (repeatable)")),
-    out: Options.text("out").pipe(Options.withDescription("the directory the agent's outputs are committed to")),
+    task: Options.text("task").pipe(Options.withAlias("t"), Options.withDescription("what the agent should do")),
+    read: Options.text("read").pipe(Options.withAlias("r"), Options.atLeast(1), Options.withDescription("a directory or file the agent may read (repeatable)")),
+    out: Options.text("out").pipe(Options.withAlias("o"), Options.withDescription("the directory the agent's outputs are committed to")),
     root: Options.text("root").pipe(Options.optional, Options.withDescription("the workspace root; default: the deepest directory holding every --read and --out")),
     project: Options.text("project").pipe(Options.optional, Options.withDescription("a project id")),
     timeout: Options.float("timeout").pipe(Options.optional, Options.withDescription("seconds; default 1800")),
     maxCost: Options.float("max-cost").pipe(Options.optional, Options.withDescription("a cost limit in USD")),
+    json: Options.boolean("json").pipe(Options.withAlias("j"), Options.withDescription("the job's events as NDJSON on stdout, then one summary object")),
     agent: Args.text({ name: "agent" }).pipe(Args.withDescription("the agent's name"))
   },
-  (o) =>
-    Effect.gen(function* () {
-      const write = (s: string) => void process.stdout.write(s)
-      const log = (line: string) => void process.stderr.write(`${line}\n`)
+  (o) => {
+    const write = (s: string) => void process.stdout.write(s)
+    const log = (line: string) => void process.stderr.write(`${line}\n`)
+    const io = runIo({ json: o.json, write, log })
+    return Effect.gen(function* () {
       const run = yield* Effect.promise(() => import("../worker/runCommand.ts"))
       // One set of checks for argv and the typed options: the worker's parser (messages, defaults, the root).
       const parsed = run.parseRunArgs([
@@ -70,8 +74,7 @@ export const runCommand = Command.make(
           )
           return yield* exitWith(2)
         }
-        const render = (e: Parameters<typeof run.renderEvent>[0]) => run.renderEvent(e, write)
-        return yield* exitWith(yield* remote.runRemoteJob({ ...where, token: where.token }, parsed, { write, log, render }))
+        return yield* exitWith(yield* remote.runRemoteJob({ ...where, token: where.token }, parsed, io))
       }
       // No server: this process opens the installation `serve` would, and never creates one.
       const missing = yield* missingInstallation(where.url)
@@ -93,8 +96,9 @@ export const runCommand = Command.make(
         (rt) => Effect.promise(() => rt.dispose())
       )
       const runtime = yield* Effect.promise(() => rt.runtime())
-      return yield* exitWith(yield* Effect.provide(run.runLocalJob(parsed, write, log), runtime))
-    }).pipe(Effect.scoped)
+      return yield* exitWith(yield* Effect.provide(run.runLocalJob(parsed, io), runtime))
+    }).pipe(Effect.scoped, Effect.onInterrupt(() => Effect.sync(io.interrupted)))
+  }
 ).pipe(
   Command.withDescription(
     "Run one job with live progress (the agent's binding): through a running server's API (KINTSUGI_URL, default http://HOST:PORT; token from KINTSUGI_TOKEN or ~/.config/kintsugi/token), else in this process on the data dir serve uses (never created here). Every path must lie inside a job root (KINTSUGI_JOB_ROOTS, default <data dir>/workspaces)."

@@ -7,9 +7,12 @@
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
-import type { JobEvent } from "../contract/JobEvent.ts"
+import { JobEvent } from "../contract/JobEvent.ts"
+import type { RunIo } from "./runOutput.ts"
 
 const text = (name: string) => Config.option(Config.string(name)).pipe(Effect.map(Option.filter((v) => v.trim() !== "")), Effect.orElseSucceed(() => Option.none<string>()))
 
@@ -59,7 +62,16 @@ export interface RemoteJob {
   readonly project?: string
 }
 
-type Io = { readonly write: (s: string) => void; readonly log: (line: string) => void; readonly render: (e: JobEvent) => void }
+const Problems = Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String }))
+/** The answer of POST /api/jobs: the job, or the error (with every problem on a 400). */
+const Started = Schema.Struct({
+  job: Schema.optional(Schema.Struct({ id: Schema.String })),
+  error: Schema.optional(Schema.Struct({ message: Schema.optional(Schema.String), problems: Schema.optional(Problems) }))
+})
+/** The answer of GET /api/jobs/:id, as far as waiting for the end needs it (runOutput.ts reads the rest). */
+const JobAnswer = Schema.Struct({ job: Schema.Struct({ status: Schema.String }) })
+const AnyJob = Schema.Struct({ job: Schema.Unknown })
+const decodeEvent = Schema.decodeUnknownOption(JobEvent)
 
 const isTerminal = (e: { readonly type: string }) => e.type === "job.completed" || e.type === "job.failed"
 
@@ -88,80 +100,93 @@ const frames = async function* (body: ReadableStream<Uint8Array>): AsyncGenerato
   }
 }
 
+const parse = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
 /**
- * Runs the job on the server; the exit code: 0 completed, 1 failed or refused by the server, 2 when
- * the request has problems (every one listed). Interrupted (Ctrl-C), it asks the server to abort the job.
+ * Runs the job on the server, reporting on `io`; the exit code: 0 completed, 1 failed or refused by the
+ * server, 2 when the request has problems (every one listed). The job is started uninterruptibly;
+ * interrupted (Ctrl-C) after that, it says so, asks the server to abort the job and reports its end.
  */
-export const runRemoteJob = (remote: Remote & { readonly token: string }, job: RemoteJob, io: Io): Effect.Effect<number> =>
-  Effect.gen(function* () {
-    const headers = { authorization: `Bearer ${remote.token}`, "content-type": "application/json" }
-    const body = {
-      agent: job.agent,
-      task: job.task,
-      workspace: { root: job.root, readOnly: job.read, outDir: job.out },
-      limits: { timeoutSec: job.timeoutSec, ...(job.maxCostUsd === undefined ? {} : { maxCostUsd: job.maxCostUsd }) },
-      ...(job.project === undefined ? {} : { project: job.project })
-    }
-    const started = yield* Effect.promise(async () => {
-      const r = await fetch(`${remote.url}/api/jobs`, { method: "POST", headers, body: JSON.stringify(body) })
-      return { status: r.status, json: (await r.json().catch(() => ({}))) as { job?: { id: string }; error?: { message?: string; problems?: Array<{ path: string; message: string }> } } }
-    })
-    if (started.status === 400) {
-      io.log(`kintsugi run: the job was not started:\n${(started.json.error?.problems ?? []).map((p) => `  ${p.path}: ${p.message}`).join("\n")}`)
-      return 2
-    }
-    const id = started.json.job?.id
-    if (id === undefined) {
-      const why = started.status === 401 ? `the server refused the token (${remote.url}); issue a new one: kintsugi users token <you>, or POST /api/tokens` : started.json.error?.message ?? `HTTP ${started.status}`
-      io.log(`kintsugi run: the server did not start the job: ${why}`)
-      return 1
-    }
-    let last = -1
-    let settled: { status: string } | undefined
-    const follow = Effect.promise(async () => {
-      // A dropped stream is resumed after the last event seen (Last-Event-ID), a few times.
-      for (let attempt = 0; attempt < 5 && settled === undefined; attempt++) {
-        try {
-          const r = await fetch(`${remote.url}/api/jobs/${encodeURIComponent(id)}/events`, {
-            headers: { authorization: headers.authorization, accept: "text/event-stream", ...(last >= 0 ? { "last-event-id": String(last) } : {}) }
-          })
-          if (r.body === null || r.status !== 200) break
-          for await (const f of frames(r.body)) {
-            if (f.event === "job.settled") {
-              settled = JSON.parse(f.data) as { status: string; message?: string | null }
-              io.write(`✘ ${(settled as { message?: string | null }).message ?? settled.status}\n`)
-              break
-            }
-            const event = JSON.parse(f.data) as JobEvent & { seq?: number }
-            if (f.id !== undefined) last = f.id
-            io.render(event)
-            if (isTerminal(event)) {
-              settled = { status: event.type === "job.completed" ? "completed" : "failed" }
-              break
-            }
-          }
-        } catch {
-          await Bun.sleep(500)
+export const runRemoteJob = (remote: Remote & { readonly token: string }, job: RemoteJob, io: RunIo): Effect.Effect<number> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function* () {
+      const authorization = `Bearer ${remote.token}`
+      const jobUrl = (id: string, rest = "") => `${remote.url}/api/jobs/${encodeURIComponent(id)}${rest}`
+      const body = {
+        agent: job.agent,
+        task: job.task,
+        workspace: { root: job.root, readOnly: job.read, outDir: job.out },
+        limits: { timeoutSec: job.timeoutSec, ...(job.maxCostUsd === undefined ? {} : { maxCostUsd: job.maxCostUsd }) },
+        ...(job.project === undefined ? {} : { project: job.project })
+      }
+      const started = yield* Effect.promise(async () => {
+        const r = await fetch(`${remote.url}/api/jobs`, { method: "POST", headers: { authorization, "content-type": "application/json" }, body: JSON.stringify(body) })
+        const none: typeof Started.Type = {}
+        return { status: r.status, answer: Option.getOrElse(Schema.decodeUnknownOption(Started)(await r.json().catch(() => undefined)), () => none) }
+      })
+      if (started.status === 400) {
+        io.refused("the job was not started", started.answer.error?.problems ?? [])
+        return 2
+      }
+      const id = started.answer.job?.id
+      if (id === undefined) {
+        const why =
+          started.status === 401
+            ? `the server refused the token (${remote.url}); issue a new one: kintsugi users token <you>, or POST /api/tokens`
+            : started.answer.error?.message ?? `HTTP ${started.status}`
+        io.refused(`the server did not start the job: ${why}`)
+        return 1
+      }
+      io.started(id)
+
+      let last = -1
+      // One pass over the event stream (resumed after the last event seen): true once the job has ended.
+      const followOnce = Effect.promise(async (signal) => {
+        const r = await fetch(jobUrl(id, "/events"), {
+          signal,
+          headers: { authorization, accept: "text/event-stream", ...(last >= 0 ? { "last-event-id": String(last) } : {}) }
+        })
+        if (r.body === null || r.status !== 200) return true
+        for await (const f of frames(r.body)) {
+          if (f.event === "job.settled") return true
+          const event = decodeEvent(parse(f.data))
+          if (f.id !== undefined) last = f.id
+          if (Option.isNone(event)) continue
+          io.event(event.value)
+          if (isTerminal(event.value)) return true
         }
-      }
-    })
-    const abort = Effect.promise(() =>
-      fetch(`${remote.url}/api/jobs/${encodeURIComponent(id)}/abort`, { method: "POST", headers: { authorization: headers.authorization } }).then(
-        (r) => r.arrayBuffer(),
-        () => undefined
+        return false
+      }).pipe(Effect.catchAllDefect(() => Effect.succeed(false)))
+      // A dropped stream is resumed a few times, half a second apart.
+      const follow = Effect.repeat(followOnce, { schedule: Schedule.spaced("500 millis"), until: (ended) => ended, times: 4 })
+      // The terminal event comes before the worker settles the job (outputs committed): wait for the row.
+      const row = Effect.promise(async (signal): Promise<unknown> => {
+        const r = await fetch(jobUrl(id), { signal, headers: { authorization } })
+        return r.json().catch(() => undefined)
+      })
+      const ended = (answer: unknown) =>
+        Option.match(Schema.decodeUnknownOption(JobAnswer)(answer), { onNone: () => true, onSome: (a) => a.job.status === "completed" || a.job.status === "failed" })
+      const every200ms = Schedule.spaced("200 millis").pipe(Schedule.intersect(Schedule.recurs(150)), Schedule.whileInput((answer: unknown) => !ended(answer)), Schedule.passthrough)
+      const settledRow = Effect.repeat(row, every200ms).pipe(
+        Effect.map((answer) => Option.getOrUndefined(Schema.decodeUnknownOption(AnyJob)(answer))?.job)
       )
-    )
-    yield* Effect.onInterrupt(follow, () => abort)
-    // The terminal event comes before the worker settles the job (outputs committed): wait for the row.
-    const final = yield* Effect.promise(async () => {
-      for (let attempt = 0; attempt < 150; attempt++) {
-        const r = await fetch(`${remote.url}/api/jobs/${encodeURIComponent(id)}`, { headers: { authorization: headers.authorization } })
-        const job = ((await r.json().catch(() => ({}))) as { job?: { status: string; outputs: string | null } }).job
-        if (job === undefined || job.status === "completed" || job.status === "failed") return job
-        await Bun.sleep(200)
+      const report = Effect.flatMap(settledRow, (settled) => Effect.sync(() => (settled === undefined ? io.log(`kintsugi run: the job ${id} could not be read back`) : io.settled(settled))))
+      const abort = Effect.sync(() => io.aborting()).pipe(
+        Effect.zipRight(Effect.promise(() => fetch(jobUrl(id, "/abort"), { method: "POST", headers: { authorization } }).then((r) => r.arrayBuffer(), () => undefined))),
+        Effect.zipRight(report)
+      )
+      const settled = yield* restore(Effect.zipRight(follow, settledRow)).pipe(Effect.onInterrupt(() => abort))
+      if (settled === undefined) {
+        io.log(`kintsugi run: the job ${id} could not be read back`)
+        return 1
       }
-      return undefined
+      io.settled(settled)
+      return Option.match(Schema.decodeUnknownOption(JobAnswer)({ job: settled }), { onNone: () => 1, onSome: (a) => (a.job.status === "completed" ? 0 : 1) })
     })
-    if (final?.outputs !== undefined && final.outputs !== null) io.write(`outputs: ${final.outputs}\n`)
-    return (final?.status ?? settled?.status) === "completed" ? 0 : 1
-  })
+  )

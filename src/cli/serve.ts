@@ -114,8 +114,8 @@ export const serveConfig = Config.all({
 export const serveCommand = Command.make(
   "serve",
   {
-    port: Options.integer("port").pipe(Options.withFallbackConfig(Config.integer("PORT")), Options.withDefault(7777), Options.withDescription("PORT; default 7777")),
-    host: Options.text("host").pipe(Options.withFallbackConfig(Config.string("HOST")), Options.withDefault("127.0.0.1"), Options.withDescription("HOST; default 127.0.0.1"))
+    port: Options.integer("port").pipe(Options.withAlias("p"), Options.withFallbackConfig(Config.integer("PORT")), Options.withDefault(7777), Options.withDescription("the port (else PORT; default 7777)")),
+    host: Options.text("host").pipe(Options.withAlias("H"), Options.withFallbackConfig(Config.string("HOST")), Options.withDefault("127.0.0.1"), Options.withDescription("the address to bind (else HOST; default 127.0.0.1)"))
   },
   serve
 ).pipe(Command.withDescription("Serve the portal and the API, and run jobs (the worker loops, KINTSUGI_WORKERS)."))

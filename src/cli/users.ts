@@ -66,13 +66,13 @@ const run = (op: UsersOp) =>
     return yield* exitWith(yield* Effect.promise(() => users.runUsersOp(op, io.stdio, DatabaseLive)))
   })
 
-const username = Args.text({ name: "username" })
+const username = Args.text({ name: "username" }).pipe(Args.withDescription("the user's name"))
 const permission = Args.choice(PERMISSIONS.map((p) => [p, p] as const), { name: "permission" })
-const json = Options.boolean("json").pipe(Options.withDescription("print JSON"))
+const json = Options.boolean("json").pipe(Options.withAlias("j"), Options.withDescription("print JSON"))
 
 const add = Command.make(
   "add",
-  { grant: Options.choice("grant", PERMISSIONS).pipe(Options.repeated, Options.withDescription("a permission to grant (repeatable)")), username },
+  { grant: Options.choice("grant", PERMISSIONS).pipe(Options.withAlias("g"), Options.repeated, Options.withDescription("a permission to grant (repeatable)")), username },
   (a) => run({ op: "add", username: a.username, grants: a.grant })
 ).pipe(Command.withDescription("Add a user; the password from KINTSUGI_USER_PASSWORD, else the first line of stdin (at least 12 characters)."))
 
@@ -96,7 +96,7 @@ const enable = Command.make("enable", { username }, (a) => run({ op: "enable", .
 const token = Command.make(
   "token",
   {
-    name: Options.text("name").pipe(Options.withDefault("cli"), Options.withDescription("a label for the token")),
+    name: Options.text("name").pipe(Options.withAlias("n"), Options.withDefault("cli"), Options.withDescription("a label for the token")),
     days: Options.integer("expires-days").pipe(Options.withDefault(TOKEN_DEFAULT_DAYS), Options.withDescription(`1-${TOKEN_MAX_DAYS} days`)),
     json,
     username

@@ -1,11 +1,11 @@
 /**
  * The job of `kintsugi run <agent> --task … --read <dir> --out <dir>` (src/cli/run.ts wires it): one job
  * run in this process against the configured database (the agent's current version, its binding, the
- * provider), with a live progress display in the terminal.
+ * provider), reported live on the command's RunIo (src/cli/runOutput.ts).
  */
 import { Config, Effect, Either, Fiber } from "effect"
 import { resolve } from "node:path"
-import type { JobEvent } from "../contract/JobEvent.ts"
+import type { RunIo } from "../cli/runOutput.ts"
 import { JobRoots } from "./JobRoots.ts"
 import { JobStore } from "./JobStore.ts"
 import { LeaseConfig, runClaimedJob } from "./Worker.ts"
@@ -69,40 +69,13 @@ export const commonAncestor = (paths: ReadonlyArray<string>): string => {
   return "/" + first.slice(0, n).join("/")
 }
 
-/** One line of progress per event; message text streams as it comes. */
-export const renderEvent = (e: JobEvent, write: (s: string) => void): void => {
-  switch (e.type) {
-    case "job.started":
-      return write(`● ${e.agentId} v${e.agentVersion}\n`)
-    case "message.delta":
-      return write(e.text)
-    case "tool.call":
-      return write(`\n  ${e.allowed ? "→" : "⨯"} ${e.tool} ${JSON.stringify(e.input).slice(0, 120)}${e.allowed ? "" : `  (blocked: ${e.reason ?? ""})`}\n`)
-    case "tool.result":
-      return write(`    ${e.success ? "ok" : "error"}: ${e.summary} (${e.durationMs} ms)\n`)
-    case "output":
-      return write(`  wrote ${e.path}\n`)
-    case "usage":
-      return write(`  · turn ${e.turns}: ${e.inputTokens + e.cacheReadTokens + e.cacheWriteTokens} in / ${e.outputTokens} out, $${e.costUsd.toFixed(4)}\n`)
-    case "grounding":
-      return write(`  grounding: ${e.grounded} grounded, ${e.ungrounded} ungrounded, ${e.unknown} unknown path\n`)
-    case "job.completed":
-      // The summary is the final message, already streamed above as message.delta: printed once.
-      return write(`\n✔ completed\n`)
-    case "job.failed":
-      return write(`\n✘ failed (${e.reason}): ${e.message}\n`)
-    case "source.read":
-    case "span":
-      return
-  }
-}
-
 /**
- * Runs one job in this process with live progress on `write`, diagnostics on `log`; the exit code: 0
- * completed, 1 failed, 2 when the workspace is refused (every problem listed). Interrupted (Ctrl-C),
- * it asks the job to abort and waits for it to end before it gives up.
+ * Runs one job in this process, reporting on `io` (events, then the summary from the settled row);
+ * the exit code: 0 completed, 1 failed, 2 when the workspace is refused (every problem listed).
+ * Interrupted (Ctrl-C), it says so, asks the job to abort, waits for it to end and reports that end.
+ * The job is queued and claimed uninterruptibly: Ctrl-C never leaves a queued job behind.
  */
-export const runLocalJob = (parsed: RunArgs, write: (s: string) => void, log: (line: string) => void) =>
+export const runLocalJob = (parsed: RunArgs, io: RunIo) =>
   Effect.gen(function* () {
     const store = yield* JobStore
     // The same checks as POST /api/jobs, before anything is queued: every problem, then exit 2.
@@ -114,37 +87,44 @@ export const runLocalJob = (parsed: RunArgs, write: (s: string) => void, log: (l
       ...(parsed.project === undefined ? {} : { project: parsed.project })
     })
     if (Either.isLeft(decoded)) {
-      log(`kintsugi run: the job was not started:\n${decoded.left.map((p) => `  ${p.path}: ${p.message}`).join("\n")}`)
+      io.refused("the job was not started", decoded.left)
       return 2
     }
     const user = yield* Config.string("USER").pipe(Config.withDefault("cli"), Effect.orElseSucceed(() => "cli"))
-    const job = yield* store.enqueue(decoded.right, user)
     const lease = yield* LeaseConfig
-    const claimed = yield* store.claim(`cli:${process.pid}`, lease.leaseMs, job.id)
-    if (claimed === undefined) return yield* Effect.die(new Error("the job was claimed by another worker"))
-    const running = yield* Effect.fork(runClaimedJob(claimed, lease))
-    let last = -1
-    const drain = Effect.gen(function* () {
-      for (const e of yield* store.events(job.id, last)) {
-        renderEvent(e, write)
-        last = e.seq
-      }
-    })
-    // Ctrl-C: the job ends as aborted (the worker's abort poll stops its child), then the command ends.
-    const abort = Effect.either(store.requestAbort(job.id, job.createdBy)).pipe(Effect.zipRight(Fiber.await(running)), Effect.zipRight(Effect.either(drain)))
-    yield* Effect.onInterrupt(
+    return yield* Effect.uninterruptibleMask((restore) =>
       Effect.gen(function* () {
-        while (!running.unsafePoll()) {
+        const job = yield* store.enqueue(decoded.right, user)
+        io.started(job.id)
+        const claimed = yield* store.claim(`cli:${process.pid}`, lease.leaseMs, job.id)
+        if (claimed === undefined) return yield* Effect.die(new Error("the job was claimed by another worker"))
+        const running = yield* Effect.fork(restore(runClaimedJob(claimed, lease)))
+        let last = -1
+        const drain = Effect.gen(function* () {
+          for (const e of yield* store.events(job.id, last)) {
+            io.event(e)
+            last = e.seq
+          }
+        })
+        const settle = Effect.tap(Effect.orDie(store.get(job.id)), (done) => Effect.sync(() => io.settled(done)))
+        // Ctrl-C: the job ends as aborted (the worker's abort poll stops its child), then its end is reported.
+        const abort = Effect.sync(() => io.aborting()).pipe(
+          Effect.zipRight(Effect.either(store.requestAbort(job.id, job.createdBy))),
+          Effect.zipRight(Fiber.await(running)),
+          Effect.zipRight(Effect.either(drain)),
+          Effect.zipRight(settle)
+        )
+        const follow = Effect.gen(function* () {
+          while (!running.unsafePoll()) {
+            yield* drain
+            yield* Effect.sleep("100 millis")
+          }
+          yield* Fiber.join(running)
           yield* drain
-          yield* Effect.sleep("100 millis")
-        }
-      }),
-      () => abort
+        })
+        yield* restore(follow).pipe(Effect.onInterrupt(() => abort))
+        const done = yield* settle
+        return done.status === "completed" ? 0 : 1
+      })
     )
-    yield* Fiber.join(running)
-    yield* drain
-    const done = yield* Effect.orDie(store.get(job.id))
-    if (done.status === "failed" && last < 0) write(`✘ ${done.message ?? "failed"}\n`)
-    if (done.outputs !== null) write(`outputs: ${done.outputs}\n`)
-    return done.status === "completed" ? 0 : 1
   })

@@ -1,6 +1,8 @@
 /**
  * Every command's `--help` and `-h` exit 0 with usage and no side effect: the data dir stays empty (no
- * database, no migration, no key file) and nothing listens. `--version` and `--completions` too.
+ * database, no migration, no key file) and nothing listens. `--version` and `--completions` too. Each
+ * help fits a screen (the built-in options only in `kintsugi --help`); no escape codes unless stdout
+ * is a terminal and NO_COLOR is unset; the short flags parse.
  */
 import { describe, expect, test } from "bun:test"
 import { mkdtempSync, readdirSync, rmSync } from "node:fs"
@@ -29,11 +31,12 @@ const COMMANDS = [
   ["users", "tokens"],
   ["users", "revoke-token"],
   ["agents"],
-  ["agents", "validate"]
+  ["agents", "validate"],
+  ["agents", "eval"]
 ]
 
-const kintsugi = (args: ReadonlyArray<string>) => {
-  const env: Record<string, string | undefined> = { ...process.env, KINTSUGI_DATA_DIR: join(dataDir, "data"), KINTSUGI_ADMIN_PASSWORD: "", NO_COLOR: "1" }
+const kintsugi = (args: ReadonlyArray<string>, extra: Record<string, string> = { NO_COLOR: "1" }) => {
+  const env: Record<string, string | undefined> = { ...process.env, KINTSUGI_DATA_DIR: join(dataDir, "data"), KINTSUGI_ADMIN_PASSWORD: "", ...extra }
   delete env["DATABASE_URL"]
   // A port nobody uses: `serve --help` that served would be found listening on it below.
   const p = Bun.spawnSync(["bun", CLI, ...args], { env: { ...env, PORT: "39517" }, stdin: "ignore" })
@@ -54,6 +57,62 @@ describe("kintsugi --help", () => {
       })
     }
   }
+
+  test("each command's help fits a screen: at most 40 lines, one row per option, the built-in options once (in kintsugi --help)", () => {
+    const builtIns = ["--completions", "--log-level", "--wizard"]
+    for (const args of COMMANDS) {
+      const r = kintsugi([...args, "--help"])
+      const lines = r.out.trimEnd().split("\n")
+      expect({ command: args.join(" "), lines: lines.length <= 40 }).toEqual({ command: args.join(" "), lines: true })
+      expect(r.out).not.toContain("A user-defined piece of text")
+      expect(r.out).not.toContain("This setting is optional")
+      for (const b of builtIns) expect(r.out.split(b).length - 1).toBe(args.length === 0 ? 1 : 0)
+      if (args.length > 0) expect(r.out).toContain("Built-in options")
+    }
+    const run = kintsugi(["run", "--help"]).out
+    expect(run).toContain("  -t, --task text ")
+    expect(run).toContain("  -j, --json ")
+    expect(kintsugi(["serve", "-h"]).out).toContain("  -H, --host text ")
+  }, 60_000)
+
+  test("no escape codes into a pipe, whatever NO_COLOR says: help, errors, version", () => {
+    for (const extra of [{}, { NO_COLOR: "1" }] as Array<Record<string, string>>) {
+      for (const args of [["--help"], ["run", "--help"], ["frobnicate"], ["run", "a", "-t", "x", "-r", "/y", "-o", "/z", "--timeout", "abc"], ["--version"]]) {
+        const r = kintsugi(args, extra)
+        expect(r.out + r.err).not.toContain("\u001b")
+      }
+    }
+  }, 30_000)
+
+  // `script` gives the command a terminal: colour there, unless NO_COLOR is set.
+  test.skipIf(Bun.which("script") === null)("on a terminal: bold headings and red errors, none with NO_COLOR set", () => {
+    const onTerminal = (command: string, noColor: string) => {
+      const p = Bun.spawnSync(["script", "-qec", `bun ${CLI} ${command}`, "/dev/null"], {
+        env: { ...process.env, KINTSUGI_DATA_DIR: join(dataDir, "data"), NO_COLOR: noColor },
+        stdin: "ignore"
+      })
+      return p.stdout.toString()
+    }
+    expect(onTerminal("run --help", "")).toContain("\u001b[1mUSAGE")
+    expect(onTerminal("frobnicate", "")).toContain("\u001b[")
+    expect(onTerminal("run --help", "1")).not.toContain("\u001b")
+    expect(onTerminal("frobnicate", "1")).not.toContain("\u001b")
+    expect(onTerminal("frobnicate", "1")).toContain("Invalid subcommand for kintsugi")
+  }, 30_000)
+
+  test("short flags: -t -r -o for run; -p and -H for serve (-H is not -h)", () => {
+    const r = kintsugi(["run", "a", "-t", "t", "-r", "/x", "-r", "/y", "-o", "/o", "--timeout", "-1"])
+    expect(r.err).toContain("--timeout must be a positive number of seconds")
+    expect(r.code).toBe(2)
+    const port = kintsugi(["serve", "-p", "not-a-port"])
+    expect(port.code).toBe(2)
+    expect(port.err).toContain("not-a-port")
+    // A missing value for -H is a usage error, not a help request.
+    const host = kintsugi(["serve", "-H"])
+    expect(host.code).toBe(2)
+    expect(host.out).not.toContain("USAGE")
+    expect(readdirSync(dataDir)).toEqual([])
+  }, 30_000)
 
   test("--version prints the package version", () => {
     const r = kintsugi(["--version"])

@@ -1,4 +1,7 @@
-/** `kintsugi run` on @effect/cli: Ctrl-C ends the job as aborted and exits 130; a wrong secret key is one clear line. */
+/**
+ * `kintsugi run` on @effect/cli: Ctrl-C says what it does, ends the job as aborted, reports that end and
+ * exits 130 (before the job started: says so, queues nothing); a wrong secret key is one clear line.
+ */
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
@@ -63,7 +66,7 @@ const setup = async (steps: Array<Step>) => {
   return { run, jobs }
 }
 
-test("Ctrl-C: the job ends as aborted, then exit 130", async () => {
+test("Ctrl-C: 'aborting job <id>…', the job ends as aborted, its summary line, then exit 130", async () => {
   const { run, jobs } = await setup([{ kind: "stall", afterText: "Partial" }])
   const child = run(SECRET_KEY)
   const reader = child.stdout.getReader()
@@ -75,8 +78,44 @@ test("Ctrl-C: the job ends as aborted, then exit 130", async () => {
   }
   expect(out).toContain("Partial")
   child.kill("SIGINT")
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) out += new TextDecoder().decode(chunk.value)
+  const err = await new Response(child.stderr).text()
   expect(await child.exited).toBe(130)
   expect(await jobs()).toEqual(["failed aborted"])
+  // First on stderr (the runtime's own warning lines, `job settled`, may follow).
+  expect(err).toMatch(/^kintsugi run: Ctrl-C: aborting job [0-9a-f-]{36}…\n/)
+  const id = /aborting job (\S+)…/.exec(err)?.[1] ?? ""
+  // The streamed text did not end with a newline: the summary starts on a line of its own.
+  expect(out).toMatch(new RegExp(`Partial\\n✘ failed \\(aborted\\)[^\\n]* · job ${id}( · [^\\n]*)?\\n$`))
+})
+
+test("Ctrl-C before the job started: says so, queues nothing, exit 130", async () => {
+  // A server that answers /healthz only when told: the command is waiting on it when Ctrl-C comes.
+  let asked: () => void = () => undefined
+  const healthAsked = new Promise<void>((resolve) => (asked = resolve))
+  let answer: () => void = () => undefined
+  const answered = new Promise<void>((resolve) => (answer = resolve))
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: async () => {
+      asked()
+      await answered
+      return new Response("ok")
+    }
+  })
+  cleanups.push(() => server.stop(true))
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-early-")))
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+  const env = { PATH: process.env["PATH"] ?? "", HOME: dir, KINTSUGI_DATA_DIR: join(dir, "data"), KINTSUGI_JOB_ROOTS: dir, KINTSUGI_URL: `http://127.0.0.1:${server.port}`, KINTSUGI_TOKEN: "kt_x" }
+  const child = Bun.spawn(["bun", CLI, "run", "some-agent", "-t", "t", "-r", dir, "-o", dir, "--json"], { stdout: "pipe", stderr: "pipe", env })
+  await healthAsked
+  child.kill("SIGINT")
+  const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  answer()
+  expect(code).toBe(130)
+  expect(out).toBe("")
+  expect(err).toBe("kintsugi run: Ctrl-C: interrupted before the job started; nothing was queued\n")
 })
 
 test("a wrong secret key is named, not a raw crypto error", async () => {

@@ -23,8 +23,8 @@ const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts")
 /** Nothing listens on port 1: "no server is up", whatever else runs on this machine's 7777. */
 const NO_SERVER = "http://127.0.0.1:1"
 
-const spawnRun = (cwd: string, env: Record<string, string>) =>
-  Bun.spawn(["bun", CLI, "run", "codebase-inventory", "--task", "Inventory it.", "--read", "src", "--out", "out"], {
+const spawnRun = (cwd: string, env: Record<string, string>, extra: ReadonlyArray<string> = []) =>
+  Bun.spawn(["bun", CLI, "run", "codebase-inventory", "--task", "Inventory it.", "--read", "src", "--out", "out", ...extra], {
     cwd,
     stdout: "pipe",
     stderr: "pipe",
@@ -58,7 +58,11 @@ describe("with a server up", () => {
       builtinOutputsStep("codebase-inventory"),
       { kind: "turn", text: "Remote summary: one file." },
       builtinOutputsStep("codebase-inventory"),
-      { kind: "turn", text: "Second summary." }
+      { kind: "turn", text: "Second summary." },
+      // --json, then Ctrl-C.
+      builtinOutputsStep("codebase-inventory"),
+      { kind: "turn", text: "JSON summary." },
+      { kind: "stall", afterText: "Partial" }
     ])
     made = await makeTestApp({ jobRoots: testJobRoots([work]), worker: { log: (l) => logs.push(l) }, appLog: (l) => logs.push(l) })
     await made.runtime.runPromise(
@@ -119,6 +123,44 @@ describe("with a server up", () => {
     const r = await finished(spawnRun(work, { KINTSUGI_URL: url, KINTSUGI_TOKEN: "kt_not-a-real-token", KINTSUGI_DATA_DIR: absent }))
     expect(r.code).toBe(1)
     expect(r.err).toContain("the server refused the token")
+  })
+
+  test("--json: the job's events as NDJSON, then one summary object (status, reason, message, duration, usage, cost, job id, outputs)", async () => {
+    const r = await finished(spawnRun(work, { KINTSUGI_URL: url, KINTSUGI_TOKEN: token, KINTSUGI_DATA_DIR: absent }, ["--json"]))
+    expect(r.err).toBe("")
+    expect(r.code).toBe(0)
+    const objects = r.out.trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)
+    const events = objects.slice(0, -1)
+    expect(events[0]).toMatchObject({ type: "job.started", agentId: "codebase-inventory" })
+    expect(events.at(-1)?.["type"]).toBe("job.completed")
+    expect(events.filter((e) => e["type"] === "message.delta").map((e) => e["text"]).join("")).toBe("JSON summary.")
+    const summary = objects.at(-1) ?? {}
+    expect(Object.keys(summary).sort()).toEqual(["costUsd", "durationMs", "jobId", "message", "outputs", "reason", "status", "type", "usage"])
+    expect(summary).toMatchObject({ type: "summary", status: "completed", reason: null, message: null, usage: { turns: 2 } })
+    const jobs = await made.runtime.runPromise(Effect.flatMap(SqlClient, (sql) => sql<{ id: string; outputs: string }>`SELECT id, outputs FROM runtime.job ORDER BY created_at DESC LIMIT 1`))
+    expect(summary["jobId"]).toBe(jobs[0]?.id)
+    expect(summary["outputs"]).toBe(jobs[0]?.outputs)
+    expect(summary["durationMs"]).toBeGreaterThan(0)
+  })
+
+  test("Ctrl-C: says it aborts the job, the server ends it as aborted, the summary line, exit 130", async () => {
+    const child = spawnRun(work, { KINTSUGI_URL: url, KINTSUGI_TOKEN: token, KINTSUGI_DATA_DIR: absent })
+    const reader = child.stdout.getReader()
+    let out = ""
+    while (!out.includes("Partial")) {
+      const chunk = await reader.read()
+      if (chunk.done) break
+      out += new TextDecoder().decode(chunk.value)
+    }
+    child.kill("SIGINT")
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) out += new TextDecoder().decode(chunk.value)
+    const err = await new Response(child.stderr).text()
+    expect(await child.exited).toBe(130)
+    const id = /^kintsugi run: Ctrl-C: aborting job (\S+)…\n$/.exec(err)?.[1]
+    expect(id).toBeDefined()
+    expect(out).toMatch(new RegExp(`Partial\\n✘ failed \\(aborted\\)[^\\n]* · job ${id}( · [^\\n]*)?\\n$`))
+    const row = await made.runtime.runPromise(Effect.flatMap(SqlClient, (sql) => sql<{ status: string; reason: string }>`SELECT status, reason FROM runtime.job WHERE id = ${id ?? ""}`))
+    expect(row).toEqual([{ status: "failed", reason: "aborted" }])
   })
 })
 

@@ -40,7 +40,10 @@ test("runs a built-in agent through its binding and shows progress live", async 
   cleanups.push(cleanup)
   const server = await startOpenAIServer([
     builtinOutputsStep("codebase-inventory", "# Inventory\n", { input: 500, output: 40 }),
-    { kind: "turn", text: "Inventory written.", usage: { input: 600, output: 10 } }
+    { kind: "turn", text: "Inventory written.", usage: { input: 600, output: 10 } },
+    // The same job again, with --json.
+    builtinOutputsStep("codebase-inventory", "# Inventory\n", { input: 500, output: 40 }),
+    { kind: "turn", text: "Inventory written again.", usage: { input: 600, output: 10 } }
   ])
   cleanups.push(() => server.stop())
   const rt = await makeTestAppRuntime({ db: makeDbLayer({ dataDir }), jobRoots: testJobRoots(), secrets: SecretBoxLive })
@@ -78,10 +81,11 @@ test("runs a built-in agent through its binding and shows progress live", async 
   expect(out).toContain("→ write")
   expect(out).toContain("wrote inventory.md")
   expect(out).toContain("wrote inventory.json")
-  expect(out).toContain("\n✔ completed\n")
-  // The summary (the final message) once: streamed, not repeated after the verdict.
+  // One summary line at the end, on a line of its own after the streamed text (which ends without a newline).
+  expect(out).toContain("Inventory written.\n  · turn 2")
+  expect(out).toMatch(/\n✔ completed in [\d.]+s · 2 turns · 1100 in \/ 50 out tokens · \$\d+\.\d{4} · job \S+ · outputs: not in a git work tree: left in place\n$/)
+  // The final message once: streamed, not repeated after the verdict.
   expect(out.split("Inventory written.").length - 1).toBe(1)
-  expect(out).toContain("outputs: not in a git work tree: left in place")
   expect(existsSync(join(work, "out", "inventory.md"))).toBe(true)
   expect(out).not.toContain("sk-local-run-123456")
 
@@ -103,7 +107,30 @@ test("runs a built-in agent through its binding and shows progress live", async 
   const jobs = await after.runPromise(Effect.flatMap(SqlClient, (sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM runtime.job`))
   await after.dispose()
   expect(jobs[0]?.n).toBe(1)
-}, 60_000)
+
+  // --json (and the short flags): the job's events as NDJSON, then one summary object.
+  const json = Bun.spawn(["bun", CLI, "run", "codebase-inventory", "-t", "Inventory it.", "-r", "src", "-o", "out", "--json"], { cwd: work, stdout: "pipe", stderr: "pipe", env: { ...env, HOME: work } })
+  const [jout, jerr, jcode] = await Promise.all([new Response(json.stdout).text(), new Response(json.stderr).text(), json.exited])
+  expect({ code: jcode, err: jerr.slice(0, 500) }).toEqual({ code: 0, err: "" })
+  const objects = jout.trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)
+  const events = objects.slice(0, -1)
+  expect(events[0]).toMatchObject({ type: "job.started", seq: 0, agentId: "codebase-inventory" })
+  expect(events.map((e) => e["seq"])).toEqual(events.map((_, i) => i))
+  expect(events.filter((e) => e["type"] === "message.delta").map((e) => e["text"]).join("")).toBe("Inventory written again.")
+  expect(events.at(-1)?.["type"]).toBe("job.completed")
+  const summary = objects.at(-1)
+  expect(summary).toMatchObject({
+    type: "summary",
+    status: "completed",
+    reason: null,
+    message: null,
+    usage: { turns: 2, inputTokens: 1100, outputTokens: 50, cacheReadTokens: 0, cacheWriteTokens: 0 },
+    outputs: "not in a git work tree: left in place"
+  })
+  expect(typeof summary?.["jobId"]).toBe("string")
+  expect(summary?.["durationMs"]).toBeGreaterThan(0)
+  expect(typeof summary?.["costUsd"]).toBe("number")
+}, 90_000)
 
 test("the default workspace root is the deepest directory holding every --read and --out", () => {
   expect(commonAncestor(["/a/b/src", "/a/b/out"])).toBe("/a/b")

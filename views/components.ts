@@ -146,3 +146,12 @@ export const canManageProviders = (viewer: { readonly permissions: ReadonlyArray
 export const usd = (n: number | null): string => (n === null ? "—" : `$${n < 0.01 ? n.toFixed(6) : n.toFixed(4)}`)
 
 export const skillHref = (name: string, rest = ""): string => `/agent-skills/${encodeURIComponent(name)}${rest}`
+
+/**
+ * A name field's rules as the server checks them (agents, shared and local skills, providers, MCP
+ * servers): a lower-case letter, then lower-case letters, digits and dashes, at most 64 characters.
+ */
+export const NAME_RULES: Html = html` pattern="[a-z][a-z0-9\\-]*" maxlength="64"`
+
+/** A project id's rules as the server checks them: lower-case letters, digits, dots, dashes and underscores, at most 64. */
+export const PROJECT_ID_RULES: Html = html` pattern="[a-z0-9][a-z0-9._\\-]*" maxlength="64"`

@@ -13,7 +13,7 @@ import * as repo from "./agentRepo.ts"
 import { selectPendingGate, verdictOf } from "./evalRepo.ts"
 import { builtinAgents, builtinSkills } from "./builtins.ts"
 import * as entries from "./catalogEntries.ts"
-import { ALL_AGENTS, encodeCursor, queryKey, searchWords, type CatalogQuery } from "./catalogQuery.ts"
+import { ALL_AGENTS, compareEntries, encodeCursor, queryKey, searchWords, sortKey, type CatalogQuery } from "./catalogQuery.ts"
 import { cachedUntilWrite, DbWrites } from "../db/DbWrites.ts"
 import { AgentNotFound, AgentUnavailable, BuiltinReadOnly } from "./errors.ts"
 import type { AgentDefinition } from "../contract/AgentDefinition.ts"
@@ -146,7 +146,7 @@ export const makeAgentCatalog = Effect.gen(function* () {
       return { generation, listed: [...builtins, ...customs] }
     })
 
-  /** One page of `listing`: the matching entries after the cursor, at most `limit`. */
+  /** One page of `listing`: the matching entries in the query's order after the cursor, at most `limit`. */
   const cut = (listing: Listing, query: CatalogQuery): CatalogPage => {
     const words = searchWords(query.q)
     const { cursor, limit } = query
@@ -156,16 +156,17 @@ export const makeAgentCatalog = Effect.gen(function* () {
       stateMatches(query.state, e) &&
       words.every((w) => search.includes(w))
     )
-    const after = cursor === null
-      ? matching
-      : matching.filter(({ entry: e }) => cursor.builtin ? !e.builtin || e.name > cursor.name : !e.builtin && e.name > cursor.name)
+    const compare = compareEntries(query.order)
+    const keyed = (e: CatalogEntry) => ({ key: sortKey(e, query.sort), name: e.name })
+    const ordered = [...matching].sort((x, y) => compare(keyed(x.entry), keyed(y.entry)))
+    const after = cursor === null ? ordered : ordered.filter(({ entry: e }) => compare(keyed(e), cursor) > 0)
     const shown = limit === null ? after : after.slice(0, limit)
     const last = shown[shown.length - 1]?.entry
     return {
       entries: shown.map((l) => l.entry),
       total: listing.listed.length,
       matched: matching.length,
-      nextCursor: limit !== null && after.length > limit && last !== undefined ? encodeCursor({ builtin: last.builtin, name: last.name }) : null,
+      nextCursor: limit !== null && after.length > limit && last !== undefined ? encodeCursor({ sort: query.sort, order: query.order, key: sortKey(last, query.sort), name: last.name }) : null,
       generation: listing.generation
     }
   }

@@ -112,7 +112,7 @@ describe("provider, binding and MCP pages", () => {
   test("deleting a bound provider is refused (409) naming the agents; a bad MCP URL is shown at the URL field", async () => {
     const inUse = await send("POST", "/providers/canary/delete", "manager")
     expect(inUse.status).toBe(409)
-    expect(inUse.text).toContain('href="/agents/codebase-inventory"')
+    expect(inUse.text).toContain('href="/agents/codebase-inventory/binding"')
     const url = await send("POST", "/mcp-servers", "manager", { name: "meta", url: "http://169.254.169.254/latest", timeoutSec: "30" })
     expect(url.status).toBe(400)
     expect(/id="problems-url"[\s\S]*?<\/div>/.exec(url.text)?.[0]).toContain("169.254.169.254 is a link-local address")

@@ -5,11 +5,11 @@
  */
 import type { AgentView } from "../../src/agents/AgentStore.ts"
 import { FIELD_SLOTS, toolsOf, type AgentForm, type PlacedProblems } from "../forms/agentForm.ts"
-import { alert, errorSummary, fieldProblems, pageHeader, problemList, slotId, unconfinedWarning } from "../components.ts"
+import { alert, errorSummary, fieldProblems, NAME_RULES, pageHeader, problemList, slotId, unconfinedWarning } from "../components.ts"
 import { plainMessage, type SummaryItem } from "../forms/plainProblems.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
-import { agentHeader } from "./agentHeader.ts"
+import { agentHeader, type CopyRefusal } from "./agentHeader.ts"
 import { field, repeatSection, skillsFieldset, textArea, thinkingSelect, toolsFieldset, type EditorOptions } from "./editorFields.ts"
 
 export interface EditorProps {
@@ -21,6 +21,8 @@ export interface EditorProps {
   readonly notice: string | null
   /** Problems were computed for this form (a failed save, or a saved agent's validity). */
   readonly checked: boolean
+  /** A refused copy to show in the header's Copy menu. */
+  readonly copy?: CopyRefusal | null
 }
 
 const count = (placed: PlacedProblems): number =>
@@ -58,10 +60,10 @@ const manifest = (form: AgentForm, placed: PlacedProblems, creating: boolean, bo
     <div class="grid-2">
       ${
         creating
-          ? field("name", "Name", (d) => html`<input id="f-name" name="name" value="${form.name}" required autocomplete="off" spellcheck="false" aria-describedby="${d}">`, placed, "Lower-case letters, digits and dashes, starting with a letter. It cannot change later.")
+          ? field("name", "Name", (d) => html`<input id="f-name" name="name" value="${form.name}" required${NAME_RULES} autocomplete="off" spellcheck="false" aria-describedby="${d}">`, placed, "Lower-case letters, digits and dashes, starting with a letter. It cannot change later.")
           : html`<input type="hidden" name="name" value="${form.name}">${fieldProblems("name", placed.bySlot.get("name"))}`
       }
-      ${field("version", "Version label", (d) => html`<input id="f-version" name="version" value="${form.version}" autocomplete="off" aria-describedby="${d}">`, placed, "Your own label. Every save also gets a version number.")}
+      <input type="hidden" name="version" value="${form.version}">${fieldProblems("version", placed.bySlot.get("version"))}
       ${field("audience", "Audience", (d) => html`<select id="f-audience" name="audience" aria-describedby="${d}">${["runtime", "member"].map(
         (a) => html`<option value="${a}"${form.audience === a ? html` selected` : html``}>${a === "runtime" ? "runtime (runs as a job)" : "member"}</option>`
       )}</select>`, placed)}
@@ -178,7 +180,7 @@ export const editorPage = (ctx: PageContext, props: EditorProps): Html =>
   ${
     props.agent === null
       ? pageHeader("New agent", { crumbs: [["/agents", "Agents"]], meta: html`<p class="muted">Fill in the manifest and the instructions; problems show while you type.</p>` })
-      : agentHeader(ctx, props.agent, "agent", props.notice)
+      : agentHeader(ctx, props.agent, "agent", props.notice, props.copy ?? null)
   }
   ${editorForm(ctx, props)}`
   )

@@ -3,7 +3,7 @@
  * the actions the viewer may take (enable/disable, export, copy, delete with a confirmation step).
  */
 import type { AgentView } from "../../src/agents/AgentStore.ts"
-import { agentHref, alert, badge, pageHeader, unconfinedWarning } from "../components.ts"
+import { agentHref, alert, badge, NAME_RULES, pageHeader, slotId, unconfinedWarning } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, type PageContext } from "../layout.ts"
 
@@ -37,19 +37,37 @@ const tabs = (ctx: PageContext, agent: AgentView, active: AgentTab): Html => {
   )}</ul></nav>`
 }
 
-const copyForm = (ctx: PageContext, agent: AgentView): Html => html`
-  <details class="action-menu">
+/** A refused copy: the name as typed and what is wrong with it, in plain words. */
+export interface CopyRefusal {
+  readonly name: string
+  readonly problems: ReadonlyArray<string>
+}
+
+/**
+ * The Copy menu. htmx posts it and a refusal swaps the menu back in, open, with the problem under
+ * the name field; a plain post gets the agent's page with the menu so.
+ */
+export const copyMenu = (ctx: PageContext, agent: Pick<AgentView, "name">, refusal: CopyRefusal | null = null): Html => {
+  const action = agentHref(agent.name, "/copy")
+  const invalid = refusal !== null && refusal.problems.length > 0
+  return html`
+  <details class="action-menu" id="copy-menu"${refusal === null ? html`` : html` open`}>
     <summary class="button secondary">Copy</summary>
-    <form class="popover stack" method="post" action="${agentHref(agent.name, "/copy")}" hx-post="${agentHref(agent.name, "/copy")}" hx-disabled-elt="find button">
+    <form class="popover stack" method="post" action="${action}" hx-post="${action}" hx-target="#copy-menu" hx-swap="outerHTML" hx-disabled-elt="find button">
       ${csrfField(ctx)}
       <div class="field">
         <label for="copy-name">Name of the copy</label>
-        <input id="copy-name" name="newName" required autocomplete="off" spellcheck="false" value="${`${agent.name}-copy`}">
-        <p class="hint">Lower-case letters, digits and dashes, starting with a letter.</p>
+        <input id="copy-name" name="newName" required autocomplete="off" spellcheck="false"${NAME_RULES} title="Lower-case letters, digits and dashes, starting with a letter (at most 64)"
+          value="${refusal?.name ?? `${agent.name}-copy`}" aria-describedby="copy-name-hint ${slotId("copy-name")}"${invalid ? html` aria-invalid="true" autofocus` : html``}>
+        <p class="hint" id="copy-name-hint">Lower-case letters, digits and dashes, starting with a letter (at most 64).</p>
+        <div id="${slotId("copy-name")}" class="field-problems" aria-live="polite">${
+          invalid ? html`<ul class="problems" hx-disable>${refusal.problems.map((p) => html`<li>${p}</li>`)}</ul>` : html``
+        }</div>
       </div>
       <button type="submit" class="primary">Copy as a custom agent</button>
     </form>
   </details>`
+}
 
 const deleteForm = (ctx: PageContext, agent: AgentView): Html => html`
   <details class="action-menu">
@@ -62,12 +80,12 @@ const deleteForm = (ctx: PageContext, agent: AgentView): Html => html`
     </form>
   </details>`
 
-export const agentHeader = (ctx: PageContext, agent: AgentView, active: AgentTab, notice: string | null): Html => {
+export const agentHeader = (ctx: PageContext, agent: AgentView, active: AgentTab, notice: string | null, copy: CopyRefusal | null = null): Html => {
   const manage = ctx.viewer?.canManage === true
   const actions = html`
     ${manage && agent.enabled && agent.problems.length === 0 ? html`<a class="button primary" href="${agentHref(agent.name, "/run")}">Run a job</a>` : html``}
     <a class="button secondary" href="${agentHref(agent.name, "/export")}" download>Export ZIP</a>
-    ${manage ? copyForm(ctx, agent) : html``}
+    ${manage ? copyMenu(ctx, agent, copy) : html``}
     ${manage && !agent.builtin ? deleteForm(ctx, agent) : html``}`
   const version = `v${agent.version}`
   return html`

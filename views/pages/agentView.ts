@@ -7,7 +7,7 @@ import type { AgentView } from "../../src/agents/AgentStore.ts"
 import { alert, problemList, skillHref } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { layout, type PageContext } from "../layout.ts"
-import { agentHeader } from "./agentHeader.ts"
+import { agentHeader, type CopyRefusal } from "./agentHeader.ts"
 
 const list = (items: ReadonlyArray<string> | undefined, none: string, item: (s: string) => Html = (s) => html`<code>${s}</code>`): Html =>
   items === undefined || items.length === 0 ? html`<span class="muted">${none}</span>` : html`<ul class="inline-list">${items.map((s) => html`<li>${item(s)}</li>`)}</ul>`
@@ -25,7 +25,6 @@ export const packageDetails = (pkg: AgentPackage): Html => html`
     <dl class="facts">
       <dt>Description</dt><dd>${pkg.description}</dd>
       <dt>Audience</dt><dd>${pkg.audience}</dd>
-      <dt>Version label</dt><dd>${String(pkg.version)}</dd>
       <dt>Tools</dt><dd>${pkg.tools === undefined ? html`every kernel tool (no <code>tools</code> key)` : list(pkg.tools, "none")}</dd>
       <dt>Shared skills</dt><dd>${list(pkg.skills, "none", (s) => html`<a href="${skillHref(s)}"><code>${s}</code></a>`)}</dd>
       <dt>Thinking</dt><dd>${pkg.thinking ?? html`<span class="muted">not set</span>`}</dd>
@@ -45,12 +44,12 @@ export const packageDetails = (pkg: AgentPackage): Html => html`
     ${pkg.files.length === 0 ? html`<p class="muted">None.</p>` : pkg.files.map((f) => fileBlock(f.path, f.content))}
   </section>`
 
-export const agentReadOnlyPage = (ctx: PageContext, agent: AgentView, notice: string | null): Html =>
+export const agentReadOnlyPage = (ctx: PageContext, agent: AgentView, notice: string | null, copy: CopyRefusal | null = null): Html =>
   layout(
     ctx,
     agent.name,
     html`
-  ${agentHeader(ctx, agent, "agent", notice)}
+  ${agentHeader(ctx, agent, "agent", notice, copy)}
   ${agent.problems.length === 0 ? html`` : alert("error", problemList(agent.problems), "This agent cannot run here:")}
   ${packageDetails(agent.package)}`
   )

@@ -3,12 +3,14 @@
  * provider model and a default thinking level. The thinking select offers only the chosen model's
  * levels; it is re-rendered (an htmx fragment) whenever the model changes.
  */
+import type { AgentView } from "../../src/agents/AgentStore.ts"
 import type { Binding } from "../../src/providers/Bindings.ts"
 import type { ProviderView } from "../../src/providers/ProviderStore.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
-import { agentHref, alert, canManageProviders, emptyState, fieldProblems, generalProblems, pageHeader, placedSummary, postInPlace, time } from "../components.ts"
+import { agentHref, alert, canManageProviders, emptyState, fieldProblems, generalProblems, placedSummary, postInPlace, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
+import { agentHeader } from "./agentHeader.ts"
 
 /** `provider/model`: provider ids never contain a slash, so the first one separates them. */
 export const targetOf = (providerId: string, modelId: string): string => `${providerId}/${modelId}`
@@ -41,7 +43,7 @@ export interface BindingFormValues {
 }
 
 export interface BindingsProps {
-  readonly agent: string
+  readonly agent: AgentView
   readonly bindings: ReadonlyArray<Binding>
   readonly providers: ReadonlyArray<ProviderView>
   readonly projects: ReadonlyArray<{ readonly id: string; readonly name: string }>
@@ -59,7 +61,7 @@ const bindingForm = (ctx: PageContext, props: BindingsProps): Html => {
   const { values } = props
   if (props.providers.length === 0) return emptyState("No LLM provider yet.", html`Add one under <a href="/providers">LLM providers</a> first.`)
   return html`
-  <form method="post" action="${agentHref(props.agent, "/binding")}"${postInPlace(agentHref(props.agent, "/binding"))} class="stack card" novalidate data-unsaved-guard>
+  <form method="post" action="${agentHref(props.agent.name, "/binding")}"${postInPlace(agentHref(props.agent.name, "/binding"))} class="stack card" novalidate data-unsaved-guard>
     <h2>Set a binding</h2>
     ${csrfField(ctx)}
     ${placedSummary(props.problems.map((p) => [slotOf(p), p] as const), BINDING_LABELS, "binding-general")}
@@ -88,8 +90,7 @@ const bindingForm = (ctx: PageContext, props: BindingsProps): Html => {
 export const bindingsBody = (ctx: PageContext, props: BindingsProps): Html => {
   const manage = canManageProviders(ctx.viewer)
   return html`
-  ${pageHeader(html`Model of <code>${props.agent}</code>`, { crumbs: [["/agents", "Agents"], [agentHref(props.agent), props.agent]] })}
-  ${props.notice === null ? html`` : alert("ok", props.notice)}
+  ${agentHeader(ctx, props.agent, "model", props.notice)}
   ${manage ? html`` : alert("info", "Changing bindings needs the providers.manage permission.")}
   <section class="card">
     <h2>Bindings</h2>
@@ -106,7 +107,7 @@ export const bindingsBody = (ctx: PageContext, props: BindingsProps): Html => {
             <td data-label="Thinking" hx-disable>${b.thinking ?? html`<span class="muted">agent's own</span>`}</td>
             <td data-label="Updated" hx-disable>${time(b.updatedAt)} by ${b.updatedBy}</td>
             ${manage
-              ? html`<td class="row-actions"><form method="post" action="${agentHref(props.agent, "/binding/delete")}"${postInPlace(agentHref(props.agent, "/binding/delete"))} class="inline">${csrfField(ctx)}<input type="hidden" name="project" value="${b.projectId}"><button type="submit" class="small secondary">Remove</button></form></td>`
+              ? html`<td class="row-actions"><form method="post" action="${agentHref(props.agent.name, "/binding/delete")}"${postInPlace(agentHref(props.agent.name, "/binding/delete"))} class="inline">${csrfField(ctx)}<input type="hidden" name="project" value="${b.projectId}"><button type="submit" class="small secondary">Remove</button></form></td>`
               : html``}
           </tr>`
         )}</tbody></table>`
@@ -115,4 +116,4 @@ export const bindingsBody = (ctx: PageContext, props: BindingsProps): Html => {
   ${manage ? bindingForm(ctx, props) : html``}`
 }
 
-export const bindingsPage = (ctx: PageContext, props: BindingsProps): Html => layout(ctx, `${props.agent}: model`, bindingsBody(ctx, props))
+export const bindingsPage = (ctx: PageContext, props: BindingsProps): Html => layout(ctx, `${props.agent.name}: model`, bindingsBody(ctx, props))

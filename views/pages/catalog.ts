@@ -1,10 +1,11 @@
 /**
- * The catalog (/agents): built-in and custom agents with audience, version, validity, enabled state
- * and model binding; search and filters re-render only the results fragment through htmx.
+ * The catalog (/agents): built-in and custom agents with audience, version, validity, enabled state,
+ * model binding and last update; search, filters and the column headers' sort links re-render only the
+ * results fragment through htmx.
  */
 import type { CatalogEntry, CatalogPage } from "../../src/agents/AgentStore.ts"
-import { AUDIENCE_FILTERS, catalogHref, isLaterPage, KINDS, STATES, type CatalogQuery } from "../forms/catalogQuery.ts"
-import { agentHref, alert, badge, emptyState, pageHeader, problemList } from "../components.ts"
+import { AUDIENCE_FILTERS, catalogHref, defaultOrder, isLaterPage, KINDS, sortHref, STATES, type CatalogQuery, type CatalogSort } from "../forms/catalogQuery.ts"
+import { agentHref, alert, badge, emptyState, pageHeader, problemList, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { layout, type PageContext } from "../layout.ts"
 
@@ -58,6 +59,7 @@ const row = (e: CatalogEntry): Html => html`
     <td data-label="Validity">${validity(e)}</td>
     <td data-label="State">${e.enabled ? badge("ok", "enabled") : badge("warn", "disabled")}</td>
     <td data-label="Model">${binding(e)}</td>
+    <td data-label="Updated">${e.updatedAt === null ? html`<span class="muted">with the release</span>` : time(e.updatedAt)}</td>
   </tr>`
 
 const pageLink = (query: CatalogQuery, cursor: string | null, label: string, rel: string): Html => {
@@ -74,6 +76,28 @@ const pager = (props: CatalogProps): Html =>
         ${props.page.nextCursor === null ? html`` : pageLink(props.query, props.page.nextCursor, "Next page", "next")}
       </nav>`
 
+/**
+ * A column header; a sortable one links to the first page sorted by it (the other way when it is the
+ * sort already) and says how the table is sorted (`aria-sort`).
+ */
+const columnHeader = (query: CatalogQuery, label: string, sort?: CatalogSort): Html => {
+  if (sort === undefined) return html`<th scope="col">${label}</th>`
+  const current = query.sort === sort
+  const href = sortHref(query, sort)
+  const next = current ? (query.order === "asc" ? "descending" : "ascending") : defaultOrder(sort) === "asc" ? "ascending" : "descending"
+  return html`<th scope="col"${current ? html` aria-sort="${query.order === "asc" ? "ascending" : "descending"}"` : html``}>
+    <a class="sort-link" href="${href}" hx-get="${href}" hx-target="#agent-results" hx-push-url="true" title="Sort by ${label.toLowerCase()}, ${next}">${label}<span class="sort-mark" aria-hidden="true">${current ? (query.order === "asc" ? " ↑" : " ↓") : ""}</span></a></th>`
+}
+
+/** The order in force, as hidden fields of the search form, so a search keeps it. With `oob`, the htmx swap that updates them. */
+const sortFields = (query: CatalogQuery, oob = false): Html => html`
+  <div id="catalog-order"${oob ? html` hx-swap-oob="true"` : html``}>${
+    query.sort === "kind" ? html`` : html`<input type="hidden" name="sort" value="${query.sort}">`
+  }${query.order === defaultOrder(query.sort) ? html`` : html`<input type="hidden" name="order" value="${query.order}">`}</div>`
+
+/** The results as an htmx request gets them (search, filters, a sort link, a page link): the order fields updated out of band. */
+export const catalogFragment = (props: CatalogProps): Html => html`${catalogResults(props)}${sortFields(props.query, true)}`
+
 /** The results: a count, the table (one page) and the pager, or an empty state. Swapped into #agent-results on search. */
 export const catalogResults = (props: CatalogProps): Html => {
   const { entries, total, matched } = props.page
@@ -89,8 +113,8 @@ export const catalogResults = (props: CatalogProps): Html => {
           props.filtered ? "Try other words, or clear the filters." : "Create one, or import a package.",
           props.filtered ? html`<a class="button secondary" href="/agents">Clear filters</a>` : undefined
         )
-      : html`<table class="catalog">
-          <thead><tr><th scope="col">Agent</th><th scope="col">Kind</th><th scope="col">Audience</th><th scope="col">Version</th><th scope="col">Validity</th><th scope="col">State</th><th scope="col">Model binding</th></tr></thead>
+      : html`<table class="catalog sortable">
+          <thead><tr>${columnHeader(props.query, "Agent", "name")}${columnHeader(props.query, "Kind", "kind")}${columnHeader(props.query, "Audience", "audience")}${columnHeader(props.query, "Version")}${columnHeader(props.query, "Validity")}${columnHeader(props.query, "State")}${columnHeader(props.query, "Model binding")}${columnHeader(props.query, "Updated", "updated")}</tr></thead>
           <tbody>${entries.map(row)}</tbody>
         </table>
         ${pager(props)}`
@@ -120,6 +144,7 @@ export const catalogPage = (ctx: PageContext, props: CatalogProps): Html =>
     ${select("kind", "Kind", KINDS, props.query.kind)}
     ${select("audience", "Audience", AUDIENCE_FILTERS, props.query.audience)}
     ${select("state", "State", STATES, props.query.state)}
+    ${sortFields(props.query)}
     <noscript><button type="submit" class="secondary">Filter</button></noscript>
   </form>
   <div id="agent-results">${catalogResults(props)}</div>`

@@ -5,7 +5,7 @@
 import { THINKING_LEVELS } from "../../src/contract/AgentDefinition.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
 import type { AgentForm, FormRow, PlacedProblems } from "../forms/agentForm.ts"
-import { fieldProblems, processToolsUnconfined, skillHref, slotId, unconfinedWarning } from "../components.ts"
+import { fieldProblems, NAME_RULES, processToolsUnconfined, skillHref, slotId, unconfinedWarning } from "../components.ts"
 import { html, type Html } from "../html.ts"
 
 export interface SharedSkillOption {
@@ -156,7 +156,7 @@ export const repeatRow = (kind: RowKind, row: FormRow, problems: ReadonlyArray<P
     <input type="hidden" name="${kind}Key" value="${row.key}">
     <div class="field">
       <label for="${kind}-name-${row.key}">${t.name}</label>
-      <input id="${kind}-name-${row.key}" name="${kind}Name" value="${row.name}" autocomplete="off" spellcheck="false" aria-describedby="${slotId(slot)}">
+      <input id="${kind}-name-${row.key}" name="${kind}Name" value="${row.name}"${kind === "ls" ? NAME_RULES : html``} autocomplete="off" spellcheck="false" aria-describedby="${slotId(slot)}">
     </div>
     <div class="field">
       <label for="${kind}-content-${row.key}">${t.content}</label>

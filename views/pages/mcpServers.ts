@@ -5,7 +5,7 @@
  */
 import type { McpServerView, McpToolView } from "../../src/providers/McpServers.ts"
 import type { HeaderRow, McpForm } from "../forms/providerForm.ts"
-import { alert, badge, canManageProviders, emptyState, fieldProblems, generalProblems, mcpHref, pageHeader, placedSummary, time } from "../components.ts"
+import { alert, badge, canManageProviders, emptyState, fieldProblems, generalProblems, mcpHref, NAME_RULES, pageHeader, placedSummary, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 import type { Placed } from "./providers.ts"
@@ -78,7 +78,7 @@ export const mcpServerPage = (ctx: PageContext, form: McpForm, problems: Placed,
       creating
         ? html`<div class="field"><label for="f-name">Name</label>
           <p class="hint" id="hint-name">Lower-case letters, digits and dashes; agents grant its tools as <code>mcp__name__tool</code>.</p>
-          <input id="f-name" name="name" value="${form.name}" autocomplete="off" spellcheck="false" aria-describedby="hint-name problems-name">
+          <input id="f-name" name="name" value="${form.name}" required${NAME_RULES} autocomplete="off" spellcheck="false" aria-describedby="hint-name problems-name">
           ${fieldProblems("name", problems.get("name"))}</div>`
         : html``
     }

@@ -8,7 +8,7 @@ import type { Binding } from "../../src/providers/Bindings.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
 import type { JobResources } from "../../src/tools/jobResources.ts"
 import type { Project } from "../../src/worker/Projects.ts"
-import { agentHref, alert, emptyState, errorSummary, fieldProblems, pageHeader, postInPlace, slotId, time } from "../components.ts"
+import { agentHref, alert, emptyState, errorSummary, fieldProblems, pageHeader, postInPlace, PROJECT_ID_RULES, slotId, time } from "../components.ts"
 import { plainMessage } from "../forms/plainProblems.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
@@ -112,7 +112,7 @@ const projectFields = (values: ProjectFormValues, problems: ReadonlyArray<Proble
   const input = (slot: "id" | "name" | "root") => html`
     <div class="field" data-slot="${slot}"><label for="f-${slot}">${LABELS[slot] ?? slot}</label>
       <p class="hint" id="hint-${slot}">${HINTS[slot] ?? ""}</p>
-      <input id="f-${slot}" name="${slot}" value="${values[slot]}" autocomplete="off" spellcheck="false" aria-describedby="hint-${slot} ${slotId(slot)}"${slot === "root" ? html`` : html` required`}${at(slot).length > 0 ? html` aria-invalid="true"` : html``}>
+      <input id="f-${slot}" name="${slot}" value="${values[slot]}" autocomplete="off" spellcheck="false" aria-describedby="hint-${slot} ${slotId(slot)}"${slot === "root" ? html`` : html` required`}${slot === "id" ? PROJECT_ID_RULES : html``}${at(slot).length > 0 ? html` aria-invalid="true"` : html``}>
       ${fieldProblems(slot, at(slot))}</div>`
   const resource = (key: ResourceKey, server: JobResources) => html`
     <div class="field" data-slot="${key}"><label for="f-${key}">${RESOURCES[key].label}${RESOURCES[key].unit === "" ? "" : ` (${RESOURCES[key].unit})`}</label>

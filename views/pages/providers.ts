@@ -5,10 +5,11 @@
  */
 import { THINKING_LEVELS } from "../../src/contract/AgentDefinition.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
+import type { Binding } from "../../src/providers/Bindings.ts"
 import type { ModelView, ProviderView } from "../../src/providers/ProviderStore.ts"
 import type { CustomForm, ModelRow } from "../forms/providerForm.ts"
 import type { ProbeResult } from "../../src/providers/providerProbe.ts"
-import { alert, badge, canManageProviders, emptyState, errorSummary, fieldProblems, pageHeader, problemList, providerHref, slotId, time, usd } from "../components.ts"
+import { agentHref, alert, badge, canManageProviders, emptyState, errorSummary, fieldProblems, NAME_RULES, pageHeader, problemList, providerHref, slotId, time, usd } from "../components.ts"
 import { plainMessage } from "../forms/plainProblems.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
@@ -167,15 +168,38 @@ const keyField = (creating: boolean, problems: Placed, disabled: boolean): Html 
     ${fieldProblems("apiKey", problems.get("apiKey"))}
   </div>`
 
-const deleteForm = (ctx: PageContext, id: string): Html => html`
-  <details class="action-menu">
+/** The bindings that hold a provider, named when its delete is refused. */
+export type HeldBy = ReadonlyArray<Pick<Binding, "agentName" | "projectId" | "modelId">>
+
+/**
+ * The Delete menu. htmx posts it; a refusal (the provider is bound) swaps the menu back in, open,
+ * naming each binding that holds it with a link to change it; a plain post gets the page with the menu so.
+ */
+export const deleteMenu = (ctx: PageContext, id: string, heldBy: HeldBy | null = null): Html => {
+  const action = providerHref(id, "/delete")
+  return html`
+  <details class="action-menu" id="provider-delete"${heldBy === null ? html`` : html` open`}>
     <summary class="button danger">Delete</summary>
-    <form class="popover stack" method="post" action="${providerHref(id, "/delete")}">
-      ${csrfField(ctx)}
-      <p>Delete the provider <strong>${id}</strong> and its stored key? Refused while an agent is bound to it.</p>
-      <button type="submit" class="danger">Delete ${id}</button>
-    </form>
+    <div class="popover stack">
+      ${
+        heldBy === null
+          ? html``
+          : html`<div class="alert alert-error" role="alert" hx-disable>
+          <strong>Not deleted: ${id} is still bound.</strong>
+          <p>Bind ${heldBy.length === 1 ? "this agent" : "these agents"} to another model, or remove the binding, first:</p>
+          <ul class="held-by">${heldBy.map(
+            (b) => html`<li><a href="${agentHref(b.agentName, "/binding")}">${b.agentName}</a>: ${b.projectId === "" ? "installation default" : html`project <code>${b.projectId}</code>`}, model <code>${b.modelId}</code></li>`
+          )}</ul>
+        </div>`
+      }
+      <form class="stack" method="post" action="${action}" hx-post="${action}" hx-target="#provider-delete" hx-swap="outerHTML" hx-disabled-elt="find button">
+        ${csrfField(ctx)}
+        <p>Delete the provider <strong>${id}</strong> and its stored key? Refused while an agent is bound to it.</p>
+        <button type="submit" class="danger">Delete ${id}</button>
+      </form>
+    </div>
   </details>`
+}
 
 const general = (problems: Placed): Html => {
   const g = problems.get("general") ?? []
@@ -183,7 +207,7 @@ const general = (problems: Placed): Html => {
 }
 
 /** The custom-provider form: new (`creating`) or an existing one; read-only without providers.manage. */
-export const customProviderPage = (ctx: PageContext, form: CustomForm, problems: Placed, creating: boolean, notice: string | null = null, probe: ProbeResult | null = null): Html => {
+export const customProviderPage = (ctx: PageContext, form: CustomForm, problems: Placed, creating: boolean, notice: string | null = null, probe: ProbeResult | null = null, heldBy: HeldBy | null = null): Html => {
   const manage = canManageProviders(ctx.viewer)
   const disabled = !manage
   const dis = disabled ? html` disabled` : html``
@@ -194,7 +218,7 @@ export const customProviderPage = (ctx: PageContext, form: CustomForm, problems:
     html`
   ${pageHeader(creating ? "New custom provider" : form.id, {
     crumbs: [["/providers", "LLM providers"]],
-    actions: !creating && manage ? deleteForm(ctx, form.id) : html``
+    actions: !creating && manage ? deleteMenu(ctx, form.id, heldBy) : html``
   })}
   ${notice === null ? html`` : alert("ok", notice)}
   ${readOnlyNote(ctx)}
@@ -207,7 +231,7 @@ export const customProviderPage = (ctx: PageContext, form: CustomForm, problems:
       creating
         ? html`<div class="field"><label for="f-id">Provider id</label>
             <p class="hint" id="hint-id">Lower-case letters, digits and dashes; bindings and job records name it.</p>
-            <input id="f-id" name="id" value="${form.id}" required autocomplete="off" spellcheck="false" aria-describedby="hint-id problems-id">
+            <input id="f-id" name="id" value="${form.id}" required${NAME_RULES} autocomplete="off" spellcheck="false" aria-describedby="hint-id problems-id">
             ${fieldProblems("id", problems.get("id"))}</div>`
         : html``
     }
@@ -235,7 +259,7 @@ export const customProviderPage = (ctx: PageContext, form: CustomForm, problems:
 }
 
 /** A built-in provider: choose from pi-ai's catalog, give the key. */
-export const builtinProviderPage = (ctx: PageContext, catalog: ReadonlyArray<CatalogEntry>, values: { readonly id: string; readonly builtin: string }, problems: Placed, existing: ProviderView | null, probe: ProbeResult | null = null): Html => {
+export const builtinProviderPage = (ctx: PageContext, catalog: ReadonlyArray<CatalogEntry>, values: { readonly id: string; readonly builtin: string }, problems: Placed, existing: ProviderView | null, probe: ProbeResult | null = null, heldBy: HeldBy | null = null): Html => {
   const manage = canManageProviders(ctx.viewer)
   const creating = existing === null
   const dis = manage ? html`` : html` disabled`
@@ -245,7 +269,7 @@ export const builtinProviderPage = (ctx: PageContext, catalog: ReadonlyArray<Cat
     html`
   ${pageHeader(creating ? "Add a built-in provider" : values.id, {
     crumbs: [["/providers", "LLM providers"]],
-    actions: !creating && manage ? deleteForm(ctx, values.id) : html``
+    actions: !creating && manage ? deleteMenu(ctx, values.id, heldBy) : html``
   })}
   ${readOnlyNote(ctx)}
   ${existing === null ? html`` : probeCard(ctx, existing.id, probe, existing.models.map((m) => m.id))}
@@ -256,7 +280,7 @@ export const builtinProviderPage = (ctx: PageContext, catalog: ReadonlyArray<Cat
     ${
       creating
         ? html`<div class="field"><label for="f-id">Provider id</label>
-            <input id="f-id" name="id" value="${values.id}" required autocomplete="off" spellcheck="false" aria-describedby="problems-id">
+            <input id="f-id" name="id" value="${values.id}" required${NAME_RULES} autocomplete="off" spellcheck="false" aria-describedby="problems-id">
             ${fieldProblems("id", problems.get("id"))}</div>`
         : html``
     }

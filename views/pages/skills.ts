@@ -4,7 +4,7 @@
  */
 import type { SkillView } from "../../src/agents/SkillStore.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
-import { agentHref, alert, badge, emptyState, errorSummary, fieldProblems, pageHeader, postInPlace, problemList, skillHref, slotId, time } from "../components.ts"
+import { agentHref, alert, badge, emptyState, errorSummary, fieldProblems, NAME_RULES, pageHeader, postInPlace, problemList, skillHref, slotId, time } from "../components.ts"
 import { plainMessage } from "../forms/plainProblems.ts"
 import { skillTabs } from "./skillVersions.ts"
 import { html, type Html } from "../html.ts"
@@ -63,7 +63,7 @@ export const skillForm = (ctx: PageContext, values: SkillFormValues, problems: R
       creating
         ? html`<div class="field"><label for="skill-name">Name</label>
             <p class="hint" id="hint-name">Lower-case letters, digits and dashes, starting with a letter. Agents list it by this name.</p>
-            <input id="skill-name" name="name" value="${values.name}" required autocomplete="off" spellcheck="false" aria-describedby="problems-name hint-name">
+            <input id="skill-name" name="name" value="${values.name}" required${NAME_RULES} autocomplete="off" spellcheck="false" aria-describedby="problems-name hint-name">
             ${fieldProblems("name", at("name"))}</div>`
         : html``
     }

@@ -5,16 +5,18 @@
  */
 import { Effect, Either } from "effect"
 import { Elysia } from "elysia"
-import { AgentStore } from "../../agents/AgentStore.ts"
+import { AgentStore, type AgentView } from "../../agents/AgentStore.ts"
 import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
 import { jobModelFor } from "../../providers/jobModelFor.ts"
 import { Evals } from "../../worker/evals/Evals.ts"
 import { editorPage } from "../../../views/pages/agentEditor.ts"
-import { enabledToggle } from "../../../views/pages/agentHeader.ts"
+import { copyMenu, enabledToggle, type CopyRefusal } from "../../../views/pages/agentHeader.ts"
 import { agentReadOnlyPage } from "../../../views/pages/agentView.ts"
 import { definitionPage, type DefinitionResult } from "../../../views/pages/definition.ts"
 import { badRequest, type ApiError } from "../respond.ts"
 import { filesOfForm, formFromFields, formFromPackage, placeProblems } from "../../../views/forms/agentForm.ts"
+import { plainMessage } from "../../../views/forms/plainProblems.ts"
+import type { PageContext } from "../../../views/layout.ts"
 import { refusedSave } from "./agentPages.ts"
 import { projects } from "./bindingPages.ts"
 import { editorContext, offeredTools } from "./editorOptions.ts"
@@ -32,19 +34,21 @@ const versionQuery = (url: URL): Effect.Effect<number | undefined, ApiError> => 
   return Number.isInteger(n) && n > 0 ? Effect.succeed(n) : Effect.fail(badRequest([{ path: "version", message: `"${raw}" is not a version number` }]))
 }
 
+/** An agent's main tab: the editor for managers of a custom agent, else the read-only view. */
+const agentMainPage = (page: PageContext, agent: AgentView, notice: string | null, copy: CopyRefusal | null = null) =>
+  Effect.gen(function* () {
+    if (agent.builtin || page.viewer?.canManage !== true) return agentReadOnlyPage(page, agent, notice, copy)
+    const options = yield* editorContext(agent)
+    const form = formFromPackage(agent.package, offeredTools(options))
+    return editorPage(page, { form, placed: placeProblems(form, agent.problems), agent, notice, checked: true, options, copy })
+  })
+
 export const agentPage = (portal: PortalRunner) =>
   new Elysia()
     .get(
       "/agents/:name",
       portal.page("read", ({ url, page, params }) =>
-        Effect.gen(function* () {
-          const agent = yield* (yield* AgentStore).get(params["name"] ?? "")
-          const notice = noticeOf(url, agent.name)
-          if (agent.builtin || page.viewer?.canManage !== true) return htmlResponse(agentReadOnlyPage(page, agent, notice))
-          const options = yield* editorContext(agent)
-          const form = formFromPackage(agent.package, offeredTools(options))
-          return htmlResponse(editorPage(page, { form, placed: placeProblems(form, agent.problems), agent, notice, checked: true, options }))
-        })
+        Effect.flatMap(Effect.flatMap(AgentStore, (s) => s.get(params["name"] ?? "")), (agent) => Effect.map(agentMainPage(page, agent, noticeOf(url, agent.name)), (p) => htmlResponse(p)))
       )
     )
     .post(
@@ -85,8 +89,22 @@ export const agentPage = (portal: PortalRunner) =>
         Effect.gen(function* () {
           const raw = input.form.get("newName")
           const newName = typeof raw === "string" ? raw.trim() : ""
-          const copy = yield* (yield* AgentStore).copy(nameParam(input), newName, input.principal.username)
-          return redirect(input.request, agentUrl(copy.name, `?copied=${encodeURIComponent(nameParam(input))}`))
+          const store = yield* AgentStore
+          const refused = (problems: ReadonlyArray<string>, status: number) =>
+            Effect.gen(function* () {
+              const refusal: CopyRefusal = { name: newName, problems }
+              if (isHtmx(input.request)) return htmlResponse(copyMenu(input.page, { name: nameParam(input) }, refusal), status)
+              return htmlResponse(yield* agentMainPage(input.page, yield* store.get(nameParam(input)), null, refusal), status)
+            })
+          return yield* store.copy(nameParam(input), newName, input.principal.username).pipe(
+            Effect.map((copy) => redirect(input.request, agentUrl(copy.name, `?copied=${encodeURIComponent(nameParam(input))}`))),
+            Effect.catchTags({
+              // Every problem of a copy is one of its name: the package itself is the saved agent's.
+              AgentInvalid: (e) => refused(e.problems.map((p) => plainMessage(p.message)), 400),
+              AgentExists: () => refused([`an agent named "${newName}" already exists: choose another name`], 409),
+              BuiltinReadOnly: () => refused([`"${newName}" is the name of a built-in agent: choose another name`], 409)
+            })
+          )
         })
       )
     )

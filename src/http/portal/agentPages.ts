@@ -6,7 +6,7 @@ import { Effect, Either } from "effect"
 import { Elysia } from "elysia"
 import { AgentStore, type AgentView } from "../../agents/AgentStore.ts"
 import type { Problem } from "../../contract/Problem.ts"
-import { catalogPage, catalogResults } from "../../../views/pages/catalog.ts"
+import { catalogPage, catalogFragment } from "../../../views/pages/catalog.ts"
 import { editorPage, previewFragment } from "../../../views/pages/agentEditor.ts"
 import { importDone, importPage, importResult, type ImportDone, type ImportResult } from "../../../views/pages/importPage.ts"
 import { importUpload, importZipUpload, type ImportOutcome } from "../../agents/importUpload.ts"
@@ -43,7 +43,7 @@ export const agentPages = (portal: PortalRunner) =>
         Effect.gen(function* () {
           const query = parseCatalogQuery(url.searchParams)
           const props = { page: yield* (yield* AgentStore).page(query), query, filtered: isFiltered(query), notice: noticeOf(url, "") }
-          return htmlResponse(isHtmx(request) ? catalogResults(props) : catalogPage(page, props))
+          return htmlResponse(isHtmx(request) ? catalogFragment(props) : catalogPage(page, props))
         })
       )
     )

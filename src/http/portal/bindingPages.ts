@@ -31,7 +31,7 @@ const propsOf = (input: PortalInput, values: BindingFormValues | null, problems:
     const current = bindings.find((b) => b.projectId === "")
     const defaults: BindingFormValues =
       current === undefined ? { project: "", target: first, thinking: "" } : { project: "", target: targetOf(current.providerId, current.modelId), thinking: current.thinking ?? "" }
-    const props: BindingsProps = { agent: agent.name, bindings, providers, projects: yield* projects, values: values ?? defaults, problems, notice: notice ?? noticeOf(input.url, agent.name) }
+    const props: BindingsProps = { agent, bindings, providers, projects: yield* projects, values: values ?? defaults, problems, notice: notice ?? noticeOf(input.url, agent.name) }
     return props
   })
 

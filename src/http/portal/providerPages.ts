@@ -6,8 +6,9 @@
 import { Effect } from "effect"
 import { Elysia } from "elysia"
 import type { Problem } from "../../contract/Problem.ts"
+import { Bindings } from "../../providers/Bindings.ts"
 import { ProviderStore, type ProviderView } from "../../providers/ProviderStore.ts"
-import { builtinProviderPage, customProviderPage, probeResult, providersPage, type Placed } from "../../../views/pages/providers.ts"
+import { builtinProviderPage, customProviderPage, deleteMenu, probeResult, providersPage, type Placed } from "../../../views/pages/providers.ts"
 import type { PageContext } from "../../../views/layout.ts"
 import type { ApiError } from "../respond.ts"
 import { blankCustomForm, builtinInput, customFormFrom, customFormOf, customInput, placeByRow, type CustomForm } from "../../../views/forms/providerForm.ts"
@@ -101,7 +102,25 @@ export const providerPages = (portal: PortalRunner) =>
     .post(
       "/providers/:id/delete",
       portal.action("providers.manage", (input) =>
-        Effect.map(Effect.flatMap(ProviderStore, (s) => s.remove(idParam(input))), () => redirect(input.request, `/providers?removed=${encodeURIComponent(idParam(input))}`))
+        Effect.flatMap(ProviderStore, (store) =>
+          store.remove(idParam(input)).pipe(
+            Effect.map(() => redirect(input.request, `/providers?removed=${encodeURIComponent(idParam(input))}`)),
+            // Refused while bound: the menu again, naming the bindings that hold the provider (409).
+            Effect.catchTag("ProviderInUse", (e) =>
+              Effect.gen(function* () {
+                const heldBy = (yield* (yield* Bindings).list()).filter((b) => b.providerId === e.id)
+                if (isHtmx(input.request)) return htmlResponse(deleteMenu(input.page, e.id, heldBy), 409)
+                const p = yield* store.get(e.id)
+                return htmlResponse(
+                  p.kind === "builtin"
+                    ? builtinProviderPage(input.page, yield* store.catalog, { id: p.id, builtin: p.builtin ?? "" }, new Map(), p, null, heldBy)
+                    : customProviderPage(input.page, customFormOf(p), new Map(), false, null, null, heldBy),
+                  409
+                )
+              })
+            )
+          )
+        )
       )
     )
     .post(

@@ -30,6 +30,7 @@ import { ServiceHandlers, ServicesEndpointLive } from "./worker/Services.ts"
 import { ServiceTokensLive } from "./worker/ServiceTokens.ts"
 import { WorkerLive } from "./worker/Worker.ts"
 import { EvalsLive, EvalsSweepLive } from "./worker/evals/Evals.ts"
+import { WorkspacesLive } from "./worker/workspaces/Workspaces.ts"
 import { type ProjectWeb, ProjectWebLive } from "./web/ProjectWeb.ts"
 import { type WebSearch, WebSearchLive } from "./web/WebSearch.ts"
 import { makeWebHandlers } from "./web/webServices.ts"
@@ -58,7 +59,7 @@ export const appLayer = (
   const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive, WebSearchLive).pipe(Layer.provide(secrets))
   // The catalog shows each agent's bindings: the agent store reads them through Bindings.
   const agents = Layer.provideMerge(AgentStoreLive, Layer.merge(SkillStoreLive, providers))
-  const projects = Layer.provideMerge(ProjectWebLive, Layer.provideMerge(ProjectsLive, jobRoots))
+  const projects = Layer.provideMerge(Layer.merge(ProjectWebLive, WorkspacesLive), Layer.provideMerge(ProjectsLive, jobRoots))
   // The services channel: tokens, the handlers (memory, web) and the loopback endpoint job children call.
   const handlers = Layer.provide(serviceHandlers, Layer.mergeAll(projects, providers, MemoryStoreLive))
   const services = Layer.provideMerge(ServicesEndpointLive, Layer.merge(ServiceTokensLive, handlers)).pipe(Layer.provideMerge(MemoryStoreLive))

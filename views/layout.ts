@@ -56,6 +56,7 @@ export const HTMX_CONFIG = {
 } as const
 
 const NAV: ReadonlyArray<{ readonly href: string; readonly label: string; readonly manageOnly: boolean }> = [
+  { href: "/home", label: "Home", manageOnly: false },
   { href: "/agents", label: "Agents", manageOnly: false },
   { href: "/agent-skills", label: "Shared skills", manageOnly: false },
   { href: "/agents/-/import", label: "Import", manageOnly: true },

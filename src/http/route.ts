@@ -29,6 +29,7 @@ import { emptyForm, formBody, jsonBody, MAX_BODY_BYTES, type PostedForm } from "
 import { noteUser, underRequest } from "./observe.ts"
 import { badRequest, errorResponse, json, type ApiError } from "./respond.ts"
 import type { Evals } from "../worker/evals/Evals.ts"
+import type { Workspaces } from "../worker/workspaces/Workspaces.ts"
 
 export type AppServices =
   | Access
@@ -50,6 +51,7 @@ export type AppServices =
   | ProjectWeb
   | MemoryStore
   | Evals
+  | Workspaces
 export type AppRuntime = ManagedRuntime.ManagedRuntime<AppServices, never>
 
 export { jsonBody, MAX_BODY_BYTES } from "./body.ts"

@@ -77,6 +77,7 @@ describe("portal security in the browser", () => {
   test("a reader sees the hostile agent read-only and inert, with no edit controls anywhere", async () => {
     const { context, page } = await portal.newPage()
     await portal.signIn(page, READER)
+    await page.goto("/agents")
     await expect(page.locator(".perms").textContent()).resolves.toContain("read only")
     expect(await page.getByRole("link", { name: "New agent" }).count()).toBe(0)
     expect(await page.getByRole("link", { name: "Import" }).count()).toBe(0)

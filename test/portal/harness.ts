@@ -91,7 +91,7 @@ export const startPortal = async (options: { readonly worker?: boolean } = {}): 
       await page.getByLabel("Username").fill(user.username)
       await page.getByLabel("Password").fill(user.password)
       await page.getByRole("button", { name: "Sign in" }).click()
-      await page.waitForURL(/\/agents$/)
+      await page.waitForURL(/\/home$/)
     },
     screenshot: async (page, name, fullPage = true) => {
       const path = join(ARTIFACTS, `${name}.png`)

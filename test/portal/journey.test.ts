@@ -30,10 +30,13 @@ afterAll(async () => {
 const notice = () => page.locator(".alert-ok")
 
 describe("the Agent Builder portal", () => {
-  test("signing in leads to the catalog of built-in agents", async () => {
+  test("signing in leads to Home, and its navigation to the catalog of built-in agents", async () => {
     await page.goto("/")
     await page.waitForURL(/\/sign-in/)
     await portal.signIn(page, MANAGER)
+    await expect(page.locator("h1").textContent()).resolves.toBe("Home")
+    await page.getByRole("navigation", { name: "Administration" }).getByRole("link", { name: "Agents" }).click()
+    await page.waitForURL(/\/agents$/)
     await expect(page.locator("h1").textContent()).resolves.toBe("Agents")
     await expect(page.locator(".user-name").textContent()).resolves.toBe("manager")
     await expect(page.locator(".perms").textContent()).resolves.toContain("agents.manage")

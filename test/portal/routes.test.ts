@@ -19,6 +19,8 @@ import { makeApp } from "../../src/http/app.ts"
 import { makeTestRuntime, MANAGER, READER, signInTestUsers, type AppRuntime } from "./harness.ts"
 import { queueableBinding } from "../support/api.ts"
 import { createJobDirs } from "../support/jobChild.ts"
+import { testJobRoot } from "../support/jobRoots.ts"
+import { writeZip } from "../../src/agents/zip.ts"
 
 // Many requests through a real database per test: generous on a 2-core CI machine.
 setDefaultTimeout(60_000)
@@ -156,6 +158,17 @@ const ROUTES: ReadonlyArray<{
   },
   { route: "POST /agents/:name/run", path: "/agents/codebase-inventory/run", guard: "agents.manage", body: runFields },
   {
+    route: "POST /workspaces",
+    path: "/workspaces",
+    guard: "agents.manage",
+    body: () => {
+      const f = new FormData()
+      for (const [k, v] of Object.entries({ root: testJobRoot(), name: "matrix-ws", source: "archive", url: "" })) f.append(k, v)
+      f.append("archive", new File([writeZip([{ path: "a.txt", content: "a\n" }])], "matrix.zip", { type: "application/zip" }))
+      return f
+    }
+  },
+  {
     route: "POST /jobs/:id/abort",
     get path() {
       return `/jobs/${jobId}/abort`
@@ -286,7 +299,7 @@ describe("portal security", () => {
   test("signing in sets a __Host- cookie: Secure, HttpOnly, SameSite=Lax; a foreign sign-in form is refused", async () => {
     const res = await send("POST", "/sign-in", { body: form({ username: MANAGER.username, password: MANAGER.password, next: "//evil.example/x" }) })
     expect(res.status).toBe(303)
-    expect(res.headers.get("location")).toBe("/agents")
+    expect(res.headers.get("location")).toBe("/home")
     const cookie = res.headers.get("set-cookie") ?? ""
     expect(cookie).toMatch(/^__Host-kintsugi-session=[^;]+; Path=\/; Secure; HttpOnly; SameSite=Lax/)
     const wrong = await send("POST", "/sign-in", { body: form({ username: MANAGER.username, password: "wrong password!" }) })
@@ -313,7 +326,7 @@ describe("portal security", () => {
       "/agents/guarded/diff?from=1&to=1", "/agents/guarded/definition", "/agents/codebase-inventory", "/agents/codebase-inventory/definition",
       "/agent-skills", "/agent-skills/-/new", "/agent-skills/cite-evidence", "/agents/nope", "/nothing-here",
       "/providers", "/providers/-/new", "/providers/-/builtin", "/mcp-servers", "/mcp-servers/-/new", "/jobs", "/agents/guarded/binding", "/agents/guarded/run",
-      "/account", "/users", "/web-search", "/projects/matrix-proj/web"
+      "/account", "/users", "/web-search", "/projects/matrix-proj/web", "/home", "/workspaces", "/workspaces/-/new"
     ]
     for (const path of pages) {
       const res = await send("GET", path, { session: "admin" })

@@ -5,11 +5,15 @@
 import { badge, pageHeader } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { layout, type PageContext } from "../layout.ts"
+import { jobRootList } from "./workspaces.ts"
 
 export interface Checklist {
   readonly providers: number
   readonly boundAgents: number
-  readonly jobRoots: number
+  /** The job roots as the server resolved them (KINTSUGI_JOB_ROOTS, canonical). */
+  readonly jobRoots: ReadonlyArray<string>
+  /** Workspace folders found in them. */
+  readonly workspaces: number
   readonly projects: number
   /** The process sandbox in force for shell and git (`sandboxName`), and why none is when unavailable. */
   readonly sandbox: { readonly name: string; readonly reason?: string }
@@ -39,14 +43,14 @@ const steps = (c: Checklist): ReadonlyArray<Step> => [
     action: "Choose an agent"
   },
   {
-    done: c.jobRoots > 0,
-    title: "Give jobs a root folder",
+    done: c.workspaces > 0,
+    title: "Add a workspace",
     detail:
-      c.jobRoots > 0
-        ? html`${c.jobRoots} job root${c.jobRoots === 1 ? "" : "s"} configured.`
-        : html`Set <code>KINTSUGI_JOB_ROOTS</code> (folders separated by <code>:</code>) on the server and restart it: a job's workspace must lie inside one.`,
-    href: null,
-    action: ""
+      c.workspaces > 0
+        ? html`${c.workspaces} workspace${c.workspaces === 1 ? "" : "s"} in the job roots.`
+        : html`A folder in a job root with the sources a job reads and a folder it writes: from a git URL or an uploaded archive.`,
+    href: "/workspaces/-/new",
+    action: "New workspace"
   },
   {
     done: c.projects > 0,
@@ -76,6 +80,12 @@ export const homePage = (ctx: PageContext, checklist: Checklist): Html => {
       </li>`
     )}</ol>
   </section>
+  <section class="card" aria-labelledby="roots-title">
+    <h2 id="roots-title">Job roots</h2>
+    <p>Every job works inside one of these folders (<code>KINTSUGI_JOB_ROOTS</code>, set when the server starts):</p>
+    ${jobRootList(checklist.jobRoots)}
+    <p><a href="/workspaces">Workspaces</a>${ctx.viewer?.canManage === true ? html` · <a href="/workspaces/-/new">New workspace</a>` : html``}</p>
+  </section>
   <section class="card" aria-labelledby="sandbox-title">
     <h2 id="sandbox-title">Process sandbox</h2>
     <p>Jobs' <code>shell</code> and <code>git</code> run under: <strong data-sandbox>${checklist.sandbox.name}</strong>.
@@ -85,7 +95,7 @@ export const homePage = (ctx: PageContext, checklist: Checklist): Html => {
   <section class="card">
     <h2>Places</h2>
     <ul class="inline-list">
-      <li><a href="/agents">Agents</a></li><li><a href="/jobs">Jobs</a></li><li><a href="/projects">Projects</a></li>
+      <li><a href="/agents">Agents</a></li><li><a href="/jobs">Jobs</a></li><li><a href="/workspaces">Workspaces</a></li><li><a href="/projects">Projects</a></li>
       <li><a href="/providers">LLM providers</a></li><li><a href="/agent-skills">Shared skills</a></li>
     </ul>
   </section>`

@@ -5,9 +5,11 @@
  */
 import type { Problem } from "../../src/contract/Problem.ts"
 import type { JobRow } from "../../src/worker/JobStore.ts"
+import type { WorkspaceFolder } from "../../src/worker/workspaces/workspaceFolder.ts"
 import { agentHref, alert, fieldProblems, generalProblems, pageHeader, placedSummary } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
+import { jobRootList } from "./workspaces.ts"
 
 export interface RunValues {
   readonly task: string
@@ -34,6 +36,16 @@ export const runValuesOfJob = (job: JobRow): RunValues => ({
   project: job.projectId,
   idempotencyKey: crypto.randomUUID()
 })
+
+/** The form filled for a workspace folder: its folder as the root, `src` read-only, `out` the output folder. */
+export const runValuesOfWorkspace = (v: RunValues, w: WorkspaceFolder): RunValues => ({ ...v, root: w.path, readOnly: w.src, outDir: w.out })
+
+/** Where this server lets jobs work: its job roots, the workspaces found in them, the one chosen (its path, or ""). */
+export interface RunPlaces {
+  readonly jobRoots: ReadonlyArray<string>
+  readonly workspaces: ReadonlyArray<WorkspaceFolder>
+  readonly chosen: string
+}
 
 /** Problems of a job request by field: agent (unknown, disabled, not bound), task, project, workspace.* and limits.*. */
 export const runSlot = (p: Problem): string => {
@@ -87,7 +99,26 @@ const modelFacts = (agent: string, models: ReadonlyArray<RunModel>): Html => {
   </section>`
 }
 
-export const runPage = (ctx: PageContext, agent: string, v: RunValues, problems: ReadonlyArray<Problem>, models: ReadonlyArray<RunModel>): Html => {
+/** The job roots and, when there are workspaces, a GET form that fills the folders below from one. */
+const placesSection = (agent: string, places: RunPlaces): Html => html`<section class="card" aria-labelledby="places-title" id="run-places">
+    <h2 id="places-title">Workspace</h2>
+    <p>Jobs on this server work inside its job roots:</p>
+    ${jobRootList(places.jobRoots)}
+    ${
+      places.workspaces.length === 0
+        ? html`<p class="muted">No workspace in them yet: <a href="/workspaces/-/new">create one</a> from a git URL or an archive, or type the folders below.</p>`
+        : html`<form method="get" action="${agentHref(agent, "/run")}" class="stack">
+        <div class="field"><label for="f-workspace">Workspace</label>
+          <p class="hint" id="hint-workspace">Fills in the folders below: its folder as the root, <code>src</code> read-only, <code>out</code> for the output.</p>
+          <select id="f-workspace" name="workspace" aria-describedby="hint-workspace">${places.workspaces.map(
+            (w) => html`<option value="${w.path}"${w.path === places.chosen ? html` selected` : html``}>${w.name}${places.jobRoots.length > 1 ? ` (${w.jobRoot})` : ""}</option>`
+          )}</select></div>
+        <div><button type="submit">Use this workspace</button></div>
+      </form>`
+    }
+  </section>`
+
+export const runPage = (ctx: PageContext, agent: string, v: RunValues, problems: ReadonlyArray<Problem>, models: ReadonlyArray<RunModel>, places: RunPlaces): Html => {
   const at = (slot: string) => problems.filter((p) => runSlot(p) === slot)
   const field = (slot: keyof RunValues, label: string, hint: string, control: Html) => html`
     <div class="field"><label for="f-${slot}">${label}</label>
@@ -103,6 +134,7 @@ export const runPage = (ctx: PageContext, agent: string, v: RunValues, problems:
     html`
   ${pageHeader(html`Run <code>${agent}</code>`, { crumbs: [["/agents", "Agents"], [agentHref(agent), agent]] })}
   ${modelFacts(agent, models)}
+  ${placesSection(agent, places)}
   <form method="post" action="${agentHref(agent, "/run")}" hx-post="${agentHref(agent, "/run")}" hx-target="body" hx-disabled-elt="find button[type=submit]" class="stack card" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
     <input type="hidden" name="idempotencyKey" value="${v.idempotencyKey}">
@@ -112,7 +144,7 @@ export const runPage = (ctx: PageContext, agent: string, v: RunValues, problems:
       <input id="f-agent" type="text" value="${agent}" readonly aria-describedby="problems-agent"${at("agent").length > 0 ? html` aria-invalid="true"` : html``}>
       ${fieldProblems("agent", at("agent"))}</div>
     ${field("task", "Task", "What the agent should do.", html`<div hx-disable><textarea id="f-task" name="task" rows="4" aria-describedby="hint-task problems-task">${v.task}</textarea></div>`)}
-    ${field("root", "Workspace root", "An absolute directory on the server; the others lie inside it.", input("root", true))}
+    ${field("root", "Workspace root", "An absolute directory inside a job root; the others lie inside it.", input("root", true))}
     ${field("readOnly", "Read-only source folders", "One absolute path per line.", html`<div hx-disable><textarea id="f-readOnly" name="readOnly" rows="3" spellcheck="false" aria-describedby="hint-readOnly problems-readOnly">${v.readOnly}</textarea></div>`)}
     ${field("outDir", "Output folder", "Where the agent may write.", input("outDir", true))}
     <div class="grid-2">

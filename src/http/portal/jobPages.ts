@@ -11,12 +11,14 @@ import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
 import { Bindings } from "../../providers/Bindings.ts"
 import { jobModelFor } from "../../providers/jobModelFor.ts"
 import type { JobEvent } from "../../contract/JobEvent.ts"
+import type { Problem } from "../../contract/Problem.ts"
 import { admitJob } from "../../worker/admitJob.ts"
 import { committedSha } from "../../worker/commitOutputs.ts"
 import { JobBus } from "../../worker/JobBus.ts"
 import { JobRoots } from "../../worker/JobRoots.ts"
 import { IDEMPOTENCY_KEY, JobStore, type JobRow, type JobStatus } from "../../worker/JobStore.ts"
 import { Projects } from "../../worker/Projects.ts"
+import { Workspaces } from "../../worker/workspaces/Workspaces.ts"
 import { JOB_STATUSES, jobsPage, jobsRows, type JobsListProps, type JobsQuery } from "../../../views/pages/jobs.ts"
 import {
   actionsSection,
@@ -36,7 +38,7 @@ import {
   traceSection,
   usageSection
 } from "../../../views/pages/jobPage.ts"
-import { blankRun, runPage, runValuesOfJob, type RunModel, type RunValues } from "../../../views/pages/runForm.ts"
+import { blankRun, runPage, runSlot, runValuesOfJob, runValuesOfWorkspace, type RunModel, type RunPlaces, type RunValues } from "../../../views/pages/runForm.ts"
 import { html, type Html } from "../../../views/html.ts"
 import { followJob, resumeAfter, sseFrame, sseResponse, SSE_HEARTBEAT_MS } from "../eventStream.ts"
 import type { AppServices } from "../route.ts"
@@ -95,6 +97,21 @@ const runModels = (agent: string): Effect.Effect<ReadonlyArray<RunModel>, never,
     }
     return models
   })
+
+/** The job roots and the workspaces in them, `chosen` marked (a workspace's path, or ""). */
+const runPlaces = (chosen: string): Effect.Effect<RunPlaces, never, AppServices> =>
+  Effect.gen(function* () {
+    const jobRoots = (yield* JobRoots).boundary.jobRoots
+    return { jobRoots, workspaces: yield* (yield* Workspaces).list, chosen }
+  })
+
+const WORKSPACE_SLOTS = new Set(["root", "readOnly", "outDir"])
+
+/** A refusal with problems in the folders also says where folders may be: the server's job roots. */
+const withRoots = (problems: ReadonlyArray<Problem>, jobRoots: ReadonlyArray<string>): ReadonlyArray<Problem> =>
+  problems.some((p) => WORKSPACE_SLOTS.has(runSlot(p)))
+    ? [...problems, { path: "workspace.root", message: `every folder must lie inside a job root of this server: ${jobRoots.join(", ")}` }]
+    : problems
 
 const queryOf = (url: URL): JobsQuery => {
   const get = (k: string) => (url.searchParams.get(k) ?? "").trim().slice(0, 200)
@@ -229,7 +246,16 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
           const from = input.url.searchParams.get("from")
           const earlier = from === null ? undefined : yield* Effect.option((yield* JobStore).get(from))
           const values = earlier !== undefined && earlier._tag === "Some" && earlier.value.agentName === agent.name ? runValuesOfJob(earlier.value) : blankRun()
-          return htmlResponse(runPage(input.page, agent.name, values, [], yield* runModels(agent.name)))
+          // A workspace chosen above the form fills in its folders.
+          const chosen = input.url.searchParams.get("workspace") ?? ""
+          const places = yield* runPlaces(chosen)
+          const workspace = places.workspaces.find((w) => w.path === chosen)
+          if (chosen !== "" && workspace === undefined) {
+            const problem = { path: "workspace.root", message: "the chosen workspace is not in the job roots (any more)" }
+            return htmlResponse(runPage(input.page, agent.name, values, [problem], yield* runModels(agent.name), places), 400)
+          }
+          const filled = workspace === undefined ? values : runValuesOfWorkspace(values, workspace)
+          return htmlResponse(runPage(input.page, agent.name, filled, [], yield* runModels(agent.name), places))
         })
       )
     )
@@ -239,8 +265,11 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
         Effect.gen(function* () {
           const agent = yield* (yield* AgentStore).get(input.params["name"] ?? "")
           const values = runValuesFrom(input.form)
+          const places = yield* runPlaces(values.root)
           const decoded = yield* admitJob(jobBodyOf(agent.name, values))
-          if (Either.isLeft(decoded)) return htmlResponse(runPage(input.page, agent.name, values, decoded.left, yield* runModels(agent.name)), 400)
+          if (Either.isLeft(decoded)) {
+            return htmlResponse(runPage(input.page, agent.name, values, withRoots(decoded.left, places.jobRoots), yield* runModels(agent.name), places), 400)
+          }
           const store = yield* JobStore
           const by = input.principal.username
           // The form's key makes a double click (or a resubmit) land on the job it already started.
@@ -249,7 +278,7 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
             : Either.right({ job: yield* store.enqueue(decoded.right, by), created: true })
           if (Either.isLeft(outcome)) {
             const problem = { path: "general", message: "This form already started a job with other values. Check the values and start again to run a new job." }
-            return htmlResponse(runPage(input.page, agent.name, { ...values, idempotencyKey: blankRun().idempotencyKey }, [problem], yield* runModels(agent.name)), 409)
+            return htmlResponse(runPage(input.page, agent.name, { ...values, idempotencyKey: blankRun().idempotencyKey }, [problem], yield* runModels(agent.name), places), 409)
           }
           if (outcome.right.created) yield* (yield* JobBus).publish({ _tag: "Queued" })
           return redirect(input.request, `/jobs/${outcome.right.job.id}`)

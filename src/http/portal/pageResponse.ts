@@ -54,9 +54,9 @@ export const inPlace = <E, R>(request: Request, location: string, body: Effect.E
 /** A refused in-place change: the page's body alone for htmx, else the page. */
 export const pageOrBody = (request: Request, page: () => Html, body: () => Html, status = 200): Response => htmlResponse(wantsBody(request) ? body() : page(), status)
 
-/** A local path to return to after signing in; anything else (`//host`, `https:`) becomes /agents. */
+/** A local path to return to after signing in; anything else (`//host`, `https:`, nothing) becomes Home. */
 export const localPath = (raw: string | null | undefined): string =>
-  raw !== null && raw !== undefined && /^\/(?![/\\])[^\s]*$/.test(raw) && raw.length <= 2000 ? raw : "/agents"
+  raw !== null && raw !== undefined && /^\/(?![/\\])[^\s]*$/.test(raw) && raw.length <= 2000 ? raw : "/home"
 
 const NOTICES: ReadonlyArray<readonly [string, (value: string, subject: string) => string]> = [
   ["created", (v, s) => `Created ${s} (v${v}).`],

@@ -80,7 +80,7 @@ export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets
   const unauthenticated = (request: Request): Response => {
     const url = new URL(request.url)
     const from = isHtmx(request) ? new URL(request.headers.get("hx-current-url") ?? url.href, url) : url
-    const back = from.origin === url.origin ? `${from.pathname}${from.search}` : "/agents"
+    const back = from.origin === url.origin ? `${from.pathname}${from.search}` : "/home"
     return redirect(request, `/sign-in?next=${encodeURIComponent(back)}`)
   }
 

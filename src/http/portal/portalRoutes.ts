@@ -22,6 +22,7 @@ import { skillPages } from "./skillPages.ts"
 import { userPages } from "./userPages.ts"
 import { versionPages } from "./versionPages.ts"
 import { webPages } from "./webPages.ts"
+import { workspacePages } from "./workspacePages.ts"
 
 export interface PortalOptions {
   readonly runtime: AppRuntime
@@ -55,6 +56,7 @@ export const portalRoutes = (options: PortalOptions) => {
     .use(accountPages(portal, options.signInThrottle))
     .use(userPages(portal))
     .use(memoryPages(portal))
+    .use(workspacePages(portal))
     // Any other address: an HTML 404 (a `/*` route would shadow the API's own `/api/*` JSON 404).
     .onError({ as: "global" }, ({ code, request }) => (code === "NOT_FOUND" && !new URL(request.url).pathname.startsWith("/api/") ? notFound(request) : undefined))
 }

@@ -12,6 +12,7 @@ import { Bindings } from "../../providers/Bindings.ts"
 import { ProviderStore } from "../../providers/ProviderStore.ts"
 import { JobRoots } from "../../worker/JobRoots.ts"
 import { ProjectInput, Projects, ProjectSettings, type Project } from "../../worker/Projects.ts"
+import { Workspaces } from "../../worker/workspaces/Workspaces.ts"
 import { decodeAll } from "../../contract/Problem.ts"
 import { NotFound } from "../errors.ts"
 import { homePage } from "../../../views/pages/home.ts"
@@ -48,12 +49,13 @@ const serverResources: Effect.Effect<JobResources> = Effect.map(sandboxConfig, (
 export const checklist = Effect.gen(function* () {
   const providers = (yield* (yield* ProviderStore).list).length
   const bindings = yield* (yield* Bindings).list()
-  const jobRoots = (yield* JobRoots).boundary.jobRoots.length
+  const jobRoots = (yield* JobRoots).boundary.jobRoots
+  const workspaces = (yield* (yield* Workspaces).list).length
   const projects = (yield* (yield* Projects).list).length
   // The probe ran at start-up; its answer is kept for the life of the process.
   const status = yield* makeSandbox(yield* sandboxConfig).status
   const sandbox = { name: sandboxName(status), ...(status._tag === "Unavailable" ? { reason: status.reason } : {}) }
-  return { providers, boundAgents: new Set(bindings.map((b) => b.agentName)).size, jobRoots, projects, sandbox }
+  return { providers, boundAgents: new Set(bindings.map((b) => b.agentName)).size, jobRoots, workspaces, projects, sandbox }
 })
 
 const projectOf = (input: PortalInput) => Effect.mapError(Effect.flatMap(Projects, (p) => p.get(input.params["id"] ?? "")), (e) => new NotFound({ message: e.message }))

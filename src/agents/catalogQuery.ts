@@ -29,7 +29,7 @@ export const defaultOrder = (sort: CatalogSort): SortOrder => (sort === "updated
 export interface CatalogCursor {
   readonly sort: CatalogSort
   readonly order: SortOrder
-  /** The last entry's sort key: 0/1 (kind), "" (name), an audience, or the update time in ms (null: a built-in). */
+  /** The last entry's sort key: 0/1 (kind), its name, an audience, or the update time in ms (null: a built-in). */
   readonly key: string | number | null
   readonly name: string
 }
@@ -62,7 +62,7 @@ export interface Sortable {
 }
 
 export const sortKey = (e: Sortable, sort: CatalogSort): string | number | null =>
-  sort === "kind" ? (e.builtin ? 0 : 1) : sort === "name" ? "" : sort === "audience" ? e.audience : (e.updatedAt?.getTime() ?? null)
+  sort === "kind" ? (e.builtin ? 0 : 1) : sort === "name" ? e.name : sort === "audience" ? e.audience : (e.updatedAt?.getTime() ?? null)
 
 const compareKey = (a: string | number | null, b: string | number | null): number =>
   a === b ? 0 : a === null ? -1 : b === null ? 1 : a < b ? -1 : 1
@@ -77,7 +77,7 @@ const GENERAL = new RegExp(`^(kind|name|updated|audience)\\.(asc|desc):(|[01]|ru
 
 export const encodeCursor = (c: CatalogCursor): string =>
   Buffer.from(
-    c.sort === "kind" && c.order === "asc" ? `${c.key === 0 ? "b" : "c"}:${c.name}` : `${c.sort}.${c.order}:${c.key ?? ""}:${c.name}`,
+    c.sort === "kind" && c.order === "asc" ? `${c.key === 0 ? "b" : "c"}:${c.name}` : `${c.sort}.${c.order}:${c.sort === "name" ? "" : (c.key ?? "")}:${c.name}`,
     "utf8"
   ).toString("base64url")
 
@@ -94,7 +94,7 @@ export const decodeCursor = (raw: string): CatalogCursor | undefined => {
   const name = m[4]
   if (sort === undefined || order === undefined || name === undefined) return undefined
   const key = sort === "kind" ? (rawKey === "0" ? 0 : rawKey === "1" ? 1 : undefined)
-    : sort === "name" ? (rawKey === "" ? "" : undefined)
+    : sort === "name" ? (rawKey === "" ? name : undefined)
     : sort === "audience" ? (rawKey === "runtime" || rawKey === "member" ? rawKey : undefined)
     : rawKey === "" ? null : /^\d+$/.test(rawKey) ? Number(rawKey) : undefined
   return key === undefined ? undefined : { sort, order, key, name }

@@ -1,6 +1,6 @@
 /**
  * The catalog at scale (issue 15 item 4): GET /api/admin/agents pages by cursor, filters by q, kind,
- * audience and state in the database, answers 304 to a matching If-None-Match until a write changes
+ * audience and state in the database, sorts by name, audience or last update (either way), answers 304 to a matching If-None-Match until a write changes
  * the catalog, and `?all=1` still returns everything. Entries are precomputed per version; versions
  * written before migration 047 (or by SQL) get theirs on the first read.
  */
@@ -20,7 +20,7 @@ const BUILTINS = 5
 const get = (path: string, headers: Record<string, string> = {}, a: Api = api) => a.request("GET", path, { token: a.reader.token, headers })
 const names = (body: { agents: Array<{ name: string }> }) => body.agents.map((a) => a.name)
 interface Page {
-  agents: Array<{ name: string; builtin: boolean; problems: Array<unknown>; enabled: boolean; binding: unknown }>
+  agents: Array<{ name: string; builtin: boolean; audience: string; updatedAt: string | null; problems: Array<unknown>; enabled: boolean; binding: unknown }>
   total: number
   matched: number
   nextCursor: string | null
@@ -84,6 +84,36 @@ describe("GET /api/admin/agents: pages, filters, ETag", () => {
     const five = await page("?limit=5")
     expect(five.agents.every((a) => a.builtin)).toBe(true)
     expect(names(await page(`?limit=2&cursor=${five.nextCursor}`))).toEqual(["seeded-001", "seeded-002"])
+  })
+
+  test("sort and order: following nextCursor visits every agent once in that order; a cursor of another order is 400", async () => {
+    const all = (await page("?all=1")).agents
+    const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+    const time = (a: { updatedAt: string | null }) => (a.updatedAt === null ? -1 : Date.parse(a.updatedAt))
+    const expected: Record<string, Array<string>> = {
+      "sort=name&order=desc": [...all].sort((a, b) => byName(b, a)).map((a) => a.name),
+      "sort=audience": [...all].sort((a, b) => (a.audience === b.audience ? byName(a, b) : a.audience < b.audience ? -1 : 1)).map((a) => a.name),
+      // Newest first; built-ins (no date) last; ties by name.
+      "sort=updated": [...all].sort((a, b) => time(b) - time(a) || byName(a, b)).map((a) => a.name),
+      "sort=updated&order=asc": [...all].sort((a, b) => time(a) - time(b) || byName(a, b)).map((a) => a.name)
+    }
+    for (const [query, order] of Object.entries(expected)) {
+      const seen: Array<string> = []
+      let cursor: string | null = ""
+      while (cursor !== null) {
+        const p: Page = await page(`?${query}&limit=9${cursor === "" ? "" : `&cursor=${cursor}`}`)
+        seen.push(...names(p))
+        cursor = p.nextCursor
+      }
+      expect({ query, seen }).toEqual({ query, seen: order })
+    }
+    expect(expected["sort=updated"]?.slice(-BUILTINS).every((n) => all.find((a) => a.name === n)?.builtin === true)).toBe(true)
+    const byNameDesc = await page("?sort=name&order=desc&limit=3")
+    const other = await get(`/api/admin/agents?sort=updated&cursor=${byNameDesc.nextCursor}`)
+    expect(other.status).toBe(400)
+    expect(other.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path)).toEqual(["cursor"])
+    const bad = await get("/api/admin/agents?sort=size&order=up")
+    expect(bad.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path).sort()).toEqual(["order", "sort"])
   })
 
   test("q matches every word of name or description in the database; kind, audience and state filter", async () => {

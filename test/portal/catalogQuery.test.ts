@@ -33,7 +33,7 @@ describe("catalog query", () => {
       { sort: "updated", order: "desc", key: 1_767_225_600_000, name: "a-b" },
       { sort: "updated", order: "asc", key: null, name: "reviewer" },
       { sort: "audience", order: "asc", key: "member", name: "x" },
-      { sort: "name", order: "desc", key: "", name: "z9" }
+      { sort: "name", order: "desc", key: "z9", name: "z9" }
     ] as const) expect(decodeCursor(encodeCursor(c))).toEqual(c)
     // A cursor of another order is the first page of this one.
     expect(parse(`sort=name&cursor=${cursor}`).cursor).toBeNull()

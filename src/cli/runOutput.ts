@@ -4,6 +4,7 @@
  * on stderr, what Ctrl-C did. Lines never run into streamed text: a newline comes first when the text
  * did not end with one.
  */
+import type { RunIo } from "../worker/runCommand.ts"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import type { JobEvent } from "../contract/JobEvent.ts"
@@ -95,23 +96,10 @@ export const summaryLine = (s: RunSummary): string => {
   return parts.join(" · ")
 }
 
-/** How a job run reports, locally (src/worker/runCommand.ts) or through a server (runRemote.ts). */
-export interface RunIo {
-  /** One event of the job, in order. */
-  readonly event: (e: JobEvent) => void
-  /** Diagnostics, on stderr. */
-  readonly log: (line: string) => void
-  /** The job is queued with this id: Ctrl-C from now on aborts it. */
-  readonly started: (jobId: string) => void
-  /** Ctrl-C after the job started: says so before the job is asked to abort. */
-  readonly aborting: () => void
-  /** The settled job's row: the summary, the last thing written. */
-  readonly settled: (job: unknown) => void
-  /** No job was started: why, and every problem. */
-  readonly refused: (message: string, problems?: ReadonlyArray<{ readonly path: string; readonly message: string }>) => void
-}
 
 /** A RunIo writing on `write` (stdout) and `log` (stderr), as lines (`json` false) or NDJSON. */
+export type { RunIo }
+
 export const runIo = (options: { readonly json: boolean; readonly write: (s: string) => void; readonly log: (line: string) => void }): RunIo & {
   /** Ctrl-C anywhere: says what it did when no job was started yet. */
   readonly interrupted: () => void

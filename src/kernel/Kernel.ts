@@ -155,7 +155,7 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const sandboxed = prepared.sandbox?._tag === "Bwrap" ? prepared.sandbox : undefined
       const landlocked = prepared.sandbox?._tag === "Landlock" ? prepared.sandbox : undefined
       // The sandbox binds what was checked now, through handles, whatever the paths name later.
-      const handles = sandboxed === undefined ? [] : openMountHandles(prepared.workspace)
+      const handles = sandboxed === undefined && landlocked === undefined ? [] : openMountHandles(prepared.workspace)
       if (handles === undefined) {
         yield* closeMcp
         return yield* Effect.fail(new JobRefused({ problems: [{ path: "workspace", message: "changed while the job was starting (a path was replaced or is now a symbolic link)" }] }))
@@ -164,7 +164,7 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const tmpDir = prepared.sandbox === undefined ? undefined : yield* jobTmpDir
       const runner: RunnerOptions = {
         ...(sandboxed === undefined ? {} : { sandbox: { bwrap: sandboxed.bwrap, workspace: prepared.workspace, handles } }),
-        ...(landlocked === undefined ? {} : { landlock: { bun: landlocked.bun, script: landlocked.script, workspace: prepared.workspace } }),
+        ...(landlocked === undefined ? {} : { landlock: { bun: landlocked.bun, script: landlocked.script, workspace: prepared.workspace, handles } }),
         ...(tmpDir === undefined
           ? {}
           : { tmpDir, outDir: prepared.workspace.outDir, resources: lowerResources(sandbox.config.resources ?? DEFAULT_RESOURCES, spec.limits.resources) }),

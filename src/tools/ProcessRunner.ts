@@ -7,8 +7,8 @@
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
-import { readdirSync, readFileSync, rmSync } from "node:fs"
-import { join } from "node:path"
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { dirname, join } from "node:path"
 import { diskUsage } from "./diskUsage.ts"
 import { DEFAULT_RESOURCES, type JobResources, limitMessage, rlimitsOf } from "./jobResources.ts"
 import { encodeSpec, JOB_DEVICES } from "./landlock/landlockRules.ts"
@@ -156,19 +156,47 @@ const confinedArgv = (command: ReadonlyArray<string>, env: Readonly<Record<strin
   const limited = resources === undefined || prlimit === undefined ? [] : prlimitArgs(prlimit, resources)
   if (landlock !== undefined) {
     const ws = landlock.workspace
+    // With handles (mountSources order: the read-only entries, then outDir) the workspace is granted
+    // through them, never reopened by name.
+    const handles = landlock.handles
+    const fds = handles === undefined ? undefined : handles.map((_, i) => FIRST_HANDLE_FD + i)
     const spec = encodeSpec({
-      readOnly: [...systemPaths(), ...ws.readOnly],
-      writable: [ws.outDir, ...(options.tmpDir === undefined ? [] : [options.tmpDir])],
+      readOnly: [...systemPaths(), ...(fds === undefined ? ws.readOnly : [])],
+      writable: [...(fds === undefined ? [ws.outDir] : []), ...(options.tmpDir === undefined ? [] : [options.tmpDir])],
+      ...(fds === undefined ? {} : { readOnlyFds: fds.slice(0, ws.readOnly.length), writableFds: fds.slice(ws.readOnly.length) }),
       devices: [...JOB_DEVICES],
+      cwd,
+      env,
       // prlimit sets the limits after confineExec became it; without prlimit, confineExec sets them itself.
       ...(limited.length > 0 ? {} : { rlimits: rlimitsOf(resources ?? DEFAULT_RESOURCES) }),
       argv: [...limited, ...command]
     })
-    return [landlock.bun, landlock.script, spec, "--"]
+    return [landlock.bun, ...trustedBunFlags(landlock.script), landlock.script, spec, "--"]
   }
   if (sandbox === undefined) return [...limited, ...command]
   return [...limited, sandbox.bwrap, ...bwrapArgs(sandbox.workspace, env, cwd, sandbox.handles, options.tmpDir), ...command]
 }
+
+/** The first descriptor a workspace handle gets in the child (after stdin, stdout, stderr). */
+const FIRST_HANDLE_FD = 3
+
+/**
+ * Flags that keep the workspace from configuring the Bun that runs confineExec.ts: no `.env` file,
+ * the installation's own tsconfig (its bunfig is the one in its directory, where it starts).
+ */
+const trustedBunFlags = (script: string): Array<string> => {
+  const tsconfig = join(dirname(script), "..", "..", "..", "tsconfig.json")
+  return ["--no-env-file", ...(existsSync(tsconfig) ? [`--tsconfig-override=${tsconfig}`] : [])]
+}
+
+/** The environment of the Bun that runs confineExec.ts: only what it needs to start, HOME its own directory, no transpiler cache a job could have written. */
+const confineEnvironment = (script: string, token: string): Record<string, string> => ({
+  PATH: SAFE_PATH,
+  HOME: dirname(script),
+  LANG: "C.UTF-8",
+  BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0",
+  [RUN_TOKEN_VAR]: token
+})
 
 /** A signal or exit that a per-process limit caused, as the limit's name; undefined for any other ending. */
 const rlimitEnding = (exitCode: number | null, signal: string | undefined, output: string, failed: boolean, resources: JobResources | undefined): string | undefined => {
@@ -192,11 +220,14 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
   const argv = confinedArgv([exe, ...rest], env, req.cwd, options, prlimit)
   // Read before the spawn: what the clean-exit check needs to look only at pids handed out since.
   const clock = sandbox === undefined ? pidClockBeforeSpawn() : undefined
+  const landlock = options.landlock
   const proc = Bun.spawn(argv, {
-    cwd: req.cwd,
-    env,
-    // The workspace handles become bwrap's fds 3, 4, …; bwrap closes them before the command runs.
-    stdio: ["ignore", "pipe", "pipe", ...(sandbox?.handles ?? [])],
+    // Under Landlock the Bun that confines the call starts in the installation's directory with an
+    // environment of its own; the command's working directory and environment travel in its spec.
+    cwd: landlock === undefined ? req.cwd : dirname(landlock.script),
+    env: landlock === undefined ? env : confineEnvironment(landlock.script, token),
+    // The workspace handles become fds 3, 4, … of bwrap or confineExec; both close them before the command runs.
+    stdio: ["ignore", "pipe", "pipe", ...(sandbox?.handles ?? landlock?.handles ?? [])],
     // Unconfined, the child leads a new session and process group (the sweep kills by group). In the
     // sandbox bwrap needs neither: --new-session gives the command its session, and everything of
     // the call lives in bwrap's pid namespace, which dies with it. A new session costs the kernel

@@ -181,6 +181,8 @@ export interface LandlockRun {
   readonly bun: string
   readonly script: string
   readonly workspace: ResolvedWorkspace
+  /** openMountHandles of the workspace, taken at job start; absent = granted by path. */
+  readonly handles?: ReadonlyArray<number>
 }
 
 /** How the runner confines one job's processes; undefined = unconfined. */

@@ -1,11 +1,11 @@
 /**
  * The job of `kintsugi run <agent> --task … --read <dir> --out <dir>` (src/cli/run.ts wires it): one job
  * run in this process against the configured database (the agent's current version, its binding, the
- * provider), reported live on the command's RunIo (src/cli/runOutput.ts).
+ * provider), reported live on the command's RunIo (written by src/cli/runOutput.ts).
  */
+import type { JobEvent } from "../contract/JobEvent.ts"
 import { Config, Effect, Either, Fiber } from "effect"
 import { resolve } from "node:path"
-import type { RunIo } from "../cli/runOutput.ts"
 import { JobRoots } from "./JobRoots.ts"
 import { JobStore } from "./JobStore.ts"
 import { LeaseConfig, runClaimedJob } from "./Worker.ts"
@@ -67,6 +67,22 @@ export const commonAncestor = (paths: ReadonlyArray<string>): string => {
   const max = Math.min(...split.map((parts) => parts.length)) - (paths.length === 1 ? 1 : 0)
   while (n < max && split.every((parts) => parts[n] === first[n])) n++
   return "/" + first.slice(0, n).join("/")
+}
+
+/** How a job run reports, locally (src/worker/runCommand.ts) or through a server (runRemote.ts). */
+export interface RunIo {
+  /** One event of the job, in order. */
+  readonly event: (e: JobEvent) => void
+  /** Diagnostics, on stderr. */
+  readonly log: (line: string) => void
+  /** The job is queued with this id: Ctrl-C from now on aborts it. */
+  readonly started: (jobId: string) => void
+  /** Ctrl-C after the job started: says so before the job is asked to abort. */
+  readonly aborting: () => void
+  /** The settled job's row: the summary, the last thing written. */
+  readonly settled: (job: unknown) => void
+  /** No job was started: why, and every problem. */
+  readonly refused: (message: string, problems?: ReadonlyArray<{ readonly path: string; readonly message: string }>) => void
 }
 
 /**

@@ -45,14 +45,13 @@ describe("table owners", () => {
     // probe, started before Effect is loaded (jobChildLoad.ts: KINTSUGI_SANDBOX read by sandboxConfigFromEnv,
     // the function the kernel's Config path uses, and the worker's KINTSUGI_SANDBOX_PROBED). And the command's
     // entry, which pins KINTSUGI_DATA_DIR to an absolute path before anything reads it (src/cli/installation.ts).
-    // And the Landlock program, which hands the environment the runner gave it (its allowlist) to the
-    // command it becomes (src/tools/landlock/confineExec.ts). Anything new here fails.
+    // And the CLI's colour switch (src/cli/terminal.ts: NO_COLOR), read before any runtime exists. Anything new here fails.
     expect(readers.filter((f) => (f.startsWith("src/") && !f.startsWith("src/testing/")) || f.startsWith("views/")).sort()).toEqual([
       "src/cli.ts",
+      "src/cli/terminal.ts",
       "src/db/dataDirTemplate.ts",
       "src/jobChildLoad.ts",
       "src/processSecrets.ts",
-      "src/tools/landlock/confineExec.ts",
       "views/components.ts"
     ])
   })

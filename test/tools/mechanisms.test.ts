@@ -6,12 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { DEFAULT_RESOURCES, type JobResources } from "../../src/tools/jobResources.ts"
 import { createProcessRunner, type ProcessRunnerShape, type RunnerOptions } from "../../src/tools/ProcessRunner.ts"
-import { probeBwrap, probeLandlock } from "../../src/tools/Sandbox.ts"
+import { openMountHandles, probeBwrap, probeLandlock } from "../../src/tools/Sandbox.ts"
 import { makeShellTool } from "../../src/tools/shell.ts"
 import { pidsWithArg } from "../support/processes.ts"
 import { createToolContext, createWorkspaceTree, runToolText, type WorkspaceTree } from "../support/workspace.ts"
@@ -22,7 +22,14 @@ interface Mechanism {
   readonly name: "bubblewrap" | "Landlock"
   /** Why it is skipped here, or undefined when it works. */
   readonly skip: string | undefined
+  /** The runner's options as the kernel builds them: the workspace bound through handles opened now. */
   readonly options: (tree: WorkspaceTree, tmpDir: string, resources: JobResources) => RunnerOptions
+}
+
+const handlesOf = (tree: WorkspaceTree): ReadonlyArray<number> => {
+  const handles = openMountHandles(tree.workspace)
+  if (handles === undefined) throw new Error("the workspace changed while its handles were opened")
+  return handles
 }
 
 const bwrap = probeBwrap()
@@ -31,14 +38,14 @@ const MECHANISMS: ReadonlyArray<Mechanism> = [
   {
     name: "bubblewrap",
     skip: bwrap._tag === "Bwrap" ? undefined : bwrap._tag === "Unavailable" ? bwrap.reason : "off",
-    options: (tree, tmpDir, resources) => ({ sandbox: { bwrap: bwrap._tag === "Bwrap" ? bwrap.bwrap : "bwrap", workspace: tree.workspace }, tmpDir, resources, outDir: tree.out })
+    options: (tree, tmpDir, resources) => ({ sandbox: { bwrap: bwrap._tag === "Bwrap" ? bwrap.bwrap : "bwrap", workspace: tree.workspace, handles: handlesOf(tree) }, tmpDir, resources, outDir: tree.out })
   },
   {
     name: "Landlock",
     skip: landlock._tag === "Landlock" ? undefined : landlock._tag === "Unavailable" ? landlock.reason : "off",
     options: (tree, tmpDir, resources) =>
       landlock._tag === "Landlock"
-        ? { landlock: { bun: landlock.bun, script: landlock.script, workspace: tree.workspace }, tmpDir, resources, outDir: tree.out }
+        ? { landlock: { bun: landlock.bun, script: landlock.script, workspace: tree.workspace, handles: handlesOf(tree) }, tmpDir, resources, outDir: tree.out }
         : {}
   }
 ]
@@ -156,12 +163,13 @@ for (const mechanism of MECHANISMS) {
       rmSync(join(tmpDir, `mine-${CANARY}`))
     })
 
-    test("nothing survives a call: background processes, also ones that left the session, are killed", async () => {
+    test("nothing survives a call: background processes, double forks that clear their environment or try to leave the session", async () => {
       const tag = `600.${Math.floor(Math.random() * 1e6)}`
-      const out = await shell(`sleep ${tag} & setsid sleep ${tag}1 & echo started`)
-      expect(out).toBe("exit code: 0\nstarted\n")
-      expect(pidsWithArg(tag)).toEqual([])
-      expect(pidsWithArg(`${tag}1`)).toEqual([])
+      // Under Landlock setsid is refused (every process stays in the call's session); in bubblewrap it runs inside the PID namespace.
+      const out = await shell(`sleep ${tag} & (env -i /usr/bin/sleep ${tag}1 &); (setsid env -i /usr/bin/sleep ${tag}2 &); echo started`)
+      expect(out).toStartWith("exit code: 0\n")
+      expect(out).toContain("started")
+      for (const t of [tag, `${tag}1`, `${tag}2`]) expect(pidsWithArg(t)).toEqual([])
     })
 
     test("memory: a 3 GB string in bash fails naming the memory limit; the job's next call runs", async () => {
@@ -199,6 +207,50 @@ for (const mechanism of MECHANISMS) {
         })
       } finally {
         for (const f of ["before.bin", "fits.bin", "big.bin"]) rmSync(join(tree.out, f), { force: true })
+      }
+    })
+
+    test("the workspace configures nothing of the sandbox: a bunfig.toml, tsconfig.json, .env and Bun cache in the root run nothing", async () => {
+      const planted = join(tree.root, "planted-ran")
+      const files: Record<string, string> = {
+        "bunfig.toml": `preload = ["./evil.ts"]\n`,
+        "evil.ts": `require("node:fs").writeFileSync(${JSON.stringify(planted)}, "ran")\n`,
+        "tsconfig.json": JSON.stringify({ compilerOptions: { baseUrl: ".", paths: { "*": ["./evil.ts"] } } }),
+        ".env": "INJECTED_BY_DOTENV=yes\nBASH_ENV=./evil.sh\n",
+        "evil.sh": `echo ran > ${planted}\n`
+      }
+      for (const [name, text] of Object.entries(files)) writeFileSync(join(tree.root, name), text)
+      try {
+        const out = await shell("env; echo done")
+        expect(out).toContain("done")
+        expect(out).not.toContain("INJECTED_BY_DOTENV")
+        expect(out).not.toContain("BASH_ENV")
+        expect(existsSync(planted)).toBe(false)
+        // Nothing was written into the workspace root either (Bun's cache, .bun/).
+        expect(readdirSync(tree.root).sort()).toEqual([...Object.keys(files), "out", "ro"].sort())
+      } finally {
+        for (const name of Object.keys(files)) rmSync(join(tree.root, name), { force: true })
+      }
+    })
+
+    test("a read-only root or outDir swapped for a symlink after the job started grants nothing of its target", async () => {
+      const decoy = mkdtempSync(join(tmpdir(), "kintsugi-decoy-"))
+      writeFileSync(join(decoy, "secret"), CANARY)
+      const other = await createWorkspaceTree({ "ro/a.txt": "theirs\n" })
+      try {
+        const r = createProcessRunner(mechanism.options(other, mkdtempSync(join(tmpdir(), "kintsugi-job-")), DEFAULT_RESOURCES))
+        // Another job (whose outDir holds this workspace) swaps both entries for links to the decoy.
+        rmSync(other.ro, { recursive: true })
+        symlinkSync(decoy, other.ro)
+        rmSync(other.out, { recursive: true })
+        symlinkSync(decoy, other.out)
+        const out = await runToolText(makeShellTool(r), { command: `cat ${other.ro}/secret ro/secret; echo x > ${other.out}/planted; echo done`, timeoutSec: 60 }, createToolContext(other.workspace, 600_000).ctx)
+        await Effect.runPromise(r.killAll)
+        expect(out).not.toContain(CANARY)
+        expect(existsSync(join(decoy, "planted"))).toBe(false)
+      } finally {
+        rmSync(decoy, { recursive: true, force: true })
+        await other.cleanup()
       }
     })
 

@@ -1,11 +1,14 @@
 /**
- * `bun confineExec.ts <spec> --` (the command is in the spec): confines itself, then becomes the command. In order:
+ * `bun confineExec.ts <spec> --` (the command, its working directory and environment are in the spec):
+ * confines itself, then becomes the command. The runner starts it from the installation's directory
+ * with no env file and the installation's tsconfig, so nothing of the job's workspace configures the
+ * Bun that runs it. In order:
  * parent-death signal, every capability dropped (also for root), no_new_privs, a Landlock ruleset that grants only the spec's
  * paths (every right the kernel can restrict is handled, TCP denied, signals and abstract sockets
  * scoped), a seccomp filter (no sockets, no namespaces, no mounts, no tracing), resource limits, then execve. Any
  * failure before execve ends the process with code 126 and one line on stderr: nothing runs unconfined.
  */
-import { closeSync, openSync, statSync, writeSync } from "node:fs"
+import { closeSync, fstatSync, openSync, statSync, writeSync } from "node:fs"
 import { decodeSpec, DEVICE_RIGHTS, FILE_RIGHTS, handledFs, handledNet, READ_RIGHTS, scopes, type ConfineSpec, WRITE_RIGHTS } from "./landlockRules.ts"
 import { addPathRule, createRuleset, dropCapabilities, prepareExecve, installSeccomp, landlockAbi, restrictSelf, RLIMIT, setNoNewPrivs, setParentDeathSignal, setRlimit } from "./linuxCalls.ts"
 import { buildFilter, currentArch, jobRules } from "./seccompFilter.ts"
@@ -40,11 +43,18 @@ export const confineSelf = (spec: ConfineSpec): void => {
       closeSync(fd)
     }
   }
+  const grantFd = (fd: number, rights: bigint) => {
+    addPathRule(ruleset, (fstatSync(fd).isDirectory() ? rights : rights & FILE_RIGHTS) & handled, fd)
+  }
   for (const p of spec.readOnly) grant(p, READ_RIGHTS)
   for (const p of spec.writable) grant(p, WRITE_RIGHTS)
   for (const p of spec.devices) grant(p, DEVICE_RIGHTS)
+  for (const fd of spec.readOnlyFds ?? []) grantFd(fd, READ_RIGHTS)
+  for (const fd of spec.writableFds ?? []) grantFd(fd, WRITE_RIGHTS)
   restrictSelf(ruleset)
   closeSync(ruleset)
+  // The handles are not the command's: it gets stdin, stdout and stderr only.
+  for (const fd of [...(spec.readOnlyFds ?? []), ...(spec.writableFds ?? [])]) closeSync(fd)
   installSeccomp(buildFilter(arch, jobRules))
 }
 
@@ -67,10 +77,9 @@ if (import.meta.main) {
     process.exit(CONFINE_FAILED)
   }
   try {
-    const env: Record<string, string> = {}
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v
-    const exec = prepareExecve(spec.argv, env)
+    const exec = prepareExecve(spec.argv, spec.env ?? {})
     confineSelf(spec)
+    if (spec.cwd !== undefined) process.chdir(spec.cwd)
     if (probe) writeSync(1, `${landlockAbi()}\n`)
     limitSelf(spec)
     exec()

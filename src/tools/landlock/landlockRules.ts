@@ -14,10 +14,20 @@ export interface ResourceRlimits {
 }
 
 export interface ConfineSpec {
-  /** Directories and files readable (and executable), nothing else of them. */
+  /** Directories and files readable (and executable), nothing else of them: system paths, opened by name. */
   readonly readOnly: ReadonlyArray<string>
-  /** Directories where everything may be read, created, changed and removed. */
+  /** Directories where everything may be read, created, changed and removed, opened by name (the job's temporary directory). */
   readonly writable: ReadonlyArray<string>
+  /**
+   * Inherited descriptors (O_PATH handles the job opened and checked at its start) granted as read-only
+   * or writable: the workspace, never reopened by name, so a path swapped for a symlink later grants nothing.
+   */
+  readonly readOnlyFds?: ReadonlyArray<number>
+  readonly writableFds?: ReadonlyArray<number>
+  /** The command's working directory (confineExec changes to it just before execve). */
+  readonly cwd?: string
+  /** The command's whole environment; confineExec's own is only what Bun needs to start. */
+  readonly env?: Readonly<Record<string, string>>
   /** Character devices that may be read and written (/dev/null…). */
   readonly devices: ReadonlyArray<string>
   /**
@@ -79,22 +89,42 @@ export const JOB_DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random"
 
 export const encodeSpec = (spec: ConfineSpec): string => Buffer.from(JSON.stringify(spec), "utf8").toString("base64url")
 
-/** The spec confineExec.ts was given, or undefined when it is not one. */
+type Json = { readonly [k: string]: unknown }
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v)
+const isStrings = (v: unknown): v is ReadonlyArray<string> => Array.isArray(v) && v.every((s) => typeof s === "string")
+const isFds = (v: unknown): v is ReadonlyArray<number> => Array.isArray(v) && v.every((n) => Number.isSafeInteger(n) && n >= 3)
+const isPositive = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v > 0
+const optional = <A>(v: unknown, is: (x: unknown) => x is A): v is A | undefined => v === undefined || is(v)
+const isEnv = (v: unknown): v is Readonly<Record<string, string>> => isObject(v) && Object.values(v).every((s) => typeof s === "string")
+const isRlimits = (v: unknown): v is ResourceRlimits => isObject(v) && isPositive(v["dataBytes"]) && isPositive(v["fileBytes"]) && isPositive(v["cpuSec"])
+
+/**
+ * The spec confineExec.ts was given, every field checked, or undefined when it is not one. A
+ * hand-written decoder rather than a Schema: confineExec runs once per call and loads nothing it can
+ * do without (Effect's Schema would double its start).
+ */
 export const decodeSpec = (text: string | undefined): ConfineSpec | undefined => {
   if (text === undefined) return undefined
+  let v: unknown
   try {
-    const v: unknown = JSON.parse(Buffer.from(text, "base64url").toString("utf8"))
-    if (typeof v !== "object" || v === null) return undefined
-    const o = v as { readonly [k: string]: unknown }
-    const strings = (x: unknown): x is ReadonlyArray<string> => Array.isArray(x) && x.every((s) => typeof s === "string")
-    const r = o["rlimits"] as { readonly [k: string]: unknown } | undefined
-    const num = (x: unknown): x is number => typeof x === "number" && Number.isSafeInteger(x) && x > 0
-    if (!strings(o["readOnly"]) || !strings(o["writable"]) || !strings(o["devices"]) || !strings(o["argv"]) || o["argv"].length === 0) return undefined
-    const base = { readOnly: o["readOnly"], writable: o["writable"], devices: o["devices"], argv: o["argv"] }
-    if (r === undefined) return base
-    if (!num(r["dataBytes"]) || !num(r["fileBytes"]) || !num(r["cpuSec"])) return undefined
-    return { ...base, rlimits: { dataBytes: r["dataBytes"], fileBytes: r["fileBytes"], cpuSec: r["cpuSec"] } }
+    v = JSON.parse(Buffer.from(text, "base64url").toString("utf8"))
   } catch {
     return undefined
+  }
+  if (!isObject(v)) return undefined
+  const { readOnly, writable, readOnlyFds, writableFds, devices, cwd, env, rlimits, argv } = v
+  if (!isStrings(readOnly) || !isStrings(writable) || !isStrings(devices) || !isStrings(argv) || argv.length === 0) return undefined
+  if (!optional(readOnlyFds, isFds) || !optional(writableFds, isFds) || !optional(env, isEnv) || !optional(rlimits, isRlimits)) return undefined
+  if (cwd !== undefined && typeof cwd !== "string") return undefined
+  return {
+    readOnly,
+    writable,
+    devices,
+    argv,
+    ...(readOnlyFds === undefined ? {} : { readOnlyFds }),
+    ...(writableFds === undefined ? {} : { writableFds }),
+    ...(cwd === undefined ? {} : { cwd }),
+    ...(env === undefined ? {} : { env }),
+    ...(rlimits === undefined ? {} : { rlimits })
   }
 }

@@ -16,7 +16,7 @@ import { requestedServiceTools } from "../contract/AgentDefinition.ts"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { DEFAULT_RESOURCES, lowerResources } from "../tools/jobResources.ts"
+import { DEFAULT_RESOURCES, jobTmpPrefix, lowerResources } from "../tools/jobResources.ts"
 import type { RunnerOptions } from "../tools/ProcessRunner.ts"
 import { closeMountHandles, makeSandbox, openMountHandles, Sandbox, type SandboxConfig, sandboxConfig, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
 import { makeWorkspace, Workspace } from "../tools/Workspace.ts"
@@ -161,7 +161,7 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
         return yield* Effect.fail(new JobRefused({ problems: [{ path: "workspace", message: "changed while the job was starting (a path was replaced or is now a symbolic link)" }] }))
       }
       // Only a job that runs processes gets a temporary directory and bounds; removed when the caller's scope closes.
-      const tmpDir = prepared.sandbox === undefined ? undefined : yield* jobTmpDir
+      const tmpDir = prepared.sandbox === undefined ? undefined : yield* jobTmpDir(config.runTokenPrefix)
       const runner: RunnerOptions = {
         ...(sandboxed === undefined ? {} : { sandbox: { bwrap: sandboxed.bwrap, workspace: prepared.workspace, handles } }),
         ...(landlocked === undefined ? {} : { landlock: { bun: landlocked.bun, script: landlocked.script, workspace: prepared.workspace, handles } }),
@@ -194,11 +194,16 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
     })
 })
 
-/** A private temporary directory for one job's processes (0700), removed with everything in it when the scope closes. */
-const jobTmpDir: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(
-  Effect.sync(() => mkdtempSync(join(tmpdir(), "kintsugi-job-"))),
-  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-)
+/**
+ * A private temporary directory for one job's processes (0700), removed with everything in it when the
+ * scope closes. Named after the run-token prefix, so the worker removes it too when the job child dies
+ * without closing its scope (jobTmpPrefix).
+ */
+const jobTmpDir = (runPrefix: string | undefined): Effect.Effect<string, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(() => mkdtempSync(join(tmpdir(), `${jobTmpPrefix(runPrefix ?? "")}-`))),
+    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  )
 
 /** The kernel layer an orchestrator provides: `AgentRuntime` over the given providers. */
 export const KernelLive = (config: KernelConfig): Layer.Layer<AgentRuntime> =>

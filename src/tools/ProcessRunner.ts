@@ -144,10 +144,13 @@ const resolver = () => {
   }
 }
 
+/** Open files per process: the usual default, also what bounds files a call keeps open after deleting them. */
+const OPEN_FILES = 1024
+
 /** `prlimit`'s arguments that set the per-process limits backing `resources`, before the command. */
 const prlimitArgs = (prlimit: string, resources: JobResources): Array<string> => {
   const r = rlimitsOf(resources)
-  return [prlimit, `--data=${r.dataBytes}`, `--fsize=${r.fileBytes}`, `--cpu=${r.cpuSec}:${r.cpuSec + 1}`, "--"]
+  return [prlimit, `--data=${r.dataBytes}`, `--fsize=${r.fileBytes}`, `--cpu=${r.cpuSec}:${r.cpuSec + 1}`, `--nofile=${OPEN_FILES}`, "--"]
 }
 
 /** The argv that runs `command` as the options confine it: in bubblewrap, under Landlock, or as it is (behind prlimit when bounded). */
@@ -201,9 +204,9 @@ const confineEnvironment = (script: string, token: string): Record<string, strin
 /** A signal or exit that a per-process limit caused, as the limit's name; undefined for any other ending. */
 const rlimitEnding = (exitCode: number | null, signal: string | undefined, output: string, failed: boolean, resources: JobResources | undefined): string | undefined => {
   if (resources === undefined) return undefined
-  if (signal === "SIGXCPU" || exitCode === 128 + 24) return `killed: ${limitMessage("cpu", resources)}`
+  if (signal === "SIGXCPU" || exitCode === 128 + 24) return `${limitMessage("cpu", resources)} reached by one process`
   // bash and coreutils say so when an allocation fails at RLIMIT_DATA.
-  if (failed && /cannot allocate memory|xmalloc|xrealloc|out of memory|bad_alloc|MemoryError/i.test(output)) {
+  if (failed && /cannot allocate memory|xmalloc: cannot|xrealloc: cannot|memory exhausted|bad_alloc|MemoryError|heap out of memory/i.test(output)) {
     return `${limitMessage("memory", resources)} reached: an allocation was refused`
   }
   return undefined
@@ -294,8 +297,8 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
     const exitCode = signal === undefined ? proc.exitCode : null
     // A file stopped at RLIMIT_FSIZE (a little over the larger disk limit: SIGXFSZ, or EFBIG where it is
     // ignored): which disk limit it passed.
-    const fileStopped = signal === "SIGXFSZ" || exitCode === 128 + 25 || /File size limit exceeded|File too large/.test(out.text)
-    const fileLimit = limit === undefined && disk !== undefined && fileStopped ? await disk.check() : undefined
+    // Every call ends with a look at the disk limits: a call shorter than the watch's interval is judged too.
+    const fileLimit = limit === undefined && disk !== undefined ? await disk.check() : undefined
     const reached = limit ?? fileLimit ?? rlimitEnding(exitCode, signal, out.text, exitCode !== 0, options.resources)
     return {
       exitCode,
@@ -310,6 +313,8 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
 }
 
 const MiB = 1024 * 1024
+/** USER_HZ: the unit of /proc's CPU times on every Linux architecture Bun runs on. */
+const CLOCK_TICKS = 100
 /** How often, at most, the disk limits are measured while calls run (a slow walk spaces them further). */
 const DISK_INTERVAL_MS = 250
 
@@ -410,8 +415,10 @@ export const createProcessRunner = (options: RunnerOptions = {}): ProcessRunnerS
         continue
       }
       const usage = r.tree.usage(procs)
-      if (usage.processes > resources.processes) r.reachedLimit(`killed: ${limitMessage("processes", resources)}`)
+      if (usage.tasks > resources.processes) r.reachedLimit(`killed: ${limitMessage("processes", resources)}`)
       else if (usage.rssPages * pageSize() > resources.memoryMb * MiB) r.reachedLimit(`killed: ${limitMessage("memory", resources)}`)
+      // The call's CPU time: what its live processes used, with the children they reaped (RLIMIT_CPU bounds each process too).
+      else if (usage.cpuTicks / CLOCK_TICKS > resources.cpuSec) r.reachedLimit(`killed: ${limitMessage("cpu", resources)}`)
     }
     disk?.tick()
   }

@@ -65,12 +65,24 @@ const landlockStatus = (script?: string): Effect.Effect<SandboxStatus> =>
     return pending === undefined ? Effect.sync(() => probeLandlock(script)) : Effect.promise(() => pending)
   })
 
+/** The Landlock ABI `auto` takes: 6 scopes signals and abstract Unix sockets to the job; below it only KINTSUGI_SANDBOX=landlock does. */
+export const AUTO_LANDLOCK_ABI = 6
+
 /** auto: bubblewrap where it works, else Landlock; unavailable (naming both reasons) when neither does. */
 const autoStatus = (config: SandboxConfig): Effect.Effect<SandboxStatus> =>
   Effect.flatMap(probeStatus(config.bwrap), (b) =>
     b._tag !== "Unavailable"
       ? Effect.succeed(b)
-      : Effect.map(landlockStatus(config.landlock), (l): SandboxStatus => (l._tag === "Unavailable" ? { _tag: "Unavailable", reason: `${b.reason}; ${l.reason}` } : l))
+      : Effect.map(landlockStatus(config.landlock), (l): SandboxStatus => {
+          if (l._tag === "Unavailable") return { _tag: "Unavailable", reason: `${b.reason}; ${l.reason}` }
+          if (l._tag === "Landlock" && l.abi < AUTO_LANDLOCK_ABI) {
+            return {
+              _tag: "Unavailable",
+              reason: `${b.reason}; Landlock ABI ${l.abi} (below ${AUTO_LANDLOCK_ABI}, Linux 6.12) cannot keep a job's signals from the server's processes: set KINTSUGI_SANDBOX=landlock to accept that`
+            }
+          }
+          return l
+        })
   )
 
 const depth = (p: string) => p.split("/").filter((s) => s !== "").length

@@ -2,19 +2,27 @@
  * Bytes a directory tree takes on disk (allocated blocks, each hard-linked file once), walked without
  * following symbolic links; the process runner's disk limits read it while a job's processes run.
  */
-import { lstat, readdir } from "node:fs/promises"
+import { lstat, readdir, realpath } from "node:fs/promises"
 import { join } from "node:path"
 
 /** Allocated bytes under `dir` (0 when it is gone); entries that vanish mid-walk are skipped. */
 export const diskUsage = async (dir: string): Promise<number> => {
   const seen = new Set<string>()
   let total = 0
-  const stack = [dir]
+  let root: string
+  try {
+    root = await realpath(dir)
+  } catch {
+    return 0
+  }
+  const stack = [root]
   while (stack.length > 0) {
     const d = stack.pop() as string
     let names: Array<string>
     try {
       names = await readdir(d)
+      // A directory swapped for a symbolic link after its lstat was read: what readdir listed is elsewhere.
+      if ((await realpath(d)) !== d) continue
     } catch {
       continue
     }

@@ -87,3 +87,6 @@ export const limitMessage = (limit: "memory" | "processes" | "cpu" | "tmp" | "ou
       return `output directory limit ${r.outDirMb} MiB`
   }
 }
+
+/** The name (in the system's temporary directory) of a job's temporary directories, before mkdtemp's suffix. */
+export const jobTmpPrefix = (runPrefix: string): string => `kintsugi-job-${runPrefix === "" ? "" : `${runPrefix}-`}`.replace(/-$/, "")

@@ -18,6 +18,10 @@ export interface ProcStat {
   readonly kernel: boolean
   /** Resident set size, in pages. */
   readonly rss: number
+  /** Threads of the process (each one a task, as a cgroup's pids.max counts them). */
+  readonly threads: number
+  /** CPU time used by the process and its reaped children, in clock ticks (utime + stime + cutime + cstime). */
+  readonly cpuTicks: number
 }
 
 /** PF_KTHREAD in the flags field of /proc/<pid>/stat. */
@@ -44,7 +48,9 @@ export const readStat = (pid: number | "self"): ProcStat | undefined => {
     session: num(3),
     startTime: f[19] ?? "",
     kernel: (num(6) & PF_KTHREAD) !== 0,
-    rss: num(21)
+    rss: num(21),
+    threads: num(17),
+    cpuTicks: num(11) + num(12) + num(13) + num(14)
   }
 }
 
@@ -310,22 +316,26 @@ export class ProcessTree {
   }
 
   /**
-   * How many processes of the run live now and their resident memory in pages: known descendants and
-   * the run's session and group (not token carriers, whose environments a cheap look does not read).
+   * What the run's live processes take now: tasks (threads counted), resident memory in pages and CPU
+   * time in clock ticks. Members are known descendants and the run's session and group (not token
+   * carriers, whose environments a cheap look does not read).
    */
-  usage(procs: ReadonlyArray<ProcStat>): { readonly processes: number; readonly rssPages: number } {
+  usage(procs: ReadonlyArray<ProcStat>): { readonly tasks: number; readonly rssPages: number; readonly cpuTicks: number } {
     this.observe(procs)
     const ours = this.groupIsOurs(procs)
-    let processes = 0
+    let tasks = 0
     let rssPages = 0
+    let cpuTicks = 0
+    const count = (n: number) => (Number.isFinite(n) ? n : 0)
     for (const p of procs) {
       if (!isLive(p) || p.pid === ownPid) continue
       if (this.known.get(p.pid) === p.startTime || (ours && (p.session === this.pid || p.pgrp === this.pid))) {
-        processes++
-        rssPages += Number.isFinite(p.rss) ? p.rss : 0
+        tasks += Math.max(1, count(p.threads))
+        rssPages += count(p.rss)
+        cpuTicks += count(p.cpuTicks)
       }
     }
-    return { processes, rssPages }
+    return { tasks, rssPages, cpuTicks }
   }
 
   /**

@@ -5,10 +5,12 @@
  */
 import { Config, Effect, Exit, Fiber, Option, Schedule, Schema, Stream } from "effect"
 import { randomBytes } from "node:crypto"
+import { readdirSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { JobEnvelope } from "../contract/AgentRuntime.ts"
 import { JobEvent, JobRefusedLine } from "../contract/JobEvent.ts"
-import { RESOURCE_VARIABLES } from "../tools/jobResources.ts"
+import { jobTmpPrefix, RESOURCE_VARIABLES } from "../tools/jobResources.ts"
 import { readStat, RUN_PREFIX_VAR, sweepRunPrefix } from "../tools/processTree.ts"
 import { JOB_CHILD_JIT_ENV, runJobArgs } from "../jobChildArgs.ts"
 import type { Settlement } from "./JobStore.ts"
@@ -56,6 +58,19 @@ const lines = (pipe: ReadableStream<Uint8Array>): Stream.Stream<string> =>
   )
 
 export type Child = Bun.Subprocess<"pipe", "pipe", "pipe">
+
+/** Removes the temporary directories a job child made for the job of `runPrefix` (the kernel's jobTmpDir), whatever is in them. */
+const removeJobTmpDirs = (runPrefix: string): void => {
+  if (runPrefix === "") return
+  const name = jobTmpPrefix(runPrefix)
+  let entries: Array<string>
+  try {
+    entries = readdirSync(tmpdir())
+  } catch {
+    return
+  }
+  for (const e of entries) if (e.startsWith(`${name}-`)) rmSync(join(tmpdir(), e), { recursive: true, force: true })
+}
 
 export const alive = (child: Child) => child.exitCode === null && child.signalCode === null
 
@@ -117,6 +132,8 @@ export const runJobProcess = <E, R>(
             yield* Effect.promise(() => child.exited)
             const survivors = yield* Effect.promise(() => sweepRunPrefix(runPrefix, childStart))
             if (survivors.length > 0) yield* hooks.log(`${survivors.length} process(es) of the job survived SIGKILL`)
+            // A child that died without closing its job's scope leaves the job's temporary directory behind.
+            yield* Effect.sync(() => removeJobTmpDirs(runPrefix))
             onEnded?.()
           })
       )

@@ -194,6 +194,15 @@ for (const mechanism of MECHANISMS) {
       })
     })
 
+    test("temporary space while a call runs: many files each under every per-file limit, then a long wait, are stopped by the watch", async () => {
+      await withRunner({ ...DEFAULT_RESOURCES, tmpMb: 16 }, async (r, tmp) => {
+        // Without the watch this call would only end at its own timeout (110 s), and its files would stay.
+        const out = await shellIn(r, 'for i in $(seq 40); do head -c 1048576 /dev/zero > "${TMPDIR:-/tmp}/f$i"; done; sleep 100', 110)
+        expect(out).toStartWith("killed: temporary space limit 16 MiB")
+        expect(readdirSync(tmp).filter((n) => !n.startsWith("kintsugi-ws-"))).toEqual([])
+      })
+    })
+
     test("outDir: writing 2 GB stops at the limit; what was there before does not count", async () => {
       writeFileSync(join(tree.out, "before.bin"), Buffer.alloc(48 * MiB, 1))
       try {
@@ -254,10 +263,30 @@ for (const mechanism of MECHANISMS) {
       }
     })
 
-    test("CPU time: a busy loop is killed at the per-call CPU limit, named", async () => {
+    test("CPU time: a busy loop is stopped at the CPU limit, named", async () => {
       await withRunner({ ...DEFAULT_RESOURCES, cpuSec: 1 }, async (r) => {
         const out = await shellIn(r, "while :; do :; done", 120)
-        expect(out).toStartWith("killed: CPU time limit 1 s")
+        expect(out).toContain("CPU time limit 1 s")
+      })
+    })
+
+    test("CPU time counts per call: eight busy processes together are killed when their sum passes the limit", async () => {
+      const tag = `800.${Math.floor(Math.random() * 1e6)}`
+      await withRunner({ ...DEFAULT_RESOURCES, cpuSec: 2 }, async (r) => {
+        // Each loop gets a quarter of a core or less here: the sum passes 2 s long before any one process does.
+        const out = await shellIn(r, `for i in 1 2 3 4 5 6 7 8; do (exec -a busy${tag} bash -c 'while :; do :; done') & done; wait`, 120)
+        expect(out).toStartWith("killed: CPU time limit 2 s")
+      })
+      expect(pidsWithArg(`busy${tag}`)).toEqual([])
+    })
+
+    test.skipIf(!existsSync("/usr/bin/python3"))("threads count toward the process limit", async () => {
+      await withRunner({ ...DEFAULT_RESOURCES, processes: 16 }, async (r) => {
+        const out = await shellIn(r, `python3 -c 'import threading, time
+ts = [threading.Thread(target=time.sleep, args=(30,)) for _ in range(40)]
+[t.start() for t in ts]
+[t.join() for t in ts]'`, 120)
+        expect(out).toStartWith("killed: process limit 16")
       })
     })
   })

@@ -5,6 +5,7 @@
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
@@ -33,7 +34,7 @@ export const serve = (options: { readonly port: number; readonly host: string })
       log(`kintsugi: warning: secrets could not be removed from the process environment (${secrets.environment.notClean})`)
     }
     if (!secrets.nonDumpable) log("kintsugi: warning: could not make the process non-dumpable")
-    const [{ AppLive, makeRuntime }, Layer, http, { databaseHealth, makeApp }, { makeSandbox, sandboxConfig, sandboxName }, { explainStartFailure }, { Drain }, { logServing }] =
+    const [{ AppLive, makeRuntime }, Layer, http, { databaseHealth, makeApp }, { makeSandbox, sandboxConfig, sandboxName }, { explainStartFailure }, { Drain }, { logServing, readyLine }, startup] =
       yield* Effect.promise(() =>
         Promise.all([
           import("../main.ts"),
@@ -43,9 +44,13 @@ export const serve = (options: { readonly port: number; readonly host: string })
           import("../tools/Sandbox.ts"),
           import("./explain.ts"),
           import("../worker/Drain.ts"),
-          import("../http/servingLine.ts")
+          import("../http/servingLine.ts"),
+          import("../http/startupLines.ts")
         ])
       )
+    // What the slow part of a first start is doing, said before it starts.
+    log(`kintsugi: ${yield* startup.databaseStartLine.pipe(Effect.withConfigProvider(secretsConfigProvider(secrets.values)))}`)
+    const began = yield* Clock.currentTimeMillis
     // The platform's runMain takes the first SIGTERM/SIGINT (it ends this scope, which drains) and then
     // stops listening; this listener stays to the end, so a later signal cuts the drain short instead
     // of killing the process.
@@ -70,6 +75,7 @@ export const serve = (options: { readonly port: number; readonly host: string })
       ),
       (rt) => Effect.promise(() => rt.dispose())
     )
+    log(`kintsugi: database ready (${(((yield* Clock.currentTimeMillis) - began) / 1000).toFixed(1)} s); ${rt.runSync(startup.bundleLine)}`)
     // Handler defects go to the runtime's logger (KINTSUGI_LOG_FORMAT), like the access log and job lines.
     // The server answers (/healthz) as soon as the database does; what start-up still does (on a new
     // database, hashing the first admin's password) keeps /readyz at 503 until it is done.
@@ -95,12 +101,13 @@ export const serve = (options: { readonly port: number; readonly host: string })
     }
     const admin = yield* Effect.promise(() => rt.runPromiseExit(http.ensureAdmin))
     if (admin._tag === "Failure") rt.runSync(Effect.logError("could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)"))
+    const password = admin._tag === "Success" ? admin.value : undefined
     starting = undefined
     const sandboxInForce = makeSandbox(rt.runSync(sandboxConfig))
     rt.runSync(Effect.logInfo(`process sandbox: ${http.describeSandbox(sandboxInForce)}`))
     sandbox = sandboxName(rt.runSync(sandboxInForce.status))
-    rt.runSync(logServing(options.host, server.port ?? options.port))
-    process.stdout.write(`kintsugi: serving on http://${server.hostname}:${server.port}\n`)
+    const line = rt.runSync(logServing(options.host, server.port ?? options.port, password ?? "failed"))
+    process.stdout.write(`kintsugi: ${readyLine({ ...line, url: `http://${server.hostname}:${server.port}/` }, password)}\n`)
     setInterruptedExitCode(0)
     return yield* Effect.never
   }).pipe(Effect.scoped)

@@ -9,10 +9,13 @@ import type { SandboxShape } from "../tools/Sandbox.ts"
 import type { makeApp } from "./app.ts"
 import { MAX_BODY_BYTES } from "./body.ts"
 
-/** On an empty database: the first admin, with KINTSUGI_ADMIN_PASSWORD or a generated password printed once. */
+/** Where the admin password of this start comes from: the environment, generated now, or set before (users exist). */
+export type AdminPassword = "environment" | "generated" | "existing"
+
+/** On an empty database: the first admin, with KINTSUGI_ADMIN_PASSWORD or a generated password printed once; says which it was. */
 export const ensureAdmin = Effect.gen(function* () {
   const access = yield* Access
-  if (!(yield* access.isEmpty)) return
+  if (!(yield* access.isEmpty)) return "existing" as const
   const configured = yield* Config.option(Config.redacted("KINTSUGI_ADMIN_PASSWORD")).pipe(Effect.orElseSucceed(() => Option.none()))
   const given = Option.getOrUndefined(Option.map(configured, Redacted.value))
   const password = given !== undefined && given !== "" ? given : randomBytes(18).toString("base64url")
@@ -22,6 +25,7 @@ export const ensureAdmin = Effect.gen(function* () {
       ? "kintsugi: created user admin (password from KINTSUGI_ADMIN_PASSWORD)\n"
       : `kintsugi: created user admin with password ${password}\n          (shown once; change it after signing in, at /account/password, or with: kintsugi users password admin)\n`
   )
+  return given !== undefined && given !== "" ? ("environment" as const) : ("generated" as const)
 })
 
 /**

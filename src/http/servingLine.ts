@@ -1,11 +1,13 @@
 /**
  * `kintsugi serve`'s start-up line once it is ready: the URL, the Host values it answers
- * (KINTSUGI_ALLOWED_HOSTS in effect), and a warning when other hosts' requests would all get 421.
+ * (KINTSUGI_ALLOWED_HOSTS in effect), where the admin password came from, and a warning when other
+ * hosts' requests would all get 421.
  */
 import { Config, Effect, Option } from "effect"
 import ipaddr from "ipaddr.js"
 import { LogFields } from "../telemetry/Logging.ts"
 import { allowedHostsConfig } from "./edge.ts"
+import type { AdminPassword } from "./serve.ts"
 
 /** What the start-up line says. */
 export interface ServingLine {
@@ -30,11 +32,33 @@ export const describeServing = (host: string, port: number, allowedHosts: Readon
   return { message: `serving on ${url}`, url, allowedHosts: allowedHosts.join(","), warning }
 }
 
-/** Logs `describeServing` for the configured KINTSUGI_ALLOWED_HOSTS: one line, at warning level when it warns. */
-export const logServing = (host: string, port: number): Effect.Effect<void> =>
+/** Where the admin password of this start came from, in words; `undefined` = the first admin could not be made. */
+export const describeAdminPassword = (source: AdminPassword | undefined): string => {
+  switch (source) {
+    case "environment":
+      return "KINTSUGI_ADMIN_PASSWORD (the first admin, admin, was created with it)"
+    case "generated":
+      return "generated for admin and printed above, once"
+    case "existing":
+      return "set before (users exist; KINTSUGI_ADMIN_PASSWORD only applies to an empty database; change yours at /account/password)"
+    case undefined:
+      return "none: the first admin could not be created (see above)"
+  }
+}
+
+/** The one line for a person reading the start: URL, allowed hosts, where the admin password came from. */
+export const readyLine = (line: ServingLine, admin: AdminPassword | undefined): string =>
+  `serving on ${line.url} (allowed hosts: ${line.allowedHosts}); admin password: ${describeAdminPassword(admin)}`
+
+/**
+ * Logs `describeServing` for the configured KINTSUGI_ALLOWED_HOSTS: one line, at warning level when it
+ * warns; with `admin`, its field `adminPassword` says where the password came from. Returns the line.
+ */
+export const logServing = (host: string, port: number, admin?: AdminPassword | "failed"): Effect.Effect<ServingLine> =>
   Effect.gen(function* () {
     const configured = yield* Config.option(Config.string("KINTSUGI_ALLOWED_HOSTS")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
     const line = describeServing(host, port, yield* allowedHostsConfig, Option.exists(configured, (v) => v.trim() !== ""))
-    const fields = new LogFields({ url: line.url, allowedHosts: line.allowedHosts })
+    const fields = new LogFields({ url: line.url, allowedHosts: line.allowedHosts, ...(admin === undefined ? {} : { adminPassword: admin }) })
     yield* line.warning === undefined ? Effect.logInfo(line.message, fields) : Effect.logWarning(`${line.message}; ${line.warning}`, fields)
+    return line
   })

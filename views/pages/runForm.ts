@@ -101,7 +101,7 @@ const modelFacts = (agent: string, models: ReadonlyArray<RunModel>): Html => {
 
 /** The job roots and, when there are workspaces, a GET form that fills the folders below from one. */
 const placesSection = (agent: string, places: RunPlaces): Html => html`<section class="card" aria-labelledby="places-title" id="run-places">
-    <h2 id="places-title">Workspace</h2>
+    <h2 id="places-title">Where the job works</h2>
     <p>Jobs on this server work inside its job roots:</p>
     ${jobRootList(places.jobRoots)}
     ${

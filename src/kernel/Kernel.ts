@@ -13,10 +13,10 @@ import type { McpKernelTool } from "../tools/mcp/mcpTools.ts"
 import type { ServiceChannelConfig } from "../tools/services/ServiceChannel.ts"
 import type { KernelTool } from "../tools/Tool.ts"
 import { requestedServiceTools } from "../contract/AgentDefinition.ts"
-import { mkdtempSync, rmSync } from "node:fs"
+import { appendFileSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { DEFAULT_RESOURCES, jobTmpPrefix, lowerResources } from "../tools/jobResources.ts"
+import { DEFAULT_RESOURCES, jobSessionsFile, jobTmpPrefix, lowerResources } from "../tools/jobResources.ts"
 import type { RunnerOptions } from "../tools/ProcessRunner.ts"
 import { closeMountHandles, makeSandbox, openMountHandles, Sandbox, type SandboxConfig, sandboxConfig, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
 import { makeWorkspace, Workspace } from "../tools/Workspace.ts"
@@ -168,7 +168,8 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
         ...(tmpDir === undefined
           ? {}
           : { tmpDir, outDir: prepared.workspace.outDir, resources: lowerResources(sandbox.config.resources ?? DEFAULT_RESOURCES, spec.limits.resources) }),
-        ...(config.runTokenPrefix === undefined ? {} : { tokenPrefix: config.runTokenPrefix })
+        ...(config.runTokenPrefix === undefined ? {} : { tokenPrefix: config.runTokenPrefix }),
+        ...(landlocked === undefined || config.runTokenPrefix === undefined ? {} : { onSession: recordSession(config.runTokenPrefix) })
       }
       const outcome = yield* Deferred.make<JobOutcome>()
       // Forked into the caller's scope: closing it interrupts the job, which then ends as aborted.
@@ -204,6 +205,18 @@ const jobTmpDir = (runPrefix: string | undefined): Effect.Effect<string, never, 
     Effect.sync(() => mkdtempSync(join(tmpdir(), `${jobTmpPrefix(runPrefix ?? "")}-`))),
     (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
   )
+
+/**
+ * Appends each Landlock call's session id to the job's sessions file (created by this process, 0600;
+ * a Landlock-confined job cannot write to the temporary directory it lies in), for the worker's sweep.
+ */
+const recordSession = (runPrefix: string) => (sid: number) => {
+  try {
+    appendFileSync(join(tmpdir(), jobSessionsFile(runPrefix)), `${sid}\n`, { mode: 0o600 })
+  } catch {
+    // Nothing to record into: the runner still kills the call's session itself when it ends.
+  }
+}
 
 /** The kernel layer an orchestrator provides: `AgentRuntime` over the given providers. */
 export const KernelLive = (config: KernelConfig): Layer.Layer<AgentRuntime> =>

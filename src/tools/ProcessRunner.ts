@@ -126,6 +126,11 @@ export interface RunnerOptions {
   readonly resources?: JobResources
   /** The directory whose growth counts against `resources.outDirMb` (the job's outDir). */
   readonly outDir?: string
+  /**
+   * Told the session id of each Landlock call as it starts (its first process leads a new session that
+   * none of its processes can leave): where the worker finds what outlived a job child killed mid-call.
+   */
+  readonly onSession?: (sid: number) => void
   /** Prefix of every run token (the job's), so a worker can find leftovers after the job child died. */
   readonly tokenPrefix?: string
 }
@@ -237,6 +242,7 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
     // about a millisecond (setsid() also creates a scheduler autogroup): more than the call itself.
     detached: sandbox === undefined && (req.newSession !== false || options.landlock !== undefined)
   })
+  if (landlock !== undefined) options.onSession?.(proc.pid)
   const tree = new ProcessTree(proc.pid, token)
   const capture = new OutputCapture(CAPTURE_BYTES, CAPTURE_LINES)
   const readers: Array<{ readonly cancel: () => Promise<void> }> = []

@@ -90,3 +90,6 @@ export const limitMessage = (limit: "memory" | "processes" | "cpu" | "tmp" | "ou
 
 /** The name (in the system's temporary directory) of a job's temporary directories, before mkdtemp's suffix. */
 export const jobTmpPrefix = (runPrefix: string): string => `kintsugi-job-${runPrefix === "" ? "" : `${runPrefix}-`}`.replace(/-$/, "")
+
+/** The file (in the system's temporary directory) where a job child lists its Landlock calls' session ids, one a line. */
+export const jobSessionsFile = (runPrefix: string): string => `${jobTmpPrefix(runPrefix)}.sessions`

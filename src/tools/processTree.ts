@@ -429,3 +429,25 @@ export const sweepRunPrefix = async (prefix: string, since: string | undefined, 
     await Bun.sleep(10)
   }
 }
+
+/**
+ * Kills every process in one of the sessions `sids` (Landlock calls of a job whose child died: none
+ * of their processes could leave its session), started at or after `since`, repeating until none is
+ * left or `reapMs` passed. Returns the pids still alive at the end (normally none).
+ */
+export const sweepSessions = async (sids: ReadonlySet<number>, since: string | undefined, reapMs = 2000): Promise<ReadonlyArray<number>> => {
+  if (sids.size === 0) return []
+  const members = () =>
+    scanProcesses().filter(
+      (p) => isLive(p) && !p.kernel && p.pid > 1 && p.pid !== ownPid && sids.has(p.session) && (since === undefined || Number(p.startTime) >= Number(since))
+    )
+  const end = Date.now() + reapMs
+  for (;;) {
+    const found = members()
+    if (found.length === 0) return []
+    // Date.now() and Bun.sleep: a plain async sweep outside any Effect, like sweepRunPrefix.
+    if (Date.now() >= end) return found.map((p) => p.pid)
+    for (const p of found) signal(p.pid, "SIGKILL")
+    await Bun.sleep(10)
+  }
+}

@@ -5,13 +5,13 @@
  */
 import { Config, Effect, Exit, Fiber, Option, Schedule, Schema, Stream } from "effect"
 import { randomBytes } from "node:crypto"
-import { readdirSync, rmSync } from "node:fs"
+import { readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { JobEnvelope } from "../contract/AgentRuntime.ts"
 import { JobEvent, JobRefusedLine } from "../contract/JobEvent.ts"
-import { jobTmpPrefix, RESOURCE_VARIABLES } from "../tools/jobResources.ts"
-import { readStat, RUN_PREFIX_VAR, sweepRunPrefix } from "../tools/processTree.ts"
+import { jobSessionsFile, jobTmpPrefix, RESOURCE_VARIABLES } from "../tools/jobResources.ts"
+import { readStat, RUN_PREFIX_VAR, sweepRunPrefix, sweepSessions } from "../tools/processTree.ts"
 import { JOB_CHILD_JIT_ENV, runJobArgs } from "../jobChildArgs.ts"
 import type { Settlement } from "./JobStore.ts"
 
@@ -58,6 +58,19 @@ const lines = (pipe: ReadableStream<Uint8Array>): Stream.Stream<string> =>
   )
 
 export type Child = Bun.Subprocess<"pipe", "pipe", "pipe">
+
+/** The session ids a job child listed for its Landlock calls (jobSessionsFile), the file removed. */
+const takeJobSessions = (runPrefix: string): ReadonlySet<number> => {
+  if (runPrefix === "") return new Set()
+  const file = join(tmpdir(), jobSessionsFile(runPrefix))
+  try {
+    const sids = readFileSync(file, "latin1").split("\n").map(Number).filter((n) => Number.isSafeInteger(n) && n > 1)
+    rmSync(file, { force: true })
+    return new Set(sids)
+  } catch {
+    return new Set()
+  }
+}
 
 /** Removes the temporary directories a job child made for the job of `runPrefix` (the kernel's jobTmpDir), whatever is in them. */
 const removeJobTmpDirs = (runPrefix: string): void => {
@@ -130,7 +143,11 @@ export const runJobProcess = <E, R>(
             }
             if (alive(child)) child.kill("SIGKILL")
             yield* Effect.promise(() => child.exited)
-            const survivors = yield* Effect.promise(() => sweepRunPrefix(runPrefix, childStart))
+            const sessions = yield* Effect.sync(() => takeJobSessions(runPrefix))
+            const survivors = [
+              ...(yield* Effect.promise(() => sweepRunPrefix(runPrefix, childStart))),
+              ...(yield* Effect.promise(() => sweepSessions(sessions, childStart)))
+            ]
             if (survivors.length > 0) yield* hooks.log(`${survivors.length} process(es) of the job survived SIGKILL`)
             // A child that died without closing its job's scope leaves the job's temporary directory behind.
             yield* Effect.sync(() => removeJobTmpDirs(runPrefix))

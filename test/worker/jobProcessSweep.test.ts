@@ -1,12 +1,19 @@
 /**
- * The worker's last line of defence for unconfined jobs: a job child killed with SIGKILL cannot kill
- * its own processes, so the worker sweeps every process carrying the job's run-token prefix.
+ * The worker's last line of defence for unconfined and Landlock jobs: a job child killed with SIGKILL
+ * cannot kill its own processes, so the worker sweeps every process carrying the job's run-token prefix
+ * and, for Landlock calls, every process in a session the job child listed.
  */
 import { expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import { join } from "node:path"
 import { runJobProcess } from "../../src/worker/JobProcess.ts"
+import { readdirSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { readStat } from "../../src/tools/processTree.ts"
+import { createEnvelope, createJob, createJobDirs, createProvider } from "../support/jobChild.ts"
 import { pidsWithArg } from "../support/processes.ts"
+import { landlockSkipReason, landlockWorks } from "../support/sandbox.ts"
+import { startOpenAIServer } from "../support/scriptedServers.ts"
 
 setDefaultTimeout(30_000)
 
@@ -42,5 +49,48 @@ test("unconfined: sleep 1000 & sleep 1000 & wait, job child SIGKILLed → the wo
     expect(pidsWithArg(marker)).toEqual([])
   } finally {
     for (const pid of pidsWithArg(marker)) process.kill(pid, "SIGKILL")
+  }
+})
+
+test.skipIf(!landlockWorks())(`Landlock: a real job child SIGKILLed mid-command → the worker kills what its call left, env-cleared processes too${landlockWorks() ? "" : ` (${landlockSkipReason()})`}`, async () => {
+  const marker = "1000.0812"
+  const dirs = createJobDirs({ "a.ts": "x\n" })
+  const server = await startOpenAIServer([
+    { kind: "turn", toolCalls: [{ name: "shell", arguments: { command: `sleep ${marker} & (env -i /usr/bin/sleep ${marker}1 &); wait` } }] },
+    { kind: "turn", text: "never" }
+  ])
+  const before = process.env["KINTSUGI_SANDBOX"]
+  process.env["KINTSUGI_SANDBOX"] = "landlock"
+  let seenBeforeKill = 0
+  try {
+    const settlement = await Effect.runPromise(
+      runJobProcess(createEnvelope(createJob(dirs, { agent: { tools: ["shell"] } }), [createProvider(server, "openai-completions")]), {
+        onEvent: (e) =>
+          Effect.promise(async () => {
+            if (e.type !== "tool.call") return
+            const both = () => pidsWithArg(marker).length + pidsWithArg(`${marker}1`).length
+            for (let i = 0; i < 500 && both() < 2; i++) await Bun.sleep(10)
+            seenBeforeKill = both()
+            // The job child: the parent of the call's session leader (the confined bash).
+            const sid = readStat(pidsWithArg(marker)[0] ?? 0)?.session ?? 0
+            const child = readStat(sid)?.ppid ?? 0
+            if (child > 1) process.kill(child, "SIGKILL")
+          }),
+        abortRequested: Effect.succeed(false),
+        log: () => Effect.void
+      })
+    )
+    expect(seenBeforeKill).toBe(2)
+    expect(settlement).toMatchObject({ status: "failed", reason: "error" })
+    expect(pidsWithArg(marker)).toEqual([])
+    expect(pidsWithArg(`${marker}1`)).toEqual([])
+    // The job's temporary directory and its sessions list are gone with it.
+    expect(readdirSync(tmpdir()).filter((n) => /^kintsugi-job-[0-9a-f]{16,}/.test(n))).toEqual([])
+  } finally {
+    if (before === undefined) delete process.env["KINTSUGI_SANDBOX"]
+    else process.env["KINTSUGI_SANDBOX"] = before
+    for (const pid of [...pidsWithArg(marker), ...pidsWithArg(`${marker}1`)]) process.kill(pid, "SIGKILL")
+    await server.stop()
+    dirs.cleanup()
   }
 })

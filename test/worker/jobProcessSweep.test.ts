@@ -4,13 +4,14 @@
  * and, for Landlock calls, every process in a session the job child listed.
  */
 import { expect, setDefaultTimeout, test } from "bun:test"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { join } from "node:path"
 import { runJobProcess } from "../../src/worker/JobProcess.ts"
 import { readdirSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { readStat } from "../../src/tools/processTree.ts"
-import { createEnvelope, createJob, createJobDirs, createProvider } from "../support/jobChild.ts"
+import { ProviderConfig } from "../../src/contract/ProviderConfig.ts"
+import { createJob, createJobDirs, createProvider } from "../support/jobChild.ts"
 import { pidsWithArg } from "../support/processes.ts"
 import { landlockSkipReason, landlockWorks } from "../support/sandbox.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
@@ -64,7 +65,7 @@ test.skipIf(!landlockWorks())(`Landlock: a real job child SIGKILLed mid-command 
   let seenBeforeKill = 0
   try {
     const settlement = await Effect.runPromise(
-      runJobProcess(createEnvelope(createJob(dirs, { agent: { tools: ["shell"] } }), [createProvider(server, "openai-completions")]), {
+      runJobProcess({ job: createJob(dirs, { agent: { tools: ["shell"] } }), providers: [Schema.decodeUnknownSync(ProviderConfig)(createProvider(server, "openai-completions"))] }, {
         onEvent: (e) =>
           Effect.promise(async () => {
             if (e.type !== "tool.call") return

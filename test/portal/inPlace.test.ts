@@ -140,8 +140,10 @@ describe("one error summary on every form", () => {
     expect(res.status).toBe(400)
     const links = summary(res.text)
     expect(links["problems-task"]).toBe("Task: fill this in")
-    expect(Object.keys(links).sort()).toEqual(["problems-readOnly", "problems-task", "problems-timeoutSec"])
+    expect(Object.keys(links).sort()).toEqual(["problems-readOnly", "problems-root", "problems-task", "problems-timeoutSec"])
     expect(links["problems-timeoutSec"]).toStartWith("Time limit: ")
+    // A problem in the folders brings the server's job roots along.
+    expect(links["problems-root"]).toStartWith("Workspace root: every folder must lie inside a job root of this server: /")
     expect(/<div class="error-summary"[\s\S]*?<\/div>/.exec(res.text)?.[0]).toContain("This job was not started.")
   })
 

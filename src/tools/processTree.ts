@@ -213,9 +213,9 @@ export const RUN_PREFIX_VAR = "KINTSUGI_RUN_PREFIX"
 export const validRunPrefix = (value: string | undefined): { readonly runTokenPrefix?: string } =>
   value !== undefined && /^[0-9a-f]{16,64}-$/.test(value) ? { runTokenPrefix: value } : {}
 
-const hasToken = (pid: number, needle: string): boolean => {
+const hasToken = (pid: number, needle: string, attempts = 3): boolean => {
   // A process caught in the middle of execve shows an empty environment for a moment: look again.
-  for (let attempt = 0; attempt < 3; attempt++) {
+  for (let attempt = 0; attempt < attempts; attempt++) {
     let environ: string
     try {
       environ = readFileSync(`/proc/${pid}/environ`, "latin1")
@@ -223,7 +223,7 @@ const hasToken = (pid: number, needle: string): boolean => {
       return false
     }
     if (environ !== "") return `\0${environ}`.includes(needle)
-    Bun.sleepSync(2)
+    if (attempt + 1 < attempts) Bun.sleepSync(2)
   }
   return false
 }
@@ -418,7 +418,8 @@ export const sweepRunPrefix = async (prefix: string, since: string | undefined, 
   const carriers = () =>
     scanProcesses().filter(
       (p) =>
-        isLive(p) && !p.kernel && p.pid > 1 && p.pid !== ownPid && (since === undefined || Number(p.startTime) >= Number(since)) && hasToken(p.pid, needle)
+        // One look per process and pass: the sweep passes again every 10 ms, so no pass blocks the serving process on an empty environment.
+        isLive(p) && !p.kernel && p.pid > 1 && p.pid !== ownPid && (since === undefined || Number(p.startTime) >= Number(since)) && hasToken(p.pid, needle, 1)
     )
   const end = Date.now() + reapMs
   for (;;) {

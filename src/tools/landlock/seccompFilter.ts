@@ -31,7 +31,7 @@ const SYSCALLS = {
     move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433, mount_setattr: 442, init_module: 175,
     finit_module: 313, delete_module: 176, kexec_load: 246, kexec_file_load: 320, reboot: 169, swapon: 167, swapoff: 168, acct: 163,
     prlimit64: 302, setpriority: 141, sched_setaffinity: 203, sched_setscheduler: 144, sched_setparam: 142, sched_setattr: 314,
-    ioprio_set: 251, truncate: 76, setsid: 112, setpgid: 109, memfd_create: 319, shmget: 29, shmat: 30, shmctl: 31, msgget: 68,
+    ioprio_set: 251, truncate: 76, setsid: 112, setpgid: 109, memfd_create: 319, memfd_secret: 447, shmget: 29, shmat: 30, shmctl: 31, msgget: 68,
     msgsnd: 69, msgrcv: 70, msgctl: 71, semget: 64, semop: 65, semtimedop: 220, semctl: 66
   },
   arm64: {
@@ -41,7 +41,7 @@ const SYSCALLS = {
     move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433, mount_setattr: 442, init_module: 105,
     finit_module: 273, delete_module: 106, kexec_load: 104, kexec_file_load: 294, reboot: 142, swapon: 224, swapoff: 225, acct: 89,
     prlimit64: 261, setpriority: 140, sched_setaffinity: 122, sched_setscheduler: 119, sched_setparam: 118, sched_setattr: 274,
-    ioprio_set: 30, truncate: 45, setsid: 157, setpgid: 154, memfd_create: 279, shmget: 194, shmat: 196, shmctl: 195, msgget: 186,
+    ioprio_set: 30, truncate: 45, setsid: 157, setpgid: 154, memfd_create: 279, memfd_secret: 447, shmget: 194, shmat: 196, shmctl: 195, msgget: 186,
     msgsnd: 189, msgrcv: 188, msgctl: 187, semget: 190, semop: 193, semtimedop: 192, semctl: 191
   }
 } as const satisfies Record<SeccompArch, Record<string, number>>
@@ -211,7 +211,7 @@ export const jobRules: ReadonlyArray<DenyRule> = [
   // memfd and SysV shared memory escape RLIMIT_DATA and the resident-memory limit; SysV objects outlive
   // the job (Landlock has no IPC namespace), and another process's are reachable by a guessable id.
   ...([
-    "memfd_create", "shmget", "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl"
+    "memfd_create", "memfd_secret", "shmget", "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl"
   ] as const).map((call): DenyRule => ({ call, errno: EPERM }))
 ]
 

@@ -106,7 +106,7 @@ export const passwordPage = (ctx: PageContext, form: PasswordForm): Html => {
     "Change password",
     html`
   ${pageHeader("Change password", { crumbs: [["/account", "API tokens"]] })}
-  <form method="post" action="/account/password" class="stack card narrow" novalidate>
+  <form method="post" action="/account/password" class="stack card narrow" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
     ${placedSummary(form.problems.map((p) => [passwordSlot(p), p] as const), PASSWORD_LABELS, "password-general")}
     ${generalProblems("password-general", problemsAt("general"))}

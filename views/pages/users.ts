@@ -75,7 +75,7 @@ export const usersPage = (
     <thead><tr><th scope="col">User</th><th scope="col">Permissions</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
     <tbody hx-disable>${users.map((u) => userRow(ctx, u))}</tbody>
   </table>
-  <form method="post" action="/users" class="stack card" novalidate>
+  <form method="post" action="/users" class="stack card" novalidate data-unsaved-guard>
     <h2>New user</h2>
     ${csrfField(ctx)}
     ${placedSummary(options.problems.map((p) => [newUserSlot(p), p] as const), NEW_USER_LABELS, "user-general")}
@@ -116,7 +116,7 @@ export const userPage = (ctx: PageContext, user: UserView, options: { readonly n
     meta: html`<p class="muted">${user.disabledAt === null ? badge("ok", "enabled") : badge("error", "disabled")} Created ${time(user.createdAt)}.${self ? " This is you." : ""}</p>`
   })}
   ${options.notice === null ? html`` : alert("ok", options.notice)}
-  <form method="post" action="${userHref(user.username, "/permissions")}" class="stack card" novalidate>
+  <form method="post" action="${userHref(user.username, "/permissions")}" class="stack card" novalidate data-unsaved-guard>
     <h2>Permissions</h2>
     ${csrfField(ctx)}
     ${generalProblems("permissions-general", options.problems.permissions, "The permissions were not changed")}
@@ -124,7 +124,7 @@ export const userPage = (ctx: PageContext, user: UserView, options: { readonly n
     ${permissionChecks("perm", user.permissions)}
     <div class="actions"><button type="submit" class="primary">Save permissions</button></div>
   </form>
-  <form method="post" action="${userHref(user.username, "/password")}" class="stack card" novalidate>
+  <form method="post" action="${userHref(user.username, "/password")}" class="stack card" novalidate data-unsaved-guard>
     <h2>Reset password</h2>
     ${csrfField(ctx)}
     <div class="field"><label for="f-reset">New password</label>
@@ -136,7 +136,7 @@ export const userPage = (ctx: PageContext, user: UserView, options: { readonly n
   ${
     self
       ? html``
-      : html`<form method="post" action="${userHref(user.username, "/disabled")}" class="stack card">
+      : html`<form method="post" action="${userHref(user.username, "/disabled")}" class="stack card" data-unsaved-guard>
     <h2>${user.disabledAt === null ? "Disable" : "Enable"}</h2>
     ${csrfField(ctx)}
     <p class="muted">${user.disabledAt === null ? "Ends their sessions; their tokens and sign-in are refused until enabled again." : "They can sign in again and their tokens work again."}</p>

@@ -306,6 +306,8 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
     // Every call ends with a look at the disk limits: a call shorter than the watch's interval is judged too.
     const fileLimit = limit === undefined && disk !== undefined ? await disk.check() : undefined
     const reached = limit ?? fileLimit ?? rlimitEnding(exitCode, signal, out.text, exitCode !== 0, options.resources)
+    // Emptied only now, with every process of the call gone: nothing writes into it any more.
+    if (options.resources !== undefined && options.tmpDir !== undefined && reached === tmpReached(options.resources)) emptyDirectory(options.tmpDir)
     return {
       exitCode,
       ...(signal === undefined ? {} : { signal }),
@@ -340,6 +342,9 @@ const pageSize = (): number => {
 }
 
 /** Removes everything inside `dir`, keeping `dir`. */
+/** The limit a call reached when the temporary directory outgrew its own; the call empties it once its processes are gone. */
+const tmpReached = (resources: JobResources): string => `killed: ${limitMessage("tmp", resources)} (the temporary directory was emptied)`
+
 const emptyDirectory = (dir: string): void => {
   try {
     for (const name of readdirSync(dir)) rmSync(join(dir, name), { recursive: true, force: true })
@@ -372,8 +377,7 @@ const diskWatch = (options: RunnerOptions, resources: JobResources, running: () 
       outDir === undefined ? 0 : baselineRead.then(() => diskUsage(outDir))
     ])
     if (tmp > resources.tmpMb * MiB) {
-      if (options.tmpDir !== undefined) emptyDirectory(options.tmpDir)
-      return `killed: ${limitMessage("tmp", resources)} (the temporary directory was emptied)`
+      return tmpReached(resources)
     }
     if (baseline !== undefined && out - baseline > resources.outDirMb * MiB) return `killed: ${limitMessage("outDir", resources)} (what the job added to outDir)`
     return undefined

@@ -413,17 +413,24 @@ export class ProcessTree {
  * Only processes started at or after `since` (a startTime in clock ticks) are examined.
  * Returns the pids still alive at the end (normally none).
  */
-export const sweepRunPrefix = async (prefix: string, since: string | undefined, reapMs = 2000): Promise<ReadonlyArray<number>> => {
+export const sweepRunPrefix = (prefix: string, since: string | undefined, reapMs = 2000): Promise<ReadonlyArray<number>> => {
   const needle = `\0${RUN_TOKEN_VAR}=${prefix}`
-  const carriers = () =>
-    scanProcesses().filter(
-      (p) =>
-        // One look per process and pass: the sweep passes again every 10 ms, so no pass blocks the serving process on an empty environment.
-        isLive(p) && !p.kernel && p.pid > 1 && p.pid !== ownPid && (since === undefined || Number(p.startTime) >= Number(since)) && hasToken(p.pid, needle, 1)
-    )
+  // One look per process and pass: the sweep passes again every 10 ms, so no pass blocks the serving process on an empty environment.
+  return killUntilGone((p) => startedAt(p, since) && hasToken(p.pid, needle, 1), reapMs)
+}
+
+/** Whether `p` is a live user process (not ours, not init) started at or after `since` (clock ticks). */
+const startedAt = (p: ProcStat, since: string | undefined): boolean =>
+  isLive(p) && !p.kernel && p.pid > 1 && p.pid !== ownPid && (since === undefined || Number(p.startTime) >= Number(since))
+
+/**
+ * SIGKILL to every process `belongs` picks, again every 10 ms until none is left or `reapMs` passed;
+ * the pids still alive then (normally none). A plain async sweep outside any Effect (Date.now, Bun.sleep).
+ */
+const killUntilGone = async (belongs: (p: ProcStat) => boolean, reapMs: number): Promise<ReadonlyArray<number>> => {
   const end = Date.now() + reapMs
   for (;;) {
-    const found = carriers()
+    const found = scanProcesses().filter(belongs)
     if (found.length === 0) return []
     if (Date.now() >= end) return found.map((p) => p.pid)
     for (const p of found) signal(p.pid, "SIGKILL")
@@ -436,19 +443,5 @@ export const sweepRunPrefix = async (prefix: string, since: string | undefined, 
  * of their processes could leave its session), started at or after `since`, repeating until none is
  * left or `reapMs` passed. Returns the pids still alive at the end (normally none).
  */
-export const sweepSessions = async (sids: ReadonlySet<number>, since: string | undefined, reapMs = 2000): Promise<ReadonlyArray<number>> => {
-  if (sids.size === 0) return []
-  const members = () =>
-    scanProcesses().filter(
-      (p) => isLive(p) && !p.kernel && p.pid > 1 && p.pid !== ownPid && sids.has(p.session) && (since === undefined || Number(p.startTime) >= Number(since))
-    )
-  const end = Date.now() + reapMs
-  for (;;) {
-    const found = members()
-    if (found.length === 0) return []
-    // Date.now() and Bun.sleep: a plain async sweep outside any Effect, like sweepRunPrefix.
-    if (Date.now() >= end) return found.map((p) => p.pid)
-    for (const p of found) signal(p.pid, "SIGKILL")
-    await Bun.sleep(10)
-  }
-}
+export const sweepSessions = (sids: ReadonlySet<number>, since: string | undefined, reapMs = 2000): Promise<ReadonlyArray<number>> =>
+  sids.size === 0 ? Promise.resolve([]) : killUntilGone((p) => startedAt(p, since) && sids.has(p.session), reapMs)

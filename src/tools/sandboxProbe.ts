@@ -134,20 +134,23 @@ const runProbeAsync = async (bwrap: string): Promise<SandboxStatus> => {
 const pendingProbes = new Map<string, Promise<SandboxStatus>>()
 
 /**
- * Starts probing `bwrap` in the background (a cold job child does it while its kernel loads, issue 15):
+ * Starts probing `bwrap` in the background (a cold job child does it while its kernel loads):
  * the first `status` of a sandbox on the same binary then waits for this answer instead of probing
  * again. The answer is a real probe's either way: nothing is assumed while it runs.
  */
-export const startProbe = (bwrap: string = "bwrap"): void => {
-  if (probes.has(bwrap) || pendingProbes.has(bwrap)) return
-  const pending = runProbeAsync(bwrap).then((status) => {
-    if (pendingProbes.get(bwrap) === pending) {
-      pendingProbes.delete(bwrap)
-      if (!probes.has(bwrap)) probes.set(bwrap, status)
+export const startProbe = (bwrap: string = "bwrap"): void => startPending(bwrap, () => runProbeAsync(bwrap))
+
+/** Runs `probe` in the background under `key` unless an answer or a probe is there already; its answer is cached as `key`'s. */
+const startPending = (key: string, probe: () => Promise<SandboxStatus>): void => {
+  if (probes.has(key) || pendingProbes.has(key)) return
+  const pending = probe().then((status) => {
+    if (pendingProbes.get(key) === pending) {
+      pendingProbes.delete(key)
+      if (!probes.has(key)) probes.set(key, status)
     }
-    return probes.get(bwrap) ?? status
+    return probes.get(key) ?? status
   })
-  pendingProbes.set(bwrap, pending)
+  pendingProbes.set(key, pending)
 }
 
 /** A probe startProbe started and that has not answered yet (undefined once answered, or none). */
@@ -257,18 +260,7 @@ const probeLandlockAsync = async (script: string): Promise<SandboxStatus> => {
 }
 
 /** startProbe for Landlock: the first `probeLandlockStatus` waits for this answer. */
-export const startLandlockProbe = (script: string = CONFINE_SCRIPT): void => {
-  const key = landlockKey(script)
-  if (probes.has(key) || pendingProbes.has(key)) return
-  const pending = probeLandlockAsync(script).then((status) => {
-    if (pendingProbes.get(key) === pending) {
-      pendingProbes.delete(key)
-      if (!probes.has(key)) probes.set(key, status)
-    }
-    return probes.get(key) ?? status
-  })
-  pendingProbes.set(key, pending)
-}
+export const startLandlockProbe = (script: string = CONFINE_SCRIPT): void => startPending(landlockKey(script), () => probeLandlockAsync(script))
 
 /** A Landlock probe startLandlockProbe started and that has not answered yet. */
 export const pendingLandlockProbe = (script: string = CONFINE_SCRIPT): Promise<SandboxStatus> | undefined =>

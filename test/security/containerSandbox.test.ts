@@ -16,7 +16,7 @@ import { readStat } from "../../src/tools/processTree.ts"
 import { builtinOutputsStep } from "../support/builtinOutputs.ts"
 import { bwrapWorks, BWRAP_SKIP_REASON, landlockSkipReason, landlockWorks } from "../support/sandbox.ts"
 import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
-import { createServeHome, startServe, type ServeProcess } from "../support/serveProcess.ts"
+import { createServeHome, issueApiToken, startServe, type ServeProcess } from "../support/serveProcess.ts"
 import { jailArgv } from "../support/userNamespaceJail.ts"
 
 setDefaultTimeout(300_000)
@@ -127,21 +127,7 @@ for (const mechanism of MECHANISMS) {
         { ...base, KINTSUGI_ADMIN_PASSWORD: ADMIN_PASSWORD, KINTSUGI_JOB_ROOTS: jobRoot, KINTSUGI_WORKERS: "1", KINTSUGI_SANDBOX: "auto", KINTSUGI_LOG_FORMAT: "json" },
         mechanism.wrap === undefined ? {} : { wrap: mechanism.wrap }
       )
-      const session = await fetch(`${serve.origin}/api/session`, {
-        method: "POST",
-        headers: { "content-type": "application/json", origin: serve.origin, "sec-fetch-site": "same-origin" },
-        body: JSON.stringify({ username: "admin", password: ADMIN_PASSWORD })
-      })
-      expect(session.status).toBe(200)
-      const cookie = (session.headers.get("set-cookie") ?? "").split(";")[0] ?? ""
-      const csrf = ((await session.json()) as { user: { csrfToken: string } }).user.csrfToken
-      const issued = await fetch(`${serve.origin}/api/tokens`, {
-        method: "POST",
-        headers: { "content-type": "application/json", cookie, origin: serve.origin, "sec-fetch-site": "same-origin", "x-csrf-token": csrf },
-        body: JSON.stringify({ name: "container", expiresInDays: 1 })
-      })
-      expect(issued.status).toBe(201)
-      token = ((await issued.json()) as { secret: string }).secret
+      token = await issueApiToken(serve.origin, "admin", ADMIN_PASSWORD, "container")
       const provider = await call("POST", "/api/admin/providers", {
         kind: "custom",
         id: "scripted",

@@ -95,3 +95,23 @@ export const startServe = async (env: Record<string, string>, options: { readonl
     }
   }
 }
+
+/** Signs in to a serve process at `origin` through the API and issues an API token (a day long) with that session: its secret. */
+export const issueApiToken = async (origin: string, username: string, password: string, name: string): Promise<string> => {
+  const sameSite = { origin, "sec-fetch-site": "same-origin" }
+  const session = await fetch(`${origin}/api/session`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...sameSite },
+    body: JSON.stringify({ username, password })
+  })
+  if (session.status !== 200) throw new Error(`signing in as ${username}: ${session.status} ${await session.text()}`)
+  const cookie = (session.headers.get("set-cookie") ?? "").split(";")[0] ?? ""
+  const csrf = ((await session.json()) as { user: { csrfToken: string } }).user.csrfToken
+  const issued = await fetch(`${origin}/api/tokens`, {
+    method: "POST",
+    headers: { "content-type": "application/json", cookie, "x-csrf-token": csrf, ...sameSite },
+    body: JSON.stringify({ name, expiresInDays: 1 })
+  })
+  if (issued.status !== 201) throw new Error(`issuing a token for ${username}: ${issued.status} ${await issued.text()}`)
+  return ((await issued.json()) as { secret: string }).secret
+}

@@ -18,7 +18,7 @@ import { SERVER_SHUTTING_DOWN } from "../../src/worker/Drain.ts"
 import { createAgentFiles } from "../support/api.ts"
 import { adminStatement, withDatabase } from "../support/db.ts"
 import { startOpenAIServer, type RecordedRequest, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
-import { createServeHome, startServe, type ServeProcess } from "../support/serveProcess.ts"
+import { createServeHome, issueApiToken, startServe, type ServeProcess } from "../support/serveProcess.ts"
 
 setDefaultTimeout(300_000)
 
@@ -149,21 +149,7 @@ beforeAll(async () => {
 
   // The installation, set up through the API of a serve process that runs no job.
   const setup = await serve({ KINTSUGI_WORKERS: "0" })
-  const session = await fetch(`${setup.origin}/api/session`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ username: "admin", password: ADMIN_PASSWORD })
-  })
-  expect(session.status).toBe(200)
-  const cookie = (session.headers.get("set-cookie") ?? "").split(";")[0] ?? ""
-  const csrf = ((await session.json()) as { user: { csrfToken: string } }).user.csrfToken
-  const issued = await fetch(`${setup.origin}/api/tokens`, {
-    method: "POST",
-    headers: { cookie, origin: setup.origin, "sec-fetch-site": "same-origin", "x-csrf-token": csrf, "content-type": "application/json" },
-    body: JSON.stringify({ name: "drain", expiresInDays: 1 })
-  })
-  expect(issued.status).toBe(201)
-  token = ((await issued.json()) as { secret: string }).secret
+  token = await issueApiToken(setup.origin, "admin", ADMIN_PASSWORD, "drain")
   const provider = await call(setup, "POST", "/api/admin/providers", {
     kind: "custom",
     id: "scripted",

@@ -14,10 +14,9 @@ export const runJobArgs = (ahead: boolean): Array<string> => (ahead ? [RUN_JOB, 
  * execution counter must reach 20,000 before the baseline JIT compiles it, instead of 500 (100 when
  * JSC expects it soon): about 1,300 calls (a call counts 15) or 20,000 loop iterations. A job child
  * runs most of its code a few times — loading the kernel, decoding one envelope, checking one job —
- * and compiling that code on the way to `job.started` cost more than it saved: 17–25 ms of a cold
- * start and 20–45 ms of a whole one-turn job on the 2-core machine of issue 15 (bench/coldStart.ts),
- * with the grep tool's throughput unchanged (bench/grep.ts run under the same settings). Fixed: the
- * server's own `BUN_JSC_*` variables never reach a job child (childEnvironment's allowlist).
+ * and compiling that code on the way to `job.started` costs more than it saves (bench/coldStart.ts
+ * measures it; bench/grep.ts shows the grep tool's throughput under the same settings). The server's
+ * own `BUN_JSC_*` variables never reach a job child (childEnvironment's allowlist).
  */
 export const JOB_CHILD_JIT_ENV: Readonly<Record<string, string>> = {
   BUN_JSC_thresholdForJITAfterWarmUp: "20000",

@@ -135,7 +135,7 @@ export const armJobChildExit = (): void => {
  * loads the kernel with `load` and runs it on that stdin. A kernel that cannot load is a failed job,
  * never a silent exit.
  *
- * The kernel loads in the event loop's first turn, not in the entry's own evaluation (issue 15): once
+ * The kernel loads in the event loop's first turn, not in the entry's own evaluation: once
  * the entry module and its microtasks are done, Bun runs one full garbage collection before that turn
  * whenever work is pending, and its cost grows with the heap — after the kernel's modules it took
  * 8–15 ms on the way to `job.started`, on the entry's small heap it is about a millisecond. Stdin is

@@ -1,6 +1,6 @@
 /**
  * Loads the job child's kernel (jobChild.ts) for `run-job` (the entry of the sources and of the
- * bytecode bundle). A cold child first starts its sandbox probe (issue 15), so bubblewrap's trial run
+ * bytecode bundle). A cold child first starts its sandbox probe, so bubblewrap's trial run
  * overlaps the rest of the loading instead of blocking the job's checks later; the checks then wait
  * for that probe's answer (sandboxProbe.ts startProbe), never assume one. The probe's module is a leaf
  * (no Effect), so bwrap starts before anything of the kernel is evaluated. A child started ahead probes while

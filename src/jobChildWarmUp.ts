@@ -1,6 +1,6 @@
 /**
  * What a job child started ahead (the worker's pool, `run-job --ahead`) does while it waits for its
- * envelope (issue 15): everything that does not depend on the envelope, so that envelope → job.started
+ * envelope: everything that does not depend on the envelope, so that envelope → job.started
  * is only parse, validate and emit. It loads the modules a job may need (codemode, the MCP tools, the
  * memory and web tools, pi-ai's catalog of built-in providers), probes the sandbox, and rehearses a
  * whole job on a document of its own (`WARM_UP_ENVELOPE`): decoders, provider models, the environment

@@ -1,5 +1,5 @@
 /**
- * The grounding check (issue 17): every line citation in a job's outputs and summary is compared with
+ * The grounding check: every line citation in a job's outputs and summary is compared with
  * the lines the job was shown (`source.read` events of read, grep and codemode). A citation is
  * `grounded` when every cited line was shown, `ungrounded` when the file is readable in the workspace
  * but some cited line never was (or lies past its end), `unknown` when the path names no readable file.

@@ -1,5 +1,5 @@
 /**
- * JSON Schemas of output files (issue 17, output contracts): an agent package's `schemas/<name>.json`,
+ * JSON Schemas of output files (output contracts): an agent package's `schemas/<name>.json`,
  * compiled by ajv 8 (Effect's JSON Schema support only writes schemas from Effect Schemas; it cannot
  * check a document against an arbitrary JSON Schema). The package checks compile a schema to refuse a
  * bad one; the kernel compiles the text its job definition carries and checks each output against it.

@@ -34,7 +34,7 @@ const REPLACED_REOPENS = 5
 export const inspectOutput = (path: string, outDir: string, maxBytes: number = MAX_CONTRACT_BYTES): Promise<FileState> =>
   (async (): Promise<FileState> => {
     // Node's fs/promises is loaded here, at the job's end, not with the kernel (milliseconds of the
-    // cold job child's way to job.started, issue 15).
+    // cold job child's way to job.started).
     const { open, realpath } = await import("node:fs/promises")
     const parent = await realpath(dirname(path)).catch(() => undefined)
     if (parent === undefined) return { kind: "missing" }

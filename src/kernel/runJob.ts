@@ -37,7 +37,7 @@ export interface JobRunOptions {
   readonly mcpTools?: ReadonlyArray<McpKernelTool>
   /** The memory and web tools the job got (served through the services channel), after the kernel tools. */
   readonly serviceTools?: ReadonlyArray<KernelTool>
-  /** The job's other services, built once job.started is out (it waits for none of them: issue 15). */
+  /** The job's other services, built once job.started is out (it waits for none of them). */
   readonly services: Effect.Effect<Context.Context<Limits | Llm | Workspace>, never, JobEvents>
 }
 
@@ -73,7 +73,7 @@ export const runJob = (
         // What the job got, in prompt order: a tool asked for and not granted (memory off, say) is not silent.
         tools: [...prepared.toolNames, ...serviceTools.map((t) => t.name), ...declared.map((t) => t.name)]
       })
-      // The process runner and the tools are loaded after job.started (issue 15: a cold child emits it sooner).
+      // The process runner and the tools are loaded after job.started (a cold child emits it sooner).
       const loop = Effect.flatMap(Effect.promise(() => import("../tools/ProcessRunner.ts")), ({ ProcessRunner, processRunnerLayer }) =>
         Effect.flatMap(ProcessRunner, (runner) =>
           Effect.flatMap(createKernelTools(prepared.toolNames, runner, viaCodemode), (kernelTools) =>

@@ -34,8 +34,8 @@ const utf8Length = (s: string): number => Buffer.byteLength(s, "utf8")
 let engine: typeof import("re2js") | undefined
 /**
  * re2js, loaded at the first pattern compiled: a job without denyCommandPatterns never evaluates it
- * (its module builds its tables as it loads, milliseconds of the cold job child's way to job.started,
- * issue 15). Synchronous, as the decoders that call compileDenyPatterns are.
+ * (its module builds its tables as it loads, milliseconds of the cold job child's way to job.started).
+ * Synchronous, as the decoders that call compileDenyPatterns are.
  */
 const re2js = (): typeof import("re2js") => (engine ??= require("re2js") as typeof import("re2js"))
 

@@ -1,6 +1,6 @@
 /**
  * The process tools (shell, git) of one job. Kept apart from ProcessRunner.ts so the runner does not
- * import the tools that import its types (an import cycle, issue 12).
+ * import the tools that import its types (an import cycle).
  */
 import { makeGitTool } from "./git.ts"
 import type { ProcessRunnerShape } from "./ProcessRunner.ts"

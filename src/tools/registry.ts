@@ -1,6 +1,6 @@
 /**
  * The kernel tool registry: only the tools in the agent's allowlist are created, in allowlist order.
- * Each tool's module is loaded only when the job is granted it (issue 15: a job child evaluates what
+ * Each tool's module is loaded only when the job is granted it (a job child evaluates what
  * its job's tools need, after `job.started`); codemode's (and QuickJS behind it) likewise.
  */
 import { Effect } from "effect"

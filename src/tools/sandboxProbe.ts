@@ -1,8 +1,7 @@
 /**
  * The sandbox probe (ARCHITECTURE §10): whether bubblewrap works here, decided once per process by one
  * trivial sandboxed `true` with the namespaces and system mounts every call gets. A leaf module (no
- * Effect, nothing of the kernel) so a cold job child starts the probe the moment it starts (issue 15:
- * bwrap's namespace setup then overlaps the kernel's loading instead of delaying the job's checks).
+ * Effect, nothing of the kernel) so a cold job child starts the probe the moment it starts (bwrap's namespace setup then overlaps the kernel's loading instead of delaying the job's checks).
  * Sandbox.ts builds the process sandbox on it.
  */
 import { lstatSync, readlinkSync } from "node:fs"

@@ -1,5 +1,5 @@
 /**
- * Where the worker's job children come from (issue 15): the Bun bytecode bundle of the job child
+ * Where the worker's job children come from: the Bun bytecode bundle of the job child
  * (jobChildBundle.ts) once it is built — until then, and whenever the sources changed since, the
  * sources themselves — and one child started ahead, waiting for its envelope, so a queued job starts
  * at once. A child serves one job only: `take` hands it out and forgets it, then starts the next.

@@ -5,7 +5,7 @@
  * apart, each into a bytecode bundle of its own under `outDir/sdk/`, which the main bundle requires by a
  * path relative to itself only when a job first needs it (a model call, a script, a pattern), and so
  * are our modules that import only such packages (LAZY_LEAVES, under `outDir/lazy/`): a child no longer
- * reads and loads their code at every start (issue 15; Bun loads a bytecode bundle in time that grows
+ * reads and loads their code at every start (Bun loads a bytecode bundle in time that grows
  * with its size). Each SDK stays one module instance (one bundle, required from one place), as it was
  * inside the main bundle. pi-ai's catalog data likewise stays beside the bundle as JSON (PI_AI_DATA).
  */
@@ -32,7 +32,7 @@ export const SPLIT_SDKS: ReadonlyArray<readonly [string, string]> = [
  * Modules of ours that import only packages some jobs use (nothing of ours, so no module is ever
  * instantiated twice), each built into a bytecode bundle of its own under `outDir/lazy/`, which the main
  * bundle requires by a path relative to itself when a job first needs it: the MCP SDK (with zod and ajv
- * behind it) and ajv's engines of the output checks stay out of the bundle every child loads (issue 15).
+ * behind it) and ajv's engines of the output checks stay out of the bundle every child loads.
  */
 export const LAZY_LEAVES: ReadonlyArray<readonly [string, string]> = [
   [join("src", "tools", "mcp", "mcpSdk.ts"), "mcpSdk"],
@@ -50,7 +50,7 @@ const PI_AI_PROVIDERS = `${["", "node_modules", "@earendil-works", "pi-ai", "dis
 /**
  * Effect's logger module reads `process.stdout` as it is evaluated (for its pretty logger's colours),
  * and Bun builds `process.stdout` on first access: a stream that loads Node's streams, 8–25 ms of the
- * job child's start (issue 15). The bundle gets the two constants without that read: `process.stdout`
+ * job child's start. The bundle gets the two constants without that read: `process.stdout`
  * always exists in Bun, and the job child's stdout carries its events, never a terminal (nor does the
  * child install the pretty logger, their only reader). A changed Effect fails the build (the child then
  * starts from the sources) instead of silently reading stdout again.

@@ -1,5 +1,5 @@
 /**
- * The job child as a Bun bytecode bundle (issue 15): built from the sources at first start into the
+ * The job child as a Bun bytecode bundle: built from the sources at first start into the
  * data dir's cache, keyed on a content hash of everything it is built from (src/, package.json,
  * bun.lock, the Bun version), so a bundle never outlives the sources it came from. The build runs in a
  * separate process (jobChildBuild.ts: the bundle, and beside it bundles of the SDKs only some jobs use)

@@ -1,7 +1,7 @@
 /**
  * The MCP grants of a job's `agent.tools` (`mcp__<server>__<tool|*>`) and their problems against the
  * job's servers: what prepareJob checks of every job. Apart from mcpTools.ts (discovery, the tools
- * themselves), so a job child whose job names no MCP server never loads the MCP client (issue 15).
+ * themselves), so a job child whose job names no MCP server never loads the MCP client.
  */
 import { MCP_GRANT } from "../../contract/AgentDefinition.ts"
 import type { McpServer } from "../../contract/JobSpec.ts"

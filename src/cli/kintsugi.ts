@@ -37,7 +37,7 @@ const config = CliConfig.make({ isCaseSensitive: true })
 // @effect/cli refuses a repeated option written `--read=/x`: such forms become `--read /x` first
 // (not when the word is itself the value of the option before it, as in `--task --read=x`).
 const VALUE_OPTIONS = ["task", "read", "out", "root", "project", "timeout", "max-cost", "name", "expires-days", "grant", "port", "host", "completions", "log-level", "version", "agent-version", "mcp-servers"]
-// The short flags (README "Commands"): -t task, -r read, -o out, -p port, -H host, -n name, -g grant.
+// The short flags (docs/cli.md "Commands"): -t task, -r read, -o out, -p port, -H host, -n name, -g grant.
 const VALUE_SHORT = ["t", "r", "o", "p", "H", "n", "g"]
 const takesValue = (word: string | undefined) => word !== undefined && (VALUE_OPTIONS.some((o) => word === `--${o}`) || VALUE_SHORT.some((o) => word === `-${o}`))
 

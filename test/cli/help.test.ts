@@ -135,7 +135,7 @@ describe("kintsugi --help", () => {
     expect(readdirSync(dataDir)).toEqual([])
   })
 
-  test("the README's forms parse: agent first, repeated --read, --flag=value", () => {
+  test("docs/cli.md's forms parse: agent first, repeated --read, --flag=value", () => {
     for (const args of [
       ["run", "a", "--task", "t", "--read", "/x", "--read", "/y", "--out", "/o", "--timeout", "-1"],
       ["run", "a", "--task=t", "--read=/x", "--read=/y", "--out=/o", "--timeout=-1"],

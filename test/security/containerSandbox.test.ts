@@ -16,7 +16,7 @@ import { readStat } from "../../src/tools/processTree.ts"
 import { builtinOutputsStep } from "../support/builtinOutputs.ts"
 import { bwrapWorks, BWRAP_SKIP_REASON, landlockSkipReason, landlockWorks } from "../support/sandbox.ts"
 import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
-import { createServeHome, issueApiToken, startServe, type ServeProcess } from "../support/serveProcess.ts"
+import { addScriptedProvider, createServeHome, issueApiToken, startServe, type ServeProcess } from "../support/serveProcess.ts"
 import { jailArgv } from "../support/userNamespaceJail.ts"
 
 setDefaultTimeout(300_000)
@@ -128,15 +128,7 @@ for (const mechanism of MECHANISMS) {
         mechanism.wrap === undefined ? {} : { wrap: mechanism.wrap }
       )
       token = await issueApiToken(serve.origin, "admin", ADMIN_PASSWORD, "container")
-      const provider = await call("POST", "/api/admin/providers", {
-        kind: "custom",
-        id: "scripted",
-        api: "openai-completions",
-        baseUrl: model.baseUrl,
-        apiKey: "sk-container-test",
-        models: [{ id: "m", contextWindow: 100000, maxTokens: 4000 }]
-      })
-      expect(provider.status).toBe(201)
+      await addScriptedProvider(serve.origin, token, model.baseUrl, "sk-container-test")
       for (const { agent } of AGENT_SCRIPTS) expect((await call("PUT", `/api/admin/agents/${agent}/bindings`, { providerId: "scripted", modelId: "m" })).status).toBe(200)
     }, 300_000)
 

@@ -115,3 +115,13 @@ export const issueApiToken = async (origin: string, username: string, password: 
   if (issued.status !== 201) throw new Error(`issuing a token for ${username}: ${issued.status} ${await issued.text()}`)
   return ((await issued.json()) as { secret: string }).secret
 }
+
+/** The provider `scripted` (OpenAI-compatible, one model `m`) at `baseUrl`, added through the API of the serve process at `origin`. */
+export const addScriptedProvider = async (origin: string, token: string, baseUrl: string, apiKey: string): Promise<void> => {
+  const r = await fetch(`${origin}/api/admin/providers`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ kind: "custom", id: "scripted", api: "openai-completions", baseUrl, apiKey, models: [{ id: "m", contextWindow: 100_000, maxTokens: 4000 }] })
+  })
+  if (r.status !== 201) throw new Error(`adding the scripted provider: ${r.status} ${await r.text()}`)
+}

@@ -18,7 +18,7 @@ import { SERVER_SHUTTING_DOWN } from "../../src/worker/Drain.ts"
 import { createAgentFiles } from "../support/api.ts"
 import { adminStatement, withDatabase } from "../support/db.ts"
 import { startOpenAIServer, type RecordedRequest, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
-import { createServeHome, issueApiToken, startServe, type ServeProcess } from "../support/serveProcess.ts"
+import { addScriptedProvider, createServeHome, issueApiToken, startServe, type ServeProcess } from "../support/serveProcess.ts"
 
 setDefaultTimeout(300_000)
 
@@ -150,15 +150,7 @@ beforeAll(async () => {
   // The installation, set up through the API of a serve process that runs no job.
   const setup = await serve({ KINTSUGI_WORKERS: "0" })
   token = await issueApiToken(setup.origin, "admin", ADMIN_PASSWORD, "drain")
-  const provider = await call(setup, "POST", "/api/admin/providers", {
-    kind: "custom",
-    id: "scripted",
-    api: "openai-completions",
-    baseUrl: model.baseUrl,
-    apiKey: "sk-drain",
-    models: [{ id: "m", contextWindow: 100_000, maxTokens: 4000 }]
-  })
-  expect(provider.status).toBe(201)
+  await addScriptedProvider(setup.origin, token, model.baseUrl, "sk-drain")
   // No output contract: one model request per job, so requests count runs.
   expect((await call(setup, "POST", "/api/admin/agents", createAgentFiles(AGENT, { tools: ["read"] }))).status).toBe(201)
   expect((await call(setup, "PUT", `/api/admin/agents/${AGENT}/bindings`, { providerId: "scripted", modelId: "m" })).status).toBe(200)

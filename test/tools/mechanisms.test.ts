@@ -154,8 +154,8 @@ for (const mechanism of MECHANISMS) {
 
     test("a private temporary directory: the host's /tmp and another job's are not reachable; what the job writes stays in its own", async () => {
       const out = await shell(`cat ${hostTmpFile} ${otherJobTmp}/theirs; echo mine > "\${TMPDIR:-/tmp}/mine-${CANARY}" && echo wrote; cat "\${TMPDIR:-/tmp}/mine-${CANARY}"`)
-      expect(out).not.toContain(CANARY.slice(0, 20) + "\n")
-      expect(out).not.toMatch(new RegExp(`^${CANARY}$`, "m"))
+      // The canary is only the two files' content (no path printed holds it).
+      expect(out).not.toContain(CANARY)
       expect(out).toContain("wrote\nmine\n")
       // bubblewrap leaves the mount point of a workspace that lies under /tmp in the directory bound there (empty).
       expect(readdirSync(tmpDir).filter((n) => !n.startsWith("kintsugi-ws-"))).toEqual([`mine-${CANARY}`])

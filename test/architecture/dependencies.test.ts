@@ -23,8 +23,8 @@ const dev = Object.keys(own.devDependencies ?? {})
  * gives the CLI its `runMain` (issue 12 item 1, branch `cli`): delete the line once `src/cli/` imports it.
  */
 const NOT_IMPORTED_YET: Readonly<Record<string, string>> = {}
-/** Used by tools, not imports: the type checker and its ambient types. */
-const TOOLING = ["typescript", "@types/bun"]
+/** Used by tools, not imports: the type checker and its ambient types, the unused-code check, the formatter. */
+const TOOLING = ["typescript", "@types/bun", "knip", "@biomejs/biome"]
 
 const packageOf = (specifier: string): string | undefined => {
   if (specifier.startsWith(".") || specifier.startsWith("/") || /^(node|bun):/.test(specifier) || specifier === "bun" || specifier === "bun:test") return undefined

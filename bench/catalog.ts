@@ -4,7 +4,7 @@
  * own (bench/catalogLoad.ts: not on the server's event loop) (3,000 requests per
  * route, after 500 warm-up requests) beside the same load on GET /healthz: a page of 50 (the default
  * answer), a page of 50 whose search differs on every request (never served from the page cache), a
- * revalidation with If-None-Match (304), and the full export `?all=1`. Goal (issue 15): a page of 50
+ * revalidation with If-None-Match (304), and the full export `?all=1`. Goal: a page of 50
  * at p99 ≤ 25 ms.
  * Embedded database by default, DATABASE_URL when set.
  */

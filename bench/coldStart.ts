@@ -1,5 +1,5 @@
 /**
- * Job child start (issue 15): spawn → `job.started` and spawn → the terminal event (a whole one-turn
+ * Job child start: spawn → `job.started` and spawn → the terminal event (a whole one-turn
  * job against a scripted model server), medians of RUNS interleaved rounds, for
  *   - the child from the sources (`bun src/cli.ts run-job`), with the transpiler cache warm and empty;
  *   - the same child as the Bun bytecode bundle the worker runs (src/worker/jobChildBundle.ts), and the
@@ -7,8 +7,8 @@
  *     the two rows would be alike);
  *   - a child started ahead by the worker's pool (JobChildren), once it is loaded and its warm-up is
  *     over (its CPU time stands still): envelope written → event;
- *   - a bare `bun -e` process (spawn → first byte), writing with `process.stdout.write` (the reference of
- *     issue 15's table, whose ratios the rows print) and with `fs.writeSync` as the job child writes: the
+ *   - a bare `bun -e` process (spawn → first byte), writing with `process.stdout.write` (the reference
+ *     whose ratios the rows print) and with `fs.writeSync` as the job child writes: the
  *     first loads Node's streams (the job child never does), the second is the floor any Bun child pays;
  *   - the decode floor (bench/decodeFloor/, built as the job child is): the child's own entry (exit
  *     guard, non-dumpable, stdin) loading only the contract's decoders instead of the kernel, then

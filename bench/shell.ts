@@ -3,7 +3,7 @@
  * and inside the bubblewrap sandbox (vs a bare Bun.spawn of the same bwrap line; bounded vs not), under
  * Landlock (vs a bare Bun start, its floor), a `git` call vs bare
  * git, and the runner's peak RSS while a command floods 1 GB of output (FLOOD=0 skips it). Not a test.
- * Each tool row prints its ratio to the same spawn line (issue 15 goal: ≤ 1.5×); the unconfined rows
+ * Each tool row prints its ratio to the same spawn line (goal: ≤ 1.5×); the unconfined rows
  * also to that spawn in a new session (`detached: true`), which the runner needs for its group kill.
  * BEFORE=<another checkout> adds that checkout's unconfined shell and git tools to the same rounds
  * (loaded with its own `effect`), so a change is compared under the same load.

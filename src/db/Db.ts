@@ -34,7 +34,7 @@ export interface DbOptions {
   readonly dataDir?: string | undefined
   /**
    * Embedded only: a `makeSnapshot` tarball to start from when `dataDir` holds no database yet. Prefer
-   * `Bun.file(path)`: bytes are copied on this thread (~40 MB), a file is read by the worker.
+   * `Bun.file(path)`: bytes are copied whole on this thread, a file is read by the worker.
    */
   readonly snapshot?: Uint8Array | Blob | undefined
   /**
@@ -47,7 +47,7 @@ export interface DbOptions {
   /**
    * Embedded only: a `dataDir` holding no database yet starts as a private copy of the migrated
    * template (dataDirTemplate.ts) instead of initdb + every migration. Without a ready template it is
-   * initialised as before, and the template is then built in the background for the next new data dir.
+   * initialised by initdb + every migration, and the template is then built in the background for the next new data dir.
    */
   readonly template?: boolean | undefined
 }
@@ -312,7 +312,7 @@ export const DbMigratedLive: Layer.Layer<Db, DbError> = fromConfig(true)
 
 /**
  * Boots a fresh in-memory embedded database, runs `prepare` on it (e.g. `runMigrations`) and returns a
- * `dumpDataDir` tarball (~40 MB) for `makeDbLayer({ snapshot })`: a boot without initdb. Reopening a
+ * `dumpDataDir` tarball for `makeDbLayer({ snapshot })`: a boot without initdb. Reopening a
  * copied data dir is faster still (bench/db.ts); test/support/db.ts does that.
  */
 export const makeSnapshot = <E>(prepare: Effect.Effect<unknown, E, Db>): Effect.Effect<Uint8Array, DbError | E> =>

@@ -1,11 +1,11 @@
 /**
  * Data-dir templates for the embedded database: a new data dir starts as a private copy of a migrated
- * template instead of running initdb (seconds) and every migration. A template is built once per
+ * template instead of running initdb (slow) and every migration. A template is built once per
  * PGlite version and migration set (the key hashes both), in a private build dir that is renamed into
  * place only when complete (PGlite closed cleanly), and is never opened again: it is made read-only and
  * only ever copied. Templates live in `KINTSUGI_DB_TEMPLATES` (default `$XDG_CACHE_HOME/kintsugi/db-templates`,
  * else `~/.cache/…`); "off" disables them. A template dir that is a symlink, not ours, or open to
- * other users is ignored (the data dir is then initialised as before).
+ * other users is ignored (the data dir is then initialised by initdb).
  */
 import { Effect } from "effect"
 import { createHash, randomBytes } from "node:crypto"

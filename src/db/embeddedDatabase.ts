@@ -48,7 +48,7 @@ export interface Embedded {
 const WORKER_STOP_TIMEOUT = Duration.seconds(30)
 const PING_INTERVAL = Duration.millis(500)
 
-// The first worker compiles pglite.wasm (~0.3-1 s, off this thread) and hands the modules back; later
+// The first worker compiles pglite.wasm (slow, so off this thread) and hands the modules back; later
 // workers of the process (tests, restarts) reuse them.
 let compiledWasm: { readonly pglite: WebAssembly.Module; readonly initdb: WebAssembly.Module | undefined } | undefined
 
@@ -122,7 +122,7 @@ export const startEmbedded = (
     })
     const fresh = dataDir === undefined || !fs.existsSync(path.join(dataDir, "PG_VERSION"))
     // A Blob is posted as is (a `Bun.file()` costs nothing: the worker reads the file); bytes are
-    // copied once and the copy transferred (a structured clone of 40 MB would stall this thread longer).
+    // copied once and the copy transferred (a structured clone of the whole snapshot would stall this thread longer).
     const given = fresh ? options.snapshot : undefined
     const snapshot = given instanceof Uint8Array ? given.slice() : given
 
@@ -219,6 +219,7 @@ export const startEmbedded = (
               if (!state.broken) void replace("the last restart failed")
               return
             }
+            // Date.now(): synchronous bookkeeping inside Effect.sync, nothing to yield to.
             if (state.pingSentAt === undefined) {
               state.pingSentAt = Date.now()
               worker.postMessage({ type: "ping" } satisfies WorkerRequest)

@@ -34,7 +34,7 @@ export type WorkerReply =
   | {
     readonly type: "listening"
     readonly version: string
-    /** The compiled wasm, for the next worker of the process (compiling blocks a thread ~0.3-1 s). */
+    /** The compiled wasm, for the next worker of the process (compiling blocks a thread). */
     readonly pgliteWasmModule: WebAssembly.Module
     /** Compiled only when initdb ran (a new database without a snapshot). */
     readonly initdbWasmModule: WebAssembly.Module | undefined

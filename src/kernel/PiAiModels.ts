@@ -113,7 +113,7 @@ export const supportedThinking = (model: Model<Api>): ReadonlyArray<ThinkingLeve
 export const makeJobModels = async (
   configs: ReadonlyArray<ProviderConfig>
 ): Promise<{ readonly jobModels: JobModels; readonly problems: ReadonlyArray<{ path: string; message: string }> }> => {
-  // The built-in catalog costs ~30 ms and ~19 MB to load: only when a config asks for it.
+  // The built-in catalog is costly to load (time and memory): only when a config asks for it.
   const catalog = configs.some((c) => "builtin" in c)
     ? new Map((await import("@earendil-works/pi-ai/providers/all")).builtinProviders().map((p) => [p.id, p]))
     : new Map<string, Provider>()

@@ -22,6 +22,7 @@ const chunk = (ctx: TurnContext, choices: ReadonlyArray<object>, extra: object =
     JSON.stringify({
       id: `chatcmpl-scripted-${ctx.requestNumber}`,
       object: "chat.completion.chunk",
+      // Date.now(): a plain synchronous response builder of a test server, outside any Effect.
       created: Math.floor(Date.now() / 1000),
       model: ctx.model,
       choices,

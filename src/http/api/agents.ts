@@ -90,8 +90,8 @@ const catalogRoute = (input: RouteInput) =>
     return json(body, 200, headers)
   })
 
-// A page is cached (and the same object) for its generation and query: its JSON (the full export is
-// ~200 KB for 1,000 agents) and its ETag are made once.
+// A page is cached (and the same object) for its generation and query: its JSON (the full export can
+// be large) and its ETag are made once.
 const renderedPages = new WeakMap<CatalogPage, { readonly body: RawJson; readonly etag: string }>()
 const rendered = (page: CatalogPage, query: CatalogQuery): { readonly body: RawJson; readonly etag: string } => {
   const known = renderedPages.get(page)

@@ -257,7 +257,7 @@ export class ProcessTree {
 
   /**
    * The child's start time, read when first needed rather than at the spawn (reading the stat of a
-   * process in the middle of its execve waits for the exec: most of a millisecond per call).
+   * process in the middle of its execve waits for the exec).
    * Undefined when the child was gone before anything needed it (see `childExited`).
    */
   private get rootStart(): string | undefined {
@@ -392,6 +392,7 @@ export class ProcessTree {
    */
   async kill(graceMs: number, reapMs = 2000): Promise<ReadonlyArray<number>> {
     if (this.signalAll("SIGTERM") === 0) return []
+    // Date.now(): a plain async kill loop outside any Effect, no fiber to yield to.
     const graceEnd = Date.now() + graceMs
     while (Date.now() < graceEnd) {
       await Bun.sleep(20)
@@ -428,6 +429,7 @@ const startedAt = (p: ProcStat, since: string | undefined): boolean =>
  * the pids still alive then (normally none). A plain async sweep outside any Effect (Date.now, Bun.sleep).
  */
 const killUntilGone = async (belongs: (p: ProcStat) => boolean, reapMs: number): Promise<ReadonlyArray<number>> => {
+  // Date.now(): a plain async kill loop outside any Effect, no fiber to yield to.
   const end = Date.now() + reapMs
   for (;;) {
     const found = scanProcesses().filter(belongs)

@@ -269,7 +269,7 @@ export const pendingLandlockProbe = (script: string = CONFINE_SCRIPT): Promise<S
 export const landlockProbedValue = (abi: number): string => `${LANDLOCK_KEY}:${abi}`
 
 // --cap-drop ALL: run as root, bwrap keeps every capability inside its user namespace, and
-// CAP_SYS_ADMIN there can remount a read-only root read-write (measured: `mount -o remount,rw,bind`).
+// CAP_SYS_ADMIN there can remount a read-only root read-write (`mount -o remount,rw,bind`).
 export const NAMESPACES = ["--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session"] as const
 export const PRIVATE_MOUNTS = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"] as const
 /** Top-level system directories, mounted read-only (or recreated as the symlinks they are). */

@@ -1,12 +1,9 @@
 /**
  * The serving side of the services channel (design/memory-and-web.md §1): a registry of service
- * handlers (memory now, web later: a handler is a tool name, its input schema, a grant check and the
- * work) and the endpoint job children call, `POST {url}/{tool}` with the job's bearer token.
- *
- * The endpoint is a listener of the serving process bound to 127.0.0.1 on a free port, started on
- * first use and stopped with the runtime. It is separate from the API's port on purpose: it answers
- * only job children on this host (never the network, whatever HOST says), it is not behind sessions
- * or CSRF (the job's token is its only credential), and `kintsugi run` has it without serving the API.
+ * handlers (memory, web: each a tool name, its input schema, a grant check and the work) and the
+ * endpoint job children call, `POST {url}/{tool}` with the job's bearer token. The endpoint listens on
+ * 127.0.0.1, apart from the API's port: it answers only job children on this host (whatever HOST says),
+ * needs no session or CSRF (the job's token is its only credential), and `kintsugi run` has it too.
  */
 import { Context, Effect, Layer, Runtime, Schema, type Scope } from "effect"
 import { problemsOf } from "../contract/Problem.ts"

@@ -1,4 +1,4 @@
-/** The issue 17 front-matter keys: `grounding: required` and `outputs:` parse, reach the definition, survive serialization, and bad values are problems. */
+/** The output-contract front-matter keys: `grounding: required` and `outputs:` parse, reach the definition, survive serialization, and bad values are problems. */
 import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
 import { parseAgentPackage } from "../../src/agents/AgentPackage.ts"

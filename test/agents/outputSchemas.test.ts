@@ -1,5 +1,5 @@
 /**
- * Output contracts with JSON Schemas in the package (issue 17 item 2): `outputs:` entries may name a
+ * Output contracts with JSON Schemas in the package: `outputs:` entries may name a
  * `schemas/<name>.json`; the package check refuses a missing or unusable schema with a plain problem;
  * the schema is part of the package (serialized, zipped, stored) and reaches the job definition whole,
  * never as a skill.

@@ -1,5 +1,5 @@
 /**
- * package.json lists only what is used (issue 12 item 5): every runtime dependency is imported by
+ * package.json lists only what is used: every runtime dependency is imported by
  * src/ or views/, or is a required (non-optional) peer of one that is; a package only tests and benches
  * use is a devDependency; the source imports nothing undeclared; docs/dependencies.md names them all.
  */
@@ -20,7 +20,7 @@ const dev = Object.keys(own.devDependencies ?? {})
 
 /**
  * Runtime dependencies no source file imports yet, each with why it stays. `@effect/platform-bun`
- * gives the CLI its `runMain` (issue 12 item 1, branch `cli`): delete the line once `src/cli/` imports it.
+ * gives the CLI its `runMain`: delete the line once `src/cli/` imports it.
  */
 const NOT_IMPORTED_YET: Readonly<Record<string, string>> = {}
 /** Used by tools, not imports: the type checker and its ambient types, the unused-code check, the formatter. */

@@ -1,5 +1,5 @@
 /**
- * The import rules of ARCHITECTURE.md §3 (issue 12): the library layers never reach the server, nothing
+ * The import rules of ARCHITECTURE.md §3: the library layers never reach the server, nothing
  * imports the composition root or the CLI from below, views never import the portal's controllers, and
  * no source file takes part in an import cycle (type-only imports count: they are dependencies too).
  */

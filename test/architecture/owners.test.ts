@@ -1,5 +1,5 @@
 /**
- * Who reads which table (issue 12): `admin.agent_binding` only through the Bindings service (one
+ * Who reads which table: `admin.agent_binding` only through the Bindings service (one
  * `Binding` type), `runtime.project` only through Projects; no SQL in route files; and no environment
  * reads outside the secrets re-exec (everything else reads Config).
  */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The image test (issue 26, "The image, built and started by a test"; docs/container.md):
+# The image, built and started by a test (docs/container.md):
 #
 #  1. a stand-in for the registry's base image (oven/bun:1.4.5-slim, Debian trixie) where the registry
 #     cannot be reached: `debootstrap --variant=minbase` of that release from this machine's Debian

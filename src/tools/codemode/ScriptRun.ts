@@ -45,6 +45,7 @@ export class ScriptRun {
     private readonly resolve: (r: ScriptResult) => void
   ) {
     this.limits = options.limits
+    // Date.now(): the interrupt handler below reads it synchronously inside QuickJS, outside any fiber.
     this.deadline = Date.now() + options.limits.timeoutMs
     this.instance = instance
     this.rt = instance.module.newRuntime()
@@ -54,6 +55,7 @@ export class ScriptRun {
     // interrupt is uncatchable); a script parked on a host promise is ended by the host timer.
     this.rt.setInterruptHandler(() => {
       this.options.onProgress?.()
+      // Date.now(): called synchronously between bytecode operations, nothing to yield to.
       if (Date.now() < this.deadline && this.options.signal?.aborted !== true) return false
       this.interrupted = true
       return true

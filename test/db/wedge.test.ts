@@ -1,5 +1,5 @@
 /**
- * The database never wedges: a 5,000-deep jsonb value followed by a failing statement (issue 9, F3), and
+ * The database never wedges: a 5,000-deep jsonb value followed by a failing statement, and
  * a statement that runs past the statement timeout, both leave the database answering within 5 s — on
  * the Db layer itself and through the HTTP API.
  */
@@ -11,7 +11,7 @@ import { testDbLayer, usingServer } from "../support/db.ts"
 
 setDefaultTimeout(60_000)
 
-/** The liveness bound of the issue: an answer within 5 s (a bound, not a speed measurement). */
+/** The liveness bound: an answer within 5 s (a bound, not a speed measurement). */
 const LIVENESS_MS = 5_000
 const within = <A>(what: string, p: Promise<A>): Promise<A> => {
   let timer: ReturnType<typeof setTimeout> | undefined

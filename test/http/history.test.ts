@@ -1,5 +1,5 @@
 /**
- * History without noise (issue 16): a save or re-import without a change adds no version; change
+ * History without noise: a save or re-import without a change adds no version; change
  * notes are stored with the version; a restore is recorded (who, when, from which version); shared
  * skills have versions with restore, and an agent's history lists the edits of the skills it uses.
  */

@@ -1,5 +1,5 @@
 /**
- * One admission check for POST /api/jobs and the portal's run form (issue 16, problem 1): a job whose
+ * One admission check for POST /api/jobs and the portal's run form: a job whose
  * agent is unknown, disabled, member-only or bound to no model is refused before it is queued — with the workspace's
  * problems in the same answer — instead of becoming a failed job record. The jobs list pages by cursor
  * and filters by project; an abort records who asked.

@@ -1,5 +1,5 @@
 /**
- * The job boundary at the API and the portal (issue 9): workspaces outside the job roots, inside or
+ * The job boundary at the API and the portal: workspaces outside the job roots, inside or
  * above the data dir, the secret key file or the installation, through `..` or a symlink, or missing,
  * are refused with 400 listing every problem, and nothing is queued. The worker's job child checks the
  * envelope's boundary again, so a symlink swapped after the API check is caught too.

@@ -1,5 +1,5 @@
 /**
- * The grounding check (issue 17, docs/grounding.md): citation formats, range coverage, and real jobs
+ * The grounding check (docs/grounding.md): citation formats, range coverage, and real jobs
  * through the job child with a scripted model — a report citing lines it never read is flagged (and
  * fails under `grounding: required`), a report whose citations were all read is clean, and a cited
  * path outside the workspace is `unknown` (never probed on the host).

@@ -1,5 +1,5 @@
 /**
- * The job child loads only what its job's tools need (issue 15): codemode (and QuickJS behind it), the
+ * The job child loads only what its job's tools need: codemode (and QuickJS behind it), the
  * MCP tools (and the MCP SDK behind them), the memory and web tools are loaded when a job grants them,
  * and are there when it does. The child runs from the sources under a preload that names each of those
  * modules as it loads (test/support/loadRecorder.ts).

@@ -1,5 +1,5 @@
 /**
- * Output contracts (issue 17): an agent's `outputs:` are checked before `job.completed`; the model gets
+ * Output contracts: an agent's `outputs:` are checked before `job.completed`; the model gets
  * one chance to fix a violation in the same job; a job that still violates ends failed/error naming
  * each problem. Real job child, scripted model.
  */

@@ -1,6 +1,6 @@
 /**
- * A job's limits, workspace and model are built after `job.started` (issue 15: the start waits for none of
- * them): a defect while building them still ends the job with `job.failed` (reason error, the generic
+ * A job's limits, workspace and model are built after `job.started` (the start waits for
+ * none of them): a defect while building them still ends the job with `job.failed` (reason error, the generic
  * message, no detail) and the event stream ends, as a defect later in the job does.
  */
 import { afterEach, expect, setDefaultTimeout, test } from "bun:test"

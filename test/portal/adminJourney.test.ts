@@ -1,5 +1,5 @@
 /**
- * Issue 16, the admin side, in headless Chromium: an unsaved edit prompts before leaving; a save
+ * The admin side of the portal in headless Chromium: an unsaved edit prompts before leaving; a save
  * without a change adds no version; a change note lands in the history; a shared-skill edit shows in
  * its history and in the history of the agents using it; "test connection" against a scripted
  * OpenAI-compatible server lists its models; a project is created (problems first, in one summary);

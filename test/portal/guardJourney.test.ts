@@ -1,5 +1,5 @@
 /**
- * Issue 16 in headless Chromium, the htmx side: the unsaved-changes guard asks before an htmx request
+ * The portal's htmx side in headless Chromium: the unsaved-changes guard asks before an htmx request
  * leaves an edited form (a boosted section link, a same-page change that swaps the page's body) but
  * not for a request from inside the form; a refused in-place save shows the one error summary with
  * the focus on it; the forms with problems and the swapped-in bodies pass axe-core.

@@ -1,5 +1,5 @@
 /**
- * Issue 16 through app.handle: a project's settings are editable (agents.manage, the API's checks,
+ * In-place edits in the portal through app.handle: a project's settings are editable (agents.manage, the API's checks,
  * every problem at its field); every refused form shows the one error summary linking to its fields;
  * changes that stay on their page (binding set and remove, agent restore, shared-skill save and
  * restore, project settings) answer htmx with the page's new body for `<main>` and a plain post with a redirect.

@@ -1,5 +1,5 @@
 /**
- * The job page's grounding section (issue 17) in headless Chromium: the counts, each ungrounded or
+ * The job page's grounding section in headless Chromium: the counts, each ungrounded or
  * unknown citation with a link to its place in the output (a numbered view, the cited line marked),
  * and model-written paths shown as text, never markup.
  */

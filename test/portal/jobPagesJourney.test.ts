@@ -1,5 +1,5 @@
 /**
- * The jobs side of the portal in headless Chromium (issue 16: problems 1, 2, 6), with the worker in
+ * The jobs side of the portal in headless Chromium, with the worker in
  * the app and a scripted model server: the run form names the model and thinking level a job gets and
  * refuses a bad workspace, or an agent with no model binding, next to its fields before anything is queued; a double click on Start job
  * starts one job; the job page shows the timeline (timestamps, expandable tool calls), the trace of

@@ -1,5 +1,5 @@
 /**
- * The pages that used to spill past a phone's width, at 1280 and 390 px in headless Chromium, with
+ * The widest pages fit a phone's width, at 1280 and 390 px in headless Chromium, with
  * real content: the evaluations comparison and a project's memory fit the viewport (a wide table
  * scrolls inside its own box or reflows), the top bar stays compact, and the memory page has the
  * project's breadcrumb and tabs and a settings form whose labels do not run into each other.

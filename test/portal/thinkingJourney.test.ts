@@ -1,5 +1,5 @@
 /**
- * Issue 16, problem 3, in headless Chromium with the worker in the app and a scripted model server:
+ * The thinking level a job gets, in headless Chromium with the worker in the app and a scripted model server:
  * the agent asks for `high`, its binding for `low`. The "Job definition" tab shows the bound model and
  * `low` (the binding wins), the run form says the same, and a job started from the form records it:
  * the job's model, the job span's thinking, and the `reasoning_effort` the model server received.

@@ -1,5 +1,5 @@
 /**
- * The job boundary at POST /api/jobs against path tricks (issue 9 review): a read-only FILE that is a
+ * The job boundary at POST /api/jobs against path tricks: a read-only FILE that is a
  * symlink to the key file, a FIFO, trailing slashes and `//`, `<data>/workspaces/../data` under the
  * default root, a Unicode look-alike of the data dir, an over-long path, a project root that holds
  * another project. Every one is refused (or harmless), nothing is queued, no response names a host path.

@@ -1,5 +1,5 @@
 /**
- * The scripted model servers now live in the public testing entry (src/testing, `kintsugi-runtime/testing`);
- * this re-export keeps the suite's imports working.
+ * The scripted model servers of the public testing entry (src/testing, `kintsugi-runtime/testing`),
+ * re-exported for the suite's imports.
  */
 export * from "../../src/testing/scriptedServers.ts"

@@ -1,5 +1,5 @@
 /**
- * The job page reads a committed job's output files from the commit the worker made (issue 16): what
+ * The job page reads a committed job's output files from the commit the worker made: what
  * was committed is served whatever the folder holds later; only a regular file of that job's commit,
  * inside outDir, within the size cap — never a symbolic link, a path outside outDir, another job's
  * commit, or a repository whose git dir the job could write.

@@ -1,8 +1,8 @@
 /**
- * The job child's bytecode bundle (issue 15): built from the sources into a cache keyed on their
+ * The job child's bytecode bundle: built from the sources into a cache keyed on their
  * content hash, atomically (two builders at once: one bundle, no half-built directory left), and it
- * runs a whole job — pi-ai inside the bundle sends the model request and the job completes (it used
- * to stop after job.started and exit 0: `instrumentCache` was undefined).
+ * runs a whole job — pi-ai inside the bundle sends the model request and the job completes, not just
+ * `job.started` followed by exit 0 (pi-ai's `instrumentCache` must be defined inside the bundle).
  */
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"

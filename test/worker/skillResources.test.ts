@@ -1,5 +1,5 @@
 /**
- * Agent Skill resource files reach jobs (issue 16): a job queued through the API, running in a real job
+ * Agent Skill resource files reach jobs: a job queued through the API, running in a real job
  * child against a scripted model, reads its shared skill's resources at /skills/<skill>/<path> with
  * read, ls, grep and find; the prompt names the path; another skill's resources are not there; write and
  * edit cannot change them (nor shell, sandboxed); names that could escape are refused at import.

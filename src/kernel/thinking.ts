@@ -1,7 +1,7 @@
 /**
  * Thinking-level policy. The job's level overrides the agent's default; a level the model lacks is
- * clamped to the NEAREST level it has on off < minimal < … < max (ties: the lower one; `off` only for a
- * request of `off` or a model that cannot think), and the span records which way it moved.
+ * clamped to the NEAREST level it has on off < minimal < … < max, `off` included (ties: the lower one),
+ * and the span records which way it moved.
  */
 import type { ThinkingLevel } from "../contract/AgentDefinition.ts"
 import { THINKING_LEVELS } from "../contract/AgentDefinition.ts"
@@ -20,18 +20,14 @@ const rank = (l: ThinkingLevel): number => THINKING_LEVELS.indexOf(l)
 /**
  * `supported` in any order; an empty list means the model cannot think (only "off").
  *
- * Rule: a supported request is kept. Otherwise the candidates are the model's levels, without `off`
- * when the request is not `off` and the model has a thinking level (asking to think never silently
- * turns thinking off). The candidate fewest steps away wins; on a tie the lower one (cheaper, never
- * a budget surprise).
+ * Rule: a supported request is kept. Otherwise the model's level fewest steps away wins, `off` being a
+ * level like any other; on a tie the lower one (cheaper, never a budget surprise).
  */
 export const chooseThinking = (requested: ThinkingLevel, supported: ReadonlyArray<ThinkingLevel>): ThinkingChoice => {
   const levels = supported.length === 0 ? (["off"] as const) : supported
   if (levels.includes(requested)) return { requested, effective: requested, clamped: "none" }
-  const thinking = levels.filter((l) => l !== "off")
-  const candidates = requested !== "off" && thinking.length > 0 ? thinking : levels
-  let best: ThinkingLevel = candidates[0]!
-  for (const l of candidates) {
+  let best: ThinkingLevel = levels[0]!
+  for (const l of levels) {
     const d = Math.abs(rank(l) - rank(requested))
     const bestD = Math.abs(rank(best) - rank(requested))
     if (d < bestD || (d === bestD && rank(l) < rank(best))) best = l

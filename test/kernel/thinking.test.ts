@@ -12,13 +12,13 @@ setDefaultTimeout(30_000)
 const TABLE: ReadonlyArray<readonly [string, ReadonlyArray<ThinkingLevel>, ReadonlyArray<string>]> = [
   ["cannot think", [], ["off", "off↓", "off↓", "off↓", "off↓", "off↓", "off↓"]],
   ["only off", ["off"], ["off", "off↓", "off↓", "off↓", "off↓", "off↓", "off↓"]],
-  ["off, high", ["off", "high"], ["off", "high↑", "high↑", "high↑", "high", "high↓", "high↓"]],
+  ["off, high", ["off", "high"], ["off", "off↓", "off↓", "high↑", "high", "high↓", "high↓"]],
   ["only high", ["high"], ["high↑", "high↑", "high↑", "high↑", "high", "high↓", "high↓"]],
-  ["off, low, high", ["off", "low", "high"], ["off", "low↑", "low", "low↓", "high", "high↓", "high↓"]],
-  ["off, low, high, max", ["off", "low", "high", "max"], ["off", "low↑", "low", "low↓", "high", "high↓", "max"]],
+  ["off, low, high", ["off", "low", "high"], ["off", "off↓", "low", "low↓", "high", "high↓", "high↓"]],
+  ["off, low, high, max", ["off", "low", "high", "max"], ["off", "off↓", "low", "low↓", "high", "high↓", "max"]],
   ["pi-ai's default (off … high)", ["off", "minimal", "low", "medium", "high"], ["off", "minimal", "low", "medium", "high", "high↓", "high↓"]],
   ["minimal, low (cannot stop thinking)", ["minimal", "low"], ["minimal↑", "minimal", "low", "low↓", "low↓", "low↓", "low↓"]],
-  ["off, max", ["off", "max"], ["off", "max↑", "max↑", "max↑", "max↑", "max↑", "max"]],
+  ["off, max", ["off", "max"], ["off", "off↓", "off↓", "off↓", "max↑", "max↑", "max"]],
   ["every level", THINKING_LEVELS, [...THINKING_LEVELS]]
 ]
 
@@ -42,6 +42,11 @@ test("the order of the model's levels does not matter", () => {
 
 test("a medium job on a model with off and high thinks at high, and says it went up", () => {
   expect(chooseThinking("medium", ["off", "high"])).toEqual({ requested: "medium", effective: "high", clamped: "up" })
+})
+
+test("off is a level: on a model with off and high, minimal runs off (the nearest), and a tie goes to the lower", () => {
+  expect(chooseThinking("minimal", ["off", "high"])).toEqual({ requested: "minimal", effective: "off", clamped: "down" })
+  expect(chooseThinking("low", ["off", "high"])).toEqual({ requested: "low", effective: "off", clamped: "down" })
 })
 
 test("a supported level is kept and not marked as clamped", () => {

@@ -86,6 +86,13 @@ describe("provider, binding and MCP pages", () => {
     expect(/id="problems-thinking"[\s\S]*?<\/div>/.exec(bad.text)?.[0]).toContain("supports off")
   })
 
+  test("the Job definition tab says how a level the model lacks is clamped", async () => {
+    const page = await send("GET", "/agents/codebase-inventory/definition", "reader")
+    expect(page.status).toBe(200)
+    expect(page.text).toContain("A level the model lacks is clamped to the nearest one it has")
+    expect(page.text).toContain("off counts as a level; a tie goes to the lower")
+  })
+
   test("the Job definition tab shows the bound model and the thinking level a job really gets, per project", async () => {
     // data-interfaces asks for medium; canary/deep has off, low, high: the tie goes to the lower level.
     expect((await send("POST", "/agents/data-interfaces/binding", "manager", { project: "", target: "canary/deep", thinking: "" })).status).toBe(303)

@@ -49,6 +49,9 @@ const FROM: Record<NonNullable<JobModel["thinking"]>["requestedFrom"], string> =
   default: "neither the binding nor the agent sets one: off"
 }
 
+const THINKING_RULE =
+  "A level the model lacks is clamped to the nearest one it has on off < minimal < low < medium < high < xhigh < max (off counts as a level; a tie goes to the lower)."
+
 const projectForm = (agent: string, projects: ReadonlyArray<DefinitionProject>, current: string): Html =>
   projects.length === 0
     ? html``
@@ -84,6 +87,7 @@ const modelView = (agent: string, m: JobModel, projects: ReadonlyArray<Definitio
       }</dd>`
       }
     </dl>
+    ${m.thinking === null ? html`` : html`<p class="muted">${THINKING_RULE}</p>`}
     ${m.problem === null ? html`` : alert("error", m.problem, "No job can run on this binding now.")}`
     }
   </section>`

@@ -364,7 +364,7 @@ export class ProcessTree {
     return this.members(procs).length === 0
   }
 
-  /** Only a process started after our child can carry its token; skipping the rest halves a sweep. */
+  /** Only a process started after our child can carry its token; skipping the rest shortens a sweep. */
   private startedSince(p: ProcStat): boolean {
     return this.rootStart === undefined || Number(p.startTime) >= Number(this.rootStart)
   }

@@ -147,7 +147,7 @@ export class Compactor {
 
   constructor(
     private readonly model: Model<Api>,
-    prefixTokens: number
+    private readonly prefixTokens: number
   ) {
     this.baseline = prefixTokens
   }
@@ -200,8 +200,10 @@ export class Compactor {
       Effect.gen(function* () {
         const limits = yield* Limits
         const dropped = dropToolResults(messages, plan)
-        const afterDrop = before - estimateTokens(messages.slice(plan.oldFrom, plan.keepFrom)) + estimateTokens(dropped.slice(plan.oldFrom, plan.keepFrom))
-        if (plan.drops.length > 0 && afterDrop <= COMPACTION.target * Math.min(window, before)) {
+        // Enough when the trusted count less the estimated saving meets the target; the span reports the estimate of what is left.
+        const saving = estimateTokens(messages.slice(plan.oldFrom, plan.keepFrom)) - estimateTokens(dropped.slice(plan.oldFrom, plan.keepFrom))
+        const afterDrop = self.prefixTokens + estimateTokens(dropped)
+        if (plan.drops.length > 0 && before - saving <= COMPACTION.target * Math.min(window, before)) {
           attributes.toolResultsDropped = plan.drops.length
           attributes.tokensAfter = afterDrop
           limits.compacted(false)
@@ -216,10 +218,11 @@ export class Compactor {
         yield* limits.charge(answer.usage)
         const summary = yield* summaryText(answer, window)
         const next = [messages[0]!, ...summaryPair(summary, self.model, now), ...messages.slice(plan.keepFrom)]
-        const after = before - estimateTokens(messages.slice(1, plan.keepFrom)) + estimateTokens(next.slice(1, 3))
+        // Both sides are estimates: a provider's count of the old prompt is in other units than characters / 4.
+        const after = self.prefixTokens + estimateTokens(next)
         attributes.turnsSummarised = plan.oldTurns
         attributes.tokensAfter = after
-        if (force && after >= before) {
+        if (force && after >= self.prefixTokens + estimateTokens(messages)) {
           return yield* Effect.fail(new ContextOverflow({ message: "the conversation no longer fits the model's context window and compacting it did not make it smaller" }))
         }
         self.headLength = 3

@@ -127,11 +127,32 @@ describe("compaction limits", () => {
     expect(r.outcome._tag).toBe("Completed")
     expect(r.spans).toHaveLength(1)
     expect(r.spans[0]?.attributes["trigger"]).toBe("overflow")
+    // tokensAfter is the estimate of the prompt the next request sends: the model's own count of it,
+    // within the estimate's error (characters / 4 of the messages, the request's JSON framing aside).
+    const a = r.spans[0]!.attributes
+    const next = r.calls.filter((c) => c.kind === "turn")[3]!
+    expect(a["tokensAfter"]).toBeGreaterThan(0)
+    expect(a["tokensAfter"]).toBeLessThan(a["tokensBefore"] as number)
+    expect(a["tokensAfter"]).toBeGreaterThan(next.input / 2)
+    expect(a["tokensAfter"]).toBeLessThanOrEqual(next.input)
     expect(r.calls.map((c) => c.kind).filter((k) => k !== "summary")).toEqual(["turn", "turn", "turn", "overflow", "turn", "turn", "turn"])
     const jobRequests = r.requests.filter((q) => !isSummaryRequest(q))
     // The request after the compaction is smaller than the one that overflowed.
     expect(jobRequests[4]!.rawBody.length).toBeLessThan(jobRequests[3]!.rawBody.length)
     expect(r.last?.compactions).toBe(1)
+  })
+
+  test("a model that counts fewer tokens than the estimate: the overflow compaction's tokensAfter is the estimate of what is left, never negative", async () => {
+    const r = await runJob("openai-completions", { window: 128_000, turn: reader(8), overflowAt: (n) => n === 7, charsPerToken: 16 })
+    expect(r.outcome._tag).toBe("Completed")
+    expect(r.spans).toHaveLength(1)
+    const a = r.spans[0]!.attributes
+    expect(a["trigger"]).toBe("overflow")
+    // The request after the compaction, counted as the kernel estimates (characters / 4), bounds it from above.
+    const next = r.requests.filter((q) => !isSummaryRequest(q))[7]!
+    expect(a["tokensAfter"]).toBeGreaterThan(0)
+    expect(a["tokensAfter"]).toBeLessThanOrEqual(Math.ceil(next.rawBody.length / 4))
+    expect(a["tokensAfter"]).toBeGreaterThan(Math.ceil(next.rawBody.length / 4) / 2)
   })
 
   test("an overflow that compaction does not cure → context-overflow, no endless retries", async () => {

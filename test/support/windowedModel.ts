@@ -25,6 +25,8 @@ export interface WindowedModelOptions {
   readonly summaryOutputTokens?: (n: number) => number
   /** Job requests (1-based, every job request counted) answered with an overflow error whatever their size. */
   readonly overflowAt?: (jobRequest: number) => boolean
+  /** Characters per token of the model's own count. Default 4; more is a denser tokenizer that reports fewer tokens than the kernel's estimate. */
+  readonly charsPerToken?: number
 }
 
 export interface WindowedModel {
@@ -42,9 +44,8 @@ const overflowBody = (api: ScriptedApi, tokens: number, window: number): object 
     ? { type: "error", error: { type: "invalid_request_error", message: `prompt is too long: ${tokens} tokens > ${window} maximum` } }
     : { error: { message: `This model's maximum context length is ${window} tokens. However, you requested ${tokens} tokens.`, type: "invalid_request_error", code: "context_length_exceeded", param: "messages" } }
 
-const tokensOf = (text: string): number => Math.ceil(text.length / 4)
-
 export const createWindowedModel = (o: WindowedModelOptions, maxRequests = 2000): WindowedModel => {
+  const tokensOf = (text: string): number => Math.ceil(text.length / (o.charsPerToken ?? 4))
   const calls: Array<WindowedCall> = []
   let turns = 0
   let jobRequests = 0

@@ -19,16 +19,16 @@ import { join } from "node:path"
 import { DEFAULT_RESOURCES, jobSessionsFile, jobTmpPrefix, lowerResources } from "../tools/jobResources.ts"
 import type { RunnerOptions } from "../tools/ProcessRunner.ts"
 import { closeMountHandles, makeSandbox, openMountHandles, Sandbox, type SandboxConfig, sandboxConfig, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
-import { makeWorkspace, Workspace } from "../tools/Workspace.ts"
 import type { JobParts } from "./decodeJob.ts"
 import { DEFECT_MESSAGE } from "./errors.ts"
-import { JobEvents, makeJobEvents } from "./JobEvents.ts"
-import { Limits, makeLimits } from "./Limits.ts"
+import * as JobEvents from "../job/JobEvents.ts"
+import * as JobServices from "../job/JobServices.ts"
+import type { Limits } from "../job/Limits.ts"
 import { Llm } from "./Llm.ts"
 import { makePiAiLlm } from "./PiAiLlm.ts"
 import { makeJobModels, type JobModels } from "./PiAiModels.ts"
 import { checkJob, prepareJob, type JobEnvironment, type PreparedJob } from "./prepareJob.ts"
-import { Redactor } from "./Redactor.ts"
+import { Redactor } from "../job/Redactor.ts"
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.ts"
 import { runJob } from "./runJob.ts"
 import { materializeSkillFiles } from "./skillFiles.ts"
@@ -69,7 +69,7 @@ export interface LlmJob {
   readonly jobModels: JobModels
   readonly retry: RetryPolicy
 }
-export type MakeLlm = (job: LlmJob) => Effect.Effect<Llm["Type"], never, JobEvents | Limits>
+export type MakeLlm = (job: LlmJob) => Effect.Effect<Llm["Type"], never, JobEvents.JobEvents | Limits>
 
 export const piAiLlm: MakeLlm = ({ jobId, prepared, jobModels, retry }) =>
   makePiAiLlm({ jobId, jobModels, model: prepared.model, thinking: prepared.thinking.effective, retry })
@@ -131,10 +131,10 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       // The per-job services, built one after the other in the job's fiber (a graph of layers would
       // fork a fiber per layer): the events first, the others once job.started is out (runJob).
       const services = Effect.gen(function* () {
-        const limits = yield* makeLimits(spec.limits, { label: `${prepared.model.provider}/${prepared.model.id}`, contextWindow: prepared.model.contextWindow })
-        const base = Context.make(Limits, limits).pipe(Context.add(Workspace, makeWorkspace(prepared.workspace)))
-        const model = yield* Effect.provide(llm({ jobId, prepared, jobModels: env.jobModels, retry }), base)
-        return Context.add(base, Llm, model)
+        const model = { label: `${prepared.model.provider}/${prepared.model.id}`, contextWindow: prepared.model.contextWindow }
+        const base = yield* JobServices.make({ limits: spec.limits, model, workspace: prepared.workspace })
+        const llmService = yield* Effect.provide(llm({ jobId, prepared, jobModels: env.jobModels, retry }), base)
+        return Context.add(base, Llm, llmService)
       })
       // The job's MCP connections live in a child of the caller's scope: closed when the job ends, when
       // the caller's scope closes, or at once when the job is refused. Discovery is bounded per server.
@@ -174,8 +174,8 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const outcome = yield* Deferred.make<JobOutcome>()
       // Forked into the caller's scope: closing it interrupts the job, which then ends as aborted.
       const fiber = yield* Effect.forkScoped(
-        Effect.flatMap(makeJobEvents(jobId, new Redactor(secrets), deliver), (events) =>
-          Effect.provideService(runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools, serviceTools, services }), JobEvents, events)
+        Effect.flatMap(JobEvents.make(jobId, redactor, deliver), (events) =>
+          Effect.provideService(runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools, serviceTools, services }), JobEvents.JobEvents, events)
         ).pipe(
           Effect.ensuring(Effect.zipRight(Effect.sync(() => closeMountHandles(handles)), closeMcp))
         )

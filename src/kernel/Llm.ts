@@ -4,9 +4,10 @@
  */
 import { isContextOverflow, type Api, type AssistantMessage, type Context as LlmContext, type Model, type Tool } from "@earendil-works/pi-ai"
 import { Clock, Context, Effect, Layer, Random } from "effect"
-import { BudgetExceeded, LlmFailed, LoopDetected } from "./errors.ts"
-import { JobEvents } from "./JobEvents.ts"
-import { Limits } from "./Limits.ts"
+import { BudgetExceeded, LoopDetected } from "../job/errors.ts"
+import { LlmFailed } from "./errors.ts"
+import { JobEvents } from "../job/JobEvents.ts"
+import { Limits } from "../job/Limits.ts"
 import { failureMessage } from "./providerFailure.ts"
 import { decideRetry, waitPlanned, type AttemptFailure, type RetryPolicy } from "./retryPolicy.ts"
 

@@ -4,11 +4,11 @@
  * pi-ai reports failures inside the stream; only here do they become kernel errors.
  */
 import type { Api, Model } from "@earendil-works/pi-ai"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import type { ThinkingLevel } from "../contract/AgentDefinition.ts"
 import { LlmFailed } from "./errors.ts"
-import { JobEvents } from "./JobEvents.ts"
-import { Limits } from "./Limits.ts"
+import { JobEvents } from "../job/JobEvents.ts"
+import { Limits } from "../job/Limits.ts"
 import { Llm, withRetries, type Attempt, type ModelRequest } from "./Llm.ts"
 import type { JobModels } from "./PiAiModels.ts"
 import { attemptFailure, observingFetch } from "./providerFailure.ts"
@@ -107,6 +107,3 @@ export const makePiAiLlm = (job: PiAiJob) =>
         })
     })
   })
-
-/** The live `Llm` of one job. */
-export const PiAiLlmLive = (job: PiAiJob): Layer.Layer<Llm, never, JobEvents | Limits> => Layer.effect(Llm, makePiAiLlm(job))

@@ -6,8 +6,8 @@
 import { isContextOverflow, type Api, type AssistantMessage, type Message, type Model, type UserMessage } from "@earendil-works/pi-ai"
 import { Clock, Effect } from "effect"
 import { ContextOverflow, LlmFailed, type KernelError } from "./errors.ts"
-import { JobEvents } from "./JobEvents.ts"
-import { Limits } from "./Limits.ts"
+import { JobEvents } from "../job/JobEvents.ts"
+import { Limits } from "../job/Limits.ts"
 import { Llm } from "./Llm.ts"
 import { renderTranscript, SUMMARISER_INSTRUCTION } from "./compactionTranscript.ts"
 

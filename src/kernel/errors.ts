@@ -1,9 +1,11 @@
 /**
- * The kernel's typed errors, one per way a job can fail, and the one exhaustive map from error to
+ * The kernel's own typed errors (the model, the context window, the output contract, abort) and the
+ * one exhaustive map from every error a job can fail with (these and the job's, ../job/errors.ts) to
  * the spec's `job.failed` reason. A new tag without a case here is a compile error.
  */
 import { Schema } from "effect"
 import type { FailureReason } from "../contract/JobEvent.ts"
+import type { BudgetExceeded, JobTimedOut, LoopDetected, TurnLimitReached } from "../job/errors.ts"
 
 /** The model provider failed (HTTP error, bad stream), or answered with nothing usable. */
 export class LlmFailed extends Schema.TaggedError<LlmFailed>()("LlmFailed", { message: Schema.String }) {}
@@ -11,34 +13,6 @@ export class LlmFailed extends Schema.TaggedError<LlmFailed>()("LlmFailed", { me
 export class ContextOverflow extends Schema.TaggedError<ContextOverflow>()("ContextOverflow", {
   message: Schema.String
 }) {}
-/** `timeoutSec` passed, or nothing made progress for `idleTimeoutSec`. */
-export class JobTimedOut extends Schema.TaggedError<JobTimedOut>()("JobTimedOut", {
-  limit: Schema.Literal("timeoutSec", "idleTimeoutSec"),
-  seconds: Schema.Number
-}) {
-  override get message(): string {
-    return this.limit === "timeoutSec"
-      ? `the job exceeded timeoutSec (${this.seconds} s)`
-      : `no model or tool progress for idleTimeoutSec (${this.seconds} s)`
-  }
-}
-export class TurnLimitReached extends Schema.TaggedError<TurnLimitReached>()("TurnLimitReached", {
-  maxTurns: Schema.Number
-}) {
-  override get message(): string {
-    return `the job reached maxTurns (${this.maxTurns}) before the model finished`
-  }
-}
-export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("BudgetExceeded", {
-  costUsd: Schema.Number,
-  maxCostUsd: Schema.Number
-}) {
-  override get message(): string {
-    return `the job spent $${this.costUsd.toFixed(6)}, over maxCostUsd ($${this.maxCostUsd})`
-  }
-}
-/** The loop guard stopped the job; `message` is the spec's "stopped: …" sentence. */
-export class LoopDetected extends Schema.TaggedError<LoopDetected>()("LoopDetected", { message: Schema.String }) {}
 /** The agent's output contract (`outputs:`) was still violated after the model's one chance to fix it. */
 export class OutputContractViolated extends Schema.TaggedError<OutputContractViolated>()("OutputContractViolated", {
   problems: Schema.Array(Schema.String)

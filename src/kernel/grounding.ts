@@ -16,15 +16,9 @@
  */
 import { Effect } from "effect"
 import type { GroundingCitation, GroundingStatus } from "../contract/JobEvent.ts"
-import { Workspace } from "../tools/Workspace.ts"
+import type { ShownRange } from "../job/JobEvents.ts"
+import { Workspace } from "../job/Workspace.ts"
 import { inspectOutput } from "./outputContract.ts"
-
-/** One range shown to the model; `lastLine` null = to the end of the file. */
-export interface ShownRange {
-  readonly path: string
-  readonly firstLine: number
-  readonly lastLine: number | null
-}
 
 /** A citation found in a text or JSON output, before it is checked. */
 export interface FoundCitation {

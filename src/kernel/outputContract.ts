@@ -11,8 +11,9 @@ import { Effect, Either } from "effect"
 import { constants } from "node:fs"
 import { dirname } from "node:path"
 import { type OutputFile, outputFileName } from "../contract/AgentDefinition.ts"
-import { fdInside } from "../tools/confinementSync.ts"
-import { isInside, Workspace } from "../tools/Workspace.ts"
+import { fdInside } from "../job/confinementSync.ts"
+import { isInside } from "../job/confinement.ts"
+import { Workspace } from "../job/Workspace.ts"
 
 /** Largest contracted file checked; a bigger one is a problem (say so rather than read it). */
 const MAX_CONTRACT_BYTES = 10 * 1024 * 1024

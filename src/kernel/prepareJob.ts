@@ -14,15 +14,12 @@ import { compileDenyPatterns, type DenyMatcher } from "../tools/denyPatterns.ts"
 import { mcpGrantProblems } from "../tools/mcp/mcpGrants.ts"
 import type { SandboxShape, SandboxStatus } from "../tools/Sandbox.ts"
 import type { ResolvedWorkspace } from "../tools/Tool.ts"
-import { resolveWorkspace } from "../tools/Workspace.ts"
+import { resolveWorkspace } from "../job/confinement.ts"
 import { boundaryCheck, canonicalBoundary } from "../tools/workspaceBoundary.ts"
 import type { JobParts } from "./decodeJob.ts"
 import type { JobModels } from "./PiAiModels.ts"
 import { supportedThinking } from "./PiAiModels.ts"
 import { chooseThinking, type ThinkingChoice } from "./thinking.ts"
-
-/** Kernel tools this runtime can create today; the rest of KERNEL_TOOLS is refused by name. */
-export const AVAILABLE_TOOLS: ReadonlyArray<string> = ["read", "ls", "grep", "find", "write", "edit", "shell", "git", "codemode"]
 
 export interface PreparedJob {
   readonly spec: JobSpec
@@ -49,17 +46,10 @@ export interface JobEnvironment {
 }
 
 /**
- * Names the schema accepts but this runtime cannot create yet (unknown names are schema problems), and
- * MCP grants naming a server the job does not list (the servers' tools are checked when they connect).
+ * MCP grants naming a server the job does not list (the servers' tools are checked when they connect;
+ * unknown tool names are schema problems, and every kernel tool is created).
  */
-const toolProblems = (parts: JobParts): Array<Problem> => [
-  ...(parts.agent?.tools ?? []).flatMap((name, i): Array<Problem> =>
-    (KERNEL_TOOLS as ReadonlyArray<string>).includes(name) && !AVAILABLE_TOOLS.includes(name)
-      ? [{ path: `agent.tools.${i}`, message: `tool "${name}" is not available in this runtime version yet` }]
-      : []
-  ),
-  ...mcpGrantProblems(parts.agent?.tools, parts.mcp?.servers)
-]
+const toolProblems = (parts: JobParts): ReadonlyArray<Problem> => mcpGrantProblems(parts.agent?.tools, parts.mcp?.servers)
 
 /** The process tools (shell, git) an agent grants, with where: no `tools` list grants every kernel tool. */
 export const processToolGrants = (agent: JobSpec["agent"]): ReadonlyArray<{ readonly path: string; readonly name: string }> =>
@@ -112,7 +102,7 @@ export const prepareJob = (spec: JobSpec, env: JobEnvironment): Effect.Effect<Pr
       return yield* Effect.fail(new JobRefused({ problems: [...problems, ...denyProblems] }))
     }
     const requested = spec.model.thinking ?? spec.agent.thinking ?? "off"
-    const granted = spec.agent.tools ?? AVAILABLE_TOOLS
+    const granted: ReadonlyArray<string> = spec.agent.tools ?? KERNEL_TOOLS
     const toolNames = KERNEL_TOOLS.filter((t) => granted.includes(t))
     return { spec, workspace, model, thinking: chooseThinking(requested, supportedThinking(model)), toolNames, deny: deny.right, sandbox }
   })

@@ -6,7 +6,7 @@
  * and across jobs of one agent version (provider prompt caches hit).
  */
 import type { AgentDefinition } from "../contract/AgentDefinition.ts"
-import { SKILLS_MOUNT } from "../tools/confinement.ts"
+import { SKILLS_MOUNT } from "../job/confinement.ts"
 
 /** Tools that make the research block appear: the memory tools (memory_*, scratchpad_*) and the web tools. */
 export const RESEARCH_TOOL_PREFIXES = ["memory_", "scratchpad_", "web_search", "web_fetch"] as const

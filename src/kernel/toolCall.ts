@@ -6,9 +6,9 @@ import type { ToolCall, ToolResultMessage } from "@earendil-works/pi-ai"
 import { Clock, Effect } from "effect"
 import type { DenyMatcher } from "../tools/denyPatterns.ts"
 import type { KernelTool, ToolServices } from "../tools/Tool.ts"
-import { LoopDetected } from "./errors.ts"
-import { JobEvents } from "./JobEvents.ts"
-import { Limits } from "./Limits.ts"
+import { LoopDetected } from "../job/errors.ts"
+import { JobEvents } from "../job/JobEvents.ts"
+import { Limits } from "../job/Limits.ts"
 
 /** The tools a job was granted, by name, and its deny patterns. */
 export interface Toolbox {

@@ -5,7 +5,7 @@
 import { Config, Context, Effect, Layer, Option } from "effect"
 import { RESOURCE_VARIABLES } from "./jobResources.ts"
 import { closeSync, constants, openSync, readlinkSync } from "node:fs"
-import { SKILLS_MOUNT } from "./confinement.ts"
+import { SKILLS_MOUNT } from "../job/confinement.ts"
 import {
   NAMESPACES,
   pendingLandlockProbe,

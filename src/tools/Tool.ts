@@ -6,14 +6,14 @@
  */
 import { Effect, JSONSchema, Schema } from "effect"
 import { problemsOf } from "../contract/Problem.ts"
-import type { JobEvents } from "../kernel/JobEvents.ts"
-import type { Limits } from "../kernel/Limits.ts"
-import type { Workspace } from "./Workspace.ts"
-import { ToolError } from "./ToolError.ts"
+import type { JobEvents } from "../job/JobEvents.ts"
+import type { Limits } from "../job/Limits.ts"
+import type { Workspace } from "../job/Workspace.ts"
+import { ToolError } from "../job/ToolError.ts"
 
 // Defined in leaf modules (no import cycle through Workspace.ts); re-exported where tools look for them.
-export { ToolError } from "./ToolError.ts"
-export type { ResolvedWorkspace } from "./confinement.ts"
+export { ToolError } from "../job/ToolError.ts"
+export type { ResolvedWorkspace } from "../job/confinement.ts"
 
 /** Side events a tool reports through `JobEvents.emit` while it runs; the kernel stamps `seq` and `at`. */
 export type ToolEvent =

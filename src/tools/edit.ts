@@ -6,9 +6,9 @@ import fs from "node:fs"
 import { Effect, Schema } from "effect"
 import { defineTool, ToolError } from "./Tool.ts"
 import { MAX_WRITE_BYTES } from "./write.ts"
-import { JobEvents } from "../kernel/JobEvents.ts"
-import { Limits } from "../kernel/Limits.ts"
-import { Workspace } from "./Workspace.ts"
+import { JobEvents } from "../job/JobEvents.ts"
+import { Limits } from "../job/Limits.ts"
+import { Workspace } from "../job/Workspace.ts"
 
 const Edit = Schema.Struct({
   oldText: Schema.String.annotations({ description: "Exact text to replace, including whitespace; must occur exactly once in the file" }),

@@ -7,8 +7,9 @@ import { Effect, Schema } from "effect"
 import { defineTool, ToolError } from "./Tool.ts"
 import { truncateOutput } from "./truncate.ts"
 import { compileGlob, drive, walkNote, walkTree, type WalkLimits, type WalkStatus } from "./walkTree.ts"
-import { Limits } from "../kernel/Limits.ts"
-import { displayOf, Workspace } from "./Workspace.ts"
+import { Limits } from "../job/Limits.ts"
+import { displayOf } from "../job/confinement.ts"
+import { Workspace } from "../job/Workspace.ts"
 
 /** Most paths `find` prints. */
 export const MAX_FIND_RESULTS = 1000

@@ -6,11 +6,11 @@ import { Effect, Schema } from "effect"
 import { dirname } from "node:path"
 import type { ProcessRunnerShape } from "./ProcessRunner.ts"
 import { effectiveTimeoutMs, formatRunResult, TimeoutSec } from "./shell.ts"
-import { Limits } from "../kernel/Limits.ts"
+import { Limits } from "../job/Limits.ts"
 import { defineTool, type KernelTool, ToolError } from "./Tool.ts"
 import { listsIncludes, repositoryConfigKey } from "./gitConfigKey.ts"
 import { gitHardeningEnvironment, hardenedGitPrefix } from "./gitHardening.ts"
-import { Workspace } from "./Workspace.ts"
+import { Workspace } from "../job/Workspace.ts"
 
 /** Where one call runs and whom it tells about output. */
 interface GitCall {

@@ -10,7 +10,7 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { pathToFileURL } from "node:url"
-import { closeQuietly } from "./confinementSync.ts"
+import { closeQuietly } from "../job/confinementSync.ts"
 import type { FileResult, FromWorker, ScanSpec, ToWorker } from "./grepWorker.ts"
 
 export type { FileResult, ScanSpec } from "./grepWorker.ts"

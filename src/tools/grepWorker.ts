@@ -6,7 +6,7 @@
  * file), else by path with the per-file checks (readFileSyncChecked: descriptor inside the read-only
  * root). Loads no Effect, so it starts in a few milliseconds.
  */
-import { closeQuietly, isInside, openDirSyncChecked, readFileAtSyncChecked, readFileSyncChecked, type CheckedDir, type Scratch } from "./confinementSync.ts"
+import { closeQuietly, isInside, openDirSyncChecked, readFileAtSyncChecked, readFileSyncChecked, type CheckedDir, type Scratch } from "../job/confinementSync.ts"
 import { buildMatcher, isBinaryHead, scanTextBytes, type FileHits, type LineMatcher } from "./grepScan.ts"
 
 /** One search: the pattern, how much to collect per file, and the read-only root its files must lie in. */

@@ -5,8 +5,8 @@
 import { Effect, Schema } from "effect"
 import { defineTool } from "./Tool.ts"
 import { truncateOutput } from "./truncate.ts"
-import { Limits } from "../kernel/Limits.ts"
-import { Workspace } from "./Workspace.ts"
+import { Limits } from "../job/Limits.ts"
+import { Workspace } from "../job/Workspace.ts"
 
 /** Most entries `ls` lists. */
 export const MAX_LS_ENTRIES = 1000

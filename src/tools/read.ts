@@ -3,12 +3,12 @@
  * continuation hint when cut; reports the lines shown as a `source.read` event (never the content).
  */
 import { Effect, Schema } from "effect"
-import { MAX_OUTPUT_LINES } from "./limits.ts"
+import { MAX_OUTPUT_LINES } from "../job/toolLimits.ts"
 import { defineTool, ToolError } from "./Tool.ts"
 import { cutLines, limitName } from "./truncate.ts"
-import { JobEvents } from "../kernel/JobEvents.ts"
-import { Limits } from "../kernel/Limits.ts"
-import { Workspace } from "./Workspace.ts"
+import { JobEvents } from "../job/JobEvents.ts"
+import { Limits } from "../job/Limits.ts"
+import { Workspace } from "../job/Workspace.ts"
 import { BINARY_SNIFF_BYTES, splitLines } from "./textFile.ts"
 
 export { BINARY_SNIFF_BYTES, splitLines } from "./textFile.ts"

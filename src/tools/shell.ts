@@ -4,9 +4,9 @@
  */
 import { Effect, Schema } from "effect"
 import type { ProcessRunnerShape, RunResult } from "./ProcessRunner.ts"
-import { Limits } from "../kernel/Limits.ts"
+import { Limits } from "../job/Limits.ts"
 import { defineTool, type KernelTool, ToolError } from "./Tool.ts"
-import { Workspace } from "./Workspace.ts"
+import { Workspace } from "../job/Workspace.ts"
 
 export const DEFAULT_TIMEOUT_SEC = 120
 export const MAX_TIMEOUT_SEC = 600

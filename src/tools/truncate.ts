@@ -2,7 +2,7 @@
  * Cuts tool output to MAX_OUTPUT_LINES lines or MAX_OUTPUT_BYTES bytes, whichever comes first,
  * keeping the head and whole lines (a single overlong first line is cut at a UTF-8 boundary).
  */
-import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "./limits.ts"
+import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "../job/toolLimits.ts"
 
 export interface CutLines {
   readonly text: string

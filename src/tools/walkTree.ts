@@ -9,8 +9,8 @@
 import fs from "node:fs"
 import { Effect } from "effect"
 import { ToolError } from "./Tool.ts"
-import { validateInput } from "./confinement.ts"
-import { closeQuietly, listDirAt, listDirSync, openDirSyncChecked, openSubdirAt, type CheckedDir, type DirEntry } from "./confinementSync.ts"
+import { validateInput } from "../job/confinement.ts"
+import { closeQuietly, listDirAt, listDirSync, openDirSyncChecked, openSubdirAt, type CheckedDir, type DirEntry } from "../job/confinementSync.ts"
 
 export interface WalkEntry {
   /** Absolute path: a verified directory plus one name, so inside the walk's root by construction. */

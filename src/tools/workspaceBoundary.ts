@@ -7,7 +7,7 @@ import fs from "node:fs"
 import path from "node:path"
 import type { JobBoundary } from "../contract/AgentRuntime.ts"
 import type { Problem } from "../contract/Problem.ts"
-import { isInside, type PathCheck } from "./confinement.ts"
+import { isInside, type PathCheck } from "../job/confinement.ts"
 
 export type { PathCheck }
 

@@ -4,9 +4,9 @@
  */
 import { Effect, Schema } from "effect"
 import { defineTool, ToolError } from "./Tool.ts"
-import { JobEvents } from "../kernel/JobEvents.ts"
-import { Limits } from "../kernel/Limits.ts"
-import { Workspace } from "./Workspace.ts"
+import { JobEvents } from "../job/JobEvents.ts"
+import { Limits } from "../job/Limits.ts"
+import { Workspace } from "../job/Workspace.ts"
 
 /** Largest content `write` and `edit` store in one file. */
 export const MAX_WRITE_BYTES = 16 * 1024 * 1024

@@ -9,7 +9,7 @@ import path from "node:path"
 import type { JobBoundary } from "../contract/AgentRuntime.ts"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { secretKeyPath } from "../providers/SecretBox.ts"
-import { isInside, resolveWorkspace, type WorkspaceSpec } from "../tools/Workspace.ts"
+import { isInside, resolveWorkspace, type WorkspaceSpec } from "../job/confinement.ts"
 import { boundaryProblems, canonicalBoundary, canonicalPath, type CanonicalBoundary, type PathCheck } from "../tools/workspaceBoundary.ts"
 import { JobInput } from "./JobStore.ts"
 

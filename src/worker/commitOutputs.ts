@@ -9,7 +9,7 @@ import { realpath } from "node:fs/promises"
 import { isAbsolute, join, relative } from "node:path"
 import { gitHardeningEnvironment, hardenedGitPrefix } from "../tools/gitHardening.ts"
 import { SAFE_PATH } from "../tools/ProcessRunner.ts"
-import { isInside } from "../tools/Workspace.ts"
+import { isInside } from "../job/confinement.ts"
 
 /** What commitOutputs adds to the shared hardening: an author (no global config supplies one). */
 const AUTHOR_CONFIG = ["user.name=Kintsugi Runtime", "user.email=kintsugi@localhost"]

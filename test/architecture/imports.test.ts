@@ -31,8 +31,18 @@ describe("import rules", () => {
     expect(bad.map(([f, i]) => show(f, i))).toEqual([])
   })
 
-  test("kernel/, tools/, contract/ never import db/, http/, worker/", () => {
-    const bad = [...edges(under("src/kernel", "src/tools", "src/contract"))].filter(([, i]) => under("src/db", "src/http", "src/worker")(i.target))
+  test("kernel/, job/, tools/, contract/ never import db/, http/, worker/", () => {
+    const bad = [...edges(under("src/kernel", "src/job", "src/tools", "src/contract"))].filter(([, i]) => under("src/db", "src/http", "src/worker")(i.target))
+    expect(bad.map(([f, i]) => show(f, i))).toEqual([])
+  })
+
+  test("job/ (the per-job services, below kernel and tools) imports only contract/, job/ and packages", () => {
+    const bad = [...edges(under("src/job"))].filter(([, i]) => i.target !== undefined && !under("src/job", "src/contract")(i.target))
+    expect(bad.map(([f, i]) => show(f, i))).toEqual([])
+  })
+
+  test("tools/ never imports kernel/ (the per-job services it uses are in job/)", () => {
+    const bad = [...edges(under("src/tools"))].filter(([, i]) => under("src/kernel")(i.target))
     expect(bad.map(([f, i]) => show(f, i))).toEqual([])
   })
 

@@ -1,5 +1,5 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
-import { canonicalJson, NUDGE_AT, RepeatGuard, StreamGuard } from "../../src/kernel/LoopGuard.ts"
+import { canonicalJson, NUDGE_AT, RepeatGuard, StreamGuard } from "../../src/job/LoopGuard.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)

@@ -1,7 +1,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
-import { EventSink } from "../../src/kernel/EventSink.ts"
-import { Redactor } from "../../src/kernel/Redactor.ts"
+import { EventSink } from "../../src/job/EventSink.ts"
+import { Redactor } from "../../src/job/Redactor.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)

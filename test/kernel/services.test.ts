@@ -6,8 +6,8 @@ import { describe, expect, test } from "bun:test"
 import type { Api, AssistantMessage, Model } from "@earendil-works/pi-ai"
 import { Effect, Either, Fiber, Layer, TestClock, TestContext } from "effect"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
-import { JobEventsTest } from "../../src/kernel/JobEvents.ts"
-import { Limits, LimitsLive } from "../../src/kernel/Limits.ts"
+import * as JobEvents from "../../src/job/JobEvents.ts"
+import * as Limits from "../../src/job/Limits.ts"
 import { Llm, LlmTest } from "../../src/kernel/Llm.ts"
 
 const model = { id: "m", provider: "p", api: "openai-completions", contextWindow: 1000, maxTokens: 100 } as unknown as Model<Api>
@@ -24,12 +24,12 @@ const answer = (text: string, error?: string): AssistantMessage => ({
   timestamp: 0
 })
 
-const run = <A, E>(effect: Effect.Effect<A, E, Limits | Llm>, answers: ReadonlyArray<AssistantMessage> = []) => {
+const run = <A, E>(effect: Effect.Effect<A, E, Limits.Limits | Llm>, answers: ReadonlyArray<AssistantMessage> = []) => {
   const events: Array<JobEvent> = []
   let n = 0
   const llm = LlmTest(model, () => Effect.succeed(answers[n++] ?? answer("unscripted")), { baseDelayMs: 1000, maxDelayMs: 30_000, maxRetries: 8 })
-  const limits = LimitsLive({ timeoutSec: 100, idleTimeoutSec: 10, maxCostUsd: 1 }, { label: "p/m", contextWindow: 1000 })
-  const layer = llm.pipe(Layer.provideMerge(limits), Layer.provideMerge(JobEventsTest(events)))
+  const limits = Layer.effect(Limits.Limits, Limits.make({ timeoutSec: 100, idleTimeoutSec: 10, maxCostUsd: 1 }, { label: "p/m", contextWindow: 1000 }))
+  const layer = llm.pipe(Layer.provideMerge(limits), Layer.provideMerge(JobEvents.layerTest(events)))
   return Effect.runPromise(Effect.either(effect).pipe(Effect.provide(layer), Effect.provide(TestContext.TestContext))).then((r) => ({ r, events }))
 }
 
@@ -37,7 +37,7 @@ describe("Limits on the TestClock", () => {
   test("the idle watchdog fires after idleTimeoutSec without progress", async () => {
     const { r } = await run(
       Effect.gen(function* () {
-        const limits = yield* Limits
+        const limits = yield* Limits.Limits
         const idle = yield* Effect.fork(limits.enforce(Effect.never))
         yield* TestClock.adjust("10 seconds")
         return yield* Fiber.join(idle)
@@ -49,7 +49,7 @@ describe("Limits on the TestClock", () => {
   test("a planned wait longer than idleTimeoutSec passes; progress restarts the count after it", async () => {
     const { r } = await run(
       Effect.gen(function* () {
-        const limits = yield* Limits
+        const limits = yield* Limits.Limits
         const work = Effect.zipRight(limits.plannedWait(Effect.sleep("60 seconds")), Effect.never)
         const job = yield* Effect.fork(limits.enforce(work))
         yield* TestClock.adjust("69 seconds")
@@ -64,7 +64,7 @@ describe("Limits on the TestClock", () => {
   test("timeoutSec counts planned waits too", async () => {
     const { r } = await run(
       Effect.gen(function* () {
-        const limits = yield* Limits
+        const limits = yield* Limits.Limits
         const job = yield* Effect.fork(limits.enforce(limits.plannedWait(Effect.never)))
         yield* TestClock.adjust("100 seconds")
         return yield* Fiber.join(job)

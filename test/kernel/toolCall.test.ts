@@ -4,14 +4,11 @@
  */
 import { describe, expect, test } from "bun:test"
 import type { ToolCall } from "@earendil-works/pi-ai"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
-import { JobEvents, makeJobEvents } from "../../src/kernel/JobEvents.ts"
-import { LimitsTest } from "../../src/kernel/Limits.ts"
-import { Redactor } from "../../src/kernel/Redactor.ts"
+import * as JobServices from "../../src/job/JobServices.ts"
 import { runToolCall } from "../../src/kernel/toolCall.ts"
 import { defineTool, ToolError } from "../../src/tools/Tool.ts"
-import { WorkspaceLive } from "../../src/tools/Workspace.ts"
 
 const echo = defineTool({
   name: "echo",
@@ -25,9 +22,9 @@ const toolbox = { tools: new Map([[echo.name, echo]]), deny: () => ({ blocked: f
 const spansOf = async (calls: ReadonlyArray<ToolCall>) => {
   const events: Array<JobEvent> = []
   // A copy at delivery: whatever changes after the event went out must not count.
-  const jobEvents = Layer.effect(JobEvents, makeJobEvents("00000000-toolcall", new Redactor([]), (e) => void events.push(structuredClone(e))))
-  const layer = Layer.mergeAll(WorkspaceLive({ root: "/nonexistent", readOnly: ["/nonexistent"], outDir: "/nonexistent/out" }), LimitsTest()).pipe(
-    Layer.provideMerge(jobEvents)
+  const layer = JobServices.layerTest(
+    { root: "/nonexistent", readOnly: ["/nonexistent"], outDir: "/nonexistent/out" },
+    { jobId: "00000000-toolcall", deliver: (e) => void events.push(structuredClone(e)) }
   )
   await Effect.runPromise(Effect.forEach(calls, (c) => runToolCall(c, toolbox)).pipe(Effect.provide(layer)))
   return events.flatMap((e) => (e.type === "span" && e.name === "kintsugi.tool" ? [e] : []))

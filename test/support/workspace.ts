@@ -6,11 +6,8 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { type Context, Effect, Either, Layer } from "effect"
-import { JobEvents, makeJobEvents } from "../../src/kernel/JobEvents.ts"
-import { LimitsTest } from "../../src/kernel/Limits.ts"
-import { Redactor } from "../../src/kernel/Redactor.ts"
+import * as JobServices from "../../src/job/JobServices.ts"
 import type { KernelTool, ResolvedWorkspace, ToolError, ToolEvent, ToolOutput, ToolServices } from "../../src/tools/Tool.ts"
-import { WorkspaceLive } from "../../src/tools/Workspace.ts"
 
 export interface WorkspaceTree {
   /** workspace.root: holds `ro/` (readOnly[0]) and `out/` (outDir) plus whatever `files` adds. */
@@ -72,21 +69,18 @@ export interface RecordingContext {
 export const createToolContext = (workspace: ResolvedWorkspace, remainingMs = 60_000, onProgress?: () => void): RecordingContext => {
   const events: Array<ToolEvent> = []
   let progress = 0
-  const jobEvents = Layer.effect(
-    JobEvents,
-    makeJobEvents("00000000-tool-test", new Redactor([]), (e) => {
+  const layer = JobServices.layerTest(workspace, {
+    jobId: "00000000-tool-test",
+    deliver: (e) => {
       const { seq: _seq, at: _at, ...body } = e
       if (body.type === "source.read" || body.type === "output") events.push(body as ToolEvent)
-    })
-  )
-  const limits = LimitsTest({
+    },
     remainingMs,
     onProgress: () => {
       progress++
       onProgress?.()
     }
   })
-  const layer = Layer.mergeAll(WorkspaceLive(workspace), limits).pipe(Layer.provideMerge(jobEvents))
   const ctx = Effect.runSync(Effect.scoped(Layer.build(layer)))
   return { ctx, events, progressCalls: () => progress }
 }

@@ -10,7 +10,7 @@ import {
   resolveWritePath,
   validateInput,
   WorkspaceInvalid
-} from "../../src/tools/Workspace.ts"
+} from "../../src/job/confinement.ts"
 import { createWorkspaceTree, type WorkspaceTree } from "../support/workspace.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.

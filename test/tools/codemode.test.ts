@@ -5,12 +5,11 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Layer, Schema } from "effect"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
-import { JobEvents, JobEventsTest } from "../../src/kernel/JobEvents.ts"
-import { LimitsTest } from "../../src/kernel/Limits.ts"
+import { JobEvents } from "../../src/job/JobEvents.ts"
+import * as JobServices from "../../src/job/JobServices.ts"
 import { CODEMODE_READ_TOOLS, makeCodemode } from "../../src/tools/codemode/codemode.ts"
 import { read } from "../../src/tools/read.ts"
 import { defineTool } from "../../src/tools/Tool.ts"
-import { WorkspaceLive } from "../../src/tools/Workspace.ts"
 import {
   createToolContext,
   createWorkspaceTree,
@@ -114,7 +113,7 @@ describe("codemode: the API", () => {
       execute: () => Effect.flatMap(JobEvents, (events) => events.span("kintsugi.mcp", { server: "x" }, Effect.succeed({ text: "" })))
     })
     const events: Array<JobEvent> = []
-    const layer = Layer.mergeAll(WorkspaceLive(t.workspace), LimitsTest()).pipe(Layer.provideMerge(JobEventsTest(events)))
+    const layer = JobServices.layerTest(t.workspace, { deliver: (e) => void events.push(e) })
     const ctx = Effect.runSync(Effect.scoped(Layer.build(layer)))
     const r = await run(
       `for (let i = 0; i < 3; i++) await tools.read({ path: "ro/src/a.ts" }); await tools.grep({ pattern: "x" }); await tools.spanning({}); print("ok")`,

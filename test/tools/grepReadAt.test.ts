@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import fs from "node:fs"
 import path from "node:path"
-import { closeQuietly, listDirAt, openDirSyncChecked, openSubdirAt, readFileAtSyncChecked, type Scratch } from "../../src/tools/confinementSync.ts"
+import { closeQuietly, listDirAt, openDirSyncChecked, openSubdirAt, readFileAtSyncChecked, type Scratch } from "../../src/job/confinementSync.ts"
 import { startSearch, type FileResult } from "../../src/tools/grepPool.ts"
 import { buildMatcher, scanBytes, type LineMatcher } from "../../src/tools/grepScan.ts"
 import { drive, walkTree, type WalkStatus } from "../../src/tools/walkTree.ts"

@@ -3,12 +3,10 @@
  * server-everything (Streamable HTTP) and an in-process SDK server for the edge cases.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
-import { Effect, Either, Exit, Layer } from "effect"
+import { Effect, Either, Exit } from "effect"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import type { McpServer } from "../../src/contract/JobSpec.ts"
-import { JobEventsTest } from "../../src/kernel/JobEvents.ts"
-import { LimitsTest } from "../../src/kernel/Limits.ts"
-import { WorkspaceLive } from "../../src/tools/Workspace.ts"
+import * as JobServices from "../../src/job/JobServices.ts"
 import { connectMcp } from "../../src/tools/mcp/McpClient.ts"
 import { checkInputSchema } from "../../src/tools/mcp/mcpResult.ts"
 import { mcpGrantProblems, openMcpTools, type McpKernelTool } from "../../src/tools/mcp/mcpTools.ts"
@@ -23,9 +21,7 @@ const events: Array<JobEvent> = []
 const spans = () => events.flatMap((e) => (e.type === "span" ? [{ name: e.name, attributes: e.attributes, ok: e.status === "ok" }] : []))
 /** The per-job services of a tool call, with `remainingMs` left in the job. */
 const services = (remainingMs = 600_000) =>
-  Layer.mergeAll(WorkspaceLive({ root: "/nonexistent", readOnly: ["/nonexistent"], outDir: "/nonexistent/out" }), LimitsTest({ remainingMs })).pipe(
-    Layer.provideMerge(JobEventsTest(events))
-  )
+  JobServices.layerTest({ root: "/nonexistent", readOnly: ["/nonexistent"], outDir: "/nonexistent/out" }, { remainingMs, deliver: (e) => void events.push(e) })
 
 /** Opens the tools of `grants` on `servers` and runs `use` with them; the connections close afterwards. */
 const withTools = <A>(grants: ReadonlyArray<string>, servers: ReadonlyArray<McpServer>, use: (tools: ReadonlyArray<McpKernelTool>) => Promise<A>) =>

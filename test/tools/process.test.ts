@@ -3,7 +3,7 @@ import { Effect, Exit, Fiber } from "effect"
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "../../src/tools/limits.ts"
+import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "../../src/job/toolLimits.ts"
 import {
   createProcessRunner,
   ProcessRunner,

@@ -1,5 +1,5 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
-import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "../../src/tools/limits.ts"
+import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "../../src/job/toolLimits.ts"
 import { cutLines, cutUtf8, truncateOutput } from "../../src/tools/truncate.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.

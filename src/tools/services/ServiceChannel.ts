@@ -4,7 +4,7 @@
  * in answer size. The token is a secret: it is registered in the job's redactor and never in a message.
  */
 import { Effect, Schema } from "effect"
-import { ToolError } from "../ToolError.ts"
+import { ToolError } from "../../job/ToolError.ts"
 
 /** The envelope's `services`: the endpoint and this job's token. */
 export interface ServiceChannelConfig {

@@ -3,13 +3,13 @@
  * budget (with the usage totals it is measured on, reported as `usage` events) and the loop guard.
  */
 import type { Usage } from "@earendil-works/pi-ai"
-import { Clock, Context, Duration, Effect, Layer } from "effect"
+import { Clock, Context, Duration, Effect } from "effect"
 import type { Limits as JobLimits } from "../contract/JobSpec.ts"
 import { BudgetExceeded, JobTimedOut, TurnLimitReached } from "./errors.ts"
 import { JobEvents } from "./JobEvents.ts"
 import { RepeatGuard, StreamGuard, type RepeatVerdict } from "./LoopGuard.ts"
 
-export class Limits extends Context.Tag("kernel/Limits")<
+export class Limits extends Context.Tag("job/Limits")<
   Limits,
   {
     /** Notes model or tool progress for the idle watchdog. Callable from any callback; never fails. */
@@ -43,7 +43,7 @@ export interface MeteredModel {
 }
 
 /** The service for one job; the deadline starts now. Needs JobEvents for the `usage` events. */
-export const makeLimits = (limits: JobLimits, model: MeteredModel): Effect.Effect<Limits["Type"], never, JobEvents> =>
+export const make = (limits: JobLimits, model: MeteredModel): Effect.Effect<Limits["Type"], never, JobEvents> =>
   Effect.gen(function* () {
     const events = yield* JobEvents
     const clock = yield* Effect.clock
@@ -133,21 +133,3 @@ export const makeLimits = (limits: JobLimits, model: MeteredModel): Effect.Effec
       streamGuard: () => new StreamGuard()
     }
   })
-
-/** The live service of one job. */
-export const LimitsLive = (limits: JobLimits, model: MeteredModel): Layer.Layer<Limits, never, JobEvents> =>
-  Layer.effect(Limits, makeLimits(limits, model))
-
-/**
- * A test service for tools: `remainingMs` fixed, progress counted in `onProgress`; the job limits
- * (turns, budget, loop guard) behave as for a job with only `timeoutSec` set.
- */
-export const LimitsTest = (options: { readonly remainingMs?: number; readonly onProgress?: () => void } = {}): Layer.Layer<Limits, never, JobEvents> =>
-  Layer.effect(
-    Limits,
-    Effect.map(makeLimits({ timeoutSec: 3600 }, { label: "test/model", contextWindow: 100_000 }), (live) => ({
-      ...live,
-      progress: () => options.onProgress?.(),
-      remainingMs: Effect.succeed(options.remainingMs ?? 60_000)
-    }))
-  )

@@ -8,7 +8,7 @@ import path from "node:path"
 import { Effect, Schema } from "effect"
 import type { Problem } from "../contract/Problem.ts"
 import { ToolError } from "./ToolError.ts"
-import { MAX_PATH_INPUT_BYTES } from "./limits.ts"
+import { MAX_PATH_INPUT_BYTES } from "./toolLimits.ts"
 import { C, closeQuietly, fdInside, fdPath, isInside, readFd } from "./confinementSync.ts"
 
 export { HEAD_BYTES, isInside, listDirSync, readFileSyncChecked, type Scratch } from "./confinementSync.ts"

@@ -3,16 +3,21 @@
  * per fiber, and the job's redactor. Times come from Effect's Clock, so TestClock drives them too.
  */
 import { Clock, Context, Effect, Exit, FiberRef, Layer } from "effect"
-import type { JobEvent, JobEventBody } from "../contract/JobEvent.ts"
+import type { JobEvent, JobEventBody, SPAN_NAMES } from "../contract/JobEvent.ts"
 import { EventSink } from "./EventSink.ts"
 import { Redactor } from "./Redactor.ts"
-import type { SPAN_NAMES } from "../contract/JobEvent.ts"
-import type { ShownRange } from "./grounding.ts"
 
 export type SpanName = (typeof SPAN_NAMES)[number]
 export type SpanAttributes = Record<string, string | number | boolean>
 
-export class JobEvents extends Context.Tag("kernel/JobEvents")<
+/** One range shown to the model; `lastLine` null = to the end of the file. */
+export interface ShownRange {
+  readonly path: string
+  readonly firstLine: number
+  readonly lastLine: number | null
+}
+
+export class JobEvents extends Context.Tag("job/JobEvents")<
   JobEvents,
   {
     readonly jobId: string
@@ -48,7 +53,7 @@ const currentSpan = FiberRef.unsafeMake<string | undefined>(undefined)
 const nowMs = Effect.map(Clock.currentTimeNanos, (ns) => Number(ns) / 1e6)
 
 /** The service over a redactor and a delivery function (the job's event queue). */
-export const makeJobEvents = (jobId: string, redactor: Redactor, deliver: (event: JobEvent) => void): Effect.Effect<JobEvents["Type"]> =>
+export const make = (jobId: string, redactor: Redactor, deliver: (event: JobEvent) => void): Effect.Effect<JobEvents["Type"]> =>
   Effect.map(Effect.clock, (clock) => {
     const sink = new EventSink(redactor, deliver, () => new Date(clock.unsafeCurrentTimeMillis()))
     const shown: Array<ShownRange> = []
@@ -106,9 +111,9 @@ export const makeJobEvents = (jobId: string, redactor: Redactor, deliver: (event
   })
 
 /** The live service of one job: events go to `deliver` after redaction with `secrets`. */
-export const JobEventsLive = (jobId: string, secrets: ReadonlyArray<string>, deliver: (event: JobEvent) => void): Layer.Layer<JobEvents> =>
-  Layer.effect(JobEvents, makeJobEvents(jobId, new Redactor(secrets), deliver))
+export const layer = (jobId: string, secrets: ReadonlyArray<string>, deliver: (event: JobEvent) => void): Layer.Layer<JobEvents> =>
+  Layer.effect(JobEvents, make(jobId, new Redactor(secrets), deliver))
 
 /** A test service: every event lands in `events`; nothing is redacted. */
-export const JobEventsTest = (events: Array<JobEvent>, jobId = "00000000-test-job"): Layer.Layer<JobEvents> =>
-  Layer.effect(JobEvents, makeJobEvents(jobId, new Redactor([]), (e) => void events.push(e)))
+export const layerTest = (events: Array<JobEvent>, jobId = "00000000-test-job"): Layer.Layer<JobEvents> =>
+  Layer.effect(JobEvents, make(jobId, new Redactor([]), (e) => void events.push(e)))

@@ -1,27 +1,22 @@
 /**
  * The per-job `Workspace` service: the job's canonical workspace and confined file IO. Tools reach
- * files only through it; the path rules themselves live in confinement.ts (re-exported here).
+ * files only through it; the path rules themselves live in confinement.ts.
  */
 import type fs from "node:fs"
-import { Context, Effect, Layer } from "effect"
+import { Context, type Effect } from "effect"
 import {
   atomicWrite,
   readDirChecked,
   readFileChecked,
   resolveReadPath,
-  resolveWorkspace,
   resolveWritePath,
-  type PathCheck,
   type ReadTarget,
   type ResolvedWorkspace,
-  type WorkspaceSpec,
   type WriteTarget
 } from "./confinement.ts"
 import type { ToolError } from "./ToolError.ts"
 
-export * from "./confinement.ts"
-
-export class Workspace extends Context.Tag("tools/Workspace")<
+export class Workspace extends Context.Tag("job/Workspace")<
   Workspace,
   {
     /** The job's workspace, canonical (realpath), resolved once at job start. */
@@ -43,7 +38,7 @@ export class Workspace extends Context.Tag("tools/Workspace")<
 >() {}
 
 /** The service over an already canonical workspace. */
-export const makeWorkspace = (paths: ResolvedWorkspace): Workspace["Type"] => ({
+export const make = (paths: ResolvedWorkspace): Workspace["Type"] => ({
   paths,
   resolveRead: (input) => resolveReadPath(paths, input),
   resolveWrite: (input) => resolveWritePath(paths, input),
@@ -51,13 +46,3 @@ export const makeWorkspace = (paths: ResolvedWorkspace): Workspace["Type"] => ({
   readDir: readDirChecked,
   write: atomicWrite
 })
-
-/** The live service of one job, over the workspace the kernel resolved when the job started. */
-export const WorkspaceLive = (paths: ResolvedWorkspace): Layer.Layer<Workspace> => Layer.succeed(Workspace, makeWorkspace(paths))
-
-/**
- * The service over a workspace as a spec gives it (tests, standalone tools): canonicalized first,
- * failing with every problem (WorkspaceInvalid).
- */
-export const WorkspaceFromSpec = (spec: WorkspaceSpec, check?: PathCheck) =>
-  Layer.effect(Workspace, Effect.map(resolveWorkspace(spec, check), makeWorkspace))

@@ -150,6 +150,7 @@ export const makeAccess = Effect.gen(function* () {
   // read (the embedded database): a revoked token, a disabled user, a changed permission, a signed-out
   // session is a write, so the next request reads again. Failed lookups are never kept.
   const principals = cachedUntilWrite<string, Option.Option<{ readonly principal: Principal; readonly expiresAt: Date }>>(yield* DbWrites, {
+    topic: "access",
     max: 1000,
     ttlMs: PRINCIPAL_TTL_MS,
     until: (found) => Option.isSome(found) ? found.value.expiresAt.getTime() : 0

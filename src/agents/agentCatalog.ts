@@ -173,7 +173,7 @@ export const makeAgentCatalog = Effect.gen(function* () {
 
   // The catalog generation (migration 047's counter, bumped in the writing transaction by any change to
   // agents, bindings, shared skills or MCP servers), answered from memory until a write (DbWrites).
-  const generations = cachedUntilWrite<"generation", string>(yield* DbWrites, { max: 1, ttlMs: Number.POSITIVE_INFINITY })
+  const generations = cachedUntilWrite<"generation", string>(yield* DbWrites, { topic: "catalog", max: 1, ttlMs: Number.POSITIVE_INFINITY })
   const currentGeneration = generations("generation", Effect.orDie(provide(entries.selectGeneration)))
   // The listing of the newest generation seen, loaded once however many requests ask at once (a
   // failed load is not kept); pages are cached by query for that generation.

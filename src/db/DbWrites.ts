@@ -1,8 +1,8 @@
 /**
  * What this process knows about writes to its database, so hot reads (a token's principal, the
  * catalog generation) can be answered from memory without queueing behind the embedded database's one
- * connection — and never stale: after a statement that may have written completes, the next read asks
- * the database again. Exact only where this process is the database's one client: the embedded
+ * connection — and never stale: after a statement that may have written to a table the read depends on
+ * (its topic) completes, the next read asks the database again. Exact only where this process is the database's one client: the embedded
  * database (its data dir is locked to one process, and every statement of the process passes the
  * protocol watcher below, raw SQL and migrations included), and a PostgreSQL server while this
  * process's pool passes the same watcher and its listener hears the other processes' writes
@@ -11,18 +11,31 @@
 import { Context, Deferred, Effect } from "effect"
 import type net from "node:net"
 
+/**
+ * What a cached read depends on: `access` (users, permissions, sessions, API tokens) or `catalog`
+ * (agents, their versions and bindings, shared skills, MCP servers, the catalog generation).
+ */
+export type WriteTopic = "access" | "catalog"
+
+/** A topic's bit in the masks `statementTopics` and `tableTopics` return. */
+export const TOPIC_BIT: Readonly<Record<WriteTopic, number>> = { access: 1, catalog: 2 }
+const BIT = TOPIC_BIT
+/** Every topic: what a write that cannot be classified changes. */
+export const ALL_TOPICS = BIT.access | BIT.catalog
+
 export class DbWrites extends Context.Tag("db/DbWrites")<
   DbWrites,
   {
     /**
-     * A number that changes whenever a statement that may have written completes (this process's, or
-     * another process's once its notification arrived: serverWrites.ts); a value read from the database
-     * while it stayed the same is still the database's. Undefined whenever writes cannot be known (a
-     * server's listener not listening, TLS): then nothing read may be reused.
+     * A number that changes whenever a statement that may have written to `topic`'s tables completes
+     * (this process's, or another process's once its notification arrived: serverWrites.ts); without a
+     * topic, one that changes on a write to any. A value read while it stayed the same is still the
+     * database's. Undefined whenever writes cannot be known (a server's listener not listening, TLS):
+     * then nothing read may be reused.
      */
-    readonly epoch: () => number | undefined
-    /** Completes once `epoch()` differs from `from` (at once when it already does); never fails. */
-    readonly changed: (from: number | undefined) => Effect.Effect<void>
+    readonly epoch: (topic?: WriteTopic) => number | undefined
+    /** Completes once `epoch(topic)` differs from `from` (at once when it already does); never fails. */
+    readonly changed: (from: number | undefined, topic?: WriteTopic) => Effect.Effect<void>
   }
 >() {}
 
@@ -30,53 +43,98 @@ export class DbWrites extends Context.Tag("db/DbWrites")<
 export const unknownWrites: DbWrites["Type"] = { epoch: () => undefined, changed: (from) => (from === undefined ? Effect.never : Effect.void) }
 
 /**
- * A write counter: `bump` on every statement that may write (at its completion), on a connection lost,
- * on a worker replaced, on another process's write heard. `known(false)` makes the epoch undefined
- * (nothing may be reused) until `known(true)`, which bumps: what was read before is never reused.
+ * A write counter per topic: `bump(topics)` (a mask, every topic by default) on every statement that
+ * may write (at its completion), on a connection lost, on a worker replaced, on another process's
+ * write heard. `known(false)` makes the epochs undefined (nothing may be reused) until `known(true)`,
+ * which bumps every topic: what was read before is never reused.
  */
 export const makeWriteCounter = (initiallyKnown = true) => {
-  let n = 0
+  const counts = { access: 0, catalog: 0 }
   let known = initiallyKnown
   const waiters = new Set<() => void>()
-  const epoch = () => (known ? n : undefined)
+  const epoch = (topic?: WriteTopic) => (known ? (topic === undefined ? counts.access + counts.catalog : counts[topic]) : undefined)
   const wake = () => {
     for (const waiter of [...waiters]) waiter()
   }
-  const changed = (from: number | undefined): Effect.Effect<void> =>
+  const changed = (from: number | undefined, topic?: WriteTopic): Effect.Effect<void> =>
     Effect.async<void>((resume) => {
-      if (epoch() !== from) return resume(Effect.void)
+      if (epoch(topic) !== from) return resume(Effect.void)
       const waiter = () => {
-        if (epoch() === from) return
+        if (epoch(topic) === from) return
         waiters.delete(waiter)
         resume(Effect.void)
       }
       waiters.add(waiter)
       return Effect.sync(() => void waiters.delete(waiter))
     })
+  const bump = (topics: number = ALL_TOPICS) => {
+    if ((topics & BIT.access) !== 0) counts.access++
+    if ((topics & BIT.catalog) !== 0) counts.catalog++
+    if (topics !== 0 && waiters.size > 0) wake()
+  }
   return {
     writes: { epoch, changed } satisfies DbWrites["Type"],
-    bump: () => {
-      n++
-      if (waiters.size > 0) wake()
-    },
+    bump,
     known: (now: boolean) => {
-      if (now) n++
+      if (now) bump()
       known = now
       if (waiters.size > 0) wake()
     }
   }
 }
 
+const TABLE_TOPICS: ReadonlyMap<string, number> = new Map([
+  ...["admin.app_user", "admin.user_permission", "admin.session", "admin.api_token"].map((t) => [t, BIT.access] as const),
+  ...[
+    "admin.agent",
+    "admin.agent_version",
+    "admin.agent_version_counter",
+    "admin.agent_binding",
+    "admin.agent_restore",
+    "admin.agent_catalog_entry",
+    "admin.agent_skill",
+    "admin.agent_skill_file",
+    "admin.agent_skill_version",
+    "admin.mcp_server",
+    "admin.catalog_generation"
+  ].map((t) => [t, BIT.catalog] as const),
+  // Evaluation runs: no cached read depends on them (and no trigger or cascade reaches a cached table).
+  ...["admin.agent_eval_run", "admin.agent_eval_result"].map((t) => [t, 0] as const)
+])
+
 /**
- * A statement that cannot change what another statement reads: one SELECT that names no writing
- * keyword or function, or opening a transaction, a savepoint, or rolling back (the writes inside
- * counted already; a COMMIT counts as a write: it makes them visible). Conservative: a false "may
- * write" only costs a cache miss. `WITH` (data-modifying CTEs), `SELECT … INTO`, `FOR UPDATE`,
- * sequences and everything else count as writes.
+ * The topics a write to `table` (`schema.table`, unquoted) may change: none for the job side (the
+ * schemas `runtime` and `memory`: jobs, events, leases, projects, notes), its topic for a cached
+ * table, every topic for any other table.
  */
-const WRITING = /\b(insert|update|delete|merge|truncate|copy|call|do|into|nextval|setval|set_config|pg_notify|lo_\w+|refresh|lock|vacuum|analyze|reindex|cluster)\b/i
-const TRANSACTION_CONTROL = /^\s*(begin|start\s+transaction|savepoint|release|rollback)\b[^;]*;?\s*$/i
-export const isReadOnlySql = (text: string): boolean => (/^\s*select\b/i.test(text) && !WRITING.test(text)) || TRANSACTION_CONTROL.test(text)
+export const tableTopics = (table: string): number =>
+  TABLE_TOPICS.get(table) ?? (table.startsWith("runtime.") || table.startsWith("memory.") ? 0 : ALL_TOPICS)
+
+// Clauses that name a writing keyword without writing: row locks and an INSERT's conflict action.
+const NOT_WRITING = /\bfor\s+(?:no\s+key\s+update|update|key\s+share|share)\b|\bdo\s+(?:nothing|update\s+set)\b|\bpg_notify\b/gi
+const TARGET = /\b(?:insert\s+into|update|delete\s+from)\s+(?:only\s+)?([a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*)\b(?!\s*\.)/gi
+const WRITING = /\b(insert|update|delete|merge|truncate|copy|call|do|into|nextval|setval|set_config|lo_\w+|refresh|lock|vacuum|analyze|reindex|cluster)\b/i
+const DATA_STATEMENT = /^\s*(select|with|insert|update|delete|values|table)\b/i
+// Statements that change no data: transaction control (a transaction's writes count at its end),
+// notifications.
+const NO_DATA = /^\s*(begin|start\s+transaction|savepoint|release|rollback|commit|end|abort|notify|listen|unlisten)\b[^;]*;?\s*$/i
+
+/**
+ * The topics (a mask of `WriteTopic`s) a statement may change, by the tables it writes: 0 for a read, a
+ * transaction control statement or a write to tables no cached read depends on. Conservative: a
+ * statement whose every write it cannot name (DDL, several statements, quoted or unqualified names,
+ * functions that write, MERGE, TRUNCATE, COPY) changes every topic; a false topic only costs a cache miss.
+ */
+export const statementTopics = (text: string): number => {
+  if (NO_DATA.test(text)) return 0
+  if (!DATA_STATEMENT.test(text) || /;\s*\S/.test(text)) return ALL_TOPICS
+  let topics = 0
+  const rest = text.replace(NOT_WRITING, " ").replace(TARGET, (_, table: string) => {
+    topics |= tableTopics(table.toLowerCase())
+    return " "
+  })
+  return WRITING.test(rest) ? ALL_TOPICS : topics
+}
 
 const cString = (body: Buffer, from: number): { readonly text: string; readonly end: number } => {
   const end = body.indexOf(0, from)
@@ -141,42 +199,48 @@ const K = 0x4b // BackendKeyData
 
 /**
  * Watches one client connection's protocol traffic: a statement that may write (simple query, or the
- * Bind of a parsed statement, whose text is not read-only; a function call; COPY data) bumps `bump` at
- * the ReadyForQuery that ends it, before its client hears it completed. That is enough: a value read
- * before the write completed is refused when the epoch moved while it was read, or dropped when it
- * moves later; a transaction's writes are visible once its COMMIT (not a SELECT) completes. Bumping
- * at send as well would only empty the caches for as long as the statement runs (the worker's
- * claim polls are such statements). A lost connection bumps too. `onBackend` hears the server process
- * id of the connection once it is known (BackendKeyData), and undefined once the connection closed.
+ * Bind of a parsed statement, classified by `statementTopics`; a function call and COPY data: every
+ * topic) bumps its topics at the ReadyForQuery that ends it, before its client hears it completed, and
+ * a transaction's topics are bumped again at the ReadyForQuery that says it ended (its COMMIT made them
+ * visible). That is enough: a value read before the write completed is refused when the epoch moved
+ * while it was read, or dropped when it moves later. Bumping at send as well would only empty the
+ * caches for as long as the statement runs. A lost connection bumps every topic. `onBackend` hears the
+ * server process id of the connection once it is known (BackendKeyData), and undefined once the
+ * connection closed.
  */
-export const watchConnection = (bump: () => void, onBackend?: (pid: number | undefined) => void) => {
-  const statements = new Map<string, boolean>()
-  let pending = false
-  const mayWrite = () => void (pending = true)
+export const watchConnection = (bump: (topics: number) => void, onBackend?: (pid: number | undefined) => void) => {
+  const statements = new Map<string, number>()
+  let pending = 0
+  let inTransaction = 0
+  const mayWrite = (topics: number) => void (pending |= topics)
   // A Bind's first bytes name its portal and statement; the statement text is in Query and Parse.
   const sent = messageReader(true, (t) => (t === Q || t === P ? Number.POSITIVE_INFINITY : t === B ? 512 : 0), (type, body) => {
     if (type === Q && body !== undefined) {
-      if (!isReadOnlySql(cString(body, 0).text)) mayWrite()
+      mayWrite(statementTopics(cString(body, 0).text))
     } else if (type === P && body !== undefined) {
       const name = cString(body, 0)
-      statements.set(name.text, isReadOnlySql(cString(body, name.end).text))
+      statements.set(name.text, statementTopics(cString(body, name.end).text))
     } else if (type === B && body !== undefined) {
       const statement = cString(body, cString(body, 0).end).text
-      if (statements.get(statement) !== true) mayWrite()
-    } else if (type === F || type === D) mayWrite()
+      mayWrite(statements.get(statement) ?? ALL_TOPICS)
+    } else if (type === F || type === D) mayWrite(ALL_TOPICS)
   })
   let backend: number | undefined
-  const received = messageReader(false, (t) => (t === K && onBackend !== undefined ? 4 : 0), (type, body) => {
-    if (type === Z && pending) {
-      pending = false
-      bump()
+  const received = messageReader(false, (t) => (t === Z ? 1 : t === K && onBackend !== undefined ? 4 : 0), (type, body) => {
+    if (type === Z) {
+      // The transaction status: T or E inside a transaction, I (idle) once none is open.
+      const ended = body?.[0] !== 0x54 && body?.[0] !== 0x45
+      const topics = pending | (ended ? inTransaction : 0)
+      inTransaction = ended ? 0 : inTransaction | pending
+      pending = 0
+      if (topics !== 0) bump(topics)
     } else if (type === K && body !== undefined && body.length >= 4) {
       backend = body.readInt32BE(0)
       onBackend?.(backend)
     }
   })
   const closed = () => {
-    bump()
+    bump(ALL_TOPICS)
     if (backend !== undefined) onBackend?.(undefined)
   }
   return { sent, received, closed, backend: () => backend }
@@ -208,19 +272,22 @@ export const watchSocket = <S extends net.Socket>(socket: S, watcher: ReturnType
 }
 
 /**
- * `read`, answered from memory while no write happened since it was last read (per `key`, at most
+ * `read`, answered from memory while no write to `topic` happened since it was last read (per `key`, at most
  * `max` keys; each kept at most until its `until(value)` (epoch ms) or `ttlMs` after it was read, and
  * only when `keep(value)`). Concurrent misses of one key share one read. With `writes` of a server
  * every call reads.
  */
-export const cachedUntilWrite = <K, A>(writes: DbWrites["Type"], options: { readonly max: number; readonly ttlMs: number; readonly until?: (value: A) => number }) => {
+export const cachedUntilWrite = <K, A>(
+  writes: DbWrites["Type"],
+  options: { readonly topic: WriteTopic; readonly max: number; readonly ttlMs: number; readonly until?: (value: A) => number }
+) => {
   const held = new Map<K, { readonly value: A; readonly until: number }>()
   const reading = new Map<K, { readonly epoch: number; readonly done: Deferred.Deferred<A> }>()
   let heldAt: number | undefined
   return (key: K, read: Effect.Effect<A>, keep: (value: A) => boolean = () => true): Effect.Effect<A> =>
     Effect.suspend(() => {
       // The epoch is taken before the read is sent: a write completing meanwhile makes the value unusable.
-      const epoch = writes.epoch()
+      const epoch = writes.epoch(options.topic)
       if (epoch === undefined) return read
       if (epoch !== heldAt) {
         held.clear()
@@ -232,7 +299,7 @@ export const cachedUntilWrite = <K, A>(writes: DbWrites["Type"], options: { read
       if (pending !== undefined && pending.epoch === epoch) return Deferred.await(pending.done)
       const store = (value: A) =>
         Effect.sync(() => {
-          if (writes.epoch() !== epoch || heldAt !== epoch || !keep(value)) return
+          if (writes.epoch(options.topic) !== epoch || heldAt !== epoch || !keep(value)) return
           if (held.size >= options.max) held.clear()
           held.set(key, { value, until: Math.min(Date.now() + options.ttlMs, options.until?.(value) ?? Number.POSITIVE_INFINITY) })
         })

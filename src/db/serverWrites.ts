@@ -2,14 +2,15 @@
  * What this process knows of writes to a PostgreSQL server (DbWrites): its own pool's statements pass
  * the protocol watcher (as on the embedded database), and every other process's committed write to a
  * table a cached read may depend on arrives as a `kintsugi_writes` notification (migration 052) on one
- * dedicated listening connection. While that connection is not listening, nothing is known: the epoch
- * is undefined and every read asks the database.
+ * dedicated listening connection, where it moves the epochs of that table's topics (`tableTopics`).
+ * While that connection is not listening, nothing is known: the epochs are undefined and every read
+ * asks the database.
  */
 import { Duration, Effect, type Scope } from "effect"
 import net from "node:net"
 import pg from "pg"
 import { innermostMessage } from "./DbError.ts"
-import { type DbWrites, makeWriteCounter, watchConnection, watchSocket } from "./DbWrites.ts"
+import { type DbWrites, makeWriteCounter, tableTopics, watchConnection, watchSocket } from "./DbWrites.ts"
 
 /** The channel migration 052's triggers notify, with the written table (`schema.table`) as payload. */
 export const WRITES_CHANNEL = "kintsugi_writes"
@@ -70,8 +71,8 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
   // trigger functions, and the embedded database relies on the same.)
   const ownBackends = new Set<number>()
   const writes: DbWrites["Type"] = {
-    epoch: () => (blind ? undefined : counter.writes.epoch()),
-    changed: (from) => counter.writes.changed(from)
+    epoch: (topic) => (blind ? undefined : counter.writes.epoch(topic)),
+    changed: (from, topic) => counter.writes.changed(from, topic)
   }
   const stream = (config?: { readonly ssl?: unknown }): net.Socket => {
     // node-postgres would wrap this socket in TLS and write through the wrapper: unwatchable, for good.
@@ -127,7 +128,7 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
         try: async () => {
           const c = new pg.Client({ connectionString: url, application_name: "kintsugi-listener", keepAlive: true, connectionTimeoutMillis: 10_000 })
           c.on("notification", (n) => {
-            if (n.channel === WRITES_CHANNEL && !ownBackends.has(n.processId)) counter.bump()
+            if (n.channel === WRITES_CHANNEL && !ownBackends.has(n.processId)) counter.bump(tableTopics(n.payload ?? ""))
           })
           c.on("error", (e) => {
             reason = clean(innermostMessage(e))

@@ -6,49 +6,75 @@
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
+import { Access, AccessLive } from "../../src/access/Access.ts"
+import { JobStore, JobStoreLive } from "../../src/worker/JobStore.ts"
 import { DbWrites } from "../../src/db/Db.ts"
-import { cachedUntilWrite, isReadOnlySql, unknownWrites, watchConnection } from "../../src/db/DbWrites.ts"
+import { ALL_TOPICS, cachedUntilWrite, statementTopics, TOPIC_BIT, unknownWrites, watchConnection } from "../../src/db/DbWrites.ts"
 import { usesTls } from "../../src/db/serverWrites.ts"
 import { useTestDb } from "../support/db.ts"
 
 setDefaultTimeout(60_000)
 
-const db = useTestDb()
+const db = useTestDb(Layer.mergeAll(JobStoreLive, AccessLive))
 const epoch = () => db.run(Effect.map(DbWrites, (w) => w.epoch()))
 const statement = (text: string) => db.run(Effect.flatMap(SqlClient, (sql) => sql.unsafe(text)))
 
-describe("isReadOnlySql", () => {
-  test("a plain SELECT or a transaction opened or rolled back leaves data alone; anything that may write does not", () => {
-    for (const read of [
-      "SELECT 1",
-      "  select n FROM admin.catalog_generation",
-      "SELECT u.updated_at, t.last_used_at FROM x t WHERE t.deleted_at IS NULL",
-      "BEGIN",
-      "SAVEPOINT effect_sql_1",
-      "RELEASE SAVEPOINT effect_sql_1",
-      "ROLLBACK TO SAVEPOINT effect_sql_1",
-      "ROLLBACK"
-    ]) {
-      expect(isReadOnlySql(read)).toBe(true)
-    }
-    for (const write of [
-      "INSERT INTO t VALUES (1)",
-      "UPDATE t SET x = 1",
-      "DELETE FROM t",
-      "WITH gone AS (DELETE FROM t RETURNING x) SELECT count(*) FROM gone",
-      "SELECT * INTO copy FROM t",
-      "SELECT * FROM t FOR UPDATE",
-      "SELECT nextval('s')",
-      "SELECT set_config('x', 'y', false)",
-      "SELECT pg_notify('c', 'p')",
-      "COMMIT",
-      "BEGIN; DELETE FROM t",
-      "TRUNCATE t",
-      "CREATE TABLE t (x int)"
-    ]) {
-      expect(isReadOnlySql(write)).toBe(false)
-    }
+const ACCESS = TOPIC_BIT.access
+const CATALOG = TOPIC_BIT.catalog
+
+describe("statementTopics", () => {
+  test("reads, transaction control and notifications change nothing; a write changes the topics of the tables it names; anything else every topic", () => {
+    const cases: ReadonlyArray<readonly [string, number]> = [
+      ["SELECT 1", 0],
+      ["  select n FROM admin.catalog_generation", 0],
+      ["SELECT u.updated_at, t.last_used_at FROM x t WHERE t.deleted_at IS NULL", 0],
+      ["SELECT id FROM runtime.job WHERE status = 'queued' FOR UPDATE SKIP LOCKED LIMIT 1", 0],
+      ["SELECT pg_notify('c', 'p')", 0],
+      ["NOTIFY c", 0],
+      ["BEGIN", 0],
+      ["SAVEPOINT effect_sql_1", 0],
+      ["RELEASE SAVEPOINT effect_sql_1", 0],
+      ["ROLLBACK TO SAVEPOINT effect_sql_1", 0],
+      ["ROLLBACK", 0],
+      ["COMMIT", 0],
+      // The job side: claims, heartbeats, events, settles, memory.
+      [`UPDATE runtime.job SET status = 'running', worker_id = $1 WHERE id = (SELECT id FROM runtime.job WHERE status = 'queued'
+        ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id`, 0],
+      ["UPDATE runtime.job SET heartbeat_at = now() WHERE id = $1 AND status = 'running' RETURNING id", 0],
+      [`INSERT INTO runtime.job_event (job_id, seq, type, event) SELECT $1, $2, $3, $4::jsonb
+        WHERE EXISTS (SELECT 1 FROM runtime.job WHERE id = $5 AND status = 'running') ON CONFLICT DO NOTHING`, 0],
+      ["INSERT INTO memory.settings (project_id, enabled) VALUES ($1, $2) ON CONFLICT (project_id) DO UPDATE SET enabled = $3", 0],
+      ["DELETE FROM runtime.service_token WHERE job_id = $1", 0],
+      ["INSERT INTO admin.agent_eval_run (id) VALUES ($1)", 0],
+      // Cached tables: their topic.
+      ["UPDATE admin.api_token SET last_used_at = now() WHERE id = $1", ACCESS],
+      ["DELETE FROM admin.session WHERE token_hash = $1", ACCESS],
+      ["INSERT INTO admin.app_user (username, password_hash) VALUES ($1, $2) ON CONFLICT (username) DO NOTHING RETURNING id", ACCESS],
+      ["UPDATE admin.agent SET enabled = false WHERE name = $1", CATALOG],
+      ["INSERT INTO ADMIN.MCP_SERVER (name) VALUES ($1)", CATALOG],
+      ["WITH b AS (DELETE FROM admin.agent_binding WHERE agent = $1 RETURNING 1) SELECT count(*) FROM b", CATALOG],
+      ["WITH s AS (DELETE FROM admin.session WHERE user_id = $1) UPDATE ONLY admin.agent SET enabled = true", ACCESS | CATALOG],
+      ["WITH j AS (UPDATE runtime.job SET status = 'failed' RETURNING id) DELETE FROM admin.user_permission WHERE user_id = $1", ACCESS],
+      // Whatever cannot be named: every topic.
+      ["INSERT INTO t VALUES (1)", ALL_TOPICS],
+      ["UPDATE t SET x = 1", ALL_TOPICS],
+      ['UPDATE "admin"."agent" SET enabled = true', ALL_TOPICS],
+      ["UPDATE admin.llm_provider SET name = $1", ALL_TOPICS],
+      ["DELETE FROM public.t", ALL_TOPICS],
+      ["SELECT * INTO copy FROM t", ALL_TOPICS],
+      ["SELECT nextval('s')", ALL_TOPICS],
+      ["SELECT set_config('x', 'y', false)", ALL_TOPICS],
+      ["BEGIN; DELETE FROM runtime.job", ALL_TOPICS],
+      ["TRUNCATE runtime.job, admin.agent", ALL_TOPICS],
+      ["MERGE INTO runtime.job j USING x ON true WHEN MATCHED THEN UPDATE SET status = 'queued'", ALL_TOPICS],
+      ["COPY runtime.job_event FROM STDIN", ALL_TOPICS],
+      ["DO $$ BEGIN PERFORM 1; END $$", ALL_TOPICS],
+      ["SET statement_timeout = 0", ALL_TOPICS],
+      ["CREATE TABLE t (x int)", ALL_TOPICS],
+      ["LOCK TABLE runtime.job", ALL_TOPICS]
+    ]
+    for (const [text, topics] of cases) expect([text, statementTopics(text)]).toEqual([text, topics])
   })
 })
 
@@ -129,6 +155,58 @@ describe("DbWrites", () => {
     expect(await epoch()).not.toBe(insideTx)
   })
 
+  test("the job side's writes (enqueue, claim, heartbeat, events, settle) leave the token and catalog caches warm; a user's or an agent's change empties only its own", async () => {
+    let accessReads = 0
+    let catalogReads = 0
+    const { token, generation } = await db.run(Effect.gen(function* () {
+      const writes = yield* DbWrites
+      const tokens = cachedUntilWrite<string, number>(writes, { topic: "access", max: 10, ttlMs: 60_000 })
+      const generations = cachedUntilWrite<string, number>(writes, { topic: "catalog", max: 10, ttlMs: 60_000 })
+      return {
+        token: () => db.run(tokens("t", Effect.sync(() => ++accessReads))),
+        generation: () => db.run(generations("g", Effect.sync(() => ++catalogReads)))
+      }
+    }))
+    await token()
+    await generation()
+    expect([accessReads, catalogReads]).toEqual([1, 1])
+
+    await db.run(Effect.gen(function* () {
+      const store = yield* JobStore
+      const job = yield* store.enqueue({ agent: "codebase-inventory", task: "t", workspace: { root: "/r", readOnly: [], outDir: "/r/out" }, limits: { timeoutSec: 60 } }, "someone")
+      yield* store.claim("w", 60_000, job.id)
+      yield* store.claim("w", 60_000)
+      yield* store.heartbeat(job.id, "w", 60_000)
+      yield* store.started(job.id, "1", "p/m")
+      yield* store.appendEvent(job.id, { type: "message.delta", seq: 0, at: new Date().toISOString(), text: "x" })
+      yield* store.settle(job.id, { status: "completed", summary: "s" }, null)
+      yield* store.settleExpired
+    }))
+    await token()
+    await generation()
+    expect([accessReads, catalogReads]).toEqual([1, 1])
+
+    await db.run(Effect.flatMap(Access, (a) => a.addUser("topical", "a long enough password", [])))
+    await token()
+    await generation()
+    expect([accessReads, catalogReads]).toEqual([2, 1])
+
+    await statement("UPDATE admin.agent SET enabled = enabled WHERE false")
+    await token()
+    await generation()
+    expect([accessReads, catalogReads]).toEqual([2, 2])
+
+    // A transaction: its writes count when each completes and again at its end, by topic.
+    await db.run(Effect.flatMap(SqlClient, (sql) => sql.withTransaction(sql`UPDATE runtime.job SET heartbeat_at = now() WHERE false`)))
+    await token()
+    await generation()
+    expect([accessReads, catalogReads]).toEqual([2, 2])
+    await db.run(Effect.flatMap(SqlClient, (sql) => sql.withTransaction(sql`UPDATE admin.agent SET enabled = enabled WHERE false`)))
+    await token()
+    await generation()
+    expect([accessReads, catalogReads]).toEqual([2, 3])
+  })
+
   test("a server spoken to over TLS (unwatchable) is recognised from its URL; nothing is known of its writes", async () => {
     for (const tls of ["postgres://h/db?sslmode=require", "postgres://h/db?ssl=true", "postgres://h/db?sslmode=no-verify", "postgres://h/db?sslrootcert=/ca.pem"]) {
       expect(usesTls(tls)).toBe(true)
@@ -145,8 +223,8 @@ describe("DbWrites", () => {
       const writes = yield* DbWrites
       const sql = yield* SqlClient
       const read = Effect.orDie(Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM public.kept`, (rows) => (reads++, rows[0]!.n)))
-      const cache = cachedUntilWrite<string, number>(writes, { max: 10, ttlMs: 60_000 })
-      const expiring = cachedUntilWrite<string, number>(writes, { max: 10, ttlMs: 60_000, until: () => Date.now() - 1 })
+      const cache = cachedUntilWrite<string, number>(writes, { topic: "access", max: 10, ttlMs: 60_000 })
+      const expiring = cachedUntilWrite<string, number>(writes, { topic: "access", max: 10, ttlMs: 60_000, until: () => Date.now() - 1 })
       return { cached: (key: string) => db.run(cache(key, read)), stale: () => db.run(expiring("k", read)), read }
     }))
     // Twenty requests at once share one read; later ones are answered from memory.
@@ -160,7 +238,7 @@ describe("DbWrites", () => {
     await stale()
     await stale()
     expect(reads).toBe(4)
-    const unknown = cachedUntilWrite<string, number>(unknownWrites, { max: 10, ttlMs: 60_000 })
+    const unknown = cachedUntilWrite<string, number>(unknownWrites, { topic: "access", max: 10, ttlMs: 60_000 })
     await db.run(unknown("a", read))
     await db.run(unknown("a", read))
     expect(reads).toBe(6)

@@ -144,6 +144,27 @@ describe.skipIf(!usingServer())(`cached reads on a shared server ${whyServer}`, 
     expect(Option.isNone(await onA((x) => x.session(session)))).toBe(true)
   })
 
+  test("another process's writes are heard per topic: the job side's notify no cache, an agent's the catalog only, a token's access only", async () => {
+    const other = await raw()
+    try {
+      const access = await side(a).runPromise(Effect.map(DbWrites, (w) => w.epoch("access")))
+      const catalog = await side(a).runPromise(Effect.map(DbWrites, (w) => w.epoch("catalog")))
+      expect(typeof access).toBe("number")
+      // Notifications of one connection arrive in commit order: once the agent's is heard, the job side's were.
+      await other.query("UPDATE runtime.project SET id = id WHERE false")
+      await other.query("UPDATE memory.note SET id = id WHERE false")
+      await other.query("UPDATE admin.agent SET enabled = enabled WHERE false")
+      await side(a).runPromise(Effect.flatMap(DbWrites, (w) => w.changed(catalog, "catalog")))
+      expect(await side(a).runPromise(Effect.map(DbWrites, (w) => w.epoch("access")))).toBe(access)
+      const catalogNow = await side(a).runPromise(Effect.map(DbWrites, (w) => w.epoch("catalog")))
+      await other.query("UPDATE admin.api_token SET name = name WHERE false")
+      await side(a).runPromise(Effect.flatMap(DbWrites, (w) => w.changed(access, "access")))
+      expect(await side(a).runPromise(Effect.map(DbWrites, (w) => w.epoch("catalog")))).toBe(catalogNow)
+    } finally {
+      await other.end()
+    }
+  })
+
   test("this process's own write: the very next authentication is refused, with no wait", async () => {
     await onA((x) => x.addUser("frank", "a long enough password", []))
     const t = await onA((x) => x.createToken("frank", "own"))

@@ -7,7 +7,7 @@ import { isGrantableTool, KERNEL_TOOLS, MCP_GRANT, SERVICE_TOOLS, SKILL_NAME, TH
 import type { Problem } from "../contract/Problem.ts"
 import { compileDenyPatterns } from "../tools/denyPatterns.ts"
 import { unknownToolMessage } from "./interop.ts"
-import { displayName } from "./packagePaths.ts"
+import { displayName } from "../contract/packagePaths.ts"
 import type { Audience } from "./packageSchema.ts"
 import { MAX_SKILL_NAME_LENGTH, type PackageFile } from "./packageSchema.ts"
 import { outputProblems } from "./outputSchemas.ts"

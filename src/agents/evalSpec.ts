@@ -6,7 +6,7 @@
 import { Either, Schema } from "effect"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { inFile, readFrontMatter } from "./frontMatter.ts"
-import { displayName } from "./packagePaths.ts"
+import { displayName } from "../contract/packagePaths.ts"
 
 export const EVALS_DIR = "evals"
 export const FIXTURES_DIR = "evals/fixtures"

@@ -4,7 +4,7 @@
  */
 import { Either } from "effect"
 import type { Problem } from "../contract/Problem.ts"
-import { displayName } from "./packagePaths.ts"
+import { displayName } from "../contract/packagePaths.ts"
 
 /** UTF-8 bytes of the YAML between the two `---` lines. */
 export const MAX_FRONT_MATTER_BYTES = 64 * 1024

@@ -12,7 +12,7 @@ import { isGrantableTool, MCP_GRANT } from "../contract/AgentDefinition.ts"
 import type { Problem } from "../contract/Problem.ts"
 import { readFrontMatter } from "./frontMatter.ts"
 import type { RawPackageFile } from "./packageFiles.ts"
-import { displayName } from "./packagePaths.ts"
+import { displayName } from "../contract/packagePaths.ts"
 import { yamlString, yamlValue } from "./serializePackage.ts"
 
 /** Claude Code's built-in tool names and the kernel tool each becomes. */

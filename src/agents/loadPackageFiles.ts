@@ -7,7 +7,7 @@ import { lstat, readdir, readFile, stat } from "node:fs/promises"
 import { basename, join } from "node:path"
 import type { Problem } from "../contract/Problem.ts"
 import { MAX_PACKAGE_FILE_BYTES, MAX_PACKAGE_FILES, PACKAGE_PATH, type RawPackageFile } from "./packageFiles.ts"
-import { displayName } from "./packagePaths.ts"
+import { displayName } from "../contract/packagePaths.ts"
 import { DEFAULT_ZIP_CAPS, readZip, unwrapSingleFolder } from "./zip.ts"
 
 /** Depth of folders read below the package root; the format itself needs two. */

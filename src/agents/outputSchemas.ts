@@ -7,7 +7,7 @@ import { Either } from "effect"
 import type { OutputFile } from "../contract/AgentDefinition.ts"
 import type { Problem } from "../contract/Problem.ts"
 import { compileJsonSchema } from "../kernel/jsonSchema.ts"
-import { displayName, foldKey, pathProblems } from "./packagePaths.ts"
+import { displayName, foldKey, pathProblems } from "../contract/packagePaths.ts"
 import type { OutputEntry, PackageFile } from "./packageSchema.ts"
 import { pathRole } from "./packageSkills.ts"
 

@@ -3,7 +3,7 @@
  * once. What survives is a list of checked text files for the format checks in AgentPackage.ts.
  */
 import type { Problem } from "../contract/Problem.ts"
-import { displayName, duplicateNames, pathProblems } from "./packagePaths.ts"
+import { displayName, duplicateNames, pathProblems } from "../contract/packagePaths.ts"
 
 export const MAX_PACKAGE_FILES = 200
 export const MAX_PACKAGE_FILE_BYTES = 256 * 1024

@@ -12,7 +12,7 @@ import type { Problem } from "../contract/Problem.ts"
 import { readFrontMatter } from "./frontMatter.ts"
 import { FORBIDDEN_KEYS, isRecord, keepForeign, mapTools, nameFrom, own, textOf, toolList, type ToolMapping } from "./interop.ts"
 import { MAX_PACKAGE_BYTES, MAX_PACKAGE_FILE_BYTES, MAX_PACKAGE_FILES, PACKAGE_PATH, type RawPackageFile } from "./packageFiles.ts"
-import { displayName, duplicateNames, pathProblems } from "./packagePaths.ts"
+import { displayName, duplicateNames, pathProblems } from "../contract/packagePaths.ts"
 import { MAX_DESCRIPTION_LENGTH, MAX_ITEM_LENGTH, MAX_SKILL_NAME_LENGTH } from "./packageSchema.ts"
 
 export const SKILL_FILE = "SKILL.md"

@@ -10,7 +10,7 @@ import { sandboxConfigFromEnv } from "../tools/Sandbox.ts"
 import type { McpRegistry } from "./registeredMcpServers.ts"
 import { installationProblems, mcpServersOf } from "./validateAgent.ts"
 import { loadPackageFiles } from "./loadPackageFiles.ts"
-import { displayName } from "./packagePaths.ts"
+import { displayName } from "../contract/packagePaths.ts"
 
 export interface CommandIo {
   readonly out: (line: string) => void

@@ -6,7 +6,7 @@
 import { Effect, Either, Schema } from "effect"
 import { Unzip, UnzipInflate, zipSync, type Zippable } from "fflate"
 import { Problem } from "../contract/Problem.ts"
-import { displayName } from "./packagePaths.ts"
+import { displayName } from "../contract/packagePaths.ts"
 import { type CentralEntry, decodeZipName, readCentralDirectory, ZIP_PATH } from "./zipDirectory.ts"
 
 export { ZIP_PATH } from "./zipDirectory.ts"

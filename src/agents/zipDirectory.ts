@@ -4,7 +4,7 @@
  */
 import { Either } from "effect"
 import type { Problem } from "../contract/Problem.ts"
-import { displayName, duplicateNames, pathProblems } from "./packagePaths.ts"
+import { displayName, duplicateNames, pathProblems } from "../contract/packagePaths.ts"
 
 /** Marks the archive as a whole in a problem path. */
 export const ZIP_PATH = "(zip)"

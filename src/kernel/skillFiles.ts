@@ -7,7 +7,7 @@ import { Effect, Either } from "effect"
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
-import { duplicateNames, pathProblems } from "../agents/packagePaths.ts"
+import { duplicateNames, pathProblems } from "../contract/packagePaths.ts"
 import { JobRefused, type SkillFile } from "../contract/AgentRuntime.ts"
 import type { Problem } from "../contract/Problem.ts"
 

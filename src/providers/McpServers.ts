@@ -10,7 +10,7 @@ import { decodeAll } from "../contract/Problem.ts"
 import { connectMcp } from "../tools/mcp/McpClient.ts"
 import { McpServerInvalid, McpServerNotFound, McpUnreachable } from "./errors.ts"
 import { openHeaders, SecretBox, sealHeaders } from "./SecretBox.ts"
-import { checkOutboundUrl } from "./urlPolicy.ts"
+import { checkOutboundUrl } from "../net/urlPolicy.ts"
 import { traced } from "../telemetry/traced.ts"
 
 export const McpServerInput = Schema.Struct({

@@ -7,7 +7,7 @@
  */
 import type { ProviderConfig } from "../contract/ProviderConfig.ts"
 import { makeJobModels } from "../kernel/PiAiModels.ts"
-import { pinnedFetch, UrlRefused, type PinnedFetchOptions } from "./pinnedFetch.ts"
+import { pinnedFetch, UrlRefused, type PinnedFetchOptions } from "../net/pinnedFetch.ts"
 import { readCapped } from "../tools/services/ServiceChannel.ts"
 
 export interface ProbeResult {

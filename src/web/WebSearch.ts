@@ -7,7 +7,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Either, Layer, Schema } from "effect"
 import { decodeAll, Problem } from "../contract/Problem.ts"
 import { SecretBox } from "../providers/SecretBox.ts"
-import { checkOutboundUrl } from "../providers/urlPolicy.ts"
+import { checkOutboundUrl } from "../net/urlPolicy.ts"
 import { traced } from "../telemetry/traced.ts"
 import { searchWith, WebSearchFailed, type SearchBackendKind, type SearchResult } from "./searchBackends.ts"
 

@@ -6,7 +6,7 @@
  */
 import { Effect, Either, Schema } from "effect"
 import { problemsOf } from "../contract/Problem.ts"
-import { pinnedFetch } from "../providers/pinnedFetch.ts"
+import { pinnedFetch } from "../net/pinnedFetch.ts"
 import { readCapped } from "./webFetch.ts"
 
 export type SearchBackendKind = "searxng" | "brave"

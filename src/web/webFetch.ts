@@ -7,8 +7,8 @@
  * no credentials, a fixed user agent. A refusal names the rule it applied.
  */
 import { Effect, Either, Schema } from "effect"
-import { fetchPinned } from "../providers/pinnedFetch.ts"
-import { checkTargetRule, systemResolver, type NetworkAllowance, type Resolver, type UrlRule } from "../providers/urlPolicy.ts"
+import { fetchPinned } from "../net/pinnedFetch.ts"
+import { checkTargetRule, systemResolver, type NetworkAllowance, type Resolver, type UrlRule } from "../net/urlPolicy.ts"
 import { pageText } from "./htmlText.ts"
 
 export const WEB_FETCH_MAX_BYTES = 2 * 1024 * 1024

@@ -14,7 +14,7 @@ import type { ServiceGrant } from "../worker/ServiceTokens.ts"
 import { ProjectWeb, type WebCallKind } from "./ProjectWeb.ts"
 import { fetchPage } from "./webFetch.ts"
 import { WebSearch } from "./WebSearch.ts"
-import type { NetworkAllowance, Resolver } from "../providers/urlPolicy.ts"
+import type { NetworkAllowance, Resolver } from "../net/urlPolicy.ts"
 
 /** The test-only setting that lets web_fetch reach pages on loopback (the tests' scripted pages). */
 export const TEST_LOOPBACK_SETTING = "KINTSUGI_TEST_WEB_LOOPBACK"

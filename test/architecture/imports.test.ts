@@ -41,6 +41,16 @@ describe("import rules", () => {
     expect(bad.map(([f, i]) => show(f, i))).toEqual([])
   })
 
+  test("net/ (URL policy, pinned fetch) imports only contract/, net/ and packages", () => {
+    const bad = [...edges(under("src/net"))].filter(([, i]) => i.target !== undefined && !under("src/net", "src/contract")(i.target))
+    expect(bad.map(([f, i]) => show(f, i))).toEqual([])
+  })
+
+  test("kernel/, job/, tools/ never import agents/ or providers/ (package rules are in contract/, the URL policy in net/)", () => {
+    const bad = [...edges(under("src/kernel", "src/job", "src/tools"))].filter(([, i]) => under("src/agents", "src/providers")(i.target))
+    expect(bad.map(([f, i]) => show(f, i))).toEqual([])
+  })
+
   test("tools/ never imports kernel/ (the per-job services it uses are in job/)", () => {
     const bad = [...edges(under("src/tools"))].filter(([, i]) => under("src/kernel")(i.target))
     expect(bad.map(([f, i]) => show(f, i))).toEqual([])

@@ -5,7 +5,7 @@
 import { Either } from "effect"
 import { localSkillPath } from "../../src/agents/agentChecks.ts"
 import { Audience, serializeAgentPackage, type AgentPackage } from "../../src/agents/AgentPackage.ts"
-import { displayName } from "../../src/agents/packagePaths.ts"
+import { displayName } from "../../src/contract/packagePaths.ts"
 import { ThinkingLevel } from "../../src/contract/AgentDefinition.ts"
 import { decodeAll, type Problem } from "../../src/contract/Problem.ts"
 

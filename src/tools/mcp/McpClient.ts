@@ -6,8 +6,8 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { Duration, Effect, Schema, type Scope } from "effect"
 import type { McpServer } from "../../contract/JobSpec.ts"
-import { pinnedFetch } from "../../providers/pinnedFetch.ts"
-import type { Resolver } from "../../providers/urlPolicy.ts"
+import { pinnedFetch } from "../../net/pinnedFetch.ts"
+import type { Resolver } from "../../net/urlPolicy.ts"
 
 /** Connect + initialize + list tools, per server. */
 export const DEFAULT_DISCOVERY_MS = 10_000

@@ -4,7 +4,7 @@
  */
 import { Effect, Either } from "effect"
 import type { Problem } from "../../contract/Problem.ts"
-import { displayName, foldKey } from "../../agents/packagePaths.ts"
+import { displayName, foldKey } from "../../contract/packagePaths.ts"
 import { readZip, unwrapSingleFolder } from "../../agents/zip.ts"
 import { readTarGz, type TarCaps } from "./tarGz.ts"
 

@@ -5,7 +5,7 @@
  * bounded in time, disk, memory and processes.
  */
 import { Effect, Either } from "effect"
-import { checkTargetRule, systemResolver, type CheckedTarget, type NetworkAllowance, type Resolver } from "../../providers/urlPolicy.ts"
+import { checkTargetRule, systemResolver, type CheckedTarget, type NetworkAllowance, type Resolver } from "../../net/urlPolicy.ts"
 import { diskUsage } from "../../tools/diskUsage.ts"
 import { gitHardeningEnvironment, hardenedGitPrefix } from "../../tools/gitHardening.ts"
 import { makeProcessRunner } from "../../tools/ProcessRunner.ts"

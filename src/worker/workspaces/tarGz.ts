@@ -6,7 +6,7 @@
 import { Either } from "effect"
 import { Gunzip } from "fflate"
 import type { Problem } from "../../contract/Problem.ts"
-import { displayName, duplicateNames, pathProblems } from "../../agents/packagePaths.ts"
+import { displayName, duplicateNames, pathProblems } from "../../contract/packagePaths.ts"
 import { RATIO_FLOOR, ZIP_CHUNK_BYTES } from "../../agents/zip.ts"
 
 /** The problem path of the archive as a whole. */

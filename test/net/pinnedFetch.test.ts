@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { createServer, type Server } from "node:https"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { pinnedFetch, UrlRefused } from "../../src/providers/pinnedFetch.ts"
+import { pinnedFetch, UrlRefused } from "../../src/net/pinnedFetch.ts"
 
 setDefaultTimeout(30_000)
 

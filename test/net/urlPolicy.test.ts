@@ -1,5 +1,5 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
-import { checkOutboundUrl, isPrivateAddress } from "../../src/providers/urlPolicy.ts"
+import { checkOutboundUrl, isPrivateAddress } from "../../src/net/urlPolicy.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)

@@ -1,20 +1,21 @@
 /**
  * The worker's side of `web_search` and `web_fetch` on the services channel (design/memory-and-web.md
- * §1, §4): the grant (the project's searchAgents, and the separate fetch opt-in), the budgets (counted
- * in the database before any web request), then the backend search or the bounded fetch. Every
+ * §1, §4): the grant (the project's searchAgents, and the separate fetch opt-in), a fetch's URL policy
+ * (a refused URL spends nothing), the budgets (counted in the database before any web request), then
+ * the backend search or the bounded fetch. Every
  * failure the model can act on — an exhausted budget, a refused URL, a backend error — is an error
  * result, never a job failure. Results are cut like every tool result.
  */
-import { Config, Effect, Layer } from "effect"
+import { Config, Effect, Either, Layer } from "effect"
 import { MAX_WEB_SEARCH_LIMIT, WebFetchToolInput, WebSearchToolInput } from "../tools/services/webTools.ts"
 import { truncateOutput } from "../tools/truncate.ts"
 import type { ServiceAnswer } from "../tools/services/ServiceChannel.ts"
 import { type GrantSubject, type ServiceHandler, ServiceHandlers } from "../worker/Services.ts"
 import type { ServiceGrant } from "../worker/ServiceTokens.ts"
 import { ProjectWeb, type WebCallKind } from "./ProjectWeb.ts"
-import { fetchPage } from "./webFetch.ts"
+import { fetchPage, WebFetchRefused } from "./webFetch.ts"
 import { WebSearch } from "./WebSearch.ts"
-import type { NetworkAllowance, Resolver } from "../net/urlPolicy.ts"
+import { checkTargetRule, systemResolver, type NetworkAllowance, type Resolver } from "../net/urlPolicy.ts"
 
 /** The test-only setting that lets web_fetch reach pages on loopback (the tests' scripted pages). */
 export const TEST_LOOPBACK_SETTING = "KINTSUGI_TEST_WEB_LOOPBACK"
@@ -103,6 +104,20 @@ export const makeWebHandlers = (options: WebServicesOptions = {}): Effect.Effect
       }
     }
 
+    /** The admitted URL's fetch, counted against the budget first. */
+    const fetchBudgeted = (url: string, grant: ServiceGrant, resolve: Resolver) =>
+      budgeted(
+        grant,
+        "fetch",
+        fetchPage(url, { allow, resolve }).pipe(
+          Effect.map((page) => {
+            const head = [...(page.title === undefined ? [] : [`# ${page.title}`]), `URL: ${page.url}`, `Content-Type: ${page.mediaType}`].join("\n")
+            return ok(cut(`${head}\n\n${page.text}`, "the page is longer; fetch a more specific page"))
+          }),
+          Effect.catchAll((e) => Effect.succeed(error(e.message)))
+        )
+      )
+
     const webFetch: ServiceHandler = {
       name: "web_fetch",
       params: WebFetchToolInput,
@@ -114,16 +129,12 @@ export const makeWebHandlers = (options: WebServicesOptions = {}): Effect.Effect
         ),
       handle: (input, grant) => {
         const { url } = input as typeof WebFetchToolInput.Type
-        return budgeted(
-          grant,
-          "fetch",
-          fetchPage(url, { allow, ...(options.resolve === undefined ? {} : { resolve: options.resolve }) }).pipe(
-            Effect.map((page) => {
-              const head = [...(page.title === undefined ? [] : [`# ${page.title}`]), `URL: ${page.url}`, `Content-Type: ${page.mediaType}`].join("\n")
-              return ok(cut(`${head}\n\n${page.text}`, "the page is longer; fetch a more specific page"))
-            }),
-            Effect.catchAll((e) => Effect.succeed(error(e.message)))
-          )
+        const resolve = options.resolve ?? systemResolver
+        // A URL the policy refuses reaches nothing, so it spends no budget; fetchPage checks every hop again.
+        return Effect.flatMap(Effect.promise(() => checkTargetRule(url, allow, resolve)), (checked) =>
+          Either.isLeft(checked)
+            ? Effect.succeed(error(new WebFetchRefused({ rule: checked.left.rule, url, problem: `the URL ${checked.left.problem}` }).message))
+            : fetchBudgeted(url, grant, resolve)
         )
       }
     }

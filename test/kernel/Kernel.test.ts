@@ -15,6 +15,7 @@ import { createJobDirs, createJobSpec, createProvider, type JobDirs, type JobOve
 import { testSandboxConfig } from "../support/sandbox.ts"
 import { startOpenAIServer, type Step } from "../support/scriptedServers.ts"
 import { pidsWithArg } from "../support/processes.ts"
+import { until } from "../support/waitFor.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
@@ -111,11 +112,14 @@ describe("AgentRuntime layer", () => {
     let aliveAtTerminal: boolean | undefined
     const r = await startJob([sleeper, { kind: "turn", text: "never" }], { limits: { idleTimeoutSec: 0 } }, (e, handle, dirs) => {
       if (e.type === "tool.call") {
-        // Give the shell a moment to start, then abort.
-        setTimeout(() => {
-          aliveBeforeAbort = existsSync(join(dirs.out, "pid.txt")) && pidsWithArg(marker).length > 0
+        // Abort once the shell has exec'd its sleep.
+        void until(() => existsSync(join(dirs.out, "pid.txt")) && pidsWithArg(marker).length > 0, { what: "the tool's sleep" }).then(
+          () => true,
+          () => false
+        ).then((started) => {
+          aliveBeforeAbort = started
           Effect.runFork(handle.abort)
-        }, 300)
+        })
       }
       if (e.type === "job.failed") aliveAtTerminal = pidsWithArg(marker).length > 0
     })

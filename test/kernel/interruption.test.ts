@@ -11,6 +11,7 @@ import { createJobDirs, createJobSpec, createProvider } from "../support/jobChil
 import { pidsWithArg } from "../support/processes.ts"
 import { testSandboxConfig } from "../support/sandbox.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
+import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(30_000)
 
@@ -104,7 +105,7 @@ test("closing the scope of a running job aborts it: terminal event emitted, its 
       Effect.gen(function* () {
         const h = yield* runtime.start(createJobSpec(dirs, { model: { provider: "scripted-0" }, limits: { idleTimeoutSec: 0 } }))
         // No event says "the process is up": look for it in /proc.
-        while (pidsWithArg(marker).length === 0) yield* Effect.sleep("20 millis")
+        yield* Effect.promise(() => until(() => pidsWithArg(marker).length > 0, { what: "the tool's sleep", timeoutMs: 60_000 }))
         return h
       })
     )

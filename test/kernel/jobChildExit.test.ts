@@ -2,13 +2,14 @@
  * Every exit of the job child ends with its terminal event and the matching exit code (ARCHITECTURE
  * §5; issue 15): a kernel that cannot load, stalls, throws, rejects or exits early still reports
  * `job.failed` and exits 1, never 0; a signal before the envelope is an `aborted` job. The guard is the
- * real one (src/jobChildExit.ts); the failures are staged by test/support/failingJobChild.ts.
+ * real one (src/jobChild/exit.ts); the failures are staged by test/support/failingJobChild.ts.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { join } from "node:path"
 import { childEnv, runJobChild } from "../support/jobChild.ts"
 import { FAIL_SECRET } from "../support/failingJobChild.ts"
 import { jobChildEntryForTests } from "../support/jobChildBundle.ts"
+import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(60_000)
 
@@ -38,7 +39,7 @@ describe.skipIf(process.platform !== "linux")("a job child waiting for its envel
   test("SIGTERM before the envelope → job.failed (aborted), exit 1", async () => {
     const proc = Bun.spawn(["bun", jobChildEntryForTests(), "run-job"], { stdin: "pipe", stdout: "pipe", stderr: "pipe", env: childEnv() })
     // Armed: the guard's handler is installed (no sleep: the kernel reads its own signal mask).
-    while (!(await catchesSigterm(proc.pid))) await Bun.sleep(5)
+    await until(() => catchesSigterm(proc.pid), { what: "the child's exit guard (SIGTERM caught)", events: [proc.exited] })
     proc.kill("SIGTERM")
     const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited])
     expect(code).toBe(1)

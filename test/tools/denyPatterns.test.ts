@@ -36,32 +36,12 @@ describe("deny patterns: matching", () => {
     if (v.blocked) expect(v.reason).toContain(`${MAX_DENY_INPUT_BYTES} bytes`)
   })
 
-  test("^(a+)+$ against an adversarial command never stalls the event loop", async () => {
+  test("^(a+)+$ against an adversarial command answers without backtracking (a backtracking engine would not finish)", () => {
     const m = matcher(["^(a+)+$"])
-    const command = `${"a".repeat(39)}!`
-    let last = performance.now()
-    let maxGap = 0
-    let beats = 0
-    const heartbeat = setInterval(() => {
-      beats++
-      const now = performance.now()
-      maxGap = Math.max(maxGap, now - last)
-      last = now
-    }, 10)
-    try {
-      let hits = 0
-      for (let round = 0; round < 50; round++) {
-        for (let i = 0; i < 200; i++) if (m(command).blocked) hits++
-        await new Promise((resolve) => setTimeout(resolve, 0))
-      }
-      expect(hits).toBe(0)
-      // Give the heartbeat a chance to fire after the last batch.
-      await Bun.sleep(30)
-    } finally {
-      clearInterval(heartbeat)
-    }
-    expect(beats).toBeGreaterThan(0)
-    expect(maxGap).toBeLessThan(200)
+    // About 2^39 steps for a backtracking engine at the first input; the test's timeout guards a hang.
+    for (const n of [39, 1_000, MAX_DENY_INPUT_BYTES - 1]) expect(m(`${"a".repeat(n)}!`)).toEqual({ blocked: false })
+    for (let i = 0; i < 10_000; i++) if (m(`${"a".repeat(39)}!`).blocked) throw new Error("an adversarial command was blocked")
+    expect(m("a".repeat(39)).blocked).toBe(true)
   })
 })
 

@@ -14,6 +14,7 @@ import { startSearch, type FileResult } from "../../src/tools/grepPool.ts"
 import { buildMatcher, scanBytes, type LineMatcher } from "../../src/tools/grepScan.ts"
 import { drive, walkTree, type WalkStatus } from "../../src/tools/walkTree.ts"
 import { createWorkspaceTree, type WorkspaceTree } from "../support/workspace.ts"
+import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(60_000)
 
@@ -88,7 +89,7 @@ describe.skipIf(!onLinux)("reading files relative to a verified directory descri
     try {
       expect(await search("fine", 30_000)).toEqual({ kind: "done" }) // workers started
       expect(await search("\\s+$", 300)).toMatchObject({ kind: "stalled" })
-      for (let i = 0; i < 600 && holding() > 0; i++) await Bun.sleep(100)
+      await until(() => holding() === 0, { what: "the stalled workers to let go of the stuck files", timeoutMs: 60_000, everyMs: 100 })
       expect(holding()).toBe(0)
     } finally {
       await tree.cleanup()

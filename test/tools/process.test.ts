@@ -12,6 +12,7 @@ import {
 } from "../../src/tools/ProcessRunner.ts"
 import { type PidClock, ProcessTree, readPidClock } from "../../src/tools/processTree.ts"
 import { isAlive } from "../support/processes.ts"
+import { until } from "../support/waitFor.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
@@ -33,14 +34,14 @@ const killIfAlive = (pids: ReadonlyArray<number>) => {
 let fileSeq = 0
 const tmpName = (label: string) => join(dir, `${label}-${++fileSeq}`)
 /** Pids a command wrote (one per line) once `count` of them are there. */
-const pidsFrom = async (file: string, count: number): Promise<Array<number>> => {
-  for (let i = 0; i < 500; i++) {
-    const pids = existsSync(file) ? readFileSync(file, "utf8").split(/\s+/).filter(Boolean).map(Number) : []
-    if (pids.length >= count) return pids
-    await Bun.sleep(10)
-  }
-  throw new Error(`${file}: fewer than ${count} pids`)
-}
+const pidsFrom = (file: string, count: number): Promise<Array<number>> =>
+  until(
+    () => {
+      const pids = existsSync(file) ? readFileSync(file, "utf8").split(/\s+/).filter(Boolean).map(Number) : []
+      return pids.length >= count && pids
+    },
+    { what: `${count} pids in ${file}` }
+  )
 
 describe("process runner: results", () => {
   test("exit codes, signals and merged stdout/stderr", async () => {

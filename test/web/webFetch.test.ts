@@ -16,13 +16,20 @@ const seen: Array<Seen> = []
 let server: ReturnType<typeof Bun.serve>
 let base = ""
 
-const slowDrip = () =>
-  new ReadableStream<Uint8Array>({
+/** One byte, then nothing more until the reader gives up: a body that never ends. */
+const slowDrip = () => {
+  let sent = false
+  let cancelled: () => void = () => {}
+  const gone = new Promise<void>((resolve) => (cancelled = resolve))
+  return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      await Bun.sleep(100)
+      if (sent) return gone
+      sent = true
       controller.enqueue(new TextEncoder().encode("."))
-    }
+    },
+    cancel: () => cancelled()
   })
+}
 
 /** 50 MB, generated lazily in 64 KB chunks and without a Content-Length. */
 const fiftyMegabytes = () => {

@@ -10,11 +10,12 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
-import { JOB_CHILD_JIT_ENV } from "../../src/jobChildArgs.ts"
-import { makeJobChildren, type JobChildrenShape } from "../../src/worker/JobChildren.ts"
-import { runJobProcess } from "../../src/worker/JobProcess.ts"
+import { JOB_CHILD_JIT_ENV } from "../../src/jobChild/args.ts"
+import { makeJobChildren, type JobChildrenShape } from "../../src/worker/child/JobChildren.ts"
+import { runJobProcess } from "../../src/worker/child/JobProcess.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, TEST_API_KEY } from "../support/jobChild.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
+import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(120_000)
 
@@ -31,13 +32,8 @@ const pool = async (refillWhen: "started" | "ended" = "started", sandboxProbed?:
   return children
 }
 
-const waitingPid = async (children: JobChildrenShape): Promise<number> => {
-  for (;;) {
-    const pid = await Effect.runPromise(children.waiting)
-    if (pid !== undefined) return pid
-    await Bun.sleep(10)
-  }
-}
+const waitingPid = (children: JobChildrenShape): Promise<number> =>
+  until(() => Effect.runPromise(children.waiting), { what: "a waiting job child", timeoutMs: 30_000 })
 
 /** Whether `pid` has a handler for SIGTERM (bit 15 of SigCgt): the child's exit guard is armed. */
 const catchesSigterm = (pid: number): boolean => {
@@ -110,7 +106,7 @@ test("the waiting child holds no secret: a scrubbed environment, no envelope, no
   const children = await pool()
   const pid = await waitingPid(children)
   // Read once it waits for its envelope (its exit guard is armed), not mid-exec.
-  while (!catchesSigterm(pid)) await Bun.sleep(5)
+  await until(() => catchesSigterm(pid), { what: "the waiting child's exit guard (SIGTERM caught)" })
   const environ = readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").filter((e) => e !== "")
   const names = environ.map((e) => e.slice(0, e.indexOf("=")))
   expect(names).not.toContain("KINTSUGI_SECRET_KEY")
@@ -123,13 +119,14 @@ test("the waiting child holds no secret: a scrubbed environment, no envelope, no
 })
 
 /** The command line of `pid` after the script (`run-job`, or `run-job --ahead`), once it has exec'd. */
-const runJobArgsOf = async (pid: number): Promise<Array<string>> => {
-  for (let i = 0; ; i++) {
-    const args = readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0").filter((a) => a !== "").slice(2)
-    if (args[0] === "run-job" || i === 500) return args
-    await Bun.sleep(10)
-  }
-}
+const runJobArgsOf = (pid: number): Promise<Array<string>> =>
+  until(
+    () => {
+      const args = readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0").filter((a) => a !== "").slice(2)
+      return args[0] === "run-job" && args
+    },
+    { what: `process ${pid} to exec run-job` }
+  )
 
 test("the waiting child is started ahead (it warms up while it waits); a take that finds none starts a child without", async () => {
   const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-children-"))
@@ -151,7 +148,7 @@ test("closing the pool kills the waiting child", async () => {
   const children = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen: "started" }), scope))
   const pid = await waitingPid(children)
   await Effect.runPromise(Scope.close(scope, Exit.void))
-  for (let i = 0; i < 500 && alive(pid); i++) await Bun.sleep(10)
+  await until(() => !alive(pid), { what: `the waiting child ${pid} to die` })
   expect(alive(pid)).toBe(false)
 })
 
@@ -195,7 +192,7 @@ test("the pool's own probe answer reaches its children (KINTSUGI_SANDBOX_PROBED)
   const environ = async (children: JobChildrenShape) => {
     const pid = await waitingPid(children)
     // Read once the child runs its own image (its exit guard is armed): before exec, /proc shows our environment.
-    while (!catchesSigterm(pid)) await Bun.sleep(10)
+    await until(() => catchesSigterm(pid), { what: "the waiting child's exit guard (SIGTERM caught)" })
     return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").filter((kv) => kv.startsWith("KINTSUGI_SANDBOX_PROBED="))
   }
   expect(await environ(await pool("started", "/usr/bin/bwrap"))).toEqual(["KINTSUGI_SANDBOX_PROBED=/usr/bin/bwrap"])

@@ -6,7 +6,7 @@
 import { expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Schema } from "effect"
 import { join } from "node:path"
-import { runJobProcess } from "../../src/worker/JobProcess.ts"
+import { runJobProcess } from "../../src/worker/child/JobProcess.ts"
 import { readdirSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { readStat } from "../../src/tools/processTree.ts"
@@ -15,6 +15,7 @@ import { createJob, createJobDirs, createProvider } from "../support/jobChild.ts
 import { pidsWithArg } from "../support/processes.ts"
 import { landlockSkipReason, landlockWorks } from "../support/sandbox.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
+import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(30_000)
 
@@ -35,7 +36,7 @@ test("unconfined: sleep 1000 & sleep 1000 & wait, job child SIGKILLed → the wo
               const pid = /^started (\d+)/.exec(line)?.[1]
               if (pid === undefined) return
               void (async () => {
-                for (let i = 0; i < 500 && pidsWithArg(marker).length < 2; i++) await Bun.sleep(10)
+                await until(() => pidsWithArg(marker).length >= 2, { what: "the leaky child's two processes" }).catch(() => undefined)
                 seenBeforeKill = pidsWithArg(marker).length
                 process.kill(Number(pid), "SIGKILL")
               })()
@@ -70,7 +71,7 @@ test.skipIf(!landlockWorks())(`Landlock: a real job child SIGKILLed mid-command 
           Effect.promise(async () => {
             if (e.type !== "tool.call") return
             const both = () => pidsWithArg(marker).length + pidsWithArg(`${marker}1`).length
-            for (let i = 0; i < 500 && both() < 2; i++) await Bun.sleep(10)
+            await until(() => both() >= 2, { what: "the call's two sleeps" }).catch(() => undefined)
             seenBeforeKill = both()
             // The job child: the parent of the call's session leader (the confined bash).
             const sid = readStat(pidsWithArg(marker)[0] ?? 0)?.session ?? 0

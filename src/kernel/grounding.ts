@@ -1,18 +1,9 @@
 /**
- * The grounding check: every line citation in a job's outputs and summary is compared with
- * the lines the job was shown (`source.read` events of read, grep and codemode). A citation is
- * `grounded` when every cited line was shown, `ungrounded` when the file is readable in the workspace
- * but some cited line never was (or lies past its end), `unknown` when the path names no readable file.
- *
- * Citation formats (the ones the built-in agents write, docs/grounding.md):
- * - text (Markdown, the summary, any non-JSON output): `path:line` and `path:start-end`, the path as
- *   the tools print it (relative to the workspace root, `./` allowed), with a file extension or a `/`;
- * - JSON outputs (`*.json`): every object with a string `path` and a positive integer `line`, and an
- *   optional `endLine` (the built-ins' `Evidence` and `injectionAttempts` entries).
- *
- * It runs in the kernel after the model's final answer and before `job.completed` (docs/grounding.md
- * says why): the kernel holds the reads, resolves cited paths with the job's own confinement rules (a
- * cited `../../etc/passwd` is `unknown`, never probed on the host), and can still fail the job.
+ * The grounding check (docs/grounding.md: citation formats, statuses, why in the kernel): every line
+ * citation in a job's outputs and summary (`path:line`, `path:start-end` in text; objects with `path`,
+ * `line`, `endLine` in JSON) is compared with the lines the job was shown (`source.read` events):
+ * `grounded`, `ungrounded` (a readable file, some cited line never shown) or `unknown` (no readable
+ * file). Cited paths resolve with the job's own confinement, never probed on the host.
  */
 import { Effect } from "effect"
 import type { GroundingCitation, GroundingStatus } from "../contract/JobEvent.ts"

@@ -44,7 +44,7 @@ export interface RunRequest {
   readonly onOutput?: () => void
   /**
    * Unconfined only: false runs the process in the job child's session and group instead of a new
-   * one (saving the kernel's setsid(), a millisecond or more under load). Only for a process that
+   * one (saving the kernel's setsid(), costly under load). Only for a process that
    * runs no shell and starts nothing by itself (hardened git): whatever it still started would be
    * found by descendant links and the run token, not by group.
    */
@@ -238,8 +238,8 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
     stdio: ["ignore", "pipe", "pipe", ...(sandbox?.handles ?? landlock?.handles ?? [])],
     // Unconfined, the child leads a new session and process group (the sweep kills by group). In the
     // sandbox bwrap needs neither: --new-session gives the command its session, and everything of
-    // the call lives in bwrap's pid namespace, which dies with it. A new session costs the kernel
-    // about a millisecond (setsid() also creates a scheduler autogroup): more than the call itself.
+    // the call lives in bwrap's pid namespace, which dies with it. A new session is costly for the
+    // kernel (setsid() also creates a scheduler autogroup): more than the call itself.
     detached: sandbox === undefined && (req.newSession !== false || options.landlock !== undefined)
   })
   if (landlock !== undefined) options.onSession?.(proc.pid)
@@ -385,9 +385,9 @@ const diskWatch = (options: RunnerOptions, resources: JobResources, running: () 
   return {
     check,
     tick: () => {
+      // Date.now(): the tracker's timer callback is synchronous bookkeeping outside any Effect.
       if (walking || Date.now() < nextAt) return
       walking = true
-      // Date.now(): the tracker's timer callback is synchronous bookkeeping outside any Effect.
       const began = Date.now()
       void check()
         .then((reached) => {

@@ -160,7 +160,7 @@ export const makeGitTool = (runner: ProcessRunnerShape): KernelTool => {
         if (problem !== undefined) return yield* new ToolError({ message: problem })
         const call: GitCall = { root: (yield* Workspace).paths.root, progress: (yield* Limits).progress }
         const timeoutMs = yield* effectiveTimeoutMs(a.timeoutSec)
-        // Real time on purpose: the processes it bounds run on the host's clock, not the job's.
+        // Date.now(): real time on purpose, read synchronously by `left()`; the processes it bounds run on the host's clock.
         const deadline = Date.now() + timeoutMs
         const left = () => Math.max(1, deadline - Date.now())
         const base = gitEnvironment(call.root)

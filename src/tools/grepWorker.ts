@@ -131,6 +131,7 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
         }
         if (status !== undefined) {
           status[1] = msg.first + k
+          // Date.now(): a worker thread, no Effect; the pool reads it from another thread, where performance.now() has another origin.
           status[2] = Date.now()
           status[0] = msg.call
         }

@@ -1,5 +1,5 @@
 /**
- * The catalog at scale (issue 15 item 4): GET /api/admin/agents pages by cursor, filters by q, kind,
+ * The catalog at scale: GET /api/admin/agents pages by cursor, filters by q, kind,
  * audience and state in the database, sorts by name, audience or last update (either way), answers
  * 304 to a matching If-None-Match until a write changes the catalog, and `?all=1` still returns everything. Entries are precomputed per version; versions
  * written before migration 047 (or by SQL) get theirs on the first read.

@@ -1,5 +1,5 @@
 /**
- * Output contracts with a JSON Schema (issue 17 item 2): the kernel checks findings.json against the
+ * Output contracts with a JSON Schema: the kernel checks findings.json against the
  * schema the job definition carries, names each violation by its JSON pointer, gives the model one
  * chance to fix it, and fails the job when it does not. Real job child, scripted model. The schema
  * engine's guards: no remote `$ref` is ever fetched, patterns run without backtracking.

@@ -1,6 +1,6 @@
 /**
  * Every exit of the job child ends with its terminal event and the matching exit code (ARCHITECTURE
- * §5; issue 15): a kernel that cannot load, stalls, throws, rejects or exits early still reports
+ * §5): a kernel that cannot load, stalls, throws, rejects or exits early still reports
  * `job.failed` and exits 1, never 0; a signal before the envelope is an `aborted` job. The guard is the
  * real one (src/jobChild/exit.ts); the failures are staged by test/support/failingJobChild.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * The worker's job children (issue 15): one child started ahead waits for its envelope, a job takes it
+ * The worker's job children: one child started ahead waits for its envelope, a job takes it
  * and the next one is started; every job gets a fresh child that never had an envelope before, and the
  * waiting child holds no secret (scrubbed environment, no envelope yet). Real children (src/cli.ts
  * run-job), real pi-ai clients against a scripted model server.

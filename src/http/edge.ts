@@ -1,5 +1,5 @@
 /**
- * The HTTP edge around the app, before any routing: the `Host` allowlist (DNS rebinding), URL paths and
+ * The HTTP edge around the app, before any routing: exactly one `Host`, the `Host` allowlist (DNS rebinding), URL paths and
  * query strings that are strict UTF-8 without control characters, the client's socket address for the
  * handlers, and `x-content-type-options: nosniff` on every response whatever produced it.
  */
@@ -106,7 +106,8 @@ export interface Handles {
 
 /**
  * The app behind the edge checks: `handle(request, address)` where `address` is the client's socket
- * address (`server.requestIP(request)`); a wrong Host is 421, a bad URL 400, both before routing.
+ * address (`server.requestIP(request)`); more than one Host is 400, a wrong Host 421, a bad URL 400, all
+ * before routing.
  */
 export const withEdge = (app: Handles, options: EdgeOptions) => {
   const rules = options.allowedHosts.flatMap((h) => {
@@ -115,8 +116,13 @@ export const withEdge = (app: Handles, options: EdgeOptions) => {
   })
   return async (request: Request, address?: string): Promise<Response> => {
     const url = new URL(request.url)
+    const host = request.headers.get("host")
+    // Bun joins repeated Host headers with ", "; no single Host value has a comma.
+    if (host !== null && host.includes(",")) {
+      return nosniff(refusal(url.pathname, 400, "bad-request", "the request has more than one Host header (RFC 9112 §3.2: send exactly one)"))
+    }
     const isHealth = HEALTH_PATHS.has(url.pathname) && (request.method === "GET" || request.method === "HEAD")
-    if (!isHealth && !hostAllowed(rules, request.headers.get("host") ?? url.host)) {
+    if (!isHealth && !hostAllowed(rules, host ?? url.host)) {
       return nosniff(refusal(url.pathname, 421, "misdirected-request", "this server does not answer for that Host (see KINTSUGI_ALLOWED_HOSTS)"))
     }
     const problems = urlProblems(url)

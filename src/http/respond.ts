@@ -10,6 +10,7 @@ import type {
   SkillExists, SkillInUse, SkillInvalid, SkillNameTaken, SkillNotFound, SkillVersionNotFound
 } from "../agents/errors.ts"
 import type { Problem } from "../contract/Problem.ts"
+import type { RowInvalid, StoreUnavailable } from "../db/StoreError.ts"
 import type {
   BindingInvalid, BindingNotFound, McpServerInvalid, McpServerNotFound, McpUnreachable, ProviderExists, ProviderInUse, ProviderInvalid, ProviderNotFound
 } from "../providers/errors.ts"
@@ -32,6 +33,7 @@ export type ApiError =
   | WebSearchInvalid | WebSearchNotConfigured | WebSettingsInvalid
   | JobNotFound | IdempotencyKeyReused | ProjectExists
   | NoEvals | EvalsRefused | EvalRunNotFound
+  | StoreUnavailable | RowInvalid
   | BadRequest | Unauthenticated | Forbidden | NotFound | PayloadTooLarge | TooManyRequests
 
 /**
@@ -77,7 +79,9 @@ const STATUS: { readonly [Tag in ApiError["_tag"]]: number } = {
   AgentUnavailable: 422,
   IdempotencyKeyReused: 422,
   TooManyRequests: 429,
-  McpUnreachable: 502
+  RowInvalid: 500,
+  McpUnreachable: 502,
+  StoreUnavailable: 503
 }
 
 export const statusOf = (e: ApiError): number => STATUS[e._tag]
@@ -119,7 +123,10 @@ export const errorResponse = (e: ApiError): Response =>
 export const fromExit = (exit: Exit.Exit<Response, ApiError>, log: (line: string) => void): Response => {
   if (Exit.isSuccess(exit)) return exit.value
   const failure = Cause.failureOption(exit.cause)
-  if (Option.isSome(failure)) return errorResponse(failure.value)
+  if (Option.isSome(failure)) {
+    if (statusOf(failure.value) >= 500) log(`request failed: ${Cause.pretty(exit.cause)}`)
+    return errorResponse(failure.value)
+  }
   log(`request failed: ${Cause.pretty(exit.cause)}`)
   return json({ error: { code: "internal", message: "internal server error" } }, 500)
 }

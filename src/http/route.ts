@@ -14,6 +14,7 @@ import type { Bindings } from "../providers/Bindings.ts"
 import type { McpServers } from "../providers/McpServers.ts"
 import type { ProviderStore } from "../providers/ProviderStore.ts"
 import type { JobBus } from "../worker/JobBus.ts"
+import type { JobFeed } from "../worker/JobFeed.ts"
 import type { JobRoots } from "../worker/JobRoots.ts"
 import type { JobStore } from "../worker/JobStore.ts"
 import type { Projects } from "../worker/Projects.ts"
@@ -27,7 +28,7 @@ import { decodeAll } from "../contract/Problem.ts"
 import { authenticate, crossSiteProblem, permit, type Guard } from "./auth.ts"
 import { emptyForm, formBody, jsonBody, MAX_BODY_BYTES, type PostedForm } from "./body.ts"
 import { noteUser, underRequest } from "./observe.ts"
-import { badRequest, errorResponse, json, type ApiError } from "./respond.ts"
+import { badRequest, errorResponse, json, statusOf, type ApiError } from "./respond.ts"
 import type { Evals } from "../worker/evals/Evals.ts"
 import type { Workspaces } from "../worker/workspaces/Workspaces.ts"
 
@@ -40,6 +41,7 @@ export type AppServices =
   | McpServers
   | JobStore
   | JobBus
+  | JobFeed
   | JobRoots
   | Projects
   | SqlClient
@@ -99,7 +101,11 @@ export const requestRunner = (rt: AppRuntime, log: (line: string) => void, rende
     const exit = await rt.runPromiseExit(underRequest(request)(program))
     if (Exit.isSuccess(exit)) return exit.value
     const failure = Cause.failureOption(exit.cause)
-    if (Option.isSome(failure)) return render.failure(request, failure.value, who())
+    if (Option.isSome(failure)) {
+      // A server-side failure (the database, a malformed row) answers its status; its cause goes to the log.
+      if (statusOf(failure.value) >= 500) log(`request failed: ${Cause.pretty(exit.cause)}`)
+      return render.failure(request, failure.value, who())
+    }
     log(`request failed: ${Cause.pretty(exit.cause)}`)
     return render.defect(request, who())
   }

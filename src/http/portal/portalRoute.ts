@@ -35,7 +35,8 @@ const TITLES: Readonly<Record<number, string>> = {
   404: "Not found",
   409: "Not possible right now",
   422: "Cannot run",
-  500: "Something went wrong"
+  500: "Something went wrong",
+  503: "Try again shortly"
 }
 
 export const errorProps = (e: ApiError): ErrorProps => {

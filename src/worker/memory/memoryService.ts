@@ -14,6 +14,7 @@ import {
   ScratchpadReadInput,
   ScratchpadWriteInput
 } from "../../tools/services/memoryTools.ts"
+import type { StoreError } from "../../db/StoreError.ts"
 import type { ServiceAnswer } from "../../tools/services/ServiceChannel.ts"
 import { type ServiceHandler, ServiceHandlers } from "../Services.ts"
 import type { ServiceGrant } from "../ServiceTokens.ts"
@@ -40,12 +41,19 @@ export const makeMemoryHandlers: Effect.Effect<ReadonlyArray<ServiceHandler>, ne
   const refusal: ServiceHandler["refusal"] = ({ projectId }) =>
     projectId === ""
       ? Effect.succeed("the job has no project")
-      : Effect.map(store.settings(projectId), (s) => (s.enabled ? undefined : `project memory is not enabled for project "${projectId}"`))
-  const handler = <I>(name: string, params: ServiceHandler["params"], run: (input: I, grant: ServiceGrant) => Effect.Effect<ServiceAnswer>): ServiceHandler => ({
+      : Effect.map(store.settings(projectId), (s) => (s.enabled ? undefined : `project memory is not enabled for project "${projectId}"`)).pipe(
+          Effect.catchAll((e) => Effect.as(Effect.logError("project memory failed", e), e.message))
+        )
+  const handler = <I>(
+    name: string,
+    params: ServiceHandler["params"],
+    run: (input: I, grant: ServiceGrant) => Effect.Effect<ServiceAnswer, StoreError>
+  ): ServiceHandler => ({
     name,
     params,
     refusal,
-    handle: (input, grant) => run(input as I, grant)
+    // The store's failure is the tool's error result (the model may try again); its cause goes to the log.
+    handle: (input, grant) => Effect.catchAll(run(input as I, grant), (e) => Effect.as(Effect.logError("project memory failed", e), error(e.message)))
   })
   return [
     handler<typeof MemorySearchInput.Type>("memory_search", MemorySearchInput, (input, g) =>

@@ -107,7 +107,7 @@ const anthropicDialect: Dialect = {
 }
 
 /**
- * Starts a scripted Anthropic messages server on 127.0.0.1 (random port). `baseUrl` has no `/v1`
+ * Starts a scripted Anthropic messages server on 127.0.0.1 (a free port, or `options.port`). `baseUrl` has no `/v1`
  * (the SDK appends `/v1/messages`). Each POST /v1/messages consumes one step; an exhausted script
  * answers 500 "script exhausted" with `x-should-retry: false`
  * (the kernel does not retry it).

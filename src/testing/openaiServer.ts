@@ -85,7 +85,7 @@ const openAIDialect: Dialect = {
 }
 
 /**
- * Starts a scripted OpenAI chat-completions server on 127.0.0.1 (random port). `baseUrl` ends in `/v1`.
+ * Starts a scripted OpenAI chat-completions server on 127.0.0.1 (a free port, or `options.port`). `baseUrl` ends in `/v1`.
  * Each POST /v1/chat/completions consumes one step; an exhausted script answers 500 "script exhausted"
  * with `x-should-retry: false` (the kernel does not retry it).
  */

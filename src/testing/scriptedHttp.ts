@@ -36,6 +36,8 @@ export interface ScriptedServerOptions {
   readonly models?: ReadonlyArray<string>
   /** The key the models list requires (`Authorization: Bearer` or `x-api-key`); absent = any. */
   readonly apiKey?: string
+  /** The port on 127.0.0.1 to listen on; absent = a free one. A port in use rejects the start. */
+  readonly port?: number
 }
 
 /** Bun's fetch sends even loopback requests through HTTP(S)_PROXY unless NO_PROXY lists it. */
@@ -185,7 +187,7 @@ export const startScriptedServer = async (
 
   const server = Bun.serve({
     hostname: "127.0.0.1",
-    port: 0,
+    port: options.port ?? 0,
     // A stall must stay silent for as long as the test wants, so Bun's 10 s idle cut-off is disabled.
     idleTimeout: 0,
     fetch: async (req) => {

@@ -34,7 +34,7 @@ COPY builtin-agents ./builtin-agents
 COPY builtin-skills ./builtin-skills
 COPY views ./views
 # The job child as a Bun bytecode bundle, built ahead (else the first start builds it in the background).
-RUN bun src/worker/jobChildBundle.ts
+RUN bun src/worker/child/jobChildBundle.ts
 
 # The embedded database, the generated secret key and job scratch live in the data volume.
 # Bun's transpiler cache in the volume too: a new container does not re-transpile the server each start.

@@ -2,7 +2,7 @@
  * Job child start: spawn → `job.started` and spawn → the terminal event (a whole one-turn
  * job against a scripted model server), medians of RUNS interleaved rounds, for
  *   - the child from the sources (`bun src/cli.ts run-job`), with the transpiler cache warm and empty;
- *   - the same child as the Bun bytecode bundle the worker runs (src/worker/jobChildBundle.ts), and the
+ *   - the same child as the Bun bytecode bundle the worker runs (src/worker/child/jobChildBundle.ts), and the
  *     same bundle's JS without its .jsc beside it: how much the bytecode saves (were the .jsc rejected,
  *     the two rows would be alike);
  *   - a child started ahead by the worker's pool (JobChildren), once it is loaded and its warm-up is
@@ -21,12 +21,12 @@
 import { Effect, Exit, Scope } from "effect"
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { dirname, join } from "node:path"
-import { runJobArgs } from "../src/jobChildArgs.ts"
+import { basename, dirname, join } from "node:path"
+import { runJobArgs } from "../src/jobChild/args.ts"
 import { probeBwrap, SANDBOX_PROBED_ENV } from "../src/tools/Sandbox.ts"
-import { makeJobChildren } from "../src/worker/JobChildren.ts"
-import { buildJobChild } from "../src/worker/jobChildBuild.ts"
-import { ensureBundle, jobChildCacheDir, sourceKey } from "../src/worker/jobChildBundle.ts"
+import { makeJobChildren } from "../src/worker/child/JobChildren.ts"
+import { buildJobChild } from "../src/worker/child/jobChildBuild.ts"
+import { ensureBundle, jobChildCacheDir, sourceKey } from "../src/worker/child/jobChildBundle.ts"
 import { childEnv, createEnvelope, createJob, createJobDirs, createProvider, startJobChild } from "../test/support/jobChild.ts"
 import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts"
 
@@ -52,7 +52,7 @@ const cacheDir = jobChildCacheDir(join(tmpdir(), "kintsugi-bench-data"))
 const bundle = await ensureBundle(cacheDir, sourceKey())
 /** A copy of the bundle's directory without its .jsc files (the SDK bundles' too): Bun parses the JS. */
 const noBytecodeDir = tempDir("kintsugi-bench-nojsc-")
-const noBytecode = join(noBytecodeDir, "jobChildEntry.js")
+const noBytecode = join(noBytecodeDir, basename(bundle))
 cpSync(dirname(bundle), noBytecodeDir, { recursive: true, filter: (src) => !src.endsWith(".jsc") })
 /** The decode floor's bundle, built by the job child's build (the same options and plugins). */
 const floorDir = tempDir("kintsugi-bench-floor-")
@@ -176,9 +176,12 @@ const before = process.env["BEFORE"]
 /** The other checkout's bundle, built by its own `bun build` line (the one its jobChildBundle.ts runs). */
 const beforeBundle = async (checkout: string): Promise<string> => {
   const out = tempDir("kintsugi-bench-before-")
-  const build = Bun.spawn(["bun", "build", "--target=bun", "--format=cjs", "--bytecode", `--outdir=${out}`, join(checkout, "src", "jobChildEntry.ts")], { cwd: checkout, stdout: "ignore", stderr: "inherit" })
-  if ((await build.exited) !== 0 || !existsSync(join(out, "jobChildEntry.js"))) throw new Error(`bun build of ${checkout} failed`)
-  return join(out, "jobChildEntry.js")
+  // The entry's place in that checkout's layout (src/jobChild/entry.ts, or src/jobChildEntry.ts before it).
+  const entry = [join(checkout, "src", "jobChild", "entry.ts"), join(checkout, "src", "jobChildEntry.ts")].find((f) => existsSync(f)) ?? ""
+  const build = Bun.spawn(["bun", "build", "--target=bun", "--format=cjs", "--bytecode", `--outdir=${out}`, entry], { cwd: checkout, stdout: "ignore", stderr: "inherit" })
+  const bundled = join(out, basename(entry).replace(/\.ts$/, ".js"))
+  if ((await build.exited) !== 0 || !existsSync(bundled)) throw new Error(`bun build of ${checkout} failed`)
+  return bundled
 }
 const beforeEntry = before === undefined ? undefined : await beforeBundle(before)
 const rows = {

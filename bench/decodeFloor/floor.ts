@@ -1,12 +1,12 @@
 /**
  * What the decode floor loads instead of the kernel: the envelope through the contract's decoders (the
- * ones jobChildRun.ts uses), then `job.started` and a `job.completed` that says nothing ran.
+ * ones jobChild/run.ts uses), then `job.started` and a `job.completed` that says nothing ran.
  */
 import { Either } from "effect"
 import { JobEnvelope } from "../../src/contract/AgentRuntime.ts"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { decodeAll } from "../../src/contract/Problem.ts"
-import { exitJob, writeEvent, writeRefusal } from "../../src/jobChildExit.ts"
+import { exitJob, writeEvent, writeRefusal } from "../../src/jobChild/exit.ts"
 import { decodeJob } from "../../src/kernel/decodeJob.ts"
 import { RUNTIME_VERSION } from "../../src/kernel/runtimeVersion.ts"
 

@@ -6,7 +6,7 @@ import * as Command from "@effect/cli/Command"
 import * as Effect from "effect/Effect"
 
 export const runJobCommand = Command.make("run-job", {}, () =>
-  Effect.promise(() => import("../jobChild.ts").then((m) => m.jobChildMain()))
+  Effect.promise(() => import("../jobChild/main.ts").then((m) => m.jobChildMain()))
 ).pipe(
   Command.withDescription(
     "Run one agent job: a JSON envelope on stdin, NDJSON events on stdout; exit 0 completed, 1 failed, 2 refused envelope. Started by the worker, not by hand."

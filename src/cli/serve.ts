@@ -27,7 +27,7 @@ export const serve = (options: { readonly port: number; readonly host: string })
   Effect.gen(function* () {
     const log = (line: string) => void process.stderr.write(`${line}\n`)
     // Loaded here, not at the top: `--help` must open nothing and stay fast.
-    const { secureProcessSecrets } = yield* Effect.promise(() => import("../processSecrets.ts"))
+    const { secureProcessSecrets } = yield* Effect.promise(() => import("./processSecrets.ts"))
     // Before anything else: no secret may stay readable in /proc/<pid>/environ while jobs run.
     const secrets = secureProcessSecrets()
     if (secrets.environment !== "clean") {

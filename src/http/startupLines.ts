@@ -7,7 +7,7 @@ import { Config, Effect, Option, Redacted } from "effect"
 import fs from "node:fs"
 import path from "node:path"
 import { findTemplate } from "../db/dataDirTemplate.ts"
-import { findBundle, jobChildCacheDir, sourceKey } from "../worker/jobChildBundle.ts"
+import { findBundle, jobChildCacheDir, sourceKey } from "../worker/child/jobChildBundle.ts"
 
 /** `host:port/database` of a postgres URL (never its password), or a placeholder when it is not one. */
 const serverName = (url: string): string => {

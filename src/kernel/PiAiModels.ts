@@ -37,7 +37,7 @@ const API_IMPLEMENTATIONS = {
 
 /**
  * The implementations behind API_IMPLEMENTATIONS, which pi-ai imports at a job's first model call (one
- * per API, most used first): a child started ahead loads them while it waits (jobChildWarmUp.ts).
+ * per API, most used first): a child started ahead loads them while it waits (jobChild/warmUp.ts).
  */
 export const API_IMPLEMENTATION_MODULES: ReadonlyArray<() => Promise<unknown>> = [
   () => import("@earendil-works/pi-ai/api/openai-completions"),

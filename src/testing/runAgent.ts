@@ -15,7 +15,7 @@ import { JobEvent, JobRefusedLine, type TerminalEvent } from "../contract/JobEve
 import type { JobSpec, Limits } from "../contract/JobSpec.ts"
 import type { Problem } from "../contract/Problem.ts"
 import type { ProviderModel } from "../contract/ProviderConfig.ts"
-import { JOB_CHILD_JIT_ENV } from "../jobChildArgs.ts"
+import { JOB_CHILD_JIT_ENV } from "../jobChild/args.ts"
 import type { ScriptedServer } from "./scriptedSteps.ts"
 
 const CLI = join(import.meta.dir, "..", "cli.ts")

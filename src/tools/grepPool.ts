@@ -57,7 +57,7 @@ const drop = (slot: Slot, why: string) => {
  * Where the worker's code is. Bun 1.4's bundler does not rewrite `new URL("./grepWorker.ts",
  * import.meta.url)`: it inlines the source file's URL, so a bundle built from the sources starts the
  * worker from those sources (they are there: bundles are built from them). A bundle built with this
- * file as a second entry point (`entrypoints: [src/jobChildEntry.ts, src/tools/grepWorker.ts]`) has it
+ * file as a second entry point (`entrypoints: [src/jobChild/entry.ts, src/tools/grepWorker.ts]`) has it
  * at `tools/grepWorker.js` beside its main file (or `grepWorker.js` with flat naming), which is then
  * preferred: no source tree needed.
  */

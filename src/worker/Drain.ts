@@ -4,7 +4,7 @@
  * Queued jobs stay queued for the next server.
  */
 import { Config, Context, Deferred, Duration, Effect, Layer, Option, Schema, Stream, SubscriptionRef } from "effect"
-import { ABORT_GRACE_MS } from "./JobProcess.ts"
+import { ABORT_GRACE_MS } from "./child/JobProcess.ts"
 
 /** The message of a job the drain ended. */
 export const SERVER_SHUTTING_DOWN = "server shutting down"

@@ -4,6 +4,8 @@
  * no source file takes part in an import cycle (type-only imports count: they are dependencies too).
  */
 import { describe, expect, test } from "bun:test"
+import { readdirSync } from "node:fs"
+import { join } from "node:path"
 import { cycles, importGraph, type ImportEdge } from "./importGraph.ts"
 
 const graph = await importGraph(["src", "views"])
@@ -77,6 +79,11 @@ describe("import rules", () => {
   test("views never import the portal's controllers (or anything else under src/http)", () => {
     const bad = [...edges(under("views"))].filter(([, i]) => under("src/http")(i.target))
     expect(bad.map(([f, i]) => show(f, i))).toEqual([])
+  })
+
+  test("nothing at the top of src/ but cli.ts and main.ts (every other file lives in its layer's folder)", () => {
+    const top = readdirSync(join(import.meta.dir, "..", "..", "src"), { withFileTypes: true }).filter((e) => !e.isDirectory())
+    expect(top.map((e) => e.name).sort()).toEqual(["cli.ts", "main.ts"])
   })
 
   test("no import cycles", () => {

@@ -42,7 +42,7 @@ describe("table owners", () => {
     // Three narrow exceptions, each a plain function called outside any Effect runtime: the data-dir template's
     // cache location (also read by the Docker build's one-line template step), the portal's "sandbox off"
     // note in views (the same KINTSUGI_SANDBOX the job children inherit), and a cold job child's sandbox
-    // probe, started before Effect is loaded (jobChildLoad.ts: KINTSUGI_SANDBOX read by sandboxConfigFromEnv,
+    // probe, started before Effect is loaded (jobChild/load.ts: KINTSUGI_SANDBOX read by sandboxConfigFromEnv,
     // the function the kernel's Config path uses, and the worker's KINTSUGI_SANDBOX_PROBED). And the command's
     // entry, which pins KINTSUGI_DATA_DIR to an absolute path before anything reads it (src/cli/installation.ts).
     // And the CLI's colour switch (src/cli/terminal.ts: NO_COLOR), read before any runtime exists. Anything new here fails.
@@ -50,8 +50,8 @@ describe("table owners", () => {
       "src/cli.ts",
       "src/cli/terminal.ts",
       "src/db/dataDirTemplate.ts",
-      "src/jobChildLoad.ts",
-      "src/processSecrets.ts",
+      "src/jobChild/load.ts",
+      "src/cli/processSecrets.ts",
       "views/components.ts"
     ])
   })

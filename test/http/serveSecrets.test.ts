@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto"
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
-import { collectSecrets } from "../../src/processSecrets.ts"
+import { collectSecrets } from "../../src/cli/processSecrets.ts"
 import { createTestDataDir } from "../support/db.ts"
 
 setDefaultTimeout(90_000)

@@ -1,11 +1,11 @@
 /**
  * A job child started ahead (`run-job --ahead`, the worker's pool) warms up while it waits for its
- * envelope (src/jobChildWarmUp.ts, issue 15): the rehearsed job runs the whole start path with no model
+ * envelope (src/jobChild/warmUp.ts, issue 15): the rehearsed job runs the whole start path with no model
  * request; the steps stop when the envelope arrives; and the child's own job is
  * untouched by the rehearsal, whether the envelope comes after the warm-up or in the middle of it.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
-import { rehearse, warmUpWhileWaiting, WARM_UP_ENVELOPE } from "../../src/jobChildWarmUp.ts"
+import { rehearse, warmUpWhileWaiting, WARM_UP_ENVELOPE } from "../../src/jobChild/warmUp.ts"
 import { childEnv, createEnvelope, createJob, createJobDirs, createProvider, TEST_API_KEY } from "../support/jobChild.ts"
 import { jobChildEntryForTests } from "../support/jobChildBundle.ts"
 import { testSandboxConfig, TEST_SANDBOX_MODE } from "../support/sandbox.ts"
@@ -81,7 +81,7 @@ describe("the warm-up", () => {
     // A fresh process: what this one loaded before says nothing. It prints the pi-ai API modules loaded
     // before and after the steps.
     const script = [
-      `import { warmUpSteps } from ${JSON.stringify(`${import.meta.dir}/../../src/jobChildWarmUp.ts`)}`,
+      `import { warmUpSteps } from ${JSON.stringify(`${import.meta.dir}/../../src/jobChild/warmUp.ts`)}`,
       `const loaded = () => Object.keys(require.cache).filter((k) => k.includes("/pi-ai/dist/api/")).map((k) => k.split("/").at(-1))`,
       `const before = loaded()`,
       `for (const step of warmUpSteps(${JSON.stringify(testSandboxConfig())})) await step(new AbortController().signal)`,
@@ -101,7 +101,7 @@ describe("the warm-up's end", () => {
   test("rehearses the start more than once (compiled, not interpreted, for the job) and ends with a full collection", async () => {
     // A fresh process that logs each job start (the kernel draws one id per job) and each collection.
     const script = [
-      `import { warmUpSteps } from ${JSON.stringify(`${import.meta.dir}/../../src/jobChildWarmUp.ts`)}`,
+      `import { warmUpSteps } from ${JSON.stringify(`${import.meta.dir}/../../src/jobChild/warmUp.ts`)}`,
       `const log = []`,
       `const uuid = crypto.randomUUID.bind(crypto)`,
       `crypto.randomUUID = () => (log.push("job"), uuid())`,

@@ -12,7 +12,7 @@ import { startOpenAIServer } from "../support/scriptedServers.ts"
 setDefaultTimeout(60_000)
 
 const RECORDER = join(import.meta.dir, "..", "support", "loadRecorder.ts")
-const ENTRY = join(import.meta.dir, "..", "..", "src", "jobChildEntry.ts")
+const ENTRY = join(import.meta.dir, "..", "..", "src", "jobChild", "entry.ts")
 
 const loadedModules = (stderr: string): Array<string> =>
   stderr

@@ -1,11 +1,11 @@
 /**
  * A job child whose kernel fails in one way (`FAIL_MODE`), behind the real exit guard of
- * src/jobChildExit.ts: "import" (the kernel cannot load), "stall" (job.started, then nothing left to
+ * src/jobChild/exit.ts: "import" (the kernel cannot load), "stall" (job.started, then nothing left to
  * run — what a pi-ai module left uninitialised in a bundle did), "throw" (an uncaught error), "reject"
  * (an unhandled rejection), "exit0" (a stray process.exit(0)). Every message names FAIL_SECRET, which
  * must never reach stdout or stderr.
  */
-import { runGuardedJobChild, writeEvent } from "../../src/jobChildExit.ts"
+import { runGuardedJobChild, writeEvent } from "../../src/jobChild/exit.ts"
 
 export const FAIL_SECRET = "sk-fail-SECRET-0123456789"
 const mode = process.env["FAIL_MODE"]

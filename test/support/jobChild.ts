@@ -7,7 +7,7 @@ import { mkdtempSync, mkdirSync, realpathSync, rmSync, writeFileSync } from "nod
 import { dirname, join } from "node:path"
 import { JobEvent } from "../../src/contract/JobEvent.ts"
 import type { JobSpec } from "../../src/contract/JobSpec.ts"
-import { JOB_CHILD_JIT_ENV } from "../../src/jobChildArgs.ts"
+import { JOB_CHILD_JIT_ENV } from "../../src/jobChild/args.ts"
 import { decodeJob } from "../../src/kernel/decodeJob.ts"
 import { jobChildEntryForTests } from "./jobChildBundle.ts"
 import { testJobRoot } from "./jobRoots.ts"

@@ -1,12 +1,12 @@
 /**
  * Which job child the tests spawn: `src/cli.ts run-job` from the sources, or — with
- * KINTSUGI_TEST_JOB_CHILD=bundle — the Bun bytecode bundle the worker runs (src/worker/jobChildBundle.ts),
+ * KINTSUGI_TEST_JOB_CHILD=bundle — the Bun bytecode bundle the worker runs (src/worker/child/jobChildBundle.ts),
  * built once per source key into a cache under the system temp dir by the test preload (setup.ts).
  * `KINTSUGI_TEST_JOB_CHILD=bundle bun test test/kernel test/security` runs those suites against it.
  */
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { ensureBundle, sourceKey } from "../../src/worker/jobChildBundle.ts"
+import { ensureBundle, sourceKey } from "../../src/worker/child/jobChildBundle.ts"
 
 export const TEST_JOB_CHILD_VAR = "KINTSUGI_TEST_JOB_CHILD"
 const ENTRY_VAR = "KINTSUGI_TEST_JOB_CHILD_ENTRY"

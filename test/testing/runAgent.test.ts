@@ -147,9 +147,9 @@ test("kintsugi-runtime/testing loads no server, database or model-client code", 
   const root = join(import.meta.dir, "..", "..")
   walk(join(root, "src", "testing", "index.ts"))
   const dirs = [...files].map((f) => relative(root, dirname(f)))
-  expect([...new Set(dirs)].sort()).toEqual(["src", "src/agents", "src/contract", "src/kernel", "src/testing", "src/tools"])
-  // Of src/ itself only the job child's command line and JIT settings (a module that imports nothing).
-  expect([...files].filter((f) => relative(root, dirname(f)) === "src").map((f) => relative(root, f))).toEqual(["src/jobChildArgs.ts"])
+  expect([...new Set(dirs)].sort()).toEqual(["src/agents", "src/contract", "src/jobChild", "src/kernel", "src/testing", "src/tools"])
+  // Of src/jobChild/ only the job child's command line and JIT settings (a module that imports nothing).
+  expect([...files].filter((f) => relative(root, dirname(f)) === "src/jobChild").map((f) => relative(root, f))).toEqual(["src/jobChild/args.ts"])
   expect([...files].filter((f) => f.includes("/src/tools/")).map((f) => relative(root, f))).toEqual(["src/tools/denyPatterns.ts"])
   // The package check compiles output schemas (ajv): that kernel module and the ajv engines it loads
   // (src/kernel/ajvEngines.ts imports packages only), never the kernel itself.

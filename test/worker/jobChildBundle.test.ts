@@ -8,8 +8,8 @@ import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { BUNDLE_INPUTS, LAZY_LEAVES, SPLIT_SDKS, withoutStdoutReads } from "../../src/worker/jobChildBuild.ts"
-import { builtBundle, ensureBundle, sourceKey } from "../../src/worker/jobChildBundle.ts"
+import { BUNDLE_INPUTS, LAZY_LEAVES, SPLIT_SDKS, withoutStdoutReads } from "../../src/worker/child/jobChildBuild.ts"
+import { builtBundle, ensureBundle, sourceKey } from "../../src/worker/child/jobChildBundle.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
 import { startAnthropicServer, startOpenAIServer } from "../support/scriptedServers.ts"
 
@@ -89,14 +89,14 @@ test("the OpenAI, Anthropic and Google SDKs and QuickJS are bundles of their own
   }
   for (const pkg of ["@modelcontextprotocol/sdk", "zod", "ajv", "quickjs-emscripten-core", "re2js"]) expect(inputs.filter((f) => f.includes(`node_modules/${pkg}/`))).toEqual([])
   // The list is the bundle's: our kernel and Effect are in it.
-  for (const file of ["src/jobChildEntry.ts", "src/kernel/Kernel.ts", "node_modules/effect/"]) expect(inputs.some((f) => f.includes(file))).toBe(true)
+  for (const file of ["src/jobChild/entry.ts", "src/kernel/Kernel.ts", "node_modules/effect/"]) expect(inputs.some((f) => f.includes(file))).toBe(true)
   // A moved bundle directory still finds its SDKs: the Anthropic job runs from a copy elsewhere.
   const moved = mkdtempSync(join(tmpdir(), "kintsugi-bundle-moved-"))
   const server = await startAnthropicServer([{ kind: "turn", text: "done" }])
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
   try {
     cpSync(dir, moved, { recursive: true })
-    const run = await runJobChild(createEnvelope(createJob(dirs), [createProvider(server, "anthropic-messages")]), { entry: join(moved, "jobChildEntry.js") })
+    const run = await runJobChild(createEnvelope(createJob(dirs), [createProvider(server, "anthropic-messages")]), { entry: join(moved, "entry.js") })
     expect(run.events.at(-1)?.type).toBe("job.completed")
     expect(run.code).toBe(0)
   } finally {

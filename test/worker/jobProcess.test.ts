@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
-import { runJobProcess } from "../../src/worker/JobProcess.ts"
+import { runJobProcess } from "../../src/worker/child/JobProcess.ts"
 
 setDefaultTimeout(30_000)
 

@@ -10,16 +10,16 @@ import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, read
 import { join, resolve } from "node:path"
 
 /** The installation: the directory holding package.json and src/. */
-export const INSTALL_DIR = resolve(import.meta.dir, "..", "..")
+export const INSTALL_DIR = resolve(import.meta.dir, "..", "..", "..")
 
 /** The builders run Bun by its absolute path (process.execPath) and need no PATH of the server's: a fixed one. */
 const BUILD_PATH = "/usr/local/bin:/usr/bin:/bin"
 /** What the bundle is built from. */
-export const JOB_CHILD_SOURCE = join(INSTALL_DIR, "src", "jobChildEntry.ts")
+export const JOB_CHILD_SOURCE = join(INSTALL_DIR, "src", "jobChild", "entry.ts")
 const SRC_DIR = join(INSTALL_DIR, "src")
 /** The build (a script of the sources, so part of the key): the bundle and its split-off SDK bundles. */
-const BUILDER = join(INSTALL_DIR, "src", "worker", "jobChildBuild.ts")
-const BUNDLE_FILE = "jobChildEntry.js"
+const BUILDER = join(INSTALL_DIR, "src", "worker", "child", "jobChildBuild.ts")
+const BUNDLE_FILE = "entry.js"
 const PREFIX = "job-child-"
 
 const sourceFiles = (): Array<string> =>
@@ -71,7 +71,7 @@ export const jobChildCacheDir = (dataDir: string): string => {
   }
 }
 
-/** The installation's cache: where `bun src/worker/jobChildBundle.ts` (the Dockerfile's step) puts the bundle ahead. */
+/** The installation's cache: where `bun src/worker/child/jobChildBundle.ts` (the Dockerfile's step) puts the bundle ahead. */
 export const INSTALL_CACHE = join(INSTALL_DIR, "node_modules", ".cache", "kintsugi")
 
 /** The built bundle of `key`: the one made at install (INSTALL_CACHE) first, else the one in `cacheDir`. */
@@ -212,7 +212,7 @@ const buildUnderLock = async (cacheDir: string, key: string): Promise<number> =>
 }
 
 /**
- * `bun src/worker/jobChildBundle.ts`: builds the bundle of the sources at install (the Dockerfile's
+ * `bun src/worker/child/jobChildBundle.ts`: builds the bundle of the sources at install (the Dockerfile's
  * step) into INSTALL_CACHE, and prints its path. With `<cacheDir> <key>`: the detached builder of
  * startBundleBuild.
  */

@@ -6,7 +6,7 @@
  */
 import { dlopen, FFIType, ptr } from "bun:ffi"
 import { closeSync, readFileSync, writeSync } from "node:fs"
-import { makeNonDumpable } from "./kernel/nonDumpable.ts"
+import { makeNonDumpable } from "../kernel/nonDumpable.ts"
 
 /** Variables that hold secrets; each may instead be given as `<NAME>_FILE` (a path whose content is the value). */
 export const SECRET_VARIABLES = ["KINTSUGI_ADMIN_PASSWORD", "KINTSUGI_SECRET_KEY", "DATABASE_URL", "OTEL_EXPORTER_OTLP_HEADERS"] as const

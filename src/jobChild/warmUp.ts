@@ -18,14 +18,14 @@
 import { Effect } from "effect"
 import { openSync } from "node:fs"
 import { tmpdir } from "node:os"
-import type { JobEvent } from "./contract/JobEvent.ts"
-import { writeLine } from "./jobChildExit.ts"
-import { runEnvelope, type RunOutput } from "./jobChildRun.ts"
-import { LlmFailed } from "./kernel/errors.ts"
-import { piAiLlm, type MakeLlm } from "./kernel/Kernel.ts"
-import { Llm } from "./kernel/Llm.ts"
-import { API_IMPLEMENTATION_MODULES, makeJobModels } from "./kernel/PiAiModels.ts"
-import { makeSandbox, type SandboxConfig } from "./tools/Sandbox.ts"
+import type { JobEvent } from "../contract/JobEvent.ts"
+import { writeLine } from "./exit.ts"
+import { runEnvelope, type RunOutput } from "./run.ts"
+import { LlmFailed } from "../kernel/errors.ts"
+import { piAiLlm, type MakeLlm } from "../kernel/Kernel.ts"
+import { Llm } from "../kernel/Llm.ts"
+import { API_IMPLEMENTATION_MODULES, makeJobModels } from "../kernel/PiAiModels.ts"
+import { makeSandbox, type SandboxConfig } from "../tools/Sandbox.ts"
 
 /**
  * The rehearsal's document: every part of a job the decoders know (tools, skills, deny patterns, MCP
@@ -83,7 +83,7 @@ const nowhere = (line: string): void => {
 
 /**
  * The rehearsal: WARM_UP_ENVELOPE's job run to its end with noModelCalls (without shell and git where
- * they would be refused), from its JSON text through the job child's own path (jobChildRun.ts), each
+ * they would be refused), from its JSON text through the job child's own path (jobChild/run.ts), each
  * event encoded and written to /dev/null. Returns its events (the child drops them); none when it was
  * refused, or interrupted by `signal` (the envelope arrived: the rehearsal ends as an aborted job, at once).
  */
@@ -112,8 +112,8 @@ const REHEARSALS = 4
 
 /** The warm-up of a child that will run with `sandbox`, cheapest first. */
 export const warmUpSteps = (sandbox: SandboxConfig): ReadonlyArray<WarmUpStep> => [
-  () => Promise.all([import("./tools/codemode/codemode.ts"), import("./tools/mcp/mcpTools.ts")]),
-  () => Promise.all([import("./tools/services/serviceTools.ts"), import("./tools/services/ServiceChannel.ts")]),
+  () => Promise.all([import("../tools/codemode/codemode.ts"), import("../tools/mcp/mcpTools.ts")]),
+  () => Promise.all([import("../tools/services/serviceTools.ts"), import("../tools/services/ServiceChannel.ts")]),
   () => Promise.resolve(Effect.runSync(makeSandbox(sandbox).status)),
   // pi-ai's catalog of built-in providers (the model registry a built-in provider config reads).
   () => makeJobModels(WARM_UP_ENVELOPE.providers),

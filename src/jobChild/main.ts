@@ -4,15 +4,15 @@
  * when refused (one `job.refused` line). SIGTERM/SIGINT abort the job. Keys live only in memory.
  */
 import { Config, Effect, Option } from "effect"
-import type { JobEvent } from "./contract/JobEvent.ts"
-import { armJobChildExit, exitJob, failJob, onAbortSignal, writeEvent, writeLine, writeRefusal } from "./jobChildExit.ts"
-import { type ChildSettings, runEnvelope, type RunOutput } from "./jobChildRun.ts"
-import { dieWithParent } from "./kernel/dieWithParent.ts"
-import { makeNonDumpable } from "./kernel/nonDumpable.ts"
-import { startedAhead } from "./jobChildArgs.ts"
-import { warmUpSteps, warmUpWhileWaiting } from "./jobChildWarmUp.ts"
-import { RUN_PREFIX_VAR, validRunPrefix } from "./tools/processTree.ts"
-import { sandboxConfig } from "./tools/Sandbox.ts"
+import type { JobEvent } from "../contract/JobEvent.ts"
+import { armJobChildExit, exitJob, failJob, onAbortSignal, writeEvent, writeLine, writeRefusal } from "./exit.ts"
+import { type ChildSettings, runEnvelope, type RunOutput } from "./run.ts"
+import { dieWithParent } from "../kernel/dieWithParent.ts"
+import { makeNonDumpable } from "../kernel/nonDumpable.ts"
+import { startedAhead } from "./args.ts"
+import { warmUpSteps, warmUpWhileWaiting } from "./warmUp.ts"
+import { RUN_PREFIX_VAR, validRunPrefix } from "../tools/processTree.ts"
+import { sandboxConfig } from "../tools/Sandbox.ts"
 
 const childSettings = (): ChildSettings => ({
   sandbox: Effect.runSync(sandboxConfig),
@@ -44,9 +44,9 @@ export const runJobChild = async (stdin: string, settings: ChildSettings = child
 }
 
 /**
- * The process entry: every exit ends with its terminal event (jobChildExit.ts); non-dumpable before
+ * The process entry: every exit ends with its terminal event (jobChild/exit.ts); non-dumpable before
  * any secret is read, dies with its parent, then stdin (a child started ahead warms up while it waits
- * for its envelope: jobChildWarmUp.ts), then exit. `entryStdin` is the read the entry started
+ * for its envelope: jobChild/warmUp.ts), then exit. `entryStdin` is the read the entry started
  * (runGuardedJobChild), else stdin is read from here.
  */
 export const jobChildMain = async (entryStdin?: Promise<string>): Promise<never> => {

@@ -8,14 +8,14 @@ import { randomBytes } from "node:crypto"
 import { readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { JobEnvelope } from "../contract/AgentRuntime.ts"
-import { JobEvent, JobRefusedLine } from "../contract/JobEvent.ts"
-import { jobSessionsFile, jobTmpPrefix, RESOURCE_VARIABLES } from "../tools/jobResources.ts"
-import { readStat, RUN_PREFIX_VAR, sweepRunPrefix, sweepSessions } from "../tools/processTree.ts"
-import { JOB_CHILD_JIT_ENV, runJobArgs } from "../jobChildArgs.ts"
-import type { Settlement } from "./JobStore.ts"
+import type { JobEnvelope } from "../../contract/AgentRuntime.ts"
+import { JobEvent, JobRefusedLine } from "../../contract/JobEvent.ts"
+import { jobSessionsFile, jobTmpPrefix, RESOURCE_VARIABLES } from "../../tools/jobResources.ts"
+import { readStat, RUN_PREFIX_VAR, sweepRunPrefix, sweepSessions } from "../../tools/processTree.ts"
+import { JOB_CHILD_JIT_ENV, runJobArgs } from "../../jobChild/args.ts"
+import type { Settlement } from "../JobStore.ts"
 
-export const CLI_PATH = join(import.meta.dir, "..", "cli.ts")
+export const CLI_PATH = join(import.meta.dir, "..", "..", "cli.ts")
 /** After SIGTERM, how long a child gets to emit its `aborted` event before SIGKILL. */
 export const ABORT_GRACE_MS = 10_000
 
@@ -104,7 +104,7 @@ export interface SpawnedChild {
  * Starts `bun <entry> run-job` with `env` (childEnvironment's scrubbed variables, plus the caller's, over
  * the job child's JIT settings: JOB_CHILD_JIT_ENV) and a fresh run-token prefix. It then waits for its
  * envelope on stdin: nothing secret is in it before that.
- * `ahead`: started before its job (`run-job --ahead`), it warms up while it waits (jobChildWarmUp.ts).
+ * `ahead`: started before its job (`run-job --ahead`), it warms up while it waits (jobChild/warmUp.ts).
  */
 export const spawnJobChild = (entry: string, env: Readonly<Record<string, string>>, ahead = false): SpawnedChild => {
   // Every process the job starts carries a run token with this prefix: after the child is gone,

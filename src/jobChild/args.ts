@@ -1,7 +1,7 @@
 /**
  * The job child's command line, shared by the worker that starts it and the child: `run-job`, and
  * `run-job --ahead` for a child started before its job (the worker's pool), which warms up while it
- * waits for its envelope (jobChildWarmUp.ts). Imports nothing: cli.ts reads it before anything loads.
+ * waits for its envelope (jobChild/warmUp.ts). Imports nothing: cli.ts reads it before anything loads.
  */
 export const RUN_JOB = "run-job"
 export const AHEAD_FLAG = "--ahead"

@@ -1,5 +1,5 @@
 /**
- * `bun src/worker/jobChildBuild.ts <outDir>`: builds the job child's Bun bytecode bundle into `outDir`
+ * `bun src/worker/child/jobChildBuild.ts <outDir>`: builds the job child's Bun bytecode bundle into `outDir`
  * (jobChildBundle.ts runs it in a process of its own, into a private directory it then renames into
  * place). The provider SDKs, QuickJS and re2js, which only some jobs use (SPLIT_SDKS), are bundled
  * apart, each into a bytecode bundle of its own under `outDir/sdk/`, which the main bundle requires by a
@@ -85,8 +85,8 @@ const MINIFY = { whitespace: true, syntax: true } as const
 /** Beside the main bundle: the files it was built from (Bun's metafile), relative to the installation. */
 export const BUNDLE_INPUTS = "inputs.json"
 
-const INSTALL_DIR = resolve(import.meta.dir, "..", "..")
-const ENTRY = join(INSTALL_DIR, "src", "jobChildEntry.ts")
+const INSTALL_DIR = resolve(import.meta.dir, "..", "..", "..")
+const ENTRY = join(INSTALL_DIR, "src", "jobChild", "entry.ts")
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")
 
 /** Builds every bundle into `outDir` from `entry` (the job child's by default); the messages of a failed build, or none. */

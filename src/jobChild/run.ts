@@ -1,17 +1,17 @@
 /**
  * One envelope, from its text to the job's end: parse, decode, the kernel's checks and the job, with
  * its lines going where `output` says. The job child runs it on its stdin with its stdout as output
- * (jobChild.ts); a child started ahead runs it on its own warm-up document with an output that drops
- * every line (jobChildWarmUp.ts), so the path a job takes from its envelope's bytes to `job.started`
+ * (jobChild/main.ts); a child started ahead runs it on its own warm-up document with an output that drops
+ * every line (jobChild/warmUp.ts), so the path a job takes from its envelope's bytes to `job.started`
  * (the same decoders on objects of JSON.parse, the same program, each event encoded) has run before.
  */
 import { Effect, Either, Exit, Option, Schema, Stream } from "effect"
-import { AgentRuntime, JobEnvelope, JobRefused } from "./contract/AgentRuntime.ts"
-import type { JobEvent } from "./contract/JobEvent.ts"
-import { decodeAll, type Problem } from "./contract/Problem.ts"
-import { decodeJob } from "./kernel/decodeJob.ts"
-import { jobProblems, makeAgentRuntime, type KernelConfig, type MakeLlm } from "./kernel/Kernel.ts"
-import { makeSandbox, type SandboxConfig } from "./tools/Sandbox.ts"
+import { AgentRuntime, JobEnvelope, JobRefused } from "../contract/AgentRuntime.ts"
+import type { JobEvent } from "../contract/JobEvent.ts"
+import { decodeAll, type Problem } from "../contract/Problem.ts"
+import { decodeJob } from "../kernel/decodeJob.ts"
+import { jobProblems, makeAgentRuntime, type KernelConfig, type MakeLlm } from "../kernel/Kernel.ts"
+import { makeSandbox, type SandboxConfig } from "../tools/Sandbox.ts"
 
 /** What a job child takes from its environment (not from the envelope): read before the envelope. */
 export interface ChildSettings {

@@ -8,8 +8,8 @@
  */
 import { Config, Context, Duration, Effect, Layer, type Scope } from "effect"
 import { resolve } from "node:path"
-import { makeSandbox, SANDBOX_PROBED_ENV, sandboxConfig } from "../tools/Sandbox.ts"
-import { landlockProbedValue } from "../tools/sandboxProbe.ts"
+import { makeSandbox, SANDBOX_PROBED_ENV, sandboxConfig } from "../../tools/Sandbox.ts"
+import { landlockProbedValue } from "../../tools/sandboxProbe.ts"
 import { alive, childEnvironment, CLI_PATH, spawnJobChild, type SpawnedChild } from "./JobProcess.ts"
 import { findBundle, jobChildCacheDir, sourceFingerprint, sourceKey, startBundleBuild, transpilerCacheDir } from "./jobChildBundle.ts"
 

@@ -6,7 +6,7 @@
  * module imports nothing of the kernel, so it is armed before the kernel loads.
  */
 import { writeSync } from "node:fs"
-import { makeNonDumpable } from "./kernel/nonDumpable.ts"
+import { makeNonDumpable } from "../kernel/nonDumpable.ts"
 
 /** Writes a whole line to a file descriptor, synchronously, so lines never interleave or get lost at exit. */
 export const writeLine = (fd: number, line: string): void => {

@@ -1,8 +1,0 @@
-/**
- * The job child alone (`bun src/jobChildEntry.ts` = `kintsugi run-job`): an entry that imports only
- * the kernel, and is what the Bun bytecode bundle of the job child is built from (jobChildBundle.ts).
- * The exit guard is armed before the kernel loads, so even a kernel that cannot load ends the job.
- */
-import { runGuardedJobChild } from "./jobChildExit.ts"
-
-runGuardedJobChild(() => import("./jobChildLoad.ts").then((m) => m.loadJobChild()))

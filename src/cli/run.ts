@@ -6,15 +6,35 @@
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { resolve } from "node:path"
+import type { RunArgs } from "../worker/runCommand.ts"
 import { CliExit, exitWith } from "./exit.ts"
 import { explainStartFailure } from "./explain.ts"
 import { runIo } from "./runOutput.ts"
 
-const optional = (flag: string, value: Option.Option<string | number>) => (Option.isSome(value) ? [flag, String(value.value)] : [])
+/** The deepest directory holding every path (absolute): `/a/b/src` and `/a/b/out` → `/a/b`. */
+export const commonAncestor = (paths: ReadonlyArray<string>): string => {
+  const split = paths.map((p) => p.split("/").filter((s) => s !== ""))
+  const first = split[0] ?? []
+  let n = 0
+  // A lone path (a --read file, say) is held by its parent.
+  const max = Math.min(...split.map((parts) => parts.length)) - (paths.length === 1 ? 1 : 0)
+  while (n < max && split.every((parts) => parts[n] === first[n])) n++
+  return "/" + first.slice(0, n).join("/")
+}
+
+/** A number option's value when `ok`, else a usage error (exit 2) saying `message`. */
+const checked = (ok: (n: number) => boolean, message: string) => (n: number) =>
+  ok(n) ? Effect.succeed(n) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(message)))
+
+/** A path as given, made absolute (relative to the shell's current folder). */
+const absolute = (path: string) => resolve(path)
 
 /** Why there is no installation to run in (installation.ts: DATABASE_URL, else the data dir), or undefined. */
 const missingInstallation = (serverUrl: string) =>
@@ -31,12 +51,20 @@ export const runCommand = Command.make(
   "run",
   {
     task: Options.text("task").pipe(Options.withAlias("t"), Options.withDescription("what the agent should do")),
-    read: Options.text("read").pipe(Options.withAlias("r"), Options.atLeast(1), Options.withDescription("a directory or file the agent may read (repeatable)")),
-    out: Options.text("out").pipe(Options.withAlias("o"), Options.withDescription("the directory the agent's outputs are committed to")),
-    root: Options.text("root").pipe(Options.optional, Options.withDescription("the workspace root; default: the deepest directory holding every --read and --out")),
+    read: Options.text("read").pipe(Options.withAlias("r"), Options.atLeast(1), Options.map((paths) => paths.map(absolute)), Options.withDescription("a directory or file the agent may read (repeatable)")),
+    out: Options.text("out").pipe(Options.withAlias("o"), Options.map(absolute), Options.withDescription("the directory the agent's outputs are committed to")),
+    root: Options.text("root").pipe(Options.map(absolute), Options.optional, Options.withDescription("the workspace root; default: the deepest directory holding every --read and --out")),
     project: Options.text("project").pipe(Options.optional, Options.withDescription("a project id")),
-    timeout: Options.float("timeout").pipe(Options.optional, Options.withDescription("seconds; default 1800")),
-    maxCost: Options.float("max-cost").pipe(Options.optional, Options.withDescription("a cost limit in USD")),
+    timeout: Options.float("timeout").pipe(
+      Options.mapEffect(checked((s) => s > 0, "--timeout must be a positive number of seconds")),
+      Options.withDefault(1800),
+      Options.withDescription("seconds; default 1800")
+    ),
+    maxCost: Options.float("max-cost").pipe(
+      Options.mapEffect(checked((usd) => usd >= 0, "--max-cost must be a number of USD")),
+      Options.optional,
+      Options.withDescription("a cost limit in USD")
+    ),
     json: Options.boolean("json").pipe(Options.withAlias("j"), Options.withDescription("the job's events as NDJSON on stdout, then one summary object")),
     agent: Args.text({ name: "agent" }).pipe(Args.withDescription("the agent's name"))
   },
@@ -45,23 +73,15 @@ export const runCommand = Command.make(
     const log = (line: string) => void process.stderr.write(`${line}\n`)
     const io = runIo({ json: o.json, write, log })
     return Effect.gen(function* () {
-      const run = yield* Effect.promise(() => import("../worker/runCommand.ts"))
-      // One set of checks for argv and the typed options: the worker's parser (messages, defaults, the root).
-      const parsed = run.parseRunArgs([
-        o.agent,
-        "--task",
-        o.task,
-        ...o.read.flatMap((r) => ["--read", r]),
-        "--out",
-        o.out,
-        ...optional("--root", o.root),
-        ...optional("--project", o.project),
-        ...optional("--timeout", o.timeout),
-        ...optional("--max-cost", o.maxCost)
-      ])
-      if (typeof parsed === "string") {
-        log(`kintsugi run: ${parsed}\n${run.RUN_USAGE}`)
-        return yield* exitWith(2)
+      const job: RunArgs = {
+        agent: o.agent,
+        task: o.task,
+        read: o.read,
+        out: o.out,
+        root: Option.getOrElse(o.root, () => commonAncestor([...o.read, o.out])),
+        timeoutSec: o.timeout,
+        ...Option.match(o.project, { onNone: () => ({}), onSome: (project) => ({ project }) }),
+        ...Option.match(o.maxCost, { onNone: () => ({}), onSome: (maxCostUsd) => ({ maxCostUsd }) })
       }
       // A running server takes the job through its API (the embedded database is its alone).
       const remote = yield* Effect.promise(() => import("./runRemote.ts"))
@@ -74,7 +94,7 @@ export const runCommand = Command.make(
           )
           return yield* exitWith(2)
         }
-        return yield* exitWith(yield* remote.runRemoteJob({ ...where, token: where.token }, parsed, io))
+        return yield* exitWith(yield* remote.runRemoteJob({ ...where, token: where.token }, job, io))
       }
       // No server: this process opens the installation `serve` would, and never creates one.
       const missing = yield* missingInstallation(where.url)
@@ -82,8 +102,8 @@ export const runCommand = Command.make(
         log(`kintsugi run: ${missing}`)
         return yield* exitWith(1)
       }
-      // The composition root is loaded once the arguments are known to be good.
-      const { LocalRunLive, makeRuntime } = yield* Effect.promise(() => import("../main.ts"))
+      // The composition root is loaded only now: a server, or no installation, never pays for it.
+      const [run, { LocalRunLive, makeRuntime }] = yield* Effect.promise(() => Promise.all([import("../worker/runCommand.ts"), import("../main.ts")]))
       const rt = yield* Effect.acquireRelease(
         // The job's own progress is printed: only warnings and errors (diagnostics) go to stderr.
         // The job child (the bytecode bundle once built) starts while the database does (LocalRunLive).
@@ -96,7 +116,7 @@ export const runCommand = Command.make(
         (rt) => Effect.promise(() => rt.dispose())
       )
       const runtime = yield* Effect.promise(() => rt.runtime())
-      return yield* exitWith(yield* Effect.provide(run.runLocalJob(parsed, io), runtime))
+      return yield* exitWith(yield* Effect.provide(run.runLocalJob(job, io), runtime))
     }).pipe(Effect.scoped, Effect.onInterrupt(() => Effect.sync(io.interrupted)))
   }
 ).pipe(

@@ -5,16 +5,11 @@
  */
 import type { JobEvent } from "../contract/JobEvent.ts"
 import { Config, Effect, Either, Fiber } from "effect"
-import { resolve } from "node:path"
 import { JobRoots } from "./JobRoots.ts"
 import { JobStore } from "./JobStore.ts"
 import { LeaseConfig, runClaimedJob } from "./Worker.ts"
 
-export const RUN_USAGE = `usage: kintsugi run <agent> --task <text> --read <dir> [--read <dir|file> …] --out <dir>
-                    [--root <dir, default: the deepest directory holding every --read and --out>]
-                    [--project <id>] [--timeout <seconds, default 1800>] [--max-cost <usd>]
-every path must lie inside a job root (KINTSUGI_JOB_ROOTS, default <data dir>/workspaces)`
-
+/** One job of `kintsugi run`, as its options gave it (paths absolute, the root resolved). */
 export interface RunArgs {
   readonly agent: string
   readonly task: string
@@ -24,49 +19,6 @@ export interface RunArgs {
   readonly project?: string
   readonly timeoutSec: number
   readonly maxCostUsd?: number
-}
-
-export const parseRunArgs = (args: ReadonlyArray<string>): RunArgs | string => {
-  const [agent, ...rest] = args
-  if (agent === undefined || agent.startsWith("-")) return "name the agent first"
-  const read: Array<string> = []
-  const opts: Record<string, string> = {}
-  for (let i = 0; i < rest.length; i += 2) {
-    const flag = rest[i]
-    const value = rest[i + 1]
-    if (value === undefined) return `${flag} needs a value`
-    if (flag === "--read") read.push(resolve(value))
-    else if (["--task", "--out", "--root", "--project", "--timeout", "--max-cost"].includes(flag ?? "")) opts[flag ?? ""] = value
-    else return `unknown option ${flag}`
-  }
-  const task = opts["--task"]
-  const out = opts["--out"]
-  if (task === undefined || out === undefined || read.length === 0) return "--task, --read and --out are required"
-  const timeoutSec = Number(opts["--timeout"] ?? 1800)
-  if (!(timeoutSec > 0)) return "--timeout must be a positive number of seconds"
-  const maxCost = opts["--max-cost"] === undefined ? undefined : Number(opts["--max-cost"])
-  if (maxCost !== undefined && !(maxCost >= 0)) return "--max-cost must be a number of USD"
-  return {
-    agent,
-    task,
-    read,
-    out: resolve(out),
-    root: opts["--root"] === undefined ? commonAncestor([...read, resolve(out)]) : resolve(opts["--root"]),
-    timeoutSec,
-    ...(opts["--project"] === undefined ? {} : { project: opts["--project"] }),
-    ...(maxCost === undefined ? {} : { maxCostUsd: maxCost })
-  }
-}
-
-/** The deepest directory holding every path (absolute): `/a/b/src` and `/a/b/out` → `/a/b`. */
-export const commonAncestor = (paths: ReadonlyArray<string>): string => {
-  const split = paths.map((p) => p.split("/").filter((s) => s !== ""))
-  const first = split[0] ?? []
-  let n = 0
-  // A lone path (a --read file, say) is held by its parent.
-  const max = Math.min(...split.map((parts) => parts.length)) - (paths.length === 1 ? 1 : 0)
-  while (n < max && split.every((parts) => parts[n] === first[n])) n++
-  return "/" + first.slice(0, n).join("/")
 }
 
 /** How a job run reports, locally (src/worker/runCommand.ts) or through a server (runRemote.ts). */

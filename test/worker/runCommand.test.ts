@@ -10,7 +10,7 @@ import { SecretBoxLive } from "../../src/providers/SecretBox.ts"
 import { makeTestAppRuntime } from "../support/testApp.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
-import { commonAncestor, parseRunArgs } from "../../src/worker/runCommand.ts"
+import { commonAncestor } from "../../src/cli/run.ts"
 import { childEnv } from "../support/jobChild.ts"
 import { createTestDataDir } from "../support/db.ts"
 import { testJobRoots } from "../support/jobRoots.ts"
@@ -24,13 +24,6 @@ const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts")
 const cleanups: Array<() => unknown> = []
 afterAll(async () => {
   for (const c of cleanups) await c()
-})
-
-test("argument problems are named", () => {
-  expect(parseRunArgs([])).toBe("name the agent first")
-  expect(parseRunArgs(["a", "--task", "t", "--out", "o"])).toBe("--task, --read and --out are required")
-  expect(parseRunArgs(["a", "--task", "t", "--read", "r", "--out", "o", "--timeout", "-1"])).toBe("--timeout must be a positive number of seconds")
-  expect(parseRunArgs(["a", "--frob", "x"])).toBe("unknown option --frob")
 })
 
 test("runs a built-in agent through its binding and shows progress live", async () => {
@@ -137,6 +130,4 @@ test("the default workspace root is the deepest directory holding every --read a
   expect(commonAncestor(["/a/b/src/x.ts", "/a/b/src/y", "/a/b/out"])).toBe("/a/b")
   expect(commonAncestor(["/etc", "/a/out"])).toBe("/")
   expect(commonAncestor(["/a/b/x.ts"])).toBe("/a/b")
-  const parsed = parseRunArgs(["a", "--task", "t", "--read", "/w/src", "--out", "/w/out", "--root", "/w"])
-  expect(typeof parsed === "string" ? parsed : parsed.root).toBe("/w")
 }, 60_000)

@@ -22,18 +22,6 @@ const stdio: CommandIo = {
   err: (line) => void process.stderr.write(`${line}\n`)
 }
 
-export const VALIDATE_USAGE = [
-  "usage: kintsugi agents validate [--json] [--strict] [--mcp-servers <a,b>] <file|dir|zip>",
-  "  <name>.md        a single agent file (a Claude Code subagent file too)",
-  "  SKILL.md         an Agent Skill (or its folder or .zip, with resources)",
-  "  <dir>            a package folder (read recursively; symbolic links are not followed)",
-  "  <package>.zip    an exported package (one enclosing folder is allowed)",
-  "  --strict         refuse Claude Code tools without a Kintsugi equivalent (default: dropped, a warning each)",
-  "  --mcp-servers    the registered MCP servers to check grants against (default: the installation's,",
-  "                   read from DATABASE_URL or the data dir's embedded database when no serve holds it)",
-  "exit: 0 valid, 1 problems found, 2 usage error"
-].join("\n")
-
 /** Every terminal line goes through this: package text never reaches the terminal raw. */
 const safe = (line: string) => displayName(line)
 
@@ -114,27 +102,18 @@ export const validatePackage = async (
 }
 
 /**
- * Runs the command on its arguments (after `agents validate`). Prints every problem as
- * `path: message`, then warnings and notes; or those and `ok: <name> v<version> (<audience>)`; with
- * `json`, one JSON object (the ValidationReport). `mcpServers` (`a,b`) replaces the installation's
- * registry; `strict` refuses what an import would drop. Returns the exit code: 0 valid, 1 problems, 2
- * usage error (including an unreadable target). Never throws for bad input.
+ * Validates `target` (a file, folder or .zip). Prints every problem as `path: message`, then warnings
+ * and notes; or those and `ok: <name> v<version> (<audience>)`; with `json`, one JSON object (the
+ * ValidationReport). `mcpServers` (`a,b`) replaces the installation's registry; `strict` refuses what an
+ * import would drop. Returns the exit code: 0 valid, 1 problems, 2 an unreadable target. Never throws
+ * for bad input.
  */
-export const agentsValidateMain = async (
-  args: ReadonlyArray<string>,
+export const agentsValidate = async (
+  target: string,
   io: CommandIo = stdio,
   env: Readonly<Record<string, string | undefined>>,
   options: { readonly json?: boolean; readonly strict?: boolean; readonly mcpServers?: string | undefined } = {}
 ): Promise<number> => {
-  if (args.length === 1 && (args[0] === "-h" || args[0] === "--help")) {
-    io.out(VALIDATE_USAGE)
-    return 0
-  }
-  const target = args[0]
-  if (args.length !== 1 || target === undefined || target.startsWith("-")) {
-    io.err(VALIDATE_USAGE)
-    return 2
-  }
   const report = await validatePackage(target, env, options.mcpServers === undefined ? undefined : parseMcpServerList(options.mcpServers), { strict: options.strict })
   if ("usage" in report) {
     io.err(safe(`error: ${report.usage}`))

@@ -32,7 +32,7 @@ const validate = Command.make(
     Effect.flatMap(installation, (env) =>
       Effect.promise(() =>
         import("../agents/validateCommand.ts").then((m) =>
-          m.agentsValidateMain([target], undefined, env, { json, strict, mcpServers: Option.getOrUndefined(mcpServers) })
+          m.agentsValidate(target, undefined, env, { json, strict, mcpServers: Option.getOrUndefined(mcpServers) })
         )
       )
     ).pipe(

@@ -4,7 +4,7 @@ import os from "node:os"
 import path from "node:path"
 import { zipSync } from "fflate"
 import { parseAgentPackage, serializeAgentPackage } from "../../src/agents/AgentPackage.ts"
-import { agentsValidateMain } from "../../src/agents/validateCommand.ts"
+import { agentsValidate } from "../../src/agents/validateCommand.ts"
 import { writeZip } from "../../src/agents/zip.ts"
 import { createPackageFiles, SUPPORT_BOT_MD, valueOf } from "./fixtures.ts"
 
@@ -17,15 +17,15 @@ beforeAll(() => {
 })
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }))
 
-const runWith = async (env: Record<string, string>, args: ReadonlyArray<string>) => {
+const runWith = async (env: Record<string, string>, target: string) => {
   const out: Array<string> = []
   const err: Array<string> = []
-  const code = await agentsValidateMain(args, { out: (l) => out.push(l), err: (l) => err.push(l) }, env)
+  const code = await agentsValidate(target, { out: (l) => out.push(l), err: (l) => err.push(l) }, env)
   return { code, out, err }
 }
 // The sandbox mode is explicit: the default (auto) adds no note about process tools. No installation:
 // MCP grants are a note (validateCommandMcp.test.ts checks them against a registry).
-const run = (...args: Array<string>) => runWith({ KINTSUGI_DATA_DIR: path.join(tmp, "no-installation") }, args)
+const run = (target: string) => runWith({ KINTSUGI_DATA_DIR: path.join(tmp, "no-installation") }, target)
 
 const writeTree = (dir: string, files: ReadonlyArray<{ path: string; content: string | Uint8Array }>) => {
   for (const f of files) {
@@ -50,13 +50,13 @@ describe("kintsugi agents validate", () => {
   test("with KINTSUGI_SANDBOX=off, granted process tools get a note that they run unconfined", async () => {
     const file = path.join(tmp, "support-bot.md")
     fs.writeFileSync(file, SUPPORT_BOT_MD)
-    expect((await runWith({ KINTSUGI_SANDBOX: "off" }, [file])).out).toEqual([
+    expect((await runWith({ KINTSUGI_SANDBOX: "off" }, file)).out).toEqual([
       "note: shared skills are checked when the agent is installed: house-style",
       "note: shell would run unconfined here (KINTSUGI_SANDBOX=off): as the runtime's user, able to read and write anything it can",
       "ok: support-bot v3 (runtime)"
     ])
     fs.writeFileSync(file, SUPPORT_BOT_MD.replace("  - shell\n", ""))
-    expect((await runWith({ KINTSUGI_SANDBOX: "off" }, [file])).out.join("\n")).not.toContain("unconfined")
+    expect((await runWith({ KINTSUGI_SANDBOX: "off" }, file)).out.join("\n")).not.toContain("unconfined")
   })
 
   test("a package folder, read recursively; MCP servers are a note too", async () => {
@@ -116,18 +116,12 @@ describe("kintsugi agents validate", () => {
     expect(r.out.some((l) => l.startsWith("ok:"))).toBe(false)
   })
 
-  test("usage errors exit 2", async () => {
-    expect((await run()).code).toBe(2)
-    expect((await run("a", "b")).code).toBe(2)
-    expect((await run("--frobnicate")).code).toBe(2)
+  test("an unreadable target exits 2", async () => {
     const missing = await run(path.join(tmp, "nope.md"))
     expect(missing.code).toBe(2)
     expect(missing.err[0]).toStartWith("error: cannot read ")
     const txt = path.join(tmp, "notes.txt")
     fs.writeFileSync(txt, "hello")
     expect((await run(txt)).code).toBe(2)
-    const help = await run("--help")
-    expect(help.code).toBe(0)
-    expect(help.out[0]).toStartWith("usage: kintsugi agents validate")
   })
 })

@@ -11,7 +11,7 @@ import os from "node:os"
 import path from "node:path"
 import { makeDbLayer } from "../../src/db/Db.ts"
 import { checkAgentPackage } from "../../src/agents/validateAgent.ts"
-import { agentsValidateMain } from "../../src/agents/validateCommand.ts"
+import { agentsValidate } from "../../src/agents/validateCommand.ts"
 import { adminStatement, createTestDataDir, usingServer } from "../support/db.ts"
 import { createPackageFiles, problemsOf, SUPPORT_BOT_MD } from "./fixtures.ts"
 
@@ -39,7 +39,7 @@ afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }))
 const run = async (env: Record<string, string>, file: string, mcpServers?: string) => {
   const out: Array<string> = []
   const err: Array<string> = []
-  const code = await agentsValidateMain([file], { out: (l) => out.push(l), err: (l) => err.push(l) }, env, { mcpServers })
+  const code = await agentsValidate(file, { out: (l) => out.push(l), err: (l) => err.push(l) }, env, { mcpServers })
   return { code, out, err }
 }
 

@@ -9,7 +9,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { readTree } from "../../src/agents/builtins.ts"
-import { agentsValidateMain } from "../../src/agents/validateCommand.ts"
+import { agentsValidate } from "../../src/agents/validateCommand.ts"
 import { writeZip } from "../../src/agents/zip.ts"
 import { PASSWORD, useApi } from "../support/api.ts"
 
@@ -28,7 +28,7 @@ const asFiles = (dir: string, folder: string) =>
   readTree(dir).map((f) => ({ path: `${folder}/${f.path}`, contentBase64: Buffer.from(f.content).toString("base64") }))
 const validate = async (target: string, strict?: boolean) => {
   const out: Array<string> = []
-  const code = await agentsValidateMain([target], { out: (l) => out.push(l), err: (l) => out.push(l) }, {}, { mcpServers: "", ...(strict === undefined ? {} : { strict }) })
+  const code = await agentsValidate(target, { out: (l) => out.push(l), err: (l) => out.push(l) }, {}, { mcpServers: "", ...(strict === undefined ? {} : { strict }) })
   return { code, out }
 }
 const TEAM_LEAD = readFileSync(join(AGENTS_DIR, "team-lead.md"), "utf8")

@@ -10,13 +10,10 @@ export const AHEAD_FLAG = "--ahead"
 export const runJobArgs = (ahead: boolean): Array<string> => (ahead ? [RUN_JOB, AHEAD_FLAG] : [RUN_JOB])
 
 /**
- * JavaScriptCore's JIT thresholds for the job child (Bun reads `BUN_JSC_*` as it starts): a function's
- * execution counter must reach 20,000 before the baseline JIT compiles it, instead of 500 (100 when
- * JSC expects it soon): about 1,300 calls (a call counts 15) or 20,000 loop iterations. A job child
- * runs most of its code a few times — loading the kernel, decoding one envelope, checking one job —
- * and compiling that code on the way to `job.started` costs more than it saves (bench/coldStart.ts
- * measures it; bench/grep.ts shows the grep tool's throughput under the same settings). The server's
- * own `BUN_JSC_*` variables never reach a job child (childEnvironment's allowlist).
+ * JavaScriptCore's JIT thresholds for the job child (Bun reads `BUN_JSC_*` as it starts), far above JSC's
+ * defaults: a job child runs most of its code only a few times, so compiling it on the way to
+ * `job.started` costs more than it saves (bench/coldStart.ts). The server's own `BUN_JSC_*` variables
+ * never reach a job child (childEnvironment's allowlist).
  */
 export const JOB_CHILD_JIT_ENV: Readonly<Record<string, string>> = {
   BUN_JSC_thresholdForJITAfterWarmUp: "20000",

@@ -1,19 +1,10 @@
 /**
  * What a job child started ahead (the worker's pool, `run-job --ahead`) does while it waits for its
- * envelope: everything that does not depend on the envelope, so that envelope → job.started
- * is only parse, validate and emit. It loads the modules a job may need (codemode, the MCP tools, the
- * memory and web tools, pi-ai's catalog of built-in providers), probes the sandbox, and rehearses a
- * whole job on a document of its own (`WARM_UP_ENVELOPE`): decoders, provider models, the environment
- * checks, the kernel's services, job.started, the tools and the first turn, whose model call fails before
- * any request is made (`noModelCalls`), then loads pi-ai's API implementations (which a job would
- * otherwise load at its first model call), rehearses again (so the JIT has compiled the path) and ends
- * with a full collection. The rehearsal's events are encoded and written to /dev/null; it writes no file (its workspace is /usr
- * with the temp dir as outDir, and no tool is ever called: the model never answers), starts no process
- * besides the sandbox probe, and makes no network request.
- *
- * The envelope may arrive at any moment: the steps run one at a time and stop as soon as it has (the
- * rehearsal is interrupted), so a job waits at most for the end of the step under way. A step that
- * fails only leaves its work to the job.
+ * envelope, so that envelope → job.started is only parse, validate and emit: it loads the modules a job
+ * may need, probes the sandbox and rehearses a whole job on a document of its own (`WARM_UP_ENVELOPE`:
+ * no model request, no file written, no process but the probe, no network). The steps run one at a
+ * time and stop as soon as the envelope arrives, so a job waits at most for the step under way; a step
+ * that fails leaves its work to the job.
  */
 import { Effect } from "effect"
 import { openSync } from "node:fs"

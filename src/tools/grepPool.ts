@@ -195,6 +195,7 @@ export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => 
     onWorkerLost: (why) => end({ kind: "failed", message: why }, true)
   })
   const onTimeout = () => {
+    // Date.now(): a synchronous timer callback comparing the worker threads' stamps (performance.now() has another origin per thread).
     const now = Date.now()
     let stuck: number | undefined
     for (const s of slots) {

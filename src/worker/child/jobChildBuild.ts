@@ -4,10 +4,9 @@
  * place). The provider SDKs, QuickJS and re2js, which only some jobs use (SPLIT_SDKS), are bundled
  * apart, each into a bytecode bundle of its own under `outDir/sdk/`, which the main bundle requires by a
  * path relative to itself only when a job first needs it (a model call, a script, a pattern), and so
- * are our modules that import only such packages (LAZY_LEAVES, under `outDir/lazy/`): a child no longer
- * reads and loads their code at every start (Bun loads a bytecode bundle in time that grows
- * with its size). Each SDK stays one module instance (one bundle, required from one place), as it was
- * inside the main bundle. pi-ai's catalog data likewise stays beside the bundle as JSON (PI_AI_DATA).
+ * are our modules that import only such packages (LAZY_LEAVES, under `outDir/lazy/`), so a child does
+ * not read and load their code at every start (Bun loads a bytecode bundle in time that grows with its
+ * size). Each SDK stays one module instance (one bundle, required from one place). pi-ai's catalog data likewise stays beside the bundle as JSON (PI_AI_DATA).
  */
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -49,8 +48,8 @@ const PI_AI_PROVIDERS = `${["", "node_modules", "@earendil-works", "pi-ai", "dis
 
 /**
  * Effect's logger module reads `process.stdout` as it is evaluated (for its pretty logger's colours),
- * and Bun builds `process.stdout` on first access: a stream that loads Node's streams, 8–25 ms of the
- * job child's start. The bundle gets the two constants without that read: `process.stdout`
+ * and Bun builds `process.stdout` on first access: a stream that loads Node's streams, a noticeable
+ * part of the job child's start. The bundle gets the two constants without that read: `process.stdout`
  * always exists in Bun, and the job child's stdout carries its events, never a terminal (nor does the
  * child install the pretty logger, their only reader). A changed Effect fails the build (the child then
  * starts from the sources) instead of silently reading stdout again.
@@ -76,7 +75,7 @@ export const withoutStdoutReads = (source: string): string => {
 
 /**
  * Every bundle is minified, its whitespace and syntax only: Bun reads a bundle's whole text at every
- * start (the main bundle 1.38 → 1.03 MB). Identifiers are not renamed: Bun 1.4.5 ignores `keepNames`,
+ * start. Identifiers are not renamed: Bun 1.4.5 ignores `keepNames`,
  * and the SDKs read their own class names (the OpenAI client's User-Agent is `${constructor.name}/JS`,
  * errors name themselves after their class, Effect's `Schema.instanceOf` titles too).
  */

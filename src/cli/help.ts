@@ -49,31 +49,23 @@ export const helpTree = (root: Described, nested: ReadonlyArray<Described> = [])
   return node(root.descriptor, true)
 }
 
-/** The option words that take a value (a following `-h` is that value, not a help request). */
-export type TakesValue = (word: string | undefined) => boolean
-
 /**
- * The command path of a help request (`kintsugi users add -h` → ["users", "add"]), or undefined when
- * the arguments ask for no help or name a command that does not exist (@effect/cli then says so).
+ * The path of the command whose help `doc` is (`kintsugi users add -h` → ["users", "add"]): @effect/cli's
+ * parse finds the command a help request names and answers with that command's help document; the
+ * command is the one whose own document it is. Undefined when no command has it.
  */
-export const helpRequest = (tree: HelpTree, args: ReadonlyArray<string>, takesValue: TakesValue): ReadonlyArray<string> | undefined => {
-  const path: Array<string> = []
-  let node = tree
-  let help = false
-  for (let i = 0; i < args.length; i++) {
-    const word = args[i] ?? ""
-    if (word === "--") break
-    if (word === "--help" || word === "-h") help = true
-    else if (word.startsWith("-")) {
-      if (takesValue(word)) i++
-    } else if (node.children.length > 0) {
-      const child = node.children.find((c) => c.name === word)
-      if (child === undefined) return undefined
-      path.push(word)
-      node = child
+export const helpPath = (tree: HelpTree, doc: HelpDoc.HelpDoc, config: CliConfig.CliConfig): ReadonlyArray<string> | undefined => {
+  const text = (d: HelpDoc.HelpDoc) => paragraphs(d).join("\n")
+  const wanted = text(doc)
+  const find = (node: HelpTree, path: ReadonlyArray<string>): ReadonlyArray<string> | undefined => {
+    if (text(Descriptor.getHelp(node.descriptor, config)) === wanted) return path
+    for (const child of node.children) {
+      const found = find(child, [...path, child.name])
+      if (found !== undefined) return found
     }
+    return undefined
   }
-  return help ? path : undefined
+  return find(tree, [])
 }
 
 const spanText = (span: Span.Span): string => {

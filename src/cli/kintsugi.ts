@@ -4,18 +4,22 @@
  * modules are imported one by one (no barrels), as `kintsugi --help` pays for every module it loads.
  * Help is one screen per command (help.ts); nothing writes escape codes when colour is off (terminal.ts).
  */
+import * as BuiltInOptions from "@effect/cli/BuiltInOptions"
 import * as CliConfig from "@effect/cli/CliConfig"
 import * as Command from "@effect/cli/Command"
+import * as Descriptor from "@effect/cli/CommandDescriptor"
+import * as Directive from "@effect/cli/CommandDirective"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Terminal from "@effect/platform/Terminal"
 import * as BunRuntime from "@effect/platform-bun/BunRuntime"
 import * as Layer from "effect/Layer"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import pkg from "../../package.json" with { type: "json" }
 import { agentsCommand } from "./agents.ts"
 import { teardown } from "./exit.ts"
-import { helpRequest, helpTree, renderHelp } from "./help.ts"
+import { helpPath, helpTree, renderHelp } from "./help.ts"
 import { migrateCommand } from "./migrate.ts"
 import { runCommand } from "./run.ts"
 import { runJobCommand } from "./runJob.ts"
@@ -34,23 +38,23 @@ const cli = Command.run(kintsugi, { name: "kintsugi", version: pkg.version })
 // Case-sensitive: `-H` (serve's host) is not `-h` (help).
 const config = CliConfig.make({ isCaseSensitive: true })
 
-// @effect/cli refuses a repeated option written `--read=/x`: such forms become `--read /x` first
-// (not when the word is itself the value of the option before it, as in `--task --read=x`).
-const VALUE_OPTIONS = ["task", "read", "out", "root", "project", "timeout", "max-cost", "name", "expires-days", "grant", "port", "host", "completions", "log-level", "version", "agent-version", "mcp-servers"]
-// The short flags (docs/cli.md "Commands"): -t task, -r read, -o out, -p port, -H host, -n name, -g grant.
-const VALUE_SHORT = ["t", "r", "o", "p", "H", "n", "g"]
-const takesValue = (word: string | undefined) => word !== undefined && (VALUE_OPTIONS.some((o) => word === `--${o}`) || VALUE_SHORT.some((o) => word === `-${o}`))
+// Two forms of docs/cli.md that @effect/cli 0.77 cannot parse as written, given to it in a form it can.
+// A repeated option (`Options.atLeast`, `Options.repeated`) matches its name only as a word of its own
+// (options.ts, `parseCommandLine`, case "Variadic"): `--read=/x` becomes `--read /x`.
+const REPEATED = ["--read", "--grant"]
+// The built-in `--version` is matched before a command's own options, on every command
+// (commandDescriptor.ts, `parseBuiltInArgs` then `parseUserDefinedArgs`), and cannot be turned off:
+// `agents eval … --version N` (or `--version=N`) is passed on as `--agent-version N`.
 
-/** `--flag=value` as `--flag value`, for the options that take a value. */
-export const splitEquals = (args: ReadonlyArray<string>): Array<string> =>
-  args.flatMap((word, i) => {
+/** `args` (after the script) in the form @effect/cli parses: the two rewrites above, nothing else. */
+export const parseableArgs = (args: ReadonlyArray<string>): Array<string> => {
+  const split = args.flatMap((word) => {
     const eq = word.indexOf("=")
-    return eq > 2 && takesValue(word.slice(0, eq)) && !takesValue(args[i - 1]) ? [word.slice(0, eq), word.slice(eq + 1)] : [word]
+    return eq > 0 && REPEATED.includes(word.slice(0, eq)) ? [word.slice(0, eq), word.slice(eq + 1)] : [word]
   })
-
-/** `agents eval … --version N`: the version to evaluate, not the program's (@effect/cli's built-in `--version`). */
-export const evalVersionFlag = (args: ReadonlyArray<string>): Array<string> =>
-  args[0] === "agents" && args[1] === "eval" ? args.map((w, i) => (w === "--version" && i > 1 ? "--agent-version" : w)) : [...args]
+  const evalVersion = (w: string, i: number) => (i > 1 && (w === "--version" || w.startsWith("--version=")) ? `--agent-version${w.slice("--version".length)}` : w)
+  return split[0] === "agents" && split[1] === "eval" ? split.map(evalVersion) : split
+}
 
 /** A terminal that only writes: reading input is the wizard's, which loads the real one. */
 const outputOnly: Terminal.Terminal = {
@@ -65,41 +69,56 @@ const outputOnly: Terminal.Terminal = {
 // No option of ours reads files, and only `--wizard` prompts: the Bun file system and terminal (slow to
 // load) are loaded for the wizard alone, so that `--help` and every command start sooner. The wizard's
 // prompts keep their cursor moves but lose their colours when colour is off.
-const platform = (args: ReadonlyArray<string>, colour: boolean) =>
-  args.includes("--wizard")
-    ? Layer.unwrapEffect(
-        Effect.promise(async () => {
-          const [fs, path, terminal] = await Promise.all([
-            import("@effect/platform-bun/BunFileSystem"),
-            import("@effect/platform-bun/BunPath"),
-            import("@effect/platform-bun/BunTerminal")
-          ])
-          const plainTerminal = Layer.effect(
-            Terminal.Terminal,
-            Effect.map(Terminal.Terminal, (t): Terminal.Terminal => (colour ? t : { ...t, display: (text) => t.display(stripColour(text)) }))
-          ).pipe(Layer.provide(terminal.layer))
-          return Layer.mergeAll(fs.layer, path.layer, plainTerminal)
-        })
-      )
-    : Layer.mergeAll(FileSystem.layerNoop({}), Path.layer, Layer.succeed(Terminal.Terminal, outputOnly))
+const light = Layer.mergeAll(FileSystem.layerNoop({}), Path.layer, Layer.succeed(Terminal.Terminal, outputOnly))
+const wizardPlatform = (colour: boolean) =>
+  Layer.unwrapEffect(
+    Effect.promise(async () => {
+      const [fs, path, terminal] = await Promise.all([
+        import("@effect/platform-bun/BunFileSystem"),
+        import("@effect/platform-bun/BunPath"),
+        import("@effect/platform-bun/BunTerminal")
+      ])
+      const plainTerminal = Layer.effect(
+        Terminal.Terminal,
+        Effect.map(Terminal.Terminal, (t): Terminal.Terminal => (colour ? t : { ...t, display: (text) => t.display(stripColour(text)) }))
+      ).pipe(Layer.provide(terminal.layer))
+      return Layer.mergeAll(fs.layer, path.layer, plainTerminal)
+    })
+  )
 
-/** The help `args` ask for, or undefined when they ask for none (help.ts). */
-const helpText = (args: ReadonlyArray<string>, colour: boolean, width: number): string | undefined => {
-  if (!args.includes("--help") && !args.includes("-h")) return undefined
+/** The built-in option (help, wizard, version…) that @effect/cli's parse of `args` asks for, if any. */
+export const builtInRequest = (args: ReadonlyArray<string>): Effect.Effect<Option.Option<BuiltInOptions.BuiltInOptions>> =>
+  Descriptor.parse(kintsugi.descriptor, ["kintsugi", ...args], config).pipe(
+    Effect.provide(light),
+    Effect.option,
+    Effect.map(Option.flatMap((d) => (Directive.isBuiltIn(d) ? Option.some(d.option) : Option.none())))
+  )
+
+/** The help screen (help.ts) of the command a help request names, or undefined for no command of ours. */
+export const helpScreen = (request: BuiltInOptions.ShowHelp, options: { readonly colour: boolean; readonly width: number }): string | undefined => {
   const tree = helpTree(kintsugi, [usersCommand, agentsCommand])
-  const path = helpRequest(tree, args, takesValue)
-  return path === undefined ? undefined : renderHelp(tree, path, { program: "kintsugi", version: pkg.version, config, colour, width })
+  const path = helpPath(tree, request.helpDoc, config)
+  return path === undefined ? undefined : renderHelp(tree, path, { program: "kintsugi", version: pkg.version, config, ...options })
 }
+
+/** Help is drawn here; anything else (the command, its usage error, the other built-in options) is @effect/cli's `run`. */
+const dispatch = (argv: ReadonlyArray<string>, args: ReadonlyArray<string>, colour: boolean) =>
+  Effect.gen(function* () {
+    const builtIn = yield* builtInRequest(args)
+    if (Option.isSome(builtIn) && BuiltInOptions.isShowHelp(builtIn.value)) {
+      const help = helpScreen(builtIn.value, { colour, width: process.stdout.columns ?? 80 })
+      if (help !== undefined) return yield* Effect.sync(() => void process.stdout.write(help))
+    }
+    const wizard = Option.isSome(builtIn) && BuiltInOptions.isShowWizard(builtIn.value)
+    return yield* cli([...argv.slice(0, 2), ...args]).pipe(Effect.provide(wizard ? wizardPlatform(colour) : light))
+  })
 
 /** Runs the command line `argv` (as process.argv: runtime, script, arguments…) and exits with its code. */
 export const main = (argv: ReadonlyArray<string>): void => {
-  const args = evalVersionFlag(splitEquals(argv.slice(2)))
-  const help = helpText(args, colourAllowed(process.stdout), process.stdout.columns ?? 80)
-  if (help !== undefined) return void process.stdout.write(help)
   const allowed = { stdout: colourAllowed(process.stdout), stderr: colourAllowed(process.stderr) }
-  cli([...argv.slice(0, 2), ...args]).pipe(
+  dispatch(argv, parseableArgs(argv.slice(2)), allowed.stdout).pipe(
     (program) => Effect.consoleWith((console) => Effect.withConsole(program, plainConsole(console, allowed))),
-    Effect.provide(Layer.mergeAll(platform(argv, allowed.stdout), CliConfig.layer(config))),
+    Effect.provide(CliConfig.layer(config)),
     BunRuntime.runMain({ disableErrorReporting: true, teardown })
   )
 }

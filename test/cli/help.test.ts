@@ -51,7 +51,8 @@ describe("kintsugi --help", () => {
         expect(r.err).toBe("")
         expect(r.code).toBe(0)
         expect(r.out).toContain("USAGE")
-        expect(r.out).toContain(args.length === 0 ? "kintsugi" : (args[args.length - 1] ?? ""))
+        // The screen of the command named, whatever words come after it.
+        expect(r.out.split("\n")[0]).toStartWith(args.length === 0 ? "kintsugi " : `kintsugi ${args.join(" ")}: `)
         expect(readdirSync(dataDir)).toEqual([])
         await expect(fetch("http://127.0.0.1:39517/")).rejects.toThrow()
       })
@@ -132,8 +133,15 @@ describe("kintsugi --help", () => {
     expect(r.code).toBe(2)
     expect(r.err).toContain("--read")
     expect(kintsugi(["frobnicate"]).code).toBe(2)
+    const unknown = kintsugi(["run", "a", "-t", "t", "-r", "/x", "-o", "/o", "--frob", "x"])
+    expect(unknown.code).toBe(2)
+    expect(unknown.err).toContain("'--frob'")
+    expect(kintsugi(["users", "grant", "erin", "superuser"]).code).toBe(2)
+    expect(kintsugi(["users", "token", "erin", "--expires-days", "never"]).code).toBe(2)
+    expect(kintsugi(["agents", "validate"]).code).toBe(2)
+    expect(kintsugi(["agents", "validate", "a.md", "b.md"]).code).toBe(2)
     expect(readdirSync(dataDir)).toEqual([])
-  })
+  }, 60_000)
 
   test("docs/cli.md's forms parse: agent first, repeated --read, --flag=value", () => {
     for (const args of [
@@ -142,12 +150,12 @@ describe("kintsugi --help", () => {
       ["run", "--task", "t", "--read", "/x", "--out", "/o", "--timeout", "-1", "a"]
     ]) {
       const r = kintsugi(args)
-      // Parsed through to the run's own check (before any database is opened).
+      // Parsed through to the check of --timeout's value (before any database is opened).
       expect(r.err).toContain("--timeout must be a positive number of seconds")
       expect(r.code).toBe(2)
     }
     expect(readdirSync(dataDir)).toEqual([])
-  })
+  }, 30_000)
 })
 
 process.on("exit", () => rmSync(dataDir, { recursive: true, force: true }))

@@ -1,0 +1,129 @@
+/**
+ * The command line is parsed by @effect/cli alone: the options arrive typed in the handler (paths
+ * absolute, defaults filled in), in any order around the positional argument; usage errors are
+ * @effect/cli's ValidationErrors (exit 2, exit.ts); a help request names its command through
+ * @effect/cli's own parse. `parseableArgs` touches only the two forms @effect/cli cannot read.
+ */
+import { describe, expect, test } from "bun:test"
+import * as BuiltInOptions from "@effect/cli/BuiltInOptions"
+import * as Command from "@effect/cli/Command"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Path from "@effect/platform/Path"
+import * as Terminal from "@effect/platform/Terminal"
+import { Effect, Layer, Option } from "effect"
+import { resolve } from "node:path"
+import { builtInRequest, helpScreen, parseableArgs } from "../../src/cli/kintsugi.ts"
+import { runCommand } from "../../src/cli/run.ts"
+
+type RunOptions = typeof runCommand extends Command.Command<"run", infer _R, infer _E, infer A> ? A : never
+
+const platform = Layer.mergeAll(
+  FileSystem.layerNoop({}),
+  Path.layer,
+  Layer.succeed(Terminal.Terminal, {
+    columns: Effect.succeed(80),
+    rows: Effect.succeed(24),
+    isTTY: Effect.succeed(false),
+    readInput: Effect.die("no input"),
+    readLine: Effect.die("no input"),
+    display: () => Effect.void
+  })
+)
+
+/** What `kintsugi run <args>` hands its handler, or the parse's failure. */
+const parseRun = (args: ReadonlyArray<string>) => {
+  let seen: RunOptions | undefined
+  const cli = Command.run(Command.withHandler(runCommand, (o) => Effect.sync(() => void (seen = o))), { name: "kintsugi", version: "0" })
+  return cli(["bun", "kintsugi", ...parseableArgs(args)]).pipe(
+    Effect.map(() => seen),
+    Effect.either,
+    Effect.provide(platform),
+    // @effect/cli prints its usage errors on the console: kept out of the test's output.
+    (program) => Effect.consoleWith((console) => Effect.withConsole(program, { ...console, error: () => Effect.void, log: () => Effect.void })),
+    Effect.runPromise
+  )
+}
+
+describe("kintsugi run: typed options, straight from @effect/cli", () => {
+  test("agent first or last, --flag value or --flag=value, repeated --read: the same typed options", async () => {
+    const forms = [
+      ["a", "--task", "t", "--read", "/x", "--read", "/y", "--out", "/o"],
+      ["a", "--task=t", "--read=/x", "--read=/y", "--out=/o"],
+      ["--task", "t", "-r", "/x", "--read=/y", "-o", "/o", "a"],
+      ["-t", "t", "--read", "/x", "a", "-r", "/y", "--out", "/o"]
+    ]
+    for (const args of forms) {
+      const parsed = await parseRun(args)
+      expect(parsed._tag).toBe("Right")
+      if (parsed._tag === "Right") {
+        expect(parsed.right).toEqual({ agent: "a", task: "t", read: ["/x", "/y"], out: "/o", root: Option.none(), project: Option.none(), timeout: 1800, maxCost: Option.none(), json: false })
+      }
+    }
+  })
+
+  test("paths are absolute from the shell's folder; numbers are numbers; a task may start with a dash", async () => {
+    const parsed = await parseRun(["a", "-t", "--not-a-flag", "-r", "src", "-o", "out", "--root", ".", "--timeout", "60", "--max-cost", "0.5", "--project", "p", "-j"])
+    expect(parsed._tag === "Right" ? parsed.right : parsed.left).toEqual({
+      agent: "a",
+      task: "--not-a-flag",
+      read: [resolve("src")],
+      out: resolve("out"),
+      root: Option.some(resolve(".")),
+      project: Option.some("p"),
+      timeout: 60,
+      maxCost: Option.some(0.5),
+      json: true
+    })
+  })
+
+  test("usage errors are @effect/cli's: an unknown flag, a missing option, a bad number, a value out of range", async () => {
+    for (const [args, tag] of [
+      [["a", "-t", "t", "-r", "/x", "-o", "/o", "--frob", "x"], "InvalidValue"],
+      [["a", "-t", "t", "-o", "/o"], "InvalidValue"],
+      [["a", "-t", "t", "-r", "/x"], "MissingValue"],
+      [["a", "-t", "t", "-r", "/x", "-o", "/o", "--timeout", "abc"], "InvalidValue"],
+      [["a", "-t", "t", "-r", "/x", "-o", "/o", "--timeout", "-1"], "InvalidValue"],
+      [["a", "-t", "t", "-r", "/x", "-o", "/o", "--max-cost", "-2"], "InvalidValue"],
+      [["-t", "t", "-r", "/x", "-o", "/o"], "MissingValue"]
+    ] as const) {
+      const parsed = await parseRun(args)
+      expect({ args, tag: parsed._tag === "Left" ? (parsed.left as { _tag: string })._tag : "parsed" }).toEqual({ args, tag })
+    }
+  })
+})
+
+describe("parseableArgs", () => {
+  test("splits --read=… and --grant=… (repeated options), and nothing else", () => {
+    expect(parseableArgs(["run", "a", "--read=/x", "--read=/y=z", "--task=a=b", "-r", "/w", "--out=/o"])).toEqual(["run", "a", "--read", "/x", "--read", "/y=z", "--task=a=b", "-r", "/w", "--out=/o"])
+    expect(parseableArgs(["users", "add", "al", "--grant=agents.manage"])).toEqual(["users", "add", "al", "--grant", "agents.manage"])
+  })
+
+  test("--version after `agents eval` is the version to evaluate; anywhere else, the program's", () => {
+    expect(parseableArgs(["agents", "eval", "a", "--version", "3"])).toEqual(["agents", "eval", "a", "--agent-version", "3"])
+    expect(parseableArgs(["agents", "eval", "--version=3", "a"])).toEqual(["agents", "eval", "--agent-version=3", "a"])
+    expect(parseableArgs(["--version"])).toEqual(["--version"])
+    expect(parseableArgs(["agents", "validate", "x", "--version"])).toEqual(["agents", "validate", "x", "--version"])
+  })
+})
+
+describe("help requests, found by @effect/cli's parse", () => {
+  const COMMANDS = [[], ["serve"], ["run"], ["run-job"], ["migrate"], ["users"], ["users", "add"], ["users", "revoke-token"], ["agents"], ["agents", "validate"], ["agents", "eval"]]
+
+  test("`… --help` and `… -h` anywhere after the command: that command's own screen", async () => {
+    for (const path of COMMANDS) {
+      for (const args of [[...path, "--help"], [...path, "-h"], [...path, "x", "-h", "--port", "1"]]) {
+        const request = await Effect.runPromise(builtInRequest(args))
+        const help = Option.isSome(request) && BuiltInOptions.isShowHelp(request.value) ? helpScreen(request.value, { colour: false, width: 80 }) : undefined
+        const first = help?.split("\n")[0] ?? ""
+        expect({ args, title: first.startsWith(["kintsugi", ...path].join(" ") + (path.length === 0 ? " " : ":")) }).toEqual({ args, title: true })
+      }
+    }
+  })
+
+  test("no help asked: none drawn (a command, a usage error, the version)", async () => {
+    for (const args of [["run", "a", "-t", "t", "-r", "/x", "-o", "/o"], ["frobnicate"], ["--version"], ["users", "add"]]) {
+      const request = await Effect.runPromise(builtInRequest(args))
+      expect(Option.isSome(request) && BuiltInOptions.isShowHelp(request.value)).toBe(false)
+    }
+  })
+})

@@ -8,11 +8,10 @@
  * schema engine (ajv, src/kernel/jsonSchema.ts) is loaded only when a job's contract has a schema.
  */
 import { Effect, Either } from "effect"
-import { constants } from "node:fs"
 import { dirname } from "node:path"
 import { type OutputFile, outputFileName } from "../contract/AgentDefinition.ts"
-import { fdInside } from "../job/confinementSync.ts"
 import { isInside } from "../job/confinement.ts"
+import { readOutputFile } from "../job/outputFile.ts"
 import { Workspace } from "../job/Workspace.ts"
 
 /** Largest contracted file checked; a bigger one is a problem (say so rather than read it). */
@@ -21,41 +20,19 @@ const MAX_CONTRACT_BYTES = 10 * 1024 * 1024
 export type FileState = { readonly kind: "missing" | "not-regular" | "too-large" | "empty" } | { readonly kind: "text"; readonly text: string }
 
 /**
- * Opens of a file that was replaced between its open and its stat (another job writing the same
- * output: temp file + rename leaves the opened inode with no link): what counts is what the path holds
- * now, so it is opened again, this many times at most.
- */
-const REPLACED_REOPENS = 5
-
-/**
  * An output file as the job left it, never following a link: missing, not a regular file with one
- * link inside `outDir`, larger than `maxBytes`, empty, or its text. Also what grounding and evals read
- * outputs with.
+ * link inside `outDir`, larger than `maxBytes`, empty, or its text (readOutputFile: also what the
+ * portal's output view reads with). Also what grounding and evals read outputs with.
  */
 export const inspectOutput = (path: string, outDir: string, maxBytes: number = MAX_CONTRACT_BYTES): Promise<FileState> =>
   (async (): Promise<FileState> => {
-    // Node's fs/promises is loaded here, at the job's end, not with the kernel (milliseconds of the
-    // cold job child's way to job.started).
-    const { open, realpath } = await import("node:fs/promises")
+    const { realpath } = await import("node:fs/promises")
     const parent = await realpath(dirname(path)).catch(() => undefined)
     if (parent === undefined) return { kind: "missing" }
     if (!isInside(parent, outDir)) return { kind: "not-regular" }
-    for (let reopens = 0; ; reopens++) {
-      const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch((e: NodeJS.ErrnoException) => e)
-      if (fh instanceof Error) return { kind: fh.code === "ENOENT" ? "missing" : "not-regular" }
-      try {
-        const st = await fh.stat()
-        if (st.nlink === 0 && reopens < REPLACED_REOPENS) continue
-        if (!st.isFile() || st.nlink !== 1) return { kind: "not-regular" }
-        // What was opened, not the path checked above: a directory swapped for a link since is not followed out.
-        if (!fdInside(fh.fd, outDir)) return { kind: "not-regular" }
-        if (st.size > maxBytes) return { kind: "too-large" }
-        if (st.size === 0) return { kind: "empty" }
-        return { kind: "text", text: (await fh.readFile()).toString("utf8") }
-      } finally {
-        await fh.close()
-      }
-    }
+    const read = await readOutputFile(path, outDir, maxBytes)
+    if (read.kind !== "bytes") return read
+    return read.bytes.length === 0 ? { kind: "empty" } : { kind: "text", text: new TextDecoder().decode(read.bytes) }
   })()
 
 /** Largest file checked against a JSON Schema (the size the grounding check reads, too). */

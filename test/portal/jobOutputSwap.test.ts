@@ -1,11 +1,12 @@
 /**
  * The job page's output view reads a running job's file from its outDir: what is served is judged by the
- * opened descriptor, so a directory the job's shell swaps for a link out of outDir is never read through.
+ * opened descriptor, so a directory the job's shell swaps for a link out of outDir is never read through,
+ * and a file replaced while it is read is opened again rather than answered with 404.
  */
 import { afterEach, expect, test } from "bun:test"
 import { Effect, Either } from "effect"
 import { readOutput } from "../../src/http/portal/jobOutput.ts"
-import { swappedDirectory, tally } from "../support/fileChurn.ts"
+import { replacedFile, swappedDirectory, tally } from "../support/fileChurn.ts"
 
 const stops: Array<() => void> = []
 afterEach(() => {
@@ -23,4 +24,16 @@ test("a directory swapped for a link out of outDir and back: the view never serv
   expect(await churn.steps).toBeGreaterThan(300)
   expect(served["inside"]).toBeGreaterThan(0)
   expect(served["SECRET"]).toBeUndefined()
+})
+
+test("a file replaced over and over by another process (temp file and rename): every view serves its text", async () => {
+  const churn = await replacedFile()
+  stops.push(churn.stop)
+  const served = await tally(() =>
+    Effect.runPromise(Effect.either(readOutput({ outDir: churn.dir }, "report.md", ["report.md"]))).then((read) =>
+      Either.isRight(read) ? new TextDecoder().decode(read.right) : read.left._tag
+    )
+  )
+  expect(await churn.steps).toBeGreaterThan(300)
+  expect(Object.keys(served)).toEqual(["hello"])
 })

@@ -3,16 +3,15 @@
  * the job reported in an `output` event is served. When the worker committed the outputs, the file is
  * read from that commit (commitOutputs.ts `readCommittedOutput`: what was committed, whatever the folder
  * holds later; a regular blob only); otherwise from inside its outDir as it is now (symlinks
- * resolved and kept inside, no `..`, a regular file with one link — a hard link to a server file is
- * refused — and at most MAX_OUTPUT_BYTES). Never served as HTML: text inline as text/plain, anything
+ * resolved and kept inside, no `..`, then read as the output contract reads it: readOutputFile, a
+ * regular file with one link — a hard link to a server file is refused — at most MAX_OUTPUT_BYTES,
+ * opened again when the job replaced it mid-read). Never served as HTML: text inline as text/plain, anything
  * else as an attachment, always nosniff and with a sandboxing CSP, so no file can script the portal.
  */
 import { Effect } from "effect"
-import { constants } from "node:fs"
-import { open, realpath } from "node:fs/promises"
+import { realpath } from "node:fs/promises"
 import { basename, isAbsolute, join } from "node:path"
-import { isInside } from "../../job/confinement.ts"
-import { fdInside } from "../../job/confinementSync.ts"
+import { readOutputFile } from "../../job/outputFile.ts"
 import { readCommittedOutput } from "../../worker/commitOutputs.ts"
 import type { ApiError } from "../respond.ts"
 import { NotFound } from "../errors.ts"
@@ -38,23 +37,9 @@ export const readOutput = (source: OutputSource, path: string, reported: Readonl
     try: async () => {
       if (!wellFormed(path) || !reported.includes(path)) return undefined
       if (source.committed !== undefined) return readCommittedOutput({ ...source.committed, outDir: source.outDir, path, maxBytes: MAX_OUTPUT_BYTES })
-      const outDir = source.outDir
-      const root = await realpath(outDir)
-      const file = await realpath(join(root, path))
-      if (file === root || !isInside(file, root)) return undefined
-      // O_NOFOLLOW: the resolved path is opened as is, never through a link swapped in since.
-      const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
-      try {
-        const st = await handle.stat()
-        if (!st.isFile() || st.nlink !== 1 || st.size > MAX_OUTPUT_BYTES) return undefined
-        // What was opened, not the path resolved above: a running job's shell may have swapped a directory on it for a link out.
-        if (!fdInside(handle.fd, root)) return undefined
-        const bytes = new Uint8Array(st.size)
-        const { bytesRead } = await handle.read(bytes, 0, st.size, 0)
-        return bytes.subarray(0, bytesRead)
-      } finally {
-        await handle.close()
-      }
+      const root = await realpath(source.outDir)
+      const read = await readOutputFile(join(root, path), root, MAX_OUTPUT_BYTES, "inside")
+      return read.kind === "bytes" ? read.bytes : undefined
     },
     catch: () => missing(path)
   }).pipe(Effect.flatMap((bytes) => (bytes === undefined ? Effect.fail(missing(path)) : Effect.succeed(bytes))))

@@ -5,10 +5,11 @@
  */
 import { Either } from "effect"
 import { lstatSync, readdirSync, readFileSync } from "node:fs"
-import { join, relative, sep } from "node:path"
+import { join } from "node:path"
 import type { Problem } from "../contract/Problem.ts"
 import { parseAgentPackage, type AgentPackage } from "./AgentPackage.ts"
 import { readFrontMatter } from "./frontMatter.ts"
+import { readPackageFolder } from "./loadPackageFiles.ts"
 
 export const BUILTIN_AGENTS_DIR = join(import.meta.dir, "..", "..", "builtin-agents")
 export const BUILTIN_SKILLS_DIR = join(import.meta.dir, "..", "..", "builtin-skills")
@@ -20,19 +21,14 @@ export interface SharedSkill {
   readonly builtin: boolean
 }
 
-/** Every regular file below `dir` (symlinks are not followed), paths relative with "/". */
-export const readTree = (dir: string): Array<{ path: string; content: Uint8Array }> => {
-  const out: Array<{ path: string; content: Uint8Array }> = []
-  const walk = (d: string) => {
-    for (const entry of readdirSync(d).sort()) {
-      const p = join(d, entry)
-      const st = lstatSync(p)
-      if (st.isDirectory()) walk(p)
-      else if (st.isFile()) out.push({ path: relative(dir, p).split(sep).join("/"), content: readFileSync(p) })
-    }
-  }
-  walk(dir)
-  return out
+/**
+ * Every file of a shipped folder through the package walker (readPackageFolder: its depth and size
+ * rules). A problem there is a release defect: it throws, naming each.
+ */
+export const readTree = (dir: string): Array<{ readonly path: string; readonly content: Uint8Array }> => {
+  const { files, problems } = readPackageFolder(dir)
+  if (problems.length > 0) throw new Error(`${dir}: ${problems.map((p) => `${p.path}: ${p.message}`).join("; ")}`)
+  return files
 }
 
 const dirs = (dir: string): Array<string> => {

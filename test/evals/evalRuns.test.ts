@@ -19,6 +19,7 @@ import { useApp } from "../support/appHarness.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { createRootDir, testJobRoot } from "../support/jobRoots.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
+import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(120_000)
 
@@ -73,15 +74,16 @@ const GOOD_ORDERS = job("# Orders\n\nStored in src/orders.ts:1.\n", "Orders are 
 const GOOD_SUMMARY = job("# Shop\n\nOne module.\n", "A small shop.")
 const BAD_SUMMARY = job("# Shop\n\nTODO: see src/orders.ts:40\n", "TODO: finish.")
 
-const waitRun = async (id: string): Promise<EvalRun> => {
-  for (;;) {
-    const r = await h.api("GET", `/api/admin/eval-runs/${id}`)
-    expect(r.status).toBe(200)
-    const run = r.json<{ run: EvalRun }>().run
-    if (run.status !== "running" && run.status !== "waiting") return run
-    await Bun.sleep(100)
-  }
-}
+const waitRun = (id: string): Promise<EvalRun> =>
+  until(
+    async () => {
+      const r = await h.api("GET", `/api/admin/eval-runs/${id}`)
+      expect(r.status).toBe(200)
+      const run = r.json<{ run: EvalRun }>().run
+      return run.status !== "running" && run.status !== "waiting" && run
+    },
+    { what: `eval run ${id} to end`, timeoutMs: 120_000, everyMs: 50 }
+  )
 const startRun = async (version: number) => {
   const r = await h.api("POST", `/api/admin/agents/shop-bot/versions/${version}/evals`, {})
   expect(r.status).toBe(202)
@@ -206,11 +208,13 @@ describe("eval runs", () => {
     const started = await h.api("POST", "/api/jobs", body(1))
     expect(started.status).toBe(201)
     const id = started.json<{ job: { id: string; agentVersionPin: number } }>().job.id
-    let job = await h.rt.runPromise(Effect.flatMap(JobStore, (s) => s.get(id)))
-    while (job.status === "queued" || job.status === "running") {
-      await Bun.sleep(100)
-      job = await h.rt.runPromise(Effect.flatMap(JobStore, (s) => s.get(id)))
-    }
+    const job = await until(
+      async () => {
+        const job = await h.rt.runPromise(Effect.flatMap(JobStore, (s) => s.get(id)))
+        return job.status !== "queued" && job.status !== "running" && job
+      },
+      { what: `job ${id} to settle`, timeoutMs: 120_000, everyMs: 50 }
+    )
     // Version 4 is current; the job ran version 1.
     expect(job).toMatchObject({ status: "completed", agentVersion: "1", agentVersionPin: 1 })
     const unknown = await h.api("POST", "/api/jobs", body(99))

@@ -14,6 +14,7 @@ import path from "node:path"
 import { parseArgs } from "node:util"
 import { bypassProxyForLoopback, startOpenAIServer } from "../../src/testing/scriptedServers.ts"
 import { builtinOutputsStep, BUILTIN_OUTPUTS } from "../support/builtinOutputs.ts"
+import { until } from "../support/waitFor.ts"
 
 const { values: args } = parseArgs({
   options: {
@@ -101,11 +102,13 @@ try {
   // The SSE stream ends with the job's terminal event; the row settles just after.
   await call("GET", `/api/jobs/${id}/events`, { token })
   type Job = { status: string; reason: string | null; message: string | null; summary: string | null }
-  let job = (await call("GET", `/api/jobs/${id}`, { token })).json<{ job: Job }>().job
-  for (let i = 0; i < 300 && (job.status === "running" || job.status === "queued"); i++) {
-    await Bun.sleep(100)
-    job = (await call("GET", `/api/jobs/${id}`, { token })).json<{ job: Job }>().job
-  }
+  const job = await until(
+    async () => {
+      const job = (await call("GET", `/api/jobs/${id}`, { token })).json<{ job: Job }>().job
+      return job.status !== "running" && job.status !== "queued" && job
+    },
+    { what: `job ${id} to settle`, timeoutMs: 30_000, everyMs: 100 }
+  ).catch(async () => (await call("GET", `/api/jobs/${id}`, { token })).json<{ job: Job }>().job)
   const events = (await call("GET", `/api/jobs/${id}/events?format=json`, { token })).json<{ events: Array<Record<string, unknown>> }>().events
   const shells = events.filter((e) => e["type"] === "tool.result" && e["tool"] === "shell")
   console.log(`job ${id}: ${job.status}${job.reason === null ? "" : ` (${job.reason})`} after ${ms(started)}`)

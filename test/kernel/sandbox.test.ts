@@ -16,6 +16,7 @@ import { jobChildEntryForTests } from "../support/jobChildBundle.ts"
 import { isAlive, pidsWithArg } from "../support/processes.ts"
 import { BWRAP_SKIP_REASON, bwrapWorks } from "../support/sandbox.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
+import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(60_000)
 
@@ -118,12 +119,12 @@ describe("killing the job child kills every process of the job", () => {
     try {
       const child = startJobChild(createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")]), sandboxEnv(mode))
       await child.waitFor("tool.call")
-      for (let i = 0; i < 500 && pidsWithArg(marker).length < 2; i++) await Bun.sleep(10)
+      await until(() => pidsWithArg(marker).length >= 2, { what: "the command's two sleeps" })
       expect(pidsWithArg(marker).length).toBe(2)
       child.proc.kill("SIGKILL")
       await child.done
       // die-with-parent acts at once, but the kernel reaps the namespace asynchronously.
-      for (let i = 0; i < 200 && pidsWithArg(marker).length > 0; i++) await Bun.sleep(10)
+      await until(() => pidsWithArg(marker).length === 0, { what: "the job's sleeps to be gone" })
       expect(pidsWithArg(marker)).toEqual([])
     } finally {
       for (const pid of pidsWithArg(marker)) process.kill(pid, "SIGKILL")
@@ -151,11 +152,11 @@ describe("killing the job child kills every process of the job", () => {
     const reader = parent.stdout.getReader()
     const childPid = Number(new TextDecoder().decode((await reader.read()).value).trim())
     try {
-      for (let i = 0; i < 1000 && pidsWithArg(marker).length < 2; i++) await Bun.sleep(10)
+      await until(() => pidsWithArg(marker).length >= 2, { what: "the command's two sleeps" })
       expect(pidsWithArg(marker).length).toBe(2)
       parent.kill("SIGKILL")
       await parent.exited
-      for (let i = 0; i < 200 && (isAlive(childPid) || pidsWithArg(marker).length > 0); i++) await Bun.sleep(10)
+      await until(() => !isAlive(childPid) && pidsWithArg(marker).length === 0, { what: "the job child and its sleeps to be gone" })
       expect(isAlive(childPid)).toBe(false)
       expect(pidsWithArg(marker)).toEqual([])
     } finally {

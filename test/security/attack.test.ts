@@ -18,6 +18,7 @@ import { createAgentFiles } from "../support/api.ts"
 import { BWRAP_SKIP_REASON, bwrapWorks } from "../support/sandbox.ts"
 import { startOpenAIServer, type ScriptedServer, type ScriptedToolCall } from "../support/scriptedServers.ts"
 import { createServeHome, runCli, startServe, type ServeProcess } from "../support/serveProcess.ts"
+import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(240_000)
 
@@ -202,11 +203,13 @@ describe.skipIf(skip)(`a hostile job on a real serve process ${skip ? BWRAP_SKIP
       throw new Error(`${String(e)}\n${running.output()}`)
     })
     // The terminal event comes before the worker commits outputs and settles the row: wait for that.
-    let job = await call("GET", `/api/jobs/${id}`, { token: mallory })
-    for (let i = 0; i < 300 && job.json<{ job: { status: string } }>().job.status === "running"; i++) {
-      await Bun.sleep(100)
-      job = await call("GET", `/api/jobs/${id}`, { token: mallory })
-    }
+    const job = await until(
+      async () => {
+        const job = await call("GET", `/api/jobs/${id}`, { token: mallory })
+        return job.json<{ job: { status: string } }>().job.status !== "running" && job
+      },
+      { what: `job ${id} to settle`, timeoutMs: 30_000, everyMs: 100 }
+    )
     const events = await call("GET", `/api/jobs/${id}/events?format=json`, { token: mallory })
     const eventList = events.json<{ events: Array<{ type: string; tool?: string; success?: boolean; summary?: string }> }>().events
     expect(job.json<{ job: { status: string } }>().job.status).toBe("completed")

@@ -6,6 +6,7 @@
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { until } from "./waitFor.ts"
 
 export interface Churn {
   /** The count of steps the process made, once it has ended (0 exit), else rejects. */
@@ -34,14 +35,16 @@ const run = async (script: string, begun: () => boolean, dir: string): Promise<C
     proc.kill()
     rmSync(dir, { recursive: true, force: true })
   }
-  const deadline = Date.now() + 10_000
-  while (!begun()) {
-    if (Date.now() > deadline || proc.exitCode !== null) {
-      stop()
-      throw new Error("the churn process never began")
-    }
-    await Bun.sleep(0)
-  }
+  await until(
+    () => {
+      if (proc.exitCode !== null) throw new Error(`the churn process exited ${proc.exitCode} before it began`)
+      return begun()
+    },
+    { what: "the churn process to begin", events: [proc.exited], everyMs: 1 }
+  ).catch((e) => {
+    stop()
+    throw e
+  })
   const steps = (async () => {
     const code = await proc.exited
     if (code !== 0) throw new Error(`the churn process exited ${code}`)

@@ -23,6 +23,7 @@ import { testDbLayer } from "./db.ts"
 import { createRootDir, testJobRoots } from "./jobRoots.ts"
 import { MODEL_PRICES } from "./jobChild.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "./scriptedServers.ts"
+import { until } from "./waitFor.ts"
 
 export const ORIGIN = "http://localhost"
 
@@ -139,14 +140,15 @@ export const useServicesApp = (serviceHandlers?: Layer.Layer<ServiceHandlers, ne
       if (r.status !== 201) throw new Error(`queueing a job of ${agent}: ${r.status} ${r.text}`)
       const id = r.json<{ job: JobRow }>().job.id
       const rt = need(state.rt)
-      for (;;) {
-        const job = await rt.runPromise(Effect.flatMap(JobStore, (s) => s.get(id)))
-        if (job.status === "completed" || job.status === "failed") {
-          const events = await rt.runPromise(Effect.flatMap(JobStore, (s) => s.events(id, -1)))
-          return { job, events }
-        }
-        await Bun.sleep(50)
-      }
+      const job = await until(
+        async () => {
+          const job = await rt.runPromise(Effect.flatMap(JobStore, (s) => s.get(id)))
+          return (job.status === "completed" || job.status === "failed") && job
+        },
+        { what: `job ${id} of ${agent} to settle`, timeoutMs: 120_000, everyMs: 50 }
+      )
+      const events = await rt.runPromise(Effect.flatMap(JobStore, (s) => s.events(id, -1)))
+      return { job, events }
     }
   }
 }

@@ -24,6 +24,7 @@ import { adminStatement } from "../support/db.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { isAlive } from "../support/processes.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
+import { until } from "../support/waitFor.ts"
 
 const SERVER = process.env["DATABASE_URL"] ?? ""
 const JOBS = 60
@@ -63,12 +64,8 @@ const descendants = (root: number): Array<number> => {
 }
 
 
-const until = async (what: string, check: () => Promise<boolean>, deadline: number) => {
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what}`)
-    await Bun.sleep(100)
-  }
-}
+/** Milliseconds left until `deadline` (a bound on a hang). */
+const left = (deadline: number) => Math.max(1, deadline - Date.now())
 
 describe("three serve processes on one PostgreSQL", () => {
   test.skipIf(SERVER === "")(
@@ -165,20 +162,20 @@ describe("three serve processes on one PostgreSQL", () => {
 
       // Kill the first server while it runs jobs (its job children are alive).
       const victim = servers[0]!
-      await until("the victim runs jobs", async () => {
+      await until(async () => {
         const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status = 'running' AND worker_id LIKE $1`, [`%:${victim.pid}:%`])
         return Number(rows[0]?.["n"]) > 0 && descendants(victim.pid).length > 0
-      }, deadline)
+      }, { what: "the victim to run jobs", timeoutMs: left(deadline), everyMs: 100 })
       const orphans = descendants(victim.pid)
       for (const pid of orphans) all.add(pid)
       const running = await sql(`SELECT id FROM runtime.job WHERE status = 'running' AND worker_id LIKE $1`, [`%:${victim.pid}:%`])
       process.kill(victim.pid, "SIGKILL")
       await victim.proc.exited
 
-      await until("all jobs settled", async () => {
+      await until(async () => {
         const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status IN ('completed', 'failed')`)
         return Number(rows[0]?.["n"]) === JOBS
-      }, deadline)
+      }, { what: "all jobs to settle", timeoutMs: left(deadline), everyMs: 100 })
 
       const jobs = await sql(`SELECT id, status, reason, message, worker_id,
           (SELECT count(*)::int FROM runtime.job_event e WHERE e.job_id = j.id AND e.type = 'job.started') AS starts,
@@ -205,7 +202,7 @@ describe("three serve processes on one PostgreSQL", () => {
         expect(String(j["worker_id"])).not.toContain(`:${victim.pid}:`)
       }
       // No process of the killed server's jobs survives it.
-      await until("the killed server's job processes are gone", async () => orphans.every((pid) => !isAlive(pid)), Date.now() + 15_000)
+      await until(() => orphans.every((pid) => !isAlive(pid)), { what: "the killed server's job processes to be gone", timeoutMs: 15_000 })
       expect(orphans.filter(isAlive)).toEqual([])
     },
     TOTAL_MS

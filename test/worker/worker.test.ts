@@ -23,6 +23,7 @@ import { MODEL_PRICES } from "../support/jobChild.ts"
 import { isAlive } from "../support/processes.ts"
 import { builtinAnswerStep, builtinOutputsStep } from "../support/builtinOutputs.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
+import { until } from "../support/waitFor.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
@@ -82,13 +83,14 @@ const startJob = async (agent: string, repo: { root: string; src: string; out: s
   expect(r.status).toBe(201)
   return (JSON.parse(r.text) as { job: JobRow }).job
 }
-const waitSettled = async (id: string): Promise<JobRow> => {
-  for (;;) {
-    const job = await rt.runPromise(Effect.flatMap(JobStore, (s) => s.get(id)))
-    if (job.status === "completed" || job.status === "failed") return job
-    await Bun.sleep(50)
-  }
-}
+const waitSettled = (id: string): Promise<JobRow> =>
+  until(
+    async () => {
+      const job = await rt.runPromise(Effect.flatMap(JobStore, (s) => s.get(id)))
+      return (job.status === "completed" || job.status === "failed") && job
+    },
+    { what: `job ${id} to settle`, timeoutMs: 120_000, everyMs: 50 }
+  )
 
 beforeAll(async () => {
   process.env["KINTSUGI_WORKERS"] = "3"
@@ -167,7 +169,7 @@ describe("the worker", () => {
     await bind("architecture-map", "stall")
     const job = await startJob("architecture-map", createRepo(), { idleTimeoutSec: 0 })
     // Wait until the child is streaming, then kill it the hard way.
-    while (server.requests.length === 0) await Bun.sleep(20)
+    await until(() => server.requests.length > 0, { what: "the model's first request", timeoutMs: 60_000 })
     // Only this test process's own job children.
     const ps = Bun.spawnSync(["pgrep", "-P", String(process.pid), "-f", "run-job"])
     const pids = new TextDecoder().decode(ps.stdout).split("\n").filter(Boolean).map(Number).filter((p) => p !== process.pid)
@@ -189,7 +191,7 @@ describe("the worker", () => {
     const second = await useProvider("second", [builtinOutputsStep("domain-rules"), { kind: "turn", text: "second done" }])
     await bind("domain-rules", "first")
     const running = await startJob("domain-rules", createRepo())
-    while (first.requests.length === 0) await Bun.sleep(20)
+    await until(() => first.requests.length > 0, { what: "the first provider's first request", timeoutMs: 60_000 })
     await bind("domain-rules", "second")
     release()
     const next = await startJob("domain-rules", createRepo())

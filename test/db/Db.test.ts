@@ -128,9 +128,10 @@ describe("queries", () => {
     } finally {
       clearInterval(heartbeat)
     }
-    // Blocked, the loop would show one gap of >= 1000 ms and hardly a tick; a busy machine stays far below.
+    // Blocked, the loop would show one gap as long as the statement (1000 ms) and hardly a tick; a
+    // loaded machine stays below.
     expect(ticks).toBeGreaterThan(10)
-    expect(maxGap).toBeLessThan(500)
+    expect(maxGap).toBeLessThan(1000)
   })
 })
 

@@ -1,25 +1,23 @@
 /**
  * The database never wedges: a 5,000-deep jsonb value followed by a failing statement, and
- * a statement that runs past the statement timeout, both leave the database answering within 5 s — on
- * the Db layer itself and through the HTTP API.
+ * a statement that runs past the statement timeout, both leave the database answering — on the Db
+ * layer itself and through the HTTP API.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { type Duration, Effect, Either, ManagedRuntime } from "effect"
 import { useApp } from "../support/appHarness.ts"
 import { testDbLayer, usingServer } from "../support/db.ts"
+import { within as bounded } from "../support/waitFor.ts"
 
-setDefaultTimeout(60_000)
+setDefaultTimeout(180_000)
 
-/** The liveness bound: an answer within 5 s (a bound, not a speed measurement). */
-const LIVENESS_MS = 5_000
-const within = <A>(what: string, p: Promise<A>): Promise<A> => {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${LIVENESS_MS} ms (the database is wedged)`)), LIVENESS_MS)
-  })
-  return Promise.race([p, late]).finally(() => clearTimeout(timer))
-}
+/**
+ * The liveness bound: a bound on a hang, not a speed measurement. An answer may wait for the embedded
+ * database's restart after PGlite failed inside a statement, seconds on a loaded machine.
+ */
+const LIVENESS_MS = 30_000
+const within = <A>(what: string, p: Promise<A>): Promise<A> => bounded(p, { what: `${what} (is the database wedged?)`, timeoutMs: LIVENESS_MS })
 
 const deepJson = (depth: number): string => `${'{"a":'.repeat(depth)}"x"${"}".repeat(depth)}`
 const deepObject = (depth: number): Record<string, unknown> => JSON.parse(deepJson(depth)) as Record<string, unknown>

@@ -51,9 +51,9 @@ describe("grep per-call limit", () => {
     expect(message).toContain("1 s limit")
     expect(message).toContain("ro/long.txt")
     // The pattern never ran on this thread: the heartbeat fired all along (a blocked thread shows one
-    // gap as long as the whole call, and a handful of beats).
+    // gap as long as the whole call's 1 s limit, and a handful of beats; a loaded machine stays below).
     expect(beats).toBeGreaterThanOrEqual(20)
-    expect(maxGap).toBeLessThan(500)
+    expect(maxGap).toBeLessThan(1000)
     // The stuck worker was terminated; the next call gets a fresh one.
     expect(await runToolText(grep, { pattern: "needle", path: "ro/plain.txt" }, ctx)).toBe("ro/plain.txt:1: needle one")
   })

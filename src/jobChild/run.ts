@@ -29,15 +29,6 @@ export interface RunOutput {
   readonly diagnostics: (line: string) => void
 }
 
-export interface RunOptions {
-  /** Builds the job's model service (default: pi-ai's). */
-  readonly llm?: MakeLlm
-  /** Interrupts the run: the job ends as aborted. */
-  readonly signal?: AbortSignal
-  /** Gets the job's abort once the job has started. */
-  readonly onStarted?: (abort: () => void) => void
-}
-
 /** How a run ended: the exit code its terminal line calls for, or an internal error (nothing written yet says so). */
 export type RunResult = { readonly _tag: "Exit"; readonly code: number } | { readonly _tag: "Internal"; readonly what: string }
 
@@ -53,55 +44,57 @@ const JobOnly = Schema.Struct({ job: Schema.Unknown })
 const inJob = (problems: ReadonlyArray<Problem>): Array<Problem> =>
   problems.map((p) => ({ ...p, path: p.path.startsWith("providers") || p.path.startsWith("skillFiles") ? p.path : p.path === "(root)" ? "job" : `job.${p.path}` }))
 
-/** Runs the job of one envelope's text with `settings`, its lines to `output`. */
-export const runEnvelope = async (text: string, settings: ChildSettings, output: RunOutput, options: RunOptions = {}): Promise<RunResult> => {
-  const refuse = (problems: ReadonlyArray<Problem>): RunResult => {
-    output.refusal(JSON.stringify({ type: "job.refused", problems }))
-    return exitWith(2)
-  }
-  let doc: unknown
-  try {
-    doc = JSON.parse(text)
-  } catch {
-    return refuse([{ path: "(stdin)", message: "stdin is not one JSON document" }])
-  }
-  const envelope = decodeEnvelope(doc)
-  if (Either.isLeft(envelope)) {
-    // Report the job's own problems too, so one refusal lists everything.
-    const job = Option.match(Schema.decodeUnknownOption(JobOnly)(doc), { onNone: () => undefined, onSome: (d) => d.job })
-    const jobProblems = Either.match(decodeJob(job), { onLeft: (f) => inJob(f.problems), onRight: () => [] })
-    return refuse([...envelope.left.filter((p) => !p.path.startsWith("job")), ...jobProblems])
-  }
-  const config: KernelConfig = {
-    providers: envelope.right.providers,
-    diagnostics: output.diagnostics,
-    boundary: envelope.right.boundary,
-    services: envelope.right.services,
-    skillFiles: envelope.right.skillFiles,
-    onEvent: output.event,
-    ...settings
-  }
-  const decoded = decodeJob(envelope.right.job)
-  if (Either.isLeft(decoded)) {
-    // The environment's problems with the parts that did decode belong in the same refusal.
-    const more = await Effect.runPromise(jobProblems(config, decoded.left.parts))
-    return refuse(inJob([...decoded.left.problems, ...more]))
-  }
-  const onStarted = options.onStarted
-  // The kernel's one service is built directly: no layer to build on the way to job.started.
-  const program = Effect.gen(function* () {
-    const runtime = yield* AgentRuntime
-    const handle = yield* runtime.start(decoded.right)
-    if (onStarted !== undefined) onStarted(() => void Effect.runFork(handle.abort))
-    // The job's fiber runs first: it writes job.started itself (output.event) before the stream's reader is set up.
-    yield* Effect.yieldNow()
-    yield* Stream.runDrain(handle.events)
-    const outcome = yield* handle.result
-    return outcome._tag === "Completed" ? 0 : 1
-  }).pipe(Effect.scoped, Effect.provideService(AgentRuntime, makeAgentRuntime(config, makeSandbox(settings.sandbox), options.llm)))
-  const exit = await Effect.runPromiseExit(program, options.signal === undefined ? {} : { signal: options.signal })
-  if (Exit.isSuccess(exit)) return exitWith(exit.value)
-  const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
-  if (failure instanceof JobRefused) return refuse(inJob(failure.problems))
-  return { _tag: "Internal", what: exit.cause._tag === "Die" ? "a defect" : exit.cause._tag }
-}
+/** The envelope's text as JSON, or the refusal's problem. */
+const parse = (text: string): Either.Either<unknown, Problem> =>
+  Either.try({ try: () => JSON.parse(text) as unknown, catch: () => ({ path: "(stdin)", message: "stdin is not one JSON document" }) })
+
+/**
+ * Runs the job of one envelope's text with `settings`, its lines to `output`; `llm` builds the job's
+ * model service (default: pi-ai's). Interrupting it aborts the job: its `aborted` end goes to
+ * `output.event` before the interruption completes.
+ */
+export const runEnvelope = (text: string, settings: ChildSettings, output: RunOutput, llm?: MakeLlm): Effect.Effect<RunResult> =>
+  Effect.gen(function* () {
+    const refuse = (problems: ReadonlyArray<Problem>): RunResult => {
+      output.refusal(JSON.stringify({ type: "job.refused", problems }))
+      return exitWith(2)
+    }
+    const doc = parse(text)
+    if (Either.isLeft(doc)) return refuse([doc.left])
+    const envelope = decodeEnvelope(doc.right)
+    if (Either.isLeft(envelope)) {
+      // Report the job's own problems too, so one refusal lists everything.
+      const job = Option.match(Schema.decodeUnknownOption(JobOnly)(doc.right), { onNone: () => undefined, onSome: (d) => d.job })
+      const jobProblems = Either.match(decodeJob(job), { onLeft: (f) => inJob(f.problems), onRight: () => [] })
+      return refuse([...envelope.left.filter((p) => !p.path.startsWith("job")), ...jobProblems])
+    }
+    const config: KernelConfig = {
+      providers: envelope.right.providers,
+      diagnostics: output.diagnostics,
+      boundary: envelope.right.boundary,
+      services: envelope.right.services,
+      skillFiles: envelope.right.skillFiles,
+      onEvent: output.event,
+      ...settings
+    }
+    const decoded = decodeJob(envelope.right.job)
+    if (Either.isLeft(decoded)) {
+      // The environment's problems with the parts that did decode belong in the same refusal.
+      const more = yield* jobProblems(config, decoded.left.parts)
+      return refuse(inJob([...decoded.left.problems, ...more]))
+    }
+    // The kernel's one service is built directly: no layer to build on the way to job.started.
+    const exit = yield* Effect.gen(function* () {
+      const runtime = yield* AgentRuntime
+      const handle = yield* runtime.start(decoded.right)
+      // The job's fiber runs first: it writes job.started itself (output.event) before the stream's reader is set up.
+      yield* Effect.yieldNow()
+      yield* Stream.runDrain(handle.events)
+      const outcome = yield* handle.result
+      return outcome._tag === "Completed" ? 0 : 1
+    }).pipe(Effect.scoped, Effect.provideService(AgentRuntime, makeAgentRuntime(config, makeSandbox(settings.sandbox), llm)), Effect.exit)
+    if (Exit.isSuccess(exit)) return exitWith(exit.value)
+    const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+    if (failure instanceof JobRefused) return refuse(inJob(failure.problems))
+    return { _tag: "Internal", what: exit.cause._tag === "Die" ? "a defect" : exit.cause._tag } satisfies RunResult
+  })

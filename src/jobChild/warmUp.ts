@@ -6,8 +6,8 @@
  * time and stop as soon as the envelope arrives, so a job waits at most for the step under way; a step
  * that fails leaves its work to the job.
  */
-import { Effect } from "effect"
-import { openSync } from "node:fs"
+import { Deferred, Effect, Exit } from "effect"
+import { closeSync, openSync } from "node:fs"
 import { tmpdir } from "node:os"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import { writeLine } from "./exit.ts"
@@ -61,81 +61,100 @@ export const noModelCalls: MakeLlm = (job) =>
     return Llm.of({ model: llm.model, complete: () => refused, summarise: () => refused })
   })
 
-/** Where the rehearsal's lines go: /dev/null, opened once (encoded and written as a job's are). */
-let devNull: number | undefined
-const nowhere = (line: string): void => {
+/** /dev/null for the rehearsal's lines (encoded and written as a job's are); undefined if it cannot be opened. */
+const openDevNull = Effect.sync(() => {
   try {
-    devNull ??= openSync("/dev/null", "w")
-    writeLine(devNull, line)
+    return openSync("/dev/null", "w")
   } catch {
-    // Not rehearsed: the job writes its first line itself.
+    return undefined
   }
-}
+})
+const closeQuietly = (fd: number | undefined) =>
+  Effect.sync(() => {
+    try {
+      if (fd !== undefined) closeSync(fd)
+    } catch {
+      // Already gone.
+    }
+  })
 
 /**
  * The rehearsal: WARM_UP_ENVELOPE's job run to its end with noModelCalls (without shell and git where
  * they would be refused), from its JSON text through the job child's own path (jobChild/run.ts), each
  * event encoded and written to /dev/null. Returns its events (the child drops them); none when it was
- * refused, or interrupted by `signal` (the envelope arrived: the rehearsal ends as an aborted job, at once).
+ * refused. Interrupting it (the envelope arrived) ends the rehearsed job as aborted, at once.
  */
-export const rehearse = async (sandbox: SandboxConfig, signal?: AbortSignal): Promise<ReadonlyArray<JobEvent>> => {
-  const agent = WARM_UP_ENVELOPE.job.agent
-  const tools = Effect.runSync(makeSandbox(sandbox).refusal) === undefined ? agent.tools : agent.tools.filter((t) => t !== "shell" && t !== "git")
-  const text = JSON.stringify({ ...WARM_UP_ENVELOPE, job: { ...WARM_UP_ENVELOPE.job, agent: { ...agent, tools } } })
-  const events: Array<JobEvent> = []
-  const output: RunOutput = {
-    event: (event) => {
-      events.push(event)
-      nowhere(JSON.stringify(event))
-    },
-    refusal: () => {},
-    diagnostics: () => {}
-  }
-  const result = await runEnvelope(text, { sandbox }, output, { llm: noModelCalls, ...(signal === undefined ? {} : { signal }) })
-  return result._tag === "Exit" && result.code !== 2 && signal?.aborted !== true ? events : []
-}
+export const rehearse = (sandbox: SandboxConfig): Effect.Effect<ReadonlyArray<JobEvent>> =>
+  Effect.acquireUseRelease(
+    openDevNull,
+    (devNull) =>
+      Effect.gen(function* () {
+        const agent = WARM_UP_ENVELOPE.job.agent
+        const refusal = yield* makeSandbox(sandbox).refusal
+        const tools = refusal === undefined ? agent.tools : agent.tools.filter((t) => t !== "shell" && t !== "git")
+        const text = JSON.stringify({ ...WARM_UP_ENVELOPE, job: { ...WARM_UP_ENVELOPE.job, agent: { ...agent, tools } } })
+        const events: Array<JobEvent> = []
+        const output: RunOutput = {
+          event: (event) => {
+            events.push(event)
+            try {
+              if (devNull !== undefined) writeLine(devNull, JSON.stringify(event))
+            } catch {
+              // Not rehearsed: the job writes its first line itself.
+            }
+          },
+          refusal: () => {},
+          diagnostics: () => {}
+        }
+        const result = yield* runEnvelope(text, { sandbox }, output, noModelCalls)
+        return result._tag === "Exit" && result.code !== 2 ? events : []
+      }),
+    closeQuietly
+  )
 
-/** One step of the warm-up; `arrived` aborts once the envelope is there (a long step may stop early). */
-export type WarmUpStep = (arrived: AbortSignal) => Promise<unknown>
+/** One step of the warm-up; interrupted once the envelope is there (a long step stops early). */
+export type WarmUpStep = Effect.Effect<unknown, unknown>
 
 /** How many times the job start is rehearsed: once to load and check everything, more for the JIT. */
 const REHEARSALS = 4
 
 /** The warm-up of a child that will run with `sandbox`, cheapest first. */
 export const warmUpSteps = (sandbox: SandboxConfig): ReadonlyArray<WarmUpStep> => [
-  () => Promise.all([import("../tools/codemode/codemode.ts"), import("../tools/mcp/mcpTools.ts")]),
-  () => Promise.all([import("../tools/services/serviceTools.ts"), import("../tools/services/ServiceChannel.ts")]),
-  () => Promise.resolve(Effect.runSync(makeSandbox(sandbox).status)),
+  Effect.promise(() => Promise.all([import("../tools/codemode/codemode.ts"), import("../tools/mcp/mcpTools.ts")])),
+  Effect.promise(() => Promise.all([import("../tools/services/serviceTools.ts"), import("../tools/services/ServiceChannel.ts")])),
+  makeSandbox(sandbox).status,
   // pi-ai's catalog of built-in providers (the model registry a built-in provider config reads).
-  () => makeJobModels(WARM_UP_ENVELOPE.providers),
-  (arrived) => rehearse(sandbox, arrived),
+  Effect.promise(() => makeJobModels(WARM_UP_ENVELOPE.providers)),
+  rehearse(sandbox),
   // pi-ai's API implementations, which a job otherwise loads at its first model call (after job.started).
-  ...API_IMPLEMENTATION_MODULES,
+  ...API_IMPLEMENTATION_MODULES.map((load) => Effect.promise(load)),
   // Again, so the start path is compiled by the JIT, not interpreted, when the job takes it.
-  ...Array.from({ length: REHEARSALS - 1 }, (): WarmUpStep => (arrived) => rehearse(sandbox, arrived)),
+  ...Array.from({ length: REHEARSALS - 1 }, () => rehearse(sandbox)),
   // A full collection now, so none lands on the job's start (a collection pending when the envelope
   // arrives delays its read by milliseconds).
-  () => Promise.resolve(Bun.gc(true))
+  Effect.sync(() => Bun.gc(true))
 ]
 
 /** One turn of the event loop: a read of stdin that completed meanwhile is seen before the next step. */
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+const nextTurn = Effect.async<void>((resume) => {
+  setImmediate(() => resume(Effect.void))
+})
 
-/** Runs `steps` one at a time until `arrival` (the read of the envelope) settles; returns how many ran. */
-export const warmUpWhileWaiting = async (arrival: Promise<unknown>, steps: ReadonlyArray<WarmUpStep>): Promise<number> => {
-  const arrived = new AbortController()
-  const settle = () => arrived.abort()
-  arrival.then(settle, settle)
-  let done = 0
-  for (const step of steps) {
-    await nextTurn()
-    if (arrived.signal.aborted) break
-    try {
-      await step(arrived.signal)
-    } catch {
-      // Not warmed: the job does this part itself.
+/**
+ * Runs `steps` one at a time until `arrival` (the read of the envelope) settles, interrupting the step
+ * under way then; returns how many ran. A step that fails only leaves its work to the job.
+ */
+export const warmUpWhileWaiting = (arrival: Promise<unknown>, steps: ReadonlyArray<WarmUpStep>): Effect.Effect<number> =>
+  Effect.gen(function* () {
+    const arrived = yield* Deferred.make<void>()
+    const settle = () => void Deferred.unsafeDone(arrived, Exit.void)
+    arrival.then(settle, settle)
+    let done = 0
+    for (const step of steps) {
+      yield* nextTurn
+      if (yield* Deferred.isDone(arrived)) break
+      yield* Effect.raceFirst(Effect.catchAllCause(step, () => Effect.void), Deferred.await(arrived))
+      done++
     }
-    done++
-  }
-  return done
-}
+    return done
+  })

@@ -5,19 +5,18 @@
  * untouched by the rehearsal, whether the envelope comes after the warm-up or in the middle of it.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
-import { readFileSync } from "node:fs"
+import { Effect, Exit, Fiber } from "effect"
 import { rehearse, warmUpWhileWaiting, WARM_UP_ENVELOPE } from "../../src/jobChild/warmUp.ts"
 import { childEnv, createEnvelope, createJob, createJobDirs, createProvider, TEST_API_KEY } from "../support/jobChild.ts"
 import { jobChildEntryForTests } from "../support/jobChildBundle.ts"
 import { testSandboxConfig, TEST_SANDBOX_MODE } from "../support/sandbox.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
-import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(60_000)
 
 describe("the rehearsal", () => {
   test("runs a whole job (job.started, a turn, the job span) and ends at its first model call, which never leaves", async () => {
-    const events = await rehearse(testSandboxConfig())
+    const events = await Effect.runPromise(rehearse(testSandboxConfig()))
     expect(events.map((e) => e.type)).toEqual(["job.started", "span", "span", "job.failed"])
     expect(events[0]).toMatchObject({ type: "job.started", agentId: WARM_UP_ENVELOPE.job.agent.id })
     // With the sandbox here, shell and git are rehearsed too; without it, everything else is.
@@ -32,49 +31,50 @@ describe("warmUpWhileWaiting", () => {
   test("runs the steps in order and stops once the envelope has arrived", async () => {
     const ran: Array<number> = []
     const arrival = Promise.withResolvers<string>()
-    const steps = [0, 1, 2, 3].map((i) => async () => {
-      ran.push(i)
-      if (i === 1) arrival.resolve("{}")
-    })
-    expect(await warmUpWhileWaiting(arrival.promise, steps)).toBe(2)
+    const steps = [0, 1, 2, 3].map((i) =>
+      Effect.sync(() => {
+        ran.push(i)
+        if (i === 1) arrival.resolve("{}")
+      })
+    )
+    expect(await Effect.runPromise(warmUpWhileWaiting(arrival.promise, steps))).toBe(2)
     expect(ran).toEqual([0, 1])
   })
 
   test("a failing step leaves its work to the job; the next steps still run", async () => {
     const ran: Array<number> = []
     const steps = [
-      async () => void ran.push(0),
-      async () => {
+      Effect.sync(() => void ran.push(0)),
+      Effect.sync(() => {
         throw new Error("cannot warm this")
-      },
-      async () => void ran.push(2)
+      }),
+      Effect.fail(new Error("cannot warm that either")),
+      Effect.sync(() => void ran.push(3))
     ]
-    expect(await warmUpWhileWaiting(new Promise(() => {}), steps)).toBe(3)
-    expect(ran).toEqual([0, 2])
+    expect(await Effect.runPromise(warmUpWhileWaiting(new Promise(() => {}), steps))).toBe(4)
+    expect(ran).toEqual([0, 3])
   })
 
-  test("the step under way is told when the envelope arrives (a failed read counts as arrived)", async () => {
+  test("the step under way is interrupted when the envelope arrives (a failed read counts as arrived)", async () => {
     const arrival = Promise.withResolvers<string>()
     let told = false
     const steps = [
-      async (arrived: AbortSignal) => {
-        arrival.reject(new Error("stdin is gone"))
-        await new Promise((resolve) => arrived.addEventListener("abort", resolve, { once: true }))
-        told = arrived.aborted
-      },
-      async () => {
-        throw new Error("never runs")
-      }
+      Effect.zipRight(
+        Effect.sync(() => arrival.reject(new Error("stdin is gone"))),
+        Effect.never
+      ).pipe(Effect.onInterrupt(() => Effect.sync(() => (told = true)))),
+      Effect.die("never runs")
     ]
     arrival.promise.catch(() => {})
-    expect(await warmUpWhileWaiting(arrival.promise, steps)).toBe(1)
+    expect(await Effect.runPromise(warmUpWhileWaiting(arrival.promise, steps))).toBe(1)
     expect(told).toBe(true)
   })
 })
 
 describe("an interrupted rehearsal", () => {
-  test("ends at once with no events when the envelope is already there", async () => {
-    expect(await rehearse(testSandboxConfig(), AbortSignal.abort())).toEqual([])
+  test("ends at once when interrupted (the envelope is there)", async () => {
+    const fiber = Effect.runFork(rehearse(testSandboxConfig()))
+    expect(Exit.isInterrupted(await Effect.runPromise(Fiber.interrupt(fiber)))).toBe(true)
   })
 })
 
@@ -83,10 +83,11 @@ describe("the warm-up", () => {
     // A fresh process: what this one loaded before says nothing. It prints the pi-ai API modules loaded
     // before and after the steps.
     const script = [
+      `import { Effect } from "effect"`,
       `import { warmUpSteps } from ${JSON.stringify(`${import.meta.dir}/../../src/jobChild/warmUp.ts`)}`,
       `const loaded = () => Object.keys(require.cache).filter((k) => k.includes("/pi-ai/dist/api/")).map((k) => k.split("/").at(-1))`,
       `const before = loaded()`,
-      `for (const step of warmUpSteps(${JSON.stringify(testSandboxConfig())})) await step(new AbortController().signal)`,
+      `for (const step of warmUpSteps(${JSON.stringify(testSandboxConfig())})) await Effect.runPromise(step)`,
       `process.stdout.write(JSON.stringify({ before, after: loaded() }))`
     ].join("\n")
     const proc = Bun.spawn(["bun", "-e", script], { stdout: "pipe", stderr: "pipe", env: childEnv() })
@@ -103,13 +104,14 @@ describe("the warm-up's end", () => {
   test("rehearses the start more than once (compiled, not interpreted, for the job) and ends with a full collection", async () => {
     // A fresh process that logs each job start (the kernel draws one id per job) and each collection.
     const script = [
+      `import { Effect } from "effect"`,
       `import { warmUpSteps } from ${JSON.stringify(`${import.meta.dir}/../../src/jobChild/warmUp.ts`)}`,
       `const log = []`,
       `const uuid = crypto.randomUUID.bind(crypto)`,
       `crypto.randomUUID = () => (log.push("job"), uuid())`,
       `const gc = Bun.gc`,
       `Bun.gc = (full) => (log.push(full ? "full gc" : "gc"), gc(full))`,
-      `for (const step of warmUpSteps(${JSON.stringify(testSandboxConfig())})) await step(new AbortController().signal)`,
+      `for (const step of warmUpSteps(${JSON.stringify(testSandboxConfig())})) await Effect.runPromise(step)`,
       `process.stdout.write(JSON.stringify(log))`
     ].join("\n")
     const proc = Bun.spawn(["bun", "-e", script], { stdout: "pipe", stderr: "pipe", env: childEnv() })
@@ -121,36 +123,15 @@ describe("the warm-up's end", () => {
   })
 })
 
-/** The CPU time (user + system, in ticks) `pid` has used so far. */
-const cpuTicks = (pid: number): number => {
-  const stat = readFileSync(`/proc/${pid}/stat`, "latin1")
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-  return Number(fields[11]) + Number(fields[12])
-}
-
-/** Resolves once `pid` has used no CPU across a poll: its warm-up is over and it blocks on stdin. */
-const idle = (pid: number) => {
-  let last = -1
-  return until(
-    () => {
-      const now = cpuTicks(pid)
-      const same = now === last
-      last = now
-      return same
-    },
-    { what: `the child ${pid} to finish its warm-up (no CPU used across a poll)`, timeoutMs: 60_000, everyMs: 250 }
-  )
-}
-
-/** A child started ahead; the envelope is written once it is idle (`afterWarmUp`) or at once, mid warm-up. */
-const runAhead = async (envelope: unknown, afterWarmUp: boolean) => {
+/** A child started ahead; the envelope is written after `waitMs` (0: at once, mid warm-up). */
+const runAhead = async (envelope: unknown, waitMs: number) => {
   const proc = Bun.spawn(["bun", jobChildEntryForTests(), "run-job", "--ahead"], {
     stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",
     env: { ...childEnv(), KINTSUGI_SANDBOX: TEST_SANDBOX_MODE, KINTSUGI_ALLOW_UNCONFINED_ROOT: "1" }
   })
-  if (afterWarmUp) await idle(proc.pid)
+  if (waitMs > 0) await Bun.sleep(waitMs)
   proc.stdin.write(JSON.stringify(envelope))
   await proc.stdin.end()
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
@@ -159,13 +140,13 @@ const runAhead = async (envelope: unknown, afterWarmUp: boolean) => {
 
 describe("a child started ahead", () => {
   test.each([
-    ["after it warmed up", true],
-    ["in the middle of its warm-up", false]
-  ])("runs the job whose envelope arrives %s, and nothing of the rehearsal shows", async (_, afterWarmUp) => {
+    ["after it warmed up", 3000],
+    ["in the middle of its warm-up", 0]
+  ])("runs the job whose envelope arrives %s, and nothing of the rehearsal shows", async (_, waitMs) => {
     const server = await startOpenAIServer([{ kind: "turn", text: "the answer" }])
     const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
     try {
-      const run = await runAhead(createEnvelope(createJob(dirs, { agent: { tools: ["read", "codemode"] } }), [createProvider(server, "openai-completions")]), afterWarmUp)
+      const run = await runAhead(createEnvelope(createJob(dirs, { agent: { tools: ["read", "codemode"] } }), [createProvider(server, "openai-completions")]), waitMs)
       expect(run.code).toBe(0)
       expect(run.events[0]).toMatchObject({ type: "job.started", seq: 0, agentId: "reader", tools: ["read", "codemode"] })
       expect(run.events.at(-1)).toMatchObject({ type: "job.completed", summary: "the answer" })

@@ -1,16 +1,18 @@
 /**
  * A job child started ahead (`run-job --ahead`, the worker's pool) warms up while it waits for its
- * envelope (src/jobChild/warmUp.ts, issue 15): the rehearsed job runs the whole start path with no model
+ * envelope (src/jobChild/warmUp.ts): the rehearsed job runs the whole start path with no model
  * request; the steps stop when the envelope arrives; and the child's own job is
  * untouched by the rehearsal, whether the envelope comes after the warm-up or in the middle of it.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Exit, Fiber } from "effect"
+import { readFileSync } from "node:fs"
 import { rehearse, warmUpWhileWaiting, WARM_UP_ENVELOPE } from "../../src/jobChild/warmUp.ts"
 import { childEnv, createEnvelope, createJob, createJobDirs, createProvider, TEST_API_KEY } from "../support/jobChild.ts"
 import { jobChildEntryForTests } from "../support/jobChildBundle.ts"
 import { testSandboxConfig, TEST_SANDBOX_MODE } from "../support/sandbox.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
+import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(60_000)
 
@@ -123,15 +125,36 @@ describe("the warm-up's end", () => {
   })
 })
 
-/** A child started ahead; the envelope is written after `waitMs` (0: at once, mid warm-up). */
-const runAhead = async (envelope: unknown, waitMs: number) => {
+/** The CPU time (user + system, in ticks) `pid` has used so far. */
+const cpuTicks = (pid: number): number => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "latin1")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return Number(fields[11]) + Number(fields[12])
+}
+
+/** Resolves once `pid` has used no CPU across a poll: its warm-up is over and it blocks on stdin. */
+const idle = (pid: number) => {
+  let last = -1
+  return until(
+    () => {
+      const now = cpuTicks(pid)
+      const same = now === last
+      last = now
+      return same
+    },
+    { what: `the child ${pid} to finish its warm-up (no CPU used across a poll)`, timeoutMs: 60_000, everyMs: 250 }
+  )
+}
+
+/** A child started ahead; the envelope is written once it is idle (`afterWarmUp`) or at once, mid warm-up. */
+const runAhead = async (envelope: unknown, afterWarmUp: boolean) => {
   const proc = Bun.spawn(["bun", jobChildEntryForTests(), "run-job", "--ahead"], {
     stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",
     env: { ...childEnv(), KINTSUGI_SANDBOX: TEST_SANDBOX_MODE, KINTSUGI_ALLOW_UNCONFINED_ROOT: "1" }
   })
-  if (waitMs > 0) await Bun.sleep(waitMs)
+  if (afterWarmUp) await idle(proc.pid)
   proc.stdin.write(JSON.stringify(envelope))
   await proc.stdin.end()
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
@@ -140,13 +163,13 @@ const runAhead = async (envelope: unknown, waitMs: number) => {
 
 describe("a child started ahead", () => {
   test.each([
-    ["after it warmed up", 3000],
-    ["in the middle of its warm-up", 0]
-  ])("runs the job whose envelope arrives %s, and nothing of the rehearsal shows", async (_, waitMs) => {
+    ["after it warmed up", true],
+    ["in the middle of its warm-up", false]
+  ])("runs the job whose envelope arrives %s, and nothing of the rehearsal shows", async (_, afterWarmUp) => {
     const server = await startOpenAIServer([{ kind: "turn", text: "the answer" }])
     const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
     try {
-      const run = await runAhead(createEnvelope(createJob(dirs, { agent: { tools: ["read", "codemode"] } }), [createProvider(server, "openai-completions")]), waitMs)
+      const run = await runAhead(createEnvelope(createJob(dirs, { agent: { tools: ["read", "codemode"] } }), [createProvider(server, "openai-completions")]), afterWarmUp)
       expect(run.code).toBe(0)
       expect(run.events[0]).toMatchObject({ type: "job.started", seq: 0, agentId: "reader", tools: ["read", "codemode"] })
       expect(run.events.at(-1)).toMatchObject({ type: "job.completed", summary: "the answer" })

@@ -31,3 +31,9 @@ export const storeErrors =
     Effect.mapError(effect, (e) =>
       isForeign(e) ? (e._tag === "SqlError" ? new StoreUnavailable({ operation, cause: e }) : new RowInvalid({ operation, cause: e })) : e
     ) as Effect.Effect<A, Exclude<E, SqlError | ParseResult.ParseError> | StoreError, R>
+
+/** A store method `f` whose SqlError and ParseError become the StoreError of `operation`. */
+export const storeMethod = <Args extends ReadonlyArray<unknown>, A, E, R>(operation: string, f: (...args: Args) => Effect.Effect<A, E, R>) => {
+  const typed = storeErrors(operation)
+  return (...args: Args) => typed(f(...args))
+}

@@ -4,10 +4,13 @@
  * twice; `settle` and `settleExpired` are the only ways out of `running`, and happen once per job.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
-import type { FailureReason, JobEvent } from "../contract/JobEvent.ts"
+import { FailureReason, JobEvent } from "../contract/JobEvent.ts"
 import { Limits } from "../contract/JobSpec.ts"
+import { decodeRows, Jsonb, Num, Timestamp } from "../db/rowSchema.ts"
+import { type StoreError, storeErrors, storeMethod } from "../db/StoreError.ts"
 import { formatTraceParent, parseTraceParent } from "../telemetry/traceParent.ts"
 import { traced } from "../telemetry/traced.ts"
 
@@ -30,46 +33,83 @@ export const JobInput = Schema.Struct({
 })
 export type JobInput = typeof JobInput.Type
 
-export type JobStatus = "queued" | "running" | "completed" | "failed"
+export const JOB_STATUSES = ["queued", "running", "completed", "failed"] as const
+export type JobStatus = (typeof JOB_STATUSES)[number]
 
-export interface JobRow {
-  readonly id: string
-  readonly projectId: string
-  readonly agentName: string
-  readonly agentVersion: string | null
-  readonly task: string
-  readonly workspace: JobInput["workspace"]
-  readonly limits: JobInput["limits"]
-  readonly metadata: Record<string, unknown>
-  readonly status: JobStatus
-  readonly reason: FailureReason | null
-  readonly message: string | null
-  readonly summary: string | null
-  readonly usage: Record<string, unknown> | null
-  readonly costUsd: number | null
-  readonly outputs: string | null
-  readonly model: string | null
-  readonly workerId: string | null
-  readonly abortRequested: boolean
-  readonly createdBy: string
-  readonly createdAt: Date
-  readonly startedAt: Date | null
-  readonly finishedAt: Date | null
-  /** Who asked to abort it, and when (migration 049); null when nobody did. */
-  readonly abortedBy: string | null
-  readonly abortedAt: Date | null
-  /** The grounding check's counts (migration 050); null when the job was not checked. */
-  readonly grounding: GroundingCounts | null
-  /** The agent version the job must run (migration 051, evals only); null = the current version. */
-  readonly agentVersionPin: number | null
-}
+const GroundingCounts = Schema.Struct({ grounded: Schema.Number, ungrounded: Schema.Number, unknown: Schema.Number, required: Schema.Boolean })
+export type GroundingCounts = typeof GroundingCounts.Type
 
-export interface GroundingCounts {
-  readonly grounded: number
-  readonly ungrounded: number
-  readonly unknown: number
-  readonly required: boolean
-}
+const NullableString = Schema.NullOr(Schema.String)
+const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/** A number field that may be absent (as the JSON of a decoded JobInput leaves it). */
+const OptionalNumber = Schema.optionalWith(Schema.Number, { exact: true })
+/**
+ * The stored workspace and limits: their shape only. Admission (JobInput) applies the rules; a stored
+ * row is read as it was written, also by an older version.
+ */
+const StoredWorkspace = Schema.Struct({ root: Schema.String, readOnly: Schema.Array(Schema.String), outDir: Schema.String })
+const StoredLimits = Schema.Struct({
+  timeoutSec: Schema.Number,
+  idleTimeoutSec: OptionalNumber,
+  maxTurns: OptionalNumber,
+  maxCostUsd: OptionalNumber,
+  resources: Schema.optionalWith(
+    Schema.Struct({ memoryMb: OptionalNumber, processes: OptionalNumber, cpuSec: OptionalNumber, tmpMb: OptionalNumber, outDirMb: OptionalNumber }),
+    { exact: true }
+  )
+})
+
+/** A row of runtime.job as both drivers return it (jsonb parsed or as text, numeric as text or number). */
+const JobRowSchema = Schema.Struct({
+  id: Schema.String,
+  projectId: Schema.String,
+  agentName: Schema.String,
+  agentVersion: NullableString,
+  task: Schema.String,
+  workspace: Jsonb(StoredWorkspace),
+  limits: Jsonb(StoredLimits),
+  metadata: Jsonb(JsonObject),
+  status: Schema.Literal(...JOB_STATUSES),
+  reason: Schema.NullOr(FailureReason),
+  message: NullableString,
+  summary: NullableString,
+  usage: Schema.NullOr(Jsonb(JsonObject)),
+  costUsd: Schema.NullOr(Num),
+  outputs: NullableString,
+  model: NullableString,
+  workerId: NullableString,
+  abortRequested: Schema.Boolean,
+  createdBy: Schema.String,
+  createdAt: Timestamp,
+  startedAt: Schema.NullOr(Timestamp),
+  finishedAt: Schema.NullOr(Timestamp),
+  /** Who asked to abort it, and when; null when nobody did. */
+  abortedBy: NullableString,
+  abortedAt: Schema.NullOr(Timestamp),
+  /** The grounding check's counts; null when the job was not checked. */
+  grounding: Schema.NullOr(Jsonb(GroundingCounts)),
+  /** The agent version the job must run (evals only); null = the current version. */
+  agentVersionPin: Schema.NullOr(Schema.Number)
+})
+export type JobRow = typeof JobRowSchema.Type
+const jobRows = decodeRows(JobRowSchema)
+const ClaimedRow = Schema.Struct({ ...JobRowSchema.fields, traceParent: NullableString })
+const claimedRows = decodeRows(ClaimedRow)
+const ExistingRow = Schema.Struct({ ...JobRowSchema.fields, requestHash: NullableString })
+const IdRow = Schema.Struct({ id: Schema.String })
+const StatusCount = Schema.Struct({ status: Schema.Literal(...JOB_STATUSES), n: Num })
+const EVENT_TYPES: ReadonlySet<string> = new Set(JobEvent.members.map((m) => m.fields.type.literals[0]))
+/**
+ * A stored event: appendEvent writes only JobEvents, so a read checks the discriminant and `seq` and
+ * keeps the rest as stored (decoding every field of every event would dominate the event read path).
+ */
+const StoredEvent = Schema.declare(
+  (u: unknown): u is JobEvent =>
+    typeof u === "object" && u !== null && "type" in u && typeof u.type === "string" && EVENT_TYPES.has(u.type) && "seq" in u && typeof u.seq === "number",
+  { identifier: "StoredJobEvent" }
+)
+const EventRow = Schema.Struct({ event: StoredEvent })
 
 /** A page of the jobs list: filters, at most `limit` rows, older than the job `before` (its id: the cursor). */
 export interface JobFilter {
@@ -104,7 +144,7 @@ export type Settlement =
   | { readonly status: "failed"; readonly reason: FailureReason; readonly message: string }
 
 /** A job as claimed by a worker: with the `traceparent` of the span that queued it (migration 043). */
-export type ClaimedJob = JobRow & { readonly traceParent: string | null }
+export type ClaimedJob = typeof ClaimedRow.Type
 
 /** The traceparent of the current span (the one queuing the job), stored so the job joins its trace. */
 const currentTraceParent = Effect.map(Effect.option(Effect.currentSpan), (span) => {
@@ -125,7 +165,7 @@ export class JobStore extends Context.Tag("worker/JobStore")<
   JobStore,
   {
     /** Queues a job (pinned to `input.agentVersion` when given, else it runs the agent's current version at its start). */
-    readonly enqueue: (input: JobInput, by: string) => Effect.Effect<JobRow>
+    readonly enqueue: (input: JobInput, by: string) => Effect.Effect<JobRow, StoreError>
     /**
      * `enqueue` once per (`by`, `key`): the first call creates the job (`created: true`), any later one
      * with the same request returns that job, even when both race; another request with the key fails.
@@ -134,169 +174,208 @@ export class JobStore extends Context.Tag("worker/JobStore")<
       input: JobInput,
       by: string,
       key: string
-    ) => Effect.Effect<{ readonly job: JobRow; readonly created: boolean }, IdempotencyKeyReused>
-    readonly get: (id: string) => Effect.Effect<JobRow, JobNotFound>
+    ) => Effect.Effect<{ readonly job: JobRow; readonly created: boolean }, IdempotencyKeyReused | StoreError>
+    readonly get: (id: string) => Effect.Effect<JobRow, JobNotFound | StoreError>
     /** Newest first (created_at, then id): a page after the cursor `before`; an unknown cursor gives an empty page. */
-    readonly list: (filter: JobFilter) => Effect.Effect<ReadonlyArray<JobRow>>
+    readonly list: (filter: JobFilter) => Effect.Effect<ReadonlyArray<JobRow>, StoreError>
     /**
      * The oldest queued job (or this one, when given), now `running` under `workerId` with a lease of
      * `leaseMs`; none when the queue is empty.
      */
-    readonly claim: (workerId: string, leaseMs: number, only?: string) => Effect.Effect<ClaimedJob | undefined>
+    readonly claim: (workerId: string, leaseMs: number, only?: string) => Effect.Effect<ClaimedJob | undefined, StoreError>
     /** Renews the lease of a job running under `workerId`; false when it no longer is (settled or lost). */
-    readonly heartbeat: (id: string, workerId: string, leaseMs: number) => Effect.Effect<boolean>
+    readonly heartbeat: (id: string, workerId: string, leaseMs: number) => Effect.Effect<boolean, StoreError>
     /** Settles every running job whose lease expired as failed/error "worker lost"; returns their ids. */
-    readonly settleExpired: Effect.Effect<ReadonlyArray<string>>
+    readonly settleExpired: Effect.Effect<ReadonlyArray<string>, StoreError>
     /** Records what the worker resolved at start. */
-    readonly started: (id: string, agentVersion: string, model: string) => Effect.Effect<void>
+    readonly started: (id: string, agentVersion: string, model: string) => Effect.Effect<void, StoreError>
     /** Stores an event of a running job; an event of a settled job (a lost worker's) is dropped. */
-    readonly appendEvent: (id: string, event: JobEvent) => Effect.Effect<void>
+    readonly appendEvent: (id: string, event: JobEvent) => Effect.Effect<void, StoreError>
     /** Events with seq > `after`, in order. */
-    readonly events: (id: string, after: number) => Effect.Effect<ReadonlyArray<JobEvent>>
+    readonly events: (id: string, after: number) => Effect.Effect<ReadonlyArray<JobEvent>, StoreError>
     /** Moves a running job to its final state once; a second settle is a no-op. */
-    readonly settle: (id: string, outcome: Settlement, outputs: string | null) => Effect.Effect<void>
+    readonly settle: (id: string, outcome: Settlement, outputs: string | null) => Effect.Effect<void, StoreError>
     /** Asks a job to stop (a queued one is settled aborted at once); the first request records `by` and the time. */
-    readonly requestAbort: (id: string, by: string) => Effect.Effect<JobRow, JobNotFound>
-    readonly abortRequested: (id: string) => Effect.Effect<boolean>
+    readonly requestAbort: (id: string, by: string) => Effect.Effect<JobRow, JobNotFound | StoreError>
+    readonly abortRequested: (id: string) => Effect.Effect<boolean, StoreError>
     /** How many jobs the database holds in each status (every status present, 0 when none). */
-    readonly countByStatus: Effect.Effect<Readonly<Record<JobStatus, number>>>
+    readonly countByStatus: Effect.Effect<Readonly<Record<JobStatus, number>>, StoreError>
   }
 >() {}
 
-const eventType = Schema.decodeUnknownSync(Schema.Struct({ type: Schema.String }))
+const existingJob = SqlSchema.findOne({
+  Request: Schema.Struct({ by: Schema.String, key: Schema.String }),
+  Result: ExistingRow,
+  execute: (r: { readonly by: string; readonly key: string }) => Effect.flatMap(SqlClient, (sql) =>
+    sql`SELECT ${sql.literal(COLUMNS)}, request_hash FROM runtime.job WHERE created_by = ${r.by} AND idempotency_key = ${r.key}`)
+})
+const jobById = SqlSchema.findOne({
+  Request: Schema.String,
+  Result: JobRowSchema,
+  execute: (id: string) => Effect.flatMap(SqlClient, (sql) => sql`SELECT ${sql.literal(COLUMNS)} FROM runtime.job WHERE id = ${id}`)
+})
+const jobEvents = SqlSchema.findAll({
+  Request: Schema.Struct({ id: Schema.String, after: Schema.Number }),
+  Result: EventRow,
+  execute: (r: { readonly id: string; readonly after: number }) =>
+    Effect.flatMap(SqlClient, (sql) => sql`SELECT event FROM runtime.job_event WHERE job_id = ${r.id} AND seq > ${r.after} ORDER BY seq`)
+})
+const idRows = decodeRows(IdRow)
+const statusCounts = decodeRows(StatusCount)
+const abortFlags = decodeRows(Schema.Struct({ abortRequested: Schema.Boolean }))
+
+/** The row an INSERT … RETURNING gave: one, always. */
+const inserted = (rows: ReadonlyArray<JobRow>) =>
+  // A plain INSERT … RETURNING answers its row or fails: none is a bug.
+  rows[0] === undefined ? Effect.dieMessage("an INSERT … RETURNING answered no row") : Effect.succeed(rows[0])
 
 export const makeJobStore = Effect.gen(function* () {
   const sql = yield* SqlClient
+  const withSql = Effect.provideService(SqlClient, sql)
   const one = (id: string) =>
     Effect.flatMap(
       // A malformed id is simply not found (and must not reach the uuid cast).
-      /^[0-9a-f-]{36}$/i.test(id) ? sql<JobRow>`SELECT ${sql.literal(COLUMNS)} FROM runtime.job WHERE id = ${id}` : Effect.succeed([]),
-      (rows) => (rows[0] === undefined ? Effect.fail(new JobNotFound({ id })) : Effect.succeed(rows[0]))
+      /^[0-9a-f-]{36}$/i.test(id) ? withSql(jobById(id)) : Effect.succeedNone,
+      Option.match({ onNone: () => Effect.fail(new JobNotFound({ id })), onSome: Effect.succeed })
     )
-  const fix = (row: JobRow): JobRow => ({ ...row, costUsd: row.costUsd === null ? null : Number(row.costUsd) })
 
-  const service: JobStore["Type"] = {
-    enqueue: (input, by) =>
-      Effect.gen(function* () {
-        const traceParent = yield* currentTraceParent
-        const rows = yield* sql<JobRow>`
+  const enqueue = (input: JobInput, by: string) =>
+    Effect.gen(function* () {
+      const traceParent = yield* currentTraceParent
+      const job = yield* Effect.flatMap(
+        jobRows(sql`
           INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, trace_parent, agent_version_pin)
           VALUES (${input.project ?? ""}, ${input.agent}, ${input.task}, ${JSON.stringify(input.workspace)}::jsonb,
                   ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${traceParent},
                   ${input.agentVersion ?? null})
-          RETURNING ${sql.literal(COLUMNS)}`
-        yield* logQueued(rows[0]!)
-        return fix(rows[0]!)
-      }).pipe(Effect.orDie),
-    enqueueOnce: (input, by, key) =>
-      Effect.gen(function* () {
-        const hash = createHash("sha256").update(JSON.stringify(input)).digest("hex")
-        const traceParent = yield* currentTraceParent
-        // ON CONFLICT DO NOTHING: of two racing requests, one inserts and the other reads its row.
-        const inserted = yield* sql<JobRow>`
-          INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, idempotency_key, request_hash, trace_parent, agent_version_pin)
-          VALUES (${input.project ?? ""}, ${input.agent}, ${input.task}, ${JSON.stringify(input.workspace)}::jsonb,
-                  ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${key}, ${hash}, ${traceParent},
-                  ${input.agentVersion ?? null})
-          ON CONFLICT (created_by, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-          RETURNING ${sql.literal(COLUMNS)}`
-        if (inserted[0] !== undefined) {
-          yield* logQueued(inserted[0])
-          return { job: fix(inserted[0]), created: true }
-        }
-        const existing = yield* sql<JobRow & { requestHash: string | null }>`
-          SELECT ${sql.literal(COLUMNS)}, request_hash FROM runtime.job WHERE created_by = ${by} AND idempotency_key = ${key}`
-        const row = existing[0]
-        if (row === undefined) return yield* Effect.die(new Error("an idempotent job insert conflicted but no job holds its key"))
-        if (row.requestHash !== hash) return yield* new IdempotencyKeyReused({ key })
-        const { requestHash: _, ...job } = row
-        return { job: fix(job), created: false }
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
-    get: (id) => Effect.map(one(id), fix).pipe(Effect.catchTag("SqlError", Effect.die)),
-    list: (f) =>
-      Effect.map(
-        sql<JobRow>`SELECT ${sql.literal(COLUMNS)} FROM runtime.job WHERE true
-          ${f.status === undefined ? sql`` : sql`AND status = ${f.status}`}
-          ${f.agent === undefined ? sql`` : sql`AND agent_name = ${f.agent}`}
-          ${f.project === undefined ? sql`` : sql`AND project_id = ${f.project}`}
-          ${
-            f.before === undefined
-              ? sql``
-              : /^[0-9a-f-]{36}$/i.test(f.before)
-                ? sql`AND (created_at, id) < (SELECT created_at, id FROM runtime.job WHERE id = ${f.before})`
-                : sql`AND false`
-          }
-          ORDER BY created_at DESC, id DESC LIMIT ${f.limit}`,
-        (rows) => rows.map(fix)
-      ).pipe(Effect.orDie),
-    claim: (workerId, leaseMs, only) =>
-      Effect.map(
-        sql<ClaimedJob>`
-          UPDATE runtime.job SET status = 'running', worker_id = ${workerId}, started_at = now(), heartbeat_at = now(),
-            lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
-          WHERE id = (SELECT id FROM runtime.job WHERE status = 'queued' ${only === undefined ? sql`` : sql`AND id = ${only}`}
-                      ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1)
-          RETURNING ${sql.literal(COLUMNS)}, trace_parent`,
-        (rows) => (rows[0] === undefined ? undefined : { ...fix(rows[0]), traceParent: rows[0].traceParent })
-      ).pipe(Effect.orDie),
-    heartbeat: (id, workerId, leaseMs) =>
-      Effect.map(
-        sql<{ id: string }>`UPDATE runtime.job SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
-          WHERE id = ${id} AND status = 'running' AND worker_id = ${workerId} RETURNING id`,
-        (rows) => rows.length > 0
-      ).pipe(Effect.orDie),
-    settleExpired: Effect.map(
-      sql<{ id: string }>`UPDATE runtime.job SET status = 'failed', reason = 'error', message = ${WORKER_LOST}, finished_at = now()
-        WHERE status = 'running' AND lease_expires_at < now() RETURNING id`,
-      (rows) => rows.map((r) => r.id)
-    ).pipe(Effect.orDie),
-    started: (id, agentVersion, model) =>
-      Effect.orDie(sql`UPDATE runtime.job SET agent_version = ${agentVersion}, model = ${model} WHERE id = ${id}`),
-    appendEvent: (id, event) =>
-      Effect.gen(function* () {
-        yield* sql`INSERT INTO runtime.job_event (job_id, seq, type, event)
-          SELECT ${id}, ${event.seq}, ${event.type}, ${JSON.stringify(event)}::jsonb
-          WHERE EXISTS (SELECT 1 FROM runtime.job WHERE id = ${id} AND status = 'running')
-          ON CONFLICT DO NOTHING`
-        if (event.type === "usage") {
-          yield* sql`UPDATE runtime.job SET usage = ${JSON.stringify(event)}::jsonb, cost_usd = ${event.costUsd} WHERE id = ${id} AND status = 'running'`
-        }
-        if (event.type === "grounding") {
-          const counts: GroundingCounts = { grounded: event.grounded, ungrounded: event.ungrounded, unknown: event.unknown, required: event.required }
-          yield* sql`UPDATE runtime.job SET grounding = ${JSON.stringify(counts)}::jsonb WHERE id = ${id} AND status = 'running'`
-        }
-      }).pipe(Effect.orDie),
-    events: (id, after) =>
-      Effect.map(
-        sql<{ event: unknown }>`SELECT event FROM runtime.job_event WHERE job_id = ${id} AND seq > ${after} ORDER BY seq`,
-        (rows) => rows.map((r) => (eventType(r.event), r.event as JobEvent))
-      ).pipe(Effect.orDie),
-    settle: (id, outcome, outputs) =>
-      Effect.orDie(
-        outcome.status === "completed"
-          ? sql`UPDATE runtime.job SET status = 'completed', summary = ${outcome.summary}, outputs = ${outputs}, finished_at = now()
-                WHERE id = ${id} AND status = 'running'`
-          : sql`UPDATE runtime.job SET status = 'failed', reason = ${outcome.reason}, message = ${outcome.message}, outputs = ${outputs},
-                finished_at = now() WHERE id = ${id} AND status = 'running'`
-      ),
-    requestAbort: (id, by) =>
-      Effect.gen(function* () {
-        yield* one(id)
-        yield* sql`UPDATE runtime.job SET aborted_by = ${by}, aborted_at = now()
-          WHERE id = ${id} AND status IN ('queued', 'running') AND aborted_by IS NULL`
-        // A queued job never starts: it is settled as aborted right here.
-        yield* sql`UPDATE runtime.job SET status = 'failed', reason = 'aborted', message = 'aborted before it started', finished_at = now(),
-          abort_requested = true WHERE id = ${id} AND status = 'queued'`
-        yield* sql`UPDATE runtime.job SET abort_requested = true WHERE id = ${id} AND status = 'running'`
-        return fix(yield* one(id))
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
-    abortRequested: (id) =>
-      Effect.map(sql<{ abortRequested: boolean }>`SELECT abort_requested FROM runtime.job WHERE id = ${id}`, (r) => r[0]?.abortRequested === true).pipe(Effect.orDie),
-    countByStatus: Effect.map(sql<{ status: JobStatus; n: string }>`SELECT status, count(*) AS n FROM runtime.job GROUP BY status`, (rows) => {
-      const counts: Record<JobStatus, number> = { queued: 0, running: 0, completed: 0, failed: 0 }
-      for (const r of rows) counts[r.status] = Number(r.n)
-      return counts
-    }).pipe(Effect.orDie)
+          RETURNING ${sql.literal(COLUMNS)}`),
+        inserted
+      )
+      yield* logQueued(job)
+      return job
+    })
+
+  const enqueueOnce = (input: JobInput, by: string, key: string) =>
+    Effect.gen(function* () {
+      const hash = createHash("sha256").update(JSON.stringify(input)).digest("hex")
+      const traceParent = yield* currentTraceParent
+      // ON CONFLICT DO NOTHING: of two racing requests, one inserts and the other reads its row.
+      const rows = yield* jobRows(sql`
+        INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, metadata, created_by, idempotency_key, request_hash, trace_parent, agent_version_pin)
+        VALUES (${input.project ?? ""}, ${input.agent}, ${input.task}, ${JSON.stringify(input.workspace)}::jsonb,
+                ${JSON.stringify(input.limits)}::jsonb, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${by}, ${key}, ${hash}, ${traceParent},
+                ${input.agentVersion ?? null})
+        ON CONFLICT (created_by, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING ${sql.literal(COLUMNS)}`)
+      if (rows[0] !== undefined) {
+        yield* logQueued(rows[0])
+        return { job: rows[0], created: true }
+      }
+      const existing = yield* withSql(existingJob({ by, key }))
+      // The conflict means a row holds the key, and rows are never deleted: none is a bug.
+      if (Option.isNone(existing)) return yield* Effect.dieMessage("an idempotent job insert conflicted but no job holds its key")
+      const { requestHash, ...job } = existing.value
+      if (requestHash !== hash) return yield* new IdempotencyKeyReused({ key })
+      return { job, created: false }
+    })
+
+  const list = (f: JobFilter) =>
+    jobRows(sql`SELECT ${sql.literal(COLUMNS)} FROM runtime.job WHERE true
+      ${f.status === undefined ? sql`` : sql`AND status = ${f.status}`}
+      ${f.agent === undefined ? sql`` : sql`AND agent_name = ${f.agent}`}
+      ${f.project === undefined ? sql`` : sql`AND project_id = ${f.project}`}
+      ${
+        f.before === undefined
+          ? sql``
+          : /^[0-9a-f-]{36}$/i.test(f.before)
+            ? sql`AND (created_at, id) < (SELECT created_at, id FROM runtime.job WHERE id = ${f.before})`
+            : sql`AND false`
+      }
+      ORDER BY created_at DESC, id DESC LIMIT ${f.limit}`)
+
+  const claim = (workerId: string, leaseMs: number, only?: string) =>
+    Effect.map(
+      claimedRows(sql`
+        UPDATE runtime.job SET status = 'running', worker_id = ${workerId}, started_at = now(), heartbeat_at = now(),
+          lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
+        WHERE id = (SELECT id FROM runtime.job WHERE status = 'queued' ${only === undefined ? sql`` : sql`AND id = ${only}`}
+                    ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1)
+        RETURNING ${sql.literal(COLUMNS)}, trace_parent`),
+      (rows) => rows[0]
+    )
+
+  const heartbeat = (id: string, workerId: string, leaseMs: number) =>
+    Effect.map(
+      idRows(sql`UPDATE runtime.job SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
+        WHERE id = ${id} AND status = 'running' AND worker_id = ${workerId} RETURNING id`),
+      (rows) => rows.length > 0
+    )
+
+  const settleExpired = Effect.map(
+    idRows(sql`UPDATE runtime.job SET status = 'failed', reason = 'error', message = ${WORKER_LOST}, finished_at = now()
+      WHERE status = 'running' AND lease_expires_at < now() RETURNING id`),
+    (rows) => rows.map((r) => r.id)
+  )
+
+  const appendEvent = (id: string, event: JobEvent) =>
+    Effect.gen(function* () {
+      yield* sql`INSERT INTO runtime.job_event (job_id, seq, type, event)
+        SELECT ${id}, ${event.seq}, ${event.type}, ${JSON.stringify(event)}::jsonb
+        WHERE EXISTS (SELECT 1 FROM runtime.job WHERE id = ${id} AND status = 'running')
+        ON CONFLICT DO NOTHING`
+      if (event.type === "usage") {
+        yield* sql`UPDATE runtime.job SET usage = ${JSON.stringify(event)}::jsonb, cost_usd = ${event.costUsd} WHERE id = ${id} AND status = 'running'`
+      }
+      if (event.type === "grounding") {
+        const counts: GroundingCounts = { grounded: event.grounded, ungrounded: event.ungrounded, unknown: event.unknown, required: event.required }
+        yield* sql`UPDATE runtime.job SET grounding = ${JSON.stringify(counts)}::jsonb WHERE id = ${id} AND status = 'running'`
+      }
+    })
+
+  const settle = (id: string, outcome: Settlement, outputs: string | null) =>
+    Effect.asVoid(
+      outcome.status === "completed"
+        ? sql`UPDATE runtime.job SET status = 'completed', summary = ${outcome.summary}, outputs = ${outputs}, finished_at = now()
+              WHERE id = ${id} AND status = 'running'`
+        : sql`UPDATE runtime.job SET status = 'failed', reason = ${outcome.reason}, message = ${outcome.message}, outputs = ${outputs},
+              finished_at = now() WHERE id = ${id} AND status = 'running'`
+    )
+
+  const requestAbort = (id: string, by: string) =>
+    Effect.gen(function* () {
+      yield* one(id)
+      yield* sql`UPDATE runtime.job SET aborted_by = ${by}, aborted_at = now()
+        WHERE id = ${id} AND status IN ('queued', 'running') AND aborted_by IS NULL`
+      // A queued job never starts: it is settled as aborted right here.
+      yield* sql`UPDATE runtime.job SET status = 'failed', reason = 'aborted', message = 'aborted before it started', finished_at = now(),
+        abort_requested = true WHERE id = ${id} AND status = 'queued'`
+      yield* sql`UPDATE runtime.job SET abort_requested = true WHERE id = ${id} AND status = 'running'`
+      return yield* one(id)
+    })
+
+  const countByStatus = Effect.map(statusCounts(sql`SELECT status, count(*) AS n FROM runtime.job GROUP BY status`), (rows) => {
+    const counts: Record<JobStatus, number> = { queued: 0, running: 0, completed: 0, failed: 0 }
+    for (const r of rows) counts[r.status] = r.n
+    return counts
+  })
+
+  // Every method's SqlError and ParseError become the StoreError naming it.
+  const service: JobStore["Type"] = {
+    enqueue: storeMethod("JobStore.enqueue", enqueue),
+    enqueueOnce: storeMethod("JobStore.enqueueOnce", enqueueOnce),
+    get: storeMethod("JobStore.get", one),
+    list: storeMethod("JobStore.list", list),
+    claim: storeMethod("JobStore.claim", claim),
+    heartbeat: storeMethod("JobStore.heartbeat", heartbeat),
+    settleExpired: storeErrors("JobStore.settleExpired")(settleExpired),
+    started: storeMethod("JobStore.started", (id, agentVersion, model) => Effect.asVoid(sql`UPDATE runtime.job SET agent_version = ${agentVersion}, model = ${model} WHERE id = ${id}`)),
+    appendEvent: storeMethod("JobStore.appendEvent", appendEvent),
+    events: storeMethod("JobStore.events", (id, after) => Effect.map(withSql(jobEvents({ id, after })), (rows) => rows.map((r) => r.event))),
+    settle: storeMethod("JobStore.settle", settle),
+    requestAbort: storeMethod("JobStore.requestAbort", requestAbort),
+    abortRequested: storeMethod("JobStore.abortRequested", (id) =>
+      Effect.map(abortFlags(sql`SELECT abort_requested FROM runtime.job WHERE id = ${id}`), (r) => r[0]?.abortRequested === true)),
+    countByStatus: storeErrors("JobStore.countByStatus")(countByStatus)
   }
   return service
 })

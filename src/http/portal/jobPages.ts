@@ -41,6 +41,7 @@ import {
 import { blankRun, runPage, runSlot, runValuesOfJob, runValuesOfWorkspace, type RunModel, type RunPlaces, type RunValues } from "../../../views/pages/runForm.ts"
 import { html, type Html } from "../../../views/html.ts"
 import { followJob, resumeAfter, sseFrame, sseResponse, SSE_HEARTBEAT_MS } from "../eventStream.ts"
+import type { ApiError } from "../respond.ts"
 import type { AppServices } from "../route.ts"
 import { utf8 } from "../textBounds.ts"
 import { outputResponse, readOutput, type OutputSource } from "./jobOutput.ts"
@@ -128,7 +129,10 @@ const queryOf = (url: URL): JobsQuery => {
 
 const PAGE_SIZE = 50
 
-const listProps = (input: PortalInput): Effect.Effect<JobsListProps, never, AppServices> =>
+/** `effect` with its failure written to the log (a stream under way has no status left to answer with). */
+const logged = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.tapError(effect, (e) => Effect.logError("the job stream could not read the job", e))
+
+const listProps = (input: PortalInput): Effect.Effect<JobsListProps, ApiError, AppServices> =>
   Effect.gen(function* () {
     const query = queryOf(input.url)
     const size = query.limit === "" ? PAGE_SIZE : Number(query.limit)
@@ -176,7 +180,8 @@ const jobStream = (input: PortalInput, heartbeatMs: number) =>
               if (e.type === "message.delta" && open !== null) return write(sseFrame("row", messageDelta(open, e.text).text, e.seq))
               open = e.type === "message.delta" ? e.seq : null
               if (row !== null) {
-                const current = e.type === "job.started" ? yield* Effect.orDie(store.get(job.id)) : undefined
+                // The stream is under way: a row it cannot read leaves the sections as they are (the page reload shows them).
+                const current = e.type === "job.started" ? yield* Effect.orElseSucceed(logged(store.get(job.id)), () => undefined) : undefined
                 const extra = current === undefined ? html`` : html`${statusSection(current, true)}${factsSection(current, true)}`
                 return write(sseFrame("row", html`${timelineRow(row, current?.startedAt ?? job.startedAt)}${extra}`.text, e.seq))
               }
@@ -187,7 +192,11 @@ const jobStream = (input: PortalInput, heartbeatMs: number) =>
               const events = yield* store.events(job.id, -1)
               write(sseFrame("final", finalSections(input, settledJob, events).text))
               write(sseFrame("job-end", "end"))
-            })
+            }).pipe(
+              // Without its final frames the stream just ends: EventSource reconnects and resumes after the last id.
+              logged,
+              Effect.ignore
+            )
         }),
       heartbeatMs
     )
@@ -244,7 +253,7 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
           const agent = yield* (yield* AgentStore).get(input.params["name"] ?? "")
           // Re-run: the form filled from an earlier job of this agent (the user starts it).
           const from = input.url.searchParams.get("from")
-          const earlier = from === null ? undefined : yield* Effect.option((yield* JobStore).get(from))
+          const earlier = from === null ? undefined : yield* (yield* JobStore).get(from).pipe(Effect.asSome, Effect.catchTag("JobNotFound", () => Effect.succeedNone))
           const values = earlier !== undefined && earlier._tag === "Some" && earlier.value.agentName === agent.name ? runValuesOfJob(earlier.value) : blankRun()
           // A workspace chosen above the form fills in its folders.
           const chosen = input.url.searchParams.get("workspace") ?? ""

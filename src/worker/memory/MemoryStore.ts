@@ -7,7 +7,7 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { decodeRows, Jsonb, Num, Timestamp } from "../../db/rowSchema.ts"
-import { type StoreError, storeErrors } from "../../db/StoreError.ts"
+import { type StoreError, storeErrors, storeMethod } from "../../db/StoreError.ts"
 import { traced } from "../../telemetry/traced.ts"
 import { NoteKind } from "../../tools/services/memoryTools.ts"
 import {
@@ -185,12 +185,6 @@ const DAY_MS = 86_400_000
 const actorName = (a: Actor) => (a._tag === "Agent" ? a.agentId : a.username)
 const actorJob = (a: Actor) => (a._tag === "Agent" ? a.jobId : null)
 
-/** `f` with its SqlError and ParseError turned into the StoreError of `MemoryStore.<name>`. */
-const op = <Args extends ReadonlyArray<unknown>, A, E, R>(name: string, f: (...args: Args) => Effect.Effect<A, E, R>) => {
-  const typed = storeErrors(`MemoryStore.${name}`)
-  return (...args: Args) => typed(f(...args))
-}
-
 export const makeMemoryStore: Effect.Effect<MemoryStore["Type"], never, SqlClient> = Effect.gen(function* () {
   const sql = yield* SqlClient
 
@@ -258,8 +252,8 @@ export const makeMemoryStore: Effect.Effect<MemoryStore["Type"], never, SqlClien
 
   // Every method's SqlError and ParseError become the StoreError naming it.
   const service: MemoryStore["Type"] = {
-    settings: op("settings", settings),
-    putSettings: op("putSettings", (projectId, enabled, r, by) =>
+    settings: storeMethod("MemoryStore.settings", settings),
+    putSettings: storeMethod("MemoryStore.putSettings", (projectId, enabled, r, by) =>
       Effect.flatMap(now, (at) =>
         Effect.zipRight(
           sql`INSERT INTO memory.settings (project_id, enabled, learned_days, forgotten_days, scratchpad_days, log_days, updated_by, updated_at)
@@ -270,7 +264,7 @@ export const makeMemoryStore: Effect.Effect<MemoryStore["Type"], never, SqlClien
           settings(projectId)
         )
       )),
-    search: op("search", (reader, query, kinds, limit) => {
+    search: storeMethod("MemoryStore.search", (reader, query, kinds, limit) => {
       const tsq = orQuery(query)
       if (tsq === undefined) return Effect.succeed([])
       const kindFilter = kinds === undefined || kinds.length === 0 ? sql`TRUE` : sql.in("kind", [...kinds])
@@ -282,7 +276,7 @@ export const makeMemoryStore: Effect.Effect<MemoryStore["Type"], never, SqlClien
         (rows) => rows.map(toNote)
       )
     }),
-    save: op("save", (projectId, actor, input) =>
+    save: storeMethod("MemoryStore.save", (projectId, actor, input) =>
       sql
         .withTransaction(
           Effect.gen(function* () {
@@ -322,15 +316,15 @@ export const makeMemoryStore: Effect.Effect<MemoryStore["Type"], never, SqlClien
           })
         )
 ),
-    savesBy: op("savesBy", (jobId) => Effect.map(countRows(sql`SELECT count(*)::int AS n FROM memory.revision WHERE job_id = ${jobId}`), (rows) => rows[0]?.n ?? 0)),
-    visible: op("visible", (reader, noteId) =>
+    savesBy: storeMethod("MemoryStore.savesBy", (jobId) => Effect.map(countRows(sql`SELECT count(*)::int AS n FROM memory.revision WHERE job_id = ${jobId}`), (rows) => rows[0]?.n ?? 0)),
+    visible: storeMethod("MemoryStore.visible", (reader, noteId) =>
       Effect.flatMap(noteIn(reader.projectId, noteId), (note) =>
         !reader.reviewer || note.trust === "reviewed" || note.updatedBy.job === reader.jobId || note.createdBy.job === reader.jobId
           ? Effect.succeed(note)
           : Effect.fail(new NoteNotFound({ id: noteId }))
       )),
-    transition: op("transition", transition),
-    forgotten: op("forgotten", (reader, query, limit) => {
+    transition: storeMethod("MemoryStore.transition", transition),
+    forgotten: storeMethod("MemoryStore.forgotten", (reader, query, limit) => {
       const tsq = query === undefined ? undefined : orQuery(query)
       const match = tsq === undefined ? sql`TRUE` : sql`search @@ to_tsquery('simple', ${tsq})`
       // A reviewer recovers only what its own run wrote (a forgotten note is not reviewed).
@@ -341,7 +335,7 @@ export const makeMemoryStore: Effect.Effect<MemoryStore["Type"], never, SqlClien
         (rows) => rows.map(toNote)
       )
     }),
-    review: op("review", (projectId, noteId, decision, by, options) =>
+    review: storeMethod("MemoryStore.review", (projectId, noteId, decision, by, options) =>
       sql
         .withTransaction(
           Effect.gen(function* () {
@@ -374,7 +368,7 @@ export const makeMemoryStore: Effect.Effect<MemoryStore["Type"], never, SqlClien
           })
         )
 ),
-    list: op("list", (projectId, filter) => {
+    list: storeMethod("MemoryStore.list", (projectId, filter) => {
       const tsq = filter.q === undefined ? undefined : orQuery(filter.q)
       return Effect.map(
         noteRows(sql`SELECT ${sql.literal(COLUMNS)} FROM memory.note WHERE project_id = ${projectId}
@@ -385,7 +379,7 @@ export const makeMemoryStore: Effect.Effect<MemoryStore["Type"], never, SqlClien
         (rows) => rows.map(toNote)
       )
     }),
-    get: op("get", (projectId, noteId) =>
+    get: storeMethod("MemoryStore.get", (projectId, noteId) =>
       Effect.gen(function* () {
         const note = yield* noteIn(projectId, noteId)
         const revisions = yield* revisionRows(sql`SELECT revision, title, body, paths, job_id, agent_id, edited_by, at
@@ -398,12 +392,12 @@ export const makeMemoryStore: Effect.Effect<MemoryStore["Type"], never, SqlClien
           transitions: transitions.map((t) => ({ from: t.fromTrust, to: t.toTrust, byKind: t.byKind, byName: t.byName, jobId: t.jobId, reason: t.reason, at: t.at }))
         }
       })),
-    log: op("log", (projectId, entry) =>
+    log: storeMethod("MemoryStore.log", (projectId, entry) =>
       Effect.gen(function* () {
         if (projectId === "" || !(yield* settings(projectId)).enabled) return
         yield* appendLog(projectId, yield* now, entry)
       })),
-    dailyLog: op("dailyLog", (projectId, day) => {
+    dailyLog: storeMethod("MemoryStore.dailyLog", (projectId, day) => {
       const start = new Date(`${day}T00:00:00.000Z`)
       if (Number.isNaN(start.getTime())) return Effect.succeed([])
       const end = new Date(start.getTime() + DAY_MS)
@@ -413,8 +407,8 @@ export const makeMemoryStore: Effect.Effect<MemoryStore["Type"], never, SqlClien
         (rows) => rows
       )
     }),
-    scratchpad: op("scratchpad", (jobId) => Effect.map(contentRows(sql`SELECT content FROM memory.scratchpad WHERE job_id = ${jobId}`), (rows) => rows[0]?.content ?? "")),
-    writeScratchpad: op("writeScratchpad", (projectId, jobId, content, mode, max) =>
+    scratchpad: storeMethod("MemoryStore.scratchpad", (jobId) => Effect.map(contentRows(sql`SELECT content FROM memory.scratchpad WHERE job_id = ${jobId}`), (rows) => rows[0]?.content ?? "")),
+    writeScratchpad: storeMethod("MemoryStore.writeScratchpad", (projectId, jobId, content, mode, max) =>
       sql
         .withTransaction(
           Effect.gen(function* () {
@@ -428,7 +422,7 @@ export const makeMemoryStore: Effect.Effect<MemoryStore["Type"], never, SqlClien
           })
         )
 ),
-    reset: op("reset", (projectId, by) =>
+    reset: storeMethod("MemoryStore.reset", (projectId, by) =>
       sql
         .withTransaction(
           Effect.gen(function* () {

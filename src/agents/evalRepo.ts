@@ -88,19 +88,27 @@ const withResults = (rows: ReadonlyArray<RunRow>) =>
   )
 
 /** A new run; `waiting` (a gated save, claimed later by the Evals service) or `running`. */
-export const insertRun = (r: { readonly agent: string; readonly version: number; readonly project: string; readonly gate: boolean; readonly status: "waiting" | "running"; readonly by: string }) =>
+/** A `running` run starts under a lease of `leaseMs` (the executing process renews it with `beat`). */
+export const insertRun = (
+  r: { readonly agent: string; readonly version: number; readonly project: string; readonly gate: boolean; readonly by: string } & (
+    | { readonly status: "waiting" }
+    | { readonly status: "running"; readonly leaseMs: number }
+  )
+) =>
   Effect.flatMap(SqlClient, (sql) =>
     Effect.map(
-      sql<{ id: string }>`INSERT INTO admin.agent_eval_run (agent_name, version, project_id, gate, status, started_by, heartbeat_at)
-        VALUES (${r.agent}, ${r.version}, ${r.project}, ${r.gate}, ${r.status}, ${r.by}, ${r.status === "running" ? sql`now()` : null}) RETURNING id`,
+      sql<{ id: string }>`INSERT INTO admin.agent_eval_run (agent_name, version, project_id, gate, status, started_by, heartbeat_at, lease_expires_at)
+        VALUES (${r.agent}, ${r.version}, ${r.project}, ${r.gate}, ${r.status}, ${r.by},
+          ${r.status === "running" ? sql`now()` : null}, ${r.status === "running" ? sql`now() + make_interval(secs => ${r.leaseMs / 1000})` : null}) RETURNING id`,
       (rows) => rows[0]!.id
     )
   )
 
-/** Takes every waiting run (a gated save's) as running, at most once across processes. */
-export const claimWaiting = Effect.flatMap(SqlClient, (sql) =>
+/** Takes every waiting run (a gated save's) as running under a lease of `leaseMs`, at most once across processes. */
+export const claimWaiting = (leaseMs: number) => Effect.flatMap(SqlClient, (sql) =>
   Effect.flatMap(
-    sql<RunRow>`UPDATE admin.agent_eval_run SET status = 'running', started_at = now(), heartbeat_at = now()
+    sql<RunRow>`UPDATE admin.agent_eval_run
+      SET status = 'running', started_at = now(), heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
       WHERE id IN (SELECT id FROM admin.agent_eval_run WHERE status = 'waiting' ORDER BY started_at FOR UPDATE SKIP LOCKED)
       RETURNING ${sql.literal(RUN_COLUMNS)}`,
     withResults
@@ -121,13 +129,14 @@ export const finishRun = (runId: string, status: "passed" | "failed" | "error", 
   )
 
 /**
- * The executing process's sign of life for a running run (see `endAbandoned`): false when the run is no
- * longer running (a sweep ended it), so its executor stops.
+ * The executing process renews its lease on a running run (see `endAbandoned`) for `leaseMs` more: false
+ * when the run is no longer running (a sweep ended it), so its executor stops.
  */
-export const beat = (runId: string) =>
+export const beat = (runId: string, leaseMs: number) =>
   Effect.flatMap(SqlClient, (sql) =>
     Effect.map(
-      sql<{ id: string }>`UPDATE admin.agent_eval_run SET heartbeat_at = now() WHERE id = ${runId} AND status = 'running' RETURNING id`,
+      sql<{ id: string }>`UPDATE admin.agent_eval_run SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
+        WHERE id = ${runId} AND status = 'running' RETURNING id`,
       (rows) => rows.length > 0
     )
   )
@@ -152,15 +161,17 @@ export const finishPassedGate = (runId: string, agent: string, version: number) 
   )
 
 /**
- * Ends as `error` every running run whose heartbeat is older than `staleAfterSec` (its process was killed
- * outright and will never finish it); returns them. Two sweeps at once end each run once.
+ * Ends as `error` every running run whose lease ran out (its process was killed outright and will never
+ * finish it), as the job sweep settles a job; a run without a lease (from before leases) once its last
+ * heartbeat is `unleasedAfterSec` old. Returns them; two sweeps at once end each run once.
  */
-export const endAbandoned = (staleAfterSec: number) =>
+export const endAbandoned = (unleasedAfterSec: number) =>
   Effect.flatMap(SqlClient, (sql) =>
     sql<{ id: string; agentName: string; version: number }>`UPDATE admin.agent_eval_run
       SET status = 'error', finished_at = now(),
-          message = ${`the server running it stopped before it finished (no sign of it for ${staleAfterSec} s); start a new run`}
-      WHERE status = 'running' AND coalesce(heartbeat_at, started_at) < now() - make_interval(secs => ${staleAfterSec})
+          message = 'the server running it stopped before it finished (its lease ran out); start a new run'
+      WHERE status = 'running'
+        AND coalesce(lease_expires_at, coalesce(heartbeat_at, started_at) + make_interval(secs => ${unleasedAfterSec})) < now()
       RETURNING id, agent_name, version`
   )
 

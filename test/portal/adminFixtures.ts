@@ -41,7 +41,7 @@ export const createAdminFixtures = (portal: Portal): Promise<void> =>
       yield* bindings.set(AGENT, "", { providerId: PROVIDER, modelId: "m1" }, "setup")
       yield* bindings.set(AGENT, PROJECT, { providerId: PROVIDER, modelId: "m1" }, "setup")
       for (const version of [1, 2]) {
-        const run = yield* insertRun({ agent: AGENT, version, project: "", gate: false, status: "running", by: "setup" })
+        const run = yield* insertRun({ agent: AGENT, version, project: "", gate: false, status: "running", leaseMs: 15_000, by: "setup" })
         for (const name of ["cites-orders-with-line-numbers", "finds-the-checkout-flow", "summarises-the-build"]) {
           const passed = version === 2 || name !== "cites-orders-with-line-numbers"
           yield* insertResult(run, {

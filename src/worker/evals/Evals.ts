@@ -23,6 +23,7 @@ import { isInside } from "../../job/confinement.ts"
 import { JobBus } from "../JobBus.ts"
 import { JobRoots } from "../JobRoots.ts"
 import { JobStore, type JobInput, type JobRow } from "../JobStore.ts"
+import { LeaseConfig } from "../Worker.ts"
 import { Projects } from "../Projects.ts"
 import { checkEval } from "./checkEval.ts"
 
@@ -50,9 +51,7 @@ export class EvalRunNotFound extends Schema.TaggedError<EvalRunNotFound>()("Eval
 export const EVAL_JOB_TIMEOUT_SEC = 900
 /** How often a waiting eval looks at its job when no signal came (a worker in another process). */
 const POLL = Duration.seconds(1)
-/** How often the process executing a run stamps its heartbeat. */
-const HEARTBEAT = Duration.seconds(10)
-/** A running run without a heartbeat for this long is ended as `error` by the sweep (its process is gone). */
+/** A running run from before leases is ended as `error` by the sweep this long after its last heartbeat. */
 export const ABANDONED_AFTER_SEC = 60
 
 export class Evals extends Context.Tag("worker/Evals")<
@@ -73,7 +72,7 @@ export class Evals extends Context.Tag("worker/Evals")<
     readonly run: (id: string) => Effect.Effect<repo.EvalRun, EvalRunNotFound>
     /**
      * Starts the runs gated saves queued (`waiting`): after a save, and by the worker's sweep; first ends
-     * as `error` the running runs whose process stopped beating (killed outright).
+     * as `error` the running runs whose lease ran out (their process was killed outright), as jobs are.
      */
     readonly kick: Effect.Effect<void>
   }
@@ -106,6 +105,8 @@ export const makeEvals = Effect.gen(function* () {
   const roots = yield* JobRoots
   const projects = yield* Projects
   const fibers = yield* FiberSet.make()
+  // The job lease: a run is held like a job, renewed every heartbeat, swept once it runs out.
+  const lease = yield* LeaseConfig
   const provide = <A, E>(e: Effect.Effect<A, E, SqlClient>) => Effect.orDie(Effect.provideService(e, SqlClient, sql))
 
   type Run = { readonly id: string; readonly agent: string; readonly version: number; readonly project: string; readonly by: string; readonly gate: boolean }
@@ -197,7 +198,7 @@ export const makeEvals = Effect.gen(function* () {
       }
       yield* Effect.logInfo("eval run finished").pipe(Effect.annotateLogs({ evalRun: run.id, agent: run.agent, version: run.version, failed }))
     }).pipe(
-      // The sign of life the sweeps look at (endAbandoned): a failed beat is logged and the next one tried;
+      // The lease the sweeps look at (endAbandoned): a failed renewal is logged and the next one tried;
       // once the run is no longer running (a sweep ended it after a long stall), the run stops here too.
       (body) => Effect.raceFirst(body, heartbeat(run.id)),
       Effect.onInterrupt(() => provide(repo.finishRun(run.id, "error", "the server stopped during the run"))),
@@ -206,10 +207,10 @@ export const makeEvals = Effect.gen(function* () {
       )
     )
 
-  /** Beats every HEARTBEAT until the run is found no longer running; never fails. */
+  /** Renews the run's lease every heartbeat until the run is found no longer running; never fails. */
   const heartbeat = (runId: string): Effect.Effect<void> =>
-    Effect.sleep(HEARTBEAT).pipe(
-      Effect.zipRight(provide(repo.beat(runId))),
+    Effect.sleep(Duration.millis(lease.heartbeatMs)).pipe(
+      Effect.zipRight(provide(repo.beat(runId, lease.leaseMs))),
       Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("an eval run's heartbeat could not be written; trying again", cause), true)),
       Effect.repeat({ while: (running) => running }),
       Effect.zipRight(Effect.logWarning("eval run ended by a sweep while it ran: stopping it").pipe(Effect.annotateLogs({ evalRun: runId }))),
@@ -248,7 +249,7 @@ export const makeEvals = Effect.gen(function* () {
         }
         const parsed = yield* evalsOf(name, version)
         yield* bindings.resolve(name, project)
-        const id = yield* provide(repo.insertRun({ agent: name, version, project, gate: false, status: "running", by }))
+        const id = yield* provide(repo.insertRun({ agent: name, version, project, gate: false, status: "running", leaseMs: lease.leaseMs, by }))
         const run = yield* Effect.orDie(getRun(id))
         yield* launch(run, parsed)
         return run
@@ -261,7 +262,7 @@ export const makeEvals = Effect.gen(function* () {
           Effect.annotateLogs({ evalRun: gone.id, agent: gone.agentName, version: gone.version })
         )
       }
-      for (const run of yield* provide(repo.claimWaiting)) {
+      for (const run of yield* provide(repo.claimWaiting(lease.leaseMs))) {
         const parsed = yield* Effect.either(evalsOf(run.agent, run.version))
         const binding = yield* Effect.either(bindings.resolve(run.agent, run.project))
         if (parsed._tag === "Left" || binding._tag === "Left") {

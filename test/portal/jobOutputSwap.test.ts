@@ -5,6 +5,9 @@
  */
 import { afterEach, expect, test } from "bun:test"
 import { Effect, Either } from "effect"
+import { linkSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { readOutput } from "../../src/http/portal/jobOutput.ts"
 import { replacedFile, swappedDirectory, tally } from "../support/fileChurn.ts"
 
@@ -36,4 +39,19 @@ test("a file replaced over and over by another process (temp file and rename): e
   )
   expect(await churn.steps).toBeGreaterThan(300)
   expect(Object.keys(served)).toEqual(["hello"])
+})
+
+test("links: one to a file inside outDir is served; one out of it, or a hard link to a host file, is 404", async () => {
+  const base = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-view-links-")))
+  stops.push(() => rmSync(base, { recursive: true, force: true }))
+  const outDir = join(base, "out")
+  mkdirSync(outDir)
+  writeFileSync(join(base, "host.txt"), "SECRET")
+  writeFileSync(join(outDir, "report.md"), "inside")
+  symlinkSync(join(outDir, "report.md"), join(outDir, "alias.md"))
+  symlinkSync(join(base, "host.txt"), join(outDir, "out-link.md"))
+  linkSync(join(base, "host.txt"), join(outDir, "hard.md"))
+  const view = (path: string) =>
+    Effect.runPromise(Effect.either(readOutput({ outDir }, path, [path]))).then((r) => (Either.isRight(r) ? new TextDecoder().decode(r.right) : r.left._tag))
+  expect(await Promise.all(["report.md", "alias.md", "out-link.md", "hard.md"].map(view))).toEqual(["inside", "inside", "NotFound", "NotFound"])
 })

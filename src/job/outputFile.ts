@@ -20,7 +20,12 @@ const REPLACED_RETRIES = 5
  * The file at `path`. `links`: `refuse` (a link there is `not-regular`), or `inside` (links resolved,
  * and the target must lie inside `root`). Read only when what was opened lies inside `root`.
  */
-export const readOutputFile = async (path: string, root: string, maxBytes: number, links: "refuse" | "inside" = "refuse"): Promise<OutputRead> => {
+export const readOutputFile = async (
+  path: string,
+  root: string,
+  maxBytes: number,
+  links: "refuse" | "inside" = "refuse"
+): Promise<OutputRead> => {
   // Node's fs/promises is loaded here, when an output is read, not with the kernel (milliseconds of the
   // cold job child's way to job.started).
   const { open, realpath } = await import("node:fs/promises")

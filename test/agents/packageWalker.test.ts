@@ -43,6 +43,8 @@ test("a file at the depth limit is read; one folder deeper is refused by validat
   const tooDeep = createDeepPackage(MAX_PACKAGE_DEPTH + 1)
   const refused = await loadPackageFiles(tooDeep)
   const deepest = Array.from({ length: MAX_PACKAGE_DEPTH + 1 }, (_, i) => `d${i + 1}`).join("/")
-  expect("problems" in refused ? refused.problems : refused).toEqual([{ path: deepest, message: `folders nested deeper than ${MAX_PACKAGE_DEPTH}` }])
+  expect("problems" in refused ? refused.problems : refused).toEqual([
+    { path: deepest, message: `folders nested deeper than ${MAX_PACKAGE_DEPTH}` }
+  ])
   expect(() => readTree(tooDeep)).toThrow(`${deepest}: folders nested deeper than ${MAX_PACKAGE_DEPTH}`)
 })

@@ -19,7 +19,9 @@ const createRunningRun = (renewedSecondsAgo: number, leaseEndsIn: number) =>
   h.rt.runPromise(
     Effect.flatMap(SqlClient, (sql) =>
       Effect.map(
-        sql<{ id: string }>`INSERT INTO admin.agent_eval_run (agent_name, version, project_id, status, started_by, started_at, heartbeat_at, lease_expires_at)
+        sql<{
+          id: string
+        }>`INSERT INTO admin.agent_eval_run (agent_name, version, project_id, status, started_by, started_at, heartbeat_at, lease_expires_at)
           VALUES ('lease-bot', 1, 'kintsugi-evals', 'running', 'test', now() - interval '1 minute',
             now() - make_interval(secs => ${renewedSecondsAgo}), now() + make_interval(secs => ${leaseEndsIn}))
           RETURNING id`,
@@ -34,7 +36,10 @@ test("a run whose lease ran out (renewed 20 s ago, a 15 s lease) is ended by the
   const killed = await createRunningRun(20, -5)
   const alive = await createRunningRun(5, 10)
   await h.rt.runPromise(Effect.flatMap(Evals, (e) => e.kick))
-  expect(await runOf(killed)).toMatchObject({ status: "error", message: "the server running it stopped before it finished (its lease ran out); start a new run" })
+  expect(await runOf(killed)).toMatchObject({
+    status: "error",
+    message: "the server running it stopped before it finished (its lease ran out); start a new run"
+  })
   expect((await runOf(killed)).finishedAt).not.toBeNull()
   expect((await runOf(alive)).status).toBe("running")
   await h.rt.runPromise(Effect.flatMap(SqlClient, (sql) => sql`DELETE FROM admin.agent_eval_run WHERE id IN (${killed}, ${alive})`))

@@ -31,7 +31,12 @@ const createHandlers = (taken: Array<WebCallKind>, exhausted = false) =>
 test("a web_fetch the URL policy refuses names the rule and spends no fetch", async () => {
   const taken: Array<WebCallKind> = []
   const fetch = (await createHandlers(taken)).find((h) => h.name === "web_fetch")!
-  for (const url of ["http://169.254.169.254/latest/meta-data", "http://localhost:7777/", "ftp://example.com/x", "http://user:pw@example.com/"]) {
+  for (const url of [
+    "http://169.254.169.254/latest/meta-data",
+    "http://localhost:7777/",
+    "ftp://example.com/x",
+    "http://user:pw@example.com/"
+  ]) {
     const answer = await Effect.runPromise(fetch.handle({ url }, GRANT))
     expect(answer.isError).toBe(true)
     expect(answer.text).toMatch(/^web_fetch refused .* \(rule: (non-public-address|local-host|scheme|credentials)\)/)

@@ -4,7 +4,7 @@
  * what it awaited; `within` bounds a promise that should settle by itself. Nothing else in test/ sleeps.
  */
 
-export interface UntilOptions {
+interface UntilOptions {
   /** What is awaited, in words: the failure says "gave up waiting for <what>". */
   readonly what: string
   /** How long before giving up; 10 s unless told. A bound on a hang, never a measurement. */
@@ -64,7 +64,11 @@ export const until = <A>(
       if (timer !== undefined) clearTimeout(timer)
       timer = setTimeout(check, options.everyMs ?? DEFAULT_EVERY_MS)
     }
-    for (const event of options.events ?? []) event.then(() => void check(), () => void check())
+    for (const event of options.events ?? [])
+      event.then(
+        () => void check(),
+        () => void check()
+      )
     void check()
   })
 

@@ -4,7 +4,7 @@
  * job. Several processes on one PostgreSQL share the queue through `FOR UPDATE SKIP LOCKED`; a job whose
  * lease expired (its process died) is settled "worker lost" by the sweep of any of them.
  */
-import { Cause, Config, Duration, Effect, Fiber, Layer, Option, Queue } from "effect"
+import { Cause, Chunk, Clock, Config, Duration, Effect, Fiber, Layer, Option, Queue, Ref } from "effect"
 import { hostname } from "node:os"
 import type { AgentStore } from "../agents/AgentStore.ts"
 import type { SkillStore } from "../agents/SkillStore.ts"
@@ -14,8 +14,8 @@ import type { ProviderStore } from "../providers/ProviderStore.ts"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import { Metrics } from "../telemetry/Metrics.ts"
 import { parseTraceParent } from "../telemetry/traceParent.ts"
-import { buildEnvelope } from "./buildEnvelope.ts"
-import { commitOutputs, gitLayout } from "./commitOutputs.ts"
+import { buildEnvelope, type ResolvedJob } from "./buildEnvelope.ts"
+import { commitOutputs, type GitLayout, gitLayout } from "./commitOutputs.ts"
 import { Drain, SERVER_SHUTTING_DOWN } from "./Drain.ts"
 import { JobBus } from "./JobBus.ts"
 import type { JobRoots } from "./JobRoots.ts"
@@ -68,10 +68,10 @@ export const LeaseConfig: Effect.Effect<Lease> = Effect.map(
 )
 
 /**
- * Renews the job's lease every heartbeat until interrupted; `onLost` is called once when the job is no
+ * Renews the job's lease every heartbeat until interrupted; `onLost` runs once when the job is no
  * longer running under `workerId` (settled "worker lost" after a stall), so the child is stopped.
  */
-const keepLease = (jobId: string, workerId: string, lease: Lease, onLost: () => void) =>
+const keepLease = (jobId: string, workerId: string, lease: Lease, onLost: Effect.Effect<void>) =>
   Effect.flatMap(JobStore, (store) =>
     Effect.gen(function* () {
       while (true) {
@@ -81,7 +81,7 @@ const keepLease = (jobId: string, workerId: string, lease: Lease, onLost: () => 
         )
         if (!ours) {
           yield* Effect.logWarning("the job's lease was lost; stopping its process")
-          return onLost()
+          return yield* onLost
         }
       }
     })
@@ -89,6 +89,7 @@ const keepLease = (jobId: string, workerId: string, lease: Lease, onLost: () => 
 
 type UsageTotals = Extract<JobEvent, { type: "usage" }>
 type KernelSpan = Extract<JobEvent, { type: "span" }>
+type Grounding = Extract<JobEvent, { type: "grounding" }>
 
 /** A failed job: its span ends in error (a fixed message, no stack). */
 class JobFailedStatus extends Error {
@@ -98,6 +99,205 @@ class JobFailedStatus extends Error {
     this.stack = `${this.name}: ${this.message}`
   }
 }
+
+/** What the job's settlement reports, gathered from its setup and its events as they arrive. */
+interface Tally {
+  /** The agent's grants, once its envelope is built: the kernel spans' tool names are checked against them. */
+  readonly grants: ReadonlyArray<string>
+  readonly outputs: Chunk.Chunk<string>
+  readonly kernelSpans: Chunk.Chunk<KernelSpan>
+  readonly usage: UsageTotals | undefined
+  readonly grounding: Grounding | undefined
+}
+
+const emptyTally: Tally = { grants: [], outputs: Chunk.empty(), kernelSpans: Chunk.empty(), usage: undefined, grounding: undefined }
+
+const tallied = (tally: Tally, event: JobEvent): Tally => {
+  switch (event.type) {
+    case "output":
+      return { ...tally, outputs: Chunk.append(tally.outputs, event.path) }
+    case "span":
+      return { ...tally, kernelSpans: Chunk.append(tally.kernelSpans, event) }
+    case "usage":
+      return { ...tally, usage: event }
+    case "grounding":
+      return { ...tally, grounding: event }
+    default:
+      return tally
+  }
+}
+
+/** The running job's own state: when it started, its tally, and whether it lost its lease or was asked to stop by the drain. */
+interface JobRun {
+  readonly job: JobRow
+  readonly started: number
+  readonly tally: Ref.Ref<Tally>
+  readonly lost: Ref.Ref<boolean>
+  readonly shuttingDown: Ref.Ref<boolean>
+}
+
+/** Metrics, the settled line and the span's outcome: once per job, however it ended. Fails (JobFailedStatus) for a failed job. */
+const reportSettled = (run: JobRun, outcome: Settlement) =>
+  Effect.gen(function* () {
+    const { usage, grounding, kernelSpans, grants } = yield* Ref.get(run.tally)
+    const durationMs = (yield* Clock.currentTimeMillis) - run.started
+    const reason = outcome.status === "failed" ? outcome.reason : null
+    yield* (yield* Metrics).jobSettled({
+      status: outcome.status,
+      reason,
+      seconds: durationMs / 1000,
+      ...(usage === undefined ? {} : { usage }),
+      ...(grounding === undefined ? {} : { grounding })
+    })
+    const span = yield* Effect.option(Effect.currentSpan)
+    if (span._tag === "Some") {
+      span.value.attribute("kintsugi.job.status", outcome.status)
+      if (reason !== null) span.value.attribute("error.type", reason)
+      if (usage !== undefined) {
+        span.value.attribute("gen_ai.usage.input_tokens", usage.inputTokens)
+        span.value.attribute("gen_ai.usage.output_tokens", usage.outputTokens)
+        span.value.attribute("gen_ai.usage.cache_read.input_tokens", usage.cacheReadTokens)
+        span.value.attribute("gen_ai.usage.cache_creation.input_tokens", usage.cacheWriteTokens)
+        span.value.attribute("kintsugi.job.cost_usd", usage.costUsd)
+        span.value.attribute("kintsugi.job.turns", usage.turns)
+      }
+      if (grounding !== undefined) {
+        // Counts only: a citation names a source path, which is the project's, not the trace's.
+        span.value.attribute("kintsugi.grounding.grounded", grounding.grounded)
+        span.value.attribute("kintsugi.grounding.ungrounded", grounding.ungrounded)
+        span.value.attribute("kintsugi.grounding.unknown", grounding.unknown)
+      }
+      yield* exportKernelSpans(Chunk.toReadonlyArray(kernelSpans), span.value, toolNameCheck(grants))
+    }
+    const line = outcome.status === "completed" ? Effect.logInfo("job settled") : Effect.logWarning("job settled")
+    yield* line.pipe(
+      Effect.annotateLogs({
+        status: outcome.status,
+        ...(reason === null ? {} : { reason }),
+        durationMs,
+        ...(usage === undefined ? {} : { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUsd: usage.costUsd })
+      })
+    )
+    if (outcome.status === "failed") return yield* Effect.fail(new JobFailedStatus())
+  })
+
+/** Settles the job as failed by the worker itself (stopped, or a defect), and reports it. */
+const settleFailed = (run: JobRun, outcome: Settlement & { readonly status: "failed" }) =>
+  Effect.zipRight(Effect.flatMap(JobStore, (store) => store.settle(run.job.id, outcome, null)), reportSettled(run, outcome))
+
+/**
+ * The job's envelope (agent, binding, provider, workspace), with the job marked started, logged in its
+ * project's daily log and its span named after the model; None when it cannot be built, the job then
+ * settled failed and reported.
+ */
+const startJob = (run: JobRun) =>
+  Effect.gen(function* () {
+    const { job } = run
+    const store = yield* JobStore
+    const setup = yield* Effect.either(buildEnvelope(job))
+    if (setup._tag === "Left") {
+      const outcome = { status: "failed", reason: "error", message: setup.left.message } as const
+      yield* store.settle(job.id, outcome, null)
+      yield* (yield* JobBus).publish({ _tag: "Events", jobId: job.id })
+      yield* reportSettled(run, outcome)
+      return Option.none<ResolvedJob>()
+    }
+    const resolved = setup.right
+    yield* store.started(job.id, resolved.agentVersion, resolved.model)
+    // The project's daily log (when its memory is on): this job started, and later how it ended.
+    yield* (yield* MemoryStore).log(job.projectId, {
+      kind: "job.started",
+      jobId: job.id,
+      agentId: job.agentName,
+      noteId: null,
+      summary: `${job.agentName} v${resolved.agentVersion} started: ${job.task.slice(0, 200)}`
+    })
+    yield* Ref.update(run.tally, (t) => ({ ...t, grants: [...resolved.tools, ...resolved.serviceTools] }))
+    const span = yield* Effect.option(Effect.currentSpan)
+    if (span._tag === "Some") {
+      const slash = resolved.model.indexOf("/")
+      span.value.attribute("gen_ai.provider.name", resolved.model.slice(0, slash))
+      span.value.attribute("gen_ai.request.model", resolved.model.slice(slash + 1))
+      span.value.attribute("kintsugi.agent.version", resolved.agentVersion)
+    }
+    yield* Effect.logInfo("job started").pipe(Effect.annotateLogs({ agent: job.agentName, agentVersion: resolved.agentVersion, model: resolved.model }))
+    return Option.some(resolved)
+  })
+
+/**
+ * Runs the job child to the job's end: every event persisted (and tallied) as it arrives; the job is
+ * aborted when its lease is lost, when it is asked to abort, or once `stopping` (the drain is over), and
+ * an aborted end is then recorded as "server shutting down".
+ */
+const runChild = (run: JobRun, resolved: ResolvedJob, stopping: Effect.Effect<boolean>) =>
+  Effect.gen(function* () {
+    const store = yield* JobStore
+    const bus = yield* JobBus
+    const { job } = run
+    // One database write per event: untraced, or they would drown the job's trace.
+    const persist = (event: JobEvent) =>
+      Effect.zipRight(store.appendEvent(job.id, event), bus.publish({ _tag: "Events", jobId: job.id })).pipe(Effect.withTracerEnabled(false))
+    // The pre-started child (JobChildren) when this runtime keeps one, else a child started now.
+    const children = yield* Effect.serviceOption(JobChildren)
+    const ended = yield* runJobProcess(
+      resolved.envelope,
+      {
+        onEvent: (event) =>
+          Effect.zipRight(
+            Ref.update(run.tally, (t) => tallied(t, event)),
+            Effect.flatMap(Ref.get(run.shuttingDown), (down) =>
+              persist(down && event.type === "job.failed" && event.reason === "aborted" ? { ...event, message: SERVER_SHUTTING_DOWN } : event)
+            )
+          ),
+        abortRequested: Effect.flatMap(Ref.get(run.lost), (lost) =>
+          lost
+            ? Effect.succeed(true)
+            : Effect.flatMap(stopping, (stop) => (stop ? Ref.setAndGet(run.shuttingDown, true) : Effect.withTracerEnabled(store.abortRequested(job.id), false)))
+        ),
+        log: (line) => Effect.logWarning(line)
+      },
+      Option.match(children, { onNone: () => CLI_PATH, onSome: (c) => c.take })
+    )
+    const down = yield* Ref.get(run.shuttingDown)
+    return down && ended.status === "failed" && ended.reason === "aborted" ? { ...ended, message: SERVER_SHUTTING_DOWN } : ended
+  })
+
+/**
+ * Commits a completed job's outputs (`before`: the outputs' git layout read before the job ran), settles
+ * the job, revokes its services token, logs its end in the project's daily log and reports it.
+ */
+const finishJob = (run: JobRun, resolved: ResolvedJob, settlement: Settlement, before: GitLayout | string, jobRoots: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const { job } = run
+    const store = yield* JobStore
+    const outputs = Chunk.toReadonlyArray((yield* Ref.get(run.tally)).outputs)
+    const committed =
+      settlement.status === "completed"
+        ? yield* Effect.promise(() =>
+            commitOutputs({
+              outDir: job.workspace.outDir,
+              jobRoots,
+              paths: [...outputs],
+              before,
+              message: `kintsugi: ${job.agentName} v${resolved.agentVersion} (job ${job.id})`
+            })
+          )
+        : outputs.length > 0
+          ? "not committed: the job failed (outputs left in place)"
+          : "no outputs"
+    yield* store.settle(job.id, settlement, committed)
+    // Dead already (its job is no longer running); deleted so no hash of it outlives the job.
+    if (resolved.serviceTools.length > 0) yield* (yield* ServiceTokens).revoke(job.id)
+    yield* (yield* MemoryStore).log(job.projectId, {
+      kind: "job.finished",
+      jobId: job.id,
+      agentId: job.agentName,
+      noteId: null,
+      summary: `${job.agentName} ${settlement.status}${settlement.status === "completed" ? `: ${settlement.summary.slice(0, 300)}` : ` (${settlement.reason}): ${settlement.message.slice(0, 300)}`}`
+    })
+    yield* (yield* JobBus).publish({ _tag: "Events", jobId: job.id })
+    yield* reportSettled(run, settlement)
+  })
 
 /**
  * Runs one claimed job to its settlement, renewing its lease meanwhile. Never fails: whatever happens,
@@ -110,167 +310,51 @@ export const runClaimedJob = (
   job: JobRow & { readonly traceParent?: string | null },
   lease: Lease,
   stopping: Effect.Effect<boolean> = Effect.succeed(false)
-): Effect.Effect<void, never, WorkerServices> => {
-  const started = Date.now()
-  const kernelSpans: Array<KernelSpan> = []
-  let usage: UsageTotals | undefined
-  let grounding: Extract<JobEvent, { type: "grounding" }> | undefined
-  let grants: ReadonlyArray<string> = []
-
-  /** Metrics, the settled line and the span's outcome: once per job, however it ended. */
-  const settled = (outcome: Settlement) =>
-    Effect.gen(function* () {
-      const seconds = (Date.now() - started) / 1000
-      const reason = outcome.status === "failed" ? outcome.reason : null
-      yield* (yield* Metrics).jobSettled({
-        status: outcome.status,
-        reason,
-        seconds,
-        ...(usage === undefined ? {} : { usage }),
-        ...(grounding === undefined ? {} : { grounding })
-      })
-      const span = yield* Effect.option(Effect.currentSpan)
-      if (span._tag === "Some") {
-        span.value.attribute("kintsugi.job.status", outcome.status)
-        if (reason !== null) span.value.attribute("error.type", reason)
-        if (usage !== undefined) {
-          span.value.attribute("gen_ai.usage.input_tokens", usage.inputTokens)
-          span.value.attribute("gen_ai.usage.output_tokens", usage.outputTokens)
-          span.value.attribute("gen_ai.usage.cache_read.input_tokens", usage.cacheReadTokens)
-          span.value.attribute("gen_ai.usage.cache_creation.input_tokens", usage.cacheWriteTokens)
-          span.value.attribute("kintsugi.job.cost_usd", usage.costUsd)
-          span.value.attribute("kintsugi.job.turns", usage.turns)
-        }
-        if (grounding !== undefined) {
-          // Counts only: a citation names a source path, which is the project's, not the trace's.
-          span.value.attribute("kintsugi.grounding.grounded", grounding.grounded)
-          span.value.attribute("kintsugi.grounding.ungrounded", grounding.ungrounded)
-          span.value.attribute("kintsugi.grounding.unknown", grounding.unknown)
-        }
-        yield* exportKernelSpans(kernelSpans, span.value, toolNameCheck(grants))
-      }
-      const line = outcome.status === "completed" ? Effect.logInfo("job settled") : Effect.logWarning("job settled")
-      yield* line.pipe(
-        Effect.annotateLogs({
-          status: outcome.status,
-          ...(reason === null ? {} : { reason }),
-          durationMs: Date.now() - started,
-          ...(usage === undefined ? {} : { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUsd: usage.costUsd })
-        })
+): Effect.Effect<void, never, WorkerServices> =>
+  Effect.gen(function* () {
+    const run: JobRun = {
+      job,
+      started: yield* Clock.currentTimeMillis,
+      tally: yield* Ref.make(emptyTally),
+      lost: yield* Ref.make(false),
+      shuttingDown: yield* Ref.make(false)
+    }
+    const body = Effect.gen(function* () {
+      const heartbeat = yield* Effect.fork(keepLease(job.id, job.workerId ?? "", lease, Ref.set(run.lost, true)))
+      yield* Effect.addFinalizer(() => Fiber.interrupt(heartbeat))
+      const resolved = yield* startJob(run)
+      if (Option.isNone(resolved)) return
+      const jobRoots = resolved.value.envelope.boundary?.jobRoots ?? []
+      // Where outputs would be committed, read before the job can change it (it writes outDir).
+      const before = yield* Effect.promise(() => gitLayout(job.workspace.outDir, jobRoots))
+      const settlement = yield* runChild(run, resolved.value, stopping)
+      yield* finishJob(run, resolved.value, settlement, before, jobRoots)
+    }).pipe(
+      Effect.scoped,
+      // The worker is stopping (serve shut down): the child got SIGTERM; the job must not stay `running`.
+      Effect.onInterrupt(() => Effect.ignore(settleFailed(run, { status: "failed", reason: "aborted", message: "the worker stopped while the job was running" }))),
+      // A defect in the worker itself still settles the job.
+      Effect.catchAllCause((cause) =>
+        Cause.isFailType(cause) && cause.error instanceof JobFailedStatus
+          ? Effect.fail(cause.error)
+          : Effect.zipRight(
+              Effect.logError("worker error", cause),
+              settleFailed(run, { status: "failed", reason: "error", message: "the worker failed while running the job" })
+            )
       )
-      if (outcome.status === "failed") return yield* Effect.fail(new JobFailedStatus())
-    })
-
-  const settleAs = (outcome: Settlement & { readonly status: "failed" }) =>
-    Effect.zipRight(Effect.flatMap(JobStore, (store) => store.settle(job.id, outcome, null)), settled(outcome))
-
-  const body = Effect.gen(function* () {
-    const store = yield* JobStore
-    const bus = yield* JobBus
-    let lost = false
-    const heartbeat = yield* Effect.fork(keepLease(job.id, job.workerId ?? "", lease, () => void (lost = true)))
-    yield* Effect.addFinalizer(() => Fiber.interrupt(heartbeat))
-    const setup = yield* Effect.either(buildEnvelope(job))
-    if (setup._tag === "Left") {
-      const outcome = { status: "failed", reason: "error", message: setup.left.message } as const
-      yield* store.settle(job.id, outcome, null)
-      yield* bus.publish({ _tag: "Events", jobId: job.id })
-      return yield* settled(outcome)
-    }
-    yield* store.started(job.id, setup.right.agentVersion, setup.right.model)
-    const memory = yield* MemoryStore
-    // The project's daily log (when its memory is on): this job started, and later how it ended.
-    yield* memory.log(job.projectId, { kind: "job.started", jobId: job.id, agentId: job.agentName, noteId: null, summary: `${job.agentName} v${setup.right.agentVersion} started: ${job.task.slice(0, 200)}` })
-    grants = [...setup.right.tools, ...setup.right.serviceTools]
-    const span = yield* Effect.option(Effect.currentSpan)
-    if (span._tag === "Some") {
-      const slash = setup.right.model.indexOf("/")
-      span.value.attribute("gen_ai.provider.name", setup.right.model.slice(0, slash))
-      span.value.attribute("gen_ai.request.model", setup.right.model.slice(slash + 1))
-      span.value.attribute("kintsugi.agent.version", setup.right.agentVersion)
-    }
-    yield* Effect.logInfo("job started").pipe(Effect.annotateLogs({ agent: job.agentName, agentVersion: setup.right.agentVersion, model: setup.right.model }))
-    const jobRoots = setup.right.envelope.boundary?.jobRoots ?? []
-    // Where outputs would be committed, read before the job can change it (it writes outDir).
-    const before = yield* Effect.promise(() => gitLayout(job.workspace.outDir, jobRoots))
-    const outputs: Array<string> = []
-    // One database write per event: untraced, or they would drown the job's trace.
-    const persist = (event: JobEvent) =>
-      Effect.zipRight(store.appendEvent(job.id, event), bus.publish({ _tag: "Events", jobId: job.id })).pipe(Effect.withTracerEnabled(false))
-    // The pre-started child (JobChildren) when this runtime keeps one, else a child started now.
-    const children = yield* Effect.serviceOption(JobChildren)
-    // Set when the server's drain asked the job to stop: its aborted end then says why.
-    let shuttingDown = false
-    const ended = yield* runJobProcess(setup.right.envelope, {
-      onEvent: (event) => {
-        if (event.type === "output") outputs.push(event.path)
-        if (event.type === "span") kernelSpans.push(event)
-        if (event.type === "usage") usage = event
-        if (event.type === "grounding") grounding = event
-        return persist(shuttingDown && event.type === "job.failed" && event.reason === "aborted" ? { ...event, message: SERVER_SHUTTING_DOWN } : event)
-      },
-      abortRequested: Effect.suspend(() =>
-        lost
-          ? Effect.succeed(true)
-          : Effect.flatMap(stopping, (stop) => (stop ? Effect.sync(() => (shuttingDown = true)) : Effect.withTracerEnabled(store.abortRequested(job.id), false)))
-      ),
-      log: (line) => Effect.logWarning(line)
-    }, Option.match(children, { onNone: () => CLI_PATH, onSome: (c) => c.take }))
-    const settlement: Settlement =
-      shuttingDown && ended.status === "failed" && ended.reason === "aborted" ? { ...ended, message: SERVER_SHUTTING_DOWN } : ended
-    const committed =
-      settlement.status === "completed"
-        ? yield* Effect.promise(() =>
-            commitOutputs({
-              outDir: job.workspace.outDir,
-              jobRoots,
-              paths: outputs,
-              before,
-              message: `kintsugi: ${job.agentName} v${setup.right.agentVersion} (job ${job.id})`
-            })
-          )
-        : outputs.length > 0
-          ? "not committed: the job failed (outputs left in place)"
-          : "no outputs"
-    yield* store.settle(job.id, settlement, committed)
-    // Dead already (its job is no longer running); deleted so no hash of it outlives the job.
-    if (setup.right.serviceTools.length > 0) yield* (yield* ServiceTokens).revoke(job.id)
-    yield* memory.log(job.projectId, {
-      kind: "job.finished",
-      jobId: job.id,
-      agentId: job.agentName,
-      noteId: null,
-      summary: `${job.agentName} ${settlement.status}${settlement.status === "completed" ? `: ${settlement.summary.slice(0, 300)}` : ` (${settlement.reason}): ${settlement.message.slice(0, 300)}`}`
-    })
-    yield* bus.publish({ _tag: "Events", jobId: job.id })
-    yield* settled(settlement)
-  }).pipe(
-    Effect.scoped,
-    // The worker is stopping (serve shut down): the child got SIGTERM; the job must not stay `running`.
-    Effect.onInterrupt(() => Effect.ignore(settleAs({ status: "failed", reason: "aborted", message: "the worker stopped while the job was running" }))),
-    // A defect in the worker itself still settles the job.
-    Effect.catchAllCause((cause) =>
-      Cause.isFailType(cause) && cause.error instanceof JobFailedStatus
-        ? Effect.fail(cause.error)
-        : Effect.zipRight(
-            Effect.logError("worker error", cause),
-            settleAs({ status: "failed", reason: "error", message: "the worker failed while running the job" })
-          )
     )
-  )
-
-  const parent = parseTraceParent(job.traceParent)
-  return body.pipe(
-    Effect.withSpan("kintsugi.worker.job", {
-      kind: "consumer",
-      captureStackTrace: false,
-      ...(parent === undefined ? { root: true } : { parent }),
-      attributes: { "kintsugi.job.id": job.id, "gen_ai.agent.name": job.agentName, "gen_ai.operation.name": "invoke_agent" }
-    }),
-    Effect.catchAll(() => Effect.void),
-    Effect.annotateLogs({ jobId: job.id })
-  )
-}
+    const parent = parseTraceParent(job.traceParent)
+    return yield* body.pipe(
+      Effect.withSpan("kintsugi.worker.job", {
+        kind: "consumer",
+        captureStackTrace: false,
+        ...(parent === undefined ? { root: true } : { parent }),
+        attributes: { "kintsugi.job.id": job.id, "gen_ai.agent.name": job.agentName, "gen_ai.operation.name": "invoke_agent" }
+      }),
+      Effect.catchAll(() => Effect.void),
+      Effect.annotateLogs({ jobId: job.id })
+    )
+  })
 
 /**
  * One worker loop: claim, run, repeat; sleeps until a job is queued (or a poll interval passes). It

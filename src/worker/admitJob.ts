@@ -5,7 +5,7 @@
  * for the job's project; with `agentVersion`, that stored version, which must exist): a request that can
  * only fail is refused here instead of becoming a failed job record.
  */
-import { Effect, Either } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { AgentStore } from "../agents/AgentStore.ts"
 import { resolveAgentDefinition } from "../agents/resolveAgentDefinition.ts"
 import type { SkillStore } from "../agents/SkillStore.ts"
@@ -14,16 +14,13 @@ import { Bindings } from "../providers/Bindings.ts"
 import { JobRoots } from "./JobRoots.ts"
 import type { JobInput } from "./JobStore.ts"
 
-const field = (body: unknown, key: string): unknown => (body !== null && typeof body === "object" ? (body as Record<string, unknown>)[key] : undefined)
-const stringField = (body: unknown, key: string): string | undefined => {
-  const value = field(body, key)
-  return typeof value === "string" && value !== "" ? value : undefined
-}
-/** `agentVersion` when it is a version number (the schema reports anything else). */
-const versionOf = (body: unknown): number | undefined => {
-  const v = field(body, "agentVersion")
-  return typeof v === "number" && Number.isInteger(v) && v > 0 ? v : undefined
-}
+/**
+ * The fields the agent check needs, each decoded on its own: a field that does not decode is absent here
+ * (JobRoots.decodeJob reports it), and the others still count.
+ */
+const agentField = Schema.decodeUnknownOption(Schema.Struct({ agent: Schema.NonEmptyString }))
+const projectField = Schema.decodeUnknownOption(Schema.Struct({ project: Schema.NonEmptyString }))
+const versionField = Schema.decodeUnknownOption(Schema.Struct({ agentVersion: Schema.Int.pipe(Schema.positive()) }))
 
 /** An agent no binding resolves for: it could only fail at job start, so it is refused here, saying what to do. */
 const unbound = (agent: string, project: string | undefined): Problem => ({
@@ -37,9 +34,9 @@ const unbound = (agent: string, project: string | undefined): Problem => ({
 export const admitJob = (body: unknown): Effect.Effect<Either.Either<JobInput, ReadonlyArray<Problem>>, never, JobRoots | AgentStore | SkillStore | Bindings> =>
   Effect.gen(function* () {
     const decoded = yield* (yield* JobRoots).decodeJob(body)
-    const name = stringField(body, "agent")
-    const project = stringField(body, "project")
-    const version = versionOf(body)
+    const name = Option.getOrUndefined(Option.map(agentField(body), (b) => b.agent))
+    const project = Option.getOrUndefined(Option.map(projectField(body), (b) => b.project))
+    const version = Option.getOrUndefined(Option.map(versionField(body), (b) => b.agentVersion))
     const bindings = yield* Bindings
     const agentProblems: Array<Problem> =
       name === undefined

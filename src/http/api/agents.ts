@@ -9,6 +9,7 @@ import { importUpload, importZipUpload, type ImportOutcome } from "../../agents/
 import { toClaudeFile } from "../../agents/interop.ts"
 import { resolveAgentDefinition } from "../../agents/resolveAgentDefinition.ts"
 import { SkillStore } from "../../agents/SkillStore.ts"
+import { decodeAll } from "../../contract/Problem.ts"
 import { jobModelFor } from "../../providers/jobModelFor.ts"
 import { Evals } from "../../worker/evals/Evals.ts"
 import { badRequest, json, rawJson, type ApiError, type RawJson } from "../respond.ts"
@@ -20,12 +21,17 @@ const EnabledBody = Schema.Struct({ enabled: Schema.Boolean })
  * The optional change note of a save (`note`, stored with the version) taken off the body, and the
  * rest of the body for the store to decode.
  */
+const NoteBody = Schema.Struct({
+  note: Schema.optionalWith(
+    Schema.String.annotations({ message: () => "must be text" }).pipe(Schema.maxLength(2000, { message: () => "is longer than 2,000 characters" })),
+    { exact: true }
+  )
+}, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+const decodeNote = decodeAll(NoteBody)
 const withNote = (body: unknown): Effect.Effect<{ readonly note: string | undefined; readonly rest: unknown }, ApiError> => {
   if (body === null || typeof body !== "object" || Array.isArray(body) || !("note" in body)) return Effect.succeed({ note: undefined, rest: body })
-  const { note, ...rest } = body as Record<string, unknown>
-  if (typeof note !== "string") return Effect.fail(badRequest([{ path: "note", message: "must be text" }]))
-  if (note.length > 2000) return Effect.fail(badRequest([{ path: "note", message: "is longer than 2,000 characters" }]))
-  return Effect.succeed({ note, rest })
+  const { note: _, ...rest } = body
+  return Either.match(decodeNote(body), { onLeft: (p) => Effect.fail(badRequest(p)), onRight: ({ note }) => Effect.succeed({ note, rest }) })
 }
 /** Starts the eval runs of gated saves (docs/evals.md). */
 const startGated = Effect.flatMap(Evals, (e) => e.kick)

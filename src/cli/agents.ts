@@ -43,8 +43,8 @@ const validate = Command.make(
 const evalCommand = Command.make(
   "eval",
   {
-    // `--version N` is @effect/cli's own flag: main (kintsugi.ts) passes it here as --agent-version.
-    version: Options.integer("agent-version").pipe(Options.optional, Options.withDescription("the version to evaluate (default: the current one); --version N works too")),
+    // Not `--version`: that is @effect/cli's built-in flag on every command (the program's version).
+    version: Options.integer("agent-version").pipe(Options.optional, Options.withDescription("the version to evaluate (default: the current one)")),
     project: Options.text("project").pipe(Options.optional, Options.withDescription("the project the eval jobs run in (default: the reserved kintsugi-evals)")),
     agent: Args.text({ name: "agent" }).pipe(Args.withDescription("the agent's name"))
   },

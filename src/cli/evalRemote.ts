@@ -1,5 +1,5 @@
 /**
- * `kintsugi agents eval <agent> [--version N] [--project P]` through a running server (found and
+ * `kintsugi agents eval <agent> [--agent-version N] [--project P]` through a running server (found and
  * authenticated like `kintsugi run`, see runRemote.ts): starts the version's eval run, waits for it, prints
  * one row per eval and every problem. Exit 0 every eval passed, 1 one failed (or the run ended in
  * error), 2 the run could not be started (no server, no token, unknown agent or version, no evals, no binding).

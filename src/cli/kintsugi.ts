@@ -38,24 +38,6 @@ const cli = Command.run(kintsugi, { name: "kintsugi", version: pkg.version })
 // Case-sensitive: `-H` (serve's host) is not `-h` (help).
 const config = CliConfig.make({ isCaseSensitive: true })
 
-// Two forms of docs/cli.md that @effect/cli 0.77 cannot parse as written, given to it in a form it can.
-// A repeated option (`Options.atLeast`, `Options.repeated`) matches its name only as a word of its own
-// (options.ts, `parseCommandLine`, case "Variadic"): `--read=/x` becomes `--read /x`.
-const REPEATED = ["--read", "--grant"]
-// The built-in `--version` is matched before a command's own options, on every command
-// (commandDescriptor.ts, `parseBuiltInArgs` then `parseUserDefinedArgs`), and cannot be turned off:
-// `agents eval … --version N` (or `--version=N`) is passed on as `--agent-version N`.
-
-/** `args` (after the script) in the form @effect/cli parses: the two rewrites above, nothing else. */
-export const parseableArgs = (args: ReadonlyArray<string>): Array<string> => {
-  const split = args.flatMap((word) => {
-    const eq = word.indexOf("=")
-    return eq > 0 && REPEATED.includes(word.slice(0, eq)) ? [word.slice(0, eq), word.slice(eq + 1)] : [word]
-  })
-  const evalVersion = (w: string, i: number) => (i > 1 && (w === "--version" || w.startsWith("--version=")) ? `--agent-version${w.slice("--version".length)}` : w)
-  return split[0] === "agents" && split[1] === "eval" ? split.map(evalVersion) : split
-}
-
 /** A terminal that only writes: reading input is the wizard's, which loads the real one. */
 const outputOnly: Terminal.Terminal = {
   columns: Effect.sync(() => process.stdout.columns ?? 80),
@@ -116,7 +98,7 @@ const dispatch = (argv: ReadonlyArray<string>, args: ReadonlyArray<string>, colo
 /** Runs the command line `argv` (as process.argv: runtime, script, arguments…) and exits with its code. */
 export const main = (argv: ReadonlyArray<string>): void => {
   const allowed = { stdout: colourAllowed(process.stdout), stderr: colourAllowed(process.stderr) }
-  dispatch(argv, parseableArgs(argv.slice(2)), allowed.stdout).pipe(
+  dispatch(argv, argv.slice(2), allowed.stdout).pipe(
     (program) => Effect.consoleWith((console) => Effect.withConsole(program, plainConsole(console, allowed))),
     Effect.provide(CliConfig.layer(config)),
     BunRuntime.runMain({ disableErrorReporting: true, teardown })

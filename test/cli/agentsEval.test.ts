@@ -1,5 +1,5 @@
 /**
- * `kintsugi agents eval <agent> [--version N]` against a running server: the run goes through the API,
+ * `kintsugi agents eval <agent> [--agent-version N]` against a running server: the run goes through the API,
  * its table is printed, the exit code says whether every eval passed; refusals exit 2 with the server's message.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
@@ -74,9 +74,9 @@ describe("kintsugi agents eval", () => {
     expect(r.out).toContain("1 evals: 1 passed, 0 failed")
   })
 
-  test("an eval fails: FAIL with its problem; exit 1 (--version N picks the version)", async () => {
+  test("an eval fails: FAIL with its problem; exit 1 (--agent-version N picks the version)", async () => {
     model.append({ kind: "turn", text: "Nothing to see.", usage: { input: 100, output: 10 } })
-    const r = await evalCli(["teller", "--version", "1"], env)
+    const r = await evalCli(["teller", "--agent-version", "1"], env)
     expect(r.code).toBe(1)
     expect(r.out).toMatch(/says-orders\s+FAIL\s+/)
     expect(r.out).toContain('  - neither the summary nor any output contains "orders"')
@@ -84,7 +84,7 @@ describe("kintsugi agents eval", () => {
   })
 
   test("refused: an unknown version or agent exits 2 with the server's message; no server exits 2", async () => {
-    const noVersion = await evalCli(["teller", "--version=9"], env)
+    const noVersion = await evalCli(["teller", "--agent-version=9"], env)
     expect(noVersion.code).toBe(2)
     expect(noVersion.err.trim()).toBe('kintsugi agents eval: agent "teller" has no version 9')
     const noAgent = await evalCli(["nobody"], env)

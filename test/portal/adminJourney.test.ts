@@ -51,7 +51,7 @@ afterAll(async () => {
 
 const versionRows = () => page.locator("table.versions tbody tr")
 
-describe("the admin portal (issue 16)", () => {
+describe("the admin portal: an admin's journey", () => {
   test("an unsaved edit prompts before leaving; dismissing stays, accepting leaves", async () => {
     await page.goto("/agents/guarded-agent")
     // Leaving an untouched editor does not prompt.

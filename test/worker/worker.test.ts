@@ -142,7 +142,7 @@ describe("the worker", () => {
     expect(server.requests[0]!.headers["authorization"]).toBe(`Bearer ${KEY}`)
   })
 
-  test("grounding (issue 17): counts stored with the job, in the API's job and in /metrics; the event lists the citations", async () => {
+  test("grounding: counts stored with the job, in the API's job and in /metrics; the event lists the citations", async () => {
     await useProvider("gg", [
       { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }] },
       builtinOutputsStep("codebase-inventory", "# Inventory\n\nmain at src/app.ts:1, helpers at src/app.ts:40.\n"),

@@ -16,7 +16,8 @@
  *     model, sandbox answer) before `job.started`; no split of the bundle goes below it.
  * Goals: ≤ 60 ms cold, ≤ 10 ms from the warm pool. BEFORE=<another checkout> adds its source child, its
  * bytecode bundle, and its bundle started ahead (`run-job --ahead`, settled the same way), in the same rounds;
- * its children get this checkout's environment (`childEnv`: its JIT settings included).
+ * its children get this checkout's environment (`childEnv`: its JIT settings included), and this checkout's
+ * bundle built by the same plain `bun build` line, so the two bundles compare like for like.
  */
 import { Effect, Exit, Scope } from "effect"
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
@@ -49,7 +50,11 @@ process.on("exit", () => {
 })
 const envelope = createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")])
 const cacheDir = jobChildCacheDir(join(tmpdir(), "kintsugi-bench-data"))
-const bundle = await ensureBundle(cacheDir, sourceKey())
+// A private copy: a build of newer sources (another process, or the pool below) removes older bundles from the cache.
+const bundleDir = tempDir("kintsugi-bench-bundle-")
+const built = await ensureBundle(cacheDir, sourceKey())
+cpSync(dirname(built), bundleDir, { recursive: true })
+const bundle = join(bundleDir, basename(built))
 /** A copy of the bundle's directory without its .jsc files (the SDK bundles' too): Bun parses the JS. */
 const noBytecodeDir = tempDir("kintsugi-bench-nojsc-")
 const noBytecode = join(noBytecodeDir, basename(bundle))
@@ -184,6 +189,8 @@ const beforeBundle = async (checkout: string): Promise<string> => {
   return bundled
 }
 const beforeEntry = before === undefined ? undefined : await beforeBundle(before)
+/** This checkout built by the same plain line, so the two bundles compare like for like. */
+const plainEntry = before === undefined ? undefined : await beforeBundle(join(import.meta.dir, ".."))
 const rows = {
   source: [] as Array<Timing>,
   sourceEmpty: [] as Array<Timing>,
@@ -195,6 +202,8 @@ const rows = {
   before: [] as Array<Timing>,
   beforeBundle: [] as Array<Timing>,
   beforeWarm: [] as Array<Timing>,
+  plainBundle: [] as Array<Timing>,
+  plainWarm: [] as Array<Timing>,
   floor: [] as Array<number>,
   bare: [] as Array<number>,
   bareSync: [] as Array<number>
@@ -213,6 +222,10 @@ for (let i = 0; i < RUNS; i++) {
   if (beforeEntry !== undefined) {
     rows.beforeBundle.push(await cold(beforeEntry))
     rows.beforeWarm.push(await warmOf(beforeEntry))
+  }
+  if (plainEntry !== undefined) {
+    rows.plainBundle.push(await cold(plainEntry))
+    rows.plainWarm.push(await warmOf(plainEntry))
   }
   rows.bare.push(await bare())
   rows.bareSync.push(await bare("require('node:fs').writeSync(1, 'x')"))
@@ -245,6 +258,10 @@ if (before !== undefined) line(`the child of ${before}`, rows.before)
 if (beforeEntry !== undefined) {
   line(`  its bytecode bundle, cold`, rows.beforeBundle, 60)
   line(`  its bundle waiting for its envelope (envelope → event)`, rows.beforeWarm, 10)
+}
+if (plainEntry !== undefined) {
+  line("this checkout's bundle built by that same line, cold", rows.plainBundle, 60)
+  line("  that bundle waiting for its envelope (envelope → event)", rows.plainWarm, 10)
 }
 console.log(`${"bare bun process (spawn → first byte)".padEnd(58)} ${ms(floor)}`)
 const syncFloor = median(rows.bareSync)

@@ -48,10 +48,10 @@ describe("table owners", () => {
     // And the CLI's colour switch (src/cli/terminal.ts: NO_COLOR), read before any runtime exists. Anything new here fails.
     expect(readers.filter((f) => (f.startsWith("src/") && !f.startsWith("src/testing/")) || f.startsWith("views/")).sort()).toEqual([
       "src/cli.ts",
+      "src/cli/processSecrets.ts",
       "src/cli/terminal.ts",
       "src/db/dataDirTemplate.ts",
       "src/jobChild/load.ts",
-      "src/cli/processSecrets.ts",
       "views/components.ts"
     ])
   })

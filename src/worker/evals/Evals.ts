@@ -6,7 +6,7 @@
  * gated run (a save of a `gate: evals` agent) makes its version current when every eval passes.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Context, Duration, Effect, FiberSet, Layer, Queue, Schema } from "effect"
+import { Clock, Context, Duration, Effect, FiberSet, Layer, Queue, Schema } from "effect"
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
 import { dirname, join, resolve } from "node:path"
 import { AgentStore } from "../../agents/AgentStore.ts"
@@ -118,7 +118,7 @@ export const makeEvals = Effect.gen(function* () {
   /** Makes the eval's workspace from its fixture and queues its job, pinned to the run's version. */
   const queueOne = (run: Run, spec: EvalSpec, fixture: Fixture) =>
     Effect.gen(function* () {
-      const started = Date.now()
+      const started = yield* Clock.currentTimeMillis
       const boundary = yield* roots.boundaryFor(run.project)
       const base = boundary.jobRoots[0]
       if (base === undefined) {
@@ -176,6 +176,7 @@ export const makeEvals = Effect.gen(function* () {
       for (const [i, spec] of evals.entries()) {
         const queued = i === 0 ? first : yield* queueOne(run, spec, fixtureOf(fixtures, spec))
         const { problems, job, started } = yield* settleOne(queued)
+        const settledAt = yield* Clock.currentTimeMillis
         if (problems.length > 0) failed++
         yield* provide(
           repo.insertResult(run.id, {
@@ -183,7 +184,7 @@ export const makeEvals = Effect.gen(function* () {
             passed: problems.length === 0,
             problems,
             costUsd: job?.costUsd ?? null,
-            durationMs: Date.now() - started,
+            durationMs: settledAt - started,
             grounding: job?.grounding ?? null,
             jobId: job?.id ?? null
           })
@@ -233,7 +234,10 @@ export const makeEvals = Effect.gen(function* () {
       const spec = parsed.evals[0]
       if (spec === undefined) return yield* provide(repo.finishRun(run.id, "error", "no evals"))
       const first = yield* Effect.catchAllCause(queueOne(run, spec, fixtureOf(parsed.fixtures, spec)), (cause) =>
-        Effect.as(Effect.logError("queueing an eval job failed", cause), { kind: "refused", spec, started: Date.now(), problem: "the eval's job could not be queued (see the server log)" } as const)
+        Effect.zipRight(
+          Effect.logError("queueing an eval job failed", cause),
+          Effect.map(Clock.currentTimeMillis, (started) => ({ kind: "refused", spec, started, problem: "the eval's job could not be queued (see the server log)" }) as const)
+        )
       )
       yield* FiberSet.run(fibers, execute(run, parsed.evals, parsed.fixtures, first))
     })

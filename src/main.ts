@@ -19,6 +19,7 @@ import { MetricsLive } from "./telemetry/Metrics.ts"
 import { TracingLive } from "./telemetry/Tracing.ts"
 import { DrainLive } from "./worker/Drain.ts"
 import { JobBusLive } from "./worker/JobBus.ts"
+import { layer as JobFeedLayer } from "./worker/JobFeed.ts"
 import { type JobChildren, JobChildrenLive, JobChildrenOnce } from "./worker/child/JobChildren.ts"
 import { JobRootsLive, type JobRoots, type JobRootsInvalid } from "./worker/JobRoots.ts"
 import { JobStoreLive } from "./worker/JobStore.ts"
@@ -63,7 +64,9 @@ export const appLayer = (
   // The services channel: tokens, the handlers (memory, web) and the loopback endpoint job children call.
   const handlers = Layer.provide(serviceHandlers, Layer.mergeAll(projects, providers, MemoryStoreLive))
   const services = Layer.provideMerge(ServicesEndpointLive, Layer.merge(ServiceTokensLive, handlers)).pipe(Layer.provideMerge(MemoryStoreLive))
-  const core = Layer.mergeAll(agents, AccessLive, JobStoreLive, JobBusLive, MetricsLive, projects, services)
+  // The live streams' one reader per process, over the queue and the bus.
+  const jobs = Layer.provideMerge(JobFeedLayer, Layer.merge(JobStoreLive, JobBusLive))
+  const core = Layer.mergeAll(agents, AccessLive, jobs, MetricsLive, projects, services)
   // Evals run jobs of the agents: over the agent store, the queue, the job roots and projects.
   return Layer.provideMerge(EvalsLive, core).pipe(Layer.provideMerge(db))
 }

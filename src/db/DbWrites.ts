@@ -8,7 +8,7 @@
  * process's pool passes the same watcher and its listener hears the other processes' writes
  * (serverWrites.ts). Otherwise nothing is known: every read asks.
  */
-import { Context, Deferred, Effect } from "effect"
+import { Context, Deferred, Effect, PubSub, Queue, type Scope } from "effect"
 import type net from "node:net"
 
 /**
@@ -36,20 +36,39 @@ export class DbWrites extends Context.Tag("db/DbWrites")<
     readonly epoch: (topic?: WriteTopic) => number | undefined
     /** Completes once `epoch(topic)` differs from `from` (at once when it already does); never fails. */
     readonly changed: (from: number | undefined, topic?: WriteTopic) => Effect.Effect<void>
+    /**
+     * The ids of jobs whose events or settlement any process committed, as a PostgreSQL server
+     * announces them (heard while `epoch()` is defined); nothing on the embedded database, where the
+     * in-process JobBus announces them. A subscription lives as long as its scope.
+     */
+    readonly jobsWritten: Effect.Effect<Queue.Dequeue<string>, never, Scope.Scope>
+    /** Whether `jobsWritten` hears every job written now, this process's too (a server's listener listening). */
+    readonly jobsHeard: () => boolean
+    /** How many statements (round trips ending in ReadyForQuery) this process's watched connections completed. */
+    readonly statements: () => number
   }
 >() {}
 
 /** Nothing is known about other processes' writes (a server whose traffic cannot be watched: TLS). */
-export const unknownWrites: DbWrites["Type"] = { epoch: () => undefined, changed: (from) => (from === undefined ? Effect.never : Effect.void) }
+export const unknownWrites: DbWrites["Type"] = {
+  epoch: () => undefined,
+  changed: (from) => (from === undefined ? Effect.never : Effect.void),
+  jobsWritten: Queue.unbounded<string>(),
+  jobsHeard: () => false,
+  statements: () => 0
+}
 
 /**
  * A write counter per topic: `bump(topics)` (a mask, every topic by default) on every statement that
- * may write (at its completion), on a connection lost, on a worker replaced, on another process's
+ * may write (at its completion; `bump(0)`: a statement that wrote nothing cached, only counted), on a connection lost, on a worker replaced, on another process's
  * write heard. `known(false)` makes the epochs undefined (nothing may be reused) until `known(true)`,
- * which bumps every topic: what was read before is never reused.
+ * which bumps every topic: what was read before is never reused. `jobWritten(id)` announces a job
+ * whose events or settlement were heard.
  */
 export const makeWriteCounter = (initiallyKnown = true) => {
   const counts = { access: 0, catalog: 0 }
+  const jobs = Effect.runSync(PubSub.sliding<string>(4096))
+  let statements = 0
   let known = initiallyKnown
   const waiters = new Set<() => void>()
   const epoch = (topic?: WriteTopic) => (known ? (topic === undefined ? counts.access + counts.catalog : counts[topic]) : undefined)
@@ -68,13 +87,15 @@ export const makeWriteCounter = (initiallyKnown = true) => {
       return Effect.sync(() => void waiters.delete(waiter))
     })
   const bump = (topics: number = ALL_TOPICS) => {
+    if (topics === 0) return void statements++
     if ((topics & BIT.access) !== 0) counts.access++
     if ((topics & BIT.catalog) !== 0) counts.catalog++
     if (topics !== 0 && waiters.size > 0) wake()
   }
   return {
-    writes: { epoch, changed } satisfies DbWrites["Type"],
+    writes: { epoch, changed, jobsWritten: PubSub.subscribe(jobs), jobsHeard: () => false, statements: () => statements } satisfies DbWrites["Type"],
     bump,
+    jobWritten: (id: string) => void Effect.runSync(PubSub.publish(jobs, id)),
     known: (now: boolean) => {
       if (now) bump()
       known = now
@@ -198,9 +219,9 @@ const Z = 0x5a // ReadyForQuery
 const K = 0x4b // BackendKeyData
 
 /**
- * Watches one client connection's protocol traffic: a statement that may write (simple query, or the
- * Bind of a parsed statement, classified by `statementTopics`; a function call and COPY data: every
- * topic) bumps its topics at the ReadyForQuery that ends it, before its client hears it completed, and
+ * Watches one client connection's protocol traffic: every statement (simple query, or the Bind of a
+ * parsed statement, classified by `statementTopics`; a function call and COPY data: every topic) bumps
+ * its topics (0 when it wrote nothing cached) at the ReadyForQuery that ends it, before its client hears it completed, and
  * a transaction's topics are bumped again at the ReadyForQuery that says it ended (its COMMIT made them
  * visible). That is enough: a value read before the write completed is refused when the epoch moved
  * while it was read, or dropped when it moves later. Bumping at send as well would only empty the
@@ -233,7 +254,7 @@ export const watchConnection = (bump: (topics: number) => void, onBackend?: (pid
       const topics = pending | (ended ? inTransaction : 0)
       inTransaction = ended ? 0 : inTransaction | pending
       pending = 0
-      if (topics !== 0) bump(topics)
+      bump(topics)
     } else if (type === K && body !== undefined && body.length >= 4) {
       backend = body.readInt32BE(0)
       onBackend?.(backend)

@@ -15,6 +15,9 @@ import { type DbWrites, makeWriteCounter, tableTopics, watchConnection, watchSoc
 /** The channel migration 052's triggers notify, with the written table (`schema.table`) as payload. */
 export const WRITES_CHANNEL = "kintsugi_writes"
 
+/** The channel migration 055's triggers notify when a job's events are stored or it is settled, with the job's id as payload. */
+export const EVENTS_CHANNEL = "kintsugi_events"
+
 /**
  * Tables of the app's schemas that notify nothing (migration 052): high-churn rows that no read cached
  * until a write depends on (a job's row moves and heartbeats, its events, web usage counters). Every
@@ -72,7 +75,10 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
   const ownBackends = new Set<number>()
   const writes: DbWrites["Type"] = {
     epoch: (topic) => (blind ? undefined : counter.writes.epoch(topic)),
-    changed: (from, topic) => counter.writes.changed(from, topic)
+    changed: (from, topic) => counter.writes.changed(from, topic),
+    jobsWritten: counter.writes.jobsWritten,
+    jobsHeard: () => listening && !blind,
+    statements: counter.writes.statements
   }
   const stream = (config?: { readonly ssl?: unknown }): net.Socket => {
     // node-postgres would wrap this socket in TLS and write through the wrapper: unwatchable, for good.
@@ -128,7 +134,9 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
         try: async () => {
           const c = new pg.Client({ connectionString: url, application_name: "kintsugi-listener", keepAlive: true, connectionTimeoutMillis: 10_000 })
           c.on("notification", (n) => {
-            if (n.channel === WRITES_CHANNEL && !ownBackends.has(n.processId)) counter.bump(tableTopics(n.payload ?? ""))
+            // A job's events and settlement are heard from every process, this one's included.
+            if (n.channel === EVENTS_CHANNEL && n.payload !== undefined) counter.jobWritten(n.payload)
+            else if (n.channel === WRITES_CHANNEL && !ownBackends.has(n.processId)) counter.bump(tableTopics(n.payload ?? ""))
           })
           c.on("error", (e) => {
             reason = clean(innermostMessage(e))
@@ -138,6 +146,7 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
           try {
             await c.connect()
             await c.query(`LISTEN ${WRITES_CHANNEL}`)
+            await c.query(`LISTEN ${EVENTS_CHANNEL}`)
             await checkDirect(c)
           } catch (e) {
             void c.end().catch(() => undefined)

@@ -3,11 +3,11 @@
  * headers and a first comment go out at once (a subscriber to a queued job is answered immediately),
  * a comment heartbeat keeps the connection under Bun's idle timeout while the job is silent, every
  * event carries `id: <seq>` so a client resumes with `Last-Event-ID`, and the stream ends at the
- * job's terminal event or its settlement (stored events first, then live ones).
+ * job's terminal event or its settlement (stored events first, then live ones, from the JobFeed).
  */
 import { Effect, Fiber, Queue, Runtime } from "effect"
 import type { JobEvent } from "../contract/JobEvent.ts"
-import { JobBus } from "../worker/JobBus.ts"
+import { JobFeed } from "../worker/JobFeed.ts"
 import { JobStore, type JobRow } from "../worker/JobStore.ts"
 
 /** Under Bun's default idle timeout (10 s): a silent job's stream sends a comment this often. */
@@ -45,42 +45,44 @@ const isTerminal = (e: JobEvent) => e.type === "job.completed" || e.type === "jo
 
 /**
  * Feeds the job's events after `after` to `sink` until its terminal event, or its settlement without
- * one (setup failed, child crashed): first what is stored, then whatever arrives,
- * woken by the bus or a 500 ms poll (events written by another serve process).
+ * one (setup failed, child crashed): first what is stored, then whatever arrives, as this process's
+ * JobFeed hands it out (one read per job for all of its streams; a silent job costs no query).
  */
-export const followJob = <R>(jobId: string, after: number, sink: JobStreamSink<R>): Effect.Effect<void, never, JobStore | JobBus | R> =>
+export const followJob = <R>(jobId: string, after: number, sink: JobStreamSink<R>): Effect.Effect<void, never, JobFeed | R> =>
   Effect.scoped(
     Effect.gen(function* () {
-      const store = yield* JobStore
-      const signals = yield* (yield* JobBus).subscribe
-      const wake = Effect.race(
-        Effect.repeat(Queue.take(signals), { until: (s) => s._tag === "Events" && s.jobId === jobId }),
-        Effect.sleep("500 millis")
-      )
+      const items = yield* (yield* JobFeed).follow(jobId, after)
       let last = after
       let terminal = false
       while (true) {
-        if (!terminal) {
-          for (const e of yield* store.events(jobId, last)) {
+        const item = yield* Queue.take(items)
+        if (item._tag === "Events") {
+          for (const e of item.events) {
+            if (terminal) break
             yield* sink.event(e)
             last = e.seq
-            if (isTerminal(e)) {
-              terminal = true
-              break
-            }
+            terminal = isTerminal(e)
           }
-        }
-        const job = yield* Effect.orDie(store.get(jobId))
-        const settled = job.status === "completed" || job.status === "failed"
-        if (terminal && (settled || sink.awaitRow !== true)) return yield* sink.settled(job, last, true)
-        if (!terminal && settled) {
-          if ((yield* store.events(jobId, last)).length === 0) return yield* sink.settled(job, last, false)
           continue
         }
-        yield* wake
+        const settled = item.job.status === "completed" || item.job.status === "failed"
+        if (terminal && (settled || sink.awaitRow !== true)) return yield* sink.settled(item.job, last, true)
+        if (!terminal && settled) return yield* sink.settled(item.job, last, false)
       }
     })
   )
+
+/**
+ * Whether a stream resumed at `after` (a reconnect's `Last-Event-ID`, or `?after=` at 0 or later) has
+ * nothing left to say: the job is settled and no event follows `after`. An EventSource told so with 204
+ * stops reconnecting instead of being sent its last id again.
+ */
+export const resumedAtEnd = (request: Request, job: JobRow, after: number) =>
+  Effect.gen(function* () {
+    if (job.status !== "completed" && job.status !== "failed") return false
+    if (after < 0 && !request.headers.has("last-event-id")) return false
+    return (yield* (yield* JobStore).events(job.id, after)).length === 0
+  })
 
 /**
  * An SSE response whose body `produce` writes (frames from `sseFrame`); headers and a `retry:` line go

@@ -1,7 +1,7 @@
 /**
- * In-process notifications: "a job was queued" wakes the workers, "job X has new events" wakes its
- * SSE subscribers. Across processes the database is the truth: both sides also poll, so a worker or
- * subscriber in another serve process sees everything, only a little later.
+ * In-process notifications: "a job was queued" wakes the workers, "job X has new events" wakes the
+ * process's JobFeed (its live streams). Across processes the database is the truth: workers poll, and
+ * the JobFeed hears a PostgreSQL server's notifications, so another serve process sees everything.
  */
 import { Context, Effect, Layer, PubSub, type Queue, type Scope } from "effect"
 

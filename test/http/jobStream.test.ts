@@ -1,8 +1,9 @@
 /**
  * A job's SSE stream over a real Bun server whose idle timeout is 1 s (Bun's default is 10 s): the
  * response headers arrive at once for a queued job, a heartbeat comment keeps a silent stream open
- * well past the idle timeout, every event carries `id:`, and a client resumes with Last-Event-ID —
- * for the API's JSON events and for the portal's rendered rows.
+ * well past the idle timeout, every event carries `id:`, and a client resumes with Last-Event-ID (at
+ * the end of a settled job: 204, no id sent again) — for the API's JSON events and for the portal's
+ * rendered rows.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
@@ -123,6 +124,13 @@ describe("the API's job event stream (GET /api/jobs/:id/events)", () => {
     const later = resumed.state.text.split("\n\n").filter((f) => f.includes("event: "))
     expect(later.map((f) => /^event: (.+)$/m.exec(f)?.[1])).toEqual(["message.delta", "job.completed"])
     expect(later.map((f) => /^id: (\d+)$/m.exec(f)?.[1])).toEqual(["1", "2"])
+
+    // Resumed at or after the last event of a settled job: 204 (an EventSource stops reconnecting), no id repeated.
+    for (const last of ["2", "7"]) {
+      const ended = await headersWithin(`${base}/api/jobs/${job.id}/events`, { authorization: `Bearer ${token}`, "last-event-id": last }, 5_000)
+      expect([last, ended.status, await ended.text()]).toEqual([last, 204, ""])
+    }
+    expect((await headersWithin(`${base}/api/jobs/${job.id}/events?after=2`, { authorization: `Bearer ${token}` }, 5_000)).status).toBe(204)
   })
 
   test("a job settled without a terminal event: job.settled carries an id too", async () => {
@@ -131,6 +139,9 @@ describe("the API's job event stream (GET /api/jobs/:id/events)", () => {
     const stream = collect(await headersWithin(`${base}/api/jobs/${job.id}/events`, { authorization: `Bearer ${token}` }, 5_000))
     await stream.until((t) => t.includes("event: job.settled"))
     expect(stream.state.text).toMatch(/id: -1\nevent: job\.settled\ndata: \{"status":"failed","reason":"aborted"/)
+    // The EventSource's reconnect with that id: nothing more to say.
+    const again = await headersWithin(`${base}/api/jobs/${job.id}/events`, { authorization: `Bearer ${token}`, "last-event-id": "-1" }, 5_000)
+    expect(again.status).toBe(204)
   })
 })
 

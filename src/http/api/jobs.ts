@@ -9,7 +9,7 @@ import { JobBus } from "../../worker/JobBus.ts"
 import { admitJob } from "../../worker/admitJob.ts"
 import { IDEMPOTENCY_KEY, JobStore, type JobStatus } from "../../worker/JobStore.ts"
 import type { Guard } from "../auth.ts"
-import { followJob, resumeAfter, sseFrame, sseResponse, SSE_HEARTBEAT_MS } from "../eventStream.ts"
+import { followJob, resumeAfter, resumedAtEnd, sseFrame, sseResponse, SSE_HEARTBEAT_MS } from "../eventStream.ts"
 import { badRequest, json } from "../respond.ts"
 import { jsonBody, param, type AppServices, type Handler } from "../route.ts"
 
@@ -60,11 +60,13 @@ export const jobRoutes = (route: Route, heartbeatMs: number = SSE_HEARTBEAT_MS) 
       "/api/jobs/:id/events",
       route("read", (i) => Effect.gen(function* () {
         const id = param(i, "id")
-        yield* (yield* JobStore).get(id)
+        const job = yield* (yield* JobStore).get(id)
         const after = resumeAfter(i.request, i.url)
         if (i.url.searchParams.get("format") === "json" || (i.request.headers.get("accept") ?? "").includes("application/json")) {
           return json({ events: yield* (yield* JobStore).events(id, after) })
         }
+        // Resumed at or after the end: nothing to send, and a 204 stops an EventSource from reconnecting.
+        if (yield* resumedAtEnd(i.request, job, after)) return new Response(null, { status: 204 })
         const runtime = yield* Effect.runtime<AppServices>()
         return sseResponse(
           runtime,

@@ -144,8 +144,21 @@ export class Access extends Context.Tag("access/Access")<
  */
 const PRINCIPAL_TTL_MS = 30_000
 
+/**
+ * The argon2id cost of the password hashes Access makes: Bun's default (64 MiB, two passes) unless a
+ * layer provides another; only the tests' app layer does (a hash's own parameters decide its checks).
+ */
+export class PasswordHashCost extends Context.Reference<PasswordHashCost>()("PasswordHashCost", {
+  defaultValue: (): { readonly memoryCost?: number; readonly timeCost?: number } => ({})
+}) {}
+
 export const makeAccess = Effect.gen(function* () {
   const sql = yield* SqlClient
+  const cost = yield* PasswordHashCost
+  const hashPassword = (password: string) => Bun.password.hash(password, { algorithm: "argon2id", ...cost })
+  // A real hash of a random string at this cost: checking an unknown user's password costs what a real check costs.
+  let dummy: Promise<string> | undefined
+  const dummyHash = (): Promise<string> => (dummy ??= hashPassword(randomToken()))
   // A request authenticates without a statement while nothing was written since its principal was
   // read (the embedded database): a revoked token, a disabled user, a changed permission, a signed-out
   // session is a write, so the next request reads again. Failed lookups are never kept.
@@ -192,7 +205,7 @@ export const makeAccess = Effect.gen(function* () {
         const weak = passwordProblem(password)
         if (weak !== undefined) return yield* Effect.fail(new InvalidUser({ field: "password", message: weak }))
         if (Option.isSome(yield* findUser(username))) return yield* Effect.fail(new UserExists({ username }))
-        const hash = yield* Effect.promise(() => Bun.password.hash(password))
+        const hash = yield* Effect.promise(() => hashPassword(password))
         // The user and its permissions together; a name taken meanwhile is UserExists, not a constraint error.
         return yield* lockedChange(
           Effect.gen(function* () {
@@ -230,7 +243,7 @@ export const makeAccess = Effect.gen(function* () {
         const weak = passwordProblem(password)
         if (weak !== undefined) return yield* Effect.fail(new InvalidUser({ field: "password", message: weak }))
         yield* userOrFail(username)
-        const hash = yield* Effect.promise(() => Bun.password.hash(password))
+        const hash = yield* Effect.promise(() => hashPassword(password))
         yield* lockedChange(
           Effect.gen(function* () {
             const user = yield* userOrFail(username)
@@ -248,7 +261,7 @@ export const makeAccess = Effect.gen(function* () {
         const ok = yield* Effect.promise(() => Bun.password.verify(currentPassword, hash))
         if (!ok || Option.isNone(user) || user.value.disabledAt !== null) return yield* Effect.fail(new InvalidCredentials())
         const id = user.value.id
-        const next = yield* Effect.promise(() => Bun.password.hash(newPassword))
+        const next = yield* Effect.promise(() => hashPassword(newPassword))
         const kept = keepSession === undefined ? "" : hashToken(keepSession)
         yield* sql.withTransaction(
           Effect.zipRight(
@@ -376,8 +389,5 @@ export const makeAccess = Effect.gen(function* () {
   return service
 })
 
-// A real argon2id hash of a random string: verifying against it costs what a real check costs.
-let dummy: Promise<string> | undefined
-const dummyHash = (): Promise<string> => (dummy ??= Bun.password.hash(randomToken()))
 
 export const AccessLive = Layer.effect(Access, Effect.map(makeAccess, (service) => traced("Access", service)))

@@ -17,6 +17,8 @@ describe("Access", () => {
     await db.run(Effect.flatMap(Access, (a) => a.addUser("alice", "correct horse battery", ["agents.manage"])))
     const rows = await db.run(Effect.flatMap(SqlClient, (sql) => sql<{ passwordHash: string }>`SELECT password_hash FROM admin.app_user WHERE username = 'alice'`))
     expect(rows[0]!.passwordHash.startsWith("$argon2id$")).toBe(true)
+    // At Bun's default cost (64 MiB, two passes): only the tests' app layer lowers it.
+    expect(rows[0]!.passwordHash).toContain("$m=65536,t=2,")
     expect(rows[0]!.passwordHash).not.toContain("correct horse")
     const wrong = await db.run(Effect.flip(Effect.flatMap(Access, (a) => a.signIn("alice", "wrong password!!"))))
     expect(wrong._tag).toBe("InvalidCredentials")

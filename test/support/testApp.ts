@@ -6,7 +6,7 @@
  */
 import { Effect, Layer, type ConfigProvider, type LogLevel } from "effect"
 import { randomBytes } from "node:crypto"
-import { Access, type Permission } from "../../src/access/Access.ts"
+import { Access, PasswordHashCost, type Permission } from "../../src/access/Access.ts"
 import type { Db, DbError } from "../../src/db/Db.ts"
 import { makeApp } from "../../src/http/app.ts"
 import { makeAppLive, makeRuntime } from "../../src/main.ts"
@@ -35,16 +35,22 @@ export interface TestAppOptions {
 /** A random in-memory key: the default layer would read or create a key file in the working directory. */
 export const testSecrets = (): Layer.Layer<SecretBox> => Layer.succeed(SecretBox, makeSecretBox(randomBytes(32)))
 
+/** Password hashes at argon2id's least cost: a test signs in and out hundreds of times, and checks no hash's strength. */
+const testPasswordHashCost = Layer.succeed(PasswordHashCost, { memoryCost: 1024, timeCost: 1 })
+
 /** The app's layer as the server builds it (makeAppLive), over the test parts. */
 export const testAppLayer = (options: TestAppOptions = {}) =>
-  makeAppLive(options.db ?? testDbLayer(), {
-    secrets: options.secrets ?? testSecrets(),
-    jobRoots: options.jobRoots ?? testJobRoots(),
-    ...(options.worker === undefined ? {} : { worker: options.worker }),
-    ...(options.log === undefined ? {} : { log: options.log }),
-    ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
-    ...(options.config === undefined ? {} : { config: options.config })
-  })
+  Layer.provide(
+    makeAppLive(options.db ?? testDbLayer(), {
+      secrets: options.secrets ?? testSecrets(),
+      jobRoots: options.jobRoots ?? testJobRoots(),
+      ...(options.worker === undefined ? {} : { worker: options.worker }),
+      ...(options.log === undefined ? {} : { log: options.log }),
+      ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
+      ...(options.config === undefined ? {} : { config: options.config })
+    }),
+    testPasswordHashCost
+  )
 
 /** The runtime of `testAppLayer(options)`, built (a database that cannot start fails here). */
 export const makeTestAppRuntime = (options: TestAppOptions = {}): Promise<TestRuntime> => makeRuntime(testAppLayer(options))

@@ -3,7 +3,6 @@
  * states, the unconfined-tools warning, page headers. User text is always inside `hx-disable`.
  */
 import type { Problem } from "../src/contract/Problem.ts"
-import { sandboxConfigFromEnv } from "../src/tools/Sandbox.ts"
 import { plainMessage, plainPath, type SummaryItem } from "./forms/plainProblems.ts"
 import { html, type Html, type Interpolation } from "./html.ts"
 
@@ -88,11 +87,8 @@ export const emptyState = (title: string, body: Interpolation, action?: Html): H
 export const unconfinedTools = (tools: ReadonlyArray<string> | undefined): Array<string> =>
   ["shell", "git"].filter((t) => tools === undefined || tools.includes(t))
 
-/** Whether this installation runs process tools without the sandbox (KINTSUGI_SANDBOX=off). */
-export const processToolsUnconfined = (): boolean => sandboxConfigFromEnv(process.env).mode === "off"
-
 /** What granting shell/git means here: unconfined with KINTSUGI_SANDBOX=off, else inside the process sandbox (bubblewrap or Landlock). */
-export const unconfinedWarning = (tools: ReadonlyArray<string> | undefined, unconfined: boolean = processToolsUnconfined()): Html => {
+export const unconfinedWarning = (tools: ReadonlyArray<string> | undefined, unconfined: boolean): Html => {
   const granted = unconfinedTools(tools)
   if (granted.length === 0) return html``
   if (!unconfined) {

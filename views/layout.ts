@@ -29,6 +29,8 @@ export interface PageContext {
   readonly assets: Assets
   /** The request path, to mark the current navigation item. */
   readonly path: string
+  /** Process tools (shell, git) run without the sandbox here (KINTSUGI_SANDBOX=off). */
+  readonly processToolsUnconfined: boolean
 }
 
 /**

@@ -46,13 +46,13 @@ const generalProblems = (placed: PlacedProblems, oob: boolean): Html => html`
  * The preview (or failed save) response for htmx: the status line for the target, and every problem
  * slot of the form out of band, empty ones included, so fixed problems disappear.
  */
-export const previewFragment = (form: AgentForm, placed: PlacedProblems): Html => html`
+export const previewFragment = (form: AgentForm, placed: PlacedProblems, unconfined: boolean): Html => html`
   ${previewStatus(placed, true)}
   ${generalProblems(placed, true)}
   ${FIELD_SLOTS.map((slot) => fieldProblems(slot, placed.bySlot.get(slot), true))}
   ${form.localSkills.map((r) => fieldProblems(`ls-${r.key}`, placed.bySlot.get(`ls-${r.key}`), true))}
   ${form.files.map((r) => fieldProblems(`file-${r.key}`, placed.bySlot.get(`file-${r.key}`), true))}
-  <div id="unconfined-warning" hx-swap-oob="true">${unconfinedWarning(toolsOf(form))}</div>`
+  <div id="unconfined-warning" hx-swap-oob="true">${unconfinedWarning(toolsOf(form), unconfined)}</div>`
 
 const manifest = (form: AgentForm, placed: PlacedProblems, creating: boolean, boundModel: EditorOptions["boundModel"]): Html => html`
   <fieldset>
@@ -149,7 +149,7 @@ export const editorForm = (ctx: PageContext, props: EditorProps): Html => {
     ${props.checked ? errorSummary(editorSummary(form, placed)) : html``}
     ${generalProblems(placed, false)}
     ${manifest(form, placed, creating, props.options.boundModel)}
-    ${toolsFieldset(form, props.options, placed, toolsOf(form))}
+    ${toolsFieldset(form, props.options, placed, toolsOf(form), ctx.processToolsUnconfined)}
     ${skillsFieldset(form, props.options.sharedSkills, placed)}
     ${repeatSection("ls", "Local skills", form.localSkills, placed, "No local skills.")}
     ${behaviour(form, placed)}

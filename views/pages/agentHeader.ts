@@ -102,7 +102,7 @@ export const agentHeader = (ctx: PageContext, agent: AgentView, active: AgentTab
     <p class="description" hx-disable>${agent.description}</p>`
   })}
   ${notice === null ? html`` : alert("ok", notice)}
-  ${unconfinedWarning(agent.package.tools)}
+  ${unconfinedWarning(agent.package.tools, ctx.processToolsUnconfined)}
   ${agent.builtin ? alert("info", manage ? "Built-in agents are read-only. Copy this one to change it." : "Built-in agents are read-only.") : html``}
   ${!agent.builtin && !manage ? alert("info", "You can read this agent; changing it needs the agents.manage permission.") : html``}
   ${tabs(ctx, agent, active)}`

@@ -5,7 +5,7 @@
 import { THINKING_LEVELS } from "../../src/contract/AgentDefinition.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
 import type { AgentForm, FormRow, PlacedProblems } from "../forms/agentForm.ts"
-import { fieldProblems, NAME_RULES, processToolsUnconfined, skillHref, slotId, unconfinedWarning } from "../components.ts"
+import { fieldProblems, NAME_RULES, skillHref, slotId, unconfinedWarning } from "../components.ts"
 import { html, type Html } from "../html.ts"
 
 export interface SharedSkillOption {
@@ -68,7 +68,13 @@ const mcpGroup = (form: AgentForm, servers: EditorOptions["mcpServers"]): Html =
         s.grants.map((g) => toolCheck(form, g, g.endsWith("__*") ? `every tool of ${s.name}` : `one tool of ${s.name}`))
       )}</div>`
 
-export const toolsFieldset = (form: AgentForm, options: EditorOptions, placed: PlacedProblems, granted: ReadonlyArray<string> | undefined): Html => html`
+export const toolsFieldset = (
+  form: AgentForm,
+  options: EditorOptions,
+  placed: PlacedProblems,
+  granted: ReadonlyArray<string> | undefined,
+  unconfined: boolean
+): Html => html`
   <fieldset class="tools">
     <legend>Tools</legend>
     <div class="choice-row">
@@ -78,14 +84,14 @@ export const toolsFieldset = (form: AgentForm, options: EditorOptions, placed: P
     <div class="check-grid" role="group" aria-label="Kernel tools" aria-describedby="${slotId("tools")}">
       ${options.kernelTools.map((t) =>
         t === "shell" || t === "git"
-          ? toolCheck(form, t, `${TOOL_NOTES[t] ?? ""}: ${processToolsUnconfined() ? "unconfined" : "sandboxed"}`, true)
+          ? toolCheck(form, t, `${TOOL_NOTES[t] ?? ""}: ${unconfined ? "unconfined" : "sandboxed"}`, true)
           : toolCheck(form, t, TOOL_NOTES[t] ?? "")
       )}
     </div>
     <p class="group-label">MCP servers</p>
     ${mcpGroup(form, options.mcpServers)}
     ${fieldProblems("tools", placed.bySlot.get("tools"))}
-    <div id="unconfined-warning">${unconfinedWarning(granted)}</div>
+    <div id="unconfined-warning">${unconfinedWarning(granted, unconfined)}</div>
     ${field(
       "otherTools",
       "Other tools",

@@ -23,7 +23,7 @@ import type { PortalRunner } from "./portalRoute.ts"
 export const refusedSave = (request: Request, page: PageContext, form: AgentForm, problems: ReadonlyArray<Problem>, agent: AgentView | null) =>
   Effect.map(editorContext(agent), (options) => {
     const placed = placeProblems(form, problems)
-    if (isHtmx(request)) return htmlResponse(previewFragment(form, placed), 400)
+    if (isHtmx(request)) return htmlResponse(previewFragment(form, placed, page.processToolsUnconfined), 400)
     return htmlResponse(editorPage(page, { form, placed, agent, notice: null, checked: true, options }), 400)
   })
 
@@ -76,7 +76,7 @@ export const agentPages = (portal: PortalRunner) =>
     )
     .post(
       "/agents/-/preview",
-      portal.action("read", ({ form: fields }) =>
+      portal.action("read", ({ form: fields, page }) =>
         Effect.gen(function* () {
           const form = formFromFields(fields)
           const files = filesOfForm(form)
@@ -85,7 +85,7 @@ export const agentPages = (portal: PortalRunner) =>
           if (fields.get("_mode") === "create" && (yield* store.context).reservedNames.includes(form.name)) {
             problems.unshift(...nameProblem(form, { message: `"${form.name}" is a built-in agent's name: it is reserved` }))
           }
-          return htmlResponse(previewFragment(form, placeProblems(form, problems)))
+          return htmlResponse(previewFragment(form, placeProblems(form, problems), page.processToolsUnconfined))
         })
       )
     )

@@ -9,6 +9,7 @@ import { errorFragment, errorPage, type ErrorProps } from "../../../views/pages/
 import type { Assets, PageContext } from "../../../views/layout.ts"
 import type { Guard } from "../auth.ts"
 import { formBody, MAX_BODY_BYTES, type PostedForm } from "../body.ts"
+import { sandboxConfig } from "../../tools/Sandbox.ts"
 import { statusOf, type ApiError } from "../respond.ts"
 import { requestRunner, type AppRuntime, type AppServices } from "../route.ts"
 import { htmlResponse, isHtmx, redirect } from "./pageResponse.ts"
@@ -61,7 +62,9 @@ export const errorHtml = (request: Request, page: PageContext, props: ErrorProps
 export const readForm = (request: Request, max = MAX_BODY_BYTES): Effect.Effect<PostedForm, ApiError> => formBody(request, max)
 
 export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets: Assets) => {
-  const anonymous = (path: string): PageContext => ({ viewer: null, assets, path })
+  // Read once: the installation's sandbox setting does not change while it serves.
+  const processToolsUnconfined = rt.runSync(sandboxConfig).mode === "off"
+  const anonymous = (path: string): PageContext => ({ viewer: null, assets, path, processToolsUnconfined })
   const pageOf = (principal: Principal, path: string): PageContext => ({
     viewer: {
       username: principal.username,
@@ -70,7 +73,8 @@ export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets
       csrfToken: principal.csrfToken ?? null
     },
     assets,
-    path
+    path,
+    processToolsUnconfined
   })
   const pageFor = (request: Request, principal: Principal | undefined): PageContext => {
     const path = new URL(request.url).pathname

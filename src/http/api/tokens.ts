@@ -8,6 +8,7 @@ import { Effect, Schema } from "effect"
 import { Elysia } from "elysia"
 import { Access, passwordProblem, PERMISSIONS, TOKEN_DEFAULT_DAYS, TOKEN_MAX_DAYS, USERNAME, type Permission, type Principal, type TokenView, type UserView } from "../../access/Access.ts"
 import type { InvalidToken, InvalidUser, TokenNotFound, UnknownUser, UserExists, WouldLockOut } from "../../access/errors.ts"
+import type { StoreError } from "../../db/StoreError.ts"
 import type { Guard } from "../auth.ts"
 import { badRequest, forbidden, json, notFound, type ApiError } from "../respond.ts"
 import { decodeBody, param, type Handler } from "../route.ts"
@@ -46,8 +47,11 @@ const tokenJson = (t: TokenView) => ({ ...t, createdAt: t.createdAt.toISOString(
 const userJson = (u: UserView) => ({ username: u.username, permissions: u.permissions, disabled: u.disabledAt !== null, createdAt: u.createdAt.toISOString(), disabledAt: u.disabledAt?.toISOString() ?? null })
 
 /** Access's domain errors as API errors. */
-export const accessError = (e: UnknownUser | TokenNotFound | InvalidToken | WouldLockOut | InvalidUser | UserExists): ApiError => {
+export const accessError = (e: UnknownUser | TokenNotFound | InvalidToken | WouldLockOut | InvalidUser | UserExists | StoreError): ApiError => {
   switch (e._tag) {
+    case "StoreUnavailable":
+    case "RowInvalid":
+      return e
     case "UnknownUser":
     case "TokenNotFound":
       return notFound(e.message)

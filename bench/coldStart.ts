@@ -34,7 +34,7 @@ import { startOpenAIServer, type Step } from "../test/support/scriptedServers.ts
 const RUNS = Number(process.env["RUNS"] ?? 11)
 const median = (xs: Array<number>) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
 
-const steps: Array<Step> = Array.from({ length: 10 * RUNS + 8 }, () => ({ kind: "turn", text: "ok" }))
+const steps: Array<Step> = Array.from({ length: 14 * RUNS + 8 }, () => ({ kind: "turn", text: "ok" }))
 const server = await startOpenAIServer(steps)
 const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
 /** Every temporary directory of the run, removed at exit, a failed one's too. */
@@ -79,7 +79,8 @@ const cold = async (entry?: string, env?: Record<string, string>): Promise<Timin
   const started = performance.now() - t0
   const { code, events } = await run.done
   const ended = performance.now() - t0
-  if (code !== 0 || events.at(-1)?.type !== "job.completed") throw new Error(`job child exited ${code} after ${events.at(-1)?.type}`)
+  const last = events.at(-1)
+  if (code !== 0 || last?.type !== "job.completed") throw new Error(`job child ${entry ?? "from the sources"} exited ${code} after ${JSON.stringify(last)}`)
   return { started, ended }
 }
 

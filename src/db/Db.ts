@@ -141,7 +141,7 @@ const lockDataDir = (dataDir: string): Effect.Effect<void, DbError, Scope.Scope>
         }
         openDataDirs.add(dataDir)
       },
-      catch: (e) => new DbError({ message: `cannot open the embedded database at ${dataDir}: ${innermostMessage(e)}` })
+      catch: (e) => new DbError({ message: `cannot open the embedded database at ${dataDir}: ${innermostMessage(e)}`, cause: e })
     }),
     () =>
       Effect.sync(() => {
@@ -189,7 +189,7 @@ const embedded = (options: DbOptions, seeded?: (result: ReturnType<typeof seedDa
           lockDataDir(dataDir),
           Effect.try({
             try: () => seeded?.(seedDataDir(dataDir, findTemplate())),
-            catch: (e) => new DbError({ message: `cannot create the embedded database at ${dataDir} from its template: ${innermostMessage(e)}` })
+            catch: (e) => new DbError({ message: `cannot create the embedded database at ${dataDir} from its template: ${innermostMessage(e)}`, cause: e })
           })
         )
       : lockDataDir
@@ -262,7 +262,7 @@ export const makeDbLayer = (options: DbOptions): Layer.Layer<Db, DbError> =>
       if (options.migrate === true) {
         yield* runMigrations.pipe(
           Effect.provide(context),
-          Effect.mapError((e) => new DbError({ message: `cannot migrate the database: ${describeMigrationFailure(e)}` }))
+          Effect.mapError((e) => new DbError({ message: `cannot migrate the database: ${describeMigrationFailure(e)}`, cause: e }))
         )
       }
       if (seeded === "no-template") {

@@ -2,7 +2,7 @@
 import { Schema } from "effect"
 
 /** The database could not be configured, reached or started; `message` is one line, never a password. */
-export class DbError extends Schema.TaggedError<DbError>()("DbError", { message: Schema.String }) {}
+export class DbError extends Schema.TaggedError<DbError>()("DbError", { message: Schema.String, cause: Schema.optional(Schema.Defect) }) {}
 
 /** The deepest error of a cause chain (or AggregateError) that has a message. */
 export const innermost = (error: unknown): unknown => {

@@ -191,7 +191,7 @@ export const startEmbedded = (
 
     const first = yield* Effect.tryPromise({
       try: (signal) => spawn(request(snapshot), snapshot instanceof Uint8Array ? [snapshot.buffer] : [], signal),
-      catch: (e) => new DbError({ message: `cannot start the embedded database (${where}): ${innermostMessage(e)}` })
+      catch: (e) => new DbError({ message: `cannot start the embedded database (${where}): ${innermostMessage(e)}`, cause: e })
     })
     state.current = first
     watch(first)
@@ -239,7 +239,7 @@ export const startEmbedded = (
         if (reply.type === "dumped") return reply.tarball
         throw new Error(reply.type === "failed" ? reply.message : `unexpected reply ${reply.type}`)
       },
-      catch: (e) => new DbError({ message: `cannot dump the embedded database: ${innermostMessage(e)}` })
+      catch: (e) => new DbError({ message: `cannot dump the embedded database: ${innermostMessage(e)}`, cause: e })
     })
     const socket = (): Duplex => {
       // Listening before node-postgres does: a write is counted before its client hears it completed.

@@ -89,7 +89,7 @@ export const makePiAiLlm = (job: PiAiJob) =>
           const message = await stream.result()
           return { message, loopMessage, failure: attemptFailure(message, http.take(), streamed) }
         },
-        catch: (cause) => new LlmFailed({ message: `the model stream failed: ${causeText(cause)}` })
+        catch: (cause) => new LlmFailed({ message: `the model stream failed: ${causeText(cause)}`, cause })
       })
 
     const complete = yield* withRetries(model, job.retry, attempt)
@@ -103,7 +103,7 @@ export const makePiAiLlm = (job: PiAiJob) =>
             for await (const _ of stream) limits.progress()
             return await stream.result()
           },
-          catch: (cause) => new LlmFailed({ message: `the compaction summary request failed: ${causeText(cause)}` })
+          catch: (cause) => new LlmFailed({ message: `the compaction summary request failed: ${causeText(cause)}`, cause })
         })
     })
   })

@@ -139,7 +139,7 @@ export const makeMcpServers = Effect.gen(function* () {
         const row = yield* one(name)
         const server = { name: row.name, url: row.url, headers: headersOf(row), allowPrivateNetwork: row.allowPrivateNetwork }
         const conn = yield* connectMcp(server, { timeoutMs: LIST_TIMEOUT_MS }).pipe(
-          Effect.mapError((e) => new McpUnreachable({ name, problem: e.message }))
+          Effect.mapError((e) => new McpUnreachable({ name, problem: e.message, cause: e }))
         )
         return conn.tools.map((t): McpToolView => {
           const allowed = row.allowedTools.includes(t.name)

@@ -8,7 +8,7 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import path from "node:path"
 
-export class SecretKeyError extends Schema.TaggedError<SecretKeyError>()("SecretKeyError", { message: Schema.String }) {}
+export class SecretKeyError extends Schema.TaggedError<SecretKeyError>()("SecretKeyError", { message: Schema.String, cause: Schema.optional(Schema.Defect) }) {}
 
 export class SecretBox extends Context.Tag("providers/SecretBox")<
   SecretBox,
@@ -71,21 +71,21 @@ export const keyFile = (dataDir: string): Effect.Effect<Uint8Array, SecretKeyErr
       if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600)
       return keyFrom(readFileSync(file, "utf8").trim())
     },
-    catch: (e) => new SecretKeyError({ message: `cannot read or create the secret key file in the data dir: ${(e as Error).message}` })
+    catch: (e) => new SecretKeyError({ message: `cannot read or create the secret key file in the data dir: ${e instanceof Error ? e.message : String(e)}`, cause: e })
   })
 
 export const SecretBoxLive: Layer.Layer<SecretBox, SecretKeyError> = Layer.effect(
   SecretBox,
   Effect.gen(function* () {
     const configured = yield* Config.option(Config.redacted("KINTSUGI_SECRET_KEY")).pipe(
-      Effect.mapError((e) => new SecretKeyError({ message: `invalid KINTSUGI_SECRET_KEY: ${e.message}` }))
+      Effect.mapError((e) => new SecretKeyError({ message: `invalid KINTSUGI_SECRET_KEY: ${e.message}`, cause: e }))
     )
     if (configured._tag === "Some" && Redacted.value(configured.value).trim() !== "") {
       return makeSecretBox(keyFrom(Redacted.value(configured.value)))
     }
     const dataDir = yield* Config.string("KINTSUGI_DATA_DIR").pipe(
       Config.withDefault(".kintsugi"),
-      Effect.mapError((e) => new SecretKeyError({ message: e.message }))
+      Effect.mapError((e) => new SecretKeyError({ message: e.message, cause: e }))
     )
     return makeSecretBox(yield* keyFile(dataDir))
   })

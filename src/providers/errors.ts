@@ -44,7 +44,7 @@ export class McpServerInvalid extends Schema.TaggedError<McpServerInvalid>()("Mc
     return "the MCP server configuration has problems"
   }
 }
-export class McpUnreachable extends Schema.TaggedError<McpUnreachable>()("McpUnreachable", { name: Schema.String, problem: Schema.String }) {
+export class McpUnreachable extends Schema.TaggedError<McpUnreachable>()("McpUnreachable", { name: Schema.String, problem: Schema.String, cause: Schema.optional(Schema.Defect) }) {
   override get message(): string {
     return `cannot list the tools of MCP server "${this.name}": ${this.problem}`
   }

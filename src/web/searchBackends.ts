@@ -23,7 +23,7 @@ export interface SearchResult {
   readonly snippet: string
 }
 
-export class WebSearchFailed extends Schema.TaggedError<WebSearchFailed>()("WebSearchFailed", { problem: Schema.String }) {
+export class WebSearchFailed extends Schema.TaggedError<WebSearchFailed>()("WebSearchFailed", { problem: Schema.String, cause: Schema.optional(Schema.Defect) }) {
   override get message(): string {
     return `the web search backend failed: ${this.problem}`
   }
@@ -70,7 +70,7 @@ export const searchWith = (config: SearchBackendConfig, query: string, limit: nu
     const { url, headers } = request(config, query, limit)
     const response = yield* Effect.tryPromise({
       try: (signal) => pinnedFetch(url, { headers, signal: AbortSignal.any([signal, AbortSignal.timeout(SEARCH_TIMEOUT_MS)]) }, { allowPrivateNetwork: true }),
-      catch: (e) => new WebSearchFailed({ problem: e instanceof Error && e.name === "UrlRefused" ? e.message : "the backend could not be reached" })
+      catch: (e) => new WebSearchFailed({ problem: e instanceof Error && e.name === "UrlRefused" ? e.message : "the backend could not be reached", cause: e })
     })
     if (response.status !== 200) {
       yield* Effect.promise(() => response.body?.cancel().catch(() => undefined) ?? Promise.resolve())

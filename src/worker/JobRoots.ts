@@ -17,7 +17,7 @@ import { JobInput } from "./JobStore.ts"
 export const INSTALL_DIR = path.resolve(import.meta.dir, "..", "..")
 
 /** The configured job roots cannot be used; the message names the variable and the path (operator log only). */
-export class JobRootsInvalid extends Schema.TaggedError<JobRootsInvalid>()("JobRootsInvalid", { message: Schema.String }) {}
+export class JobRootsInvalid extends Schema.TaggedError<JobRootsInvalid>()("JobRootsInvalid", { message: Schema.String, cause: Schema.optional(Schema.Defect) }) {}
 
 export class JobRoots extends Context.Tag("worker/JobRoots")<
   JobRoots,
@@ -120,7 +120,7 @@ export const configuredBoundary = (options: {
     const given = (options.jobRoots ?? "").split(":").filter((r) => r.trim() !== "").map((r) => path.resolve(r))
     const fail = (message: string) => Effect.fail(new JobRootsInvalid({ message }))
     if (given.length === 0) {
-      yield* Effect.try({ try: () => fs.mkdirSync(workspaces, { recursive: true, mode: 0o700 }), catch: () => new JobRootsInvalid({ message: `cannot create the default job root ${workspaces}` }) })
+      yield* Effect.try({ try: () => fs.mkdirSync(workspaces, { recursive: true, mode: 0o700 }), catch: (cause) => new JobRootsInvalid({ message: `cannot create the default job root ${workspaces}`, cause }) })
     }
     const roots = given.length === 0 ? [workspaces] : given
     const installDir = options.installDir ?? INSTALL_DIR
@@ -151,7 +151,7 @@ export const makeJobRootsFromConfig: Effect.Effect<JobRoots["Type"], JobRootsInv
   const config = yield* Config.all({
     dataDir: Config.string("KINTSUGI_DATA_DIR").pipe(Config.withDefault(".kintsugi")),
     jobRoots: Config.option(Config.string("KINTSUGI_JOB_ROOTS"))
-  }).pipe(Effect.mapError((e) => new JobRootsInvalid({ message: e.message })))
+  }).pipe(Effect.mapError((e) => new JobRootsInvalid({ message: e.message, cause: e })))
   const boundary = yield* configuredBoundary({ dataDir: config.dataDir, jobRoots: config.jobRoots._tag === "Some" ? config.jobRoots.value : undefined })
   return yield* makeJobRoots(boundary)
 })

@@ -60,7 +60,7 @@ await runtime.runPromise(
 )
 const seedMs = performance.now() - seedStart
 
-const app = makeApp({ runtime, healthy: () => Promise.resolve(true), log: (line) => process.stderr.write(`${line}\n`) })
+const app = makeApp({ runtime, log: (line) => process.stderr.write(`${line}\n`) })
 const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request) => app.handle(request) })
 const base = `http://127.0.0.1:${server.port}`
 

@@ -34,7 +34,7 @@ export const serve = (options: { readonly port: number; readonly host: string })
       log(`kintsugi: warning: secrets could not be removed from the process environment (${secrets.environment.notClean})`)
     }
     if (!secrets.nonDumpable) log("kintsugi: warning: could not make the process non-dumpable")
-    const [{ AppLive, makeRuntime }, Layer, http, { databaseHealth, makeApp }, { makeSandbox, sandboxConfig, sandboxName }, { explainStartFailure }, { Drain }, { logServing, readyLine }, startup] =
+    const [{ AppLive, makeRuntime }, Layer, http, { makeApp }, { makeSandbox, sandboxConfig, sandboxName }, { explainStartFailure }, { Drain }, { logServing, readyLine }, startup] =
       yield* Effect.promise(() =>
         Promise.all([
           import("../main.ts"),
@@ -81,7 +81,7 @@ export const serve = (options: { readonly port: number; readonly host: string })
     // database, hashing the first admin's password) keeps /readyz at 503 until it is done.
     let starting: string | undefined = "creating the first admin"
     let sandbox = "not probed yet"
-    const app = makeApp({ runtime: rt, healthy: () => rt.runPromise(databaseHealth), starting: () => starting, draining: () => draining, about: () => ({ sandbox }) })
+    const app = makeApp({ runtime: rt, starting: () => starting, draining: () => draining, about: () => ({ sandbox }) })
     const server = yield* Effect.acquireRelease(
       Effect.sync(() => http.listen(app, { port: options.port, hostname: options.host })),
       (server) => Effect.promise(() => server.stop())

@@ -20,7 +20,7 @@ describe("serve start-up and readiness", () => {
     const runtime = await makeTestAppRuntime()
     cleanups.push(() => runtime.dispose())
     let starting: string | undefined = "creating the first admin"
-    const app = makeApp({ runtime, healthy: async () => true, starting: () => starting })
+    const app = makeApp({ runtime, starting: () => starting })
     const during = await app.handle(new Request("http://localhost/readyz"))
     expect(during.status).toBe(503)
     expect(await during.json()).toEqual({ status: "starting", detail: "creating the first admin" })
@@ -35,7 +35,7 @@ describe("serve start-up and readiness", () => {
     const runtime = await makeTestAppRuntime()
     cleanups.push(() => runtime.dispose())
     let draining = false
-    const app = makeApp({ runtime, healthy: async () => true, draining: () => draining, about: () => ({ fact: "value" }) })
+    const app = makeApp({ runtime, draining: () => draining, about: () => ({ fact: "value" }) })
     const ready = await app.handle(new Request("http://localhost/readyz"))
     expect(ready.status).toBe(200)
     expect(ready.headers.get("content-type")).toStartWith("application/json")

@@ -177,7 +177,7 @@ describe("the Host allowlist (DNS rebinding)", () => {
     expect(["kintsugi.example.com:443", "kintsugi.example.com.", "10.0.0.5:7777", "[::1]:80"].map((h) => hostAllowed(rules, h))).toEqual([true, true, true, true])
     expect(["10.0.0.5:8080", "10.0.0.5", "evil.example", "kintsugi.example.com@evil", ""].map((h) => hostAllowed(rules, h))).toEqual([false, false, false, false, false])
 
-    const app = makeApp({ runtime: api.runtime, healthy: async () => true, log: () => {}, allowedHosts: ["kintsugi.example.com"] })
+    const app = makeApp({ runtime: api.runtime, log: () => {}, allowedHosts: ["kintsugi.example.com"] })
     const ask = (host: string) => app.handle(new Request("http://kintsugi.example.com/api/session", { headers: { host, authorization: `Bearer ${api.reader.token}` } }))
     expect((await ask("kintsugi.example.com:8443")).status).toBe(200)
     expect((await ask("localhost")).status).toBe(421)

@@ -31,7 +31,7 @@ beforeAll(async () => {
   const session = await h.rt.runPromise(Effect.flatMap(Access, (a) => a.signIn("watcher", "a long test password")))
   cookie = `__Host-kintsugi-session=${session.token}`
   // Heartbeat every 250 ms; Bun drops a connection idle for 1 s.
-  server = listen(makeApp({ runtime: h.rt, healthy: async () => true, log: () => undefined, heartbeatMs: 250, allowedHosts: ["127.0.0.1"] }), { hostname: "127.0.0.1", port: 0, idleTimeout: 1 })
+  server = listen(makeApp({ runtime: h.rt, log: () => undefined, heartbeatMs: 250, allowedHosts: ["127.0.0.1"] }), { hostname: "127.0.0.1", port: 0, idleTimeout: 1 })
   base = `http://127.0.0.1:${server.port}`
 })
 afterAll(async () => {

@@ -101,7 +101,7 @@ beforeAll(async () => {
     ])
   ).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
   rt = await makeTestAppRuntime({ worker: { log: (l) => logs.push(l) }, config })
-  app = makeApp({ runtime: rt, healthy: async () => true })
+  app = makeApp({ runtime: rt })
   const setup = Effect.gen(function* () {
     const access = yield* Access
     yield* access.addUser("ops", "a long test password", ["agents.manage", "providers.manage"])
@@ -263,7 +263,7 @@ describe("/metrics", () => {
 describe("/readyz", () => {
   test("200 when the database answers with every migration applied; 503 once the database is gone", async () => {
     const other = await makeTestAppRuntime()
-    const probeApp = makeApp({ runtime: other, healthy: async () => true, allowedHosts: ["example.com"] })
+    const probeApp = makeApp({ runtime: other, allowedHosts: ["example.com"] })
     // Any Host, like /healthz: probes address the pod's IP.
     const ready = await probeApp.handle(new Request(`${ORIGIN}/readyz`))
     expect(ready.status).toBe(200)

@@ -128,7 +128,7 @@ describe("a change made with a session must come from our own pages", () => {
   })
 
   test("through a real server: the browser's own Origin passes, a foreign one does not", async () => {
-    const app = makeApp({ runtime: api.runtime, healthy: () => Promise.resolve(true), log: () => {} })
+    const app = makeApp({ runtime: api.runtime, log: () => {} })
     const server = listen(app, { hostname: "127.0.0.1", port: 0 })
     try {
       const base = `http://127.0.0.1:${server.port}`

@@ -18,7 +18,7 @@ const api = useApi()
 /** An app of its own (fresh counts) on a test clock; `signIn` posts from a given client address. */
 const throttledApp = (options: Partial<SignInThrottleOptions> = {}) => {
   const time = manualClock()
-  const app = makeApp({ runtime: api.runtime, healthy: async () => true, log: () => {}, signInThrottle: makeSignInThrottle({ ...options, clock: time.clock }) })
+  const app = makeApp({ runtime: api.runtime, log: () => {}, signInThrottle: makeSignInThrottle({ ...options, clock: time.clock }) })
   const signIn = async (username: string, password: string, address = "192.0.2.1") => {
     const r = await app.handle(
       new Request("http://localhost/api/session", {
@@ -124,7 +124,7 @@ test("through a real server, the client address is the socket's, not a forwarded
     },
     tracked: () => ({ pairs: 0, clients: 0, accounts: 0 })
   }
-  const app = makeApp({ runtime: api.runtime, healthy: async () => true, log: () => {}, signInThrottle: spy })
+  const app = makeApp({ runtime: api.runtime, log: () => {}, signInThrottle: spy })
   const server = listen(app, { hostname: "127.0.0.1", port: 0 })
   try {
     const r = await fetch(`http://127.0.0.1:${server.port}/api/session`, {

@@ -40,7 +40,7 @@ const model = (key: string, id: string, thinking: ReadonlyArray<string>) => ({
 
 beforeAll(async () => {
   runtime = await makeTestRuntime()
-  app = makeApp({ runtime, healthy: async () => true, log: (line) => console.error(line) })
+  app = makeApp({ runtime, log: (line) => console.error(line) })
   Object.assign(sessions, await signInTestUsers(runtime))
 }, 120_000)
 

@@ -51,7 +51,7 @@ const agentFile = (body: string) => ({ files: [{ path: "in-place.md", content: `
 
 beforeAll(async () => {
   runtime = await makeTestRuntime()
-  app = makeApp({ runtime, healthy: async () => true, log: (line) => console.error(line) })
+  app = makeApp({ runtime, log: (line) => console.error(line) })
   Object.assign(sessions, await signInTestUsers(runtime))
   await run(Effect.flatMap(Projects, (p) => p.create({ id: "settings-p", name: "Before" })))
   await run(

@@ -64,7 +64,7 @@ const send = (method: string, path: string, init: { session?: string; csrf?: boo
 
 beforeAll(async () => {
   runtime = await makeTestRuntime()
-  app = makeApp({ runtime, healthy: async () => true, log: (line) => console.error(line) })
+  app = makeApp({ runtime, log: (line) => console.error(line) })
   Object.assign(sessions, await signInTestUsers(runtime))
   await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.create(withEvals(agentFile("matrix-agent")), "setup")))
   await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.save("matrix-agent", withEvals(agentFile("matrix-agent", "Help more.\n")), "setup")))

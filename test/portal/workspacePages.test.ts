@@ -44,7 +44,7 @@ beforeAll(async () => {
   // A job root of this file's own: the workspaces listed are exactly the ones made here.
   root = realpathSync(createRootDir("own-root-"))
   runtime = await makeTestAppRuntime({ jobRoots: testJobRoots([root]) })
-  app = makeApp({ runtime, healthy: async () => true, log: (line) => console.error(line) })
+  app = makeApp({ runtime, log: (line) => console.error(line) })
   sessions = await signInTestUsers(runtime)
   await runtime.runPromise(queueableBinding("codebase-inventory"))
 }, 120_000)

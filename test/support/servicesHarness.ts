@@ -78,7 +78,7 @@ export const useServicesApp = (serviceHandlers?: Layer.Layer<ServiceHandlers, ne
     })
     if (previous === undefined) delete process.env["KINTSUGI_WORKERS"]
     else process.env["KINTSUGI_WORKERS"] = previous
-    state.app = makeApp({ runtime: state.rt, healthy: async () => true, log: (l) => logs.push(l) })
+    state.app = makeApp({ runtime: state.rt, log: (l) => logs.push(l) })
     state.token = await user("admin", ["agents.manage", "providers.manage"])
   }, 120_000)
   afterAll(async () => {

@@ -70,7 +70,6 @@ export const makeTestApp = async (
   const runtime = await makeTestAppRuntime(options)
   const app = makeApp({
     runtime,
-    healthy: async () => true,
     ...(options.appLog === undefined ? {} : { log: options.appLog }),
     ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts })
   })

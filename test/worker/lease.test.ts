@@ -36,7 +36,7 @@ const run = <A, E>(e: Effect.Effect<A, E, JobStore | SqlClient>) => rt.runPromis
 
 beforeAll(async () => {
   rt = await makeTestRuntime()
-  app = makeApp({ runtime: rt, healthy: async () => true, log: (l) => console.error(l) })
+  app = makeApp({ runtime: rt, log: (l) => console.error(l) })
   sessions = await signInTestUsers(rt)
   // Bound, so admission queues its jobs (no worker runs here: the provider is never called).
   await rt.runPromise(queueableBinding("codebase-inventory"))

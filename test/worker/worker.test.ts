@@ -95,7 +95,7 @@ const waitSettled = (id: string): Promise<JobRow> =>
 beforeAll(async () => {
   process.env["KINTSUGI_WORKERS"] = "3"
   rt = await makeTestAppRuntime({ worker: { log: (l) => logs.push(l) } })
-  app = makeApp({ runtime: rt, healthy: async () => true, log: (l) => logs.push(l) })
+  app = makeApp({ runtime: rt, log: (l) => logs.push(l) })
   await rt.runPromise(Effect.flatMap(Access, (a) => a.addUser("ops", "a long test password", ["agents.manage", "providers.manage"])))
   token = await rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken("ops", "test")))
 }, 120_000)

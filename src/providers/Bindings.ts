@@ -7,6 +7,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Either, Layer, Schema } from "effect"
 import { ThinkingLevel } from "../contract/AgentDefinition.ts"
 import { decodeAll } from "../contract/Problem.ts"
+import { decodeRows, Timestamp } from "../db/rowSchema.ts"
 import { BindingInvalid, BindingNotFound } from "./errors.ts"
 import { ProviderStore } from "./ProviderStore.ts"
 import { traced } from "../telemetry/traced.ts"
@@ -17,16 +18,18 @@ export const BindingInput = Schema.Struct({
   thinking: Schema.optionalWith(Schema.NullOr(ThinkingLevel), { exact: true })
 })
 
-export interface Binding {
-  readonly agentName: string
+const BindingRow = Schema.Struct({
+  agentName: Schema.String,
   /** '' = the installation default. */
-  readonly projectId: string
-  readonly providerId: string
-  readonly modelId: string
-  readonly thinking: ThinkingLevel | null
-  readonly updatedBy: string
-  readonly updatedAt: Date
-}
+  projectId: Schema.String,
+  providerId: Schema.String,
+  modelId: Schema.String,
+  thinking: Schema.NullOr(ThinkingLevel),
+  updatedBy: Schema.String,
+  updatedAt: Timestamp
+})
+export type Binding = typeof BindingRow.Type
+const bindingRows = decodeRows(BindingRow)
 
 export class Bindings extends Context.Tag("providers/Bindings")<
   Bindings,
@@ -44,13 +47,15 @@ export const makeBindings = Effect.gen(function* () {
   const sql = yield* SqlClient
   const providers = yield* ProviderStore
   const select = (agentName?: string, projectId?: string) =>
-    sql<Binding>`SELECT agent_name, project_id, provider_id, model_id, thinking, updated_by, updated_at FROM admin.agent_binding
+    bindingRows(sql`SELECT agent_name, project_id, provider_id, model_id, thinking, updated_by, updated_at FROM admin.agent_binding
       WHERE true ${agentName === undefined ? sql`` : sql`AND agent_name = ${agentName}`}
       ${projectId === undefined ? sql`` : sql`AND project_id = ${projectId}`}
-      ORDER BY agent_name, project_id`
+      ORDER BY agent_name, project_id`)
 
+  // The catalog's callers (agents, admission, job set-up, evals) take only domain errors from bindings:
+  // SQL and row failures stay defects here.
   const service: Bindings["Type"] = {
-    list: (agentName) => Effect.orDie(select(agentName)),
+    list: (agentName) => select(agentName).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })),
     set: (agentName, projectId, input, by) =>
       Effect.gen(function* () {
         const decoded = decodeAll(BindingInput)(input)
@@ -69,8 +74,9 @@ export const makeBindings = Effect.gen(function* () {
           ON CONFLICT (agent_name, project_id) DO UPDATE SET provider_id = EXCLUDED.provider_id, model_id = EXCLUDED.model_id,
             thinking = EXCLUDED.thinking, updated_by = EXCLUDED.updated_by, updated_at = now()`
         const rows = yield* select(agentName, projectId)
-        return rows[0]!
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+        // The upsert above wrote this row in the same session: none is a bug.
+        return rows[0] ?? (yield* Effect.dieMessage("a binding just written is gone"))
+      }).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })),
     remove: (agentName, projectId) =>
       Effect.gen(function* () {
         const deleted = yield* sql`DELETE FROM admin.agent_binding WHERE agent_name = ${agentName} AND project_id = ${projectId} RETURNING agent_name`
@@ -78,11 +84,11 @@ export const makeBindings = Effect.gen(function* () {
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
     resolve: (agentName, projectId) =>
       Effect.gen(function* () {
-        const rows = yield* sql<Binding>`SELECT agent_name, project_id, provider_id, model_id, thinking, updated_by, updated_at FROM admin.agent_binding
-          WHERE agent_name = ${agentName} AND project_id IN (${projectId}, '') ORDER BY project_id DESC LIMIT 1`
+        const rows = yield* bindingRows(sql`SELECT agent_name, project_id, provider_id, model_id, thinking, updated_by, updated_at FROM admin.agent_binding
+          WHERE agent_name = ${agentName} AND project_id IN (${projectId}, '') ORDER BY project_id DESC LIMIT 1`)
         if (rows[0] === undefined) return yield* Effect.fail(new BindingNotFound({ agent: agentName, projectId }))
         return rows[0]
-      }).pipe(Effect.catchTag("SqlError", Effect.die))
+      }).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
   }
   return service
 })

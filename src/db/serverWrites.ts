@@ -16,7 +16,7 @@ import { type DbWrites, makeWriteCounter, tableTopics, watchConnection, watchSoc
 export const WRITES_CHANNEL = "kintsugi_writes"
 
 /** The channel migration 055's triggers notify when a job's events are stored or it is settled, with the job's id as payload. */
-export const EVENTS_CHANNEL = "kintsugi_events"
+const EVENTS_CHANNEL = "kintsugi_events"
 
 /**
  * Tables of the app's schemas that notify nothing (migration 052): high-churn rows that no read cached

@@ -7,6 +7,7 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Layer, Schema } from "effect"
 import { createHash, randomBytes } from "node:crypto"
+import { decodeRows, Jsonb } from "../db/rowSchema.ts"
 import { traced } from "../telemetry/traced.ts"
 
 /** What a token was minted for; the service checks every call against it. */
@@ -41,13 +42,15 @@ export class ServiceTokens extends Context.Tag("worker/ServiceTokens")<
   }
 >() {}
 
-interface TokenRow {
-  readonly jobId: string
-  readonly projectId: string
-  readonly agentId: string
-  readonly memoryRole: string | null
-  readonly tools: ReadonlyArray<string>
-}
+const tokenRows = decodeRows(
+  Schema.Struct({
+    jobId: Schema.String,
+    projectId: Schema.String,
+    agentId: Schema.String,
+    memoryRole: Schema.NullOr(Schema.String),
+    tools: Jsonb(Schema.Array(Schema.String))
+  })
+)
 
 export const makeServiceTokens: Effect.Effect<ServiceTokens["Type"], never, SqlClient> = Effect.gen(function* () {
   const sql = yield* SqlClient
@@ -62,9 +65,9 @@ export const makeServiceTokens: Effect.Effect<ServiceTokens["Type"], never, SqlC
     verify: (token) =>
       Effect.gen(function* () {
         if (!/^kst_[A-Za-z0-9_-]{43}$/.test(token)) return yield* Effect.fail(new ServiceUnauthorized())
-        const rows = yield* Effect.orDie(sql<TokenRow>`SELECT t.job_id, t.project_id, t.agent_id, t.memory_role, t.tools
+        const rows = yield* Effect.orDie(tokenRows(sql`SELECT t.job_id, t.project_id, t.agent_id, t.memory_role, t.tools
           FROM runtime.service_token t JOIN runtime.job j ON j.id = t.job_id
-          WHERE t.token_hash = ${hash(token)} AND j.status = 'running'`)
+          WHERE t.token_hash = ${hash(token)} AND j.status = 'running'`))
         const row = rows[0]
         if (row === undefined) return yield* Effect.fail(new ServiceUnauthorized())
         return { ...row, memoryRole: row.memoryRole === "reviewer" ? "reviewer" : null, tools: [...row.tools] }

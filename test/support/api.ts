@@ -308,8 +308,8 @@ export const createSkill = async (api: Api, name: string, content = `# ${name}\n
 
 /** Tables whose rows change on every request (sessions, token use): not part of what a change is. */
 const VOLATILE_TABLES = new Set(["admin.session", "admin.api_token"])
-/** Columns a server process rewrites on its own while nothing is asked of it (a running eval run's heartbeat). */
-const VOLATILE_COLUMNS: ReadonlyMap<string, ReadonlyArray<string>> = new Map([["admin.agent_eval_run", ["heartbeat_at"]]])
+/** Columns a server process rewrites on its own while nothing is asked of it (a running eval run's heartbeat and lease). */
+const VOLATILE_COLUMNS: ReadonlyMap<string, ReadonlyArray<string>> = new Map([["admin.agent_eval_run", ["heartbeat_at", "lease_expires_at"]]])
 
 /**
  * Every row of every table in the `admin` and `runtime` schemas (sessions and API token use aside), as

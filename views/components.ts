@@ -84,7 +84,7 @@ export const emptyState = (title: string, body: Interpolation, action?: Html): H
   </div>`
 
 /** The process tools (shell, git) an agent grants: `tools` absent grants every kernel tool. */
-export const unconfinedTools = (tools: ReadonlyArray<string> | undefined): Array<string> =>
+const unconfinedTools = (tools: ReadonlyArray<string> | undefined): Array<string> =>
   ["shell", "git"].filter((t) => tools === undefined || tools.includes(t))
 
 /** What granting shell/git means here: unconfined with KINTSUGI_SANDBOX=off, else inside the process sandbox (bubblewrap or Landlock). */

@@ -4,7 +4,7 @@
  */
 import { html, type Html } from "./html.ts"
 
-export interface Viewer {
+interface Viewer {
   readonly username: string
   readonly permissions: ReadonlyArray<string>
   /** Holds agents.manage: sees edit controls. */
@@ -38,7 +38,7 @@ export interface PageContext {
  * styles from our stylesheet (an injected <style> would break the CSP), no page snapshots in
  * sessionStorage, and 4xx/5xx responses swapped (they are HTML error fragments).
  */
-export const HTMX_CONFIG = {
+const HTMX_CONFIG = {
   allowEval: false,
   allowScriptTags: false,
   selfRequestsOnly: true,

@@ -33,7 +33,7 @@ export interface SignInThrottleOptions {
   readonly clock: Clock.Clock
 }
 
-export const DEFAULT_SIGN_IN_THROTTLE: SignInThrottleOptions = {
+const DEFAULT_SIGN_IN_THROTTLE: SignInThrottleOptions = {
   perClientAccount: 10,
   perClient: 50,
   perAccount: 20,

@@ -14,7 +14,7 @@ import { pathRole } from "./packageSkills.ts"
 import { parseEvals } from "./evalSpec.ts"
 
 export * from "./packageSchema.ts"
-export { MAX_PACKAGE_BYTES, MAX_PACKAGE_FILE_BYTES, MAX_PACKAGE_FILES, PACKAGE_PATH, type RawPackageFile } from "./packageFiles.ts"
+export { MAX_PACKAGE_BYTES, MAX_PACKAGE_FILE_BYTES, MAX_PACKAGE_FILES, type RawPackageFile } from "./packageFiles.ts"
 export { serializeAgentPackage } from "./serializePackage.ts"
 
 const own = (o: Readonly<Record<string, unknown>> | undefined, key: string): unknown =>

@@ -19,7 +19,7 @@ import type { AgentExists, AgentNotFound, AgentUnavailable, AgentVersionNotFound
 import { traced } from "../telemetry/traced.ts"
 
 export type { RestoreRow } from "./agentRepo.ts"
-export { PackageFilesInput, type AgentView, type Binding, type CatalogEntry, type CatalogPage, type ImportedAgent, type Preview, type VersionInfo } from "./AgentView.ts"
+export { type AgentView, type CatalogEntry, type CatalogPage, type ImportedAgent, type Preview, type VersionInfo } from "./AgentView.ts"
 
 export class AgentStore extends Context.Tag("agents/AgentStore")<
   AgentStore,
@@ -74,7 +74,7 @@ export class AgentStore extends Context.Tag("agents/AgentStore")<
   }
 >() {}
 
-export const makeAgentStore = Effect.gen(function* () {
+const makeAgentStore = Effect.gen(function* () {
   const c = yield* makeAgentCatalog
   const writes = makeAgentWrites(c)
   const versions = makeAgentVersions(c)

@@ -12,7 +12,7 @@ import { readFrontMatter } from "./frontMatter.ts"
 import { readPackageFolder } from "./loadPackageFiles.ts"
 
 export const BUILTIN_AGENTS_DIR = join(import.meta.dir, "..", "..", "builtin-agents")
-export const BUILTIN_SKILLS_DIR = join(import.meta.dir, "..", "..", "builtin-skills")
+const BUILTIN_SKILLS_DIR = join(import.meta.dir, "..", "..", "builtin-skills")
 
 export interface SharedSkill {
   readonly name: string
@@ -60,7 +60,7 @@ export const builtinAgents = (): ReadonlyMap<string, AgentPackage> => {
 }
 
 /** A SKILL.md with optional front matter (`description`); the content is the body. */
-export const readSkillFile = (text: string, file: string): Either.Either<{ description: string; content: string }, Array<Problem>> => {
+const readSkillFile = (text: string, file: string): Either.Either<{ description: string; content: string }, Array<Problem>> => {
   if (!text.startsWith("---")) return Either.right({ description: "", content: text })
   return Either.map(readFrontMatter(text, file), (fm) => {
     const description = fm.raw["description"]

@@ -10,18 +10,18 @@ export const KINDS = ["all", "builtin", "custom"] as const
 export const AUDIENCE_FILTERS = ["all", "runtime", "member"] as const
 export const STATES = ["all", "valid", "problems", "enabled", "disabled"] as const
 
-export const DEFAULT_PAGE_SIZE = 50
-export const MAX_PAGE_SIZE = 200
-export const MAX_QUERY_LENGTH = 200
+const DEFAULT_PAGE_SIZE = 50
+const MAX_PAGE_SIZE = 200
+const MAX_QUERY_LENGTH = 200
 
 /**
  * The orders of the catalog: `kind` (built-ins first, then custom agents), `name`, `updated` (when the
  * current version was saved; built-ins, which have no date, count as the oldest) and `audience`; ties
  * by name. Each has a default direction: newest first for `updated`, else ascending.
  */
-export const SORTS = ["kind", "name", "updated", "audience"] as const
+const SORTS = ["kind", "name", "updated", "audience"] as const
 export type CatalogSort = (typeof SORTS)[number]
-export const ORDERS = ["asc", "desc"] as const
+const ORDERS = ["asc", "desc"] as const
 export type SortOrder = (typeof ORDERS)[number]
 export const defaultOrder = (sort: CatalogSort): SortOrder => (sort === "updated" ? "desc" : "asc")
 

@@ -8,13 +8,12 @@ import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { inFile, readFrontMatter } from "./frontMatter.ts"
 import { displayName } from "../contract/packagePaths.ts"
 
-export const EVALS_DIR = "evals"
-export const FIXTURES_DIR = "evals/fixtures"
-export const EVAL_NAME = /^[a-z][a-z0-9-]*$/
-export const MAX_EVAL_NAME_LENGTH = 64
+const EVALS_DIR = "evals"
+const EVAL_NAME = /^[a-z][a-z0-9-]*$/
+const MAX_EVAL_NAME_LENGTH = 64
 const MAX_TEXT = 2000
 
-export type EvalPathRole =
+type EvalPathRole =
   | { readonly role: "eval"; readonly name: string }
   | { readonly role: "fixture"; readonly folder: string; readonly path: string }
   | { readonly role: "other"; readonly message: string }
@@ -22,7 +21,7 @@ export type EvalPathRole =
 const LAYOUT = "evals/ holds <name>.md files and fixture folders evals/fixtures/<folder>/…"
 
 /** The role of a path under `evals/` (already passed `pathProblems`); undefined for any other path. */
-export const evalPathRole = (path: string): EvalPathRole | undefined => {
+const evalPathRole = (path: string): EvalPathRole | undefined => {
   const parts = path.split("/")
   if (parts[0] !== EVALS_DIR || parts.length < 2) return undefined
   const [, second, folder] = parts
@@ -60,7 +59,7 @@ export const EvalExpect = Schema.Struct({
 })
 export type EvalExpect = typeof EvalExpect.Type
 
-export const EvalFrontMatter = Schema.Struct({
+const EvalFrontMatter = Schema.Struct({
   description: Text,
   fixture: Schema.String.pipe(Schema.minLength(1, { message: () => "must name a folder under evals/fixtures/" })),
   expect: EvalExpect

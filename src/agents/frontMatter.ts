@@ -11,7 +11,7 @@ export const MAX_FRONT_MATTER_BYTES = 64 * 1024
 /** Values after parsing (mappings, lists, scalars); an alias counts again at every use. */
 export const MAX_FRONT_MATTER_NODES = 10_000
 /** Nesting of mappings and lists. */
-export const MAX_FRONT_MATTER_DEPTH = 16
+const MAX_FRONT_MATTER_DEPTH = 16
 
 /** The YAML block and the body after the closing `---` line (its line break stripped). */
 export interface SplitFrontMatter {

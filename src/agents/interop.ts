@@ -16,7 +16,7 @@ import { displayName } from "../contract/packagePaths.ts"
 import { yamlString, yamlValue } from "./serializePackage.ts"
 
 /** Claude Code's built-in tool names and the kernel tool each becomes. */
-export const CLAUDE_TOOLS: Readonly<Record<string, string>> = {
+const CLAUDE_TOOLS: Readonly<Record<string, string>> = {
   Read: "read",
   Grep: "grep",
   Glob: "find",
@@ -31,10 +31,10 @@ export const CLAUDE_TOOLS: Readonly<Record<string, string>> = {
 }
 
 /** The mapping as people read it: `Read→read, Grep→grep, …, Edit/MultiEdit→edit`. */
-export const CLAUDE_MAPPING_TEXT = "Read→read, Grep→grep, Glob→find, LS→ls, Bash→shell, Write→write, Edit/MultiEdit→edit, WebFetch→web_fetch, WebSearch→web_search"
+const CLAUDE_MAPPING_TEXT = "Read→read, Grep→grep, Glob→find, LS→ls, Bash→shell, Write→write, Edit/MultiEdit→edit, WebFetch→web_fetch, WebSearch→web_search"
 
 /** Claude Code's built-in tools that have no Kintsugi equivalent, each with what it does there. */
-export const CLAUDE_ONLY_TOOLS: Readonly<Record<string, string>> = {
+const CLAUDE_ONLY_TOOLS: Readonly<Record<string, string>> = {
   Agent: "starts subagents",
   Task: "starts subagents",
   TaskOutput: "reads a background task's output",

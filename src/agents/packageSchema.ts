@@ -10,7 +10,7 @@ export const MAX_AGENT_NAME_LENGTH = 64
 /** Also the cap for local skill names. */
 export const MAX_SKILL_NAME_LENGTH = 64
 export const MAX_DESCRIPTION_LENGTH = 2000
-export const MAX_LIST_ITEMS = 64
+const MAX_LIST_ITEMS = 64
 export const MAX_ITEM_LENGTH = 200
 
 export const AUDIENCES = ["runtime", "member"] as const
@@ -28,7 +28,7 @@ export const AgentName = Schema.String.pipe(
 )
 
 /** The author's label, kept as YAML typed it: `version: 3` is a number, `version: "1.10"` a string. */
-export const AgentVersion = Schema.Union(
+const AgentVersion = Schema.Union(
   Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_ITEM_LENGTH)),
   Schema.Number.pipe(Schema.finite())
 ).annotations({
@@ -64,7 +64,7 @@ const Gate = Schema.Literal("evals").annotations({ message: () => ({ message: "m
 
 const optional = <A, I>(s: Schema.Schema<A, I>) => Schema.optionalWith(s, { exact: true })
 
-export const MemoryRole = Schema.Literal("reviewer").annotations({ message: () => ({ message: "must be reviewer", override: true }) })
+const MemoryRole = Schema.Literal("reviewer").annotations({ message: () => ({ message: "must be reviewer", override: true }) })
 
 /** `<name>.md` front matter, as written (own properties only; unknown keys are problems). */
 export const AgentFrontMatter = Schema.Struct({
@@ -100,8 +100,8 @@ export const SkillFrontMatter = Schema.Struct({
   description: optional(Description)
 })
 
-export const LocalSkill = Schema.Struct({ name: Schema.String, content: Schema.String })
-export type LocalSkill = typeof LocalSkill.Type
+const LocalSkill = Schema.Struct({ name: Schema.String, content: Schema.String })
+type LocalSkill = typeof LocalSkill.Type
 
 /** A package file other than `<name>.md` and `skills/<n>/SKILL.md`: commands, workflows, scripts, schemas. */
 export const PackageFile = Schema.Struct({ path: Schema.String, content: Schema.String })

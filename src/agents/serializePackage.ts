@@ -35,7 +35,7 @@ const outputYaml = (o: NonNullable<AgentPackage["outputs"]>[number]): string =>
   typeof o === "string" ? yamlString(o) : `{ file: ${yamlString(o.file)}, schema: ${yamlString(o.schema)} }`
 
 /** The `<name>.md` front matter block (without the `---` lines), keys in the documented order. */
-export const frontMatterYaml = (pkg: AgentPackage): string =>
+const frontMatterYaml = (pkg: AgentPackage): string =>
   [
     `name: ${yamlString(pkg.name)}`,
     `version: ${yamlScalar(pkg.version)}`,

@@ -15,9 +15,9 @@ import { MAX_PACKAGE_BYTES, MAX_PACKAGE_FILE_BYTES, MAX_PACKAGE_FILES, PACKAGE_P
 import { displayName, duplicateNames, pathProblems } from "../contract/packagePaths.ts"
 import { MAX_DESCRIPTION_LENGTH, MAX_ITEM_LENGTH, MAX_SKILL_NAME_LENGTH } from "./packageSchema.ts"
 
-export const SKILL_FILE = "SKILL.md"
+const SKILL_FILE = "SKILL.md"
 /** Longest SKILL.md body (the skill's content, embedded in every job that lists it). */
-export const MAX_SKILL_CONTENT_BYTES = 256 * 1024
+const MAX_SKILL_CONTENT_BYTES = 256 * 1024
 
 /** A shared skill ready to be stored: front matter read, resources checked. */
 export interface SkillImport {

@@ -11,7 +11,7 @@ import { AgentName, type AgentPackage, MAX_AGENT_NAME_LENGTH } from "./packageSc
 import { contractOf } from "./outputSchemas.ts"
 import { isSchemaFile, isSkillFile, packageFileSkill } from "./packageSkills.ts"
 
-export { type InstallationContext, installationProblems, mcpServersOf } from "./agentChecks.ts"
+export { installationProblems, mcpServersOf } from "./agentChecks.ts"
 
 /** What validateAgent checks a package against. */
 export interface ValidationContext {

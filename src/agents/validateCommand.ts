@@ -26,7 +26,7 @@ const stdio: CommandIo = {
 const safe = (line: string) => displayName(line)
 
 /** What `agents validate` found: every problem, the warnings and notes, and the package when it is valid. */
-export interface ValidationReport {
+interface ValidationReport {
   readonly problems: ReadonlyArray<{ readonly path: string; readonly message: string }>
   /** What an import would leave out: one line per Claude Code tool dropped. */
   readonly warnings: ReadonlyArray<string>
@@ -37,7 +37,7 @@ export interface ValidationReport {
 }
 
 /** `--mcp-servers a,b` as a set (empty entries dropped: `""` = no server is registered). */
-export const parseMcpServerList = (list: string): ReadonlySet<string> =>
+const parseMcpServerList = (list: string): ReadonlySet<string> =>
   new Set(list.split(",").map((s) => s.trim()).filter((s) => s !== ""))
 
 /**
@@ -47,7 +47,7 @@ export const parseMcpServerList = (list: string): ReadonlySet<string> =>
  * given; the registry is read only when the package grants MCP tools. Unreadable registry: a note.
  * `strict` refuses Claude Code tools without an equivalent, as a strict import does.
  */
-export const validatePackage = async (
+const validatePackage = async (
   target: string,
   env: Readonly<Record<string, string | undefined>>,
   mcpServers?: ReadonlySet<string>,

@@ -28,7 +28,7 @@ const u32 = (b: Uint8Array, o: number) => (u16(b, o) | (u16(b, o + 2) << 16)) >>
 
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 /** Byte-for-character, as fflate decodes names without the UTF-8 flag. */
-export const latin1 = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1")
+const latin1 = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1")
 
 /**
  * A name as written: UTF-8 when flagged; without the flag ASCII, else UTF-8 if it decodes (what

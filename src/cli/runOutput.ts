@@ -79,7 +79,7 @@ export const summaryOf = (job: unknown): RunSummary | undefined => {
 const seconds = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)}s` : ms < 600_000 ? `${Math.round(ms / 1000)}s` : `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`)
 
 /** The human summary line: `✔ completed in 4.2s · 2 turns · 1100 in / 50 out tokens · $0.0012 · job <id> · outputs: …`. */
-export const summaryLine = (s: RunSummary): string => {
+const summaryLine = (s: RunSummary): string => {
   const parts: Array<string> = []
   if (s.status === "completed") parts.push(`✔ completed${s.durationMs === null ? "" : ` in ${seconds(s.durationMs)}`}`)
   else {

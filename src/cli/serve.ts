@@ -13,7 +13,7 @@ import * as Option from "effect/Option"
 import { CliExit, setInterruptedExitCode } from "./exit.ts"
 
 /** Configuration that reads the secrets from memory first, then the (secret-free) environment. */
-export const secretsConfigProvider = (values: ReadonlyMap<string, string>): ConfigProvider.ConfigProvider =>
+const secretsConfigProvider = (values: ReadonlyMap<string, string>): ConfigProvider.ConfigProvider =>
   ConfigProvider.orElse(ConfigProvider.fromMap(new Map(values)), () => ConfigProvider.fromEnv())
 
 const firstLine = (e: unknown) => (e instanceof Error ? e.message : String(e)).split("\n")[0] ?? ""

@@ -13,7 +13,7 @@ export const colourAllowed = (stream: { readonly isTTY?: boolean | undefined }, 
 const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)/g
 
 /** `text` without terminal escape sequences. */
-export const stripAnsi = (text: string): string => text.replace(ANSI, "")
+const stripAnsi = (text: string): string => text.replace(ANSI, "")
 
 /** `text` without colours and text styles (SGR sequences), keeping cursor moves (the wizard's prompts need them). */
 export const stripColour = (text: string): string => text.replace(/\u001b\[[0-9;]*m/g, "")

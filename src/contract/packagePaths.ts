@@ -5,7 +5,7 @@
  */
 
 /** UTF-8 bytes of a whole relative path. */
-export const MAX_PATH_BYTES = 255
+const MAX_PATH_BYTES = 255
 
 /** C0, DEL and C1 controls (NUL is reported on its own). */
 const CONTROL = /[\u0001-\u001f\u007f-\u009f]/

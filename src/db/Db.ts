@@ -60,13 +60,13 @@ export interface DbOptions {
  * loses its portal), so a single connection is the only safe setting. Requests queue in the pool instead;
  * a transaction holds the connection, as it would gate the other connections in PGlite.
  */
-export const SERVER_POOL_SIZE = 10
-export const EMBEDDED_POOL_SIZE = 1
+const SERVER_POOL_SIZE = 10
+const EMBEDDED_POOL_SIZE = 1
 const CONNECT_TIMEOUT = Duration.seconds(10)
 /** How long after start-up a missing data-dir template is built (start-up itself is not slowed). */
 const TEMPLATE_BUILD_DELAY = Duration.seconds(5)
 /** The default statement timeout: on a server `statement_timeout`, on the embedded database the watchdog's limit. */
-export const STATEMENT_TIMEOUT = Duration.seconds(30)
+const STATEMENT_TIMEOUT = Duration.seconds(30)
 
 // camelCase in TypeScript, snake_case in SQL. JSON values are stored and returned verbatim (job
 // metadata and tool inputs must not have their keys rewritten).

@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url"
 import { listMigrations, migrationsDir } from "./migrations.ts"
 
 /** Where templates live, or undefined when disabled. */
-export const templatesRoot = (env: Record<string, string | undefined> = process.env): string | undefined => {
+const templatesRoot = (env: Record<string, string | undefined> = process.env): string | undefined => {
   const given = env["KINTSUGI_DB_TEMPLATES"]
   if (given === "off") return undefined
   if (given !== undefined && given !== "") return path.resolve(given)

@@ -9,7 +9,6 @@ import { Effect, Option } from "effect"
 import fs from "node:fs"
 import path from "node:path"
 
-export { MigrationError } from "@effect/sql/Migrator"
 
 /** The project's migrations folder, resolved relative to this module. */
 export const migrationsDir: string = path.resolve(import.meta.dir, "../../migrations")

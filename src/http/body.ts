@@ -20,7 +20,7 @@ const unreadable = badRequest([{ path: "(body)", message: "could not be read to 
  * The body's bytes, read as they arrive and abandoned (the stream cancelled) as soon as they pass `max`;
  * a declared Content-Length over `max` is refused before reading anything. No body = no bytes.
  */
-export const readBody = (request: Request, max: number = MAX_BODY_BYTES): Effect.Effect<Uint8Array, ApiError> =>
+const readBody = (request: Request, max: number = MAX_BODY_BYTES): Effect.Effect<Uint8Array, ApiError> =>
   Effect.gen(function* () {
     const declared = request.headers.get("content-length")
     if (declared !== null && Number(declared) > max) return yield* Effect.fail(tooLarge(max))
@@ -50,7 +50,7 @@ export const readBody = (request: Request, max: number = MAX_BODY_BYTES): Effect
 const refuse = (problems: ReadonlyArray<Problem>) => Effect.fail(badRequest(problems))
 
 /** The body as strict UTF-8 text, capped at `max` bytes. */
-export const textBody = (request: Request, max: number = MAX_BODY_BYTES): Effect.Effect<string, ApiError> =>
+const textBody = (request: Request, max: number = MAX_BODY_BYTES): Effect.Effect<string, ApiError> =>
   Effect.flatMap(readBody(request, max), (bytes) => {
     const text = utf8(bytes)
     return text === undefined ? refuse([{ path: "(body)", message: "is not valid UTF-8" }]) : Effect.succeed(text)

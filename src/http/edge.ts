@@ -58,7 +58,7 @@ const addresses = new WeakMap<Request, string>()
 export const clientAddress = (request: Request): string => addresses.get(request) ?? "unknown"
 
 /** Problems of the URL's path segments and query parameters: not UTF-8, or a character that cannot be stored. */
-export const urlProblems = (url: URL): Array<Problem> => {
+const urlProblems = (url: URL): Array<Problem> => {
   const problems: Array<Problem> = []
   for (const segment of url.pathname.split("/")) {
     const decoded = percentDecoded(segment, false)

@@ -106,7 +106,7 @@ export const json = (body: unknown, status = 200, headers: Record<string, string
     headers: { "content-type": "application/json; charset=utf-8", ...SECURITY_HEADERS, ...headers }
   })
 
-export const errorBody = (e: ApiError) => ({
+const errorBody = (e: ApiError) => ({
   error: {
     code: kebab(e._tag),
     message: e.message,

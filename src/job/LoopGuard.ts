@@ -8,10 +8,10 @@
  * From the 5th repeat on, the tool result carries a nudge; the nudge is not part of the answer the
  * guard compares, so it cannot change the 12 rule.
  */
-export const REPEAT_LIMIT = 12
+const REPEAT_LIMIT = 12
 export const NUDGE_AT = 5
-export const TEXT_LIMIT = 150_000
-export const TOOL_ARGS_LIMIT = 400_000
+const TEXT_LIMIT = 150_000
+const TOOL_ARGS_LIMIT = 400_000
 
 /** JSON with object keys sorted at every depth: key order and whitespace do not matter. */
 export const canonicalJson = (value: unknown): string => {

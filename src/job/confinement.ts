@@ -11,7 +11,7 @@ import { ToolError } from "./ToolError.ts"
 import { MAX_PATH_INPUT_BYTES } from "./toolLimits.ts"
 import { C, closeQuietly, fdInside, fdPath, isInside, readFd } from "./confinementSync.ts"
 
-export { HEAD_BYTES, isInside, listDirSync, readFileSyncChecked, type Scratch } from "./confinementSync.ts"
+export { isInside } from "./confinementSync.ts"
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
 
 /** The canonical workspace of one job: every path is absolute and canonical (realpath), resolved once at job start. */
@@ -71,7 +71,7 @@ const toolError = (message: string) => new ToolError({ message })
 const codeOf = (e: unknown): string => (e as NodeJS.ErrnoException | undefined)?.code ?? "EUNKNOWN"
 
 /** `p` relative to `base` with forward slashes ("." for `base` itself). */
-export const displayPath = (base: string, p: string): string =>
+const displayPath = (base: string, p: string): string =>
   path.relative(base, p).split(path.sep).join("/") || "."
 
 /** A canonical readable path as tools show it: under SKILLS_MOUNT for skill files, else relative to the root. */
@@ -240,7 +240,7 @@ export const resolveWritePath = (ws: ResolvedWorkspace, input: string): Effect.E
  * O_NONBLOCK), checks its type with fstat and, on Linux, that the descriptor still lies inside
  * `target.root`; `use` reads from that descriptor, which is closed afterwards, also on interruption.
  */
-export const openChecked = <A, E>(
+const openChecked = <A, E>(
   target: { readonly path: string; readonly root: string; readonly display: string },
   kind: "file" | "directory",
   use: (fd: number, stat: fs.Stats) => Effect.Effect<A, E>

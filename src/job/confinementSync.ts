@@ -74,7 +74,7 @@ const openVerifiedDir = (dir: string, root: string): number => {
 }
 
 /** How much of a file `readFileSyncChecked` reads before asking `skipByHead`. */
-export const HEAD_BYTES = 64 * 1024
+const HEAD_BYTES = 64 * 1024
 /** Files up to this size are read in one go (a second read costs more than it could save). */
 const STREAM_FROM_BYTES = 1024 * 1024
 

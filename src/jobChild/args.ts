@@ -3,8 +3,8 @@
  * `run-job --ahead` for a child started before its job (the worker's pool), which warms up while it
  * waits for its envelope (jobChild/warmUp.ts). Imports nothing: cli.ts reads it before anything loads.
  */
-export const RUN_JOB = "run-job"
-export const AHEAD_FLAG = "--ahead"
+const RUN_JOB = "run-job"
+const AHEAD_FLAG = "--ahead"
 
 /** The arguments (after the script) of a child started now (`ahead` false) or ahead of its job. */
 export const runJobArgs = (ahead: boolean): Array<string> => (ahead ? [RUN_JOB, AHEAD_FLAG] : [RUN_JOB])

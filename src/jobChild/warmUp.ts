@@ -55,7 +55,7 @@ export const WARM_UP_ENVELOPE = {
 } as const
 
 /** pi-ai's model service, built as for a job, whose every call fails before a request is made. */
-export const noModelCalls: MakeLlm = (job) =>
+const noModelCalls: MakeLlm = (job) =>
   Effect.map(piAiLlm(job), (llm) => {
     const refused = Effect.fail(new LlmFailed({ message: "the warm-up makes no model call" }))
     return Llm.of({ model: llm.model, complete: () => refused, summarise: () => refused })

@@ -63,7 +63,7 @@ export interface KernelConfig {
 }
 
 /** What the per-job `Llm` is built from; the live one is pi-ai's. */
-export interface LlmJob {
+interface LlmJob {
   readonly jobId: string
   readonly prepared: PreparedJob
   readonly jobModels: JobModels

@@ -12,7 +12,7 @@ import { Llm } from "./Llm.ts"
 import { renderTranscript, SUMMARISER_INSTRUCTION } from "./compactionTranscript.ts"
 
 /** The policy, as shares of the model's context window (docs/kernel.md, "Compaction"). */
-export const COMPACTION = {
+const COMPACTION = {
   /** Compact before a turn whose estimated prompt passes this share of the window. */
   threshold: 0.8,
   /** The newest turns kept whole fit this share of min(window, prompt); the newest turn always stays. */
@@ -118,7 +118,7 @@ export const dropToolResults = (messages: ReadonlyArray<Message>, plan: Compacti
 }
 
 /** The pair that stands for the summarised turns, after the task: the model's own summary, then "continue". */
-export const summaryPair = (summary: string, model: Model<Api>, timestamp: number): [AssistantMessage, UserMessage] => [
+const summaryPair = (summary: string, model: Model<Api>, timestamp: number): [AssistantMessage, UserMessage] => [
   {
     role: "assistant",
     content: [{ type: "text", text: `${SUMMARY_HEAD}\n\n${summary}` }],

@@ -5,7 +5,6 @@
 import { dlopen, FFIType } from "bun:ffi"
 
 const PR_SET_PDEATHSIG = 1
-const PR_GET_PDEATHSIG = 2
 const SIGKILL = 9
 
 const libc = () =>
@@ -33,12 +32,3 @@ export const dieWithParent = (expectedParent: number = process.ppid): boolean =>
   }
 }
 
-/** The armed parent-death signal (0 = none), or undefined off Linux. */
-export const parentDeathSignal = (): number | undefined => {
-  if (process.platform !== "linux") return undefined
-  const lib = dlopen("libc.so.6", { prctl: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.u64, FFIType.u64], returns: FFIType.i32 } })
-  const out = new Int32Array(1)
-  lib.symbols.prctl(PR_GET_PDEATHSIG, out, 0, 0, 0)
-  lib.close()
-  return out[0]
-}

@@ -23,7 +23,7 @@ export interface FoundCitation {
 }
 
 /** Citations kept in the event; the counts always cover all of them. */
-export const MAX_LISTED_CITATIONS = 200
+const MAX_LISTED_CITATIONS = 200
 /** Output files larger than this are not scanned. */
 const MAX_OUTPUT_BYTES = 2 * 1024 * 1024
 /** A citation spanning more lines than this is not a citation of lines (a year range, say). */
@@ -119,7 +119,7 @@ export interface GroundingResult {
  * a readable workspace file (undefined otherwise). A line past the end of the file was never shown
  * either (a whole-file read is open-ended), so it is ungrounded.
  */
-export const classify = (
+const classify = (
   found: ReadonlyArray<FoundCitation>,
   shown: ReadonlyArray<ShownRange>,
   lineCount: (path: string) => Effect.Effect<number | undefined>
@@ -162,7 +162,7 @@ const readOutput = (path: string, outDir: string): Promise<string | undefined> =
   )
 
 /** The citations of the job's output files (paths relative to outDir, from `output` events) and its summary. */
-export const findCitations = (outputs: ReadonlyArray<string>, summary: string): Effect.Effect<Array<FoundCitation>, never, Workspace> =>
+const findCitations = (outputs: ReadonlyArray<string>, summary: string): Effect.Effect<Array<FoundCitation>, never, Workspace> =>
   Effect.gen(function* () {
     const ws = yield* Workspace
     const found: Array<FoundCitation> = []
@@ -185,7 +185,7 @@ const MAX_CITED_BYTES = 32 * 1024 * 1024
  * The number of lines of a cited path when it is a file the job could read (the read tool's
  * confinement and checked descriptor: nothing outside the read-only entries is probed), else undefined.
  */
-export const citedLineCount = (path: string): Effect.Effect<number | undefined, never, Workspace> =>
+const citedLineCount = (path: string): Effect.Effect<number | undefined, never, Workspace> =>
   Effect.flatMap(Workspace, (ws) =>
     ws.resolveRead(path).pipe(
       Effect.flatMap((target) => ws.readFile(target, MAX_CITED_BYTES)),

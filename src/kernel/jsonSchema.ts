@@ -23,7 +23,7 @@ import { MAX_OUTPUT_SCHEMA_BYTES } from "../contract/AgentDefinition.ts"
 import { Ajv, Ajv2020 } from "./ajvEngines.ts"
 
 /** Largest schema file, UTF-8 bytes. */
-export const MAX_SCHEMA_BYTES = MAX_OUTPUT_SCHEMA_BYTES
+const MAX_SCHEMA_BYTES = MAX_OUTPUT_SCHEMA_BYTES
 /** A longer pointer is cut (keys are the model's text). */
 const MAX_POINTER_CHARS = 200
 /** Problems named per output file; the rest are counted. */
@@ -33,7 +33,7 @@ const DRAFT_2020 = "https://json-schema.org/draft/2020-12/schema"
 const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-07\/schema#?$/
 
 /** One place in the checked document that violates the schema. */
-export interface SchemaViolation {
+interface SchemaViolation {
   /** JSON pointer into the document (`/findings/0/line`; `` is the whole document). */
   readonly pointer: string
   readonly message: string

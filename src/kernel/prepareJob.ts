@@ -52,7 +52,7 @@ export interface JobEnvironment {
 const toolProblems = (parts: JobParts): ReadonlyArray<Problem> => mcpGrantProblems(parts.agent?.tools, parts.mcp?.servers)
 
 /** The process tools (shell, git) an agent grants, with where: no `tools` list grants every kernel tool. */
-export const processToolGrants = (agent: JobSpec["agent"]): ReadonlyArray<{ readonly path: string; readonly name: string }> =>
+const processToolGrants = (agent: JobSpec["agent"]): ReadonlyArray<{ readonly path: string; readonly name: string }> =>
   agent.tools === undefined
     ? [{ path: "agent.tools", name: "shell and git (granted by default when no tools are listed)" }]
     : agent.tools.flatMap((name, i) => (name === "shell" || name === "git" ? [{ path: `agent.tools.${i}`, name }] : []))

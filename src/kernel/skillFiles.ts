@@ -18,7 +18,7 @@ export interface SkillFilesDir {
 }
 
 /** Every problem of the files' names: bad paths, and two files of one skill with the same path. */
-export const skillFileProblems = (files: ReadonlyArray<SkillFile>): Array<Problem> => [
+const skillFileProblems = (files: ReadonlyArray<SkillFile>): Array<Problem> => [
   ...files.flatMap((f, i) => pathProblems(f.path).map((message) => ({ path: `skillFiles.${i}.path`, message }))),
   ...duplicateNames(files.map((f) => `${f.skill}/${f.path}`)).map(({ index }) => ({ path: `skillFiles.${index}.path`, message: `duplicate file of skill "${files[index]?.skill ?? ""}"` }))
 ]
@@ -49,7 +49,7 @@ const write = (files: ReadonlyArray<SkillFile>): SkillFilesDir => {
 }
 
 /** Removes the directory (made writable again first); never fails. */
-export const removeSkillFiles = (dir: string): void => {
+const removeSkillFiles = (dir: string): void => {
   try {
     chmodDirs(dir, 0o700)
   } catch {

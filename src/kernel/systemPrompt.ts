@@ -9,7 +9,7 @@ import type { AgentDefinition } from "../contract/AgentDefinition.ts"
 import { SKILLS_MOUNT } from "../job/confinement.ts"
 
 /** Tools that make the research block appear: the memory tools (memory_*, scratchpad_*) and the web tools. */
-export const RESEARCH_TOOL_PREFIXES = ["memory_", "scratchpad_", "web_search", "web_fetch"] as const
+const RESEARCH_TOOL_PREFIXES = ["memory_", "scratchpad_", "web_search", "web_fetch"] as const
 
 const researchBlock = (tools: ReadonlyArray<string>): string =>
   [

@@ -65,7 +65,7 @@ const embeddedV4 = (a: ipaddr.IPv6): ReadonlyArray<ipaddr.IPv4> | "refuse" => {
  * Why `ip` is not a public unicast address (loopback, private, link-local, …, or an IPv6 form that
  * embeds such an IPv4 address), or undefined when it is public. Text that is not an address is refused.
  */
-export const addressProblem = (ip: string): string | undefined => {
+const addressProblem = (ip: string): string | undefined => {
   let parsed: ipaddr.IPv4 | ipaddr.IPv6
   try {
     parsed = ipaddr.parse(ip)

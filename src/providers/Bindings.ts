@@ -12,7 +12,7 @@ import { BindingInvalid, BindingNotFound } from "./errors.ts"
 import { ProviderStore } from "./ProviderStore.ts"
 import { traced } from "../telemetry/traced.ts"
 
-export const BindingInput = Schema.Struct({
+const BindingInput = Schema.Struct({
   providerId: Schema.String,
   modelId: Schema.String,
   thinking: Schema.optionalWith(Schema.NullOr(ThinkingLevel), { exact: true })
@@ -43,7 +43,7 @@ export class Bindings extends Context.Tag("providers/Bindings")<
   }
 >() {}
 
-export const makeBindings = Effect.gen(function* () {
+const makeBindings = Effect.gen(function* () {
   const sql = yield* SqlClient
   const providers = yield* ProviderStore
   const select = (agentName?: string, projectId?: string) =>

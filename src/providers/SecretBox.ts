@@ -60,7 +60,7 @@ const keyFrom = (text: string): Uint8Array => createHash("sha256").update(text).
 export const secretKeyPath = (dataDir: string): string => path.join(dataDir, "secret.key")
 
 /** The generated key file: created once with mode 0600; an existing file readable by others is refused. */
-export const keyFile = (dataDir: string): Effect.Effect<Uint8Array, SecretKeyError> =>
+const keyFile = (dataDir: string): Effect.Effect<Uint8Array, SecretKeyError> =>
   Effect.try({
     try: () => {
       const file = secretKeyPath(dataDir)

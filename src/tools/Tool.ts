@@ -106,7 +106,7 @@ export const defineTool = <A, I extends Record<string, unknown>>(def: {
  * inlined (Anthropic drops a `$ref` root, some gateways reject `$defs`), no `$schema`, and no
  * `title` (Effect fills it with filter names like "between(1, 600)": noise in every prompt).
  */
-export const toolJsonSchema = (schema: Schema.Schema.Any): Record<string, unknown> => {
+const toolJsonSchema = (schema: Schema.Schema.Any): Record<string, unknown> => {
   const { $schema: _schema, $defs, ...root } = JSONSchema.make(schema) as unknown as Record<string, unknown>
   const defs = ($defs ?? {}) as Record<string, unknown>
   /** A schema node: `$ref` replaced by its definition, `title` dropped, children walked. */

@@ -8,13 +8,13 @@ import type { RE2JS } from "re2js"
 
 export const MAX_DENY_PATTERNS = 64
 /** Per pattern, UTF-8 bytes. */
-export const MAX_DENY_PATTERN_BYTES = 1024
+const MAX_DENY_PATTERN_BYTES = 1024
 /**
  * re2js program size (≈ NFA instructions) per pattern and for all patterns together. Matching costs
  * about input length × program size in the worst case (no DFA), so these bound the stall per call.
  */
-export const MAX_DENY_PROGRAM_SIZE = 400
-export const MAX_DENY_TOTAL_PROGRAM_SIZE = 1600
+const MAX_DENY_PROGRAM_SIZE = 400
+const MAX_DENY_TOTAL_PROGRAM_SIZE = 1600
 /** Longer commands are blocked outright when patterns are configured (fail closed). */
 export const MAX_DENY_INPUT_BYTES = 64 * 1024
 
@@ -24,7 +24,7 @@ export interface DenyPatternProblem {
   readonly message: string
 }
 
-export type DenyVerdict = { readonly blocked: false } | { readonly blocked: true; readonly reason: string }
+type DenyVerdict = { readonly blocked: false } | { readonly blocked: true; readonly reason: string }
 
 /** Never throws; an engine error or an oversize command blocks. */
 export type DenyMatcher = (command: string) => DenyVerdict

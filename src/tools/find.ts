@@ -13,8 +13,8 @@ import { Workspace } from "../job/Workspace.ts"
 
 /** Most paths `find` prints. */
 export const MAX_FIND_RESULTS = 1000
-export const FIND_WALK_LIMITS: WalkLimits = { maxEntries: 200_000, maxDepth: 64 }
-export const FIND_MAX_MS = 20_000
+const FIND_WALK_LIMITS: WalkLimits = { maxEntries: 200_000, maxDepth: 64 }
+const FIND_MAX_MS = 20_000
 
 const Params = Schema.Struct({
   pattern: Schema.String.annotations({

@@ -25,7 +25,7 @@ const NO_EXT = ["--no-ext-diff", "--no-textconv"] as const
  * that fetches, writes refs or the index, or edits. `branch` and `tag` always run in list mode (git
  * refuses `--list` together with -d/-m/-c/--set-upstream-to, so those cannot mutate).
  */
-export const GIT_SUBCOMMANDS: Readonly<Record<string, ReadonlyArray<string>>> = {
+const GIT_SUBCOMMANDS: Readonly<Record<string, ReadonlyArray<string>>> = {
   status: [], log: NO_EXT, show: NO_EXT, diff: NO_EXT, "diff-tree": NO_EXT, blame: ["--no-textconv"],
   grep: ["--no-textconv"], "ls-files": [], "ls-tree": [], "cat-file": [], "rev-parse": [], "rev-list": [],
   describe: [], shortlog: [], branch: ["--list"], tag: ["--list"], "show-ref": [], "for-each-ref": [],
@@ -36,7 +36,7 @@ export const GIT_SUBCOMMANDS: Readonly<Record<string, ReadonlyArray<string>>> = 
  * Long options refused in any spelling git accepts: exact, `--name=value`, or an abbreviation (git
  * takes any unambiguous prefix, so every prefix of these names is refused, e.g. `--exec`, `--upload`).
  */
-export const GIT_DENIED_LONG = [
+const GIT_DENIED_LONG = [
   "git-dir", "work-tree", "exec-path", "namespace", "super-prefix", "config-env", // global repo/exec selection
   "output", "upload-pack", "receive-pack", "ext-diff", "textconv", "filters", // write files or run commands
   "open-files-in-pager", "no-index", "contents", // run a pager / read files outside the repository
@@ -55,7 +55,7 @@ const DENIED_IN_CLUSTER: Readonly<Record<string, string>> = { grep: "Of", blame:
 const DRIVER_COMMAND_KEY = /^(?:filter\..*\.(?:clean|smudge|process)|diff\..*\.(?:command|textconv)|merge\..*\.driver)$/s
 
 /** The environment git runs with, on top of the runner's allowlist: the shared hardening, scoped to the workspace. */
-export const gitEnvironment = (root: string): Record<string, string> => ({
+const gitEnvironment = (root: string): Record<string, string> => ({
   ...gitHardeningEnvironment(),
   // Never discover a repository above the workspace root.
   GIT_CEILING_DIRECTORIES: dirname(root)
@@ -92,7 +92,7 @@ export const checkGitArgs = (args: ReadonlyArray<string>): string | undefined =>
 }
 
 /** The argv that runs: hardening first, then the subcommand, its injected flags, the model's arguments. */
-export const gitArgv = (args: ReadonlyArray<string>): [string, ...Array<string>] => {
+const gitArgv = (args: ReadonlyArray<string>): [string, ...Array<string>] => {
   const [sub = "", ...rest] = args
   const injected = sub === "branch" && rest.includes("--show-current") ? [] : (GIT_SUBCOMMANDS[sub] ?? [])
   return [...hardenedGitPrefix(), sub, ...injected, ...rest]

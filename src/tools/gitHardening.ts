@@ -4,7 +4,7 @@
  */
 
 /** Config overrides (command-line config wins over the repository's): nothing the repository says runs code. */
-export const GIT_HARDENING_CONFIG: ReadonlyArray<string> = [
+const GIT_HARDENING_CONFIG: ReadonlyArray<string> = [
   "core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat", "core.sshCommand=false",
   "core.askPass=false", "core.attributesFile=/dev/null", "diff.external=", "log.showSignature=false",
   "commit.gpgSign=false", "tag.gpgSign=false",
@@ -16,7 +16,7 @@ export const GIT_HARDENING_CONFIG: ReadonlyArray<string> = [
 ]
 
 /** Global flags placed before the subcommand. */
-export const GIT_GLOBAL_FLAGS: ReadonlyArray<string> = ["--no-optional-locks", "--no-pager"]
+const GIT_GLOBAL_FLAGS: ReadonlyArray<string> = ["--no-optional-locks", "--no-pager"]
 
 /** `git -c k=v … <global flags>`, then `extraConfig` (the caller's own `k=v`), ready for the subcommand. */
 export const hardenedGitPrefix = (extraConfig: ReadonlyArray<string> = []): [string, ...Array<string>] => [

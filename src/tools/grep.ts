@@ -18,13 +18,12 @@ import { Limits } from "../job/Limits.ts"
 import { displayOf, validateInput } from "../job/confinement.ts"
 import { Workspace } from "../job/Workspace.ts"
 
-export { MAX_LINE_CHARS } from "./grepScan.ts"
 
 /** Files larger than this are skipped (generated bundles, data). */
-export const MAX_GREP_FILE_BYTES = 4 * 1024 * 1024
-export const GREP_WALK_LIMITS: WalkLimits = { maxEntries: 200_000, maxDepth: 64 }
+const MAX_GREP_FILE_BYTES = 4 * 1024 * 1024
+const GREP_WALK_LIMITS: WalkLimits = { maxEntries: 200_000, maxDepth: 64 }
 /** The longest a call may take (less when the job has less time left): its hard time limit. */
-export const GREP_MAX_MS = 30_000
+const GREP_MAX_MS = 30_000
 
 const Params = Schema.Struct({
   pattern: Schema.String.annotations({ description: "Regular expression (RE2 syntax: no lookaround or backreferences), or plain text with literal: true" }),

@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import { buildMatcher, type LineMatcher, type MatcherOptions } from "./grepScan.ts"
 import { ToolError } from "./Tool.ts"
 
-export { buildMatcher, nativeSource, requiredLiterals, type LineMatcher, type MatcherOptions } from "./grepScan.ts"
+export { requiredLiterals, type LineMatcher, type MatcherOptions } from "./grepScan.ts"
 
 /** Compiles the model's pattern; a syntax error comes back as a ToolError naming RE2 syntax. */
 export const compileMatcher = (pattern: string, opts: MatcherOptions): Effect.Effect<LineMatcher, ToolError> =>

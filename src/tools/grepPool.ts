@@ -16,7 +16,7 @@ import type { FileResult, FromWorker, ScanSpec, ToWorker } from "./grepWorker.ts
 export type { FileResult, ScanSpec } from "./grepWorker.ts"
 
 /** Workers per process: the cores (at most 8). */
-export const GREP_WORKERS = Math.max(1, Math.min(8, os.availableParallelism()))
+const GREP_WORKERS = Math.max(1, Math.min(8, os.availableParallelism()))
 /** Files per message to a worker once every worker is busy. */
 const BATCH_FILES = 64
 
@@ -61,7 +61,7 @@ const drop = (slot: Slot, why: string) => {
  * at `tools/grepWorker.js` beside its main file (or `grepWorker.js` with flat naming), which is then
  * preferred: no source tree needed.
  */
-export const grepWorkerUrl = (): string => {
+const grepWorkerUrl = (): string => {
   const dir = path.dirname(Bun.main)
   const bundled = Bun.main.endsWith(".js")
     ? [path.join(dir, "tools", "grepWorker.js"), path.join(dir, "grepWorker.js")].find((p) => fs.existsSync(p))

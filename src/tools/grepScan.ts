@@ -10,7 +10,7 @@ import { RE2JS } from "re2js"
 import { BINARY_SNIFF_BYTES, splitLines } from "./textFile.ts"
 
 /** Longest line shown; longer ones are cut around the match. */
-export const MAX_LINE_CHARS = 500
+const MAX_LINE_CHARS = 500
 
 export interface LineMatcher {
   /** Which engine tests lines: plain substring search, the JS engine's RegExp, or re2js. */
@@ -438,7 +438,7 @@ export interface FileHits {
   readonly ctxText: ReadonlyArray<string>
 }
 
-export const shorten = (line: string, at: number): string => {
+const shorten = (line: string, at: number): string => {
   if (line.length <= MAX_LINE_CHARS) return line
   const start = Math.max(0, Math.min(at - 100, line.length - MAX_LINE_CHARS))
   return `${start > 0 ? "…" : ""}${line.slice(start, start + MAX_LINE_CHARS)}${start + MAX_LINE_CHARS < line.length ? "…" : ""}`

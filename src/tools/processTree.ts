@@ -55,7 +55,7 @@ export const readStat = (pid: number | "self"): ProcStat | undefined => {
 }
 
 /** Zombies and dead entries count as gone: they hold no resources and cannot run again. */
-export const isLive = (s: ProcStat | undefined): s is ProcStat => s !== undefined && s.state !== "Z" && s.state !== "X"
+const isLive = (s: ProcStat | undefined): s is ProcStat => s !== undefined && s.state !== "Z" && s.state !== "X"
 
 /** Every process visible in `/proc`, one read of each `stat`; empty when `/proc` cannot be read. */
 export const scanProcesses = (): ReadonlyArray<ProcStat> => {

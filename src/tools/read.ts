@@ -11,10 +11,9 @@ import { Limits } from "../job/Limits.ts"
 import { Workspace } from "../job/Workspace.ts"
 import { BINARY_SNIFF_BYTES, splitLines } from "./textFile.ts"
 
-export { BINARY_SNIFF_BYTES, splitLines } from "./textFile.ts"
 
 /** Largest file `read` loads; bigger files are for grep. */
-export const MAX_READ_FILE_BYTES = 32 * 1024 * 1024
+const MAX_READ_FILE_BYTES = 32 * 1024 * 1024
 
 const Params = Schema.Struct({
   path: Schema.String.annotations({

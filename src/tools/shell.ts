@@ -8,8 +8,8 @@ import { Limits } from "../job/Limits.ts"
 import { defineTool, type KernelTool, ToolError } from "./Tool.ts"
 import { Workspace } from "../job/Workspace.ts"
 
-export const DEFAULT_TIMEOUT_SEC = 120
-export const MAX_TIMEOUT_SEC = 600
+const DEFAULT_TIMEOUT_SEC = 120
+const MAX_TIMEOUT_SEC = 600
 
 /** The `timeoutSec` parameter both process tools share. */
 export const TimeoutSec = Schema.Number.pipe(

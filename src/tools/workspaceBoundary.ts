@@ -12,7 +12,7 @@ import { isInside, type PathCheck } from "../job/confinement.ts"
 export type { PathCheck }
 
 /** A forbidden path and how messages call it (never the path itself). */
-export interface ForbiddenPath {
+interface ForbiddenPath {
   readonly path: string
   readonly name: string
 }
@@ -68,7 +68,7 @@ export const canonicalBoundary = (
   })
 
 /** The job root holding canonical `p`, if any. */
-export const jobRootOf = (b: CanonicalBoundary, p: string): string | undefined => b.jobRoots.find((r) => isInside(p, r))
+const jobRootOf = (b: CanonicalBoundary, p: string): string | undefined => b.jobRoots.find((r) => isInside(p, r))
 
 /**
  * Problems of one canonical workspace path: outside every job root; containing (equal to or above) a

@@ -17,7 +17,7 @@ export const WEB_FETCH_MAX_REDIRECTS = 5
 export const WEB_USER_AGENT = "KintsugiRuntime-WebFetch/1 (+https://kintsugi.invalid/web-fetch)"
 
 /** The rules a fetch can be refused by, beyond the URL policy's own. */
-export type FetchRule = UrlRule | "redirects" | "size" | "time" | "content-type" | "status" | "network"
+type FetchRule = UrlRule | "redirects" | "size" | "time" | "content-type" | "status" | "network"
 
 export class WebFetchRefused extends Schema.TaggedError<WebFetchRefused>()("WebFetchRefused", {
   rule: Schema.String,
@@ -49,7 +49,7 @@ export interface FetchedPage {
 }
 
 /** Media types whose body is text: text/*, JSON, XML and their structured-suffix forms. */
-export const isTextLike = (mediaType: string): boolean =>
+const isTextLike = (mediaType: string): boolean =>
   mediaType.startsWith("text/") ||
   ["application/json", "application/xml", "application/xhtml+xml", "application/javascript", "application/x-javascript", "application/ecmascript"].includes(mediaType) ||
   /^application\/[a-z0-9.+-]+\+(json|xml)$/.test(mediaType)

@@ -21,7 +21,7 @@ import { checkTargetRule, systemResolver, type NetworkAllowance, type Resolver }
 export const TEST_LOOPBACK_SETTING = "KINTSUGI_TEST_WEB_LOOPBACK"
 
 /** Refused outside tests: a production server with it set would let every job fetch its own host. */
-export class TestOnlySetting extends Error {
+class TestOnlySetting extends Error {
   constructor() {
     super(`${TEST_LOOPBACK_SETTING} is a test-only setting (it lets web_fetch reach loopback); it is refused unless NODE_ENV=test`)
     this.name = "TestOnlySetting"

@@ -33,11 +33,11 @@ export const JobInput = Schema.Struct({
 })
 export type JobInput = typeof JobInput.Type
 
-export const JOB_STATUSES = ["queued", "running", "completed", "failed"] as const
+const JOB_STATUSES = ["queued", "running", "completed", "failed"] as const
 export type JobStatus = (typeof JOB_STATUSES)[number]
 
 const GroundingCounts = Schema.Struct({ grounded: Schema.Number, ungrounded: Schema.Number, unknown: Schema.Number, required: Schema.Boolean })
-export type GroundingCounts = typeof GroundingCounts.Type
+type GroundingCounts = typeof GroundingCounts.Type
 
 const NullableString = Schema.NullOr(Schema.String)
 const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })

@@ -78,7 +78,7 @@ export class Projects extends Context.Tag("worker/Projects")<
   }
 >() {}
 
-export const makeProjects: Effect.Effect<Projects["Type"], never, SqlClient | JobRoots> = Effect.gen(function* () {
+const makeProjects: Effect.Effect<Projects["Type"], never, SqlClient | JobRoots> = Effect.gen(function* () {
   const sql = yield* SqlClient
   const roots = yield* JobRoots
   const checkRoot = (root: string | undefined) =>

@@ -52,7 +52,7 @@ const tokenRows = decodeRows(
   })
 )
 
-export const makeServiceTokens: Effect.Effect<ServiceTokens["Type"], never, SqlClient> = Effect.gen(function* () {
+const makeServiceTokens: Effect.Effect<ServiceTokens["Type"], never, SqlClient> = Effect.gen(function* () {
   const sql = yield* SqlClient
   return {
     mint: (grant) =>

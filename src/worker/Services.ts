@@ -34,12 +34,9 @@ export interface ServiceHandler {
 /** Every service handler of this installation (wired in the composition root). */
 export class ServiceHandlers extends Context.Tag("worker/ServiceHandlers")<ServiceHandlers, ReadonlyArray<ServiceHandler>>() {}
 
-/** No service handlers: jobs get no memory or web tools. */
-export const NoServiceHandlers = Layer.succeed(ServiceHandlers, [])
-
-export const SERVICES_PATH = "/internal/services"
+const SERVICES_PATH = "/internal/services"
 /** Largest request body a service call may send (a note is 4,000 characters; a scratchpad 32,000). */
-export const MAX_SERVICE_REQUEST_BYTES = 256 * 1024
+const MAX_SERVICE_REQUEST_BYTES = 256 * 1024
 
 export class ServicesEndpoint extends Context.Tag("worker/ServicesEndpoint")<
   ServicesEndpoint,
@@ -100,7 +97,7 @@ const serveCall = (request: Request, handlers: ReadonlyArray<ServiceHandler>): E
     Effect.catchAllDefect((defect) => Effect.as(Effect.logError("service call failed", defect), answer(500, "the service failed", true)))
   )
 
-export const makeServicesEndpoint: Effect.Effect<ServicesEndpoint["Type"], never, ServiceTokens | ServiceHandlers | Scope.Scope> = Effect.gen(
+const makeServicesEndpoint: Effect.Effect<ServicesEndpoint["Type"], never, ServiceTokens | ServiceHandlers | Scope.Scope> = Effect.gen(
   function* () {
     const handlers = yield* ServiceHandlers
     const runtime = yield* Effect.runtime<ServiceTokens>()

@@ -39,7 +39,7 @@ export interface ResolvedJob {
  * The service tools a job of `projectId` gets among those the agent asks for: each needs a handler in
  * this installation and a project that grants it (no project = none), in SERVICE_TOOLS order.
  */
-export const grantServiceTools = (
+const grantServiceTools = (
   projectId: string,
   agentId: string,
   asked: ReadonlyArray<string> | undefined

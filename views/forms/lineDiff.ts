@@ -3,7 +3,7 @@
  * grouping into hunks with context, and the file-by-file diff of two agent packages.
  */
 
-export type DiffOp = "same" | "add" | "del"
+type DiffOp = "same" | "add" | "del"
 
 export interface DiffLine {
   readonly op: DiffOp
@@ -15,7 +15,7 @@ export interface DiffLine {
 }
 
 /** Past this many edits the diff stops searching and reports the middle as replaced (bounded time and memory). */
-export const MAX_EDITS = 4000
+const MAX_EDITS = 4000
 
 /** Lines of a text; a final line break does not start another line. */
 export const splitLines = (text: string): Array<string> => {

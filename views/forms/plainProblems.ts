@@ -3,7 +3,6 @@
  * API (`must match [a-z][a-z0-9-]*`, Effect Schema's `Expected an integer, actual NaN`); a person at a
  * form reads what to do instead. The API keeps the original text; only the portal rewrites it.
  */
-import type { Problem } from "../../src/contract/Problem.ts"
 
 const NAME_RULE = "must use only lower-case letters, digits and dashes, starting with a letter"
 
@@ -41,8 +40,6 @@ export const plainPath = (path: string, labels: Readonly<Record<string, string>>
   const last = key.split(".").filter((p) => !/^\d+$/.test(p)).pop() ?? key
   return labels[last] ?? last.replace(/([a-z])([A-Z])/g, "$1 $2").replace(/^./, (c) => c.toUpperCase())
 }
-
-export const plainProblem = (p: Problem): Problem => ({ path: p.path, message: plainMessage(p.message) })
 
 /** One line of an error summary: the field's words, what to do, and where the field is. */
 export interface SummaryItem {

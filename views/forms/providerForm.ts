@@ -42,7 +42,7 @@ export interface CustomForm {
   readonly models: ReadonlyArray<ModelRow>
 }
 
-export const blankModelRow = (key: string): ModelRow => ({ key, id: "", contextWindow: "128000", maxTokens: "8192", thinking: ["off"], input: "", output: "", cacheRead: "", cacheWrite: "" })
+const blankModelRow = (key: string): ModelRow => ({ key, id: "", contextWindow: "128000", maxTokens: "8192", thinking: ["off"], input: "", output: "", cacheRead: "", cacheWrite: "" })
 export const blankCustomForm = (): CustomForm => ({ id: "", api: "openai-completions", baseUrl: "", models: [blankModelRow("m0")] })
 
 export const customFormOf = (p: ProviderView): CustomForm => ({
@@ -82,7 +82,7 @@ export const customFormFrom = (f: Fields, id?: string): CustomForm => ({
 })
 
 /** The key field: blank = none given (keep the stored one on edit). Not part of any re-rendered value. */
-export const apiKeyOf = (f: Fields): { readonly apiKey?: string } => {
+const apiKeyOf = (f: Fields): { readonly apiKey?: string } => {
   const key = text(f, "apiKey")
   return key === "" ? {} : { apiKey: key }
 }

@@ -29,7 +29,7 @@ const count = (placed: PlacedProblems): number =>
   placed.general.length + [...placed.bySlot.values()].reduce((n, list) => n + list.length, 0)
 
 /** The status line next to the save button: how many problems the draft has. */
-export const previewStatus = (placed: PlacedProblems, checked: boolean): Html => {
+const previewStatus = (placed: PlacedProblems, checked: boolean): Html => {
   const n = count(placed)
   if (!checked) return html`<span class="muted">Problems show here and next to their fields while you type.</span>`
   return n === 0
@@ -121,7 +121,7 @@ const SLOT_LABELS: Readonly<Record<string, string>> = {
 }
 
 /** Every placed problem as a summary line linking to its slot. */
-export const editorSummary = (form: AgentForm, placed: PlacedProblems): ReadonlyArray<SummaryItem> => {
+const editorSummary = (form: AgentForm, placed: PlacedProblems): ReadonlyArray<SummaryItem> => {
   const rowLabel = (slot: string): string => {
     const ls = form.localSkills.find((r) => `ls-${r.key}` === slot)
     if (ls !== undefined) return `Local skill ${ls.name === "" ? "(no name)" : ls.name}`
@@ -137,7 +137,7 @@ export const editorSummary = (form: AgentForm, placed: PlacedProblems): Readonly
 }
 
 /** The form itself; `action` saves (creates when `agent` is null). */
-export const editorForm = (ctx: PageContext, props: EditorProps): Html => {
+const editorForm = (ctx: PageContext, props: EditorProps): Html => {
   const { form, placed } = props
   const creating = props.agent === null
   const action = creating ? "/agents" : `/agents/${encodeURIComponent(form.name)}`

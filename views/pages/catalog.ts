@@ -99,7 +99,7 @@ const sortFields = (query: CatalogQuery, oob = false): Html => html`
 export const catalogFragment = (props: CatalogProps): Html => html`${catalogResults(props)}${sortFields(props.query, true)}`
 
 /** The results: a count, the table (one page) and the pager, or an empty state. Swapped into #agent-results on search. */
-export const catalogResults = (props: CatalogProps): Html => {
+const catalogResults = (props: CatalogProps): Html => {
   const { entries, total, matched } = props.page
   const shown = entries.length < matched ? ` (showing ${entries.length} on this page)` : ""
   return html`

@@ -154,7 +154,7 @@ const ROW_TEXT: Readonly<Record<RowKind, { readonly name: string; readonly conte
 }
 
 /** One repeated row; `key` ties its problem slot to the row across previews. */
-export const repeatRow = (kind: RowKind, row: FormRow, problems: ReadonlyArray<Problem> | undefined): Html => {
+const repeatRow = (kind: RowKind, row: FormRow, problems: ReadonlyArray<Problem> | undefined): Html => {
   const t = ROW_TEXT[kind]
   const slot = `${kind}-${row.key}`
   return html`

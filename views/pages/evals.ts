@@ -46,7 +46,7 @@ const sideHeader = (s: EvalSide): Html => html`<th scope="colgroup" colspan="4">
 }</th>`
 
 /** The two versions' latest runs side by side; reloads itself while one is waiting or running. */
-export const evalCompare = (name: string, a: EvalSide, b: EvalSide): Html => {
+const evalCompare = (name: string, a: EvalSide, b: EvalSide): Html => {
   const live = [a.run, b.run].some((r) => r !== undefined && (r.status === "running" || r.status === "waiting"))
   const url = agentHref(name, `/evals?a=${a.version}&b=${b.version}`)
   const names = [...new Set([...(a.run?.results ?? []), ...(b.run?.results ?? [])].map((r) => r.eval))].sort()

@@ -115,7 +115,7 @@ interface SpanNode {
   readonly children: Array<SpanNode>
 }
 
-export const spanTree = (events: ReadonlyArray<JobEvent>): Array<SpanNode> => {
+const spanTree = (events: ReadonlyArray<JobEvent>): Array<SpanNode> => {
   const spans = events.filter((e): e is SpanEvent => e.type === "span").sort((a, b) => Date.parse(a.start) - Date.parse(b.start))
   const nodes = new Map(spans.map((s) => [s.spanId, { span: s, children: [] as Array<SpanNode> }]))
   const roots: Array<SpanNode> = []
@@ -170,7 +170,7 @@ export const outputPaths = (events: ReadonlyArray<JobEvent>): Array<string> => [
   ...new Set(events.flatMap((e) => (e.type === "output" ? [e.path] : [])))
 ]
 
-export const outputHref = (jobId: string, path: string, download: boolean): string =>
+const outputHref = (jobId: string, path: string, download: boolean): string =>
   jobHref(jobId, `/output?path=${encodeURIComponent(path)}${download ? "&download=1" : ""}`)
 
 export const outputsSection = (job: JobRow, events: ReadonlyArray<JobEvent>, oob = false): Html => {
@@ -196,7 +196,7 @@ type Citation = GroundingEvent["citations"][number]
 const citationText = (c: Citation) => `${c.path}:${c.firstLine}${c.lastLine === c.firstLine ? "" : `-${c.lastLine}`}`
 
 /** Where a citation is written: the output file at its line (a numbered view), or the summary. */
-export const citationHref = (jobId: string, c: Citation): string | null =>
+const citationHref = (jobId: string, c: Citation): string | null =>
   c.file === null ? null : `${outputHref(jobId, c.file, false)}&line=${c.at}#L${c.at}`
 
 /**

@@ -7,7 +7,7 @@ import { agentHref, badge, emptyState, jobHref, pageHeader, time, usd, type Tone
 import { html, type Html } from "../html.ts"
 import { layout, type PageContext } from "../layout.ts"
 
-export const STATUS_TONE: Readonly<Record<JobStatus, Tone | "muted">> = { queued: "muted", running: "info", completed: "ok", failed: "error" }
+const STATUS_TONE: Readonly<Record<JobStatus, Tone | "muted">> = { queued: "muted", running: "info", completed: "ok", failed: "error" }
 export const isFinished = (s: JobStatus): boolean => s === "completed" || s === "failed"
 export const JOB_STATUSES: ReadonlyArray<JobStatus> = ["queued", "running", "completed", "failed"]
 
@@ -48,7 +48,7 @@ export interface JobsListProps {
   readonly canRun: boolean
 }
 
-export const jobsQueryString = (q: JobsQuery, overrides: Partial<JobsQuery> = {}): string => {
+const jobsQueryString = (q: JobsQuery, overrides: Partial<JobsQuery> = {}): string => {
   const all = { ...q, ...overrides }
   const params = new URLSearchParams()
   for (const k of ["status", "agent", "project", "limit", "before"] as const) if (all[k] !== "") params.set(k, all[k])

@@ -37,7 +37,7 @@ export const mcpServersPage = (ctx: PageContext, servers: ReadonlyArray<McpServe
   }`
   )
 
-export const headerRow = (row: HeaderRow, stored: boolean): Html => html`
+const headerRow = (row: HeaderRow, stored: boolean): Html => html`
   <div class="repeat-row" data-row>
     <input type="hidden" name="headerKey" value="${row.key}">
     <div class="grid-2">

@@ -16,14 +16,14 @@ import { csrfField, layout, type PageContext } from "../layout.ts"
 export const projectHref = (id: string, rest = ""): string => `/projects/${encodeURIComponent(id)}${rest}`
 
 /** The sections of a project's page, in order; `key` marks the current one. */
-export const PROJECT_SECTIONS: ReadonlyArray<{ readonly key: string; readonly label: string; readonly href: (id: string) => string }> = [
+const PROJECT_SECTIONS: ReadonlyArray<{ readonly key: string; readonly label: string; readonly href: (id: string) => string }> = [
   { key: "overview", label: "Overview", href: (id) => projectHref(id) },
   { key: "memory", label: "Memory", href: (id) => `${projectHref(id)}/memory` },
   { key: "web", label: "Web", href: (id) => `${projectHref(id)}/web` }
 ]
 
 /** Boosted: moving between sections swaps the page in place (the unsaved-changes guard asks first). */
-export const projectNav = (id: string, active: string): Html => html`
+const projectNav = (id: string, active: string): Html => html`
   <nav class="tabs" aria-label="Project" hx-boost="true"><ul>${PROJECT_SECTIONS.map(
     (s) => html`<li><a href="${s.href(id)}"${s.key === active ? html` aria-current="page"` : html``}>${s.label}</a></li>`
   )}</ul></nav>`
@@ -159,7 +159,7 @@ export interface ProjectPageProps {
 }
 
 /** The form values of a stored project. */
-export const projectValues = (project: Project): ProjectFormValues => ({
+const projectValues = (project: Project): ProjectFormValues => ({
   id: project.id,
   name: project.name,
   root: project.root ?? "",

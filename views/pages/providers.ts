@@ -126,7 +126,7 @@ const probeCard = (ctx: PageContext, id: string, result: ProbeResult | null, con
     : html``
 
 /** One model row; `key` names its fields (`m.<key>.…`) and its problem slot. */
-export const modelRow = (row: ModelRow, problems: ReadonlyArray<Problem> | undefined, disabled: boolean): Html => {
+const modelRow = (row: ModelRow, problems: ReadonlyArray<Problem> | undefined, disabled: boolean): Html => {
   const id = (f: string) => `m-${row.key}-${f}`
   const input = (f: keyof ModelRow & string, label: string, value: string, mode = "numeric") => html`
     <div class="field"><label for="${id(f)}">${label}</label>

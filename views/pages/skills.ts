@@ -50,7 +50,7 @@ const SKILL_LABELS: Readonly<Record<string, string>> = { name: "Name", descripti
 const slotOf = (p: Problem): string => (p.path === "name" || p.path === "description" || p.path === "content" ? p.path : "general")
 
 /** The create or edit form; `name` is editable only when creating. */
-export const skillForm = (ctx: PageContext, values: SkillFormValues, problems: ReadonlyArray<Problem>, creating: boolean): Html => {
+const skillForm = (ctx: PageContext, values: SkillFormValues, problems: ReadonlyArray<Problem>, creating: boolean): Html => {
   const at = (slot: string) => problems.filter((p) => slotOf(p) === slot)
   const action = creating ? "/agent-skills" : skillHref(values.name)
   return html`

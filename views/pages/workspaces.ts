@@ -11,7 +11,7 @@ import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 
 /** A clone started from the portal: running, or failed with git's reason (a finished one is a workspace). */
-export interface CloneRow {
+interface CloneRow {
   readonly name: string
   readonly jobRoot: string
   readonly url: string

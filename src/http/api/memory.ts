@@ -49,7 +49,7 @@ export const ReviewInput = Schema.Struct({
   )
 })
 
-export const ResetInput = Schema.Struct({ confirm: Schema.String })
+const ResetInput = Schema.Struct({ confirm: Schema.String })
 
 const notFound = (message: string): ApiError => new NotFound({ message })
 

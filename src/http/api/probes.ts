@@ -24,7 +24,7 @@ const text = (body: string, status = 200, type = "text/plain; charset=utf-8") =>
  * A client on this host talking to us directly: its socket address is loopback and no proxy header is
  * present (a reverse proxy on the same host would otherwise make every client "loopback").
  */
-export const isLoopbackClient = (request: Request): boolean => {
+const isLoopbackClient = (request: Request): boolean => {
   if (request.headers.has("forwarded") || request.headers.has("x-forwarded-for") || request.headers.has("x-real-ip")) return false
   const address = clientAddress(request)
   if (!ipaddr.isValid(address)) return false
@@ -46,7 +46,7 @@ export interface ServeState {
   readonly about?: () => Readonly<Record<string, string>>
 }
 
-export type ReadyStatus = "ready" | "starting" | "draining" | "unavailable"
+type ReadyStatus = "ready" | "starting" | "draining" | "unavailable"
 
 /** /readyz's body, built here only: `status`, a `detail` when not ready, and the process's `about` facts. */
 const readyz = (state: ServeState, status: ReadyStatus, detail?: string): Response =>

@@ -19,7 +19,7 @@ const PasswordChange = Schema.Struct({ currentPassword: Schema.String, newPasswo
 const who = (p: Principal) => ({ username: p.username, permissions: [...p.permissions].sort(), csrfToken: p.csrfToken ?? null })
 
 /** A throttled sign-in as the API's 429 (with Retry-After). */
-export const tooManyRequests = (e: SignInThrottled): ApiError => new TooManyRequests({ message: e.message, retryAfterSeconds: e.retryAfterSeconds })
+const tooManyRequests = (e: SignInThrottled): ApiError => new TooManyRequests({ message: e.message, retryAfterSeconds: e.retryAfterSeconds })
 
 /** Access.signIn behind the throttle (per username and per the request's client address). */
 export const throttledSignIn = (request: Request, username: string, password: string) =>

@@ -24,7 +24,7 @@ const daysOf = (url: URL): number => {
 }
 
 /** Settings, today's counts beside the budgets, and the last days' counts. */
-export const projectWebBody = (projectId: string, days: number) =>
+const projectWebBody = (projectId: string, days: number) =>
   Effect.gen(function* () {
     const web = yield* ProjectWeb
     const settings = yield* web.get(projectId)

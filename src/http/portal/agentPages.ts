@@ -28,7 +28,7 @@ export const refusedSave = (request: Request, page: PageContext, form: AgentForm
   })
 
 /** Name-level refusals (exists, reserved) as a problem on the name field. */
-export const nameProblem = (form: AgentForm, e: { readonly message: string }): Array<Problem> => [{ path: `${mainFile(form)}#name`, message: e.message }]
+const nameProblem = (form: AgentForm, e: { readonly message: string }): Array<Problem> => [{ path: `${mainFile(form)}#name`, message: e.message }]
 
 const IMPORT_MAX_FILES = 200
 

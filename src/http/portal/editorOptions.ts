@@ -10,7 +10,7 @@ import { McpServers } from "../../providers/McpServers.ts"
 import { ProviderStore } from "../../providers/ProviderStore.ts"
 import type { EditorOptions } from "../../../views/pages/editorFields.ts"
 
-export interface EditorContext extends EditorOptions {
+interface EditorContext extends EditorOptions {
   readonly reservedNames: ReadonlyArray<string>
 }
 

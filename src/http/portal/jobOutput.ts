@@ -18,7 +18,7 @@ import { NotFound } from "../errors.ts"
 import { utf8 } from "../textBounds.ts"
 
 /** The largest output file served (a bigger one stays on disk, in outDir). */
-export const MAX_OUTPUT_BYTES = 10 * 1024 * 1024
+const MAX_OUTPUT_BYTES = 10 * 1024 * 1024
 
 const missing = (path: string): ApiError => new NotFound({ message: `no output file "${path}" of this job can be served` })
 

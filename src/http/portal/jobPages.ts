@@ -53,7 +53,7 @@ const field = (f: PortalInput["form"], name: string): string => {
   return typeof v === "string" ? v.trim() : ""
 }
 
-export const runValuesFrom = (f: PortalInput["form"]): RunValues => ({
+const runValuesFrom = (f: PortalInput["form"]): RunValues => ({
   task: field(f, "task"),
   root: field(f, "root"),
   readOnly: field(f, "readOnly"),
@@ -65,7 +65,7 @@ export const runValuesFrom = (f: PortalInput["form"]): RunValues => ({
 })
 
 /** The run form as the API's job body (admitJob decides what is valid). */
-export const jobBodyOf = (agent: string, v: RunValues): Record<string, unknown> => ({
+const jobBodyOf = (agent: string, v: RunValues): Record<string, unknown> => ({
   agent,
   task: v.task,
   ...(v.project === "" ? {} : { project: v.project }),

@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import type { Html } from "../../../views/html.ts"
 
 /** Scripts and styles only from our own files; no inline code, no eval, no framing, forms post home. */
-export const CONTENT_SECURITY_POLICY = [
+const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",

@@ -46,7 +46,7 @@ const resourcesInput = (typed: Readonly<Partial<Record<keyof JobResources, strin
 const serverResources: Effect.Effect<JobResources> = Effect.map(sandboxConfig, (c) => c.resources ?? DEFAULT_RESOURCES)
 
 /** What the first-run checklist counts, and the sandbox in force. */
-export const checklist = Effect.gen(function* () {
+const checklist = Effect.gen(function* () {
   const providers = (yield* (yield* ProviderStore).list).length
   const bindings = yield* (yield* Bindings).list()
   const jobRoots = (yield* JobRoots).boundary.jobRoots

@@ -7,7 +7,7 @@ import type { RunOptions, ScriptResult } from "./scriptContract.ts"
 import { ScriptRun } from "./ScriptRun.ts"
 
 // The types live in a leaf module so ScriptRun.ts can use them without importing this file back.
-export { DEFAULT_SANDBOX_LIMITS, type HostCall, type HostReply, type RunOptions, type SandboxLimits, type ScriptResult } from "./scriptContract.ts"
+export { DEFAULT_SANDBOX_LIMITS, type HostCall, type RunOptions, type SandboxLimits, type ScriptResult } from "./scriptContract.ts"
 
 const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 

@@ -4,7 +4,7 @@
  * confineExec.ts applies it to itself and executes the command. No FFI here.
  */
 
-export interface ResourceRlimits {
+interface ResourceRlimits {
   /** RLIMIT_DATA: bytes of heap and private writable mappings per process. */
   readonly dataBytes: number
   /** RLIMIT_FSIZE: the largest file a process may write. */
@@ -40,7 +40,7 @@ export interface ConfineSpec {
 }
 
 // Filesystem access rights (linux/landlock.h), and the ABI that introduced each group.
-export const FS = {
+const FS = {
   EXECUTE: 1n << 0n,
   WRITE_FILE: 1n << 1n,
   READ_FILE: 1n << 2n,
@@ -58,10 +58,10 @@ export const FS = {
   TRUNCATE: 1n << 14n,
   IOCTL_DEV: 1n << 15n
 } as const
-export const NET_BIND_TCP = 1n << 0n
-export const NET_CONNECT_TCP = 1n << 1n
-export const SCOPE_ABSTRACT_UNIX_SOCKET = 1n << 0n
-export const SCOPE_SIGNAL = 1n << 1n
+const NET_BIND_TCP = 1n << 0n
+const NET_CONNECT_TCP = 1n << 1n
+const SCOPE_ABSTRACT_UNIX_SOCKET = 1n << 0n
+const SCOPE_SIGNAL = 1n << 1n
 
 /** Every filesystem right the kernel's ABI can restrict: all of them are handled, so what no rule grants is denied. */
 export const handledFs = (abi: number): bigint => {

@@ -11,7 +11,6 @@ const SYS_LANDLOCK_ADD_RULE = 445n
 const SYS_LANDLOCK_RESTRICT_SELF = 446n
 const LANDLOCK_CREATE_RULESET_VERSION = 1n
 const LANDLOCK_RULE_PATH_BENEATH = 1n
-const LANDLOCK_RULE_NET_PORT = 2n
 
 const SIG_SETMASK = 2
 const PR_SET_PDEATHSIG = 1
@@ -75,12 +74,6 @@ export const addPathRule = (ruleset: number, access: bigint, parentFd: number): 
   view.setBigUint64(0, access, true)
   view.setInt32(8, parentFd, true)
   check(calls().syscall(SYS_LANDLOCK_ADD_RULE, BigInt(ruleset), LANDLOCK_RULE_PATH_BENEATH, BigInt(ptr(attr)), 0n), "landlock_add_rule")
-}
-
-/** Grants `access` on TCP port `port` (struct landlock_net_port_attr: u64 allowed, u64 port). Unused while no port is granted. */
-export const addNetRule = (ruleset: number, access: bigint, port: number): void => {
-  const attr = new BigUint64Array([access, BigInt(port)])
-  check(calls().syscall(SYS_LANDLOCK_ADD_RULE, BigInt(ruleset), LANDLOCK_RULE_NET_PORT, BigInt(ptr(attr)), 0n), "landlock_add_rule")
 }
 
 /** Confines the calling thread (and what it executes) to the ruleset; needs no_new_privs first. */

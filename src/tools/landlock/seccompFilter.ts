@@ -9,7 +9,7 @@
 export type SeccompArch = "x64" | "arm64"
 
 /** An argument of a call (0–5) and the value it must have, compared in all 64 bits. */
-export interface ArgIs {
+interface ArgIs {
   readonly arg: 0 | 1 | 2 | 3 | 4 | 5
   readonly is: number
 }
@@ -46,7 +46,7 @@ const SYSCALLS = {
   }
 } as const satisfies Record<SeccompArch, Record<string, number>>
 
-export type SyscallName = keyof (typeof SYSCALLS)["x64"]
+type SyscallName = keyof (typeof SYSCALLS)["x64"]
 
 const AUDIT_ARCH: Record<SeccompArch, number> = { x64: 0xc000003e, arm64: 0xc00000b7 }
 /** x32 system calls on x86-64 carry this bit; a filter for x86-64 refuses them all. */
@@ -57,7 +57,7 @@ const EACCES = 13
 const ENOSYS = 38
 
 /** CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME. */
-export const CLONE_NEW_ANY = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
+const CLONE_NEW_ANY = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
 
 // Classic BPF opcodes (linux/filter.h) and seccomp return values (linux/seccomp.h).
 const LD_W_ABS = 0x20

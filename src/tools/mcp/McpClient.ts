@@ -14,10 +14,10 @@ export const DEFAULT_DISCOVERY_MS = 10_000
 /** One tool call when the server entry names no `timeoutSec`. */
 export const DEFAULT_CALL_TIMEOUT_SEC = 60
 /** Largest single HTTP response body accepted from a server (a listing or a result). */
-export const MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+const MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 /** Pages of `tools/list` followed, and tools kept per server. */
 const MAX_LIST_PAGES = 20
-export const MAX_TOOLS_PER_SERVER = 500
+const MAX_TOOLS_PER_SERVER = 500
 /** Longest error text kept from a server or the SDK. */
 const MAX_ERROR_CHARS = 500
 

@@ -7,11 +7,11 @@ import { truncateOutput } from "../truncate.ts"
 import type { McpCallResult } from "./McpClient.ts"
 
 /** Largest input schema passed to the model, as JSON. */
-export const MAX_SCHEMA_BYTES = 32 * 1024
+const MAX_SCHEMA_BYTES = 32 * 1024
 /** Deepest nesting of objects and arrays in an input schema. */
-export const MAX_SCHEMA_DEPTH = 24
+const MAX_SCHEMA_DEPTH = 24
 /** Longest tool description passed to the model. */
-export const MAX_DESCRIPTION_CHARS = 2000
+const MAX_DESCRIPTION_CHARS = 2000
 
 const depthOf = (value: unknown, limit: number, depth = 0): number => {
   if (value === null || typeof value !== "object" || depth > limit) return depth

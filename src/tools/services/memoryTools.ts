@@ -16,7 +16,7 @@ export type NoteKind = typeof NoteKind.Type
 export const MAX_NOTE_BODY = 4000
 export const MAX_NOTE_TITLE = 200
 export const MAX_SCRATCHPAD = 32_000
-export const MAX_SEARCH_LIMIT = 20
+const MAX_SEARCH_LIMIT = 20
 
 const text = (max: number, what: string) =>
   Schema.String.pipe(

@@ -27,7 +27,6 @@ import { LeaseConfig } from "../Worker.ts"
 import { Projects } from "../Projects.ts"
 import { checkEval } from "./checkEval.ts"
 
-export type { EvalRun, EvalResult, EvalVerdict } from "../../agents/evalRepo.ts"
 
 /** The version has no `evals/<name>.md`. */
 export class NoEvals extends Schema.TaggedError<NoEvals>()("NoEvals", { name: Schema.String, version: Schema.Number }) {
@@ -48,7 +47,7 @@ export class EvalRunNotFound extends Schema.TaggedError<EvalRunNotFound>()("Eval
 }
 
 /** Each eval job's time limit, in seconds. */
-export const EVAL_JOB_TIMEOUT_SEC = 900
+const EVAL_JOB_TIMEOUT_SEC = 900
 /** How often a waiting eval looks at its job when no signal came (a worker in another process). */
 const POLL = Duration.seconds(1)
 /** A running run from before leases is ended as `error` by the sweep this long after its last heartbeat. */
@@ -96,7 +95,7 @@ const createWorkspace = (base: string, fixture: Fixture) =>
     return { dir, root, out }
   })
 
-export const makeEvals = Effect.gen(function* () {
+const makeEvals = Effect.gen(function* () {
   const sql = yield* SqlClient
   const agents = yield* AgentStore
   const bindings = yield* Bindings

@@ -4,8 +4,6 @@ import type { NoteKind } from "../../tools/services/memoryTools.ts"
 
 export const TRUST_LEVELS = ["learned", "reviewed", "rejected", "forgotten"] as const
 export type Trust = (typeof TRUST_LEVELS)[number]
-/** Notes an agent's search sees (a reviewer: only `reviewed`, plus its own run's). */
-export const LIVE_TRUST: ReadonlyArray<Trust> = ["learned", "reviewed"]
 
 export interface Retention {
   readonly learnedDays: number

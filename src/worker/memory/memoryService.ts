@@ -3,7 +3,7 @@
  * same input schema the kernel declared, reads and writes only the project of the caller's token, and
  * answers text for the model. A tool is granted when the job's project has memory enabled.
  */
-import { Clock, Effect, Layer } from "effect"
+import { Clock, Effect } from "effect"
 import {
   MAX_SCRATCHPAD,
   MemoryDailyLogInput,
@@ -16,13 +16,13 @@ import {
 } from "../../tools/services/memoryTools.ts"
 import type { StoreError } from "../../db/StoreError.ts"
 import type { ServiceAnswer } from "../../tools/services/ServiceChannel.ts"
-import { type ServiceHandler, ServiceHandlers } from "../Services.ts"
+import type { ServiceHandler } from "../Services.ts"
 import type { ServiceGrant } from "../ServiceTokens.ts"
 import type { Note } from "./memoryModel.ts"
 import { MemoryStore, type Reader } from "./MemoryStore.ts"
 
 /** `memory_save` calls one job may make. */
-export const MAX_SAVES_PER_JOB = 50
+const MAX_SAVES_PER_JOB = 50
 
 const ok = (text: string): ServiceAnswer => ({ text, isError: false })
 const error = (text: string): ServiceAnswer => ({ text, isError: true })
@@ -105,6 +105,3 @@ export const makeMemoryHandlers: Effect.Effect<ReadonlyArray<ServiceHandler>, ne
     )
   ]
 })
-
-/** The installation's service handlers: project memory (web search adds its handlers beside these). */
-export const MemoryServiceLive: Layer.Layer<ServiceHandlers, never, MemoryStore> = Layer.effect(ServiceHandlers, makeMemoryHandlers)

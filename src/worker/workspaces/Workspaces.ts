@@ -68,7 +68,7 @@ const decodeTarget = decodeAll(NewWorkspace)
 /** Failed clones kept for the page, besides the running ones. */
 const MAX_CLONES = 20
 
-export const makeWorkspaces = (options: WorkspacesOptions = {}): Effect.Effect<Workspaces["Type"], never, JobRoots | Scope.Scope> =>
+const makeWorkspaces = (options: WorkspacesOptions = {}): Effect.Effect<Workspaces["Type"], never, JobRoots | Scope.Scope> =>
   Effect.gen(function* () {
     const roots = (yield* JobRoots).boundary.jobRoots
     const scope = yield* Effect.scope

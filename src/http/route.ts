@@ -56,7 +56,7 @@ export type AppServices =
   | Workspaces
 export type AppRuntime = ManagedRuntime.ManagedRuntime<AppServices, never>
 
-export { jsonBody, MAX_BODY_BYTES } from "./body.ts"
+export { jsonBody } from "./body.ts"
 
 export interface RouteInput {
   readonly request: Request
@@ -75,7 +75,7 @@ export interface Renderer {
 }
 
 /** The API's rendering: the stable JSON error body, a generic 500 for a defect. */
-export const jsonRenderer: Renderer = {
+const jsonRenderer: Renderer = {
   failure: (_request, e) => errorResponse(e),
   defect: () => json({ error: { code: "internal", message: "internal server error" } }, 500)
 }

@@ -110,10 +110,6 @@ export const make = (jobId: string, redactor: Redactor, deliver: (event: JobEven
     }
   })
 
-/** The live service of one job: events go to `deliver` after redaction with `secrets`. */
-export const layer = (jobId: string, secrets: ReadonlyArray<string>, deliver: (event: JobEvent) => void): Layer.Layer<JobEvents> =>
-  Layer.effect(JobEvents, make(jobId, new Redactor(secrets), deliver))
-
 /** A test service: every event lands in `events`; nothing is redacted. */
 export const layerTest = (events: Array<JobEvent>, jobId = "00000000-test-job"): Layer.Layer<JobEvents> =>
   Layer.effect(JobEvents, make(jobId, new Redactor([]), (e) => void events.push(e)))

@@ -10,6 +10,7 @@ import { serializeAgentPackage, type AgentPackage } from "./AgentPackage.ts"
 import { installationProblems } from "./agentChecks.ts"
 import { PackageFilesInput, type AgentView, type Binding, type CatalogEntry, type CatalogPage, type Preview } from "./AgentView.ts"
 import * as repo from "./agentRepo.ts"
+import { storeDefects } from "../db/StoreError.ts"
 import { selectPendingGate, verdictOf } from "./evalRepo.ts"
 import { builtinAgents, builtinSkills } from "./builtins.ts"
 import * as entries from "./catalogEntries.ts"
@@ -216,7 +217,10 @@ export const makeAgentCatalog = Effect.gen(function* () {
       const builtin = builtinAgents().get(name)
       if (builtin !== undefined) return yield* builtinView(builtin)
       return yield* customView(yield* findCustom(name))
-    }).pipe(Effect.catchTag("SqlError", Effect.die))
+    }).pipe(
+      // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
+      storeDefects("AgentStore.get")
+    )
 
   // What a job needs and nothing else: no bindings, no files, no view; validity from the same cache as the catalog.
   const runnable = (name: string, found: { readonly pkg: AgentPackage; readonly id: string; readonly version: number; readonly enabled: boolean }) =>
@@ -237,7 +241,8 @@ export const makeAgentCatalog = Effect.gen(function* () {
       return yield* runnable(name, found)
     }).pipe(
       Effect.catchTag("AgentNotFound", () => new AgentUnavailable({ name, reason: "unknown", problems: [] })),
-      Effect.catchTag("SqlError", Effect.die)
+      // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
+      storeDefects("AgentStore.definition")
     )
   /** `definition` of one stored version, current or not (a pinned job: evals). */
   const definitionAt = (name: string, version: number): Effect.Effect<AgentDefinition, AgentUnavailable> =>
@@ -254,7 +259,8 @@ export const makeAgentCatalog = Effect.gen(function* () {
       return yield* runnable(name, { pkg: stored.package, id: `${name}@${version}`, version, enabled: row.enabled })
     }).pipe(
       Effect.catchTag("AgentNotFound", () => new AgentUnavailable({ name, reason: "unknown", problems: [] })),
-      Effect.catchTag("SqlError", Effect.die)
+      // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
+      storeDefects("AgentStore.definitionAt")
     )
 
   return {

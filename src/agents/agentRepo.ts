@@ -1,73 +1,79 @@
 /**
  * SQL of the agent store: custom agents, their immutable versions and the version counter. Every
- * function needs a `SqlClient`; SQL errors stay typed here and become defects in the service.
+ * function needs a `SqlClient`; rows are decoded by Schema, and SqlError and ParseError stay typed here.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect, Schema } from "effect"
+import * as SqlSchema from "@effect/sql/SqlSchema"
+import { Effect, Option, Schema } from "effect"
+import { decodeRows, Jsonb, Timestamp } from "../db/rowSchema.ts"
 import { AgentPackage } from "./AgentPackage.ts"
 import { insertEntry } from "./catalogEntries.ts"
 
-export interface AgentRow {
-  readonly name: string
-  readonly enabled: boolean
-  readonly audience: "runtime" | "member"
-  readonly currentVersion: number
-  readonly updatedAt: Date
-  readonly package: AgentPackage
-}
+const AgentHeadRow = Schema.Struct({
+  name: Schema.String,
+  enabled: Schema.Boolean,
+  audience: Schema.Literal("runtime", "member"),
+  currentVersion: Schema.Number,
+  updatedAt: Timestamp
+})
+export type AgentHead = typeof AgentHeadRow.Type
 
-export interface VersionRow {
-  readonly version: number
-  readonly savedBy: string
-  readonly savedAt: Date
-  readonly note: string
+const AgentRowSchema = Schema.Struct({ ...AgentHeadRow.fields, package: Jsonb(AgentPackage) })
+export type AgentRow = typeof AgentRowSchema.Type
+
+const VersionRowSchema = Schema.Struct({
+  version: Schema.Number,
+  savedBy: Schema.String,
+  savedAt: Timestamp,
+  note: Schema.String,
   /** The author's words about the save ('' = none). */
-  readonly changeNote: string
-}
+  changeNote: Schema.String
+})
+export type VersionRow = typeof VersionRowSchema.Type
 
-export interface RestoreRow {
-  readonly fromVersion: number
-  readonly toVersion: number
-  readonly restoredBy: string
-  readonly restoredAt: Date
-}
+const RestoreRowSchema = Schema.Struct({
+  fromVersion: Schema.Number,
+  toVersion: Schema.Number,
+  restoredBy: Schema.String,
+  restoredAt: Timestamp
+})
+export type RestoreRow = typeof RestoreRowSchema.Type
 
-const decodePackage = Schema.decodeUnknownSync(AgentPackage)
-const toRow = (r: Omit<AgentRow, "package"> & { readonly package: unknown }): AgentRow => ({ ...r, package: decodePackage(r.package) })
+const NameRow = Schema.Struct({ name: Schema.String })
+const names = decodeRows(NameRow)
+const agentRows = decodeRows(AgentRowSchema)
 
 /** Current version of every custom agent (or one), package included. */
 export const selectAgents = (name?: string) =>
   Effect.flatMap(SqlClient, (sql) =>
-    Effect.map(
-      sql<Omit<AgentRow, "package"> & { package: unknown }>`
+    agentRows(sql`
         SELECT a.name, a.enabled, a.audience, a.current_version, a.updated_at, v.package
         FROM admin.agent a JOIN admin.agent_version v ON v.name = a.name AND v.version = a.current_version
         ${name === undefined ? sql`` : sql`WHERE a.name = ${name}`}
-        ORDER BY a.name`,
-      (rows) => rows.map(toRow)
-    )
+        ORDER BY a.name`)
   )
 
-export type AgentHead = Omit<AgentRow, "package">
-
 /** Every custom agent without its package (the catalog fetches packages it has not cached). */
-export const selectAgentHeads = Effect.flatMap(SqlClient, (sql) =>
-  sql<AgentHead>`SELECT name, enabled, audience, current_version, updated_at FROM admin.agent ORDER BY name`
-)
+export const selectAgentHeads = SqlSchema.findAll({
+  Request: Schema.Void,
+  Result: AgentHeadRow,
+  execute: () => Effect.flatMap(SqlClient, (sql) => sql`SELECT name, enabled, audience, current_version, updated_at FROM admin.agent ORDER BY name`)
+})(undefined)
+
+const PackageKey = Schema.Struct({ name: Schema.String, version: Schema.Number })
+const packageRows = SqlSchema.findAll({
+  Request: Schema.Array(PackageKey),
+  Result: Schema.Struct({ ...PackageKey.fields, package: Jsonb(AgentPackage) }),
+  execute: (keys: ReadonlyArray<typeof PackageKey.Encoded>) =>
+    Effect.flatMap(SqlClient, (sql) => sql`
+      SELECT v.name, v.version, v.package FROM admin.agent_version v
+      JOIN jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS k(name text, version integer)
+        ON k.name = v.name AND k.version = v.version`)
+})
 
 /** The packages of the given (name, version) pairs. */
 export const selectPackages = (keys: ReadonlyArray<{ readonly name: string; readonly version: number }>) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    keys.length === 0
-      ? Effect.succeed([])
-      : Effect.map(
-          sql<{ name: string; version: number; package: unknown }>`
-            SELECT v.name, v.version, v.package FROM admin.agent_version v
-            JOIN jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS k(name text, version integer)
-              ON k.name = v.name AND k.version = v.version`,
-          (rows) => rows.map((r) => ({ name: r.name, version: r.version, package: decodePackage(r.package) }))
-        )
-  )
+  keys.length === 0 ? Effect.succeed([]) : packageRows(keys)
 
 /** Locks the agent row for the rest of the transaction; false when it does not exist. */
 export const lockAgent = (name: string) =>
@@ -75,20 +81,26 @@ export const lockAgent = (name: string) =>
     Effect.map(sql`SELECT name FROM admin.agent WHERE name = ${name} FOR UPDATE`, (rows) => rows.length > 0)
   )
 
+const nextVersionRow = SqlSchema.single({
+  Request: Schema.String,
+  Result: Schema.Struct({ lastVersion: Schema.Number }),
+  execute: (name: string) =>
+    Effect.flatMap(SqlClient, (sql) => sql`
+        INSERT INTO admin.agent_version_counter (name, last_version)
+        VALUES (${name}, COALESCE((SELECT max(version) FROM admin.agent_version WHERE name = ${name}), 0) + 1)
+        ON CONFLICT (name) DO UPDATE SET last_version = admin.agent_version_counter.last_version + 1
+        RETURNING last_version`)
+})
+
 /**
  * The next version number of `name`. The counter row outlives the agent, and the upsert takes its row
  * lock, so concurrent saves get distinct numbers and a re-created agent never reuses one.
  */
 export const nextVersion = (name: string) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    Effect.map(
-      sql<{ lastVersion: number }>`
-        INSERT INTO admin.agent_version_counter (name, last_version)
-        VALUES (${name}, COALESCE((SELECT max(version) FROM admin.agent_version WHERE name = ${name}), 0) + 1)
-        ON CONFLICT (name) DO UPDATE SET last_version = admin.agent_version_counter.last_version + 1
-        RETURNING last_version`,
-      (rows) => Number(rows[0]!.lastVersion)
-    )
+  nextVersionRow(name).pipe(
+    Effect.map((r) => r.lastVersion),
+    // An upsert with RETURNING returns its row: none means the database broke its contract.
+    Effect.catchTag("NoSuchElementException", Effect.die)
   )
 
 /** Records an immutable version, its change note (migration 048) and its precomputed catalog entry (migration 047). */
@@ -108,13 +120,15 @@ export const insertRestore = (name: string, fromVersion: number, toVersion: numb
   )
 
 /** The restores of the current agent (since its latest creation), newest first. */
-export const selectRestores = (name: string) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    sql<RestoreRow>`
+export const selectRestores = SqlSchema.findAll({
+  Request: Schema.String,
+  Result: RestoreRowSchema,
+  execute: (name: string) =>
+    Effect.flatMap(SqlClient, (sql) => sql`
       SELECT from_version, to_version, restored_by, restored_at FROM admin.agent_restore
       WHERE name = ${name} AND restored_at >= (SELECT created_at FROM admin.agent WHERE name = ${name})
-      ORDER BY restored_at DESC, id DESC`
-  )
+      ORDER BY restored_at DESC, id DESC`)
+})
 
 export const insertAgent = (name: string, audience: string, version: number) =>
   Effect.flatMap(SqlClient, (sql) =>
@@ -141,35 +155,40 @@ export const deleteAgent = (name: string) =>
   )
 
 /** Versions of `name` still reachable from the current agent: those saved since its latest creation. */
-export const selectVersions = (name: string) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    sql<VersionRow>`
+export const selectVersions = SqlSchema.findAll({
+  Request: Schema.String,
+  Result: VersionRowSchema,
+  execute: (name: string) =>
+    Effect.flatMap(SqlClient, (sql) => sql`
       SELECT version, saved_by, saved_at, note, change_note FROM admin.agent_version
       WHERE name = ${name}
         AND saved_at >= (SELECT created_at FROM admin.agent WHERE name = ${name})
-      ORDER BY version DESC`
-  )
+      ORDER BY version DESC`)
+})
 
-export const selectVersion = (name: string, version: number) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    Effect.map(
-      sql<VersionRow & { package: unknown }>`
+const versionRow = SqlSchema.findOne({
+  Request: Schema.Struct({ name: Schema.String, version: Schema.Number }),
+  Result: Schema.Struct({ ...VersionRowSchema.fields, package: Jsonb(AgentPackage) }),
+  execute: (r: { readonly name: string; readonly version: number }) =>
+    Effect.flatMap(SqlClient, (sql) => sql`
         SELECT version, saved_by, saved_at, note, change_note, package FROM admin.agent_version
-        WHERE name = ${name} AND version = ${version}
-          AND saved_at >= (SELECT created_at FROM admin.agent WHERE name = ${name})`,
-      (rows) => (rows[0] === undefined ? undefined : { ...rows[0], package: decodePackage(rows[0].package) })
-    )
-  )
+        WHERE name = ${r.name} AND version = ${r.version}
+          AND saved_at >= (SELECT created_at FROM admin.agent WHERE name = ${r.name})`)
+})
+
+/** One version reachable from the current agent, package included; undefined when there is none. */
+export const selectVersion = (name: string, version: number) =>
+  Effect.map(versionRow({ name, version }), Option.getOrUndefined)
 
 /** Custom agents whose current version lists the shared skill. */
 export const agentsUsingSkill = (skill: string) =>
   Effect.flatMap(SqlClient, (sql) =>
     Effect.map(
-      sql<{ name: string }>`
+      names(sql`
         SELECT a.name FROM admin.agent a
         JOIN admin.agent_version v ON v.name = a.name AND v.version = a.current_version
         WHERE v.package -> 'skills' @> jsonb_build_array(${skill}::text)
-        ORDER BY a.name`,
+        ORDER BY a.name`),
       (rows) => rows.map((r) => r.name)
     )
   )

@@ -6,6 +6,7 @@ import { Effect } from "effect"
 import { serializeAgentPackage } from "./AgentPackage.ts"
 import { builtinVersion, type AgentCatalog } from "./agentCatalog.ts"
 import * as repo from "./agentRepo.ts"
+import { storeDefects } from "../db/StoreError.ts"
 import { selectLatestRuns, verdictOf, type EvalRun } from "./evalRepo.ts"
 import { builtinAgents } from "./builtins.ts"
 import type { VersionInfo } from "./AgentView.ts"
@@ -29,7 +30,10 @@ export const makeAgentVersions = (c: AgentCatalog) => {
       const row = yield* provide(repo.selectVersion(name, version))
       if (row === undefined) return yield* Effect.fail(new AgentVersionNotFound({ name, version }))
       return { current, row }
-    }).pipe(Effect.catchTag("SqlError", Effect.die))
+    }).pipe(
+      // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
+      storeDefects("AgentStore.version")
+    )
 
   /** The package of the current (or a given) version. */
   const exportPackage = (name: string, version?: number) =>
@@ -55,7 +59,10 @@ export const makeAgentVersions = (c: AgentCatalog) => {
         const rows = yield* provide(repo.selectVersions(name))
         const runs = yield* provide(selectLatestRuns(name))
         return rows.map((r) => versionInfo(r, current.currentVersion, runs))
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+      }).pipe(
+        // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
+        storeDefects("AgentStore.versions")
+      ),
     version: (name: string, version: number) =>
       Effect.gen(function* () {
         const { current, row } = yield* versionOf(name, version)
@@ -77,13 +84,19 @@ export const makeAgentVersions = (c: AgentCatalog) => {
           })
         )
         return yield* getView(name)
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+      }).pipe(
+        // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
+        storeDefects("AgentStore.restore")
+      ),
     /** Who restored which version, when, and what was current before; newest first. */
     restores: (name: string) =>
       Effect.gen(function* () {
         yield* notBuiltin(name)
         yield* findCustom(name)
         return yield* provide(repo.selectRestores(name))
-      }).pipe(Effect.catchTag("SqlError", Effect.die))
+      }).pipe(
+        // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
+        storeDefects("AgentStore.restores")
+      )
   }
 }

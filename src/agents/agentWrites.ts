@@ -8,6 +8,7 @@ import { serializeAgentPackage, type AgentPackage } from "./AgentPackage.ts"
 import type { AgentCatalog } from "./agentCatalog.ts"
 import { PackageFilesInput, type AgentView, type ImportedAgent, type Write } from "./AgentView.ts"
 import * as repo from "./agentRepo.ts"
+import { storeDefects } from "../db/StoreError.ts"
 import { insertRun } from "./evalRepo.ts"
 import { AgentExists, AgentInvalid, AgentNotFound, ImportRejected } from "./errors.ts"
 import { checkAgentPackage } from "./validateAgent.ts"
@@ -25,7 +26,7 @@ const canonical = (value: unknown): string =>
       : v
   )
 
-export const samePackage = (a: AgentPackage, b: AgentPackage): boolean => canonical(a) === canonical(b)
+const samePackage = (a: AgentPackage, b: AgentPackage): boolean => canonical(a) === canonical(b)
 
 /** The write members of AgentStore over the read side `c`. */
 export const makeAgentWrites = (c: AgentCatalog) => {
@@ -62,7 +63,8 @@ export const makeAgentWrites = (c: AgentCatalog) => {
     }).pipe(
       // Two concurrent creates of one name: the loser hits the primary key.
       Effect.catchIf((e) => e._tag === "SqlError" && /duplicate key|unique/i.test(String(e.cause)), () => Effect.fail(new AgentExists({ name: pkg.name }))),
-      Effect.catchTag("SqlError", Effect.die),
+      // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
+      storeDefects("AgentStore.create"),
       Effect.catchTag("AgentNotFound", Effect.die)
     )
 
@@ -92,7 +94,10 @@ export const makeAgentWrites = (c: AgentCatalog) => {
         })
       )
       return yield* customView(row)
-    }).pipe(Effect.catchTag("SqlError", Effect.die))
+    }).pipe(
+      // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
+      storeDefects("AgentStore.save")
+    )
 
   /** Imports package files, Claude Code subagent files included (adapted first): every problem in one round. */
   const importPackage = (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string, options: ImportOptions = {}): Write<ImportedAgent> =>
@@ -110,7 +115,10 @@ export const makeAgentWrites = (c: AgentCatalog) => {
           : yield* createPackage(pkg, by, "imported")
       // savePackage adds no version for a package equal to the current one: the version is then the one before.
       return { agent, changed: before === undefined || agent.version !== before.currentVersion, notes: adapted.notes, warnings: adapted.warnings, toolMapping: adapted.toolMapping }
-    }).pipe(Effect.catchTag("SqlError", Effect.die))
+    }).pipe(
+      // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
+      storeDefects("AgentStore.importFiles")
+    )
 
   return {
     create: (input: unknown, by: string) => Effect.flatMap(Effect.flatMap(decodeFiles(input), (i) => check(i.files)), (pkg) => createPackage(pkg, by, "created")),
@@ -121,12 +129,18 @@ export const makeAgentWrites = (c: AgentCatalog) => {
         yield* notBuiltin(name)
         if (!(yield* provide(repo.setEnabled(name, enabled)))) return yield* Effect.fail(new AgentNotFound({ name }))
         return yield* getView(name)
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+      }).pipe(
+        // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
+        storeDefects("AgentStore.setEnabled")
+      ),
     remove: (name: string) =>
       Effect.gen(function* () {
         yield* notBuiltin(name)
         if (!(yield* provide(repo.deleteAgent(name)))) return yield* Effect.fail(new AgentNotFound({ name }))
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+      }).pipe(
+        // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
+        storeDefects("AgentStore.remove")
+      ),
     copy: (name: string, newName: string, by: string) =>
       Effect.gen(function* () {
         const source = yield* getView(name)

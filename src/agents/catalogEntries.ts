@@ -6,6 +6,7 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import { Problem } from "../contract/Problem.ts"
+import { decodeRows, Jsonb, Num, Timestamp } from "../db/rowSchema.ts"
 import type { AgentDraft } from "./agentChecks.ts"
 import { AgentPackage } from "./AgentPackage.ts"
 import { draftOf, packageProblems } from "./validateAgent.ts"
@@ -59,7 +60,7 @@ export const insertEntry = (name: string, version: number, pkg: AgentPackage) =>
       ON CONFLICT (name, version) DO NOTHING`
   })
 
-const decodePackage = Schema.decodeUnknownSync(AgentPackage)
+const missingRows = decodeRows(Schema.Struct({ name: Schema.String, version: Schema.Number, package: Jsonb(AgentPackage) }))
 
 /**
  * Writes the missing entries of current versions (versions saved before migration 047, or written
@@ -67,14 +68,14 @@ const decodePackage = Schema.decodeUnknownSync(AgentPackage)
  */
 export const fillMissingEntries = Effect.flatMap(SqlClient, (sql) =>
   Effect.gen(function* () {
-    const missing = yield* sql<{ name: string; version: number; package: unknown }>`
+    const missing = yield* missingRows(sql`
       SELECT v.name, v.version, v.package FROM admin.agent a
       JOIN admin.agent_version v ON v.name = a.name AND v.version = a.current_version
       LEFT JOIN admin.agent_catalog_entry e ON e.name = a.name AND e.version = a.current_version
-      WHERE e.name IS NULL`
+      WHERE e.name IS NULL`)
     if (missing.length === 0) return 0
     const rows = missing.map((m) => {
-      const e = entryOfPackage(decodePackage(m.package))
+      const e = entryOfPackage(m.package)
       return { name: m.name, version: m.version, description: e.description, audience: e.audience, search: e.search, refs: e.refs, problems: e.problems }
     })
     yield* sql`INSERT INTO admin.agent_catalog_entry (name, version, description, audience, search, refs, problems)
@@ -86,39 +87,42 @@ export const fillMissingEntries = Effect.flatMap(SqlClient, (sql) =>
   })
 )
 
+const generationRows = decodeRows(Schema.Struct({ n: Num }))
+
 /** The catalog generation: changes with every write to agents, bindings, shared skills or MCP servers. */
 export const selectGeneration = Effect.flatMap(SqlClient, (sql) =>
-  Effect.map(sql<{ n: string | number }>`SELECT n FROM admin.catalog_generation`, (rows) => String(rows[0]?.n ?? "0"))
+  Effect.map(generationRows(sql`SELECT n FROM admin.catalog_generation`), (rows) => String(rows[0]?.n ?? 0))
 )
 
 const EntryRow = Schema.Struct({
   name: Schema.String,
   enabled: Schema.Boolean,
   currentVersion: Schema.Number,
-  updatedAt: Schema.DateFromSelf,
+  updatedAt: Timestamp,
   description: Schema.String,
   audience: Schema.Literal("runtime", "member"),
   search: Schema.String,
   refs: CatalogRefs,
   problems: Schema.Array(Problem)
 })
-export type EntryRow = typeof EntryRow.Type
-const decodeRows = Schema.decodeUnknownSync(Schema.Array(EntryRow))
+// Compiled once: the catalog decodes every custom agent's entry at each new generation.
+const entryRows = decodeRows(EntryRow)
 
 /**
  * Every custom agent's current entry, by name in code-unit order (the catalog filters and pages them
  * in memory and compares cursors with `>`).
  */
 export const selectAllEntries = Effect.flatMap(SqlClient, (sql) =>
-  Effect.map(
+  entryRows(
     sql`SELECT a.name, a.enabled, a.current_version, a.updated_at, e.description, e.audience, e.search, e.refs, e.problems
         FROM admin.agent a JOIN admin.agent_catalog_entry e ON e.name = a.name AND e.version = a.current_version
-        ORDER BY a.name COLLATE "C"`,
-    decodeRows
+        ORDER BY a.name COLLATE "C"`
   )
 )
 
+const skillNameRows = decodeRows(Schema.Struct({ name: Schema.String }))
+
 /** Names of the custom shared skills (the installation checks need names only). */
 export const selectSkillNames = Effect.flatMap(SqlClient, (sql) =>
-  Effect.map(sql<{ name: string }>`SELECT name FROM admin.agent_skill`, (rows) => rows.map((r) => r.name))
+  Effect.map(skillNameRows(sql`SELECT name FROM admin.agent_skill`), (rows) => rows.map((r) => r.name))
 )

@@ -37,3 +37,15 @@ export const storeMethod = <Args extends ReadonlyArray<unknown>, A, E, R>(operat
   const typed = storeErrors(operation)
   return (...args: Args) => typed(f(...args))
 }
+
+/**
+ * `effect` with its SqlError and ParseError turned into a defect holding the StoreError of `operation`,
+ * for a method whose callers' signatures cannot fail (each use says why).
+ */
+export const storeDefects =
+  (operation: string) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, SqlError | ParseResult.ParseError>, R> =>
+    // As in storeErrors: the guard cannot narrow a generic E, so the cast states what the catch removes.
+    Effect.catchIf(effect, isForeign, (e) =>
+      Effect.die(e._tag === "SqlError" ? new StoreUnavailable({ operation, cause: e }) : new RowInvalid({ operation, cause: e }))
+    ) as Effect.Effect<A, Exclude<E, SqlError | ParseResult.ParseError>, R>

@@ -6,6 +6,8 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Layer, Schema } from "effect"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
+import { decodeRows, Jsonb, Num, Timestamp } from "../db/rowSchema.ts"
+import { storeDefects } from "../db/StoreError.ts"
 import { agentsUsingSkill } from "./agentRepo.ts"
 import { builtinAgents, builtinSkills, type SharedSkill } from "./builtins.ts"
 import { BuiltinReadOnly, SkillExists, SkillInUse, SkillInvalid, SkillNameTaken, SkillNotFound, SkillVersionNotFound } from "./errors.ts"
@@ -25,6 +27,9 @@ export const SkillInput = Schema.Struct({
   )
 })
 export type SkillInput = typeof SkillInput.Type
+
+/** An update's body: the skill's text; a name, when given, must be the route's (a skill is not renamed). */
+const SkillUpdate = Schema.Struct({ ...SkillInput.fields, name: Schema.optionalWith(Schema.String, { exact: true }) })
 
 export interface SkillView extends SharedSkill {
   /** From an imported Agent Skill's front matter (`license`, `version`); null when it has none. */
@@ -83,35 +88,42 @@ export class SkillStore extends Context.Tag("agents/SkillStore")<
   }
 >() {}
 
-interface SkillRow {
-  readonly name: string
-  readonly description: string
-  readonly content: string
-  readonly currentVersion: number
-  readonly updatedBy: string
-  readonly updatedAt: Date
-  readonly license: string | null
-  readonly version: string | null
-  readonly metadata: unknown
-  readonly resources: unknown
-}
+const SkillRow = Schema.Struct({
+  name: Schema.String,
+  description: Schema.String,
+  content: Schema.String,
+  currentVersion: Schema.Number,
+  updatedBy: Schema.String,
+  updatedAt: Timestamp,
+  license: Schema.NullOr(Schema.String),
+  version: Schema.NullOr(Schema.String),
+  metadata: Jsonb(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  resources: Jsonb(Schema.Array(Schema.Struct({ path: Schema.String, bytes: Num })))
+})
+type SkillRow = typeof SkillRow.Type
 
-const resourceList = (v: unknown): Array<{ path: string; bytes: number }> =>
-  Array.isArray(v) ? v.flatMap((r) => (r !== null && typeof r === "object" && typeof r.path === "string" ? [{ path: String(r.path), bytes: Number(r.bytes) }] : [])) : []
-const metadataOf = (v: unknown): Record<string, unknown> => (v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-interface SkillVersionRow {
-  readonly name: string
-  readonly version: number
-  readonly savedBy: string
-  readonly savedAt: Date
-  readonly note: string
-  readonly changeNote: string
-  readonly current: boolean
-}
+const SkillVersionRow = Schema.Struct({
+  name: Schema.String,
+  version: Schema.Number,
+  savedBy: Schema.String,
+  savedAt: Timestamp,
+  note: Schema.String,
+  changeNote: Schema.String,
+  current: Schema.Boolean
+})
+type SkillVersionRow = typeof SkillVersionRow.Type
+
+const skillRows = decodeRows(SkillRow)
+const versionRowsOf = decodeRows(SkillVersionRow)
+const versionTextRows = decodeRows(Schema.Struct({ ...SkillVersionRow.fields, description: Schema.String, content: Schema.String }))
+const textRows = decodeRows(Schema.Struct({ description: Schema.String, content: Schema.String }))
+const versionNumbers = decodeRows(Schema.Struct({ version: Schema.Number }))
+const createdRows = decodeRows(Schema.Struct({ created: Schema.Boolean }))
+const fileRows = decodeRows(Schema.Struct({ skill: Schema.String, path: Schema.String, content: Schema.Uint8ArrayFromSelf }))
 
 const versionInfo = (r: SkillVersionRow): SkillVersionInfo => {
   const { changeNote, ...rest } = r
-  return { ...rest, version: Number(r.version), ...(changeNote === "" ? {} : { changeNote }) }
+  return { ...rest, ...(changeNote === "" ? {} : { changeNote }) }
 }
 
 const NOTE_MAX = 2000
@@ -125,11 +137,11 @@ export const makeSkillStore = Effect.gen(function* () {
   const usedBy = (name: string) => Effect.map(provide(agentsUsingSkill(name)), (custom) => [...builtinUsers(name), ...custom])
 
   const rows = (name?: string) =>
-    sql<SkillRow>`SELECT s.name, s.description, s.content, s.current_version, s.updated_by, s.updated_at, s.license, s.version, s.metadata,
+    skillRows(sql`SELECT s.name, s.description, s.content, s.current_version, s.updated_by, s.updated_at, s.license, s.version, s.metadata,
                     coalesce((SELECT jsonb_agg(jsonb_build_object('path', f.path, 'bytes', octet_length(f.content)) ORDER BY f.path)
                               FROM admin.agent_skill_file f WHERE f.skill = s.name), '[]'::jsonb) AS resources
                   FROM admin.agent_skill s
-                  ${name === undefined ? sql`` : sql`WHERE s.name = ${name}`} ORDER BY s.name`
+                  ${name === undefined ? sql`` : sql`WHERE s.name = ${name}`} ORDER BY s.name`)
   const viewOf = (row: SkillRow) =>
     Effect.map(usedBy(row.name), (users): SkillView => ({
       name: row.name,
@@ -138,9 +150,9 @@ export const makeSkillStore = Effect.gen(function* () {
       builtin: false,
       license: row.license,
       skillVersion: row.version,
-      metadata: metadataOf(row.metadata),
-      resources: resourceList(row.resources),
-      version: Number(row.currentVersion),
+      metadata: row.metadata,
+      resources: row.resources,
+      version: row.currentVersion,
       updatedBy: row.updatedBy,
       updatedAt: row.updatedAt,
       usedBy: users
@@ -160,29 +172,34 @@ export const makeSkillStore = Effect.gen(function* () {
       const row = (yield* rows(name))[0]
       if (row === undefined) return yield* Effect.fail(new SkillNotFound({ name }))
       return yield* viewOf(row)
-    }).pipe(Effect.catchTag("SqlError", Effect.die))
+    }).pipe(
+      // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
+      storeDefects("SkillStore.get")
+    )
 
+  const decodeUpdate = decodeAll(SkillUpdate)
   const decode = (input: unknown): Effect.Effect<SkillInput, SkillInvalid> =>
     Effect.mapError(decodeAll(SkillInput)(input), (problems: Array<Problem>) => new SkillInvalid({ problems }))
 
   /** Adds the next version of `name` (the caller holds the skill row's lock) and returns its number. */
   const insertVersion = (name: string, description: string, content: string, by: string, note: string, changeNote: string) =>
-    Effect.map(
-      sql<{ version: number }>`
+    Effect.flatMap(
+      versionNumbers(sql`
         INSERT INTO admin.agent_skill_version (name, version, description, content, saved_by, note, change_note)
         VALUES (${name}, COALESCE((SELECT max(version) FROM admin.agent_skill_version WHERE name = ${name}), 0) + 1,
                 ${description}, ${content}, ${by}, ${note}, ${changeNote.trim().slice(0, NOTE_MAX)})
-        RETURNING version`,
-      (r) => Number(r[0]!.version)
+        RETURNING version`),
+      // An INSERT … RETURNING that succeeded returns its row: none means the database broke its contract.
+      (r) => (r[0] === undefined ? Effect.dieMessage("an inserted skill version returned no row") : Effect.succeed(r[0].version))
     )
   const versionRows = (name: string, version?: number) =>
-    sql<SkillVersionRow & { description: string; content: string }>`
+    versionTextRows(sql`
       SELECT v.name, v.version, v.saved_by, v.saved_at, v.note, v.change_note, v.description, v.content,
              (v.version = s.current_version) AS current
       FROM admin.agent_skill_version v JOIN admin.agent_skill s ON s.name = v.name
       WHERE v.name = ${name} AND v.saved_at >= s.created_at
         ${version === undefined ? sql`` : sql`AND v.version = ${version}`}
-      ORDER BY v.version DESC`
+      ORDER BY v.version DESC`)
   const custom = (name: string) =>
     Effect.gen(function* () {
       if (builtinSkills().has(name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name }))
@@ -201,7 +218,7 @@ export const makeSkillStore = Effect.gen(function* () {
   const write = (name: string, description: string, content: string, by: string, note: string, changeNote: string) =>
     sql.withTransaction(
       Effect.gen(function* () {
-        const locked = yield* sql<{ description: string; content: string }>`SELECT description, content FROM admin.agent_skill WHERE name = ${name} FOR UPDATE`
+        const locked = yield* textRows(sql`SELECT description, content FROM admin.agent_skill WHERE name = ${name} FOR UPDATE`)
         const before = locked[0]
         if (before === undefined) return yield* Effect.fail(new SkillNotFound({ name }))
         if (before.description === description && before.content === content) return
@@ -216,10 +233,14 @@ export const makeSkillStore = Effect.gen(function* () {
       const builtin = yield* Effect.forEach([...builtinSkills().values()], builtinView)
       const custom = yield* Effect.forEach(yield* rows(), viewOf)
       return [...builtin, ...custom]
-    }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    }).pipe(
+      // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
+      storeDefects("SkillStore.list")
+    ),
     get,
     contents: Effect.map(rows(), (custom) => new Map([...[...builtinSkills().values()].map((s) => [s.name, s.content] as const), ...custom.map((r) => [r.name, r.content] as const)])).pipe(
-      Effect.catchTag("SqlError", Effect.die)
+      // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
+      storeDefects("SkillStore.contents")
     ),
     create: (input, by) =>
       Effect.gen(function* () {
@@ -236,18 +257,25 @@ export const makeSkillStore = Effect.gen(function* () {
             yield* sql`UPDATE admin.agent_skill SET current_version = ${version} WHERE name = ${skill.name}`
           })
         )
+        // The skill was written just before: SkillNotFound here would be a defect.
         return yield* Effect.orDie(get(skill.name))
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+      }).pipe(
+        // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
+        storeDefects("SkillStore.create")
+      ),
     update: (name, input, by, changeNote) =>
       Effect.gen(function* () {
         if (builtinSkills().has(name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name }))
-        const raw = input !== null && typeof input === "object" ? { name, ...(input as Record<string, unknown>) } : input
-        const skill = yield* decode(raw)
-        if (skill.name !== name) return yield* Effect.fail(new SkillInvalid({ problems: [{ path: "name", message: "cannot rename a shared skill" }] }))
+        const skill = yield* Effect.mapError(decodeUpdate(input), (problems) => new SkillInvalid({ problems }))
+        if (skill.name !== undefined && skill.name !== name) return yield* Effect.fail(new SkillInvalid({ problems: [{ path: "name", message: "cannot rename a shared skill" }] }))
         if ((changeNote ?? "").length > NOTE_MAX) return yield* Effect.fail(new SkillInvalid({ problems: [{ path: "note", message: "is longer than 2,000 characters" }] }))
         yield* write(name, skill.description, skill.content, by, "saved", changeNote ?? "")
+        // The skill was written just before: SkillNotFound here would be a defect.
         return yield* Effect.orDie(get(name))
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+      }).pipe(
+        // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
+        storeDefects("SkillStore.update")
+      ),
     importSkill: (skill, by) =>
       Effect.gen(function* () {
         if (builtinSkills().has(skill.name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name: skill.name }))
@@ -256,11 +284,11 @@ export const makeSkillStore = Effect.gen(function* () {
         const created = yield* sql.withTransaction(
           Effect.gen(function* () {
             // A new skill starts its history at v1; an existing one gets a new version only when its text changed.
-            const rows = yield* sql<{ created: boolean }>`
+            const rows = yield* createdRows(sql`
               INSERT INTO admin.agent_skill (name, description, content, updated_by, license, version, metadata)
               VALUES (${skill.name}, ${skill.description}, ${skill.content}, ${by}, ${skill.license}, ${skill.version}, ${JSON.stringify(skill.metadata)}::jsonb)
               ON CONFLICT (name) DO UPDATE SET license = EXCLUDED.license, version = EXCLUDED.version, metadata = EXCLUDED.metadata
-              RETURNING (xmax = 0) AS created`
+              RETURNING (xmax = 0) AS created`)
             const isNew = rows[0]?.created === true
             if (isNew) {
               const version = yield* insertVersion(skill.name, skill.description, skill.content, by, "created", "imported")
@@ -274,44 +302,64 @@ export const makeSkillStore = Effect.gen(function* () {
             return isNew
           })
         )
+        // The skill was written just before: SkillNotFound here would be a defect.
         return { skill: yield* Effect.orDie(get(skill.name)), created }
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+      }).pipe(
+        // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
+        storeDefects("SkillStore.importSkill")
+      ),
     resources: (names) =>
       names.length === 0
         ? Effect.succeed(new Map())
         : Effect.map(
-            sql<{ skill: string; path: string; content: Uint8Array }>`
-              SELECT skill, path, content FROM admin.agent_skill_file WHERE skill IN ${sql.in(names)} ORDER BY skill, path`,
+            fileRows(sql`
+              SELECT skill, path, content FROM admin.agent_skill_file WHERE skill IN ${sql.in(names)} ORDER BY skill, path`),
             (rows) => {
               const out = new Map<string, Array<{ path: string; content: Uint8Array }>>()
               for (const r of rows) out.set(r.skill, [...(out.get(r.skill) ?? []), { path: r.path, content: new Uint8Array(r.content) }])
               return out as ReadonlyMap<string, ReadonlyArray<{ path: string; content: Uint8Array }>>
             }
-).pipe(Effect.catchTag("SqlError", Effect.die)),
+).pipe(
+  // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
+  storeDefects("SkillStore.resources")
+),
     versions: (name) =>
       Effect.gen(function* () {
         yield* custom(name)
         return (yield* versionRows(name)).map(versionInfo)
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+      }).pipe(
+        // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
+        storeDefects("SkillStore.versions")
+      ),
     version: (name, version) =>
-      Effect.map(versionOf(name, version), (r): SkillVersion => ({ info: versionInfo(r), description: r.description, content: r.content })).pipe(Effect.catchTag("SqlError", Effect.die)),
+      Effect.map(versionOf(name, version), (r): SkillVersion => ({ info: versionInfo(r), description: r.description, content: r.content })).pipe(
+        // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
+        storeDefects("SkillStore.version")
+      ),
     restore: (name, version, by) =>
       Effect.gen(function* () {
         const old = yield* versionOf(name, version)
         yield* write(name, old.description, old.content, by, `restored from v${version}`, "")
+        // The skill was written just before: SkillNotFound here would be a defect.
         return yield* Effect.orDie(get(name))
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+      }).pipe(
+        // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
+        storeDefects("SkillStore.restore")
+      ),
     changesSince: (names, since) =>
       names.length === 0
         ? Effect.succeed([])
         : Effect.map(
-            sql<SkillVersionRow>`
+            versionRowsOf(sql`
               SELECT v.name, v.version, v.saved_by, v.saved_at, v.note, v.change_note, (v.version = s.current_version) AS current
               FROM admin.agent_skill_version v JOIN admin.agent_skill s ON s.name = v.name
               WHERE v.name IN ${sql.in(names)} AND v.saved_at >= s.created_at AND v.saved_at >= ${since}
-              ORDER BY v.saved_at DESC, v.name, v.version DESC`,
+              ORDER BY v.saved_at DESC, v.name, v.version DESC`),
             (r) => r.map(versionInfo)
-          ).pipe(Effect.catchTag("SqlError", Effect.die)),
+          ).pipe(
+            // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
+            storeDefects("SkillStore.changesSince")
+          ),
     remove: (name) =>
       Effect.gen(function* () {
         if (builtinSkills().has(name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name }))
@@ -325,7 +373,10 @@ export const makeSkillStore = Effect.gen(function* () {
             yield* sql`DELETE FROM admin.agent_skill WHERE name = ${name}`
           })
         )
-      }).pipe(Effect.catchTag("SqlError", Effect.die))
+      }).pipe(
+        // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
+        storeDefects("SkillStore.remove")
+      )
   }
   return service
 })

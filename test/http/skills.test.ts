@@ -128,6 +128,16 @@ describe("PUT /api/admin/agent-skills/:name", () => {
     expect(empty.status).toBe(400)
     expect(empty.json().error.problems).toEqual([{ path: "content", message: "must not be empty" }])
   })
+
+  test("a malformed body → 400 naming every field; nothing stored", async () => {
+    await createSkill(api, "kept-text", "Kept.\n")
+    const bad = await send("PUT", "/api/admin/agent-skills/kept-text", { name: 7, description: ["x"], content: 42 })
+    expect(bad.status).toBe(400)
+    expect(bad.json().error.problems.map((p: { path: string }) => p.path).sort()).toEqual(["content", "description", "name"])
+    const list = await send("PUT", "/api/admin/agent-skills/kept-text", ["Kept.\n"])
+    expect(list.status).toBe(400)
+    expect((await get("/api/admin/agent-skills/kept-text")).json().skill).toMatchObject({ content: "Kept.\n", version: 1 })
+  })
 })
 
 describe("DELETE /api/admin/agent-skills/:name", () => {

@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
+import { Clock, Context, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { cachedUntilWrite, DbWrites } from "../db/DbWrites.ts"
 import { decodeRows, Num, Timestamp } from "../db/rowSchema.ts"
 import { type StoreError, storeErrors, storeMethod } from "../db/StoreError.ts"
@@ -318,7 +318,7 @@ export const makeAccess = Effect.gen(function* () {
         if (user.value.disabledAt !== null) return yield* Effect.fail(new InvalidCredentials({ disabled: true }))
         const token = randomToken()
         const csrf = randomToken()
-        const expiresAt = new Date(Date.now() + SESSION_TTL_MS)
+        const expiresAt = new Date((yield* Clock.currentTimeMillis) + SESSION_TTL_MS)
         yield* sql`INSERT INTO admin.session (token_hash, user_id, csrf_token, expires_at) VALUES (${hashToken(token)}, ${user.value.id}, ${csrf}, ${expiresAt})`
         return { token, expiresAt, principal: yield* principalOf(user.value, "session", csrf) }
       })),

@@ -306,7 +306,7 @@ export const cachedUntilWrite = <K, A>(
   const reading = new Map<K, { readonly epoch: number; readonly done: Deferred.Deferred<A> }>()
   let heldAt: number | undefined
   return (key: K, read: Effect.Effect<A>, keep: (value: A) => boolean = () => true): Effect.Effect<A> =>
-    Effect.suspend(() => {
+    Effect.clockWith((clock) => {
       // The epoch is taken before the read is sent: a write completing meanwhile makes the value unusable.
       const epoch = writes.epoch(options.topic)
       if (epoch === undefined) return read
@@ -315,14 +315,14 @@ export const cachedUntilWrite = <K, A>(
         heldAt = epoch
       }
       const hit = held.get(key)
-      if (hit !== undefined && Date.now() < hit.until) return Effect.succeed(hit.value)
+      if (hit !== undefined && clock.unsafeCurrentTimeMillis() < hit.until) return Effect.succeed(hit.value)
       const pending = reading.get(key)
       if (pending !== undefined && pending.epoch === epoch) return Deferred.await(pending.done)
       const store = (value: A) =>
         Effect.sync(() => {
           if (writes.epoch(options.topic) !== epoch || heldAt !== epoch || !keep(value)) return
           if (held.size >= options.max) held.clear()
-          held.set(key, { value, until: Math.min(Date.now() + options.ttlMs, options.until?.(value) ?? Number.POSITIVE_INFINITY) })
+          held.set(key, { value, until: Math.min(clock.unsafeCurrentTimeMillis() + options.ttlMs, options.until?.(value) ?? Number.POSITIVE_INFINITY) })
         })
       return Effect.flatMap(Deferred.make<A>(), (done) => {
         reading.set(key, { epoch, done })

@@ -10,6 +10,7 @@ import { isRunJob } from "./jobChild/args.ts"
 
 const argv = process.argv.slice(2)
 // Every command but the job child resolves the data dir one way, whatever the shell's current folder.
+// process.env: the entry point, before any Effect runtime (and its ConfigProvider) exists.
 if (!isRunJob(argv)) pinDataDir(process.env)
 // No top-level await: the file can also be bundled to bytecode for a faster job-child start.
 if (isRunJob(argv)) void import("./jobChild/exit.ts").then((m) => m.runGuardedJobChild(() => import("./jobChild/load.ts").then((l) => l.loadJobChild())))

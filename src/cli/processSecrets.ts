@@ -123,7 +123,7 @@ export const secureProcessSecrets = (): ProcessSecrets => (secured ??= secure())
 /** The light part of this module loads nothing but bun:ffi and node:fs: it runs before anything else. */
 const secure = (): ProcessSecrets => {
   const nonDumpable = makeNonDumpable()
-  // The one place in src/ that reads and writes process.env directly, not through Config: it must see
+  // Reads and writes process.env directly, not through Config: it must see
   // and delete the real variables (a ConfigProvider is a read-only view), and everything else reads
   // the secrets it collected through `secretsConfigProvider`.
   const env: Env = process.env

@@ -5,7 +5,7 @@
  */
 import * as Console from "effect/Console"
 
-/** True when escape codes may go to `stream`: it is a terminal and `NO_COLOR` is unset or empty. */
+/** True when escape codes may go to `stream`: it is a terminal and `NO_COLOR` is unset or empty (process.env by default: console output is decided before a command's runtime exists). */
 export const colourAllowed = (stream: { readonly isTTY?: boolean | undefined }, env: Readonly<Record<string, string | undefined>> = process.env): boolean =>
   stream.isTTY === true && (env["NO_COLOR"] ?? "") === ""
 

@@ -15,7 +15,7 @@ import path from "node:path"
 import { fileURLToPath } from "node:url"
 import { listMigrations, migrationsDir } from "./migrations.ts"
 
-/** Where templates live, or undefined when disabled. */
+/** Where templates live, or undefined when disabled (process.env by default: read by the synchronous and promise-based helpers below, outside any Effect runtime). */
 const templatesRoot = (env: Record<string, string | undefined> = process.env): string | undefined => {
   const given = env["KINTSUGI_DB_TEMPLATES"]
   if (given === "off") return undefined

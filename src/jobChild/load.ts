@@ -9,6 +9,7 @@
 import { startedAhead } from "./args.ts"
 
 export const loadJobChild = async (): Promise<typeof import("./main.ts")> => {
+  // process.env: the probe starts before Effect is loaded, so the job child's start does not wait for it.
   if (!startedAhead(process.argv.slice(2))) (await import("../tools/sandboxProbe.ts")).startProbeFromEnv(process.env)
   return import("./main.ts")
 }

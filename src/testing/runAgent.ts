@@ -93,7 +93,7 @@ export const loadAgentDefinition = async (
   return toAgentDefinition(parsed.right, { version: 1, sharedSkills: skills })
 }
 
-/** Only what the child needs (and the worker's JIT settings for it): no host variables, so no host secret reaches the job. */
+/** Only what the child needs (and the worker's JIT settings for it): no host variables, so no host secret reaches the job (PATH, HOME and the sandbox settings are the test process's own, from process.env). */
 const childEnv = (extra: Readonly<Record<string, string>>): Record<string, string> => ({
   ...JOB_CHILD_JIT_ENV,
   PATH: process.env["PATH"] ?? "/usr/bin:/bin",

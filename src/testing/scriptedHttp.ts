@@ -40,7 +40,7 @@ export interface ScriptedServerOptions {
   readonly port?: number
 }
 
-/** Bun's fetch sends even loopback requests through HTTP(S)_PROXY unless NO_PROXY lists it. */
+/** Bun's fetch sends even loopback requests through HTTP(S)_PROXY unless NO_PROXY lists it (written to process.env: the test process's own fetch reads it there). */
 export const bypassProxyForLoopback = (): void => {
   for (const name of ["NO_PROXY", "no_proxy"] as const) {
     const current = (process.env[name] ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0)

@@ -5,16 +5,23 @@
  * stdin envelope only.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Context, Effect, Either, Layer, Schema } from "effect"
+import { Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { decodeAll } from "../contract/Problem.ts"
+import { decodeRows, Jsonb, Timestamp } from "../db/rowSchema.ts"
+import { type StoreError, storeMethod } from "../db/StoreError.ts"
 import { connectMcp } from "../tools/mcp/McpClient.ts"
 import { McpServerInvalid, McpServerNotFound, McpUnreachable } from "./errors.ts"
 import { openHeaders, SecretBox, sealHeaders } from "./SecretBox.ts"
 import { checkOutboundUrl } from "../net/urlPolicy.ts"
 import { traced } from "../telemetry/traced.ts"
 
-export const McpServerInput = Schema.Struct({
-  name: Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,63}$/, { message: () => "must match [a-z][a-z0-9-]* (at most 64 characters)" })),
+const ServerName = Schema.Struct({
+  name: Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,63}$/, { message: () => "must match [a-z][a-z0-9-]* (at most 64 characters)" }))
+})
+
+/** A PUT's body: the server's settings; its name is the route's (a `name` in the body is accepted and ignored). */
+const McpServerBody = Schema.Struct({
+  name: Schema.optionalWith(Schema.Unknown, { exact: true }),
   url: Schema.String,
   /** Absent on update keeps the stored headers. */
   headers: Schema.optionalWith(Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]{1,64}$/)), value: Schema.String }), { exact: true }),
@@ -60,44 +67,50 @@ export interface McpServerConfig {
   readonly allowPrivateNetwork: boolean
 }
 
-interface Row {
-  readonly name: string
-  readonly url: string
-  readonly headersSealed: string | null
-  readonly timeoutSec: number
-  readonly allowedTools: ReadonlyArray<string>
-  readonly allowPrivateNetwork: boolean
-  readonly updatedBy: string
-  readonly updatedAt: Date
-}
+const Row = Schema.Struct({
+  name: Schema.String,
+  url: Schema.String,
+  headersSealed: Schema.NullOr(Schema.String),
+  timeoutSec: Schema.Number,
+  allowedTools: Jsonb(Schema.Array(Schema.String)),
+  allowPrivateNetwork: Schema.Boolean,
+  updatedBy: Schema.String,
+  updatedAt: Timestamp
+})
+type Row = typeof Row.Type
+const serverRows = decodeRows(Row)
+const nameRows = decodeRows(Schema.Struct({ name: Schema.String }))
 
 /**
  * Names of the registered MCP servers, nothing else: no header is read or decrypted, so it needs no
  * secret key (the Agent Builder's check and `kintsugi agents validate`).
  */
 export const selectMcpServerNames = Effect.flatMap(SqlClient, (sql) =>
-  Effect.map(sql<{ readonly name: string }>`SELECT name FROM admin.mcp_server`, (rows): ReadonlySet<string> => new Set(rows.map((r) => r.name)))
+  Effect.map(nameRows(sql`SELECT name FROM admin.mcp_server`), (rows): ReadonlySet<string> => new Set(rows.map((r) => r.name)))
 )
 
 export class McpServers extends Context.Tag("providers/McpServers")<
   McpServers,
   {
-    readonly list: Effect.Effect<ReadonlyArray<McpServerView>>
-    readonly get: (name: string) => Effect.Effect<McpServerView, McpServerNotFound>
-    /** Creates or replaces a server; the URL policy runs first. */
-    readonly put: (name: string, input: unknown, by: string) => Effect.Effect<McpServerView, McpServerInvalid>
-    readonly remove: (name: string) => Effect.Effect<void, McpServerNotFound>
+    readonly list: Effect.Effect<ReadonlyArray<McpServerView>, StoreError>
+    readonly get: (name: string) => Effect.Effect<McpServerView, McpServerNotFound | StoreError>
+    /** Creates or replaces the server `name` from the settings in `input`; the URL policy runs first. */
+    readonly put: (name: string, input: unknown, by: string) => Effect.Effect<McpServerView, McpServerInvalid | StoreError>
+    readonly remove: (name: string) => Effect.Effect<void, McpServerNotFound | StoreError>
     /**
      * Connects with the stored headers (URL policy, pinned connection, no redirects, bounded) and lists
      * the server's tools. `McpUnreachable` says why not, never with a header value.
      */
-    readonly listTools: (name: string) => Effect.Effect<ReadonlyArray<McpToolView>, McpServerNotFound | McpUnreachable>
+    readonly listTools: (name: string) => Effect.Effect<ReadonlyArray<McpToolView>, McpServerNotFound | McpUnreachable | StoreError>
     /** Adds `tool` to the allowed tools (or removes it); the other settings and the headers stay. */
-    readonly allowTool: (name: string, tool: string, allowed: boolean, by: string) => Effect.Effect<McpServerView, McpServerNotFound | McpServerInvalid>
+    readonly allowTool: (name: string, tool: string, allowed: boolean, by: string) => Effect.Effect<McpServerView, McpServerNotFound | McpServerInvalid | StoreError>
     /** The named servers with headers decrypted, for a job envelope. */
-    readonly configs: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<McpServerConfig>, McpServerNotFound>
+    readonly configs: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<McpServerConfig>, McpServerNotFound | StoreError>
   }
 >() {}
+
+const decodeName = decodeAll(ServerName)
+const decodeBody = decodeAll(McpServerBody)
 
 export const makeMcpServers = Effect.gen(function* () {
   const sql = yield* SqlClient
@@ -105,18 +118,20 @@ export const makeMcpServers = Effect.gen(function* () {
   const headersOf = (row: Pick<Row, "headersSealed">): Record<string, string> => openHeaders(box, row.headersSealed)
   const view = ({ headersSealed: _sealed, ...row }: Row): McpServerView => ({ ...row, headerNames: Object.keys(headersOf({ headersSealed: _sealed })).sort() })
   const rows = (name?: string) =>
-    sql<Row>`SELECT name, url, headers_sealed, timeout_sec, allowed_tools, allow_private_network, updated_by, updated_at FROM admin.mcp_server
-             ${name === undefined ? sql`` : sql`WHERE name = ${name}`} ORDER BY name`
+    serverRows(sql`SELECT name, url, headers_sealed, timeout_sec, allowed_tools, allow_private_network, updated_by, updated_at FROM admin.mcp_server
+             ${name === undefined ? sql`` : sql`WHERE name = ${name}`} ORDER BY name`)
   const one = (name: string) => Effect.flatMap(rows(name), (r) => (r[0] === undefined ? Effect.fail(new McpServerNotFound({ name })) : Effect.succeed(r[0])))
 
   const service: McpServers["Type"] = {
-    list: Effect.map(rows(), (r) => r.map(view)).pipe(Effect.orDie),
-    get: (name) => Effect.map(one(name), view).pipe(Effect.catchTag("SqlError", Effect.die)),
-    put: (name, input, by) =>
+    list: storeMethod("McpServers.list", () => Effect.map(rows(), (r) => r.map(view)))(),
+    get: storeMethod("McpServers.get", (name: string) => Effect.map(one(name), view)),
+    put: storeMethod("McpServers.put", (name: string, input: unknown, by: string) =>
       Effect.gen(function* () {
-        const raw = input !== null && typeof input === "object" ? { ...(input as Record<string, unknown>), name } : input
-        const decoded = decodeAll(McpServerInput)(raw)
-        if (Either.isLeft(decoded)) return yield* Effect.fail(new McpServerInvalid({ problems: decoded.left }))
+        const named = decodeName({ name })
+        const decoded = decodeBody(input)
+        if (Either.isLeft(named) || Either.isLeft(decoded)) {
+          return yield* Effect.fail(new McpServerInvalid({ problems: [...Either.getLeft(named).pipe(Option.getOrElse(() => [])), ...Either.getLeft(decoded).pipe(Option.getOrElse(() => []))] }))
+        }
         const s = decoded.right
         const urlProblem = yield* Effect.promise(() => checkOutboundUrl(s.url, s.allowPrivateNetwork))
         if (urlProblem !== undefined) return yield* Effect.fail(new McpServerInvalid({ problems: [{ path: "url", message: urlProblem }] }))
@@ -127,14 +142,15 @@ export const makeMcpServers = Effect.gen(function* () {
           ON CONFLICT (name) DO UPDATE SET url = EXCLUDED.url, headers_sealed = EXCLUDED.headers_sealed, timeout_sec = EXCLUDED.timeout_sec,
             allowed_tools = EXCLUDED.allowed_tools, allow_private_network = EXCLUDED.allow_private_network,
             updated_by = EXCLUDED.updated_by, updated_at = now()`
+        // The row was written just before: McpServerNotFound here would be a defect.
         return view(yield* Effect.orDie(one(name)))
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
-    remove: (name) =>
+      })),
+    remove: storeMethod("McpServers.remove", (name: string) =>
       Effect.gen(function* () {
         const deleted = yield* sql`DELETE FROM admin.mcp_server WHERE name = ${name} RETURNING name`
         if (deleted.length === 0) return yield* Effect.fail(new McpServerNotFound({ name }))
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
-    listTools: (name) =>
+      })),
+    listTools: storeMethod("McpServers.listTools", (name: string) =>
       Effect.gen(function* () {
         const row = yield* one(name)
         const server = { name: row.name, url: row.url, headers: headersOf(row), allowPrivateNetwork: row.allowPrivateNetwork }
@@ -145,8 +161,8 @@ export const makeMcpServers = Effect.gen(function* () {
           const allowed = row.allowedTools.includes(t.name)
           return { name: t.name, description: t.description, readOnly: t.readOnly, allowed, offered: t.readOnly || allowed }
         })
-      }).pipe(Effect.scoped, Effect.catchTag("SqlError", Effect.die)),
-    allowTool: (name, tool, allowed, by) =>
+      }).pipe(Effect.scoped)),
+    allowTool: storeMethod("McpServers.allowTool", (name: string, tool: string, allowed: boolean, by: string) =>
       Effect.gen(function* () {
         if (tool.length === 0 || tool.length > 256 || /[\u0000-\u001f\u007f]/.test(tool)) {
           return yield* Effect.fail(new McpServerInvalid({ problems: [{ path: "tool", message: "must be a tool name of 1 to 256 characters without control characters" }] }))
@@ -157,8 +173,8 @@ export const makeMcpServers = Effect.gen(function* () {
         yield* sql`UPDATE admin.mcp_server SET allowed_tools = ${JSON.stringify(allowedTools)}::jsonb, updated_by = ${by}, updated_at = now()
           WHERE name = ${name}`
         return view(yield* one(name))
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
-    configs: (names) =>
+      })),
+    configs: storeMethod("McpServers.configs", (names: ReadonlyArray<string>) =>
       Effect.forEach([...new Set(names)], (name) =>
         Effect.map(one(name), (row): McpServerConfig => ({
           name: row.name,
@@ -168,7 +184,7 @@ export const makeMcpServers = Effect.gen(function* () {
           allowedTools: row.allowedTools,
           allowPrivateNetwork: row.allowPrivateNetwork
         }))
-      ).pipe(Effect.catchTag("SqlError", Effect.die))
+      ))
   }
   return service
 })

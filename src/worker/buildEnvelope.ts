@@ -157,6 +157,8 @@ export const buildEnvelope = (
       AgentUnavailable: (e) => Effect.fail(new JobSetupFailed({ message: e.message })),
       BindingNotFound: (e) => Effect.fail(new JobSetupFailed({ message: e.message })),
       McpServerNotFound: (e) => Effect.fail(new JobSetupFailed({ message: `the agent names an MCP server that is not registered: ${e.message}` })),
-      ProviderNotFound: (e) => Effect.fail(new JobSetupFailed({ message: `the agent's binding names a provider that no longer exists: ${e.message}` }))
+      ProviderNotFound: (e) => Effect.fail(new JobSetupFailed({ message: `the agent's binding names a provider that no longer exists: ${e.message}` })),
+      StoreUnavailable: (e) => Effect.fail(new JobSetupFailed({ message: e.message })),
+      RowInvalid: (e) => Effect.fail(new JobSetupFailed({ message: e.message }))
     })
   )

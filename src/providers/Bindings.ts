@@ -61,7 +61,8 @@ const makeBindings = Effect.gen(function* () {
         const decoded = decodeAll(BindingInput)(input)
         if (Either.isLeft(decoded)) return yield* Effect.fail(new BindingInvalid({ problems: decoded.left }))
         const b = decoded.right
-        const provider = yield* Effect.either(providers.get(b.providerId))
+        // Only a missing provider is the client's mistake; a store failure stays a failure, not "no provider".
+        const provider = yield* Effect.either(Effect.catchTags(providers.get(b.providerId), { StoreUnavailable: Effect.die, RowInvalid: Effect.die }))
         if (Either.isLeft(provider)) return yield* Effect.fail(new BindingInvalid({ problems: [{ path: "providerId", message: `no LLM provider "${b.providerId}"` }] }))
         const model = provider.right.models.find((m) => m.id === b.modelId)
         if (model === undefined) return yield* Effect.fail(new BindingInvalid({ problems: [{ path: "modelId", message: `provider "${b.providerId}" has no model "${b.modelId}"` }] }))

@@ -7,6 +7,8 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Either, Layer, Schema } from "effect"
 import type { ThinkingLevel } from "../contract/AgentDefinition.ts"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
+import { decodeRows, Jsonb, Timestamp } from "../db/rowSchema.ts"
+import { type StoreError, storeMethod } from "../db/StoreError.ts"
 import { type ProviderConfig, ProviderModel } from "../contract/ProviderConfig.ts"
 import { makeJobModels, supportedThinking } from "../kernel/PiAiModels.ts"
 import { ProviderExists, ProviderInUse, ProviderInvalid, ProviderNotFound } from "./errors.ts"
@@ -20,24 +22,31 @@ const HttpUrl = Schema.String.pipe(
 )
 const Headers = Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]{1,64}$/)), value: Schema.String })
 
-export const CustomProviderInput = Schema.Struct({
+const Api = Schema.Literal("openai-completions", "openai-responses", "anthropic-messages")
+
+const CustomProviderInput = Schema.Struct({
   kind: Schema.Literal("custom"),
   id: Id,
-  api: Schema.Literal("openai-completions", "openai-responses", "anthropic-messages"),
+  api: Api,
   baseUrl: HttpUrl,
   /** Required on create; on update, absent keeps the stored key. */
   apiKey: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1)), { exact: true }),
   headers: Schema.optionalWith(Headers, { exact: true }),
   models: Schema.Array(ProviderModel).pipe(Schema.minItems(1, { message: () => "needs at least one model" }))
 })
-export const BuiltinProviderInput = Schema.Struct({
+const BuiltinProviderInput = Schema.Struct({
   kind: Schema.Literal("builtin"),
   id: Id,
   builtin: Schema.String,
   apiKey: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1)), { exact: true })
 })
-export const ProviderInput = Schema.Union(CustomProviderInput, BuiltinProviderInput)
-export type ProviderInput = typeof ProviderInput.Type
+const ProviderInput = Schema.Union(CustomProviderInput, BuiltinProviderInput)
+
+/** An update's body: the configuration; its id is the route's (an `id` in the body is accepted and ignored). */
+const ProviderUpdate = Schema.Union(
+  Schema.Struct({ ...CustomProviderInput.fields, id: Schema.optionalWith(Schema.Unknown, { exact: true }) }),
+  Schema.Struct({ ...BuiltinProviderInput.fields, id: Schema.optionalWith(Schema.Unknown, { exact: true }) })
+)
 
 export interface ModelView {
   readonly id: string
@@ -61,38 +70,40 @@ export interface ProviderView {
   readonly updatedAt: Date
 }
 
-interface Row {
-  readonly id: string
-  readonly kind: "custom" | "builtin"
-  readonly api: string | null
-  readonly baseUrl: string | null
-  readonly builtin: string | null
-  readonly models: unknown
-  readonly apiKeySealed: string
-  readonly headersSealed: string | null
-  readonly updatedBy: string
-  readonly updatedAt: Date
-}
+const Row = Schema.Struct({
+  id: Schema.String,
+  kind: Schema.Literal("custom", "builtin"),
+  api: Schema.NullOr(Api),
+  baseUrl: Schema.NullOr(Schema.String),
+  builtin: Schema.NullOr(Schema.String),
+  models: Jsonb(Schema.Array(ProviderModel)),
+  apiKeySealed: Schema.String,
+  headersSealed: Schema.NullOr(Schema.String),
+  updatedBy: Schema.String,
+  updatedAt: Timestamp
+})
+type Row = typeof Row.Type
+const providerRows = decodeRows(Row)
+const agentNames = decodeRows(Schema.Struct({ agentName: Schema.String }))
 
 export class ProviderStore extends Context.Tag("providers/ProviderStore")<
   ProviderStore,
   {
-    readonly list: Effect.Effect<ReadonlyArray<ProviderView>>
-    readonly get: (id: string) => Effect.Effect<ProviderView, ProviderNotFound>
-    readonly create: (input: unknown, by: string) => Effect.Effect<ProviderView, ProviderInvalid | ProviderExists>
-    /** Replaces the configuration; an absent apiKey (or headers) keeps the stored one. */
-    readonly update: (id: string, input: unknown, by: string) => Effect.Effect<ProviderView, ProviderInvalid | ProviderNotFound>
-    readonly remove: (id: string) => Effect.Effect<void, ProviderNotFound | ProviderInUse>
+    readonly list: Effect.Effect<ReadonlyArray<ProviderView>, StoreError>
+    readonly get: (id: string) => Effect.Effect<ProviderView, ProviderNotFound | StoreError>
+    readonly create: (input: unknown, by: string) => Effect.Effect<ProviderView, ProviderInvalid | ProviderExists | StoreError>
+    /** Replaces the configuration of `id` with the one in `input`; an absent apiKey (or headers) keeps the stored one. */
+    readonly update: (id: string, input: unknown, by: string) => Effect.Effect<ProviderView, ProviderInvalid | ProviderNotFound | StoreError>
+    readonly remove: (id: string) => Effect.Effect<void, ProviderNotFound | ProviderInUse | StoreError>
     /** pi-ai's built-in providers and their models, for choosing one. */
     readonly catalog: Effect.Effect<ReadonlyArray<{ readonly id: string; readonly name: string; readonly models: ReadonlyArray<ModelView> }>>
     /** "Test connection": asks the provider for its models with the stored key (providerProbe.ts). */
-    readonly probe: (id: string) => Effect.Effect<ProbeResult, ProviderNotFound>
+    readonly probe: (id: string) => Effect.Effect<ProbeResult, ProviderNotFound | StoreError>
     /** The decrypted configs of the given providers, for a job child's stdin only. */
-    readonly configs: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ProviderConfig>, ProviderNotFound>
+    readonly configs: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ProviderConfig>, ProviderNotFound | StoreError>
   }
 >() {}
 
-const decodeModels = Schema.decodeUnknownSync(Schema.Array(ProviderModel))
 
 /** The models a config offers, with the thinking levels pi-ai will accept for each. */
 const modelsOf = async (config: ProviderConfig): Promise<Array<ModelView>> => {
@@ -114,6 +125,9 @@ const builtinCatalog = (): Promise<Catalog> =>
     Promise.all(builtinProviders().map(async (p) => ({ id: p.id, name: p.name, models: await modelsOf({ id: p.id, builtin: p.id, apiKey: "" }) })))
   ))
 
+const decodeCreate = decodeAll(ProviderInput)
+const decodeUpdate = decodeAll(ProviderUpdate)
+
 export const makeProviderStore = Effect.gen(function* () {
   const sql = yield* SqlClient
   const box = yield* SecretBox
@@ -124,11 +138,11 @@ export const makeProviderStore = Effect.gen(function* () {
     const headers = reveal && row.headersSealed !== null ? openHeaders(box, row.headersSealed) : undefined
     return {
       id: row.id,
-      api: row.api as "openai-completions",
+      api: row.api ?? "openai-completions",
       baseUrl: row.baseUrl ?? "",
       apiKey,
       ...(headers === undefined ? {} : { headers }),
-      models: decodeModels(row.models)
+      models: row.models
     }
   }
   const headerNames = (row: Row): Array<string> =>
@@ -147,18 +161,21 @@ export const makeProviderStore = Effect.gen(function* () {
       updatedAt: row.updatedAt
     }))
   const rows = (id?: string) =>
-    sql<Row>`SELECT id, kind, api, base_url, builtin, models, api_key_sealed, headers_sealed, updated_by, updated_at
-             FROM admin.llm_provider ${id === undefined ? sql`` : sql`WHERE id = ${id}`} ORDER BY id`
+    providerRows(sql`SELECT id, kind, api, base_url, builtin, models, api_key_sealed, headers_sealed, updated_by, updated_at
+             FROM admin.llm_provider ${id === undefined ? sql`` : sql`WHERE id = ${id}`} ORDER BY id`)
   const one = (id: string) => Effect.flatMap(rows(id), (r) => (r[0] === undefined ? Effect.fail(new ProviderNotFound({ id })) : Effect.succeed(r[0])))
 
   /** Schema problems, then what only pi-ai knows (an unknown built-in provider). */
-  const decode = (input: unknown): Effect.Effect<ProviderInput, ProviderInvalid> =>
+  const decode = <A extends { readonly kind: "custom" } | { readonly kind: "builtin"; readonly builtin: string }>(
+    decodeInput: (input: unknown) => Either.Either<A, Array<Problem>>,
+    input: unknown
+  ): Effect.Effect<A, ProviderInvalid> =>
     Effect.gen(function* () {
-      const decoded = decodeAll(ProviderInput)(input)
+      const decoded = decodeInput(input)
       if (Either.isLeft(decoded)) return yield* Effect.fail(new ProviderInvalid({ problems: decoded.left }))
       const p = decoded.right
       if (p.kind === "builtin") {
-        const { problems } = yield* Effect.promise(() => makeJobModels([{ id: p.id, builtin: p.builtin, apiKey: "" }]))
+        const { problems } = yield* Effect.promise(() => makeJobModels([{ id: "check", builtin: p.builtin, apiKey: "" }]))
         if (problems.length > 0) return yield* Effect.fail(new ProviderInvalid({ problems: [{ path: "builtin", message: `unknown pi-ai provider "${p.builtin}"` }] }))
       }
       return p
@@ -166,11 +183,11 @@ export const makeProviderStore = Effect.gen(function* () {
   const missingKey: Array<Problem> = [{ path: "apiKey", message: "is required for a new provider" }]
 
   const service: ProviderStore["Type"] = {
-    list: Effect.flatMap(rows(), (r) => Effect.forEach(r, viewOf)).pipe(Effect.orDie),
-    get: (id) => Effect.flatMap(one(id), viewOf).pipe(Effect.catchTag("SqlError", Effect.die)),
-    create: (input, by) =>
+    list: storeMethod("ProviderStore.list", () => Effect.flatMap(rows(), (r) => Effect.forEach(r, viewOf)))(),
+    get: storeMethod("ProviderStore.get", (id: string) => Effect.flatMap(one(id), viewOf)),
+    create: storeMethod("ProviderStore.create", (input: unknown, by: string) =>
       Effect.gen(function* () {
-        const p = yield* decode(input)
+        const p = yield* decode(decodeCreate, input)
         if (p.apiKey === undefined) return yield* Effect.fail(new ProviderInvalid({ problems: missingKey }))
         const inserted =
           p.kind === "custom"
@@ -181,12 +198,12 @@ export const makeProviderStore = Effect.gen(function* () {
             : yield* sql`INSERT INTO admin.llm_provider (id, kind, builtin, api_key_sealed, updated_by)
                 VALUES (${p.id}, 'builtin', ${p.builtin}, ${box.seal(p.apiKey)}, ${by}) ON CONFLICT (id) DO NOTHING RETURNING id`
         if (inserted.length === 0) return yield* Effect.fail(new ProviderExists({ id: p.id }))
+        // The row was inserted just before: ProviderNotFound here would be a defect.
         return yield* viewOf(yield* Effect.orDie(one(p.id)))
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
-    update: (id, input, by) =>
+      })),
+    update: storeMethod("ProviderStore.update", (id: string, input: unknown, by: string) =>
       Effect.gen(function* () {
-        const raw = input !== null && typeof input === "object" ? { ...(input as Record<string, unknown>), id } : input
-        const p = yield* decode(raw)
+        const p = yield* decode(decodeUpdate, input)
         const current = yield* one(id)
         const key = p.apiKey === undefined ? current.apiKeySealed : box.seal(p.apiKey)
         if (p.kind === "custom") {
@@ -198,24 +215,25 @@ export const makeProviderStore = Effect.gen(function* () {
           yield* sql`UPDATE admin.llm_provider SET kind = 'builtin', api = NULL, base_url = NULL, builtin = ${p.builtin},
             models = '[]'::jsonb, api_key_sealed = ${key}, headers_sealed = NULL, updated_by = ${by}, updated_at = now() WHERE id = ${id}`
         }
+        // The row was read and updated just before: ProviderNotFound here would be a defect.
         return yield* viewOf(yield* Effect.orDie(one(id)))
-      }).pipe(Effect.catchTag("SqlError", Effect.die)),
-    remove: (id) =>
+      })),
+    remove: storeMethod("ProviderStore.remove", (id: string) =>
       sql.withTransaction(
         Effect.gen(function* () {
           yield* one(id)
-          const bound = yield* sql<{ agentName: string }>`SELECT DISTINCT agent_name FROM admin.agent_binding WHERE provider_id = ${id} ORDER BY agent_name`
+          const bound = yield* agentNames(sql`SELECT DISTINCT agent_name FROM admin.agent_binding WHERE provider_id = ${id} ORDER BY agent_name`)
           if (bound.length > 0) return yield* Effect.fail(new ProviderInUse({ id, agents: bound.map((b) => b.agentName) }))
           yield* sql`DELETE FROM admin.llm_provider WHERE id = ${id}`
         })
-      ).pipe(Effect.catchTag("SqlError", Effect.die)),
+      )),
     catalog: Effect.promise(builtinCatalog),
-    probe: (id) =>
+    probe: storeMethod("ProviderStore.probe", (id: string) =>
       Effect.flatMap(one(id), (row) =>
         Effect.promise(() => probeProvider(configOf(row, true), { allowPrivateNetwork: row.kind === "custom" }))
-      ).pipe(Effect.catchTag("SqlError", Effect.die)),
-    configs: (ids) =>
-      Effect.forEach([...new Set(ids)], (id) => Effect.map(one(id), (row) => configOf(row, true))).pipe(Effect.catchTag("SqlError", Effect.die))
+      )),
+    configs: storeMethod("ProviderStore.configs", (ids: ReadonlyArray<string>) =>
+      Effect.forEach([...new Set(ids)], (id) => Effect.map(one(id), (row) => configOf(row, true))))
   }
   return service
 })

@@ -46,7 +46,8 @@ export const jobModelFor = (
     const binding = { projectId: b.projectId, providerId: b.providerId, modelId: b.modelId, thinking: b.thinking }
     const provider = yield* Effect.either((yield* ProviderStore).get(b.providerId))
     if (provider._tag === "Left") {
-      return { projectId, binding, modelLevels: null, thinking: null, problem: `the binding names a provider that no longer exists: ${provider.left.message}` }
+      const problem = provider.left._tag === "ProviderNotFound" ? `the binding names a provider that no longer exists: ${provider.left.message}` : provider.left.message
+      return { projectId, binding, modelLevels: null, thinking: null, problem }
     }
     const model = provider.right.models.find((m) => m.id === b.modelId)
     if (model === undefined) {

@@ -66,6 +66,17 @@ describe("LLM providers", () => {
     expect((await h.api("POST", "/api/admin/providers", { kind: "builtin", id: "x", builtin: "no-such", apiKey: "k" })).status).toBe(400)
   })
 
+  test("an update's malformed body → 400 naming each field; the route's id is not the body's; nothing stored", async () => {
+    const { apiKey: _k, headers: _h, id: _id, ...rest } = custom()
+    const bad = await h.api("PUT", "/api/admin/providers/gw", { ...rest, baseUrl: 7, models: "fast" })
+    expect(bad.status).toBe(400)
+    expect(bad.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path).sort()).toEqual(["baseUrl", "models"])
+    expect((await h.api("PUT", "/api/admin/providers/gw", ["not", "an", "object"])).status).toBe(400)
+    const [config] = await h.rt.runPromise(Effect.flatMap(ProviderStore, (p) => p.configs(["gw"])))
+    expect(config).toMatchObject({ baseUrl: "https://gateway2.example/v1" })
+    expect((await h.api("PUT", "/api/admin/providers/never-made", rest)).status).toBe(404)
+  })
+
   test("the built-in catalog lists pi-ai's providers with their models' thinking levels", async () => {
     const r = await h.api("GET", "/api/admin/providers/catalog")
     const providers = r.json<{ providers: Array<{ id: string; models: Array<{ id: string; thinkingLevels: Array<string> }> }> }>().providers
@@ -119,6 +130,18 @@ describe("MCP servers", () => {
     expect(configs[0]?.headers).toEqual({ Authorization: `Bearer ${HEADER}` })
     expect((await h.api("DELETE", "/api/admin/mcp-servers/docs")).status).toBe(204)
     expect((await h.api("GET", "/api/admin/mcp-servers/docs")).status).toBe(404)
+  })
+
+  test("a malformed body → 400 naming each field, a bad route name → 400 naming `name`; nothing stored", async () => {
+    const bad = await h.api("PUT", "/api/admin/mcp-servers/shape", { url: 5, timeoutSec: "soon", allowedTools: "all" })
+    expect(bad.status).toBe(400)
+    expect(bad.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path).sort()).toEqual(["allowedTools", "timeoutSec", "url"])
+    expect((await h.api("PUT", "/api/admin/mcp-servers/shape", "https://example.com/mcp")).status).toBe(400)
+    const badName = await h.api("PUT", "/api/admin/mcp-servers/Bad_Name", { url: "https://example.com/mcp" })
+    expect(badName.status).toBe(400)
+    expect(badName.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path)).toEqual(["name"])
+    expect((await h.api("GET", "/api/admin/mcp-servers/shape")).status).toBe(404)
+    expect((await h.api("GET", "/api/admin/mcp-servers")).json<{ servers: Array<{ name: string }> }>().servers.map((s) => s.name)).not.toContain("Bad_Name")
   })
 
   test("no response of this file carried a key or header value", () => {

@@ -3,7 +3,8 @@
  * `admin.agent_eval_run` and `admin.agent_eval_result`. Every function needs a `SqlClient`.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
+import { decodeRows, Jsonb, Num, Timestamp } from "../db/rowSchema.ts"
 
 export type EvalRunStatus = "waiting" | "running" | "passed" | "failed" | "error"
 
@@ -40,22 +41,36 @@ export interface EvalRun {
   readonly results: ReadonlyArray<EvalResult>
 }
 
-type RunRow = Omit<EvalRun, "results" | "agent" | "project"> & { readonly agentName: string; readonly projectId: string }
-type ResultRow = Omit<EvalResult, "eval" | "costUsd" | "problems" | "grounding"> & {
-  readonly runId: string
-  readonly evalName: string
-  readonly costUsd: string | number | null
-  readonly problems: unknown
-  readonly grounding: unknown
-}
+const RunRow = Schema.Struct({
+  id: Schema.String,
+  agentName: Schema.String,
+  version: Schema.Number,
+  projectId: Schema.String,
+  gate: Schema.Boolean,
+  status: Schema.Literal("waiting", "running", "passed", "failed", "error"),
+  message: Schema.String,
+  startedBy: Schema.String,
+  startedAt: Timestamp,
+  finishedAt: Schema.NullOr(Timestamp)
+})
+type RunRow = typeof RunRow.Type
 
-const asStrings = (v: unknown): ReadonlyArray<string> => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [])
-const asGrounding = (v: unknown): EvalGrounding | null => {
-  if (v === null || typeof v !== "object") return null
-  const o = v as Record<string, unknown>
-  const n = (k: string) => (typeof o[k] === "number" ? (o[k] as number) : 0)
-  return { grounded: n("grounded"), ungrounded: n("ungrounded"), unknown: n("unknown") }
-}
+const Count = Schema.optionalWith(Schema.Number, { default: () => 0 })
+const ResultRow = Schema.Struct({
+  runId: Schema.String,
+  evalName: Schema.String,
+  passed: Schema.Boolean,
+  problems: Jsonb(Schema.Array(Schema.String)),
+  costUsd: Schema.NullOr(Num),
+  durationMs: Num,
+  grounding: Schema.NullOr(Jsonb(Schema.Struct({ grounded: Count, ungrounded: Count, unknown: Count }))),
+  jobId: Schema.NullOr(Schema.String)
+})
+
+const runRows = decodeRows(RunRow)
+const resultRows = decodeRows(ResultRow)
+const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
+const abandonedRows = decodeRows(Schema.Struct({ id: Schema.String, agentName: Schema.String, version: Schema.Number }))
 
 const RUN_COLUMNS = "id, agent_name, version, project_id, gate, status, message, started_by, started_at, finished_at"
 
@@ -65,8 +80,8 @@ const withResults = (rows: ReadonlyArray<RunRow>) =>
     rows.length === 0
       ? Effect.succeed([])
       : Effect.map(
-          sql<ResultRow>`SELECT run_id, eval_name, passed, problems, cost_usd, duration_ms, grounding, job_id
-            FROM admin.agent_eval_result WHERE run_id IN ${sql.in(rows.map((r) => r.id))} ORDER BY eval_name`,
+          resultRows(sql`SELECT run_id, eval_name, passed, problems, cost_usd, duration_ms, grounding, job_id
+            FROM admin.agent_eval_result WHERE run_id IN ${sql.in(rows.map((r) => r.id))} ORDER BY eval_name`),
           (results): Array<EvalRun> =>
             rows.map(({ agentName, projectId, ...r }) => ({
               ...r,
@@ -77,10 +92,10 @@ const withResults = (rows: ReadonlyArray<RunRow>) =>
                 .map((x) => ({
                   eval: x.evalName,
                   passed: x.passed,
-                  problems: asStrings(x.problems),
-                  costUsd: x.costUsd === null ? null : Number(x.costUsd),
+                  problems: x.problems,
+                  costUsd: x.costUsd,
                   durationMs: x.durationMs,
-                  grounding: asGrounding(x.grounding),
+                  grounding: x.grounding,
                   jobId: x.jobId
                 }))
             }))
@@ -96,21 +111,22 @@ export const insertRun = (
   )
 ) =>
   Effect.flatMap(SqlClient, (sql) =>
-    Effect.map(
-      sql<{ id: string }>`INSERT INTO admin.agent_eval_run (agent_name, version, project_id, gate, status, started_by, heartbeat_at, lease_expires_at)
+    Effect.flatMap(
+      idRows(sql`INSERT INTO admin.agent_eval_run (agent_name, version, project_id, gate, status, started_by, heartbeat_at, lease_expires_at)
         VALUES (${r.agent}, ${r.version}, ${r.project}, ${r.gate}, ${r.status}, ${r.by},
-          ${r.status === "running" ? sql`now()` : null}, ${r.status === "running" ? sql`now() + make_interval(secs => ${r.leaseMs / 1000})` : null}) RETURNING id`,
-      (rows) => rows[0]!.id
+          ${r.status === "running" ? sql`now()` : null}, ${r.status === "running" ? sql`now() + make_interval(secs => ${r.leaseMs / 1000})` : null}) RETURNING id`),
+      // An INSERT … RETURNING that succeeded returns its row: none means the database broke its contract.
+      (rows) => (rows[0] === undefined ? Effect.dieMessage("an inserted eval run returned no row") : Effect.succeed(rows[0].id))
     )
   )
 
 /** Takes every waiting run (a gated save's) as running under a lease of `leaseMs`, at most once across processes. */
 export const claimWaiting = (leaseMs: number) => Effect.flatMap(SqlClient, (sql) =>
   Effect.flatMap(
-    sql<RunRow>`UPDATE admin.agent_eval_run
+    runRows(sql`UPDATE admin.agent_eval_run
       SET status = 'running', started_at = now(), heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
       WHERE id IN (SELECT id FROM admin.agent_eval_run WHERE status = 'waiting' ORDER BY started_at FOR UPDATE SKIP LOCKED)
-      RETURNING ${sql.literal(RUN_COLUMNS)}`,
+      RETURNING ${sql.literal(RUN_COLUMNS)}`),
     withResults
   )
 )
@@ -135,7 +151,7 @@ export const finishRun = (runId: string, status: "passed" | "failed" | "error", 
 export const beat = (runId: string, leaseMs: number) =>
   Effect.flatMap(SqlClient, (sql) =>
     Effect.map(
-      sql<{ id: string }>`UPDATE admin.agent_eval_run SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
+      sql`UPDATE admin.agent_eval_run SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
         WHERE id = ${runId} AND status = 'running' RETURNING id`,
       (rows) => rows.length > 0
     )
@@ -150,7 +166,7 @@ export const finishPassedGate = (runId: string, agent: string, version: number) 
   Effect.flatMap(SqlClient, (sql) =>
     sql.withTransaction(
       Effect.gen(function* () {
-        const open = yield* sql<{ id: string }>`SELECT id FROM admin.agent_eval_run WHERE id = ${runId} AND finished_at IS NULL FOR UPDATE`
+        const open = yield* sql`SELECT id FROM admin.agent_eval_run WHERE id = ${runId} AND finished_at IS NULL FOR UPDATE`
         if (open.length === 0) return undefined
         const promoted = yield* promoteVersion(agent, version)
         const message = promoted ? `every eval passed: v${version} is now current` : `every eval passed; v${version} was not made current: a newer version is current`
@@ -167,21 +183,21 @@ export const finishPassedGate = (runId: string, agent: string, version: number) 
  */
 export const endAbandoned = (unleasedAfterSec: number) =>
   Effect.flatMap(SqlClient, (sql) =>
-    sql<{ id: string; agentName: string; version: number }>`UPDATE admin.agent_eval_run
+    abandonedRows(sql`UPDATE admin.agent_eval_run
       SET status = 'error', finished_at = now(),
           message = 'the server running it stopped before it finished (its lease ran out); start a new run'
       WHERE status = 'running'
         AND coalesce(lease_expires_at, coalesce(heartbeat_at, started_at) + make_interval(secs => ${unleasedAfterSec})) < now()
-      RETURNING id, agent_name, version`
+      RETURNING id, agent_name, version`)
   )
 
 /** Runs of one agent (one version, or all), newest first, with their results. */
 export const selectRuns = (agent: string, version?: number, limit = 50) =>
   Effect.flatMap(SqlClient, (sql) =>
     Effect.flatMap(
-      sql<RunRow>`SELECT ${sql.literal(RUN_COLUMNS)} FROM admin.agent_eval_run
+      runRows(sql`SELECT ${sql.literal(RUN_COLUMNS)} FROM admin.agent_eval_run
         WHERE agent_name = ${agent} ${version === undefined ? sql`` : sql`AND version = ${version}`}
-        ORDER BY started_at DESC, id DESC LIMIT ${limit}`,
+        ORDER BY started_at DESC, id DESC LIMIT ${limit}`),
       withResults
     )
   )
@@ -190,7 +206,7 @@ export const selectRun = (id: string) =>
   Effect.flatMap(SqlClient, (sql) =>
     Effect.map(
       Effect.flatMap(
-        /^[0-9a-f-]{36}$/i.test(id) ? sql<RunRow>`SELECT ${sql.literal(RUN_COLUMNS)} FROM admin.agent_eval_run WHERE id = ${id}` : Effect.succeed([]),
+        /^[0-9a-f-]{36}$/i.test(id) ? runRows(sql`SELECT ${sql.literal(RUN_COLUMNS)} FROM admin.agent_eval_run WHERE id = ${id}`) : Effect.succeed([]),
         withResults
       ),
       (runs) => runs[0]
@@ -204,9 +220,9 @@ export const selectRun = (id: string) =>
 export const selectPendingGate = (agent: string, current: number) =>
   Effect.flatMap(SqlClient, (sql) =>
     Effect.flatMap(
-      sql<RunRow>`SELECT ${sql.literal(RUN_COLUMNS)} FROM admin.agent_eval_run
+      runRows(sql`SELECT ${sql.literal(RUN_COLUMNS)} FROM admin.agent_eval_run
         WHERE agent_name = ${agent} AND gate AND version > ${current}
-        ORDER BY version DESC, started_at DESC, id DESC LIMIT 1`,
+        ORDER BY version DESC, started_at DESC, id DESC LIMIT 1`),
       (rows) => Effect.map(withResults(rows), (runs) => runs[0])
     )
   )
@@ -215,7 +231,7 @@ export const selectPendingGate = (agent: string, current: number) =>
 export const promoteVersion = (agent: string, version: number) =>
   Effect.flatMap(SqlClient, (sql) =>
     Effect.map(
-      sql<{ name: string }>`UPDATE admin.agent SET current_version = ${version}, updated_at = now(),
+      sql`UPDATE admin.agent SET current_version = ${version}, updated_at = now(),
           audience = (SELECT package->>'audience' FROM admin.agent_version WHERE name = ${agent} AND version = ${version})
         WHERE name = ${agent} AND current_version < ${version}
           AND EXISTS (SELECT 1 FROM admin.agent_version WHERE name = ${agent} AND version = ${version}
@@ -253,8 +269,8 @@ export const verdictOf = (run: EvalRun): EvalVerdict => ({
 export const selectLatestRuns = (agent: string) =>
   Effect.flatMap(SqlClient, (sql) =>
     Effect.flatMap(
-      sql<RunRow>`SELECT DISTINCT ON (version) ${sql.literal(RUN_COLUMNS)} FROM admin.agent_eval_run
-        WHERE agent_name = ${agent} ORDER BY version, started_at DESC, id DESC`,
+      runRows(sql`SELECT DISTINCT ON (version) ${sql.literal(RUN_COLUMNS)} FROM admin.agent_eval_run
+        WHERE agent_name = ${agent} ORDER BY version, started_at DESC, id DESC`),
       withResults
     )
   )

@@ -119,12 +119,15 @@ const errorBody = (e: ApiError) => ({
 export const errorResponse = (e: ApiError): Response =>
   json(errorBody(e), statusOf(e), e._tag === "TooManyRequests" ? { "retry-after": String(e.retryAfterSeconds) } : {})
 
-/** A route's outcome as a response; `log` receives defects (never the client). */
+/** The server's own failures (the database, a malformed row), whose cause is logged; an upstream's (502) is the answer alone. */
+export const ownFailure = (e: ApiError): boolean => e._tag === "RowInvalid" || e._tag === "StoreUnavailable"
+
+/** A route's outcome as a response; `log` receives defects and the server's own failures (never the client). */
 export const fromExit = (exit: Exit.Exit<Response, ApiError>, log: (line: string) => void): Response => {
   if (Exit.isSuccess(exit)) return exit.value
   const failure = Cause.failureOption(exit.cause)
   if (Option.isSome(failure)) {
-    if (statusOf(failure.value) >= 500) log(`request failed: ${Cause.pretty(exit.cause)}`)
+    if (ownFailure(failure.value)) log(`request failed: ${Cause.pretty(exit.cause)}`)
     return errorResponse(failure.value)
   }
   log(`request failed: ${Cause.pretty(exit.cause)}`)

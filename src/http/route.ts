@@ -28,7 +28,7 @@ import { decodeAll } from "../contract/Problem.ts"
 import { authenticate, crossSiteProblem, permit, type Guard } from "./auth.ts"
 import { emptyForm, formBody, jsonBody, MAX_BODY_BYTES, type PostedForm } from "./body.ts"
 import { noteUser, underRequest } from "./observe.ts"
-import { badRequest, errorResponse, json, statusOf, type ApiError } from "./respond.ts"
+import { badRequest, errorResponse, json, ownFailure, type ApiError } from "./respond.ts"
 import type { Evals } from "../worker/evals/Evals.ts"
 import type { Workspaces } from "../worker/workspaces/Workspaces.ts"
 
@@ -103,7 +103,7 @@ export const requestRunner = (rt: AppRuntime, log: (line: string) => void, rende
     const failure = Cause.failureOption(exit.cause)
     if (Option.isSome(failure)) {
       // A server-side failure (the database, a malformed row) answers its status; its cause goes to the log.
-      if (statusOf(failure.value) >= 500) log(`request failed: ${Cause.pretty(exit.cause)}`)
+      if (ownFailure(failure.value)) log(`request failed: ${Cause.pretty(exit.cause)}`)
       return render.failure(request, failure.value, who())
     }
     log(`request failed: ${Cause.pretty(exit.cause)}`)

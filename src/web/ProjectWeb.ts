@@ -7,6 +7,8 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Either, Layer, Schema } from "effect"
 import { decodeAll, Problem } from "../contract/Problem.ts"
+import { decodeRows, Jsonb, Num } from "../db/rowSchema.ts"
+import { type StoreError, storeDefects, storeMethod } from "../db/StoreError.ts"
 import { traced } from "../telemetry/traced.ts"
 import { ProjectNotFound, Projects } from "../worker/Projects.ts"
 
@@ -83,12 +85,12 @@ export class ProjectWeb extends Context.Tag("web/ProjectWeb")<
   ProjectWeb,
   {
     /** The project's settings (the defaults when never set). */
-    readonly get: (projectId: string) => Effect.Effect<WebSettings, ProjectNotFound>
-    readonly put: (projectId: string, input: unknown, by: string) => Effect.Effect<WebSettings, ProjectNotFound | WebSettingsInvalid>
+    readonly get: (projectId: string) => Effect.Effect<WebSettings, ProjectNotFound | StoreError>
+    readonly put: (projectId: string, input: unknown, by: string) => Effect.Effect<WebSettings, ProjectNotFound | WebSettingsInvalid | StoreError>
     /** The project's counts for the last `days` UTC days (today first; days without a call are 0). */
-    readonly usage: (projectId: string, days: number) => Effect.Effect<ReadonlyArray<WebUsageDay>, ProjectNotFound>
+    readonly usage: (projectId: string, days: number) => Effect.Effect<ReadonlyArray<WebUsageDay>, ProjectNotFound | StoreError>
     /** One job's counts. */
-    readonly jobUsage: (jobId: string) => Effect.Effect<{ readonly searches: number; readonly fetches: number }>
+    readonly jobUsage: (jobId: string) => Effect.Effect<{ readonly searches: number; readonly fetches: number }, StoreError>
     /**
      * Counts one call against the job's and the project's daily budget, atomically, or refuses it
      * (nothing counted) when either is used up.
@@ -97,14 +99,17 @@ export class ProjectWeb extends Context.Tag("web/ProjectWeb")<
   }
 >() {}
 
-interface Row {
-  readonly searchAgents: ReadonlyArray<string>
-  readonly fetchEnabled: boolean
-  readonly dailySearches: number
-  readonly dailyFetches: number
-  readonly jobSearches: number
-  readonly jobFetches: number
-}
+const settingsRows = decodeRows(Schema.Struct({
+  searchAgents: Jsonb(Schema.Array(Schema.String)),
+  fetchEnabled: Schema.Boolean,
+  dailySearches: Num,
+  dailyFetches: Num,
+  jobSearches: Num,
+  jobFetches: Num
+}))
+const Counts = { searches: Num, fetches: Num }
+const dayRows = decodeRows(Schema.Struct({ ...Counts, day: Schema.NullOr(Schema.String), today: Schema.String }))
+const jobRows = decodeRows(Schema.Struct(Counts))
 
 const isoDay = (d: Date): string => d.toISOString().slice(0, 10)
 
@@ -113,36 +118,36 @@ export const makeProjectWeb: Effect.Effect<ProjectWeb["Type"], never, SqlClient 
   const projects = yield* Projects
   const stored = (projectId: string) =>
     Effect.map(
-      sql<Row>`SELECT search_agents, fetch_enabled, daily_searches, daily_fetches, job_searches, job_fetches FROM runtime.project_web WHERE project_id = ${projectId}`,
+      settingsRows(sql`SELECT search_agents, fetch_enabled, daily_searches, daily_fetches, job_searches, job_fetches FROM runtime.project_web WHERE project_id = ${projectId}`),
       (rows): WebSettings => {
         const r = rows[0]
         if (r === undefined) return DEFAULT_WEB_SETTINGS
         const { fetchEnabled, ...rest } = r
         return { ...rest, fetch: fetchEnabled }
       }
-    ).pipe(Effect.orDie)
+    )
 
   const service: ProjectWeb["Type"] = {
-    get: (projectId) => Effect.zipRight(projects.get(projectId), stored(projectId)),
-    put: (projectId, input, by) =>
+    get: storeMethod("ProjectWeb.get", (projectId: string) => Effect.zipRight(projects.get(projectId), stored(projectId))),
+    put: storeMethod("ProjectWeb.put", (projectId: string, input: unknown, by: string) =>
       Effect.gen(function* () {
         yield* projects.get(projectId)
         const decoded = decodeAll(WebSettingsInput)(input)
         if (Either.isLeft(decoded)) return yield* Effect.fail(new WebSettingsInvalid({ problems: decoded.left }))
         const s: WebSettings = { ...(yield* stored(projectId)), ...decoded.right }
         const agents = [...new Set(s.searchAgents)].sort()
-        yield* Effect.orDie(sql`INSERT INTO runtime.project_web (project_id, search_agents, fetch_enabled, daily_searches, daily_fetches, job_searches, job_fetches, updated_by)
+        yield* sql`INSERT INTO runtime.project_web (project_id, search_agents, fetch_enabled, daily_searches, daily_fetches, job_searches, job_fetches, updated_by)
           VALUES (${projectId}, ${JSON.stringify(agents)}::jsonb, ${s.fetch}, ${s.dailySearches}, ${s.dailyFetches}, ${s.jobSearches}, ${s.jobFetches}, ${by})
           ON CONFLICT (project_id) DO UPDATE SET search_agents = EXCLUDED.search_agents, fetch_enabled = EXCLUDED.fetch_enabled,
             daily_searches = EXCLUDED.daily_searches, daily_fetches = EXCLUDED.daily_fetches, job_searches = EXCLUDED.job_searches,
-            job_fetches = EXCLUDED.job_fetches, updated_by = EXCLUDED.updated_by, updated_at = now()`)
+            job_fetches = EXCLUDED.job_fetches, updated_by = EXCLUDED.updated_by, updated_at = now()`
         return yield* stored(projectId)
-      }),
-    usage: (projectId, days) =>
+      })),
+    usage: storeMethod("ProjectWeb.usage", (projectId: string, days: number) =>
       Effect.gen(function* () {
         yield* projects.get(projectId)
         const n = Math.max(1, Math.min(90, Math.trunc(days)))
-        const rows = yield* Effect.orDie(sql<{ readonly day: string; readonly searches: number; readonly fetches: number; readonly today: string }>`
+        const rows = yield* dayRows(sql`
           SELECT to_char(day, 'YYYY-MM-DD') AS day, searches, fetches, to_char((now() AT TIME ZONE 'utc')::date, 'YYYY-MM-DD') AS today
           FROM runtime.web_usage_day WHERE project_id = ${projectId} AND day > (now() AT TIME ZONE 'utc')::date - ${n}::int
           UNION ALL SELECT NULL, 0, 0, to_char((now() AT TIME ZONE 'utc')::date, 'YYYY-MM-DD')`)
@@ -153,12 +158,12 @@ export const makeProjectWeb: Effect.Effect<ProjectWeb["Type"], never, SqlClient 
           const r = byDay.get(day)
           return { day, searches: r?.searches ?? 0, fetches: r?.fetches ?? 0 }
         })
-      }),
-    jobUsage: (jobId) =>
+      })),
+    jobUsage: storeMethod("ProjectWeb.jobUsage", (jobId: string) =>
       Effect.map(
-        Effect.orDie(sql<{ readonly searches: number; readonly fetches: number }>`SELECT searches, fetches FROM runtime.web_usage_job WHERE job_id = ${jobId}`),
+        jobRows(sql`SELECT searches, fetches FROM runtime.web_usage_job WHERE job_id = ${jobId}`),
         (rows) => rows[0] ?? { searches: 0, fetches: 0 }
-      ),
+      )),
     take: (projectId, jobId, kind) => {
       const column = sql(kind === "search" ? "searches" : "fetches")
       const counted = Effect.gen(function* () {
@@ -175,7 +180,8 @@ export const makeProjectWeb: Effect.Effect<ProjectWeb["Type"], never, SqlClient 
         // Failing inside the transaction rolls the job's count back: a refused call counts nowhere.
         if (day.length === 0) return yield* Effect.fail(new WebBudgetExhausted({ kind, scope: "day", limit: dayLimit }))
       })
-      return sql.withTransaction(counted).pipe(Effect.catchTag("SqlError", Effect.die))
+      // A tool call's only refusal is the budget; a store failure there ends the job as an error (a defect).
+      return sql.withTransaction(counted).pipe(storeDefects("ProjectWeb.take"))
     }
   }
   return service

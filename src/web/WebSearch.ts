@@ -9,6 +9,8 @@ import { decodeAll, Problem } from "../contract/Problem.ts"
 import { SecretBox } from "../providers/SecretBox.ts"
 import { checkOutboundUrl } from "../net/urlPolicy.ts"
 import { traced } from "../telemetry/traced.ts"
+import { decodeRows, Timestamp } from "../db/rowSchema.ts"
+import { type StoreError, storeErrors } from "../db/StoreError.ts"
 import { searchWith, WebSearchFailed, type SearchBackendKind, type SearchResult } from "./searchBackends.ts"
 
 export { WebSearchFailed } from "./searchBackends.ts"
@@ -50,10 +52,10 @@ export class WebSearchNotConfigured extends Schema.TaggedError<WebSearchNotConfi
 export class WebSearch extends Context.Tag("web/WebSearch")<
   WebSearch,
   {
-    readonly get: Effect.Effect<WebSearchView, WebSearchNotConfigured>
+    readonly get: Effect.Effect<WebSearchView, WebSearchNotConfigured | StoreError>
     /** Registers or replaces the backend (URL checked for scheme and credentials; a private address is the admin's choice). */
-    readonly put: (input: unknown, by: string) => Effect.Effect<WebSearchView, WebSearchInvalid>
-    readonly remove: Effect.Effect<void, WebSearchNotConfigured>
+    readonly put: (input: unknown, by: string) => Effect.Effect<WebSearchView, WebSearchInvalid | StoreError>
+    readonly remove: Effect.Effect<void, WebSearchNotConfigured | StoreError>
     /** One query to the stored backend; the answer says how many results came back or why none did. */
     readonly test: (query: string) => Effect.Effect<WebSearchTest, WebSearchNotConfigured>
     /** Titles, URLs and snippets (at most `limit`). */
@@ -61,24 +63,28 @@ export class WebSearch extends Context.Tag("web/WebSearch")<
   }
 >() {}
 
-interface Row {
-  readonly kind: SearchBackendKind
-  readonly url: string
-  readonly apiKeySealed: string | null
-  readonly updatedBy: string
-  readonly updatedAt: Date
-}
+const Row = Schema.Struct({
+  kind: WebSearchInput.fields.kind,
+  url: Schema.String,
+  apiKeySealed: Schema.NullOr(Schema.String),
+  updatedBy: Schema.String,
+  updatedAt: Timestamp
+})
+type Row = typeof Row.Type
+const backendRows = decodeRows(Row)
 
 export const makeWebSearch = Effect.gen(function* () {
   const sql = yield* SqlClient
   const box = yield* SecretBox
   const row = Effect.flatMap(
-    Effect.orDie(sql<Row>`SELECT kind, url, api_key_sealed, updated_by, updated_at FROM admin.web_search_backend`),
+    storeErrors("WebSearch.get")(backendRows(sql`SELECT kind, url, api_key_sealed, updated_by, updated_at FROM admin.web_search_backend`)),
     (rows) => (rows[0] === undefined ? Effect.fail(new WebSearchNotConfigured()) : Effect.succeed(rows[0]))
   )
   const view = ({ apiKeySealed, ...r }: Row): WebSearchView => ({ ...r, hasApiKey: apiKeySealed !== null })
   const config = (r: Row) => ({ kind: r.kind, url: r.url, apiKey: r.apiKeySealed === null ? undefined : box.open(r.apiKeySealed) })
-  const search = (query: string, limit: number) => Effect.flatMap(row, (r) => searchWith(config(r), query, limit))
+  // A search is a tool call whose refusals are "not configured" and "failed": a store failure there is a defect.
+  const search = (query: string, limit: number) =>
+    Effect.flatMap(Effect.catchTags(row, { StoreUnavailable: Effect.die, RowInvalid: Effect.die }), (r) => searchWith(config(r), query, limit))
 
   const service: WebSearch["Type"] = {
     get: Effect.map(row, view),
@@ -96,13 +102,14 @@ export const makeWebSearch = Effect.gen(function* () {
           ...(s.kind === "brave" && sealed === null ? [{ path: "apiKey", message: "is required for Brave Search" }] : [])
         ]
         if (problems.length > 0) return yield* Effect.fail(new WebSearchInvalid({ problems }))
-        yield* Effect.orDie(sql`INSERT INTO admin.web_search_backend (singleton, kind, url, api_key_sealed, updated_by) VALUES (true, ${s.kind}, ${s.url}, ${sealed}, ${by})
+        yield* storeErrors("WebSearch.put")(sql`INSERT INTO admin.web_search_backend (singleton, kind, url, api_key_sealed, updated_by) VALUES (true, ${s.kind}, ${s.url}, ${sealed}, ${by})
           ON CONFLICT (singleton) DO UPDATE SET kind = EXCLUDED.kind, url = EXCLUDED.url, api_key_sealed = EXCLUDED.api_key_sealed,
             updated_by = EXCLUDED.updated_by, updated_at = now()`)
-        return view(yield* Effect.orDie(row))
+        // The backend was written just before: WebSearchNotConfigured here would be a defect.
+        return view(yield* Effect.catchTag(row, "WebSearchNotConfigured", Effect.die))
       }),
     remove: Effect.gen(function* () {
-      const deleted = yield* Effect.orDie(sql`DELETE FROM admin.web_search_backend RETURNING kind`)
+      const deleted = yield* storeErrors("WebSearch.remove")(sql`DELETE FROM admin.web_search_backend RETURNING kind`)
       if (deleted.length === 0) return yield* Effect.fail(new WebSearchNotConfigured())
     }),
     test: (query) =>

@@ -4,10 +4,13 @@
  * stdin (never argv, which other users can read in the process list); tokens are printed once.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Cause, Effect, Exit, Option, type Layer } from "effect"
+import { Cause, Effect, Exit, Option, Schema, type Layer } from "effect"
+import { decodeRows } from "../db/rowSchema.ts"
 import type { Db, DbError } from "../db/Db.ts"
 import { Access, AccessLive } from "./Access.ts"
 import { doneLine, readPassword, tokenJson, tokenLine, userJson, userLines, type UsersIo, type UsersOp } from "./usersIo.ts"
+
+const foundRows = decodeRows(Schema.Struct({ found: Schema.Boolean }))
 
 /**
  * Why the database of `db` (opened without migrating it) holds no kintsugi installation, or undefined:
@@ -15,7 +18,7 @@ import { doneLine, readPassword, tokenJson, tokenLine, userJson, userLines, type
  */
 export const installationProblem = async (db: Layer.Layer<Db, DbError>): Promise<string | undefined> => {
   const exit = await Effect.runPromiseExit(
-    Effect.flatMap(SqlClient, (sql) => sql<{ found: boolean }>`SELECT to_regclass('admin.app_user') IS NOT NULL AS found`).pipe(Effect.provide(db))
+    Effect.flatMap(SqlClient, (sql) => foundRows(sql`SELECT to_regclass('admin.app_user') IS NOT NULL AS found`)).pipe(Effect.provide(db))
   )
   if (Exit.isFailure(exit)) {
     const failure = Cause.failureOption(exit.cause)

@@ -79,6 +79,7 @@ export const pendingMigrations = (dir: string = migrationsDir): Effect.Effect<Re
   Effect.gen(function* () {
     const files = yield* listMigrations(dir)
     const sql = yield* SqlClient
+    // The Migrator's own bookkeeping table, read as @effect/sql's Migrator reads it; Number() below takes either driver's int.
     const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM effect_sql_migrations`
     const applied = new Set(rows.map((r) => Number(r.id)))
     return files.filter((f) => !applied.has(f.id)).map((f) => `${String(f.id).padStart(3, "0")}_${f.name}`)

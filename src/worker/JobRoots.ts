@@ -12,6 +12,8 @@ import { secretKeyPath } from "../providers/SecretBox.ts"
 import { isInside, resolveWorkspace, type WorkspaceSpec } from "../job/confinement.ts"
 import { boundaryProblems, canonicalBoundary, canonicalPath, type CanonicalBoundary, type PathCheck } from "../tools/workspaceBoundary.ts"
 import { JobInput } from "./JobStore.ts"
+import { decodeRows } from "../db/rowSchema.ts"
+import { storeDefects } from "../db/StoreError.ts"
 
 /** The repository root this server runs from (src/worker → ..). */
 export const INSTALL_DIR = path.resolve(import.meta.dir, "..", "..")
@@ -43,6 +45,8 @@ const pluck = (doc: unknown, key: string): unknown => (doc !== null && typeof do
 // Lenient on purpose (excess keys ignored): the strict decode of the whole body reports those.
 const decodeWorkspace = Schema.decodeUnknownEither(JobInput.fields.workspace)
 
+const rootRows = decodeRows(Schema.Struct({ root: Schema.NullOr(Schema.String) }))
+
 /** The service over an already canonical boundary; project roots come from `runtime.project.root`. */
 export const makeJobRoots = (boundary: CanonicalBoundary): Effect.Effect<JobRoots["Type"], never, SqlClient> =>
   Effect.gen(function* () {
@@ -51,7 +55,8 @@ export const makeJobRoots = (boundary: CanonicalBoundary): Effect.Effect<JobRoot
       projectId === undefined || projectId === ""
         ? Effect.succeed(undefined)
         : Effect.map(
-            Effect.orDie(sql<{ root: string | null }>`SELECT root FROM runtime.project WHERE id = ${projectId}`),
+            // check's callers (admission and the project pages) treat it as a pure check: a store failure is a defect.
+            storeDefects("JobRoots.check")(rootRows(sql`SELECT root FROM runtime.project WHERE id = ${projectId}`)),
             (rows) => rows[0]?.root ?? undefined
           )
     const inRoots = (p: string) => boundaryProblems(boundary, "root", p)

@@ -48,7 +48,8 @@ export const makeAgentCatalog = Effect.gen(function* () {
   const provide = <A, E>(e: Effect.Effect<A, E, SqlClient>) => Effect.provideService(e, SqlClient, sql)
 
   const validation = Effect.map(
-    Effect.all([skills.contents, Effect.orDie(provide(repo.selectMcpServerNames))]),
+    // Validation feeds AgentStore's reads, whose shape has no database failure: a store failure is a defect.
+    Effect.all([skills.contents, storeDefects("AgentStore.validation")(provide(repo.selectMcpServerNames))]),
     ([contents, mcpServers]) => ({ contents, ctx: { sharedSkills: new Set(contents.keys()), mcpServers } as ValidationContext })
   )
 
@@ -90,7 +91,8 @@ export const makeAgentCatalog = Effect.gen(function* () {
   const customView = (row: repo.AgentRow) =>
     Effect.gen(function* () {
       const view = yield* viewOf(row.package, { builtin: false, version: row.currentVersion, enabled: row.enabled, updatedAt: row.updatedAt })
-      const pending = yield* Effect.orDie(provide(selectPendingGate(row.name, row.currentVersion)))
+      // A view is part of AgentStore's reads, whose shape has no database failure: a store failure is a defect.
+      const pending = yield* storeDefects("AgentStore.view")(provide(selectPendingGate(row.name, row.currentVersion)))
       return pending === undefined ? view : { ...view, gate: verdictOf(pending) }
     })
   const builtinView = (pkg: AgentPackage) => viewOf(pkg, { builtin: true, version: builtinVersion(pkg), enabled: true, updatedAt: null })
@@ -175,14 +177,16 @@ export const makeAgentCatalog = Effect.gen(function* () {
   // The catalog generation (migration 047's counter, bumped in the writing transaction by any change to
   // agents, bindings, shared skills or MCP servers), answered from memory until a write (DbWrites).
   const generations = cachedUntilWrite<"generation", string>(yield* DbWrites, { topic: "catalog", max: 1, ttlMs: Number.POSITIVE_INFINITY })
-  const currentGeneration = generations("generation", Effect.orDie(provide(entries.selectGeneration)))
+  // The catalog's shape has no database failure (every portal page and job admission read it): a store failure is a defect.
+  const currentGeneration = generations("generation", storeDefects("AgentStore.catalog")(provide(entries.selectGeneration)))
   // The listing of the newest generation seen, loaded once however many requests ask at once (a
   // failed load is not kept); pages are cached by query for that generation.
   let listing: { readonly generation: string; readonly load: Effect.Effect<Listing> } | undefined
   const listingAt = (generation: string): Effect.Effect<Listing> =>
     Effect.suspend(() => {
       if (listing?.generation === generation) return listing.load
-      return Effect.flatMap(Effect.cached(Effect.orDie(loadListing(generation))), (load) => {
+      // As the generation above: a store failure while listing is a defect of the catalog read.
+      return Effect.flatMap(Effect.cached(storeDefects("AgentStore.catalog")(loadListing(generation))), (load) => {
         const held = {
           generation,
           load: Effect.tapErrorCause(load, () => Effect.sync(() => void (listing === held ? (listing = undefined) : undefined)))
@@ -210,7 +214,7 @@ export const makeAgentCatalog = Effect.gen(function* () {
         pageCache.set(key, computed)
       }
       return computed
-    }).pipe(Effect.orDie)
+    })
 
   const getView = (name: string) =>
     Effect.gen(function* () {

@@ -45,6 +45,7 @@ export const makeAgentVersions = (c: AgentCatalog) => {
           ? builtin
           : yield* Effect.fail(new AgentVersionNotFound({ name, version }))
       }
+      // A built-in name returned above: BuiltinReadOnly here would be a defect.
       const { row } = yield* Effect.catchTag(versionOf(name, version), "BuiltinReadOnly", Effect.die)
       return row.package
     })
@@ -68,7 +69,8 @@ export const makeAgentVersions = (c: AgentCatalog) => {
         const { current, row } = yield* versionOf(name, version)
         const view = yield* viewOf(row.package, { builtin: false, version: row.version, enabled: current.enabled, updatedAt: row.savedAt })
         const { package: _p, ...info } = row
-        const runs = yield* Effect.orDie(provide(selectLatestRuns(name)))
+        // AgentStore.version's shape has no database failure: a store failure is a defect.
+        const runs = yield* storeDefects("AgentStore.version")(provide(selectLatestRuns(name)))
         return { info: versionInfo(info, current.currentVersion, runs), view }
       }),
     /** Makes `version` current again and records who did it and which version was current before. */

@@ -65,6 +65,7 @@ export const makeAgentWrites = (c: AgentCatalog) => {
       Effect.catchIf((e) => e._tag === "SqlError" && /duplicate key|unique/i.test(String(e.cause)), () => Effect.fail(new AgentExists({ name: pkg.name }))),
       // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
       storeDefects("AgentStore.create"),
+      // The agent was inserted in this transaction: AgentNotFound here would be a defect.
       Effect.catchTag("AgentNotFound", Effect.die)
     )
 

@@ -100,6 +100,7 @@ export interface AppOptions {
  * (the commands print its first line).
  */
 export const makeAppLive = (db: Layer.Layer<Db, DbError>, options: AppOptions = {}): Layer.Layer<AppServices | Db> => {
+  // The composition root: a layer that cannot start (database, secret key, roots) is a startup failure.
   const app = Layer.orDie(appLayer(db, options.secrets, options.jobRoots, options.serviceHandlers))
   // Built alongside the database: `kintsugi run`'s child started ahead loads while the database starts
   // (serve's first one a second later, JobChildren.ts).
@@ -108,10 +109,12 @@ export const makeAppLive = (db: Layer.Layer<Db, DbError>, options: AppOptions = 
   const layer =
     options.worker === undefined
       ? services
+      // DrainLive failing to start is a startup failure at the composition root.
       : Layer.provideMerge(Layer.mergeAll(WorkerLive, MemorySweepLive, EvalsSweepLive), Layer.merge(services, Layer.orDie(DrainLive)))
   const sink = options.log ?? options.worker?.log
   // Logger and tracer first: the layers above (the worker's loops among them) start under them.
   const logging = sink === undefined ? Logger.replace(Logger.defaultLogger, Logger.none) : LoggingLive(sink)
+  // Telemetry that cannot start is a startup failure at the composition root.
   const telemetry = Layer.orDie(Layer.mergeAll(logging, Logger.minimumLogLevel(options.logLevel ?? LogLevel.Info), TracingLive))
   const observed = Layer.provideMerge(layer, telemetry)
   return options.config === undefined ? observed : Layer.provide(observed, Layer.setConfigProvider(options.config))

@@ -55,6 +55,7 @@ const makeBindings = Effect.gen(function* () {
   // The catalog's callers (agents, admission, job set-up, evals) take only domain errors from bindings:
   // SQL and row failures stay defects here.
   const service: Bindings["Type"] = {
+    // Bindings' shape has no database failure (the catalog and job setup read it): a store failure is a defect.
     list: (agentName) => select(agentName).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })),
     set: (agentName, projectId, input, by) =>
       Effect.gen(function* () {
@@ -77,11 +78,13 @@ const makeBindings = Effect.gen(function* () {
         const rows = yield* select(agentName, projectId)
         // The upsert above wrote this row in the same session: none is a bug.
         return rows[0] ?? (yield* Effect.dieMessage("a binding just written is gone"))
+      // Bindings' shape has no database failure (the catalog and job setup read it): a store failure is a defect.
       }).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })),
     remove: (agentName, projectId) =>
       Effect.gen(function* () {
         const deleted = yield* sql`DELETE FROM admin.agent_binding WHERE agent_name = ${agentName} AND project_id = ${projectId} RETURNING agent_name`
         if (deleted.length === 0) return yield* Effect.fail(new BindingNotFound({ agent: agentName, projectId }))
+      // Bindings' shape has no database failure (the catalog and job setup read it): a store failure is a defect.
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
     resolve: (agentName, projectId) =>
       Effect.gen(function* () {
@@ -89,6 +92,7 @@ const makeBindings = Effect.gen(function* () {
           WHERE agent_name = ${agentName} AND project_id IN (${projectId}, '') ORDER BY project_id DESC LIMIT 1`)
         if (rows[0] === undefined) return yield* Effect.fail(new BindingNotFound({ agent: agentName, projectId }))
         return rows[0]
+      // Bindings' shape has no database failure (the catalog and job setup read it): a store failure is a defect.
       }).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
   }
   return service

@@ -474,6 +474,7 @@ export const createProcessRunner = (options: RunnerOptions = {}): ProcessRunnerS
           unregister(r)
           resume(Effect.succeed(result))
         },
+        // r.done rejects only on a bug in the runner itself (its outcomes resolve): a defect.
         (defect: unknown) => void abandon(r).then(() => resume(Effect.die(defect)))
       )
       return Effect.promise(() => (r.settled() ? Promise.resolve(unregister(r)) : abandon(r)))

@@ -37,6 +37,7 @@ export const webFetchAllowance: Effect.Effect<NetworkAllowance> = Effect.gen(fun
   const on = yield* Config.boolean(TEST_LOOPBACK_SETTING).pipe(Config.withDefault(false), Effect.orElseSucceed(() => true))
   if (!on) return false
   const env = yield* Config.string("NODE_ENV").pipe(Config.withDefault(""), Effect.orElseSucceed(() => ""))
+  // A test-only setting outside a test run is a misconfigured deployment: a startup defect, never a request failure.
   if (env !== "test") return yield* Effect.die(new TestOnlySetting())
   return "loopback" as const
 })

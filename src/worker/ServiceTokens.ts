@@ -58,6 +58,7 @@ const makeServiceTokens: Effect.Effect<ServiceTokens["Type"], never, SqlClient> 
     mint: (grant) =>
       Effect.gen(function* () {
         const token = `kst_${randomBytes(32).toString("base64url")}`
+        // Minting runs in a job's setup, whose shape has no store failure: a token that cannot be stored is a defect.
         yield* Effect.orDie(sql`INSERT INTO runtime.service_token (token_hash, job_id, project_id, agent_id, memory_role, tools)
           VALUES (${hash(token)}, ${grant.jobId}, ${grant.projectId}, ${grant.agentId}, ${grant.memoryRole}, ${JSON.stringify(grant.tools)}::jsonb)`)
         return token
@@ -65,6 +66,7 @@ const makeServiceTokens: Effect.Effect<ServiceTokens["Type"], never, SqlClient> 
     verify: (token) =>
       Effect.gen(function* () {
         if (!/^kst_[A-Za-z0-9_-]{43}$/.test(token)) return yield* Effect.fail(new ServiceUnauthorized())
+        // verify answers only ServiceUnauthorized to the job's own calls: a store failure there is a defect (500), never a 401.
         const rows = yield* Effect.orDie(tokenRows(sql`SELECT t.job_id, t.project_id, t.agent_id, t.memory_role, t.tools
           FROM runtime.service_token t JOIN runtime.job j ON j.id = t.job_id
           WHERE t.token_hash = ${hash(token)} AND j.status = 'running'`))
@@ -72,6 +74,7 @@ const makeServiceTokens: Effect.Effect<ServiceTokens["Type"], never, SqlClient> 
         if (row === undefined) return yield* Effect.fail(new ServiceUnauthorized())
         return { ...row, memoryRole: row.memoryRole === "reviewer" ? "reviewer" : null, tools: [...row.tools] }
       }),
+    // Revoking runs in a job's settlement, which cannot fail; the token dies with its job's status anyway.
     revoke: (jobId) => Effect.asVoid(Effect.orDie(sql`DELETE FROM runtime.service_token WHERE job_id = ${jobId}`))
   }
 })

@@ -65,6 +65,7 @@ export const runLocalJob = (parsed: RunArgs, io: RunIo) =>
         const job = yield* store.enqueue(decoded.right, user)
         io.started(job.id)
         const claimed = yield* store.claim(`cli:${process.pid}`, lease.leaseMs, job.id)
+        // The job was enqueued by this command a moment ago for itself: another claimer is a defect.
         if (claimed === undefined) return yield* Effect.die(new Error("the job was claimed by another worker"))
         const running = yield* Effect.fork(restore(runClaimedJob(claimed, lease)))
         let last = -1
@@ -74,6 +75,7 @@ export const runLocalJob = (parsed: RunArgs, io: RunIo) =>
             last = e.seq
           }
         })
+        // The job is this command's own: reading its end can only fail on a broken database, reported as a defect.
         const settle = Effect.tap(Effect.orDie(store.get(job.id)), (done) => Effect.sync(() => io.settled(done)))
         // Ctrl-C: the job ends as aborted (the worker's abort poll stops its child), then its end is reported.
         const abort = Effect.sync(() => io.aborting()).pipe(

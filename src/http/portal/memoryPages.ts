@@ -42,6 +42,7 @@ export const memoryPages = (portal: PortalRunner) =>
           const learned = yield* store.list(project.id, { trust: "learned" })
           const queue: Array<QueuedNote> = []
           for (const note of learned.slice(0, 50)) {
+            // The note was just listed for this project: a missing note or a store failure here is a defect of the page.
             const { revisions } = yield* Effect.orDie(store.get(project.id, note.id))
             queue.push({ note, previous: revisions.length > 1 ? (revisions[revisions.length - 2] ?? null) : null })
           }

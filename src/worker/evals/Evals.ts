@@ -106,6 +106,7 @@ const makeEvals = Effect.gen(function* () {
   const fibers = yield* FiberSet.make()
   // The job lease: a run is held like a job, renewed every heartbeat, swept once it runs out.
   const lease = yield* LeaseConfig
+  // The eval runner's statements run in background fibers with no caller to answer: a store failure is a defect.
   const provide = <A, E>(e: Effect.Effect<A, E, SqlClient>) => Effect.orDie(Effect.provideService(e, SqlClient, sql))
 
   type Run = { readonly id: string; readonly agent: string; readonly version: number; readonly project: string; readonly by: string; readonly gate: boolean }
@@ -151,6 +152,7 @@ const makeEvals = Effect.gen(function* () {
       : Effect.gen(function* () {
           // Woken by the job's events in this process; the poll covers a worker in another one.
           const signals = yield* bus.subscribe
+          // The job was enqueued by this run: JobNotFound or a store failure while waiting is a defect of the run.
           let job: JobRow = yield* Effect.orDie(jobs.get(q.job.id))
           while (job.status === "queued" || job.status === "running") {
             yield* Effect.race(Effect.repeat(Queue.take(signals), { until: (s) => s._tag === "Events" && s.jobId === q.job.id }), Effect.sleep(POLL))
@@ -253,6 +255,7 @@ const makeEvals = Effect.gen(function* () {
         const parsed = yield* evalsOf(name, version)
         yield* bindings.resolve(name, project)
         const id = yield* provide(repo.insertRun({ agent: name, version, project, gate: false, status: "running", leaseMs: lease.leaseMs, by }))
+        // The run was inserted just above: not finding it is a defect.
         const run = yield* Effect.orDie(getRun(id))
         yield* launch(run, parsed)
         return run

@@ -88,6 +88,7 @@ const makeWorkspaces = (options: WorkspacesOptions = {}): Effect.Effect<Workspac
     const claim = (target: NewWorkspace): Effect.Effect<WorkspaceFolder, WorkspaceExists> => {
       const folder = folderOf(target.root, target.name)
       return Effect.try({ try: () => claimFolder(folder), catch: (e) => e }).pipe(
+        // Only EEXIST is the caller's; any other file-system error under the data directory is a broken installation.
         Effect.catchAll((e) => (isErrno(e, "EEXIST") ? Effect.fail(new WorkspaceExists({ name: target.name })) : Effect.die(e))),
         Effect.as(folder)
       )
@@ -124,6 +125,7 @@ const makeWorkspaces = (options: WorkspacesOptions = {}): Effect.Effect<Workspac
           if (Either.isLeft(files)) problems.push(...files.left.map((p) => ({ path: "archive", message: `${p.path}: ${p.message}` })))
           if (problems.length > 0 || Either.isLeft(files)) return yield* Effect.fail(new WorkspaceInvalid({ problems }))
           const folder = yield* claim(target)
+          // The files were checked above and the folder is ours: a write error is a broken installation (disk full, permissions).
           return yield* fill(folder, Effect.orDie(Effect.try({ try: () => writeFiles(folder.src, files.right), catch: (e) => e })))
         }),
       fromGit: (target, url) =>

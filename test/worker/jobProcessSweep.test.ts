@@ -7,8 +7,7 @@ import { expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Schema } from "effect"
 import { join } from "node:path"
 import { runJobProcess } from "../../src/worker/child/JobProcess.ts"
-import { readdirSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { existsSync, readFileSync } from "node:fs"
 import { readStat } from "../../src/tools/processTree.ts"
 import { ProviderConfig } from "../../src/contract/ProviderConfig.ts"
 import { createJob, createJobDirs, createProvider } from "../support/jobChild.ts"
@@ -64,6 +63,7 @@ test.skipIf(!landlockWorks())(`Landlock: a real job child SIGKILLed mid-command 
   const before = process.env["KINTSUGI_SANDBOX"]
   process.env["KINTSUGI_SANDBOX"] = "landlock"
   let seenBeforeKill = 0
+  let jobTmp: string | undefined
   try {
     const settlement = await Effect.runPromise(
       runJobProcess({ job: createJob(dirs, { agent: { tools: ["shell"] } }), providers: [Schema.decodeUnknownSync(ProviderConfig)(createProvider(server, "openai-completions"))] }, {
@@ -73,8 +73,11 @@ test.skipIf(!landlockWorks())(`Landlock: a real job child SIGKILLed mid-command 
             const both = () => pidsWithArg(marker).length + pidsWithArg(`${marker}1`).length
             await until(() => both() >= 2, { what: "the call's two sleeps" }).catch(() => undefined)
             seenBeforeKill = both()
+            // This job's own temporary directory (other files' jobs may run beside it): the call's TMPDIR.
+            const sleeper = pidsWithArg(marker)[0] ?? 0
+            jobTmp = readFileSync(`/proc/${sleeper}/environ`, "latin1").split("\0").find((v) => v.startsWith("TMPDIR="))?.slice("TMPDIR=".length)
             // The job child: the parent of the call's session leader (the confined bash).
-            const sid = readStat(pidsWithArg(marker)[0] ?? 0)?.session ?? 0
+            const sid = readStat(sleeper)?.session ?? 0
             const child = readStat(sid)?.ppid ?? 0
             if (child > 1) process.kill(child, "SIGKILL")
           }),
@@ -87,7 +90,8 @@ test.skipIf(!landlockWorks())(`Landlock: a real job child SIGKILLed mid-command 
     expect(pidsWithArg(marker)).toEqual([])
     expect(pidsWithArg(`${marker}1`)).toEqual([])
     // The job's temporary directory and its sessions list are gone with it.
-    expect(readdirSync(tmpdir()).filter((n) => /^kintsugi-job-[0-9a-f]{16,}/.test(n))).toEqual([])
+    expect(jobTmp).toMatch(/\/kintsugi-job-[0-9a-f]{16,}/)
+    expect(existsSync(jobTmp ?? "")).toBe(false)
   } finally {
     if (before === undefined) delete process.env["KINTSUGI_SANDBOX"]
     else process.env["KINTSUGI_SANDBOX"] = before

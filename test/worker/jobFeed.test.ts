@@ -73,7 +73,14 @@ describe("JobFeed", () => {
       yield* store.appendEvent(job.id, delta(2))
       yield* TestClock.adjust("2 seconds")
       for (const f of followers) expect(seqs(yield* Queue.take(f))).toEqual([2])
-      expect(counts).toEqual({ events: 2, get: 0 })
+      if (usingServer()) {
+        // A server notifies of every stored event itself: that wake and the re-check are one read each, for all fifty.
+        expect(counts.events).toBeGreaterThanOrEqual(2)
+        expect(counts.events).toBeLessThanOrEqual(3)
+        expect(counts.get).toBe(0)
+      } else {
+        expect(counts).toEqual({ events: 2, get: 0 })
+      }
 
       // A follower joining late from seq 0 gets 1 and 2; the others nothing more.
       const late = yield* follow(0)

@@ -16,7 +16,6 @@ const AgentHeadRow = Schema.Struct({
   currentVersion: Schema.Number,
   updatedAt: Timestamp
 })
-export type AgentHead = typeof AgentHeadRow.Type
 
 const AgentRowSchema = Schema.Struct({ ...AgentHeadRow.fields, package: Jsonb(AgentPackage) })
 export type AgentRow = typeof AgentRowSchema.Type
@@ -52,28 +51,6 @@ export const selectAgents = (name?: string) =>
         ${name === undefined ? sql`` : sql`WHERE a.name = ${name}`}
         ORDER BY a.name`)
   )
-
-/** Every custom agent without its package (the catalog fetches packages it has not cached). */
-export const selectAgentHeads = SqlSchema.findAll({
-  Request: Schema.Void,
-  Result: AgentHeadRow,
-  execute: () => Effect.flatMap(SqlClient, (sql) => sql`SELECT name, enabled, audience, current_version, updated_at FROM admin.agent ORDER BY name`)
-})(undefined)
-
-const PackageKey = Schema.Struct({ name: Schema.String, version: Schema.Number })
-const packageRows = SqlSchema.findAll({
-  Request: Schema.Array(PackageKey),
-  Result: Schema.Struct({ ...PackageKey.fields, package: Jsonb(AgentPackage) }),
-  execute: (keys: ReadonlyArray<typeof PackageKey.Encoded>) =>
-    Effect.flatMap(SqlClient, (sql) => sql`
-      SELECT v.name, v.version, v.package FROM admin.agent_version v
-      JOIN jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS k(name text, version integer)
-        ON k.name = v.name AND k.version = v.version`)
-})
-
-/** The packages of the given (name, version) pairs. */
-export const selectPackages = (keys: ReadonlyArray<{ readonly name: string; readonly version: number }>) =>
-  keys.length === 0 ? Effect.succeed([]) : packageRows(keys)
 
 /** Locks the agent row for the rest of the transaction; false when it does not exist. */
 export const lockAgent = (name: string) =>

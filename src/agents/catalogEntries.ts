@@ -31,7 +31,7 @@ export interface StoredEntry {
   readonly problems: ReadonlyArray<Problem>
 }
 
-export const entryOfPackage = (pkg: AgentPackage): StoredEntry => {
+const entryOfPackage = (pkg: AgentPackage): StoredEntry => {
   const d = draftOf(pkg)
   return {
     description: pkg.description,

@@ -6,10 +6,10 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import { decodeRows, Jsonb, Num, Timestamp } from "../db/rowSchema.ts"
 
-export type EvalRunStatus = "waiting" | "running" | "passed" | "failed" | "error"
+type EvalRunStatus = "waiting" | "running" | "passed" | "failed" | "error"
 
 /** The grounding counts of an eval's job, as the job stores them (migration 050). */
-export interface EvalGrounding {
+interface EvalGrounding {
   readonly grounded: number
   readonly ungrounded: number
   readonly unknown: number
@@ -228,7 +228,7 @@ export const selectPendingGate = (agent: string, current: number) =>
   )
 
 /** Makes a passing gated version current, unless the agent's current version is already as new. */
-export const promoteVersion = (agent: string, version: number) =>
+const promoteVersion = (agent: string, version: number) =>
   Effect.flatMap(SqlClient, (sql) =>
     Effect.map(
       sql`UPDATE admin.agent SET current_version = ${version}, updated_at = now(),

@@ -16,7 +16,7 @@ const Budget = Schema.Number.pipe(Schema.int({ message: () => "must be a whole n
 const AgentId = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,63}$/, { message: () => "must be an agent id: [a-z][a-z0-9-]* (at most 64 characters)" }))
 
 /** `PUT /api/projects/:id/web`: every field optional; an absent one keeps its stored (else default) value. */
-export const WebSettingsInput = Schema.Struct({
+const WebSettingsInput = Schema.Struct({
   searchAgents: Schema.optionalWith(Schema.Array(AgentId).pipe(Schema.maxItems(200)), { exact: true }),
   fetch: Schema.optionalWith(Schema.Boolean, { exact: true }),
   dailySearches: Schema.optionalWith(Budget, { exact: true }),
@@ -34,7 +34,7 @@ export interface WebSettings {
   readonly jobFetches: number
 }
 
-export const DEFAULT_WEB_SETTINGS: WebSettings = { searchAgents: [], fetch: false, dailySearches: 100, dailyFetches: 200, jobSearches: 10, jobFetches: 20 }
+const DEFAULT_WEB_SETTINGS: WebSettings = { searchAgents: [], fetch: false, dailySearches: 100, dailyFetches: 200, jobSearches: 10, jobFetches: 20 }
 
 /** One UTC day's counts of a project. */
 export interface WebUsageDay {
@@ -45,21 +45,6 @@ export interface WebUsageDay {
 }
 
 export type WebCallKind = "search" | "fetch"
-
-/** The two optional web tools. */
-export const WEB_TOOLS = ["web_search", "web_fetch"] as const
-export type WebTool = (typeof WEB_TOOLS)[number]
-
-/**
- * The web tools a job of `agentId` gets: those it asks for (by name, or the group `web`) that the
- * project grants — `web_search` when the agent id is in `searchAgents`, `web_fetch` when, in addition,
- * the fetch opt-in is on.
- */
-export const grantedWebTools = (settings: WebSettings, agentId: string, requested: ReadonlyArray<string> | undefined): ReadonlyArray<WebTool> => {
-  if (requested === undefined || !settings.searchAgents.includes(agentId)) return []
-  const asks = (tool: WebTool) => requested.includes(tool) || requested.includes("web")
-  return WEB_TOOLS.filter((t) => asks(t) && (t === "web_search" || settings.fetch))
-}
 
 export class WebSettingsInvalid extends Schema.TaggedError<WebSettingsInvalid>()("WebSettingsInvalid", { problems: Schema.Array(Problem) }) {
   override get message(): string {
@@ -113,7 +98,7 @@ const jobRows = decodeRows(Schema.Struct(Counts))
 
 const isoDay = (d: Date): string => d.toISOString().slice(0, 10)
 
-export const makeProjectWeb: Effect.Effect<ProjectWeb["Type"], never, SqlClient | Projects> = Effect.gen(function* () {
+const makeProjectWeb: Effect.Effect<ProjectWeb["Type"], never, SqlClient | Projects> = Effect.gen(function* () {
   const sql = yield* SqlClient
   const projects = yield* Projects
   const stored = (projectId: string) =>

@@ -16,7 +16,7 @@ import { searchWith, WebSearchFailed, type SearchBackendKind, type SearchResult 
 export { WebSearchFailed } from "./searchBackends.ts"
 export type { SearchResult } from "./searchBackends.ts"
 
-export const WebSearchInput = Schema.Struct({
+const WebSearchInput = Schema.Struct({
   kind: Schema.Literal("searxng", "brave"),
   url: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }), Schema.maxLength(2000)),
   /** Absent on update keeps the stored key. */
@@ -73,7 +73,7 @@ const Row = Schema.Struct({
 type Row = typeof Row.Type
 const backendRows = decodeRows(Row)
 
-export const makeWebSearch = Effect.gen(function* () {
+const makeWebSearch = Effect.gen(function* () {
   const sql = yield* SqlClient
   const box = yield* SecretBox
   const row = Effect.flatMap(

@@ -59,9 +59,10 @@ const drop = (slot: Slot, why: string) => {
  * worker from those sources (they are there: bundles are built from them). A bundle built with this
  * file as a second entry point (`entrypoints: [src/jobChild/entry.ts, src/tools/grepWorker.ts]`) has it
  * at `tools/grepWorker.js` beside its main file (or `grepWorker.js` with flat naming), which is then
- * preferred: no source tree needed.
+ * preferred: no source tree needed. Exported for the bundle test, which imports it from a bundle's entry.
+ * @public
  */
-const grepWorkerUrl = (): string => {
+export const grepWorkerUrl = (): string => {
   const dir = path.dirname(Bun.main)
   const bundled = Bun.main.endsWith(".js")
     ? [path.join(dir, "tools", "grepWorker.js"), path.join(dir, "grepWorker.js")].find((p) => fs.existsSync(p))

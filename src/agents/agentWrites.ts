@@ -13,6 +13,7 @@ import { insertRun } from "./evalRepo.ts"
 import { AgentExists, AgentInvalid, AgentNotFound, ImportRejected } from "./errors.ts"
 import { checkAgentPackage } from "./validateAgent.ts"
 import { adaptAgentFiles, type ImportOptions } from "./interop.ts"
+import { isRecord } from "./interop.ts"
 import { readZip, unwrapSingleFolder } from "./zip.ts"
 
 /** The project eval jobs run in unless one is given (reserved: docs/evals.md). */
@@ -21,8 +22,8 @@ export const EVALS_PROJECT = "kintsugi-evals"
 /** JSON with sorted object keys: two packages are the same when this text is. */
 const canonical = (value: unknown): string =>
   JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    isRecord(v)
+      ? Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
       : v
   )
 

@@ -167,7 +167,8 @@ export const nameFrom = (s: string): string =>
 
 /** Foreign keys into `metadata` (never overwriting a key metadata already has), with a note each. */
 export const keepForeign = (raw: Readonly<Record<string, unknown>>, native: ReadonlySet<string>, file: string, notes: Array<string>) => {
-  const metadata: Record<string, unknown> = isRecord(own(raw, "metadata")) ? { ...(raw["metadata"] as Record<string, unknown>) } : {}
+  const ownMetadata = own(raw, "metadata")
+  const metadata: Record<string, unknown> = isRecord(ownMetadata) ? { ...ownMetadata } : {}
   for (const key of Object.keys(raw)) {
     if (native.has(key) || FORBIDDEN_KEYS.has(key)) continue
     if (Object.hasOwn(metadata, key)) {

@@ -9,6 +9,7 @@ import type { Problem } from "../contract/Problem.ts"
 import { compileJsonSchema } from "../kernel/jsonSchema.ts"
 import { displayName, foldKey, pathProblems } from "../contract/packagePaths.ts"
 import type { OutputEntry, PackageFile } from "./packageSchema.ts"
+import { isRecord } from "./interop.ts"
 import { pathRole } from "./packageSkills.ts"
 
 /** Compile results by schema text: a catalog validates the same versions again and again. */
@@ -26,7 +27,7 @@ const schemaProblem = (text: string): string | undefined => {
 }
 
 const entryOf = (v: unknown): { file: unknown; schema: unknown } | undefined =>
-  typeof v === "string" ? { file: v, schema: undefined } : v !== null && typeof v === "object" ? { file: (v as Record<string, unknown>)["file"], schema: (v as Record<string, unknown>)["schema"] } : undefined
+  typeof v === "string" ? { file: v, schema: undefined } : isRecord(v) ? { file: v["file"], schema: v["schema"] } : undefined
 
 /**
  * Every problem of the output contract and the schema files: each schema file compiles; an entry's

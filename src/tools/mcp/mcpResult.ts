@@ -13,10 +13,12 @@ const MAX_SCHEMA_DEPTH = 24
 /** Longest tool description passed to the model. */
 const MAX_DESCRIPTION_CHARS = 2000
 
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v)
+
 const depthOf = (value: unknown, limit: number, depth = 0): number => {
   if (value === null || typeof value !== "object" || depth > limit) return depth
   let max = depth + 1
-  for (const v of Array.isArray(value) ? value : Object.values(value as Record<string, unknown>)) {
+  for (const v of Array.isArray(value) ? value : Object.values(value)) {
     max = Math.max(max, depthOf(v, limit, depth + 1))
     if (max > limit) break
   }
@@ -28,12 +30,13 @@ const depthOf = (value: unknown, limit: number, depth = 0): number => {
  * not an object schema, larger than MAX_SCHEMA_BYTES, deeper than MAX_SCHEMA_DEPTH.
  */
 export const checkInputSchema = (schema: unknown): { readonly schema: Record<string, unknown> } | { readonly problem: string } => {
-  if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return { problem: "its input schema is not a JSON object" }
-  const { $schema: _ignored, ...root } = schema as Record<string, unknown>
+  if (!isObject(schema)) return { problem: "its input schema is not a JSON object" }
+  const { $schema: _ignored, ...root } = schema
   if (root["type"] !== "object") return { problem: 'its input schema does not have type "object" at the root' }
   const json = JSON.stringify(root)
   if (Buffer.byteLength(json) > MAX_SCHEMA_BYTES) return { problem: `its input schema is larger than ${MAX_SCHEMA_BYTES / 1024} KiB` }
   if (depthOf(root, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH) return { problem: `its input schema is nested deeper than ${MAX_SCHEMA_DEPTH} levels` }
+  // The text is root's own JSON (a copy without undefined members): parsing it gives an object back.
   return { schema: JSON.parse(json) as Record<string, unknown> }
 }
 
@@ -56,7 +59,7 @@ const blockText = (block: Record<string, unknown>): string => {
     case "audio":
       return `[${String(block["type"])}: ${str(block["mimeType"]) ?? "unknown type"}, ${base64Bytes(str(block["data"]))} bytes, not shown]`
     case "resource": {
-      const r = (block["resource"] ?? {}) as Record<string, unknown>
+      const r = isObject(block["resource"]) ? block["resource"] : {}
       const text = str(r["text"])
       const size = text === undefined ? `${base64Bytes(str(r["blob"]))} bytes` : `${text.length} characters`
       return `[resource ${str(r["uri"]) ?? "(no uri)"} (${str(r["mimeType"]) ?? "unknown type"}), ${size}, not shown]`

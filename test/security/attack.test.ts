@@ -1,5 +1,5 @@
 /**
- * The job boundary attacked end to end (issue 9, Must show): a real `kintsugi serve` with canary
+ * The job boundary attacked end to end: a real `kintsugi serve` with canary
  * secrets, a user holding only agents.manage, and a scripted (prompt-injected) model whose shell and
  * file tools go after /proc, the data dir, the key file, the database files, the serving process and
  * the worker's own git. None of the canaries may reach the model, an event, the job row, an HTTP

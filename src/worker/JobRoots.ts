@@ -48,7 +48,7 @@ const decodeWorkspace = Schema.decodeUnknownEither(JobInput.fields.workspace)
 const rootRows = decodeRows(Schema.Struct({ root: Schema.NullOr(Schema.String) }))
 
 /** The service over an already canonical boundary; project roots come from `runtime.project.root`. */
-export const makeJobRoots = (boundary: CanonicalBoundary): Effect.Effect<JobRoots["Type"], never, SqlClient> =>
+const makeJobRoots = (boundary: CanonicalBoundary): Effect.Effect<JobRoots["Type"], never, SqlClient> =>
   Effect.gen(function* () {
     const sql = yield* SqlClient
     const projectRootOf = (projectId: string | undefined) =>

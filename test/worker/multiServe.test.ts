@@ -127,8 +127,10 @@ describe("three serve processes on one PostgreSQL", () => {
             KINTSUGI_JOB_ROOTS: root,
             KINTSUGI_SECRET_KEY: secretText,
             KINTSUGI_WORKERS: "2",
-            KINTSUGI_JOB_LEASE: "3",
-            KINTSUGI_JOB_HEARTBEAT: "1"
+            // Long enough that a living server starved of CPU (three servers, their job children and the
+            // rest of a parallel suite on two cores) still renews in time; the killed one's jobs wait it out.
+            KINTSUGI_JOB_LEASE: "10",
+            KINTSUGI_JOB_HEARTBEAT: "2"
           },
           stdout: "pipe",
           stderr: "inherit"
@@ -187,19 +189,22 @@ describe("three serve processes on one PostgreSQL", () => {
       for (let i = 0; i < JOBS; i++) {
         expect(model.requests.filter((r) => JSON.stringify(r.body).includes(`[job-${i}]`)).length).toBeLessThanOrEqual(1)
       }
-      // The killed process's running jobs were settled by the others as "worker lost".
+      // The killed process's jobs (those running when it was killed, and any it claimed in the instant
+      // before) were completed by it or settled by the others as "worker lost".
       expect(running.length).toBeGreaterThan(0)
+      const victimsJob = (j: Record<string, unknown>) => String(j["workerId"]).includes(`:${victim.pid}:`)
       for (const r of running) {
-        const j = jobs.find((x) => x["id"] === r["id"])
-        expect(j?.["status"] === "completed" || (j?.["status"] === "failed" && j["reason"] === "error" && j["message"] === WORKER_LOST)).toBe(true)
+        const j = jobs.find((x) => x["id"] === r["id"]) ?? {}
+        expect(victimsJob(j) ? true : j).toBe(true)
+      }
+      for (const j of jobs.filter(victimsJob)) {
+        expect(j["status"] === "completed" || (j["status"] === "failed" && j["reason"] === "error" && j["message"] === WORKER_LOST) ? "ok" : j).toBe("ok")
       }
       // Everything else completed, once, on a living worker.
-      const victims = new Set(running.map((r) => String(r["id"])))
-      for (const j of jobs.filter((x) => !victims.has(String(x["id"])))) {
-        expect(j["status"]).toBe("completed")
+      for (const j of jobs.filter((x) => !victimsJob(x))) {
+        expect(j["status"] === "completed" ? "completed" : j).toBe("completed")
         expect(Number(j["starts"])).toBe(1)
         expect(Number(j["ends"])).toBe(1)
-        expect(String(j["worker_id"])).not.toContain(`:${victim.pid}:`)
       }
       // No process of the killed server's jobs survives it.
       await until(() => orphans.every((pid) => !isAlive(pid)), { what: "the killed server's job processes to be gone", timeoutMs: 15_000 })

@@ -48,6 +48,7 @@ const run = async (req: LoadRequest): Promise<LoadResult> => {
 self.onmessage = (event: MessageEvent<LoadRequest>) => {
   run(event.data).then(
     (result) => self.postMessage(result),
-    (e: unknown) => self.postMessage({ latencies: [], seconds: 0, bytes: 0, error: e instanceof Error ? e.message : String(e) } satisfies LoadResult)
+    (e: unknown) =>
+      self.postMessage({ latencies: [], seconds: 0, bytes: 0, error: e instanceof Error ? e.message : String(e) } satisfies LoadResult)
   )
 }

@@ -24,4 +24,5 @@ const once = (cli: string): number => {
   return ms
 }
 for (let i = 0; i < RUNS; i++) for (const [name, cli] of entries) times.get(name)?.push(once(cli))
-for (const [name, xs] of times) console.log(`${name === BARE ? name : `kintsugi --help (${name})`}, median of ${RUNS}: ${median(xs).toFixed(1)} ms`)
+for (const [name, xs] of times)
+  console.log(`${name === BARE ? name : `kintsugi --help (${name})`}, median of ${RUNS}: ${median(xs).toFixed(1)} ms`)

@@ -98,7 +98,9 @@ console.log(`${CALLS} reads, median of ${RUNS} in-process jobs each (scripted mo
 console.log(`                          model calls   sent to the model   wall time`)
 console.log(`  direct tool calls       ${String(d.calls).padStart(11)}   ${kb(d.bytes).padStart(17)}   ${d.ms.toFixed(0).padStart(6)} ms`)
 console.log(`  one codemode script     ${String(c.calls).padStart(11)}   ${kb(c.bytes).padStart(17)}   ${c.ms.toFixed(0).padStart(6)} ms`)
-console.log(`  saved                   ${String(d.calls - c.calls).padStart(11)}   ${kb(d.bytes - c.bytes).padStart(17)}   ${(d.ms - c.ms).toFixed(0).padStart(6)} ms`)
+console.log(
+  `  saved                   ${String(d.calls - c.calls).padStart(11)}   ${kb(d.bytes - c.bytes).padStart(17)}   ${(d.ms - c.ms).toFixed(0).padStart(6)} ms`
+)
 console.log(`QuickJS, median of ${N}:`)
 console.log(`  first load (compile the wasm, once per process):             ${firstLoad.toFixed(1)} ms`)
 console.log(`  fresh instance (own 80 MB-max memory) + runtime + context:   ${instanceMs.toFixed(2)} ms`)

@@ -80,7 +80,8 @@ const cold = async (entry?: string, env?: Record<string, string>): Promise<Timin
   const { code, events } = await run.done
   const ended = performance.now() - t0
   const last = events.at(-1)
-  if (code !== 0 || last?.type !== "job.completed") throw new Error(`job child ${entry ?? "from the sources"} exited ${code} after ${JSON.stringify(last)}`)
+  if (code !== 0 || last?.type !== "job.completed")
+    throw new Error(`job child ${entry ?? "from the sources"} exited ${code} after ${JSON.stringify(last)}`)
   return { started, ended }
 }
 
@@ -148,7 +149,9 @@ const scope = Effect.runSync(Scope.make())
 const probe = probeBwrap()
 const sandboxProbed = probe._tag === "Bwrap" ? probe.bwrap : undefined
 const probedEnv: Record<string, string> = sandboxProbed === undefined ? {} : { [SANDBOX_PROBED_ENV]: sandboxProbed }
-const pool = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: true, prestart: "always", refillWhen: "started", sandboxProbed }), scope))
+const pool = await Effect.runPromise(
+  Scope.extend(makeJobChildren({ cacheDir, bundle: true, prestart: "always", refillWhen: "started", sandboxProbed }), scope)
+)
 
 /** A job on the child the pool started ahead, once it settled: envelope written → job.started / terminal event. */
 const warm = async (): Promise<Timing> => {
@@ -184,7 +187,11 @@ const beforeBundle = async (checkout: string): Promise<string> => {
   const out = tempDir("kintsugi-bench-before-")
   // The entry's place in that checkout's layout (src/jobChild/entry.ts, or src/jobChildEntry.ts before it).
   const entry = [join(checkout, "src", "jobChild", "entry.ts"), join(checkout, "src", "jobChildEntry.ts")].find((f) => existsSync(f)) ?? ""
-  const build = Bun.spawn(["bun", "build", "--target=bun", "--format=cjs", "--bytecode", `--outdir=${out}`, entry], { cwd: checkout, stdout: "ignore", stderr: "inherit" })
+  const build = Bun.spawn(["bun", "build", "--target=bun", "--format=cjs", "--bytecode", `--outdir=${out}`, entry], {
+    cwd: checkout,
+    stdout: "ignore",
+    stderr: "inherit"
+  })
   const bundled = join(out, basename(entry).replace(/\.ts$/, ".js"))
   if ((await build.exited) !== 0 || !existsSync(bundled)) throw new Error(`bun build of ${checkout} failed`)
   return bundled
@@ -266,4 +273,6 @@ if (plainEntry !== undefined) {
 }
 console.log(`${"bare bun process (spawn → first byte)".padEnd(58)} ${ms(floor)}`)
 const syncFloor = median(rows.bareSync)
-console.log(`${"  the same writing with fs.writeSync (no Node streams)".padEnd(58)} ${ms(syncFloor)}   bundle cold = ${(median(rows.bundle.map((x) => x.started)) / syncFloor).toFixed(2)}× this, decode floor ${(floorStarted / syncFloor).toFixed(2)}×`)
+console.log(
+  `${"  the same writing with fs.writeSync (no Node streams)".padEnd(58)} ${ms(syncFloor)}   bundle cold = ${(median(rows.bundle.map((x) => x.started)) / syncFloor).toFixed(2)}× this, decode floor ${(floorStarted / syncFloor).toFixed(2)}×`
+)

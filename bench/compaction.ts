@@ -31,7 +31,10 @@ const run = async (window: number) => {
       // Each turn reads 40 lines (about 3.4 KB, ~850 tokens) and writes a short note.
       turn: (n) =>
         n <= TURNS
-          ? { text: `Step ${n}: checking the next block.`, toolCalls: [{ name: "read", arguments: { path: "src/big.ts", offset: ((n * 40) % 1960) + 1, limit: 40 } }] }
+          ? {
+              text: `Step ${n}: checking the next block.`,
+              toolCalls: [{ name: "read", arguments: { path: "src/big.ts", offset: ((n * 40) % 1960) + 1, limit: 40 } }]
+            }
           : { text: "done" }
     },
     TURNS * 2 + 50
@@ -43,7 +46,10 @@ const run = async (window: number) => {
   let hwm = 0
   const poll = setInterval(() => (hwm = Math.max(hwm, vmHwmKiB(child.proc.pid) ?? 0)), 20)
   // The high-water mark is final once the terminal event is out; read it before the child exits.
-  void child.waitFor("job.completed").then(() => (hwm = Math.max(hwm, vmHwmKiB(child.proc.pid) ?? 0)), () => {})
+  void child.waitFor("job.completed").then(
+    () => (hwm = Math.max(hwm, vmHwmKiB(child.proc.pid) ?? 0)),
+    () => {}
+  )
   const done = await child.done
   clearInterval(poll)
   const ms = performance.now() - t0
@@ -63,7 +69,8 @@ const run = async (window: number) => {
     summaries: usage?.compactionSummaries ?? NaN,
     peak: usage?.contextPeakPercent ?? NaN,
     requests: server.requests.length,
-    lastPromptKiB: (server.requests.filter((r) => typeof r.body === "object" && r.body !== null && "tools" in r.body).pop()?.rawBody.length ?? 0) / 1024,
+    lastPromptKiB:
+      (server.requests.filter((r) => typeof r.body === "object" && r.body !== null && "tools" in r.body).pop()?.rawBody.length ?? 0) / 1024,
     costUsd: usage?.costUsd ?? NaN
   }
 }

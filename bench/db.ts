@@ -35,12 +35,19 @@ const sample = async (options: DbOptions): Promise<Sample> => {
   const t0 = performance.now()
   let t1 = t0
   try {
-    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const context = yield* Layer.build(makeDbLayer(options))
-      yield* Effect.provide(Effect.flatMap(SqlClient, (sql) => sql`SELECT 1`), context)
-      t1 = performance.now()
-      clearInterval(beat)
-    })))
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const context = yield* Layer.build(makeDbLayer(options))
+          yield* Effect.provide(
+            Effect.flatMap(SqlClient, (sql) => sql`SELECT 1`),
+            context
+          )
+          t1 = performance.now()
+          clearInterval(beat)
+        })
+      )
+    )
   } finally {
     clearInterval(beat)
   }
@@ -58,7 +65,12 @@ const series = async (label: string, prepare: (i: number) => DbOptions | Promise
   )
 }
 
-console.log(`median of ${RUNS}; ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}`)
+console.log(
+  `median of ${RUNS}; ${os.cpus().length} CPUs, load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")}`
+)
 const dirs = Array.from({ length: RUNS }, (_, i) => path.join(root, `cold-${i}`, "data"))
 await series("embedded cold start (initdb, fresh data dir)", (i) => ({ dataDir: dirs[i] }))
 await series("embedded warm start (reopen the data dir)", () => ({ dataDir: dirs[0] }))
@@ -78,7 +90,10 @@ await series("embedded from template dir (copy + reopen)", (i) => {
   return { dataDir: copy }
 })
 
-const reachable = await sample({ url: SERVER_URL }).then(() => true, () => false)
+const reachable = await sample({ url: SERVER_URL }).then(
+  () => true,
+  () => false
+)
 if (reachable) await series(`PostgreSQL server (${new URL(SERVER_URL).host}, connect)`, () => ({ url: SERVER_URL }))
 else console.log(`PostgreSQL server at ${new URL(SERVER_URL).host}: not reachable, skipped`)
 

@@ -16,17 +16,36 @@ import { makeTestApp } from "../test/support/testApp.ts"
 import { ConfigProvider } from "effect"
 
 const ROUNDS = 8
-const made = await makeTestApp({ worker: {}, config: ConfigProvider.orElse(ConfigProvider.fromMap(new Map([["KINTSUGI_WORKERS", "1"]])), () => ConfigProvider.fromEnv()) })
+const made = await makeTestApp({
+  worker: {},
+  config: ConfigProvider.orElse(ConfigProvider.fromMap(new Map([["KINTSUGI_WORKERS", "1"]])), () => ConfigProvider.fromEnv())
+})
 const model = await startOpenAIServer([])
 await made.runtime.runPromise(
   Effect.gen(function* () {
-    yield* (yield* ProviderStore).create({ kind: "custom", id: "b", api: "openai-completions", baseUrl: model.baseUrl, apiKey: "sk-bench-eval-1234", models: [{ id: "m", contextWindow: 64000, maxTokens: 4096 }] }, "bench")
+    yield* (yield* ProviderStore).create(
+      {
+        kind: "custom",
+        id: "b",
+        api: "openai-completions",
+        baseUrl: model.baseUrl,
+        apiKey: "sk-bench-eval-1234",
+        models: [{ id: "m", contextWindow: 64000, maxTokens: 4096 }]
+      },
+      "bench"
+    )
     yield* (yield* Bindings).set("bencher", "", { providerId: "b", modelId: "m" }, "bench")
   })
 )
 const token = await made.addUser("bench", "a long bench password", ["agents.manage"])
 const call = async (method: string, path: string, body?: unknown) => {
-  const r = await made.app.handle(new Request(`http://localhost${path}`, { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) }))
+  const r = await made.app.handle(
+    new Request(`http://localhost${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
+  )
   return (await r.json()) as Record<string, Record<string, unknown>>
 }
 await call("POST", "/api/admin/agents", {
@@ -43,7 +62,14 @@ mkdirSync(join(root, "out"))
 const direct = async () => {
   model.append({ kind: "turn", text: "done" })
   const t = performance.now()
-  const job = (await call("POST", "/api/jobs", { agent: "bencher", task: "Say done.", workspace: { root, readOnly: [join(root, "src")], outDir: join(root, "out") }, limits: { timeoutSec: 60 } }))["job"]!
+  const job = (
+    await call("POST", "/api/jobs", {
+      agent: "bencher",
+      task: "Say done.",
+      workspace: { root, readOnly: [join(root, "src")], outDir: join(root, "out") },
+      limits: { timeoutSec: 60 }
+    })
+  )["job"]!
   for (;;) {
     const s = (await call("GET", `/api/jobs/${String(job["id"])}`))["job"]!["status"]
     if (s === "completed" || s === "failed") break

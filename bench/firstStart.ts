@@ -49,7 +49,10 @@ const startOnce = async (home: string, templatesSetting: string, cli: string = C
   let ms = NaN
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`serve exited ${proc.exitCode}: ${await new Response(proc.stderr).text()}`)
-    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)
+    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (r) => r.ok,
+      () => false
+    )
     if (ok) {
       ms = performance.now() - t0
       break
@@ -64,7 +67,11 @@ const startOnce = async (home: string, templatesSetting: string, cli: string = C
 // The template, as `bun install` + the Docker image's build step make it (Db.buildDataDirTemplate).
 for (const tree of [path.join(import.meta.dir, ".."), ...(BASELINE === undefined ? [] : [BASELINE])]) {
   const build = Bun.spawnSync(
-    [process.execPath, "-e", `const { buildDataDirTemplate } = await import(${JSON.stringify(path.join(tree, "src", "db", "Db.ts"))}); console.log(await buildDataDirTemplate())`],
+    [
+      process.execPath,
+      "-e",
+      `const { buildDataDirTemplate } = await import(${JSON.stringify(path.join(tree, "src", "db", "Db.ts"))}); console.log(await buildDataDirTemplate())`
+    ],
     { env: baseEnv(path.join(root, "unused"), templates), stderr: "inherit", cwd: tree }
   )
   if (build.exitCode !== 0) throw new Error(`cannot build the data-dir template of ${tree}`)
@@ -94,7 +101,12 @@ const row = (label: string, xs: ReadonlyArray<number>) =>
     `${label.padEnd(52)} ${median(xs).toFixed(0).padStart(6)} ms   ${(median(xs) / median(warm)).toFixed(2)}x warm` +
       `${baseWarm.length > 0 ? `   ${(median(xs) / median(baseWarm)).toFixed(2)}x baseline warm` : ""}   (${xs.map((x) => x.toFixed(0)).join(", ")})`
   )
-console.log(`kintsugi serve → /healthz 200, embedded database, median of ${RUNS}; ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}`)
+console.log(
+  `kintsugi serve → /healthz 200, embedded database, median of ${RUNS}; ${os.cpus().length} CPUs, load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")}`
+)
 if (COLD) row("first start, empty data dir, no template (initdb)", cold)
 row("first start, empty data dir, from the template", fromTemplate)
 row("warm restart (existing data dir; the reference)", warm)

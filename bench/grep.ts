@@ -17,7 +17,9 @@ const childCase = process.env["GREP_BENCH_CASE"]
 const tree = process.env["GREP_BENCH_TREE"] ?? path.join(import.meta.dir, "..")
 const { Effect } = (await import(Bun.resolveSync("effect", tree))) as typeof import("effect")
 const { grep } = (await import(path.join(tree, "src", "tools", "grep.ts"))) as typeof import("../src/tools/grep.ts")
-const { createToolContext } = (await import(path.join(tree, "test", "support", "workspace.ts"))) as typeof import("../test/support/workspace.ts")
+const { createToolContext } = (await import(
+  path.join(tree, "test", "support", "workspace.ts")
+)) as typeof import("../test/support/workspace.ts")
 
 const nodeModules = fs.realpathSync.native(process.env["GREP_BENCH_DIR"] ?? path.join(import.meta.dir, "..", "node_modules"))
 const outDir = fs.mkdtempSync(path.join(os.tmpdir(), "kintsugi-bench-out-"))
@@ -70,13 +72,17 @@ const rgArgs = (c: Case, threads?: number): Array<string> => [
   "-uu", // --no-ignore --hidden: no .gitignore filtering, hidden files included, binary files still skipped
   "--no-follow",
   "--no-config",
-  "--max-filesize", "4M",
-  "-g", "!.git",
-  "--no-heading", "-n",
+  "--max-filesize",
+  "4M",
+  "-g",
+  "!.git",
+  "--no-heading",
+  "-n",
   ...(c.args.literal === true ? ["-F"] : []),
   ...(c.args.ignoreCase === true ? ["-i"] : []),
   ...(threads === undefined ? [] : ["-j", String(threads)]),
-  "-e", c.args.pattern,
+  "-e",
+  c.args.pattern,
   nodeModules
 ]
 
@@ -84,7 +90,10 @@ const rg = (c: Case, threads?: number) => async (): Promise<Run> => {
   const r = Bun.spawnSync(["rg", ...rgArgs(c, threads)], { stdout: "pipe", stderr: "ignore" })
   const usage = r.resourceUsage
   return {
-    matches: r.stdout.toString().split("\n").filter((l) => l.length > 0).length,
+    matches: r.stdout
+      .toString()
+      .split("\n")
+      .filter((l) => l.length > 0).length,
     childCpuMs: usage === undefined ? Number.NaN : Number(usage.cpuTime.user + usage.cpuTime.system) / 1000
   }
 }
@@ -107,8 +116,14 @@ if (childCase !== undefined) {
 }
 
 const hasRg = Bun.which("rg") !== null
-const load = () => os.loadavg().map((l) => l.toFixed(2)).join(" ")
-console.log(`grep benchmark over ${nodeModules} (median of ${RUNS} runs after one warm-up, ${os.cpus().length} CPUs, load average ${load()})`)
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")
+console.log(
+  `grep benchmark over ${nodeModules} (median of ${RUNS} runs after one warm-up, ${os.cpus().length} CPUs, load average ${load()})`
+)
 if (before !== undefined) console.log(`"before" rows: the grep tool of ${before}`)
 if (!hasRg) console.log("ripgrep (rg) is not installed: the rg columns are skipped (Debian: apt-get install -y ripgrep)")
 const header = [

@@ -20,12 +20,33 @@ import { createRootDir, testJobRoots } from "../test/support/jobRoots.ts"
 const NOTES = 10_000
 const QUERIES = 300
 const WARMUP = 30
-const WORDS = ["retry", "cache", "queue", "lease", "token", "schema", "index", "backoff", "budget", "sandbox", "parser", "worker", "commit", "branch", "portal", "session"]
+const WORDS = [
+  "retry",
+  "cache",
+  "queue",
+  "lease",
+  "token",
+  "schema",
+  "index",
+  "backoff",
+  "budget",
+  "sandbox",
+  "parser",
+  "worker",
+  "commit",
+  "branch",
+  "portal",
+  "session"
+]
 
-const quantile = (xs: ReadonlyArray<number>, q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN
+const quantile = (xs: ReadonlyArray<number>, q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN
 const queryOf = (i: number) => `${WORDS[i % WORDS.length]} ${WORDS[(i * 7 + 3) % WORDS.length]}`
 
-const rt = await makeAppRuntime(testDbLayer(), { secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))), jobRoots: testJobRoots() })
+const rt = await makeAppRuntime(testDbLayer(), {
+  secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))),
+  jobRoots: testJobRoots()
+})
 const seedStart = performance.now()
 await rt.runPromise(
   Effect.gen(function* () {
@@ -48,9 +69,18 @@ const root = createRootDir("kintsugi-bench-memory-")
 const { url, token } = await rt.runPromise(
   Effect.gen(function* () {
     const store = yield* JobStore
-    const job = yield* store.enqueue({ project: "bench", agent: "bench", task: "t", workspace: { root, readOnly: [root], outDir: root }, limits: { timeoutSec: 3600 } }, "bench")
+    const job = yield* store.enqueue(
+      { project: "bench", agent: "bench", task: "t", workspace: { root, readOnly: [root], outDir: root }, limits: { timeoutSec: 3600 } },
+      "bench"
+    )
     yield* store.claim("bench", 3_600_000, job.id)
-    const token = yield* (yield* ServiceTokens).mint({ jobId: job.id, projectId: "bench", agentId: "bench", memoryRole: null, tools: ["memory_search"] })
+    const token = yield* (yield* ServiceTokens).mint({
+      jobId: job.id,
+      projectId: "bench",
+      agentId: "bench",
+      memoryRole: null,
+      tools: ["memory_search"]
+    })
     return { url: yield* (yield* ServicesEndpoint).url, token }
   })
 )
@@ -67,22 +97,37 @@ const time = async (f: (i: number) => Promise<unknown>) => {
 }
 
 const channel = await time(async (i) => {
-  const r = await fetch(`${url}/memory_search`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ query: queryOf(i), limit: 10 }) })
+  const r = await fetch(`${url}/memory_search`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ query: queryOf(i), limit: 10 })
+  })
   await r.text()
 })
-const store = await time((i) => rt.runPromise(Effect.flatMap(MemoryStore, (m) => m.search({ projectId: "bench", jobId: "00000000-0000-4000-8000-000000000000", reviewer: false }, queryOf(i), undefined, 10))))
+const store = await time((i) =>
+  rt.runPromise(
+    Effect.flatMap(MemoryStore, (m) =>
+      m.search({ projectId: "bench", jobId: "00000000-0000-4000-8000-000000000000", reviewer: false }, queryOf(i), undefined, 10)
+    )
+  )
+)
 const direct = await time((i) =>
   rt.runPromise(
-    Effect.flatMap(SqlClient, (sql) =>
-      sql`SELECT id, kind, title, trust, body FROM memory.note WHERE project_id = 'bench' AND trust IN ('learned', 'reviewed')
+    Effect.flatMap(
+      SqlClient,
+      (sql) =>
+        sql`SELECT id, kind, title, trust, body FROM memory.note WHERE project_id = 'bench' AND trust IN ('learned', 'reviewed')
         AND search @@ to_tsquery('simple', ${orQuery(queryOf(i)) ?? ""}) ORDER BY ts_rank(search, to_tsquery('simple', ${orQuery(queryOf(i)) ?? ""})) DESC LIMIT 10`
     ).pipe(Effect.orDie)
   )
 )
 
 const db = (process.env["DATABASE_URL"] ?? "") === "" ? "embedded PGlite" : "PostgreSQL"
-const row = (label: string, ms: ReadonlyArray<number>) => `${label.padEnd(44)} ${quantile(ms, 0.5).toFixed(2).padStart(9)} ${quantile(ms, 0.99).toFixed(2).padStart(9)}`
-console.log(`memory_search over ${NOTES} notes of one project (seeded in ${seedMs.toFixed(0)} ms), ${db}, ${QUERIES} queries after ${WARMUP} warm-up, one at a time`)
+const row = (label: string, ms: ReadonlyArray<number>) =>
+  `${label.padEnd(44)} ${quantile(ms, 0.5).toFixed(2).padStart(9)} ${quantile(ms, 0.99).toFixed(2).padStart(9)}`
+console.log(
+  `memory_search over ${NOTES} notes of one project (seeded in ${seedMs.toFixed(0)} ms), ${db}, ${QUERIES} queries after ${WARMUP} warm-up, one at a time`
+)
 console.log(`${"path".padEnd(44)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)}`)
 console.log(row("memory_search via the services endpoint", channel))
 console.log(row("MemoryStore.search (no HTTP, no token)", store))

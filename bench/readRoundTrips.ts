@@ -12,15 +12,21 @@ export const createReadFixture = () => createJobDirs({ "a.ts": FIXTURE_LINES })
 
 /** `calls` direct `read` tool calls on src/a.ts, one per turn, then a final answer. */
 export const readRoundTrips = (calls: number): Array<Step> => [
-  ...Array.from({ length: calls }, (_, i): Step => ({
-    kind: "turn",
-    toolCalls: [{ name: "read", arguments: { path: "src/a.ts", offset: i + 1, limit: 20 } }]
-  })),
+  ...Array.from(
+    { length: calls },
+    (_, i): Step => ({
+      kind: "turn",
+      toolCalls: [{ name: "read", arguments: { path: "src/a.ts", offset: i + 1, limit: 20 } }]
+    })
+  ),
   { kind: "turn", text: "done" }
 ]
 
 /** Runs `job` in-process against `server` (an OpenAI-compatible scripted model); its outcome and wall time. */
-export const timeKernelJob = async (server: ScriptedServer, job: JobSpec): Promise<{ readonly outcome: JobOutcome; readonly ms: number }> => {
+export const timeKernelJob = async (
+  server: ScriptedServer,
+  job: JobSpec
+): Promise<{ readonly outcome: JobOutcome; readonly ms: number }> => {
   const t0 = performance.now()
   const outcome = await Effect.runPromise(
     Effect.gen(function* () {

@@ -74,15 +74,26 @@ const beforeCheckout = process.env["BEFORE"]
 if (beforeCheckout !== undefined) {
   // Every module from the other checkout, its own `effect` included: Effects of two copies do not mix.
   const from = (path: string) => import(join(beforeCheckout, path))
-  const [{ Effect: E }, { createProcessRunner: oldRunner }, { makeShellTool: oldShell }, { makeGitTool: oldGit }, support] = await Promise.all([
-    from("node_modules/effect"), from("src/tools/ProcessRunner.ts"), from("src/tools/shell.ts"), from("src/tools/git.ts"), from("test/support/workspace.ts")
-  ])
+  const [{ Effect: E }, { createProcessRunner: oldRunner }, { makeShellTool: oldShell }, { makeGitTool: oldGit }, support] =
+    await Promise.all([
+      from("node_modules/effect"),
+      from("src/tools/ProcessRunner.ts"),
+      from("src/tools/shell.ts"),
+      from("src/tools/git.ts"),
+      from("test/support/workspace.ts")
+    ])
   const oldCtx = support.createToolContext(workspace, 600_000).ctx
   const r = oldRunner()
   const old = (t: typeof shell, args: Record<string, unknown>) => () => E.runPromise(t.execute(args).pipe(E.provide(oldCtx)))
   const cases: ReadonlyArray<readonly [string, Array<string>, typeof shell, typeof shell, Record<string, unknown>]> = [
     ["shell { command: 'true' }", ["bash", "-c", "true"], shell, oldShell(r), { command: "true" }],
-    ["git rev-parse --is-inside-work-tree", ["git", "rev-parse", "--is-inside-work-tree"], git, oldGit(r), { args: ["rev-parse", "--is-inside-work-tree"] }]
+    [
+      "git rev-parse --is-inside-work-tree",
+      ["git", "rev-parse", "--is-inside-work-tree"],
+      git,
+      oldGit(r),
+      { args: ["rev-parse", "--is-inside-work-tree"] }
+    ]
   ]
   // The call right after the bare spawn pays more than the next one (up to 0.3 ms under load): both orders.
   for (const [label, argv, ours, theirs, args] of cases) {
@@ -94,31 +105,80 @@ if (beforeCheckout !== undefined) {
   }
   await E.runPromise(r.killAll)
 }
-await triple("bare Bun.spawn(['bash','-c','true'])", ["bash", "-c", "true"], "shell tool { command: 'true' } via runner", tool(shell, { command: "true" }), "bare Bun.spawn")
+await triple(
+  "bare Bun.spawn(['bash','-c','true'])",
+  ["bash", "-c", "true"],
+  "shell tool { command: 'true' } via runner",
+  tool(shell, { command: "true" }),
+  "bare Bun.spawn"
+)
 const sandbox = probeBwrap()
 if (sandbox._tag === "Bwrap") {
   const boxed = createProcessRunner({ sandbox: { bwrap: sandbox.bwrap, workspace: workspace } })
   const line = [sandbox.bwrap, ...bwrapArgs(workspace, baseEnvironment(root, "bench"), root), "/usr/bin/bash", "-c", "true"]
-  await pair("bare Bun.spawn(<same bwrap line> bash -c true)", () => bare(line), "shell tool { command: 'true' } in the sandbox", tool(makeShellTool(boxed), { command: "true" }), "the bare bwrap line")
-  const gitLine = [sandbox.bwrap, ...bwrapArgs(workspace, baseEnvironment(root, "bench"), root), "/usr/bin/git", "rev-parse", "--is-inside-work-tree"]
-  await pair("bare Bun.spawn(<same bwrap line> git rev-parse)", () => bare(gitLine), "git tool rev-parse in the sandbox", tool(makeGitTool(boxed), { args: ["rev-parse", "--is-inside-work-tree"] }), "the bare bwrap git line")
+  await pair(
+    "bare Bun.spawn(<same bwrap line> bash -c true)",
+    () => bare(line),
+    "shell tool { command: 'true' } in the sandbox",
+    tool(makeShellTool(boxed), { command: "true" }),
+    "the bare bwrap line"
+  )
+  const gitLine = [
+    sandbox.bwrap,
+    ...bwrapArgs(workspace, baseEnvironment(root, "bench"), root),
+    "/usr/bin/git",
+    "rev-parse",
+    "--is-inside-work-tree"
+  ]
+  await pair(
+    "bare Bun.spawn(<same bwrap line> git rev-parse)",
+    () => bare(gitLine),
+    "git tool rev-parse in the sandbox",
+    tool(makeGitTool(boxed), { args: ["rev-parse", "--is-inside-work-tree"] }),
+    "the bare bwrap git line"
+  )
   // The job's bounds: prlimit before bwrap, the tracker's watch, a private /tmp bound from disk.
-  const bounded = createProcessRunner({ sandbox: { bwrap: sandbox.bwrap, workspace }, tmpDir: jobTmp, resources: DEFAULT_RESOURCES, outDir: root })
-  await pair("shell tool { command: 'true' } in the sandbox", tool(makeShellTool(boxed), { command: "true" }), "the same, bounded (prlimit, watch, job /tmp)", tool(makeShellTool(bounded), { command: "true" }), "unbounded")
+  const bounded = createProcessRunner({
+    sandbox: { bwrap: sandbox.bwrap, workspace },
+    tmpDir: jobTmp,
+    resources: DEFAULT_RESOURCES,
+    outDir: root
+  })
+  await pair(
+    "shell tool { command: 'true' } in the sandbox",
+    tool(makeShellTool(boxed), { command: "true" }),
+    "the same, bounded (prlimit, watch, job /tmp)",
+    tool(makeShellTool(bounded), { command: "true" }),
+    "unbounded"
+  )
   await Effect.runPromise(Effect.zip(boxed.killAll, bounded.killAll))
 } else console.log(`sandbox rows skipped: ${sandbox._tag === "Unavailable" ? sandbox.reason : "off"}`)
 const landlock = probeLandlock()
 if (landlock._tag === "Landlock") {
   // Landlock's floor is a Bun start (confineExec.ts confines itself, then execs prlimit and bash).
-  const confined = createProcessRunner({ landlock: { bun: landlock.bun, script: landlock.script, workspace }, tmpDir: jobTmp, resources: DEFAULT_RESOURCES, outDir: root })
+  const confined = createProcessRunner({
+    landlock: { bun: landlock.bun, script: landlock.script, workspace },
+    tmpDir: jobTmp,
+    resources: DEFAULT_RESOURCES,
+    outDir: root
+  })
   const script = join(jobTmp, "one.js")
   await Bun.write(script, "process.exitCode = 0\n")
-  const [bunStart = Number.NaN, ours = Number.NaN] = await medians([() => bare([process.execPath, script]), tool(makeShellTool(confined), { command: "true" })])
+  const [bunStart = Number.NaN, ours = Number.NaN] = await medians([
+    () => bare([process.execPath, script]),
+    tool(makeShellTool(confined), { command: "true" })
+  ])
   row("bare Bun.spawn([bun, <a one-line script>])", bunStart)
   ratio("shell tool { command: 'true' } under Landlock, bounded", ours, bunStart, "a bare Bun start")
   await Effect.runPromise(confined.killAll)
 } else console.log(`Landlock rows skipped: ${landlock._tag === "Unavailable" ? landlock.reason : "off"}`)
-await triple("bare git rev-parse --is-inside-work-tree", ["git", "rev-parse", "--is-inside-work-tree"], "git tool rev-parse --is-inside-work-tree", tool(git, { args: ["rev-parse", "--is-inside-work-tree"] }), "bare git")
+await triple(
+  "bare git rev-parse --is-inside-work-tree",
+  ["git", "rev-parse", "--is-inside-work-tree"],
+  "git tool rev-parse --is-inside-work-tree",
+  tool(git, { args: ["rev-parse", "--is-inside-work-tree"] }),
+  "bare git"
+)
 if (process.env["FLOOD"] === "0") {
   await Effect.runPromise(runner.killAll)
   rmSync(root, { recursive: true, force: true })
@@ -134,7 +194,9 @@ const t = performance.now()
 const flood = await Effect.runPromise(shell.execute({ command: "yes | head -c 1G", timeoutSec: 600 }).pipe(Effect.provide(ctx)))
 clearInterval(sampler)
 const mb = (n: number) => `${(n / 1024 / 1024).toFixed(0)} MB`
-console.log(`1 GiB flood (yes | head -c 1G): ${((performance.now() - t) / 1000).toFixed(1)} s, RSS before ${mb(before)}, peak ${mb(peak)} (+${mb(peak - before)}), result ${flood.text.length} chars`)
+console.log(
+  `1 GiB flood (yes | head -c 1G): ${((performance.now() - t) / 1000).toFixed(1)} s, RSS before ${mb(before)}, peak ${mb(peak)} (+${mb(peak - before)}), result ${flood.text.length} chars`
+)
 await Effect.runPromise(runner.killAll)
 rmSync(root, { recursive: true, force: true })
 rmSync(jobTmp, { recursive: true, force: true })

@@ -30,9 +30,14 @@ const WINDOW_MS = 15_000
 const LAG_MS = 10_000
 const EVENTS_PER_SECOND = 10
 
-const quantile = (xs: ReadonlyArray<number>, q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN
+const quantile = (xs: ReadonlyArray<number>, q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-const load = () => os.loadavg().map((l) => l.toFixed(2)).join(" ")
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")
 
 const server = process.env["DATABASE_URL"]
 const name = `kintsugi_bench_${randomBytes(6).toString("hex")}`
@@ -52,30 +57,47 @@ const base = `http://127.0.0.1:${http.port}`
 const clients = new Worker(new URL("./sseClients.ts", import.meta.url).href)
 const ask = (request: ClientRequest): Promise<ClientReply> =>
   new Promise((resolve, reject) => {
-    clients.onmessage = (event: MessageEvent<ClientReply>) => (event.data.type === "error" ? reject(new Error(event.data.message)) : resolve(event.data))
+    clients.onmessage = (event: MessageEvent<ClientReply>) =>
+      event.data.type === "error" ? reject(new Error(event.data.message)) : resolve(event.data)
     clients.postMessage(request)
   })
 
 try {
-  const token = await runtime.runPromise(Effect.gen(function* () {
-    const access = yield* Access
-    yield* access.addUser("bench", "bench password long enough", ["agents.manage"])
-    return yield* access.issueToken("bench", "bench")
-  }))
+  const token = await runtime.runPromise(
+    Effect.gen(function* () {
+      const access = yield* Access
+      yield* access.addUser("bench", "bench password long enough", ["agents.manage"])
+      return yield* access.issueToken("bench", "bench")
+    })
+  )
   // Running jobs that nothing runs: claimed at once by the bench (a lease of an hour), never by the worker loop.
-  const jobs = await runtime.runPromise(Effect.gen(function* () {
-    const store = yield* JobStore
-    const ids: Array<string> = []
-    while (ids.length < JOBS) {
-      const job = yield* store.enqueue({ agent: "codebase-inventory", task: "bench", workspace: { root: "/r", readOnly: ["/r/src"], outDir: "/r/out" }, limits: { timeoutSec: 3600 } }, "bench")
-      if ((yield* store.claim("bench", 3_600_000, job.id)) !== undefined) ids.push(job.id)
-    }
-    return ids
-  }))
+  const jobs = await runtime.runPromise(
+    Effect.gen(function* () {
+      const store = yield* JobStore
+      const ids: Array<string> = []
+      while (ids.length < JOBS) {
+        const job = yield* store.enqueue(
+          {
+            agent: "codebase-inventory",
+            task: "bench",
+            workspace: { root: "/r", readOnly: ["/r/src"], outDir: "/r/out" },
+            limits: { timeoutSec: 3600 }
+          },
+          "bench"
+        )
+        if ((yield* store.claim("bench", 3_600_000, job.id)) !== undefined) ids.push(job.id)
+      }
+      return ids
+    })
+  )
   const seqs = new Map(jobs.map((id) => [id, 0]))
 
   const statements = () => runtime.runSync(Effect.map(DbWrites, (w) => w.statements()))
-  const commits = async () => Number((await stats?.query<{ n: string }>("SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()"))?.rows[0]?.n ?? NaN)
+  const commits = async () =>
+    Number(
+      (await stats?.query<{ n: string }>("SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()"))?.rows[0]
+        ?.n ?? NaN
+    )
   const queriesPerSecond = async () => {
     const s0 = statements()
     const c0 = await commits()
@@ -85,7 +107,9 @@ try {
     return { statements: (statements() - s0) / seconds, commits: ((await commits()) - c0 - 1) / seconds }
   }
   const open = async (perJob: number) => {
-    const urls = jobs.flatMap((id) => Array.from({ length: perJob }, () => `${base}/api/jobs/${id}/events?after=${(seqs.get(id) ?? 0) - 1}`))
+    const urls = jobs.flatMap((id) =>
+      Array.from({ length: perJob }, () => `${base}/api/jobs/${id}/events?after=${(seqs.get(id) ?? 0) - 1}`)
+    )
     await ask({ type: "open", urls, headers: { authorization: `Bearer ${token}` } })
     await settle()
   }
@@ -98,17 +122,19 @@ try {
     const until = performance.now() + LAG_MS
     while (performance.now() < until) {
       const tick = performance.now()
-      await runtime.runPromise(Effect.gen(function* () {
-        const store = yield* JobStore
-        const bus = yield* JobBus
-        for (const id of jobs) {
-          const seq = seqs.get(id) ?? 0
-          seqs.set(id, seq + 1)
-          const text = String(performance.timeOrigin + performance.now())
-          yield* store.appendEvent(id, { type: "message.delta", seq, at: new Date().toISOString(), text })
-          yield* bus.publish({ _tag: "Events", jobId: id })
-        }
-      }))
+      await runtime.runPromise(
+        Effect.gen(function* () {
+          const store = yield* JobStore
+          const bus = yield* JobBus
+          for (const id of jobs) {
+            const seq = seqs.get(id) ?? 0
+            seqs.set(id, seq + 1)
+            const text = String(performance.timeOrigin + performance.now())
+            yield* store.appendEvent(id, { type: "message.delta", seq, at: new Date().toISOString(), text })
+            yield* bus.publish({ _tag: "Events", jobId: id })
+          }
+        })
+      )
       await sleep(Math.max(0, 1000 / EVENTS_PER_SECOND - (performance.now() - tick)))
     }
     await sleep(2_000)
@@ -127,14 +153,33 @@ try {
   await ask({ type: "close" })
 
   const row = (measure: string, value: number, reference: string, ref: number, goal: string, unit = "") =>
-    console.log(`| ${measure} | ${value.toFixed(1)}${unit} | ${reference}: ${ref.toFixed(1)}${unit} | ${(value / ref).toFixed(2)}× | ${goal} |`)
-  console.log(`bench/sse.ts: ${url === undefined ? "embedded database" : "PostgreSQL"}, ${navigator.hardwareConcurrency} cores, load average ${loadAtStart} at start, ${load()} at end`)
+    console.log(
+      `| ${measure} | ${value.toFixed(1)}${unit} | ${reference}: ${ref.toFixed(1)}${unit} | ${(value / ref).toFixed(2)}× | ${goal} |`
+    )
+  console.log(
+    `bench/sse.ts: ${url === undefined ? "embedded database" : "PostgreSQL"}, ${navigator.hardwareConcurrency} cores, load average ${loadAtStart} at start, ${load()} at end`
+  )
   console.log(`| measure | value | reference | ratio | goal |`)
   console.log(`|---|---|---|---|---|`)
   row("queries/s, 200 idle SSE subscribers (process statements)", idle200.statements, "0 subscribers", idle0.statements, "≤ 2×")
-  if (url !== undefined) row("queries/s, 200 idle SSE subscribers (xact_commit, all connections)", idle200.commits, "0 subscribers", idle0.commits, "≤ 2×")
-  row(`live lag p50, 200 subscribers (${lag200.length} deliveries)`, quantile(lag200, 0.5), "20 subscribers", quantile(lag20, 0.5), "", " ms")
-  row(`live lag p99, 200 subscribers (${lag200.length} deliveries)`, quantile(lag200, 0.99), `20 subscribers (${lag20.length})`, quantile(lag20, 0.99), "≤ 2× and ≤ 1000 ms", " ms")
+  if (url !== undefined)
+    row("queries/s, 200 idle SSE subscribers (xact_commit, all connections)", idle200.commits, "0 subscribers", idle0.commits, "≤ 2×")
+  row(
+    `live lag p50, 200 subscribers (${lag200.length} deliveries)`,
+    quantile(lag200, 0.5),
+    "20 subscribers",
+    quantile(lag20, 0.5),
+    "",
+    " ms"
+  )
+  row(
+    `live lag p99, 200 subscribers (${lag200.length} deliveries)`,
+    quantile(lag200, 0.99),
+    `20 subscribers (${lag20.length})`,
+    quantile(lag20, 0.99),
+    "≤ 2× and ≤ 1000 ms",
+    " ms"
+  )
 } finally {
   clients.terminate()
   await http.stop(true)

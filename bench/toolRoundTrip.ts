@@ -33,7 +33,9 @@ const kernelRun = async (): Promise<number> => {
 const rawRun = async (): Promise<number> => {
   const rawServer = await startOpenAIServer(script())
   const { models, model } = createOpenAIPiModels(rawServer.baseUrl)
-  const kernelTools = await Effect.runPromise(createKernelTools(["read", "ls", "grep", "find", "write", "edit", "shell", "git"], createProcessRunner()))
+  const kernelTools = await Effect.runPromise(
+    createKernelTools(["read", "ls", "grep", "find", "write", "edit", "shell", "git"], createProcessRunner())
+  )
   const tools = kernelTools.map((t) => ({
     name: t.name,
     description: t.description,
@@ -48,12 +50,19 @@ const rawRun = async (): Promise<number> => {
     for (const b of msg.content) {
       if (b.type !== "toolCall") continue
       const text = fileLines.slice(i, i + 20).join("\n")
-      messages.push({ role: "toolResult", toolCallId: b.id, toolName: b.name, content: [{ type: "text", text }], isError: false, timestamp: Date.now() })
+      messages.push({
+        role: "toolResult",
+        toolCallId: b.id,
+        toolName: b.name,
+        content: [{ type: "text", text }],
+        isError: false,
+        timestamp: Date.now()
+      })
     }
-}
-const rawMs = performance.now() - t1
-await rawServer.stop()
-return rawMs
+  }
+  const rawMs = performance.now() - t1
+  await rawServer.stop()
+  return rawMs
 }
 
 // Alternate and take medians: the first run of either pays JIT warm-up.
@@ -70,6 +79,10 @@ const kernelMs = median(kernelTimes)
 const rawMs = median(rawTimes)
 
 console.log(`median of ${RUNS} runs each`)
-console.log(`kernel job, ${CALLS} read round trips:   ${kernelMs.toFixed(0)} ms  (${(kernelMs / (CALLS + 1)).toFixed(2)} ms per model call)`)
-console.log(`pi-ai alone, same transcript, ${CALLS + 1} calls:   ${rawMs.toFixed(0)} ms  (${(rawMs / (CALLS + 1)).toFixed(2)} ms per model call)`)
+console.log(
+  `kernel job, ${CALLS} read round trips:   ${kernelMs.toFixed(0)} ms  (${(kernelMs / (CALLS + 1)).toFixed(2)} ms per model call)`
+)
+console.log(
+  `pi-ai alone, same transcript, ${CALLS + 1} calls:   ${rawMs.toFixed(0)} ms  (${(rawMs / (CALLS + 1)).toFixed(2)} ms per model call)`
+)
 console.log(`kernel overhead per tool round trip:  ${((kernelMs - rawMs) / CALLS).toFixed(2)} ms`)

@@ -15,7 +15,8 @@ import { adminStatement, withDatabase } from "../test/support/db.ts"
 const WRITES = 1000
 const WARMUP = 100
 const server = process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
-const quantile = (xs: ReadonlyArray<number>, q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN
+const quantile = (xs: ReadonlyArray<number>, q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN
 
 const name = `kintsugi_bench_${randomBytes(6).toString("hex")}`
 await adminStatement(server, `CREATE DATABASE ${name}`)
@@ -46,7 +47,9 @@ try {
     }
   }
   const row = (label: string, xs: ReadonlyArray<number>) =>
-    `${label.padEnd(44)} ${quantile(xs, 0.5).toFixed(2).padStart(8)} ${quantile(xs, 0.99).toFixed(2).padStart(8)} ${Math.max(...xs).toFixed(2).padStart(8)}`
+    `${label.padEnd(44)} ${quantile(xs, 0.5).toFixed(2).padStart(8)} ${quantile(xs, 0.99).toFixed(2).padStart(8)} ${Math.max(...xs)
+      .toFixed(2)
+      .padStart(8)}`
   console.log(`${WRITES} writes by another connection after ${WARMUP} warm-up, ${navigator.hardwareConcurrency} cores`)
   console.log(`${"ms".padEnd(44)} ${"p50".padStart(8)} ${"p99".padStart(8)} ${"max".padStart(8)}`)
   console.log(row("writer heard COMMIT → reader's epoch moved", afterCommit))

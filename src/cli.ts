@@ -13,13 +13,15 @@ const argv = process.argv.slice(2)
 // process.env: the entry point, before any Effect runtime (and its ConfigProvider) exists.
 if (!isRunJob(argv)) pinDataDir(process.env)
 // No top-level await: the file can also be bundled to bytecode for a faster job-child start.
-if (isRunJob(argv)) void import("./jobChild/exit.ts").then((m) => m.runGuardedJobChild(() => import("./jobChild/load.ts").then((l) => l.loadJobChild())))
+if (isRunJob(argv))
+  void import("./jobChild/exit.ts").then((m) => m.runGuardedJobChild(() => import("./jobChild/load.ts").then((l) => l.loadJobChild())))
 else if ((argv.length === 0 || argv[0] === "serve") && !argv.includes("--help") && !argv.includes("-h")) {
   // Serving: the secrets re-exec happens before anything loads (the first run then costs a bare start),
   // and the embedded database's worker starts compiling PGlite while the application loads.
   void import("./cli/processSecrets.ts")
     .then(async (m) => {
-      if (m.secureProcessSecrets().values.get("DATABASE_URL") === undefined) (await import("./db/embeddedWorkerAhead.ts")).startWorkerAhead()
+      if (m.secureProcessSecrets().values.get("DATABASE_URL") === undefined)
+        (await import("./db/embeddedWorkerAhead.ts")).startWorkerAhead()
       return import("./cli/kintsugi.ts")
     })
     .then((m) => m.main(process.argv))

@@ -57,13 +57,17 @@ export const appLayer = (
   jobRoots: Layer.Layer<JobRoots, JobRootsInvalid, SqlClient> = JobRootsLive,
   serviceHandlers: Layer.Layer<ServiceHandlers, never, ServiceHandlerDeps> = InstallationServiceHandlers
 ): Layer.Layer<AppServices | Db, AppLayerError> => {
-  const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive, WebSearchLive).pipe(Layer.provide(secrets))
+  const providers = Layer.mergeAll(Layer.provideMerge(BindingsLive, ProviderStoreLive), McpServersLive, WebSearchLive).pipe(
+    Layer.provide(secrets)
+  )
   // The catalog shows each agent's bindings: the agent store reads them through Bindings.
   const agents = Layer.provideMerge(AgentStoreLive, Layer.merge(SkillStoreLive, providers))
   const projects = Layer.provideMerge(Layer.merge(ProjectWebLive, WorkspacesLive), Layer.provideMerge(ProjectsLive, jobRoots))
   // The services channel: tokens, the handlers (memory, web) and the loopback endpoint job children call.
   const handlers = Layer.provide(serviceHandlers, Layer.mergeAll(projects, providers, MemoryStoreLive))
-  const services = Layer.provideMerge(ServicesEndpointLive, Layer.merge(ServiceTokensLive, handlers)).pipe(Layer.provideMerge(MemoryStoreLive))
+  const services = Layer.provideMerge(ServicesEndpointLive, Layer.merge(ServiceTokensLive, handlers)).pipe(
+    Layer.provideMerge(MemoryStoreLive)
+  )
   // The live streams' one reader per process, over the queue and the bus.
   const jobs = Layer.provideMerge(JobFeedLayer, Layer.merge(JobStoreLive, JobBusLive))
   const core = Layer.mergeAll(agents, AccessLive, jobs, MetricsLive, projects, services)
@@ -109,8 +113,8 @@ export const makeAppLive = (db: Layer.Layer<Db, DbError>, options: AppOptions = 
   const layer =
     options.worker === undefined
       ? services
-      // DrainLive failing to start is a startup failure at the composition root.
-      : Layer.provideMerge(Layer.mergeAll(WorkerLive, MemorySweepLive, EvalsSweepLive), Layer.merge(services, Layer.orDie(DrainLive)))
+      : // DrainLive failing to start is a startup failure at the composition root.
+        Layer.provideMerge(Layer.mergeAll(WorkerLive, MemorySweepLive, EvalsSweepLive), Layer.merge(services, Layer.orDie(DrainLive)))
   const sink = options.log ?? options.worker?.log
   // Logger and tracer first: the layers above (the worker's loops among them) start under them.
   const logging = sink === undefined ? Logger.replace(Logger.defaultLogger, Logger.none) : LoggingLive(sink)
@@ -127,13 +131,20 @@ const stderrLine = (line: string) => void process.stderr.write(`${line}\n`)
  * KINTSUGI_DATA_DIR), migrated; the worker loops; log lines on stderr. `kintsugi serve` provides the
  * configuration (the environment, or the secrets it took out of it).
  */
-export const AppLive: Layer.Layer<AppServices | Db> = makeAppLive(DbMigratedLive, { worker: { log: stderrLine }, jobChildren: JobChildrenLive })
+export const AppLive: Layer.Layer<AppServices | Db> = makeAppLive(DbMigratedLive, {
+  worker: { log: stderrLine },
+  jobChildren: JobChildrenLive
+})
 
 /**
  * `kintsugi run` in-process: the services without the worker loops (its one job child, the bytecode
  * bundle once built, starts while the database does); only warnings and errors logged.
  */
-export const LocalRunLive: Layer.Layer<AppServices | Db> = makeAppLive(DbMigratedLive, { log: stderrLine, logLevel: LogLevel.Warning, jobChildren: JobChildrenOnce })
+export const LocalRunLive: Layer.Layer<AppServices | Db> = makeAppLive(DbMigratedLive, {
+  log: stderrLine,
+  logLevel: LogLevel.Warning,
+  jobChildren: JobChildrenOnce
+})
 
 /** The configured database, migrated (`kintsugi users`). */
 export const DatabaseLive: Layer.Layer<Db, DbError> = DbMigratedLive
@@ -148,12 +159,16 @@ export const UsersLive: Layer.Layer<Access, DbError> = Layer.provide(AccessLive,
  * A runtime for `layer`, built eagerly: a database that cannot be reached fails here, once, with the
  * error's message, rather than inside the first request.
  */
-export const makeRuntime = async (layer: Layer.Layer<AppServices | Db>): Promise<AppRuntime & ManagedRuntime.ManagedRuntime<AppServices | Db, never>> => {
+export const makeRuntime = async (
+  layer: Layer.Layer<AppServices | Db>
+): Promise<AppRuntime & ManagedRuntime.ManagedRuntime<AppServices | Db, never>> => {
   const rt = ManagedRuntime.make(layer)
   await rt.runtime()
   return rt
 }
 
 /** `makeRuntime(makeAppLive(db, options))`: the runtime tests and benches build over their database. */
-export const makeAppRuntime = (db: Layer.Layer<Db, DbError>, options: AppOptions = {}): Promise<AppRuntime & ManagedRuntime.ManagedRuntime<AppServices | Db, never>> =>
-  makeRuntime(makeAppLive(db, options))
+export const makeAppRuntime = (
+  db: Layer.Layer<Db, DbError>,
+  options: AppOptions = {}
+): Promise<AppRuntime & ManagedRuntime.ManagedRuntime<AppServices | Db, never>> => makeRuntime(makeAppLive(db, options))

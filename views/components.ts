@@ -110,7 +110,10 @@ export const unconfinedWarning = (tools: ReadonlyArray<string> | undefined, unco
   )
 }
 
-export const pageHeader = (title: Interpolation, options: { readonly crumbs?: ReadonlyArray<readonly [string, string]>; readonly actions?: Html; readonly meta?: Html } = {}): Html => html`
+export const pageHeader = (
+  title: Interpolation,
+  options: { readonly crumbs?: ReadonlyArray<readonly [string, string]>; readonly actions?: Html; readonly meta?: Html } = {}
+): Html => html`
   <div class="page-header">
     ${
       options.crumbs === undefined
@@ -126,7 +129,9 @@ export const pageHeader = (title: Interpolation, options: { readonly crumbs?: Re
 
 /** A timestamp as UTC text, machine-readable in `datetime`. */
 export const time = (d: Date | null): Html =>
-  d === null ? html`<span class="muted">never</span>` : html`<time datetime="${d.toISOString()}">${d.toISOString().slice(0, 16).replace("T", " ")} UTC</time>`
+  d === null
+    ? html`<span class="muted">never</span>`
+    : html`<time datetime="${d.toISOString()}">${d.toISOString().slice(0, 16).replace("T", " ")} UTC</time>`
 
 /** `/agents/<name>` with the name URL-encoded (names are checked, but paths are built defensively). */
 export const agentHref = (name: string, rest = ""): string => `/agents/${encodeURIComponent(name)}${rest}`

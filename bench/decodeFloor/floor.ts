@@ -14,13 +14,23 @@ export const jobChildMain = async (stdin: Promise<string>, exit: JobChildExit): 
   const envelope = decodeAll(JobEnvelope)(JSON.parse(await stdin))
   const job = Either.isRight(envelope) ? decodeJob(envelope.right.job) : undefined
   if (job === undefined || Either.isLeft(job)) {
-    exit.writeRefusal(JSON.stringify({ type: "job.refused", problems: [{ path: "(stdin)", message: "the decode floor's envelope does not decode" }] }))
+    exit.writeRefusal(
+      JSON.stringify({ type: "job.refused", problems: [{ path: "(stdin)", message: "the decode floor's envelope does not decode" }] })
+    )
     return exit.exitJob(2)
   }
   const { agent, metadata } = job.right
   const at = () => new Date().toISOString()
   const events: ReadonlyArray<JobEvent> = [
-    { type: "job.started", seq: 0, at: at(), runtimeVersion: RUNTIME_VERSION, agentId: agent.id, agentVersion: agent.version, metadata: metadata ?? {} },
+    {
+      type: "job.started",
+      seq: 0,
+      at: at(),
+      runtimeVersion: RUNTIME_VERSION,
+      agentId: agent.id,
+      agentVersion: agent.version,
+      metadata: metadata ?? {}
+    },
     { type: "job.completed", seq: 1, at: at(), summary: "decode floor: nothing ran" }
   ]
   for (const event of events) exit.writeEvent(event)

@@ -50,7 +50,11 @@ export interface TokenView {
 
 /** Why a password cannot be used, or undefined. */
 export const passwordProblem = (password: string): string | undefined =>
-  password.length < 12 ? "a password has at least 12 characters" : password.length > 1024 ? "a password has at most 1024 characters" : undefined
+  password.length < 12
+    ? "a password has at least 12 characters"
+    : password.length > 1024
+      ? "a password has at most 1024 characters"
+      : undefined
 
 export interface UserView {
   readonly username: string
@@ -69,9 +73,13 @@ interface UserRow {
 const PermissionName = Schema.Literal(...PERMISSIONS)
 const NullableTimestamp = Schema.NullOr(Timestamp)
 const permissionRows = decodeRows(Schema.Struct({ permission: PermissionName }))
-const userRows = decodeRows(Schema.Struct({ id: Schema.String, username: Schema.String, passwordHash: Schema.String, disabledAt: NullableTimestamp }))
+const userRows = decodeRows(
+  Schema.Struct({ id: Schema.String, username: Schema.String, passwordHash: Schema.String, disabledAt: NullableTimestamp })
+)
 const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
-const sessionRows = decodeRows(Schema.Struct({ id: Schema.String, username: Schema.String, csrfToken: Schema.String, expiresAt: Timestamp }))
+const sessionRows = decodeRows(
+  Schema.Struct({ id: Schema.String, username: Schema.String, csrfToken: Schema.String, expiresAt: Timestamp })
+)
 const tokenRows = decodeRows(
   Schema.Struct({
     id: Schema.String,
@@ -84,7 +92,13 @@ const tokenRows = decodeRows(
   })
 )
 const bearerRows = decodeRows(
-  Schema.Struct({ id: Schema.String, username: Schema.String, stale: Schema.Boolean, expiresAt: Timestamp, permissions: Schema.Array(PermissionName) })
+  Schema.Struct({
+    id: Schema.String,
+    username: Schema.String,
+    stale: Schema.Boolean,
+    expiresAt: Timestamp,
+    permissions: Schema.Array(PermissionName)
+  })
 )
 const userViewRows = decodeRows(
   Schema.Struct({ username: Schema.String, permissions: Schema.Array(PermissionName), createdAt: Timestamp, disabledAt: NullableTimestamp })
@@ -106,7 +120,10 @@ export class Access extends Context.Tag("access/Access")<
      * Replaces the user's permissions in one transaction; refused when it would leave a guarded
      * permission, or every admin permission together, without an enabled holder (the user's own included).
      */
-    readonly setPermissions: (username: string, permissions: ReadonlyArray<Permission>) => Effect.Effect<UserView, UnknownUser | WouldLockOut | StoreError>
+    readonly setPermissions: (
+      username: string,
+      permissions: ReadonlyArray<Permission>
+    ) => Effect.Effect<UserView, UnknownUser | WouldLockOut | StoreError>
     /** Sets a new password (an administrator's reset) and ends every session of the user; tokens stay. */
     readonly setPassword: (username: string, password: string) => Effect.Effect<void, UnknownUser | InvalidUser | StoreError>
     /**
@@ -139,7 +156,11 @@ export class Access extends Context.Tag("access/Access")<
       expiresInDays?: number
     ) => Effect.Effect<{ readonly token: string; readonly view: TokenView }, UnknownUser | InvalidToken | StoreError>
     /** `createToken`, returning only the value. */
-    readonly issueToken: (username: string, name: string, expiresInDays?: number) => Effect.Effect<string, UnknownUser | InvalidToken | StoreError>
+    readonly issueToken: (
+      username: string,
+      name: string,
+      expiresInDays?: number
+    ) => Effect.Effect<string, UnknownUser | InvalidToken | StoreError>
     /** The user's tokens, newest first, revoked and expired ones included; never a value or hash. */
     readonly tokens: (username: string) => Effect.Effect<ReadonlyArray<TokenView>, UnknownUser | StoreError>
     /** Revokes one of the user's tokens (idempotent); from the next request on it gets 401. */
@@ -158,7 +179,11 @@ export class Access extends Context.Tag("access/Access")<
      * enables a user. Refused for `actor` itself and when it would leave a permission, or every admin
      * permission together, without an enabled holder.
      */
-    readonly setDisabled: (username: string, disabled: boolean, actor?: string) => Effect.Effect<void, UnknownUser | WouldLockOut | StoreError>
+    readonly setDisabled: (
+      username: string,
+      disabled: boolean,
+      actor?: string
+    ) => Effect.Effect<void, UnknownUser | WouldLockOut | StoreError>
     /** True when no user exists yet (first start). */
     readonly isEmpty: Effect.Effect<boolean, StoreError>
   }
@@ -188,7 +213,10 @@ export const makeAccess = Effect.gen(function* () {
   // A request authenticates without a statement while nothing was written since its principal was
   // read (the embedded database): a revoked token, a disabled user, a changed permission, a signed-out
   // session is a write, so the next request reads again. Failed lookups are never kept.
-  const principals = cachedUntilWrite<string, Either.Either<Option.Option<{ readonly principal: Principal; readonly expiresAt: Date }>, StoreError>>(yield* DbWrites, {
+  const principals = cachedUntilWrite<
+    string,
+    Either.Either<Option.Option<{ readonly principal: Principal; readonly expiresAt: Date }>, StoreError>
+  >(yield* DbWrites, {
     topic: "access",
     max: 1000,
     ttlMs: PRINCIPAL_TTL_MS,
@@ -210,9 +238,8 @@ export const makeAccess = Effect.gen(function* () {
       (rows) => new Set(rows.map((r) => r.permission))
     )
   const findUser = (username: string) =>
-    Effect.map(
-      userRows(sql`SELECT id, username, password_hash, disabled_at FROM admin.app_user WHERE username = ${username}`),
-      (rows) => Option.fromNullable(rows[0])
+    Effect.map(userRows(sql`SELECT id, username, password_hash, disabled_at FROM admin.app_user WHERE username = ${username}`), (rows) =>
+      Option.fromNullable(rows[0])
     )
   const userOrFail = (username: string) =>
     Effect.flatMap(findUser(username), Option.match({ onNone: () => Effect.fail(new UnknownUser({ username })), onSome: Effect.succeed }))
@@ -226,14 +253,25 @@ export const makeAccess = Effect.gen(function* () {
   const principalOf = (user: UserRow, via: Principal["via"], csrfToken?: string) =>
     Effect.map(
       permissionsOf(user.id),
-      (permissions): Principal => ({ userId: user.id, username: user.username, permissions, via, ...(csrfToken === undefined ? {} : { csrfToken }) })
+      (permissions): Principal => ({
+        userId: user.id,
+        username: user.username,
+        permissions,
+        via,
+        ...(csrfToken === undefined ? {} : { csrfToken })
+      })
     )
 
   const service: Access["Type"] = {
     addUser: storeMethod("Access.addUser", (username, password, permissions) =>
       Effect.gen(function* () {
         if (!USERNAME.test(username)) {
-          return yield* Effect.fail(new InvalidUser({ field: "username", message: "a username is 1-64 characters: a-z, 0-9, . _ @ -, starting with a letter or digit" }))
+          return yield* Effect.fail(
+            new InvalidUser({
+              field: "username",
+              message: "a username is 1-64 characters: a-z, 0-9, . _ @ -, starting with a letter or digit"
+            })
+          )
         }
         const weak = passwordProblem(password)
         if (weak !== undefined) return yield* Effect.fail(new InvalidUser({ field: "password", message: weak }))
@@ -242,35 +280,44 @@ export const makeAccess = Effect.gen(function* () {
         // The user and its permissions together; a name taken meanwhile is UserExists, not a constraint error.
         return yield* lockedChange(
           Effect.gen(function* () {
-            const rows = yield* idRows(sql`INSERT INTO admin.app_user (username, password_hash) VALUES (${username}, ${hash}) ON CONFLICT (username) DO NOTHING RETURNING id`)
+            const rows = yield* idRows(
+              sql`INSERT INTO admin.app_user (username, password_hash) VALUES (${username}, ${hash}) ON CONFLICT (username) DO NOTHING RETURNING id`
+            )
             const id = rows[0]?.id
             if (id === undefined) return yield* Effect.fail(new UserExists({ username }))
             for (const p of new Set(permissions)) yield* sql`INSERT INTO admin.user_permission (user_id, permission) VALUES (${id}, ${p})`
             return { id }
           })
         )
-      })),
+      })
+    ),
     grant: storeMethod("Access.grant", (username, permission) =>
       lockedChange(
         Effect.gen(function* () {
           const user = yield* userOrFail(username)
           yield* sql`INSERT INTO admin.user_permission (user_id, permission) VALUES (${user.id}, ${permission}) ON CONFLICT DO NOTHING`
         })
-      )),
+      )
+    ),
     setPermissions: storeMethod("Access.setPermissions", (username, permissions) =>
       Effect.zipRight(
         lockedChange(
           Effect.gen(function* () {
             const user = yield* userOrFail(username)
             const wanted = new Set(permissions)
-            yield* refuseLockOut(sql, ADMIN_PERMISSIONS, user, yield* permissionsOf(user.id), { enabled: user.disabledAt === null, permissions: wanted })
+            yield* refuseLockOut(sql, ADMIN_PERMISSIONS, user, yield* permissionsOf(user.id), {
+              enabled: user.disabledAt === null,
+              permissions: wanted
+            })
             if (wanted.size === 0) yield* sql`DELETE FROM admin.user_permission WHERE user_id = ${user.id}`
             else yield* sql`DELETE FROM admin.user_permission WHERE user_id = ${user.id} AND permission NOT IN ${sql.in([...wanted])}`
-            for (const p of wanted) yield* sql`INSERT INTO admin.user_permission (user_id, permission) VALUES (${user.id}, ${p}) ON CONFLICT DO NOTHING`
+            for (const p of wanted)
+              yield* sql`INSERT INTO admin.user_permission (user_id, permission) VALUES (${user.id}, ${p}) ON CONFLICT DO NOTHING`
           })
         ),
         service.user(username)
-      )),
+      )
+    ),
     setPassword: storeMethod("Access.setPassword", (username, password) =>
       Effect.gen(function* () {
         const weak = passwordProblem(password)
@@ -284,7 +331,8 @@ export const makeAccess = Effect.gen(function* () {
             yield* sql`DELETE FROM admin.session WHERE user_id = ${user.id}`
           })
         )
-      })),
+      })
+    ),
     changePassword: storeMethod("Access.changePassword", (username, currentPassword, newPassword, keepSession) =>
       Effect.gen(function* () {
         const weak = passwordProblem(newPassword)
@@ -302,12 +350,14 @@ export const makeAccess = Effect.gen(function* () {
             sql`DELETE FROM admin.session WHERE user_id = ${id} AND token_hash <> ${kept}`
           )
         )
-      })),
+      })
+    ),
     user: storeMethod("Access.user", (username) =>
       Effect.flatMap(service.users, (users) => {
         const found = users.find((u) => u.username === username)
         return found === undefined ? Effect.fail(new UnknownUser({ username })) : Effect.succeed(found)
-      })),
+      })
+    ),
     signIn: storeMethod("Access.signIn", (username, password) =>
       Effect.gen(function* () {
         const user = yield* findUser(username)
@@ -321,23 +371,34 @@ export const makeAccess = Effect.gen(function* () {
         const expiresAt = new Date((yield* Clock.currentTimeMillis) + SESSION_TTL_MS)
         yield* sql`INSERT INTO admin.session (token_hash, user_id, csrf_token, expires_at) VALUES (${hashToken(token)}, ${user.value.id}, ${csrf}, ${expiresAt})`
         return { token, expiresAt, principal: yield* principalOf(user.value, "session", csrf) }
-      })),
+      })
+    ),
     signOut: storeMethod("Access.signOut", (token) => Effect.asVoid(sql`DELETE FROM admin.session WHERE token_hash = ${hashToken(token)}`)),
     session: (token) => {
       const hash = hashToken(token)
-      return cachedPrincipal(`session:${hash}`, "Access.session", Effect.gen(function* () {
-        const rows = yield* sessionRows(sql`
+      return cachedPrincipal(
+        `session:${hash}`,
+        "Access.session",
+        Effect.gen(function* () {
+          const rows = yield* sessionRows(sql`
           SELECT u.id, u.username, s.csrf_token, s.expires_at FROM admin.session s JOIN admin.app_user u ON u.id = s.user_id
           WHERE s.token_hash = ${hash} AND s.expires_at > now() AND u.disabled_at IS NULL`)
-        const row = rows[0]
-        return row === undefined ? Option.none() : Option.some({ principal: yield* principalOf(row, "session", row.csrfToken), expiresAt: row.expiresAt })
-      }))
+          const row = rows[0]
+          return row === undefined
+            ? Option.none()
+            : Option.some({ principal: yield* principalOf(row, "session", row.csrfToken), expiresAt: row.expiresAt })
+        })
+      )
     },
     createToken: storeMethod("Access.createToken", (username, name, expiresInDays = TOKEN_DEFAULT_DAYS) =>
       Effect.gen(function* () {
         const problems = [
-          ...(name.length < 1 || name.length > 64 || /\p{Cc}/u.test(name) ? ["a token name is 1-64 characters without control characters"] : []),
-          ...(!Number.isInteger(expiresInDays) || expiresInDays < 1 || expiresInDays > TOKEN_MAX_DAYS ? [`a token expires after 1 to ${TOKEN_MAX_DAYS} whole days`] : [])
+          ...(name.length < 1 || name.length > 64 || /\p{Cc}/u.test(name)
+            ? ["a token name is 1-64 characters without control characters"]
+            : []),
+          ...(!Number.isInteger(expiresInDays) || expiresInDays < 1 || expiresInDays > TOKEN_MAX_DAYS
+            ? [`a token expires after 1 to ${TOKEN_MAX_DAYS} whole days`]
+            : [])
         ]
         if (problems.length > 0) return yield* Effect.fail(new InvalidToken({ message: problems.join("; ") }))
         const user = yield* userOrFail(username)
@@ -348,13 +409,17 @@ export const makeAccess = Effect.gen(function* () {
           RETURNING ${tokenColumns}`)
         // An INSERT … RETURNING answers its row or fails: none is a bug.
         return { token, view: rows[0] ?? (yield* Effect.dieMessage("an INSERT … RETURNING answered no row")) }
-      })),
-    issueToken: storeMethod("Access.issueToken", (username, name, expiresInDays) => Effect.map(service.createToken(username, name, expiresInDays), (t) => t.token)),
+      })
+    ),
+    issueToken: storeMethod("Access.issueToken", (username, name, expiresInDays) =>
+      Effect.map(service.createToken(username, name, expiresInDays), (t) => t.token)
+    ),
     tokens: storeMethod("Access.tokens", (username) =>
       Effect.gen(function* () {
         const user = yield* userOrFail(username)
         return yield* tokenRows(sql`SELECT ${tokenColumns} FROM admin.api_token WHERE user_id = ${user.id} ORDER BY created_at DESC, id`)
-      })),
+      })
+    ),
     revokeToken: storeMethod("Access.revokeToken", (username, id) =>
       Effect.gen(function* () {
         const user = yield* userOrFail(username)
@@ -364,34 +429,41 @@ export const makeAccess = Effect.gen(function* () {
           UPDATE admin.api_token SET revoked_at = coalesce(revoked_at, now())
           WHERE id = ${id.toLowerCase()} AND user_id = ${user.id} RETURNING ${tokenColumns}`)
         return rows[0] ?? (yield* Effect.fail(new TokenNotFound({ id })))
-      })),
+      })
+    ),
     bearer: (token) => {
       const hash = hashToken(token)
-      return cachedPrincipal(`token:${hash}`, "Access.bearer", Effect.gen(function* () {
-        // One read on the hot path (user and permissions together); last_used_at is written only when
-        // it is more than a minute old, so a client's burst of requests does not queue on one row lock.
-        const rows = yield* bearerRows(sql`
+      return cachedPrincipal(
+        `token:${hash}`,
+        "Access.bearer",
+        Effect.gen(function* () {
+          // One read on the hot path (user and permissions together); last_used_at is written only when
+          // it is more than a minute old, so a client's burst of requests does not queue on one row lock.
+          const rows = yield* bearerRows(sql`
           SELECT u.id, u.username, (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute') AS stale, t.expires_at,
             coalesce(array_agg(p.permission) FILTER (WHERE p.permission IS NOT NULL), '{}') AS permissions
           FROM admin.api_token t JOIN admin.app_user u ON u.id = t.user_id
           LEFT JOIN admin.user_permission p ON p.user_id = u.id
           WHERE t.token_hash = ${hash} AND t.revoked_at IS NULL AND t.expires_at > now() AND u.disabled_at IS NULL
           GROUP BY u.id, u.username, t.last_used_at, t.expires_at`)
-        const row = rows[0]
-        if (row === undefined) return Option.none()
-        if (row.stale) yield* sql`UPDATE admin.api_token SET last_used_at = now() WHERE token_hash = ${hash}`
-        const principal: Principal = { userId: row.id, username: row.username, permissions: new Set(row.permissions), via: "token" }
-        return Option.some({ principal, expiresAt: row.expiresAt })
-      }))
+          const row = rows[0]
+          if (row === undefined) return Option.none()
+          if (row.stale) yield* sql`UPDATE admin.api_token SET last_used_at = now() WHERE token_hash = ${hash}`
+          const principal: Principal = { userId: row.id, username: row.username, permissions: new Set(row.permissions), via: "token" }
+          return Option.some({ principal, expiresAt: row.expiresAt })
+        })
+      )
     },
-    users: storeErrors("Access.users")(Effect.map(
-      userViewRows(sql`
+    users: storeErrors("Access.users")(
+      Effect.map(
+        userViewRows(sql`
         SELECT u.username, u.created_at, u.disabled_at,
           coalesce(array_agg(p.permission ORDER BY p.permission) FILTER (WHERE p.permission IS NOT NULL), '{}') AS permissions
         FROM admin.app_user u LEFT JOIN admin.user_permission p ON p.user_id = u.id
         GROUP BY u.id ORDER BY u.username`),
-      (rows): ReadonlyArray<UserView> => rows.map((r) => ({ ...r, permissions: [...r.permissions] }))
-    )),
+        (rows): ReadonlyArray<UserView> => rows.map((r) => ({ ...r, permissions: [...r.permissions] }))
+      )
+    ),
     revoke: storeMethod("Access.revoke", (username, permission) =>
       lockedChange(
         Effect.gen(function* () {
@@ -401,7 +473,8 @@ export const makeAccess = Effect.gen(function* () {
           yield* refuseLockOut(sql, ADMIN_PERMISSIONS, user, held, { enabled: user.disabledAt === null, permissions: remaining })
           yield* sql`DELETE FROM admin.user_permission WHERE user_id = ${user.id} AND permission = ${permission}`
         })
-      )),
+      )
+    ),
     setDisabled: storeMethod("Access.setDisabled", (username, disabled, actor) =>
       lockedChange(
         Effect.gen(function* () {
@@ -417,11 +490,16 @@ export const makeAccess = Effect.gen(function* () {
           yield* sql`UPDATE admin.app_user SET disabled_at = now() WHERE id = ${user.id}`
           yield* sql`DELETE FROM admin.session WHERE user_id = ${user.id}`
         })
-      )),
-    isEmpty: storeErrors("Access.isEmpty")(Effect.map(countRows(sql`SELECT count(*) AS n FROM admin.app_user`), (rows) => (rows[0]?.n ?? 0) === 0))
+      )
+    ),
+    isEmpty: storeErrors("Access.isEmpty")(
+      Effect.map(countRows(sql`SELECT count(*) AS n FROM admin.app_user`), (rows) => (rows[0]?.n ?? 0) === 0)
+    )
   }
   return service
 })
 
-
-export const AccessLive = Layer.effect(Access, Effect.map(makeAccess, (service) => traced("Access", service)))
+export const AccessLive = Layer.effect(
+  Access,
+  Effect.map(makeAccess, (service) => traced("Access", service))
+)

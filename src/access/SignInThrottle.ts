@@ -107,8 +107,7 @@ interface Entry {
 /** One kind of key: a bounded map of entries. */
 const keyedCounts = (limit: number, o: SignInThrottleOptions) => {
   const entries = new Map<string, Entry>()
-  const idle = (e: Entry, now: number) =>
-    e.pending === 0 && e.lockedUntil <= now && e.slowUntil <= now && now - e.windowStart >= o.windowMs
+  const idle = (e: Entry, now: number) => e.pending === 0 && e.lockedUntil <= now && e.slowUntil <= now && now - e.windowStart >= o.windowMs
   const entry = (key: string, now: number): Entry => {
     const found = entries.get(key)
     if (found !== undefined) {
@@ -134,7 +133,8 @@ const keyedCounts = (limit: number, o: SignInThrottleOptions) => {
   return {
     entry,
     /** Milliseconds until `e` may try again (0 = now). */
-    wait: (e: Entry, now: number): number => (e.lockedUntil > now ? e.lockedUntil - now : e.failures + e.pending >= limit ? o.lockoutMs : 0),
+    wait: (e: Entry, now: number): number =>
+      e.lockedUntil > now ? e.lockedUntil - now : e.failures + e.pending >= limit ? o.lockoutMs : 0,
     /** A failure that locks the key once `limit` is reached. */
     fail: (e: Entry, now: number) => {
       e.failures++
@@ -163,7 +163,8 @@ export const makeSignInThrottle = (options: Partial<SignInThrottleOptions> = {})
   const checks = Effect.unsafeMakeSemaphore(o.concurrentChecks)
   const now = () => o.clock.unsafeCurrentTimeMillis()
   let admitted = 0
-  const refuse = (reason: SignInThrottled["reason"], waitMs: number) => Effect.fail(new SignInThrottled({ reason, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) }))
+  const refuse = (reason: SignInThrottled["reason"], waitMs: number) =>
+    Effect.fail(new SignInThrottled({ reason, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) }))
 
   return {
     guard: <A, E extends { readonly _tag: string }, R>(username: string, address: string, check: Effect.Effect<A, E, R>) =>
@@ -188,20 +189,22 @@ export const makeSignInThrottle = (options: Partial<SignInThrottleOptions> = {})
         const admit = Effect.suspend((): Effect.Effect<A, E | SignInThrottled, R> => {
           if (admitted >= o.concurrentChecks + o.queuedChecks) return refuse("busy", 1_000)
           admitted++
-          return checks.withPermits(1)(check).pipe(
-            Effect.tapBoth({
-              onFailure: (e) =>
-                Effect.sync(() => {
-                  if (e._tag !== "InvalidCredentials") return
-                  const failedAt = now()
-                  pairs.fail(pair, failedAt)
-                  clients.fail(from, failedAt)
-                  accounts.slow(target, failedAt)
-                }),
-              onSuccess: () => Effect.sync(() => void pairs.forget(pairKey))
-            }),
-            Effect.ensuring(Effect.sync(() => void admitted--))
-          )
+          return checks
+            .withPermits(1)(check)
+            .pipe(
+              Effect.tapBoth({
+                onFailure: (e) =>
+                  Effect.sync(() => {
+                    if (e._tag !== "InvalidCredentials") return
+                    const failedAt = now()
+                    pairs.fail(pair, failedAt)
+                    clients.fail(from, failedAt)
+                    accounts.slow(target, failedAt)
+                  }),
+                onSuccess: () => Effect.sync(() => void pairs.forget(pairKey))
+              }),
+              Effect.ensuring(Effect.sync(() => void admitted--))
+            )
         })
         return (slowed ? Effect.zipRight(o.clock.sleep(Duration.millis(o.slowMs)), admit) : admit).pipe(
           Effect.ensuring(

@@ -32,7 +32,9 @@ export const refuseLockOut = <P extends string>(
       if ((rows[0]?.n ?? 0) === 0) alone.push(p)
     }
     if (alone.length > 0) {
-      return yield* Effect.fail(new WouldLockOut({ message: `${user.username} is the last enabled user with ${alone.join(", ")}; grant it to someone else first` }))
+      return yield* Effect.fail(
+        new WouldLockOut({ message: `${user.username} is the last enabled user with ${alone.join(", ")}; grant it to someone else first` })
+      )
     }
     const holdsAll = (set: ReadonlySet<P>) => admin.every((p) => set.has(p))
     if (!holdsAll(before) || (after.enabled && holdsAll(after.permissions))) return

@@ -24,7 +24,9 @@ export const installationProblem = async (db: Layer.Layer<Db, DbError>): Promise
     const failure = Cause.failureOption(exit.cause)
     return `cannot open the database at DATABASE_URL: ${Option.isSome(failure) ? failure.value.message : "internal error"}`
   }
-  return exit.value[0]?.found === true ? undefined : "the database at DATABASE_URL holds no kintsugi installation (no users table); run `kintsugi migrate` or `kintsugi serve` for it first"
+  return exit.value[0]?.found === true
+    ? undefined
+    : "the database at DATABASE_URL holds no kintsugi installation (no users table); run `kintsugi migrate` or `kintsugi serve` for it first"
 }
 
 /**
@@ -35,44 +37,68 @@ export const runUsersOp = async (o: UsersOp, io: UsersIo, db: Layer.Layer<Db, Db
   let program: Effect.Effect<string, { readonly message: string }, Access>
   switch (o.op) {
     case "list":
-      program = Effect.map(Effect.flatMap(Access, (a) => a.users), (us) =>
-        o.json === true ? JSON.stringify(us.map(userJson)) : us.length === 0 ? "no users" : userLines(us)
+      program = Effect.map(
+        Effect.flatMap(Access, (a) => a.users),
+        (us) => (o.json === true ? JSON.stringify(us.map(userJson)) : us.length === 0 ? "no users" : userLines(us))
       )
       break
     case "add": {
       const password = await readPassword(io)
-      program = Effect.as(Effect.flatMap(Access, (a) => a.addUser(o.username, password, o.grants)), doneLine(o))
+      program = Effect.as(
+        Effect.flatMap(Access, (a) => a.addUser(o.username, password, o.grants)),
+        doneLine(o)
+      )
       break
     }
     case "password": {
       const password = await readPassword(io)
-      program = Effect.as(Effect.flatMap(Access, (a) => a.setPassword(o.username, password)), doneLine(o))
+      program = Effect.as(
+        Effect.flatMap(Access, (a) => a.setPassword(o.username, password)),
+        doneLine(o)
+      )
       break
     }
     case "grant":
-      program = Effect.as(Effect.flatMap(Access, (a) => a.grant(o.username, o.permission)), doneLine(o))
+      program = Effect.as(
+        Effect.flatMap(Access, (a) => a.grant(o.username, o.permission)),
+        doneLine(o)
+      )
       break
     case "revoke":
-      program = Effect.as(Effect.flatMap(Access, (a) => a.revoke(o.username, o.permission)), doneLine(o))
+      program = Effect.as(
+        Effect.flatMap(Access, (a) => a.revoke(o.username, o.permission)),
+        doneLine(o)
+      )
       break
     case "disable":
     case "enable":
-      program = Effect.as(Effect.flatMap(Access, (a) => a.setDisabled(o.username, o.op === "disable")), doneLine(o))
+      program = Effect.as(
+        Effect.flatMap(Access, (a) => a.setDisabled(o.username, o.op === "disable")),
+        doneLine(o)
+      )
       break
     case "token":
-      program = Effect.map(Effect.flatMap(Access, (a) => a.issueToken(o.username, o.name, o.days)), (token) =>
-        o.json === true ? JSON.stringify({ username: o.username, name: o.name, expiresDays: o.days, token }) : token
+      program = Effect.map(
+        Effect.flatMap(Access, (a) => a.issueToken(o.username, o.name, o.days)),
+        (token) => (o.json === true ? JSON.stringify({ username: o.username, name: o.name, expiresDays: o.days, token }) : token)
       )
       break
     case "tokens":
-      program = Effect.map(Effect.flatMap(Access, (a) => a.tokens(o.username)), (ts) =>
-        o.json === true
-          ? JSON.stringify(ts.map(tokenJson))
-          : ts.length === 0 ? `${o.username} has no API tokens` : ts.map(tokenLine).join("\n")
+      program = Effect.map(
+        Effect.flatMap(Access, (a) => a.tokens(o.username)),
+        (ts) =>
+          o.json === true
+            ? JSON.stringify(ts.map(tokenJson))
+            : ts.length === 0
+              ? `${o.username} has no API tokens`
+              : ts.map(tokenLine).join("\n")
       )
       break
     case "revoke-token":
-      program = Effect.map(Effect.flatMap(Access, (a) => a.revokeToken(o.username, o.id)), (t) => `revoked token ${t.id} (${t.name}) of ${o.username}`)
+      program = Effect.map(
+        Effect.flatMap(Access, (a) => a.revokeToken(o.username, o.id)),
+        (t) => `revoked token ${t.id} (${t.name}) of ${o.username}`
+      )
       break
   }
   const exit = await Effect.runPromiseExit(program.pipe(Effect.provide(AccessLive), Effect.provide(db)))

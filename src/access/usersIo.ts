@@ -76,7 +76,14 @@ export const tokenJson = (t: TokenShown) => ({
 export const userLines = (users: ReadonlyArray<UserShown>): string => {
   const width = Math.max(0, ...users.map((u) => u.username.length))
   return users
-    .map((u) => [u.username.padEnd(width), u.permissions.length === 0 ? "read only" : u.permissions.join(","), u.disabledAt === null ? "enabled" : "disabled", `created ${day(u.createdAt)}`].join("  "))
+    .map((u) =>
+      [
+        u.username.padEnd(width),
+        u.permissions.length === 0 ? "read only" : u.permissions.join(","),
+        u.disabledAt === null ? "enabled" : "disabled",
+        `created ${day(u.createdAt)}`
+      ].join("  ")
+    )
     .join("\n")
 }
 

@@ -20,7 +20,10 @@ export { serializeAgentPackage } from "./serializePackage.ts"
 const own = (o: Readonly<Record<string, unknown>> | undefined, key: string): unknown =>
   o !== undefined && Object.hasOwn(o, key) ? o[key] : undefined
 const listOrUndefined = (v: unknown): ReadonlyArray<unknown> | undefined => (Array.isArray(v) ? v : undefined)
-const byKey = <T>(key: (t: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)
+const byKey =
+  <T>(key: (t: T) => string) =>
+  (a: T, b: T) =>
+    key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0
 
 const audienceOf = (raw: Readonly<Record<string, unknown>> | undefined): Audience => {
   const metadata = own(raw, "metadata")

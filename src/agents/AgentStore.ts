@@ -48,11 +48,20 @@ export class AgentStore extends Context.Tag("agents/AgentStore")<
      * Saves a new version of a custom agent with the author's change note; the package's name must stay
      * `name`. A package equal to the current one adds no version (the agent comes back unchanged).
      */
-    readonly save: (name: string, files: unknown, by: string, changeNote?: string) => Effect.Effect<AgentView, Invalid | AgentNotFound | BuiltinReadOnly>
+    readonly save: (
+      name: string,
+      files: unknown,
+      by: string,
+      changeNote?: string
+    ) => Effect.Effect<AgentView, Invalid | AgentNotFound | BuiltinReadOnly>
     readonly setEnabled: (name: string, enabled: boolean) => Effect.Effect<AgentView, AgentNotFound | BuiltinReadOnly>
     /** Deletes a custom agent; its versions stay in the history and their numbers are never reused. */
     readonly remove: (name: string) => Effect.Effect<void, AgentNotFound | BuiltinReadOnly>
-    readonly copy: (name: string, newName: string, by: string) => Effect.Effect<AgentView, Invalid | AgentNotFound | AgentExists | BuiltinReadOnly>
+    readonly copy: (
+      name: string,
+      newName: string,
+      by: string
+    ) => Effect.Effect<AgentView, Invalid | AgentNotFound | AgentExists | BuiltinReadOnly>
     /** Dry run: every problem of a draft, and its job definition when it has none. Saves nothing. */
     readonly preview: (files: unknown) => Effect.Effect<Preview>
     /**
@@ -60,16 +69,31 @@ export class AgentStore extends Context.Tag("agents/AgentStore")<
      * a new version of an existing custom one; with the notes, warnings and tool mapping of the
      * adaptation. Claude Code tools without an equivalent are dropped, or refused when `strict`.
      */
-    readonly importFiles: (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string, options?: ImportOptions) => Write<ImportedAgent>
-    readonly importZip: (zip: Uint8Array, by: string, options?: ImportOptions) => Effect.Effect<ImportedAgent, Invalid | AgentExists | BuiltinReadOnly | ImportRejected>
+    readonly importFiles: (
+      files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>,
+      by: string,
+      options?: ImportOptions
+    ) => Write<ImportedAgent>
+    readonly importZip: (
+      zip: Uint8Array,
+      by: string,
+      options?: ImportOptions
+    ) => Effect.Effect<ImportedAgent, Invalid | AgentExists | BuiltinReadOnly | ImportRejected>
     /** The package of the current (or a given) version (the Claude Code export writes it as one file). */
     readonly exportPackage: (name: string, version?: number) => Effect.Effect<AgentPackage, AgentNotFound | AgentVersionNotFound>
     /** The package of the current (or a given) version as a ZIP. */
     readonly exportZip: (name: string, version?: number) => Effect.Effect<Uint8Array, AgentNotFound | AgentVersionNotFound>
     readonly versions: (name: string) => Effect.Effect<ReadonlyArray<VersionInfo>, AgentNotFound | BuiltinReadOnly>
-    readonly version: (name: string, version: number) => Effect.Effect<{ readonly info: VersionInfo; readonly view: AgentView }, AgentNotFound | AgentVersionNotFound | BuiltinReadOnly>
+    readonly version: (
+      name: string,
+      version: number
+    ) => Effect.Effect<{ readonly info: VersionInfo; readonly view: AgentView }, AgentNotFound | AgentVersionNotFound | BuiltinReadOnly>
     /** Makes an older version current again (no new number) and records the restore. */
-    readonly restore: (name: string, version: number, by: string) => Effect.Effect<AgentView, AgentNotFound | AgentVersionNotFound | BuiltinReadOnly>
+    readonly restore: (
+      name: string,
+      version: number,
+      by: string
+    ) => Effect.Effect<AgentView, AgentNotFound | AgentVersionNotFound | BuiltinReadOnly>
     readonly restores: (name: string) => Effect.Effect<ReadonlyArray<RestoreRow>, AgentNotFound | BuiltinReadOnly>
   }
 >() {}
@@ -103,4 +127,7 @@ const makeAgentStore = Effect.gen(function* () {
   return service
 })
 
-export const AgentStoreLive = Layer.effect(AgentStore, Effect.map(makeAgentStore, (service) => traced("AgentStore", service)))
+export const AgentStoreLive = Layer.effect(
+  AgentStore,
+  Effect.map(makeAgentStore, (service) => traced("AgentStore", service))
+)

@@ -71,18 +71,32 @@ export class SkillStore extends Context.Tag("agents/SkillStore")<
      * Replaces description and content as a new version with the author's change note; the name in
      * `input`, if any, must equal `name`. Text equal to the current version's adds no version.
      */
-    readonly update: (name: string, input: unknown, by: string, changeNote?: string) => Effect.Effect<SkillView, SkillInvalid | SkillNotFound | BuiltinReadOnly>
+    readonly update: (
+      name: string,
+      input: unknown,
+      by: string,
+      changeNote?: string
+    ) => Effect.Effect<SkillView, SkillInvalid | SkillNotFound | BuiltinReadOnly>
     /** The versions of a custom skill since its latest creation, newest first. */
     readonly versions: (name: string) => Effect.Effect<ReadonlyArray<SkillVersionInfo>, SkillNotFound | BuiltinReadOnly>
     readonly version: (name: string, version: number) => Effect.Effect<SkillVersion, SkillNotFound | SkillVersionNotFound | BuiltinReadOnly>
     /** Saves an older version's text as a new version ("restored from vN"), so the restore is in the history. */
-    readonly restore: (name: string, version: number, by: string) => Effect.Effect<SkillView, SkillNotFound | SkillVersionNotFound | BuiltinReadOnly>
+    readonly restore: (
+      name: string,
+      version: number,
+      by: string
+    ) => Effect.Effect<SkillView, SkillNotFound | SkillVersionNotFound | BuiltinReadOnly>
     /** The versions of the given custom skills saved at or after `since`, newest first (an agent's history shows them). */
     readonly changesSince: (names: ReadonlyArray<string>, since: Date) => Effect.Effect<ReadonlyArray<SkillVersionInfo>>
     /** Creates or replaces a custom skill from an Agent Skill upload (resources replaced too); `created` says which. */
-    readonly importSkill: (skill: SkillImport, by: string) => Effect.Effect<{ readonly skill: SkillView; readonly created: boolean }, SkillNameTaken | BuiltinReadOnly>
+    readonly importSkill: (
+      skill: SkillImport,
+      by: string
+    ) => Effect.Effect<{ readonly skill: SkillView; readonly created: boolean }, SkillNameTaken | BuiltinReadOnly>
     /** The resource files of the given skills (skills without any are absent). */
-    readonly resources: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<{ readonly path: string; readonly content: Uint8Array }>>>
+    readonly resources: (
+      names: ReadonlyArray<string>
+    ) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<{ readonly path: string; readonly content: Uint8Array }>>>
     /** Refused with the agents' names while any agent uses the skill. */
     readonly remove: (name: string) => Effect.Effect<void, SkillNotFound | SkillInUse | BuiltinReadOnly>
   }
@@ -143,22 +157,38 @@ export const makeSkillStore = Effect.gen(function* () {
                   FROM admin.agent_skill s
                   ${name === undefined ? sql`` : sql`WHERE s.name = ${name}`} ORDER BY s.name`)
   const viewOf = (row: SkillRow) =>
-    Effect.map(usedBy(row.name), (users): SkillView => ({
-      name: row.name,
-      description: row.description,
-      content: row.content,
-      builtin: false,
-      license: row.license,
-      skillVersion: row.version,
-      metadata: row.metadata,
-      resources: row.resources,
-      version: row.currentVersion,
-      updatedBy: row.updatedBy,
-      updatedAt: row.updatedAt,
-      usedBy: users
-    }))
+    Effect.map(
+      usedBy(row.name),
+      (users): SkillView => ({
+        name: row.name,
+        description: row.description,
+        content: row.content,
+        builtin: false,
+        license: row.license,
+        skillVersion: row.version,
+        metadata: row.metadata,
+        resources: row.resources,
+        version: row.currentVersion,
+        updatedBy: row.updatedBy,
+        updatedAt: row.updatedAt,
+        usedBy: users
+      })
+    )
   const builtinView = (s: SharedSkill) =>
-    Effect.map(usedBy(s.name), (users): SkillView => ({ ...s, license: null, skillVersion: null, metadata: {}, resources: [], version: null, updatedBy: null, updatedAt: null, usedBy: users }))
+    Effect.map(
+      usedBy(s.name),
+      (users): SkillView => ({
+        ...s,
+        license: null,
+        skillVersion: null,
+        metadata: {},
+        resources: [],
+        version: null,
+        updatedBy: null,
+        updatedAt: null,
+        usedBy: users
+      })
+    )
   /** Built-in agents that have a local or file skill called `name`. */
   const builtinLocalUsers = (name: string): Array<string> =>
     [...builtinAgents().values()]
@@ -238,7 +268,14 @@ export const makeSkillStore = Effect.gen(function* () {
       storeDefects("SkillStore.list")
     ),
     get,
-    contents: Effect.map(rows(), (custom) => new Map([...[...builtinSkills().values()].map((s) => [s.name, s.content] as const), ...custom.map((r) => [r.name, r.content] as const)])).pipe(
+    contents: Effect.map(
+      rows(),
+      (custom) =>
+        new Map([
+          ...[...builtinSkills().values()].map((s) => [s.name, s.content] as const),
+          ...custom.map((r) => [r.name, r.content] as const)
+        ])
+    ).pipe(
       // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
       storeDefects("SkillStore.contents")
     ),
@@ -267,8 +304,10 @@ export const makeSkillStore = Effect.gen(function* () {
       Effect.gen(function* () {
         if (builtinSkills().has(name)) return yield* Effect.fail(new BuiltinReadOnly({ kind: "skill", name }))
         const skill = yield* Effect.mapError(decodeUpdate(input), (problems) => new SkillInvalid({ problems }))
-        if (skill.name !== undefined && skill.name !== name) return yield* Effect.fail(new SkillInvalid({ problems: [{ path: "name", message: "cannot rename a shared skill" }] }))
-        if ((changeNote ?? "").length > NOTE_MAX) return yield* Effect.fail(new SkillInvalid({ problems: [{ path: "note", message: "is longer than 2,000 characters" }] }))
+        if (skill.name !== undefined && skill.name !== name)
+          return yield* Effect.fail(new SkillInvalid({ problems: [{ path: "name", message: "cannot rename a shared skill" }] }))
+        if ((changeNote ?? "").length > NOTE_MAX)
+          return yield* Effect.fail(new SkillInvalid({ problems: [{ path: "note", message: "is longer than 2,000 characters" }] }))
         yield* write(name, skill.description, skill.content, by, "saved", changeNote ?? "")
         // The skill was written just before: SkillNotFound here would be a defect.
         return yield* Effect.orDie(get(name))
@@ -295,10 +334,18 @@ export const makeSkillStore = Effect.gen(function* () {
               yield* sql`UPDATE admin.agent_skill SET current_version = ${version} WHERE name = ${skill.name}`
             } else {
               // The row was just upserted under this transaction, so it cannot be missing.
-              yield* Effect.catchTag(write(skill.name, skill.description, skill.content, by, "saved", "imported"), "SkillNotFound", Effect.die)
+              yield* Effect.catchTag(
+                write(skill.name, skill.description, skill.content, by, "saved", "imported"),
+                "SkillNotFound",
+                Effect.die
+              )
             }
             yield* sql`DELETE FROM admin.agent_skill_file WHERE skill = ${skill.name}`
-            yield* Effect.forEach(skill.files, (f) => sql`INSERT INTO admin.agent_skill_file (skill, path, content) VALUES (${skill.name}, ${f.path}, ${f.content})`, { discard: true })
+            yield* Effect.forEach(
+              skill.files,
+              (f) => sql`INSERT INTO admin.agent_skill_file (skill, path, content) VALUES (${skill.name}, ${f.path}, ${f.content})`,
+              { discard: true }
+            )
             return isNew
           })
         )
@@ -319,10 +366,10 @@ export const makeSkillStore = Effect.gen(function* () {
               for (const r of rows) out.set(r.skill, [...(out.get(r.skill) ?? []), { path: r.path, content: new Uint8Array(r.content) }])
               return out as ReadonlyMap<string, ReadonlyArray<{ path: string; content: Uint8Array }>>
             }
-).pipe(
-  // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
-  storeDefects("SkillStore.resources")
-),
+          ).pipe(
+            // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
+            storeDefects("SkillStore.resources")
+          ),
     versions: (name) =>
       Effect.gen(function* () {
         yield* custom(name)
@@ -332,7 +379,10 @@ export const makeSkillStore = Effect.gen(function* () {
         storeDefects("SkillStore.versions")
       ),
     version: (name, version) =>
-      Effect.map(versionOf(name, version), (r): SkillVersion => ({ info: versionInfo(r), description: r.description, content: r.content })).pipe(
+      Effect.map(
+        versionOf(name, version),
+        (r): SkillVersion => ({ info: versionInfo(r), description: r.description, content: r.content })
+      ).pipe(
         // SkillStore's shape has no database failure (the catalog and job definitions read it): a store failure is a defect.
         storeDefects("SkillStore.version")
       ),
@@ -381,4 +431,7 @@ export const makeSkillStore = Effect.gen(function* () {
   return service
 })
 
-export const SkillStoreLive = Layer.effect(SkillStore, Effect.map(makeSkillStore, (service) => traced("SkillStore", service)))
+export const SkillStoreLive = Layer.effect(
+  SkillStore,
+  Effect.map(makeSkillStore, (service) => traced("SkillStore", service))
+)

@@ -66,10 +66,14 @@ export const makeAgentCatalog = Effect.gen(function* () {
     if (validity.problems.size < MAX_CACHED) validity.problems.set(id, problems)
     return problems
   }
-  const bindingsOf = (name: string) =>
-    bindingStore.list(name)
+  const bindingsOf = (name: string) => bindingStore.list(name)
 
-  const entry = (pkg: AgentPackage, extra: { builtin: boolean; version: number; enabled: boolean; updatedAt: Date | null }, problems: ReadonlyArray<Problem>, bindings: ReadonlyArray<Binding>): CatalogEntry => ({
+  const entry = (
+    pkg: AgentPackage,
+    extra: { builtin: boolean; version: number; enabled: boolean; updatedAt: Date | null },
+    problems: ReadonlyArray<Problem>,
+    bindings: ReadonlyArray<Binding>
+  ): CatalogEntry => ({
     name: pkg.name,
     builtin: extra.builtin,
     description: pkg.description,
@@ -85,12 +89,22 @@ export const makeAgentCatalog = Effect.gen(function* () {
     Effect.gen(function* () {
       const { ctx } = yield* validation
       const bindings = yield* bindingsOf(pkg.name)
-      const view: AgentView = { ...entry(pkg, extra, validateAgent(pkg, ctx), bindings), package: pkg, files: serializeAgentPackage(pkg), bindings }
+      const view: AgentView = {
+        ...entry(pkg, extra, validateAgent(pkg, ctx), bindings),
+        package: pkg,
+        files: serializeAgentPackage(pkg),
+        bindings
+      }
       return view
     })
   const customView = (row: repo.AgentRow) =>
     Effect.gen(function* () {
-      const view = yield* viewOf(row.package, { builtin: false, version: row.currentVersion, enabled: row.enabled, updatedAt: row.updatedAt })
+      const view = yield* viewOf(row.package, {
+        builtin: false,
+        version: row.currentVersion,
+        enabled: row.enabled,
+        updatedAt: row.updatedAt
+      })
       // A view is part of AgentStore's reads, whose shape has no database failure: a store failure is a defect.
       const pending = yield* storeDefects("AgentStore.view")(provide(selectPendingGate(row.name, row.currentVersion)))
       return pending === undefined ? view : { ...view, gate: verdictOf(pending) }
@@ -101,8 +115,7 @@ export const makeAgentCatalog = Effect.gen(function* () {
     Effect.flatMap(provide(repo.selectAgents(name)), (rows) =>
       rows[0] === undefined ? Effect.fail(new AgentNotFound({ name })) : Effect.succeed(rows[0])
     )
-  const notBuiltin = (name: string) =>
-    builtinAgents().has(name) ? Effect.fail(new BuiltinReadOnly({ kind: "agent", name })) : Effect.void
+  const notBuiltin = (name: string) => (builtinAgents().has(name) ? Effect.fail(new BuiltinReadOnly({ kind: "agent", name })) : Effect.void)
 
   /** Does an entry pass the state filter? */
   const stateMatches = (state: CatalogQuery["state"], e: { readonly enabled: boolean; readonly problems: ReadonlyArray<Problem> }) =>
@@ -128,24 +141,33 @@ export const makeAgentCatalog = Effect.gen(function* () {
       ])
       const ctx: ValidationContext = { sharedSkills: new Set([...builtinSkills().keys(), ...customSkills]), mcpServers }
       const defaults = new Map(bindings.filter((b) => b.projectId === "").map((b) => [b.agentName, b] as const))
-      const builtins = [...builtinAgents().values()].map((pkg): Listed => ({
-        search: `${pkg.name} ${pkg.description}`.toLowerCase(),
-        entry: entry(pkg, { builtin: true, version: builtinVersion(pkg), enabled: true, updatedAt: null }, problemsOf(`builtin:${pkg.name}`, pkg, ctx), [defaults.get(pkg.name)].flatMap((b) => (b === undefined ? [] : [b])))
-      }))
-      const customs = rows.map((row): Listed => ({
-        search: row.search,
-        entry: {
-          name: row.name,
-          builtin: false,
-          description: row.description,
-          audience: row.audience,
-          version: row.currentVersion,
-          enabled: row.enabled,
-          problems: [...row.problems, ...installationProblems(entries.draftOfRefs(row.refs), ctx)],
-          binding: defaults.get(row.name) ?? null,
-          updatedAt: row.updatedAt
-        }
-      }))
+      const builtins = [...builtinAgents().values()].map(
+        (pkg): Listed => ({
+          search: `${pkg.name} ${pkg.description}`.toLowerCase(),
+          entry: entry(
+            pkg,
+            { builtin: true, version: builtinVersion(pkg), enabled: true, updatedAt: null },
+            problemsOf(`builtin:${pkg.name}`, pkg, ctx),
+            [defaults.get(pkg.name)].flatMap((b) => (b === undefined ? [] : [b]))
+          )
+        })
+      )
+      const customs = rows.map(
+        (row): Listed => ({
+          search: row.search,
+          entry: {
+            name: row.name,
+            builtin: false,
+            description: row.description,
+            audience: row.audience,
+            version: row.currentVersion,
+            enabled: row.enabled,
+            problems: [...row.problems, ...installationProblems(entries.draftOfRefs(row.refs), ctx)],
+            binding: defaults.get(row.name) ?? null,
+            updatedAt: row.updatedAt
+          }
+        })
+      )
       return { generation, listed: [...builtins, ...customs] }
     })
 
@@ -153,11 +175,12 @@ export const makeAgentCatalog = Effect.gen(function* () {
   const cut = (listing: Listing, query: CatalogQuery): CatalogPage => {
     const words = searchWords(query.q)
     const { cursor, limit } = query
-    const matching = listing.listed.filter(({ entry: e, search }) =>
-      (query.kind === "all" || (query.kind === "builtin") === e.builtin) &&
-      (query.audience === "all" || e.audience === query.audience) &&
-      stateMatches(query.state, e) &&
-      words.every((w) => search.includes(w))
+    const matching = listing.listed.filter(
+      ({ entry: e, search }) =>
+        (query.kind === "all" || (query.kind === "builtin") === e.builtin) &&
+        (query.audience === "all" || e.audience === query.audience) &&
+        stateMatches(query.state, e) &&
+        words.every((w) => search.includes(w))
     )
     const compare = compareEntries(query.order)
     const keyed = (e: CatalogEntry) => ({ key: sortKey(e, query.sort), name: e.name })
@@ -169,7 +192,10 @@ export const makeAgentCatalog = Effect.gen(function* () {
       entries: shown.map((l) => l.entry),
       total: listing.listed.length,
       matched: matching.length,
-      nextCursor: limit !== null && after.length > limit && last !== undefined ? encodeCursor({ sort: query.sort, order: query.order, key: sortKey(last, query.sort), name: last.name }) : null,
+      nextCursor:
+        limit !== null && after.length > limit && last !== undefined
+          ? encodeCursor({ sort: query.sort, order: query.order, key: sortKey(last, query.sort), name: last.name })
+          : null,
       generation: listing.generation
     }
   }
@@ -227,7 +253,10 @@ export const makeAgentCatalog = Effect.gen(function* () {
     )
 
   // What a job needs and nothing else: no bindings, no files, no view; validity from the same cache as the catalog.
-  const runnable = (name: string, found: { readonly pkg: AgentPackage; readonly id: string; readonly version: number; readonly enabled: boolean }) =>
+  const runnable = (
+    name: string,
+    found: { readonly pkg: AgentPackage; readonly id: string; readonly version: number; readonly enabled: boolean }
+  ) =>
     Effect.gen(function* () {
       if (!found.enabled) return yield* new AgentUnavailable({ name, reason: "disabled", problems: [] })
       if (found.pkg.audience !== "runtime") return yield* new AgentUnavailable({ name, reason: "member", problems: [] })
@@ -239,9 +268,15 @@ export const makeAgentCatalog = Effect.gen(function* () {
   const definition = (name: string): Effect.Effect<AgentDefinition, AgentUnavailable> =>
     Effect.gen(function* () {
       const builtin = builtinAgents().get(name)
-      const found = builtin !== undefined
-        ? { pkg: builtin, id: `builtin:${name}`, version: builtinVersion(builtin), enabled: true }
-        : yield* Effect.map(findCustom(name), (row) => ({ pkg: row.package, id: `${name}@${row.currentVersion}`, version: row.currentVersion, enabled: row.enabled }))
+      const found =
+        builtin !== undefined
+          ? { pkg: builtin, id: `builtin:${name}`, version: builtinVersion(builtin), enabled: true }
+          : yield* Effect.map(findCustom(name), (row) => ({
+              pkg: row.package,
+              id: `${name}@${row.currentVersion}`,
+              version: row.currentVersion,
+              enabled: row.enabled
+            }))
       return yield* runnable(name, found)
     }).pipe(
       Effect.catchTag("AgentNotFound", () => new AgentUnavailable({ name, reason: "unknown", problems: [] })),

@@ -44,7 +44,6 @@ const strings = (list: ReadonlyArray<unknown> | undefined): Array<{ value: strin
 
 export const localSkillPath = (name: string): string => `skills/${displayName(name)}/SKILL.md`
 
-
 const ALLOWED_TOOLS =
   `a runtime agent may use the kernel tools (${KERNEL_TOOLS.join(", ")}), ` +
   `the service tools (${SERVICE_TOOLS.join(", ")}, or the groups memory and web) ` +
@@ -114,7 +113,8 @@ const nameProblems = (d: AgentDraft): Array<Problem> => {
   }
   for (const file of d.files) {
     const name = packageFileSkillName(file)
-    if (name === undefined) problems.push({ path: displayName(file), message: "no skill name can be made from this file name (use letters or digits)" })
+    if (name === undefined)
+      problems.push({ path: displayName(file), message: "no skill name can be made from this file name (use letters or digits)" })
     else claim(name, displayName(file))
   }
   return problems

@@ -62,11 +62,14 @@ const nextVersionRow = SqlSchema.single({
   Request: Schema.String,
   Result: Schema.Struct({ lastVersion: Schema.Number }),
   execute: (name: string) =>
-    Effect.flatMap(SqlClient, (sql) => sql`
+    Effect.flatMap(
+      SqlClient,
+      (sql) => sql`
         INSERT INTO admin.agent_version_counter (name, last_version)
         VALUES (${name}, COALESCE((SELECT max(version) FROM admin.agent_version WHERE name = ${name}), 0) + 1)
         ON CONFLICT (name) DO UPDATE SET last_version = admin.agent_version_counter.last_version + 1
-        RETURNING last_version`)
+        RETURNING last_version`
+    )
 })
 
 /**
@@ -92,8 +95,10 @@ export const insertVersion = (name: string, version: number, pkg: AgentPackage, 
 
 /** Records a restore: who made `toVersion` current again, and which version was current before. */
 export const insertRestore = (name: string, fromVersion: number, toVersion: number, by: string) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    sql`INSERT INTO admin.agent_restore (name, from_version, to_version, restored_by) VALUES (${name}, ${fromVersion}, ${toVersion}, ${by})`
+  Effect.flatMap(
+    SqlClient,
+    (sql) =>
+      sql`INSERT INTO admin.agent_restore (name, from_version, to_version, restored_by) VALUES (${name}, ${fromVersion}, ${toVersion}, ${by})`
   )
 
 /** The restores of the current agent (since its latest creation), newest first. */
@@ -101,20 +106,25 @@ export const selectRestores = SqlSchema.findAll({
   Request: Schema.String,
   Result: RestoreRowSchema,
   execute: (name: string) =>
-    Effect.flatMap(SqlClient, (sql) => sql`
+    Effect.flatMap(
+      SqlClient,
+      (sql) => sql`
       SELECT from_version, to_version, restored_by, restored_at FROM admin.agent_restore
       WHERE name = ${name} AND restored_at >= (SELECT created_at FROM admin.agent WHERE name = ${name})
-      ORDER BY restored_at DESC, id DESC`)
+      ORDER BY restored_at DESC, id DESC`
+    )
 })
 
 export const insertAgent = (name: string, audience: string, version: number) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    sql`INSERT INTO admin.agent (name, audience, current_version) VALUES (${name}, ${audience}, ${version})`
+  Effect.flatMap(
+    SqlClient,
+    (sql) => sql`INSERT INTO admin.agent (name, audience, current_version) VALUES (${name}, ${audience}, ${version})`
   )
 
 export const setCurrent = (name: string, audience: string, version: number) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    sql`UPDATE admin.agent SET current_version = ${version}, audience = ${audience}, updated_at = now() WHERE name = ${name}`
+  Effect.flatMap(
+    SqlClient,
+    (sql) => sql`UPDATE admin.agent SET current_version = ${version}, audience = ${audience}, updated_at = now() WHERE name = ${name}`
   )
 
 export const setEnabled = (name: string, enabled: boolean) =>
@@ -136,26 +146,31 @@ export const selectVersions = SqlSchema.findAll({
   Request: Schema.String,
   Result: VersionRowSchema,
   execute: (name: string) =>
-    Effect.flatMap(SqlClient, (sql) => sql`
+    Effect.flatMap(
+      SqlClient,
+      (sql) => sql`
       SELECT version, saved_by, saved_at, note, change_note FROM admin.agent_version
       WHERE name = ${name}
         AND saved_at >= (SELECT created_at FROM admin.agent WHERE name = ${name})
-      ORDER BY version DESC`)
+      ORDER BY version DESC`
+    )
 })
 
 const versionRow = SqlSchema.findOne({
   Request: Schema.Struct({ name: Schema.String, version: Schema.Number }),
   Result: Schema.Struct({ ...VersionRowSchema.fields, package: Jsonb(AgentPackage) }),
   execute: (r: { readonly name: string; readonly version: number }) =>
-    Effect.flatMap(SqlClient, (sql) => sql`
+    Effect.flatMap(
+      SqlClient,
+      (sql) => sql`
         SELECT version, saved_by, saved_at, note, change_note, package FROM admin.agent_version
         WHERE name = ${r.name} AND version = ${r.version}
-          AND saved_at >= (SELECT created_at FROM admin.agent WHERE name = ${r.name})`)
+          AND saved_at >= (SELECT created_at FROM admin.agent WHERE name = ${r.name})`
+    )
 })
 
 /** One version reachable from the current agent, package included; undefined when there is none. */
-export const selectVersion = (name: string, version: number) =>
-  Effect.map(versionRow({ name, version }), Option.getOrUndefined)
+export const selectVersion = (name: string, version: number) => Effect.map(versionRow({ name, version }), Option.getOrUndefined)
 
 /** Custom agents whose current version lists the shared skill. */
 export const agentsUsingSkill = (skill: string) =>

@@ -17,7 +17,12 @@ import { writeZip } from "./zip.ts"
 const versionInfo = (r: Omit<repo.VersionRow, "package">, currentVersion: number, runs: ReadonlyArray<EvalRun>): VersionInfo => {
   const { changeNote, ...rest } = r
   const run = runs.find((x) => x.version === r.version)
-  return { ...rest, ...(changeNote === "" ? {} : { changeNote }), current: r.version === currentVersion, ...(run === undefined ? {} : { evals: verdictOf(run) }) }
+  return {
+    ...rest,
+    ...(changeNote === "" ? {} : { changeNote }),
+    current: r.version === currentVersion,
+    ...(run === undefined ? {} : { evals: verdictOf(run) })
+  }
 }
 
 /** The version members of AgentStore over the read side `c`. */
@@ -41,9 +46,7 @@ export const makeAgentVersions = (c: AgentCatalog) => {
       if (version === undefined) return (yield* getView(name)).package
       const builtin = builtinAgents().get(name)
       if (builtin !== undefined) {
-        return builtinVersion(builtin) === version
-          ? builtin
-          : yield* Effect.fail(new AgentVersionNotFound({ name, version }))
+        return builtinVersion(builtin) === version ? builtin : yield* Effect.fail(new AgentVersionNotFound({ name, version }))
       }
       // A built-in name returned above: BuiltinReadOnly here would be a defect.
       const { row } = yield* Effect.catchTag(versionOf(name, version), "BuiltinReadOnly", Effect.die)

@@ -23,7 +23,11 @@ export const EVALS_PROJECT = "kintsugi-evals"
 const canonical = (value: unknown): string =>
   JSON.stringify(value, (_key, v: unknown) =>
     isRecord(v)
-      ? Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      ? Object.fromEntries(
+          Object.entries(v)
+            .filter(([, x]) => x !== undefined)
+            .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        )
       : v
   )
 
@@ -40,12 +44,13 @@ export const makeAgentWrites = (c: AgentCatalog) => {
         onRight: (pkg) => Effect.succeed(pkg)
       })
     )
-  const decodeFiles = (input: unknown) =>
-    Effect.mapError(decodeAll(PackageFilesInput)(input), (problems) => new AgentInvalid({ problems }))
+  const decodeFiles = (input: unknown) => Effect.mapError(decodeAll(PackageFilesInput)(input), (problems) => new AgentInvalid({ problems }))
 
   /** Locks the shared skills a package lists, so none is deleted while this save commits. */
   const lockSkills = (pkg: AgentPackage) =>
-    (pkg.skills ?? []).length === 0 ? Effect.void : sql`SELECT name FROM admin.agent_skill WHERE name IN ${sql.in(pkg.skills ?? [])} FOR SHARE`
+    (pkg.skills ?? []).length === 0
+      ? Effect.void
+      : sql`SELECT name FROM admin.agent_skill WHERE name IN ${sql.in(pkg.skills ?? [])} FOR SHARE`
 
   const createPackage = (pkg: AgentPackage, by: string, note: string): Write<AgentView> =>
     Effect.gen(function* () {
@@ -63,7 +68,10 @@ export const makeAgentWrites = (c: AgentCatalog) => {
       return yield* customView(row)
     }).pipe(
       // Two concurrent creates of one name: the loser hits the primary key.
-      Effect.catchIf((e) => e._tag === "SqlError" && /duplicate key|unique/i.test(String(e.cause)), () => Effect.fail(new AgentExists({ name: pkg.name }))),
+      Effect.catchIf(
+        (e) => e._tag === "SqlError" && /duplicate key|unique/i.test(String(e.cause)),
+        () => Effect.fail(new AgentExists({ name: pkg.name }))
+      ),
       // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
       storeDefects("AgentStore.create"),
       // The agent was inserted in this transaction: AgentNotFound here would be a defect.
@@ -78,7 +86,9 @@ export const makeAgentWrites = (c: AgentCatalog) => {
     Effect.gen(function* () {
       yield* notBuiltin(name)
       if (pkg.name !== name) {
-        return yield* Effect.fail(new AgentInvalid({ problems: [{ path: `${pkg.name}.md#name`, message: `must stay "${name}" (copy the agent to rename it)` }] }))
+        return yield* Effect.fail(
+          new AgentInvalid({ problems: [{ path: `${pkg.name}.md#name`, message: `must stay "${name}" (copy the agent to rename it)` }] })
+        )
       }
       const row = yield* sql.withTransaction(
         Effect.gen(function* () {
@@ -102,7 +112,11 @@ export const makeAgentWrites = (c: AgentCatalog) => {
     )
 
   /** Imports package files, Claude Code subagent files included (adapted first): every problem in one round. */
-  const importPackage = (files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>, by: string, options: ImportOptions = {}): Write<ImportedAgent> =>
+  const importPackage = (
+    files: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | string }>,
+    by: string,
+    options: ImportOptions = {}
+  ): Write<ImportedAgent> =>
     Effect.gen(function* () {
       const adapted = adaptAgentFiles(unwrapSingleFolder(files), options)
       const { ctx } = yield* validation
@@ -116,16 +130,29 @@ export const makeAgentWrites = (c: AgentCatalog) => {
           ? yield* Effect.catchTag(savePackage(pkg.name, pkg, by, "imported"), "AgentNotFound", () => createPackage(pkg, by, "imported"))
           : yield* createPackage(pkg, by, "imported")
       // savePackage adds no version for a package equal to the current one: the version is then the one before.
-      return { agent, changed: before === undefined || agent.version !== before.currentVersion, notes: adapted.notes, warnings: adapted.warnings, toolMapping: adapted.toolMapping }
+      return {
+        agent,
+        changed: before === undefined || agent.version !== before.currentVersion,
+        notes: adapted.notes,
+        warnings: adapted.warnings,
+        toolMapping: adapted.toolMapping
+      }
     }).pipe(
       // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
       storeDefects("AgentStore.importFiles")
     )
 
   return {
-    create: (input: unknown, by: string) => Effect.flatMap(Effect.flatMap(decodeFiles(input), (i) => check(i.files)), (pkg) => createPackage(pkg, by, "created")),
+    create: (input: unknown, by: string) =>
+      Effect.flatMap(
+        Effect.flatMap(decodeFiles(input), (i) => check(i.files)),
+        (pkg) => createPackage(pkg, by, "created")
+      ),
     save: (name: string, input: unknown, by: string, changeNote?: string) =>
-      Effect.flatMap(Effect.flatMap(decodeFiles(input), (i) => check(i.files)), (pkg) => savePackage(name, pkg, by, "saved", changeNote ?? "")),
+      Effect.flatMap(
+        Effect.flatMap(decodeFiles(input), (i) => check(i.files)),
+        (pkg) => savePackage(name, pkg, by, "saved", changeNote ?? "")
+      ),
     setEnabled: (name: string, enabled: boolean) =>
       Effect.gen(function* () {
         yield* notBuiltin(name)

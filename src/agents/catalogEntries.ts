@@ -76,7 +76,15 @@ export const fillMissingEntries = Effect.flatMap(SqlClient, (sql) =>
     if (missing.length === 0) return 0
     const rows = missing.map((m) => {
       const e = entryOfPackage(m.package)
-      return { name: m.name, version: m.version, description: e.description, audience: e.audience, search: e.search, refs: e.refs, problems: e.problems }
+      return {
+        name: m.name,
+        version: m.version,
+        description: e.description,
+        audience: e.audience,
+        search: e.search,
+        refs: e.refs,
+        problems: e.problems
+      }
     })
     yield* sql`INSERT INTO admin.agent_catalog_entry (name, version, description, audience, search, refs, problems)
       SELECT r.name, r.version, r.description, r.audience, r.search, r.refs, r.problems

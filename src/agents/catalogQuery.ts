@@ -46,10 +46,23 @@ export interface CatalogQuery {
   readonly cursor: CatalogCursor | null
 }
 
-export const ALL_AGENTS: CatalogQuery = { q: "", kind: "all", audience: "all", state: "all", sort: "kind", order: "asc", limit: null, cursor: null }
+export const ALL_AGENTS: CatalogQuery = {
+  q: "",
+  kind: "all",
+  audience: "all",
+  state: "all",
+  sort: "kind",
+  order: "asc",
+  limit: null,
+  cursor: null
+}
 
 /** The search words, lower-cased: an entry matches when its name or description holds every one. */
-export const searchWords = (q: string): Array<string> => q.toLowerCase().split(/\s+/).filter((w) => w !== "")
+export const searchWords = (q: string): Array<string> =>
+  q
+    .toLowerCase()
+    .split(/\s+/)
+    .filter((w) => w !== "")
 
 export const isFiltered = (q: CatalogQuery): boolean => q.q.trim() !== "" || q.kind !== "all" || q.audience !== "all" || q.state !== "all"
 
@@ -68,8 +81,13 @@ const compareKey = (a: string | number | null, b: string | number | null): numbe
   a === b ? 0 : a === null ? -1 : b === null ? 1 : a < b ? -1 : 1
 
 /** The catalog order in direction `order`: the sort key that way, then the name ascending. */
-export const compareEntries = (order: SortOrder) => (a: { readonly key: string | number | null; readonly name: string }, b: { readonly key: string | number | null; readonly name: string }): number =>
-  (order === "asc" ? 1 : -1) * compareKey(a.key, b.key) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+export const compareEntries =
+  (order: SortOrder) =>
+  (
+    a: { readonly key: string | number | null; readonly name: string },
+    b: { readonly key: string | number | null; readonly name: string }
+  ): number =>
+    (order === "asc" ? 1 : -1) * compareKey(a.key, b.key) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
 
 const NAME = "([a-z][a-z0-9-]{0,63})"
 const LEGACY = new RegExp(`^([bc]):${NAME}$`)
@@ -77,7 +95,9 @@ const GENERAL = new RegExp(`^(kind|name|updated|audience)\\.(asc|desc):(|[01]|ru
 
 export const encodeCursor = (c: CatalogCursor): string =>
   Buffer.from(
-    c.sort === "kind" && c.order === "asc" ? `${c.key === 0 ? "b" : "c"}:${c.name}` : `${c.sort}.${c.order}:${c.sort === "name" ? "" : (c.key ?? "")}:${c.name}`,
+    c.sort === "kind" && c.order === "asc"
+      ? `${c.key === 0 ? "b" : "c"}:${c.name}`
+      : `${c.sort}.${c.order}:${c.sort === "name" ? "" : (c.key ?? "")}:${c.name}`,
     "utf8"
   ).toString("base64url")
 
@@ -85,7 +105,8 @@ export const decodeCursor = (raw: string): CatalogCursor | undefined => {
   if (raw.length === 0 || raw.length > 200 || !/^[A-Za-z0-9_-]+$/.test(raw)) return undefined
   const text = Buffer.from(raw, "base64url").toString("utf8")
   const legacy = LEGACY.exec(text)
-  if (legacy?.[1] !== undefined && legacy[2] !== undefined) return { sort: "kind", order: "asc", key: legacy[1] === "b" ? 0 : 1, name: legacy[2] }
+  if (legacy?.[1] !== undefined && legacy[2] !== undefined)
+    return { sort: "kind", order: "asc", key: legacy[1] === "b" ? 0 : 1, name: legacy[2] }
   const m = GENERAL.exec(text)
   if (m === null) return undefined
   const sort = SORTS.find((s) => s === m[1])
@@ -93,16 +114,41 @@ export const decodeCursor = (raw: string): CatalogCursor | undefined => {
   const rawKey = m[3] ?? ""
   const name = m[4]
   if (sort === undefined || order === undefined || name === undefined) return undefined
-  const key = sort === "kind" ? (rawKey === "0" ? 0 : rawKey === "1" ? 1 : undefined)
-    : sort === "name" ? (rawKey === "" ? name : undefined)
-    : sort === "audience" ? (rawKey === "runtime" || rawKey === "member" ? rawKey : undefined)
-    : rawKey === "" ? null : /^\d+$/.test(rawKey) ? Number(rawKey) : undefined
+  const key =
+    sort === "kind"
+      ? rawKey === "0"
+        ? 0
+        : rawKey === "1"
+          ? 1
+          : undefined
+      : sort === "name"
+        ? rawKey === ""
+          ? name
+          : undefined
+        : sort === "audience"
+          ? rawKey === "runtime" || rawKey === "member"
+            ? rawKey
+            : undefined
+          : rawKey === ""
+            ? null
+            : /^\d+$/.test(rawKey)
+              ? Number(rawKey)
+              : undefined
   return key === undefined ? undefined : { sort, order, key, name }
 }
 
 /** A stable key of the query, for caches and ETags. */
 export const queryKey = (q: CatalogQuery): string =>
-  JSON.stringify([searchWords(q.q), q.kind, q.audience, q.state, q.sort, q.order, q.limit, q.cursor === null ? null : encodeCursor(q.cursor)])
+  JSON.stringify([
+    searchWords(q.q),
+    q.kind,
+    q.audience,
+    q.state,
+    q.sort,
+    q.order,
+    q.limit,
+    q.cursor === null ? null : encodeCursor(q.cursor)
+  ])
 
 const oneOf = <T extends string>(values: ReadonlyArray<T>, raw: string | null): T | undefined =>
   raw === null ? values[0] : values.find((v) => v === raw)
@@ -143,9 +189,11 @@ export const parseApiCatalogQuery = (params: URLSearchParams): Either.Either<Cat
   let cursor: CatalogCursor | null = null
   if (cursorRaw !== null && cursorRaw !== "") {
     const c = decodeCursor(cursorRaw)
-    if (c === undefined) problems.push({ path: "cursor", message: "is not a cursor this catalog handed out (use nextCursor of the previous page)" })
+    if (c === undefined)
+      problems.push({ path: "cursor", message: "is not a cursor this catalog handed out (use nextCursor of the previous page)" })
     else if (all) problems.push({ path: "cursor", message: "cannot be combined with all=1" })
-    else if (c.sort !== sort || c.order !== order) problems.push({ path: "cursor", message: "belongs to another order (keep sort and order as they were for the previous page)" })
+    else if (c.sort !== sort || c.order !== order)
+      problems.push({ path: "cursor", message: "belongs to another order (keep sort and order as they were for the previous page)" })
     else cursor = c
   }
   return problems.length > 0 ? Either.left(problems) : Either.right({ q, kind, audience, state, sort, order, limit, cursor })

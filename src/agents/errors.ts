@@ -65,7 +65,10 @@ export class SkillNotFound extends Schema.TaggedError<SkillNotFound>()("SkillNot
     return `no shared skill "${this.name}"`
   }
 }
-export class SkillVersionNotFound extends Schema.TaggedError<SkillVersionNotFound>()("SkillVersionNotFound", { name: Schema.String, version: Schema.Number }) {
+export class SkillVersionNotFound extends Schema.TaggedError<SkillVersionNotFound>()("SkillVersionNotFound", {
+  name: Schema.String,
+  version: Schema.Number
+}) {
   override get message(): string {
     return `shared skill "${this.name}" has no version ${this.version}`
   }

@@ -121,27 +121,32 @@ export const insertRun = (
   )
 
 /** Takes every waiting run (a gated save's) as running under a lease of `leaseMs`, at most once across processes. */
-export const claimWaiting = (leaseMs: number) => Effect.flatMap(SqlClient, (sql) =>
-  Effect.flatMap(
-    runRows(sql`UPDATE admin.agent_eval_run
+export const claimWaiting = (leaseMs: number) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    Effect.flatMap(
+      runRows(sql`UPDATE admin.agent_eval_run
       SET status = 'running', started_at = now(), heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
       WHERE id IN (SELECT id FROM admin.agent_eval_run WHERE status = 'waiting' ORDER BY started_at FOR UPDATE SKIP LOCKED)
       RETURNING ${sql.literal(RUN_COLUMNS)}`),
-    withResults
+      withResults
+    )
   )
-)
 
 export const insertResult = (runId: string, r: EvalResult) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    sql`INSERT INTO admin.agent_eval_result (run_id, eval_name, passed, problems, cost_usd, duration_ms, grounding, job_id)
+  Effect.flatMap(
+    SqlClient,
+    (sql) =>
+      sql`INSERT INTO admin.agent_eval_result (run_id, eval_name, passed, problems, cost_usd, duration_ms, grounding, job_id)
       VALUES (${runId}, ${r.eval}, ${r.passed}, ${JSON.stringify(r.problems)}::jsonb, ${r.costUsd}, ${Math.round(r.durationMs)},
               ${r.grounding === null ? null : JSON.stringify(r.grounding)}::jsonb, ${r.jobId})
       ON CONFLICT (run_id, eval_name) DO NOTHING`
   )
 
 export const finishRun = (runId: string, status: "passed" | "failed" | "error", message: string) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    sql`UPDATE admin.agent_eval_run SET status = ${status}, message = ${message}, finished_at = now() WHERE id = ${runId} AND finished_at IS NULL`
+  Effect.flatMap(
+    SqlClient,
+    (sql) =>
+      sql`UPDATE admin.agent_eval_run SET status = ${status}, message = ${message}, finished_at = now() WHERE id = ${runId} AND finished_at IS NULL`
   )
 
 /**
@@ -169,7 +174,9 @@ export const finishPassedGate = (runId: string, agent: string, version: number) 
         const open = yield* sql`SELECT id FROM admin.agent_eval_run WHERE id = ${runId} AND finished_at IS NULL FOR UPDATE`
         if (open.length === 0) return undefined
         const promoted = yield* promoteVersion(agent, version)
-        const message = promoted ? `every eval passed: v${version} is now current` : `every eval passed; v${version} was not made current: a newer version is current`
+        const message = promoted
+          ? `every eval passed: v${version} is now current`
+          : `every eval passed; v${version} was not made current: a newer version is current`
         yield* finishRun(runId, "passed", message)
         return message
       })
@@ -206,7 +213,9 @@ export const selectRun = (id: string) =>
   Effect.flatMap(SqlClient, (sql) =>
     Effect.map(
       Effect.flatMap(
-        /^[0-9a-f-]{36}$/i.test(id) ? runRows(sql`SELECT ${sql.literal(RUN_COLUMNS)} FROM admin.agent_eval_run WHERE id = ${id}`) : Effect.succeed([]),
+        /^[0-9a-f-]{36}$/i.test(id)
+          ? runRows(sql`SELECT ${sql.literal(RUN_COLUMNS)} FROM admin.agent_eval_run WHERE id = ${id}`)
+          : Effect.succeed([]),
         withResults
       ),
       (runs) => runs[0]

@@ -29,7 +29,10 @@ const evalPathRole = (path: string): EvalPathRole | undefined => {
     const name = second.slice(0, -3)
     return EVAL_NAME.test(name) && name.length <= MAX_EVAL_NAME_LENGTH
       ? { role: "eval", name }
-      : { role: "other", message: `eval name "${displayName(name)}" must match [a-z][a-z0-9-]* and be at most ${MAX_EVAL_NAME_LENGTH} characters` }
+      : {
+          role: "other",
+          message: `eval name "${displayName(name)}" must match [a-z][a-z0-9-]* and be at most ${MAX_EVAL_NAME_LENGTH} characters`
+        }
   }
   if (second === "fixtures" && folder !== undefined && parts.length >= 4) return { role: "fixture", folder, path: parts.slice(3).join("/") }
   return { role: "other", message: `not an eval file (${LAYOUT})` }
@@ -42,11 +45,18 @@ const Text = Schema.String.pipe(
 )
 /** An output file name, relative to the output directory (the package path rules apply). */
 const OutputName = Text.pipe(
-  Schema.filter((s) => (s.startsWith("/") || s.split("/").some((seg) => seg === ".." || seg === "." || seg === "") || s.includes("\\") ? "must be a relative path inside the output directory" : undefined))
+  Schema.filter((s) =>
+    s.startsWith("/") || s.split("/").some((seg) => seg === ".." || seg === "." || seg === "") || s.includes("\\")
+      ? "must be a relative path inside the output directory"
+      : undefined
+  )
 )
 const Needle = Schema.Struct({ file: optional(OutputName), text: Text })
 export type Needle = typeof Needle.Type
-const Count = Schema.Number.pipe(Schema.int({ message: () => "must be a whole number" }), Schema.positive({ message: () => "must be positive" }))
+const Count = Schema.Number.pipe(
+  Schema.int({ message: () => "must be a whole number" }),
+  Schema.positive({ message: () => "must be positive" })
+)
 
 export const EvalExpect = Schema.Struct({
   files: optional(Schema.Array(OutputName).pipe(Schema.maxItems(64, { message: () => "at most 64 entries" }))),
@@ -54,7 +64,9 @@ export const EvalExpect = Schema.Struct({
   grounding: optional(Schema.Literal("clean").annotations({ message: () => ({ message: "must be clean (or left out)", override: true }) })),
   contains: optional(Schema.Array(Needle).pipe(Schema.maxItems(64, { message: () => "at most 64 entries" }))),
   "not-contains": optional(Schema.Array(Needle).pipe(Schema.maxItems(64, { message: () => "at most 64 entries" }))),
-  "max-cost-usd": optional(Schema.Number.pipe(Schema.finite(), Schema.positive({ message: () => "must be a positive number of US dollars" }))),
+  "max-cost-usd": optional(
+    Schema.Number.pipe(Schema.finite(), Schema.positive({ message: () => "must be a positive number of US dollars" }))
+  ),
   "max-turns": optional(Count)
 })
 export type EvalExpect = typeof EvalExpect.Type
@@ -97,7 +109,8 @@ export const parseEvals = (files: ReadonlyArray<{ readonly path: string; readonl
   const evalFiles: Array<{ name: string; path: string; content: string }> = []
   for (const f of files) {
     const role = evalPathRole(f.path)
-    if (role === undefined || role.role === "other") problems.push({ path: displayName(f.path), message: role?.message ?? `not an eval file (${LAYOUT})` })
+    if (role === undefined || role.role === "other")
+      problems.push({ path: displayName(f.path), message: role?.message ?? `not an eval file (${LAYOUT})` })
     else if (role.role === "eval") evalFiles.push({ name: role.name, path: f.path, content: f.content })
     else {
       const fixture = fixtures.get(role.folder) ?? { folder: role.folder, files: [] }
@@ -118,15 +131,26 @@ export const parseEvals = (files: ReadonlyArray<{ readonly path: string; readonl
       local.push({ path: `${f.path}#fixture`, message: `no folder evals/fixtures/${displayName(fixture)}/ with files in the package` })
     }
     if (Either.isRight(decoded) && Object.keys(decoded.right.expect).length === 0) {
-      local.push({ path: `${f.path}#expect`, message: "needs at least one check (files, schema, grounding, contains, not-contains, max-cost-usd, max-turns)" })
+      local.push({
+        path: `${f.path}#expect`,
+        message: "needs at least one check (files, schema, grounding, contains, not-contains, max-cost-usd, max-turns)"
+      })
     }
-    if (fm.right.body.trim() === "") local.push({ path: `${f.path}#body`, message: "the task (the text after the front matter) must not be empty" })
+    if (fm.right.body.trim() === "")
+      local.push({ path: `${f.path}#body`, message: "the task (the text after the front matter) must not be empty" })
     problems.push(...local)
     if (local.length === 0 && Either.isRight(decoded)) {
-      evals.push({ name: f.name, description: decoded.right.description, fixture: decoded.right.fixture, expect: decoded.right.expect, task: fm.right.body })
+      evals.push({
+        name: f.name,
+        description: decoded.right.description,
+        fixture: decoded.right.fixture,
+        expect: decoded.right.expect,
+        task: fm.right.body
+      })
     }
   }
-  if (evalFiles.length === 0 && fixtures.size > 0) problems.push({ path: EVALS_DIR, message: "fixture folders without any evals/<name>.md" })
+  if (evalFiles.length === 0 && fixtures.size > 0)
+    problems.push({ path: EVALS_DIR, message: "fixture folders without any evals/<name>.md" })
   evals.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   return { evals, fixtures, problems }
 }

@@ -40,7 +40,11 @@ const enclosingFolder = (files: ReadonlyArray<{ readonly path: string }>): strin
 }
 
 /** Imports an agent package or an Agent Skill; `strict` refuses Claude Code tools an agent would lose. */
-export const importUpload = (files: ReadonlyArray<RawPackageFile>, by: string, options: ImportOptions = {}): Effect.Effect<ImportOutcome, ImportError, AgentStore | SkillStore> =>
+export const importUpload = (
+  files: ReadonlyArray<RawPackageFile>,
+  by: string,
+  options: ImportOptions = {}
+): Effect.Effect<ImportOutcome, ImportError, AgentStore | SkillStore> =>
   Effect.gen(function* () {
     const unwrapped = unwrapSingleFolder(files)
     if (!isSkillUpload(unwrapped)) {
@@ -53,7 +57,11 @@ export const importUpload = (files: ReadonlyArray<RawPackageFile>, by: string, o
     return { kind: "skill" as const, skill, created, notes: parsed.notes, warnings: [], toolMapping: parsed.toolMapping }
   })
 
-export const importZipUpload = (zip: Uint8Array, by: string, options: ImportOptions = {}): Effect.Effect<ImportOutcome, ImportError, AgentStore | SkillStore> =>
+export const importZipUpload = (
+  zip: Uint8Array,
+  by: string,
+  options: ImportOptions = {}
+): Effect.Effect<ImportOutcome, ImportError, AgentStore | SkillStore> =>
   Effect.flatMap(
     Effect.mapError(readZip(zip), (rejected) => new ImportRejected({ problems: rejected.problems })),
     (entries) => importUpload(entries, by, options)

@@ -31,7 +31,8 @@ const CLAUDE_TOOLS: Readonly<Record<string, string>> = {
 }
 
 /** The mapping as people read it: `Read→read, Grep→grep, …, Edit/MultiEdit→edit`. */
-const CLAUDE_MAPPING_TEXT = "Read→read, Grep→grep, Glob→find, LS→ls, Bash→shell, Write→write, Edit/MultiEdit→edit, WebFetch→web_fetch, WebSearch→web_search"
+const CLAUDE_MAPPING_TEXT =
+  "Read→read, Grep→grep, Glob→find, LS→ls, Bash→shell, Write→write, Edit/MultiEdit→edit, WebFetch→web_fetch, WebSearch→web_search"
 
 /** Claude Code's built-in tools that have no Kintsugi equivalent, each with what it does there. */
 const CLAUDE_ONLY_TOOLS: Readonly<Record<string, string>> = {
@@ -66,7 +67,8 @@ const CLAUDE_ONLY_TOOLS: Readonly<Record<string, string>> = {
 export const isClaudeOnlyTool = (name: string): boolean => Object.hasOwn(CLAUDE_ONLY_TOOLS, name)
 
 /** `it starts subagents in Claude Code; Kintsugi has no equivalent`, for a Claude-only tool. */
-const withoutEquivalent = (name: string): string => `it ${CLAUDE_ONLY_TOOLS[name] ?? "is a tool"} in Claude Code; Kintsugi has no equivalent`
+const withoutEquivalent = (name: string): string =>
+  `it ${CLAUDE_ONLY_TOOLS[name] ?? "is a tool"} in Claude Code; Kintsugi has no equivalent`
 
 /** One tool name as written and what it became (`to: null` = no equivalent: dropped, or a problem). */
 export interface ToolMapping {
@@ -92,7 +94,19 @@ export interface ImportOptions {
 }
 
 /** The native `<name>.md` keys; every other key is foreign and goes to metadata. */
-const NATIVE_KEYS = new Set(["name", "version", "description", "tools", "skills", "thinking", "deny-command-patterns", "grounding", "outputs", "gate", "metadata"])
+const NATIVE_KEYS = new Set([
+  "name",
+  "version",
+  "description",
+  "tools",
+  "skills",
+  "thinking",
+  "deny-command-patterns",
+  "grounding",
+  "outputs",
+  "gate",
+  "metadata"
+])
 
 export const own = (o: Readonly<Record<string, unknown>>, key: string): unknown => (Object.hasOwn(o, key) ? o[key] : undefined)
 export const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v)
@@ -107,7 +121,14 @@ export const textOf = (content: string | Uint8Array): string | undefined => {
 
 /** `Read, Grep` or `[Read, Grep]` or `Read Grep` (Agent Skills' allowed-tools) as a list of names. */
 export const toolList = (v: unknown): Array<unknown> | undefined =>
-  typeof v === "string" ? v.split(/[,\s]+/).map((s) => s.trim()).filter((s) => s !== "") : Array.isArray(v) ? [...v] : undefined
+  typeof v === "string"
+    ? v
+        .split(/[,\s]+/)
+        .map((s) => s.trim())
+        .filter((s) => s !== "")
+    : Array.isArray(v)
+      ? [...v]
+      : undefined
 
 /**
  * Maps a tool list: Claude names to Kintsugi tools; with `dropClaudeOnly`, Claude Code tools without
@@ -144,7 +165,8 @@ export const mapTools = (list: ReadonlyArray<unknown>, options: { readonly dropC
  */
 export const unknownToolMessage = (name: string, allowed: string, listedAt?: string): string => {
   const shown = displayName(name)
-  if (isClaudeOnlyTool(name)) return `unknown tool "${shown}": ${withoutEquivalent(name)} (an import that is not strict drops it with a warning)`
+  if (isClaudeOnlyTool(name))
+    return `unknown tool "${shown}": ${withoutEquivalent(name)} (an import that is not strict drops it with a warning)`
   const list = listedAt === undefined ? `: ${allowed}` : ` (the tools a runtime agent may use are listed at ${listedAt})`
   const mapping = listedAt === undefined ? ` (Claude Code tools map as ${CLAUDE_MAPPING_TEXT})` : ""
   if (/^[A-Za-z]+\(/.test(name)) {
@@ -176,8 +198,13 @@ export const keepForeign = (raw: Readonly<Record<string, unknown>>, native: Read
       continue
     }
     metadata[key] = raw[key]
-    const value = typeof raw[key] === "string" || typeof raw[key] === "number" || typeof raw[key] === "boolean" ? `: ${displayName(String(raw[key]))}` : ""
-    notes.push(`${file}: "${displayName(key)}${value}" is not used by Kintsugi; kept in metadata.${displayName(key)}${key === "model" ? " (jobs run on the agent's model binding)" : ""}`)
+    const value =
+      typeof raw[key] === "string" || typeof raw[key] === "number" || typeof raw[key] === "boolean"
+        ? `: ${displayName(String(raw[key]))}`
+        : ""
+    notes.push(
+      `${file}: "${displayName(key)}${value}" is not used by Kintsugi; kept in metadata.${displayName(key)}${key === "model" ? " (jobs run on the agent's model binding)" : ""}`
+    )
   }
   return metadata
 }
@@ -199,7 +226,11 @@ export const adaptAgentFiles = (files: ReadonlyArray<RawPackageFile>, options: I
   if (Either.isLeft(fm)) return unchanged
   const raw = fm.right.raw
   // A prototype key anywhere at the top or in metadata: nothing is adapted, the format checks refuse it.
-  if (Object.keys(raw).some((k) => FORBIDDEN_KEYS.has(k)) || (isRecord(raw["metadata"]) && Object.keys(raw["metadata"]).some((k) => FORBIDDEN_KEYS.has(k)))) return unchanged
+  if (
+    Object.keys(raw).some((k) => FORBIDDEN_KEYS.has(k)) ||
+    (isRecord(raw["metadata"]) && Object.keys(raw["metadata"]).some((k) => FORBIDDEN_KEYS.has(k)))
+  )
+    return unchanged
   const notes: Array<string> = []
   const warnings: Array<string> = []
   const problems: Array<Problem> = []
@@ -238,11 +269,17 @@ export const adaptAgentFiles = (files: ReadonlyArray<RawPackageFile>, options: I
       if (typeof tools === "string" || mapped.mapping.some((m) => m.to !== null) || mapped.tools.length !== list.length) changed = true
       if (typeof tools === "string") notes.push(`${path}: tools "${displayName(tools)}" read as a list`)
       if (mapped.mapping.some((m) => m.to !== null)) {
-        notes.push(`${path}: Claude Code tools mapped: ${mapped.mapping.filter((m) => m.to !== null).map((m) => `${m.from}→${m.to}`).join(", ")}`)
+        notes.push(
+          `${path}: Claude Code tools mapped: ${mapped.mapping
+            .filter((m) => m.to !== null)
+            .map((m) => `${m.from}→${m.to}`)
+            .join(", ")}`
+        )
       }
       for (const t of mapped.dropped) warnings.push(`${path}: tool "${t}" dropped: ${withoutEquivalent(t)}`)
       const web = mapped.mapping.flatMap((m) => (m.to === "web_fetch" || m.to === "web_search" ? [m.to] : []))
-      if (web.length > 0) notes.push(`${path}: a job gets ${web.join(" and ")} only where its project's web settings grant web tools to this agent`)
+      if (web.length > 0)
+        notes.push(`${path}: a job gets ${web.join(" and ")} only where its project's web settings grant web tools to this agent`)
       tools = mapped.tools
     }
   }
@@ -253,7 +290,8 @@ export const adaptAgentFiles = (files: ReadonlyArray<RawPackageFile>, options: I
   const lines: Array<string> = []
   const put = (key: string, value: unknown) => {
     if (value === undefined) return
-    if (Array.isArray(value)) lines.push(value.length === 0 ? `${key}: []` : `${key}:\n${value.map((v) => `  - ${yamlValue(v)}`).join("\n")}`)
+    if (Array.isArray(value))
+      lines.push(value.length === 0 ? `${key}: []` : `${key}:\n${value.map((v) => `  - ${yamlValue(v)}`).join("\n")}`)
     else lines.push(`${key}: ${yamlValue(value)}`)
   }
   put("name", name)
@@ -280,7 +318,15 @@ export const adaptAgentFiles = (files: ReadonlyArray<RawPackageFile>, options: I
 }
 
 /** Kernel tools back to Claude Code names (git and codemode have none). */
-const TO_CLAUDE: Readonly<Record<string, string>> = { read: "Read", grep: "Grep", find: "Glob", ls: "LS", shell: "Bash", write: "Write", edit: "Edit" }
+const TO_CLAUDE: Readonly<Record<string, string>> = {
+  read: "Read",
+  grep: "Grep",
+  find: "Glob",
+  ls: "LS",
+  shell: "Bash",
+  write: "Write",
+  edit: "Edit"
+}
 
 /**
  * The agent as one Claude Code subagent file (`export?format=claude`): name, description, tools with

@@ -24,7 +24,9 @@ export const MAX_PACKAGE_DEPTH = 16
  * followed, regular files only, at most MAX_PACKAGE_DEPTH folders deep, capped in count and size.
  * Paths are relative with "/", in name order.
  */
-export const readPackageFolder = (root: string): { files: Array<{ readonly path: string; readonly content: Uint8Array }>; problems: Array<Problem> } => {
+export const readPackageFolder = (
+  root: string
+): { files: Array<{ readonly path: string; readonly content: Uint8Array }>; problems: Array<Problem> } => {
   const files: Array<{ readonly path: string; readonly content: Uint8Array }> = []
   const problems: Array<Problem> = []
   let seen = 0
@@ -41,7 +43,8 @@ export const readPackageFolder = (root: string): { files: Array<{ readonly path:
       const st = lstatSync(full)
       if (st.isSymbolicLink()) problems.push({ path: displayName(path), message: "symbolic links are not followed" })
       else if (st.isDirectory()) {
-        if (depth >= MAX_PACKAGE_DEPTH) problems.push({ path: displayName(path), message: `folders nested deeper than ${MAX_PACKAGE_DEPTH}` })
+        if (depth >= MAX_PACKAGE_DEPTH)
+          problems.push({ path: displayName(path), message: `folders nested deeper than ${MAX_PACKAGE_DEPTH}` })
         else walk(full, path, depth + 1)
       } else if (!st.isFile()) problems.push({ path: displayName(path), message: "not a regular file" })
       else if (st.size > MAX_PACKAGE_FILE_BYTES) {

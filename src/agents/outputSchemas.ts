@@ -34,7 +34,11 @@ const entryOf = (v: unknown): { file: unknown; schema: unknown } | undefined =>
  * file is a relative path listed once; a `schema` is a `schemas/<name>.json` of the package, and only
  * for a `.json` file. Entries the front-matter schema refuses are skipped (reported there).
  */
-export const outputProblems = (file: string, outputs: ReadonlyArray<unknown> | undefined, schemas: ReadonlyArray<PackageFile>): Array<Problem> => {
+export const outputProblems = (
+  file: string,
+  outputs: ReadonlyArray<unknown> | undefined,
+  schemas: ReadonlyArray<PackageFile>
+): Array<Problem> => {
   const problems: Array<Problem> = []
   for (const s of schemas) {
     const problem = schemaProblem(s.content)

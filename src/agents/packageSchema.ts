@@ -44,9 +44,7 @@ const Item = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
   Schema.maxLength(MAX_ITEM_LENGTH, { message: () => `must be at most ${MAX_ITEM_LENGTH} characters` })
 )
-const List = Schema.Array(Item).pipe(
-  Schema.maxItems(MAX_LIST_ITEMS, { message: () => `at most ${MAX_LIST_ITEMS} entries` })
-)
+const List = Schema.Array(Item).pipe(Schema.maxItems(MAX_LIST_ITEMS, { message: () => `at most ${MAX_LIST_ITEMS} entries` }))
 /** Deny patterns: sizes and counts are checked by compileDenyPatterns, with its messages. */
 const Patterns = Schema.Array(Schema.String)
 

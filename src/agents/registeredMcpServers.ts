@@ -11,11 +11,7 @@ import { pendingMigrations } from "../db/migrations.ts"
 import { selectMcpServerNames } from "../providers/McpServers.ts"
 
 /** The names, or why they could not be read (`undefined`: there is no installation to ask). */
-export type McpRegistry =
-  | { readonly names: ReadonlySet<string> }
-  | { readonly unavailable: string | undefined }
-
-
+export type McpRegistry = { readonly names: ReadonlySet<string> } | { readonly unavailable: string | undefined }
 
 const HINT = "pass --mcp-servers <a,b> to check against a list"
 
@@ -24,7 +20,9 @@ const readNames = (layer: ReturnType<typeof makeDbLayer>, where: string): Promis
     Effect.gen(function* () {
       const pending = yield* pendingMigrations()
       if (pending.length > 0) {
-        return { unavailable: `the database at ${where} has ${pending.length} pending migration${pending.length === 1 ? "" : "s"} (kintsugi migrate applies them)` }
+        return {
+          unavailable: `the database at ${where} has ${pending.length} pending migration${pending.length === 1 ? "" : "s"} (kintsugi migrate applies them)`
+        }
       }
       return { names: yield* selectMcpServerNames }
     }).pipe(

@@ -49,7 +49,12 @@ export const parseSkillFiles = (files: ReadonlyArray<RawPackageFile>, folder?: s
   const notes: Array<string> = []
   const problems: Array<Problem> = []
   if (files.length > MAX_PACKAGE_FILES) {
-    return { skill: undefined, notes, toolMapping: [], problems: [{ path: PACKAGE_PATH, message: `more than ${MAX_PACKAGE_FILES} files (found ${files.length})` }] }
+    return {
+      skill: undefined,
+      notes,
+      toolMapping: [],
+      problems: [{ path: PACKAGE_PATH, message: `more than ${MAX_PACKAGE_FILES} files (found ${files.length})` }]
+    }
   }
   let total = 0
   const bad = new Set<number>()
@@ -66,10 +71,14 @@ export const parseSkillFiles = (files: ReadonlyArray<RawPackageFile>, folder?: s
     }
   })
   for (const { index, firstName } of duplicateNames(files.map((f) => f.path))) {
-    problems.push({ path: displayName(files[index]?.path ?? ""), message: `duplicate of "${displayName(firstName)}" (names are compared ignoring case and Unicode normalisation)` })
+    problems.push({
+      path: displayName(files[index]?.path ?? ""),
+      message: `duplicate of "${displayName(firstName)}" (names are compared ignoring case and Unicode normalisation)`
+    })
     bad.add(index)
   }
-  if (total > MAX_PACKAGE_BYTES) problems.push({ path: PACKAGE_PATH, message: `the files together are larger than ${MAX_PACKAGE_BYTES} bytes (${total})` })
+  if (total > MAX_PACKAGE_BYTES)
+    problems.push({ path: PACKAGE_PATH, message: `the files together are larger than ${MAX_PACKAGE_BYTES} bytes (${total})` })
 
   const main = files.find((f) => f.path === SKILL_FILE)
   const text = main === undefined ? undefined : textOf(main.content)?.replace(/^\uFEFF/, "")
@@ -79,7 +88,14 @@ export const parseSkillFiles = (files: ReadonlyArray<RawPackageFile>, folder?: s
   else if (text === undefined) problems.push({ path: SKILL_FILE, message: "is not valid UTF-8 text" })
   else {
     const fm = readFrontMatter(text, SKILL_FILE)
-    if (Either.isLeft(fm)) problems.push(...fm.left.map((p) => (p.message.startsWith("must start with") ? { ...p, message: "must start with front matter holding at least name and description" } : p)))
+    if (Either.isLeft(fm))
+      problems.push(
+        ...fm.left.map((p) =>
+          p.message.startsWith("must start with")
+            ? { ...p, message: "must start with front matter holding at least name and description" }
+            : p
+        )
+      )
     else {
       const raw = fm.right.raw
       let name = own(raw, "name")
@@ -94,15 +110,21 @@ export const parseSkillFiles = (files: ReadonlyArray<RawPackageFile>, folder?: s
         name = plain
       }
       if (name !== undefined && (typeof name !== "string" || !SKILL_NAME.test(name) || name.length > MAX_SKILL_NAME_LENGTH)) {
-        problems.push({ path: `${SKILL_FILE}#name`, message: `must match [a-z][a-z0-9-]* and be at most ${MAX_SKILL_NAME_LENGTH} characters` })
+        problems.push({
+          path: `${SKILL_FILE}#name`,
+          message: `must match [a-z][a-z0-9-]* and be at most ${MAX_SKILL_NAME_LENGTH} characters`
+        })
       }
       const description = own(raw, "description")
-      if (typeof description !== "string" || description.trim() === "") problems.push({ path: `${SKILL_FILE}#description`, message: "is required: say what the skill does and when to use it" })
-      else if (description.length > MAX_DESCRIPTION_LENGTH) problems.push({ path: `${SKILL_FILE}#description`, message: `must be at most ${MAX_DESCRIPTION_LENGTH} characters` })
+      if (typeof description !== "string" || description.trim() === "")
+        problems.push({ path: `${SKILL_FILE}#description`, message: "is required: say what the skill does and when to use it" })
+      else if (description.length > MAX_DESCRIPTION_LENGTH)
+        problems.push({ path: `${SKILL_FILE}#description`, message: `must be at most ${MAX_DESCRIPTION_LENGTH} characters` })
       const label = (key: string): string | null => {
         const v = own(raw, key)
         if (v === undefined || v === null) return null
-        if ((typeof v === "string" && v !== "" && v.length <= MAX_ITEM_LENGTH) || (typeof v === "number" && Number.isFinite(v))) return String(v)
+        if ((typeof v === "string" && v !== "" && v.length <= MAX_ITEM_LENGTH) || (typeof v === "number" && Number.isFinite(v)))
+          return String(v)
         problems.push({ path: `${SKILL_FILE}#${key}`, message: `must be a non-empty string of at most ${MAX_ITEM_LENGTH} characters` })
         return null
       }
@@ -112,15 +134,21 @@ export const parseSkillFiles = (files: ReadonlyArray<RawPackageFile>, folder?: s
         if (FORBIDDEN_KEYS.has(key)) problems.push({ path: `${SKILL_FILE}#${displayName(key)}`, message: "is not allowed" })
       }
       const metadataRaw = own(raw, "metadata")
-      if (metadataRaw !== undefined && !isRecord(metadataRaw)) problems.push({ path: `${SKILL_FILE}#metadata`, message: "must be a mapping of keys to values" })
+      if (metadataRaw !== undefined && !isRecord(metadataRaw))
+        problems.push({ path: `${SKILL_FILE}#metadata`, message: "must be a mapping of keys to values" })
       const metadata = keepForeign(raw, NATIVE_SKILL_KEYS, SKILL_FILE, notes)
-      if (version === null && isRecord(metadataRaw) && (typeof metadataRaw["version"] === "string" || typeof metadataRaw["version"] === "number")) {
+      if (
+        version === null &&
+        isRecord(metadataRaw) &&
+        (typeof metadataRaw["version"] === "string" || typeof metadataRaw["version"] === "number")
+      ) {
         version = String(metadataRaw["version"])
       }
       const allowed = own(raw, "allowed-tools")
       if (allowed !== undefined) {
         const list = toolList(allowed)
-        if (list === undefined) problems.push({ path: `${SKILL_FILE}#allowed-tools`, message: "must be a list of tool names or a string of them" })
+        if (list === undefined)
+          problems.push({ path: `${SKILL_FILE}#allowed-tools`, message: "must be a list of tool names or a string of them" })
         else {
           const mapped = mapTools(list)
           toolMapping = mapped.mapping
@@ -133,10 +161,15 @@ export const parseSkillFiles = (files: ReadonlyArray<RawPackageFile>, folder?: s
         }
       }
       const body = fm.right.body
-      if (body.trim() === "") problems.push({ path: `${SKILL_FILE}#body`, message: "the instructions (the text after the front matter) must not be empty" })
-      if (Buffer.byteLength(body, "utf8") > MAX_SKILL_CONTENT_BYTES) problems.push({ path: `${SKILL_FILE}#body`, message: `is larger than ${MAX_SKILL_CONTENT_BYTES} bytes` })
+      if (body.trim() === "")
+        problems.push({ path: `${SKILL_FILE}#body`, message: "the instructions (the text after the front matter) must not be empty" })
+      if (Buffer.byteLength(body, "utf8") > MAX_SKILL_CONTENT_BYTES)
+        problems.push({ path: `${SKILL_FILE}#body`, message: `is larger than ${MAX_SKILL_CONTENT_BYTES} bytes` })
       const resources = files.flatMap((f, i) => (f === main || bad.has(i) ? [] : [{ path: f.path, content: bytesOf(f.content) }]))
-      if (resources.length > 0) notes.push(`${resources.length} resource file${resources.length === 1 ? "" : "s"} stored with the skill: ${resources.map((r) => displayName(r.path)).join(", ")}`)
+      if (resources.length > 0)
+        notes.push(
+          `${resources.length} resource file${resources.length === 1 ? "" : "s"} stored with the skill: ${resources.map((r) => displayName(r.path)).join(", ")}`
+        )
       if (typeof name === "string" && typeof description === "string") {
         skill = { name, description, license, version, metadata, content: body, files: resources }
       }

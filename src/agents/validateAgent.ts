@@ -44,14 +44,17 @@ const isAgentName = Schema.is(AgentName)
  * shared skill; the thinking level and deny patterns are valid; instructions are not empty. Problem
  * paths as parseAgentPackage's. Pure; never throws.
  */
-export const validateAgent = (pkg: AgentPackage, ctx: ValidationContext): Array<Problem> =>
-  [...packageProblems(pkg), ...installationProblems(draftOf(pkg), ctx)]
+export const validateAgent = (pkg: AgentPackage, ctx: ValidationContext): Array<Problem> => [
+  ...packageProblems(pkg),
+  ...installationProblems(draftOf(pkg), ctx)
+]
 
 /** The problems of validateAgent that depend on the package alone (the name and the intrinsic checks). */
 export const packageProblems = (pkg: AgentPackage): Array<Problem> => {
   const draft = draftOf(pkg)
   const problems: Array<Problem> = []
-  if (!isAgentName(pkg.name)) problems.push({ path: `${draft.file}#name`, message: `must match [a-z][a-z0-9-]* and be at most ${MAX_AGENT_NAME_LENGTH} characters` })
+  if (!isAgentName(pkg.name))
+    problems.push({ path: `${draft.file}#name`, message: `must match [a-z][a-z0-9-]* and be at most ${MAX_AGENT_NAME_LENGTH} characters` })
   return [...problems, ...intrinsicProblems(draft)]
 }
 

@@ -38,7 +38,12 @@ interface ValidationReport {
 
 /** `--mcp-servers a,b` as a set (empty entries dropped: `""` = no server is registered). */
 const parseMcpServerList = (list: string): ReadonlySet<string> =>
-  new Set(list.split(",").map((s) => s.trim()).filter((s) => s !== ""))
+  new Set(
+    list
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "")
+  )
 
 /**
  * Checks the package at `target`; `{ usage }` when it cannot be read at all. `env` gives
@@ -57,7 +62,10 @@ const validatePackage = async (
   if ("usage" in loaded) return { usage: loaded.usage }
   if (isSkillUpload(loaded.files)) {
     // An Agent Skill: a SKILL.md, or its folder or ZIP; the folder's name names a skill without one.
-    const folder = loaded.files.length > 0 && !target.toLowerCase().endsWith(".md") && !target.toLowerCase().endsWith(".zip") ? basename(resolve(target)) : undefined
+    const folder =
+      loaded.files.length > 0 && !target.toLowerCase().endsWith(".md") && !target.toLowerCase().endsWith(".zip")
+        ? basename(resolve(target))
+        : undefined
     const skill = parseSkillFiles(loaded.files, folder)
     const problems = [...loaded.problems, ...skill.problems]
     return {
@@ -65,7 +73,9 @@ const validatePackage = async (
       warnings: [],
       notes: skill.notes,
       toolMapping: skill.toolMapping,
-      ...(problems.length > 0 || skill.skill === undefined ? {} : { package: { name: skill.skill.name, version: skill.skill.version ?? "-", audience: "shared skill" } })
+      ...(problems.length > 0 || skill.skill === undefined
+        ? {}
+        : { package: { name: skill.skill.name, version: skill.skill.version ?? "-", audience: "shared skill" } })
     }
   }
   // Claude Code subagent files are adapted first (tool names mapped, foreign keys kept in metadata).
@@ -78,9 +88,8 @@ const validatePackage = async (
   const tools = (parsed?.draft.tools ?? []).filter((s): s is string => typeof s === "string")
   const servers = parsed?.draft.audience === "runtime" ? mcpServersOf(tools) : []
   if (parsed !== undefined && servers.length > 0) {
-    const registry: McpRegistry = mcpServers !== undefined
-      ? { names: mcpServers }
-      : await import("./registeredMcpServers.ts").then((m) => m.registeredMcpServers(env))
+    const registry: McpRegistry =
+      mcpServers !== undefined ? { names: mcpServers } : await import("./registeredMcpServers.ts").then((m) => m.registeredMcpServers(env))
     if ("names" in registry) problems.push(...installationProblems(parsed.draft, { mcpServers: registry.names }))
     else {
       notes.push(`MCP servers are checked when the agent is installed: ${servers.join(", ")}`)
@@ -89,7 +98,9 @@ const validatePackage = async (
   }
   const granted = parsed?.draft.tools === undefined ? ["shell", "git"] : tools.filter((t) => t === "shell" || t === "git")
   if (parsed !== undefined && granted.length > 0 && sandboxConfigFromEnv(env).mode === "off") {
-    notes.push(`${granted.join(" and ")} would run unconfined here (KINTSUGI_SANDBOX=off): as the runtime's user, able to read and write anything it can`)
+    notes.push(
+      `${granted.join(" and ")} would run unconfined here (KINTSUGI_SANDBOX=off): as the runtime's user, able to read and write anything it can`
+    )
   }
   const pkg = parsed?.pkg
   return {
@@ -97,7 +108,9 @@ const validatePackage = async (
     warnings: adapted.warnings,
     notes,
     toolMapping: adapted.toolMapping,
-    ...(problems.length > 0 || pkg === undefined ? {} : { package: { name: pkg.name, version: String(pkg.version), audience: pkg.audience } })
+    ...(problems.length > 0 || pkg === undefined
+      ? {}
+      : { package: { name: pkg.name, version: String(pkg.version), audience: pkg.audience } })
   }
 }
 
@@ -114,7 +127,9 @@ export const agentsValidate = async (
   env: Readonly<Record<string, string | undefined>>,
   options: { readonly json?: boolean; readonly strict?: boolean; readonly mcpServers?: string | undefined } = {}
 ): Promise<number> => {
-  const report = await validatePackage(target, env, options.mcpServers === undefined ? undefined : parseMcpServerList(options.mcpServers), { strict: options.strict })
+  const report = await validatePackage(target, env, options.mcpServers === undefined ? undefined : parseMcpServerList(options.mcpServers), {
+    strict: options.strict
+  })
   if ("usage" in report) {
     io.err(safe(`error: ${report.usage}`))
     return 2
@@ -125,7 +140,8 @@ export const agentsValidate = async (
     for (const w of report.warnings) io.out(safe(`warning: ${w}`))
     for (const n of report.notes) io.out(safe(`note: ${n}`))
     const none = (from: string) => (options.strict !== true && isClaudeOnlyTool(from) ? "(dropped)" : "(none)")
-    if (report.toolMapping.length > 0) io.out(safe(`tools: ${report.toolMapping.map((m) => `${m.from}→${m.to ?? none(m.from)}`).join(", ")}`))
+    if (report.toolMapping.length > 0)
+      io.out(safe(`tools: ${report.toolMapping.map((m) => `${m.from}→${m.to ?? none(m.from)}`).join(", ")}`))
     if (report.package !== undefined) io.out(safe(`ok: ${report.package.name} v${report.package.version} (${report.package.audience})`))
   }
   return report.package === undefined ? 1 : 0

@@ -9,7 +9,6 @@ import { Problem } from "../contract/Problem.ts"
 import { displayName } from "../contract/packagePaths.ts"
 import { type CentralEntry, decodeZipName, readCentralDirectory, ZIP_PATH } from "./zipDirectory.ts"
 
-
 export interface ZipCaps {
   /** Size of the archive itself. */
   readonly maxZipBytes: number

@@ -11,7 +11,10 @@ import { exitWith } from "./exit.ts"
 const installation = Effect.map(
   Effect.all(
     ["KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT", "DATABASE_URL", "KINTSUGI_DATA_DIR"].map((name) =>
-      Effect.map(Effect.orElseSucceed(Config.option(Config.string(name)), () => Option.none<string>()), (v) => [name, Option.getOrUndefined(v)] as const)
+      Effect.map(
+        Effect.orElseSucceed(Config.option(Config.string(name)), () => Option.none<string>()),
+        (v) => [name, Option.getOrUndefined(v)] as const
+      )
     )
   ),
   (pairs): Readonly<Record<string, string | undefined>> => Object.fromEntries(pairs)
@@ -20,11 +23,18 @@ const installation = Effect.map(
 const validate = Command.make(
   "validate",
   {
-    json: Options.boolean("json").pipe(Options.withAlias("j"), Options.withDescription("print one JSON object: problems, warnings, notes, package")),
-    strict: Options.boolean("strict").pipe(Options.withDescription("refuse Claude Code tools without a Kintsugi equivalent (default: dropped, a warning each)")),
+    json: Options.boolean("json").pipe(
+      Options.withAlias("j"),
+      Options.withDescription("print one JSON object: problems, warnings, notes, package")
+    ),
+    strict: Options.boolean("strict").pipe(
+      Options.withDescription("refuse Claude Code tools without a Kintsugi equivalent (default: dropped, a warning each)")
+    ),
     mcpServers: Options.text("mcp-servers").pipe(
       Options.optional,
-      Options.withDescription("the registered MCP server names (a,b) to check grants against; default: the installation's (DATABASE_URL or the data dir, when no serve holds it)")
+      Options.withDescription(
+        "the registered MCP server names (a,b) to check grants against; default: the installation's (DATABASE_URL or the data dir, when no serve holds it)"
+      )
     ),
     target: Args.text({ name: "file|dir|zip" }).pipe(Args.withDescription("<name>.md, a package folder, or an exported <package>.zip"))
   },
@@ -35,17 +45,25 @@ const validate = Command.make(
           m.agentsValidate(target, undefined, env, { json, strict, mcpServers: Option.getOrUndefined(mcpServers) })
         )
       )
-    ).pipe(
-      Effect.flatMap(exitWith)
-    )
-).pipe(Command.withDescription("Check an agent package (MCP grants against --mcp-servers or the installation's registry when readable): exit 0 valid, 1 problems found (every one listed), 2 unreadable target."))
+    ).pipe(Effect.flatMap(exitWith))
+).pipe(
+  Command.withDescription(
+    "Check an agent package (MCP grants against --mcp-servers or the installation's registry when readable): exit 0 valid, 1 problems found (every one listed), 2 unreadable target."
+  )
+)
 
 const evalCommand = Command.make(
   "eval",
   {
     // Not `--version`: that is @effect/cli's built-in flag on every command (the program's version).
-    version: Options.integer("agent-version").pipe(Options.optional, Options.withDescription("the version to evaluate (default: the current one)")),
-    project: Options.text("project").pipe(Options.optional, Options.withDescription("the project the eval jobs run in (default: the reserved kintsugi-evals)")),
+    version: Options.integer("agent-version").pipe(
+      Options.optional,
+      Options.withDescription("the version to evaluate (default: the current one)")
+    ),
+    project: Options.text("project").pipe(
+      Options.optional,
+      Options.withDescription("the project the eval jobs run in (default: the reserved kintsugi-evals)")
+    ),
     agent: Args.text({ name: "agent" }).pipe(Args.withDescription("the agent's name"))
   },
   ({ agent, project, version }) =>
@@ -55,17 +73,25 @@ const evalCommand = Command.make(
       const remote = yield* Effect.promise(() => import("./runRemote.ts"))
       const where = yield* remote.remoteConfig
       if (!(yield* remote.serverUp(where.url))) {
-        log(`kintsugi agents eval: no kintsugi server answers at ${where.url} (evals run as jobs on a server: start it with \`kintsugi serve\`, or set KINTSUGI_URL)`)
+        log(
+          `kintsugi agents eval: no kintsugi server answers at ${where.url} (evals run as jobs on a server: start it with \`kintsugi serve\`, or set KINTSUGI_URL)`
+        )
         return yield* exitWith(2)
       }
       if (where.token === undefined) {
-        log(`kintsugi agents eval: set KINTSUGI_TOKEN or put an API token in ${where.tokenFile} (issue one with \`kintsugi users token <you>\`)`)
+        log(
+          `kintsugi agents eval: set KINTSUGI_TOKEN or put an API token in ${where.tokenFile} (issue one with \`kintsugi users token <you>\`)`
+        )
         return yield* exitWith(2)
       }
       const { evalRemote } = yield* Effect.promise(() => import("./evalRemote.ts"))
       const v = Option.getOrUndefined(version)
       const p = Option.getOrUndefined(project)
-      const code = yield* evalRemote({ ...where, token: where.token }, { agent, ...(v === undefined ? {} : { version: v }), ...(p === undefined ? {} : { project: p }) }, { write, log })
+      const code = yield* evalRemote(
+        { ...where, token: where.token },
+        { agent, ...(v === undefined ? {} : { version: v }), ...(p === undefined ? {} : { project: p }) },
+        { write, log }
+      )
       return yield* exitWith(code)
     })
 ).pipe(

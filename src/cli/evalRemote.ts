@@ -25,15 +25,23 @@ export const formatRun = (run: EvalRun): string => {
   ]
   for (const r of run.results) {
     const g = r.grounding === null ? "-" : `${r.grounding.grounded}/${r.grounding.ungrounded}/${r.grounding.unknown}`
-    lines.push(`${pad(r.eval, width)}${pad(r.passed ? "pass" : "FAIL", 8)}${pad(r.costUsd === null ? "-" : `$${r.costUsd.toFixed(4)}`, 11)}${pad(seconds(r.durationMs), 9)}${g}`)
+    lines.push(
+      `${pad(r.eval, width)}${pad(r.passed ? "pass" : "FAIL", 8)}${pad(r.costUsd === null ? "-" : `$${r.costUsd.toFixed(4)}`, 11)}${pad(seconds(r.durationMs), 9)}${g}`
+    )
     for (const p of r.problems) lines.push(`  - ${p}`)
   }
   const passed = run.results.filter((r) => r.passed).length
-  lines.push(`${run.results.length} evals: ${passed} passed, ${run.results.length - passed} failed${run.message === "" ? "" : `; ${run.message}`}`)
+  lines.push(
+    `${run.results.length} evals: ${passed} passed, ${run.results.length - passed} failed${run.message === "" ? "" : `; ${run.message}`}`
+  )
   return `${lines.join("\n")}\n`
 }
 
-export const evalRemote = (remote: Remote & { readonly token: string }, args: { readonly agent: string; readonly version?: number; readonly project?: string }, io: Io): Effect.Effect<number> =>
+export const evalRemote = (
+  remote: Remote & { readonly token: string },
+  args: { readonly agent: string; readonly version?: number; readonly project?: string },
+  io: Io
+): Effect.Effect<number> =>
   Effect.promise(async () => {
     const headers = { authorization: `Bearer ${remote.token}`, "content-type": "application/json" }
     const call = async (method: string, path: string, body?: unknown) => {
@@ -41,7 +49,7 @@ export const evalRemote = (remote: Remote & { readonly token: string }, args: { 
       return { status: r.status, json: (await r.json().catch(() => ({}))) as ErrorBody & Record<string, unknown> }
     }
     const refused = (r: { status: number; json: ErrorBody }) => {
-      const why = r.status === 401 ? `the server refused the token (${remote.url})` : r.json.error?.message ?? `HTTP ${r.status}`
+      const why = r.status === 401 ? `the server refused the token (${remote.url})` : (r.json.error?.message ?? `HTTP ${r.status}`)
       const problems = (r.json.error?.problems ?? []).map((p) => `\n  ${p.path}: ${p.message}`).join("")
       io.log(`kintsugi agents eval: ${why}${problems}`)
       return 2
@@ -54,7 +62,11 @@ export const evalRemote = (remote: Remote & { readonly token: string }, args: { 
       if (agent === undefined) return refused(r)
       version = agent.version
     }
-    const started = await call("POST", `/api/admin/agents/${name}/versions/${version}/evals`, args.project === undefined ? {} : { project: args.project })
+    const started = await call(
+      "POST",
+      `/api/admin/agents/${name}/versions/${version}/evals`,
+      args.project === undefined ? {} : { project: args.project }
+    )
     let run = (started.json as { run?: EvalRun }).run
     if (started.status !== 202 || run === undefined) return refused(started)
     io.write(`${args.agent} v${version}: running ${run.id}…\n`)

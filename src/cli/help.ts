@@ -129,7 +129,14 @@ const blocks = (doc: HelpDoc.HelpDoc): Array<Block> => {
       return doc.elements.flatMap(blocks)
     case "DescriptionList":
       // `(-p, --port integer)` as `-p, --port integer` (also when repeated: `(-r, --read text) 1+`).
-      return [{ kind: "rows", rows: doc.definitions.map(([term, d]) => [spanText(term).replace(/^\((.*)\)(\.\.\.| \d+\+| \d+ - \d+)?$/, "$1$2"), purpose(d)] as const) }]
+      return [
+        {
+          kind: "rows",
+          rows: doc.definitions.map(
+            ([term, d]) => [spanText(term).replace(/^\((.*)\)(\.\.\.| \d+\+| \d+ - \d+)?$/, "$1$2"), purpose(d)] as const
+          )
+        }
+      ]
   }
 }
 
@@ -145,7 +152,8 @@ const sections = (doc: HelpDoc.HelpDoc): Map<string, Array<Block>> => {
 }
 
 const textOf = (bs: ReadonlyArray<Block> | undefined): string => (bs ?? []).flatMap((b) => (b.kind === "text" ? [b.text] : [])).join(" ")
-const rowsOf = (bs: ReadonlyArray<Block> | undefined): Array<readonly [string, string]> => (bs ?? []).flatMap((b) => (b.kind === "rows" ? b.rows : []))
+const rowsOf = (bs: ReadonlyArray<Block> | undefined): Array<readonly [string, string]> =>
+  (bs ?? []).flatMap((b) => (b.kind === "rows" ? b.rows : []))
 
 /** The first clause of a description (up to a `.`, `;` or `:` outside parentheses), for a list of commands. */
 const firstClause = (text: string): string => {
@@ -154,7 +162,8 @@ const firstClause = (text: string): string => {
     const c = text[i]
     if (c === "(") depth++
     else if (c === ")") depth = Math.max(0, depth - 1)
-    else if (depth === 0 && (c === "." || c === ";" || c === ":") && (i + 1 === text.length || /\s/.test(text[i + 1] ?? ""))) return text.slice(0, i).trim()
+    else if (depth === 0 && (c === "." || c === ";" || c === ":") && (i + 1 === text.length || /\s/.test(text[i + 1] ?? "")))
+      return text.slice(0, i).trim()
   }
   return text.trim()
 }
@@ -203,14 +212,29 @@ export const renderHelp = (tree: HelpTree, path: ReadonlyArray<string>, options:
   const full = [options.program, ...path].join(" ")
   const own = sections(Descriptor.getHelp(node.descriptor, { ...options.config, showBuiltIns: path.length === 0 }))
   const description = textOf(own.get("DESCRIPTION"))
-  const lines: Array<string> = [...wrap(path.length === 0 ? `${full} ${options.version}: ${description}` : `${full}: ${description}`, width), "", heading("USAGE")]
+  const lines: Array<string> = [
+    ...wrap(path.length === 0 ? `${full} ${options.version}: ${description}` : `${full}: ${description}`, width),
+    "",
+    heading("USAGE")
+  ]
   if (node.children.length > 0) {
     lines.push(`  ${full} <command> [options]`, "", heading("COMMANDS"))
-    lines.push(...table(node.children.map((c) => [c.name, firstClause(textOf(sections(Descriptor.getHelp(c.descriptor, options.config)).get("DESCRIPTION")))] as const), width))
+    lines.push(
+      ...table(
+        node.children.map(
+          (c) => [c.name, firstClause(textOf(sections(Descriptor.getHelp(c.descriptor, options.config)).get("DESCRIPTION")))] as const
+        ),
+        width
+      )
+    )
   } else {
     const usage = Usage.enumerate(Descriptor.getUsage(node.descriptor), options.config).map(spanText)
-    const prefix = path.slice(0, -1).map((p) => `${p} `).join("")
-    for (const u of usage) lines.push(...wrap(`${options.program} ${prefix}${u}`, width - 4).map((l, i) => (i === 0 ? `  ${l}` : `      ${l}`)))
+    const prefix = path
+      .slice(0, -1)
+      .map((p) => `${p} `)
+      .join("")
+    for (const u of usage)
+      lines.push(...wrap(`${options.program} ${prefix}${u}`, width - 4).map((l, i) => (i === 0 ? `  ${l}` : `      ${l}`)))
   }
   const args = rowsOf(own.get("ARGUMENTS"))
   if (args.length > 0) lines.push("", heading("ARGUMENTS"), ...table(args, width))

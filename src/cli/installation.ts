@@ -24,7 +24,11 @@ export const pinDataDir = (env: Record<string, string | undefined>): void => {
  * where the command looked; undefined when there is one. A database held by a live process is an
  * installation (opening it then says who holds it). Creates nothing.
  */
-export const missingInstallation = async (options: { readonly databaseUrl: string | undefined; readonly dataDir: string; readonly serverUrl: string }): Promise<string | undefined> => {
+export const missingInstallation = async (options: {
+  readonly databaseUrl: string | undefined
+  readonly dataDir: string
+  readonly serverUrl: string
+}): Promise<string | undefined> => {
   if (options.databaseUrl !== undefined && options.databaseUrl.trim() !== "") return undefined
   const data = join(options.dataDir, "data")
   if (existsSync(join(data, "PG_VERSION"))) return undefined

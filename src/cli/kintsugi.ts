@@ -77,7 +77,10 @@ export const builtInRequest = (args: ReadonlyArray<string>): Effect.Effect<Optio
   )
 
 /** The help screen (help.ts) of the command a help request names, or undefined for no command of ours. */
-export const helpScreen = (request: BuiltInOptions.ShowHelp, options: { readonly colour: boolean; readonly width: number }): string | undefined => {
+export const helpScreen = (
+  request: BuiltInOptions.ShowHelp,
+  options: { readonly colour: boolean; readonly width: number }
+): string | undefined => {
   const tree = helpTree(kintsugi, [usersCommand, agentsCommand])
   const path = helpPath(tree, request.helpDoc, config)
   return path === undefined ? undefined : renderHelp(tree, path, { program: "kintsugi", version: pkg.version, config, ...options })

@@ -43,7 +43,11 @@ const missingInstallation = (serverUrl: string) =>
     const dir = yield* Config.option(Config.string("KINTSUGI_DATA_DIR")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
     const installation = yield* Effect.promise(() => import("./installation.ts"))
     return yield* Effect.promise(() =>
-      installation.missingInstallation({ databaseUrl: Option.getOrUndefined(url), dataDir: installation.resolveDataDir(Option.getOrUndefined(dir)), serverUrl })
+      installation.missingInstallation({
+        databaseUrl: Option.getOrUndefined(url),
+        dataDir: installation.resolveDataDir(Option.getOrUndefined(dir)),
+        serverUrl
+      })
     )
   })
 
@@ -51,9 +55,22 @@ export const runCommand = Command.make(
   "run",
   {
     task: Options.text("task").pipe(Options.withAlias("t"), Options.withDescription("what the agent should do")),
-    read: Options.text("read").pipe(Options.withAlias("r"), Options.atLeast(1), Options.map((paths) => paths.map(absolute)), Options.withDescription("a directory or file the agent may read (repeatable)")),
-    out: Options.text("out").pipe(Options.withAlias("o"), Options.map(absolute), Options.withDescription("the directory the agent's outputs are committed to")),
-    root: Options.text("root").pipe(Options.map(absolute), Options.optional, Options.withDescription("the workspace root; default: the deepest directory holding every --read and --out")),
+    read: Options.text("read").pipe(
+      Options.withAlias("r"),
+      Options.atLeast(1),
+      Options.map((paths) => paths.map(absolute)),
+      Options.withDescription("a directory or file the agent may read (repeatable)")
+    ),
+    out: Options.text("out").pipe(
+      Options.withAlias("o"),
+      Options.map(absolute),
+      Options.withDescription("the directory the agent's outputs are committed to")
+    ),
+    root: Options.text("root").pipe(
+      Options.map(absolute),
+      Options.optional,
+      Options.withDescription("the workspace root; default: the deepest directory holding every --read and --out")
+    ),
     project: Options.text("project").pipe(Options.optional, Options.withDescription("a project id")),
     timeout: Options.float("timeout").pipe(
       Options.mapEffect(checked((s) => s > 0, "--timeout must be a positive number of seconds")),
@@ -65,7 +82,10 @@ export const runCommand = Command.make(
       Options.optional,
       Options.withDescription("a cost limit in USD")
     ),
-    json: Options.boolean("json").pipe(Options.withAlias("j"), Options.withDescription("the job's events as NDJSON on stdout, then one summary object")),
+    json: Options.boolean("json").pipe(
+      Options.withAlias("j"),
+      Options.withDescription("the job's events as NDJSON on stdout, then one summary object")
+    ),
     agent: Args.text({ name: "agent" }).pipe(Args.withDescription("the agent's name"))
   },
   (o) => {
@@ -103,13 +123,17 @@ export const runCommand = Command.make(
         return yield* exitWith(1)
       }
       // The composition root is loaded only now: a server, or no installation, never pays for it.
-      const [run, { LocalRunLive, makeRuntime }] = yield* Effect.promise(() => Promise.all([import("../worker/runCommand.ts"), import("../main.ts")]))
+      const [run, { LocalRunLive, makeRuntime }] = yield* Effect.promise(() =>
+        Promise.all([import("../worker/runCommand.ts"), import("../main.ts")])
+      )
       const rt = yield* Effect.acquireRelease(
         // The job's own progress is printed: only warnings and errors (diagnostics) go to stderr.
         // The job child (the bytecode bundle once built) starts while the database does (LocalRunLive).
         Effect.tryPromise(() => makeRuntime(LocalRunLive)).pipe(
           Effect.catchAll((e) => {
-            log(`kintsugi run: cannot start: ${explainStartFailure((e.error instanceof Error ? e.error.message : "").split("\n")[0] ?? "")}`)
+            log(
+              `kintsugi run: cannot start: ${explainStartFailure((e.error instanceof Error ? e.error.message : "").split("\n")[0] ?? "")}`
+            )
             return new CliExit({ code: 1 })
           })
         ),
@@ -117,7 +141,10 @@ export const runCommand = Command.make(
       )
       const runtime = yield* Effect.promise(() => rt.runtime())
       return yield* exitWith(yield* Effect.provide(run.runLocalJob(job, io), runtime))
-    }).pipe(Effect.scoped, Effect.onInterrupt(() => Effect.sync(io.interrupted)))
+    }).pipe(
+      Effect.scoped,
+      Effect.onInterrupt(() => Effect.sync(io.interrupted))
+    )
   }
 ).pipe(
   Command.withDescription(

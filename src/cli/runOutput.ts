@@ -76,7 +76,12 @@ export const summaryOf = (job: unknown): RunSummary | undefined => {
   }
 }
 
-const seconds = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)}s` : ms < 600_000 ? `${Math.round(ms / 1000)}s` : `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`)
+const seconds = (ms: number) =>
+  ms < 10_000
+    ? `${(ms / 1000).toFixed(1)}s`
+    : ms < 600_000
+      ? `${Math.round(ms / 1000)}s`
+      : `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`
 
 /** The human summary line: `✔ completed in 4.2s · 2 turns · 1100 in / 50 out tokens · $0.0012 · job <id> · outputs: …`. */
 const summaryLine = (s: RunSummary): string => {
@@ -96,11 +101,14 @@ const summaryLine = (s: RunSummary): string => {
   return parts.join(" · ")
 }
 
-
 /** A RunIo writing on `write` (stdout) and `log` (stderr), as lines (`json` false) or NDJSON. */
 export type { RunIo }
 
-export const runIo = (options: { readonly json: boolean; readonly write: (s: string) => void; readonly log: (line: string) => void }): RunIo & {
+export const runIo = (options: {
+  readonly json: boolean
+  readonly write: (s: string) => void
+  readonly log: (line: string) => void
+}): RunIo & {
   /** Ctrl-C anywhere: says what it did when no job was started yet. */
   readonly interrupted: () => void
 } => {
@@ -123,13 +131,17 @@ export const runIo = (options: { readonly json: boolean; readonly write: (s: str
       case "message.delta":
         return put(e.text)
       case "tool.call":
-        return line(`  ${e.allowed ? "→" : "⨯"} ${e.tool} ${JSON.stringify(e.input).slice(0, 120)}${e.allowed ? "" : `  (blocked: ${e.reason ?? ""})`}`)
+        return line(
+          `  ${e.allowed ? "→" : "⨯"} ${e.tool} ${JSON.stringify(e.input).slice(0, 120)}${e.allowed ? "" : `  (blocked: ${e.reason ?? ""})`}`
+        )
       case "tool.result":
         return line(`    ${e.success ? "ok" : "error"}: ${e.summary} (${e.durationMs} ms)`)
       case "output":
         return line(`  wrote ${e.path}`)
       case "usage":
-        return line(`  · turn ${e.turns}: ${e.inputTokens + e.cacheReadTokens + e.cacheWriteTokens} in / ${e.outputTokens} out, $${e.costUsd.toFixed(4)}`)
+        return line(
+          `  · turn ${e.turns}: ${e.inputTokens + e.cacheReadTokens + e.cacheWriteTokens} in / ${e.outputTokens} out, $${e.costUsd.toFixed(4)}`
+        )
       case "grounding":
         return line(`  grounding: ${e.grounded} grounded, ${e.ungrounded} ungrounded, ${e.unknown} unknown path`)
       // The summary line says how the job ended; its final message was streamed as message.delta.
@@ -152,7 +164,8 @@ export const runIo = (options: { readonly json: boolean; readonly write: (s: str
     },
     settled: (job) => {
       const summary = summaryOf(job)
-      if (summary === undefined) return log(`kintsugi run: the job${jobId === undefined ? "" : ` ${jobId}`} ended, but its record could not be read`)
+      if (summary === undefined)
+        return log(`kintsugi run: the job${jobId === undefined ? "" : ` ${jobId}`} ended, but its record could not be read`)
       if (json) object(summary)
       else line(summaryLine(summary))
     },

@@ -14,7 +14,11 @@ import { join } from "node:path"
 import { JobEvent } from "../contract/JobEvent.ts"
 import type { RunIo } from "./runOutput.ts"
 
-const text = (name: string) => Config.option(Config.string(name)).pipe(Effect.map(Option.filter((v) => v.trim() !== "")), Effect.orElseSucceed(() => Option.none<string>()))
+const text = (name: string) =>
+  Config.option(Config.string(name)).pipe(
+    Effect.map(Option.filter((v) => v.trim() !== "")),
+    Effect.orElseSucceed(() => Option.none<string>())
+  )
 
 export interface Remote {
   readonly url: string
@@ -35,7 +39,8 @@ export const remoteConfig: Effect.Effect<Remote> = Effect.gen(function* () {
   const configHome = Option.getOrElse(yield* text("XDG_CONFIG_HOME"), () => join(home, ".config"))
   const tokenFile = join(configHome, "kintsugi", "token")
   const fromEnv = yield* text("KINTSUGI_TOKEN")
-  const fromFile = Option.isSome(fromEnv) || !existsSync(tokenFile) ? undefined : (readFileSync(tokenFile, "utf8").split("\n")[0] ?? "").trim()
+  const fromFile =
+    Option.isSome(fromEnv) || !existsSync(tokenFile) ? undefined : (readFileSync(tokenFile, "utf8").split("\n")[0] ?? "").trim()
   return { url, token: Option.getOrUndefined(fromEnv)?.trim() ?? (fromFile === "" ? undefined : fromFile), tokenFile }
 })
 
@@ -126,9 +131,16 @@ export const runRemoteJob = (remote: Remote & { readonly token: string }, job: R
         ...(job.project === undefined ? {} : { project: job.project })
       }
       const started = yield* Effect.promise(async () => {
-        const r = await fetch(`${remote.url}/api/jobs`, { method: "POST", headers: { authorization, "content-type": "application/json" }, body: JSON.stringify(body) })
+        const r = await fetch(`${remote.url}/api/jobs`, {
+          method: "POST",
+          headers: { authorization, "content-type": "application/json" },
+          body: JSON.stringify(body)
+        })
         const none: typeof Started.Type = {}
-        return { status: r.status, answer: Option.getOrElse(Schema.decodeUnknownOption(Started)(await r.json().catch(() => undefined)), () => none) }
+        return {
+          status: r.status,
+          answer: Option.getOrElse(Schema.decodeUnknownOption(Started)(await r.json().catch(() => undefined)), () => none)
+        }
       })
       if (started.status === 400) {
         io.refused("the job was not started", started.answer.error?.problems ?? [])
@@ -139,7 +151,7 @@ export const runRemoteJob = (remote: Remote & { readonly token: string }, job: R
         const why =
           started.status === 401
             ? `the server refused the token (${remote.url}); issue a new one: kintsugi users token <you>, or POST /api/tokens`
-            : started.answer.error?.message ?? `HTTP ${started.status}`
+            : (started.answer.error?.message ?? `HTTP ${started.status}`)
         io.refused(`the server did not start the job: ${why}`)
         return 1
       }
@@ -171,14 +183,30 @@ export const runRemoteJob = (remote: Remote & { readonly token: string }, job: R
         return r.json().catch(() => undefined)
       })
       const ended = (answer: unknown) =>
-        Option.match(Schema.decodeUnknownOption(JobAnswer)(answer), { onNone: () => true, onSome: (a) => a.job.status === "completed" || a.job.status === "failed" })
-      const every200ms = Schedule.spaced("200 millis").pipe(Schedule.intersect(Schedule.recurs(150)), Schedule.whileInput((answer: unknown) => !ended(answer)), Schedule.passthrough)
+        Option.match(Schema.decodeUnknownOption(JobAnswer)(answer), {
+          onNone: () => true,
+          onSome: (a) => a.job.status === "completed" || a.job.status === "failed"
+        })
+      const every200ms = Schedule.spaced("200 millis").pipe(
+        Schedule.intersect(Schedule.recurs(150)),
+        Schedule.whileInput((answer: unknown) => !ended(answer)),
+        Schedule.passthrough
+      )
       const settledRow = Effect.repeat(row, every200ms).pipe(
         Effect.map((answer) => Option.getOrUndefined(Schema.decodeUnknownOption(AnyJob)(answer))?.job)
       )
-      const report = Effect.flatMap(settledRow, (settled) => Effect.sync(() => (settled === undefined ? io.log(`kintsugi run: the job ${id} could not be read back`) : io.settled(settled))))
+      const report = Effect.flatMap(settledRow, (settled) =>
+        Effect.sync(() => (settled === undefined ? io.log(`kintsugi run: the job ${id} could not be read back`) : io.settled(settled)))
+      )
       const abort = Effect.sync(() => io.aborting()).pipe(
-        Effect.zipRight(Effect.promise(() => fetch(jobUrl(id, "/abort"), { method: "POST", headers: { authorization } }).then((r) => r.arrayBuffer(), () => undefined))),
+        Effect.zipRight(
+          Effect.promise(() =>
+            fetch(jobUrl(id, "/abort"), { method: "POST", headers: { authorization } }).then(
+              (r) => r.arrayBuffer(),
+              () => undefined
+            )
+          )
+        ),
         Effect.zipRight(report)
       )
       const settled = yield* restore(Effect.zipRight(follow, settledRow)).pipe(Effect.onInterrupt(() => abort))
@@ -187,6 +215,9 @@ export const runRemoteJob = (remote: Remote & { readonly token: string }, job: R
         return 1
       }
       io.settled(settled)
-      return Option.match(Schema.decodeUnknownOption(JobAnswer)({ job: settled }), { onNone: () => 1, onSome: (a) => (a.job.status === "completed" ? 0 : 1) })
+      return Option.match(Schema.decodeUnknownOption(JobAnswer)({ job: settled }), {
+        onNone: () => 1,
+        onSome: (a) => (a.job.status === "completed" ? 0 : 1)
+      })
     })
   )

@@ -34,20 +34,29 @@ export const serve = (options: { readonly port: number; readonly host: string })
       log(`kintsugi: warning: secrets could not be removed from the process environment (${secrets.environment.notClean})`)
     }
     if (!secrets.nonDumpable) log("kintsugi: warning: could not make the process non-dumpable")
-    const [{ AppLive, makeRuntime }, Layer, http, { makeApp }, { makeSandbox, sandboxConfig, sandboxName }, { explainStartFailure }, { Drain }, { logServing, readyLine }, startup] =
-      yield* Effect.promise(() =>
-        Promise.all([
-          import("../main.ts"),
-          import("effect/Layer"),
-          import("../http/serve.ts"),
-          import("../http/app.ts"),
-          import("../tools/Sandbox.ts"),
-          import("./explain.ts"),
-          import("../worker/Drain.ts"),
-          import("../http/servingLine.ts"),
-          import("../http/startupLines.ts")
-        ])
-      )
+    const [
+      { AppLive, makeRuntime },
+      Layer,
+      http,
+      { makeApp },
+      { makeSandbox, sandboxConfig, sandboxName },
+      { explainStartFailure },
+      { Drain },
+      { logServing, readyLine },
+      startup
+    ] = yield* Effect.promise(() =>
+      Promise.all([
+        import("../main.ts"),
+        import("effect/Layer"),
+        import("../http/serve.ts"),
+        import("../http/app.ts"),
+        import("../tools/Sandbox.ts"),
+        import("./explain.ts"),
+        import("../worker/Drain.ts"),
+        import("../http/servingLine.ts"),
+        import("../http/startupLines.ts")
+      ])
+    )
     // What the slow part of a first start is doing, said before it starts.
     log(`kintsugi: ${yield* startup.databaseStartLine.pipe(Effect.withConfigProvider(secretsConfigProvider(secrets.values)))}`)
     const began = yield* Clock.currentTimeMillis
@@ -100,7 +109,8 @@ export const serve = (options: { readonly port: number; readonly host: string })
       )
     }
     const admin = yield* Effect.promise(() => rt.runPromiseExit(http.ensureAdmin))
-    if (admin._tag === "Failure") rt.runSync(Effect.logError("could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)"))
+    if (admin._tag === "Failure")
+      rt.runSync(Effect.logError("could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)"))
     const password = admin._tag === "Success" ? admin.value : undefined
     starting = undefined
     const sandboxInForce = makeSandbox(rt.runSync(sandboxConfig))
@@ -121,8 +131,18 @@ export const serveConfig = Config.all({
 export const serveCommand = Command.make(
   "serve",
   {
-    port: Options.integer("port").pipe(Options.withAlias("p"), Options.withFallbackConfig(Config.integer("PORT")), Options.withDefault(7777), Options.withDescription("the port (else PORT; default 7777)")),
-    host: Options.text("host").pipe(Options.withAlias("H"), Options.withFallbackConfig(Config.string("HOST")), Options.withDefault("127.0.0.1"), Options.withDescription("the address to bind (else HOST; default 127.0.0.1)"))
+    port: Options.integer("port").pipe(
+      Options.withAlias("p"),
+      Options.withFallbackConfig(Config.integer("PORT")),
+      Options.withDefault(7777),
+      Options.withDescription("the port (else PORT; default 7777)")
+    ),
+    host: Options.text("host").pipe(
+      Options.withAlias("H"),
+      Options.withFallbackConfig(Config.string("HOST")),
+      Options.withDefault("127.0.0.1"),
+      Options.withDescription("the address to bind (else HOST; default 127.0.0.1)")
+    )
   },
   serve
 ).pipe(Command.withDescription("Serve the portal and the API, and run jobs (the worker loops, KINTSUGI_WORKERS)."))

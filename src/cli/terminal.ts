@@ -6,8 +6,10 @@
 import * as Console from "effect/Console"
 
 /** True when escape codes may go to `stream`: it is a terminal and `NO_COLOR` is unset or empty (process.env by default: console output is decided before a command's runtime exists). */
-export const colourAllowed = (stream: { readonly isTTY?: boolean | undefined }, env: Readonly<Record<string, string | undefined>> = process.env): boolean =>
-  stream.isTTY === true && (env["NO_COLOR"] ?? "") === ""
+export const colourAllowed = (
+  stream: { readonly isTTY?: boolean | undefined },
+  env: Readonly<Record<string, string | undefined>> = process.env
+): boolean => stream.isTTY === true && (env["NO_COLOR"] ?? "") === ""
 
 // CSI sequences (colours, cursor moves) and OSC sequences (links, titles).
 const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)/g
@@ -24,9 +26,14 @@ const plain = (args: ReadonlyArray<unknown>): Array<unknown> => args.map((a) => 
  * `console` with escape codes removed from what goes to stdout (`log`, `info`, `debug`) unless
  * `stdout` may have colour, and from what goes to stderr (`error`, `warn`) unless `stderr` may.
  */
-export const plainConsole = (console: Console.Console, allowed: { readonly stdout: boolean; readonly stderr: boolean }): Console.Console => {
-  const out = <A>(f: (...args: ReadonlyArray<unknown>) => A) => (allowed.stdout ? f : (...args: ReadonlyArray<unknown>) => f(...plain(args)))
-  const err = <A>(f: (...args: ReadonlyArray<unknown>) => A) => (allowed.stderr ? f : (...args: ReadonlyArray<unknown>) => f(...plain(args)))
+export const plainConsole = (
+  console: Console.Console,
+  allowed: { readonly stdout: boolean; readonly stderr: boolean }
+): Console.Console => {
+  const out = <A>(f: (...args: ReadonlyArray<unknown>) => A) =>
+    allowed.stdout ? f : (...args: ReadonlyArray<unknown>) => f(...plain(args))
+  const err = <A>(f: (...args: ReadonlyArray<unknown>) => A) =>
+    allowed.stderr ? f : (...args: ReadonlyArray<unknown>) => f(...plain(args))
   return {
     ...console,
     log: out(console.log),

@@ -20,7 +20,11 @@ const TOKEN_DEFAULT_DAYS = 90
 const TOKEN_MAX_DAYS = 365
 
 const setting = (name: string) =>
-  Config.option(Config.string(name)).pipe(Effect.map(Option.filter((v) => v.trim() !== "")), Effect.orElseSucceed(() => Option.none<string>()), Effect.map(Option.getOrUndefined))
+  Config.option(Config.string(name)).pipe(
+    Effect.map(Option.filter((v) => v.trim() !== "")),
+    Effect.orElseSucceed(() => Option.none<string>()),
+    Effect.map(Option.getOrUndefined)
+  )
 
 /**
  * A running server takes the operation through its API; without a token for it, a PostgreSQL
@@ -55,7 +59,9 @@ const run = (op: UsersOp) =>
       return yield* exitWith(1)
     }
     // The database layers come from the composition root (src/main.ts), loaded only when a command runs.
-    const [users, { DatabaseLive, UnmigratedDatabaseLive }] = yield* Effect.promise(() => Promise.all([import("../access/usersCommand.ts"), import("../main.ts")]))
+    const [users, { DatabaseLive, UnmigratedDatabaseLive }] = yield* Effect.promise(() =>
+      Promise.all([import("../access/usersCommand.ts"), import("../main.ts")])
+    )
     if (databaseUrl !== undefined) {
       const problem = yield* Effect.promise(() => users.installationProblem(UnmigratedDatabaseLive))
       if (problem !== undefined) {
@@ -67,14 +73,26 @@ const run = (op: UsersOp) =>
   })
 
 const username = Args.text({ name: "username" }).pipe(Args.withDescription("the user's name"))
-const permission = Args.choice(PERMISSIONS.map((p) => [p, p] as const), { name: "permission" })
+const permission = Args.choice(
+  PERMISSIONS.map((p) => [p, p] as const),
+  { name: "permission" }
+)
 const json = Options.boolean("json").pipe(Options.withAlias("j"), Options.withDescription("print JSON"))
 
 const add = Command.make(
   "add",
-  { grant: Options.choice("grant", PERMISSIONS).pipe(Options.withAlias("g"), Options.repeated, Options.withDescription("a permission to grant (repeatable)")), username },
+  {
+    grant: Options.choice("grant", PERMISSIONS).pipe(
+      Options.withAlias("g"),
+      Options.repeated,
+      Options.withDescription("a permission to grant (repeatable)")
+    ),
+    username
+  },
   (a) => run({ op: "add", username: a.username, grants: a.grant })
-).pipe(Command.withDescription("Add a user; the password from KINTSUGI_USER_PASSWORD, else the first line of stdin (at least 12 characters)."))
+).pipe(
+  Command.withDescription("Add a user; the password from KINTSUGI_USER_PASSWORD, else the first line of stdin (at least 12 characters).")
+)
 
 const grant = Command.make("grant", { username, permission }, (a) => run({ op: "grant", ...a })).pipe(
   Command.withDescription("Grant a permission.")
@@ -91,13 +109,18 @@ const password = Command.make("password", { username }, (a) => run({ op: "passwo
 const disable = Command.make("disable", { username }, (a) => run({ op: "disable", ...a })).pipe(
   Command.withDescription("Disable a user: their sessions end, their tokens are refused, they cannot sign in.")
 )
-const enable = Command.make("enable", { username }, (a) => run({ op: "enable", ...a })).pipe(Command.withDescription("Enable a user again."))
+const enable = Command.make("enable", { username }, (a) => run({ op: "enable", ...a })).pipe(
+  Command.withDescription("Enable a user again.")
+)
 
 const token = Command.make(
   "token",
   {
     name: Options.text("name").pipe(Options.withAlias("n"), Options.withDefault("cli"), Options.withDescription("a label for the token")),
-    days: Options.integer("expires-days").pipe(Options.withDefault(TOKEN_DEFAULT_DAYS), Options.withDescription(`1-${TOKEN_MAX_DAYS} days`)),
+    days: Options.integer("expires-days").pipe(
+      Options.withDefault(TOKEN_DEFAULT_DAYS),
+      Options.withDescription(`1-${TOKEN_MAX_DAYS} days`)
+    ),
     json,
     username
   },
@@ -107,9 +130,9 @@ const token = Command.make(
 const tokens = Command.make("tokens", { json, username }, (a) => run({ op: "tokens", ...a })).pipe(
   Command.withDescription("List the user's tokens: id, name, status, created, last used, expires (never the token).")
 )
-const revokeToken = Command.make("revoke-token", { username, id: Args.text({ name: "token-id" }) }, (a) => run({ op: "revoke-token", ...a })).pipe(
-  Command.withDescription("Revoke a token: the next request with it gets 401.")
-)
+const revokeToken = Command.make("revoke-token", { username, id: Args.text({ name: "token-id" }) }, (a) =>
+  run({ op: "revoke-token", ...a })
+).pipe(Command.withDescription("Revoke a token: the next request with it gets 401."))
 
 export const usersCommand = Command.make("users").pipe(
   Command.withDescription("Manage portal users, permissions, passwords and API tokens (through the running server when one answers)."),

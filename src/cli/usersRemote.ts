@@ -5,7 +5,18 @@
  */
 import { Option, Schema } from "effect"
 import type { Remote } from "./runRemote.ts"
-import { doneLine, readPassword, tokenJson, tokenLine, userJson, userLines, type TokenShown, type UserShown, type UsersIo, type UsersOp } from "../access/usersIo.ts"
+import {
+  doneLine,
+  readPassword,
+  tokenJson,
+  tokenLine,
+  userJson,
+  userLines,
+  type TokenShown,
+  type UserShown,
+  type UsersIo,
+  type UsersOp
+} from "../access/usersIo.ts"
 
 interface Answer {
   readonly status: number
@@ -13,7 +24,12 @@ interface Answer {
 }
 
 // What the API answers, decoded (fields beyond these are ignored).
-const ApiUser = Schema.Struct({ username: Schema.String, permissions: Schema.Array(Schema.String), createdAt: Schema.String, disabledAt: Schema.NullOr(Schema.String) })
+const ApiUser = Schema.Struct({
+  username: Schema.String,
+  permissions: Schema.Array(Schema.String),
+  createdAt: Schema.String,
+  disabledAt: Schema.NullOr(Schema.String)
+})
 const ApiToken = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
@@ -27,20 +43,39 @@ type ApiToken = typeof ApiToken.Type
 const decodeUsers = Schema.decodeUnknownOption(Schema.Struct({ users: Schema.Array(ApiUser) }))
 const decodeTokens = Schema.decodeUnknownOption(Schema.Struct({ tokens: Schema.Array(ApiToken) }))
 const decodeError = Schema.decodeUnknownOption(
-  Schema.Struct({ error: Schema.Struct({ message: Schema.String, problems: Schema.optional(Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String }))) }) })
+  Schema.Struct({
+    error: Schema.Struct({
+      message: Schema.String,
+      problems: Schema.optional(Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String })))
+    })
+  })
 )
 
 const date = (s: string | null): Date | null => (s === null ? null : new Date(s))
-const userShown = (u: ApiUser): UserShown => ({ username: u.username, permissions: u.permissions, createdAt: new Date(u.createdAt), disabledAt: date(u.disabledAt) })
-const tokenShown = (t: ApiToken): TokenShown => ({ ...t, createdAt: new Date(t.createdAt), lastUsedAt: date(t.lastUsedAt), expiresAt: new Date(t.expiresAt) })
+const userShown = (u: ApiUser): UserShown => ({
+  username: u.username,
+  permissions: u.permissions,
+  createdAt: new Date(u.createdAt),
+  disabledAt: date(u.disabledAt)
+})
+const tokenShown = (t: ApiToken): TokenShown => ({
+  ...t,
+  createdAt: new Date(t.createdAt),
+  lastUsedAt: date(t.lastUsedAt),
+  expiresAt: new Date(t.expiresAt)
+})
 
 /** The refusal in an API error body, with every problem named. */
 const refusal = (remote: Remote, a: Answer): string => {
-  if (a.status === 401) return `the server at ${remote.url} refused the token; issue a new one on the portal's account page (${remote.url}/account)`
+  if (a.status === 401)
+    return `the server at ${remote.url} refused the token; issue a new one on the portal's account page (${remote.url}/account)`
   const error = Option.getOrUndefined(decodeError(a.body))?.error
   const problems = (error?.problems ?? []).map((p) => `${p.path}: ${p.message}`)
   if (problems.length > 0) return problems.join("; ")
-  return error?.message ?? (a.status < 300 ? "the server's answer is not what this kintsugi expects (another version?)" : `the server answered HTTP ${a.status}`)
+  return (
+    error?.message ??
+    (a.status < 300 ? "the server's answer is not what this kintsugi expects (another version?)" : `the server answered HTTP ${a.status}`)
+  )
 }
 
 const segment = encodeURIComponent
@@ -93,9 +128,17 @@ export const runUsersRemote = async (o: UsersOp, remote: Remote & { readonly tok
         return done(o.json === true ? JSON.stringify(shown.map(userJson)) : shown.length === 0 ? "no users" : userLines(shown))
       }
       case "add":
-        return expect(await call("POST", "/api/admin/users", { username: o.username, password: await readPassword(io), permissions: o.grants }), 201, doneLine(o))
+        return expect(
+          await call("POST", "/api/admin/users", { username: o.username, password: await readPassword(io), permissions: o.grants }),
+          201,
+          doneLine(o)
+        )
       case "password":
-        return expect(await call("POST", `/api/admin/users/${segment(o.username)}/password`, { password: await readPassword(io) }), 204, doneLine(o))
+        return expect(
+          await call("POST", `/api/admin/users/${segment(o.username)}/password`, { password: await readPassword(io) }),
+          204,
+          doneLine(o)
+        )
       case "grant": {
         // The API sets the whole set: the user's permissions as they are, plus this one.
         const found = await users()
@@ -106,7 +149,11 @@ export const runUsersRemote = async (o: UsersOp, remote: Remote & { readonly tok
         return expect(await call("PUT", `/api/admin/users/${segment(o.username)}/permissions`, { permissions }), 200, doneLine(o))
       }
       case "revoke":
-        return expect(await call("DELETE", `/api/admin/users/${segment(o.username)}/permissions/${segment(o.permission)}`), 204, doneLine(o))
+        return expect(
+          await call("DELETE", `/api/admin/users/${segment(o.username)}/permissions/${segment(o.permission)}`),
+          204,
+          doneLine(o)
+        )
       case "disable":
       case "enable":
         return expect(await call("PATCH", `/api/admin/users/${segment(o.username)}`, { disabled: o.op === "disable" }), 200, doneLine(o))
@@ -120,7 +167,13 @@ export const runUsersRemote = async (o: UsersOp, remote: Remote & { readonly tok
         const found = await tokens(o.username)
         if (isAnswer(found)) return refused(found)
         const shown = found.map(tokenShown)
-        return done(o.json === true ? JSON.stringify(shown.map(tokenJson)) : shown.length === 0 ? `${o.username} has no API tokens` : shown.map(tokenLine).join("\n"))
+        return done(
+          o.json === true
+            ? JSON.stringify(shown.map(tokenJson))
+            : shown.length === 0
+              ? `${o.username} has no API tokens`
+              : shown.map(tokenLine).join("\n")
+        )
       }
       case "revoke-token": {
         const found = await tokens(o.username)

@@ -40,16 +40,17 @@ export const requestedServiceTools = (tools: ReadonlyArray<string> | undefined):
 
 /** A kernel tool, a service tool or group, or an MCP grant. */
 export const isGrantableTool = (name: string): boolean =>
-  (KERNEL_TOOLS as ReadonlyArray<string>).includes(name) || SERVICE_TOOLS.includes(name) || Object.hasOwn(SERVICE_TOOL_GROUPS, name) || MCP_GRANT.test(name)
+  (KERNEL_TOOLS as ReadonlyArray<string>).includes(name) ||
+  SERVICE_TOOLS.includes(name) ||
+  Object.hasOwn(SERVICE_TOOL_GROUPS, name) ||
+  MCP_GRANT.test(name)
 
 export const SKILL_NAME = /^[a-z][a-z0-9-]*$/
 
 const NonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
 
 export const Skill = Schema.Struct({
-  name: Schema.String.pipe(
-    Schema.pattern(SKILL_NAME, { message: () => "skill name must match [a-z][a-z0-9-]*" })
-  ),
+  name: Schema.String.pipe(Schema.pattern(SKILL_NAME, { message: () => "skill name must match [a-z][a-z0-9-]*" })),
   content: Schema.String
 })
 export type Skill = typeof Skill.Type
@@ -97,7 +98,9 @@ export const OutputFile = Schema.Union(
     file: NonEmpty,
     schema: NonEmpty,
     schemaText: NonEmpty.pipe(
-      Schema.filter((s) => new TextEncoder().encode(s).length <= MAX_OUTPUT_SCHEMA_BYTES || `must be at most ${MAX_OUTPUT_SCHEMA_BYTES / 1024} KiB`)
+      Schema.filter(
+        (s) => new TextEncoder().encode(s).length <= MAX_OUTPUT_SCHEMA_BYTES || `must be at most ${MAX_OUTPUT_SCHEMA_BYTES / 1024} KiB`
+      )
     )
   })
 )

@@ -36,7 +36,9 @@ export interface JobHandle {
 }
 
 const AbsolutePath = Schema.String.pipe(
-  Schema.filter((p) => (p.startsWith("/") && !/[\u0000-\u001f]/.test(p) ? undefined : "must be an absolute path without control characters"))
+  Schema.filter((p) =>
+    p.startsWith("/") && !/[\u0000-\u001f]/.test(p) ? undefined : "must be an absolute path without control characters"
+  )
 )
 
 /**

@@ -57,9 +57,7 @@ export const McpServer = Schema.Struct({
   headers: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { exact: true }),
   /** Longest wait for one tool call, in seconds. */
   timeoutSec: Schema.optionalWith(
-    Schema.Number.pipe(
-      Schema.filter((n) => (Number.isFinite(n) && n > 0 ? undefined : `must be a positive number of seconds, got ${n}`))
-    ),
+    Schema.Number.pipe(Schema.filter((n) => (Number.isFinite(n) && n > 0 ? undefined : `must be a positive number of seconds, got ${n}`))),
     { exact: true }
   ),
   /** Tools an administrator allowed by name although the server does not mark them read-only. */

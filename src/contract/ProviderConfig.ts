@@ -13,10 +13,7 @@ export const ProviderModel = Schema.Struct({
   /** Levels this model accepts; absent = pi-ai's defaults for `reasoning`. */
   thinkingLevels: Schema.optionalWith(Schema.Array(Schema.Literal(...THINKING_LEVELS)), { exact: true }),
   /** USD per million tokens. */
-  cost: Schema.optionalWith(
-    Schema.Struct({ input: Price, output: Price, cacheRead: Price, cacheWrite: Price }),
-    { exact: true }
-  )
+  cost: Schema.optionalWith(Schema.Struct({ input: Price, output: Price, cacheRead: Price, cacheWrite: Price }), { exact: true })
 })
 export type ProviderModel = typeof ProviderModel.Type
 

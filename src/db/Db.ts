@@ -152,12 +152,9 @@ const lockDataDir = (dataDir: string): Effect.Effect<void, DbError, Scope.Scope>
 }
 
 const connect = (config: PgClient.PgClientConfig, describeFailure: (e: SqlError) => string) =>
-  Layer.build(PgClient.layer({ ...clientOptions, ...config })).pipe(
-    Effect.mapError((e) => new DbError({ message: describeFailure(e) }))
-  )
+  Layer.build(PgClient.layer({ ...clientOptions, ...config })).pipe(Effect.mapError((e) => new DbError({ message: describeFailure(e) })))
 
-const connectEmbedded = (db: Embedded) =>
-  Effect.map(connectEmbeddedClient(db), Context.add(DbWrites, db.writes))
+const connectEmbedded = (db: Embedded) => Effect.map(connectEmbeddedClient(db), Context.add(DbWrites, db.writes))
 
 const connectEmbeddedClient = (db: Embedded) =>
   connect(
@@ -184,14 +181,18 @@ const embedded = (options: DbOptions, seeded?: (result: ReturnType<typeof seedDa
     },
     options.template === true
       ? (dataDir) =>
-        // Under the lock: no other process seeds or opens this data dir meanwhile.
-        Effect.zipLeft(
-          lockDataDir(dataDir),
-          Effect.try({
-            try: () => seeded?.(seedDataDir(dataDir, findTemplate())),
-            catch: (e) => new DbError({ message: `cannot create the embedded database at ${dataDir} from its template: ${innermostMessage(e)}`, cause: e })
-          })
-        )
+          // Under the lock: no other process seeds or opens this data dir meanwhile.
+          Effect.zipLeft(
+            lockDataDir(dataDir),
+            Effect.try({
+              try: () => seeded?.(seedDataDir(dataDir, findTemplate())),
+              catch: (e) =>
+                new DbError({
+                  message: `cannot create the embedded database at ${dataDir} from its template: ${innermostMessage(e)}`,
+                  cause: e
+                })
+            })
+          )
       : lockDataDir
   )
 
@@ -206,7 +207,8 @@ export const buildDataDirTemplate = (): Promise<string | undefined> =>
 /** The URL with `statement_timeout` (ms) as a startup parameter, unless the operator set one in it. */
 const withStatementTimeout = (url: string, timeout: Duration.Duration): string => {
   const u = new URL(url)
-  if (!u.searchParams.has("statement_timeout")) u.searchParams.set("statement_timeout", String(Math.max(1, Math.round(Duration.toMillis(timeout)))))
+  if (!u.searchParams.has("statement_timeout"))
+    u.searchParams.set("statement_timeout", String(Math.max(1, Math.round(Duration.toMillis(timeout)))))
   return u.toString()
 }
 
@@ -219,13 +221,8 @@ const connectServer = (given: Redacted.Redacted<string>, statementTimeout: Durat
   const plain = withStatementTimeout(Redacted.value(given), statementTimeout)
   const url = Redacted.make(plain)
   const client = (stream?: ServerWrites["stream"]) =>
-    connect(
-      { url, maxConnections: SERVER_POOL_SIZE, connectTimeout: CONNECT_TIMEOUT, ...(stream === undefined ? {} : { stream }) },
-      (e) =>
-        scrub(
-          `${isServerAnswer(e) ? "cannot connect to" : "cannot reach"} the database at ${where}: ${innermostMessage(e)}`,
-          password
-        )
+    connect({ url, maxConnections: SERVER_POOL_SIZE, connectTimeout: CONNECT_TIMEOUT, ...(stream === undefined ? {} : { stream }) }, (e) =>
+      scrub(`${isServerAnswer(e) ? "cannot connect to" : "cannot reach"} the database at ${where}: ${innermostMessage(e)}`, password)
     )
   if (usesTls(plain)) {
     // The pool's traffic is encrypted below node-postgres: own writes cannot be watched, so nothing is cached.
@@ -235,7 +232,7 @@ const connectServer = (given: Redacted.Redacted<string>, statementTimeout: Durat
     )
   }
   const server = makeServerWrites(plain, (message) => scrub(message, password))
-  return Effect.gen(function*() {
+  return Effect.gen(function* () {
     const context = yield* client(server.stream)
     yield* server.listen
     // Up before the first request when the server answers at once; otherwise reads ask until it is.
@@ -251,14 +248,18 @@ const connectServer = (given: Redacted.Redacted<string>, statementTimeout: Durat
  */
 export const makeDbLayer = (options: DbOptions): Layer.Layer<Db, DbError> =>
   Layer.scopedContext(
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       let seeded: ReturnType<typeof seedDataDir> | undefined
-      const context = options.url !== undefined
-        ? yield* connectServer(
-          typeof options.url === "string" ? Redacted.make(options.url) : options.url,
-          Duration.decode(options.statementTimeout ?? STATEMENT_TIMEOUT)
-        )
-        : yield* Effect.flatMap(embedded(options, (r) => (seeded = r)), connectEmbedded)
+      const context =
+        options.url !== undefined
+          ? yield* connectServer(
+              typeof options.url === "string" ? Redacted.make(options.url) : options.url,
+              Duration.decode(options.statementTimeout ?? STATEMENT_TIMEOUT)
+            )
+          : yield* Effect.flatMap(
+              embedded(options, (r) => (seeded = r)),
+              connectEmbedded
+            )
       if (options.migrate === true) {
         yield* runMigrations.pipe(
           Effect.provide(context),
@@ -317,7 +318,7 @@ export const DbMigratedLive: Layer.Layer<Db, DbError> = fromConfig(true)
  */
 export const makeSnapshot = <E>(prepare: Effect.Effect<unknown, E, Db>): Effect.Effect<Uint8Array, DbError | E> =>
   Effect.scoped(
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const db = yield* embedded({})
       // The client's scope (its pool) ends before the dump.
       yield* Effect.scoped(Effect.flatMap(connectEmbedded(db), (context) => Effect.provide(prepare, context)))

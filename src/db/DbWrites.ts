@@ -93,7 +93,13 @@ export const makeWriteCounter = (initiallyKnown = true) => {
     if (topics !== 0 && waiters.size > 0) wake()
   }
   return {
-    writes: { epoch, changed, jobsWritten: PubSub.subscribe(jobs), jobsHeard: () => false, statements: () => statements } satisfies DbWrites["Type"],
+    writes: {
+      epoch,
+      changed,
+      jobsWritten: PubSub.subscribe(jobs),
+      jobsHeard: () => false,
+      statements: () => statements
+    } satisfies DbWrites["Type"],
     bump,
     jobWritten: (id: string) => void Effect.runSync(PubSub.publish(jobs, id)),
     known: (now: boolean) => {
@@ -134,7 +140,8 @@ export const tableTopics = (table: string): number =>
 // Clauses that name a writing keyword without writing: row locks and an INSERT's conflict action.
 const NOT_WRITING = /\bfor\s+(?:no\s+key\s+update|update|key\s+share|share)\b|\bdo\s+(?:nothing|update\s+set)\b|\bpg_notify\b/gi
 const TARGET = /\b(?:insert\s+into|update|delete\s+from)\s+(?:only\s+)?([a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*)\b(?!\s*\.)/gi
-const WRITING = /\b(insert|update|delete|merge|truncate|copy|call|do|into|nextval|setval|set_config|lo_\w+|refresh|lock|vacuum|analyze|reindex|cluster)\b/i
+const WRITING =
+  /\b(insert|update|delete|merge|truncate|copy|call|do|into|nextval|setval|set_config|lo_\w+|refresh|lock|vacuum|analyze|reindex|cluster)\b/i
 const DATA_STATEMENT = /^\s*(select|with|insert|update|delete|values|table)\b/i
 // Statements that change no data: transaction control (a transaction's writes count at its end),
 // notifications.
@@ -168,7 +175,11 @@ const cString = (body: Buffer, from: number): { readonly text: string; readonly 
  * a message's body are needed (0: none, the rest is skipped without copying, a large DataRow or a Bind
  * carrying megabytes of parameters included).
  */
-const messageReader = (untypedFirst: boolean, want: (type: number) => number, onMessage: (type: number, body: Buffer | undefined) => void) => {
+const messageReader = (
+  untypedFirst: boolean,
+  want: (type: number) => number,
+  onMessage: (type: number, body: Buffer | undefined) => void
+) => {
   let header = Buffer.alloc(0)
   let skip = untypedFirst ? -1 : 0
   let type = 0
@@ -235,31 +246,39 @@ export const watchConnection = (bump: (topics: number) => void, onBackend?: (pid
   let inTransaction = 0
   const mayWrite = (topics: number) => void (pending |= topics)
   // A Bind's first bytes name its portal and statement; the statement text is in Query and Parse.
-  const sent = messageReader(true, (t) => (t === Q || t === P ? Number.POSITIVE_INFINITY : t === B ? 512 : 0), (type, body) => {
-    if (type === Q && body !== undefined) {
-      mayWrite(statementTopics(cString(body, 0).text))
-    } else if (type === P && body !== undefined) {
-      const name = cString(body, 0)
-      statements.set(name.text, statementTopics(cString(body, name.end).text))
-    } else if (type === B && body !== undefined) {
-      const statement = cString(body, cString(body, 0).end).text
-      mayWrite(statements.get(statement) ?? ALL_TOPICS)
-    } else if (type === F || type === D) mayWrite(ALL_TOPICS)
-  })
-  let backend: number | undefined
-  const received = messageReader(false, (t) => (t === Z ? 1 : t === K && onBackend !== undefined ? 4 : 0), (type, body) => {
-    if (type === Z) {
-      // The transaction status: T or E inside a transaction, I (idle) once none is open.
-      const ended = body?.[0] !== 0x54 && body?.[0] !== 0x45
-      const topics = pending | (ended ? inTransaction : 0)
-      inTransaction = ended ? 0 : inTransaction | pending
-      pending = 0
-      bump(topics)
-    } else if (type === K && body !== undefined && body.length >= 4) {
-      backend = body.readInt32BE(0)
-      onBackend?.(backend)
+  const sent = messageReader(
+    true,
+    (t) => (t === Q || t === P ? Number.POSITIVE_INFINITY : t === B ? 512 : 0),
+    (type, body) => {
+      if (type === Q && body !== undefined) {
+        mayWrite(statementTopics(cString(body, 0).text))
+      } else if (type === P && body !== undefined) {
+        const name = cString(body, 0)
+        statements.set(name.text, statementTopics(cString(body, name.end).text))
+      } else if (type === B && body !== undefined) {
+        const statement = cString(body, cString(body, 0).end).text
+        mayWrite(statements.get(statement) ?? ALL_TOPICS)
+      } else if (type === F || type === D) mayWrite(ALL_TOPICS)
     }
-  })
+  )
+  let backend: number | undefined
+  const received = messageReader(
+    false,
+    (t) => (t === Z ? 1 : t === K && onBackend !== undefined ? 4 : 0),
+    (type, body) => {
+      if (type === Z) {
+        // The transaction status: T or E inside a transaction, I (idle) once none is open.
+        const ended = body?.[0] !== 0x54 && body?.[0] !== 0x45
+        const topics = pending | (ended ? inTransaction : 0)
+        inTransaction = ended ? 0 : inTransaction | pending
+        pending = 0
+        bump(topics)
+      } else if (type === K && body !== undefined && body.length >= 4) {
+        backend = body.readInt32BE(0)
+        onBackend?.(backend)
+      }
+    }
+  )
   const closed = () => {
     bump(ALL_TOPICS)
     if (backend !== undefined) onBackend?.(undefined)
@@ -280,7 +299,8 @@ export const watchSocket = <S extends net.Socket>(socket: S, watcher: ReturnType
   const watched = (...args: Array<unknown>): boolean => {
     const [chunk, encoding] = args
     if (chunk instanceof Uint8Array) watcher.sent(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
-    else if (typeof chunk === "string") watcher.sent(Buffer.from(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8"))
+    else if (typeof chunk === "string")
+      watcher.sent(Buffer.from(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8"))
     return write.apply(socket, args)
   }
   Object.defineProperty(socket, "write", {
@@ -322,7 +342,10 @@ export const cachedUntilWrite = <K, A>(
         Effect.sync(() => {
           if (writes.epoch(options.topic) !== epoch || heldAt !== epoch || !keep(value)) return
           if (held.size >= options.max) held.clear()
-          held.set(key, { value, until: Math.min(clock.unsafeCurrentTimeMillis() + options.ttlMs, options.until?.(value) ?? Number.POSITIVE_INFINITY) })
+          held.set(key, {
+            value,
+            until: Math.min(clock.unsafeCurrentTimeMillis() + options.ttlMs, options.until?.(value) ?? Number.POSITIVE_INFINITY)
+          })
         })
       return Effect.flatMap(Deferred.make<A>(), (done) => {
         reading.set(key, { epoch, done })

@@ -6,7 +6,10 @@ import { SqlError } from "@effect/sql/SqlError"
 import { Effect, ParseResult, Schema } from "effect"
 
 /** A statement of `operation` failed (connection lost, timeout, refused); trying again may succeed. */
-export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", { operation: Schema.String, cause: Schema.Defect }) {
+export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
+  operation: Schema.String,
+  cause: Schema.Defect
+}) {
   override get message(): string {
     return `the database did not complete ${this.operation}; try again shortly`
   }
@@ -33,7 +36,10 @@ export const storeErrors =
     ) as Effect.Effect<A, Exclude<E, SqlError | ParseResult.ParseError> | StoreError, R>
 
 /** A store method `f` whose SqlError and ParseError become the StoreError of `operation`. */
-export const storeMethod = <Args extends ReadonlyArray<unknown>, A, E, R>(operation: string, f: (...args: Args) => Effect.Effect<A, E, R>) => {
+export const storeMethod = <Args extends ReadonlyArray<unknown>, A, E, R>(
+  operation: string,
+  f: (...args: Args) => Effect.Effect<A, E, R>
+) => {
   const typed = storeErrors(operation)
   return (...args: Args) => typed(f(...args))
 }

@@ -20,7 +20,8 @@ const templatesRoot = (env: Record<string, string | undefined> = process.env): s
   const given = env["KINTSUGI_DB_TEMPLATES"]
   if (given === "off") return undefined
   if (given !== undefined && given !== "") return path.resolve(given)
-  const cache = env["XDG_CACHE_HOME"] !== undefined && env["XDG_CACHE_HOME"] !== "" ? env["XDG_CACHE_HOME"] : path.join(os.homedir(), ".cache")
+  const cache =
+    env["XDG_CACHE_HOME"] !== undefined && env["XDG_CACHE_HOME"] !== "" ? env["XDG_CACHE_HOME"] : path.join(os.homedir(), ".cache")
   return path.join(cache, "kintsugi", "db-templates")
 }
 

@@ -66,7 +66,7 @@ const call = (
       worker.removeEventListener("close", onClose)
     }
     const onMessage = (e: MessageEvent<WorkerReply>) => {
-      if (expect.includes(e.data.type)) (done(), resolve(e.data))
+      if (expect.includes(e.data.type)) done(), resolve(e.data)
     }
     const onError = (e: ErrorEvent) => (done(), reject(new Error(e.message)))
     const onClose = () => (done(), reject(new Error("the database worker exited")))
@@ -150,11 +150,15 @@ export const startEmbedded = (
       state.current !== undefined
         ? Promise.resolve()
         : state.broken || state.closed
-        ? Promise.reject(new Error("the embedded database is not running"))
-        : new Promise((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error("the embedded database did not restart in time")), restartWaitMs)
-          state.waiting.push(() => (clearTimeout(timer), state.current === undefined ? reject(new Error("the embedded database is not running")) : resolve()))
-        })
+          ? Promise.reject(new Error("the embedded database is not running"))
+          : new Promise((resolve, reject) => {
+              const timer = setTimeout(() => reject(new Error("the embedded database did not restart in time")), restartWaitMs)
+              state.waiting.push(
+                () => (
+                  clearTimeout(timer), state.current === undefined ? reject(new Error("the embedded database is not running")) : resolve()
+                )
+              )
+            })
     const watch = (worker: Worker) => {
       worker.addEventListener("message", (e: MessageEvent<WorkerReply>) => {
         if (worker !== state.current) return
@@ -201,9 +205,12 @@ export const startEmbedded = (
       const worker = state.current
       if (worker === undefined) return Effect.void
       // Clean shutdown: the worker closes PGlite (a checkpoint) before it is terminated.
-      return Effect.ignore(Effect.timeout(Effect.tryPromise(() => call(worker, { type: "stop" }, ["stopped", "failed"])), WORKER_STOP_TIMEOUT)).pipe(
-        Effect.ensuring(Effect.sync(() => worker.terminate()))
-      )
+      return Effect.ignore(
+        Effect.timeout(
+          Effect.tryPromise(() => call(worker, { type: "stop" }, ["stopped", "failed"])),
+          WORKER_STOP_TIMEOUT
+        )
+      ).pipe(Effect.ensuring(Effect.sync(() => worker.terminate())))
     })
 
     // The watchdog: a worker answers a ping whenever no statement runs; one that stays silent longer
@@ -247,7 +254,10 @@ export const startEmbedded = (
       const connect = s.connect.bind(s) as (path: string) => net.Socket
       // node-postgres calls connect(path) on a unix socket; hold it until a worker listens there.
       s.connect = ((target: string) => {
-        ready().then(() => connect(target), (e: unknown) => s.destroy(e instanceof Error ? e : new Error(String(e))))
+        ready().then(
+          () => connect(target),
+          (e: unknown) => s.destroy(e instanceof Error ? e : new Error(String(e)))
+        )
         return s
       }) as typeof s.connect
       return s

@@ -28,17 +28,22 @@ export interface StartRequest {
  * `ping`: answered with `pong` as soon as no statement runs (the supervisor's liveness check).
  * `prepare`: compile pglite.wasm now, for the start request that follows (embeddedWorkerAhead.ts).
  */
-export type WorkerRequest = StartRequest | { readonly type: "prepare" } | { readonly type: "dump" } | { readonly type: "stop" } | { readonly type: "ping" }
+export type WorkerRequest =
+  | StartRequest
+  | { readonly type: "prepare" }
+  | { readonly type: "dump" }
+  | { readonly type: "stop" }
+  | { readonly type: "ping" }
 
 export type WorkerReply =
   | {
-    readonly type: "listening"
-    readonly version: string
-    /** The compiled wasm, for the next worker of the process (compiling blocks a thread). */
-    readonly pgliteWasmModule: WebAssembly.Module
-    /** Compiled only when initdb ran (a new database without a snapshot). */
-    readonly initdbWasmModule: WebAssembly.Module | undefined
-  }
+      readonly type: "listening"
+      readonly version: string
+      /** The compiled wasm, for the next worker of the process (compiling blocks a thread). */
+      readonly pgliteWasmModule: WebAssembly.Module
+      /** Compiled only when initdb ran (a new database without a snapshot). */
+      readonly initdbWasmModule: WebAssembly.Module | undefined
+    }
   | { readonly type: "failed"; readonly message: string }
   | { readonly type: "dumped"; readonly tarball: Uint8Array }
   | { readonly type: "stopped" }
@@ -116,9 +121,7 @@ const start = async (req: StartRequest) => {
   ])
   db = await PGlite.create({
     ...(req.dataDir !== undefined ? { dataDir: req.dataDir } : {}),
-    ...(req.snapshot !== undefined
-      ? { loadDataDir: req.snapshot instanceof Blob ? req.snapshot : new Blob([req.snapshot]) }
-      : {}),
+    ...(req.snapshot !== undefined ? { loadDataDir: req.snapshot instanceof Blob ? req.snapshot : new Blob([req.snapshot]) } : {}),
     pgliteWasmModule,
     ...(initdbWasmModule !== undefined ? { initdbWasmModule } : {})
   })

@@ -23,7 +23,7 @@ export interface MigrateOptions {
 export const migrateMain = async (options: MigrateOptions = {}): Promise<number> => {
   const out = options.out ?? ((line: string) => void process.stdout.write(`${line}\n`))
   const err = options.err ?? ((line: string) => void process.stderr.write(`${line}\n`))
-  const program = Effect.gen(function*() {
+  const program = Effect.gen(function* () {
     const files = yield* listMigrations()
     const applied = yield* runMigrations
     const fileName = (id: number, name: string) => {
@@ -31,9 +31,7 @@ export const migrateMain = async (options: MigrateOptions = {}): Promise<number>
       return file === undefined ? `${id}_${name}` : path.basename(file.path)
     }
     for (const [id, name] of applied) out(`applied ${fileName(id, name)}`)
-    out(applied.length === 0
-      ? `up to date (${plural(files.length, "migration")})`
-      : `${plural(applied.length, "migration")} applied`)
+    out(applied.length === 0 ? `up to date (${plural(files.length, "migration")})` : `${plural(applied.length, "migration")} applied`)
   }).pipe(Effect.provide(options.layer ?? DbLive))
 
   const exit = await Effect.runPromiseExit(program)

@@ -9,7 +9,6 @@ import { Effect, Option } from "effect"
 import fs from "node:fs"
 import path from "node:path"
 
-
 /** The project's migrations folder, resolved relative to this module. */
 export const migrationsDir: string = path.resolve(import.meta.dir, "../../migrations")
 
@@ -26,22 +25,30 @@ const FILE = /^(\d+)_(.+)\.sql$/
 export const listMigrations = (dir: string = migrationsDir): Effect.Effect<ReadonlyArray<MigrationFile>, Migrator.MigrationError> =>
   Effect.try({
     try: () =>
-      fs.readdirSync(dir).flatMap((file) => {
-        const m = FILE.exec(file)
-        return m?.[1] !== undefined && m[2] !== undefined ? [{ id: Number(m[1]), name: m[2], path: path.join(dir, file) }] : []
-      }).sort((a, b) => a.id - b.id),
+      fs
+        .readdirSync(dir)
+        .flatMap((file) => {
+          const m = FILE.exec(file)
+          return m?.[1] !== undefined && m[2] !== undefined ? [{ id: Number(m[1]), name: m[2], path: path.join(dir, file) }] : []
+        })
+        .sort((a, b) => a.id - b.id),
     catch: (cause) => new Migrator.MigrationError({ reason: "import-error", message: `cannot read the migrations folder ${dir}`, cause })
   })
 
 // Without parameters node-postgres uses the simple query protocol, so one file may hold many statements.
 const loader = (dir: string): Migrator.Loader =>
   Effect.map(listMigrations(dir), (files) =>
-    files.map((file): Migrator.ResolvedMigration => [
-      file.id,
-      file.name,
-      Effect.map(Effect.promise(() => Bun.file(file.path).text()), (text) =>
-        Effect.flatMap(SqlClient, (sql) => sql.unsafe(text).raw))
-    ]))
+    files.map(
+      (file): Migrator.ResolvedMigration => [
+        file.id,
+        file.name,
+        Effect.map(
+          Effect.promise(() => Bun.file(file.path).text()),
+          (text) => Effect.flatMap(SqlClient, (sql) => sql.unsafe(text).raw)
+        )
+      ]
+    )
+  )
 
 /**
  * Applies the not yet applied migrations of `dir` in one transaction (Migrator takes an exclusive lock
@@ -53,8 +60,7 @@ export const runMigrationsFrom = (
 ): Effect.Effect<ReadonlyArray<readonly [id: number, name: string]>, Migrator.MigrationError | SqlError, SqlClient> =>
   Migrator.make({})({ loader: loader(dir) }).pipe(
     // Migrator turns a failing migration into a defect; give it back to the caller as a typed failure.
-    Effect.catchSomeDefect((defect) =>
-      defect instanceof Migrator.MigrationError ? Option.some(Effect.fail(defect)) : Option.none())
+    Effect.catchSomeDefect((defect) => (defect instanceof Migrator.MigrationError ? Option.some(Effect.fail(defect)) : Option.none()))
   )
 
 /** `runMigrationsFrom(migrationsDir)`: the project's migrations. */
@@ -75,7 +81,9 @@ export const describeMigrationFailure = (error: Migrator.MigrationError | SqlErr
  * The migration files of `dir` that the database has not applied (`NNN_name`, in order); `[]` = up to
  * date. Fails when the database cannot be asked (a database never migrated has no record table).
  */
-export const pendingMigrations = (dir: string = migrationsDir): Effect.Effect<ReadonlyArray<string>, Migrator.MigrationError | SqlError, SqlClient> =>
+export const pendingMigrations = (
+  dir: string = migrationsDir
+): Effect.Effect<ReadonlyArray<string>, Migrator.MigrationError | SqlError, SqlClient> =>
   Effect.gen(function* () {
     const files = yield* listMigrations(dir)
     const sql = yield* SqlClient

@@ -19,5 +19,6 @@ export const Jsonb = <A, I, R>(schema: Schema.Schema<A, I, R>) => Schema.Union(s
  */
 export const decodeRows = <A, I>(schema: Schema.Schema<A, I>) => {
   const decode = Schema.decodeUnknown(Schema.Array(schema))
-  return <E, R>(query: Effect.Effect<ReadonlyArray<unknown>, E, R>): Effect.Effect<ReadonlyArray<A>, E | ParseResult.ParseError, R> => Effect.flatMap(query, decode)
+  return <E, R>(query: Effect.Effect<ReadonlyArray<unknown>, E, R>): Effect.Effect<ReadonlyArray<A>, E | ParseResult.ParseError, R> =>
+    Effect.flatMap(query, decode)
 }

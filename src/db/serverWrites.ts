@@ -23,7 +23,12 @@ const EVENTS_CHANNEL = "kintsugi_events"
  * until a write depends on (a job's row moves and heartbeats, its events, web usage counters). Every
  * other table notifies; test/db/serverWrites.test.ts fails when a table is neither triggered nor listed.
  */
-export const UNNOTIFIED_TABLES: ReadonlyArray<string> = ["runtime.job", "runtime.job_event", "runtime.web_usage_day", "runtime.web_usage_job"]
+export const UNNOTIFIED_TABLES: ReadonlyArray<string> = [
+  "runtime.job",
+  "runtime.job_event",
+  "runtime.web_usage_day",
+  "runtime.web_usage_job"
+]
 
 /** The schemas whose tables notify (all of the app's). */
 export const NOTIFYING_SCHEMAS: ReadonlyArray<string> = ["admin", "runtime", "memory"]
@@ -115,7 +120,11 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
     if (!blind) {
       blind = true
       counter.known(false)
-      Effect.runFork(Effect.logWarning("the database connection goes through a pooler (its server process changes between statements): hot reads ask the database on every request"))
+      Effect.runFork(
+        Effect.logWarning(
+          "the database connection goes through a pooler (its server process changes between statements): hot reads ask the database on every request"
+        )
+      )
     }
     throw new Error("the listener's connection goes through a pooler")
   }
@@ -132,7 +141,12 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
     const client = yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {
-          const c = new pg.Client({ connectionString: url, application_name: "kintsugi-listener", keepAlive: true, connectionTimeoutMillis: 10_000 })
+          const c = new pg.Client({
+            connectionString: url,
+            application_name: "kintsugi-listener",
+            keepAlive: true,
+            connectionTimeoutMillis: 10_000
+          })
           c.on("notification", (n) => {
             // A job's events and settlement are heard from every process, this one's included.
             if (n.channel === EVENTS_CHANNEL && n.payload !== undefined) counter.jobWritten(n.payload)
@@ -179,7 +193,9 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
       if (blind) return
       if (outcome._tag === "Right") {
         failures = 0
-        yield* Effect.logWarning(`the database write listener lost its connection (${outcome.right}); reads ask the database until it is back`)
+        yield* Effect.logWarning(
+          `the database write listener lost its connection (${outcome.right}); reads ask the database until it is back`
+        )
       } else if (failures++ === 0) {
         yield* Effect.logWarning(`the database write listener cannot connect (${outcome.left}); reads ask the database until it can`)
       }

@@ -50,7 +50,11 @@ export const makeApp = (options: AppOptions) => {
   const inner = makeRoutes({ ...options, log })
   const edge = withEdge(inner, { allowedHosts: options.allowedHosts ?? options.runtime.runSync(allowedHostsConfig) })
   // Outside the edge checks: a refused Host or URL is logged and counted too.
-  const handle = withObservation(edge, options.runtime, routeMatcher(() => inner.routes))
+  const handle = withObservation(
+    edge,
+    options.runtime,
+    routeMatcher(() => inner.routes)
+  )
   return {
     handle,
     get routes() {
@@ -63,18 +67,27 @@ const makeRoutes = (options: AppOptions & { readonly log: (line: string) => void
   const route = routes(options.runtime, options.log)
   const publicRoute = publicRoutes(options.runtime, options.log)
   const throttle = options.signInThrottle ?? makeSignInThrottle()
-  return new Elysia()
-    // Liveness from the process alone: a database that hangs (a full disk) must not hang the probe; /readyz asks it.
-    .get("/healthz", () => new Response("ok\n", { headers: { "content-type": "text/plain" } }))
-    .use(probeRoutes(options.runtime, publicRoute, options))
-    .use(sessionRoutes(route, publicRoute, throttle))
-    .use(agentRoutes(route))
-    .use(evalRoutes(route))
-    .use(providerRoutes(route))
-    .use(jobRoutes(route, options.heartbeatMs))
-    .use(tokenRoutes(route))
-    .use(webRoutes(route))
-    .use(memoryRoutes(route))
-    .all("/api/*", () => json({ error: { code: "not-found", message: "no such endpoint" } }, 404))
-    .use(portalRoutes({ runtime: options.runtime, log: options.log, signInThrottle: throttle, ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }) }))
+  return (
+    new Elysia()
+      // Liveness from the process alone: a database that hangs (a full disk) must not hang the probe; /readyz asks it.
+      .get("/healthz", () => new Response("ok\n", { headers: { "content-type": "text/plain" } }))
+      .use(probeRoutes(options.runtime, publicRoute, options))
+      .use(sessionRoutes(route, publicRoute, throttle))
+      .use(agentRoutes(route))
+      .use(evalRoutes(route))
+      .use(providerRoutes(route))
+      .use(jobRoutes(route, options.heartbeatMs))
+      .use(tokenRoutes(route))
+      .use(webRoutes(route))
+      .use(memoryRoutes(route))
+      .all("/api/*", () => json({ error: { code: "not-found", message: "no such endpoint" } }, 404))
+      .use(
+        portalRoutes({
+          runtime: options.runtime,
+          log: options.log,
+          signInThrottle: throttle,
+          ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs })
+        })
+      )
+  )
 }

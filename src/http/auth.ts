@@ -75,11 +75,8 @@ export const authenticate = (request: Request): Effect.Effect<Principal, ApiErro
     const auth = request.headers.get("authorization")
     const bearer = auth?.startsWith("Bearer ") === true ? auth.slice(7).trim() : undefined
     const cookie = cookieValue(request, SESSION_COOKIE)
-    const principal = bearer !== undefined
-      ? yield* access.bearer(bearer)
-      : cookie !== undefined
-        ? yield* access.session(cookie)
-        : Option.none()
+    const principal =
+      bearer !== undefined ? yield* access.bearer(bearer) : cookie !== undefined ? yield* access.session(cookie) : Option.none()
     if (Option.isNone(principal)) return yield* Effect.fail<ApiError>(new Unauthenticated({ message: "sign in or send an API token" }))
     return principal.value
   })

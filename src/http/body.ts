@@ -63,7 +63,8 @@ const textBody = (request: Request, max: number = MAX_BODY_BYTES): Effect.Effect
 export const jsonBody = (request: Request, max: number = MAX_BODY_BYTES): Effect.Effect<unknown, ApiError> =>
   Effect.gen(function* () {
     const text = yield* textBody(request, max)
-    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return yield* refuse([{ path: "(body)", message: `nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels` }])
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH))
+      return yield* refuse([{ path: "(body)", message: `nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels` }])
     let value: unknown
     try {
       value = JSON.parse(text)
@@ -117,7 +118,8 @@ export const formBody = (request: Request, max: number = MAX_BODY_BYTES): Effect
       return yield* formOf(pairs)
     }
     const boundary = boundaryOf(type)
-    if (!type.startsWith("multipart/form-data") || boundary === undefined) return yield* refuse([{ path: "(body)", message: "expected a form" }])
+    if (!type.startsWith("multipart/form-data") || boundary === undefined)
+      return yield* refuse([{ path: "(body)", message: "expected a form" }])
     const bytes = yield* readBody(request, max)
     const encoding = multipartEncodingProblems(bytes, boundary)
     if (encoding.length > 0) return yield* refuse(encoding)

@@ -32,7 +32,11 @@ export const parseHostRule = (value: string): HostRule | undefined => {
  */
 export const allowedHostsFromEnv = (env: Readonly<Record<string, string | undefined>>): ReadonlyArray<string> => {
   const configured = env["KINTSUGI_ALLOWED_HOSTS"]
-  if (configured !== undefined && configured.trim() !== "") return configured.split(",").map((s) => s.trim()).filter((s) => s !== "")
+  if (configured !== undefined && configured.trim() !== "")
+    return configured
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "")
   return ["localhost", "127.0.0.1", "[::1]", ...(env["HOST"] === undefined || env["HOST"] === "" ? [] : [env["HOST"]])]
 }
 
@@ -119,11 +123,15 @@ export const withEdge = (app: Handles, options: EdgeOptions) => {
     const host = request.headers.get("host")
     // Bun joins repeated Host headers with ", "; no single Host value has a comma.
     if (host !== null && host.includes(",")) {
-      return nosniff(refusal(url.pathname, 400, "bad-request", "the request has more than one Host header (RFC 9112 §3.2: send exactly one)"))
+      return nosniff(
+        refusal(url.pathname, 400, "bad-request", "the request has more than one Host header (RFC 9112 §3.2: send exactly one)")
+      )
     }
     const isHealth = HEALTH_PATHS.has(url.pathname) && (request.method === "GET" || request.method === "HEAD")
     if (!isHealth && !hostAllowed(rules, host ?? url.host)) {
-      return nosniff(refusal(url.pathname, 421, "misdirected-request", "this server does not answer for that Host (see KINTSUGI_ALLOWED_HOSTS)"))
+      return nosniff(
+        refusal(url.pathname, 421, "misdirected-request", "this server does not answer for that Host (see KINTSUGI_ALLOWED_HOSTS)")
+      )
     }
     const problems = urlProblems(url)
     if (problems.length > 0) return nosniff(refusal(url.pathname, 400, "bad-request", "the request has problems", problems))

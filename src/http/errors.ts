@@ -7,7 +7,10 @@ import { Schema } from "effect"
 import { Problem } from "../contract/Problem.ts"
 
 /** The request has problems: every one at once. */
-export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", { message: Schema.String, problems: Schema.Array(Problem) }) {}
+export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
+  message: Schema.String,
+  problems: Schema.Array(Problem)
+}) {}
 /** No session and no valid API token. */
 export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()("Unauthenticated", { message: Schema.String }) {}
 /** A principal without the permission, a cross-site request, a token where a session is needed. */
@@ -17,4 +20,7 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", { messa
 /** The body is over the route's cap. */
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", { message: Schema.String }) {}
 /** Too many sign-in attempts; `retryAfterSeconds` becomes the `Retry-After` header. */
-export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", { message: Schema.String, retryAfterSeconds: Schema.Number }) {}
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", {
+  message: Schema.String,
+  retryAfterSeconds: Schema.Number
+}) {}

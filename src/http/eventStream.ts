@@ -24,7 +24,10 @@ export const resumeAfter = (request: Request, url: URL): number => {
 
 /** One SSE frame; multi-line data is split into `data:` lines as the format requires. */
 export const sseFrame = (event: string, data: string, id?: number): string =>
-  `${id === undefined ? "" : `id: ${id}\n`}event: ${event}\n${data.split(/\r\n|\r|\n/).map((l) => `data: ${l}`).join("\n")}\n\n`
+  `${id === undefined ? "" : `id: ${id}\n`}event: ${event}\n${data
+    .split(/\r\n|\r|\n/)
+    .map((l) => `data: ${l}`)
+    .join("\n")}\n\n`
 
 export interface JobStreamSink<R> {
   /** A stored or live event of the job, in seq order. */
@@ -132,6 +135,11 @@ export const sseResponse = <R>(
     }
   })
   return new Response(body, {
-    headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", "x-accel-buffering": "no", "x-content-type-options": "nosniff" }
+    headers: {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+      "x-accel-buffering": "no",
+      "x-content-type-options": "nosniff"
+    }
   })
 }

@@ -15,10 +15,12 @@ const users = new WeakMap<Request, string>()
 export const noteUser = (request: Request, username: string): void => void users.set(request, username)
 
 /** `effect` under the request's server span, when the request is being observed. */
-export const underRequest = (request: Request) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-  const span = spans.get(request)
-  return span === undefined ? effect : Effect.withParentSpan(effect, span)
-}
+export const underRequest =
+  (request: Request) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+    const span = spans.get(request)
+    return span === undefined ? effect : Effect.withParentSpan(effect, span)
+  }
 
 export interface RouteRef {
   readonly method: string

@@ -6,13 +6,32 @@
 import { Cause, Exit, Option } from "effect"
 import type { InvalidCredentials, UserExists } from "../access/errors.ts"
 import type {
-  AgentExists, AgentInvalid, AgentNotFound, AgentUnavailable, AgentVersionNotFound, BuiltinReadOnly, ImportRejected,
-  SkillExists, SkillInUse, SkillInvalid, SkillNameTaken, SkillNotFound, SkillVersionNotFound
+  AgentExists,
+  AgentInvalid,
+  AgentNotFound,
+  AgentUnavailable,
+  AgentVersionNotFound,
+  BuiltinReadOnly,
+  ImportRejected,
+  SkillExists,
+  SkillInUse,
+  SkillInvalid,
+  SkillNameTaken,
+  SkillNotFound,
+  SkillVersionNotFound
 } from "../agents/errors.ts"
 import type { Problem } from "../contract/Problem.ts"
 import type { RowInvalid, StoreUnavailable } from "../db/StoreError.ts"
 import type {
-  BindingInvalid, BindingNotFound, McpServerInvalid, McpServerNotFound, McpUnreachable, ProviderExists, ProviderInUse, ProviderInvalid, ProviderNotFound
+  BindingInvalid,
+  BindingNotFound,
+  McpServerInvalid,
+  McpServerNotFound,
+  McpUnreachable,
+  ProviderExists,
+  ProviderInUse,
+  ProviderInvalid,
+  ProviderNotFound
 } from "../providers/errors.ts"
 import type { IdempotencyKeyReused, JobNotFound } from "../worker/JobStore.ts"
 import type { ProjectExists } from "../worker/Projects.ts"
@@ -25,16 +44,47 @@ export { BadRequest, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unau
 
 /** Every error a route may fail with: the domain's tagged errors and the edge's own (errors.ts). */
 export type ApiError =
-  | AgentNotFound | AgentVersionNotFound | AgentInvalid | AgentExists | BuiltinReadOnly | AgentUnavailable
-  | SkillNotFound | SkillVersionNotFound | SkillExists | SkillInUse | SkillNameTaken | SkillInvalid | ImportRejected
-  | InvalidCredentials | UserExists
-  | ProviderNotFound | ProviderInvalid | ProviderExists | ProviderInUse | BindingInvalid | BindingNotFound
-  | McpServerNotFound | McpServerInvalid | McpUnreachable
-  | WebSearchInvalid | WebSearchNotConfigured | WebSettingsInvalid
-  | JobNotFound | IdempotencyKeyReused | ProjectExists
-  | NoEvals | EvalsRefused | EvalRunNotFound
-  | StoreUnavailable | RowInvalid
-  | BadRequest | Unauthenticated | Forbidden | NotFound | PayloadTooLarge | TooManyRequests
+  | AgentNotFound
+  | AgentVersionNotFound
+  | AgentInvalid
+  | AgentExists
+  | BuiltinReadOnly
+  | AgentUnavailable
+  | SkillNotFound
+  | SkillVersionNotFound
+  | SkillExists
+  | SkillInUse
+  | SkillNameTaken
+  | SkillInvalid
+  | ImportRejected
+  | InvalidCredentials
+  | UserExists
+  | ProviderNotFound
+  | ProviderInvalid
+  | ProviderExists
+  | ProviderInUse
+  | BindingInvalid
+  | BindingNotFound
+  | McpServerNotFound
+  | McpServerInvalid
+  | McpUnreachable
+  | WebSearchInvalid
+  | WebSearchNotConfigured
+  | WebSettingsInvalid
+  | JobNotFound
+  | IdempotencyKeyReused
+  | ProjectExists
+  | NoEvals
+  | EvalsRefused
+  | EvalRunNotFound
+  | StoreUnavailable
+  | RowInvalid
+  | BadRequest
+  | Unauthenticated
+  | Forbidden
+  | NotFound
+  | PayloadTooLarge
+  | TooManyRequests
 
 /**
  * Each error class beside its HTTP status: the edge's one mapping. A class added to ApiError without a

@@ -97,7 +97,11 @@ export interface Authorized {
  * Every outcome goes through `render`; a defect is logged as "request failed: …".
  */
 export const requestRunner = (rt: AppRuntime, log: (line: string) => void, render: Renderer) => {
-  const finish = async (request: Request, program: Effect.Effect<Response, ApiError, AppServices>, who: () => Principal | undefined): Promise<Response> => {
+  const finish = async (
+    request: Request,
+    program: Effect.Effect<Response, ApiError, AppServices>,
+    who: () => Principal | undefined
+  ): Promise<Response> => {
     const exit = await rt.runPromiseExit(underRequest(request)(program))
     if (Exit.isSuccess(exit)) return exit.value
     const failure = Cause.failureOption(exit.cause)
@@ -110,7 +114,11 @@ export const requestRunner = (rt: AppRuntime, log: (line: string) => void, rende
     return render.defect(request, who())
   }
   return {
-    guarded: (request: Request, options: Guarded, handler: (auth: Authorized) => Effect.Effect<Response, ApiError, AppServices>): Promise<Response> => {
+    guarded: (
+      request: Request,
+      options: Guarded,
+      handler: (auth: Authorized) => Effect.Effect<Response, ApiError, AppServices>
+    ): Promise<Response> => {
       let principal: Principal | undefined
       const program = Effect.gen(function* () {
         if (options.form) {
@@ -128,7 +136,8 @@ export const requestRunner = (rt: AppRuntime, log: (line: string) => void, rende
       })
       return finish(request, program, () => principal)
     },
-    open: (request: Request, program: Effect.Effect<Response, ApiError, AppServices>): Promise<Response> => finish(request, program, () => undefined)
+    open: (request: Request, program: Effect.Effect<Response, ApiError, AppServices>): Promise<Response> =>
+      finish(request, program, () => undefined)
   }
 }
 
@@ -137,14 +146,17 @@ export const routes = (rt: AppRuntime, log: (line: string) => void) => {
   const runner = requestRunner(rt, log, jsonRenderer)
   return (guard: Guard, handler: Handler) =>
     (ctx: { readonly request: Request; readonly params: Readonly<Record<string, string | undefined>> }): Promise<Response> =>
-      runner.guarded(ctx.request, { guard, form: false }, ({ principal }) => handler({ request: ctx.request, params: ctx.params, url: new URL(ctx.request.url), principal }))
+      runner.guarded(ctx.request, { guard, form: false }, ({ principal }) =>
+        handler({ request: ctx.request, params: ctx.params, url: new URL(ctx.request.url), principal })
+      )
 }
 
 /** A handler that needs no principal (sign-in, health). */
 export const publicRoutes = (rt: AppRuntime, log: (line: string) => void) => {
   const runner = requestRunner(rt, log, jsonRenderer)
   return (handler: (request: Request) => Effect.Effect<Response, ApiError, AppServices>) =>
-    (ctx: { readonly request: Request }): Promise<Response> => runner.open(ctx.request, handler(ctx.request))
+    (ctx: { readonly request: Request }): Promise<Response> =>
+      runner.open(ctx.request, handler(ctx.request))
 }
 
 /** The body decoded with `schema` (read by `jsonBody`, capped at `max`), or a 400 listing every problem. */

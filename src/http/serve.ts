@@ -36,7 +36,10 @@ export const ensureAdmin = Effect.gen(function* () {
  * response's writes as idle time, so their heartbeat (eventStream.ts) alone would not keep them open;
  * the heartbeat is for proxies in between and to notice a client that went away.
  */
-export const listen = (app: ReturnType<typeof makeApp>, options: { readonly hostname: string; readonly port: number; readonly idleTimeout?: number }) =>
+export const listen = (
+  app: ReturnType<typeof makeApp>,
+  options: { readonly hostname: string; readonly port: number; readonly idleTimeout?: number }
+) =>
   Bun.serve({
     hostname: options.hostname,
     port: options.port,

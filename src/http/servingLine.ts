@@ -57,8 +57,17 @@ export const readyLine = (line: ServingLine, admin: AdminPassword | undefined): 
 export const logServing = (host: string, port: number, admin?: AdminPassword | "failed"): Effect.Effect<ServingLine> =>
   Effect.gen(function* () {
     const configured = yield* Config.option(Config.string("KINTSUGI_ALLOWED_HOSTS")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
-    const line = describeServing(host, port, yield* allowedHostsConfig, Option.exists(configured, (v) => v.trim() !== ""))
-    const fields = new LogFields({ url: line.url, allowedHosts: line.allowedHosts, ...(admin === undefined ? {} : { adminPassword: admin }) })
+    const line = describeServing(
+      host,
+      port,
+      yield* allowedHostsConfig,
+      Option.exists(configured, (v) => v.trim() !== "")
+    )
+    const fields = new LogFields({
+      url: line.url,
+      allowedHosts: line.allowedHosts,
+      ...(admin === undefined ? {} : { adminPassword: admin })
+    })
     yield* line.warning === undefined ? Effect.logInfo(line.message, fields) : Effect.logWarning(`${line.message}; ${line.warning}`, fields)
     return line
   })

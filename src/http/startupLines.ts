@@ -20,19 +20,29 @@ const serverName = (url: string): string => {
 }
 
 /** How the database will be opened: a server, or the embedded one in `dataDir` with or without the template. */
-export const describeDatabaseStart = (options: { readonly databaseUrl: string | undefined; readonly dataDir: string; readonly template: string | undefined }): string => {
-  if (options.databaseUrl !== undefined) return `database: connecting to PostgreSQL at ${serverName(options.databaseUrl)} and applying migrations…`
+export const describeDatabaseStart = (options: {
+  readonly databaseUrl: string | undefined
+  readonly dataDir: string
+  readonly template: string | undefined
+}): string => {
+  if (options.databaseUrl !== undefined)
+    return `database: connecting to PostgreSQL at ${serverName(options.databaseUrl)} and applying migrations…`
   const data = path.join(path.resolve(options.dataDir), "data")
   if (fs.existsSync(path.join(data, "PG_VERSION"))) return `database: opening the embedded database in ${data} and applying migrations…`
   if (options.template !== undefined) return `database: creating the embedded database in ${data} from the template ${options.template}…`
   return `database: creating the embedded database in ${data} (initdb and every migration; the first start on this machine takes a minute or two, the template for the next ones is built afterwards)…`
 }
 
-const dataDirConfig = Config.string("KINTSUGI_DATA_DIR").pipe(Config.withDefault(".kintsugi"), Effect.orElseSucceed(() => ".kintsugi"))
+const dataDirConfig = Config.string("KINTSUGI_DATA_DIR").pipe(
+  Config.withDefault(".kintsugi"),
+  Effect.orElseSucceed(() => ".kintsugi")
+)
 
 /** `describeDatabaseStart` for the configuration (DATABASE_URL, KINTSUGI_DATA_DIR) and the templates on this machine. */
 export const databaseStartLine: Effect.Effect<string> = Effect.gen(function* () {
-  const url = yield* Config.option(Config.redacted("DATABASE_URL")).pipe(Effect.orElseSucceed(() => Option.none<Redacted.Redacted<string>>()))
+  const url = yield* Config.option(Config.redacted("DATABASE_URL")).pipe(
+    Effect.orElseSucceed(() => Option.none<Redacted.Redacted<string>>())
+  )
   const databaseUrl = Option.getOrUndefined(Option.filter(Option.map(url, Redacted.value), (u) => u.trim() !== ""))
   const dataDir = yield* dataDirConfig
   return describeDatabaseStart({ databaseUrl, dataDir, template: databaseUrl === undefined ? findTemplate() : undefined })

@@ -31,7 +31,8 @@ export const nestsDeeperThan = (text: string, max: number): boolean => {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (inString) {
-      if (c === 0x5c) i++ // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++ // backslash: skip the escaped character
       else if (c === 0x22) inString = false
     } else if (c === 0x22) inString = true
     else if (c === 0x5b || c === 0x7b) {
@@ -111,7 +112,10 @@ export const percentDecoded = (s: string, plusIsSpace: boolean): string | undefi
  * `application/x-www-form-urlencoded` (or a query string) as name/value pairs, strictly: a component
  * that is not UTF-8 percent-encoding is a problem naming it, never a silent U+FFFD.
  */
-export const urlEncodedPairs = (text: string, where: (name: string) => string = (n) => n): { pairs: Array<[string, string]>; problems: Array<Problem> } => {
+export const urlEncodedPairs = (
+  text: string,
+  where: (name: string) => string = (n) => n
+): { pairs: Array<[string, string]>; problems: Array<Problem> } => {
   const pairs: Array<[string, string]> = []
   const problems: Array<Problem> = []
   for (const part of text.split("&")) {
@@ -121,7 +125,8 @@ export const urlEncodedPairs = (text: string, where: (name: string) => string = 
     const name = percentDecoded(rawName, true)
     const value = percentDecoded(eq < 0 ? "" : part.slice(eq + 1), true)
     if (name === undefined || value === undefined) {
-      if (problems.length < MAX_PROBLEMS) problems.push({ path: where(name ?? rawName.slice(0, 64)), message: "is not valid UTF-8 percent-encoding" })
+      if (problems.length < MAX_PROBLEMS)
+        problems.push({ path: where(name ?? rawName.slice(0, 64)), message: "is not valid UTF-8 percent-encoding" })
     } else pairs.push([name, value])
   }
   for (const p of fieldTextProblems(pairs)) problems.push({ ...p, path: where(p.path) })

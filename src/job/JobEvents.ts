@@ -112,4 +112,7 @@ export const make = (jobId: string, redactor: Redactor, deliver: (event: JobEven
 
 /** A test service: every event lands in `events`; nothing is redacted. */
 export const layerTest = (events: Array<JobEvent>, jobId = "00000000-test-job"): Layer.Layer<JobEvents> =>
-  Layer.effect(JobEvents, make(jobId, new Redactor([]), (e) => void events.push(e)))
+  Layer.effect(
+    JobEvents,
+    make(jobId, new Redactor([]), (e) => void events.push(e))
+  )

@@ -23,7 +23,9 @@ export interface JobServicesOptions {
 }
 
 /** Limits and Workspace of one job, over the job's JobEvents (built first: job.started goes out through it). */
-export const make = (options: JobServicesOptions): Effect.Effect<Context.Context<Limits.Limits | Workspace.Workspace>, never, JobEvents.JobEvents> =>
+export const make = (
+  options: JobServicesOptions
+): Effect.Effect<Context.Context<Limits.Limits | Workspace.Workspace>, never, JobEvents.JobEvents> =>
   Effect.map(Limits.make(options.limits, options.model), (limits) =>
     Context.make(Limits.Limits, limits).pipe(Context.add(Workspace.Workspace, Workspace.make(options.workspace)))
   )
@@ -56,7 +58,11 @@ export const layerTest = (workspace: ResolvedWorkspace, options: JobServicesTest
       const limits = Context.get(services, Limits.Limits)
       return services.pipe(
         Context.add(JobEvents.JobEvents, events),
-        Context.add(Limits.Limits, { ...limits, progress: () => options.onProgress?.(), remainingMs: Effect.succeed(options.remainingMs ?? 60_000) })
+        Context.add(Limits.Limits, {
+          ...limits,
+          progress: () => options.onProgress?.(),
+          remainingMs: Effect.succeed(options.remainingMs ?? 60_000)
+        })
       )
     })
   )

@@ -99,7 +99,10 @@ export const make = (limits: JobLimits, model: MeteredModel): Effect.Effect<Limi
       beginTurn: Effect.suspend((): Effect.Effect<number, TurnLimitReached | BudgetExceeded> => {
         const maxTurns = limits.maxTurns ?? 0
         if (maxTurns > 0 && totals.turns >= maxTurns) return Effect.fail(new TurnLimitReached({ maxTurns }))
-        return Effect.zipRight(overBudget(false), Effect.sync(() => ++totals.turns))
+        return Effect.zipRight(
+          overBudget(false),
+          Effect.sync(() => ++totals.turns)
+        )
       }),
       charge: (u) =>
         Effect.suspend(() => {

@@ -71,8 +71,7 @@ const toolError = (message: string) => new ToolError({ message })
 const codeOf = (e: unknown): string => (e as NodeJS.ErrnoException | undefined)?.code ?? "EUNKNOWN"
 
 /** `p` relative to `base` with forward slashes ("." for `base` itself). */
-const displayPath = (base: string, p: string): string =>
-  path.relative(base, p).split(path.sep).join("/") || "."
+const displayPath = (base: string, p: string): string => path.relative(base, p).split(path.sep).join("/") || "."
 
 /** A canonical readable path as tools show it: under SKILLS_MOUNT for skill files, else relative to the root. */
 export const displayOf = (ws: ResolvedWorkspace, p: string): string =>
@@ -80,7 +79,9 @@ export const displayOf = (ws: ResolvedWorkspace, p: string): string =>
 
 /** A read input naming SKILLS_MOUNT, as the host path it stands for (checked like any other afterwards). */
 const skillsAlias = (ws: ResolvedWorkspace, input: string): string | undefined =>
-  ws.skills !== undefined && (input === SKILLS_MOUNT || input.startsWith(`${SKILLS_MOUNT}/`)) ? ws.skills + input.slice(SKILLS_MOUNT.length) : undefined
+  ws.skills !== undefined && (input === SKILLS_MOUNT || input.startsWith(`${SKILLS_MOUNT}/`))
+    ? ws.skills + input.slice(SKILLS_MOUNT.length)
+    : undefined
 
 /** Rejects (never repairs) inputs that are empty, over MAX_PATH_INPUT_BYTES, or hold NUL/control characters. */
 export const validateInput = (input: string, what: string): Effect.Effect<string, ToolError> =>
@@ -92,8 +93,7 @@ export const validateInput = (input: string, what: string): Effect.Effect<string
         ? Effect.fail(toolError(`${what} contains a NUL or control character`))
         : Effect.succeed(input)
 
-const realpath = (p: string) =>
-  Effect.tryPromise({ try: () => fs.promises.realpath(p), catch: codeOf })
+const realpath = (p: string) => Effect.tryPromise({ try: () => fs.promises.realpath(p), catch: codeOf })
 
 const realpathNow = (p: string) => Effect.try({ try: () => fs.realpathSync(p), catch: codeOf })
 
@@ -170,11 +170,15 @@ export const resolveWorkspace = (ws: WorkspaceSpec, check?: PathCheck): Effect.E
 
 const resolveError = (code: string, input: string) =>
   toolError(
-    code === "ENOENT" ? `file not found: ${input}`
-    : code === "ENOTDIR" ? `a component of the path is not a directory: ${input}`
-    : code === "ELOOP" ? `too many levels of symbolic links: ${input}`
-    : code === "EACCES" ? `permission denied: ${input}`
-    : `cannot resolve path: ${input}`
+    code === "ENOENT"
+      ? `file not found: ${input}`
+      : code === "ENOTDIR"
+        ? `a component of the path is not a directory: ${input}`
+        : code === "ELOOP"
+          ? `too many levels of symbolic links: ${input}`
+          : code === "EACCES"
+            ? `permission denied: ${input}`
+            : `cannot resolve path: ${input}`
   )
 
 const readEntryOf = (ws: ResolvedWorkspace, canonical: string) =>
@@ -249,9 +253,11 @@ const openChecked = <A, E>(
     Effect.try({
       try: () => fs.openSync(target.path, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK | (kind === "directory" ? C.O_DIRECTORY : 0)),
       catch: (e) =>
-        codeOf(e) === "ELOOP" ? toolError(`path changed while it was opened: ${target.display}`)
-        : codeOf(e) === "ENOTDIR" ? toolError(`not a directory: ${target.display}`)
-        : resolveError(codeOf(e), target.display)
+        codeOf(e) === "ELOOP"
+          ? toolError(`path changed while it was opened: ${target.display}`)
+          : codeOf(e) === "ENOTDIR"
+            ? toolError(`not a directory: ${target.display}`)
+            : resolveError(codeOf(e), target.display)
     }),
     (fd) =>
       Effect.flatMap(
@@ -260,10 +266,13 @@ const openChecked = <A, E>(
           catch: () => toolError(`cannot read ${target.display}`)
         }),
         ({ stat, inside }): Effect.Effect<A, E | ToolError> =>
-          kind === "file" && stat.isDirectory() ? Effect.fail(toolError(`${target.display} is a directory; use ls`))
-          : kind === "file" && !stat.isFile() ? Effect.fail(toolError(`not a regular file: ${target.display}`))
-          : !inside ? Effect.fail(toolError(`path is outside the workspace: ${target.display}`))
-          : use(fd, stat)
+          kind === "file" && stat.isDirectory()
+            ? Effect.fail(toolError(`${target.display} is a directory; use ls`))
+            : kind === "file" && !stat.isFile()
+              ? Effect.fail(toolError(`not a regular file: ${target.display}`))
+              : !inside
+                ? Effect.fail(toolError(`path is outside the workspace: ${target.display}`))
+                : use(fd, stat)
       ),
     (fd) => Effect.sync(() => closeQuietly(fd))
   )
@@ -272,7 +281,9 @@ const openChecked = <A, E>(
 export const readFileChecked = (target: ReadTarget, maxBytes: number): Effect.Effect<Buffer, ToolError> =>
   openChecked(target, "file", (fd, stat) => {
     if (stat.size > maxBytes) {
-      return Effect.fail(toolError(`file is too large (${Math.ceil(stat.size / 1048576)} MB, limit ${maxBytes / 1048576} MB): ${target.display}`))
+      return Effect.fail(
+        toolError(`file is too large (${Math.ceil(stat.size / 1048576)} MB, limit ${maxBytes / 1048576} MB): ${target.display}`)
+      )
     }
     return Effect.sync(() => readFd(fd, stat.size, Buffer.allocUnsafe(stat.size)))
   })
@@ -280,7 +291,10 @@ export const readFileChecked = (target: ReadTarget, maxBytes: number): Effect.Ef
 /** Lists one directory through `openChecked` (read from the descriptor itself on Linux). */
 export const readDirChecked = (target: ReadTarget): Effect.Effect<ReadonlyArray<fs.Dirent>, ToolError> =>
   openChecked(target, "directory", (fd) =>
-    Effect.try({ try: () => fs.readdirSync(fdPath(fd, target.path), { withFileTypes: true }), catch: () => toolError(`cannot list ${target.display}`) })
+    Effect.try({
+      try: () => fs.readdirSync(fdPath(fd, target.path), { withFileTypes: true }),
+      catch: () => toolError(`cannot list ${target.display}`)
+    })
   )
 
 /** Opens a directory with O_NOFOLLOW and checks the descriptor is exactly `expected`, inside `root`. */
@@ -337,10 +351,13 @@ export const atomicWrite = (target: WriteTarget, data: string | Uint8Array): Eff
     },
     catch: (e) =>
       toolError(
-        codeOf(e) === "EISDIR" || codeOf(e) === "ENOTEMPTY" ? `${target.display} is a directory`
-        : codeOf(e) === "ENOTDIR" || codeOf(e) === "EEXIST" ? `a parent of ${target.display} is not a directory`
-        : codeOf(e) === "ENOSPC" ? `no space left to write ${target.display}`
-        : `cannot write ${target.display}: the path changed or is not writable`
+        codeOf(e) === "EISDIR" || codeOf(e) === "ENOTEMPTY"
+          ? `${target.display} is a directory`
+          : codeOf(e) === "ENOTDIR" || codeOf(e) === "EEXIST"
+            ? `a parent of ${target.display} is not a directory`
+            : codeOf(e) === "ENOSPC"
+              ? `no space left to write ${target.display}`
+              : `cannot write ${target.display}: the path changed or is not writable`
       )
   })
 

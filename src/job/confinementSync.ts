@@ -12,8 +12,7 @@ export const C = fs.constants
 const onLinux = process.platform === "linux"
 
 /** `p === root || p.startsWith(root + sep)` on canonical strings: never a bare prefix test. */
-export const isInside = (p: string, root: string): boolean =>
-  p === root || p.startsWith(root.endsWith(path.sep) ? root : root + path.sep)
+export const isInside = (p: string, root: string): boolean => p === root || p.startsWith(root.endsWith(path.sep) ? root : root + path.sep)
 
 /** A path naming the open descriptor itself (Linux), so later lookups cannot be redirected. */
 export const fdPath = (fd: number, fallback: string) => (onLinux ? `/proc/self/fd/${fd}` : fallback)

@@ -21,7 +21,8 @@ export const JOB_CHILD_JIT_ENV: Readonly<Record<string, string>> = {
 }
 
 /** Whether `args` (after the script) are a job child's. */
-export const isRunJob = (args: ReadonlyArray<string>): boolean => args[0] === RUN_JOB && (args.length === 1 || (args.length === 2 && args[1] === AHEAD_FLAG))
+export const isRunJob = (args: ReadonlyArray<string>): boolean =>
+  args[0] === RUN_JOB && (args.length === 1 || (args.length === 2 && args[1] === AHEAD_FLAG))
 
 /** Whether the child was started ahead of its job. */
 export const startedAhead = (args: ReadonlyArray<string>): boolean => isRunJob(args) && args[1] === AHEAD_FLAG

@@ -18,7 +18,11 @@ import { warmUpSteps, warmUpWhileWaiting } from "./warmUp.ts"
 /** What the child takes from its environment (Config), read before the envelope. */
 const childSettings: Effect.Effect<ChildSettings> = Effect.gen(function* () {
   const sandbox = yield* sandboxConfig
-  const prefix = yield* Config.string(RUN_PREFIX_VAR).pipe(Config.option, Effect.map(Option.getOrUndefined), Effect.orElseSucceed(() => undefined))
+  const prefix = yield* Config.string(RUN_PREFIX_VAR).pipe(
+    Config.option,
+    Effect.map(Option.getOrUndefined),
+    Effect.orElseSucceed(() => undefined)
+  )
   return { sandbox, ...validRunPrefix(prefix) }
 })
 

@@ -42,7 +42,10 @@ const JobOnly = Schema.Struct({ job: Schema.Unknown })
 
 /** The job's problems with their document path, as the refusal line names them. */
 const inJob = (problems: ReadonlyArray<Problem>): Array<Problem> =>
-  problems.map((p) => ({ ...p, path: p.path.startsWith("providers") || p.path.startsWith("skillFiles") ? p.path : p.path === "(root)" ? "job" : `job.${p.path}` }))
+  problems.map((p) => ({
+    ...p,
+    path: p.path.startsWith("providers") || p.path.startsWith("skillFiles") ? p.path : p.path === "(root)" ? "job" : `job.${p.path}`
+  }))
 
 /** The envelope's text as JSON, or the refusal's problem. */
 const parse = (text: string): Either.Either<unknown, Problem> =>

@@ -153,7 +153,10 @@ export const warmUpWhileWaiting = (arrival: Promise<unknown>, steps: ReadonlyArr
     for (const step of steps) {
       yield* nextTurn
       if (yield* Deferred.isDone(arrived)) break
-      yield* Effect.raceFirst(Effect.catchAllCause(step, () => Effect.void), Deferred.await(arrived))
+      yield* Effect.raceFirst(
+        Effect.catchAllCause(step, () => Effect.void),
+        Deferred.await(arrived)
+      )
       done++
     }
     return done

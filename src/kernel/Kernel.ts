@@ -18,7 +18,16 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { DEFAULT_RESOURCES, jobSessionsFile, jobTmpPrefix, lowerResources } from "../tools/jobResources.ts"
 import type { RunnerOptions } from "../tools/ProcessRunner.ts"
-import { closeMountHandles, makeSandbox, openMountHandles, Sandbox, type SandboxConfig, sandboxConfig, SandboxLive, type SandboxShape } from "../tools/Sandbox.ts"
+import {
+  closeMountHandles,
+  makeSandbox,
+  openMountHandles,
+  Sandbox,
+  type SandboxConfig,
+  sandboxConfig,
+  SandboxLive,
+  type SandboxShape
+} from "../tools/Sandbox.ts"
 import type { JobParts } from "./decodeJob.ts"
 import { DEFECT_MESSAGE } from "./errors.ts"
 import * as JobEvents from "../job/JobEvents.ts"
@@ -75,23 +84,29 @@ export const piAiLlm: MakeLlm = ({ jobId, prepared, jobModels, retry }) =>
   makePiAiLlm({ jobId, jobModels, model: prepared.model, thinking: prepared.thinking.effective, retry })
 
 const environment = (config: KernelConfig, sandbox: SandboxShape): Effect.Effect<JobEnvironment> =>
-  Effect.map(Effect.promise(() => makeJobModels(config.providers)), ({ jobModels, problems }) => ({
-    jobModels,
-    providerProblems: problems,
-    boundary: config.boundary,
-    sandbox
-  }))
+  Effect.map(
+    Effect.promise(() => makeJobModels(config.providers)),
+    ({ jobModels, problems }) => ({
+      jobModels,
+      providerProblems: problems,
+      boundary: config.boundary,
+      sandbox
+    })
+  )
 
 /**
  * Memory and web tools: only with a channel, and only those the worker left in the job's grants. Their
  * modules are loaded only then (a job child loads what its job's tools need).
  */
-const grantedServiceTools = (tools: ReadonlyArray<string> | undefined, services: ServiceChannelConfig | undefined): Effect.Effect<ReadonlyArray<KernelTool>> => {
+const grantedServiceTools = (
+  tools: ReadonlyArray<string> | undefined,
+  services: ServiceChannelConfig | undefined
+): Effect.Effect<ReadonlyArray<KernelTool>> => {
   const requested = requestedServiceTools(tools)
   if (services === undefined || requested.length === 0) return Effect.succeed([])
-  return Effect.promise(() => Promise.all([import("../tools/services/serviceTools.ts"), import("../tools/services/ServiceChannel.ts")])).pipe(
-    Effect.map(([{ createServiceTools }, { makeServiceChannel }]) => createServiceTools(requested, makeServiceChannel(services)))
-  )
+  return Effect.promise(() =>
+    Promise.all([import("../tools/services/serviceTools.ts"), import("../tools/services/ServiceChannel.ts")])
+  ).pipe(Effect.map(([{ createServiceTools }, { makeServiceChannel }]) => createServiceTools(requested, makeServiceChannel(services))))
 }
 
 /** The config's sandbox, else KINTSUGI_SANDBOX through Config. */
@@ -103,8 +118,9 @@ const configuredSandbox = (config: KernelConfig): Effect.Effect<SandboxConfig> =
  * lists them beside decodeJob's, so one refusal names everything).
  */
 export const jobProblems = (config: KernelConfig, parts: JobParts): Effect.Effect<ReadonlyArray<Problem>> =>
-  Effect.flatMap(Effect.flatMap(configuredSandbox(config), (sandbox) => environment(config, makeSandbox(sandbox))), (env) =>
-    Effect.map(checkJob(parts, env), (checked) => checked.problems)
+  Effect.flatMap(
+    Effect.flatMap(configuredSandbox(config), (sandbox) => environment(config, makeSandbox(sandbox))),
+    (env) => Effect.map(checkJob(parts, env), (checked) => checked.problems)
   )
 
 /** Builds the runtime for one set of provider configs; `llm` builds each job's model service. */
@@ -119,14 +135,19 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const prepared: PreparedJob =
         skills === undefined
           ? checked
-          : { ...checked, workspace: { ...checked.workspace, readOnly: [...checked.workspace.readOnly, skills.dir], skills: skills.dir }, skillFiles: skills.listing }
+          : {
+              ...checked,
+              workspace: { ...checked.workspace, readOnly: [...checked.workspace.readOnly, skills.dir], skills: skills.dir },
+              skillFiles: skills.listing
+            }
       const jobId = crypto.randomUUID()
       const mcpSecrets = (spec.mcp?.servers ?? []).flatMap((s) => Object.values(s.headers ?? {}))
       const secrets = [...env.jobModels.secrets, ...mcpSecrets, ...(config.services === undefined ? [] : [config.services.token])]
       const serviceTools = yield* grantedServiceTools(spec.agent.tools, config.services)
       const queue = yield* Queue.unbounded<JobEvent>()
       const onEvent = config.onEvent
-      const deliver = onEvent === undefined ? (e: JobEvent) => Queue.unsafeOffer(queue, e) : (e: JobEvent) => (onEvent(e), Queue.unsafeOffer(queue, e))
+      const deliver =
+        onEvent === undefined ? (e: JobEvent) => Queue.unsafeOffer(queue, e) : (e: JobEvent) => (onEvent(e), Queue.unsafeOffer(queue, e))
       const retry = { ...DEFAULT_RETRY_POLICY, ...config.retry }
       // The per-job services, built one after the other in the job's fiber (a graph of layers would
       // fork a fiber per layer): the events first, the others once job.started is out (runJob).
@@ -151,23 +172,36 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
                 openMcpTools(spec.agent.tools, spec.mcp?.servers ?? [], {
                   diagnostics: (line) => config.diagnostics?.(redactor.redact(`job ${jobId}: ${line}`))
                 })
-            ).pipe(Scope.extend(mcpScope), Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : closeMcp)))
+            ).pipe(
+              Scope.extend(mcpScope),
+              Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : closeMcp))
+            )
       const sandboxed = prepared.sandbox?._tag === "Bwrap" ? prepared.sandbox : undefined
       const landlocked = prepared.sandbox?._tag === "Landlock" ? prepared.sandbox : undefined
       // The sandbox binds what was checked now, through handles, whatever the paths name later.
       const handles = sandboxed === undefined && landlocked === undefined ? [] : openMountHandles(prepared.workspace)
       if (handles === undefined) {
         yield* closeMcp
-        return yield* Effect.fail(new JobRefused({ problems: [{ path: "workspace", message: "changed while the job was starting (a path was replaced or is now a symbolic link)" }] }))
+        return yield* Effect.fail(
+          new JobRefused({
+            problems: [{ path: "workspace", message: "changed while the job was starting (a path was replaced or is now a symbolic link)" }]
+          })
+        )
       }
       // Only a job that runs processes gets a temporary directory and bounds; removed when the caller's scope closes.
       const tmpDir = prepared.sandbox === undefined ? undefined : yield* jobTmpDir(config.runTokenPrefix)
       const runner: RunnerOptions = {
         ...(sandboxed === undefined ? {} : { sandbox: { bwrap: sandboxed.bwrap, workspace: prepared.workspace, handles } }),
-        ...(landlocked === undefined ? {} : { landlock: { bun: landlocked.bun, script: landlocked.script, workspace: prepared.workspace, handles } }),
+        ...(landlocked === undefined
+          ? {}
+          : { landlock: { bun: landlocked.bun, script: landlocked.script, workspace: prepared.workspace, handles } }),
         ...(tmpDir === undefined
           ? {}
-          : { tmpDir, outDir: prepared.workspace.outDir, resources: lowerResources(sandbox.config.resources ?? DEFAULT_RESOURCES, spec.limits.resources) }),
+          : {
+              tmpDir,
+              outDir: prepared.workspace.outDir,
+              resources: lowerResources(sandbox.config.resources ?? DEFAULT_RESOURCES, spec.limits.resources)
+            }),
         ...(config.runTokenPrefix === undefined ? {} : { tokenPrefix: config.runTokenPrefix }),
         ...(landlocked === undefined || config.runTokenPrefix === undefined ? {} : { onSession: recordSession(config.runTokenPrefix) })
       }
@@ -175,9 +209,18 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       // Forked into the caller's scope: closing it interrupts the job, which then ends as aborted.
       const fiber = yield* Effect.forkScoped(
         Effect.flatMap(JobEvents.make(jobId, redactor, deliver), (events) =>
-          Effect.provideService(runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools, serviceTools, services }), JobEvents.JobEvents, events)
+          Effect.provideService(
+            runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools, serviceTools, services }),
+            JobEvents.JobEvents,
+            events
+          )
         ).pipe(
-          Effect.ensuring(Effect.zipRight(Effect.sync(() => closeMountHandles(handles)), closeMcp))
+          Effect.ensuring(
+            Effect.zipRight(
+              Effect.sync(() => closeMountHandles(handles)),
+              closeMcp
+            )
+          )
         )
       )
       const handle: JobHandle = {
@@ -185,7 +228,9 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
         events: Stream.fromQueue(queue).pipe(Stream.takeUntil((e) => e.type === "job.completed" || e.type === "job.failed")),
         result: Fiber.await(fiber).pipe(
           Effect.zipRight(Deferred.poll(outcome)),
-          Effect.flatMap((polled) => Option.getOrElse(polled, () => Effect.succeed<JobOutcome>({ _tag: "Failed", reason: "error", message: DEFECT_MESSAGE }))),
+          Effect.flatMap((polled) =>
+            Option.getOrElse(polled, () => Effect.succeed<JobOutcome>({ _tag: "Failed", reason: "error", message: DEFECT_MESSAGE }))
+          ),
           // The awaiting fiber interrupted: the job is aborted, and this waits until it has ended.
           Effect.onInterrupt(() => Fiber.interrupt(fiber))
         ),
@@ -220,7 +265,7 @@ const recordSession = (runPrefix: string) => (sid: number) => {
 
 /** The kernel layer an orchestrator provides: `AgentRuntime` over the given providers. */
 export const KernelLive = (config: KernelConfig): Layer.Layer<AgentRuntime> =>
-  Layer.effect(AgentRuntime, Effect.map(Sandbox, (sandbox) => makeAgentRuntime(config, sandbox))).pipe(
-    Layer.provide(Layer.unwrapEffect(Effect.map(configuredSandbox(config), SandboxLive)))
-  )
-
+  Layer.effect(
+    AgentRuntime,
+    Effect.map(Sandbox, (sandbox) => makeAgentRuntime(config, sandbox))
+  ).pipe(Layer.provide(Layer.unwrapEffect(Effect.map(configuredSandbox(config), SandboxLive))))

@@ -2,7 +2,14 @@
  * The per-job LLM port: one streamed model call with the retry policy around it (ARCHITECTURE §4),
  * and the compaction summary request. The pi-ai adapter is PiAiLlm.ts; `LlmTest` scripts answers.
  */
-import { isContextOverflow, type Api, type AssistantMessage, type Context as LlmContext, type Model, type Tool } from "@earendil-works/pi-ai"
+import {
+  isContextOverflow,
+  type Api,
+  type AssistantMessage,
+  type Context as LlmContext,
+  type Model,
+  type Tool
+} from "@earendil-works/pi-ai"
 import { Clock, Context, Effect, Layer, Random } from "effect"
 import { BudgetExceeded, LoopDetected } from "../job/errors.ts"
 import { LlmFailed } from "./errors.ts"
@@ -102,9 +109,19 @@ export const LlmTest = (
       withRetries(model, policy, (request) =>
         Effect.map(answer(request), (message) => ({
           message,
-          failure: { status: undefined, headers: undefined, connectionLost: false, message: message.errorMessage ?? message.stopReason, streamed: false }
+          failure: {
+            status: undefined,
+            headers: undefined,
+            connectionLost: false,
+            message: message.errorMessage ?? message.stopReason,
+            streamed: false
+          }
         }))
       ),
-      (complete) => ({ model, complete, summarise: (context) => answer({ systemPrompt: context.systemPrompt ?? "", messages: context.messages, tools: [] }) })
+      (complete) => ({
+        model,
+        complete,
+        summarise: (context) => answer({ systemPrompt: context.systemPrompt ?? "", messages: context.messages, tools: [] })
+      })
     )
   )

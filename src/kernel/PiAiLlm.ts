@@ -99,7 +99,13 @@ export const makePiAiLlm = (job: PiAiJob) =>
       summarise: (context, maxTokens) =>
         Effect.tryPromise({
           try: async (signal) => {
-            const stream = jobModels.models.streamSimple(model, context, { signal, fetch: http.fetch, maxRetries: 0, maxTokens, cacheRetention: "none" })
+            const stream = jobModels.models.streamSimple(model, context, {
+              signal,
+              fetch: http.fetch,
+              maxRetries: 0,
+              maxTokens,
+              cacheRetention: "none"
+            })
             for await (const _ of stream) limits.progress()
             return await stream.result()
           },

@@ -39,7 +39,11 @@ const checkAnswer = (msg: AssistantMessage, failure: string | undefined, window:
     case "error":
     case "aborted":
       return isContextOverflow(msg, window)
-        ? Effect.fail(new ContextOverflow({ message: `the conversation no longer fits the model's context window: ${msg.errorMessage ?? "overflow"}` }))
+        ? Effect.fail(
+            new ContextOverflow({
+              message: `the conversation no longer fits the model's context window: ${msg.errorMessage ?? "overflow"}`
+            })
+          )
         : Effect.fail(new LlmFailed({ message: failure ?? `model call failed: ${msg.errorMessage ?? msg.stopReason}` }))
     case "length":
       return Effect.fail(new LlmFailed({ message: "the model reached its output token limit before finishing" }))
@@ -61,7 +65,11 @@ export const agentLoop = (job: LoopJob): Effect.Effect<string, KernelError, Llm 
     const events = yield* JobEvents
     const toolbox = { tools: new Map(job.tools.map((t) => [t.name, t])), deny: job.deny }
     // Built once: the prompt prefix is byte-identical on every turn (prompt caches hit).
-    const systemPrompt = buildSystemPrompt(job.spec.agent, job.tools.map((t) => t.name), job.skillFiles)
+    const systemPrompt = buildSystemPrompt(
+      job.spec.agent,
+      job.tools.map((t) => t.name),
+      job.skillFiles
+    )
     const toolDefs: Array<Tool> = job.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }))
     const messages: Array<Message> = [{ role: "user", content: job.spec.task, timestamp: yield* Clock.currentTimeMillis }]
     let contractRetried = false

@@ -34,7 +34,10 @@ const CONTINUE = "Continue the task from where the summary leaves off."
 const textChars = (content: string | ReadonlyArray<{ readonly type: string }>): number =>
   typeof content === "string"
     ? content.length
-    : content.reduce((n, b) => n + ("text" in b && typeof b.text === "string" ? b.text.length : b.type === "image" ? IMAGE_TOKENS * CHARS_PER_TOKEN : 0), 0)
+    : content.reduce(
+        (n, b) => n + ("text" in b && typeof b.text === "string" ? b.text.length : b.type === "image" ? IMAGE_TOKENS * CHARS_PER_TOKEN : 0),
+        0
+      )
 
 const messageChars = (m: Message): number => {
   if (m.role !== "assistant") return textChars(m.content)
@@ -125,7 +128,14 @@ const summaryPair = (summary: string, model: Model<Api>, timestamp: number): [As
     api: model.api,
     provider: model.provider,
     model: model.id,
-    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+    usage: {
+      input: 0,
+      output: 0,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 0,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 }
+    },
     stopReason: "stop",
     timestamp
   },
@@ -191,44 +201,66 @@ export class Compactor {
     const plan = planCompaction(messages, this.headLength, before, window)
     if (plan === undefined) {
       return force
-        ? Effect.fail(new ContextOverflow({ message: `the conversation no longer fits the model's context window (${window} tokens) and no earlier turns are left to compact` }))
+        ? Effect.fail(
+            new ContextOverflow({
+              message: `the conversation no longer fits the model's context window (${window} tokens) and no earlier turns are left to compact`
+            })
+          )
         : Effect.void
     }
-    const attributes = { trigger: force ? "overflow" : "threshold", turnsSummarised: 0, toolResultsDropped: 0, tokensBefore: before, tokensAfter: before }
+    const attributes = {
+      trigger: force ? "overflow" : "threshold",
+      turnsSummarised: 0,
+      toolResultsDropped: 0,
+      tokensBefore: before,
+      tokensAfter: before
+    }
     const self = this
-    return Effect.flatMap(JobEvents, (events) => events.span("kintsugi.compaction", attributes,
-      Effect.gen(function* () {
-        const limits = yield* Limits
-        const dropped = dropToolResults(messages, plan)
-        // Enough when the trusted count less the estimated saving meets the target; the span reports the estimate of what is left.
-        const saving = estimateTokens(messages.slice(plan.oldFrom, plan.keepFrom)) - estimateTokens(dropped.slice(plan.oldFrom, plan.keepFrom))
-        const afterDrop = self.prefixTokens + estimateTokens(dropped)
-        if (plan.drops.length > 0 && before - saving <= COMPACTION.target * Math.min(window, before)) {
-          attributes.toolResultsDropped = plan.drops.length
-          attributes.tokensAfter = afterDrop
-          limits.compacted(false)
-          return self.replace(messages, dropped, afterDrop)
-        }
-        const maxTokens = Math.max(256, Math.min(self.model.maxTokens, Math.floor(COMPACTION.summary * window)))
-        const transcript = renderTranscript(messages, self.headLength, plan, window - maxTokens)
-        const now = yield* Clock.currentTimeMillis
-        const answer = yield* (yield* Llm).summarise({ systemPrompt: SUMMARISER_INSTRUCTION, messages: [{ role: "user", content: transcript, timestamp: now }] }, maxTokens)
-        limits.compacted(true)
-        // Summary requests count in usage, cost and the budget like any other model call.
-        yield* limits.charge(answer.usage)
-        const summary = yield* summaryText(answer, window)
-        const next = [messages[0]!, ...summaryPair(summary, self.model, now), ...messages.slice(plan.keepFrom)]
-        // Both sides are estimates: a provider's count of the old prompt is in other units than characters / 4.
-        const after = self.prefixTokens + estimateTokens(next)
-        attributes.turnsSummarised = plan.oldTurns
-        attributes.tokensAfter = after
-        if (force && after >= self.prefixTokens + estimateTokens(messages)) {
-          return yield* Effect.fail(new ContextOverflow({ message: "the conversation no longer fits the model's context window and compacting it did not make it smaller" }))
-        }
-        self.headLength = 3
-        self.replace(messages, next, after)
-      })
-    ))
+    return Effect.flatMap(JobEvents, (events) =>
+      events.span(
+        "kintsugi.compaction",
+        attributes,
+        Effect.gen(function* () {
+          const limits = yield* Limits
+          const dropped = dropToolResults(messages, plan)
+          // Enough when the trusted count less the estimated saving meets the target; the span reports the estimate of what is left.
+          const saving =
+            estimateTokens(messages.slice(plan.oldFrom, plan.keepFrom)) - estimateTokens(dropped.slice(plan.oldFrom, plan.keepFrom))
+          const afterDrop = self.prefixTokens + estimateTokens(dropped)
+          if (plan.drops.length > 0 && before - saving <= COMPACTION.target * Math.min(window, before)) {
+            attributes.toolResultsDropped = plan.drops.length
+            attributes.tokensAfter = afterDrop
+            limits.compacted(false)
+            return self.replace(messages, dropped, afterDrop)
+          }
+          const maxTokens = Math.max(256, Math.min(self.model.maxTokens, Math.floor(COMPACTION.summary * window)))
+          const transcript = renderTranscript(messages, self.headLength, plan, window - maxTokens)
+          const now = yield* Clock.currentTimeMillis
+          const answer = yield* (yield* Llm).summarise(
+            { systemPrompt: SUMMARISER_INSTRUCTION, messages: [{ role: "user", content: transcript, timestamp: now }] },
+            maxTokens
+          )
+          limits.compacted(true)
+          // Summary requests count in usage, cost and the budget like any other model call.
+          yield* limits.charge(answer.usage)
+          const summary = yield* summaryText(answer, window)
+          const next = [messages[0]!, ...summaryPair(summary, self.model, now), ...messages.slice(plan.keepFrom)]
+          // Both sides are estimates: a provider's count of the old prompt is in other units than characters / 4.
+          const after = self.prefixTokens + estimateTokens(next)
+          attributes.turnsSummarised = plan.oldTurns
+          attributes.tokensAfter = after
+          if (force && after >= self.prefixTokens + estimateTokens(messages)) {
+            return yield* Effect.fail(
+              new ContextOverflow({
+                message: "the conversation no longer fits the model's context window and compacting it did not make it smaller"
+              })
+            )
+          }
+          self.headLength = 3
+          self.replace(messages, next, after)
+        })
+      )
+    )
   }
 
   private replace(messages: Array<Message>, next: ReadonlyArray<Message>, tokens: number): void {
@@ -247,6 +279,9 @@ const summaryText = (answer: AssistantMessage, window: number): Effect.Effect<st
         : new LlmFailed({ message: `the compaction summary failed: ${answer.errorMessage ?? answer.stopReason}` })
     )
   }
-  const text = answer.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("").trim()
+  const text = answer.content
+    .flatMap((b) => (b.type === "text" ? [b.text] : []))
+    .join("")
+    .trim()
   return text === "" ? Effect.fail(new LlmFailed({ message: "the model returned an empty compaction summary" })) : Effect.succeed(text)
 }

@@ -58,7 +58,9 @@ export const renderTranscript = (
 ): string => {
   const task = messages[0] === undefined ? "" : cap(textOf(messages[0].content), CAP.user)
   const earlier = headLength > 1 && messages[1] !== undefined ? cap(textOf(messages[1].content), CAP.earlierSummary) : undefined
-  const head = [`<task>\n${task}\n</task>`, ...(earlier === undefined ? [] : [`<earlier-summary>\n${earlier}\n</earlier-summary>`])].join("\n\n")
+  const head = [`<task>\n${task}\n</task>`, ...(earlier === undefined ? [] : [`<earlier-summary>\n${earlier}\n</earlier-summary>`])].join(
+    "\n\n"
+  )
   const tail = "Summarise the transcript above (and the earlier summary, if any) as your instructions say."
   let room = Math.floor(budgetTokens * MARGIN) * 4 - head.length - tail.length - SUMMARISER_INSTRUCTION.length - 64
   const kept: Array<string> = []

@@ -80,7 +80,13 @@ export const decodeJob = (input: unknown): Either.Either<JobSpec, JobDecodeFailu
     const part = decodeAll(schema)(top.right[key])
     if (Either.isRight(part)) parts[key] = part.right
     // The schema's own uniqueness message is replaced by one problem per duplicate (agentExtraProblems).
-    else problems.push(...prefixed(key, part.left.filter((p) => p.message !== "skill names must be unique")))
+    else
+      problems.push(
+        ...prefixed(
+          key,
+          part.left.filter((p) => p.message !== "skill names must be unique")
+        )
+      )
   }
   if (Object.hasOwn(top.right, "agent")) problems.push(...agentExtraProblems(top.right.agent))
   if (problems.length > 0) return Either.left({ problems, parts: parts as JobParts })

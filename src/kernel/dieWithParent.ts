@@ -31,4 +31,3 @@ export const dieWithParent = (expectedParent: number = process.ppid): boolean =>
     return false
   }
 }
-

@@ -8,7 +8,10 @@ import type { FailureReason } from "../contract/JobEvent.ts"
 import type { BudgetExceeded, JobTimedOut, LoopDetected, TurnLimitReached } from "../job/errors.ts"
 
 /** The model provider failed (HTTP error, bad stream), or answered with nothing usable. */
-export class LlmFailed extends Schema.TaggedError<LlmFailed>()("LlmFailed", { message: Schema.String, cause: Schema.optional(Schema.Defect) }) {}
+export class LlmFailed extends Schema.TaggedError<LlmFailed>()("LlmFailed", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}
 /** The conversation no longer fits the model's context window. */
 export class ContextOverflow extends Schema.TaggedError<ContextOverflow>()("ContextOverflow", {
   message: Schema.String

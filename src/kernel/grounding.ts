@@ -36,7 +36,9 @@ const hasExtensionOrDir = (path: string) => path.includes("/") || /\.[A-Za-z][\w
 const normalize = (path: string) => path.replace(/^(\.\/)+/, "")
 
 const citation = (path: string, first: number, last: number, file: string | null, at: number): FoundCitation | undefined =>
-  first >= 1 && last >= first && last - first <= MAX_SPAN ? { path: normalize(path), firstLine: first, lastLine: last, file, at } : undefined
+  first >= 1 && last >= first && last - first <= MAX_SPAN
+    ? { path: normalize(path), firstLine: first, lastLine: last, file, at }
+    : undefined
 
 /** The `path:line` / `path:start-end` citations of a text, with the line of the text each is on. */
 export const textCitations = (text: string, file: string | null): Array<FoundCitation> => {
@@ -137,7 +139,11 @@ const classify = (
       if (!counted.has(c.path)) counted.set(c.path, yield* lineCount(c.path))
       const lines = counted.get(c.path)
       const status: GroundingStatus =
-        lines === undefined ? "unknown" : c.lastLine <= lines && ranges !== undefined && isShown(ranges, c.firstLine, c.lastLine) ? "grounded" : "ungrounded"
+        lines === undefined
+          ? "unknown"
+          : c.lastLine <= lines && ranges !== undefined && isShown(ranges, c.firstLine, c.lastLine)
+            ? "grounded"
+            : "ungrounded"
       all.push({ status, path: c.path, firstLine: c.firstLine, lastLine: c.lastLine, file: c.file, at: c.at })
     }
     const count = (s: GroundingStatus) => all.filter((c) => c.status === s).length

@@ -43,17 +43,23 @@ interface SchemaViolation {
 export type CompiledSchema = (data: unknown) => Array<SchemaViolation>
 
 /** re2js behind ajv's RegExp interface: patterns of the schema run in linear time on the model's text. */
-const re2 = Object.assign((pattern: string): { test: (s: string) => boolean } => {
-  const rx = RE2JS.compile(pattern)
-  return { test: (s: string) => rx.matcher(s).find() }
-}, { code: "re2js" })
+const re2 = Object.assign(
+  (pattern: string): { test: (s: string) => boolean } => {
+    const rx = RE2JS.compile(pattern)
+    return { test: (s: string) => rx.matcher(s).find() }
+  },
+  { code: "re2js" }
+)
 
 /** A key equal for JSON-equal values (object keys sorted), so uniqueness is one Set lookup per item. */
 const canonical = (v: unknown): string => {
   if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`
   if (v !== null && typeof v === "object") {
     const o = v as Record<string, unknown>
-    return `{${Object.keys(o).sort().map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`).join(",")}}`
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
+      .join(",")}}`
   }
   return JSON.stringify(v) ?? "null"
 }
@@ -70,7 +76,9 @@ const uniqueItems: UniqueItems = (schema, data) => {
     const key = canonical(data[i])
     const j = seen.get(key)
     if (j !== undefined) {
-      uniqueItems.errors = [{ keyword: "uniqueItems", message: `must NOT have duplicate items (items ${j} and ${i} are identical)`, params: { i, j } }]
+      uniqueItems.errors = [
+        { keyword: "uniqueItems", message: `must NOT have duplicate items (items ${j} and ${i} are identical)`, params: { i, j } }
+      ]
       return false
     }
     seen.set(key, i)
@@ -98,7 +106,10 @@ const engine = (schema: unknown): Either.Either<Ajv, string> => {
       : declared === undefined || (typeof declared === "string" && DRAFT_07.test(declared))
         ? new Ajv(OPTIONS)
         : undefined
-  if (ajv === undefined) return Either.left(`$schema must be draft-07 (${"http://json-schema.org/draft-07/schema#"}) or 2020-12 (${DRAFT_2020}), or left out (draft-07)`)
+  if (ajv === undefined)
+    return Either.left(
+      `$schema must be draft-07 (${"http://json-schema.org/draft-07/schema#"}) or 2020-12 (${DRAFT_2020}), or left out (draft-07)`
+    )
   ajv.removeKeyword("uniqueItems")
   ajv.addKeyword({ keyword: "uniqueItems", type: "array", schemaType: "boolean", validate: uniqueItems })
   return Either.right(ajv)
@@ -122,12 +133,22 @@ const violationsOf = (validate: ValidateFunction, data: unknown): Array<SchemaVi
   try {
     if (validate(data)) return []
   } catch (e) {
-    return [{ pointer: "", message: `could not be checked against the schema (${e instanceof RangeError ? "nested too deeply" : "validation error"})` }]
+    return [
+      {
+        pointer: "",
+        message: `could not be checked against the schema (${e instanceof RangeError ? "nested too deeply" : "validation error"})`
+      }
+    ]
   }
   const errors = validate.errors ?? []
   return errors.map((e) => ({
     pointer: pointerOf(e),
-    message: e.keyword === "additionalProperties" ? "is not allowed (additional property)" : e.keyword === "required" ? "is required" : (e.message ?? `fails ${e.keyword}`)
+    message:
+      e.keyword === "additionalProperties"
+        ? "is not allowed (additional property)"
+        : e.keyword === "required"
+          ? "is required"
+          : (e.message ?? `fails ${e.keyword}`)
   }))
 }
 

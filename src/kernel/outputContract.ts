@@ -17,7 +17,9 @@ import { Workspace } from "../job/Workspace.ts"
 /** Largest contracted file checked; a bigger one is a problem (say so rather than read it). */
 const MAX_CONTRACT_BYTES = 10 * 1024 * 1024
 
-export type FileState = { readonly kind: "missing" | "not-regular" | "too-large" | "empty" } | { readonly kind: "text"; readonly text: string }
+export type FileState =
+  | { readonly kind: "missing" | "not-regular" | "too-large" | "empty" }
+  | { readonly kind: "text"; readonly text: string }
 
 /**
  * An output file as the job left it, never following a link: missing, not a regular file with one
@@ -41,12 +43,15 @@ const MAX_SCHEMA_CHECKED_BYTES = 2 * 1024 * 1024
 /** Every violation of `data` against the entry's schema, one sentence each (the pointer and the message). */
 const schemaProblems = (entry: Exclude<OutputFile, string>, data: unknown, bytes: number): Effect.Effect<Array<string>> =>
   Effect.promise(async () => {
-    if (bytes > MAX_SCHEMA_CHECKED_BYTES) return [`${entry.file}: larger than ${MAX_SCHEMA_CHECKED_BYTES / 1048576} MB, too large to check against ${entry.schema}`]
+    if (bytes > MAX_SCHEMA_CHECKED_BYTES)
+      return [`${entry.file}: larger than ${MAX_SCHEMA_CHECKED_BYTES / 1048576} MB, too large to check against ${entry.schema}`]
     const { compileJsonSchema, MAX_SCHEMA_PROBLEMS } = await import("./jsonSchema.ts")
     const compiled = compileJsonSchema(entry.schemaText)
     if (Either.isLeft(compiled)) return [`${entry.file}: its schema ${entry.schema} cannot be used (${compiled.left})`]
     const violations = compiled.right(data)
-    const named = violations.slice(0, MAX_SCHEMA_PROBLEMS).map((v) => `${entry.file} at ${v.pointer === "" ? "/" : v.pointer}: ${v.message} (${entry.schema})`)
+    const named = violations
+      .slice(0, MAX_SCHEMA_PROBLEMS)
+      .map((v) => `${entry.file} at ${v.pointer === "" ? "/" : v.pointer}: ${v.message} (${entry.schema})`)
     const more = violations.length - named.length
     return more > 0 ? [...named, `${entry.file}: ${more} more schema violations`] : named
   })
@@ -55,7 +60,10 @@ const parseJson = (text: string): Either.Either<unknown, string> =>
   Either.try({ try: (): unknown => JSON.parse(text), catch: (e) => (e instanceof Error ? e.message : "parse error") })
 
 /** Every problem of the job's outputs against the contract, one sentence each (empty = satisfied). */
-export const contractProblems = (contract: ReadonlyArray<OutputFile>, written: ReadonlyArray<string>): Effect.Effect<Array<string>, never, Workspace> =>
+export const contractProblems = (
+  contract: ReadonlyArray<OutputFile>,
+  written: ReadonlyArray<string>
+): Effect.Effect<Array<string>, never, Workspace> =>
   Effect.gen(function* () {
     const ws = yield* Workspace
     const problems: Array<string> = []
@@ -66,7 +74,9 @@ export const contractProblems = (contract: ReadonlyArray<OutputFile>, written: R
         problems.push(`${file}: not a path in the output directory`)
         continue
       }
-      const state = yield* Effect.promise(() => inspectOutput(target.right.path, ws.paths.outDir).catch((): FileState => ({ kind: "not-regular" })))
+      const state = yield* Effect.promise(() =>
+        inspectOutput(target.right.path, ws.paths.outDir).catch((): FileState => ({ kind: "not-regular" }))
+      )
       if (state.kind === "missing" || !written.includes(target.right.display)) {
         problems.push(`${file}: missing (write it with the write tool)`)
         continue
@@ -77,7 +87,8 @@ export const contractProblems = (contract: ReadonlyArray<OutputFile>, written: R
       else if (state.kind === "text" && file.toLowerCase().endsWith(".json")) {
         const parsed = parseJson(state.text)
         if (Either.isLeft(parsed)) problems.push(`${file}: not valid JSON (${parsed.left})`)
-        else if (typeof entry !== "string") problems.push(...(yield* schemaProblems(entry, parsed.right, Buffer.byteLength(state.text, "utf8"))))
+        else if (typeof entry !== "string")
+          problems.push(...(yield* schemaProblems(entry, parsed.right, Buffer.byteLength(state.text, "utf8"))))
       }
     }
     return problems

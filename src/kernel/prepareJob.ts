@@ -98,7 +98,9 @@ export const prepareJob = (spec: JobSpec, env: JobEnvironment): Effect.Effect<Pr
     // decodeJob refused patterns re2js cannot compile; compiled again here for the matcher.
     const deny = compileDenyPatterns(spec.agent.denyCommandPatterns ?? [])
     if (problems.length > 0 || workspace === undefined || model === undefined || Either.isLeft(deny)) {
-      const denyProblems = Either.isLeft(deny) ? deny.left.map((p) => ({ path: `agent.denyCommandPatterns.${p.index}`, message: p.message })) : []
+      const denyProblems = Either.isLeft(deny)
+        ? deny.left.map((p) => ({ path: `agent.denyCommandPatterns.${p.index}`, message: p.message }))
+        : []
       return yield* Effect.fail(new JobRefused({ problems: [...problems, ...denyProblems] }))
     }
     const requested = spec.model.thinking ?? spec.agent.thinking ?? "off"

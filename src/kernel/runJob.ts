@@ -47,10 +47,7 @@ export interface JobRunOptions {
  * processes killed by the runner's finalizer, its spans settled), then the job span and the terminal
  * event are emitted all the same.
  */
-export const runJob = (
-  prepared: PreparedJob,
-  options: JobRunOptions
-): Effect.Effect<JobOutcome, never, JobEvents> =>
+export const runJob = (prepared: PreparedJob, options: JobRunOptions): Effect.Effect<JobOutcome, never, JobEvents> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function* () {
       const events = yield* JobEvents
@@ -74,20 +71,22 @@ export const runJob = (
         tools: [...prepared.toolNames, ...serviceTools.map((t) => t.name), ...declared.map((t) => t.name)]
       })
       // The process runner and the tools are loaded after job.started (a cold child emits it sooner).
-      const loop = Effect.flatMap(Effect.promise(() => import("../tools/ProcessRunner.ts")), ({ ProcessRunner, processRunnerLayer }) =>
-        Effect.flatMap(ProcessRunner, (runner) =>
-          Effect.flatMap(createKernelTools(prepared.toolNames, runner, viaCodemode), (kernelTools) =>
-            agentLoop({
-              spec,
-              tools: [...kernelTools, ...serviceTools, ...declared],
-              deny: prepared.deny,
-              ...(prepared.skillFiles === undefined ? {} : { skillFiles: prepared.skillFiles })
-            })
+      const loop = Effect.flatMap(
+        Effect.promise(() => import("../tools/ProcessRunner.ts")),
+        ({ ProcessRunner, processRunnerLayer }) =>
+          Effect.flatMap(ProcessRunner, (runner) =>
+            Effect.flatMap(createKernelTools(prepared.toolNames, runner, viaCodemode), (kernelTools) =>
+              agentLoop({
+                spec,
+                tools: [...kernelTools, ...serviceTools, ...declared],
+                deny: prepared.deny,
+                ...(prepared.skillFiles === undefined ? {} : { skillFiles: prepared.skillFiles })
+              })
+            )
+          ).pipe(
+            // The runner's scope ends with the loop: every process it started is dead before we go on.
+            Effect.provide(processRunnerLayer(options.runner))
           )
-        ).pipe(
-          // The runner's scope ends with the loop: every process it started is dead before we go on.
-          Effect.provide(processRunnerLayer(options.runner))
-        )
       )
       // Built inside the job's run: a defect while building them ends the job like any other (job.failed).
       let services: Context.Context<Limits | Llm | Workspace> | undefined
@@ -114,7 +113,10 @@ export const runJob = (
         }
       })
       // The grounding check of a completed job (docs/grounding.md): its citations against its reads.
-      const grounding = ended._tag === "Completed" && services !== undefined ? yield* Effect.provide(checkGrounding(events.outputs(), ended.summary, events.shown()), services) : undefined
+      const grounding =
+        ended._tag === "Completed" && services !== undefined
+          ? yield* Effect.provide(checkGrounding(events.outputs(), ended.summary, events.shown()), services)
+          : undefined
       const required = spec.agent.grounding === "required"
       if (grounding !== undefined) yield* events.emit({ type: "grounding", ...grounding, required })
       const outcome: JobOutcome =
@@ -139,7 +141,11 @@ export const runJob = (
           // Counts only: the citations themselves are in the grounding event.
           ...(grounding === undefined
             ? {}
-            : { "grounding.grounded": grounding.grounded, "grounding.ungrounded": grounding.ungrounded, "grounding.unknown": grounding.unknown })
+            : {
+                "grounding.grounded": grounding.grounded,
+                "grounding.ungrounded": grounding.ungrounded,
+                "grounding.unknown": grounding.unknown
+              })
         }
       })
       yield* events.emit(

@@ -20,7 +20,10 @@ export interface SkillFilesDir {
 /** Every problem of the files' names: bad paths, and two files of one skill with the same path. */
 const skillFileProblems = (files: ReadonlyArray<SkillFile>): Array<Problem> => [
   ...files.flatMap((f, i) => pathProblems(f.path).map((message) => ({ path: `skillFiles.${i}.path`, message }))),
-  ...duplicateNames(files.map((f) => `${f.skill}/${f.path}`)).map(({ index }) => ({ path: `skillFiles.${index}.path`, message: `duplicate file of skill "${files[index]?.skill ?? ""}"` }))
+  ...duplicateNames(files.map((f) => `${f.skill}/${f.path}`)).map(({ index }) => ({
+    path: `skillFiles.${index}.path`,
+    message: `duplicate file of skill "${files[index]?.skill ?? ""}"`
+  }))
 ]
 
 /** Sets every directory below `dir` (and `dir`) to `mode`, deepest last. */
@@ -67,10 +70,12 @@ export const materializeSkillFiles = (files: ReadonlyArray<SkillFile> | undefine
     if (files === undefined || files.length === 0) return undefined
     const problems = skillFileProblems(files)
     if (problems.length > 0) return yield* Effect.fail(new JobRefused({ problems }))
-    const written = yield* Effect.acquireRelease(
-      Effect.either(Effect.try(() => write(files))),
-      (r) => Effect.sync(() => Either.isRight(r) && removeSkillFiles(r.right.dir))
+    const written = yield* Effect.acquireRelease(Effect.either(Effect.try(() => write(files))), (r) =>
+      Effect.sync(() => Either.isRight(r) && removeSkillFiles(r.right.dir))
     )
-    if (Either.isLeft(written)) return yield* Effect.fail(new JobRefused({ problems: [{ path: "skillFiles", message: "the skill resource files could not be written" }] }))
+    if (Either.isLeft(written))
+      return yield* Effect.fail(
+        new JobRefused({ problems: [{ path: "skillFiles", message: "the skill resource files could not be written" }] })
+      )
     return written.right
   })

@@ -42,7 +42,9 @@ export const buildSystemPrompt = (
   const parts = [agent.instructions]
   for (const skill of agent.skills ?? []) {
     const files = skillFiles?.get(skill.name) ?? []
-    parts.push(`<skill name="${skill.name}">\n${skill.content}\n${files.length === 0 ? "" : `\n${resourcesNote(skill.name, files)}\n`}</skill>`)
+    parts.push(
+      `<skill name="${skill.name}">\n${skill.content}\n${files.length === 0 ? "" : `\n${resourcesNote(skill.name, files)}\n`}</skill>`
+    )
   }
   const research = grantedTools.filter((t) => RESEARCH_TOOL_PREFIXES.some((p) => t.startsWith(p)))
   if (research.length > 0) parts.push(researchBlock(research))

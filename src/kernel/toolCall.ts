@@ -38,7 +38,8 @@ export const runToolCall = (call: ToolCall, toolbox: Toolbox): Effect.Effect<Too
     const args: Record<string, unknown> = call.arguments
     const command = tool?.commandOf?.(args)
     const verdict = command === undefined ? ({ blocked: false } as const) : toolbox.deny(command)
-    const blockReason = tool === undefined ? `tool "${call.name}" is not granted to this agent` : verdict.blocked ? verdict.reason : undefined
+    const blockReason =
+      tool === undefined ? `tool "${call.name}" is not granted to this agent` : verdict.blocked ? verdict.reason : undefined
     yield* events.emit({
       type: "tool.call",
       callId: call.id,

@@ -14,8 +14,14 @@ export const systemResolver: Resolver = async (host) => (await lookup(host, { al
 
 /** Cloud metadata names (compared without trailing dots); their addresses are refused anyway, the names too. */
 const METADATA_HOSTS = new Set([
-  "metadata.google.internal", "metadata.goog", "metadata", "instance-data", "instance-data.ec2.internal", "metadata.azure.com",
-  "metadata.tencentyun.com", "metadata.platformequinix.com"
+  "metadata.google.internal",
+  "metadata.goog",
+  "metadata",
+  "instance-data",
+  "instance-data.ec2.internal",
+  "metadata.azure.com",
+  "metadata.tencentyun.com",
+  "metadata.platformequinix.com"
 ])
 const LOCAL_HOSTS = new Set(["localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"])
 
@@ -101,7 +107,11 @@ export interface CheckedTarget {
   readonly addresses: ReadonlyArray<string>
 }
 
-const hostOf = (url: URL): string => url.hostname.replace(/^\[|\]$/g, "").replace(/\.+$/, "").toLowerCase()
+const hostOf = (url: URL): string =>
+  url.hostname
+    .replace(/^\[|\]$/g, "")
+    .replace(/\.+$/, "")
+    .toLowerCase()
 
 /**
  * Who may be reached besides public unicast addresses: `false` nobody, `true` private networks (an
@@ -132,7 +142,11 @@ const isLoopback = (ip: string): boolean => {
  * may be reached at (right). With `allow === true` only the scheme and credential rules apply, but the
  * host is still resolved once so a caller can pin its connection.
  */
-export const checkTargetRule = async (raw: string, allow: NetworkAllowance, resolve: Resolver = systemResolver): Promise<Either.Either<CheckedTarget, UrlRefusal>> => {
+export const checkTargetRule = async (
+  raw: string,
+  allow: NetworkAllowance,
+  resolve: Resolver = systemResolver
+): Promise<Either.Either<CheckedTarget, UrlRefusal>> => {
   const refuse = (rule: UrlRule, problem: string) => Either.left({ rule, problem })
   if (!URL.canParse(raw)) return refuse("not-a-url", "is not a URL")
   const url = new URL(raw)
@@ -164,11 +178,19 @@ export const checkTargetRule = async (raw: string, allow: NetworkAllowance, reso
  * `checkTargetRule` for a registered server: the problem as one sentence (a non-public address adds
  * that an admin must allow private networks for the server).
  */
-export const checkTarget = async (raw: string, allow: NetworkAllowance, resolve: Resolver = systemResolver): Promise<Either.Either<CheckedTarget, string>> =>
+export const checkTarget = async (
+  raw: string,
+  allow: NetworkAllowance,
+  resolve: Resolver = systemResolver
+): Promise<Either.Either<CheckedTarget, string>> =>
   Either.mapLeft(await checkTargetRule(raw, allow, resolve), (r) =>
     r.rule === "non-public-address" ? `${r.problem}; an admin must allow private networks for this server` : r.problem
   )
 
 /** The problem with `url` for a server, or undefined when it may be reached. Resolves DNS. */
-export const checkOutboundUrl = async (url: string, allowPrivateNetwork: boolean, resolve: Resolver = systemResolver): Promise<string | undefined> =>
+export const checkOutboundUrl = async (
+  url: string,
+  allowPrivateNetwork: boolean,
+  resolve: Resolver = systemResolver
+): Promise<string | undefined> =>
   Either.match(await checkTarget(url, allowPrivateNetwork, resolve), { onLeft: (problem) => problem, onRight: () => undefined })

@@ -63,13 +63,25 @@ const makeBindings = Effect.gen(function* () {
         if (Either.isLeft(decoded)) return yield* Effect.fail(new BindingInvalid({ problems: decoded.left }))
         const b = decoded.right
         // Only a missing provider is the client's mistake; a store failure stays a failure, not "no provider".
-        const provider = yield* Effect.either(Effect.catchTags(providers.get(b.providerId), { StoreUnavailable: Effect.die, RowInvalid: Effect.die }))
-        if (Either.isLeft(provider)) return yield* Effect.fail(new BindingInvalid({ problems: [{ path: "providerId", message: `no LLM provider "${b.providerId}"` }] }))
+        const provider = yield* Effect.either(
+          Effect.catchTags(providers.get(b.providerId), { StoreUnavailable: Effect.die, RowInvalid: Effect.die })
+        )
+        if (Either.isLeft(provider))
+          return yield* Effect.fail(
+            new BindingInvalid({ problems: [{ path: "providerId", message: `no LLM provider "${b.providerId}"` }] })
+          )
         const model = provider.right.models.find((m) => m.id === b.modelId)
-        if (model === undefined) return yield* Effect.fail(new BindingInvalid({ problems: [{ path: "modelId", message: `provider "${b.providerId}" has no model "${b.modelId}"` }] }))
+        if (model === undefined)
+          return yield* Effect.fail(
+            new BindingInvalid({ problems: [{ path: "modelId", message: `provider "${b.providerId}" has no model "${b.modelId}"` }] })
+          )
         const thinking = b.thinking ?? null
         if (thinking !== null && !model.thinkingLevels.includes(thinking)) {
-          return yield* Effect.fail(new BindingInvalid({ problems: [{ path: "thinking", message: `model "${b.modelId}" supports ${model.thinkingLevels.join(", ")}` }] }))
+          return yield* Effect.fail(
+            new BindingInvalid({
+              problems: [{ path: "thinking", message: `model "${b.modelId}" supports ${model.thinkingLevels.join(", ")}` }]
+            })
+          )
         }
         yield* sql`INSERT INTO admin.agent_binding (agent_name, project_id, provider_id, model_id, thinking, updated_by)
           VALUES (${agentName}, ${projectId}, ${b.providerId}, ${b.modelId}, ${thinking}, ${by})
@@ -78,24 +90,29 @@ const makeBindings = Effect.gen(function* () {
         const rows = yield* select(agentName, projectId)
         // The upsert above wrote this row in the same session: none is a bug.
         return rows[0] ?? (yield* Effect.dieMessage("a binding just written is gone"))
-      // Bindings' shape has no database failure (the catalog and job setup read it): a store failure is a defect.
+        // Bindings' shape has no database failure (the catalog and job setup read it): a store failure is a defect.
       }).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })),
     remove: (agentName, projectId) =>
       Effect.gen(function* () {
-        const deleted = yield* sql`DELETE FROM admin.agent_binding WHERE agent_name = ${agentName} AND project_id = ${projectId} RETURNING agent_name`
+        const deleted =
+          yield* sql`DELETE FROM admin.agent_binding WHERE agent_name = ${agentName} AND project_id = ${projectId} RETURNING agent_name`
         if (deleted.length === 0) return yield* Effect.fail(new BindingNotFound({ agent: agentName, projectId }))
-      // Bindings' shape has no database failure (the catalog and job setup read it): a store failure is a defect.
+        // Bindings' shape has no database failure (the catalog and job setup read it): a store failure is a defect.
       }).pipe(Effect.catchTag("SqlError", Effect.die)),
     resolve: (agentName, projectId) =>
       Effect.gen(function* () {
-        const rows = yield* bindingRows(sql`SELECT agent_name, project_id, provider_id, model_id, thinking, updated_by, updated_at FROM admin.agent_binding
+        const rows =
+          yield* bindingRows(sql`SELECT agent_name, project_id, provider_id, model_id, thinking, updated_by, updated_at FROM admin.agent_binding
           WHERE agent_name = ${agentName} AND project_id IN (${projectId}, '') ORDER BY project_id DESC LIMIT 1`)
         if (rows[0] === undefined) return yield* Effect.fail(new BindingNotFound({ agent: agentName, projectId }))
         return rows[0]
-      // Bindings' shape has no database failure (the catalog and job setup read it): a store failure is a defect.
+        // Bindings' shape has no database failure (the catalog and job setup read it): a store failure is a defect.
       }).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
   }
   return service
 })
 
-export const BindingsLive = Layer.effect(Bindings, Effect.map(makeBindings, (service) => traced("Bindings", service)))
+export const BindingsLive = Layer.effect(
+  Bindings,
+  Effect.map(makeBindings, (service) => traced("Bindings", service))
+)

@@ -16,7 +16,9 @@ import { checkOutboundUrl } from "../net/urlPolicy.ts"
 import { traced } from "../telemetry/traced.ts"
 
 const ServerName = Schema.Struct({
-  name: Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,63}$/, { message: () => "must match [a-z][a-z0-9-]* (at most 64 characters)" }))
+  name: Schema.String.pipe(
+    Schema.pattern(/^[a-z][a-z0-9-]{0,63}$/, { message: () => "must match [a-z][a-z0-9-]* (at most 64 characters)" })
+  )
 })
 
 /** A PUT's body: the server's settings; its name is the route's (a `name` in the body is accepted and ignored). */
@@ -24,7 +26,9 @@ const McpServerBody = Schema.Struct({
   name: Schema.optionalWith(Schema.Unknown, { exact: true }),
   url: Schema.String,
   /** Absent on update keeps the stored headers. */
-  headers: Schema.optionalWith(Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]{1,64}$/)), value: Schema.String }), { exact: true }),
+  headers: Schema.optionalWith(Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]{1,64}$/)), value: Schema.String }), {
+    exact: true
+  }),
   timeoutSec: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.between(1, 600)), { exact: true, default: () => 30 }),
   allowedTools: Schema.optionalWith(Schema.Array(Schema.String), { exact: true, default: () => [] }),
   /** Lets the URL reach private addresses (an on-premises server); off by default. */
@@ -103,7 +107,12 @@ export class McpServers extends Context.Tag("providers/McpServers")<
      */
     readonly listTools: (name: string) => Effect.Effect<ReadonlyArray<McpToolView>, McpServerNotFound | McpUnreachable | StoreError>
     /** Adds `tool` to the allowed tools (or removes it); the other settings and the headers stay. */
-    readonly allowTool: (name: string, tool: string, allowed: boolean, by: string) => Effect.Effect<McpServerView, McpServerNotFound | McpServerInvalid | StoreError>
+    readonly allowTool: (
+      name: string,
+      tool: string,
+      allowed: boolean,
+      by: string
+    ) => Effect.Effect<McpServerView, McpServerNotFound | McpServerInvalid | StoreError>
     /** The named servers with headers decrypted, for a job envelope. */
     readonly configs: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<McpServerConfig>, McpServerNotFound | StoreError>
   }
@@ -116,11 +125,15 @@ export const makeMcpServers = Effect.gen(function* () {
   const sql = yield* SqlClient
   const box = yield* SecretBox
   const headersOf = (row: Pick<Row, "headersSealed">): Record<string, string> => openHeaders(box, row.headersSealed)
-  const view = ({ headersSealed: _sealed, ...row }: Row): McpServerView => ({ ...row, headerNames: Object.keys(headersOf({ headersSealed: _sealed })).sort() })
+  const view = ({ headersSealed: _sealed, ...row }: Row): McpServerView => ({
+    ...row,
+    headerNames: Object.keys(headersOf({ headersSealed: _sealed })).sort()
+  })
   const rows = (name?: string) =>
     serverRows(sql`SELECT name, url, headers_sealed, timeout_sec, allowed_tools, allow_private_network, updated_by, updated_at FROM admin.mcp_server
              ${name === undefined ? sql`` : sql`WHERE name = ${name}`} ORDER BY name`)
-  const one = (name: string) => Effect.flatMap(rows(name), (r) => (r[0] === undefined ? Effect.fail(new McpServerNotFound({ name })) : Effect.succeed(r[0])))
+  const one = (name: string) =>
+    Effect.flatMap(rows(name), (r) => (r[0] === undefined ? Effect.fail(new McpServerNotFound({ name })) : Effect.succeed(r[0])))
 
   const service: McpServers["Type"] = {
     list: storeMethod("McpServers.list", () => Effect.map(rows(), (r) => r.map(view)))(),
@@ -130,7 +143,14 @@ export const makeMcpServers = Effect.gen(function* () {
         const named = decodeName({ name })
         const decoded = decodeBody(input)
         if (Either.isLeft(named) || Either.isLeft(decoded)) {
-          return yield* Effect.fail(new McpServerInvalid({ problems: [...Either.getLeft(named).pipe(Option.getOrElse(() => [])), ...Either.getLeft(decoded).pipe(Option.getOrElse(() => []))] }))
+          return yield* Effect.fail(
+            new McpServerInvalid({
+              problems: [
+                ...Either.getLeft(named).pipe(Option.getOrElse(() => [])),
+                ...Either.getLeft(decoded).pipe(Option.getOrElse(() => []))
+              ]
+            })
+          )
         }
         const s = decoded.right
         const urlProblem = yield* Effect.promise(() => checkOutboundUrl(s.url, s.allowPrivateNetwork))
@@ -144,12 +164,14 @@ export const makeMcpServers = Effect.gen(function* () {
             updated_by = EXCLUDED.updated_by, updated_at = now()`
         // The row was written just before: McpServerNotFound here would be a defect.
         return view(yield* Effect.orDie(one(name)))
-      })),
+      })
+    ),
     remove: storeMethod("McpServers.remove", (name: string) =>
       Effect.gen(function* () {
         const deleted = yield* sql`DELETE FROM admin.mcp_server WHERE name = ${name} RETURNING name`
         if (deleted.length === 0) return yield* Effect.fail(new McpServerNotFound({ name }))
-      })),
+      })
+    ),
     listTools: storeMethod("McpServers.listTools", (name: string) =>
       Effect.gen(function* () {
         const row = yield* one(name)
@@ -161,11 +183,16 @@ export const makeMcpServers = Effect.gen(function* () {
           const allowed = row.allowedTools.includes(t.name)
           return { name: t.name, description: t.description, readOnly: t.readOnly, allowed, offered: t.readOnly || allowed }
         })
-      }).pipe(Effect.scoped)),
+      }).pipe(Effect.scoped)
+    ),
     allowTool: storeMethod("McpServers.allowTool", (name: string, tool: string, allowed: boolean, by: string) =>
       Effect.gen(function* () {
         if (tool.length === 0 || tool.length > 256 || /[\u0000-\u001f\u007f]/.test(tool)) {
-          return yield* Effect.fail(new McpServerInvalid({ problems: [{ path: "tool", message: "must be a tool name of 1 to 256 characters without control characters" }] }))
+          return yield* Effect.fail(
+            new McpServerInvalid({
+              problems: [{ path: "tool", message: "must be a tool name of 1 to 256 characters without control characters" }]
+            })
+          )
         }
         const row = yield* one(name)
         const rest = row.allowedTools.filter((t) => t !== tool)
@@ -173,20 +200,28 @@ export const makeMcpServers = Effect.gen(function* () {
         yield* sql`UPDATE admin.mcp_server SET allowed_tools = ${JSON.stringify(allowedTools)}::jsonb, updated_by = ${by}, updated_at = now()
           WHERE name = ${name}`
         return view(yield* one(name))
-      })),
+      })
+    ),
     configs: storeMethod("McpServers.configs", (names: ReadonlyArray<string>) =>
       Effect.forEach([...new Set(names)], (name) =>
-        Effect.map(one(name), (row): McpServerConfig => ({
-          name: row.name,
-          url: row.url,
-          headers: headersOf(row),
-          timeoutSec: row.timeoutSec,
-          allowedTools: row.allowedTools,
-          allowPrivateNetwork: row.allowPrivateNetwork
-        }))
-      ))
+        Effect.map(
+          one(name),
+          (row): McpServerConfig => ({
+            name: row.name,
+            url: row.url,
+            headers: headersOf(row),
+            timeoutSec: row.timeoutSec,
+            allowedTools: row.allowedTools,
+            allowPrivateNetwork: row.allowPrivateNetwork
+          })
+        )
+      )
+    )
   }
   return service
 })
 
-export const McpServersLive = Layer.effect(McpServers, Effect.map(makeMcpServers, (service) => traced("McpServers", service)))
+export const McpServersLive = Layer.effect(
+  McpServers,
+  Effect.map(makeMcpServers, (service) => traced("McpServers", service))
+)

@@ -16,9 +16,15 @@ import { probeProvider, type ProbeResult } from "./providerProbe.ts"
 import { openHeaders, SecretBox, sealHeaders } from "./SecretBox.ts"
 import { traced } from "../telemetry/traced.ts"
 
-const Id = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,63}$/, { message: () => "must match [a-z][a-z0-9-]* (at most 64 characters)" }))
+const Id = Schema.String.pipe(
+  Schema.pattern(/^[a-z][a-z0-9-]{0,63}$/, { message: () => "must match [a-z][a-z0-9-]* (at most 64 characters)" })
+)
 const HttpUrl = Schema.String.pipe(
-  Schema.filter((u) => (URL.canParse(u) && /^https?:$/.test(new URL(u).protocol) && new URL(u).username === "" ? undefined : "must be an http(s) URL without credentials"))
+  Schema.filter((u) =>
+    URL.canParse(u) && /^https?:$/.test(new URL(u).protocol) && new URL(u).username === ""
+      ? undefined
+      : "must be an http(s) URL without credentials"
+  )
 )
 const Headers = Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]{1,64}$/)), value: Schema.String })
 
@@ -93,17 +99,22 @@ export class ProviderStore extends Context.Tag("providers/ProviderStore")<
     readonly get: (id: string) => Effect.Effect<ProviderView, ProviderNotFound | StoreError>
     readonly create: (input: unknown, by: string) => Effect.Effect<ProviderView, ProviderInvalid | ProviderExists | StoreError>
     /** Replaces the configuration of `id` with the one in `input`; an absent apiKey (or headers) keeps the stored one. */
-    readonly update: (id: string, input: unknown, by: string) => Effect.Effect<ProviderView, ProviderInvalid | ProviderNotFound | StoreError>
+    readonly update: (
+      id: string,
+      input: unknown,
+      by: string
+    ) => Effect.Effect<ProviderView, ProviderInvalid | ProviderNotFound | StoreError>
     readonly remove: (id: string) => Effect.Effect<void, ProviderNotFound | ProviderInUse | StoreError>
     /** pi-ai's built-in providers and their models, for choosing one. */
-    readonly catalog: Effect.Effect<ReadonlyArray<{ readonly id: string; readonly name: string; readonly models: ReadonlyArray<ModelView> }>>
+    readonly catalog: Effect.Effect<
+      ReadonlyArray<{ readonly id: string; readonly name: string; readonly models: ReadonlyArray<ModelView> }>
+    >
     /** "Test connection": asks the provider for its models with the stored key (providerProbe.ts). */
     readonly probe: (id: string) => Effect.Effect<ProbeResult, ProviderNotFound | StoreError>
     /** The decrypted configs of the given providers, for a job child's stdin only. */
     readonly configs: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ProviderConfig>, ProviderNotFound | StoreError>
   }
 >() {}
-
 
 /** The models a config offers, with the thinking levels pi-ai will accept for each. */
 const modelsOf = async (config: ProviderConfig): Promise<Array<ModelView>> => {
@@ -113,7 +124,10 @@ const modelsOf = async (config: ProviderConfig): Promise<Array<ModelView>> => {
     contextWindow: m.contextWindow,
     maxTokens: m.maxTokens,
     thinkingLevels: supportedThinking(m),
-    cost: m.cost === undefined ? null : { input: m.cost.input, output: m.cost.output, cacheRead: m.cost.cacheRead, cacheWrite: m.cost.cacheWrite }
+    cost:
+      m.cost === undefined
+        ? null
+        : { input: m.cost.input, output: m.cost.output, cacheRead: m.cost.cacheRead, cacheWrite: m.cost.cacheWrite }
   }))
 }
 
@@ -122,7 +136,9 @@ let catalogOnce: Promise<Catalog> | undefined
 /** The release's catalog never changes while the process runs: built once, on first use. */
 const builtinCatalog = (): Promise<Catalog> =>
   (catalogOnce ??= import("@earendil-works/pi-ai/providers/all").then(({ builtinProviders }) =>
-    Promise.all(builtinProviders().map(async (p) => ({ id: p.id, name: p.name, models: await modelsOf({ id: p.id, builtin: p.id, apiKey: "" }) })))
+    Promise.all(
+      builtinProviders().map(async (p) => ({ id: p.id, name: p.name, models: await modelsOf({ id: p.id, builtin: p.id, apiKey: "" }) }))
+    )
   ))
 
 const decodeCreate = decodeAll(ProviderInput)
@@ -145,25 +161,27 @@ export const makeProviderStore = Effect.gen(function* () {
       models: row.models
     }
   }
-  const headerNames = (row: Row): Array<string> =>
-    Object.keys(openHeaders(box, row.headersSealed)).sort()
+  const headerNames = (row: Row): Array<string> => Object.keys(openHeaders(box, row.headersSealed)).sort()
   const viewOf = (row: Row) =>
-    Effect.promise(async (): Promise<ProviderView> => ({
-      id: row.id,
-      kind: row.kind,
-      api: row.api,
-      baseUrl: row.baseUrl,
-      builtin: row.builtin,
-      models: await modelsOf(configOf(row, false)),
-      hasApiKey: true,
-      headerNames: headerNames(row),
-      updatedBy: row.updatedBy,
-      updatedAt: row.updatedAt
-    }))
+    Effect.promise(
+      async (): Promise<ProviderView> => ({
+        id: row.id,
+        kind: row.kind,
+        api: row.api,
+        baseUrl: row.baseUrl,
+        builtin: row.builtin,
+        models: await modelsOf(configOf(row, false)),
+        hasApiKey: true,
+        headerNames: headerNames(row),
+        updatedBy: row.updatedBy,
+        updatedAt: row.updatedAt
+      })
+    )
   const rows = (id?: string) =>
     providerRows(sql`SELECT id, kind, api, base_url, builtin, models, api_key_sealed, headers_sealed, updated_by, updated_at
              FROM admin.llm_provider ${id === undefined ? sql`` : sql`WHERE id = ${id}`} ORDER BY id`)
-  const one = (id: string) => Effect.flatMap(rows(id), (r) => (r[0] === undefined ? Effect.fail(new ProviderNotFound({ id })) : Effect.succeed(r[0])))
+  const one = (id: string) =>
+    Effect.flatMap(rows(id), (r) => (r[0] === undefined ? Effect.fail(new ProviderNotFound({ id })) : Effect.succeed(r[0])))
 
   /** Schema problems, then what only pi-ai knows (an unknown built-in provider). */
   const decode = <A extends { readonly kind: "custom" } | { readonly kind: "builtin"; readonly builtin: string }>(
@@ -176,7 +194,10 @@ export const makeProviderStore = Effect.gen(function* () {
       const p = decoded.right
       if (p.kind === "builtin") {
         const { problems } = yield* Effect.promise(() => makeJobModels([{ id: "check", builtin: p.builtin, apiKey: "" }]))
-        if (problems.length > 0) return yield* Effect.fail(new ProviderInvalid({ problems: [{ path: "builtin", message: `unknown pi-ai provider "${p.builtin}"` }] }))
+        if (problems.length > 0)
+          return yield* Effect.fail(
+            new ProviderInvalid({ problems: [{ path: "builtin", message: `unknown pi-ai provider "${p.builtin}"` }] })
+          )
       }
       return p
     })
@@ -200,7 +221,8 @@ export const makeProviderStore = Effect.gen(function* () {
         if (inserted.length === 0) return yield* Effect.fail(new ProviderExists({ id: p.id }))
         // The row was inserted just before: ProviderNotFound here would be a defect.
         return yield* viewOf(yield* Effect.orDie(one(p.id)))
-      })),
+      })
+    ),
     update: storeMethod("ProviderStore.update", (id: string, input: unknown, by: string) =>
       Effect.gen(function* () {
         const p = yield* decode(decodeUpdate, input)
@@ -217,25 +239,34 @@ export const makeProviderStore = Effect.gen(function* () {
         }
         // The row was read and updated just before: ProviderNotFound here would be a defect.
         return yield* viewOf(yield* Effect.orDie(one(id)))
-      })),
+      })
+    ),
     remove: storeMethod("ProviderStore.remove", (id: string) =>
       sql.withTransaction(
         Effect.gen(function* () {
           yield* one(id)
-          const bound = yield* agentNames(sql`SELECT DISTINCT agent_name FROM admin.agent_binding WHERE provider_id = ${id} ORDER BY agent_name`)
+          const bound = yield* agentNames(
+            sql`SELECT DISTINCT agent_name FROM admin.agent_binding WHERE provider_id = ${id} ORDER BY agent_name`
+          )
           if (bound.length > 0) return yield* Effect.fail(new ProviderInUse({ id, agents: bound.map((b) => b.agentName) }))
           yield* sql`DELETE FROM admin.llm_provider WHERE id = ${id}`
         })
-      )),
+      )
+    ),
     catalog: Effect.promise(builtinCatalog),
     probe: storeMethod("ProviderStore.probe", (id: string) =>
       Effect.flatMap(one(id), (row) =>
         Effect.promise(() => probeProvider(configOf(row, true), { allowPrivateNetwork: row.kind === "custom" }))
-      )),
+      )
+    ),
     configs: storeMethod("ProviderStore.configs", (ids: ReadonlyArray<string>) =>
-      Effect.forEach([...new Set(ids)], (id) => Effect.map(one(id), (row) => configOf(row, true))))
+      Effect.forEach([...new Set(ids)], (id) => Effect.map(one(id), (row) => configOf(row, true)))
+    )
   }
   return service
 })
 
-export const ProviderStoreLive = Layer.effect(ProviderStore, Effect.map(makeProviderStore, (service) => traced("ProviderStore", service)))
+export const ProviderStoreLive = Layer.effect(
+  ProviderStore,
+  Effect.map(makeProviderStore, (service) => traced("ProviderStore", service))
+)

@@ -8,7 +8,10 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import path from "node:path"
 
-export class SecretKeyError extends Schema.TaggedError<SecretKeyError>()("SecretKeyError", { message: Schema.String, cause: Schema.optional(Schema.Defect) }) {}
+export class SecretKeyError extends Schema.TaggedError<SecretKeyError>()("SecretKeyError", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}
 
 export class SecretBox extends Context.Tag("providers/SecretBox")<
   SecretBox,
@@ -71,7 +74,11 @@ const keyFile = (dataDir: string): Effect.Effect<Uint8Array, SecretKeyError> =>
       if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600)
       return keyFrom(readFileSync(file, "utf8").trim())
     },
-    catch: (e) => new SecretKeyError({ message: `cannot read or create the secret key file in the data dir: ${e instanceof Error ? e.message : String(e)}`, cause: e })
+    catch: (e) =>
+      new SecretKeyError({
+        message: `cannot read or create the secret key file in the data dir: ${e instanceof Error ? e.message : String(e)}`,
+        cause: e
+      })
   })
 
 export const SecretBoxLive: Layer.Layer<SecretBox, SecretKeyError> = Layer.effect(

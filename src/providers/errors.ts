@@ -17,7 +17,10 @@ export class ProviderExists extends Schema.TaggedError<ProviderExists>()("Provid
     return `an LLM provider "${this.id}" already exists`
   }
 }
-export class ProviderInUse extends Schema.TaggedError<ProviderInUse>()("ProviderInUse", { id: Schema.String, agents: Schema.Array(Schema.String) }) {
+export class ProviderInUse extends Schema.TaggedError<ProviderInUse>()("ProviderInUse", {
+  id: Schema.String,
+  agents: Schema.Array(Schema.String)
+}) {
   override get message(): string {
     return `LLM provider "${this.id}" is bound to ${this.agents.join(", ")}`
   }
@@ -27,7 +30,10 @@ export class BindingInvalid extends Schema.TaggedError<BindingInvalid>()("Bindin
     return "the model binding has problems"
   }
 }
-export class BindingNotFound extends Schema.TaggedError<BindingNotFound>()("BindingNotFound", { agent: Schema.String, projectId: Schema.String }) {
+export class BindingNotFound extends Schema.TaggedError<BindingNotFound>()("BindingNotFound", {
+  agent: Schema.String,
+  projectId: Schema.String
+}) {
   override get message(): string {
     return this.projectId === ""
       ? `agent "${this.agent}" has no model binding (Admin → LLM Providers → agent bindings)`
@@ -44,7 +50,11 @@ export class McpServerInvalid extends Schema.TaggedError<McpServerInvalid>()("Mc
     return "the MCP server configuration has problems"
   }
 }
-export class McpUnreachable extends Schema.TaggedError<McpUnreachable>()("McpUnreachable", { name: Schema.String, problem: Schema.String, cause: Schema.optional(Schema.Defect) }) {
+export class McpUnreachable extends Schema.TaggedError<McpUnreachable>()("McpUnreachable", {
+  name: Schema.String,
+  problem: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {
   override get message(): string {
     return `cannot list the tools of MCP server "${this.name}": ${this.problem}`
   }

@@ -46,12 +46,21 @@ export const jobModelFor = (
     const binding = { projectId: b.projectId, providerId: b.providerId, modelId: b.modelId, thinking: b.thinking }
     const provider = yield* Effect.either((yield* ProviderStore).get(b.providerId))
     if (provider._tag === "Left") {
-      const problem = provider.left._tag === "ProviderNotFound" ? `the binding names a provider that no longer exists: ${provider.left.message}` : provider.left.message
+      const problem =
+        provider.left._tag === "ProviderNotFound"
+          ? `the binding names a provider that no longer exists: ${provider.left.message}`
+          : provider.left.message
       return { projectId, binding, modelLevels: null, thinking: null, problem }
     }
     const model = provider.right.models.find((m) => m.id === b.modelId)
     if (model === undefined) {
-      return { projectId, binding, modelLevels: null, thinking: null, problem: `the binding names a model that provider "${b.providerId}" no longer has: "${b.modelId}"` }
+      return {
+        projectId,
+        binding,
+        modelLevels: null,
+        thinking: null,
+        problem: `the binding names a model that provider "${b.providerId}" no longer has: "${b.modelId}"`
+      }
     }
     const requestedFrom = b.thinking !== null ? "binding" : agentThinking !== undefined ? "agent" : "default"
     const choice = chooseThinking(b.thinking ?? agentThinking ?? "off", model.thinkingLevels)

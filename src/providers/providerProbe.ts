@@ -49,7 +49,10 @@ const requestOf = (t: Target): { readonly url: string; readonly headers: Record<
     case "openai-responses":
       return { url: `${base}/models`, headers: { ...t.headers, authorization: `Bearer ${t.apiKey}`, accept: "application/json" } }
     case "anthropic-messages":
-      return { url: `${base.replace(/\/v1$/, "")}/v1/models`, headers: { ...t.headers, "x-api-key": t.apiKey, "anthropic-version": ANTHROPIC_VERSION, accept: "application/json" } }
+      return {
+        url: `${base.replace(/\/v1$/, "")}/v1/models`,
+        headers: { ...t.headers, "x-api-key": t.apiKey, "anthropic-version": ANTHROPIC_VERSION, accept: "application/json" }
+      }
     default:
       return `this provider's API (${t.api}) has no models list to test`
   }
@@ -88,14 +91,21 @@ const statusSummary = (status: number, path: string): string =>
  * Asks the provider for its models. `allowPrivateNetwork`: a custom provider is the admin's own
  * endpoint (jobs reach the same address), so private addresses are allowed for it; a built-in is not.
  */
-export const probeProvider = async (config: ProviderConfig, options: Omit<PinnedFetchOptions, "allowPrivateNetwork"> & { readonly allowPrivateNetwork: boolean }): Promise<ProbeResult> => {
+export const probeProvider = async (
+  config: ProviderConfig,
+  options: Omit<PinnedFetchOptions, "allowPrivateNetwork"> & { readonly allowPrivateNetwork: boolean }
+): Promise<ProbeResult> => {
   const target = await targetOf(config)
   if (typeof target === "string") return { ok: false, summary: `Cannot test: ${target}.`, models: [], endpoint: "" }
   const request = requestOf(target)
   if (typeof request === "string") return { ok: false, summary: `Cannot test: ${request}.`, models: [], endpoint: target.baseUrl }
   const endpoint = URL.canParse(request.url) ? shown(request.url) : request.url
   try {
-    const response = await pinnedFetch(request.url, { method: "GET", headers: request.headers, signal: AbortSignal.timeout(TIMEOUT_MS) }, options)
+    const response = await pinnedFetch(
+      request.url,
+      { method: "GET", headers: request.headers, signal: AbortSignal.timeout(TIMEOUT_MS) },
+      options
+    )
     if (!response.ok) {
       await response.body?.cancel()
       return { ok: false, summary: statusSummary(response.status, new URL(request.url).pathname), models: [], endpoint }
@@ -109,12 +119,29 @@ export const probeProvider = async (config: ProviderConfig, options: Omit<Pinned
       return { ok: false, summary: "The provider answered, but not with JSON: check the base URL.", models: [], endpoint }
     }
     const models = idsOf(body)
-    if (models === undefined) return { ok: false, summary: "The provider answered, but not with a models list: check the base URL and the API.", models: [], endpoint }
-    return { ok: true, summary: `Connected: the key works and the provider lists ${models.length} model${models.length === 1 ? "" : "s"}.`, models, endpoint }
+    if (models === undefined)
+      return {
+        ok: false,
+        summary: "The provider answered, but not with a models list: check the base URL and the API.",
+        models: [],
+        endpoint
+      }
+    return {
+      ok: true,
+      summary: `Connected: the key works and the provider lists ${models.length} model${models.length === 1 ? "" : "s"}.`,
+      models,
+      endpoint
+    }
   } catch (error) {
     if (error instanceof UrlRefused) return { ok: false, summary: `The base URL is refused: ${error.problem}.`, models: [], endpoint }
     const name = error instanceof Error ? error.name : ""
-    if (name === "TimeoutError" || name === "AbortError") return { ok: false, summary: "The provider did not answer within 10 seconds.", models: [], endpoint }
-    return { ok: false, summary: "Could not connect to the provider: check the base URL and that the server is reachable from here.", models: [], endpoint }
+    if (name === "TimeoutError" || name === "AbortError")
+      return { ok: false, summary: "The provider did not answer within 10 seconds.", models: [], endpoint }
+    return {
+      ok: false,
+      summary: "Could not connect to the provider: check the base URL and that the server is reachable from here.",
+      models: [],
+      endpoint
+    }
   }
 }

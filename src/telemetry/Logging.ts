@@ -9,13 +9,15 @@ export type LogFormat = "json" | "pretty"
 /** `KINTSUGI_LOG_FORMAT`; default pretty when stderr is a terminal, else json. Another value fails, naming it. */
 export const logFormat: Effect.Effect<LogFormat, Error> = Config.option(Config.string("KINTSUGI_LOG_FORMAT")).pipe(
   Effect.orElseSucceed(() => Option.none<string>()),
-  Effect.flatMap(Option.match({
-    onNone: () => Effect.succeed<LogFormat>(process.stderr.isTTY === true ? "pretty" : "json"),
-    onSome: (v) =>
-      v === "json" || v === "pretty" || v === ""
-        ? Effect.succeed<LogFormat>(v === "" ? (process.stderr.isTTY === true ? "pretty" : "json") : v)
-        : Effect.fail(new Error(`KINTSUGI_LOG_FORMAT must be json or pretty, not "${v}"`))
-  }))
+  Effect.flatMap(
+    Option.match({
+      onNone: () => Effect.succeed<LogFormat>(process.stderr.isTTY === true ? "pretty" : "json"),
+      onSome: (v) =>
+        v === "json" || v === "pretty" || v === ""
+          ? Effect.succeed<LogFormat>(v === "" ? (process.stderr.isTTY === true ? "pretty" : "json") : v)
+          : Effect.fail(new Error(`KINTSUGI_LOG_FORMAT must be json or pretty, not "${v}"`))
+    })
+  )
 )
 
 /**
@@ -33,7 +35,10 @@ export class LogFields {
 const partsOf = (message: unknown): ReadonlyArray<unknown> => (Array.isArray(message) ? message : [message])
 
 const text = (parts: ReadonlyArray<unknown>): string =>
-  parts.filter((p) => !(p instanceof LogFields)).map((p) => (typeof p === "string" ? p : JSON.stringify(p))).join(" ")
+  parts
+    .filter((p) => !(p instanceof LogFields))
+    .map((p) => (typeof p === "string" ? p : JSON.stringify(p)))
+    .join(" ")
 
 /** Renders one log entry as a line (without the newline); both formats hold the same fields. */
 export const lineLogger = (format: LogFormat): Logger.Logger<unknown, string> =>
@@ -57,6 +62,4 @@ export const lineLogger = (format: LogFormat): Logger.Logger<unknown, string> =>
 
 /** The runtime's logger: lines in the configured format handed to `sink` (stderr for `kintsugi serve`). */
 export const LoggingLive = (sink: (line: string) => void): Layer.Layer<never, Error> =>
-  Layer.unwrapEffect(
-    Effect.map(logFormat, (format) => Logger.replace(Logger.defaultLogger, Logger.map(lineLogger(format), sink)))
-  )
+  Layer.unwrapEffect(Effect.map(logFormat, (format) => Logger.replace(Logger.defaultLogger, Logger.map(lineLogger(format), sink))))

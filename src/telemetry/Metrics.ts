@@ -136,10 +136,19 @@ export const makeMetrics = (): Metrics["Type"] => {
           "# TYPE kintsugi_jobs gauge",
           ...Object.entries(jobsByStatus).map(([status, n]) => `kintsugi_jobs${labelText({ status })} ${n}`),
           ...counter("kintsugi_jobs_settled_total", "Jobs settled by this process's workers, by status and failure reason.", settled),
-          ...histogram("kintsugi_job_duration_seconds", "Run time of the jobs this process settled, from claim to settlement.", durations, JOB_BUCKETS),
+          ...histogram(
+            "kintsugi_job_duration_seconds",
+            "Run time of the jobs this process settled, from claim to settlement.",
+            durations,
+            JOB_BUCKETS
+          ),
           ...counter("kintsugi_tokens_total", "Model tokens of the jobs this process settled, by model and type.", tokens),
           ...counter("kintsugi_cost_usd_total", "Model cost in US dollars of the jobs this process settled, by model.", cost),
-          ...counter("kintsugi_grounding_citations_total", "Line citations in the outputs of the jobs this process settled, by grounding status.", citations),
+          ...counter(
+            "kintsugi_grounding_citations_total",
+            "Line citations in the outputs of the jobs this process settled, by grounding status.",
+            citations
+          ),
           ...counter("kintsugi_http_requests_total", "HTTP requests answered, by method, route and status.", requests),
           ...histogram("kintsugi_http_request_duration_seconds", "HTTP request handling time, by method.", latency, HTTP_BUCKETS),
           ""

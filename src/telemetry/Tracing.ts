@@ -44,11 +44,15 @@ export const otlpSettings: Effect.Effect<OtlpSettings | undefined, string> = Eff
   const url = Option.isSome(traces) ? traces.value : `${Option.getOrThrow(base).replace(/\/+$/, "")}/v1/traces`
   const tracesProtocol = yield* read(optional("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"))
   const anyProtocol = yield* read(optional("OTEL_EXPORTER_OTLP_PROTOCOL"))
-  const protocol = Option.getOrElse(Option.orElse(tracesProtocol, () => anyProtocol), () => "http/protobuf")
+  const protocol = Option.getOrElse(
+    Option.orElse(tracesProtocol, () => anyProtocol),
+    () => "http/protobuf"
+  )
   const headers = yield* read(Config.option(Config.redacted("OTEL_EXPORTER_OTLP_HEADERS")))
   const delay = yield* read(Config.integer("OTEL_BSP_SCHEDULE_DELAY").pipe(Config.withDefault(5000)))
   const problems: Array<string> = []
-  if (protocol !== "http/protobuf" && protocol !== "http/json") problems.push(`OTEL_EXPORTER_OTLP_PROTOCOL "${protocol}" is not supported (http/protobuf or http/json)`)
+  if (protocol !== "http/protobuf" && protocol !== "http/json")
+    problems.push(`OTEL_EXPORTER_OTLP_PROTOCOL "${protocol}" is not supported (http/protobuf or http/json)`)
   if (!/^https?:\/\//i.test(url)) problems.push("the OTLP endpoint must be an http:// or https:// URL")
   if (delay <= 0) problems.push("OTEL_BSP_SCHEDULE_DELAY must be a positive number of milliseconds")
   if (problems.length > 0) return yield* Effect.fail(problems.join("; "))
@@ -69,7 +73,10 @@ export const TracingLive: Layer.Layer<never, Error> = Layer.unwrapEffect(
   Effect.gen(function* () {
     const settings = yield* Effect.mapError(otlpSettings, (m) => new Error(m))
     if (settings === undefined) return Layer.empty
-    const serviceName = yield* Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("kintsugi"), Effect.orElseSucceed(() => "kintsugi"))
+    const serviceName = yield* Config.string("OTEL_SERVICE_NAME").pipe(
+      Config.withDefault("kintsugi"),
+      Effect.orElseSucceed(() => "kintsugi")
+    )
     const tracer = OtlpTracer.layer({
       url: settings.url,
       resource: { serviceName, serviceVersion: packageJson.version },

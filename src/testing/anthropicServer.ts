@@ -13,13 +13,13 @@ import {
   type ScriptedUsage,
   type Step,
   type TurnContext,
-  type TurnStep,
+  type TurnStep
 } from "./scriptedSteps.ts"
 
 const STOP_REASONS: Readonly<Record<ScriptedFinish, string>> = {
   stop: "end_turn",
   tool_calls: "tool_use",
-  length: "max_tokens",
+  length: "max_tokens"
 }
 
 const event = (type: string, payload: object): string => sseFrame(JSON.stringify({ type, ...payload }), type)
@@ -38,16 +38,16 @@ const messageStart = (ctx: TurnContext, usage: ScriptedUsage): string =>
         input_tokens: usage.input,
         output_tokens: 0,
         cache_read_input_tokens: usage.cacheRead ?? 0,
-        cache_creation_input_tokens: usage.cacheWrite ?? 0,
-      },
-    },
+        cache_creation_input_tokens: usage.cacheWrite ?? 0
+      }
+    }
   })
 
 /** One content block: start, its deltas, stop. */
 const block = (index: number, start: object, deltas: ReadonlyArray<object>): ReadonlyArray<string> => [
   event("content_block_start", { index, content_block: start }),
   ...deltas.map((delta) => event("content_block_delta", { index, delta })),
-  event("content_block_stop", { index }),
+  event("content_block_stop", { index })
 ]
 
 const turnFrames = (step: TurnStep, ctx: TurnContext): ReadonlyArray<string> => {
@@ -68,16 +68,16 @@ const turnFrames = (step: TurnStep, ctx: TurnContext): ReadonlyArray<string> => 
     const id = call.id ?? `toolu_scripted_${ctx.requestNumber}_${n}`
     const deltas = splitChunks(argumentsText(call), step.chunkSize).map((partial_json) => ({
       type: "input_json_delta",
-      partial_json,
+      partial_json
     }))
     frames.push(...block(index++, { type: "tool_use", id, name: call.name, input: {} }, deltas))
   }
   frames.push(
     event("message_delta", {
       delta: { stop_reason: STOP_REASONS[finishOf(step)], stop_sequence: null },
-      usage: { output_tokens: usage.output },
+      usage: { output_tokens: usage.output }
     }),
-    event("message_stop", {}),
+    event("message_stop", {})
   )
   return frames
 }
@@ -87,7 +87,7 @@ const stallFrames = (afterText: string | undefined, ctx: TurnContext): ReadonlyA
   if (afterText !== undefined && afterText.length > 0) {
     frames.push(
       event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }),
-      event("content_block_delta", { index: 0, delta: { type: "text_delta", text: afterText } }),
+      event("content_block_delta", { index: 0, delta: { type: "text_delta", text: afterText } })
     )
   }
   return frames
@@ -102,8 +102,13 @@ const anthropicDialect: Dialect = {
   errorBody: (message) => ({ type: "error", error: { type: "api_error", message } }),
   modelsList: {
     path: "/v1/models",
-    body: (ids) => ({ data: ids.map((id) => ({ type: "model", id, display_name: id, created_at: "2026-01-01T00:00:00Z" })), has_more: false, first_id: ids[0] ?? null, last_id: ids.at(-1) ?? null })
-  },
+    body: (ids) => ({
+      data: ids.map((id) => ({ type: "model", id, display_name: id, created_at: "2026-01-01T00:00:00Z" })),
+      has_more: false,
+      first_id: ids[0] ?? null,
+      last_id: ids.at(-1) ?? null
+    })
+  }
 }
 
 /**

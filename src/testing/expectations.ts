@@ -15,9 +15,7 @@ const fail = (message: string): never => {
 }
 
 const showReads = (reads: ReadonlyArray<SourceRead>): string =>
-  reads.length === 0
-    ? "no source.read events"
-    : reads.map((r) => `${r.tool} ${r.path}:${r.firstLine}-${r.lastLine ?? "end"}`).join(", ")
+  reads.length === 0 ? "no source.read events" : reads.map((r) => `${r.tool} ${r.path}:${r.firstLine}-${r.lastLine ?? "end"}`).join(", ")
 
 /**
  * The job showed the model `path` (as the tools print it, relative to the workspace root, e.g.
@@ -66,7 +64,8 @@ export const expectEndedWith = (run: AgentRun, outcome: "completed" | FailureRea
     return fail(`expected ${outcome}; the job was refused: ${run.refused.map((p) => `${p.path}: ${p.message}`).join("; ")}`)
   }
   const terminal = run.terminal
-  if (terminal === undefined) return fail(`expected ${outcome}; the job child ended (exit ${run.exitCode}) without a terminal event:\n${run.stderr.slice(0, 2000)}`)
+  if (terminal === undefined)
+    return fail(`expected ${outcome}; the job child ended (exit ${run.exitCode}) without a terminal event:\n${run.stderr.slice(0, 2000)}`)
   const actual = terminal.type === "job.completed" ? "completed" : terminal.reason
   if (actual !== outcome) {
     const detail = terminal.type === "job.failed" ? `: ${terminal.message}` : ""

@@ -12,7 +12,7 @@ import {
   type ScriptedUsage,
   type Step,
   type TurnContext,
-  type TurnStep,
+  type TurnStep
 } from "./scriptedSteps.ts"
 
 type Delta = Readonly<Record<string, unknown>>
@@ -26,12 +26,11 @@ const chunk = (ctx: TurnContext, choices: ReadonlyArray<object>, extra: object =
       created: Math.floor(Date.now() / 1000),
       model: ctx.model,
       choices,
-      ...extra,
-    }),
+      ...extra
+    })
   )
 
-const deltaChunk = (ctx: TurnContext, delta: Delta): string =>
-  chunk(ctx, [{ index: 0, delta, logprobs: null, finish_reason: null }])
+const deltaChunk = (ctx: TurnContext, delta: Delta): string => chunk(ctx, [{ index: 0, delta, logprobs: null, finish_reason: null }])
 
 /**
  * pi-ai reads input = prompt_tokens - cached_tokens - cache_write_tokens, with cache writes taken from
@@ -45,7 +44,7 @@ const usageJson = (usage: ScriptedUsage): object => {
     prompt_tokens: prompt,
     completion_tokens: usage.output,
     total_tokens: prompt + usage.output,
-    prompt_tokens_details: { cached_tokens: cacheRead, ...(cacheWrite > 0 ? { cache_write_tokens: cacheWrite } : {}) },
+    prompt_tokens_details: { cached_tokens: cacheRead, ...(cacheWrite > 0 ? { cache_write_tokens: cacheWrite } : {}) }
   }
 }
 
@@ -71,7 +70,7 @@ const turnFrames = (step: TurnStep, ctx: TurnContext): ReadonlyArray<string> => 
 
 const stallFrames = (afterText: string | undefined, ctx: TurnContext): ReadonlyArray<string> => [
   deltaChunk(ctx, { role: "assistant", content: "" }),
-  ...(afterText === undefined || afterText.length === 0 ? [] : [deltaChunk(ctx, { content: afterText })]),
+  ...(afterText === undefined || afterText.length === 0 ? [] : [deltaChunk(ctx, { content: afterText })])
 ]
 
 const openAIDialect: Dialect = {
@@ -81,7 +80,10 @@ const openAIDialect: Dialect = {
   turn: turnFrames,
   stall: stallFrames,
   errorBody: (message) => ({ error: { message, type: "scripted_server_error", code: null, param: null } }),
-  modelsList: { path: "/v1/models", body: (ids) => ({ object: "list", data: ids.map((id) => ({ id, object: "model", created: 0, owned_by: "scripted" })) }) },
+  modelsList: {
+    path: "/v1/models",
+    body: (ids) => ({ object: "list", data: ids.map((id) => ({ id, object: "model", created: 0, owned_by: "scripted" })) })
+  }
 }
 
 /**

@@ -68,7 +68,10 @@ export interface AgentRun {
 
 /** The package did not pass the format and installation checks; lists every problem. */
 export class AgentPackageInvalid extends Error {
-  constructor(readonly target: string, readonly problems: ReadonlyArray<Problem>) {
+  constructor(
+    readonly target: string,
+    readonly problems: ReadonlyArray<Problem>
+  ) {
     super(`${target} is not a valid agent package:\n${problems.map((p) => `  ${p.path}: ${p.message}`).join("\n")}`)
     this.name = "AgentPackageInvalid"
   }

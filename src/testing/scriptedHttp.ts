@@ -10,7 +10,7 @@ import {
   type ScriptedServer,
   type Step,
   type TurnContext,
-  type TurnStep,
+  type TurnStep
 } from "./scriptedSteps.ts"
 
 /** How one provider's wire format renders steps; the harness does the HTTP and timing. */
@@ -43,7 +43,10 @@ export interface ScriptedServerOptions {
 /** Bun's fetch sends even loopback requests through HTTP(S)_PROXY unless NO_PROXY lists it (written to process.env: the test process's own fetch reads it there). */
 export const bypassProxyForLoopback = (): void => {
   for (const name of ["NO_PROXY", "no_proxy"] as const) {
-    const current = (process.env[name] ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0)
+    const current = (process.env[name] ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0)
     for (const host of ["127.0.0.1", "localhost"]) if (!current.includes(host)) current.push(host)
     process.env[name] = current.join(",")
   }
@@ -56,7 +59,7 @@ export const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set([
   "x-api-key",
   "api-key",
   "x-goog-api-key",
-  "cookie",
+  "cookie"
 ])
 
 /**
@@ -97,7 +100,7 @@ const frameStream = (
   frames: ReadonlyArray<string>,
   delayMs: number,
   holdOpen: boolean,
-  stopped: Promise<void>,
+  stopped: Promise<void>
 ): ReadableStream<Uint8Array> => {
   let next = 0
   let cancel: () => void = () => {}
@@ -121,7 +124,7 @@ const frameStream = (
     },
     cancel() {
       cancel()
-    },
+    }
   })
 }
 
@@ -130,7 +133,7 @@ export const startScriptedServer = async (
   dialect: Dialect,
   steps: ReadonlyArray<Step>,
   prefix: string,
-  options: ScriptedServerOptions = {},
+  options: ScriptedServerOptions = {}
 ): Promise<ScriptedServer> => {
   bypassProxyForLoopback()
   const queue: Array<Step> = [...steps]
@@ -180,7 +183,7 @@ export const startScriptedServer = async (
         return new Response(frameStream(dialect.stall(step.afterText, ctx), 0, true, stopped), { headers: SSE_HEADERS })
       case "turn":
         return new Response(frameStream(dialect.turn(step, ctx), step.delayMs ?? 0, false, stopped), {
-          headers: SSE_HEADERS,
+          headers: SSE_HEADERS
         })
     }
   }
@@ -197,7 +200,7 @@ export const startScriptedServer = async (
         const message = `scripted ${dialect.name} server: ${error instanceof Error ? error.message : String(error)}`
         return jsonResponse(500, dialect.errorBody(message))
       }
-    },
+    }
   })
 
   let stopping: Promise<void> | undefined
@@ -215,6 +218,6 @@ export const startScriptedServer = async (
         await server.stop(true)
       })()
       return stopping
-    },
+    }
   }
 }

@@ -16,5 +16,5 @@ export type {
   ScriptedUsage,
   StallStep,
   Step,
-  TurnStep,
+  TurnStep
 } from "./scriptedSteps.ts"

@@ -112,12 +112,10 @@ export const argumentsText = (call: ScriptedToolCall): string =>
   typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments)
 
 /** The finish reason of a turn, applying the tool_calls/stop default. */
-export const finishOf = (step: TurnStep): ScriptedFinish =>
-  step.finish ?? ((step.toolCalls?.length ?? 0) > 0 ? "tool_calls" : "stop")
+export const finishOf = (step: TurnStep): ScriptedFinish => step.finish ?? ((step.toolCalls?.length ?? 0) > 0 ? "tool_calls" : "stop")
 
 /** One server-sent event frame; `event` is omitted for data-only streams (OpenAI). */
-export const sseFrame = (data: string, event?: string): string =>
-  `${event === undefined ? "" : `event: ${event}\n`}data: ${data}\n\n`
+export const sseFrame = (data: string, event?: string): string => `${event === undefined ? "" : `event: ${event}\n`}data: ${data}\n\n`
 
 /** Parses a request body as JSON, or undefined when it is not JSON. */
 export const parseJsonBody = (raw: string): unknown => {
@@ -131,6 +129,4 @@ export const parseJsonBody = (raw: string): unknown => {
 
 /** The `model` string of a parsed request body, or a placeholder. */
 export const requestModel = (body: unknown): string =>
-  typeof body === "object" && body !== null && "model" in body && typeof body.model === "string"
-    ? body.model
-    : "scripted-model"
+  typeof body === "object" && body !== null && "model" in body && typeof body.model === "string" ? body.model : "scripted-model"

@@ -159,7 +159,13 @@ const prlimitArgs = (prlimit: string, resources: JobResources): Array<string> =>
 }
 
 /** The argv that runs `command` as the options confine it: in bubblewrap, under Landlock, or as it is (behind prlimit when bounded). */
-const confinedArgv = (command: ReadonlyArray<string>, env: Readonly<Record<string, string>>, cwd: string, options: RunnerOptions, prlimit: string | undefined): Array<string> => {
+const confinedArgv = (
+  command: ReadonlyArray<string>,
+  env: Readonly<Record<string, string>>,
+  cwd: string,
+  options: RunnerOptions,
+  prlimit: string | undefined
+): Array<string> => {
   const { sandbox, landlock, resources } = options
   const limited = resources === undefined || prlimit === undefined ? [] : prlimitArgs(prlimit, resources)
   if (landlock !== undefined) {
@@ -207,17 +213,32 @@ const confineEnvironment = (script: string, token: string): Record<string, strin
 })
 
 /** A signal or exit that a per-process limit caused, as the limit's name; undefined for any other ending. */
-const rlimitEnding = (exitCode: number | null, signal: string | undefined, output: string, failed: boolean, resources: JobResources | undefined): string | undefined => {
+const rlimitEnding = (
+  exitCode: number | null,
+  signal: string | undefined,
+  output: string,
+  failed: boolean,
+  resources: JobResources | undefined
+): string | undefined => {
   if (resources === undefined) return undefined
   if (signal === "SIGXCPU" || exitCode === 128 + 24) return `${limitMessage("cpu", resources)} reached by one process`
   // bash and coreutils say so when an allocation fails at RLIMIT_DATA.
-  if (failed && /cannot allocate memory|xmalloc: cannot|xrealloc: cannot|memory exhausted|bad_alloc|MemoryError|heap out of memory/i.test(output)) {
+  if (
+    failed &&
+    /cannot allocate memory|xmalloc: cannot|xrealloc: cannot|memory exhausted|bad_alloc|MemoryError|heap out of memory/i.test(output)
+  ) {
     return `${limitMessage("memory", resources)} reached: an allocation was refused`
   }
   return undefined
 }
 
-const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) => string, prlimit: string | undefined, disk: DiskWatch | undefined): Running => {
+const start = (
+  req: RunRequest,
+  options: RunnerOptions,
+  resolve: (cmd: string) => string,
+  prlimit: string | undefined,
+  disk: DiskWatch | undefined
+): Running => {
   const [cmd, ...rest] = req.argv
   const exe = resolve(cmd)
   const token = `${options.tokenPrefix ?? ""}${randomBytes(12).toString("hex")}`
@@ -276,10 +297,13 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
     void kill(0)
   }
   let timedOut: boolean = false
-  const timer = setTimeout(() => {
-    timedOut = true
-    void kill()
-  }, Math.max(0, req.timeoutMs))
+  const timer = setTimeout(
+    () => {
+      timedOut = true
+      void kill()
+    },
+    Math.max(0, req.timeoutMs)
+  )
 
   let settled = false
   const done = (async (): Promise<RunResult> => {
@@ -307,7 +331,8 @@ const start = (req: RunRequest, options: RunnerOptions, resolve: (cmd: string) =
     const fileLimit = limit === undefined && disk !== undefined ? await disk.check() : undefined
     const reached = limit ?? fileLimit ?? rlimitEnding(exitCode, signal, out.text, exitCode !== 0, options.resources)
     // Emptied only now, with every process of the call gone: nothing writes into it any more.
-    if (options.resources !== undefined && options.tmpDir !== undefined && reached === tmpReached(options.resources)) emptyDirectory(options.tmpDir)
+    if (options.resources !== undefined && options.tmpDir !== undefined && reached === tmpReached(options.resources))
+      emptyDirectory(options.tmpDir)
     return {
       exitCode,
       ...(signal === undefined ? {} : { signal }),
@@ -379,7 +404,8 @@ const diskWatch = (options: RunnerOptions, resources: JobResources, running: () 
     if (tmp > resources.tmpMb * MiB) {
       return tmpReached(resources)
     }
-    if (baseline !== undefined && out - baseline > resources.outDirMb * MiB) return `killed: ${limitMessage("outDir", resources)} (what the job added to outDir)`
+    if (baseline !== undefined && out - baseline > resources.outDirMb * MiB)
+      return `killed: ${limitMessage("outDir", resources)} (what the job added to outDir)`
     return undefined
   }
   return {

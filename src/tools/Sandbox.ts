@@ -44,8 +44,9 @@ export {
 import type { ResolvedWorkspace } from "./Tool.ts"
 
 /** `sandboxConfigFromEnv` over the configuration (the environment unless a ConfigProvider says otherwise); never fails. */
-export const sandboxConfig: Effect.Effect<SandboxConfig> = Effect.forEach([SANDBOX_ENV, UNCONFINED_ROOT_ENV, ...Object.values(RESOURCE_VARIABLES)], (name) =>
-  Effect.map(Config.string(name).pipe(Config.option), (value) => [name, Option.getOrUndefined(value)] as const)
+export const sandboxConfig: Effect.Effect<SandboxConfig> = Effect.forEach(
+  [SANDBOX_ENV, UNCONFINED_ROOT_ENV, ...Object.values(RESOURCE_VARIABLES)],
+  (name) => Effect.map(Config.string(name).pipe(Config.option), (value) => [name, Option.getOrUndefined(value)] as const)
 ).pipe(
   Effect.map((pairs) => sandboxConfigFromEnv(Object.fromEntries(pairs))),
   // A value Config cannot read as a string does not exist in an environment; fail closed all the same.
@@ -154,7 +155,13 @@ export const workspaceMounts = (ws: ResolvedWorkspace, handles?: ReadonlyArray<n
  * environment of exactly `env`, the minimal system, private /proc, /dev and /tmp, the workspace, `cwd`.
  * Nothing else of the host is visible: no data dir, no /home, no /root, no host /tmp, no /etc.
  */
-export const bwrapArgs = (ws: ResolvedWorkspace, env: Readonly<Record<string, string>>, cwd: string, handles?: ReadonlyArray<number>, tmpDir?: string): Array<string> => [
+export const bwrapArgs = (
+  ws: ResolvedWorkspace,
+  env: Readonly<Record<string, string>>,
+  cwd: string,
+  handles?: ReadonlyArray<number>,
+  tmpDir?: string
+): Array<string> => [
   ...NAMESPACES,
   "--clearenv",
   ...Object.entries(env).flatMap(([k, v]) => ["--setenv", k, v]),
@@ -246,7 +253,10 @@ export class Sandbox extends Context.Tag("tools/Sandbox")<Sandbox, SandboxShape>
 export const makeSandbox = (config: SandboxConfig): SandboxShape => {
   const status = Effect.suspend((): Effect.Effect<SandboxStatus> => {
     if (config.invalidValue !== undefined) {
-      return Effect.succeed({ _tag: "Unavailable", reason: `KINTSUGI_SANDBOX=${JSON.stringify(config.invalidValue)} is not one of ${SANDBOX_MODES.join(", ")}` })
+      return Effect.succeed({
+        _tag: "Unavailable",
+        reason: `KINTSUGI_SANDBOX=${JSON.stringify(config.invalidValue)} is not one of ${SANDBOX_MODES.join(", ")}`
+      })
     }
     switch (config.mode) {
       case "off":

@@ -103,9 +103,7 @@ export const validateDenyPattern = (pattern: string): string | undefined =>
  * unanchored, case-sensitive unless they say `(?i)`. The verdict's reason names the pattern by index
  * and never echoes the command.
  */
-export const compileDenyPatterns = (
-  patterns: ReadonlyArray<string>
-): Either.Either<DenyMatcher, ReadonlyArray<DenyPatternProblem>> => {
+export const compileDenyPatterns = (patterns: ReadonlyArray<string>): Either.Either<DenyMatcher, ReadonlyArray<DenyPatternProblem>> => {
   const problems: Array<DenyPatternProblem> = []
   if (patterns.length > MAX_DENY_PATTERNS) {
     problems.push({ index: MAX_DENY_PATTERNS, message: `at most ${MAX_DENY_PATTERNS} patterns are allowed` })

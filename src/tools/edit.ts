@@ -88,10 +88,15 @@ export const edit = defineTool({
       if (kind === "symlink") {
         return yield* Effect.fail(new ToolError({ message: `${target.display} is a symbolic link; edit changes regular files only` }))
       }
-      const current = yield* workspace.readFile({ path: target.path, root: workspace.paths.outDir, display: target.display }, MAX_WRITE_BYTES)
+      const current = yield* workspace.readFile(
+        { path: target.path, root: workspace.paths.outDir, display: target.display },
+        MAX_WRITE_BYTES
+      )
       const result = applyEdits(current.toString("utf8"), args.edits)
       if (!result.ok) {
-        return yield* Effect.fail(new ToolError({ message: `No edit applied to ${target.display}:\n${result.problems.map((p) => `  - ${p}`).join("\n")}` }))
+        return yield* Effect.fail(
+          new ToolError({ message: `No edit applied to ${target.display}:\n${result.problems.map((p) => `  - ${p}`).join("\n")}` })
+        )
       }
       if (Buffer.byteLength(result.text, "utf8") > MAX_WRITE_BYTES) {
         return yield* Effect.fail(new ToolError({ message: `the edited file would exceed ${MAX_WRITE_BYTES} bytes` }))

@@ -42,7 +42,10 @@ export const find = defineTool({
       const budgetMs = Math.max(1000, Math.min(FIND_MAX_MS, (yield* limits.remainingMs) - 1000))
       const results: Array<string> = []
       let more = false
-      const isDir = yield* Effect.orElseSucceed(Effect.try(() => fs.statSync(target.path).isDirectory()), () => false)
+      const isDir = yield* Effect.orElseSucceed(
+        Effect.try(() => fs.statSync(target.path).isDirectory()),
+        () => false
+      )
       if (!isDir) return yield* Effect.fail(new ToolError({ message: `not a directory: ${target.display}` }))
       const entries = walkTree(target.path, target.root, FIND_WALK_LIMITS, status)
       yield* Effect.promise((signal) =>

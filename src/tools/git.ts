@@ -26,10 +26,30 @@ const NO_EXT = ["--no-ext-diff", "--no-textconv"] as const
  * refuses `--list` together with -d/-m/-c/--set-upstream-to, so those cannot mutate).
  */
 const GIT_SUBCOMMANDS: Readonly<Record<string, ReadonlyArray<string>>> = {
-  status: [], log: NO_EXT, show: NO_EXT, diff: NO_EXT, "diff-tree": NO_EXT, blame: ["--no-textconv"],
-  grep: ["--no-textconv"], "ls-files": [], "ls-tree": [], "cat-file": [], "rev-parse": [], "rev-list": [],
-  describe: [], shortlog: [], branch: ["--list"], tag: ["--list"], "show-ref": [], "for-each-ref": [],
-  "name-rev": [], "merge-base": [], "check-ignore": [], "check-attr": [], "count-objects": [], version: []
+  status: [],
+  log: NO_EXT,
+  show: NO_EXT,
+  diff: NO_EXT,
+  "diff-tree": NO_EXT,
+  blame: ["--no-textconv"],
+  grep: ["--no-textconv"],
+  "ls-files": [],
+  "ls-tree": [],
+  "cat-file": [],
+  "rev-parse": [],
+  "rev-list": [],
+  describe: [],
+  shortlog: [],
+  branch: ["--list"],
+  tag: ["--list"],
+  "show-ref": [],
+  "for-each-ref": [],
+  "name-rev": [],
+  "merge-base": [],
+  "check-ignore": [],
+  "check-attr": [],
+  "count-objects": [],
+  version: []
 }
 
 /**
@@ -37,10 +57,25 @@ const GIT_SUBCOMMANDS: Readonly<Record<string, ReadonlyArray<string>>> = {
  * takes any unambiguous prefix, so every prefix of these names is refused, e.g. `--exec`, `--upload`).
  */
 const GIT_DENIED_LONG = [
-  "git-dir", "work-tree", "exec-path", "namespace", "super-prefix", "config-env", // global repo/exec selection
-  "output", "upload-pack", "receive-pack", "ext-diff", "textconv", "filters", // write files or run commands
-  "open-files-in-pager", "no-index", "contents", // run a pager / read files outside the repository
-  "pathspec-from-file", "exclude-from", "ignore-revs-file", "file", // read a file, echo its lines in errors
+  "git-dir",
+  "work-tree",
+  "exec-path",
+  "namespace",
+  "super-prefix",
+  "config-env", // global repo/exec selection
+  "output",
+  "upload-pack",
+  "receive-pack",
+  "ext-diff",
+  "textconv",
+  "filters", // write files or run commands
+  "open-files-in-pager",
+  "no-index",
+  "contents", // run a pager / read files outside the repository
+  "pathspec-from-file",
+  "exclude-from",
+  "ignore-revs-file",
+  "file", // read a file, echo its lines in errors
   "ignore-submodules" // would let status/diff recurse into submodules whose config we did not vet
 ] as const
 /** Short options refused as `-x` or `-xvalue` (-c/-C select config and directory when global). */
@@ -64,7 +99,7 @@ const gitEnvironment = (root: string): Record<string, string> => ({
 /** Why `args` are refused, or undefined when they may run. */
 export const checkGitArgs = (args: ReadonlyArray<string>): string | undefined => {
   const sub = args[0]
-  if (sub === undefined) return "Give a subcommand, e.g. [\"status\"]."
+  if (sub === undefined) return 'Give a subcommand, e.g. ["status"].'
   if (!Object.hasOwn(GIT_SUBCOMMANDS, sub)) {
     return `git ${sub.startsWith("-") ? "global options are" : `"${sub}" is`} not allowed; allowed subcommands: ${Object.keys(GIT_SUBCOMMANDS).join(", ")}.`
   }

@@ -5,11 +5,24 @@
 
 /** Config overrides (command-line config wins over the repository's): nothing the repository says runs code. */
 const GIT_HARDENING_CONFIG: ReadonlyArray<string> = [
-  "core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat", "core.sshCommand=false",
-  "core.askPass=false", "core.attributesFile=/dev/null", "diff.external=", "log.showSignature=false",
-  "commit.gpgSign=false", "tag.gpgSign=false",
-  "gpg.program=false", "gpg.openpgp.program=false", "gpg.x509.program=false", "gpg.ssh.program=false",
-  "protocol.allow=never", "credential.helper=", "diff.ignoreSubmodules=all", "submodule.recurse=false",
+  "core.fsmonitor=false",
+  "core.hooksPath=/dev/null",
+  "core.pager=cat",
+  "core.sshCommand=false",
+  "core.askPass=false",
+  "core.attributesFile=/dev/null",
+  "diff.external=",
+  "log.showSignature=false",
+  "commit.gpgSign=false",
+  "tag.gpgSign=false",
+  "gpg.program=false",
+  "gpg.openpgp.program=false",
+  "gpg.x509.program=false",
+  "gpg.ssh.program=false",
+  "protocol.allow=never",
+  "credential.helper=",
+  "diff.ignoreSubmodules=all",
+  "submodule.recurse=false",
   "status.submoduleSummary=false",
   // A directory made into a bare repository (HEAD, objects/, refs/, config: plain files a job can write) is never discovered.
   "safe.bareRepository=explicit"

@@ -18,7 +18,6 @@ import { Limits } from "../job/Limits.ts"
 import { displayOf, validateInput } from "../job/confinement.ts"
 import { Workspace } from "../job/Workspace.ts"
 
-
 /** Files larger than this are skipped (generated bundles, data). */
 const MAX_GREP_FILE_BYTES = 4 * 1024 * 1024
 const GREP_WALK_LIMITS: WalkLimits = { maxEntries: 200_000, maxDepth: 64 }
@@ -26,14 +25,20 @@ const GREP_WALK_LIMITS: WalkLimits = { maxEntries: 200_000, maxDepth: 64 }
 const GREP_MAX_MS = 30_000
 
 const Params = Schema.Struct({
-  pattern: Schema.String.annotations({ description: "Regular expression (RE2 syntax: no lookaround or backreferences), or plain text with literal: true" }),
+  pattern: Schema.String.annotations({
+    description: "Regular expression (RE2 syntax: no lookaround or backreferences), or plain text with literal: true"
+  }),
   literal: Schema.optionalWith(Schema.Boolean.annotations({ description: "Treat pattern as plain text (default false)" }), { exact: true }),
   path: Schema.optionalWith(
-    Schema.String.annotations({ description: "File or directory to search, relative to the workspace root (default: the main source directory)" }),
+    Schema.String.annotations({
+      description: "File or directory to search, relative to the workspace root (default: the main source directory)"
+    }),
     { exact: true }
   ),
   glob: Schema.optionalWith(
-    Schema.String.annotations({ description: 'Only files matching this glob: "*.ts" matches file names at any depth, "src/**/*.ts" paths below the searched directory' }),
+    Schema.String.annotations({
+      description: 'Only files matching this glob: "*.ts" matches file names at any depth, "src/**/*.ts" paths below the searched directory'
+    }),
     { exact: true }
   ),
   ignoreCase: Schema.optionalWith(Schema.Boolean.annotations({ description: "Case-insensitive search (default false)" }), { exact: true }),
@@ -54,7 +59,10 @@ interface Found {
 }
 
 /** Renders blocks within the output limits; returns the text and one event per (possibly partial) block shown. */
-const render = (blocks: ReadonlyArray<Block>, context: number): { text: string; events: Array<ToolEvent>; cut: boolean; shownMatches: number } => {
+const render = (
+  blocks: ReadonlyArray<Block>,
+  context: number
+): { text: string; events: Array<ToolEvent>; cut: boolean; shownMatches: number } => {
   const out: Array<string> = []
   let shownMatches = 0
   const events: Array<ToolEvent> = []
@@ -92,7 +100,7 @@ const sourceRead = (block: Block, shown: number): ToolEvent => ({
 export const grep = defineTool({
   name: "grep",
   description:
-    "Search file contents in the read-only workspace. Prints matching lines as \"path:line: text\" (context lines as " +
+    'Search file contents in the read-only workspace. Prints matching lines as "path:line: text" (context lines as ' +
     '"path-line- text"), paths relative to the workspace root. Skips .git, binary files and files over 4 MB; ' +
     "stops at limit matches (default 100) and says so; lines over 500 characters are cut around the match. " +
     "Regular expressions use RE2 syntax.",
@@ -179,7 +187,9 @@ export const grep = defineTool({
       yield* Effect.forEach(events, (yield* JobEvents).emit, { discard: true })
       const notes = [
         found.matchCount >= limit ? `[match limit ${limit} reached; narrow the pattern, path or glob, or raise limit]` : "",
-        cut ? `[output cut at the 2000-line / 50 KB limit: showing ${shownMatches} of ${found.matchCount} matching lines; narrow the pattern, path or glob]` : "",
+        cut
+          ? `[output cut at the 2000-line / 50 KB limit: showing ${shownMatches} of ${found.matchCount} matching lines; narrow the pattern, path or glob]`
+          : "",
         found.skippedLarge > 0 ? `[${found.skippedLarge} files over 4 MB skipped]` : "",
         walkNote(status, GREP_WALK_LIMITS, budgetMs)
       ].filter((n) => n !== "")

@@ -159,7 +159,8 @@ export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => 
     active.delete(call)
     clearTimeout(timer)
     opts.signal.removeEventListener("abort", onAbort)
-    if (terminateBusy) for (const s of [...slots]) if (s.batches.includes(call)) drop(s, "a search worker was stopped (another search ran out of time)")
+    if (terminateBusy)
+      for (const s of [...slots]) if (s.batches.includes(call)) drop(s, "a search worker was stopped (another search ran out of time)")
     settle(o)
   }
   const advance = () => {

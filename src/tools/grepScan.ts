@@ -342,9 +342,11 @@ export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher
   const literals = opts.literal ? [pattern] : requiredLiterals(pattern)
   const literal = literals[0]
   const bytesFilter =
-    literal === undefined ? undefined
-    : opts.ignoreCase ? caseInsensitiveFilter(literal)
-    : exactBytesFilter(literals.map((l) => Buffer.from(l, "utf8")))
+    literal === undefined
+      ? undefined
+      : opts.ignoreCase
+        ? caseInsensitiveFilter(literal)
+        : exactBytesFilter(literals.map((l) => Buffer.from(l, "utf8")))
   const exactLiteral = opts.ignoreCase ? undefined : literal
   const native = nativeSource(source, opts.ignoreCase)
   if (native !== undefined) {
@@ -372,8 +374,7 @@ export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher
   const wholeFileOk = !source.includes("(?") && !/\\[Az]/.test(source)
   return {
     engine: "re2",
-    mayMatchBytes: (bytes) =>
-      bytesFilter !== undefined ? bytesFilter(bytes) : !wholeFileOk || bytes.indexOf(13) !== -1 || re.test(bytes),
+    mayMatchBytes: (bytes) => (bytesFilter !== undefined ? bytesFilter(bytes) : !wholeFileOk || bytes.indexOf(13) !== -1 || re.test(bytes)),
     mayMatchText: (text) => !wholeFileOk || text.includes("\r") || re.test(text),
     test: (l) => (exactLiteral !== undefined && !l.includes(exactLiteral) ? false : re.test(l)),
     indexIn: (l) => {

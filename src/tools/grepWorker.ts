@@ -6,7 +6,15 @@
  * file), else by path with the per-file checks (readFileSyncChecked: descriptor inside the read-only
  * root). Loads no Effect, so it starts in a few milliseconds.
  */
-import { closeQuietly, isInside, openDirSyncChecked, readFileAtSyncChecked, readFileSyncChecked, type CheckedDir, type Scratch } from "../job/confinementSync.ts"
+import {
+  closeQuietly,
+  isInside,
+  openDirSyncChecked,
+  readFileAtSyncChecked,
+  readFileSyncChecked,
+  type CheckedDir,
+  type Scratch
+} from "../job/confinementSync.ts"
 import { buildMatcher, isBinaryHead, scanTextBytes, type FileHits, type LineMatcher } from "./grepScan.ts"
 
 /** One search: the pattern, how much to collect per file, and the read-only root its files must lie in. */
@@ -22,25 +30,25 @@ export interface ScanSpec {
 
 export type ToWorker =
   | {
-    readonly type: "init"
-    /** Int32[4096]: slot `call % 4096` holds `call` once that call is cancelled; its files are then skipped. */
-    readonly cancel: SharedArrayBuffer
-    /** Float64[3]: [call, seq, Date.now() at start] of the file being scanned (call -1 = idle). */
-    readonly status: SharedArrayBuffer
-    /**
-     * Int32[1]: the directory descriptor this worker holds open, or -1. Whoever swaps it to -1 closes it:
-     * the worker when done with the directory, the pool once a terminated worker has exited.
-     */
-    readonly heldDir: SharedArrayBuffer
-  }
+      readonly type: "init"
+      /** Int32[4096]: slot `call % 4096` holds `call` once that call is cancelled; its files are then skipped. */
+      readonly cancel: SharedArrayBuffer
+      /** Float64[3]: [call, seq, Date.now() at start] of the file being scanned (call -1 = idle). */
+      readonly status: SharedArrayBuffer
+      /**
+       * Int32[1]: the directory descriptor this worker holds open, or -1. Whoever swaps it to -1 closes it:
+       * the worker when done with the directory, the pool once a terminated worker has exited.
+       */
+      readonly heldDir: SharedArrayBuffer
+    }
   | {
-    readonly type: "scan"
-    readonly call: number
-    readonly spec: ScanSpec
-    readonly first: number
-    /** The batch's paths joined by NUL (no path holds one): one string crosses threads far cheaper than an array. */
-    readonly files: string
-  }
+      readonly type: "scan"
+      readonly call: number
+      readonly spec: ScanSpec
+      readonly first: number
+      /** The batch's paths joined by NUL (no path holds one): one string crosses threads far cheaper than an array. */
+      readonly files: string
+    }
 
 /** Per file: not a readable regular file inside the root, over maxBytes, no match (binary included), skipped, or its hits. */
 export type FileResult = "unreadable" | "too-large" | "none" | "cancelled" | FileHits
@@ -50,14 +58,14 @@ export type ResultCode = "u" | "t" | "n" | "c" | "h"
 
 export type FromWorker =
   | {
-    readonly type: "scanned"
-    readonly call: number
-    readonly first: number
-    /** One ResultCode per file of the batch, in order. */
-    readonly codes: string
-    /** The hits of the files coded "h", in order. */
-    readonly hits: ReadonlyArray<FileHits>
-  }
+      readonly type: "scanned"
+      readonly call: number
+      readonly first: number
+      /** One ResultCode per file of the batch, in order. */
+      readonly codes: string
+      /** The hits of the files coded "h", in order. */
+      readonly hits: ReadonlyArray<FileHits>
+    }
   | { readonly type: "failed"; readonly call: number; readonly message: string }
 
 declare const self: Worker
@@ -85,8 +93,9 @@ const closeDir = (dir: OpenDir | undefined) => {
 const scanOne = (spec: ScanSpec, matcher: LineMatcher, file: string, dir: OpenDir | undefined): FileHits | ResultCode => {
   const name = file.slice(file.lastIndexOf("/") + 1)
   const bytes =
-    dir?.checked !== undefined ? readFileAtSyncChecked(dir.checked, name, spec.maxBytes, scratch, isBinaryHead)
-    : readFileSyncChecked(file, spec.root, spec.maxBytes, scratch, isBinaryHead)
+    dir?.checked !== undefined
+      ? readFileAtSyncChecked(dir.checked, name, spec.maxBytes, scratch, isBinaryHead)
+      : readFileSyncChecked(file, spec.root, spec.maxBytes, scratch, isBinaryHead)
   if (bytes === undefined) return "u"
   if (bytes === "too-large") return "t"
   // "skipped": the head holds a NUL (isBinaryHead), so what is read is text.

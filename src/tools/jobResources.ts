@@ -49,7 +49,13 @@ export const resourcesFromEnv = (
     return n
   }
   return {
-    resources: { memoryMb: read("memoryMb"), processes: read("processes"), cpuSec: read("cpuSec"), tmpMb: read("tmpMb"), outDirMb: read("outDirMb") },
+    resources: {
+      memoryMb: read("memoryMb"),
+      processes: read("processes"),
+      cpuSec: read("cpuSec"),
+      tmpMb: read("tmpMb"),
+      outDirMb: read("outDirMb")
+    },
     problems
   }
 }

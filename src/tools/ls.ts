@@ -33,9 +33,7 @@ export const ls = defineTool({
       const target = yield* workspace.resolveRead(args.path ?? workspace.paths.readOnly[0] ?? ".")
       const entries = yield* workspace.readDir(target)
       ;(yield* Limits).progress()
-      const names = entries
-        .map((e) => (e.isDirectory() ? `${e.name}/` : e.name))
-        .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      const names = entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.name)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
       const shown = names.slice(0, MAX_LS_ENTRIES)
       const header = target.display === "." ? "./" : `${target.display}/`
       const body = shown.length === 0 ? "[empty directory]" : shown.join("\n")

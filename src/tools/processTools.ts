@@ -8,7 +8,4 @@ import { makeShellTool } from "./shell.ts"
 import type { KernelTool } from "./Tool.ts"
 
 /** Shell and git, both running through `runner`. */
-export const processTools = (runner: ProcessRunnerShape): ReadonlyArray<KernelTool> => [
-  makeShellTool(runner),
-  makeGitTool(runner)
-]
+export const processTools = (runner: ProcessRunnerShape): ReadonlyArray<KernelTool> => [makeShellTool(runner), makeGitTool(runner)]

@@ -251,7 +251,10 @@ export class ProcessTree {
   private rootStartValue: string | undefined
   private readonly needle: string
 
-  constructor(readonly pid: number, token: string) {
+  constructor(
+    readonly pid: number,
+    token: string
+  ) {
     this.needle = `\0${RUN_TOKEN_VAR}=${token}\0`
   }
 

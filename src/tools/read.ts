@@ -11,7 +11,6 @@ import { Limits } from "../job/Limits.ts"
 import { Workspace } from "../job/Workspace.ts"
 import { BINARY_SNIFF_BYTES, splitLines } from "./textFile.ts"
 
-
 /** Largest file `read` loads; bigger files are for grep. */
 const MAX_READ_FILE_BYTES = 32 * 1024 * 1024
 

@@ -42,7 +42,11 @@ export interface SandboxConfig {
 /** Reads KINTSUGI_SANDBOX (default auto), UNCONFINED_ROOT_ENV and the job resource variables. */
 export const sandboxConfigFromEnv = (env: Readonly<Record<string, string | undefined>>): SandboxConfig => {
   const { resources, problems } = resourcesFromEnv(env)
-  const withResources = (c: SandboxConfig): SandboxConfig => ({ ...c, resources, ...(problems.length === 0 ? {} : { resourceProblems: problems }) })
+  const withResources = (c: SandboxConfig): SandboxConfig => ({
+    ...c,
+    resources,
+    ...(problems.length === 0 ? {} : { resourceProblems: problems })
+  })
   const raw = env[SANDBOX_ENV]?.trim().toLowerCase() ?? ""
   if (raw === "") return withResources({ mode: "auto" })
   if (raw === "off" && env[UNCONFINED_ROOT_ENV] === "1") return withResources({ mode: "off", unconfinedRoot: "allow" })
@@ -75,7 +79,8 @@ export const probeBwrap = (bwrap: string = "bwrap"): SandboxStatus => {
 }
 
 /** The binary a probe of `bwrap` would run (a name is looked up on SAFE_PATH), or undefined when there is none. */
-const resolveBwrap = (bwrap: string): string | undefined => (bwrap.includes("/") ? bwrap : Bun.which(bwrap, { PATH: SAFE_PATH }) ?? undefined)
+const resolveBwrap = (bwrap: string): string | undefined =>
+  bwrap.includes("/") ? bwrap : (Bun.which(bwrap, { PATH: SAFE_PATH }) ?? undefined)
 
 /** What a probe of `bwrap` runs, or its answer when it need not run anything. */
 const probeCommand = (bwrap: string): { readonly argv: Array<string> } | SandboxStatus => {
@@ -153,7 +158,8 @@ const startPending = (key: string, probe: () => Promise<SandboxStatus>): void =>
 }
 
 /** A probe startProbe started and that has not answered yet (undefined once answered, or none). */
-export const pendingProbe = (bwrap: string = "bwrap"): Promise<SandboxStatus> | undefined => (probes.has(bwrap) ? undefined : pendingProbes.get(bwrap))
+export const pendingProbe = (bwrap: string = "bwrap"): Promise<SandboxStatus> | undefined =>
+  probes.has(bwrap) ? undefined : pendingProbes.get(bwrap)
 
 /**
  * Set by the worker in its job children's environment: the bubblewrap binary its own probe found
@@ -175,7 +181,13 @@ export const startProbeFromEnv = (env: Readonly<Record<string, string | undefine
   const bwrap = config.bwrap ?? "bwrap"
   const probed = env[SANDBOX_PROBED_ENV]
   const landlock = probed?.startsWith(`${LANDLOCK_KEY}:`) === true ? Number(probed.slice(LANDLOCK_KEY.length + 1)) : undefined
-  if (config.mode !== "bwrap" && landlock !== undefined && Number.isInteger(landlock) && landlock > 0 && !probes.has(landlockKey(CONFINE_SCRIPT))) {
+  if (
+    config.mode !== "bwrap" &&
+    landlock !== undefined &&
+    Number.isInteger(landlock) &&
+    landlock > 0 &&
+    !probes.has(landlockKey(CONFINE_SCRIPT))
+  ) {
     probes.set(landlockKey(CONFINE_SCRIPT), { _tag: "Landlock", abi: landlock, bun: process.execPath, script: CONFINE_SCRIPT })
   }
   if (config.mode === "landlock") return startLandlockProbe()
@@ -213,7 +225,8 @@ const PROBE_RLIMITS = { dataBytes: 1024 * 1024 * 1024, fileBytes: 1024 * 1024, c
 /** What a Landlock probe runs: confineExec in probe mode (it prints the ABI) around `true`, or its answer when nothing can run. */
 const landlockCommand = (script: string): { readonly argv: Array<string> } | SandboxStatus => {
   if (process.platform !== "linux") return { _tag: "Unavailable", reason: "Landlock needs Linux" }
-  if (process.arch !== "x64" && process.arch !== "arm64") return { _tag: "Unavailable", reason: `Landlock: no seccomp filter for ${process.arch}` }
+  if (process.arch !== "x64" && process.arch !== "arm64")
+    return { _tag: "Unavailable", reason: `Landlock: no seccomp filter for ${process.arch}` }
   const trueExe = Bun.which("true", { PATH: SAFE_PATH })
   if (trueExe === null) return { _tag: "Unavailable", reason: "Landlock: `true` is not on the system path" }
   const spec = encodeSpec({ readOnly: systemPaths(), writable: [], devices: [...JOB_DEVICES], rlimits: PROBE_RLIMITS, argv: [trueExe] })
@@ -239,7 +252,10 @@ export const probeLandlock = (script: string = CONFINE_SCRIPT): SandboxStatus =>
       const r = Bun.spawnSync(command.argv, { ...PROBE_OPTIONS, stdout: "pipe" })
       status = landlockAnswer(script, r.exitCode, r.stdout?.toString() ?? "", r.stderr?.toString() ?? "")
     } catch (e) {
-      status = { _tag: "Unavailable", reason: `Landlock could not be probed: ${e instanceof Error ? firstLine(e.message) : "unknown error"}` }
+      status = {
+        _tag: "Unavailable",
+        reason: `Landlock could not be probed: ${e instanceof Error ? firstLine(e.message) : "unknown error"}`
+      }
     }
   }
   probes.set(landlockKey(script), status)
@@ -259,7 +275,8 @@ const probeLandlockAsync = async (script: string): Promise<SandboxStatus> => {
 }
 
 /** startProbe for Landlock: the first `probeLandlockStatus` waits for this answer. */
-export const startLandlockProbe = (script: string = CONFINE_SCRIPT): void => startPending(landlockKey(script), () => probeLandlockAsync(script))
+export const startLandlockProbe = (script: string = CONFINE_SCRIPT): void =>
+  startPending(landlockKey(script), () => probeLandlockAsync(script))
 
 /** A Landlock probe startLandlockProbe started and that has not answered yet. */
 export const pendingLandlockProbe = (script: string = CONFINE_SCRIPT): Promise<SandboxStatus> | undefined =>
@@ -305,4 +322,3 @@ const readSystemMounts = (): Array<string> => {
   for (const f of ETC_FILES) out.push("--ro-bind-try", f, f)
   return out
 }
-

@@ -36,7 +36,12 @@ export const formatRunResult = (r: RunResult, timeoutMs: number): string => {
       ? `exit code: ${r.exitCode}`
       : `killed by signal ${r.signal ?? "unknown"}`
   // A limit the call reached names it: "killed: memory limit 1024 MiB", or beside the exit code when a process failed at it.
-  const status = r.limit === undefined ? ending : r.limit.startsWith("killed:") ? `${r.limit}: the process and everything it started were killed` : `${ending} (${r.limit})`
+  const status =
+    r.limit === undefined
+      ? ending
+      : r.limit.startsWith("killed:")
+        ? `${r.limit}: the process and everything it started were killed`
+        : `${ending} (${r.limit})`
   const body = r.output.length === 0 ? "(no output)" : r.output
   return `${status}${r.truncated ? " (output cut: head and tail kept)" : ""}\n${body}`
 }

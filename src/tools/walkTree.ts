@@ -10,7 +10,15 @@ import fs from "node:fs"
 import { Effect } from "effect"
 import { ToolError } from "./Tool.ts"
 import { validateInput } from "../job/confinement.ts"
-import { closeQuietly, listDirAt, listDirSync, openDirSyncChecked, openSubdirAt, type CheckedDir, type DirEntry } from "../job/confinementSync.ts"
+import {
+  closeQuietly,
+  listDirAt,
+  listDirSync,
+  openDirSyncChecked,
+  openSubdirAt,
+  type CheckedDir,
+  type DirEntry
+} from "../job/confinementSync.ts"
 
 export interface WalkEntry {
   /** Absolute path: a verified directory plus one name, so inside the walk's root by construction. */
@@ -160,10 +168,10 @@ export const compileGlob = (pattern: string): Effect.Effect<(rel: string) => boo
   Effect.gen(function* () {
     yield* validateInput(pattern, "glob pattern")
     if (pattern.startsWith("/") || /^[A-Za-z]:/.test(pattern)) {
-      return yield* Effect.fail(new ToolError({ message: "glob pattern must be relative (no leading \"/\")" }))
+      return yield* Effect.fail(new ToolError({ message: 'glob pattern must be relative (no leading "/")' }))
     }
     if (pattern.split(/[/\\]/).some((s) => s === "..")) {
-      return yield* Effect.fail(new ToolError({ message: "glob pattern must not contain \"..\" segments" }))
+      return yield* Effect.fail(new ToolError({ message: 'glob pattern must not contain ".." segments' }))
     }
     const glob = new Bun.Glob(pattern)
     if (!pattern.includes("/")) return (rel: string) => glob.match(rel.slice(rel.lastIndexOf("/") + 1))
@@ -172,7 +180,10 @@ export const compileGlob = (pattern: string): Effect.Effect<(rel: string) => boo
 
 /** A short human note for a walk that stopped early, or "" when it ran to the end. */
 export const walkNote = (status: WalkStatus, limits: WalkLimits, timeMs: number): string =>
-  status.stopped === "entries" ? `[stopped after ${limits.maxEntries} entries; narrow the path or pattern]`
-  : status.stopped === "depth" ? `[directories deeper than ${limits.maxDepth} levels were skipped]`
-  : status.stopped === "time" ? `[stopped after ${Math.round(timeMs / 1000)} s; narrow the path or pattern]`
-  : ""
+  status.stopped === "entries"
+    ? `[stopped after ${limits.maxEntries} entries; narrow the path or pattern]`
+    : status.stopped === "depth"
+      ? `[directories deeper than ${limits.maxDepth} levels were skipped]`
+      : status.stopped === "time"
+        ? `[stopped after ${Math.round(timeMs / 1000)} s; narrow the path or pattern]`
+        : ""

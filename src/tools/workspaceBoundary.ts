@@ -33,7 +33,10 @@ const GENERIC_NAME = "a path reserved for the server"
 export const canonicalPath = (p: string): Effect.Effect<string | undefined> =>
   // Synchronous (the job start's boundary checks): no round trip to the thread pool per path.
   Effect.sync(() => {
-    const parts = path.resolve(p).split("/").filter((s) => s.length > 0)
+    const parts = path
+      .resolve(p)
+      .split("/")
+      .filter((s) => s.length > 0)
     const missing: Array<string> = []
     for (;;) {
       try {
@@ -49,10 +52,7 @@ export const canonicalPath = (p: string): Effect.Effect<string | undefined> =>
   })
 
 /** Canonicalizes a boundary (the envelope's, or the configured one); `names` labels forbidden paths by their given form. */
-export const canonicalBoundary = (
-  b: JobBoundary,
-  names: Readonly<Record<string, string>> = {}
-): Effect.Effect<CanonicalBoundary> =>
+export const canonicalBoundary = (b: JobBoundary, names: Readonly<Record<string, string>> = {}): Effect.Effect<CanonicalBoundary> =>
   Effect.gen(function* () {
     const jobRoots: Array<string> = []
     for (const r of b.jobRoots) {
@@ -89,4 +89,7 @@ export const boundaryProblems = (b: CanonicalBoundary, field: string, p: string)
 }
 
 /** The check `resolveWorkspace` applies to each canonical path, for a boundary. */
-export const boundaryCheck = (b: CanonicalBoundary): PathCheck => (field, p) => boundaryProblems(b, field, p)
+export const boundaryCheck =
+  (b: CanonicalBoundary): PathCheck =>
+  (field, p) =>
+    boundaryProblems(b, field, p)

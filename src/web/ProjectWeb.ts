@@ -12,8 +12,13 @@ import { type StoreError, storeDefects, storeMethod } from "../db/StoreError.ts"
 import { traced } from "../telemetry/traced.ts"
 import { ProjectNotFound, Projects } from "../worker/Projects.ts"
 
-const Budget = Schema.Number.pipe(Schema.int({ message: () => "must be a whole number" }), Schema.between(0, 100_000, { message: () => "must be between 0 and 100000" }))
-const AgentId = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,63}$/, { message: () => "must be an agent id: [a-z][a-z0-9-]* (at most 64 characters)" }))
+const Budget = Schema.Number.pipe(
+  Schema.int({ message: () => "must be a whole number" }),
+  Schema.between(0, 100_000, { message: () => "must be between 0 and 100000" })
+)
+const AgentId = Schema.String.pipe(
+  Schema.pattern(/^[a-z][a-z0-9-]{0,63}$/, { message: () => "must be an agent id: [a-z][a-z0-9-]* (at most 64 characters)" })
+)
 
 /** `PUT /api/projects/:id/web`: every field optional; an absent one keeps its stored (else default) value. */
 const WebSettingsInput = Schema.Struct({
@@ -34,7 +39,14 @@ export interface WebSettings {
   readonly jobFetches: number
 }
 
-const DEFAULT_WEB_SETTINGS: WebSettings = { searchAgents: [], fetch: false, dailySearches: 100, dailyFetches: 200, jobSearches: 10, jobFetches: 20 }
+const DEFAULT_WEB_SETTINGS: WebSettings = {
+  searchAgents: [],
+  fetch: false,
+  dailySearches: 100,
+  dailyFetches: 200,
+  jobSearches: 10,
+  jobFetches: 20
+}
 
 /** One UTC day's counts of a project. */
 export interface WebUsageDay {
@@ -46,7 +58,9 @@ export interface WebUsageDay {
 
 export type WebCallKind = "search" | "fetch"
 
-export class WebSettingsInvalid extends Schema.TaggedError<WebSettingsInvalid>()("WebSettingsInvalid", { problems: Schema.Array(Problem) }) {
+export class WebSettingsInvalid extends Schema.TaggedError<WebSettingsInvalid>()("WebSettingsInvalid", {
+  problems: Schema.Array(Problem)
+}) {
   override get message(): string {
     return "the web settings have problems"
   }
@@ -71,7 +85,11 @@ export class ProjectWeb extends Context.Tag("web/ProjectWeb")<
   {
     /** The project's settings (the defaults when never set). */
     readonly get: (projectId: string) => Effect.Effect<WebSettings, ProjectNotFound | StoreError>
-    readonly put: (projectId: string, input: unknown, by: string) => Effect.Effect<WebSettings, ProjectNotFound | WebSettingsInvalid | StoreError>
+    readonly put: (
+      projectId: string,
+      input: unknown,
+      by: string
+    ) => Effect.Effect<WebSettings, ProjectNotFound | WebSettingsInvalid | StoreError>
     /** The project's counts for the last `days` UTC days (today first; days without a call are 0). */
     readonly usage: (projectId: string, days: number) => Effect.Effect<ReadonlyArray<WebUsageDay>, ProjectNotFound | StoreError>
     /** One job's counts. */
@@ -84,14 +102,16 @@ export class ProjectWeb extends Context.Tag("web/ProjectWeb")<
   }
 >() {}
 
-const settingsRows = decodeRows(Schema.Struct({
-  searchAgents: Jsonb(Schema.Array(Schema.String)),
-  fetchEnabled: Schema.Boolean,
-  dailySearches: Num,
-  dailyFetches: Num,
-  jobSearches: Num,
-  jobFetches: Num
-}))
+const settingsRows = decodeRows(
+  Schema.Struct({
+    searchAgents: Jsonb(Schema.Array(Schema.String)),
+    fetchEnabled: Schema.Boolean,
+    dailySearches: Num,
+    dailyFetches: Num,
+    jobSearches: Num,
+    jobFetches: Num
+  })
+)
 const Counts = { searches: Num, fetches: Num }
 const dayRows = decodeRows(Schema.Struct({ ...Counts, day: Schema.NullOr(Schema.String), today: Schema.String }))
 const jobRows = decodeRows(Schema.Struct(Counts))
@@ -103,7 +123,9 @@ const makeProjectWeb: Effect.Effect<ProjectWeb["Type"], never, SqlClient | Proje
   const projects = yield* Projects
   const stored = (projectId: string) =>
     Effect.map(
-      settingsRows(sql`SELECT search_agents, fetch_enabled, daily_searches, daily_fetches, job_searches, job_fetches FROM runtime.project_web WHERE project_id = ${projectId}`),
+      settingsRows(
+        sql`SELECT search_agents, fetch_enabled, daily_searches, daily_fetches, job_searches, job_fetches FROM runtime.project_web WHERE project_id = ${projectId}`
+      ),
       (rows): WebSettings => {
         const r = rows[0]
         if (r === undefined) return DEFAULT_WEB_SETTINGS
@@ -127,7 +149,8 @@ const makeProjectWeb: Effect.Effect<ProjectWeb["Type"], never, SqlClient | Proje
             daily_searches = EXCLUDED.daily_searches, daily_fetches = EXCLUDED.daily_fetches, job_searches = EXCLUDED.job_searches,
             job_fetches = EXCLUDED.job_fetches, updated_by = EXCLUDED.updated_by, updated_at = now()`
         return yield* stored(projectId)
-      })),
+      })
+    ),
     usage: storeMethod("ProjectWeb.usage", (projectId: string, days: number) =>
       Effect.gen(function* () {
         yield* projects.get(projectId)
@@ -143,12 +166,14 @@ const makeProjectWeb: Effect.Effect<ProjectWeb["Type"], never, SqlClient | Proje
           const r = byDay.get(day)
           return { day, searches: r?.searches ?? 0, fetches: r?.fetches ?? 0 }
         })
-      })),
+      })
+    ),
     jobUsage: storeMethod("ProjectWeb.jobUsage", (jobId: string) =>
       Effect.map(
         jobRows(sql`SELECT searches, fetches FROM runtime.web_usage_job WHERE job_id = ${jobId}`),
         (rows) => rows[0] ?? { searches: 0, fetches: 0 }
-      )),
+      )
+    ),
     take: (projectId, jobId, kind) => {
       const column = sql(kind === "search" ? "searches" : "fetches")
       const counted = Effect.gen(function* () {
@@ -156,7 +181,8 @@ const makeProjectWeb: Effect.Effect<ProjectWeb["Type"], never, SqlClient | Proje
         const jobLimit = kind === "search" ? s.jobSearches : s.jobFetches
         const dayLimit = kind === "search" ? s.dailySearches : s.dailyFetches
         // The row lock of ON CONFLICT DO UPDATE serialises concurrent callers; its WHERE sees the latest count.
-        const job = yield* sql`INSERT INTO runtime.web_usage_job AS u (job_id, project_id, ${column}) SELECT ${jobId}, ${projectId}, 1 WHERE ${jobLimit}::int > 0
+        const job =
+          yield* sql`INSERT INTO runtime.web_usage_job AS u (job_id, project_id, ${column}) SELECT ${jobId}, ${projectId}, 1 WHERE ${jobLimit}::int > 0
           ON CONFLICT (job_id) DO UPDATE SET ${column} = u.${column} + 1 WHERE u.${column} < ${jobLimit}::int RETURNING u.job_id`
         if (job.length === 0) return yield* Effect.fail(new WebBudgetExhausted({ kind, scope: "job", limit: jobLimit }))
         const day = yield* sql`INSERT INTO runtime.web_usage_day AS u (project_id, day, ${column})
@@ -172,4 +198,7 @@ const makeProjectWeb: Effect.Effect<ProjectWeb["Type"], never, SqlClient | Proje
   return service
 })
 
-export const ProjectWebLive: Layer.Layer<ProjectWeb, never, SqlClient | Projects> = Layer.effect(ProjectWeb, Effect.map(makeProjectWeb, (service) => traced("ProjectWeb", service)))
+export const ProjectWebLive: Layer.Layer<ProjectWeb, never, SqlClient | Projects> = Layer.effect(
+  ProjectWeb,
+  Effect.map(makeProjectWeb, (service) => traced("ProjectWeb", service))
+)

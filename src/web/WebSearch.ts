@@ -20,7 +20,9 @@ const WebSearchInput = Schema.Struct({
   kind: Schema.Literal("searxng", "brave"),
   url: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }), Schema.maxLength(2000)),
   /** Absent on update keeps the stored key. */
-  apiKey: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }), Schema.maxLength(4000)), { exact: true })
+  apiKey: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }), Schema.maxLength(4000)), {
+    exact: true
+  })
 })
 
 export interface WebSearchView {
@@ -84,7 +86,9 @@ const makeWebSearch = Effect.gen(function* () {
   const config = (r: Row) => ({ kind: r.kind, url: r.url, apiKey: r.apiKeySealed === null ? undefined : box.open(r.apiKeySealed) })
   // A search is a tool call whose refusals are "not configured" and "failed": a store failure there is a defect.
   const search = (query: string, limit: number) =>
-    Effect.flatMap(Effect.catchTags(row, { StoreUnavailable: Effect.die, RowInvalid: Effect.die }), (r) => searchWith(config(r), query, limit))
+    Effect.flatMap(Effect.catchTags(row, { StoreUnavailable: Effect.die, RowInvalid: Effect.die }), (r) =>
+      searchWith(config(r), query, limit)
+    )
 
   const service: WebSearch["Type"] = {
     get: Effect.map(row, view),
@@ -96,13 +100,20 @@ const makeWebSearch = Effect.gen(function* () {
         // The admin's URL may be private (a SearXNG next door); scheme, credentials and DNS still apply.
         const urlProblem = yield* Effect.promise(() => checkOutboundUrl(s.url, true))
         const existing = yield* Effect.option(row)
-        const sealed = s.apiKey !== undefined ? box.seal(s.apiKey) : existing._tag === "Some" && existing.value.kind === s.kind ? existing.value.apiKeySealed : null
+        const sealed =
+          s.apiKey !== undefined
+            ? box.seal(s.apiKey)
+            : existing._tag === "Some" && existing.value.kind === s.kind
+              ? existing.value.apiKeySealed
+              : null
         const problems = [
           ...(urlProblem === undefined ? [] : [{ path: "url", message: urlProblem }]),
           ...(s.kind === "brave" && sealed === null ? [{ path: "apiKey", message: "is required for Brave Search" }] : [])
         ]
         if (problems.length > 0) return yield* Effect.fail(new WebSearchInvalid({ problems }))
-        yield* storeErrors("WebSearch.put")(sql`INSERT INTO admin.web_search_backend (singleton, kind, url, api_key_sealed, updated_by) VALUES (true, ${s.kind}, ${s.url}, ${sealed}, ${by})
+        yield* storeErrors(
+          "WebSearch.put"
+        )(sql`INSERT INTO admin.web_search_backend (singleton, kind, url, api_key_sealed, updated_by) VALUES (true, ${s.kind}, ${s.url}, ${sealed}, ${by})
           ON CONFLICT (singleton) DO UPDATE SET kind = EXCLUDED.kind, url = EXCLUDED.url, api_key_sealed = EXCLUDED.api_key_sealed,
             updated_by = EXCLUDED.updated_by, updated_at = now()`)
         // The backend was written just before: WebSearchNotConfigured here would be a defect.
@@ -122,4 +133,7 @@ const makeWebSearch = Effect.gen(function* () {
   return service
 })
 
-export const WebSearchLive: Layer.Layer<WebSearch, never, SqlClient | SecretBox> = Layer.effect(WebSearch, Effect.map(makeWebSearch, (service) => traced("WebSearch", service)))
+export const WebSearchLive: Layer.Layer<WebSearch, never, SqlClient | SecretBox> = Layer.effect(
+  WebSearch,
+  Effect.map(makeWebSearch, (service) => traced("WebSearch", service))
+)

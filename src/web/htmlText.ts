@@ -33,5 +33,10 @@ export interface PageText {
 /** The page's readable text: HTML (and XHTML) converted, every other text type kept verbatim. */
 export const pageText = (body: string, mediaType: string): PageText =>
   mediaType === "text/html" || mediaType === "application/xhtml+xml"
-    ? { title: titleOf(body), text: htmlToText(body).replace(/\n{3,}/g, "\n\n").trim() }
+    ? {
+        title: titleOf(body),
+        text: htmlToText(body)
+          .replace(/\n{3,}/g, "\n\n")
+          .trim()
+      }
     : { title: undefined, text: body }

@@ -51,12 +51,23 @@ export interface FetchedPage {
 /** Media types whose body is text: text/*, JSON, XML and their structured-suffix forms. */
 const isTextLike = (mediaType: string): boolean =>
   mediaType.startsWith("text/") ||
-  ["application/json", "application/xml", "application/xhtml+xml", "application/javascript", "application/x-javascript", "application/ecmascript"].includes(mediaType) ||
+  [
+    "application/json",
+    "application/xml",
+    "application/xhtml+xml",
+    "application/javascript",
+    "application/x-javascript",
+    "application/ecmascript"
+  ].includes(mediaType) ||
   /^application\/[a-z0-9.+-]+\+(json|xml)$/.test(mediaType)
 
 const parseContentType = (header: string | null): { readonly mediaType: string; readonly charset: string | undefined } => {
   const [type = "", ...params] = (header ?? "").split(";")
-  const charset = params.map((p) => p.trim()).find((p) => p.toLowerCase().startsWith("charset="))?.slice(8).replace(/^"|"$/g, "")
+  const charset = params
+    .map((p) => p.trim())
+    .find((p) => p.toLowerCase().startsWith("charset="))
+    ?.slice(8)
+    .replace(/^"|"$/g, "")
   return { mediaType: type.trim().toLowerCase(), charset }
 }
 
@@ -101,7 +112,11 @@ export const readCapped = async (response: Response, max: number): Promise<Uint8
 const REDIRECTS = new Set([301, 302, 303, 307, 308])
 
 class Refusal {
-  constructor(readonly rule: FetchRule, readonly url: string, readonly problem: string) {}
+  constructor(
+    readonly rule: FetchRule,
+    readonly url: string,
+    readonly problem: string
+  ) {}
 }
 
 /** One page, by the rules above; the whole fetch (redirects and body included) shares one time cap. */
@@ -173,7 +188,9 @@ export const fetchPage = (raw: string, options: WebFetchOptions): Effect.Effect<
         ? new WebFetchRefused({ rule: "time", url: raw, problem: `the fetch took longer than ${Math.round(timeoutMs / 1000)} s` })
         : new WebFetchRefused({ rule: "network", url: raw, problem: "the connection failed while reading the page" })
   }).pipe(
-    Effect.flatMap((r) => (r instanceof Refusal ? Effect.fail(new WebFetchRefused({ rule: r.rule, url: r.url, problem: r.problem })) : Effect.succeed(r))),
+    Effect.flatMap((r) =>
+      r instanceof Refusal ? Effect.fail(new WebFetchRefused({ rule: r.rule, url: r.url, problem: r.problem })) : Effect.succeed(r)
+    ),
     Effect.withSpan("web.fetch", { attributes: { "kintsugi.web.max_bytes": maxBytes } })
   )
 }

@@ -34,9 +34,15 @@ class TestOnlySetting extends Error {
  * does not start.
  */
 export const webFetchAllowance: Effect.Effect<NetworkAllowance> = Effect.gen(function* () {
-  const on = yield* Config.boolean(TEST_LOOPBACK_SETTING).pipe(Config.withDefault(false), Effect.orElseSucceed(() => true))
+  const on = yield* Config.boolean(TEST_LOOPBACK_SETTING).pipe(
+    Config.withDefault(false),
+    Effect.orElseSucceed(() => true)
+  )
   if (!on) return false
-  const env = yield* Config.string("NODE_ENV").pipe(Config.withDefault(""), Effect.orElseSucceed(() => ""))
+  const env = yield* Config.string("NODE_ENV").pipe(
+    Config.withDefault(""),
+    Effect.orElseSucceed(() => "")
+  )
   // A test-only setting outside a test run is a misconfigured deployment: a startup defect, never a request failure.
   if (env !== "test") return yield* Effect.die(new TestOnlySetting())
   return "loopback" as const
@@ -55,7 +61,9 @@ export interface WebServicesOptions {
   readonly resolve?: Resolver
 }
 
-export const makeWebHandlers = (options: WebServicesOptions = {}): Effect.Effect<ReadonlyArray<ServiceHandler>, never, ProjectWeb | WebSearch> =>
+export const makeWebHandlers = (
+  options: WebServicesOptions = {}
+): Effect.Effect<ReadonlyArray<ServiceHandler>, never, ProjectWeb | WebSearch> =>
   Effect.gen(function* () {
     const web = yield* ProjectWeb
     const search = yield* WebSearch
@@ -73,9 +81,9 @@ export const makeWebHandlers = (options: WebServicesOptions = {}): Effect.Effect
 
     /** The budget first (nothing reaches the web past it), then the work; every failure an error result. */
     const budgeted = (grant: ServiceGrant, kind: WebCallKind, work: Effect.Effect<ServiceAnswer>) =>
-      web.take(grant.projectId, grant.jobId, kind).pipe(
-        Effect.matchEffect({ onFailure: (e) => Effect.succeed(error(e.message)), onSuccess: () => work })
-      )
+      web
+        .take(grant.projectId, grant.jobId, kind)
+        .pipe(Effect.matchEffect({ onFailure: (e) => Effect.succeed(error(e.message)), onSuccess: () => work }))
 
     const webSearch: ServiceHandler = {
       name: "web_search",
@@ -96,7 +104,10 @@ export const makeWebHandlers = (options: WebServicesOptions = {}): Effect.Effect
               ok(
                 results.length === 0
                   ? `No results for "${query}".`
-                  : cut(results.map((r, i) => `${i + 1}. ${r.title}\n   ${r.url}${r.snippet === "" ? "" : `\n   ${r.snippet}`}`).join("\n"), "ask for fewer results")
+                  : cut(
+                      results.map((r, i) => `${i + 1}. ${r.title}\n   ${r.url}${r.snippet === "" ? "" : `\n   ${r.snippet}`}`).join("\n"),
+                      "ask for fewer results"
+                    )
               )
             ),
             Effect.catchAll((e) => Effect.succeed(error(e.message)))
@@ -112,7 +123,11 @@ export const makeWebHandlers = (options: WebServicesOptions = {}): Effect.Effect
         "fetch",
         fetchPage(url, { allow, resolve }).pipe(
           Effect.map((page) => {
-            const head = [...(page.title === undefined ? [] : [`# ${page.title}`]), `URL: ${page.url}`, `Content-Type: ${page.mediaType}`].join("\n")
+            const head = [
+              ...(page.title === undefined ? [] : [`# ${page.title}`]),
+              `URL: ${page.url}`,
+              `Content-Type: ${page.mediaType}`
+            ].join("\n")
             return ok(cut(`${head}\n\n${page.text}`, "the page is longer; fetch a more specific page"))
           }),
           Effect.catchAll((e) => Effect.succeed(error(e.message)))
@@ -126,16 +141,22 @@ export const makeWebHandlers = (options: WebServicesOptions = {}): Effect.Effect
         Effect.flatMap(searchRefusal(subject), (refused) =>
           refused !== undefined
             ? Effect.succeed(refused)
-            : Effect.map(settings(subject.projectId), (s) => (s._tag === "Some" && s.value.fetch ? undefined : `project "${subject.projectId}" has web fetch off`))
+            : Effect.map(settings(subject.projectId), (s) =>
+                s._tag === "Some" && s.value.fetch ? undefined : `project "${subject.projectId}" has web fetch off`
+              )
         ),
       handle: (input, grant) => {
         const { url } = input as typeof WebFetchToolInput.Type
         const resolve = options.resolve ?? systemResolver
         // A URL the policy refuses reaches nothing, so it spends no budget; fetchPage checks every hop again.
-        return Effect.flatMap(Effect.promise(() => checkTargetRule(url, allow, resolve)), (checked) =>
-          Either.isLeft(checked)
-            ? Effect.succeed(error(new WebFetchRefused({ rule: checked.left.rule, url, problem: `the URL ${checked.left.problem}` }).message))
-            : fetchBudgeted(url, grant, resolve)
+        return Effect.flatMap(
+          Effect.promise(() => checkTargetRule(url, allow, resolve)),
+          (checked) =>
+            Either.isLeft(checked)
+              ? Effect.succeed(
+                  error(new WebFetchRefused({ rule: checked.left.rule, url, problem: `the URL ${checked.left.problem}` }).message)
+                )
+              : fetchBudgeted(url, grant, resolve)
         )
       }
     }

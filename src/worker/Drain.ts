@@ -73,7 +73,10 @@ export const makeDrain = Effect.gen(function* () {
       )
     )
 
-  const idle = state.changes.pipe(Stream.takeUntil((s) => s.active === 0), Stream.runDrain)
+  const idle = state.changes.pipe(
+    Stream.takeUntil((s) => s.active === 0),
+    Stream.runDrain
+  )
   const running = Effect.map(SubscriptionRef.get(state), (s) => s.active)
 
   const drain = Effect.gen(function* () {
@@ -88,16 +91,17 @@ export const makeDrain = Effect.gen(function* () {
       Effect.race(Effect.as(Effect.sleep(Duration.seconds(seconds)), "time" as const), Effect.as(Deferred.await(cut), "cut" as const))
     )
     if (ended !== "finished") {
-      yield* Effect.logWarning(ended === "time" ? "drain time is up: running jobs end as aborted" : "drain cut short: running jobs end as aborted").pipe(
-        Effect.annotateLogs({ running: yield* running, reason: SERVER_SHUTTING_DOWN })
-      )
+      yield* Effect.logWarning(
+        ended === "time" ? "drain time is up: running jobs end as aborted" : "drain cut short: running jobs end as aborted"
+      ).pipe(Effect.annotateLogs({ running: yield* running, reason: SERVER_SHUTTING_DOWN }))
       yield* Deferred.succeed(cut, undefined)
       // Each job's abort poll sees `stopping` within a second; its child then has the abort grace.
       const left = yield* Effect.timeout(idle, Duration.millis(ABORT_GRACE_MS + SETTLE_MARGIN_MS)).pipe(
         Effect.as(0),
         Effect.catchTag("TimeoutException", () => running)
       )
-      if (left > 0) yield* Effect.logError("drained with jobs still running; they end with the runtime").pipe(Effect.annotateLogs({ running: left }))
+      if (left > 0)
+        yield* Effect.logError("drained with jobs still running; they end with the runtime").pipe(Effect.annotateLogs({ running: left }))
     }
     yield* Effect.logInfo("drained")
   })

@@ -14,7 +14,9 @@ import { JobBus } from "./JobBus.ts"
 import { JobStore, type JobRow } from "./JobStore.ts"
 
 /** What a follower is handed: events after its cursor, in order; the job's row at the end. */
-export type FeedItem = { readonly _tag: "Events"; readonly events: ReadonlyArray<JobEvent> } | { readonly _tag: "Row"; readonly job: JobRow }
+export type FeedItem =
+  | { readonly _tag: "Events"; readonly events: ReadonlyArray<JobEvent> }
+  | { readonly _tag: "Row"; readonly job: JobRow }
 
 export class JobFeed extends Context.Tag("worker/JobFeed")<
   JobFeed,
@@ -149,11 +151,18 @@ export const make = Effect.gen(function* () {
   const bus = yield* JobBus
   const signals = yield* bus.subscribe
   // While the server's notifications are heard (this process's writes included), the bus would only wake a job twice.
-  yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(signals), (s) => (s._tag === "Events" && !writes.jobsHeard() ? wake(s.jobId) : Effect.void))))
+  yield* Effect.forkScoped(
+    Effect.forever(Effect.flatMap(Queue.take(signals), (s) => (s._tag === "Events" && !writes.jobsHeard() ? wake(s.jobId) : Effect.void)))
+  )
   const heard = yield* writes.jobsWritten
   yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(heard), wake)))
   yield* Effect.forkScoped(
-    Effect.forever(Effect.zipRight(Effect.suspend(() => Effect.sleep(writes.epoch() === undefined ? RECHECK_UNHEARD : RECHECK)), recheck))
+    Effect.forever(
+      Effect.zipRight(
+        Effect.suspend(() => Effect.sleep(writes.epoch() === undefined ? RECHECK_UNHEARD : RECHECK)),
+        recheck
+      )
+    )
   )
 
   const follow = (jobId: string, after: number) =>

@@ -19,7 +19,10 @@ import { storeDefects } from "../db/StoreError.ts"
 export const INSTALL_DIR = path.resolve(import.meta.dir, "..", "..")
 
 /** The configured job roots cannot be used; the message names the variable and the path (operator log only). */
-export class JobRootsInvalid extends Schema.TaggedError<JobRootsInvalid>()("JobRootsInvalid", { message: Schema.String, cause: Schema.optional(Schema.Defect) }) {}
+export class JobRootsInvalid extends Schema.TaggedError<JobRootsInvalid>()("JobRootsInvalid", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}
 
 export class JobRoots extends Context.Tag("worker/JobRoots")<
   JobRoots,
@@ -41,7 +44,8 @@ export class JobRoots extends Context.Tag("worker/JobRoots")<
   }
 >() {}
 
-const pluck = (doc: unknown, key: string): unknown => (doc !== null && typeof doc === "object" ? (doc as Record<string, unknown>)[key] : undefined)
+const pluck = (doc: unknown, key: string): unknown =>
+  doc !== null && typeof doc === "object" ? (doc as Record<string, unknown>)[key] : undefined
 // Lenient on purpose (excess keys ignored): the strict decode of the whole body reports those.
 const decodeWorkspace = Schema.decodeUnknownEither(JobInput.fields.workspace)
 
@@ -101,7 +105,12 @@ const makeJobRoots = (boundary: CanonicalBoundary): Effect.Effect<JobRoots["Type
           const real = yield* Effect.either(Effect.tryPromise(() => fs.promises.realpath(root)))
           if (Either.isLeft(real)) return Either.left([{ path: "root", message: "does not exist or cannot be resolved" }])
           const problems = inRoots(real.right)
-          const isDir = yield* Effect.promise(() => fs.promises.stat(real.right).then((st) => st.isDirectory(), () => false))
+          const isDir = yield* Effect.promise(() =>
+            fs.promises.stat(real.right).then(
+              (st) => st.isDirectory(),
+              () => false
+            )
+          )
           if (!isDir) problems.unshift({ path: "root", message: "is not a directory" })
           return problems.length > 0 ? Either.left(problems) : Either.right(real.right)
         })
@@ -122,10 +131,16 @@ export const configuredBoundary = (options: {
   Effect.gen(function* () {
     const dataDir = path.resolve(options.dataDir)
     const workspaces = path.join(dataDir, "workspaces")
-    const given = (options.jobRoots ?? "").split(":").filter((r) => r.trim() !== "").map((r) => path.resolve(r))
+    const given = (options.jobRoots ?? "")
+      .split(":")
+      .filter((r) => r.trim() !== "")
+      .map((r) => path.resolve(r))
     const fail = (message: string) => Effect.fail(new JobRootsInvalid({ message }))
     if (given.length === 0) {
-      yield* Effect.try({ try: () => fs.mkdirSync(workspaces, { recursive: true, mode: 0o700 }), catch: (cause) => new JobRootsInvalid({ message: `cannot create the default job root ${workspaces}`, cause }) })
+      yield* Effect.try({
+        try: () => fs.mkdirSync(workspaces, { recursive: true, mode: 0o700 }),
+        catch: (cause) => new JobRootsInvalid({ message: `cannot create the default job root ${workspaces}`, cause })
+      })
     }
     const roots = given.length === 0 ? [workspaces] : given
     const installDir = options.installDir ?? INSTALL_DIR
@@ -139,7 +154,8 @@ export const configuredBoundary = (options: {
     const jobRoots: Array<string> = []
     for (const r of roots) {
       const real = yield* Effect.either(Effect.tryPromise(() => fs.promises.realpath(r)))
-      if (Either.isLeft(real) || !fs.statSync(real.right).isDirectory()) return yield* fail(`KINTSUGI_JOB_ROOTS: ${r} is not an existing directory`)
+      if (Either.isLeft(real) || !fs.statSync(real.right).isDirectory())
+        return yield* fail(`KINTSUGI_JOB_ROOTS: ${r} is not an existing directory`)
       for (const f of b.forbidden) {
         if (isInside(f.path, real.right)) return yield* fail(`KINTSUGI_JOB_ROOTS: ${r} is or contains ${f.name} (${f.path})`)
         if (isInside(real.right, f.path) && !isInside(real.right, carveOut)) {
@@ -157,7 +173,10 @@ export const makeJobRootsFromConfig: Effect.Effect<JobRoots["Type"], JobRootsInv
     dataDir: Config.string("KINTSUGI_DATA_DIR").pipe(Config.withDefault(".kintsugi")),
     jobRoots: Config.option(Config.string("KINTSUGI_JOB_ROOTS"))
   }).pipe(Effect.mapError((e) => new JobRootsInvalid({ message: e.message, cause: e })))
-  const boundary = yield* configuredBoundary({ dataDir: config.dataDir, jobRoots: config.jobRoots._tag === "Some" ? config.jobRoots.value : undefined })
+  const boundary = yield* configuredBoundary({
+    dataDir: config.dataDir,
+    jobRoots: config.jobRoots._tag === "Some" ? config.jobRoots.value : undefined
+  })
   return yield* makeJobRoots(boundary)
 })
 

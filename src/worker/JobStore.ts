@@ -27,7 +27,10 @@ export const JobInput = Schema.Struct({
   metadata: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { exact: true }),
   /** Run this stored version of the agent instead of the current one (evals; `agents.manage` through the API). */
   agentVersion: Schema.optionalWith(
-    Schema.Number.pipe(Schema.int({ message: () => "must be a whole number" }), Schema.positive({ message: () => "must be a version number (1 or more)" })),
+    Schema.Number.pipe(
+      Schema.int({ message: () => "must be a whole number" }),
+      Schema.positive({ message: () => "must be a version number (1 or more)" })
+    ),
     { exact: true }
   )
 })
@@ -36,7 +39,12 @@ export type JobInput = typeof JobInput.Type
 const JOB_STATUSES = ["queued", "running", "completed", "failed"] as const
 export type JobStatus = (typeof JOB_STATUSES)[number]
 
-const GroundingCounts = Schema.Struct({ grounded: Schema.Number, ungrounded: Schema.Number, unknown: Schema.Number, required: Schema.Boolean })
+const GroundingCounts = Schema.Struct({
+  grounded: Schema.Number,
+  ungrounded: Schema.Number,
+  unknown: Schema.Number,
+  required: Schema.Boolean
+})
 type GroundingCounts = typeof GroundingCounts.Type
 
 const NullableString = Schema.NullOr(Schema.String)
@@ -55,7 +63,13 @@ const StoredLimits = Schema.Struct({
   maxTurns: OptionalNumber,
   maxCostUsd: OptionalNumber,
   resources: Schema.optionalWith(
-    Schema.Struct({ memoryMb: OptionalNumber, processes: OptionalNumber, cpuSec: OptionalNumber, tmpMb: OptionalNumber, outDirMb: OptionalNumber }),
+    Schema.Struct({
+      memoryMb: OptionalNumber,
+      processes: OptionalNumber,
+      cpuSec: OptionalNumber,
+      tmpMb: OptionalNumber,
+      outDirMb: OptionalNumber
+    }),
     { exact: true }
   )
 })
@@ -106,7 +120,13 @@ const EVENT_TYPES: ReadonlySet<string> = new Set(JobEvent.members.map((m) => m.f
  */
 const StoredEvent = Schema.declare(
   (u: unknown): u is JobEvent =>
-    typeof u === "object" && u !== null && "type" in u && typeof u.type === "string" && EVENT_TYPES.has(u.type) && "seq" in u && typeof u.seq === "number",
+    typeof u === "object" &&
+    u !== null &&
+    "type" in u &&
+    typeof u.type === "string" &&
+    EVENT_TYPES.has(u.type) &&
+    "seq" in u &&
+    typeof u.seq === "number",
   { identifier: "StoredJobEvent" }
 )
 const EventRow = Schema.Struct({ event: StoredEvent })
@@ -155,7 +175,12 @@ const currentTraceParent = Effect.map(Effect.option(Effect.currentSpan), (span) 
 /** The job lifecycle's first log line (the worker writes "job started" and "job settled"). */
 const logQueued = (job: JobRow) =>
   Effect.logInfo("job queued").pipe(
-    Effect.annotateLogs({ jobId: job.id, agent: job.agentName, by: job.createdBy, ...(job.projectId === "" ? {} : { project: job.projectId }) })
+    Effect.annotateLogs({
+      jobId: job.id,
+      agent: job.agentName,
+      by: job.createdBy,
+      ...(job.projectId === "" ? {} : { project: job.projectId })
+    })
   )
 
 const COLUMNS = `id, project_id, agent_name, agent_version, task, workspace, limits, metadata, status, reason, message, summary,
@@ -206,8 +231,11 @@ export class JobStore extends Context.Tag("worker/JobStore")<
 const existingJob = SqlSchema.findOne({
   Request: Schema.Struct({ by: Schema.String, key: Schema.String }),
   Result: ExistingRow,
-  execute: (r: { readonly by: string; readonly key: string }) => Effect.flatMap(SqlClient, (sql) =>
-    sql`SELECT ${sql.literal(COLUMNS)}, request_hash FROM runtime.job WHERE created_by = ${r.by} AND idempotency_key = ${r.key}`)
+  execute: (r: { readonly by: string; readonly key: string }) =>
+    Effect.flatMap(
+      SqlClient,
+      (sql) => sql`SELECT ${sql.literal(COLUMNS)}, request_hash FROM runtime.job WHERE created_by = ${r.by} AND idempotency_key = ${r.key}`
+    )
 })
 const jobById = SqlSchema.findOne({
   Request: Schema.String,
@@ -327,7 +355,12 @@ export const makeJobStore = Effect.gen(function* () {
         yield* sql`UPDATE runtime.job SET usage = ${JSON.stringify(event)}::jsonb, cost_usd = ${event.costUsd} WHERE id = ${id} AND status = 'running'`
       }
       if (event.type === "grounding") {
-        const counts: GroundingCounts = { grounded: event.grounded, ungrounded: event.ungrounded, unknown: event.unknown, required: event.required }
+        const counts: GroundingCounts = {
+          grounded: event.grounded,
+          ungrounded: event.ungrounded,
+          unknown: event.unknown,
+          required: event.required
+        }
         yield* sql`UPDATE runtime.job SET grounding = ${JSON.stringify(counts)}::jsonb WHERE id = ${id} AND status = 'running'`
       }
     })
@@ -368,16 +401,24 @@ export const makeJobStore = Effect.gen(function* () {
     claim: storeMethod("JobStore.claim", claim),
     heartbeat: storeMethod("JobStore.heartbeat", heartbeat),
     settleExpired: storeErrors("JobStore.settleExpired")(settleExpired),
-    started: storeMethod("JobStore.started", (id, agentVersion, model) => Effect.asVoid(sql`UPDATE runtime.job SET agent_version = ${agentVersion}, model = ${model} WHERE id = ${id}`)),
+    started: storeMethod("JobStore.started", (id, agentVersion, model) =>
+      Effect.asVoid(sql`UPDATE runtime.job SET agent_version = ${agentVersion}, model = ${model} WHERE id = ${id}`)
+    ),
     appendEvent: storeMethod("JobStore.appendEvent", appendEvent),
-    events: storeMethod("JobStore.events", (id, after) => Effect.map(withSql(jobEvents({ id, after })), (rows) => rows.map((r) => r.event))),
+    events: storeMethod("JobStore.events", (id, after) =>
+      Effect.map(withSql(jobEvents({ id, after })), (rows) => rows.map((r) => r.event))
+    ),
     settle: storeMethod("JobStore.settle", settle),
     requestAbort: storeMethod("JobStore.requestAbort", requestAbort),
     abortRequested: storeMethod("JobStore.abortRequested", (id) =>
-      Effect.map(abortFlags(sql`SELECT abort_requested FROM runtime.job WHERE id = ${id}`), (r) => r[0]?.abortRequested === true)),
+      Effect.map(abortFlags(sql`SELECT abort_requested FROM runtime.job WHERE id = ${id}`), (r) => r[0]?.abortRequested === true)
+    ),
     countByStatus: storeErrors("JobStore.countByStatus")(countByStatus)
   }
   return service
 })
 
-export const JobStoreLive = Layer.effect(JobStore, Effect.map(makeJobStore, (service) => traced("JobStore", service)))
+export const JobStoreLive = Layer.effect(
+  JobStore,
+  Effect.map(makeJobStore, (service) => traced("JobStore", service))
+)

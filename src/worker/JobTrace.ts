@@ -33,7 +33,17 @@ const RENAMED: Readonly<Record<string, string>> = {
 }
 
 /** Kernel attributes whose string values are names from configuration or a fixed set, never content. */
-const NAME_KEYS = new Set(["agentId", "provider", "model", "tool", "cause", "trigger", "reason", "thinking.requested", "thinking.effective"])
+const NAME_KEYS = new Set([
+  "agentId",
+  "provider",
+  "model",
+  "tool",
+  "cause",
+  "trigger",
+  "reason",
+  "thinking.requested",
+  "thinking.effective"
+])
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$/
 
 const OPERATION: Partial<Record<SpanEventType["name"], string>> = {
@@ -47,10 +57,12 @@ const OPERATION: Partial<Record<SpanEventType["name"], string>> = {
  * granted (`grants` = the agent's tool list). Anything else a model asked for is not repeated.
  */
 export const toolNameCheck = (grants: ReadonlyArray<string>) => {
-  const servers = new Set(grants.flatMap((g) => {
-    const m = MCP_GRANT.exec(g)
-    return m?.[1] === undefined ? [] : [m[1]]
-  }))
+  const servers = new Set(
+    grants.flatMap((g) => {
+      const m = MCP_GRANT.exec(g)
+      return m?.[1] === undefined ? [] : [m[1]]
+    })
+  )
   return (name: string): boolean => {
     if ((KERNEL_TOOLS as ReadonlyArray<string>).includes(name)) return true
     if (SERVICE_TOOLS.includes(name) && grants.includes(name)) return true

@@ -31,7 +31,9 @@ const ProjectRow = Schema.Struct({
 const decodeRows = Schema.decodeUnknown(Schema.Array(ProjectRow))
 
 export const ProjectInput = Schema.Struct({
-  id: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/, { message: () => "must match [a-z0-9][a-z0-9._-]* (at most 64 characters)" })),
+  id: Schema.String.pipe(
+    Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/, { message: () => "must match [a-z0-9][a-z0-9._-]* (at most 64 characters)" })
+  ),
   name: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
   /** A directory inside the job roots that the project's job workspaces must lie inside. */
   root: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })), { exact: true }),
@@ -41,7 +43,11 @@ export const ProjectInput = Schema.Struct({
 export type ProjectInput = typeof ProjectInput.Type
 
 /** A project's settings (everything but the id, which never changes): absent `root` = no root, absent `resources` = the server's. */
-export const ProjectSettings = Schema.Struct({ name: ProjectInput.fields.name, root: ProjectInput.fields.root, resources: ProjectInput.fields.resources })
+export const ProjectSettings = Schema.Struct({
+  name: ProjectInput.fields.name,
+  root: ProjectInput.fields.root,
+  resources: ProjectInput.fields.resources
+})
 export type ProjectSettings = typeof ProjectSettings.Type
 
 export class ProjectExists extends Schema.TaggedError<ProjectExists>()("ProjectExists", { id: Schema.String }) {
@@ -55,7 +61,9 @@ export class ProjectNotFound extends Schema.TaggedError<ProjectNotFound>()("Proj
   }
 }
 /** The root is not an existing directory inside the job roots; `problems` name it as path "root", never the host path. */
-export class ProjectRootInvalid extends Schema.TaggedError<ProjectRootInvalid>()("ProjectRootInvalid", { problems: Schema.Array(Problem) }) {
+export class ProjectRootInvalid extends Schema.TaggedError<ProjectRootInvalid>()("ProjectRootInvalid", {
+  problems: Schema.Array(Problem)
+}) {
   override get message(): string {
     return "the project's root has problems"
   }
@@ -108,7 +116,8 @@ const makeProjects: Effect.Effect<Projects["Type"], never, SqlClient | JobRoots>
     update: (id, p) =>
       Effect.gen(function* () {
         yield* checkRoot(p.root)
-        const updated = (yield* rows(sql`UPDATE runtime.project SET name = ${p.name}, root = ${p.root ?? null}, resources = ${JSON.stringify(p.resources ?? {})}::jsonb
+        const updated =
+          (yield* rows(sql`UPDATE runtime.project SET name = ${p.name}, root = ${p.root ?? null}, resources = ${JSON.stringify(p.resources ?? {})}::jsonb
           WHERE id = ${id} RETURNING ${COLUMNS}`))[0]
         return updated === undefined ? yield* Effect.fail(new ProjectNotFound({ id })) : updated
       })
@@ -116,4 +125,7 @@ const makeProjects: Effect.Effect<Projects["Type"], never, SqlClient | JobRoots>
   return service
 })
 
-export const ProjectsLive: Layer.Layer<Projects, never, SqlClient | JobRoots> = Layer.effect(Projects, Effect.map(makeProjects, (service) => traced("Projects", service)))
+export const ProjectsLive: Layer.Layer<Projects, never, SqlClient | JobRoots> = Layer.effect(
+  Projects,
+  Effect.map(makeProjects, (service) => traced("Projects", service))
+)

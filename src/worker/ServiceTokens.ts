@@ -67,9 +67,11 @@ const makeServiceTokens: Effect.Effect<ServiceTokens["Type"], never, SqlClient> 
       Effect.gen(function* () {
         if (!/^kst_[A-Za-z0-9_-]{43}$/.test(token)) return yield* Effect.fail(new ServiceUnauthorized())
         // verify answers only ServiceUnauthorized to the job's own calls: a store failure there is a defect (500), never a 401.
-        const rows = yield* Effect.orDie(tokenRows(sql`SELECT t.job_id, t.project_id, t.agent_id, t.memory_role, t.tools
+        const rows = yield* Effect.orDie(
+          tokenRows(sql`SELECT t.job_id, t.project_id, t.agent_id, t.memory_role, t.tools
           FROM runtime.service_token t JOIN runtime.job j ON j.id = t.job_id
-          WHERE t.token_hash = ${hash(token)} AND j.status = 'running'`))
+          WHERE t.token_hash = ${hash(token)} AND j.status = 'running'`)
+        )
         const row = rows[0]
         if (row === undefined) return yield* Effect.fail(new ServiceUnauthorized())
         return { ...row, memoryRole: row.memoryRole === "reviewer" ? "reviewer" : null, tools: [...row.tools] }

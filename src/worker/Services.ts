@@ -119,4 +119,7 @@ const makeServicesEndpoint: Effect.Effect<ServicesEndpoint["Type"], never, Servi
   }
 )
 
-export const ServicesEndpointLive: Layer.Layer<ServicesEndpoint, never, ServiceTokens | ServiceHandlers> = Layer.scoped(ServicesEndpoint, makeServicesEndpoint)
+export const ServicesEndpointLive: Layer.Layer<ServicesEndpoint, never, ServiceTokens | ServiceHandlers> = Layer.scoped(
+  ServicesEndpoint,
+  makeServicesEndpoint
+)

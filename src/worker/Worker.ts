@@ -76,9 +76,9 @@ const keepLease = (jobId: string, workerId: string, lease: Lease, onLost: Effect
     Effect.gen(function* () {
       while (true) {
         yield* Effect.sleep(Duration.millis(lease.heartbeatMs))
-        const ours = yield* store.heartbeat(jobId, workerId, lease.leaseMs).pipe(
-          Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("job heartbeat failed", cause), true))
-        )
+        const ours = yield* store
+          .heartbeat(jobId, workerId, lease.leaseMs)
+          .pipe(Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("job heartbeat failed", cause), true)))
         if (!ours) {
           yield* Effect.logWarning("the job's lease was lost; stopping its process")
           return yield* onLost
@@ -183,7 +183,10 @@ const reportSettled = (run: JobRun, outcome: Settlement) =>
 
 /** Settles the job as failed by the worker itself (stopped, or a defect), and reports it. */
 const settleFailed = (run: JobRun, outcome: Settlement & { readonly status: "failed" }) =>
-  Effect.zipRight(Effect.flatMap(JobStore, (store) => store.settle(run.job.id, outcome, null)), reportSettled(run, outcome))
+  Effect.zipRight(
+    Effect.flatMap(JobStore, (store) => store.settle(run.job.id, outcome, null)),
+    reportSettled(run, outcome)
+  )
 
 /**
  * The job's envelope (agent, binding, provider, workspace), with the job marked started, logged in its
@@ -220,7 +223,9 @@ const startJob = (run: JobRun) =>
       span.value.attribute("gen_ai.request.model", resolved.model.slice(slash + 1))
       span.value.attribute("kintsugi.agent.version", resolved.agentVersion)
     }
-    yield* Effect.logInfo("job started").pipe(Effect.annotateLogs({ agent: job.agentName, agentVersion: resolved.agentVersion, model: resolved.model }))
+    yield* Effect.logInfo("job started").pipe(
+      Effect.annotateLogs({ agent: job.agentName, agentVersion: resolved.agentVersion, model: resolved.model })
+    )
     return Option.some(resolved)
   })
 
@@ -236,7 +241,9 @@ const runChild = (run: JobRun, resolved: ResolvedJob, stopping: Effect.Effect<bo
     const { job } = run
     // One database write per event: untraced, or they would drown the job's trace.
     const persist = (event: JobEvent) =>
-      Effect.zipRight(store.appendEvent(job.id, event), bus.publish({ _tag: "Events", jobId: job.id })).pipe(Effect.withTracerEnabled(false))
+      Effect.zipRight(store.appendEvent(job.id, event), bus.publish({ _tag: "Events", jobId: job.id })).pipe(
+        Effect.withTracerEnabled(false)
+      )
     // The pre-started child (JobChildren) when this runtime keeps one, else a child started now.
     const children = yield* Effect.serviceOption(JobChildren)
     const ended = yield* runJobProcess(
@@ -246,13 +253,17 @@ const runChild = (run: JobRun, resolved: ResolvedJob, stopping: Effect.Effect<bo
           Effect.zipRight(
             Ref.update(run.tally, (t) => tallied(t, event)),
             Effect.flatMap(Ref.get(run.shuttingDown), (down) =>
-              persist(down && event.type === "job.failed" && event.reason === "aborted" ? { ...event, message: SERVER_SHUTTING_DOWN } : event)
+              persist(
+                down && event.type === "job.failed" && event.reason === "aborted" ? { ...event, message: SERVER_SHUTTING_DOWN } : event
+              )
             )
           ),
         abortRequested: Effect.flatMap(Ref.get(run.lost), (lost) =>
           lost
             ? Effect.succeed(true)
-            : Effect.flatMap(stopping, (stop) => (stop ? Ref.setAndGet(run.shuttingDown, true) : Effect.withTracerEnabled(store.abortRequested(job.id), false)))
+            : Effect.flatMap(stopping, (stop) =>
+                stop ? Ref.setAndGet(run.shuttingDown, true) : Effect.withTracerEnabled(store.abortRequested(job.id), false)
+              )
         ),
         log: (line) => Effect.logWarning(line)
       },
@@ -266,7 +277,13 @@ const runChild = (run: JobRun, resolved: ResolvedJob, stopping: Effect.Effect<bo
  * Commits a completed job's outputs (`before`: the outputs' git layout read before the job ran), settles
  * the job, revokes its services token, logs its end in the project's daily log and reports it.
  */
-const finishJob = (run: JobRun, resolved: ResolvedJob, settlement: Settlement, before: GitLayout | string, jobRoots: ReadonlyArray<string>) =>
+const finishJob = (
+  run: JobRun,
+  resolved: ResolvedJob,
+  settlement: Settlement,
+  before: GitLayout | string,
+  jobRoots: ReadonlyArray<string>
+) =>
   Effect.gen(function* () {
     const { job } = run
     const store = yield* JobStore
@@ -332,7 +349,9 @@ export const runClaimedJob = (
     }).pipe(
       Effect.scoped,
       // The worker is stopping (serve shut down): the child got SIGTERM; the job must not stay `running`.
-      Effect.onInterrupt(() => Effect.ignore(settleFailed(run, { status: "failed", reason: "aborted", message: "the worker stopped while the job was running" }))),
+      Effect.onInterrupt(() =>
+        Effect.ignore(settleFailed(run, { status: "failed", reason: "aborted", message: "the worker stopped while the job was running" }))
+      ),
       // A defect in the worker itself still settles the job.
       Effect.catchAllCause((cause) =>
         Cause.isFailType(cause) && cause.error instanceof JobFailedStatus
@@ -380,10 +399,7 @@ const loop = (workerId: string, lease: Lease) =>
         if (Option.isNone(ran)) return
         if (ran.value) continue
         // Wait for a "queued" signal from this process, or poll for jobs queued by another one.
-        yield* Effect.race(
-          Effect.repeat(Queue.take(signals), { until: (s) => s._tag === "Queued" }),
-          Effect.sleep(POLL)
-        )
+        yield* Effect.race(Effect.repeat(Queue.take(signals), { until: (s) => s._tag === "Queued" }), Effect.sleep(POLL))
       }
     })
   )
@@ -407,7 +423,10 @@ const sweep = Effect.gen(function* () {
  */
 export const WorkerLive: Layer.Layer<never, never, WorkerServices | Drain> = Layer.scopedDiscard(
   Effect.gen(function* () {
-    const count = yield* Config.integer("KINTSUGI_WORKERS").pipe(Config.withDefault(1), Effect.orElseSucceed(() => 1))
+    const count = yield* Config.integer("KINTSUGI_WORKERS").pipe(
+      Config.withDefault(1),
+      Effect.orElseSucceed(() => 1)
+    )
     const lease = yield* LeaseConfig
     const base = `${hostname()}:${process.pid}`
     yield* sweep

@@ -26,12 +26,16 @@ const versionField = Schema.decodeUnknownOption(Schema.Struct({ agentVersion: Sc
 const unbound = (agent: string, project: string | undefined): Problem => ({
   path: "agent",
   message: `${
-    project === undefined ? `agent "${agent}" is not bound to a model` : `agent "${agent}" has no model binding for project "${project}" and no installation default`
+    project === undefined
+      ? `agent "${agent}" is not bound to a model`
+      : `agent "${agent}" has no model binding for project "${project}" and no installation default`
   }: bind it to a provider in Bindings (/agents/${encodeURIComponent(agent)}/binding), then start the job again`
 })
 
 /** The decoded job, or every problem of the request (paths as in JobInput: `agent`, `workspace.root`, …). */
-export const admitJob = (body: unknown): Effect.Effect<Either.Either<JobInput, ReadonlyArray<Problem>>, never, JobRoots | AgentStore | SkillStore | Bindings> =>
+export const admitJob = (
+  body: unknown
+): Effect.Effect<Either.Either<JobInput, ReadonlyArray<Problem>>, never, JobRoots | AgentStore | SkillStore | Bindings> =>
   Effect.gen(function* () {
     const decoded = yield* (yield* JobRoots).decodeJob(body)
     const name = Option.getOrUndefined(Option.map(agentField(body), (b) => b.agent))
@@ -41,7 +45,9 @@ export const admitJob = (body: unknown): Effect.Effect<Either.Either<JobInput, R
     const agentProblems: Array<Problem> =
       name === undefined
         ? []
-        : yield* (version === undefined ? resolveAgentDefinition(name) : Effect.flatMap(AgentStore, (s) => s.definitionAt(name, version))).pipe(
+        : yield* (
+            version === undefined ? resolveAgentDefinition(name) : Effect.flatMap(AgentStore, (s) => s.definitionAt(name, version))
+          ).pipe(
             Effect.zipRight(bindings.resolve(name, project ?? "")),
             Effect.as([]),
             Effect.catchTags({

@@ -58,7 +58,9 @@ const grantServiceTools = (
 
 /** The agent's `tools` with its service tools and groups replaced by the ones granted (by name). */
 const withServiceGrants = (tools: ReadonlyArray<string> | undefined, granted: ReadonlyArray<string>): ReadonlyArray<string> | undefined =>
-  tools === undefined ? undefined : [...tools.filter((t) => !SERVICE_TOOLS.includes(t) && !Object.hasOwn(SERVICE_TOOL_GROUPS, t)), ...granted]
+  tools === undefined
+    ? undefined
+    : [...tools.filter((t) => !SERVICE_TOOLS.includes(t) && !Object.hasOwn(SERVICE_TOOL_GROUPS, t)), ...granted]
 
 /**
  * The resource files of the shared skills the definition lists (only imported custom skills have any),
@@ -67,7 +69,10 @@ const withServiceGrants = (tools: ReadonlyArray<string> | undefined, granted: Re
 const skillFilesOf = (agent: AgentDefinition): Effect.Effect<ReadonlyArray<SkillFile>, never, SkillStore> =>
   Effect.map(
     Effect.flatMap(SkillStore, (s) => s.resources((agent.skills ?? []).map((k) => k.name))),
-    (bySkill) => [...bySkill].flatMap(([skill, files]) => files.map((f) => ({ skill, path: f.path, contentBase64: Buffer.from(f.content).toString("base64") })))
+    (bySkill) =>
+      [...bySkill].flatMap(([skill, files]) =>
+        files.map((f) => ({ skill, path: f.path, contentBase64: Buffer.from(f.content).toString("base64") }))
+      )
   )
 
 const RESOURCE_KEYS: ReadonlyArray<keyof ResourceLimits> = ["memoryMb", "processes", "cpuSec", "tmpMb", "outDirMb"]
@@ -100,7 +105,10 @@ export const buildEnvelope = (
 > =>
   Effect.gen(function* () {
     // A job pinned to a version (an eval) runs that version; every other job the current one.
-    const resolved = job.agentVersionPin === null ? yield* resolveAgentDefinition(job.agentName) : yield* (yield* AgentStore).definitionAt(job.agentName, job.agentVersionPin)
+    const resolved =
+      job.agentVersionPin === null
+        ? yield* resolveAgentDefinition(job.agentName)
+        : yield* (yield* AgentStore).definitionAt(job.agentName, job.agentVersionPin)
     // Memory and web tools the project does not grant are not created: the job's definition names
     // only those it got, so `job.started` lists exactly what the job has.
     const serviceTools = yield* grantServiceTools(job.projectId, resolved.id, resolved.tools)
@@ -134,7 +142,9 @@ export const buildEnvelope = (
               projectId: job.projectId,
               agentId: agent.id,
               // `memory-role: reviewer` in the package metadata: an independent reviewer.
-              memoryRole: yield* Effect.map(Effect.option((yield* AgentStore).get(job.agentName)), (v) => (v._tag === "Some" && v.value.package.memoryRole === "reviewer" ? "reviewer" : null)),
+              memoryRole: yield* Effect.map(Effect.option((yield* AgentStore).get(job.agentName)), (v) =>
+                v._tag === "Some" && v.value.package.memoryRole === "reviewer" ? "reviewer" : null
+              ),
               tools: serviceTools
             })
           }
@@ -156,8 +166,10 @@ export const buildEnvelope = (
     Effect.catchTags({
       AgentUnavailable: (e) => Effect.fail(new JobSetupFailed({ message: e.message })),
       BindingNotFound: (e) => Effect.fail(new JobSetupFailed({ message: e.message })),
-      McpServerNotFound: (e) => Effect.fail(new JobSetupFailed({ message: `the agent names an MCP server that is not registered: ${e.message}` })),
-      ProviderNotFound: (e) => Effect.fail(new JobSetupFailed({ message: `the agent's binding names a provider that no longer exists: ${e.message}` })),
+      McpServerNotFound: (e) =>
+        Effect.fail(new JobSetupFailed({ message: `the agent names an MCP server that is not registered: ${e.message}` })),
+      ProviderNotFound: (e) =>
+        Effect.fail(new JobSetupFailed({ message: `the agent's binding names a provider that no longer exists: ${e.message}` })),
       StoreUnavailable: (e) => Effect.fail(new JobSetupFailed({ message: e.message })),
       RowInvalid: (e) => Effect.fail(new JobSetupFailed({ message: e.message }))
     })

@@ -67,13 +67,16 @@ export const gitLayout = async (outDirGiven: string, jobRoots: ReadonlyArray<str
   const [tree, gitDir, commonDir] = top.out.split("\n")
   const real = (p: string | undefined) => (p === undefined || p === "" ? Promise.resolve(undefined) : realpath(p).catch(() => undefined))
   const [repo, dir, common] = await Promise.all([real(tree), real(gitDir), real(commonDir)])
-  if (repo === undefined || dir === undefined || common === undefined) return "not committed: the git work tree cannot be resolved (outputs left in place)"
+  if (repo === undefined || dir === undefined || common === undefined)
+    return "not committed: the git work tree cannot be resolved (outputs left in place)"
   // A work tree (or a `.git` file pointing at a git dir) outside the job roots is someone else's
   // checkout, the server's own say: never commit there.
   const inRoots = (p: string) => jobRoots.some((root) => isInside(p, root))
-  if (!inRoots(repo) || !inRoots(dir) || !inRoots(common)) return "not committed: the git work tree is outside the job roots (outputs left in place)"
+  if (!inRoots(repo) || !inRoots(dir) || !inRoots(common))
+    return "not committed: the git work tree is outside the job roots (outputs left in place)"
   // The job writes outDir: a git dir there has a config the job chose.
-  if (isInside(dir, outDir) || isInside(common, outDir)) return "not committed: the git directory is inside the output directory, which the job can write (outputs left in place)"
+  if (isInside(dir, outDir) || isInside(common, outDir))
+    return "not committed: the git directory is inside the output directory, which the job can write (outputs left in place)"
   return { outDir, top: repo, gitDir: dir, commonDir: common }
 }
 
@@ -88,7 +91,8 @@ export interface CommitRequest {
   readonly before?: GitLayout | string
 }
 
-const sameLayout = (a: GitLayout, b: GitLayout) => a.outDir === b.outDir && a.top === b.top && a.gitDir === b.gitDir && a.commonDir === b.commonDir
+const sameLayout = (a: GitLayout, b: GitLayout) =>
+  a.outDir === b.outDir && a.top === b.top && a.gitDir === b.gitDir && a.commonDir === b.commonDir
 
 /** "committed <sha>", "no outputs", "not in a git work tree: left in place", or "not committed: <why>" (outside the job roots, too). */
 export const commitOutputs = async (req: CommitRequest): Promise<string> => {
@@ -97,9 +101,12 @@ export const commitOutputs = async (req: CommitRequest): Promise<string> => {
   const layout = await gitLayout(req.outDir, req.jobRoots)
   if (req.before !== undefined) {
     if (typeof req.before === "string") {
-      return typeof layout === "string" ? req.before : "not committed: the output directory became part of a git work tree during the job (outputs left in place)"
+      return typeof layout === "string"
+        ? req.before
+        : "not committed: the output directory became part of a git work tree during the job (outputs left in place)"
     }
-    if (typeof layout !== "string" && !sameLayout(layout, req.before)) return "not committed: the git work tree changed during the job (outputs left in place)"
+    if (typeof layout !== "string" && !sameLayout(layout, req.before))
+      return "not committed: the git work tree changed during the job (outputs left in place)"
   }
   if (typeof layout === "string") return layout
   const files = unique.map((p) => relative(layout.top, join(layout.outDir, p)))
@@ -107,7 +114,9 @@ export const commitOutputs = async (req: CommitRequest): Promise<string> => {
   if (add.code !== 0) return `not committed: git add failed (${add.out.split("\n")[0] ?? ""})`
   const commit = await git(layout.top, ["commit", "--no-verify", "-m", req.message, "--", ...files], layout)
   if (commit.code !== 0) {
-    return /nothing (added )?to commit|no changes added/i.test(commit.out) ? "not committed: the outputs are unchanged" : `not committed: git commit failed (${commit.out.split("\n")[0] ?? ""})`
+    return /nothing (added )?to commit|no changes added/i.test(commit.out)
+      ? "not committed: the outputs are unchanged"
+      : `not committed: git commit failed (${commit.out.split("\n")[0] ?? ""})`
   }
   const sha = await git(layout.top, ["rev-parse", "HEAD"], layout)
   return `committed ${sha.out.slice(0, 12)}`

@@ -58,7 +58,10 @@ export const runLocalJob = (parsed: RunArgs, io: RunIo) =>
       io.refused("the job was not started", decoded.left)
       return 2
     }
-    const user = yield* Config.string("USER").pipe(Config.withDefault("cli"), Effect.orElseSucceed(() => "cli"))
+    const user = yield* Config.string("USER").pipe(
+      Config.withDefault("cli"),
+      Effect.orElseSucceed(() => "cli")
+    )
     const lease = yield* LeaseConfig
     return yield* Effect.uninterruptibleMask((restore) =>
       Effect.gen(function* () {

@@ -15,7 +15,9 @@ const db = useTestDb(AccessLive)
 describe("Access", () => {
   test("passwords are stored as argon2id hashes; sign-in checks them", async () => {
     await db.run(Effect.flatMap(Access, (a) => a.addUser("alice", "correct horse battery", ["agents.manage"])))
-    const rows = await db.run(Effect.flatMap(SqlClient, (sql) => sql<{ passwordHash: string }>`SELECT password_hash FROM admin.app_user WHERE username = 'alice'`))
+    const rows = await db.run(
+      Effect.flatMap(SqlClient, (sql) => sql<{ passwordHash: string }>`SELECT password_hash FROM admin.app_user WHERE username = 'alice'`)
+    )
     expect(rows[0]!.passwordHash.startsWith("$argon2id$")).toBe(true)
     // At Bun's default cost (64 MiB, two passes): only the tests' app layer lowers it.
     expect(rows[0]!.passwordHash).toContain("$m=65536,t=2,")
@@ -137,7 +139,9 @@ describe("disabling users and removing permissions", () => {
     // xena is the only enabled holder of providers.manage (from the test above).
     const last = await flip((a) => a.revoke("xena", "providers.manage"))
     expect(last.message).toBe("xena is the last enabled user with providers.manage; grant it to someone else first")
-    expect((await flip((a) => a.setDisabled("xena", true))).message).toBe("xena is the last enabled user with providers.manage; grant it to someone else first")
+    expect((await flip((a) => a.setDisabled("xena", true))).message).toBe(
+      "xena is the last enabled user with providers.manage; grant it to someone else first"
+    )
     // agents.manage has other holders (tina, yuri), but xena is the only admin (both permissions): it stays.
     expect((await flip((a) => a.revoke("xena", "agents.manage"))).message).toBe(
       "xena is the last enabled user with every admin permission (agents.manage and providers.manage); without one nobody can manage users: make someone else an admin first"
@@ -177,9 +181,17 @@ describe("kintsugi users", () => {
     const principal = await db.run(Effect.flatMap(Access, (a) => a.bearer(token)))
     expect(Option.map(principal, (p) => [...p.permissions].sort())).toEqual(Option.some(["agents.manage", "providers.manage"]))
     expect(await runUsersOp({ op: "list" }, io, layer)).toBe(0)
-    expect(out.pop()?.split("\n").find((l) => l.startsWith("erin "))).toMatch(/^erin +agents\.manage,providers\.manage  enabled  created \S+ \S+$/)
+    expect(
+      out
+        .pop()
+        ?.split("\n")
+        .find((l) => l.startsWith("erin "))
+    ).toMatch(/^erin +agents\.manage,providers\.manage  enabled  created \S+ \S+$/)
     expect(await runUsersOp({ op: "list", json: true }, io, layer)).toBe(0)
-    expect(JSON.parse(out.pop()!).find((u: { username: string }) => u.username === "erin")).toMatchObject({ permissions: ["agents.manage", "providers.manage"], disabled: false })
+    expect(JSON.parse(out.pop()!).find((u: { username: string }) => u.username === "erin")).toMatchObject({
+      permissions: ["agents.manage", "providers.manage"],
+      disabled: false
+    })
     const other = { ...io, stdin: async () => "erin's next password\n" }
     expect(await runUsersOp({ op: "password", username: "erin" }, other, layer)).toBe(0)
     expect(out.pop()).toBe("set the password of erin; their sessions ended")
@@ -212,7 +224,9 @@ describe("kintsugi users", () => {
 
     expect(await runUsersOp({ op: "disable", username: "fay" }, io, layer)).toBe(0)
     expect(out.pop()).toBe("disabled fay")
-    expect((await db.run(Effect.flip(Effect.flatMap(Access, (a) => a.signIn("fay", "a very long password"))))).message).toBe("this user is disabled; ask an administrator")
+    expect((await db.run(Effect.flip(Effect.flatMap(Access, (a) => a.signIn("fay", "a very long password"))))).message).toBe(
+      "this user is disabled; ask an administrator"
+    )
     expect(await runUsersOp({ op: "enable", username: "fay" }, io, layer)).toBe(0)
     expect(await runUsersOp({ op: "revoke", username: "fay", permission: "agents.manage" }, io, layer)).toBe(0)
     expect(out.pop()).toBe("removed agents.manage from fay")

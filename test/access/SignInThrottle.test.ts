@@ -27,11 +27,21 @@ const setup = (options: Partial<SignInThrottleOptions> = {}) => {
   let checks = 0
   const attempt = (username: string, address: string, ok: boolean) =>
     Effect.runPromise(
-      Effect.either(throttle.guard(username, address, Effect.suspend(() => (checks++, ok ? Effect.succeed("signed in") : Effect.fail(new InvalidCredentials())))))
+      Effect.either(
+        throttle.guard(
+          username,
+          address,
+          Effect.suspend(() => (checks++, ok ? Effect.succeed("signed in") : Effect.fail(new InvalidCredentials())))
+        )
+      )
     )
   const outcome = async (username: string, address: string, ok: boolean) => {
     const r = await attempt(username, address, ok)
-    return Either.isRight(r) ? "ok" : r.left._tag === "InvalidCredentials" ? "wrong" : `throttled ${r.left.reason} ${r.left.retryAfterSeconds}s`
+    return Either.isRight(r)
+      ? "ok"
+      : r.left._tag === "InvalidCredentials"
+        ? "wrong"
+        : `throttled ${r.left.reason} ${r.left.retryAfterSeconds}s`
   }
   return { time, throttle, outcome, checks: () => checks }
 }
@@ -39,7 +49,11 @@ const setup = (options: Partial<SignInThrottleOptions> = {}) => {
 describe("lockouts of one client", () => {
   test("after N failures on one account from one client: that client is refused without checking; the lockout doubles and expires", async () => {
     const { time, outcome, checks } = setup({ perClient: 1_000 })
-    expect([await outcome("alice", "a1", false), await outcome("alice", "a1", false), await outcome("alice", "a1", false)]).toEqual(["wrong", "wrong", "wrong"])
+    expect([await outcome("alice", "a1", false), await outcome("alice", "a1", false), await outcome("alice", "a1", false)]).toEqual([
+      "wrong",
+      "wrong",
+      "wrong"
+    ])
     const ran = checks()
     expect(await outcome("alice", "a1", true)).toBe("throttled client-account 1s")
     expect(checks()).toBe(ran)
@@ -52,7 +66,13 @@ describe("lockouts of one client", () => {
       waits.push(await outcome("alice", "b", true))
       time.advance(10_000)
     }
-    expect(waits).toEqual(["throttled client-account 1s", "throttled client-account 2s", "throttled client-account 4s", "throttled client-account 8s", "throttled client-account 8s"])
+    expect(waits).toEqual([
+      "throttled client-account 1s",
+      "throttled client-account 2s",
+      "throttled client-account 4s",
+      "throttled client-account 8s",
+      "throttled client-account 8s"
+    ])
     // Quiet for a window after the last lockout: the streak is forgotten.
     time.advance(60_000)
     for (let i = 0; i < 3; i++) await outcome("alice", "b", false)
@@ -96,7 +116,8 @@ describe("an account under attack from elsewhere", () => {
     const { outcome, time } = setup({ lockoutMs: 3_600_000, maxLockoutMs: 3_600_000, windowMs: 3_600_000 })
     const attackers = Array.from({ length: 25 }, (_, i) => `203.0.113.${i}`)
     const seen = new Set<string>()
-    for (let round = 0; round < 4; round++) for (const from of attackers) seen.add((await outcome("admin", from, false)).replace(/ \d+s$/, ""))
+    for (let round = 0; round < 4; round++)
+      for (const from of attackers) seen.add((await outcome("admin", from, false)).replace(/ \d+s$/, ""))
     // Each attacker is locked out of the account after its own three failures, and only itself.
     expect([...seen].sort()).toEqual(["throttled client-account", "wrong"])
     const slept = time.slept.length
@@ -162,7 +183,13 @@ describe("the password check's cost", () => {
     const fibers = Array.from({ length: 10 }, (_, i) => Effect.runFork(Effect.either(throttle.guard(`u${i}`, `a${i}`, check))))
     // The five refused ones are already done; the others wait on the release.
     const early = await Promise.all(fibers.slice(5).map((f) => Effect.runPromise(Fiber.join(f))))
-    expect(early.map((r) => (Either.isLeft(r) ? r.left._tag === "SignInThrottled" && r.left.reason : "ran"))).toEqual(["busy", "busy", "busy", "busy", "busy"])
+    expect(early.map((r) => (Either.isLeft(r) ? r.left._tag === "SignInThrottled" && r.left.reason : "ran"))).toEqual([
+      "busy",
+      "busy",
+      "busy",
+      "busy",
+      "busy"
+    ])
     expect(ran).toBe(2)
     Effect.runSync(Deferred.succeed(release, undefined))
     const late = await Promise.all(fibers.slice(0, 5).map((f) => Effect.runPromise(Fiber.join(f))))
@@ -171,7 +198,13 @@ describe("the password check's cost", () => {
   })
 
   test("one client cannot fill the queue: beyond its own few checks under way it alone is refused", async () => {
-    const throttle = makeSignInThrottle({ concurrentChecks: 1, queuedChecks: 16, checksPerClient: 3, perClientAccount: 100, perClient: 100 })
+    const throttle = makeSignInThrottle({
+      concurrentChecks: 1,
+      queuedChecks: 16,
+      checksPerClient: 3,
+      perClientAccount: 100,
+      perClient: 100
+    })
     const release = Effect.runSync(Deferred.make<void>())
     const held = Effect.zipRight(Deferred.await(release), Effect.fail(new InvalidCredentials()))
     const flood = Array.from({ length: 8 }, (_, i) => Effect.runFork(Effect.either(throttle.guard(`v${i}`, "10.9.9.9", held))))
@@ -187,7 +220,9 @@ describe("the password check's cost", () => {
     const throttle = makeSignInThrottle({ perClientAccount: 3, perClient: 100, checksPerClient: 100, queuedChecks: 100 })
     let ran = 0
     const check = Effect.suspend(() => (ran++, Effect.fail(new InvalidCredentials())))
-    const results = await Promise.all(Array.from({ length: 20 }, () => Effect.runPromise(Effect.either(throttle.guard("carol", "10.0.0.5", check)))))
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => Effect.runPromise(Effect.either(throttle.guard("carol", "10.0.0.5", check))))
+    )
     expect(ran).toBe(3)
     expect(results.filter((r) => Either.isLeft(r) && r.left._tag === "SignInThrottled").length).toBe(17)
   })

@@ -24,7 +24,8 @@ describe("the last admin", () => {
     const revoked = await flip((a) => a.revoke("root", "providers.manage"))
     expect(revoked).toMatchObject({
       _tag: "WouldLockOut",
-      message: "root is the last enabled user with every admin permission (agents.manage and providers.manage); without one nobody can manage users: make someone else an admin first"
+      message:
+        "root is the last enabled user with every admin permission (agents.manage and providers.manage); without one nobody can manage users: make someone else an admin first"
     })
     const set = await flip((a) => a.setPermissions("root", ["agents.manage"]))
     expect(set._tag).toBe("WouldLockOut")
@@ -36,7 +37,10 @@ describe("the last admin", () => {
 
   test("with a second admin, either may step down; the permissions are replaced whole", async () => {
     await run((a) => a.addUser("second", PASSWORD, []))
-    expect((await run((a) => a.setPermissions("second", ["providers.manage", "agents.manage", "agents.manage"]))).permissions).toEqual(["agents.manage", "providers.manage"])
+    expect((await run((a) => a.setPermissions("second", ["providers.manage", "agents.manage", "agents.manage"]))).permissions).toEqual([
+      "agents.manage",
+      "providers.manage"
+    ])
     expect((await run((a) => a.setPermissions("root", ["metrics.read"]))).permissions).toEqual(["metrics.read"])
     // Now second is the last admin and the last holder of each permission.
     expect((await flip((a) => a.setPermissions("second", ["agents.manage"]))).message).toBe(
@@ -53,7 +57,9 @@ describe("the last admin", () => {
       db.runExit(Effect.flatMap(Access, (a) => a.setPermissions("second", [])))
     ])
     expect(both.map((e) => e._tag).sort()).toEqual(["Failure", "Success"])
-    const admins = (await run((a) => a.users)).filter((u) => u.permissions.includes("agents.manage") && u.permissions.includes("providers.manage"))
+    const admins = (await run((a) => a.users)).filter(
+      (u) => u.permissions.includes("agents.manage") && u.permissions.includes("providers.manage")
+    )
     expect(admins.length).toBe(1)
   })
 
@@ -76,7 +82,11 @@ describe("passwords", () => {
     expect(Option.isSome(await run((a) => a.bearer(token)))).toBe(true)
     expect((await flip((a) => a.signIn("pat", PASSWORD)))._tag).toBe("InvalidCredentials")
     await run((a) => a.signIn("pat", "a brand new password"))
-    expect(await flip((a) => a.setPassword("pat", "short"))).toMatchObject({ _tag: "InvalidUser", field: "password", message: "a password has at least 12 characters" })
+    expect(await flip((a) => a.setPassword("pat", "short"))).toMatchObject({
+      _tag: "InvalidUser",
+      field: "password",
+      message: "a password has at least 12 characters"
+    })
     expect((await flip((a) => a.setPassword("ghost", "a long enough one")))._tag).toBe("UnknownUser")
   })
 
@@ -84,11 +94,19 @@ describe("passwords", () => {
     await run((a) => a.addUser("quinn", PASSWORD, []))
     const here = await run((a) => a.signIn("quinn", PASSWORD))
     const elsewhere = await run((a) => a.signIn("quinn", PASSWORD))
-    const hash = () => db.run(Effect.flatMap(SqlClient, (sql) => sql<{ passwordHash: string }>`SELECT password_hash FROM admin.app_user WHERE username = 'quinn'`))
+    const hash = () =>
+      db.run(
+        Effect.flatMap(SqlClient, (sql) => sql<{ passwordHash: string }>`SELECT password_hash FROM admin.app_user WHERE username = 'quinn'`)
+      )
     const before = await hash()
-    expect((await flip((a) => a.changePassword("quinn", "not the password", "another long password", here.token)))._tag).toBe("InvalidCredentials")
+    expect((await flip((a) => a.changePassword("quinn", "not the password", "another long password", here.token)))._tag).toBe(
+      "InvalidCredentials"
+    )
     // The new password is judged before the current one is checked: a weak one costs no guess.
-    expect(await flip((a) => a.changePassword("quinn", "not the password", "short", here.token))).toMatchObject({ _tag: "InvalidUser", field: "password" })
+    expect(await flip((a) => a.changePassword("quinn", "not the password", "short", here.token))).toMatchObject({
+      _tag: "InvalidUser",
+      field: "password"
+    })
     expect(await hash()).toEqual(before)
     await run((a) => a.changePassword("quinn", PASSWORD, "another long password", here.token))
     expect(Option.isSome(await run((a) => a.session(here.token)))).toBe(true)
@@ -98,8 +116,15 @@ describe("passwords", () => {
 
   test("a new user's name and password are judged with the field named; a taken name is UserExists", async () => {
     expect(await flip((a) => a.addUser("Bad Name", PASSWORD, []))).toMatchObject({ _tag: "InvalidUser", field: "username" })
-    expect(await flip((a) => a.addUser("okname", "x".repeat(1025), []))).toMatchObject({ _tag: "InvalidUser", field: "password", message: "a password has at most 1024 characters" })
-    const taken = await Promise.all([db.runExit(Effect.flatMap(Access, (a) => a.addUser("twin", PASSWORD, []))), db.runExit(Effect.flatMap(Access, (a) => a.addUser("twin", PASSWORD, [])))])
+    expect(await flip((a) => a.addUser("okname", "x".repeat(1025), []))).toMatchObject({
+      _tag: "InvalidUser",
+      field: "password",
+      message: "a password has at most 1024 characters"
+    })
+    const taken = await Promise.all([
+      db.runExit(Effect.flatMap(Access, (a) => a.addUser("twin", PASSWORD, []))),
+      db.runExit(Effect.flatMap(Access, (a) => a.addUser("twin", PASSWORD, [])))
+    ])
     expect(taken.map((e) => e._tag).sort()).toEqual(["Failure", "Success"])
     expect((await flip((a) => a.addUser("twin", PASSWORD, []))).message).toBe('user "twin" already exists')
   })

@@ -39,7 +39,7 @@ describe("parseAgentPackage: a valid package", () => {
   })
 
   test("optional fields: absent stays absent, [] stays [], audience defaults to runtime", () => {
-    const minimal = "---\nname: mini\nversion: \"1.0.0\"\ndescription: d\n---\nDo it.\n"
+    const minimal = '---\nname: mini\nversion: "1.0.0"\ndescription: d\n---\nDo it.\n'
     expect(valueOf(parseAgentPackage([{ path: "mini.md", content: minimal }]))).toEqual({
       name: "mini",
       version: "1.0.0",
@@ -63,7 +63,10 @@ describe("parseAgentPackage: a valid package", () => {
   test("a member agent may list tools the kernel does not have", () => {
     const pkg = valueOf(
       parse({
-        "support-bot.md": SUPPORT_BOT_MD.replace("  - read\n  - grep\n  - shell", "  - Read\n  - Bash\n  - WebFetch").replace("audience: runtime", "audience: member")
+        "support-bot.md": SUPPORT_BOT_MD.replace("  - read\n  - grep\n  - shell", "  - Read\n  - Bash\n  - WebFetch").replace(
+          "audience: runtime",
+          "audience: member"
+        )
       })
     )
     expect(pkg.audience).toBe("member")
@@ -78,34 +81,40 @@ describe("parseAgentPackage: every problem at once", () => {
       .replace("  - house-style", "  - House Style")
       .replace('  - "rm\\\\s+-rf"', '  - "(a)\\\\1"')
       .replace("thinking: medium", "thinking: extreme")
-    const found = problemsOf(parseAgentPackage([
-      { path: "support-bot.md", content: text },
-      { path: "skills/Bad Name/SKILL.md", content: "Do things.\n" }
-    ]))
-    expect(found).toEqual(expect.arrayContaining([
-      { path: "support-bot.md#name", message: "must match [a-z][a-z0-9-]* and be at most 64 characters" },
-      { path: "support-bot.md#name", message: 'must equal the file name: support-bot.md declares "Support_Bot"' },
-      { path: "support-bot.md#thinking", message: "must be one of off, minimal, low, medium, high, xhigh, max" },
-      { path: "support-bot.md#tools.3", message: expect.stringContaining('unknown tool "browser"') },
-      { path: "support-bot.md#skills.0", message: 'skill name "House Style" must match [a-z][a-z0-9-]*' },
-      { path: "support-bot.md#deny-command-patterns.0", message: "backreferences are not supported" },
-      { path: "skills/Bad Name/SKILL.md", message: expect.stringContaining('local skill name "Bad Name" must match') }
-    ]))
+    const found = problemsOf(
+      parseAgentPackage([
+        { path: "support-bot.md", content: text },
+        { path: "skills/Bad Name/SKILL.md", content: "Do things.\n" }
+      ])
+    )
+    expect(found).toEqual(
+      expect.arrayContaining([
+        { path: "support-bot.md#name", message: "must match [a-z][a-z0-9-]* and be at most 64 characters" },
+        { path: "support-bot.md#name", message: 'must equal the file name: support-bot.md declares "Support_Bot"' },
+        { path: "support-bot.md#thinking", message: "must be one of off, minimal, low, medium, high, xhigh, max" },
+        { path: "support-bot.md#tools.3", message: expect.stringContaining('unknown tool "browser"') },
+        { path: "support-bot.md#skills.0", message: 'skill name "House Style" must match [a-z][a-z0-9-]*' },
+        { path: "support-bot.md#deny-command-patterns.0", message: "backreferences are not supported" },
+        { path: "skills/Bad Name/SKILL.md", message: expect.stringContaining('local skill name "Bad Name" must match') }
+      ])
+    )
     expect(found).toHaveLength(7)
   })
 
   test("missing and unexpected keys, wrong types, bad metadata", () => {
-    const text = "---\nversion: [1]\ndescription: \"\"\ntools: read\nauthor: x\nmetadata: { audience: everyone, owner: me }\n---\nHi.\n"
+    const text = '---\nversion: [1]\ndescription: ""\ntools: read\nauthor: x\nmetadata: { audience: everyone, owner: me }\n---\nHi.\n'
     const found = problems({ "support-bot.md": text })
     const paths = found.map((p) => `${p.path} ${p.message}`)
-    expect(paths).toEqual(expect.arrayContaining([
-      "support-bot.md#name is missing",
-      expect.stringMatching(/^support-bot\.md#version must be a number or a non-empty string/),
-      "support-bot.md#description must not be empty",
-      expect.stringMatching(/^support-bot\.md#tools /),
-      "support-bot.md#metadata.audience must be one of runtime, member",
-      expect.stringMatching(/^support-bot\.md#author is unexpected/)
-    ]))
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        "support-bot.md#name is missing",
+        expect.stringMatching(/^support-bot\.md#version must be a number or a non-empty string/),
+        "support-bot.md#description must not be empty",
+        expect.stringMatching(/^support-bot\.md#tools /),
+        "support-bot.md#metadata.audience must be one of runtime, member",
+        expect.stringMatching(/^support-bot\.md#author is unexpected/)
+      ])
+    )
     // Other metadata keys are kept as written (imported files keep their foreign keys there).
     expect(paths.some((p) => p.includes("metadata.owner"))).toBe(false)
   })
@@ -118,9 +127,17 @@ describe("parseAgentPackage: every problem at once", () => {
   })
 
   test("exactly one top-level <name>.md whose name matches the front matter", () => {
-    expect(problems({ "support-bot.md": undefined })).toContainEqual({ path: "(package)", message: "no top-level <name>.md (the agent file)" })
+    expect(problems({ "support-bot.md": undefined })).toContainEqual({
+      path: "(package)",
+      message: "no top-level <name>.md (the agent file)"
+    })
     const two = problems({ "other.md": SUPPORT_BOT_MD })
-    expect(two.filter((p) => p.message.startsWith("a package has exactly one top-level <name>.md")).map((p) => p.path).sort()).toEqual(["other.md", "support-bot.md"])
+    expect(
+      two
+        .filter((p) => p.message.startsWith("a package has exactly one top-level <name>.md"))
+        .map((p) => p.path)
+        .sort()
+    ).toEqual(["other.md", "support-bot.md"])
     const renamed = parseAgentPackage([{ path: "helper.md", content: SUPPORT_BOT_MD }])
     expect(problemsOf(renamed)).toEqual([{ path: "helper.md#name", message: 'must equal the file name: helper.md declares "support-bot"' }])
   })
@@ -138,18 +155,20 @@ describe("parseAgentPackage: every problem at once", () => {
       "commands/a.txt": "x",
       "skills/triage/extra.md": "x"
     })
-    expect(found).toEqual(expect.arrayContaining([
-      { path: "/abs.md", message: "absolute paths are not allowed" },
-      { path: "../../x.md", message: "`..` segments are not allowed" },
-      { path: "commands\\a.md", message: "file name contains a backslash (use / between folders)" },
-      { path: "C:/x.md", message: "drive letters are not allowed" },
-      { path: "scripts/a\\u0000.sh", message: "file name contains a NUL character" },
-      { path: "scripts/b\\u001b[31m.sh", message: "file name contains a control character" },
-      { path: "notes/readme.md", message: expect.stringContaining("not a package file") },
-      { path: "commands/sub/a.md", message: "commands/ holds files directly, no sub-folders" },
-      { path: "commands/a.txt", message: "commands must be .md files" },
-      { path: "skills/triage/extra.md", message: expect.stringContaining("not a package file") }
-    ]))
+    expect(found).toEqual(
+      expect.arrayContaining([
+        { path: "/abs.md", message: "absolute paths are not allowed" },
+        { path: "../../x.md", message: "`..` segments are not allowed" },
+        { path: "commands\\a.md", message: "file name contains a backslash (use / between folders)" },
+        { path: "C:/x.md", message: "drive letters are not allowed" },
+        { path: "scripts/a\\u0000.sh", message: "file name contains a NUL character" },
+        { path: "scripts/b\\u001b[31m.sh", message: "file name contains a control character" },
+        { path: "notes/readme.md", message: expect.stringContaining("not a package file") },
+        { path: "commands/sub/a.md", message: "commands/ holds files directly, no sub-folders" },
+        { path: "commands/a.txt", message: "commands must be .md files" },
+        { path: "skills/triage/extra.md", message: expect.stringContaining("not a package file") }
+      ])
+    )
   })
 
   test("duplicates after case folding and Unicode NFC normalisation", () => {
@@ -164,8 +183,14 @@ describe("parseAgentPackage: every problem at once", () => {
   })
 
   test("text must be valid UTF-8 without NUL; sizes are capped per file, in total and in count", () => {
-    expect(problems({ "scripts/bin.sh": Uint8Array.of(0x41, 0xff, 0xfe) })).toContainEqual({ path: "scripts/bin.sh", message: "is not valid UTF-8 text" })
-    expect(problems({ "scripts/nul.sh": "a\u0000b" })).toContainEqual({ path: "scripts/nul.sh", message: "contains NUL characters: binary files are not supported" })
+    expect(problems({ "scripts/bin.sh": Uint8Array.of(0x41, 0xff, 0xfe) })).toContainEqual({
+      path: "scripts/bin.sh",
+      message: "is not valid UTF-8 text"
+    })
+    expect(problems({ "scripts/nul.sh": "a\u0000b" })).toContainEqual({
+      path: "scripts/nul.sh",
+      message: "contains NUL characters: binary files are not supported"
+    })
     expect(problems({ "scripts/big.sh": "x".repeat(MAX_PACKAGE_FILE_BYTES + 1) })).toContainEqual({
       path: "scripts/big.sh",
       message: `larger than ${MAX_PACKAGE_FILE_BYTES} bytes (${MAX_PACKAGE_FILE_BYTES + 1})`
@@ -174,7 +199,9 @@ describe("parseAgentPackage: every problem at once", () => {
     for (let i = 0; i < 5; i++) many[`scripts/s${i}.sh`] = "x".repeat(MAX_PACKAGE_FILE_BYTES - 10)
     expect(problems(many)).toContainEqual({ path: "(package)", message: expect.stringContaining(`larger than ${MAX_PACKAGE_BYTES} bytes`) })
     const tooMany = Array.from({ length: MAX_PACKAGE_FILES + 1 }, (_, i) => ({ path: `scripts/s${i}.sh`, content: "x" }))
-    expect(problemsOf(parseAgentPackage(tooMany))).toEqual([{ path: "(package)", message: `more than ${MAX_PACKAGE_FILES} files (found ${MAX_PACKAGE_FILES + 1})` }])
+    expect(problemsOf(parseAgentPackage(tooMany))).toEqual([
+      { path: "(package)", message: `more than ${MAX_PACKAGE_FILES} files (found ${MAX_PACKAGE_FILES + 1})` }
+    ])
   })
 
   test("local skills: optional front matter must be YAML of name/description, name = folder", () => {
@@ -182,21 +209,30 @@ describe("parseAgentPackage: every problem at once", () => {
       "skills/triage/SKILL.md": "---\nname: triage-two\nlicense: MIT\n---\nx\n",
       "skills/review/SKILL.md": "---js\nglobalThis.x = 1\n---\n"
     })
-    expect(found).toEqual(expect.arrayContaining([
-      { path: "skills/triage/SKILL.md#name", message: 'must equal the folder name "triage"' },
-      { path: "skills/triage/SKILL.md#license", message: expect.stringMatching(/^is unexpected/) },
-      { path: "skills/review/SKILL.md", message: expect.stringContaining("language tags") }
-    ]))
+    expect(found).toEqual(
+      expect.arrayContaining([
+        { path: "skills/triage/SKILL.md#name", message: 'must equal the folder name "triage"' },
+        { path: "skills/triage/SKILL.md#license", message: expect.stringMatching(/^is unexpected/) },
+        { path: "skills/review/SKILL.md", message: expect.stringContaining("language tags") }
+      ])
+    )
   })
 
   test("skill names must be unique across shared, local and package-file skills", () => {
-    const found = problems({ "skills/house-style/SKILL.md": "x", "skills/command-inventory/SKILL.md": "x", "scripts/count-sh": "x", "commands/_.md": "x" })
-    expect(found).toEqual(expect.arrayContaining([
-      { path: "skills/house-style/SKILL.md", message: 'skill name "house-style" is already used by the shared skill listed at skills.0' },
-      { path: "commands/inventory.md", message: 'skill name "command-inventory" is already used by skills/command-inventory/SKILL.md' },
-      { path: "scripts/count-sh", message: 'skill name "script-count-sh" is already used by scripts/count.sh' },
-      { path: "commands/_.md", message: "no skill name can be made from this file name (use letters or digits)" }
-    ]))
+    const found = problems({
+      "skills/house-style/SKILL.md": "x",
+      "skills/command-inventory/SKILL.md": "x",
+      "scripts/count-sh": "x",
+      "commands/_.md": "x"
+    })
+    expect(found).toEqual(
+      expect.arrayContaining([
+        { path: "skills/house-style/SKILL.md", message: 'skill name "house-style" is already used by the shared skill listed at skills.0' },
+        { path: "commands/inventory.md", message: 'skill name "command-inventory" is already used by skills/command-inventory/SKILL.md' },
+        { path: "scripts/count-sh", message: 'skill name "script-count-sh" is already used by scripts/count.sh' },
+        { path: "commands/_.md", message: "no skill name can be made from this file name (use letters or digits)" }
+      ])
+    )
   })
 })
 
@@ -207,16 +243,50 @@ describe("serializeAgentPackage: round trip", () => {
     const pkg = valueOf(parse())
     expect(roundTrip(pkg)).toEqual(pkg)
     expect(serializeAgentPackage(pkg).map((f) => f.path)).toEqual([
-      "support-bot.md", "skills/triage/SKILL.md", "commands/inventory.md", "scripts/count.sh", "workflows/release-notes.md"
+      "support-bot.md",
+      "skills/triage/SKILL.md",
+      "commands/inventory.md",
+      "scripts/count.sh",
+      "workflows/release-notes.md"
     ])
   })
 
   test("awkward strings, versions and empty lists survive", () => {
     const base = valueOf(parse())
     const awkward = [
-      "yes", "no", "null", "~", "true", "1.10", "0x1F", "*alias", "&anchor", "- dash", "key: value", "# hash", "'quoted'",
-      '"double"', "multi\nline\n", "tab\there", "back\\slash", "nel\u0085x", "ls\u2028ps\u2029", "bom\ufeff", "del\u007f",
-      "emoji 🙂", "  padded  ", "---", "...", "%TAG", "@at", "`tick`", "{flow}", "[list]", "!tag", "|", ">"
+      "yes",
+      "no",
+      "null",
+      "~",
+      "true",
+      "1.10",
+      "0x1F",
+      "*alias",
+      "&anchor",
+      "- dash",
+      "key: value",
+      "# hash",
+      "'quoted'",
+      '"double"',
+      "multi\nline\n",
+      "tab\there",
+      "back\\slash",
+      "nel\u0085x",
+      "ls\u2028ps\u2029",
+      "bom\ufeff",
+      "del\u007f",
+      "emoji 🙂",
+      "  padded  ",
+      "---",
+      "...",
+      "%TAG",
+      "@at",
+      "`tick`",
+      "{flow}",
+      "[list]",
+      "!tag",
+      "|",
+      ">"
     ]
     const pkgs: Array<AgentPackage> = [
       { ...base, description: awkward.join(" / "), tools: ["read", "mcp__kb__*", "mcp__kb__search.v2"], skills: [] },

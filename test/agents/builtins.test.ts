@@ -20,7 +20,13 @@ const sharedSkills = new Map([...builtinSkills().values()].map((s) => [s.name, s
 
 describe("built-in agents", () => {
   test("there are five, runtime audience, no tools listed", () => {
-    expect(agents.map((a) => a.name).sort()).toEqual(["architecture-map", "codebase-inventory", "data-interfaces", "domain-rules", "risk-quality"])
+    expect(agents.map((a) => a.name).sort()).toEqual([
+      "architecture-map",
+      "codebase-inventory",
+      "data-interfaces",
+      "domain-rules",
+      "risk-quality"
+    ])
     for (const a of agents) {
       expect(a.audience).toBe("runtime")
       expect(a.tools).toBeUndefined()
@@ -37,7 +43,8 @@ describe("built-in agents", () => {
       for (const e of parsed.evals) {
         expect(parsed.fixtures.get(e.fixture)?.files.length ?? 0).toBeGreaterThan(0)
         expect(e.task.trim()).not.toBe("")
-        for (const file of e.expect.files ?? []) expect({ eval: e.name, file, declared: declared.has(file) }).toEqual({ eval: e.name, file, declared: true })
+        for (const file of e.expect.files ?? [])
+          expect({ eval: e.name, file, declared: declared.has(file) }).toEqual({ eval: e.name, file, declared: true })
         expect(e.expect.grounding).toBe("clean")
       }
     }
@@ -56,19 +63,22 @@ describe("built-in agents", () => {
     expect(Either.isRight(decodeAll(AgentDefinition)(definition))).toBe(true)
   })
 
-  test.each(agents.map((a) => [a.name, a] as const))("%s declares its report and its JSON file, the JSON with a schema from its package that accepts its sketch", (name, pkg) => {
-    const o = BUILTIN_OUTPUTS[name]!
-    expect(pkg.outputs).toEqual([o.report, { file: o.json, schema: `schemas/${o.json.replace(/\.json$/, "")}.schema.json` }])
-    const entry = toAgentDefinition(pkg, { version: 1, sharedSkills }).outputs?.[1]
-    if (entry === undefined || typeof entry === "string") throw new Error("no schema in the definition")
-    const check = Either.getOrThrow(compileJsonSchema(entry.schemaText))
-    // The sketch of the agent's instructions, every collection empty: valid.
-    expect(check(o.document)).toEqual([])
-    // The wrong schema id, a missing key and a citation with line 0: each named.
-    const { summary: _summary, ...partial } = o.document as Record<string, unknown>
-    const bad = check({ ...partial, schema: "kintsugi.other/1", injectionAttempts: [{ path: "a.ts", line: 0, summary: "x" }] })
-    expect(bad.map((v) => v.pointer).sort()).toEqual(["/injectionAttempts/0/line", "/schema", "/summary"])
-  })
+  test.each(agents.map((a) => [a.name, a] as const))(
+    "%s declares its report and its JSON file, the JSON with a schema from its package that accepts its sketch",
+    (name, pkg) => {
+      const o = BUILTIN_OUTPUTS[name]!
+      expect(pkg.outputs).toEqual([o.report, { file: o.json, schema: `schemas/${o.json.replace(/\.json$/, "")}.schema.json` }])
+      const entry = toAgentDefinition(pkg, { version: 1, sharedSkills }).outputs?.[1]
+      if (entry === undefined || typeof entry === "string") throw new Error("no schema in the definition")
+      const check = Either.getOrThrow(compileJsonSchema(entry.schemaText))
+      // The sketch of the agent's instructions, every collection empty: valid.
+      expect(check(o.document)).toEqual([])
+      // The wrong schema id, a missing key and a citation with line 0: each named.
+      const { summary: _summary, ...partial } = o.document as Record<string, unknown>
+      const bad = check({ ...partial, schema: "kintsugi.other/1", injectionAttempts: [{ path: "a.ts", line: 0, summary: "x" }] })
+      expect(bad.map((v) => v.pointer).sort()).toEqual(["/injectionAttempts/0/line", "/schema", "/summary"])
+    }
+  )
 
   const dirs = createJobDirs({ "app.ts": "export const main = () => 1\n" })
   afterAll(() => dirs.cleanup())
@@ -92,7 +102,10 @@ describe("built-in agents", () => {
       expect(run.code).toBe(0)
       expect(run.events.some((e) => e.type === "output" && e.path === "inventory.md")).toBe(true)
       expect(run.events.at(-1)).toMatchObject({ type: "job.completed", summary: "Wrote inventory.md and inventory.json." })
-      const body = server.requests[0]!.body as { messages: Array<{ role: string; content: string }>; tools: Array<{ function: { name: string } }> }
+      const body = server.requests[0]!.body as {
+        messages: Array<{ role: string; content: string }>
+        tools: Array<{ function: { name: string } }>
+      }
       expect(body.messages[0]!.content.startsWith(pkg.instructions.slice(0, 200))).toBe(true)
       expect(body.tools.map((t) => t.function.name)).toEqual(["read", "ls", "grep", "find", "write", "edit", "shell", "git", "codemode"])
     } finally {

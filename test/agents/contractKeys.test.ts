@@ -18,7 +18,10 @@ describe("grounding and outputs in front matter", () => {
     const parsed = parseAgentPackage([{ path: "mini.md", content: md("grounding: required\noutputs: [report.md, data/report.json]\n") }])
     if (Either.isLeft(parsed)) throw new Error(JSON.stringify(parsed.left))
     expect(parsed.right).toMatchObject({ grounding: "required", outputs: ["report.md", "data/report.json"] })
-    expect(toAgentDefinition(parsed.right, { version: 1, sharedSkills: new Map() })).toMatchObject({ grounding: "required", outputs: ["report.md", "data/report.json"] })
+    expect(toAgentDefinition(parsed.right, { version: 1, sharedSkills: new Map() })).toMatchObject({
+      grounding: "required",
+      outputs: ["report.md", "data/report.json"]
+    })
     const again = parseAgentPackage(serializeAgentPackage(parsed.right).map((f) => ({ path: f.path, content: f.content })))
     expect(again).toEqual(parsed)
   })

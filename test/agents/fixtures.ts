@@ -31,14 +31,13 @@ export const createPackageFiles = (
     "skills/triage/SKILL.md": "---\nname: triage\ndescription: How to triage.\n---\nSort by severity.\n",
     "commands/inventory.md": "# Inventory\nList the modules.\n",
     "workflows/release-notes.md": "1. Read CHANGELOG.md\n",
-    "scripts/count.sh": "#!/bin/sh\nwc -l \"$@\"\n",
+    "scripts/count.sh": '#!/bin/sh\nwc -l "$@"\n',
     ...overrides
   }
   return Object.entries(files).flatMap(([path, content]) => (content === undefined ? [] : [{ path, content }]))
 }
 
-export const problemsOf = <A>(r: Either.Either<A, Array<Problem>>): Array<Problem> =>
-  Either.isLeft(r) ? r.left : []
+export const problemsOf = <A>(r: Either.Either<A, Array<Problem>>): Array<Problem> => (Either.isLeft(r) ? r.left : [])
 
 export const valueOf = <A>(r: Either.Either<A, Array<Problem>>): A => {
   if (Either.isLeft(r)) throw new Error(`expected success, got ${JSON.stringify(r.left, null, 2)}`)

@@ -1,12 +1,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Either } from "effect"
 import { parseAgentPackage } from "../../src/agents/AgentPackage.ts"
-import {
-  MAX_FRONT_MATTER_BYTES,
-  MAX_FRONT_MATTER_NODES,
-  readFrontMatter,
-  splitFrontMatter
-} from "../../src/agents/frontMatter.ts"
+import { MAX_FRONT_MATTER_BYTES, MAX_FRONT_MATTER_NODES, readFrontMatter, splitFrontMatter } from "../../src/agents/frontMatter.ts"
 import { createPackageFiles, problemsOf, SUPPORT_BOT_MD } from "./fixtures.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.

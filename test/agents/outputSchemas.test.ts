@@ -25,7 +25,12 @@ Write findings.json.
 const SCHEMA = JSON.stringify({
   type: "object",
   required: ["findings"],
-  properties: { findings: { type: "array", items: { type: "object", required: ["path", "line"], properties: { path: { type: "string" }, line: { type: "integer" } } } } }
+  properties: {
+    findings: {
+      type: "array",
+      items: { type: "object", required: ["path", "line"], properties: { path: { type: "string" }, line: { type: "integer" } } }
+    }
+  }
 })
 
 const problemsOf = (files: ReadonlyArray<{ path: string; content: string }>): Array<string> => {
@@ -61,7 +66,15 @@ describe("outputs with a schema: the package", () => {
   })
 
   test("import keeps outputs, grounding and gate as contract keys (never moved into metadata as foreign keys)", () => {
-    const adapted = adaptAgentFiles([{ path: "finder.md", content: md("[report.md, { file: findings.json, schema: schemas/findings.schema.json }]\ngrounding: required\ngate: evals\ncolor: blue") }, files[1]!])
+    const adapted = adaptAgentFiles([
+      {
+        path: "finder.md",
+        content: md(
+          "[report.md, { file: findings.json, schema: schemas/findings.schema.json }]\ngrounding: required\ngate: evals\ncolor: blue"
+        )
+      },
+      files[1]!
+    ])
     const parsed = Either.getOrThrow(parseAgentPackage(adapted.files))
     expect(parsed.outputs).toEqual(["report.md", { file: "findings.json", schema: "schemas/findings.schema.json" }])
     expect(parsed.grounding).toBe("required")
@@ -92,11 +105,13 @@ describe("outputs with a schema: the package", () => {
     expect(problems).toContain("finder.md#outputs.1.schema: schemas/missing.json is not in the package")
     expect(problems).toContain('finder.md#outputs.2.schema: must be a schemas/<name>.json file of the package, not "commands/x.json"')
     expect(problems).toContain("finder.md#outputs.3: must be a file name, or { file: <name>.json, schema: schemas/<name>.json }")
-    expect(problems).toContain("finder.md#outputs.4: \"report.md\" is listed twice")
+    expect(problems).toContain('finder.md#outputs.4: "report.md" is listed twice')
     expect(problems.find((p) => p.startsWith("schemas/broken.json: not valid JSON"))).toBeDefined()
     expect(problems).toContain('schemas/typo.json: not a valid JSON Schema: strict mode: unknown keyword: "propertiez"')
     expect(problems.find((p) => p.startsWith("schemas/badtype.json: not a valid JSON Schema"))).toBeDefined()
-    expect(problems).toContain("schemas/remote.json: not a valid JSON Schema: can't resolve reference https://example.com/schema.json from id #")
+    expect(problems).toContain(
+      "schemas/remote.json: not a valid JSON Schema: can't resolve reference https://example.com/schema.json from id #"
+    )
     expect(problems.find((p) => p.startsWith("schemas/backref.json: not a valid JSON Schema") && p.includes("\\1"))).toBeDefined()
     expect(problems.find((p) => p.startsWith("schemas/old.json: $schema must be draft-07"))).toBeDefined()
     expect(problems).toContain("schemas/notes.txt: schemas must be .json files")
@@ -106,9 +121,12 @@ describe("outputs with a schema: the package", () => {
 
   test("a schema over 64 KiB is refused", () => {
     const big = JSON.stringify({ type: "object", description: "x".repeat(70 * 1024) })
-    expect(problemsOf([{ path: "finder.md", content: md("[{ file: a.json, schema: schemas/big.json }]") }, { path: "schemas/big.json", content: big }])).toContain(
-      "schemas/big.json: a schema is at most 64 KiB"
-    )
+    expect(
+      problemsOf([
+        { path: "finder.md", content: md("[{ file: a.json, schema: schemas/big.json }]") },
+        { path: "schemas/big.json", content: big }
+      ])
+    ).toContain("schemas/big.json: a schema is at most 64 KiB")
   })
 
   test("an output name that leaves the output directory is a problem", () => {

@@ -11,7 +11,10 @@ setDefaultTimeout(30_000)
 
 const pkg = (): AgentPackage => valueOf(parseAgentPackage(createPackageFiles()))
 const shared = new Set(["house-style", "security-review"])
-const sharedContent = new Map([["house-style", "Write short sentences."], ["security-review", "Check inputs."]])
+const sharedContent = new Map([
+  ["house-style", "Write short sentences."],
+  ["security-review", "Check inputs."]
+])
 
 describe("validateAgent: installation checks", () => {
   test("a valid package in an installation that has its shared skills has no problem", () => {
@@ -42,12 +45,18 @@ describe("validateAgent: installation checks", () => {
   test("local and package-file skill names must not clash with the installation's shared skills", () => {
     const agent: AgentPackage = {
       ...pkg(),
-      localSkills: [{ name: "security-review", content: "x" }, { name: "Bad", content: "x" }],
+      localSkills: [
+        { name: "security-review", content: "x" },
+        { name: "Bad", content: "x" }
+      ],
       files: [{ path: "commands/inventory.md", content: "x" }]
     }
     expect(validateAgent(agent, { sharedSkills: new Set([...shared, "command-inventory"]) })).toEqual([
       { path: "skills/Bad/SKILL.md", message: expect.stringContaining('local skill name "Bad" must match') },
-      { path: "skills/security-review/SKILL.md", message: 'skill name "security-review" is already a shared skill of this installation; rename it' },
+      {
+        path: "skills/security-review/SKILL.md",
+        message: 'skill name "security-review" is already a shared skill of this installation; rename it'
+      },
       { path: "commands/inventory.md", message: 'skill name "command-inventory" is already a shared skill of this installation; rename it' }
     ])
   })
@@ -72,7 +81,10 @@ describe("validateAgent: installation checks", () => {
 
 describe("checkAgentPackage: format and installation problems together", () => {
   test("installation problems are reported alongside format problems", () => {
-    const text = SUPPORT_BOT_MD.replace("thinking: medium", "thinking: extreme").replace("  - house-style", "  - house-style\n  - missing-skill")
+    const text = SUPPORT_BOT_MD.replace("thinking: medium", "thinking: extreme").replace(
+      "  - house-style",
+      "  - house-style\n  - missing-skill"
+    )
     const found = problemsOf(checkAgentPackage(createPackageFiles({ "support-bot.md": text }), { sharedSkills: shared }))
     expect(found).toEqual([
       { path: "support-bot.md#thinking", message: "must be one of off, minimal, low, medium, high, xhigh, max" },
@@ -101,7 +113,12 @@ describe("toAgentDefinition", () => {
     expect(def.denyCommandPatterns).toEqual(["rm\\s+-rf"])
     expect(def.thinking).toBe("medium")
     expect(def.skills?.map((s) => s.name)).toEqual([
-      "security-review", "house-style", "triage", "command-inventory", "script-count-sh", "workflow-release-notes"
+      "security-review",
+      "house-style",
+      "triage",
+      "command-inventory",
+      "script-count-sh",
+      "workflow-release-notes"
     ])
     expect(def.skills?.[0]?.content).toBe("Check inputs.")
     expect(def.skills?.[3]?.content).toBe("# Inventory\nList the modules.\n")
@@ -109,9 +126,16 @@ describe("toAgentDefinition", () => {
   })
 
   test("a script containing backticks gets a longer fence; no trailing newline is added twice", () => {
-    const agent: AgentPackage = { ...pkg(), skills: [], localSkills: [], files: [{ path: "scripts/Make Docs.py", content: "print('```')" }] }
+    const agent: AgentPackage = {
+      ...pkg(),
+      skills: [],
+      localSkills: [],
+      files: [{ path: "scripts/Make Docs.py", content: "print('```')" }]
+    }
     const def = toAgentDefinition(agent, { version: 1, sharedSkills: new Map() })
-    expect(def.skills).toEqual([{ name: "script-make-docs-py", content: "Script `scripts/Make Docs.py` from the agent package:\n\n````py\nprint('```')\n````" }])
+    expect(def.skills).toEqual([
+      { name: "script-make-docs-py", content: "Script `scripts/Make Docs.py` from the agent package:\n\n````py\nprint('```')\n````" }
+    ])
     expect(Either.isRight(decodeAll(AgentDefinition)(def))).toBe(true)
   })
 

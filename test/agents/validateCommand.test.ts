@@ -60,7 +60,10 @@ describe("kintsugi agents validate", () => {
   })
 
   test("a package folder, read recursively; MCP servers are a note too", async () => {
-    const dir = writeTree(path.join(tmp, "pkg"), createPackageFiles({ "support-bot.md": SUPPORT_BOT_MD.replace("  - shell", "  - mcp__kb__search") }))
+    const dir = writeTree(
+      path.join(tmp, "pkg"),
+      createPackageFiles({ "support-bot.md": SUPPORT_BOT_MD.replace("  - shell", "  - mcp__kb__search") })
+    )
     const r = await run(dir)
     expect(r.code).toBe(0)
     expect(r.out).toEqual([
@@ -107,11 +110,13 @@ describe("kintsugi agents validate", () => {
     const dir = writeTree(path.join(tmp, "bad"), createPackageFiles({ "support-bot.md": text, "skills/Bad Name/SKILL.md": "x" }))
     const r = await run(dir)
     expect(r.code).toBe(1)
-    expect(r.out).toEqual(expect.arrayContaining([
-      "support-bot.md#thinking: must be one of off, minimal, low, medium, high, xhigh, max",
-      expect.stringMatching(/^support-bot\.md#tools\.2: unknown tool "sh\\u001b\[31mell"/),
-      expect.stringMatching(/^skills\/Bad Name\/SKILL\.md: local skill name "Bad Name" must match/)
-    ]))
+    expect(r.out).toEqual(
+      expect.arrayContaining([
+        "support-bot.md#thinking: must be one of off, minimal, low, medium, high, xhigh, max",
+        expect.stringMatching(/^support-bot\.md#tools\.2: unknown tool "sh\\u001b\[31mell"/),
+        expect.stringMatching(/^skills\/Bad Name\/SKILL\.md: local skill name "Bad Name" must match/)
+      ])
+    )
     expect(r.out.join("\n")).not.toContain("\u001b")
     expect(r.out.some((l) => l.startsWith("ok:"))).toBe(false)
   })

@@ -29,7 +29,10 @@ beforeAll(() => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), "kintsugi-validate-mcp-"))
   kbFile = path.join(tmp, "kb", "support-bot.md")
   otherFile = path.join(tmp, "other", "support-bot.md")
-  for (const [file, text] of [[kbFile, KB_BOT_MD], [otherFile, OTHER_BOT_MD]] as const) {
+  for (const [file, text] of [
+    [kbFile, KB_BOT_MD],
+    [otherFile, OTHER_BOT_MD]
+  ] as const) {
     fs.mkdirSync(path.dirname(file), { recursive: true })
     fs.writeFileSync(file, text)
   }
@@ -49,23 +52,39 @@ const noInstallation = () => ({ KINTSUGI_DATA_DIR: path.join(tmp, "no-installati
 const register = (options: Parameters<typeof makeDbLayer>[0], names: ReadonlyArray<string>) =>
   Effect.runPromise(
     Effect.flatMap(SqlClient, (sql) =>
-      Effect.forEach(names, (name) =>
-        sql`INSERT INTO admin.mcp_server (name, url, headers_sealed, updated_by) VALUES (${name}, 'https://mcp.example.com/', 'not-decryptable', 'test')`
-      )).pipe(Effect.provide(makeDbLayer(options)))
+      Effect.forEach(
+        names,
+        (name) =>
+          sql`INSERT INTO admin.mcp_server (name, url, headers_sealed, updated_by) VALUES (${name}, 'https://mcp.example.com/', 'not-decryptable', 'test')`
+      )
+    ).pipe(Effect.provide(makeDbLayer(options)))
   )
 
 describe("--mcp-servers", () => {
   test("a grant of a server not in the list: exit 1 naming it, the Agent Builder's path and message", async () => {
     const r = await run(noInstallation(), kbFile, "search,docs")
-    expect(r).toEqual({ code: 1, out: [NOT_REGISTERED("kb"), "note: shared skills are checked when the agent is installed: house-style"], err: [] })
-    const builder = problemsOf(checkAgentPackage(createPackageFiles({ "support-bot.md": KB_BOT_MD }), { sharedSkills: new Set(["house-style"]), mcpServers: new Set() }))
+    expect(r).toEqual({
+      code: 1,
+      out: [NOT_REGISTERED("kb"), "note: shared skills are checked when the agent is installed: house-style"],
+      err: []
+    })
+    const builder = problemsOf(
+      checkAgentPackage(createPackageFiles({ "support-bot.md": KB_BOT_MD }), {
+        sharedSkills: new Set(["house-style"]),
+        mcpServers: new Set()
+      })
+    )
     expect(builder.map((p) => `${p.path}: ${p.message}`)).toEqual([NOT_REGISTERED("kb")])
     expect((await run(noInstallation(), kbFile, "")).out).toContain(NOT_REGISTERED("kb"))
   })
 
   test("a registered server: exit 0; the registry is not read", async () => {
     const r = await run({ DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" }, kbFile, " docs , kb ")
-    expect(r).toEqual({ code: 0, out: ["note: shared skills are checked when the agent is installed: house-style", "ok: support-bot v3 (runtime)"], err: [] })
+    expect(r).toEqual({
+      code: 0,
+      out: ["note: shared skills are checked when the agent is installed: house-style", "ok: support-bot v3 (runtime)"],
+      err: []
+    })
   })
 
   test("through the CLI: --json carries the problem, exit 1", () => {
@@ -74,7 +93,9 @@ describe("--mcp-servers", () => {
     const cli = (servers: string) => Bun.spawnSync(["bun", CLI, "agents", "validate", "--json", "--mcp-servers", servers, kbFile], { env })
     const bad = cli("docs")
     expect(bad.exitCode).toBe(1)
-    expect(JSON.parse(bad.stdout.toString()).problems).toEqual([{ path: "support-bot.md#tools.2", message: 'MCP server "kb" is not registered' }])
+    expect(JSON.parse(bad.stdout.toString()).problems).toEqual([
+      { path: "support-bot.md#tools.2", message: 'MCP server "kb" is not registered' }
+    ])
     expect(cli("kb").exitCode).toBe(0)
   })
 })
@@ -115,9 +136,10 @@ describe("the installation's registry", () => {
       }
 
       await Effect.runPromise(
-        Effect.flatMap(SqlClient, (sql) => sql`DELETE FROM effect_sql_migrations WHERE migration_id = (SELECT max(migration_id) FROM effect_sql_migrations)`).pipe(
-          Effect.provide(makeDbLayer({ dataDir }))
-        )
+        Effect.flatMap(
+          SqlClient,
+          (sql) => sql`DELETE FROM effect_sql_migrations WHERE migration_id = (SELECT max(migration_id) FROM effect_sql_migrations)`
+        ).pipe(Effect.provide(makeDbLayer({ dataDir })))
       )
       const pending = await run(env, otherFile)
       expect(pending.code).toBe(0)

@@ -5,7 +5,14 @@ import { parseAgentPackage, serializeAgentPackage } from "../../src/agents/Agent
 import { DEFAULT_ZIP_CAPS, readZip, unwrapSingleFolder, writeZip, ZIP_CHUNK_BYTES, ZipRejected } from "../../src/agents/zip.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
 import { createPackageFiles, valueOf } from "./fixtures.ts"
-import { createDeflatedZip, createStreamingZeroZip, createZeroBomb, TrackedBytes, withCentralName, withDeclaredSizes } from "./zipFixtures.ts"
+import {
+  createDeflatedZip,
+  createStreamingZeroZip,
+  createZeroBomb,
+  TrackedBytes,
+  withCentralName,
+  withDeclaredSizes
+} from "./zipFixtures.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
@@ -55,7 +62,9 @@ describe("readZip: names are checked before anything is inflated", () => {
   test("more entries than the cap are refused from the central directory", async () => {
     const files: Record<string, Uint8Array> = {}
     for (let i = 0; i <= DEFAULT_ZIP_CAPS.maxEntries; i++) files[`scripts/s${i}.sh`] = text("x")
-    expect(await rejected(zipSync(files))).toEqual([{ path: "(zip)", message: `more than ${DEFAULT_ZIP_CAPS.maxEntries} entries (${DEFAULT_ZIP_CAPS.maxEntries + 1})` }])
+    expect(await rejected(zipSync(files))).toEqual([
+      { path: "(zip)", message: `more than ${DEFAULT_ZIP_CAPS.maxEntries} entries (${DEFAULT_ZIP_CAPS.maxEntries + 1})` }
+    ])
   })
 
   test("a local header the central directory does not list is refused (smuggled entry)", async () => {
@@ -149,6 +158,9 @@ describe("writeZip / readZip round trip", () => {
 
   test("stored (uncompressed) entries and empty files are read", async () => {
     const zip = zipSync({ "a.md": [text("stored"), { level: 0 }], "empty.md": new Uint8Array(0) })
-    expect((await entries(zip)).map((f) => [f.path, new TextDecoder().decode(f.content)])).toEqual([["a.md", "stored"], ["empty.md", ""]])
+    expect((await entries(zip)).map((f) => [f.path, new TextDecoder().decode(f.content)])).toEqual([
+      ["a.md", "stored"],
+      ["empty.md", ""]
+    ])
   })
 })

@@ -32,14 +32,50 @@ const le = (values: ReadonlyArray<[number, 2 | 4]>): Uint8Array => {
 /** One ZIP with one deflated entry, headers written by hand (sizes may lie). */
 export const createDeflatedZip = (name: string, data: Uint8Array, crc: number, size: number, declaredSize = size): Uint8Array => {
   const nameBytes = new TextEncoder().encode(name)
-  const local = le([[0x04034b50, 4], [20, 2], [0, 2], [8, 2], [0, 2], [0x21, 2], [crc, 4], [data.length, 4], [declaredSize, 4], [nameBytes.length, 2], [0, 2]])
+  const local = le([
+    [0x04034b50, 4],
+    [20, 2],
+    [0, 2],
+    [8, 2],
+    [0, 2],
+    [0x21, 2],
+    [crc, 4],
+    [data.length, 4],
+    [declaredSize, 4],
+    [nameBytes.length, 2],
+    [0, 2]
+  ])
   const central = le([
-    [0x02014b50, 4], [20, 2], [20, 2], [0, 2], [8, 2], [0, 2], [0x21, 2], [crc, 4], [data.length, 4], [declaredSize, 4],
-    [nameBytes.length, 2], [0, 2], [0, 2], [0, 2], [0, 2], [0, 4], [0, 4]
+    [0x02014b50, 4],
+    [20, 2],
+    [20, 2],
+    [0, 2],
+    [8, 2],
+    [0, 2],
+    [0x21, 2],
+    [crc, 4],
+    [data.length, 4],
+    [declaredSize, 4],
+    [nameBytes.length, 2],
+    [0, 2],
+    [0, 2],
+    [0, 2],
+    [0, 2],
+    [0, 4],
+    [0, 4]
   ])
   const cdOffset = local.length + nameBytes.length + data.length
   const cdSize = central.length + nameBytes.length
-  const end = le([[0x06054b50, 4], [0, 2], [0, 2], [1, 2], [1, 2], [cdSize, 4], [cdOffset, 4], [0, 2]])
+  const end = le([
+    [0x06054b50, 4],
+    [0, 2],
+    [0, 2],
+    [1, 2],
+    [1, 2],
+    [cdSize, 4],
+    [cdOffset, 4],
+    [0, 2]
+  ])
   return concat([local, nameBytes, data, central, nameBytes, end])
 }
 
@@ -115,6 +151,9 @@ export class TrackedBytes extends Uint8Array {
   }
   /** End of the furthest slice of `size` bytes starting at a multiple of `size` (a push). */
   furthestChunk(size: number): number {
-    return Math.max(0, ...this.slices.filter((s) => s.begin % size === 0 && (s.end - s.begin === size || s.end === this.length)).map((s) => s.end))
+    return Math.max(
+      0,
+      ...this.slices.filter((s) => s.begin % size === 0 && (s.end - s.begin === size || s.end === this.length)).map((s) => s.end)
+    )
   }
 }

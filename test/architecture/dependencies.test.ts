@@ -27,7 +27,14 @@ const NOT_IMPORTED_YET: Readonly<Record<string, string>> = {}
 const TOOLING = ["typescript", "@types/bun", "knip", "@biomejs/biome"]
 
 const packageOf = (specifier: string): string | undefined => {
-  if (specifier.startsWith(".") || specifier.startsWith("/") || /^(node|bun):/.test(specifier) || specifier === "bun" || specifier === "bun:test") return undefined
+  if (
+    specifier.startsWith(".") ||
+    specifier.startsWith("/") ||
+    /^(node|bun):/.test(specifier) ||
+    specifier === "bun" ||
+    specifier === "bun:test"
+  )
+    return undefined
   const parts = specifier.split("/")
   return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]
 }
@@ -35,7 +42,8 @@ const packageOf = (specifier: string): string | undefined => {
 // Besides import statements: `import.meta.resolve("pkg/…")`, `Bun.resolveSync("pkg", …)`, `require.resolve`,
 // and a path into node_modules (a server started as a separate process).
 // (A name resolved through another package's own `createRequire` is that package's dependency, not ours.)
-const RESOLVED = /(?:import\.meta\.resolve|Bun\.resolveSync|createRequire\(import\.meta\.url\)\.resolve|require\.resolve)\(\s*["']([^"'.][^"']*)["']/g
+const RESOLVED =
+  /(?:import\.meta\.resolve|Bun\.resolveSync|createRequire\(import\.meta\.url\)\.resolve|require\.resolve)\(\s*["']([^"'.][^"']*)["']/g
 const NODE_MODULES_PATH = /"node_modules",\s*"(@[^"]+)",\s*"([^"]+)"|"node_modules",\s*"([^@"][^"]*)"/g
 
 const packagesUsedBy = async (roots: ReadonlyArray<string>): Promise<Map<string, string>> => {

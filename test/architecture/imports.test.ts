@@ -16,8 +16,10 @@ const UPWARD_ALLOWED: ReadonlyArray<string> = []
 const edges = function* (from: (file: string) => boolean): Generator<readonly [string, ImportEdge]> {
   for (const [file, imports] of graph) if (from(file)) for (const i of imports) yield [file, i]
 }
-const under = (...dirs: ReadonlyArray<string>) => (file: string | undefined) =>
-  file !== undefined && dirs.some((d) => file.startsWith(`${d}/`))
+const under =
+  (...dirs: ReadonlyArray<string>) =>
+  (file: string | undefined) =>
+    file !== undefined && dirs.some((d) => file.startsWith(`${d}/`))
 const show = (file: string, i: ImportEdge) => `${file} → ${i.target ?? i.specifier}`
 
 describe("import rules", () => {
@@ -29,12 +31,15 @@ describe("import rules", () => {
 
   test("src/contract imports nothing but effect and other contract files", () => {
     const bad = [...edges(under("src/contract"))].filter(([, i]) =>
-      i.target !== undefined ? !under("src/contract")(i.target) : !/^effect(\/|$)/.test(i.specifier))
+      i.target !== undefined ? !under("src/contract")(i.target) : !/^effect(\/|$)/.test(i.specifier)
+    )
     expect(bad.map(([f, i]) => show(f, i))).toEqual([])
   })
 
   test("kernel/, job/, tools/, contract/ never import db/, http/, worker/", () => {
-    const bad = [...edges(under("src/kernel", "src/job", "src/tools", "src/contract"))].filter(([, i]) => under("src/db", "src/http", "src/worker")(i.target))
+    const bad = [...edges(under("src/kernel", "src/job", "src/tools", "src/contract"))].filter(([, i]) =>
+      under("src/db", "src/http", "src/worker")(i.target)
+    )
     expect(bad.map(([f, i]) => show(f, i))).toEqual([])
   })
 
@@ -87,12 +92,22 @@ describe("import rules", () => {
   })
 
   test("no import cycles", () => {
-    const local = new Map([...graph].map(([f, imports]) => [f, imports.flatMap((i) => (i.target !== undefined && graph.has(i.target) ? [i.target] : []))]))
+    const local = new Map(
+      [...graph].map(([f, imports]) => [f, imports.flatMap((i) => (i.target !== undefined && graph.has(i.target) ? [i.target] : []))])
+    )
     expect(cycles(local).map((c) => c.join(" → "))).toEqual([])
   })
 
   test("the cycle finder reports a cycle with its path", () => {
-    const found = cycles(new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a", "d"]], ["d", []], ["e", ["e"]]]))
+    const found = cycles(
+      new Map([
+        ["a", ["b"]],
+        ["b", ["c"]],
+        ["c", ["a", "d"]],
+        ["d", []],
+        ["e", ["e"]]
+      ])
+    )
     expect(found.map((c) => c.join(" → ")).sort()).toEqual(["a → b → c → a", "e → e"])
   })
 })

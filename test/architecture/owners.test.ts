@@ -18,14 +18,22 @@ const sources = async (dirs: ReadonlyArray<string>) => {
   return files
 }
 const files = await sources(["src", "views"])
-const mentioning = (pattern: RegExp) => files.filter((f) => pattern.test(f.text)).map((f) => f.file).sort()
+const mentioning = (pattern: RegExp) =>
+  files
+    .filter((f) => pattern.test(f.text))
+    .map((f) => f.file)
+    .sort()
 
 describe("table owners", () => {
   test("admin.agent_binding is read and written by the Bindings service (and ProviderStore's in-use check)", () => {
     expect(files.length).toBeGreaterThan(100)
     // ProviderStore cannot call Bindings (Bindings checks models against ProviderStore): its delete keeps one read, in its transaction.
     // DbWrites names the table only to map a write to the caches it empties; it runs no statement on it.
-    expect(mentioning(/admin\.agent_binding/)).toEqual(["src/db/DbWrites.ts", "src/providers/Bindings.ts", "src/providers/ProviderStore.ts"])
+    expect(mentioning(/admin\.agent_binding/)).toEqual([
+      "src/db/DbWrites.ts",
+      "src/providers/Bindings.ts",
+      "src/providers/ProviderStore.ts"
+    ])
   })
 
   test("there is one Binding type", () => {

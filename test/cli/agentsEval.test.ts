@@ -39,7 +39,14 @@ describe("kintsugi agents eval", () => {
     await made.runtime.runPromise(
       Effect.gen(function* () {
         yield* (yield* ProviderStore).create(
-          { kind: "custom", id: "local", api: "openai-completions", baseUrl: model.baseUrl, apiKey: "sk-eval-cli-123456", models: [{ id: "m", contextWindow: 64000, maxTokens: 4096 }] },
+          {
+            kind: "custom",
+            id: "local",
+            api: "openai-completions",
+            baseUrl: model.baseUrl,
+            apiKey: "sk-eval-cli-123456",
+            models: [{ id: "m", contextWindow: 64000, maxTokens: 4096 }]
+          },
           "test"
         )
         yield* (yield* Bindings).set("teller", "", { providerId: "local", modelId: "m" }, "test")
@@ -50,11 +57,18 @@ describe("kintsugi agents eval", () => {
     env = { KINTSUGI_URL: `http://127.0.0.1:${server.port}`, KINTSUGI_TOKEN: token }
     const files = [
       { path: "teller.md", content: "---\nname: teller\nversion: 1\ndescription: Tells.\ntools: []\n---\nTell.\n" },
-      { path: "evals/says-orders.md", content: "---\ndescription: Mentions orders.\nfixture: tiny\nexpect:\n  contains:\n    - { text: orders }\n---\nWhat is this?\n" },
+      {
+        path: "evals/says-orders.md",
+        content: "---\ndescription: Mentions orders.\nfixture: tiny\nexpect:\n  contains:\n    - { text: orders }\n---\nWhat is this?\n"
+      },
       { path: "evals/fixtures/tiny/a.txt", content: "orders\n" }
     ]
     const r = await made.app.handle(
-      new Request(`${env["KINTSUGI_URL"]}/api/admin/agents`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ files }) })
+      new Request(`${env["KINTSUGI_URL"]}/api/admin/agents`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ files })
+      })
     )
     expect(r.status).toBe(201)
   })

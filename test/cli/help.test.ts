@@ -36,7 +36,12 @@ const COMMANDS = [
 ]
 
 const kintsugi = (args: ReadonlyArray<string>, extra: Record<string, string> = { NO_COLOR: "1" }) => {
-  const env: Record<string, string | undefined> = { ...process.env, KINTSUGI_DATA_DIR: join(dataDir, "data"), KINTSUGI_ADMIN_PASSWORD: "", ...extra }
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    KINTSUGI_DATA_DIR: join(dataDir, "data"),
+    KINTSUGI_ADMIN_PASSWORD: "",
+    ...extra
+  }
   delete env["DATABASE_URL"]
   // A port nobody uses: `serve --help` that served would be found listening on it below.
   const p = Bun.spawnSync(["bun", CLI, ...args], { env: { ...env, PORT: "39517" }, stdin: "ignore" })
@@ -78,7 +83,13 @@ describe("kintsugi --help", () => {
 
   test("no escape codes into a pipe, whatever NO_COLOR says: help, errors, version", () => {
     for (const extra of [{}, { NO_COLOR: "1" }] as Array<Record<string, string>>) {
-      for (const args of [["--help"], ["run", "--help"], ["frobnicate"], ["run", "a", "-t", "x", "-r", "/y", "-o", "/z", "--timeout", "abc"], ["--version"]]) {
+      for (const args of [
+        ["--help"],
+        ["run", "--help"],
+        ["frobnicate"],
+        ["run", "a", "-t", "x", "-r", "/y", "-o", "/z", "--timeout", "abc"],
+        ["--version"]
+      ]) {
         const r = kintsugi(args, extra)
         expect(r.out + r.err).not.toContain("\u001b")
       }
@@ -86,20 +97,24 @@ describe("kintsugi --help", () => {
   }, 30_000)
 
   // `script` gives the command a terminal: colour there, unless NO_COLOR is set.
-  test.skipIf(Bun.which("script") === null)("on a terminal: bold headings and red errors, none with NO_COLOR set", () => {
-    const onTerminal = (command: string, noColor: string) => {
-      const p = Bun.spawnSync(["script", "-qec", `bun ${CLI} ${command}`, "/dev/null"], {
-        env: { ...process.env, KINTSUGI_DATA_DIR: join(dataDir, "data"), NO_COLOR: noColor },
-        stdin: "ignore"
-      })
-      return p.stdout.toString()
-    }
-    expect(onTerminal("run --help", "")).toContain("\u001b[1mUSAGE")
-    expect(onTerminal("frobnicate", "")).toContain("\u001b[")
-    expect(onTerminal("run --help", "1")).not.toContain("\u001b")
-    expect(onTerminal("frobnicate", "1")).not.toContain("\u001b")
-    expect(onTerminal("frobnicate", "1")).toContain("Invalid subcommand for kintsugi")
-  }, 30_000)
+  test.skipIf(Bun.which("script") === null)(
+    "on a terminal: bold headings and red errors, none with NO_COLOR set",
+    () => {
+      const onTerminal = (command: string, noColor: string) => {
+        const p = Bun.spawnSync(["script", "-qec", `bun ${CLI} ${command}`, "/dev/null"], {
+          env: { ...process.env, KINTSUGI_DATA_DIR: join(dataDir, "data"), NO_COLOR: noColor },
+          stdin: "ignore"
+        })
+        return p.stdout.toString()
+      }
+      expect(onTerminal("run --help", "")).toContain("\u001b[1mUSAGE")
+      expect(onTerminal("frobnicate", "")).toContain("\u001b[")
+      expect(onTerminal("run --help", "1")).not.toContain("\u001b")
+      expect(onTerminal("frobnicate", "1")).not.toContain("\u001b")
+      expect(onTerminal("frobnicate", "1")).toContain("Invalid subcommand for kintsugi")
+    },
+    30_000
+  )
 
   test("short flags: -t -r -o for run; -p and -H for serve (-H is not -h)", () => {
     const r = kintsugi(["run", "a", "-t", "t", "-r", "/x", "-r", "/y", "-o", "/o", "--timeout", "-1"])

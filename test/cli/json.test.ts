@@ -38,7 +38,9 @@ test("kintsugi agents validate --json: one JSON object; exit 0 valid, 1 with pro
     fs.writeFileSync(path.join(dir, "support-bot.md"), SUPPORT_BOT_MD)
     fs.writeFileSync(path.join(dir, "broken.md"), "---\nname: Not A Slug\n---\n")
     const validate = (file: string) => {
-      const p = Bun.spawnSync(["bun", CLI, "agents", "validate", "--json", path.join(dir, file)], { env: { ...process.env, KINTSUGI_SANDBOX: "auto" } })
+      const p = Bun.spawnSync(["bun", CLI, "agents", "validate", "--json", path.join(dir, file)], {
+        env: { ...process.env, KINTSUGI_SANDBOX: "auto" }
+      })
       return { code: p.exitCode, report: JSON.parse(p.stdout.toString()) as { problems: Array<unknown>; package?: { name: string } } }
     }
     const ok = validate("support-bot.md")

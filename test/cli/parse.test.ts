@@ -33,13 +33,17 @@ const platform = Layer.mergeAll(
 /** What `kintsugi run <args>` hands its handler, or the parse's failure. */
 const parseRun = (args: ReadonlyArray<string>) => {
   let seen: RunOptions | undefined
-  const cli = Command.run(Command.withHandler(runCommand, (o) => Effect.sync(() => void (seen = o))), { name: "kintsugi", version: "0" })
+  const cli = Command.run(
+    Command.withHandler(runCommand, (o) => Effect.sync(() => void (seen = o))),
+    { name: "kintsugi", version: "0" }
+  )
   return cli(["bun", "kintsugi", ...args]).pipe(
     Effect.map(() => seen),
     Effect.either,
     Effect.provide(platform),
     // @effect/cli prints its usage errors on the console: kept out of the test's output.
-    (program) => Effect.consoleWith((console) => Effect.withConsole(program, { ...console, error: () => Effect.void, log: () => Effect.void })),
+    (program) =>
+      Effect.consoleWith((console) => Effect.withConsole(program, { ...console, error: () => Effect.void, log: () => Effect.void })),
     Effect.runPromise
   )
 }
@@ -56,13 +60,40 @@ describe("kintsugi run: typed options, straight from @effect/cli", () => {
       const parsed = await parseRun(args)
       expect(parsed._tag).toBe("Right")
       if (parsed._tag === "Right") {
-        expect(parsed.right).toEqual({ agent: "a", task: "t", read: ["/x", "/y"], out: "/o", root: Option.none(), project: Option.none(), timeout: 1800, maxCost: Option.none(), json: false })
+        expect(parsed.right).toEqual({
+          agent: "a",
+          task: "t",
+          read: ["/x", "/y"],
+          out: "/o",
+          root: Option.none(),
+          project: Option.none(),
+          timeout: 1800,
+          maxCost: Option.none(),
+          json: false
+        })
       }
     }
   })
 
   test("paths are absolute from the shell's folder; numbers are numbers; a task may start with a dash", async () => {
-    const parsed = await parseRun(["a", "-t", "--not-a-flag", "-r", "src", "-o", "out", "--root", ".", "--timeout", "60", "--max-cost", "0.5", "--project", "p", "-j"])
+    const parsed = await parseRun([
+      "a",
+      "-t",
+      "--not-a-flag",
+      "-r",
+      "src",
+      "-o",
+      "out",
+      "--root",
+      ".",
+      "--timeout",
+      "60",
+      "--max-cost",
+      "0.5",
+      "--project",
+      "p",
+      "-j"
+    ])
     expect(parsed._tag === "Right" ? parsed.right : parsed.left).toEqual({
       agent: "a",
       task: "--not-a-flag",
@@ -95,15 +126,37 @@ describe("kintsugi run: typed options, straight from @effect/cli", () => {
 })
 
 describe("help requests, found by @effect/cli's parse", () => {
-  const COMMANDS = [[], ["serve"], ["run"], ["run-job"], ["migrate"], ["users"], ["users", "add"], ["users", "revoke-token"], ["agents"], ["agents", "validate"], ["agents", "eval"]]
+  const COMMANDS = [
+    [],
+    ["serve"],
+    ["run"],
+    ["run-job"],
+    ["migrate"],
+    ["users"],
+    ["users", "add"],
+    ["users", "revoke-token"],
+    ["agents"],
+    ["agents", "validate"],
+    ["agents", "eval"]
+  ]
 
   test("`… --help` and `… -h` anywhere after the command: that command's own screen", async () => {
     for (const path of COMMANDS) {
-      for (const args of [[...path, "--help"], [...path, "-h"], [...path, "x", "-h", "--port", "1"]]) {
+      for (const args of [
+        [...path, "--help"],
+        [...path, "-h"],
+        [...path, "x", "-h", "--port", "1"]
+      ]) {
         const request = await Effect.runPromise(builtInRequest(args))
-        const help = Option.isSome(request) && BuiltInOptions.isShowHelp(request.value) ? helpScreen(request.value, { colour: false, width: 80 }) : undefined
+        const help =
+          Option.isSome(request) && BuiltInOptions.isShowHelp(request.value)
+            ? helpScreen(request.value, { colour: false, width: 80 })
+            : undefined
         const first = help?.split("\n")[0] ?? ""
-        expect({ args, title: first.startsWith(["kintsugi", ...path].join(" ") + (path.length === 0 ? " " : ":")) }).toEqual({ args, title: true })
+        expect({ args, title: first.startsWith(["kintsugi", ...path].join(" ") + (path.length === 0 ? " " : ":")) }).toEqual({
+          args,
+          title: true
+        })
       }
     }
   })

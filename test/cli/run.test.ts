@@ -36,7 +36,14 @@ const setup = async (steps: Array<Step>) => {
   await rt.runPromise(
     Effect.gen(function* () {
       yield* (yield* ProviderStore).create(
-        { kind: "custom", id: "local", api: "openai-completions", baseUrl: server.baseUrl, apiKey: "sk-cli-run-123456", models: [{ id: "m", contextWindow: 64000, maxTokens: 4096 }] },
+        {
+          kind: "custom",
+          id: "local",
+          api: "openai-completions",
+          baseUrl: server.baseUrl,
+          apiKey: "sk-cli-run-123456",
+          models: [{ id: "m", contextWindow: 64000, maxTokens: 4096 }]
+        },
         "test"
       )
       yield* (yield* Bindings).set("codebase-inventory", "", { providerId: "local", modelId: "m" }, "test")
@@ -49,7 +56,14 @@ const setup = async (steps: Array<Step>) => {
   mkdirSync(join(work, "out"))
   writeFileSync(join(work, "src", "a.ts"), "export const a = 1\n")
   // KINTSUGI_URL: no server answers there (port 1), whatever else runs on this machine: the local path.
-  const env = { PATH: process.env["PATH"] ?? "", HOME: work, NO_PROXY: "127.0.0.1,localhost", KINTSUGI_DATA_DIR: dirname(dataDir), KINTSUGI_JOB_ROOTS: work, KINTSUGI_URL: "http://127.0.0.1:1" }
+  const env = {
+    PATH: process.env["PATH"] ?? "",
+    HOME: work,
+    NO_PROXY: "127.0.0.1,localhost",
+    KINTSUGI_DATA_DIR: dirname(dataDir),
+    KINTSUGI_JOB_ROOTS: work,
+    KINTSUGI_URL: "http://127.0.0.1:1"
+  }
   const run = (secretKey: string) =>
     Bun.spawn(["bun", CLI, "run", "codebase-inventory", "--task", "Inventory it.", "--read", "src", "--out", "out"], {
       cwd: work,
@@ -59,7 +73,9 @@ const setup = async (steps: Array<Step>) => {
     })
   const jobs = async () => {
     const after = await makeTestAppRuntime({ db: makeDbLayer({ dataDir }), jobRoots: testJobRoots([work]) })
-    const rows = await after.runPromise(Effect.flatMap(SqlClient, (sql) => sql<{ status: string; reason: string | null }>`SELECT status, reason FROM runtime.job`))
+    const rows = await after.runPromise(
+      Effect.flatMap(SqlClient, (sql) => sql<{ status: string; reason: string | null }>`SELECT status, reason FROM runtime.job`)
+    )
     await after.dispose()
     return rows.map((r) => `${r.status} ${r.reason ?? ""}`.trim())
   }
@@ -107,8 +123,19 @@ test("Ctrl-C before the job started: says so, queues nothing, exit 130", async (
   cleanups.push(() => server.stop(true))
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-early-")))
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
-  const env = { PATH: process.env["PATH"] ?? "", HOME: dir, KINTSUGI_DATA_DIR: join(dir, "data"), KINTSUGI_JOB_ROOTS: dir, KINTSUGI_URL: `http://127.0.0.1:${server.port}`, KINTSUGI_TOKEN: "kt_x" }
-  const child = Bun.spawn(["bun", CLI, "run", "some-agent", "-t", "t", "-r", dir, "-o", dir, "--json"], { stdout: "pipe", stderr: "pipe", env })
+  const env = {
+    PATH: process.env["PATH"] ?? "",
+    HOME: dir,
+    KINTSUGI_DATA_DIR: join(dir, "data"),
+    KINTSUGI_JOB_ROOTS: dir,
+    KINTSUGI_URL: `http://127.0.0.1:${server.port}`,
+    KINTSUGI_TOKEN: "kt_x"
+  }
+  const child = Bun.spawn(["bun", CLI, "run", "some-agent", "-t", "t", "-r", dir, "-o", dir, "--json"], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env
+  })
   await healthAsked
   child.kill("SIGINT")
   const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
@@ -132,8 +159,19 @@ test("an embedded database held by another process: one line saying what to do, 
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
   // This test process stands for a running `kintsugi serve`: alive, and not the child.
   writeFileSync(join(dir, "data.lock"), String(process.pid))
-  const env = { PATH: process.env["PATH"] ?? "", HOME: dir, KINTSUGI_DATA_DIR: dir, KINTSUGI_JOB_ROOTS: dir, KINTSUGI_SECRET_KEY: SECRET_KEY, KINTSUGI_URL: "http://127.0.0.1:1" }
-  const child = Bun.spawn(["bun", CLI, "run", "codebase-inventory", "--task", "t", "--read", dir, "--out", dir], { stdout: "pipe", stderr: "pipe", env })
+  const env = {
+    PATH: process.env["PATH"] ?? "",
+    HOME: dir,
+    KINTSUGI_DATA_DIR: dir,
+    KINTSUGI_JOB_ROOTS: dir,
+    KINTSUGI_SECRET_KEY: SECRET_KEY,
+    KINTSUGI_URL: "http://127.0.0.1:1"
+  }
+  const child = Bun.spawn(["bun", CLI, "run", "codebase-inventory", "--task", "t", "--read", dir, "--out", dir], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env
+  })
   const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   expect(code).toBe(1)
   expect(out).toBe("")

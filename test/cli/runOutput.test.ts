@@ -18,7 +18,21 @@ const createRow = (overrides: Record<string, unknown> = {}) => ({
   status: "completed",
   reason: null,
   message: null,
-  usage: { type: "usage", seq: 5, at, model: "local/m", inputTokens: 900, outputTokens: 40, cacheReadTokens: 100, cacheWriteTokens: 0, costUsd: 0.0123, turns: 2, compactions: 0, contextPeakPercent: 3, compactionSummaries: 0 },
+  usage: {
+    type: "usage",
+    seq: 5,
+    at,
+    model: "local/m",
+    inputTokens: 900,
+    outputTokens: 40,
+    cacheReadTokens: 100,
+    cacheWriteTokens: 0,
+    costUsd: 0.0123,
+    turns: 2,
+    compactions: 0,
+    contextPeakPercent: 3,
+    compactionSummaries: 0
+  },
   costUsd: 0.0123,
   outputs: "committed abc123 on kintsugi/job-1",
   createdAt: "2026-12-06T09:59:59.000Z",
@@ -39,20 +53,36 @@ describe("the human form", () => {
     io.started("job-1")
     for (const e of createEvents("Hello")) io.event(e)
     io.settled(createRow())
-    expect(out()).toBe("● helper v3\nHello\n✔ completed in 4.3s · 2 turns · 1000 in / 40 out tokens · $0.0123 · job job-1 · outputs: committed abc123 on kintsugi/job-1\n")
+    expect(out()).toBe(
+      "● helper v3\nHello\n✔ completed in 4.3s · 2 turns · 1000 in / 40 out tokens · $0.0123 · job job-1 · outputs: committed abc123 on kintsugi/job-1\n"
+    )
   })
 
   test("no blank line when the text ended with a newline; a failure names its reason and message", () => {
     const { io, out } = capture(false)
     for (const e of createEvents("Hello\n")) io.event(e)
     io.settled(createRow({ status: "failed", reason: "budget", message: "cost limit $0.01 reached", outputs: null }))
-    expect(out()).toBe("● helper v3\nHello\n✘ failed (budget): cost limit $0.01 reached · 4.3s · 2 turns · 1000 in / 40 out tokens · $0.0123 · job job-1\n")
+    expect(out()).toBe(
+      "● helper v3\nHello\n✘ failed (budget): cost limit $0.01 reached · 4.3s · 2 turns · 1000 in / 40 out tokens · $0.0123 · job job-1\n"
+    )
   })
 
   test("a local row (dates as Date) reads the same; a job that never started counts from its creation", () => {
-    const row = { ...createRow({ status: "failed", reason: "error", message: "no binding", usage: null, costUsd: null, outputs: null, startedAt: null }) }
+    const row = {
+      ...createRow({ status: "failed", reason: "error", message: "no binding", usage: null, costUsd: null, outputs: null, startedAt: null })
+    }
     const local = { ...row, createdAt: new Date(row.createdAt), finishedAt: new Date(row.finishedAt) }
-    expect(summaryOf(local)).toEqual({ type: "summary", jobId: "job-1", status: "failed", reason: "error", message: "no binding", durationMs: 5250, usage: null, costUsd: null, outputs: null })
+    expect(summaryOf(local)).toEqual({
+      type: "summary",
+      jobId: "job-1",
+      status: "failed",
+      reason: "error",
+      message: "no binding",
+      durationMs: 5250,
+      usage: null,
+      costUsd: null,
+      outputs: null
+    })
     expect(summaryOf({ id: "x" })).toBeUndefined()
   })
 })

@@ -68,7 +68,14 @@ describe("with a server up", () => {
     await made.runtime.runPromise(
       Effect.gen(function* () {
         yield* (yield* ProviderStore).create(
-          { kind: "custom", id: "local", api: "openai-completions", baseUrl: model.baseUrl, apiKey: "sk-remote-run-123456", models: [{ id: "m", contextWindow: 64000, maxTokens: 4096 }] },
+          {
+            kind: "custom",
+            id: "local",
+            api: "openai-completions",
+            baseUrl: model.baseUrl,
+            apiKey: "sk-remote-run-123456",
+            models: [{ id: "m", contextWindow: 64000, maxTokens: 4096 }]
+          },
           "test"
         )
         yield* (yield* Bindings).set("codebase-inventory", "", { providerId: "local", modelId: "m" }, "test")
@@ -94,7 +101,9 @@ describe("with a server up", () => {
     expect(r.out.split("✔ completed").length - 1).toBe(1)
     expect(r.out).toContain("outputs: ")
     expect(existsSync(absent)).toBe(false)
-    const jobs = await made.runtime.runPromise(Effect.flatMap(SqlClient, (sql) => sql<{ createdBy: string; status: string }>`SELECT created_by, status FROM runtime.job`))
+    const jobs = await made.runtime.runPromise(
+      Effect.flatMap(SqlClient, (sql) => sql<{ createdBy: string; status: string }>`SELECT created_by, status FROM runtime.job`)
+    )
     expect(jobs).toEqual([{ createdBy: "remote", status: "completed" }])
   })
 
@@ -129,15 +138,38 @@ describe("with a server up", () => {
     const r = await finished(spawnRun(work, { KINTSUGI_URL: url, KINTSUGI_TOKEN: token, KINTSUGI_DATA_DIR: absent }, ["--json"]))
     expect(r.err).toBe("")
     expect(r.code).toBe(0)
-    const objects = r.out.trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)
+    const objects = r.out
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
     const events = objects.slice(0, -1)
     expect(events[0]).toMatchObject({ type: "job.started", agentId: "codebase-inventory" })
     expect(events.at(-1)?.["type"]).toBe("job.completed")
-    expect(events.filter((e) => e["type"] === "message.delta").map((e) => e["text"]).join("")).toBe("JSON summary.")
+    expect(
+      events
+        .filter((e) => e["type"] === "message.delta")
+        .map((e) => e["text"])
+        .join("")
+    ).toBe("JSON summary.")
     const summary = objects.at(-1) ?? {}
-    expect(Object.keys(summary).sort()).toEqual(["costUsd", "durationMs", "jobId", "message", "outputs", "reason", "status", "type", "usage"])
+    expect(Object.keys(summary).sort()).toEqual([
+      "costUsd",
+      "durationMs",
+      "jobId",
+      "message",
+      "outputs",
+      "reason",
+      "status",
+      "type",
+      "usage"
+    ])
     expect(summary).toMatchObject({ type: "summary", status: "completed", reason: null, message: null, usage: { turns: 2 } })
-    const jobs = await made.runtime.runPromise(Effect.flatMap(SqlClient, (sql) => sql<{ id: string; outputs: string }>`SELECT id, outputs FROM runtime.job ORDER BY created_at DESC LIMIT 1`))
+    const jobs = await made.runtime.runPromise(
+      Effect.flatMap(
+        SqlClient,
+        (sql) => sql<{ id: string; outputs: string }>`SELECT id, outputs FROM runtime.job ORDER BY created_at DESC LIMIT 1`
+      )
+    )
     expect(summary["jobId"]).toBe(jobs[0]?.id)
     expect(summary["outputs"]).toBe(jobs[0]?.outputs)
     expect(summary["durationMs"]).toBeGreaterThan(0)
@@ -159,7 +191,12 @@ describe("with a server up", () => {
     const id = /^kintsugi run: Ctrl-C: aborting job (\S+)…\n$/.exec(err)?.[1]
     expect(id).toBeDefined()
     expect(out).toMatch(new RegExp(`Partial\\n✘ failed \\(aborted\\)[^\\n]* · job ${id}( · [^\\n]*)?\\n$`))
-    const row = await made.runtime.runPromise(Effect.flatMap(SqlClient, (sql) => sql<{ status: string; reason: string }>`SELECT status, reason FROM runtime.job WHERE id = ${id ?? ""}`))
+    const row = await made.runtime.runPromise(
+      Effect.flatMap(
+        SqlClient,
+        (sql) => sql<{ status: string; reason: string }>`SELECT status, reason FROM runtime.job WHERE id = ${id ?? ""}`
+      )
+    )
     expect(row).toEqual([{ status: "failed", reason: "aborted" }])
   })
 })
@@ -173,7 +210,9 @@ test("no server and no installation: one clear line, exit 1, no data dir created
   expect(r.code).toBe(1)
   expect(r.out).toBe("")
   expect(r.err.trim().split("\n")).toHaveLength(1)
-  expect(r.err).toContain(`no kintsugi installation found: no server answers at ${NO_SERVER} and the data dir ${join(INSTALL_DIR, relative)} holds no database`)
+  expect(r.err).toContain(
+    `no kintsugi installation found: no server answers at ${NO_SERVER} and the data dir ${join(INSTALL_DIR, relative)} holds no database`
+  )
   expect(existsSync(join(dir, ".kintsugi"))).toBe(false)
   expect(existsSync(join(INSTALL_DIR, relative))).toBe(false)
   rmSync(dir, { recursive: true, force: true })

@@ -43,7 +43,11 @@ describe("serve start-up and readiness", () => {
     draining = true
     const during = await app.handle(new Request("http://localhost/readyz"))
     expect(during.status).toBe(503)
-    expect(await during.json()).toEqual({ status: "draining", detail: "the server is shutting down: it claims no job and lets running jobs finish", fact: "value" })
+    expect(await during.json()).toEqual({
+      status: "draining",
+      detail: "the server is shutting down: it claims no job and lets running jobs finish",
+      fact: "value"
+    })
     expect((await app.handle(new Request("http://localhost/healthz"))).status).toBe(200)
   })
 

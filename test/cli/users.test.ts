@@ -88,10 +88,17 @@ describe("with a server running", () => {
 
   test("add, grant, password, revoke, disable, enable through the API: each applies at once", async () => {
     const added = await users(cwd, ["add", "colleague", "--grant", "agents.manage"], env(), "colleague's first password\n")
-    expect({ code: added.code, out: added.out, err: added.err }).toEqual({ code: 0, out: "created user colleague with agents.manage\n", err: "" })
+    expect({ code: added.code, out: added.out, err: added.err }).toEqual({
+      code: 0,
+      out: "created user colleague with agents.manage\n",
+      err: ""
+    })
     await made.runtime.runPromise(Effect.flatMap(Access, (a) => a.signIn("colleague", "colleague's first password")))
     expect((await users(cwd, ["grant", "colleague", "providers.manage"], env())).out).toBe("granted providers.manage to colleague\n")
-    expect((await made.runtime.runPromise(Effect.flatMap(Access, (a) => a.user("colleague")))).permissions).toEqual(["agents.manage", "providers.manage"])
+    expect((await made.runtime.runPromise(Effect.flatMap(Access, (a) => a.user("colleague")))).permissions).toEqual([
+      "agents.manage",
+      "providers.manage"
+    ])
     const reset = await users(cwd, ["password", "colleague"], { ...env(), KINTSUGI_USER_PASSWORD: "colleague's second password" })
     expect(reset.out).toBe("set the password of colleague; their sessions ended\n")
     await made.runtime.runPromise(Effect.flatMap(Access, (a) => a.signIn("colleague", "colleague's second password")))
@@ -111,16 +118,27 @@ describe("with a server running", () => {
       "kintsugi users: boss is the last enabled user with every admin permission (agents.manage and providers.manage); without one nobody can manage users: make someone else an admin first\n"
     )
     const weak = await users(cwd, ["add", "newbie"], env(), "short\n")
-    expect({ code: weak.code, err: weak.err }).toEqual({ code: 1, err: "kintsugi users: password: a password has at least 12 characters\n" })
+    expect({ code: weak.code, err: weak.err }).toEqual({
+      code: 1,
+      err: "kintsugi users: password: a password has at least 12 characters\n"
+    })
     const nobody = await users(cwd, ["grant", "nobody", "agents.manage"], env())
     expect({ code: nobody.code, err: nobody.err }).toEqual({ code: 1, err: 'kintsugi users: no user "nobody"\n' })
     const minted = await users(cwd, ["token", "boss"], env())
     expect(minted.code).toBe(1)
-    expect(minted.err).toContain(`makes API tokens only for a signed-in session: sign in as boss on the portal's account page (${url}/account)`)
+    expect(minted.err).toContain(
+      `makes API tokens only for a signed-in session: sign in as boss on the portal's account page (${url}/account)`
+    )
     const listed = await users(cwd, ["tokens", "boss"], env())
     expect(listed.out).toMatch(/^[0-9a-f-]{36}  boss-test  active  created /)
-    const notAdmin = await users(cwd, ["list"], { ...env(), KINTSUGI_TOKEN: await made.runtime.runPromise(Effect.flatMap(Access, (a) => a.issueToken("viewer", "cli"))) })
-    expect({ code: notAdmin.code, err: notAdmin.err }).toEqual({ code: 1, err: "kintsugi users: this needs every admin permission (agents.manage, providers.manage)\n" })
+    const notAdmin = await users(cwd, ["list"], {
+      ...env(),
+      KINTSUGI_TOKEN: await made.runtime.runPromise(Effect.flatMap(Access, (a) => a.issueToken("viewer", "cli")))
+    })
+    expect({ code: notAdmin.code, err: notAdmin.err }).toEqual({
+      code: 1,
+      err: "kintsugi users: this needs every admin permission (agents.manage, providers.manage)\n"
+    })
     const badToken = await users(cwd, ["list"], { ...env(), KINTSUGI_TOKEN: "kt_not-a-token" })
     expect(badToken.err).toContain("refused the token")
   })
@@ -128,7 +146,9 @@ describe("with a server running", () => {
   test("a server but no token: says where to put one, exit 2, opens nothing", async () => {
     const r = await users(cwd, ["list"], { KINTSUGI_URL: url, KINTSUGI_DATA_DIR: absent })
     expect(r.code).toBe(2)
-    expect(r.err).toContain(`a kintsugi server is running at ${url}: set KINTSUGI_TOKEN or put an admin's API token in ${join(HOME, ".config", "kintsugi", "token")}`)
+    expect(r.err).toContain(
+      `a kintsugi server is running at ${url}: set KINTSUGI_TOKEN or put an admin's API token in ${join(HOME, ".config", "kintsugi", "token")}`
+    )
     expect(readdirSync(cwd)).toEqual([])
     expect(existsSync(absent)).toBe(false)
   })
@@ -144,7 +164,11 @@ describe("with no server", () => {
       expect(r.code).toBe(1)
       expect(r.out).toBe("")
       expect(r.err).toContain(`no server answers at ${NO_SERVER} and the data dir ${join(INSTALL_DIR, relative)} holds no database`)
-      for (const args of [["add", "someone"], ["grant", "someone", "agents.manage"], ["password", "someone"]]) {
+      for (const args of [
+        ["add", "someone"],
+        ["grant", "someone", "agents.manage"],
+        ["password", "someone"]
+      ]) {
         expect((await users(cwd, args, { KINTSUGI_URL: NO_SERVER, KINTSUGI_DATA_DIR: relative }, "a long enough password\n")).code).toBe(1)
       }
       expect(readdirSync(cwd)).toEqual([])
@@ -186,7 +210,9 @@ describe("with no server", () => {
         cleanup = dir.cleanup
         env = { KINTSUGI_URL: NO_SERVER, KINTSUGI_DATA_DIR: dirname(dir.dataDir) }
       }
-      expect((await users(cwd, ["add", "local-admin", "--grant", "agents.manage", "--grant", "providers.manage"], env, `${PASSWORD}\n`)).code).toBe(0)
+      expect(
+        (await users(cwd, ["add", "local-admin", "--grant", "agents.manage", "--grant", "providers.manage"], env, `${PASSWORD}\n`)).code
+      ).toBe(0)
       const listed = await users(cwd, ["list"], env)
       expect(listed.out.split(/\s+/).slice(0, 3)).toEqual(["local-admin", "agents.manage,providers.manage", "enabled"])
       expect(readdirSync(cwd)).toEqual([])

@@ -28,11 +28,19 @@ describe("migrations", () => {
   test("every migration file is applied and recorded once", async () => {
     const files = Effect.runSync(listMigrations())
     expect(files[0]).toMatchObject({ id: 1, name: "schemas" })
-    const recorded = await db.run(Effect.flatMap(SqlClient, (sql) =>
-      sql<{ migrationId: number; name: string }>`SELECT migration_id, name FROM effect_sql_migrations ORDER BY migration_id`))
+    const recorded = await db.run(
+      Effect.flatMap(
+        SqlClient,
+        (sql) => sql<{ migrationId: number; name: string }>`SELECT migration_id, name FROM effect_sql_migrations ORDER BY migration_id`
+      )
+    )
     expect(recorded.map((r) => [r.migrationId, r.name])).toEqual(files.map((f) => [f.id, f.name]))
-    const schemas = await db.run(Effect.flatMap(SqlClient, (sql) =>
-      sql<{ nspname: string }>`SELECT nspname FROM pg_namespace WHERE nspname IN ('admin', 'runtime') ORDER BY 1`))
+    const schemas = await db.run(
+      Effect.flatMap(
+        SqlClient,
+        (sql) => sql<{ nspname: string }>`SELECT nspname FROM pg_namespace WHERE nspname IN ('admin', 'runtime') ORDER BY 1`
+      )
+    )
     expect(schemas.map((s) => s.nspname)).toEqual(["admin", "runtime"])
   })
 
@@ -41,7 +49,9 @@ describe("migrations", () => {
   })
 
   test("a new file in the folder is picked up and applied once", async () => {
-    const m = createMigrationsDir({ "900000_probe.sql": "CREATE TABLE runtime.migration_probe (id int); INSERT INTO runtime.migration_probe VALUES (1);" })
+    const m = createMigrationsDir({
+      "900000_probe.sql": "CREATE TABLE runtime.migration_probe (id int); INSERT INTO runtime.migration_probe VALUES (1);"
+    })
     try {
       expect(await db.run(runMigrationsFrom(m.dir))).toEqual([[900000, "probe"]])
       expect(await db.run(runMigrationsFrom(m.dir))).toEqual([])
@@ -73,43 +83,52 @@ describe("migrations", () => {
 
 describe("queries", () => {
   test("round trip: camelCase in TypeScript, snake_case in SQL, JSON stored verbatim", async () => {
-    const row = await db.run(Effect.gen(function*() {
-      const sql = yield* SqlClient
-      yield* sql`CREATE TABLE runtime.round_trip (id serial PRIMARY KEY, display_name text NOT NULL, payload jsonb NOT NULL)`
-      const payload = { snake_key: 1, camelKey: "two" }
-      yield* sql`INSERT INTO runtime.round_trip ${sql.insert({ displayName: "Ada", payload: JSON.stringify(payload) })}`
-      return yield* sql`SELECT id, display_name, payload FROM runtime.round_trip`
-    }))
+    const row = await db.run(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient
+        yield* sql`CREATE TABLE runtime.round_trip (id serial PRIMARY KEY, display_name text NOT NULL, payload jsonb NOT NULL)`
+        const payload = { snake_key: 1, camelKey: "two" }
+        yield* sql`INSERT INTO runtime.round_trip ${sql.insert({ displayName: "Ada", payload: JSON.stringify(payload) })}`
+        return yield* sql`SELECT id, display_name, payload FROM runtime.round_trip`
+      })
+    )
     expect(row).toEqual([{ id: 1, displayName: "Ada", payload: { snake_key: 1, camelKey: "two" } }])
   })
 
   test("int8 and count(*) come back as strings (cast to int, or decode with NumberFromString)", async () => {
-    const rows = await db.run(Effect.flatMap(SqlClient, (sql) =>
-      sql`SELECT count(*) AS total, count(*)::int AS total_int, 9007199254740993::int8 AS big`))
+    const rows = await db.run(
+      Effect.flatMap(SqlClient, (sql) => sql`SELECT count(*) AS total, count(*)::int AS total_int, 9007199254740993::int8 AS big`)
+    )
     expect(rows).toEqual([{ total: "1", totalInt: 1, big: "9007199254740993" }])
   })
 
   test("20 concurrent queries from the pool all succeed with their own results", async () => {
-    const results = await db.run(Effect.flatMap(SqlClient, (sql) =>
-      Effect.all(
-        Array.from({ length: 20 }, (_, i) =>
-          i % 3 === 0
-            ? sql.withTransaction(Effect.map(sql<{ v: string }>`SELECT ${String(i)}::text AS v, ${"tx"}::text AS kind`, (r) => r[0]?.v))
-            : Effect.map(sql<{ v: number }>`SELECT ${i}::int AS v`, (r) => String(r[0]?.v))),
-        { concurrency: "unbounded" }
-      )))
+    const results = await db.run(
+      Effect.flatMap(SqlClient, (sql) =>
+        Effect.all(
+          Array.from({ length: 20 }, (_, i) =>
+            i % 3 === 0
+              ? sql.withTransaction(Effect.map(sql<{ v: string }>`SELECT ${String(i)}::text AS v, ${"tx"}::text AS kind`, (r) => r[0]?.v))
+              : Effect.map(sql<{ v: number }>`SELECT ${i}::int AS v`, (r) => String(r[0]?.v))
+          ),
+          { concurrency: "unbounded" }
+        )
+      )
+    )
     expect(results).toEqual(Array.from({ length: 20 }, (_, i) => String(i)))
   })
 
   test("a failed statement leaves the connection in sync, and a failed transaction rolls back", async () => {
-    const after = await db.run(Effect.gen(function*() {
-      const sql = yield* SqlClient
-      const error = yield* Effect.flip(sql`SELECT ${1}::int + no_such_column`)
-      expect(error._tag).toBe("SqlError")
-      yield* sql`CREATE TABLE runtime.tx_probe (id int)`
-      yield* Effect.flip(sql.withTransaction(Effect.zipRight(sql`INSERT INTO runtime.tx_probe VALUES (1)`, sql`SELECT 1/0`)))
-      return yield* sql`SELECT ${42}::int AS answer, (SELECT count(*)::int FROM runtime.tx_probe) AS rows`
-    }))
+    const after = await db.run(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient
+        const error = yield* Effect.flip(sql`SELECT ${1}::int + no_such_column`)
+        expect(error._tag).toBe("SqlError")
+        yield* sql`CREATE TABLE runtime.tx_probe (id int)`
+        yield* Effect.flip(sql.withTransaction(Effect.zipRight(sql`INSERT INTO runtime.tx_probe VALUES (1)`, sql`SELECT 1/0`)))
+        return yield* sql`SELECT ${42}::int AS answer, (SELECT count(*)::int FROM runtime.tx_probe) AS rows`
+      })
+    )
     expect(after).toEqual([{ answer: 42, rows: 0 }])
   })
 
@@ -141,23 +160,27 @@ describe("embedded data dir", () => {
     try {
       const exited = Bun.spawnSync(["true"]) // a pid that no longer runs
       fs.writeFileSync(`${dataDir}.lock`, String(exited.pid))
-      await Effect.runPromise(Effect.provide(
-        Effect.gen(function*() {
-          const sql = yield* SqlClient
-          yield* sql`CREATE TABLE runtime.kept (note text)`
-          yield* sql`INSERT INTO runtime.kept VALUES ('written before the restart')`
-          const second = yield* Effect.flip(buildLayer(makeDbLayer({ dataDir })))
-          expect(second.message).toContain("already open in this process")
-        }),
-        makeDbLayer({ dataDir })
-      ))
+      await Effect.runPromise(
+        Effect.provide(
+          Effect.gen(function* () {
+            const sql = yield* SqlClient
+            yield* sql`CREATE TABLE runtime.kept (note text)`
+            yield* sql`INSERT INTO runtime.kept VALUES ('written before the restart')`
+            const second = yield* Effect.flip(buildLayer(makeDbLayer({ dataDir })))
+            expect(second.message).toContain("already open in this process")
+          }),
+          makeDbLayer({ dataDir })
+        )
+      )
       expect(fs.existsSync(`${dataDir}.lock`)).toBe(false)
       // pg_control's cluster state (int32 after system id, control and catalog versions): 1 = shut down cleanly.
       expect(fs.readFileSync(path.join(dataDir, "global", "pg_control")).readInt32LE(16)).toBe(1)
-      const rows = await Effect.runPromise(Effect.provide(
-        Effect.flatMap(SqlClient, (sql) => sql`SELECT note FROM runtime.kept`),
-        makeDbLayer({ dataDir })
-      ))
+      const rows = await Effect.runPromise(
+        Effect.provide(
+          Effect.flatMap(SqlClient, (sql) => sql`SELECT note FROM runtime.kept`),
+          makeDbLayer({ dataDir })
+        )
+      )
       expect(rows).toEqual([{ note: "written before the restart" }])
     } finally {
       cleanup()
@@ -183,9 +206,9 @@ describe("configuration", () => {
   const withEnv = (env: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
 
   test("an unreachable DATABASE_URL is a DbError naming host and port, without the password", async () => {
-    const error = await Effect.runPromise(Effect.flip(buildLayer(DbLive)).pipe(
-      withEnv({ DATABASE_URL: "postgres://kintsugi:s3cret-pw@127.0.0.1:1/kintsugi" })
-    ))
+    const error = await Effect.runPromise(
+      Effect.flip(buildLayer(DbLive)).pipe(withEnv({ DATABASE_URL: "postgres://kintsugi:s3cret-pw@127.0.0.1:1/kintsugi" }))
+    )
     expect(error._tag).toBe("DbError")
     expect(error.message).toStartWith("cannot reach the database at 127.0.0.1:1/kintsugi: ")
     expect(error.message).not.toContain("s3cret-pw")
@@ -227,11 +250,15 @@ describe("kintsugi migrate", () => {
     const out = capture()
     const err = capture()
     const files = Effect.runSync(listMigrations())
-    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const layer = Layer.succeedContext(yield* Layer.build(testDbLayer({ migrate: false })))
-      expect(yield* Effect.promise(() => migrateMain({ layer, out: out.write, err: err.write }))).toBe(0)
-      expect(yield* Effect.promise(() => migrateMain({ layer, out: out.write, err: err.write }))).toBe(0)
-    })))
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const layer = Layer.succeedContext(yield* Layer.build(testDbLayer({ migrate: false })))
+          expect(yield* Effect.promise(() => migrateMain({ layer, out: out.write, err: err.write }))).toBe(0)
+          expect(yield* Effect.promise(() => migrateMain({ layer, out: out.write, err: err.write }))).toBe(0)
+        })
+      )
+    )
     expect(out.lines).toEqual([
       ...files.map((f) => `applied ${path.basename(f.path)}`),
       `${files.length} migration${files.length === 1 ? "" : "s"} applied`,

@@ -36,7 +36,11 @@ const treeHash = (dir: string): string => {
 }
 
 const query = <A>(dataDir: string, sql: (s: SqlClient) => Effect.Effect<A, unknown>) =>
-  Effect.runPromise(Effect.scoped(Effect.flatMap(Layer.build(makeDbLayer({ dataDir, template: true })), (ctx) => Effect.provide(Effect.flatMap(SqlClient, sql), ctx))))
+  Effect.runPromise(
+    Effect.scoped(
+      Effect.flatMap(Layer.build(makeDbLayer({ dataDir, template: true })), (ctx) => Effect.provide(Effect.flatMap(SqlClient, sql), ctx))
+    )
+  )
 
 beforeAll(async () => {
   root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "kintsugi-template-test-")))
@@ -67,11 +71,12 @@ describe("data-dir templates", () => {
     const dataDir = path.join(root, "a", "data")
     const migrations = Effect.runSync(listMigrations())
     const applied = await query(dataDir, (sql) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* sql`CREATE TABLE scratch_probe (v int)`
         yield* sql`INSERT INTO scratch_probe VALUES (1)`
         return (yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM effect_sql_migrations`)[0]?.n
-      }))
+      })
+    )
     expect(applied).toBe(migrations.length)
     expect(fs.statSync(dataDir).mode & 0o777).toBe(0o700)
     const modes = new Set<number>()

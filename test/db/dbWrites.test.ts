@@ -39,11 +39,17 @@ describe("statementTopics", () => {
       ["ROLLBACK", 0],
       ["COMMIT", 0],
       // The job side: claims, heartbeats, events, settles, memory.
-      [`UPDATE runtime.job SET status = 'running', worker_id = $1 WHERE id = (SELECT id FROM runtime.job WHERE status = 'queued'
-        ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id`, 0],
+      [
+        `UPDATE runtime.job SET status = 'running', worker_id = $1 WHERE id = (SELECT id FROM runtime.job WHERE status = 'queued'
+        ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id`,
+        0
+      ],
       ["UPDATE runtime.job SET heartbeat_at = now() WHERE id = $1 AND status = 'running' RETURNING id", 0],
-      [`INSERT INTO runtime.job_event (job_id, seq, type, event) SELECT $1, $2, $3, $4::jsonb
-        WHERE EXISTS (SELECT 1 FROM runtime.job WHERE id = $5 AND status = 'running') ON CONFLICT DO NOTHING`, 0],
+      [
+        `INSERT INTO runtime.job_event (job_id, seq, type, event) SELECT $1, $2, $3, $4::jsonb
+        WHERE EXISTS (SELECT 1 FROM runtime.job WHERE id = $5 AND status = 'running') ON CONFLICT DO NOTHING`,
+        0
+      ],
       ["INSERT INTO memory.settings (project_id, enabled) VALUES ($1, $2) ON CONFLICT (project_id) DO UPDATE SET enabled = $3", 0],
       ["DELETE FROM runtime.service_token WHERE job_id = $1", 0],
       ["INSERT INTO admin.agent_eval_run (id) VALUES ($1)", 0],
@@ -95,8 +101,18 @@ const startup = (() => {
 
 describe("watchConnection", () => {
   test("however the bytes are split: a read is never counted; a write (a Bind of 1 MB parameters too) once it completes", () => {
-    const read = Buffer.concat([message("P", "\0", "SELECT x FROM t WHERE y = $1\0", Buffer.alloc(2)), message("B", "\0\0", Buffer.alloc(64)), message("E", "\0", Buffer.alloc(4)), message("S")])
-    const write = Buffer.concat([message("P", "\0", "UPDATE t SET x = $1\0", Buffer.alloc(2)), message("B", "\0\0", Buffer.alloc(1024 * 1024)), message("E", "\0", Buffer.alloc(4)), message("S")])
+    const read = Buffer.concat([
+      message("P", "\0", "SELECT x FROM t WHERE y = $1\0", Buffer.alloc(2)),
+      message("B", "\0\0", Buffer.alloc(64)),
+      message("E", "\0", Buffer.alloc(4)),
+      message("S")
+    ])
+    const write = Buffer.concat([
+      message("P", "\0", "UPDATE t SET x = $1\0", Buffer.alloc(2)),
+      message("B", "\0\0", Buffer.alloc(1024 * 1024)),
+      message("E", "\0", Buffer.alloc(4)),
+      message("S")
+    ])
     const ready = Buffer.concat([message("2"), message("D", Buffer.alloc(100_000)), message("C", "SELECT 1\0"), message("Z", "I")])
     for (const size of [1, 3, 7, 1 << 20]) {
       let bumps = 0
@@ -145,12 +161,16 @@ describe("DbWrites", () => {
 
     // Inside a transaction, the COMMIT (sent after the last statement) moves it again.
     let insideTx: number | undefined
-    await db.run(Effect.flatMap(SqlClient, (sql) =>
-      sql.withTransaction(Effect.gen(function* () {
-        yield* sql`INSERT INTO public.watched (x) VALUES (${2})`
-        insideTx = (yield* DbWrites).epoch()
-      }))
-    ))
+    await db.run(
+      Effect.flatMap(SqlClient, (sql) =>
+        sql.withTransaction(
+          Effect.gen(function* () {
+            yield* sql`INSERT INTO public.watched (x) VALUES (${2})`
+            insideTx = (yield* DbWrites).epoch()
+          })
+        )
+      )
+    )
     expect(insideTx).not.toBe(afterCte)
     expect(await epoch()).not.toBe(insideTx)
   })
@@ -158,30 +178,49 @@ describe("DbWrites", () => {
   test("the job side's writes (enqueue, claim, heartbeat, events, settle) leave the token and catalog caches warm; a user's or an agent's change empties only its own", async () => {
     let accessReads = 0
     let catalogReads = 0
-    const { token, generation } = await db.run(Effect.gen(function* () {
-      const writes = yield* DbWrites
-      const tokens = cachedUntilWrite<string, number>(writes, { topic: "access", max: 10, ttlMs: 60_000 })
-      const generations = cachedUntilWrite<string, number>(writes, { topic: "catalog", max: 10, ttlMs: 60_000 })
-      return {
-        token: () => db.run(tokens("t", Effect.sync(() => ++accessReads))),
-        generation: () => db.run(generations("g", Effect.sync(() => ++catalogReads)))
-      }
-    }))
+    const { token, generation } = await db.run(
+      Effect.gen(function* () {
+        const writes = yield* DbWrites
+        const tokens = cachedUntilWrite<string, number>(writes, { topic: "access", max: 10, ttlMs: 60_000 })
+        const generations = cachedUntilWrite<string, number>(writes, { topic: "catalog", max: 10, ttlMs: 60_000 })
+        return {
+          token: () =>
+            db.run(
+              tokens(
+                "t",
+                Effect.sync(() => ++accessReads)
+              )
+            ),
+          generation: () =>
+            db.run(
+              generations(
+                "g",
+                Effect.sync(() => ++catalogReads)
+              )
+            )
+        }
+      })
+    )
     await token()
     await generation()
     expect([accessReads, catalogReads]).toEqual([1, 1])
 
-    await db.run(Effect.gen(function* () {
-      const store = yield* JobStore
-      const job = yield* store.enqueue({ agent: "codebase-inventory", task: "t", workspace: { root: "/r", readOnly: [], outDir: "/r/out" }, limits: { timeoutSec: 60 } }, "someone")
-      yield* store.claim("w", 60_000, job.id)
-      yield* store.claim("w", 60_000)
-      yield* store.heartbeat(job.id, "w", 60_000)
-      yield* store.started(job.id, "1", "p/m")
-      yield* store.appendEvent(job.id, { type: "message.delta", seq: 0, at: new Date().toISOString(), text: "x" })
-      yield* store.settle(job.id, { status: "completed", summary: "s" }, null)
-      yield* store.settleExpired
-    }))
+    await db.run(
+      Effect.gen(function* () {
+        const store = yield* JobStore
+        const job = yield* store.enqueue(
+          { agent: "codebase-inventory", task: "t", workspace: { root: "/r", readOnly: [], outDir: "/r/out" }, limits: { timeoutSec: 60 } },
+          "someone"
+        )
+        yield* store.claim("w", 60_000, job.id)
+        yield* store.claim("w", 60_000)
+        yield* store.heartbeat(job.id, "w", 60_000)
+        yield* store.started(job.id, "1", "p/m")
+        yield* store.appendEvent(job.id, { type: "message.delta", seq: 0, at: new Date().toISOString(), text: "x" })
+        yield* store.settle(job.id, { status: "completed", summary: "s" }, null)
+        yield* store.settleExpired
+      })
+    )
     await token()
     await generation()
     expect([accessReads, catalogReads]).toEqual([1, 1])
@@ -208,10 +247,16 @@ describe("DbWrites", () => {
   })
 
   test("a server spoken to over TLS (unwatchable) is recognised from its URL; nothing is known of its writes", async () => {
-    for (const tls of ["postgres://h/db?sslmode=require", "postgres://h/db?ssl=true", "postgres://h/db?sslmode=no-verify", "postgres://h/db?sslrootcert=/ca.pem"]) {
+    for (const tls of [
+      "postgres://h/db?sslmode=require",
+      "postgres://h/db?ssl=true",
+      "postgres://h/db?sslmode=no-verify",
+      "postgres://h/db?sslrootcert=/ca.pem"
+    ]) {
       expect(usesTls(tls)).toBe(true)
     }
-    for (const plain of ["postgres://h/db", "postgres://h/db?sslmode=disable", "postgres://h/db?ssl=false"]) expect(usesTls(plain)).toBe(false)
+    for (const plain of ["postgres://h/db", "postgres://h/db?sslmode=disable", "postgres://h/db?ssl=false"])
+      expect(usesTls(plain)).toBe(false)
     expect(unknownWrites.epoch()).toBeUndefined()
   })
 
@@ -219,14 +264,18 @@ describe("DbWrites", () => {
     await statement("CREATE TABLE IF NOT EXISTS public.kept (x int)")
     await statement("DELETE FROM public.kept")
     let reads = 0
-    const { cached, stale, read } = await db.run(Effect.gen(function* () {
-      const writes = yield* DbWrites
-      const sql = yield* SqlClient
-      const read = Effect.orDie(Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM public.kept`, (rows) => (reads++, rows[0]!.n)))
-      const cache = cachedUntilWrite<string, number>(writes, { topic: "access", max: 10, ttlMs: 60_000 })
-      const expiring = cachedUntilWrite<string, number>(writes, { topic: "access", max: 10, ttlMs: 60_000, until: () => Date.now() - 1 })
-      return { cached: (key: string) => db.run(cache(key, read)), stale: () => db.run(expiring("k", read)), read }
-    }))
+    const { cached, stale, read } = await db.run(
+      Effect.gen(function* () {
+        const writes = yield* DbWrites
+        const sql = yield* SqlClient
+        const read = Effect.orDie(
+          Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM public.kept`, (rows) => (reads++, rows[0]!.n))
+        )
+        const cache = cachedUntilWrite<string, number>(writes, { topic: "access", max: 10, ttlMs: 60_000 })
+        const expiring = cachedUntilWrite<string, number>(writes, { topic: "access", max: 10, ttlMs: 60_000, until: () => Date.now() - 1 })
+        return { cached: (key: string) => db.run(cache(key, read)), stale: () => db.run(expiring("k", read)), read }
+      })
+    )
     // Twenty requests at once share one read; later ones are answered from memory.
     expect(await Promise.all(Array.from({ length: 20 }, () => cached("a")))).toEqual(Array.from({ length: 20 }, () => 0))
     expect(await cached("a")).toBe(0)

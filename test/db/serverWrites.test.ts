@@ -24,8 +24,11 @@ const db = useTestDb()
 
 /** Tables of non-system schemas, and whether a statement-level AFTER INSERT/UPDATE/DELETE/TRUNCATE `notify_write` trigger covers them. */
 const tableCoverage = () =>
-  db.run(Effect.flatMap(SqlClient, (sql) =>
-    sql<{ name: string; schema: string; notifies: boolean }>`
+  db.run(
+    Effect.flatMap(
+      SqlClient,
+      (sql) =>
+        sql<{ name: string; schema: string; notifies: boolean }>`
       SELECT t.schemaname || '.' || t.tablename AS name, t.schemaname AS schema, EXISTS (
         SELECT 1 FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = t.schemaname AND c.relname = t.tablename AND g.tgname = 'notify_write' AND g.tgenabled <> 'D'
@@ -35,7 +38,9 @@ const tableCoverage = () =>
       ) AS notifies
       FROM pg_tables t
       WHERE t.schemaname NOT IN ('pg_catalog', 'information_schema', 'public') AND t.schemaname NOT LIKE 'pg\\_%'
-      ORDER BY 1`))
+      ORDER BY 1`
+    )
+  )
 
 describe("migration 052: which writes notify", () => {
   test("every table of the app's schemas notifies, except the named high-churn ones; a new schema or table must choose", async () => {
@@ -70,7 +75,8 @@ const side = (s: Side | undefined) => {
 const onA = <X, E>(f: (access: Access["Type"]) => Effect.Effect<X, E>) => side(a).runPromise(Effect.flatMap(Access, f))
 const onB = <X, E>(f: (access: Access["Type"]) => Effect.Effect<X, E>) => side(b).runPromise(Effect.flatMap(Access, f))
 const epochOf = (s: Side | TestRuntime) => (s as Side).runPromise(Effect.map(DbWrites, (w) => w.epoch()))
-const changedOf = (s: Side | TestRuntime, from: number | undefined) => (s as Side).runPromise(Effect.flatMap(DbWrites, (w) => w.changed(from)))
+const changedOf = (s: Side | TestRuntime, from: number | undefined) =>
+  (s as Side).runPromise(Effect.flatMap(DbWrites, (w) => w.changed(from)))
 const usernameOf = (p: Option.Option<{ readonly username: string }>) => Option.getOrUndefined(Option.map(p, (x) => x.username))
 
 /** A raw connection to the shared database (another process). */
@@ -224,33 +230,41 @@ describe.skipIf(!usingServer())(`cached reads on a shared server ${whyServer}`, 
 
   test("a pool connection that negotiates TLS (PGSSLMODE) turns caching off for good: its traffic cannot be watched", async () => {
     const server = makeServerWrites(url)
-    await Effect.runPromise(Effect.scoped(Effect.gen(function* () {
-      yield* server.listen
-      yield* server.writes.changed(undefined)
-      expect(typeof server.writes.epoch()).toBe("number")
-      server.stream({ ssl: true }).destroy()
-      expect(server.writes.epoch()).toBeUndefined()
-      server.stream({ ssl: false }).destroy()
-      expect(server.writes.epoch()).toBeUndefined()
-    })))
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          yield* server.listen
+          yield* server.writes.changed(undefined)
+          expect(typeof server.writes.epoch()).toBe("number")
+          server.stream({ ssl: true }).destroy()
+          expect(server.writes.epoch()).toBeUndefined()
+          server.stream({ ssl: false }).destroy()
+          expect(server.writes.epoch()).toBeUndefined()
+        })
+      )
+    )
   })
 
   test("a new pool connection empties the caches once (its pid may have been another process's, whose notifications are now ignored)", async () => {
     const server = makeServerWrites(url)
-    await Effect.runPromise(Effect.scoped(Effect.gen(function* () {
-      yield* server.listen
-      yield* server.writes.changed(undefined)
-      const before = server.writes.epoch()
-      const socket = server.stream()
-      // BackendKeyData: 'K', length 12, pid, secret key.
-      const key = Buffer.alloc(13)
-      key.write("K", 0)
-      key.writeInt32BE(12, 1)
-      key.writeInt32BE(424242, 5)
-      socket.emit("data", key)
-      expect(server.writes.epoch()).not.toBe(before)
-      socket.destroy()
-    })))
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          yield* server.listen
+          yield* server.writes.changed(undefined)
+          const before = server.writes.epoch()
+          const socket = server.stream()
+          // BackendKeyData: 'K', length 12, pid, secret key.
+          const key = Buffer.alloc(13)
+          key.write("K", 0)
+          key.writeInt32BE(12, 1)
+          key.writeInt32BE(424242, 5)
+          socket.emit("data", key)
+          expect(server.writes.epoch()).not.toBe(before)
+          socket.destroy()
+        })
+      )
+    )
   })
 
   test("behind a pooler (the server process differs from the one given at connect) the listener is refused: caching stays off", async () => {
@@ -302,16 +316,20 @@ describe.skipIf(!usingServer())(`cached reads on a shared server ${whyServer}`, 
       pooled.port = String(proxy.port)
       const direct = makeServerWrites(url)
       const behind = makeServerWrites(pooled.toString())
-      await Effect.runPromise(Effect.scoped(Effect.gen(function* () {
-        yield* direct.listen
-        yield* behind.listen
-        // The direct listener comes up; the one behind the stand-in never does (its check fails, it stops).
-        yield* direct.writes.changed(undefined)
-        expect(typeof direct.writes.epoch()).toBe("number")
-        const up = yield* Effect.timeout(behind.writes.changed(undefined), "3 seconds").pipe(Effect.option)
-        expect(Option.isNone(up)).toBe(true)
-        expect(behind.writes.epoch()).toBeUndefined()
-      })))
+      await Effect.runPromise(
+        Effect.scoped(
+          Effect.gen(function* () {
+            yield* direct.listen
+            yield* behind.listen
+            // The direct listener comes up; the one behind the stand-in never does (its check fails, it stops).
+            yield* direct.writes.changed(undefined)
+            expect(typeof direct.writes.epoch()).toBe("number")
+            const up = yield* Effect.timeout(behind.writes.changed(undefined), "3 seconds").pipe(Effect.option)
+            expect(Option.isNone(up)).toBe(true)
+            expect(behind.writes.epoch()).toBeUndefined()
+          })
+        )
+      )
     } finally {
       proxy.stop(true)
     }

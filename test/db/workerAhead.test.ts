@@ -17,17 +17,31 @@ test("the worker started ahead is the one the database opens its data dir in, on
   try {
     startWorkerAhead()
     expect(workerWaiting()).toBe(true)
-    const rows = await Effect.runPromise(Effect.scoped(Effect.gen(function* () {
-      const context = yield* Layer.build(makeDbLayer({ dataDir }))
-      // Taken by the database's start, not left waiting.
-      expect(workerWaiting()).toBe(false)
-      return yield* Effect.provide(Effect.flatMap(SqlClient, (sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM effect_sql_migrations`), context)
-    })))
+    const rows = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const context = yield* Layer.build(makeDbLayer({ dataDir }))
+          // Taken by the database's start, not left waiting.
+          expect(workerWaiting()).toBe(false)
+          return yield* Effect.provide(
+            Effect.flatMap(SqlClient, (sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM effect_sql_migrations`),
+            context
+          )
+        })
+      )
+    )
     expect(rows[0]!.n).toBeGreaterThan(10)
     // A second database of the process starts its own worker.
-    const again = await Effect.runPromise(Effect.scoped(Effect.flatMap(Layer.build(makeDbLayer({})), (context) =>
-      Effect.provide(Effect.flatMap(SqlClient, (sql) => sql<{ one: number }>`SELECT 1 AS one`), context)
-    )))
+    const again = await Effect.runPromise(
+      Effect.scoped(
+        Effect.flatMap(Layer.build(makeDbLayer({})), (context) =>
+          Effect.provide(
+            Effect.flatMap(SqlClient, (sql) => sql<{ one: number }>`SELECT 1 AS one`),
+            context
+          )
+        )
+      )
+    )
     expect(again[0]!.one).toBe(1)
   } finally {
     cleanup()

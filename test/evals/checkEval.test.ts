@@ -15,7 +15,16 @@ process.on("exit", () => rmSync(base, { recursive: true, force: true }))
 const HOST_SECRET = "HOST-SECRET-7f3a"
 
 const job = (over: Partial<JobRow> = {}): JobRow =>
-  ({ status: "completed", reason: null, message: null, summary: "All done.", costUsd: 0.01, usage: { turns: 3 }, grounding: { grounded: 1, ungrounded: 0, unknown: 0, required: false }, ...over }) as JobRow
+  ({
+    status: "completed",
+    reason: null,
+    message: null,
+    summary: "All done.",
+    costUsd: 0.01,
+    usage: { turns: 3 },
+    grounding: { grounded: 1, ungrounded: 0, unknown: 0, required: false },
+    ...over
+  }) as JobRow
 
 const outDirWith = (name: string, files: Record<string, string>) => {
   const dir = join(base, name)
@@ -33,7 +42,10 @@ describe("checkEval", () => {
     linkSync(secret, join(outDir, "hard.md"))
     const evidence = { job: job(), outputs: ["report.md", "hard.md"], grounding: undefined, outDir }
     const problems = await checkEval(
-      { contains: [{ file: "report.md", text: HOST_SECRET }, { file: "hard.md", text: HOST_SECRET }, { text: HOST_SECRET }], "not-contains": [{ text: HOST_SECRET }] },
+      {
+        contains: [{ file: "report.md", text: HOST_SECRET }, { file: "hard.md", text: HOST_SECRET }, { text: HOST_SECRET }],
+        "not-contains": [{ text: HOST_SECRET }]
+      },
       evidence
     )
     expect(problems).toEqual([
@@ -51,10 +63,19 @@ describe("checkEval", () => {
       {
         job: job({ status: "failed", reason: "error", message: "boom", costUsd: 0.02, usage: { turns: 5 } }),
         outputs: ["data.json"],
-        grounding: { type: "grounding", seq: 1, at: "", grounded: 0, ungrounded: 1, unknown: 1, required: false, citations: [
-          { status: "ungrounded", path: "src/a.ts", firstLine: 9, lastLine: 12, file: "report.md", at: 1 },
-          { status: "unknown", path: "nope.ts", firstLine: 1, lastLine: 1, file: null, at: 1 }
-        ] },
+        grounding: {
+          type: "grounding",
+          seq: 1,
+          at: "",
+          grounded: 0,
+          ungrounded: 1,
+          unknown: 1,
+          required: false,
+          citations: [
+            { status: "ungrounded", path: "src/a.ts", firstLine: 9, lastLine: 12, file: "report.md", at: 1 },
+            { status: "unknown", path: "nope.ts", firstLine: 1, lastLine: 1, file: null, at: 1 }
+          ]
+        },
         outDir
       }
     )

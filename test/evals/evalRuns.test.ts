@@ -58,7 +58,10 @@ expect:
 Summarise the shop.
 `
   },
-  { path: "evals/fixtures/shop/src/orders.ts", content: "export const orders: Array<string> = []\nexport const add = (o: string) => orders.push(o)\n" },
+  {
+    path: "evals/fixtures/shop/src/orders.ts",
+    content: "export const orders: Array<string> = []\nexport const add = (o: string) => orders.push(o)\n"
+  },
   { path: "evals/fixtures/shop/README.md", content: "# Shop\n" }
 ]
 const pkg = (body: string, extra = "") => ({ files: [agentFile(body, extra), ...EVALS] })
@@ -99,7 +102,17 @@ describe("eval runs", () => {
     const baseUrl = server.baseUrl
     await h.rt.runPromise(
       Effect.flatMap(ProviderStore, (p) =>
-        p.create({ kind: "custom", id: "gw", api: "openai-completions", baseUrl, apiKey: key, models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }] }, "test")
+        p.create(
+          {
+            kind: "custom",
+            id: "gw",
+            api: "openai-completions",
+            baseUrl,
+            apiKey: key,
+            models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }]
+          },
+          "test"
+        )
       )
     )
     await h.rt.runPromise(Effect.flatMap(Bindings, (b) => b.set("shop-bot", "", { providerId: "gw", modelId: "m" }, "test")))
@@ -122,13 +135,21 @@ describe("eval runs", () => {
     // The job ran version 1 although version 2 is current, in the reserved project, with the eval's task.
     const jobOf = (id: string | null) => h.rt.runPromise(Effect.flatMap(JobStore, (s) => s.get(id ?? "")))
     const j1 = await jobOf(r1["finds-orders"]!.jobId)
-    expect(j1).toMatchObject({ agentVersion: "1", agentVersionPin: 1, projectId: "kintsugi-evals", task: "Find where orders are stored and write report.md.\n" })
+    expect(j1).toMatchObject({
+      agentVersion: "1",
+      agentVersionPin: 1,
+      projectId: "kintsugi-evals",
+      task: "Find where orders are stored and write report.md.\n"
+    })
 
     // v2: both pass.
     server!.append(...GOOD_ORDERS, ...GOOD_SUMMARY)
     const v2 = await waitRun((await startRun(2)).id)
     expect(v2.status).toBe("passed")
-    expect(v2.results.map((r) => [r.eval, r.passed])).toEqual([["finds-orders", true], ["no-todo", true]])
+    expect(v2.results.map((r) => [r.eval, r.passed])).toEqual([
+      ["finds-orders", true],
+      ["no-todo", true]
+    ])
     expect((await jobOf(byEval(v2)["no-todo"]!.jobId)).agentVersion).toBe("2")
 
     // Results per version.
@@ -136,8 +157,13 @@ describe("eval runs", () => {
     const list2 = (await h.api("GET", "/api/admin/agents/shop-bot/versions/2/evals")).json<{ runs: Array<EvalRun> }>().runs
     expect(list1.map((r) => r.id)).toEqual([v1.id])
     expect(list2.map((r) => r.id)).toEqual([v2.id])
-    const versions = (await h.api("GET", "/api/admin/agents/shop-bot/versions")).json<{ versions: Array<{ version: number; evals?: { status: string; failures: unknown } }> }>().versions
-    expect(versions.find((v) => v.version === 1)?.evals).toMatchObject({ status: "failed", failures: [{ eval: "no-todo", problems: ['the summary, report.md contain "TODO"'] }] })
+    const versions = (await h.api("GET", "/api/admin/agents/shop-bot/versions")).json<{
+      versions: Array<{ version: number; evals?: { status: string; failures: unknown } }>
+    }>().versions
+    expect(versions.find((v) => v.version === 1)?.evals).toMatchObject({
+      status: "failed",
+      failures: [{ eval: "no-todo", problems: ['the summary, report.md contain "TODO"'] }]
+    })
     expect(versions.find((v) => v.version === 2)?.evals).toMatchObject({ status: "passed", failures: [] })
     // Every eval workspace was removed.
     expect(evalWorkspaces()).toEqual([])
@@ -154,8 +180,14 @@ describe("eval runs", () => {
     expect(run).toMatchObject({ gate: true, status: "failed", message: "v3 stays not current: 1 of 2 evals failed" })
     const after = (await h.api("GET", "/api/admin/agents/shop-bot")).json<{ agent: { version: number; gate: unknown } }>().agent
     expect(after.version).toBe(2)
-    expect(after.gate).toMatchObject({ version: 3, status: "failed", failures: [{ eval: "no-todo", problems: ['the summary, report.md contain "TODO"'] }] })
-    const versions = (await h.api("GET", "/api/admin/agents/shop-bot/versions")).json<{ versions: Array<{ version: number; current: boolean; evals?: { status: string } }> }>().versions
+    expect(after.gate).toMatchObject({
+      version: 3,
+      status: "failed",
+      failures: [{ eval: "no-todo", problems: ['the summary, report.md contain "TODO"'] }]
+    })
+    const versions = (await h.api("GET", "/api/admin/agents/shop-bot/versions")).json<{
+      versions: Array<{ version: number; current: boolean; evals?: { status: string } }>
+    }>().versions
     expect(versions.find((v) => v.version === 3)).toMatchObject({ current: false, evals: { status: "failed" } })
   })
 
@@ -178,7 +210,10 @@ describe("eval runs", () => {
     const racePkg = (body: string, extra = "") => ({
       files: [
         { path: "race-bot.md", content: `---\nname: race-bot\nversion: 1\ndescription: Races.\ntools: []\n${extra}---\n${body}\n` },
-        { path: "evals/says-orders.md", content: "---\ndescription: d\nfixture: tiny\nexpect:\n  contains:\n    - { text: orders }\n---\nSay it.\n" },
+        {
+          path: "evals/says-orders.md",
+          content: "---\ndescription: d\nfixture: tiny\nexpect:\n  contains:\n    - { text: orders }\n---\nSay it.\n"
+        },
         { path: "evals/fixtures/tiny/a.txt", content: "a\n" }
       ]
     })
@@ -187,7 +222,9 @@ describe("eval runs", () => {
     let release: () => void = () => {}
     const held = new Promise<void>((r) => (release = r))
     server!.append({ kind: "fn", respond: async () => (await held, { kind: "turn", text: "orders", usage }) })
-    const gated = (await h.api("PUT", "/api/admin/agents/race-bot", racePkg("v2", "gate: evals\n"))).json<{ agent: { version: number; gate: { version: number; runId: string } } }>().agent
+    const gated = (await h.api("PUT", "/api/admin/agents/race-bot", racePkg("v2", "gate: evals\n"))).json<{
+      agent: { version: number; gate: { version: number; runId: string } }
+    }>().agent
     expect(gated).toMatchObject({ version: 1, gate: { version: 2 } })
     // Neither v1 nor v3 is gated: v3 is current at once.
     expect((await h.api("PUT", "/api/admin/agents/race-bot", racePkg("v3"))).json<{ agent: { version: number } }>().agent.version).toBe(3)
@@ -203,7 +240,13 @@ describe("eval runs", () => {
     const root = createRootDir("pin-")
     mkdirSync(join(root, "src"))
     mkdirSync(join(root, "out"))
-    const body = (agentVersion: unknown) => ({ agent: "shop-bot", task: "Say hi.", workspace: { root, readOnly: [join(root, "src")], outDir: join(root, "out") }, limits: { timeoutSec: 60 }, agentVersion })
+    const body = (agentVersion: unknown) => ({
+      agent: "shop-bot",
+      task: "Say hi.",
+      workspace: { root, readOnly: [join(root, "src")], outDir: join(root, "out") },
+      limits: { timeoutSec: 60 },
+      agentVersion
+    })
     server!.append({ kind: "turn", text: "hi", usage })
     const started = await h.api("POST", "/api/jobs", body(1))
     expect(started.status).toBe(201)
@@ -219,10 +262,15 @@ describe("eval runs", () => {
     expect(job).toMatchObject({ status: "completed", agentVersion: "1", agentVersionPin: 1 })
     const unknown = await h.api("POST", "/api/jobs", body(99))
     expect(unknown.status).toBe(400)
-    expect(unknown.json<{ error: { problems: unknown } }>().error.problems).toEqual([{ path: "agent", message: 'agent "shop-bot" has no version 99' }])
+    expect(unknown.json<{ error: { problems: unknown } }>().error.problems).toEqual([
+      { path: "agent", message: 'agent "shop-bot" has no version 99' }
+    ])
     const bad = await h.api("POST", "/api/jobs", body(0))
     expect(bad.status).toBe(400)
-    expect(bad.json<{ error: { problems: Array<{ path: string; message: string }> } }>().error.problems).toContainEqual({ path: "agentVersion", message: "must be a version number (1 or more)" })
+    expect(bad.json<{ error: { problems: Array<{ path: string; message: string }> } }>().error.problems).toContainEqual({
+      path: "agentVersion",
+      message: "must be a version number (1 or more)"
+    })
   })
 
   test("4xx with plain messages: unknown agent or version, no evals, no binding, unknown project, bad version", async () => {
@@ -236,10 +284,18 @@ describe("eval runs", () => {
     const bad = await h.api("POST", "/api/admin/agents/shop-bot/versions/x/evals", {})
     expect(bad.status).toBe(400)
 
-    expect((await h.api("POST", "/api/admin/agents", { files: [{ path: "bare.md", content: "---\nname: bare\nversion: 1\ndescription: d\n---\nHi.\n" }] })).status).toBe(201)
+    expect(
+      (
+        await h.api("POST", "/api/admin/agents", {
+          files: [{ path: "bare.md", content: "---\nname: bare\nversion: 1\ndescription: d\n---\nHi.\n" }]
+        })
+      ).status
+    ).toBe(201)
     const noEvals = await h.api("POST", "/api/admin/agents/bare/versions/1/evals", {})
     expect(noEvals.status).toBe(409)
-    expect(noEvals.json<{ error: { message: string } }>().error.message).toBe('agent "bare" v1 has no evals (add evals/<name>.md files to its package)')
+    expect(noEvals.json<{ error: { message: string } }>().error.message).toBe(
+      'agent "bare" v1 has no evals (add evals/<name>.md files to its package)'
+    )
 
     const unbound = { files: [{ path: "unbound.md", content: "---\nname: unbound\nversion: 1\ndescription: d\n---\nHi.\n" }, ...EVALS] }
     expect((await h.api("POST", "/api/admin/agents", unbound)).status).toBe(201)
@@ -249,7 +305,9 @@ describe("eval runs", () => {
 
     const noProject = await h.api("POST", "/api/admin/agents/shop-bot/versions/2/evals", { project: "nowhere" })
     expect(noProject.status).toBe(400)
-    expect(noProject.json<{ error: { problems: unknown } }>().error.problems).toEqual([{ path: "project", message: 'no project "nowhere"' }])
+    expect(noProject.json<{ error: { problems: unknown } }>().error.problems).toEqual([
+      { path: "project", message: 'no project "nowhere"' }
+    ])
     // Nothing above left a run behind.
     expect((await h.api("GET", "/api/admin/agents/unbound/evals")).json<{ runs: Array<unknown> }>().runs).toEqual([])
   })
@@ -259,7 +317,9 @@ describe("eval runs", () => {
       h.rt.runPromise(
         Effect.flatMap(SqlClient, (sql) =>
           Effect.map(
-            sql<{ id: string }>`INSERT INTO admin.agent_eval_run (agent_name, version, project_id, status, started_by, started_at, heartbeat_at)
+            sql<{
+              id: string
+            }>`INSERT INTO admin.agent_eval_run (agent_name, version, project_id, status, started_by, started_at, heartbeat_at)
               VALUES ('shop-bot', 1, 'kintsugi-evals', 'running', 'test', now() - interval '1 hour', now() - make_interval(secs => ${beatSecondsAgo}))
               RETURNING id`,
             (rows) => rows[0]!.id

@@ -11,7 +11,10 @@ import { Effect } from "effect"
 import { filesOfForm, formFromPackage } from "../../views/forms/agentForm.ts"
 
 const agent = (extra = "") => ({ path: "shop-bot.md", content: `---\nname: shop-bot\nversion: 1\ndescription: d\n${extra}---\nDo it.\n` })
-const evalFile = (name: string, fm: string, body = "Find the orders.\n") => ({ path: `evals/${name}.md`, content: `---\n${fm}---\n${body}` })
+const evalFile = (name: string, fm: string, body = "Find the orders.\n") => ({
+  path: `evals/${name}.md`,
+  content: `---\n${fm}---\n${body}`
+})
 const GOOD = `description: Finds the order repository.
 fixture: shop
 expect:
@@ -35,7 +38,11 @@ describe("evals in a package", () => {
     const parsed = parseAgentPackage([agent("gate: evals\n"), evalFile("find-orders", GOOD), ...fixture])
     if (Either.isLeft(parsed)) throw new Error(JSON.stringify(parsed.left))
     expect(parsed.right.gate).toBe("evals")
-    expect(parsed.right.evals?.map((f) => f.path)).toEqual(["evals/find-orders.md", "evals/fixtures/shop/README.md", "evals/fixtures/shop/src/orders.ts"])
+    expect(parsed.right.evals?.map((f) => f.path)).toEqual([
+      "evals/find-orders.md",
+      "evals/fixtures/shop/README.md",
+      "evals/fixtures/shop/src/orders.ts"
+    ])
     const spec = parseEvals(parsed.right.evals ?? [])
     expect(spec.problems).toEqual([])
     expect(spec.evals).toEqual([
@@ -54,7 +61,12 @@ describe("evals in a package", () => {
         }
       }
     ])
-    expect(spec.fixtures.get("shop")?.files.map((f) => f.path).sort()).toEqual(["README.md", "src/orders.ts"])
+    expect(
+      spec.fixtures
+        .get("shop")
+        ?.files.map((f) => f.path)
+        .sort()
+    ).toEqual(["README.md", "src/orders.ts"])
     const definition = JSON.stringify(toAgentDefinition(parsed.right, { version: 1, sharedSkills: new Map() }))
     expect(definition).not.toContain("Finds the order repository")
     expect(definition).not.toContain("export const orders")
@@ -67,7 +79,11 @@ describe("evals in a package", () => {
   test("every problem at once: unknown key, missing fixture, bad name, bad file, empty task, stray file, bad gate", () => {
     const parsed = parseAgentPackage([
       agent("gate: sometimes\n"),
-      evalFile("find-orders", `description: d\nfixture: nowhere\nexpect:\n  contains:\n    - { file: "../x", text: a }\n  colour: red\n`, "  \n"),
+      evalFile(
+        "find-orders",
+        `description: d\nfixture: nowhere\nexpect:\n  contains:\n    - { file: "../x", text: a }\n  colour: red\n`,
+        "  \n"
+      ),
       evalFile("Bad_Name", GOOD),
       { path: "evals/notes.txt", content: "x" },
       ...fixture
@@ -108,7 +124,10 @@ describe("evals in a package", () => {
 
   test("an eval without checks is a problem; a package without evals has no evals key", () => {
     const parsed = parseAgentPackage([agent(), evalFile("e", "description: d\nfixture: shop\nexpect: {}\n"), ...fixture])
-    expect(Either.isLeft(parsed) ? parsed.left : []).toContainEqual({ path: "evals/e.md#expect", message: "needs at least one check (files, schema, grounding, contains, not-contains, max-cost-usd, max-turns)" })
+    expect(Either.isLeft(parsed) ? parsed.left : []).toContainEqual({
+      path: "evals/e.md#expect",
+      message: "needs at least one check (files, schema, grounding, contains, not-contains, max-cost-usd, max-turns)"
+    })
     const plain = parseAgentPackage([agent()])
     expect(Either.isRight(plain) && !("evals" in plain.right)).toBe(true)
   })

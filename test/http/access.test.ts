@@ -8,7 +8,17 @@ import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
 import { MemoryStore } from "../../src/worker/memory/MemoryStore.ts"
 import { createJobDirs, type JobDirs } from "../support/jobChild.ts"
-import { bindAgent, createAgent, createAgentFiles, createSkill, PASSWORD, saveAgent, type Session, storeFingerprint, useApi } from "../support/api.ts"
+import {
+  bindAgent,
+  createAgent,
+  createAgentFiles,
+  createSkill,
+  PASSWORD,
+  saveAgent,
+  type Session,
+  storeFingerprint,
+  useApi
+} from "../support/api.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
 setDefaultTimeout(30_000)
@@ -50,7 +60,8 @@ const asManager = async (method: string, path: string, json?: unknown) => {
   if (r.status >= 300) throw new Error(`setup ${method} ${path}: ${r.status} ${r.text}`)
   return r.json()
 }
-const createProvider = (id: string) => asManager("POST", "/api/admin/providers", { kind: "builtin", id, builtin: "anthropic", apiKey: "sk-test-key" })
+const createProvider = (id: string) =>
+  asManager("POST", "/api/admin/providers", { kind: "builtin", id, builtin: "anthropic", apiKey: "sk-test-key" })
 const bindingBody = (providerId: string) => ({ providerId, modelId: "claude-sonnet-4-5", thinking: "high" })
 /** An agent with one eval (docs/evals.md), bound to a provider: its evals can be started. */
 const EVAL_FILES = {
@@ -75,14 +86,20 @@ const webSearchBody = { kind: "searxng", url: "http://127.0.0.1:9" }
 /** Creates user `n` with a token and returns the token's id. */
 const tokenIdOf = async (n: string): Promise<string> => {
   await api.createUser(n, [])
-  return (await api.sql<{ id: string }>(`SELECT t.id FROM admin.api_token t JOIN admin.app_user u ON u.id = t.user_id WHERE u.username = '${n}'`))[0]!.id
+  return (
+    await api.sql<{ id: string }>(`SELECT t.id FROM admin.api_token t JOIN admin.app_user u ON u.id = t.user_id WHERE u.username = '${n}'`)
+  )[0]!.id
 }
 /** A project with one learned note (saved as an agent would); returns the note's id. */
 const createNote = async (project: string) => {
   await createProject(project)
   const { note } = await api.run(
     Effect.flatMap(MemoryStore, (m) =>
-      m.save(project, { _tag: "Agent", jobId: "00000000-0000-4000-8000-000000000001", agentId: "a" }, { kind: "fact", title: "T", body: "B", paths: [] })
+      m.save(
+        project,
+        { _tag: "Agent", jobId: "00000000-0000-4000-8000-000000000001", agentId: "a" },
+        { kind: "fact", title: "T", body: "B", paths: [] }
+      )
     )
   )
   return note.id
@@ -94,12 +111,32 @@ const createJob = async (n: string) => {
 
 /** Every non-GET route of the JSON API (portal pages: test/portal/routes.test.ts). */
 const NON_GET: ReadonlyArray<RouteCase> = [
-  { route: "POST /api/session", guard: "public", sample: async () => ({ path: "/api/session", json: { username: "reader", password: PASSWORD } }), ok: 200 },
+  {
+    route: "POST /api/session",
+    guard: "public",
+    sample: async () => ({ path: "/api/session", json: { username: "reader", password: PASSWORD } }),
+    ok: 200
+  },
   { route: "DELETE /api/session", guard: "read", sample: async () => ({ path: "/api/session" }), ok: 204 },
   // A dry run that saves nothing: reading rights suffice.
-  { route: "POST /api/admin/agents/preview", guard: "read", sample: async (n) => ({ path: "/api/admin/agents/preview", json: createAgentFiles(n) }), ok: 200 },
-  { route: "POST /api/admin/agents/import", guard: "agents.manage", sample: async (n) => ({ path: "/api/admin/agents/import", json: createAgentFiles(n) }), ok: 201 },
-  { route: "POST /api/admin/agents", guard: "agents.manage", sample: async (n) => ({ path: "/api/admin/agents", json: createAgentFiles(n) }), ok: 201 },
+  {
+    route: "POST /api/admin/agents/preview",
+    guard: "read",
+    sample: async (n) => ({ path: "/api/admin/agents/preview", json: createAgentFiles(n) }),
+    ok: 200
+  },
+  {
+    route: "POST /api/admin/agents/import",
+    guard: "agents.manage",
+    sample: async (n) => ({ path: "/api/admin/agents/import", json: createAgentFiles(n) }),
+    ok: 201
+  },
+  {
+    route: "POST /api/admin/agents",
+    guard: "agents.manage",
+    sample: async (n) => ({ path: "/api/admin/agents", json: createAgentFiles(n) }),
+    ok: 201
+  },
   {
     route: "PUT /api/admin/agents/:name",
     guard: "agents.manage",
@@ -155,7 +192,12 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     },
     ok: 202
   },
-  { route: "POST /api/admin/agent-skills", guard: "agents.manage", sample: async (n) => ({ path: "/api/admin/agent-skills", json: { name: n, content: "Be brief.\n" } }), ok: 201 },
+  {
+    route: "POST /api/admin/agent-skills",
+    guard: "agents.manage",
+    sample: async (n) => ({ path: "/api/admin/agent-skills", json: { name: n, content: "Be brief.\n" } }),
+    ok: 201
+  },
   {
     route: "PUT /api/admin/agent-skills/:name",
     guard: "agents.manage",
@@ -276,7 +318,12 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     },
     ok: 204
   },
-  { route: "POST /api/projects", guard: "agents.manage", sample: async (n) => ({ path: "/api/projects", json: { id: n, name: `Project ${n}` } }), ok: 201 },
+  {
+    route: "POST /api/projects",
+    guard: "agents.manage",
+    sample: async (n) => ({ path: "/api/projects", json: { id: n, name: `Project ${n}` } }),
+    ok: 201
+  },
   {
     route: "PUT /api/projects/:id",
     guard: "agents.manage",
@@ -286,7 +333,12 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     },
     ok: 200
   },
-  { route: "PUT /api/admin/web-search", guard: "providers.manage", sample: async () => ({ path: "/api/admin/web-search", json: webSearchBody }), ok: 200 },
+  {
+    route: "PUT /api/admin/web-search",
+    guard: "providers.manage",
+    sample: async () => ({ path: "/api/admin/web-search", json: webSearchBody }),
+    ok: 200
+  },
   {
     route: "DELETE /api/admin/web-search",
     guard: "providers.manage",
@@ -370,8 +422,18 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     ok: 404
   },
   // One's own password (the current one proves it): any principal, and it changes a row (the hash).
-  { route: "POST /api/account/password", guard: "self", sample: async () => ({ path: "/api/account/password", json: { currentPassword: PASSWORD, newPassword: PASSWORD } }), ok: 204 },
-  { route: "POST /api/admin/users", guard: "admin", sample: async (n) => ({ path: "/api/admin/users", json: { username: n, password: PASSWORD, permissions: ["agents.manage"] } }), ok: 201 },
+  {
+    route: "POST /api/account/password",
+    guard: "self",
+    sample: async () => ({ path: "/api/account/password", json: { currentPassword: PASSWORD, newPassword: PASSWORD } }),
+    ok: 204
+  },
+  {
+    route: "POST /api/admin/users",
+    guard: "admin",
+    sample: async (n) => ({ path: "/api/admin/users", json: { username: n, password: PASSWORD, permissions: ["agents.manage"] } }),
+    ok: 201
+  },
   {
     route: "PUT /api/admin/users/:name/permissions",
     guard: "admin",
@@ -437,29 +499,33 @@ const GET: ReadonlyArray<RouteCase> = [
       ["GET /api/admin/agents/:name/versions/:version", "/versions/1"],
       ["GET /api/admin/agents/:name/bindings", "/bindings"]
     ] as const
-  ).map(([route, suffix]): RouteCase => ({
-    route,
-    guard: "read",
-    sample: async (n) => {
-      await createAgent(api, n)
-      return { path: `/api/admin/agents/${n}${suffix}` }
-    },
-    ok: 200
-  })),
+  ).map(
+    ([route, suffix]): RouteCase => ({
+      route,
+      guard: "read",
+      sample: async (n) => {
+        await createAgent(api, n)
+        return { path: `/api/admin/agents/${n}${suffix}` }
+      },
+      ok: 200
+    })
+  ),
   ...(
     [
       ["GET /api/admin/agents/:name/evals", "/evals"],
       ["GET /api/admin/agents/:name/versions/:version/evals", "/versions/1/evals"]
     ] as const
-  ).map(([route, suffix]): RouteCase => ({
-    route,
-    guard: "read",
-    sample: async (n) => {
-      await createAgent(api, n)
-      return { path: `/api/admin/agents/${n}${suffix}` }
-    },
-    ok: 200
-  })),
+  ).map(
+    ([route, suffix]): RouteCase => ({
+      route,
+      guard: "read",
+      sample: async (n) => {
+        await createAgent(api, n)
+        return { path: `/api/admin/agents/${n}${suffix}` }
+      },
+      ok: 200
+    })
+  ),
   {
     route: "GET /api/admin/eval-runs/:id",
     guard: "read",
@@ -476,15 +542,17 @@ const GET: ReadonlyArray<RouteCase> = [
       ["GET /api/admin/agent-skills/:name/versions", "/versions"],
       ["GET /api/admin/agent-skills/:name/versions/:version", "/versions/1"]
     ] as const
-  ).map(([route, suffix]): RouteCase => ({
-    route,
-    guard: "read",
-    sample: async (n) => {
-      await createSkill(api, n)
-      return { path: `/api/admin/agent-skills/${n}${suffix}` }
-    },
-    ok: 200
-  })),
+  ).map(
+    ([route, suffix]): RouteCase => ({
+      route,
+      guard: "read",
+      sample: async (n) => {
+        await createSkill(api, n)
+        return { path: `/api/admin/agent-skills/${n}${suffix}` }
+      },
+      ok: 200
+    })
+  ),
   {
     route: "GET /api/admin/agent-skills/:name",
     guard: "read",
@@ -556,8 +624,18 @@ const GET: ReadonlyArray<RouteCase> = [
     },
     ok: 200
   },
-  { route: "GET /api/projects/:id/memory/notes", guard: "read", sample: async (n) => ({ path: `/api/projects/${n}/memory/notes?trust=learned`, ...(await createNote(n), {}) }), ok: 200 },
-  { route: "GET /api/projects/:id/memory/notes/:noteId", guard: "read", sample: async (n) => ({ path: `/api/projects/${n}/memory/notes/${await createNote(n)}` }), ok: 200 },
+  {
+    route: "GET /api/projects/:id/memory/notes",
+    guard: "read",
+    sample: async (n) => ({ path: `/api/projects/${n}/memory/notes?trust=learned`, ...(await createNote(n), {}) }),
+    ok: 200
+  },
+  {
+    route: "GET /api/projects/:id/memory/notes/:noteId",
+    guard: "read",
+    sample: async (n) => ({ path: `/api/projects/${n}/memory/notes/${await createNote(n)}` }),
+    ok: 200
+  },
   {
     route: "GET /api/projects/:id/memory/log",
     guard: "read",
@@ -589,7 +667,8 @@ const GET: ReadonlyArray<RouteCase> = [
 ]
 
 /** Routes of the HTML portal (not under /api/): classified in test/portal/routes.test.ts. */
-const isPortalRoute = (r: { method: string; path: string }) => !r.path.startsWith("/api/") && !["/healthz", "/readyz", "/metrics"].includes(r.path)
+const isPortalRoute = (r: { method: string; path: string }) =>
+  !r.path.startsWith("/api/") && !["/healthz", "/readyz", "/metrics"].includes(r.path)
 
 const methodOf = (c: RouteCase) => {
   const m = c.route.split(" ")[0] ?? ""
@@ -650,14 +729,26 @@ describe("non-GET routes × {anonymous, no permission, the other permission, man
         const other = await api.request(method, sample.path, { token: who.other.token, json: sample.json })
         expect(other.status).toBe(403)
         // The guard runs before the body is read: garbage from a reader is still a 403, not a 400.
-        const garbage = await api.request(method, sample.path, { token: api.reader.token, body: "{not json", headers: { "content-type": "application/json" } })
+        const garbage = await api.request(method, sample.path, {
+          token: api.reader.token,
+          body: "{not json",
+          headers: { "content-type": "application/json" }
+        })
         expect(garbage.status).toBe(403)
       }
       if (c.guard === "admin") {
-        expect(reader.json().error).toEqual({ code: "forbidden", message: "this needs every admin permission (agents.manage, providers.manage)" })
+        expect(reader.json().error).toEqual({
+          code: "forbidden",
+          message: "this needs every admin permission (agents.manage, providers.manage)"
+        })
         // One permission is not enough to administer users.
-        for (const one of [agentsOnly, providersOnly]) expect((await api.request(method, sample.path, { token: one.token, json: sample.json })).status).toBe(403)
-        const garbage = await api.request(method, sample.path, { token: agentsOnly.token, body: "{not json", headers: { "content-type": "application/json" } })
+        for (const one of [agentsOnly, providersOnly])
+          expect((await api.request(method, sample.path, { token: one.token, json: sample.json })).status).toBe(403)
+        const garbage = await api.request(method, sample.path, {
+          token: agentsOnly.token,
+          body: "{not json",
+          headers: { "content-type": "application/json" }
+        })
         expect(garbage.status).toBe(403)
       }
       // Nothing a refused (or read-only) call did is visible in any store.
@@ -755,7 +846,8 @@ describe("GET routes: anonymous 401, a reader 200 (403 where a permission is nee
       // A GET with a session needs no CSRF token.
       expect((await api.request("GET", sample.path, { session: readerSession, csrf: false })).status).toBe(readerStatus)
       if (c.guard === "admin" || c.guard === "metrics.read") {
-        for (const one of [agentsOnly, providersOnly]) expect((await api.request("GET", sample.path, { token: one.token })).status).toBe(403)
+        for (const one of [agentsOnly, providersOnly])
+          expect((await api.request("GET", sample.path, { token: one.token })).status).toBe(403)
         expect((await api.request("GET", sample.path, { token: api.manager.token })).status).toBe(c.ok)
       }
       if (c.guard === "providers.manage") {

@@ -24,7 +24,8 @@ const definitionOf = async (name: string) => {
   expect(r.status).toBe(200)
   return r.json().definition as Record<string, any>
 }
-const builtinSkillContent = (name: string) => readFileSync(join(import.meta.dir, "..", "..", "builtin-skills", name, "SKILL.md"), "utf8").replace(/^---\n[\s\S]*?\n---\n/, "")
+const builtinSkillContent = (name: string) =>
+  readFileSync(join(import.meta.dir, "..", "..", "builtin-skills", name, "SKILL.md"), "utf8").replace(/^---\n[\s\S]*?\n---\n/, "")
 
 describe("GET /api/admin/agents (catalog)", () => {
   test("lists the built-in agents: builtin, runtime audience, version, valid, enabled, no binding", async () => {
@@ -74,7 +75,13 @@ describe("GET /api/admin/agents (catalog)", () => {
     expect((await catalog()).find((a) => a.name === "catalog-bound")?.binding).toBeNull()
     await api.sql(`INSERT INTO admin.agent_binding (agent_name, project_id, provider_id, model_id, thinking, updated_by)
       VALUES ('catalog-bound', '', 'anthropic', 'claude', 'high', 'manager')`)
-    expect((await catalog()).find((a) => a.name === "catalog-bound")?.binding).toMatchObject({ agentName: "catalog-bound",  projectId: "", providerId: "anthropic", modelId: "claude", thinking: "high" })
+    expect((await catalog()).find((a) => a.name === "catalog-bound")?.binding).toMatchObject({
+      agentName: "catalog-bound",
+      projectId: "",
+      providerId: "anthropic",
+      modelId: "claude",
+      thinking: "high"
+    })
     const view = (await get("/api/admin/agents/catalog-bound")).json().agent
     expect(view.bindings.map((b: { projectId: string }) => b.projectId)).toEqual(["", "project-1"])
   })
@@ -107,7 +114,15 @@ describe("GET /api/admin/agents/:name", () => {
     const r = await get("/api/admin/agents/read-me")
     expect(r.status).toBe(200)
     const agent = r.json().agent
-    expect(agent).toMatchObject({ name: "read-me", builtin: false, audience: "runtime", version: 1, enabled: true, problems: [], bindings: [] })
+    expect(agent).toMatchObject({
+      name: "read-me",
+      builtin: false,
+      audience: "runtime",
+      version: 1,
+      enabled: true,
+      problems: [],
+      bindings: []
+    })
     expect(agent.package).toEqual({
       name: "read-me",
       version: 1,
@@ -173,7 +188,9 @@ describe("POST /api/admin/agents (create)", () => {
     const empty = await send("POST", "/api/admin/agents", { files: [] })
     expect(empty.status).toBe(400)
     expect(empty.json().error.problems).toEqual([{ path: "files", message: "must hold at least the <name>.md file" }])
-    const mismatch = await send("POST", "/api/admin/agents", { files: [{ path: "x-agent.md", content: createAgentFiles("y-agent").files[0]!.content }] })
+    const mismatch = await send("POST", "/api/admin/agents", {
+      files: [{ path: "x-agent.md", content: createAgentFiles("y-agent").files[0]!.content }]
+    })
     expect(mismatch.status).toBe(400)
     expect(mismatch.json().error.problems.map((p: { path: string }) => p.path)).toContain("x-agent.md#name")
   })
@@ -301,7 +318,11 @@ describe("POST /api/admin/agents/preview (dry run)", () => {
   test("a valid draft: no problems and its job definition (version 0); nothing is saved", async () => {
     const before = await storeFingerprint(api)
     const catalogBefore = await catalog()
-    const r = await send("POST", "/api/admin/agents/preview", createAgentFiles("previewed", { skills: ["structured-report"], thinking: "high" }))
+    const r = await send(
+      "POST",
+      "/api/admin/agents/preview",
+      createAgentFiles("previewed", { skills: ["structured-report"], thinking: "high" })
+    )
     expect(r.status).toBe(200)
     expect(r.json()).toEqual({
       problems: [],
@@ -321,10 +342,19 @@ describe("POST /api/admin/agents/preview (dry run)", () => {
 
   test("an invalid draft: 200 with every problem and no definition; nothing saved", async () => {
     const before = await storeFingerprint(api)
-    const r = await send("POST", "/api/admin/agents/preview", createAgentFiles("preview-bad", { tools: ["read", "teleport"], skills: ["no-such-skill"] }))
+    const r = await send(
+      "POST",
+      "/api/admin/agents/preview",
+      createAgentFiles("preview-bad", { tools: ["read", "teleport"], skills: ["no-such-skill"] })
+    )
     expect(r.status).toBe(200)
     expect(r.json().definition).toBeNull()
-    expect(r.json().problems.map((p: { path: string }) => p.path).sort()).toEqual(["preview-bad.md#skills.0", "preview-bad.md#tools.1"])
+    expect(
+      r
+        .json()
+        .problems.map((p: { path: string }) => p.path)
+        .sort()
+    ).toEqual(["preview-bad.md#skills.0", "preview-bad.md#tools.1"])
     expect(await storeFingerprint(api)).toBe(before)
   })
 })
@@ -382,7 +412,9 @@ describe("GET /api/admin/agents/:name/definition", () => {
     await createAgent(api, "a-member", { audience: "member" })
     const r = await get("/api/admin/agents/a-member/definition")
     expect(r.status).toBe(422)
-    expect(r.json()).toEqual({ error: { code: "agent-unavailable", message: 'agent "a-member" is a member agent, not a runtime agent', problems: [] } })
+    expect(r.json()).toEqual({
+      error: { code: "agent-unavailable", message: 'agent "a-member" is a member agent, not a runtime agent', problems: [] }
+    })
   })
 
   test("an unknown agent → 422 agent-unavailable (reason unknown), not 404", async () => {
@@ -398,13 +430,18 @@ describe("GET /api/admin/agents/:name/definition", () => {
     const r = await get("/api/admin/agents/clashing/definition")
     expect(r.status).toBe(422)
     expect(r.json().error.code).toBe("agent-unavailable")
-    expect(r.json().error.problems).toEqual([{ path: "skills/clash-skill/SKILL.md", message: expect.stringContaining("already a shared skill") }])
+    expect(r.json().error.problems).toEqual([
+      { path: "skills/clash-skill/SKILL.md", message: expect.stringContaining("already a shared skill") }
+    ])
     expect((await catalog()).find((a) => a.name === "clashing")?.problems).toEqual(r.json().error.problems)
   })
 
   test("a new shared skill cannot make a read-only built-in agent invalid", async () => {
     // `report-format` is a local skill of every built-in agent; an admin cannot edit a built-in to rename it.
-    const created = await api.request("POST", "/api/admin/agent-skills", { token: api.manager.token, json: { name: "report-format", content: "Ours.\n" } })
+    const created = await api.request("POST", "/api/admin/agent-skills", {
+      token: api.manager.token,
+      json: { name: "report-format", content: "Ours.\n" }
+    })
     try {
       const r = await get("/api/admin/agents/codebase-inventory/definition")
       expect(r.status).toBe(200)
@@ -468,7 +505,12 @@ describe("GET /api/admin/agents/:name/definition: the model and thinking level a
     expect((await send("POST", "/api/projects", { id: "thinking-project", name: "Thinking" })).status).toBe(201)
     await bind("project-thinker", { providerId: "thinking-gw", modelId: "full", thinking: "off" })
     await bind("project-thinker", { providerId: "thinking-gw", modelId: "gapped" }, "thinking-project")
-    expect((await jobModelOf("project-thinker")).thinking).toEqual({ requested: "off", requestedFrom: "binding", effective: "off", clamped: "none" })
+    expect((await jobModelOf("project-thinker")).thinking).toEqual({
+      requested: "off",
+      requestedFrom: "binding",
+      effective: "off",
+      clamped: "none"
+    })
     expect(await jobModelOf("project-thinker", "?project=thinking-project")).toEqual({
       projectId: "thinking-project",
       binding: { projectId: "thinking-project", providerId: "thinking-gw", modelId: "gapped", thinking: null },
@@ -484,7 +526,12 @@ describe("GET /api/admin/agents/:name/definition: the model and thinking level a
     await thinkingProvider()
     await createAgent(api, "quiet-thinker")
     await bind("quiet-thinker", { providerId: "thinking-gw", modelId: "full" })
-    expect((await jobModelOf("quiet-thinker")).thinking).toEqual({ requested: "off", requestedFrom: "default", effective: "off", clamped: "none" })
+    expect((await jobModelOf("quiet-thinker")).thinking).toEqual({
+      requested: "off",
+      requestedFrom: "default",
+      effective: "off",
+      clamped: "none"
+    })
   })
 })
 
@@ -492,7 +539,10 @@ describe("versions and restore", () => {
   test("GET …/versions lists every version, newest first, with savedBy, note and the current one", async () => {
     await createAgent(api, "historic", { instructions: "One.\n" })
     const other = await api.createUser("editor", ["agents.manage"])
-    const r = await api.request("PUT", "/api/admin/agents/historic", { token: other.token, json: createAgentFiles("historic", { instructions: "Two.\n" }) })
+    const r = await api.request("PUT", "/api/admin/agents/historic", {
+      token: other.token,
+      json: createAgentFiles("historic", { instructions: "Two.\n" })
+    })
     expect(r.status).toBe(200)
     const versions = (await get("/api/admin/agents/historic/versions")).json().versions
     expect(versions).toEqual([

@@ -53,7 +53,12 @@ const postChunked = async (path: string, mib: number, headers: Record<string, st
       controller.enqueue(chunk)
     }
   })
-  const r = await fetch(`${base}${path}`, { method: "POST", body, headers: { host: new URL(base).host, ...headers }, duplex: "half" } as RequestInit)
+  const r = await fetch(`${base}${path}`, {
+    method: "POST",
+    body,
+    headers: { host: new URL(base).host, ...headers },
+    duplex: "half"
+  } as RequestInit)
   return { status: r.status, text: await r.text(), nosniff: r.headers.get("x-content-type-options"), sentMib: sent }
 }
 
@@ -89,7 +94,9 @@ describe("a 40 MiB chunked body is never buffered", () => {
   test("the sign-in refusal names the cap", async () => {
     const r = await postChunked("/api/session", 1, { "content-type": "application/json" })
     expect(r.status).toBe(413)
-    expect(JSON.parse(r.text)).toEqual({ error: { code: "payload-too-large", message: "the request body is larger than the limit of 65536 bytes" } })
+    expect(JSON.parse(r.text)).toEqual({
+      error: { code: "payload-too-large", message: "the request body is larger than the limit of 65536 bytes" }
+    })
   })
 
   test("authenticated: 40 MiB to an admin route stops at the 16 MiB cap with 413, RSS grows < 50 MB", async () => {

@@ -21,7 +21,15 @@ const BUILTINS = 5
 const get = (path: string, headers: Record<string, string> = {}, a: Api = api) => a.request("GET", path, { token: a.reader.token, headers })
 const names = (body: { agents: Array<{ name: string }> }) => body.agents.map((a) => a.name)
 interface Page {
-  agents: Array<{ name: string; builtin: boolean; audience: string; updatedAt: string | null; problems: Array<unknown>; enabled: boolean; binding: unknown }>
+  agents: Array<{
+    name: string
+    builtin: boolean
+    audience: string
+    updatedAt: string | null
+    problems: Array<unknown>
+    enabled: boolean
+    binding: unknown
+  }>
   total: number
   matched: number
   nextCursor: string | null
@@ -55,14 +63,22 @@ const seed = () =>
 describe("GET /api/admin/agents: pages, filters, ETag", () => {
   test("agents saved before the entries existed get theirs on first read; the default is a page of 50", async () => {
     await seed()
-    expect(await sql((s) => Effect.map(s<{ n: number }>`SELECT count(*)::int AS n FROM admin.agent_catalog_entry WHERE name LIKE 'seeded-%'`, (r) => r[0]!.n))).toBe(0)
+    expect(
+      await sql((s) =>
+        Effect.map(s<{ n: number }>`SELECT count(*)::int AS n FROM admin.agent_catalog_entry WHERE name LIKE 'seeded-%'`, (r) => r[0]!.n)
+      )
+    ).toBe(0)
     const first = await page("")
     expect(first.total).toBe(BUILTINS + 120)
     expect(first.matched).toBe(BUILTINS + 120)
     expect(first.agents.length).toBe(50)
     expect(first.agents.slice(0, BUILTINS).every((a) => a.builtin)).toBe(true)
     expect(first.nextCursor).not.toBeNull()
-    expect(await sql((s) => Effect.map(s<{ n: number }>`SELECT count(*)::int AS n FROM admin.agent_catalog_entry WHERE name LIKE 'seeded-%'`, (r) => r[0]!.n))).toBe(120)
+    expect(
+      await sql((s) =>
+        Effect.map(s<{ n: number }>`SELECT count(*)::int AS n FROM admin.agent_catalog_entry WHERE name LIKE 'seeded-%'`, (r) => r[0]!.n)
+      )
+    ).toBe(120)
   })
 
   test("following nextCursor visits every agent once, in order, built-ins first; the last page has no cursor", async () => {
@@ -93,7 +109,9 @@ describe("GET /api/admin/agents: pages, filters, ETag", () => {
     const time = (a: { updatedAt: string | null }) => (a.updatedAt === null ? -1 : Date.parse(a.updatedAt))
     const expected: Record<string, Array<string>> = {
       "sort=name&order=desc": [...all].sort((a, b) => byName(b, a)).map((a) => a.name),
-      "sort=audience": [...all].sort((a, b) => (a.audience === b.audience ? byName(a, b) : a.audience < b.audience ? -1 : 1)).map((a) => a.name),
+      "sort=audience": [...all]
+        .sort((a, b) => (a.audience === b.audience ? byName(a, b) : a.audience < b.audience ? -1 : 1))
+        .map((a) => a.name),
       // Newest first; built-ins (no date) last; ties by name.
       "sort=updated": [...all].sort((a, b) => time(b) - time(a) || byName(a, b)).map((a) => a.name),
       "sort=updated&order=asc": [...all].sort((a, b) => time(a) - time(b) || byName(a, b)).map((a) => a.name)
@@ -114,7 +132,12 @@ describe("GET /api/admin/agents: pages, filters, ETag", () => {
     expect(other.status).toBe(400)
     expect(other.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path)).toEqual(["cursor"])
     const bad = await get("/api/admin/agents?sort=size&order=up")
-    expect(bad.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path).sort()).toEqual(["order", "sort"])
+    expect(
+      bad
+        .json<{ error: { problems: Array<{ path: string }> } }>()
+        .error.problems.map((p) => p.path)
+        .sort()
+    ).toEqual(["order", "sort"])
   })
 
   test("q matches every word of name or description in the database; kind, audience and state filter", async () => {
@@ -172,43 +195,52 @@ describe("GET /api/admin/agents: pages, filters, ETag", () => {
     expect((await get("/api/admin/agents?limit=10", { "if-none-match": r4.headers.get("etag")! })).status).toBe(200)
   })
 
-  test.skipIf(usingServer())("embedded: an unchanged catalog answers while the one database connection is held; the next write is seen at once", async () => {
-    const etag = (await get("/api/admin/agents?limit=10")).headers.get("etag")!
-    await page("?q=seeded-00")
-    // A transaction holds the embedded database's only connection until `release`.
-    const release = await api.runtime.runPromise(Deferred.make<void>())
-    const holding = await api.runtime.runPromise(Deferred.make<void>())
-    const holder = api.runtime.runFork(Effect.orDie(Effect.flatMap(SqlClient, (s) =>
-      s.withTransaction(Effect.zipRight(Effect.zipRight(s`SELECT 1`, Deferred.succeed(holding, undefined)), Deferred.await(release)))
-    )))
-    await api.runtime.runPromise(Deferred.await(holding))
-    try {
-      const answered = await within(
-        Promise.all([
-          get("/api/admin/agents?limit=10", { "if-none-match": etag }),
-          get("/api/admin/agents?limit=10"),
-          get("/api/admin/agents?q=seeded-01&limit=3")
-        ]),
-        { what: "the catalog's answers while a transaction holds the database (queued behind it?)", timeoutMs: 20_000 }
+  test.skipIf(usingServer())(
+    "embedded: an unchanged catalog answers while the one database connection is held; the next write is seen at once",
+    async () => {
+      const etag = (await get("/api/admin/agents?limit=10")).headers.get("etag")!
+      await page("?q=seeded-00")
+      // A transaction holds the embedded database's only connection until `release`.
+      const release = await api.runtime.runPromise(Deferred.make<void>())
+      const holding = await api.runtime.runPromise(Deferred.make<void>())
+      const holder = api.runtime.runFork(
+        Effect.orDie(
+          Effect.flatMap(SqlClient, (s) =>
+            s.withTransaction(Effect.zipRight(Effect.zipRight(s`SELECT 1`, Deferred.succeed(holding, undefined)), Deferred.await(release)))
+          )
+        )
       )
-      expect(answered.map((r) => r.status)).toEqual([304, 200, 200])
-      expect(names(answered[2].json<Page>())).toEqual(["seeded-010", "seeded-011", "seeded-012"])
-    } finally {
-      await api.runtime.runPromise(Deferred.succeed(release, undefined))
-      await api.runtime.runPromise(Fiber.join(holder))
+      await api.runtime.runPromise(Deferred.await(holding))
+      try {
+        const answered = await within(
+          Promise.all([
+            get("/api/admin/agents?limit=10", { "if-none-match": etag }),
+            get("/api/admin/agents?limit=10"),
+            get("/api/admin/agents?q=seeded-01&limit=3")
+          ]),
+          { what: "the catalog's answers while a transaction holds the database (queued behind it?)", timeoutMs: 20_000 }
+        )
+        expect(answered.map((r) => r.status)).toEqual([304, 200, 200])
+        expect(names(answered[2].json<Page>())).toEqual(["seeded-010", "seeded-011", "seeded-012"])
+      } finally {
+        await api.runtime.runPromise(Deferred.succeed(release, undefined))
+        await api.runtime.runPromise(Fiber.join(holder))
+      }
+      // Written behind the catalog's back (raw SQL): the next request sees it, and the ETag moves.
+      await sql((s) => s`UPDATE admin.agent SET enabled = false WHERE name = 'seeded-011'`)
+      expect((await get("/api/admin/agents?limit=10", { "if-none-match": etag })).status).toBe(200)
+      expect((await page("?q=seeded-011")).agents[0]!.enabled).toBe(false)
     }
-    // Written behind the catalog's back (raw SQL): the next request sees it, and the ETag moves.
-    await sql((s) => s`UPDATE admin.agent SET enabled = false WHERE name = 'seeded-011'`)
-    expect((await get("/api/admin/agents?limit=10", { "if-none-match": etag })).status).toBe(200)
-    expect((await page("?q=seeded-011")).agents[0]!.enabled).toBe(false)
-  })
+  )
 
   test("a token revoked, a user disabled or a permission withdrawn counts on the very next request", async () => {
-    const user = await api.runtime.runPromise(Effect.gen(function* () {
-      const access = yield* Access
-      yield* access.addUser("cached-reader", "cached reader password", ["agents.manage"])
-      return { a: yield* access.issueToken("cached-reader", "one"), b: yield* access.issueToken("cached-reader", "two") }
-    }))
+    const user = await api.runtime.runPromise(
+      Effect.gen(function* () {
+        const access = yield* Access
+        yield* access.addUser("cached-reader", "cached reader password", ["agents.manage"])
+        return { a: yield* access.issueToken("cached-reader", "one"), b: yield* access.issueToken("cached-reader", "two") }
+      })
+    )
     const as = (token: string) => api.request("GET", "/api/admin/agents?limit=1", { token })
     expect((await as(user.a)).status).toBe(200)
     expect((await as(user.a)).status).toBe(200)
@@ -228,7 +260,10 @@ describe("GET /api/admin/agents: pages, filters, ETag", () => {
   test("bad query parameters: 400 naming every one at once", async () => {
     const r = await get("/api/admin/agents?limit=0&kind=robots&state=odd&audience=x&cursor=not*a*cursor")
     expect(r.status).toBe(400)
-    const problems = r.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path).sort()
+    const problems = r
+      .json<{ error: { problems: Array<{ path: string }> } }>()
+      .error.problems.map((p) => p.path)
+      .sort()
     expect(problems).toEqual(["audience", "cursor", "kind", "limit", "state"])
     expect((await get("/api/admin/agents?limit=201")).status).toBe(400)
     expect((await get("/api/admin/agents?limit=2.5")).status).toBe(400)

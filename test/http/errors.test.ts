@@ -54,7 +54,10 @@ describe("every error has the stable shape", () => {
     await expectCode("skill-invalid", m("POST", "/api/admin/agent-skills", { name: "x", content: "" }))
     await expectCode("import-rejected", m("POST", "/api/admin/agents/import", { zip: Buffer.from("PK not really").toString("base64") }))
     await expectCode("unauthenticated", api.request("GET", "/api/admin/agents"))
-    await expectCode("invalid-credentials", api.request("POST", "/api/session", { json: { username: "manager", password: `${PASSWORD}!` } }))
+    await expectCode(
+      "invalid-credentials",
+      api.request("POST", "/api/session", { json: { username: "manager", password: `${PASSWORD}!` } })
+    )
     await expectCode("forbidden", api.request("DELETE", "/api/admin/agents/err-agent", { token: api.reader.token }))
     await expectCode("agent-not-found", m("GET", "/api/admin/agents/err-missing"))
     await expectCode("agent-version-not-found", m("GET", "/api/admin/agents/err-agent/versions/42"))
@@ -68,7 +71,10 @@ describe("every error has the stable shape", () => {
     await expectCode("payload-too-large", api.request("POST", "/api/session", { json: { username: "x".repeat(70_000), password: "y" } }))
     // The 11th wrong password in a row for one username.
     for (let i = 0; i < 10; i++) await api.request("POST", "/api/session", { json: { username: "err-throttled", password: `wrong ${i}` } })
-    await expectCode("too-many-requests", api.request("POST", "/api/session", { json: { username: "err-throttled", password: "wrong again" } }))
+    await expectCode(
+      "too-many-requests",
+      api.request("POST", "/api/session", { json: { username: "err-throttled", password: "wrong again" } })
+    )
     expect([...seen.keys()].sort()).toEqual(Object.keys(CODES).sort())
 
     // Which optional keys each kind carries.
@@ -77,7 +83,19 @@ describe("every error has the stable shape", () => {
     }
     expect(Object.keys(seen.get("skill-in-use")!).sort()).toEqual(["agents", "code", "message"])
     expect(seen.get("skill-in-use")!["agents"]).toEqual(["err-user"])
-    for (const code of ["unauthenticated", "invalid-credentials", "forbidden", "agent-not-found", "skill-not-found", "not-found", "agent-exists", "builtin-read-only", "skill-exists", "payload-too-large", "too-many-requests"]) {
+    for (const code of [
+      "unauthenticated",
+      "invalid-credentials",
+      "forbidden",
+      "agent-not-found",
+      "skill-not-found",
+      "not-found",
+      "agent-exists",
+      "builtin-read-only",
+      "skill-exists",
+      "payload-too-large",
+      "too-many-requests"
+    ]) {
       expect(Object.keys(seen.get(code)!).sort()).toEqual(["code", "message"])
     }
   })
@@ -85,7 +103,11 @@ describe("every error has the stable shape", () => {
   test("an unknown API path or method is a JSON 404 for every method, not a portal page", async () => {
     for (const method of ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]) {
       const r = await api.request(method, "/api/admin/no-such/endpoint", { token: api.reader.token })
-      expect({ method, status: r.status, type: r.headers.get("content-type") }).toEqual({ method, status: 404, type: "application/json; charset=utf-8" })
+      expect({ method, status: r.status, type: r.headers.get("content-type") }).toEqual({
+        method,
+        status: 404,
+        type: "application/json; charset=utf-8"
+      })
       expect(r.json()).toEqual({ error: { code: "not-found", message: "no such endpoint" } })
     }
     expect((await api.request("OPTIONS", "/api/admin/agents")).status).toBe(404)
@@ -120,7 +142,9 @@ describe("no error body leaks internals", () => {
   })
 
   test("the scan itself catches a leak", () => {
-    expect(errorBodyProblem(500, JSON.stringify({ error: { code: "internal", message: "boom\n    at run (/work/main/src/x.ts:1:2)" } }))).toBeDefined()
+    expect(
+      errorBodyProblem(500, JSON.stringify({ error: { code: "internal", message: "boom\n    at run (/work/main/src/x.ts:1:2)" } }))
+    ).toBeDefined()
     expect(errorBodyProblem(400, JSON.stringify({ error: { code: "bad-request", message: "x", stack: "…" } }))).toBeDefined()
     expect(errorBodyProblem(404, JSON.stringify({ message: "no" }))).toBeDefined()
     expect(errorBodyProblem(400, JSON.stringify({ error: { code: "bad-request", message: "x", problems: [{ path: "a" }] } }))).toBeDefined()

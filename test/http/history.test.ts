@@ -11,7 +11,8 @@ setDefaultTimeout(30_000)
 const api = useApi()
 const get = (path: string) => api.request("GET", path, { token: api.reader.token })
 const send = (method: string, path: string, json?: unknown) => api.request(method, path, { token: api.manager.token, json })
-const versionsOf = async (name: string) => (await get(`/api/admin/agents/${name}/versions`)).json().versions as Array<Record<string, unknown>>
+const versionsOf = async (name: string) =>
+  (await get(`/api/admin/agents/${name}/versions`)).json().versions as Array<Record<string, unknown>>
 
 describe("agent versions", () => {
   test("saving the same package again adds no version and answers with the current one", async () => {
@@ -33,7 +34,10 @@ describe("agent versions", () => {
 
   test("a change note is stored with the version; a note that is not text or too long is a 400 naming `note`", async () => {
     await createAgent(api, "noted", { instructions: "One.\n" })
-    const r = await send("PUT", "/api/admin/agents/noted", { ...createAgentFiles("noted", { instructions: "Two.\n" }), note: "Shorter wording for the summary." })
+    const r = await send("PUT", "/api/admin/agents/noted", {
+      ...createAgentFiles("noted", { instructions: "Two.\n" }),
+      note: "Shorter wording for the summary."
+    })
     expect(r.status).toBe(200)
     const [latest, first] = await versionsOf("noted")
     expect(latest).toMatchObject({ version: 2, note: "saved", changeNote: "Shorter wording for the summary." })
@@ -67,7 +71,11 @@ describe("shared-skill versions", () => {
     await createSkill(api, "tone-guide")
     const one = (await get("/api/admin/agent-skills/tone-guide")).json().skill
     expect(one.version).toBe(1)
-    const edit = await send("PUT", "/api/admin/agent-skills/tone-guide", { description: one.description, content: "Be warm.\n", note: "Friendlier." })
+    const edit = await send("PUT", "/api/admin/agent-skills/tone-guide", {
+      description: one.description,
+      content: "Be warm.\n",
+      note: "Friendlier."
+    })
     expect(edit.json().skill.version).toBe(2)
     const same = await send("PUT", "/api/admin/agent-skills/tone-guide", { description: one.description, content: "Be warm.\n" })
     expect(same.json().skill.version).toBe(2)

@@ -229,7 +229,12 @@ describe("imports an attacker shaped", () => {
     expect(proto.json().error.problems.map((p: { path: string }) => p.path)).toContain("proto-agent.md#__proto__")
     expect(({} as { polluted?: unknown }).polluted).toBeUndefined()
     const tagged = await importBody({
-      files: [{ path: "tagged-agent.md", content: md("tagged-agent", "thinking: !!js/function 'function () { globalThis.__kintsugiTagRan = true }'") }]
+      files: [
+        {
+          path: "tagged-agent.md",
+          content: md("tagged-agent", "thinking: !!js/function 'function () { globalThis.__kintsugiTagRan = true }'")
+        }
+      ]
     })
     expect(tagged.status).toBe(400)
     expect((globalThis as { __kintsugiTagRan?: unknown }).__kintsugiTagRan).toBeUndefined()
@@ -251,7 +256,9 @@ describe("imports an attacker shaped", () => {
     ])
     expect(await storeFingerprint(api)).toBe(before)
     // The same paths as plain files are refused too.
-    const files = await importBody({ files: [...createAgentFiles("zip-escape").files, { path: "../../x.md", content: "x" }, { path: "/abs.md", content: "x" }] })
+    const files = await importBody({
+      files: [...createAgentFiles("zip-escape").files, { path: "../../x.md", content: "x" }, { path: "/abs.md", content: "x" }]
+    })
     expect(files.status).toBe(400)
     expect(files.json().error.problems.map((p: { path: string }) => p.path)).toEqual(expect.arrayContaining(["../../x.md", "/abs.md"]))
     expect(await storeFingerprint(api)).toBe(before)
@@ -309,15 +316,26 @@ describe("re-importing the same package", () => {
     expect(page.text).not.toContain("Imported as version")
 
     // A changed upload is a new version, and says so.
-    const changed = await api.request("POST", "/agents/-/import", { session, form: upload(main.path, main.content.replace("Read WORKSPACE.md first.", "Read README.md first.")) })
+    const changed = await api.request("POST", "/agents/-/import", {
+      session,
+      form: upload(main.path, main.content.replace("Read WORKSPACE.md first.", "Read README.md first."))
+    })
     expect(changed.headers.get("location")).toBe(`/agents/reimported?imported=${v + 1}`)
 
     // A Claude Code file (adapted, so the result lists notes first): the same answer on the htmx fragment.
     const claude = "---\nname: claude-again\ndescription: Reviews.\ntools: Read, Grep\nmodel: opus\n---\nReview.\n"
-    const created = await api.request("POST", "/agents/-/import", { session, form: upload("claude-again.md", claude), headers: { "hx-request": "true" } })
+    const created = await api.request("POST", "/agents/-/import", {
+      session,
+      form: upload("claude-again.md", claude),
+      headers: { "hx-request": "true" }
+    })
     expect(created.text).toContain("Agent imported.")
     const w = Number(/claude-again\?imported=(\d+)/.exec(created.text)?.[1])
-    const fragment = await api.request("POST", "/agents/-/import", { session, form: upload("claude-again.md", claude), headers: { "hx-request": "true" } })
+    const fragment = await api.request("POST", "/agents/-/import", {
+      session,
+      form: upload("claude-again.md", claude),
+      headers: { "hx-request": "true" }
+    })
     expect(fragment.status).toBe(200)
     expect(fragment.text).toContain(`No change: version ${w} is already this package.`)
     expect(fragment.text).toContain(`/agents/claude-again?import-unchanged=${w}`)

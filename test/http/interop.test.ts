@@ -19,7 +19,9 @@ const api = useApi()
 const CORPUS = join(import.meta.dir, "..", "agents", "corpus")
 const AGENTS_DIR = join(CORPUS, "claude-agents")
 const SKILLS_DIR = join(CORPUS, "agent-skills")
-const agentFiles = readdirSync(AGENTS_DIR).filter((f) => f.endsWith(".md")).sort()
+const agentFiles = readdirSync(AGENTS_DIR)
+  .filter((f) => f.endsWith(".md"))
+  .sort()
 const skillDirs = readdirSync(SKILLS_DIR).sort()
 
 const importFiles = (files: Array<{ path: string; content?: string; contentBase64?: string }>, strict?: boolean) =>
@@ -28,7 +30,12 @@ const asFiles = (dir: string, folder: string) =>
   readTree(dir).map((f) => ({ path: `${folder}/${f.path}`, contentBase64: Buffer.from(f.content).toString("base64") }))
 const validate = async (target: string, strict?: boolean) => {
   const out: Array<string> = []
-  const code = await agentsValidate(target, { out: (l) => out.push(l), err: (l) => out.push(l) }, {}, { mcpServers: "", ...(strict === undefined ? {} : { strict }) })
+  const code = await agentsValidate(
+    target,
+    { out: (l) => out.push(l), err: (l) => out.push(l) },
+    {},
+    { mcpServers: "", ...(strict === undefined ? {} : { strict }) }
+  )
   return { code, out }
 }
 const TEAM_LEAD = readFileSync(join(AGENTS_DIR, "team-lead.md"), "utf8")
@@ -38,9 +45,11 @@ describe("the corpus", () => {
     expect(agentFiles.length).toBeGreaterThanOrEqual(10)
     expect(skillDirs.length).toBeGreaterThanOrEqual(5)
     const agentText = agentFiles.map((f) => readFileSync(join(AGENTS_DIR, f), "utf8")).join("\n")
-    for (const key of ["name:", "description:", "tools:", "model:", "color:", "permissionMode:", "disallowedTools:", "hooks:", "maxTurns:"]) expect(agentText).toContain(key)
+    for (const key of ["name:", "description:", "tools:", "model:", "color:", "permissionMode:", "disallowedTools:", "hooks:", "maxTurns:"])
+      expect(agentText).toContain(key)
     const skillText = skillDirs.map((d) => readFileSync(join(SKILLS_DIR, d, "SKILL.md"), "utf8")).join("\n")
-    for (const key of ["name:", "description:", "license:", "allowed-tools:", "metadata:", "version:", "compatibility:"]) expect(skillText).toContain(key)
+    for (const key of ["name:", "description:", "license:", "allowed-tools:", "metadata:", "version:", "compatibility:"])
+      expect(skillText).toContain(key)
     const trees = skillDirs.flatMap((d) => readTree(join(SKILLS_DIR, d)).map((f) => f.path))
     for (const folder of ["scripts/", "references/", "assets/"]) expect(trees.some((p) => p.startsWith(folder))).toBe(true)
   })
@@ -51,7 +60,12 @@ describe("Claude Code subagent files import via the API", () => {
     const r = await importFiles([{ path: file, content: readFileSync(join(AGENTS_DIR, file), "utf8") }])
     expect(r.status).toBe(201)
     const body = r.json<{
-      agent: { name: string; version: number; problems: Array<unknown>; package: { metadata?: Record<string, unknown>; tools?: Array<string> } }
+      agent: {
+        name: string
+        version: number
+        problems: Array<unknown>
+        package: { metadata?: Record<string, unknown>; tools?: Array<string> }
+      }
       notes: Array<string>
       warnings: Array<string>
       toolMapping: Array<{ from: string; to: string | null }>
@@ -67,7 +81,12 @@ describe("Claude Code subagent files import via the API", () => {
   test("a real Claude Code subagent (team-lead.md: Agent, TodoWrite, WebFetch): imported with one warning per tool dropped, WebFetch as web_fetch", async () => {
     const r = await importFiles([{ path: "team-lead.md", content: TEAM_LEAD }])
     expect(r.status).toBe(201)
-    const body = r.json<{ agent: { name: string; package: { tools?: Array<string>; metadata?: Record<string, unknown> } }; notes: Array<string>; warnings: Array<string>; toolMapping: Array<{ from: string; to: string | null }> }>()
+    const body = r.json<{
+      agent: { name: string; package: { tools?: Array<string>; metadata?: Record<string, unknown> } }
+      notes: Array<string>
+      warnings: Array<string>
+      toolMapping: Array<{ from: string; to: string | null }>
+    }>()
     expect(body.agent.name).toBe("team-lead")
     expect(body.agent.package.tools).toEqual(["read", "grep", "find", "shell", "web_fetch"])
     expect(body.agent.package.metadata).toEqual({ model: "opus", color: "purple" })
@@ -89,7 +108,9 @@ describe("Claude Code subagent files import via the API", () => {
     expect(r.status).toBe(400)
     const problems = r.json<{ error: { problems: Array<{ path: string; message: string }> } }>().error.problems
     expect(problems.map((p) => p.path)).toEqual(["team-lead-strict.md#tools.0", "team-lead-strict.md#tools.6"])
-    expect(problems[0]?.message).toBe('unknown tool "Agent": it starts subagents in Claude Code; Kintsugi has no equivalent (an import that is not strict drops it with a warning)')
+    expect(problems[0]?.message).toBe(
+      'unknown tool "Agent": it starts subagents in Claude Code; Kintsugi has no equivalent (an import that is not strict drops it with a warning)'
+    )
     for (const p of problems) expect(p.message.length).toBeLessThan(160)
     expect((await api.request("GET", "/api/admin/agents/team-lead-strict", { token: api.manager.token })).status).toBe(404)
     // strict: false is the default.
@@ -98,7 +119,8 @@ describe("Claude Code subagent files import via the API", () => {
   })
 
   test("the mapping, metadata, default version, name from the file and plugin prefix, as stored", async () => {
-    const get = async (name: string) => (await api.request("GET", `/api/admin/agents/${name}`, { token: api.manager.token })).json<{ agent: Record<string, any> }>().agent
+    const get = async (name: string) =>
+      (await api.request("GET", `/api/admin/agents/${name}`, { token: api.manager.token })).json<{ agent: Record<string, any> }>().agent
     const reviewer = await get("code-reviewer")
     expect(reviewer.package.tools).toEqual(["read", "grep", "find", "shell"])
     expect(reviewer.package.metadata).toEqual({ model: "sonnet" })
@@ -109,7 +131,12 @@ describe("Claude Code subagent files import via the API", () => {
     expect(docs.package.tools).toEqual(["read", "write", "edit"])
     expect((await get("code-simplifier")).package.metadata).toEqual({ model: "opus" })
     const git = await get("git-helper")
-    expect(git.package.metadata).toMatchObject({ model: "haiku", disallowedTools: "Write", maxTurns: 20, hooks: { PreToolUse: [{ matcher: "Bash" }] } })
+    expect(git.package.metadata).toMatchObject({
+      model: "haiku",
+      disallowedTools: "Write",
+      maxTurns: 20,
+      hooks: { PreToolUse: [{ matcher: "Bash" }] }
+    })
     expect((await get("test-runner")).package.tools).toBeUndefined()
 
     const r = await importFiles([{ path: "refactorer.md", content: readFileSync(join(AGENTS_DIR, "refactorer.md"), "utf8") }])
@@ -127,18 +154,27 @@ describe("Claude Code subagent files import via the API", () => {
   })
 
   test("unknown tools are problems listing the allowed tools and the mapping once, reported with every other problem in one round", async () => {
-    const r = await importFiles([{
-      path: "researcher.md",
-      content: "---\nname: researcher\ndescription: Researches.\ntools: Read, WebFetch, WebSearch, Browser, Bash(git:*)\nthinking: lots\nmodel: sonnet\n---\n\n"
-    }])
+    const r = await importFiles([
+      {
+        path: "researcher.md",
+        content:
+          "---\nname: researcher\ndescription: Researches.\ntools: Read, WebFetch, WebSearch, Browser, Bash(git:*)\nthinking: lots\nmodel: sonnet\n---\n\n"
+      }
+    ])
     expect(r.status).toBe(400)
     const problems = r.json<{ error: { problems: Array<{ path: string; message: string }> } }>().error.problems
-    const at = (path: string) => problems.filter((p) => p.path === path).map((p) => p.message).join("\n")
+    const at = (path: string) =>
+      problems
+        .filter((p) => p.path === path)
+        .map((p) => p.message)
+        .join("\n")
     // WebFetch and WebSearch map to the web tools: no problem.
     expect(at("researcher.md#tools.1") + at("researcher.md#tools.2")).toBe("")
     expect(at("researcher.md#tools.3")).toContain('unknown tool "Browser"')
     expect(at("researcher.md#tools.3")).toContain("mcp__<server>__<tool>")
-    expect(at("researcher.md#tools.3")).toContain("Read→read, Grep→grep, Glob→find, LS→ls, Bash→shell, Write→write, Edit/MultiEdit→edit, WebFetch→web_fetch, WebSearch→web_search")
+    expect(at("researcher.md#tools.3")).toContain(
+      "Read→read, Grep→grep, Glob→find, LS→ls, Bash→shell, Write→write, Edit/MultiEdit→edit, WebFetch→web_fetch, WebSearch→web_search"
+    )
     expect(at("researcher.md#tools.4")).toBe(
       'unknown tool "Bash(git:*)" (the tools a runtime agent may use are listed at researcher.md#tools.3); tool patterns are not supported: grant the tool itself and restrict commands with deny-command-patterns'
     )
@@ -160,13 +196,21 @@ describe("the portal's import form", () => {
       if (strict) data.append("strict", "1")
       return data
     }
-    const strict = await api.request("POST", "/agents/-/import", { session, form: upload("portal-lead", true), headers: { "hx-request": "true" } })
+    const strict = await api.request("POST", "/agents/-/import", {
+      session,
+      form: upload("portal-lead", true),
+      headers: { "hx-request": "true" }
+    })
     expect(strict.text).toContain("Nothing was imported.")
     expect(strict.text).toContain("portal-lead.md#tools.0")
     expect(strict.text).toContain("portal-lead.md#tools.6")
     expect((await api.request("GET", "/api/admin/agents/portal-lead", { token: api.manager.token })).status).toBe(404)
 
-    const relaxed = await api.request("POST", "/agents/-/import", { session, form: upload("portal-lead", false), headers: { "hx-request": "true" } })
+    const relaxed = await api.request("POST", "/agents/-/import", {
+      session,
+      form: upload("portal-lead", false),
+      headers: { "hx-request": "true" }
+    })
     expect(relaxed.text).toContain("Agent imported.")
     expect(relaxed.text).toContain("Imported without 2 tools:")
     // Each dropped tool named once, in its warning (and as "dropped" in the mapping table).
@@ -184,11 +228,18 @@ describe("Agent Skills import as shared skills", () => {
     const body = r.json<{ skill: { name: string; resources: Array<{ path: string }> }; created: boolean }>()
     expect(body.skill.name).toBe(dir)
     expect(body.created).toBe(true)
-    expect(body.skill.resources.map((x) => x.path).sort()).toEqual(readTree(join(SKILLS_DIR, dir)).map((f) => f.path).filter((p) => p !== "SKILL.md").sort())
+    expect(body.skill.resources.map((x) => x.path).sort()).toEqual(
+      readTree(join(SKILLS_DIR, dir))
+        .map((f) => f.path)
+        .filter((p) => p !== "SKILL.md")
+        .sort()
+    )
   })
 
   test("license, version, metadata and mapped allowed-tools are kept; binary assets stored verbatim; a ZIP and a lone SKILL.md import too", async () => {
-    const skill = async (name: string) => (await api.request("GET", `/api/admin/agent-skills/${name}`, { token: api.manager.token })).json<{ skill: Record<string, any> }>().skill
+    const skill = async (name: string) =>
+      (await api.request("GET", `/api/admin/agent-skills/${name}`, { token: api.manager.token })).json<{ skill: Record<string, any> }>()
+        .skill
     const pdf = await skill("pdf-processing")
     expect(pdf.license).toBe("Proprietary. LICENSE.txt has complete terms")
     expect(pdf.content).toContain("# PDF Processing")
@@ -200,18 +251,32 @@ describe("Agent Skills import as shared skills", () => {
     expect(webapp.skillVersion).toBe("1.2")
     expect(webapp.metadata).toEqual({ author: "example-org", version: "1.2", "allowed-tools": ["read", "shell", "grep"] })
     const brand = await api.runtime.runPromise(
-      (await import("effect")).Effect.flatMap((await import("../../src/agents/SkillStore.ts")).SkillStore, (s) => s.resources(["brand-guidelines"]))
+      (await import("effect")).Effect.flatMap((await import("../../src/agents/SkillStore.ts")).SkillStore, (s) =>
+        s.resources(["brand-guidelines"])
+      )
     )
-    expect(Buffer.from(brand.get("brand-guidelines")![0]!.content)).toEqual(readFileSync(join(SKILLS_DIR, "brand-guidelines", "assets", "logo.png")))
+    expect(Buffer.from(brand.get("brand-guidelines")![0]!.content)).toEqual(
+      readFileSync(join(SKILLS_DIR, "brand-guidelines", "assets", "logo.png"))
+    )
 
     const zip = writeZip(readTree(join(SKILLS_DIR, "data-analysis")).map((f) => ({ path: `data-analysis/${f.path}`, content: f.content })))
-    const z = await api.request("POST", "/api/admin/agents/import", { token: api.manager.token, json: { zip: Buffer.from(zip).toString("base64") } })
+    const z = await api.request("POST", "/api/admin/agents/import", {
+      token: api.manager.token,
+      json: { zip: Buffer.from(zip).toString("base64") }
+    })
     expect(z.status).toBe(201)
     expect(z.json<{ created: boolean }>().created).toBe(false)
-    const lone = await importFiles([{ path: "SKILL.md", content: "---\nname: lone-skill\ndescription: A skill on its own.\n---\nDo the thing.\n" }])
+    const lone = await importFiles([
+      { path: "SKILL.md", content: "---\nname: lone-skill\ndescription: A skill on its own.\n---\nDo the thing.\n" }
+    ])
     expect(lone.status).toBe(201)
     // An agent can list an imported skill.
-    const agent = await importFiles([{ path: "uses-skill.md", content: "---\nname: uses-skill\ndescription: Uses it.\ntools: Read\nskills: [data-analysis, lone-skill]\n---\nWork.\n" }])
+    const agent = await importFiles([
+      {
+        path: "uses-skill.md",
+        content: "---\nname: uses-skill\ndescription: Uses it.\ntools: Read\nskills: [data-analysis, lone-skill]\n---\nWork.\n"
+      }
+    ])
     expect(agent.status).toBe(201)
   })
 
@@ -221,7 +286,10 @@ describe("Agent Skills import as shared skills", () => {
       { path: "../escape.txt", content: "x" }
     ])
     expect(r.status).toBe(400)
-    const paths = r.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path).sort()
+    const paths = r
+      .json<{ error: { problems: Array<{ path: string }> } }>()
+      .error.problems.map((p) => p.path)
+      .sort()
     expect(paths).toEqual(["../escape.txt", "SKILL.md#body", "SKILL.md#description", "SKILL.md#name"])
   })
 })
@@ -237,13 +305,15 @@ describe("the CLI agents validate", () => {
     const relaxed = await validate(join(AGENTS_DIR, "team-lead.md"))
     expect(relaxed.code).toBe(0)
     expect(relaxed.out.filter((l) => l.startsWith("warning:"))).toHaveLength(2)
-    expect(relaxed.out).toContain("tools: Agent→(dropped), Read→read, Grep→grep, Glob→find, Bash→shell, WebFetch→web_fetch, TodoWrite→(dropped)")
+    expect(relaxed.out).toContain(
+      "tools: Agent→(dropped), Read→read, Grep→grep, Glob→find, Bash→shell, WebFetch→web_fetch, TodoWrite→(dropped)"
+    )
     expect(relaxed.out.at(-1)).toBe("ok: team-lead v1 (runtime)")
     const strict = await validate(join(AGENTS_DIR, "team-lead.md"), true)
     expect(strict.code).toBe(1)
     expect(strict.out.filter((l) => l.startsWith("team-lead.md#tools."))).toEqual([
       'team-lead.md#tools.0: unknown tool "Agent": it starts subagents in Claude Code; Kintsugi has no equivalent (an import that is not strict drops it with a warning)',
-      "team-lead.md#tools.6: unknown tool \"TodoWrite\": it keeps the session's to-do list in Claude Code; Kintsugi has no equivalent (an import that is not strict drops it with a warning)"
+      'team-lead.md#tools.6: unknown tool "TodoWrite": it keeps the session\'s to-do list in Claude Code; Kintsugi has no equivalent (an import that is not strict drops it with a warning)'
     ])
   })
 
@@ -272,7 +342,9 @@ describe("export in the Claude Code format", () => {
     expect(r.text).toContain("model: opus\n")
     expect(r.text).toContain("color: red\n")
     expect(r.text).not.toContain("audience")
-    const before = (await api.request("GET", "/api/admin/agents/security-auditor", { token: api.reader.token })).json<{ agent: Record<string, any> }>().agent
+    const before = (await api.request("GET", "/api/admin/agents/security-auditor", { token: api.reader.token })).json<{
+      agent: Record<string, any>
+    }>().agent
     const again = await importFiles([{ path: "security-auditor.md", content: r.text }])
     expect(again.status).toBe(201)
     const after = again.json<{ agent: Record<string, any> }>().agent
@@ -282,11 +354,23 @@ describe("export in the Claude Code format", () => {
   })
 
   test("kernel tools without a Claude equivalent are named in a comment; local skills become sections; a bad format is 400", async () => {
-    const md = "---\nname: native-one\nversion: 3\ndescription: Native.\ntools: [read, git, codemode]\nmetadata:\n  audience: runtime\n---\nWork carefully.\n"
-    expect((await importFiles([{ path: "native-one.md", content: md }, { path: "skills/notes/SKILL.md", content: "Take notes.\n" }])).status).toBe(201)
+    const md =
+      "---\nname: native-one\nversion: 3\ndescription: Native.\ntools: [read, git, codemode]\nmetadata:\n  audience: runtime\n---\nWork carefully.\n"
+    expect(
+      (
+        await importFiles([
+          { path: "native-one.md", content: md },
+          { path: "skills/notes/SKILL.md", content: "Take notes.\n" }
+        ])
+      ).status
+    ).toBe(201)
     const r = await api.request("GET", "/api/admin/agents/native-one/export?format=claude", { token: api.reader.token })
-    expect(r.text).toBe('---\nname: native-one\ndescription: "Native."\ntools: "Read"\n# Kintsugi tools without a Claude Code equivalent, left out: git, codemode\n---\nWork carefully.\n\n\n## Skill: notes\n\nTake notes.\n')
+    expect(r.text).toBe(
+      '---\nname: native-one\ndescription: "Native."\ntools: "Read"\n# Kintsugi tools without a Claude Code equivalent, left out: git, codemode\n---\nWork carefully.\n\n\n## Skill: notes\n\nTake notes.\n'
+    )
     expect((await api.request("GET", "/api/admin/agents/native-one/export?format=yaml", { token: api.reader.token })).status).toBe(400)
-    expect((await api.request("GET", "/api/admin/agents/architecture-map/export?format=claude", { token: api.reader.token })).status).toBe(200)
+    expect((await api.request("GET", "/api/admin/agents/architecture-map/export?format=claude", { token: api.reader.token })).status).toBe(
+      200
+    )
   })
 })

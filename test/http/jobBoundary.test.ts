@@ -66,7 +66,12 @@ const refused = async (body: unknown): Promise<Array<{ path: string; message: st
 }
 
 const has = (problems: ReadonlyArray<{ path: string; message: string }>, path: string, message: string) =>
-  expect(problems.filter((p) => p.path === path).map((p) => p.message).join(" | ")).toContain(message)
+  expect(
+    problems
+      .filter((p) => p.path === path)
+      .map((p) => p.message)
+      .join(" | ")
+  ).toContain(message)
 
 describe("POST /api/jobs: the job boundary", () => {
   test("the data dir, the secret key file, /etc, `..`, a symlink to the data dir, `/` and an outDir outside: every problem at once, nothing queued", async () => {
@@ -97,17 +102,35 @@ describe("POST /api/jobs: the job boundary", () => {
 
   test("each case alone is refused too: the data dir as outDir, /etc both ways, the installation as root", async () => {
     const ws = createWorkspace()
-    has(await refused(jobBody({ root: ws.root, readOnly: [ws.src], outDir: dataDir })), "workspace.outDir", "is or contains the server's data directory")
-    has(await refused(jobBody({ root: ws.root, readOnly: ["/etc"], outDir: ws.out })), "workspace.readOnly.0", "resolves outside the job roots")
+    has(
+      await refused(jobBody({ root: ws.root, readOnly: [ws.src], outDir: dataDir })),
+      "workspace.outDir",
+      "is or contains the server's data directory"
+    )
+    has(
+      await refused(jobBody({ root: ws.root, readOnly: ["/etc"], outDir: ws.out })),
+      "workspace.readOnly.0",
+      "resolves outside the job roots"
+    )
     has(await refused(jobBody({ root: ws.root, readOnly: [ws.src], outDir: "/etc" })), "workspace.outDir", "resolves outside the job roots")
-    has(await refused(jobBody({ root: INSTALL_DIR, readOnly: [ws.src], outDir: ws.out })), "workspace.root", "is or contains the server's installation directory")
-    has(await refused(jobBody({ root: ws.root, readOnly: [`${ws.root}/../../elsewhere`], outDir: ws.out })), "workspace.readOnly.0", "resolves outside the job roots")
+    has(
+      await refused(jobBody({ root: INSTALL_DIR, readOnly: [ws.src], outDir: ws.out })),
+      "workspace.root",
+      "is or contains the server's installation directory"
+    )
+    has(
+      await refused(jobBody({ root: ws.root, readOnly: [`${ws.root}/../../elsewhere`], outDir: ws.out })),
+      "workspace.readOnly.0",
+      "resolves outside the job roots"
+    )
     expect(await countJobs()).toBe(0)
   })
 
   test("a missing directory is 400 (not 201), together with schema problems", async () => {
     const ws = createWorkspace()
-    const problems = await refused(jobBody({ root: ws.root, readOnly: [join(ws.root, "nope")], outDir: join(ws.root, "gone") }, { task: "" }))
+    const problems = await refused(
+      jobBody({ root: ws.root, readOnly: [join(ws.root, "nope")], outDir: join(ws.root, "gone") }, { task: "" })
+    )
     has(problems, "workspace.readOnly.0", "does not exist")
     has(problems, "workspace.outDir", "does not exist")
     has(problems, "task", "must not be empty")
@@ -115,7 +138,10 @@ describe("POST /api/jobs: the job boundary", () => {
 
   test("a workspace inside the job root is accepted", async () => {
     const ws = createWorkspace()
-    const r = await api.request("POST", "/api/jobs", { token: api.manager.token, json: jobBody({ root: ws.root, readOnly: [ws.src], outDir: ws.out }) })
+    const r = await api.request("POST", "/api/jobs", {
+      token: api.manager.token,
+      json: jobBody({ root: ws.root, readOnly: [ws.src], outDir: ws.out })
+    })
     expect(r.status).toBe(201)
     // Leave nothing queued for the other tests of this file.
     await api.request("POST", `/api/jobs/${r.json<{ job: { id: string } }>().job.id}/abort`, { token: api.manager.token })
@@ -141,7 +167,9 @@ describe("project roots", () => {
     const token = api.manager.token
     const outside = await api.request("POST", "/api/projects", { token, json: { id: "outside", name: "Outside", root: elsewhere } })
     expect(outside.status).toBe(400)
-    expect(outside.json<JsonObject>().error.problems).toEqual([{ path: "root", message: "resolves outside the job roots (symbolic links followed)" }])
+    expect(outside.json<JsonObject>().error.problems).toEqual([
+      { path: "root", message: "resolves outside the job roots (symbolic links followed)" }
+    ])
     const data = await api.request("POST", "/api/projects", { token, json: { id: "data", name: "Data", root: dataDir } })
     expect(data.status).toBe(400)
     expect(data.text).not.toContain(dataDir)
@@ -156,7 +184,10 @@ describe("project roots", () => {
     has(problems, "workspace.root", "resolves outside the project's root")
     has(problems, "workspace.readOnly.0", "resolves outside the project's root")
     expect(problems.some((p) => p.path === "workspace.outDir")).toBe(false)
-    const inside = await api.request("POST", "/api/jobs", { token, json: jobBody({ root: mine.root, readOnly: [mine.src], outDir: mine.out }, { project: "mine" }) })
+    const inside = await api.request("POST", "/api/jobs", {
+      token,
+      json: jobBody({ root: mine.root, readOnly: [mine.src], outDir: mine.out }, { project: "mine" })
+    })
     expect(inside.status).toBe(201)
     await api.sql("DELETE FROM runtime.job")
   })
@@ -169,7 +200,14 @@ describe("the job child checks the boundary again", () => {
       await api.run(
         Effect.gen(function* () {
           yield* (yield* ProviderStore).create(
-            { kind: "custom", id: "swap", api: "openai-completions", baseUrl: server.baseUrl, apiKey: "sk-swap-123456", models: [{ id: "m", contextWindow: 64000, maxTokens: 4096, cost: MODEL_PRICES }] },
+            {
+              kind: "custom",
+              id: "swap",
+              api: "openai-completions",
+              baseUrl: server.baseUrl,
+              apiKey: "sk-swap-123456",
+              models: [{ id: "m", contextWindow: 64000, maxTokens: 4096, cost: MODEL_PRICES }]
+            },
             "test"
           )
           yield* (yield* Bindings).set("codebase-inventory", "", { providerId: "swap", modelId: "m" }, "test")
@@ -178,7 +216,10 @@ describe("the job child checks the boundary again", () => {
       const ws = createWorkspace()
       const link = join(ws.root, "code")
       symlinkSync(ws.src, link)
-      const r = await api.request("POST", "/api/jobs", { token: api.manager.token, json: jobBody({ root: ws.root, readOnly: [link], outDir: ws.out }) })
+      const r = await api.request("POST", "/api/jobs", {
+        token: api.manager.token,
+        json: jobBody({ root: ws.root, readOnly: [link], outDir: ws.out })
+      })
       expect(r.status).toBe(201)
       const id = r.json<{ job: { id: string } }>().job.id
       // The swap, between the API's check and the job's start.
@@ -210,7 +251,14 @@ describe("the job child checks the boundary again", () => {
       await api.run(
         Effect.gen(function* () {
           yield* (yield* ProviderStore).create(
-            { kind: "custom", id: "narrow", api: "openai-completions", baseUrl: server.baseUrl, apiKey: "sk-narrow-123456", models: [{ id: "m", contextWindow: 64000, maxTokens: 4096, cost: MODEL_PRICES }] },
+            {
+              kind: "custom",
+              id: "narrow",
+              api: "openai-completions",
+              baseUrl: server.baseUrl,
+              apiKey: "sk-narrow-123456",
+              models: [{ id: "m", contextWindow: 64000, maxTokens: 4096, cost: MODEL_PRICES }]
+            },
             "test"
           )
           yield* (yield* Bindings).set("codebase-inventory", "", { providerId: "narrow", modelId: "m" }, "test")
@@ -219,8 +267,13 @@ describe("the job child checks the boundary again", () => {
       const token = api.manager.token
       const ws = createWorkspace()
       const other = createWorkspace()
-      expect((await api.request("POST", "/api/projects", { token, json: { id: "narrowed", name: "Narrowed", root: ws.root } })).status).toBe(201)
-      const r = await api.request("POST", "/api/jobs", { token, json: jobBody({ root: ws.root, readOnly: [ws.src], outDir: ws.out }, { project: "narrowed" }) })
+      expect(
+        (await api.request("POST", "/api/projects", { token, json: { id: "narrowed", name: "Narrowed", root: ws.root } })).status
+      ).toBe(201)
+      const r = await api.request("POST", "/api/jobs", {
+        token,
+        json: jobBody({ root: ws.root, readOnly: [ws.src], outDir: ws.out }, { project: "narrowed" })
+      })
       expect(r.status).toBe(201)
       const id = r.json<{ job: { id: string } }>().job.id
       // The project now confines its jobs to another folder: the queued job's workspace lies outside it.

@@ -23,7 +23,12 @@ let base: string
 let token: string
 let cookie: string
 
-const INPUT: JobInput = { agent: "codebase-inventory", task: "t", workspace: { root: "/r", readOnly: ["/r/src"], outDir: "/r/out" }, limits: { timeoutSec: 60 } }
+const INPUT: JobInput = {
+  agent: "codebase-inventory",
+  task: "t",
+  workspace: { root: "/r", readOnly: ["/r/src"], outDir: "/r/out" },
+  limits: { timeoutSec: 60 }
+}
 const at = () => new Date().toISOString()
 
 beforeAll(async () => {
@@ -31,26 +36,35 @@ beforeAll(async () => {
   const session = await h.rt.runPromise(Effect.flatMap(Access, (a) => a.signIn("watcher", "a long test password")))
   cookie = `__Host-kintsugi-session=${session.token}`
   // Heartbeat every 250 ms; Bun drops a connection idle for 1 s.
-  server = listen(makeApp({ runtime: h.rt, log: () => undefined, heartbeatMs: 250, allowedHosts: ["127.0.0.1"] }), { hostname: "127.0.0.1", port: 0, idleTimeout: 1 })
+  server = listen(makeApp({ runtime: h.rt, log: () => undefined, heartbeatMs: 250, allowedHosts: ["127.0.0.1"] }), {
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 1
+  })
   base = `http://127.0.0.1:${server.port}`
 })
 afterAll(async () => {
   await server?.stop(true)
 })
 
-const run = <A>(effect: Effect.Effect<A, unknown, JobStore | JobBus>) => h.rt.runPromise(effect as Effect.Effect<A, never, JobStore | JobBus>)
+const run = <A>(effect: Effect.Effect<A, unknown, JobStore | JobBus>) =>
+  h.rt.runPromise(effect as Effect.Effect<A, never, JobStore | JobBus>)
 const queued = () => run(Effect.flatMap(JobStore, (s) => s.enqueue(INPUT, "watcher")))
 const claim = (id: string) => run(Effect.flatMap(JobStore, (s) => s.claim("test-worker", 60_000, id)))
 const append = (id: string, e: JobEvent) =>
-  run(Effect.gen(function* () {
-    yield* (yield* JobStore).appendEvent(id, e)
-    yield* (yield* JobBus).publish({ _tag: "Events", jobId: id })
-  }))
+  run(
+    Effect.gen(function* () {
+      yield* (yield* JobStore).appendEvent(id, e)
+      yield* (yield* JobBus).publish({ _tag: "Events", jobId: id })
+    })
+  )
 const settle = (id: string) =>
-  run(Effect.gen(function* () {
-    yield* (yield* JobStore).settle(id, { status: "completed", summary: "done" }, "no outputs")
-    yield* (yield* JobBus).publish({ _tag: "Events", jobId: id })
-  }))
+  run(
+    Effect.gen(function* () {
+      yield* (yield* JobStore).settle(id, { status: "completed", summary: "done" }, "no outputs")
+      yield* (yield* JobBus).publish({ _tag: "Events", jobId: id })
+    })
+  )
 
 /** The response, or a failure when its headers do not come within `ms` (never a measurement: a bound on a hang). */
 const headersWithin = async (url: string, headers: Record<string, string>, ms: number) => {
@@ -109,7 +123,15 @@ describe("the API's job event stream (GET /api/jobs/:id/events)", () => {
     expect(stream.state.text).toStartWith("retry: ")
 
     await claim(job.id)
-    await append(job.id, { type: "job.started", seq: 0, at: at(), runtimeVersion: "t", agentId: "codebase-inventory", agentVersion: 1, metadata: {} })
+    await append(job.id, {
+      type: "job.started",
+      seq: 0,
+      at: at(),
+      runtimeVersion: "t",
+      agentId: "codebase-inventory",
+      agentVersion: 1,
+      metadata: {}
+    })
     await append(job.id, { type: "message.delta", seq: 1, at: at(), text: "hello" })
     await append(job.id, { type: "job.completed", seq: 2, at: at(), summary: "done" })
     await settle(job.id)
@@ -119,7 +141,9 @@ describe("the API's job event stream (GET /api/jobs/:id/events)", () => {
     expect(stream.state.error).toBeUndefined()
 
     // Resume after event 0: only what came later.
-    const resumed = collect(await headersWithin(`${base}/api/jobs/${job.id}/events`, { authorization: `Bearer ${token}`, "last-event-id": "0" }, 5_000))
+    const resumed = collect(
+      await headersWithin(`${base}/api/jobs/${job.id}/events`, { authorization: `Bearer ${token}`, "last-event-id": "0" }, 5_000)
+    )
     await resumed.until((t) => t.includes("event: job.completed"))
     const later = resumed.state.text.split("\n\n").filter((f) => f.includes("event: "))
     expect(later.map((f) => /^event: (.+)$/m.exec(f)?.[1])).toEqual(["message.delta", "job.completed"])
@@ -127,7 +151,11 @@ describe("the API's job event stream (GET /api/jobs/:id/events)", () => {
 
     // Resumed at or after the last event of a settled job: 204 (an EventSource stops reconnecting), no id repeated.
     for (const last of ["2", "7"]) {
-      const ended = await headersWithin(`${base}/api/jobs/${job.id}/events`, { authorization: `Bearer ${token}`, "last-event-id": last }, 5_000)
+      const ended = await headersWithin(
+        `${base}/api/jobs/${job.id}/events`,
+        { authorization: `Bearer ${token}`, "last-event-id": last },
+        5_000
+      )
       expect([last, ended.status, await ended.text()]).toEqual([last, 204, ""])
     }
     expect((await headersWithin(`${base}/api/jobs/${job.id}/events?after=2`, { authorization: `Bearer ${token}` }, 5_000)).status).toBe(204)
@@ -140,7 +168,11 @@ describe("the API's job event stream (GET /api/jobs/:id/events)", () => {
     await stream.until((t) => t.includes("event: job.settled"))
     expect(stream.state.text).toMatch(/id: -1\nevent: job\.settled\ndata: \{"status":"failed","reason":"aborted"/)
     // The EventSource's reconnect with that id: nothing more to say.
-    const again = await headersWithin(`${base}/api/jobs/${job.id}/events`, { authorization: `Bearer ${token}`, "last-event-id": "-1" }, 5_000)
+    const again = await headersWithin(
+      `${base}/api/jobs/${job.id}/events`,
+      { authorization: `Bearer ${token}`, "last-event-id": "-1" },
+      5_000
+    )
     expect(again.status).toBe(204)
   })
 })
@@ -155,7 +187,15 @@ describe("the portal's live rows (GET /jobs/:id/stream)", () => {
     await stream.until((t) => heartbeats(t) >= 6)
 
     await claim(job.id)
-    await append(job.id, { type: "job.started", seq: 0, at: at(), runtimeVersion: "t", agentId: "codebase-inventory", agentVersion: 1, metadata: {} })
+    await append(job.id, {
+      type: "job.started",
+      seq: 0,
+      at: at(),
+      runtimeVersion: "t",
+      agentId: "codebase-inventory",
+      agentVersion: 1,
+      metadata: {}
+    })
     await append(job.id, { type: "message.delta", seq: 1, at: at(), text: "Hel" })
     await append(job.id, { type: "message.delta", seq: 2, at: at(), text: "lo <script>x</script>" })
     await append(job.id, { type: "tool.call", seq: 3, at: at(), callId: "c", tool: "read", input: { path: "a.ts" }, allowed: true })

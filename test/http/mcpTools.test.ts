@@ -18,8 +18,10 @@ beforeAll(() => {
 })
 afterAll(() => mcp.stop())
 
-const asManager = (method: string, path: string, json?: unknown) => api.request(method, path, { token: api.manager.token, ...(json === undefined ? {} : { json }) })
-const register = (name: string, url: string) => asManager("PUT", `/api/admin/mcp-servers/${name}`, { url, headers: { "X-Api-Key": CANARY }, allowPrivateNetwork: true })
+const asManager = (method: string, path: string, json?: unknown) =>
+  api.request(method, path, { token: api.manager.token, ...(json === undefined ? {} : { json }) })
+const register = (name: string, url: string) =>
+  asManager("PUT", `/api/admin/mcp-servers/${name}`, { url, headers: { "X-Api-Key": CANARY }, allowPrivateNetwork: true })
 
 describe("listing a server's tools live", () => {
   test("API: every tool with its read-only flag and whether jobs get it; the header reaches the server, never the response", async () => {
@@ -37,7 +39,11 @@ describe("listing a server's tools live", () => {
     const allowed = await asManager("POST", "/api/admin/mcp-servers/kb/allowed-tools", { tool: "delete_item", allowed: true })
     expect(allowed.status).toBe(200)
     expect(allowed.json().server.allowedTools).toEqual(["delete_item"])
-    const tools = (await asManager("GET", "/api/admin/mcp-servers/kb/tools")).json().tools as Array<{ name: string; offered: boolean; allowed: boolean }>
+    const tools = (await asManager("GET", "/api/admin/mcp-servers/kb/tools")).json().tools as Array<{
+      name: string
+      offered: boolean
+      allowed: boolean
+    }>
     expect(tools.find((t) => t.name === "delete_item")).toMatchObject({ allowed: true, offered: true })
     // The stored headers stay.
     expect((await asManager("GET", "/api/admin/mcp-servers/kb")).json().server.headerNames).toEqual(["X-Api-Key"])
@@ -48,7 +54,11 @@ describe("listing a server's tools live", () => {
   })
 
   test("API: a server that fails is a 502 naming why, without the header value it echoed", async () => {
-    const echo = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => new Response(`no such key: ${req.headers.get("x-api-key")}`, { status: 401 }) })
+    const echo = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: (req) => new Response(`no such key: ${req.headers.get("x-api-key")}`, { status: 401 })
+    })
     try {
       expect((await register("echoer", `http://127.0.0.1:${echo.port}/mcp`)).status).toBe(200)
       const r = await asManager("GET", "/api/admin/mcp-servers/echoer/tools")
@@ -71,14 +81,21 @@ describe("listing a server's tools live", () => {
     expect(fragment.text).not.toContain(CANARY)
     const page = await api.request("GET", "/mcp-servers/kb", { session, csrf: false })
     expect(page.text).toContain('hx-get="/mcp-servers/kb/tools"')
-    const allow = await api.request("POST", "/mcp-servers/kb/allowed-tools", { session, form: new URLSearchParams({ tool: "delete_item", allowed: "1" }) })
+    const allow = await api.request("POST", "/mcp-servers/kb/allowed-tools", {
+      session,
+      form: new URLSearchParams({ tool: "delete_item", allowed: "1" })
+    })
     expect(allow.status).toBe(303)
     expect(allow.headers.get("location")).toBe("/mcp-servers/kb/tools?updated=delete_item")
     const after = await api.request("GET", "/mcp-servers/kb/tools?updated=delete_item", { session, csrf: false })
     expect(after.text).toContain("Saved delete_item.")
     expect(after.text).toContain("Stop allowing")
     // Through htmx the change stays on the page: the answer is the tools fragment itself, no redirect.
-    const stop = await api.request("POST", "/mcp-servers/kb/allowed-tools", { session, form: new URLSearchParams({ tool: "delete_item", allowed: "0" }), headers: { "hx-request": "true" } })
+    const stop = await api.request("POST", "/mcp-servers/kb/allowed-tools", {
+      session,
+      form: new URLSearchParams({ tool: "delete_item", allowed: "0" }),
+      headers: { "hx-request": "true" }
+    })
     expect(stop.status).toBe(200)
     expect(stop.headers.get("hx-redirect")).toBeNull()
     expect(stop.text).toStartWith('<div id="mcp-tools">')
@@ -101,7 +118,11 @@ describe("agent validity and MCP servers", () => {
 
   test("an agent whose MCP server is removed after saving shows as invalid in the catalog and its page", async () => {
     expect((await register("wiki", mcp.url)).status).toBe(200)
-    const saved = await asManager("POST", "/api/admin/agents", createAgentFiles("mcp-wiki-reader", { tools: ["read", "mcp__wiki__lookup"] }))
+    const saved = await asManager(
+      "POST",
+      "/api/admin/agents",
+      createAgentFiles("mcp-wiki-reader", { tools: ["read", "mcp__wiki__lookup"] })
+    )
     expect(saved.status).toBe(201)
     expect(saved.json().agent.problems).toEqual([])
     expect((await asManager("DELETE", "/api/admin/mcp-servers/wiki")).status).toBe(204)

@@ -58,18 +58,30 @@ const createRepo = () => {
   return { root, src: join(root, "src"), out: join(root, "out") }
 }
 
-const request = (method: string, path: string, init: { body?: unknown; token?: string; headers?: Record<string, string>; address?: string } = {}) => {
+const request = (
+  method: string,
+  path: string,
+  init: { body?: unknown; token?: string; headers?: Record<string, string>; address?: string } = {}
+) => {
   const headers: Record<string, string> = { ...(init.headers ?? {}) }
   if (init.token !== undefined) headers["authorization"] = `Bearer ${init.token}`
   if (init.body !== undefined) headers["content-type"] = "application/json"
-  return app.handle(new Request(`${ORIGIN}${path}`, { method, headers, ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }) }), init.address)
+  return app.handle(
+    new Request(`${ORIGIN}${path}`, { method, headers, ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }) }),
+    init.address
+  )
 }
 
 const startJob = async (agent: string) => {
   const repo = createRepo()
   const r = await request("POST", "/api/jobs", {
     token,
-    body: { agent, task: `Inventory the code. ${TASK}`, workspace: { root: repo.root, readOnly: [repo.src], outDir: repo.out }, limits: { timeoutSec: 60 } }
+    body: {
+      agent,
+      task: `Inventory the code. ${TASK}`,
+      workspace: { root: repo.root, readOnly: [repo.src], outDir: repo.out },
+      limits: { timeoutSec: 60 }
+    }
   })
   expect(r.status).toBe(201)
   return ((await r.json()) as { job: JobRow }).job
@@ -85,9 +97,21 @@ beforeAll(async () => {
   receiver = startOtlpReceiver()
   model = await startOpenAIServer([
     // codebase-inventory's output contract: each job writes inventory.md and inventory.json.
-    { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }, { name: TOOL, arguments: { note: TASK } }, ...builtinOutputCalls("codebase-inventory")], usage: { input: 1000, output: 100 } },
+    {
+      kind: "turn",
+      toolCalls: [
+        { name: "read", arguments: { path: "src/app.ts" } },
+        { name: TOOL, arguments: { note: TASK } },
+        ...builtinOutputCalls("codebase-inventory")
+      ],
+      usage: { input: 1000, output: 100 }
+    },
     { kind: "turn", text: `Read it. ${ANSWER}`, usage: { input: 1200, output: 20 } },
-    { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }, ...builtinOutputCalls("codebase-inventory")], usage: { input: 1000, output: 100 } },
+    {
+      kind: "turn",
+      toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }, ...builtinOutputCalls("codebase-inventory")],
+      usage: { input: 1000, output: 100 }
+    },
     { kind: "turn", text: `Read it. ${ANSWER}`, usage: { input: 1200, output: 20 } }
   ])
   broken = await startOpenAIServer([{ kind: "http-error", status: 400, body: { error: { message: "bad request" } } }])
@@ -108,17 +132,35 @@ beforeAll(async () => {
     yield* access.addUser("scraper", "a long test password", ["metrics.read"])
     yield* access.addUser("reader", "a long test password", [])
     yield* (yield* ProviderStore).create(
-      { kind: "custom", id: "gw", api: "openai-completions", baseUrl: model.baseUrl, apiKey: KEY, models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }] },
+      {
+        kind: "custom",
+        id: "gw",
+        api: "openai-completions",
+        baseUrl: model.baseUrl,
+        apiKey: KEY,
+        models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }]
+      },
       "test"
     )
     yield* (yield* Bindings).set("codebase-inventory", "", { providerId: "gw", modelId: "m" }, "test")
     // risk-quality's model refuses every request (a 400 is not retried): its job fails.
     yield* (yield* ProviderStore).create(
-      { kind: "custom", id: "gw-broken", api: "openai-completions", baseUrl: broken.baseUrl, apiKey: KEY, models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }] },
+      {
+        kind: "custom",
+        id: "gw-broken",
+        api: "openai-completions",
+        baseUrl: broken.baseUrl,
+        apiKey: KEY,
+        models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }]
+      },
       "test"
     )
     yield* (yield* Bindings).set("risk-quality", "", { providerId: "gw-broken", modelId: "m" }, "test")
-    return [yield* access.issueToken("ops", "t"), yield* access.issueToken("scraper", "t"), yield* access.issueToken("reader", "t")] as const
+    return [
+      yield* access.issueToken("ops", "t"),
+      yield* access.issueToken("scraper", "t"),
+      yield* access.issueToken("reader", "t")
+    ] as const
   })
   ;[token, metricsToken, readerToken] = await rt.runPromise(setup)
 }, 120_000)
@@ -185,7 +227,9 @@ describe("one OTLP trace per job", () => {
       const tools = trace.filter((s) => s.name === "kintsugi.tool")
       expect(tools.length).toBe(i === 0 ? 4 : 3)
       for (const t of tools) expect(turns.map((t) => t.spanId)).toContain(t.parentSpanId!)
-      expect(tools.map((t) => attr(t, "gen_ai.tool.name")).sort()).toEqual(i === 0 ? ["(unknown)", "read", "write", "write"] : ["read", "write", "write"])
+      expect(tools.map((t) => attr(t, "gen_ai.tool.name")).sort()).toEqual(
+        i === 0 ? ["(unknown)", "read", "write", "write"] : ["read", "write", "write"]
+      )
       expect(tools.every((t) => attr(t, "gen_ai.operation.name") === "execute_tool")).toBe(true)
       // Times come from the job child: each kernel span lies within the worker's span.
       for (const s of [...kernelJob, ...turns, ...tools]) {
@@ -288,7 +332,9 @@ describe("log lines", () => {
     const lines = logs.map((l) => JSON.parse(l) as Record<string, unknown>)
     expect(lines.every((l) => typeof l["time"] === "string" && typeof l["level"] === "string" && typeof l["msg"] === "string")).toBe(true)
     const access = lines.filter((l) => l["msg"] === "http request")
-    expect(access).toContainEqual(expect.objectContaining({ method: "POST", path: "/api/jobs", route: "/api/jobs", status: 201, user: "ops" }))
+    expect(access).toContainEqual(
+      expect.objectContaining({ method: "POST", path: "/api/jobs", route: "/api/jobs", status: 201, user: "ops" })
+    )
     expect(access).toContainEqual(expect.objectContaining({ method: "GET", path: "/api/jobs", status: 200, user: "ops" }))
     expect(access).toContainEqual(expect.objectContaining({ method: "POST", path: "/api/session", status: 401 }))
     const http = access.find((l) => l["path"] === "/api/jobs" && l["method"] === "POST")!

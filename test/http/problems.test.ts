@@ -53,7 +53,11 @@ const pathsOf = (problems: ReadonlyArray<{ path: string; message: string }>) => 
 const expectAllProblems = (problems: ReadonlyArray<{ path: string; message: string }>) => {
   expect(pathsOf(problems)).toEqual(EXPECTED_PATHS)
   for (const p of problems) expect(p.message.length).toBeGreaterThan(0)
-  const at = (path: string) => problems.filter((p) => p.path === path).map((p) => p.message).join(" | ")
+  const at = (path: string) =>
+    problems
+      .filter((p) => p.path === path)
+      .map((p) => p.message)
+      .join(" | ")
   expect(at("faulty.md#tools.1")).toContain('unknown tool "teleport"')
   expect(at("faulty.md#skills.0")).toContain("must match [a-z][a-z0-9-]*")
   expect(at("faulty.md#skills.1")).toBe('shared skill "no-such-shared-skill" does not exist')
@@ -90,10 +94,19 @@ describe("one 400 with every problem, each with its path", () => {
   })
 
   test("a body that is not JSON → 400 at (body); JSON of the wrong shape → 400 at each field", async () => {
-    const notJson = await api.request("POST", "/api/admin/agents", { token: api.manager.token, body: "{files:", headers: { "content-type": "application/json" } })
+    const notJson = await api.request("POST", "/api/admin/agents", {
+      token: api.manager.token,
+      body: "{files:",
+      headers: { "content-type": "application/json" }
+    })
     expect(notJson.status).toBe(400)
-    expect(notJson.json()).toEqual({ error: { code: "bad-request", message: "the request has problems", problems: [{ path: "(body)", message: "is not valid JSON" }] } })
-    const shape = await api.request("POST", "/api/admin/agents", { token: api.manager.token, json: { files: [{ path: 1 }, { content: "x" }], extra: true } })
+    expect(notJson.json()).toEqual({
+      error: { code: "bad-request", message: "the request has problems", problems: [{ path: "(body)", message: "is not valid JSON" }] }
+    })
+    const shape = await api.request("POST", "/api/admin/agents", {
+      token: api.manager.token,
+      json: { files: [{ path: 1 }, { content: "x" }], extra: true }
+    })
     expect(shape.status).toBe(400)
     expect(pathsOf(shape.json().error.problems)).toEqual(["extra", "files.0.content", "files.0.path", "files.1.path"])
   })
@@ -105,7 +118,9 @@ describe("one 400 with every problem, each with its path", () => {
       headers: { "content-type": "application/json", "content-length": String(16 * 1024 * 1024 + 1) }
     })
     expect(r.status).toBe(413)
-    expect(r.json()).toEqual({ error: { code: "payload-too-large", message: `the request body is larger than the limit of ${16 * 1024 * 1024} bytes` } })
+    expect(r.json()).toEqual({
+      error: { code: "payload-too-large", message: `the request body is larger than the limit of ${16 * 1024 * 1024} bytes` }
+    })
   })
 
   test("a streamed body without a length is read only up to the cap", async () => {
@@ -120,9 +135,15 @@ describe("one 400 with every problem, each with its path", () => {
         controller.enqueue(chunk)
       }
     })
-    const r = await api.request("POST", "/api/admin/agents", { token: api.manager.token, body, headers: { "content-type": "application/json" } })
+    const r = await api.request("POST", "/api/admin/agents", {
+      token: api.manager.token,
+      body,
+      headers: { "content-type": "application/json" }
+    })
     expect(r.status).toBe(413)
-    expect(r.json()).toEqual({ error: { code: "payload-too-large", message: `the request body is larger than the limit of ${16 * MiB} bytes` } })
+    expect(r.json()).toEqual({
+      error: { code: "payload-too-large", message: `the request body is larger than the limit of ${16 * MiB} bytes` }
+    })
     expect(pulled).toBeLessThanOrEqual(18 * MiB)
   })
 })

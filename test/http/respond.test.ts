@@ -29,7 +29,9 @@ describe("API errors", () => {
       expect(e["code"]).toBe(code)
       expect(e["message"]).toBe(error.message)
       // Domain fields (name, id, reason) stay server-side; only problems and agents are part of the body.
-      expect(Object.keys(e).sort()).toEqual(["code", "message", ...("agents" in error ? ["agents"] : []), ...("problems" in error ? ["problems"] : [])].sort())
+      expect(Object.keys(e).sort()).toEqual(
+        ["code", "message", ...("agents" in error ? ["agents"] : []), ...("problems" in error ? ["problems"] : [])].sort()
+      )
     }
   })
 

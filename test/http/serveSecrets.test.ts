@@ -36,7 +36,14 @@ const startServe = async (env: Record<string, string>, prefix: ReadonlyArray<str
   for (const entry of fs.readdirSync(dataDir, { recursive: true })) fs.chmodSync(path.join(dataDir, String(entry)), 0o777)
   const port = freePort()
   const proc = Bun.spawn([...prefix, process.execPath, CLI, "serve"], {
-    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: home, KINTSUGI_DATA_DIR: home, PORT: String(port), KINTSUGI_WORKERS: "0", ...env },
+    env: {
+      PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+      HOME: home,
+      KINTSUGI_DATA_DIR: home,
+      PORT: String(port),
+      KINTSUGI_WORKERS: "0",
+      ...env
+    },
     stdout: "pipe",
     stderr: "pipe"
   })
@@ -113,7 +120,13 @@ describe("kintsugi serve: secrets hygiene", () => {
   test("collectSecrets: a variable wins over its _FILE; empty values are ignored; one trailing newline is dropped", () => {
     const files: Record<string, string> = { "/k": "from-file\n\n", "/d": "postgres://u:p@h/db\n" }
     const got = collectSecrets(
-      { KINTSUGI_SECRET_KEY_FILE: "/k", KINTSUGI_ADMIN_PASSWORD: "", KINTSUGI_ADMIN_PASSWORD_FILE: "", DATABASE_URL: "direct", DATABASE_URL_FILE: "/d" },
+      {
+        KINTSUGI_SECRET_KEY_FILE: "/k",
+        KINTSUGI_ADMIN_PASSWORD: "",
+        KINTSUGI_ADMIN_PASSWORD_FILE: "",
+        DATABASE_URL: "direct",
+        DATABASE_URL_FILE: "/d"
+      },
       (p) => files[p] ?? ""
     )
     expect(Object.fromEntries(got)).toEqual({ KINTSUGI_SECRET_KEY: "from-file\n", DATABASE_URL: "direct" })

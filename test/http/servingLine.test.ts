@@ -34,7 +34,9 @@ describe("the start-up line", () => {
         const parts = Array.isArray(message) ? message : [message]
         lines.push({ level: logLevel.label, message: parts[0], fields: JSON.parse(JSON.stringify(parts[1])) })
       })
-      await Effect.runPromise(Effect.provide(logServing(host, 8080), Layer.merge(withConfig(config), Logger.replace(Logger.defaultLogger, logger))))
+      await Effect.runPromise(
+        Effect.provide(logServing(host, 8080), Layer.merge(withConfig(config), Logger.replace(Logger.defaultLogger, logger)))
+      )
       return lines
     }
     const open = await logged({ HOST: "0.0.0.0" }, "0.0.0.0")
@@ -43,6 +45,12 @@ describe("the start-up line", () => {
     expect(String(open[0]?.message)).toStartWith("serving on http://0.0.0.0:8080/; HOST 0.0.0.0 listens on every interface")
     expect(open[0]?.fields).toEqual({ url: "http://0.0.0.0:8080/", allowedHosts: "localhost,127.0.0.1,[::1],0.0.0.0" })
     const listed = await logged({ HOST: "0.0.0.0", KINTSUGI_ALLOWED_HOSTS: "kintsugi.example.com,10.0.0.5" }, "0.0.0.0")
-    expect(listed).toEqual([{ level: "INFO", message: "serving on http://0.0.0.0:8080/", fields: { url: "http://0.0.0.0:8080/", allowedHosts: "kintsugi.example.com,10.0.0.5" } }])
+    expect(listed).toEqual([
+      {
+        level: "INFO",
+        message: "serving on http://0.0.0.0:8080/",
+        fields: { url: "http://0.0.0.0:8080/", allowedHosts: "kintsugi.example.com,10.0.0.5" }
+      }
+    ])
   })
 })

@@ -64,7 +64,14 @@ describe("POST /api/admin/agent-skills", () => {
   test("→ 201 with the skill; the editor's context offers it", async () => {
     const r = await send("POST", "/api/admin/agent-skills", { name: "new-skill", content: "Be precise.\n" })
     expect(r.status).toBe(201)
-    expect(r.json().skill).toMatchObject({ name: "new-skill", description: "", content: "Be precise.\n", builtin: false, updatedBy: "manager", usedBy: [] })
+    expect(r.json().skill).toMatchObject({
+      name: "new-skill",
+      description: "",
+      content: "Be precise.\n",
+      builtin: false,
+      updatedBy: "manager",
+      usedBy: []
+    })
     const ctx = (await get("/api/admin/agents/context")).json()
     expect(ctx.sharedSkills).toContainEqual({ name: "new-skill", description: "", builtin: false })
   })
@@ -93,7 +100,10 @@ describe("POST /api/admin/agent-skills", () => {
 
 describe("GET /api/admin/agent-skills/:name", () => {
   test("a built-in, a custom one, an unknown one (404)", async () => {
-    expect((await get("/api/admin/agent-skills/structured-report")).json().skill).toMatchObject({ name: "structured-report", builtin: true })
+    expect((await get("/api/admin/agent-skills/structured-report")).json().skill).toMatchObject({
+      name: "structured-report",
+      builtin: true
+    })
     await createSkill(api, "got-skill")
     expect((await get("/api/admin/agent-skills/got-skill")).json().skill).toMatchObject({ name: "got-skill", builtin: false })
     const missing = await get("/api/admin/agent-skills/no-such-skill")
@@ -133,7 +143,12 @@ describe("PUT /api/admin/agent-skills/:name", () => {
     await createSkill(api, "kept-text", "Kept.\n")
     const bad = await send("PUT", "/api/admin/agent-skills/kept-text", { name: 7, description: ["x"], content: 42 })
     expect(bad.status).toBe(400)
-    expect(bad.json().error.problems.map((p: { path: string }) => p.path).sort()).toEqual(["content", "description", "name"])
+    expect(
+      bad
+        .json()
+        .error.problems.map((p: { path: string }) => p.path)
+        .sort()
+    ).toEqual(["content", "description", "name"])
     const list = await send("PUT", "/api/admin/agent-skills/kept-text", ["Kept.\n"])
     expect(list.status).toBe(400)
     expect((await get("/api/admin/agent-skills/kept-text")).json().skill).toMatchObject({ content: "Kept.\n", version: 1 })

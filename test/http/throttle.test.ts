@@ -28,7 +28,11 @@ const throttledApp = (options: Partial<SignInThrottleOptions> = {}) => {
       }),
       address
     )
-    return { status: r.status, retryAfter: r.headers.get("retry-after"), body: (await r.json()) as { error?: { code: string; message: string } } }
+    return {
+      status: r.status,
+      retryAfter: r.headers.get("retry-after"),
+      body: (await r.json()) as { error?: { code: string; message: string } }
+    }
   }
   return { app, signIn, advance: time.advance, slept: time.slept }
 }
@@ -43,7 +47,9 @@ describe("the API's sign-in", () => {
     const locked = await signIn("manager", PASSWORD)
     expect(locked.status).toBe(429)
     expect(locked.retryAfter).toBe("60")
-    expect(locked.body).toEqual({ error: { code: "too-many-requests", message: "too many failed sign-ins for this username from this address; try again in 60 seconds" } })
+    expect(locked.body).toEqual({
+      error: { code: "too-many-requests", message: "too many failed sign-ins for this username from this address; try again in 60 seconds" }
+    })
 
     advance(59_000)
     expect((await signIn("manager", PASSWORD)).status).toBe(429)
@@ -54,7 +60,8 @@ describe("the API's sign-in", () => {
   test("an attacker's failures from many clients never refuse the right password from a client that has not failed: it is slowed, not locked", async () => {
     const { signIn, slept } = throttledApp()
     const statuses = new Set<number>()
-    for (let client = 0; client < 5; client++) for (let i = 0; i < 12; i++) statuses.add((await signIn("manager", `guess ${client}-${i}`, `203.0.113.${client}`)).status)
+    for (let client = 0; client < 5; client++)
+      for (let i = 0; i < 12; i++) statuses.add((await signIn("manager", `guess ${client}-${i}`, `203.0.113.${client}`)).status)
     expect([...statuses].sort()).toEqual([401, 429])
     const waited = slept.length
     const home = await signIn("manager", PASSWORD, "198.51.100.20")
@@ -79,14 +86,29 @@ describe("the API's sign-in", () => {
     const { signIn } = throttledApp({ perClientAccount: 3, perClient: 7 })
     const from = "198.51.100.4"
     const seen: Array<string> = []
-    for (const user of ["manager", "manager", "manager", "manager"]) seen.push(`${user} ${(await signIn(user, "wrong password", from)).status}`)
+    for (const user of ["manager", "manager", "manager", "manager"])
+      seen.push(`${user} ${(await signIn(user, "wrong password", from)).status}`)
     // manager is locked (3 failures) but reader, from the same address, still gets a real answer…
-    for (const user of ["reader", "reader", "ghost-1", "ghost-2"]) seen.push(`${user} ${(await signIn(user, "wrong password", from)).status}`)
+    for (const user of ["reader", "reader", "ghost-1", "ghost-2"])
+      seen.push(`${user} ${(await signIn(user, "wrong password", from)).status}`)
     // …until the address has spent its 7 failures.
     seen.push(`ghost-3 ${(await signIn("ghost-3", "wrong password", from)).status}`)
-    expect(seen).toEqual(["manager 401", "manager 401", "manager 401", "manager 429", "reader 401", "reader 401", "ghost-1 401", "ghost-2 401", "ghost-3 429"])
+    expect(seen).toEqual([
+      "manager 401",
+      "manager 401",
+      "manager 401",
+      "manager 429",
+      "reader 401",
+      "reader 401",
+      "ghost-1 401",
+      "ghost-2 401",
+      "ghost-3 429"
+    ])
     const blocked = await signIn("reader", PASSWORD, from)
-    expect({ status: blocked.status, message: blocked.body.error?.message }).toEqual({ status: 429, message: "too many failed sign-ins from this address; try again in 60 seconds" })
+    expect({ status: blocked.status, message: blocked.body.error?.message }).toEqual({
+      status: 429,
+      message: "too many failed sign-ins from this address; try again in 60 seconds"
+    })
     expect((await signIn("reader", PASSWORD, "198.51.100.5")).status).toBe(200)
   })
 })

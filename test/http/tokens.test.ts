@@ -17,7 +17,10 @@ describe("your own API tokens", () => {
     const session = await api.signIn("tok-owner", PASSWORD)
     const made = await api.request("POST", "/api/tokens", { session, json: { name: "laptop", expiresInDays: 30 } })
     expect(made.status).toBe(201)
-    const { token, secret } = made.json<{ token: { id: string; name: string; status: string; expiresAt: string; createdAt: string }; secret: string }>()
+    const { token, secret } = made.json<{
+      token: { id: string; name: string; status: string; expiresAt: string; createdAt: string }
+      secret: string
+    }>()
     expect(secret).toStartWith("kt_")
     expect(token.name).toBe("laptop")
     expect(token.status).toBe("active")
@@ -39,7 +42,10 @@ describe("your own API tokens", () => {
     expect(after.status).toBe(401)
     expect(after.json().error.code).toBe("unauthenticated")
     const states = (await api.request("GET", "/api/tokens", { session })).json<{ tokens: Array<{ name: string; status: string }> }>().tokens
-    expect(states.map((t) => [t.name, t.status])).toEqual([["laptop", "revoked"], ["tok-owner-test", "active"]])
+    expect(states.map((t) => [t.name, t.status])).toEqual([
+      ["laptop", "revoked"],
+      ["tok-owner-test", "active"]
+    ])
   })
 
   test("an expired token gets 401 on its next request", async () => {
@@ -89,10 +95,14 @@ describe("user administration (every permission)", () => {
     const signIn = await api.request("POST", "/api/session", { json: { username: "adm-target", password: PASSWORD } })
     expect(signIn.status).toBe(401)
     expect(signIn.json().error.message).toBe("this user is disabled; ask an administrator")
-    const users = (await api.request("GET", "/api/admin/users", { token: api.manager.token })).json<{ users: Array<{ username: string; disabled: boolean }> }>().users
+    const users = (await api.request("GET", "/api/admin/users", { token: api.manager.token })).json<{
+      users: Array<{ username: string; disabled: boolean }>
+    }>().users
     expect(users.find((u) => u.username === "adm-target")?.disabled).toBe(true)
 
-    expect((await api.request("PATCH", "/api/admin/users/adm-target", { token: api.manager.token, json: { disabled: false } })).status).toBe(200)
+    expect(
+      (await api.request("PATCH", "/api/admin/users/adm-target", { token: api.manager.token, json: { disabled: false } })).status
+    ).toBe(200)
     expect((await api.request("GET", AGENTS, { token: user.token })).status).toBe(200)
     await api.signIn("adm-target", PASSWORD)
   })
@@ -102,13 +112,15 @@ describe("user administration (every permission)", () => {
     const session = await api.signIn("adm-perm", PASSWORD)
     const body = { name: "adm-perm-project", id: "adm-perm-project" }
     expect((await api.request("POST", "/api/projects", { token: user.token, json: body })).status).toBe(201)
-    expect((await api.request("DELETE", "/api/admin/users/adm-perm/permissions/agents.manage", { token: api.manager.token })).status).toBe(204)
+    expect((await api.request("DELETE", "/api/admin/users/adm-perm/permissions/agents.manage", { token: api.manager.token })).status).toBe(
+      204
+    )
     const next = await api.request("POST", "/api/projects", { token: user.token, json: { ...body, id: "adm-perm-2" } })
     expect(next.status).toBe(403)
     expect((await api.request("POST", "/api/projects", { session, json: { ...body, id: "adm-perm-3" } })).status).toBe(403)
-    expect((await api.request("DELETE", "/api/admin/users/adm-perm/permissions/superuser", { token: api.manager.token })).json().error.message).toBe(
-      'no permission "superuser" (there are agents.manage, providers.manage, metrics.read)'
-    )
+    expect(
+      (await api.request("DELETE", "/api/admin/users/adm-perm/permissions/superuser", { token: api.manager.token })).json().error.message
+    ).toBe('no permission "superuser" (there are agents.manage, providers.manage, metrics.read)')
   })
 
   test("nobody disables themselves or removes the last enabled holder of a permission", async () => {
@@ -120,7 +132,9 @@ describe("user administration (every permission)", () => {
     expect(last.status).toBe(403)
     expect(last.json().error.message).toBe("manager is the last enabled user with providers.manage; grant it to someone else first")
     expect((await api.request("GET", "/api/admin/users", { token: api.manager.token })).status).toBe(200)
-    expect((await api.request("PATCH", "/api/admin/users/nobody-here", { token: api.manager.token, json: { disabled: true } })).status).toBe(404)
+    expect(
+      (await api.request("PATCH", "/api/admin/users/nobody-here", { token: api.manager.token, json: { disabled: true } })).status
+    ).toBe(404)
   })
 
   test("an admin lists and revokes another user's tokens, never seeing their values", async () => {

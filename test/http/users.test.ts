@@ -40,7 +40,12 @@ describe("an admin creates a user, grants and resets while serving", () => {
   })
 
   test("refusals name what is wrong: 400 with every problem, 404, 409; never a 500", async () => {
-    const bad = await asManager("POST", "/api/admin/users", { username: "Not Valid", password: "short", permissions: ["root", "agents.manage"], extra: 1 })
+    const bad = await asManager("POST", "/api/admin/users", {
+      username: "Not Valid",
+      password: "short",
+      permissions: ["root", "agents.manage"],
+      extra: 1
+    })
     expect(bad.status).toBe(400)
     expect(bad.json().error.problems).toEqual([
       { path: "extra", message: 'is unexpected, expected: "username" | "password" | "permissions"' },
@@ -49,12 +54,19 @@ describe("an admin creates a user, grants and resets while serving", () => {
       { path: "permissions.0", message: "must be one of agents.manage, providers.manage, metrics.read" }
     ])
     const badName = await asManager("POST", "/api/admin/users", { username: "Not Valid", password: PASSWORD })
-    expect(badName.json().error.problems).toEqual([{ path: "username", message: "a username is 1-64 characters: a-z, 0-9, . _ @ -, starting with a letter or digit" }])
+    expect(badName.json().error.problems).toEqual([
+      { path: "username", message: "a username is 1-64 characters: a-z, 0-9, . _ @ -, starting with a letter or digit" }
+    ])
     const short = await asManager("POST", "/api/admin/users", { username: "cy", password: "short" })
     expect(short.json().error.problems).toEqual([{ path: "password", message: "a password has at least 12 characters" }])
-    expect((await asManager("POST", "/api/admin/users", { username: "cy" })).json().error.problems).toEqual([{ path: "password", message: "is missing" }])
+    expect((await asManager("POST", "/api/admin/users", { username: "cy" })).json().error.problems).toEqual([
+      { path: "password", message: "is missing" }
+    ])
     const taken = await asManager("POST", "/api/admin/users", { username: "reader", password: PASSWORD })
-    expect({ status: taken.status, error: taken.json().error }).toEqual({ status: 409, error: { code: "user-exists", message: 'user "reader" already exists' } })
+    expect({ status: taken.status, error: taken.json().error }).toEqual({
+      status: 409,
+      error: { code: "user-exists", message: 'user "reader" already exists' }
+    })
     expect((await asManager("PUT", "/api/admin/users/nobody/permissions", { permissions: [] })).status).toBe(404)
     expect((await asManager("PUT", "/api/admin/users/reader/permissions", { permissions: "agents.manage" })).status).toBe(400)
     expect((await asManager("POST", "/api/admin/users/nobody/password", { password: PASSWORD })).status).toBe(404)
@@ -87,7 +99,10 @@ describe("your own password", () => {
     await asManager("POST", "/api/admin/users", { username: "dee", password: PASSWORD })
     const here = await api.signIn("dee", PASSWORD)
     const there = await api.signIn("dee", PASSWORD)
-    const r = await api.request("POST", "/api/account/password", { session: here, json: { currentPassword: PASSWORD, newPassword: "dee's own new password" } })
+    const r = await api.request("POST", "/api/account/password", {
+      session: here,
+      json: { currentPassword: PASSWORD, newPassword: "dee's own new password" }
+    })
     expect(r.status).toBe(204)
     expect((await api.request("GET", "/api/session", { session: here })).status).toBe(200)
     expect((await api.request("GET", "/api/session", { session: there })).status).toBe(401)
@@ -99,14 +114,18 @@ describe("your own password", () => {
     const session = await api.signIn("eve", PASSWORD)
     const change = (currentPassword: string, newPassword = "a valid new password") =>
       api.request("POST", "/api/account/password", { session, json: { currentPassword, newPassword } })
-    expect((await change("wrong password", "short")).json().error.problems).toEqual([{ path: "newPassword", message: "a password has at least 12 characters" }])
-    expect((await change("wrong password")).json().error.problems).toEqual([{ path: "currentPassword", message: "is not your current password" }])
+    expect((await change("wrong password", "short")).json().error.problems).toEqual([
+      { path: "newPassword", message: "a password has at least 12 characters" }
+    ])
+    expect((await change("wrong password")).json().error.problems).toEqual([
+      { path: "currentPassword", message: "is not your current password" }
+    ])
     const statuses: Array<number> = []
     for (let i = 0; i < 10; i++) statuses.push((await change(`wrong ${i}`)).status)
     expect(statuses).toEqual([...Array(9).fill(400), 429])
     expect((await change(PASSWORD)).status).toBe(429)
-    expect((await api.request("POST", "/api/account/password", { session, json: { currentPassword: PASSWORD } })).json().error.problems).toEqual([
-      { path: "newPassword", message: "is missing" }
-    ])
+    expect(
+      (await api.request("POST", "/api/account/password", { session, json: { currentPassword: PASSWORD } })).json().error.problems
+    ).toEqual([{ path: "newPassword", message: "is missing" }])
   })
 })

@@ -15,14 +15,23 @@ const api = useApi()
 
 const get = (path: string) => api.request("GET", path, { token: api.reader.token })
 const versionsOf = async (name: string) =>
-  (await get(`/api/admin/agents/${name}/versions`)).json().versions as Array<{ version: number; savedBy: string; savedAt: string; current: boolean; note: string }>
+  (await get(`/api/admin/agents/${name}/versions`)).json().versions as Array<{
+    version: number
+    savedBy: string
+    savedAt: string
+    current: boolean
+    note: string
+  }>
 
 describe("concurrent saves", () => {
   test("20 concurrent PUTs of one agent → 20 distinct version numbers, all in the history, the last one current", async () => {
     await createAgent(api, "contended")
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        api.request("PUT", "/api/admin/agents/contended", { token: api.manager.token, json: createAgentFiles("contended", { instructions: `Save ${i}.\n` }) })
+        api.request("PUT", "/api/admin/agents/contended", {
+          token: api.manager.token,
+          json: createAgentFiles("contended", { instructions: `Save ${i}.\n` })
+        })
       )
     )
     expect(results.map((r) => r.status)).toEqual(Array(20).fill(200))
@@ -43,7 +52,10 @@ describe("concurrent saves", () => {
   test("10 concurrent creates of one name → one 201, nine 409 agent-exists, one version", async () => {
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
-        api.request("POST", "/api/admin/agents", { token: api.manager.token, json: createAgentFiles("raced", { instructions: `Create ${i}.\n` }) })
+        api.request("POST", "/api/admin/agents", {
+          token: api.manager.token,
+          json: createAgentFiles("raced", { instructions: `Create ${i}.\n` })
+        })
       )
     )
     expect(results.map((r) => r.status).sort()).toEqual([201, ...Array(9).fill(409)])
@@ -60,8 +72,13 @@ describe("a version number is never reused", () => {
     expect((await api.request("DELETE", "/api/admin/agents/phoenix", { token: api.manager.token })).status).toBe(204)
     const reborn = await createAgent(api, "phoenix", { instructions: "Second life.\n" })
     expect(reborn.version).toBe(4)
-    expect(await versionsOf("phoenix")).toEqual([{ version: 4, savedBy: "manager", savedAt: expect.any(String), note: "created", current: true }])
-    expect((await get("/api/admin/agents/phoenix/definition")).json().definition).toMatchObject({ version: 4, instructions: "Second life.\n" })
+    expect(await versionsOf("phoenix")).toEqual([
+      { version: 4, savedBy: "manager", savedAt: expect.any(String), note: "created", current: true }
+    ])
+    expect((await get("/api/admin/agents/phoenix/definition")).json().definition).toMatchObject({
+      version: 4,
+      instructions: "Second life.\n"
+    })
     // The first life's versions are still stored (immutable) but are not this agent's to restore.
     expect((await get("/api/admin/agents/phoenix/versions/2")).status).toBe(404)
     expect((await api.request("POST", "/api/admin/agents/phoenix/versions/2/restore", { token: api.manager.token })).status).toBe(404)
@@ -98,7 +115,9 @@ describe("version rows are immutable in SQL", () => {
     expect(before.length).toBeGreaterThanOrEqual(2)
 
     expect(await failing(`UPDATE admin.agent_version SET note = 'x'`)).toContain("agent versions are immutable")
-    expect(await failing(`UPDATE admin.agent_version SET package = '{}'::jsonb WHERE name = 'carved' AND version = 1`)).toContain("agent versions are immutable")
+    expect(await failing(`UPDATE admin.agent_version SET package = '{}'::jsonb WHERE name = 'carved' AND version = 1`)).toContain(
+      "agent versions are immutable"
+    )
     expect(await failing(`DELETE FROM admin.agent_version`)).toContain("agent versions are immutable")
     expect(await failing(`DELETE FROM admin.agent_version WHERE name = 'carved' AND version = 1`)).toContain("agent versions are immutable")
     expect(await failing(`TRUNCATE admin.agent_version`)).toContain("agent versions are immutable")
@@ -111,7 +130,11 @@ describe("version rows are immutable in SQL", () => {
 describe("one meaning of an agent's version", () => {
   const labelled = (name: string, label: string) => {
     const files = createAgentFiles(name)
-    return { files: files.files.map((f) => (f.path === `${name}.md` ? { ...f, content: f.content.replace("version: 1\n", `version: ${JSON.stringify(label)}\n`) } : f)) }
+    return {
+      files: files.files.map((f) =>
+        f.path === `${name}.md` ? { ...f, content: f.content.replace("version: 1\n", `version: ${JSON.stringify(label)}\n`) } : f
+      )
+    }
   }
   const write = async (method: "POST" | "PUT", path: string, name: string, label: string) => {
     const r = await api.request(method, path, { token: api.manager.token, json: labelled(name, label) })
@@ -136,14 +159,22 @@ describe("one meaning of an agent's version", () => {
 
   test("AgentStore.definition refuses what a job cannot run: disabled, member, unknown", async () => {
     await createAgent(api, "sleeper")
-    expect((await api.request("PATCH", "/api/admin/agents/sleeper", { token: api.manager.token, json: { enabled: false } })).status).toBe(200)
+    expect((await api.request("PATCH", "/api/admin/agents/sleeper", { token: api.manager.token, json: { enabled: false } })).status).toBe(
+      200
+    )
     await createAgent(api, "helper", { audience: "member" })
     const reasons = await api.run(
       Effect.flatMap(AgentStore, (store) =>
-        Effect.forEach(["sleeper", "helper", "nobody"], (name) => Effect.map(Effect.flip(store.definition(name)), (e) => [e._tag, e.reason]))
+        Effect.forEach(["sleeper", "helper", "nobody"], (name) =>
+          Effect.map(Effect.flip(store.definition(name)), (e) => [e._tag, e.reason])
+        )
       )
     )
-    expect(reasons).toEqual([["AgentUnavailable", "disabled"], ["AgentUnavailable", "member"], ["AgentUnavailable", "unknown"]])
+    expect(reasons).toEqual([
+      ["AgentUnavailable", "disabled"],
+      ["AgentUnavailable", "member"],
+      ["AgentUnavailable", "unknown"]
+    ])
     const builtin = await api.run(Effect.flatMap(AgentStore, (store) => store.definition("codebase-inventory")))
     expect(builtin.version).toBe(2)
     expect(builtin.id).toBe("codebase-inventory")

@@ -32,7 +32,9 @@ const agent = args.agent ?? ""
 const workspace = args.workspace ?? ""
 const hostWorkspace = args["host-workspace"] ?? ""
 if (origin === "" || args.password === undefined || workspace === "" || hostWorkspace === "") {
-  console.error("usage: bun test/image/imageJob.ts --origin URL --password PW --workspace PATH --host-workspace PATH [--agent NAME --script FILE…]")
+  console.error(
+    "usage: bun test/image/imageJob.ts --origin URL --password PW --workspace PATH --host-workspace PATH [--agent NAME --script FILE…]"
+  )
   process.exit(2)
 }
 bypassProxyForLoopback()
@@ -48,9 +50,15 @@ const ms = (since: number) => `${((performance.now() - since) / 1000).toFixed(1)
 const call = async (method: string, url: string, init: { token?: string; cookie?: string; csrf?: string; json?: unknown } = {}) => {
   const headers: Record<string, string> = {}
   if (init.token !== undefined) headers["authorization"] = `Bearer ${init.token}`
-  if (init.cookie !== undefined) Object.assign(headers, { cookie: init.cookie, origin, "sec-fetch-site": "same-origin", "x-csrf-token": init.csrf ?? "" })
+  if (init.cookie !== undefined)
+    Object.assign(headers, { cookie: init.cookie, origin, "sec-fetch-site": "same-origin", "x-csrf-token": init.csrf ?? "" })
   if (init.json !== undefined) headers["content-type"] = "application/json"
-  const r = await fetch(`${origin}${url}`, { method, headers, redirect: "manual", ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) }) })
+  const r = await fetch(`${origin}${url}`, {
+    method,
+    headers,
+    redirect: "manual",
+    ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) })
+  })
   const text = await r.text()
   return { status: r.status, text, headers: r.headers, json: <T = any>() => JSON.parse(text) as T }
 }
@@ -58,7 +66,9 @@ const brief = (text: string) => text.replace(/\s+/g, " ").slice(0, 400)
 
 // Each script as the agent's instructions say to run one: its body, after a first line naming SRC.
 const scripts = args.script ?? []
-const commands = scripts.map((s) => `SRC='src'\n${fs.readFileSync(path.join(import.meta.dir, "..", "..", "builtin-agents", agent, "scripts", s), "utf8")}`)
+const commands = scripts.map(
+  (s) => `SRC='src'\n${fs.readFileSync(path.join(import.meta.dir, "..", "..", "builtin-agents", agent, "scripts", s), "utf8")}`
+)
 /** What each script prints when it worked (the model's second request carries the tool results). */
 const EXPECTED: Record<string, string> = { "ext-counts.sh": "== lines files extension", "git-summary.sh": "commits: 1" }
 const outputs = BUILTIN_OUTPUTS[agent]
@@ -81,9 +91,17 @@ try {
 
   const provider = await call("POST", "/api/admin/providers", {
     token,
-    json: { kind: "custom", id: "scripted", api: "openai-completions", baseUrl: model.baseUrl, apiKey: "sk-image-test", models: [{ id: "m", contextWindow: 100000, maxTokens: 4000 }] }
+    json: {
+      kind: "custom",
+      id: "scripted",
+      api: "openai-completions",
+      baseUrl: model.baseUrl,
+      apiKey: "sk-image-test",
+      models: [{ id: "m", contextWindow: 100000, maxTokens: 4000 }]
+    }
   })
-  if (!check(provider.status === 201, `provider on the scripted model server ${model.baseUrl}: ${provider.status}`)) throw new Error(brief(provider.text))
+  if (!check(provider.status === 201, `provider on the scripted model server ${model.baseUrl}: ${provider.status}`))
+    throw new Error(brief(provider.text))
   const binding = await call("PUT", `/api/admin/agents/${agent}/bindings`, { token, json: { providerId: "scripted", modelId: "m" } })
   if (!check(binding.status === 200, `built-in agent ${agent} bound to it: ${binding.status}`)) throw new Error(brief(binding.text))
 
@@ -109,21 +127,30 @@ try {
     },
     { what: `job ${id} to settle`, timeoutMs: 30_000, everyMs: 100 }
   ).catch(async () => (await call("GET", `/api/jobs/${id}`, { token })).json<{ job: Job }>().job)
-  const events = (await call("GET", `/api/jobs/${id}/events?format=json`, { token })).json<{ events: Array<Record<string, unknown>> }>().events
+  const events = (await call("GET", `/api/jobs/${id}/events?format=json`, { token })).json<{ events: Array<Record<string, unknown>> }>()
+    .events
   const shells = events.filter((e) => e["type"] === "tool.result" && e["tool"] === "shell")
   console.log(`job ${id}: ${job.status}${job.reason === null ? "" : ` (${job.reason})`} after ${ms(started)}`)
   if (job.message !== null) console.log(`  message: ${brief(job.message)}`)
-  for (const e of events.filter((e) => e["type"] === "job.refused" || e["type"] === "job.failed")) console.log(`  ${e["type"]}: ${brief(JSON.stringify(e))}`)
-  console.log(`  events: ${events.map((e) => (e["type"] === "tool.result" ? `tool.result(${String(e["tool"])}:${String(e["success"])})` : String(e["type"]))).join(" ")}`)
+  for (const e of events.filter((e) => e["type"] === "job.refused" || e["type"] === "job.failed"))
+    console.log(`  ${e["type"]}: ${brief(JSON.stringify(e))}`)
+  console.log(
+    `  events: ${events.map((e) => (e["type"] === "tool.result" ? `tool.result(${String(e["tool"])}:${String(e["success"])})` : String(e["type"]))).join(" ")}`
+  )
   const second = model.requests[1]?.rawBody ?? ""
   const exitedZero = (second.match(/exit code: 0\b/g) ?? []).length
-  const ran = shells.length === scripts.length && shells.every((e) => e["success"] === true) && exitedZero >= scripts.length && scripts.every((s) => second.includes(EXPECTED[s] ?? ""))
+  const ran =
+    shells.length === scripts.length &&
+    shells.every((e) => e["success"] === true) &&
+    exitedZero >= scripts.length &&
+    scripts.every((s) => second.includes(EXPECTED[s] ?? ""))
   if (!check(ran, `the model's shell calls ran ${agent}'s scripts ${scripts.join(", ")} and their output reached the model`)) {
     const messages = (model.requests[1]?.body as { messages?: Array<{ role: string; content: unknown }> } | undefined)?.messages ?? []
     for (const m of messages.filter((m) => m.role === "tool")) console.log(`  tool result: ${brief(JSON.stringify(m.content))}`)
   }
   check(job.status === "completed", `the job completed (status ${job.status})`)
-  for (const file of [outputs.report, outputs.json]) check(fs.existsSync(path.join(hostWorkspace, "out", file)), `the job left ${file} in its outDir`)
+  for (const file of [outputs.report, outputs.json])
+    check(fs.existsSync(path.join(hostWorkspace, "out", file)), `the job left ${file} in its outDir`)
 } catch (e) {
   check(false, `the scenario ran to its end: ${e instanceof Error ? e.message : String(e)}`)
 } finally {

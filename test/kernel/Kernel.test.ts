@@ -25,7 +25,6 @@ afterEach(async () => {
   for (const c of cleanups.splice(0)) await c()
 })
 
-
 /** Starts a job in-process; `onEvent` runs synchronously as each event arrives. */
 const startJob = async (
   steps: ReadonlyArray<Step>,
@@ -34,7 +33,10 @@ const startJob = async (
 ) => {
   const server = await startOpenAIServer(steps)
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
-  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  cleanups.push(
+    () => server.stop(),
+    () => dirs.cleanup()
+  )
   const layer = KernelLive({ providers: [createProvider(server, "openai-completions")], sandbox: testSandboxConfig() })
   const program = Effect.gen(function* () {
     const runtime = yield* AgentRuntime
@@ -55,7 +57,10 @@ describe("KernelConfig.onEvent", () => {
   test("gets each event as it is emitted: job.started before the model is asked, every event before the stream has it, in order", async () => {
     const server = await startOpenAIServer([{ kind: "turn", text: "hello" }])
     const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
-    cleanups.push(() => server.stop(), () => dirs.cleanup())
+    cleanups.push(
+      () => server.stop(),
+      () => dirs.cleanup()
+    )
     const heard: Array<JobEvent> = []
     let requestsAtStart = -1
     const onEvent = (e: JobEvent) => {
@@ -93,7 +98,9 @@ describe("AgentRuntime layer", () => {
     expect(r.events[r.events.length - 1]).toMatchObject({ type: "job.completed", summary: "hello" })
     // An untrusted document is decoded once, outside the kernel, with every problem listed.
     const decoded = decodeJob({})
-    expect(decoded._tag === "Left" && decoded.left.problems.map((p) => p.path)).toEqual(expect.arrayContaining(["agent", "task", "model", "workspace", "limits"]))
+    expect(decoded._tag === "Left" && decoded.left.problems.map((p) => p.path)).toEqual(
+      expect.arrayContaining(["agent", "task", "model", "workspace", "limits"])
+    )
     // Layer.merge with an unrelated layer still provides AgentRuntime; no provider → the model is refused.
     const merged = Layer.merge(KernelLive({ providers: [] }), Layer.empty)
     const refused = await Effect.runPromise(
@@ -107,19 +114,24 @@ describe("AgentRuntime layer", () => {
   // and `$!` are pids of the job's own PID namespace.
   test("abort() ends the job as aborted; the running tool's process is dead when job.failed is seen", async () => {
     const marker = "60.0173"
-    const sleeper: Step = { kind: "turn", toolCalls: [{ name: "shell", arguments: { command: `echo started > out/pid.txt; exec sleep ${marker}` } }] }
+    const sleeper: Step = {
+      kind: "turn",
+      toolCalls: [{ name: "shell", arguments: { command: `echo started > out/pid.txt; exec sleep ${marker}` } }]
+    }
     let aliveBeforeAbort: boolean | undefined
     let aliveAtTerminal: boolean | undefined
     const r = await startJob([sleeper, { kind: "turn", text: "never" }], { limits: { idleTimeoutSec: 0 } }, (e, handle, dirs) => {
       if (e.type === "tool.call") {
         // Abort once the shell has exec'd its sleep.
-        void until(() => existsSync(join(dirs.out, "pid.txt")) && pidsWithArg(marker).length > 0, { what: "the tool's sleep" }).then(
-          () => true,
-          () => false
-        ).then((started) => {
-          aliveBeforeAbort = started
-          Effect.runFork(handle.abort)
-        })
+        void until(() => existsSync(join(dirs.out, "pid.txt")) && pidsWithArg(marker).length > 0, { what: "the tool's sleep" })
+          .then(
+            () => true,
+            () => false
+          )
+          .then((started) => {
+            aliveBeforeAbort = started
+            Effect.runFork(handle.abort)
+          })
       }
       if (e.type === "job.failed") aliveAtTerminal = pidsWithArg(marker).length > 0
     })

@@ -20,7 +20,8 @@ describe("RepeatGuard", () => {
 
   test("key order and whitespace do not matter", () => {
     const g = new RepeatGuard()
-    for (let i = 0; i < 11; i++) g.record("grep", i % 2 === 0 ? { a: 1, b: [1, { c: 2, d: 3 }] } : { b: [1, { d: 3, c: 2 }], a: 1 }, true, "r")
+    for (let i = 0; i < 11; i++)
+      g.record("grep", i % 2 === 0 ? { a: 1, b: [1, { c: 2, d: 3 }] } : { b: [1, { d: 3, c: 2 }], a: 1 }, true, "r")
     expect(g.record("grep", { b: [1, { c: 2, d: 3 }], a: 1 }, true, "r")._tag).toBe("Loop")
     expect(canonicalJson({ b: 1, a: { d: 2, c: 1 } })).toBe('{"a":{"c":1,"d":2},"b":1}')
   })

@@ -36,7 +36,12 @@ describe("makeJobModels", () => {
     const { jobModels } = await makeJobModels([custom("gw", "http://127.0.0.1:9/v1")])
     const model = jobModels.find("gw", "m1")!
     const fetch = jobModels.pinnedFetch(model)
-    for (const url of ["http://127.0.0.1:10/v1/chat/completions", "http://127.0.0.1:9/v2/chat", "http://127.0.0.1:9/v10/x", "https://127.0.0.1:9/v1/x"]) {
+    for (const url of [
+      "http://127.0.0.1:10/v1/chat/completions",
+      "http://127.0.0.1:9/v2/chat",
+      "http://127.0.0.1:9/v10/x",
+      "https://127.0.0.1:9/v1/x"
+    ]) {
       await expect(fetch(url)).rejects.toThrow("egress refused")
     }
     // Inside the base URL the request goes out (and fails only because nothing listens on port 9).

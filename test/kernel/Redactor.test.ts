@@ -25,7 +25,11 @@ describe("Redactor", () => {
 describe("EventSink", () => {
   const collect = () => {
     const events: Array<JobEvent> = []
-    const sink = new EventSink(new Redactor([SECRET]), (e) => events.push(e), () => new Date(0))
+    const sink = new EventSink(
+      new Redactor([SECRET]),
+      (e) => events.push(e),
+      () => new Date(0)
+    )
     return { events, sink }
   }
 

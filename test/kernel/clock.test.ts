@@ -44,7 +44,10 @@ const runOnTestClock = async (
 ) => {
   const server = await startOpenAIServer(steps)
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
-  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  cleanups.push(
+    () => server.stop(),
+    () => dirs.cleanup()
+  )
   const program = Effect.gen(function* () {
     const runtime = yield* AgentRuntime
     const handle = yield* runtime.start(createJobSpec(dirs, { ...overrides, agent: { tools: ["read"] } }))
@@ -71,12 +74,17 @@ test("timeoutSec: a model that never answers is stopped when the TestClock passe
       return { kind: "stall" }
     }
   }
-  const r = await runOnTestClock([stall], { limits: { timeoutSec: 600, idleTimeoutSec: 0 } }, () =>
-    Effect.gen(function* () {
-      yield* Deferred.await(asked)
-      yield* TestClock.adjust("599 seconds")
-      yield* TestClock.adjust("1 second")
-    }), "job.started")
+  const r = await runOnTestClock(
+    [stall],
+    { limits: { timeoutSec: 600, idleTimeoutSec: 0 } },
+    () =>
+      Effect.gen(function* () {
+        yield* Deferred.await(asked)
+        yield* TestClock.adjust("599 seconds")
+        yield* TestClock.adjust("1 second")
+      }),
+    "job.started"
+  )
   expect(r.outcome).toEqual({ _tag: "Failed", reason: "timeout", message: "the job exceeded timeoutSec (600 s)" })
   expect(r.events[r.events.length - 1]).toMatchObject({ type: "job.failed", reason: "timeout" })
   // The job span's duration is the TestClock's, not the wall clock's.
@@ -85,11 +93,16 @@ test("timeoutSec: a model that never answers is stopped when the TestClock passe
 })
 
 test("idleTimeoutSec: a stream that goes silent after some text trips the watchdog, not timeoutSec", async () => {
-  const r = await runOnTestClock([{ kind: "stall", afterText: "thinking it over" }], { limits: { timeoutSec: 600, idleTimeoutSec: 30 } }, (seen) =>
-    Effect.gen(function* () {
-      yield* Deferred.await(seen)
-      yield* TestClock.adjust("30 seconds")
-    }), "message.delta")
+  const r = await runOnTestClock(
+    [{ kind: "stall", afterText: "thinking it over" }],
+    { limits: { timeoutSec: 600, idleTimeoutSec: 30 } },
+    (seen) =>
+      Effect.gen(function* () {
+        yield* Deferred.await(seen)
+        yield* TestClock.adjust("30 seconds")
+      }),
+    "message.delta"
+  )
   expect(r.outcome).toEqual({ _tag: "Failed", reason: "timeout", message: "no model or tool progress for idleTimeoutSec (30 s)" })
 })
 
@@ -98,11 +111,16 @@ test("a planned retry wait (Retry-After: 120) longer than idleTimeoutSec (30) do
     { kind: "http-error", status: 429, body: { error: { message: "slow down", type: "scripted" } }, headers: { "retry-after": "120" } },
     { kind: "turn", text: "done" }
   ]
-  const r = await runOnTestClock(steps, { limits: { timeoutSec: 600, idleTimeoutSec: 30 } }, () =>
-    Effect.gen(function* () {
-      yield* untilSleeping(120_000)
-      yield* TestClock.adjust("120 seconds")
-    }), "job.started")
+  const r = await runOnTestClock(
+    steps,
+    { limits: { timeoutSec: 600, idleTimeoutSec: 30 } },
+    () =>
+      Effect.gen(function* () {
+        yield* untilSleeping(120_000)
+        yield* TestClock.adjust("120 seconds")
+      }),
+    "job.started"
+  )
   expect(r.outcome).toEqual({ _tag: "Completed", summary: "done" })
   expect(r.requests.length).toBe(2)
   const retry = r.events.find((e) => e.type === "span" && e.name === "kintsugi.retry")

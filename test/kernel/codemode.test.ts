@@ -19,7 +19,10 @@ afterEach(async () => {
 const run = async (steps: ReadonlyArray<Step>, overrides: JobOverrides = {}) => {
   const server = await startOpenAIServer(steps)
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n// TODO: rename\n", "b.ts": "export const b = 2\n" })
-  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  cleanups.push(
+    () => server.stop(),
+    () => dirs.cleanup()
+  )
   const result = await runJobChild(createEnvelope(createJob(dirs, overrides), [createProvider(server, "openai-completions")]))
   return { ...result, server, dirs }
 }
@@ -47,7 +50,11 @@ describe("codemode in a job", () => {
     const r = await run([codemodeCall(script), readA, readA, answer])
     expect(r.code).toBe(0)
     expect(last(r.events)).toMatchObject({ type: "job.completed", summary: "done" })
-    expect(r.events.filter((e) => e.type === "tool.call").map((e) => e.type === "tool.call" && e.tool)).toEqual(["codemode", "read", "read"])
+    expect(r.events.filter((e) => e.type === "tool.call").map((e) => e.type === "tool.call" && e.tool)).toEqual([
+      "codemode",
+      "read",
+      "read"
+    ])
     expect(r.events.filter((e) => e.type === "source.read" && e.path === "src/a.ts")).toHaveLength(22)
     expect(toolResults(r.server)[0]).toBe("read 20 times, 40 lines")
     const spans = r.events.flatMap((e) => (e.type === "span" ? [e] : []))

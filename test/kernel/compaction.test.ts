@@ -24,7 +24,10 @@ afterEach(async () => {
 
 /** Twelve files of 30 lines (about 1.3 KB each). */
 const FILES = Object.fromEntries(
-  Array.from({ length: 12 }, (_, f) => [`f${f + 1}.ts`, Array.from({ length: 30 }, (_, i) => `export const v${f + 1}_${i} = "${"x".repeat(20)}"`).join("\n") + "\n"])
+  Array.from({ length: 12 }, (_, f) => [
+    `f${f + 1}.ts`,
+    Array.from({ length: 30 }, (_, i) => `export const v${f + 1}_${i} = "${"x".repeat(20)}"`).join("\n") + "\n"
+  ])
 )
 /** Turn n: notes (unless `terse`), then read file n; after `reads` turns, the answer. */
 const reader =
@@ -41,9 +44,16 @@ const runJob = async (api: ScriptedApi, options: Omit<WindowedModelOptions, "api
   const model = createWindowedModel({ api, ...options })
   const server = await (api === "openai-completions" ? startOpenAIServer : startAnthropicServer)(model.steps)
   const dirs = createJobDirs(FILES)
-  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  cleanups.push(
+    () => server.stop(),
+    () => dirs.cleanup()
+  )
   const provider = createProvider(server, api, { contextWindow: options.window })
-  const job = createJobSpec(dirs, { ...overrides, agent: { tools: ["read"], ...overrides.agent }, limits: { maxTurns: 0, ...overrides.limits } })
+  const job = createJobSpec(dirs, {
+    ...overrides,
+    agent: { tools: ["read"], ...overrides.agent },
+    limits: { maxTurns: 0, ...overrides.limits }
+  })
   const run = Effect.gen(function* () {
     const runtime = yield* AgentRuntime
     const handle = yield* runtime.start(job)
@@ -186,7 +196,14 @@ describe("planning", () => {
     api: "openai-completions",
     provider: "p",
     model: "m",
-    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+    usage: {
+      input: 0,
+      output: 0,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 0,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 }
+    },
     stopReason: "toolUse",
     timestamp: at
   })
@@ -208,7 +225,11 @@ describe("planning", () => {
     const plan = planCompaction(messages, 1, estimateTokens(messages), 4000)
     expect(plan).toEqual({ oldFrom: 1, keepFrom: 9, oldTurns: 4, drops: [2, 4, 6, 8] })
     const dropped = dropToolResults(messages, plan!)
-    expect(dropped[2]).toMatchObject({ role: "toolResult", toolCallId: "c0", content: [{ type: "text", text: "[tool result dropped to save context: 1 lines, 4000 bytes]" }] })
+    expect(dropped[2]).toMatchObject({
+      role: "toolResult",
+      toolCallId: "c0",
+      content: [{ type: "text", text: "[tool result dropped to save context: 1 lines, 4000 bytes]" }]
+    })
     expect(dropped[10]).toBe(messages[10]!)
     // Already-dropped results, and results shorter than their placeholder would be, are not dropped.
     expect(planCompaction(dropped, 1, estimateTokens(dropped), 4000)?.drops).toEqual([])

@@ -41,7 +41,14 @@ describe("citation formats", () => {
   })
 
   test("JSON evidence objects { path, line, endLine? }, located at the line naming the path", () => {
-    const json = JSON.stringify({ stores: [{ name: "orders", evidence: [{ path: "src/a.ts", line: 3, endLine: 5 }] }], injectionAttempts: [{ path: "src/b.ts", line: 9, summary: "x" }] }, null, 2)
+    const json = JSON.stringify(
+      {
+        stores: [{ name: "orders", evidence: [{ path: "src/a.ts", line: 3, endLine: 5 }] }],
+        injectionAttempts: [{ path: "src/b.ts", line: 9, summary: "x" }]
+      },
+      null,
+      2
+    )
     const found = jsonCitations(json, "report.json") ?? []
     expect(found.map((c) => [c.path, c.firstLine, c.lastLine])).toEqual([
       ["src/a.ts", 3, 5],
@@ -100,8 +107,14 @@ const groundingOf = (events: ReadonlyArray<JobEvent>): Grounding => {
   return g
 }
 
-const UNGROUNDED_REPORT = "# Values\n\n- v2 is defined at src/app.ts:2.\n- v8 and v9 are at src/app.ts:8-9.\n- helpers live in src/helpers.ts:4.\n"
-const UNGROUNDED_JSON = { evidence: [{ path: "src/app.ts", line: 7 }, { path: "/etc/hostname", line: 1 }] }
+const UNGROUNDED_REPORT =
+  "# Values\n\n- v2 is defined at src/app.ts:2.\n- v8 and v9 are at src/app.ts:8-9.\n- helpers live in src/helpers.ts:4.\n"
+const UNGROUNDED_JSON = {
+  evidence: [
+    { path: "src/app.ts", line: 7 },
+    { path: "/etc/hostname", line: 1 }
+  ]
+}
 
 describe("grounding of real jobs", () => {
   test("a report citing lines it never read is flagged; cited paths outside the workspace are unknown", async () => {
@@ -110,7 +123,12 @@ describe("grounding of real jobs", () => {
     expectEndedWith(run, "completed")
     const g = groundingOf(run.events)
     // Grounded: src/app.ts:2 (report.md), src/app.ts:7 (report.json, via grep), src/app.ts:1-3 (summary).
-    expect({ grounded: g.grounded, ungrounded: g.ungrounded, unknown: g.unknown, required: g.required }).toEqual({ grounded: 3, ungrounded: 1, unknown: 2, required: false })
+    expect({ grounded: g.grounded, ungrounded: g.ungrounded, unknown: g.unknown, required: g.required }).toEqual({
+      grounded: 3,
+      ungrounded: 1,
+      unknown: 2,
+      required: false
+    })
     expect(g.citations.filter((c) => c.status !== "grounded")).toEqual([
       { status: "ungrounded", path: "src/app.ts", firstLine: 8, lastLine: 9, file: "report.md", at: 4 },
       { status: "unknown", path: "src/helpers.ts", firstLine: 4, lastLine: 4, file: "report.md", at: 5 },

@@ -22,7 +22,10 @@ afterEach(async () => {
 const run = async (steps: ReadonlyArray<Step>, overrides: JobOverrides = {}) => {
   const server = await startOpenAIServer(steps)
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n", "b.ts": "export const b = 2\n" })
-  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  cleanups.push(
+    () => server.stop(),
+    () => dirs.cleanup()
+  )
   const result = await runJobChild(createEnvelope(createJob(dirs, overrides), [createProvider(server, "openai-completions")]))
   return { ...result, server, dirs }
 }
@@ -101,7 +104,12 @@ describe("loop: the same call with the same answer", () => {
   })
 
   test("a novel call in between resets the count", async () => {
-    const steps = [...Array.from({ length: 11 }, () => readCall("src/a.ts")), readCall("src/b.ts"), ...Array.from({ length: 11 }, () => readCall("src/a.ts")), answer]
+    const steps = [
+      ...Array.from({ length: 11 }, () => readCall("src/a.ts")),
+      readCall("src/b.ts"),
+      ...Array.from({ length: 11 }, () => readCall("src/a.ts")),
+      answer
+    ]
     const r = await run(steps, { limits: { maxTurns: 0 } })
     expect(r.code).toBe(0)
   })
@@ -110,7 +118,11 @@ describe("loop: the same call with the same answer", () => {
     const blocked: Step = { kind: "turn", toolCalls: [{ name: "shell", arguments: { command: "touch out/marker" } }] }
     const r = await run([...Array.from({ length: 12 }, () => blocked), answer], { agent: { denyCommandPatterns: ["touch"] } })
     expect(r.code).toBe(1)
-    expect(last(r.events)).toMatchObject({ type: "job.failed", reason: "loop", message: "stopped: shell was called with the same arguments 12 times" })
+    expect(last(r.events)).toMatchObject({
+      type: "job.failed",
+      reason: "loop",
+      message: "stopped: shell was called with the same arguments 12 times"
+    })
     expect(existsSync(join(r.dirs.out, "marker"))).toBe(false)
   })
 })
@@ -134,7 +146,11 @@ describe("loop: one turn streaming too much", () => {
 
   const writeOf = (total: number): Step => {
     const base = JSON.stringify({ path: "big.txt", content: "" }).length
-    return { kind: "turn", toolCalls: [{ name: "write", arguments: { path: "big.txt", content: "x".repeat(total - base) } }], chunkSize: 8192 }
+    return {
+      kind: "turn",
+      toolCalls: [{ name: "write", arguments: { path: "big.txt", content: "x".repeat(total - base) } }],
+      chunkSize: 8192
+    }
   }
 
   test("400,000 characters of tool-call arguments pass", async () => {

@@ -23,7 +23,10 @@ afterEach(async () => {
 const serve = async (steps: ReadonlyArray<Step>) => {
   const server = await startOpenAIServer(steps)
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
-  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  cleanups.push(
+    () => server.stop(),
+    () => dirs.cleanup()
+  )
   return { server, dirs }
 }
 

@@ -32,7 +32,10 @@ const SOURCE = "export const answer = 42\nexport function greet(name: string) {\
 const setup = async (api: ScriptedApi, steps: ReadonlyArray<Step>, files: Record<string, string> = { "a.ts": SOURCE }) => {
   const server = api === "openai-completions" ? await startOpenAIServer(steps) : await startAnthropicServer(steps)
   const dirs = createJobDirs(files)
-  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  cleanups.push(
+    () => server.stop(),
+    () => dirs.cleanup()
+  )
   return { server, dirs }
 }
 
@@ -70,7 +73,12 @@ describe.each(["openai-completions", "anthropic-messages"] as const)("a job thro
     ])
     expect(run.events.map((e) => e.seq)).toEqual(run.events.map((_, i) => i))
     const started = run.events[0]
-    expect(started).toMatchObject({ type: "job.started", agentId: "reader", agentVersion: 3, metadata: { projectId: "p-1", trigger: "test" } })
+    expect(started).toMatchObject({
+      type: "job.started",
+      agentId: "reader",
+      agentVersion: 3,
+      metadata: { projectId: "p-1", trigger: "test" }
+    })
     expect(terminal(run.events)).toMatchObject({ type: "job.completed", summary: "It exports answer and greet." })
     const reads = run.events.filter((e) => e.type === "source.read")
     expect(reads[0]).toMatchObject({ tool: "read", path: "src/a.ts", firstLine: 1 })
@@ -159,7 +167,10 @@ describe("refusals", () => {
   ] as const)("%s → refused", async (_name, override, path) => {
     const server = await startOpenAIServer([])
     const dirs = createJobDirs()
-    cleanups.push(() => server.stop(), () => dirs.cleanup())
+    cleanups.push(
+      () => server.stop(),
+      () => dirs.cleanup()
+    )
     const run = await runJobChild(createEnvelope(createJob(dirs, override), [createProvider(server, "openai-completions")]))
     expect(run.code).toBe(2)
     const refused = JSON.parse(run.lines[0]!) as { problems: Array<{ path: string }> }
@@ -169,7 +180,10 @@ describe("refusals", () => {
   test("outDir inside a read-only root → refused", async () => {
     const server = await startOpenAIServer([])
     const dirs = createJobDirs()
-    cleanups.push(() => server.stop(), () => dirs.cleanup())
+    cleanups.push(
+      () => server.stop(),
+      () => dirs.cleanup()
+    )
     const job = { ...createJob(dirs), workspace: { root: dirs.root, readOnly: [dirs.root], outDir: dirs.out } }
     const run = await runJobChild(createEnvelope(job, [createProvider(server, "openai-completions")]))
     expect(run.code).toBe(2)
@@ -179,7 +193,10 @@ describe("refusals", () => {
   test("skill files whose names could escape /skills (or collide) → refused naming each, nothing written, the model never called", async () => {
     const server = await startOpenAIServer([])
     const dirs = createJobDirs()
-    cleanups.push(() => server.stop(), () => dirs.cleanup())
+    cleanups.push(
+      () => server.stop(),
+      () => dirs.cleanup()
+    )
     const file = (path: string) => ({ skill: "cite-lines", path, contentBase64: Buffer.from("planted").toString("base64") })
     const envelope = {
       ...createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")]),
@@ -188,7 +205,12 @@ describe("refusals", () => {
     const run = await runJobChild(envelope)
     expect(run.code).toBe(2)
     const refused = JSON.parse(run.lines[0]!) as { problems: Array<{ path: string; message: string }> }
-    expect(refused.problems.map((p) => p.path)).toEqual(["skillFiles.1.path", "skillFiles.2.path", "skillFiles.3.path", "skillFiles.4.path"])
+    expect(refused.problems.map((p) => p.path)).toEqual([
+      "skillFiles.1.path",
+      "skillFiles.2.path",
+      "skillFiles.3.path",
+      "skillFiles.4.path"
+    ])
     expect(refused.problems[3]?.message).toBe('duplicate file of skill "cite-lines"')
     expect(readdirSync(dirs.out)).toEqual([])
     expect(server.requests.length).toBe(0)
@@ -197,15 +219,23 @@ describe("refusals", () => {
   test("stdin that is not JSON → exit 2 with a clear problem", async () => {
     const run = await runJobChild("{not json")
     expect(run.code).toBe(2)
-    expect(JSON.parse(run.lines[0]!)).toEqual({ type: "job.refused", problems: [{ path: "(stdin)", message: "stdin is not one JSON document" }] })
+    expect(JSON.parse(run.lines[0]!)).toEqual({
+      type: "job.refused",
+      problems: [{ path: "(stdin)", message: "stdin is not one JSON document" }]
+    })
   })
 })
 
 describe("failures", () => {
   test("a 500 from the provider (retried until the next wait would pass timeoutSec) → job.failed error naming it, exit 1", async () => {
     const broke: Step = { kind: "http-error", status: 500, body: { error: { message: "upstream broke" } } }
-    const { server, dirs } = await setup("openai-completions", Array.from({ length: 20 }, () => broke))
-    const run = await runJobChild(createEnvelope(createJob(dirs, { limits: { timeoutSec: 2 } }), [createProvider(server, "openai-completions")]))
+    const { server, dirs } = await setup(
+      "openai-completions",
+      Array.from({ length: 20 }, () => broke)
+    )
+    const run = await runJobChild(
+      createEnvelope(createJob(dirs, { limits: { timeoutSec: 2 } }), [createProvider(server, "openai-completions")])
+    )
     expect(run.code).toBe(1)
     expect(terminal(run.events)).toMatchObject({ type: "job.failed", reason: "error" })
     const last = terminal(run.events)
@@ -218,7 +248,11 @@ describe("failures", () => {
 
   test("a 400 'maximum context length' → context-overflow", async () => {
     const { server, dirs } = await setup("openai-completions", [
-      { kind: "http-error", status: 400, body: { error: { message: "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens." } } }
+      {
+        kind: "http-error",
+        status: 400,
+        body: { error: { message: "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens." } }
+      }
     ])
     const run = await runJobChild(createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")]))
     expect(run.code).toBe(1)
@@ -227,7 +261,9 @@ describe("failures", () => {
 
   test("a stream that stalls past idleTimeoutSec → timeout naming the idle limit", async () => {
     const { server, dirs } = await setup("openai-completions", [{ kind: "stall", afterText: "thinking about it" }])
-    const run = await runJobChild(createEnvelope(createJob(dirs, { limits: { idleTimeoutSec: 1 } }), [createProvider(server, "openai-completions")]))
+    const run = await runJobChild(
+      createEnvelope(createJob(dirs, { limits: { idleTimeoutSec: 1 } }), [createProvider(server, "openai-completions")])
+    )
     expect(run.code).toBe(1)
     const last = terminal(run.events)
     expect(last).toMatchObject({ type: "job.failed", reason: "timeout" })
@@ -237,8 +273,13 @@ describe("failures", () => {
   test("SIGTERM mid-stream → aborted, exit 1", async () => {
     const server = await startOpenAIServer([{ kind: "stall", afterText: "partial answer" }])
     const dirs = createJobDirs({ "a.ts": SOURCE })
-    cleanups.push(() => server.stop(), () => dirs.cleanup())
-    const child = startJobChild(createEnvelope(createJob(dirs, { limits: { idleTimeoutSec: 0 } }), [createProvider(server, "openai-completions")]))
+    cleanups.push(
+      () => server.stop(),
+      () => dirs.cleanup()
+    )
+    const child = startJobChild(
+      createEnvelope(createJob(dirs, { limits: { idleTimeoutSec: 0 } }), [createProvider(server, "openai-completions")])
+    )
     await child.waitFor("message.delta")
     child.proc.kill("SIGTERM")
     const run = await child.done
@@ -316,7 +357,10 @@ describe("usage and cost", () => {
     const last = usage[usage.length - 1]
     const perM = (tokens: number, price: number) => (tokens * price) / 1_000_000
     const expected =
-      perM(1400, MODEL_PRICES.input) + perM(250, MODEL_PRICES.output) + perM(13000, MODEL_PRICES.cacheRead) + perM(3000, MODEL_PRICES.cacheWrite)
+      perM(1400, MODEL_PRICES.input) +
+      perM(250, MODEL_PRICES.output) +
+      perM(13000, MODEL_PRICES.cacheRead) +
+      perM(3000, MODEL_PRICES.cacheWrite)
     expect(last).toMatchObject({ inputTokens: 1400, outputTokens: 250, cacheReadTokens: 13000, cacheWriteTokens: 3000, turns: 2 })
     expect(last?.type === "usage" && last.costUsd).toBeCloseTo(expected, 12)
     expect(last?.type === "usage" && last.contextPeakPercent).toBeCloseTo(((1000 + 5000 + 3000 + 200) / 128_000) * 100, 1)
@@ -324,8 +368,10 @@ describe("usage and cost", () => {
 })
 
 describe("thinking", () => {
-  const effortOf = (server: { requests: ReadonlyArray<{ body: unknown }> }) => (server.requests[0]!.body as Record<string, unknown>)["reasoning_effort"]
-  const jobSpanOf = (events: ReadonlyArray<{ type: string; name?: string }>) => events.find((e) => e.type === "span" && e.name === "kintsugi.job")
+  const effortOf = (server: { requests: ReadonlyArray<{ body: unknown }> }) =>
+    (server.requests[0]!.body as Record<string, unknown>)["reasoning_effort"]
+  const jobSpanOf = (events: ReadonlyArray<{ type: string; name?: string }>) =>
+    events.find((e) => e.type === "span" && e.name === "kintsugi.job")
 
   test("a medium job on a model with off and high thinks at high (the nearest level), and the job span says it went up", async () => {
     const { server, dirs } = await setup("openai-completions", [{ kind: "turn", text: "done" }])
@@ -333,7 +379,9 @@ describe("thinking", () => {
     const run = await runJobChild(createEnvelope(createJob(dirs, { model: { thinking: "medium" } }), [provider]))
     expect(run.code).toBe(0)
     expect(effortOf(server)).toBe("high")
-    expect(jobSpanOf(run.events)).toMatchObject({ attributes: { "thinking.requested": "medium", "thinking.effective": "high", "thinking.clamped": "up" } })
+    expect(jobSpanOf(run.events)).toMatchObject({
+      attributes: { "thinking.requested": "medium", "thinking.effective": "high", "thinking.clamped": "up" }
+    })
   })
 
   test("anthropic-messages: the effective level becomes the thinking budget (high's, not medium's)", async () => {
@@ -342,7 +390,9 @@ describe("thinking", () => {
     const run = await runJobChild(createEnvelope(createJob(dirs, { model: { thinking: "medium" } }), [provider]))
     expect(run.code).toBe(0)
     expect((server.requests[0]!.body as Record<string, unknown>)["thinking"]).toMatchObject({ type: "enabled", budget_tokens: 16_384 })
-    expect(jobSpanOf(run.events)).toMatchObject({ attributes: { "thinking.requested": "medium", "thinking.effective": "high", "thinking.clamped": "up" } })
+    expect(jobSpanOf(run.events)).toMatchObject({
+      attributes: { "thinking.requested": "medium", "thinking.effective": "high", "thinking.clamped": "up" }
+    })
   })
 
   test("a model with only high: a job asking low runs at high, and the job span says it was clamped up", async () => {
@@ -351,7 +401,9 @@ describe("thinking", () => {
     const run = await runJobChild(createEnvelope(createJob(dirs, { model: { thinking: "low" } }), [provider]))
     expect(run.code).toBe(0)
     expect(effortOf(server)).toBe("high")
-    expect(jobSpanOf(run.events)).toMatchObject({ attributes: { "thinking.requested": "low", "thinking.effective": "high", "thinking.clamped": "up" } })
+    expect(jobSpanOf(run.events)).toMatchObject({
+      attributes: { "thinking.requested": "low", "thinking.effective": "high", "thinking.clamped": "up" }
+    })
   })
 
   test("the agent's level (no job level) is clamped down to the nearest level, and the span says down", async () => {
@@ -360,7 +412,9 @@ describe("thinking", () => {
     const run = await runJobChild(createEnvelope(createJob(dirs, { agent: { thinking: "xhigh" }, model: {} }), [provider]))
     expect(run.code).toBe(0)
     expect(effortOf(server)).toBe("high")
-    expect(jobSpanOf(run.events)).toMatchObject({ attributes: { "thinking.requested": "xhigh", "thinking.effective": "high", "thinking.clamped": "down" } })
+    expect(jobSpanOf(run.events)).toMatchObject({
+      attributes: { "thinking.requested": "xhigh", "thinking.effective": "high", "thinking.clamped": "down" }
+    })
   })
 
   test("the job's level overrides the agent's; a supported level is sent as is and marked none", async () => {
@@ -369,7 +423,9 @@ describe("thinking", () => {
     const run = await runJobChild(createEnvelope(createJob(dirs, { agent: { thinking: "high" }, model: { thinking: "low" } }), [provider]))
     expect(run.code).toBe(0)
     expect(effortOf(server)).toBe("low")
-    expect(jobSpanOf(run.events)).toMatchObject({ attributes: { "thinking.requested": "low", "thinking.effective": "low", "thinking.clamped": "none" } })
+    expect(jobSpanOf(run.events)).toMatchObject({
+      attributes: { "thinking.requested": "low", "thinking.effective": "low", "thinking.clamped": "none" }
+    })
   })
 
   test("a model that cannot think runs off: no reasoning_effort is sent, and the span says down", async () => {
@@ -378,7 +434,9 @@ describe("thinking", () => {
     const run = await runJobChild(createEnvelope(createJob(dirs, { model: { thinking: "medium" } }), [provider]))
     expect(run.code).toBe(0)
     expect(effortOf(server)).toBeUndefined()
-    expect(jobSpanOf(run.events)).toMatchObject({ attributes: { "thinking.requested": "medium", "thinking.effective": "off", "thinking.clamped": "down" } })
+    expect(jobSpanOf(run.events)).toMatchObject({
+      attributes: { "thinking.requested": "medium", "thinking.effective": "off", "thinking.clamped": "down" }
+    })
   })
 })
 

@@ -16,21 +16,26 @@ setDefaultTimeout(60_000)
 const FAILING = join(import.meta.dir, "..", "support", "failingJobChild.ts")
 
 describe("a job child whose kernel fails", () => {
-  test.each(["import", "stall", "throw", "reject", "exit0"])("%s → job.failed (error) as the last line, exit 1, no secret", async (mode) => {
-    const run = await runJobChild("{}", { entry: FAILING, env: { FAIL_MODE: mode } })
-    expect(run.code).toBe(1)
-    const last = run.events[run.events.length - 1]
-    expect(last).toMatchObject({ type: "job.failed", reason: "error" })
-    // seq continues after what was written; exactly one terminal event.
-    expect(run.events.map((e) => e.seq)).toEqual(run.events.map((_, i) => i))
-    expect(run.events.filter((e) => e.type === "job.failed" || e.type === "job.completed").length).toBe(1)
-    expect(run.stdout + run.stderr).not.toContain(FAIL_SECRET)
-  })
+  test.each(["import", "stall", "throw", "reject", "exit0"])(
+    "%s → job.failed (error) as the last line, exit 1, no secret",
+    async (mode) => {
+      const run = await runJobChild("{}", { entry: FAILING, env: { FAIL_MODE: mode } })
+      expect(run.code).toBe(1)
+      const last = run.events[run.events.length - 1]
+      expect(last).toMatchObject({ type: "job.failed", reason: "error" })
+      // seq continues after what was written; exactly one terminal event.
+      expect(run.events.map((e) => e.seq)).toEqual(run.events.map((_, i) => i))
+      expect(run.events.filter((e) => e.type === "job.failed" || e.type === "job.completed").length).toBe(1)
+      expect(run.stdout + run.stderr).not.toContain(FAIL_SECRET)
+    }
+  )
 })
 
 /** Whether `pid` has a handler for SIGTERM (bit 15 of SigCgt in /proc/<pid>/status). */
 const catchesSigterm = async (pid: number): Promise<boolean> => {
-  const status = await Bun.file(`/proc/${pid}/status`).text().catch(() => "")
+  const status = await Bun.file(`/proc/${pid}/status`)
+    .text()
+    .catch(() => "")
   const hex = /SigCgt:\s*([0-9a-f]+)/.exec(status)?.[1]
   return hex !== undefined && (BigInt(`0x${hex}`) & (1n << 14n)) !== 0n
 }

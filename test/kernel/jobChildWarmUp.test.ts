@@ -96,7 +96,13 @@ describe("the warm-up", () => {
     const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
     expect({ code, stderr }).toEqual({ code: 0, stderr: "" })
     const { before, after } = JSON.parse(stdout) as { before: Array<string>; after: Array<string> }
-    const implementations = ["openai-completions.js", "openai-responses.js", "anthropic-messages.js", "google-generative-ai.js", "mistral-conversations.js"]
+    const implementations = [
+      "openai-completions.js",
+      "openai-responses.js",
+      "anthropic-messages.js",
+      "google-generative-ai.js",
+      "mistral-conversations.js"
+    ]
     expect(before).not.toEqual(expect.arrayContaining(["openai-completions.js"]))
     expect(after).toEqual(expect.arrayContaining(implementations))
   })
@@ -158,7 +164,15 @@ const runAhead = async (envelope: unknown, afterWarmUp: boolean) => {
   proc.stdin.write(JSON.stringify(envelope))
   await proc.stdin.end()
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
-  return { stdout, stderr, code, events: stdout.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as { type: string; seq: number }) }
+  return {
+    stdout,
+    stderr,
+    code,
+    events: stdout
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => JSON.parse(l) as { type: string; seq: number })
+  }
 }
 
 describe("a child started ahead", () => {
@@ -169,7 +183,10 @@ describe("a child started ahead", () => {
     const server = await startOpenAIServer([{ kind: "turn", text: "the answer" }])
     const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
     try {
-      const run = await runAhead(createEnvelope(createJob(dirs, { agent: { tools: ["read", "codemode"] } }), [createProvider(server, "openai-completions")]), afterWarmUp)
+      const run = await runAhead(
+        createEnvelope(createJob(dirs, { agent: { tools: ["read", "codemode"] } }), [createProvider(server, "openai-completions")]),
+        afterWarmUp
+      )
       expect(run.code).toBe(0)
       expect(run.events[0]).toMatchObject({ type: "job.started", seq: 0, agentId: "reader", tools: ["read", "codemode"] })
       expect(run.events.at(-1)).toMatchObject({ type: "job.completed", summary: "the answer" })

@@ -59,6 +59,14 @@ describe("tool modules are loaded when a job grants them", () => {
     expect(started?.type).toBe("job.started")
     const tools = started?.type === "job.started" ? started.tools : []
     expect(tools).toEqual(expect.arrayContaining(["read", "codemode", "memory_search"]))
-    expect(run.loaded.sort()).toEqual(["tools/ProcessRunner.ts", "tools/codemode/codemode.ts", "tools/find.ts", "tools/grep.ts", "tools/ls.ts", "tools/read.ts", "tools/services/serviceTools.ts"])
+    expect(run.loaded.sort()).toEqual([
+      "tools/ProcessRunner.ts",
+      "tools/codemode/codemode.ts",
+      "tools/find.ts",
+      "tools/grep.ts",
+      "tools/ls.ts",
+      "tools/read.ts",
+      "tools/services/serviceTools.ts"
+    ])
   })
 })

@@ -79,10 +79,19 @@ test("two concurrent jobs through the package exports: one completes, the other 
     }
   }
   const server: ScriptedServer = await startOpenAIServer([route, route, route])
-  cleanups.push(() => server.stop(), () => rmSync(root, { recursive: true, force: true }))
+  cleanups.push(
+    () => server.stop(),
+    () => rmSync(root, { recursive: true, force: true })
+  )
   const layer = KernelLive({
     providers: [
-      { id: "scripted", api: "openai-completions", baseUrl: server.baseUrl, apiKey: "sk-library-test", models: [{ id: "scripted-model", contextWindow: 128_000, maxTokens: 8_192 }] }
+      {
+        id: "scripted",
+        api: "openai-completions",
+        baseUrl: server.baseUrl,
+        apiKey: "sk-library-test",
+        models: [{ id: "scripted-model", contextWindow: 128_000, maxTokens: 8_192 }]
+      }
     ]
   })
   const seen: Record<string, Array<JobEvent>> = { review: [], survey: [] }

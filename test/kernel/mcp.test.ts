@@ -22,7 +22,8 @@ beforeAll(() => {
 })
 afterAll(() => mcp.stop())
 
-const refusalOf = (stdout: string) => JSON.parse(stdout.split("\n")[0]!) as { type: string; problems: Array<{ path: string; message: string }> }
+const refusalOf = (stdout: string) =>
+  JSON.parse(stdout.split("\n")[0]!) as { type: string; problems: Array<{ path: string; message: string }> }
 
 describe("MCP tools in a job", () => {
   test("the model calls a read-only MCP tool and gets its result; the header never shows in events or stderr", async () => {
@@ -41,7 +42,9 @@ describe("MCP tools in a job", () => {
       expect(run.code).toBe(0)
       expect(run.events.at(-1)).toMatchObject({ type: "job.completed", summary: "Looked it up." })
       // The model was offered the read-only tools only, and saw the result.
-      const offered = (JSON.parse(model.requests[0]!.rawBody) as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name)
+      const offered = (JSON.parse(model.requests[0]!.rawBody) as { tools: Array<{ function: { name: string } }> }).tools.map(
+        (t) => t.function.name
+      )
       expect(offered).toContain("mcp__kb__lookup")
       expect(offered).not.toContain("mcp__kb__delete_item")
       expect(model.requests[1]!.rawBody).toContain("found: q-needle-42")
@@ -107,7 +110,17 @@ describe("MCP tools in a job", () => {
     const dirs = createJobDirs()
     try {
       const job = { ...createJob(dirs, { agent: { tools: ["read", "mcp__x__*"] } }), mcp: { servers: [{ name: "kb", url: mcp.url }] } }
-      const run = await runJobChild(createEnvelope(job, [{ id: "scripted", api: "openai-completions", baseUrl: "http://127.0.0.1:9", apiKey: "k", models: [{ id: "scripted-model", contextWindow: 1000, maxTokens: 100 }] }]))
+      const run = await runJobChild(
+        createEnvelope(job, [
+          {
+            id: "scripted",
+            api: "openai-completions",
+            baseUrl: "http://127.0.0.1:9",
+            apiKey: "k",
+            models: [{ id: "scripted-model", contextWindow: 1000, maxTokens: 100 }]
+          }
+        ])
+      )
       expect(run.code).toBe(2)
       expect(refusalOf(run.stdout)).toEqual({
         type: "job.refused",
@@ -121,7 +134,13 @@ describe("MCP tools in a job", () => {
   test("a grant of an unlisted server is named in the same refusal as the job's other problems", async () => {
     const dirs = createJobDirs()
     try {
-      const provider = { id: "scripted", api: "openai-completions", baseUrl: "http://127.0.0.1:9", apiKey: "k", models: [{ id: "scripted-model", contextWindow: 1000, maxTokens: 100 }] }
+      const provider = {
+        id: "scripted",
+        api: "openai-completions",
+        baseUrl: "http://127.0.0.1:9",
+        apiKey: "k",
+        models: [{ id: "scripted-model", contextWindow: 1000, maxTokens: 100 }]
+      }
       const job = { ...createJob(dirs, { agent: { tools: ["mcp__x__*"] }, model: { id: "no-such-model" } }), mcp: { servers: [] } }
       const run = await runJobChild(createEnvelope(job, [provider]))
       expect(run.code).toBe(2)
@@ -130,9 +149,14 @@ describe("MCP tools in a job", () => {
         { path: "job.model", message: 'no model "no-such-model" in a provider config with id "scripted"' }
       ])
       // A document the decoder refuses: the environment's checks of what decoded still name the grant.
-      const broken = await runJobChild(createEnvelope({ ...job, model: { provider: "scripted", id: "scripted-model" }, task: "" }, [provider]))
+      const broken = await runJobChild(
+        createEnvelope({ ...job, model: { provider: "scripted", id: "scripted-model" }, task: "" }, [provider])
+      )
       expect(broken.code).toBe(2)
-      expect(refusalOf(broken.stdout).problems).toContainEqual({ path: "job.agent.tools.0", message: 'MCP server "x" is not among the job\'s mcp.servers' })
+      expect(refusalOf(broken.stdout).problems).toContainEqual({
+        path: "job.agent.tools.0",
+        message: 'MCP server "x" is not among the job\'s mcp.servers'
+      })
     } finally {
       dirs.cleanup()
     }
@@ -146,7 +170,17 @@ describe("MCP tools in a job", () => {
         mcp: { servers: [{ name: "kb", url: mcp.url, headers: { "X-Api-Key": CANARY } }] }
       }
       const before = mcp.requests.length
-      const run = await runJobChild(createEnvelope(job, [{ id: "scripted", api: "openai-completions", baseUrl: "http://127.0.0.1:9", apiKey: "k", models: [{ id: "scripted-model", contextWindow: 1000, maxTokens: 100 }] }]))
+      const run = await runJobChild(
+        createEnvelope(job, [
+          {
+            id: "scripted",
+            api: "openai-completions",
+            baseUrl: "http://127.0.0.1:9",
+            apiKey: "k",
+            models: [{ id: "scripted-model", contextWindow: 1000, maxTokens: 100 }]
+          }
+        ])
+      )
       expect(run.code).toBe(2)
       const refusal = refusalOf(run.stdout)
       expect(refusal.problems).toEqual([
@@ -165,12 +199,13 @@ describe("MCP tools in process", () => {
     const called = Promise.withResolvers<void>()
     const hanging = startTestMcpServer(
       defaultTools().map((t) =>
-        t.name !== "hang" || t.handler === undefined
-          ? t
-          : { ...t, handler: (args, ctx) => (called.resolve(), t.handler!(args, ctx)) }
+        t.name !== "hang" || t.handler === undefined ? t : { ...t, handler: (args, ctx) => (called.resolve(), t.handler!(args, ctx)) }
       )
     )
-    const model = await startOpenAIServer([{ kind: "turn", toolCalls: [{ name: "mcp__kb__hang", arguments: {} }] }, { kind: "turn", text: "never" }])
+    const model = await startOpenAIServer([
+      { kind: "turn", toolCalls: [{ name: "mcp__kb__hang", arguments: {} }] },
+      { kind: "turn", text: "never" }
+    ])
     const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
     try {
       const spec = {
@@ -188,7 +223,9 @@ describe("MCP tools in process", () => {
         )
         return { events: Chunk.toArray(yield* Stream.runCollect(handle.events)), outcome: yield* handle.result }
       })
-      const r = await Effect.runPromise(program.pipe(Effect.provide(KernelLive({ providers: [createProvider(model, "openai-completions")] }))))
+      const r = await Effect.runPromise(
+        program.pipe(Effect.provide(KernelLive({ providers: [createProvider(model, "openai-completions")] })))
+      )
       expect(r.outcome).toEqual({ _tag: "Failed", reason: "aborted", message: "the job was aborted" })
       expect(r.events.at(-1)).toMatchObject({ type: "job.failed", reason: "aborted" })
       const spans = r.events.flatMap((e) => (e.type === "span" ? [e] : []))

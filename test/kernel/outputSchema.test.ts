@@ -89,7 +89,12 @@ describe("output contracts with a JSON Schema", () => {
   })
 
   test("not fixed: failed/error naming every pointer and message", async () => {
-    const server = await serve([write(VIOLATING), { kind: "turn", text: "done" }, { kind: "turn", text: "still done" }, { kind: "turn", text: "never asked" }])
+    const server = await serve([
+      write(VIOLATING),
+      { kind: "turn", text: "done" },
+      { kind: "turn", text: "still done" },
+      { kind: "turn", text: "never asked" }
+    ])
     const run = await runAgent({ agent: agentDir(), server, task: "Find.", fixture: { "a.ts": "x\n" } })
     const failed = expectEndedWith(run, "error")
     const message = failed.type === "job.failed" ? failed.message : ""
@@ -112,7 +117,11 @@ test("the job child loads the schema engine (ajv) only when a job's contract has
     const before = ajvModules()
     await import(${JSON.stringify(join(import.meta.dir, "..", "..", "src", "kernel", "jsonSchema.ts"))})
     console.log(JSON.stringify({ before, after: ajvModules() }))`
-  const child = Bun.spawn([process.execPath, "-e", script], { stdout: "pipe", stderr: "pipe", env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" } })
+  const child = Bun.spawn([process.execPath, "-e", script], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" }
+  })
   const out = await new Response(child.stdout).text()
   expect(await child.exited).toBe(0)
   const counts = JSON.parse(out.trim().split("\n").at(-1) ?? "{}") as { before: number; after: number }
@@ -150,12 +159,16 @@ describe("the schema engine's guards", () => {
 
   test("uniqueItems compares JSON values (key order ignored) and names both items", () => {
     const compiled = Either.getOrThrow(compileJsonSchema(JSON.stringify({ type: "array", uniqueItems: true })))
-    expect(compiled([{ a: 1, b: [1, 2] }, { c: 1 }, { b: [1, 2], a: 1 }])).toEqual([{ pointer: "", message: "must NOT have duplicate items (items 0 and 2 are identical)" }])
+    expect(compiled([{ a: 1, b: [1, 2] }, { c: 1 }, { b: [1, 2], a: 1 }])).toEqual([
+      { pointer: "", message: "must NOT have duplicate items (items 0 and 2 are identical)" }
+    ])
     expect(compiled([{ a: 1 }, { a: 2 }, [1], ["1"]])).toEqual([])
   })
 
   test("a hostile document nested too deeply is a problem, not a crash; hostile keys are shown escaped and cut", () => {
-    const recursive = Either.getOrThrow(compileJsonSchema(JSON.stringify({ $defs: { n: { type: "array", items: { $ref: "#/$defs/n" } } }, $ref: "#/$defs/n" })))
+    const recursive = Either.getOrThrow(
+      compileJsonSchema(JSON.stringify({ $defs: { n: { type: "array", items: { $ref: "#/$defs/n" } } }, $ref: "#/$defs/n" }))
+    )
     let deep: unknown = []
     for (let i = 0; i < 200_000; i++) deep = [deep]
     expect(recursive(deep)).toEqual([{ pointer: "", message: "could not be checked against the schema (nested too deeply)" }])

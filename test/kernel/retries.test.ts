@@ -35,7 +35,10 @@ const runJob = async (api: ScriptedApi, steps: ReadonlyArray<Step>, options: Run
   const overrides = options.overrides ?? {}
   const scripted = await (api === "openai-completions" ? startOpenAIServer : startAnthropicServer)(steps)
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
-  cleanups.push(() => scripted.stop(), () => dirs.cleanup())
+  cleanups.push(
+    () => scripted.stop(),
+    () => dirs.cleanup()
+  )
   const layer = KernelLive({ providers: [createProvider(scripted, api)], sandbox: testSandboxConfig(), retry: options.retry ?? FAST })
   const job = createJobSpec(dirs, { ...overrides, agent: { tools: ["read"], ...overrides.agent } })
   const program = Effect.gen(function* () {
@@ -70,7 +73,14 @@ describe("retried failures", () => {
       // The same request each time: a retry adds nothing to the conversation.
       expect(new Set(r.requests.map((q) => q.rawBody)).size).toBe(1)
       expect(r.retries.map((s) => s.attributes)).toEqual([
-        expect.objectContaining({ attempt: 1, statusCode: 429, cause: "status", serverRequested: false, provider: "scripted", model: "scripted-model" }),
+        expect.objectContaining({
+          attempt: 1,
+          statusCode: 429,
+          cause: "status",
+          serverRequested: false,
+          provider: "scripted",
+          model: "scripted-model"
+        }),
         expect.objectContaining({ attempt: 2, statusCode: 429 })
       ])
       const turns = r.events.filter((e): e is SpanEvent => e.type === "span" && e.name === "kintsugi.turn")
@@ -115,7 +125,8 @@ describe("retried failures", () => {
       overrides: { limits: { timeoutSec: 2, idleTimeoutSec: 1 } },
       retry: { baseDelayMs: 900, maxRetries: 1000 }
     })
-    const expected = "model call failed: the provider answered HTTP 503: upstream unavailable (scripted) (after 2 attempts; the next retry wait would pass timeoutSec)"
+    const expected =
+      "model call failed: the provider answered HTTP 503: upstream unavailable (scripted) (after 2 attempts; the next retry wait would pass timeoutSec)"
     expect(r.outcome).toEqual({ _tag: "Failed", reason: "error", message: expected })
     expect(r.terminal).toMatchObject({ type: "job.failed", reason: "error", message: expected })
     expect(r.requests.length).toBe(2)
@@ -141,7 +152,10 @@ const answerBody = (text: string): string =>
     { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] },
     { choices: [], usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 } }
   ]
-    .map((c) => `data: ${JSON.stringify({ id: "chatcmpl-raw", object: "chat.completion.chunk", created: 1, model: "scripted-model", ...c })}\n\n`)
+    .map(
+      (c) =>
+        `data: ${JSON.stringify({ id: "chatcmpl-raw", object: "chat.completion.chunk", created: 1, model: "scripted-model", ...c })}\n\n`
+    )
     .join("") + "data: [DONE]\n\n"
 
 /** What a raw server sends for its n-th request: SSE text, then either the end of the response or a cut. */
@@ -181,13 +195,22 @@ const startRawServer = (answer: (requestNumber: number) => RawAnswer) => {
   const baseUrl = `http://127.0.0.1:${listener.port}`
   const stop = async () => listener.stop(true)
   // createProvider only reads baseUrl; the rest satisfies ScriptedServer.
-  const asServer = (prefix: string): ScriptedServer => ({ baseUrl: baseUrl + prefix, requests: [], append: () => undefined, remaining: () => 0, stop })
+  const asServer = (prefix: string): ScriptedServer => ({
+    baseUrl: baseUrl + prefix,
+    requests: [],
+    append: () => undefined,
+    remaining: () => 0,
+    stop
+  })
   return { asServer, requests: () => requests, stop }
 }
 
 const runRaw = async (api: ScriptedApi, server: ScriptedServer, retry: Partial<RetryPolicy>) => {
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
-  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  cleanups.push(
+    () => server.stop(),
+    () => dirs.cleanup()
+  )
   const layer = KernelLive({ providers: [createProvider(server, api)], sandbox: testSandboxConfig(), retry })
   const program = Effect.gen(function* () {
     const handle = yield* (yield* AgentRuntime).start(createJobSpec(dirs, { agent: { tools: ["read"] } }))
@@ -211,7 +234,15 @@ test("the usage a failed attempt reported still counts", async () => {
   // Anthropic reports input tokens at message_start; the stream is then cut, every time.
   const started = `event: message_start\ndata: ${JSON.stringify({
     type: "message_start",
-    message: { id: "msg_raw", type: "message", role: "assistant", model: "scripted-model", content: [], stop_reason: null, usage: { input_tokens: 1000, output_tokens: 0 } }
+    message: {
+      id: "msg_raw",
+      type: "message",
+      role: "assistant",
+      model: "scripted-model",
+      content: [],
+      stop_reason: null,
+      usage: { input_tokens: 1000, output_tokens: 0 }
+    }
   })}\n\n`
   const raw = startRawServer(() => ({ body: started, cut: true }))
   const r = await runRaw("anthropic-messages", raw.asServer(""), { ...FAST, maxRetries: 1 })
@@ -239,7 +270,10 @@ describe("failures that are not retried", () => {
   for (const api of ["openai-completions", "anthropic-messages"] as const) {
     test(`${api}: 401 → error after one request; the message names the provider's words without the key`, async () => {
       const body = { type: "error", error: { type: "authentication_error", message: `Incorrect API key provided: ${TEST_API_KEY}` } }
-      const r = await runJob(api, [{ kind: "http-error", status: 401, body }, { kind: "turn", text: "never" }])
+      const r = await runJob(api, [
+        { kind: "http-error", status: 401, body },
+        { kind: "turn", text: "never" }
+      ])
       expect(r.requests.length).toBe(1)
       expect(r.retries).toEqual([])
       const expected = "model call failed: the provider answered HTTP 401: Incorrect API key provided: [redacted] (authentication_error)"
@@ -251,12 +285,19 @@ describe("failures that are not retried", () => {
 
   test("a stream that breaks after text was emitted is not retried (the text would be repeated)", async () => {
     // Stopping the server once the stall's text is out breaks the stream mid-answer (ECONNRESET).
-    const r = await runJob("openai-completions", [{ kind: "stall", afterText: "partial answer" }, { kind: "turn", text: "never" }], {
-      overrides: { limits: { idleTimeoutSec: 0 } },
-      onEvent: (e, server) => {
-        if (e.type === "message.delta") void server.stop()
+    const r = await runJob(
+      "openai-completions",
+      [
+        { kind: "stall", afterText: "partial answer" },
+        { kind: "turn", text: "never" }
+      ],
+      {
+        overrides: { limits: { idleTimeoutSec: 0 } },
+        onEvent: (e, server) => {
+          if (e.type === "message.delta") void server.stop()
+        }
       }
-    })
+    )
     expect(r.events.some((e) => e.type === "message.delta")).toBe(true)
     expect(r.retries).toEqual([])
     expect(r.outcome).toMatchObject({ _tag: "Failed", reason: "error" })

@@ -21,10 +21,17 @@ afterEach(async () => {
 test("a defect while the job's model service is built after job.started ends the job with job.failed", async () => {
   const server = await startOpenAIServer([{ kind: "turn", text: "never asked" }])
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
-  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  cleanups.push(
+    () => server.stop(),
+    () => dirs.cleanup()
+  )
   const diagnostics: Array<string> = []
   const runtime = makeAgentRuntime(
-    { providers: [{ ...createProvider(server, "openai-completions"), id: "scripted-0" }], sandbox: testSandboxConfig(), diagnostics: (line) => void diagnostics.push(line) },
+    {
+      providers: [{ ...createProvider(server, "openai-completions"), id: "scripted-0" }],
+      sandbox: testSandboxConfig(),
+      diagnostics: (line) => void diagnostics.push(line)
+    },
     makeSandbox(testSandboxConfig()),
     () => Effect.die(new Error("the model service could not be built"))
   )

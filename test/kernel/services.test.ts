@@ -18,7 +18,14 @@ const answer = (text: string, error?: string): AssistantMessage => ({
   api: model.api,
   provider: model.provider,
   model: model.id,
-  usage: { input: 10, output: 2, cacheRead: 0, cacheWrite: 0, totalTokens: 12, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0.001 } },
+  usage: {
+    input: 10,
+    output: 2,
+    cacheRead: 0,
+    cacheWrite: 0,
+    totalTokens: 12,
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0.001 }
+  },
   stopReason: error === undefined ? "stop" : "error",
   ...(error === undefined ? {} : { errorMessage: error }),
   timestamp: 0
@@ -27,10 +34,20 @@ const answer = (text: string, error?: string): AssistantMessage => ({
 const run = <A, E>(effect: Effect.Effect<A, E, Limits.Limits | Llm>, answers: ReadonlyArray<AssistantMessage> = []) => {
   const events: Array<JobEvent> = []
   let n = 0
-  const llm = LlmTest(model, () => Effect.succeed(answers[n++] ?? answer("unscripted")), { baseDelayMs: 1000, maxDelayMs: 30_000, maxRetries: 8 })
-  const limits = Layer.effect(Limits.Limits, Limits.make({ timeoutSec: 100, idleTimeoutSec: 10, maxCostUsd: 1 }, { label: "p/m", contextWindow: 1000 }))
+  const llm = LlmTest(model, () => Effect.succeed(answers[n++] ?? answer("unscripted")), {
+    baseDelayMs: 1000,
+    maxDelayMs: 30_000,
+    maxRetries: 8
+  })
+  const limits = Layer.effect(
+    Limits.Limits,
+    Limits.make({ timeoutSec: 100, idleTimeoutSec: 10, maxCostUsd: 1 }, { label: "p/m", contextWindow: 1000 })
+  )
   const layer = llm.pipe(Layer.provideMerge(limits), Layer.provideMerge(JobEvents.layerTest(events)))
-  return Effect.runPromise(Effect.either(effect).pipe(Effect.provide(layer), Effect.provide(TestContext.TestContext))).then((r) => ({ r, events }))
+  return Effect.runPromise(Effect.either(effect).pipe(Effect.provide(layer), Effect.provide(TestContext.TestContext))).then((r) => ({
+    r,
+    events
+  }))
 }
 
 describe("Limits on the TestClock", () => {

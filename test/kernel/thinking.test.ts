@@ -16,7 +16,11 @@ const TABLE: ReadonlyArray<readonly [string, ReadonlyArray<ThinkingLevel>, Reado
   ["only high", ["high"], ["high↑", "high↑", "high↑", "high↑", "high", "high↓", "high↓"]],
   ["off, low, high", ["off", "low", "high"], ["off", "off↓", "low", "low↓", "high", "high↓", "high↓"]],
   ["off, low, high, max", ["off", "low", "high", "max"], ["off", "off↓", "low", "low↓", "high", "high↓", "max"]],
-  ["pi-ai's default (off … high)", ["off", "minimal", "low", "medium", "high"], ["off", "minimal", "low", "medium", "high", "high↓", "high↓"]],
+  [
+    "pi-ai's default (off … high)",
+    ["off", "minimal", "low", "medium", "high"],
+    ["off", "minimal", "low", "medium", "high", "high↓", "high↓"]
+  ],
   ["minimal, low (cannot stop thinking)", ["minimal", "low"], ["minimal↑", "minimal", "low", "low↓", "low↓", "low↓", "low↓"]],
   ["off, max", ["off", "max"], ["off", "off↓", "off↓", "off↓", "max↑", "max↑", "max"]],
   ["every level", THINKING_LEVELS, [...THINKING_LEVELS]]

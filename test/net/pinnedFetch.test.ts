@@ -25,7 +25,9 @@ const recorder = (hostname: string) => {
     fetch: (r) => {
       const url = new URL(r.url)
       hits.push({ host: r.headers.get("host"), path: url.pathname })
-      return url.pathname === "/redirect" ? new Response(null, { status: 302, headers: { location: "http://127.0.0.1:1/" } }) : new Response(`hello from ${hostname}`)
+      return url.pathname === "/redirect"
+        ? new Response(null, { status: 302, headers: { location: "http://127.0.0.1:1/" } })
+        : new Response(`hello from ${hostname}`)
     }
   })
   return { hits, server, port: server.port }
@@ -75,7 +77,11 @@ describe("pinnedFetch", () => {
       abort.abort()
       return answer
     }
-    const error = await pinnedFetch(`http://rebind.example.test:${rebound.port}/`, { signal: abort.signal }, { allowPrivateNetwork: false, resolve }).catch((e: unknown) => e)
+    const error = await pinnedFetch(
+      `http://rebind.example.test:${rebound.port}/`,
+      { signal: abort.signal },
+      { allowPrivateNetwork: false, resolve }
+    ).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(Error)
     expect((error as Error).name).toBe("AbortError")
     expect(dns.calls).toEqual(["rebind.example.test"])
@@ -85,7 +91,11 @@ describe("pinnedFetch", () => {
   test("a private answer at connect time is refused before connecting, whatever it answered at save time", async () => {
     const before = rebound.hits.length
     const dns = changingResolver([["127.0.0.1"]])
-    const error = await pinnedFetch(`http://evil.example.test:${rebound.port}/`, {}, { allowPrivateNetwork: false, resolve: dns.resolve }).catch((e: unknown) => e)
+    const error = await pinnedFetch(
+      `http://evil.example.test:${rebound.port}/`,
+      {},
+      { allowPrivateNetwork: false, resolve: dns.resolve }
+    ).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(UrlRefused)
     expect((error as UrlRefused).message).toContain("127.0.0.1 is a loopback address")
     expect(rebound.hits.length).toBe(before)
@@ -93,17 +103,29 @@ describe("pinnedFetch", () => {
 
   test("a DNS answer mixing public and private addresses is refused", async () => {
     const dns = changingResolver([["93.184.215.14", "127.0.0.1"]])
-    const error = await pinnedFetch(`http://mixed.example.test:${rebound.port}/`, {}, { allowPrivateNetwork: false, resolve: dns.resolve }).catch((e: unknown) => e)
+    const error = await pinnedFetch(
+      `http://mixed.example.test:${rebound.port}/`,
+      {},
+      { allowPrivateNetwork: false, resolve: dns.resolve }
+    ).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(UrlRefused)
     expect((error as UrlRefused).problem).toContain("127.0.0.1 is a loopback address")
   })
 
   test("redirects are never followed; an embedded loopback literal is refused without DNS", async () => {
     const dns = changingResolver([["127.0.0.2"]])
-    const r = await pinnedFetch(`http://mcp.example.test:${checked.port}/redirect`, { redirect: "follow" }, { allowPrivateNetwork: true, resolve: dns.resolve })
+    const r = await pinnedFetch(
+      `http://mcp.example.test:${checked.port}/redirect`,
+      { redirect: "follow" },
+      { allowPrivateNetwork: true, resolve: dns.resolve }
+    )
     expect(r.status).toBe(302)
     expect(r.headers.get("location")).toBe("http://127.0.0.1:1/")
-    const refused = await pinnedFetch(`http://[::ffff:7f00:1]:${rebound.port}/`, {}, { allowPrivateNetwork: false, resolve: dns.resolve }).catch((e: unknown) => e)
+    const refused = await pinnedFetch(
+      `http://[::ffff:7f00:1]:${rebound.port}/`,
+      {},
+      { allowPrivateNetwork: false, resolve: dns.resolve }
+    ).catch((e: unknown) => e)
     expect(refused).toBeInstanceOf(UrlRefused)
     expect(dns.calls).toEqual(["mcp.example.test"])
   })
@@ -111,40 +133,71 @@ describe("pinnedFetch", () => {
 
 // A certificate for mcp.test made by openssl; without openssl the https case cannot be set up here.
 const openssl = Bun.which("openssl")
-describe.skipIf(openssl === null)(`pinnedFetch over https${openssl === null ? " (skipped: openssl not found to make a test certificate)" : ""}`, () => {
-  let dir = ""
-  let cert = ""
-  let server: Server
-  let port = 0
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "pinned-tls-"))
-    const made = Bun.spawnSync([openssl!, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "2", "-subj", "/CN=mcp.test", "-addext", "subjectAltName=DNS:mcp.test"], { stderr: "pipe" })
-    if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`)
-    cert = await Bun.file(join(dir, "cert.pem")).text()
-    const key = await Bun.file(join(dir, "key.pem")).text()
-    server = createServer({ key, cert }, (req, res) => {
-      const servername = (req.socket as { servername?: string | false }).servername
-      res.end(JSON.stringify({ sni: servername ?? null, host: req.headers.host ?? null }))
+describe.skipIf(openssl === null)(
+  `pinnedFetch over https${openssl === null ? " (skipped: openssl not found to make a test certificate)" : ""}`,
+  () => {
+    let dir = ""
+    let cert = ""
+    let server: Server
+    let port = 0
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), "pinned-tls-"))
+      const made = Bun.spawnSync(
+        [
+          openssl!,
+          "req",
+          "-x509",
+          "-newkey",
+          "rsa:2048",
+          "-nodes",
+          "-keyout",
+          join(dir, "key.pem"),
+          "-out",
+          join(dir, "cert.pem"),
+          "-days",
+          "2",
+          "-subj",
+          "/CN=mcp.test",
+          "-addext",
+          "subjectAltName=DNS:mcp.test"
+        ],
+        { stderr: "pipe" }
+      )
+      if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`)
+      cert = await Bun.file(join(dir, "cert.pem")).text()
+      const key = await Bun.file(join(dir, "key.pem")).text()
+      server = createServer({ key, cert }, (req, res) => {
+        const servername = (req.socket as { servername?: string | false }).servername
+        res.end(JSON.stringify({ sni: servername ?? null, host: req.headers.host ?? null }))
+      })
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.2", resolve))
+      const address = server.address()
+      port = typeof address === "object" && address !== null ? address.port : 0
     })
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.2", resolve))
-    const address = server.address()
-    port = typeof address === "object" && address !== null ? address.port : 0
-  })
-  afterAll(() => {
-    server?.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
+    afterAll(() => {
+      server?.close()
+      rmSync(dir, { recursive: true, force: true })
+    })
 
-  test("the connection goes to the checked address with the host name as SNI, certificate name and Host", async () => {
-    const dns = changingResolver([["127.0.0.2"], ["127.0.0.1"]])
-    const r = await pinnedFetch(`https://mcp.test:${port}/mcp`, { tls: { ca: cert } }, { allowPrivateNetwork: true, resolve: dns.resolve })
-    expect(await r.json()).toEqual({ sni: "mcp.test", host: `mcp.test:${port}` })
-    expect(dns.calls).toEqual(["mcp.test"])
-  })
+    test("the connection goes to the checked address with the host name as SNI, certificate name and Host", async () => {
+      const dns = changingResolver([["127.0.0.2"], ["127.0.0.1"]])
+      const r = await pinnedFetch(
+        `https://mcp.test:${port}/mcp`,
+        { tls: { ca: cert } },
+        { allowPrivateNetwork: true, resolve: dns.resolve }
+      )
+      expect(await r.json()).toEqual({ sni: "mcp.test", host: `mcp.test:${port}` })
+      expect(dns.calls).toEqual(["mcp.test"])
+    })
 
-  test("a certificate for another name is refused (the check uses the URL's host, not the address)", async () => {
-    const dns = changingResolver([["127.0.0.2"]])
-    const error = await pinnedFetch(`https://other.test:${port}/mcp`, { tls: { ca: cert } }, { allowPrivateNetwork: true, resolve: dns.resolve }).catch((e: unknown) => e)
-    expect(String(error)).toContain("ERR_TLS_CERT_ALTNAME_INVALID")
-  })
-})
+    test("a certificate for another name is refused (the check uses the URL's host, not the address)", async () => {
+      const dns = changingResolver([["127.0.0.2"]])
+      const error = await pinnedFetch(
+        `https://other.test:${port}/mcp`,
+        { tls: { ca: cert } },
+        { allowPrivateNetwork: true, resolve: dns.resolve }
+      ).catch((e: unknown) => e)
+      expect(String(error)).toContain("ERR_TLS_CERT_ALTNAME_INVALID")
+    })
+  }
+)

@@ -18,7 +18,6 @@ import { MANAGER, runAxe, startPortal, type Portal } from "./harness.ts"
 
 setDefaultTimeout(300_000)
 
-
 let portal: Portal
 let context: BrowserContext
 let page: Page
@@ -27,7 +26,14 @@ let jobId = ""
 type Services = AgentStore | SkillStore | ProviderStore | McpServers | JobStore | Projects
 const run = <A, E>(effect: Effect.Effect<A, E, Services>) => portal.runtime.runPromise(effect as Effect.Effect<A, E, never>)
 
-const agentFile = { files: [{ path: "a11y-agent.md", content: "---\nname: a11y-agent\nversion: 1\ndescription: Checked for accessibility.\ntools:\n  - read\n---\nRead.\n" }] }
+const agentFile = {
+  files: [
+    {
+      path: "a11y-agent.md",
+      content: "---\nname: a11y-agent\nversion: 1\ndescription: Checked for accessibility.\ntools:\n  - read\n---\nRead.\n"
+    }
+  ]
+}
 
 beforeAll(async () => {
   portal = await startPortal()
@@ -36,13 +42,32 @@ beforeAll(async () => {
   await run(Effect.flatMap(SkillStore, (s) => s.update("a11y-skill", { content: "Be clearer.\n" }, "setup", "Clearer.")))
   await run(
     Effect.flatMap(ProviderStore, (s) =>
-      s.create({ kind: "custom", id: "a11y-gw", api: "openai-completions", baseUrl: "http://127.0.0.1:9/v1", apiKey: "sk-a11y", models: [{ id: "m1", contextWindow: 8000, maxTokens: 1000, thinkingLevels: ["off"] }] }, "setup")
+      s.create(
+        {
+          kind: "custom",
+          id: "a11y-gw",
+          api: "openai-completions",
+          baseUrl: "http://127.0.0.1:9/v1",
+          apiKey: "sk-a11y",
+          models: [{ id: "m1", contextWindow: 8000, maxTokens: 1000, thinkingLevels: ["off"] }]
+        },
+        "setup"
+      )
     )
   )
-  await run(Effect.flatMap(McpServers, (m) => m.put("a11y-mcp", { url: "http://127.0.0.1:9/mcp", timeoutSec: 30, allowPrivateNetwork: true }, "setup")))
+  await run(
+    Effect.flatMap(McpServers, (m) =>
+      m.put("a11y-mcp", { url: "http://127.0.0.1:9/mcp", timeoutSec: 30, allowPrivateNetwork: true }, "setup")
+    )
+  )
   await run(Effect.flatMap(Projects, (p) => p.create({ id: "a11y-project", name: "Accessible project" })))
   const job = await run(
-    Effect.flatMap(JobStore, (s) => s.enqueue({ agent: "a11y-agent", task: "Look.", workspace: { root: "/tmp", readOnly: ["/tmp"], outDir: "/tmp" }, limits: { timeoutSec: 60 } }, "setup"))
+    Effect.flatMap(JobStore, (s) =>
+      s.enqueue(
+        { agent: "a11y-agent", task: "Look.", workspace: { root: "/tmp", readOnly: ["/tmp"], outDir: "/tmp" }, limits: { timeoutSec: 60 } },
+        "setup"
+      )
+    )
   )
   jobId = job.id
   // Our own context: axe is injected with page.evaluate, which the page's CSP must not block.
@@ -84,10 +109,25 @@ const QUERIES: Readonly<Record<string, string>> = {
 }
 
 /** GET routes that are not pages: files, downloads, fragments, streams. */
-const NOT_PAGES = [/^\/static\//, /^\/vendor\//, /\/export$/, /^\/bindings\/-\/thinking$/, /\/events$/, /\/stream$/, /\/output$/, /^\/jobs\/rows$/, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/sign-out$/]
+const NOT_PAGES = [
+  /^\/static\//,
+  /^\/vendor\//,
+  /\/export$/,
+  /^\/bindings\/-\/thinking$/,
+  /\/events$/,
+  /\/stream$/,
+  /\/output$/,
+  /^\/jobs\/rows$/,
+  /^\/healthz$/,
+  /^\/readyz$/,
+  /^\/metrics$/,
+  /^\/sign-out$/
+]
 
 const pagePaths = (): { readonly pages: Array<string>; readonly unfilled: Array<string> } => {
-  const routes = portal.app.routes.filter((r) => r.method === "GET" && !r.path.startsWith("/api/") && !NOT_PAGES.some((re) => re.test(r.path)))
+  const routes = portal.app.routes.filter(
+    (r) => r.method === "GET" && !r.path.startsWith("/api/") && !NOT_PAGES.some((re) => re.test(r.path))
+  )
   const pages: Array<string> = []
   const unfilled: Array<string> = []
   for (const r of routes) {
@@ -114,7 +154,8 @@ describe("every portal page", () => {
       const response = await page.goto(path)
       expect(response?.headers()["content-type"] ?? "").toStartWith("text/html")
       const violations = await axe()
-      if (violations.length > 0) found[path] = violations.map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`)
+      if (violations.length > 0)
+        found[path] = violations.map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`)
     }
     expect(found).toEqual({})
   })
@@ -130,7 +171,9 @@ describe("every portal page", () => {
         wide[path] = width
         // What sticks out, to fix it: the widest elements past the right edge.
         widest[path] = String(
-          await page.evaluate(`[...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > 391).slice(-3).map((e) => e.tagName + "." + e.className + " " + Math.round(e.getBoundingClientRect().right)).join("; ")`)
+          await page.evaluate(
+            `[...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > 391).slice(-3).map((e) => e.tagName + "." + e.className + " " + Math.round(e.getBoundingClientRect().right)).join("; ")`
+          )
         )
       }
     }

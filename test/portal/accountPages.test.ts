@@ -43,7 +43,11 @@ describe("/account: your API tokens", () => {
     expect(bad.text).toContain("fill this in")
     expect(bad.text).toContain("must be between 1 and 365")
     expect(bad.text).not.toMatch(/value="kt_/)
-    const viaToken = await api.request("POST", "/account/tokens", { token: api.reader.token, form: form({ name: "x" }), headers: { "sec-fetch-site": "same-origin" } })
+    const viaToken = await api.request("POST", "/account/tokens", {
+      token: api.reader.token,
+      form: form({ name: "x" }),
+      headers: { "sec-fetch-site": "same-origin" }
+    })
     expect(viaToken.status).toBe(403)
     expect(viaToken.text).toContain("an API token cannot create API tokens")
   })
@@ -62,10 +66,15 @@ describe("/users: user administration", () => {
     const disabled = await api.request("POST", "/users/acct-target/disabled", { session: admin, form: form({ disabled: "true" }) })
     expect(disabled.status).toBe(303)
     expect((await api.request("GET", "/api/admin/agents", { token: target.token })).status).toBe(401)
-    const signIn = await api.request("POST", "/sign-in", { form: form({ username: "acct-target", password: PASSWORD }), headers: { "sec-fetch-site": "same-origin" } })
+    const signIn = await api.request("POST", "/sign-in", {
+      form: form({ username: "acct-target", password: PASSWORD }),
+      headers: { "sec-fetch-site": "same-origin" }
+    })
     expect(signIn.status).toBe(401)
     expect(signIn.text).toContain("this user is disabled")
-    expect((await api.request("POST", "/users/acct-target/disabled", { session: admin, form: form({ disabled: "false" }) })).status).toBe(303)
+    expect((await api.request("POST", "/users/acct-target/disabled", { session: admin, form: form({ disabled: "false" }) })).status).toBe(
+      303
+    )
     expect((await api.request("GET", "/api/admin/agents", { token: target.token })).status).toBe(200)
 
     const self = await api.request("POST", "/users/manager/disabled", { session: admin, form: form({ disabled: "true" }) })

@@ -17,25 +17,52 @@ export const PROVIDER = "gw"
 export const PROJECT = "demo"
 
 const agentFiles = (body: string) => ({
-  files: [{ path: `${AGENT}.md`, content: `---\nname: ${AGENT}\nversion: 1\ndescription: Tells where things are in a code base.\ntools: [read]\n---\n${body}\n` }]
+  files: [
+    {
+      path: `${AGENT}.md`,
+      content: `---\nname: ${AGENT}\nversion: 1\ndescription: Tells where things are in a code base.\ntools: [read]\n---\n${body}\n`
+    }
+  ]
 })
 
-const LONG_LINE = "Run `bun install --frozen-lockfile --production --no-save` once before building; the lockfile_pinned_dependencies_checksum must match."
+const LONG_LINE =
+  "Run `bun install --frozen-lockfile --production --no-save` once before building; the lockfile_pinned_dependencies_checksum must match."
 
 /** An agent at v2 with eval results for both versions, a bound provider, a project with memory. */
 export const createAdminFixtures = (portal: Portal): Promise<void> =>
   portal.runtime.runPromise(
     Effect.gen(function* () {
       yield* (yield* ProviderStore).create(
-        { kind: "custom", id: PROVIDER, api: "openai-completions", baseUrl: "http://127.0.0.1:9/v1", apiKey: "sk-fixture-123456", models: [{ id: "m1", contextWindow: 8000, maxTokens: 1000, thinkingLevels: ["off"] }] },
+        {
+          kind: "custom",
+          id: PROVIDER,
+          api: "openai-completions",
+          baseUrl: "http://127.0.0.1:9/v1",
+          apiKey: "sk-fixture-123456",
+          models: [{ id: "m1", contextWindow: 8000, maxTokens: 1000, thinkingLevels: ["off"] }]
+        },
         "setup"
       )
       yield* (yield* Projects).create({ id: PROJECT, name: "Demo project" })
       const agents = yield* AgentStore
       yield* agents.create(agentFiles("Tell."), "setup")
       yield* agents.save(AGENT, agentFiles("Tell, citing lines."), "setup", "Cite lines.")
-      for (const [name, audience] of [["alpha-helper", "member"], ["zeta-reviewer", "runtime"], ["mid-writer", "member"]] as const) {
-        yield* agents.create({ files: [{ path: `${name}.md`, content: `---\nname: ${name}\nversion: 1\nmetadata:\n  audience: ${audience}\ndescription: ${name}.\ntools: [read]\n---\nHelp.\n` }] }, "setup")
+      for (const [name, audience] of [
+        ["alpha-helper", "member"],
+        ["zeta-reviewer", "runtime"],
+        ["mid-writer", "member"]
+      ] as const) {
+        yield* agents.create(
+          {
+            files: [
+              {
+                path: `${name}.md`,
+                content: `---\nname: ${name}\nversion: 1\nmetadata:\n  audience: ${audience}\ndescription: ${name}.\ntools: [read]\n---\nHelp.\n`
+              }
+            ]
+          },
+          "setup"
+        )
       }
       const bindings = yield* Bindings
       yield* bindings.set(AGENT, "", { providerId: PROVIDER, modelId: "m1" }, "setup")
@@ -58,8 +85,21 @@ export const createAdminFixtures = (portal: Portal): Promise<void> =>
       }
       const memory = yield* MemoryStore
       const agent = { _tag: "Agent", jobId: "00000000-0000-4000-8000-0000000000c1", agentId: AGENT } as const
-      yield* memory.save(PROJECT, agent, { kind: "lesson", title: "Build cache", body: `${LONG_LINE}\nThen it is cached.`, paths: ["src/build/cache/configuration/buildCacheSettings.ts"] })
-      yield* memory.save(PROJECT, agent, { kind: "lesson", title: "Build cache", body: `${LONG_LINE}\nThen it is cached for a day.`, paths: [] })
+      yield* memory.save(PROJECT, agent, {
+        kind: "lesson",
+        title: "Build cache",
+        body: `${LONG_LINE}\nThen it is cached.`,
+        paths: ["src/build/cache/configuration/buildCacheSettings.ts"]
+      })
+      yield* memory.save(PROJECT, agent, {
+        kind: "lesson",
+        title: "Build cache",
+        body: `${LONG_LINE}\nThen it is cached for a day.`,
+        paths: []
+      })
       yield* memory.save(PROJECT, agent, { kind: "fact", title: "Orders", body: "Orders live in src/orders.", paths: [] })
-    }).pipe(Effect.tapError((e) => Effect.sync(() => console.error(JSON.stringify(e)))), Effect.orDie)
+    }).pipe(
+      Effect.tapError((e) => Effect.sync(() => console.error(JSON.stringify(e)))),
+      Effect.orDie
+    )
   )

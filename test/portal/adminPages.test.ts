@@ -30,12 +30,19 @@ const send = async (method: "GET" | "POST", path: string, session: string, field
   for (const [k, v] of Object.entries(fields ?? {})) for (const x of typeof v === "string" ? [v] : v) body.append(k, x)
   if (method === "POST") body.set("_csrf", s.csrf)
   const headers = { host: "localhost", origin: BASE, "sec-fetch-site": "same-origin", cookie: `__Host-kintsugi-session=${s.cookie}` }
-  const res = await app.handle(new Request(`${BASE}${path}`, { method, headers, body: method === "POST" ? body : null, redirect: "manual" }))
+  const res = await app.handle(
+    new Request(`${BASE}${path}`, { method, headers, body: method === "POST" ? body : null, redirect: "manual" })
+  )
   return { status: res.status, location: res.headers.get("location"), text: await res.text() }
 }
 
 const model = (key: string, id: string, thinking: ReadonlyArray<string>) => ({
-  [`m.${key}.id`]: id, [`m.${key}.contextWindow`]: "64000", [`m.${key}.maxTokens`]: "4000", [`m.${key}.thinking`]: thinking, [`m.${key}.input`]: "1", [`m.${key}.output`]: "2"
+  [`m.${key}.id`]: id,
+  [`m.${key}.contextWindow`]: "64000",
+  [`m.${key}.maxTokens`]: "4000",
+  [`m.${key}.thinking`]: thinking,
+  [`m.${key}.input`]: "1",
+  [`m.${key}.output`]: "2"
 })
 
 beforeAll(async () => {
@@ -51,25 +58,65 @@ afterAll(async () => {
 describe("provider, binding and MCP pages", () => {
   test("a provider's key and an MCP server's header values appear in no page", async () => {
     const created = await send("POST", "/providers", "manager", {
-      kind: "custom", id: "canary", api: "openai-completions", baseUrl: "http://127.0.0.1:9/v1", apiKey: CANARY, modelKey: ["a", "b"], ...model("a", "fast", ["off"]), ...model("b", "deep", ["off", "low", "high"])
+      kind: "custom",
+      id: "canary",
+      api: "openai-completions",
+      baseUrl: "http://127.0.0.1:9/v1",
+      apiKey: CANARY,
+      modelKey: ["a", "b"],
+      ...model("a", "fast", ["off"]),
+      ...model("b", "deep", ["off", "low", "high"])
     })
     expect(created).toMatchObject({ status: 303, location: "/providers?added=canary" })
     // A refused edit re-renders the form: still without the key typed.
-    const refused = await send("POST", "/providers/canary", "manager", { baseUrl: "ftp://x", apiKey: CANARY, modelKey: "a", ...model("a", "fast", ["off"]) })
+    const refused = await send("POST", "/providers/canary", "manager", {
+      baseUrl: "ftp://x",
+      apiKey: CANARY,
+      modelKey: "a",
+      ...model("a", "fast", ["off"])
+    })
     expect(refused.status).toBe(400)
     expect(refused.text).toContain("must be an http(s) URL")
-    const mcp = await send("POST", "/mcp-servers", "manager", { name: "kb", url: "http://127.0.0.1:9/mcp", timeoutSec: "30", allowPrivateNetwork: "on", headerKey: "x", "h.x.name": "Authorization", "h.x.value": HEADER_CANARY })
+    const mcp = await send("POST", "/mcp-servers", "manager", {
+      name: "kb",
+      url: "http://127.0.0.1:9/mcp",
+      timeoutSec: "30",
+      allowPrivateNetwork: "on",
+      headerKey: "x",
+      "h.x.name": "Authorization",
+      "h.x.value": HEADER_CANARY
+    })
     expect(mcp.status).toBe(303)
     await send("POST", "/agents/codebase-inventory/binding", "manager", { project: "", target: "canary/deep", thinking: "high" })
-    const pages = ["/providers", "/providers/canary", "/mcp-servers", "/mcp-servers/kb", "/agents/codebase-inventory/binding", "/bindings/-/thinking?target=canary/deep"]
-    const texts = [refused.text, ...(await Promise.all(pages.flatMap((p) => [send("GET", p, "manager"), send("GET", p, "reader")]))).map((r) => r.text)]
+    const pages = [
+      "/providers",
+      "/providers/canary",
+      "/mcp-servers",
+      "/mcp-servers/kb",
+      "/agents/codebase-inventory/binding",
+      "/bindings/-/thinking?target=canary/deep"
+    ]
+    const texts = [
+      refused.text,
+      ...(await Promise.all(pages.flatMap((p) => [send("GET", p, "manager"), send("GET", p, "reader")]))).map((r) => r.text)
+    ]
     for (const t of texts) {
       expect(t).not.toContain(CANARY)
       expect(t).not.toContain(HEADER_CANARY)
     }
     expect(texts.join("")).toContain("Authorization")
     // An edit with the key left blank keeps it (the store's rule): the provider still has one.
-    expect((await send("POST", "/providers/canary", "manager", { api: "openai-completions", baseUrl: "http://127.0.0.1:9/v2", modelKey: ["a", "b"], ...model("a", "fast", ["off"]), ...model("b", "deep", ["off", "low", "high"]) })).status).toBe(303)
+    expect(
+      (
+        await send("POST", "/providers/canary", "manager", {
+          api: "openai-completions",
+          baseUrl: "http://127.0.0.1:9/v2",
+          modelKey: ["a", "b"],
+          ...model("a", "fast", ["off"]),
+          ...model("b", "deep", ["off", "low", "high"])
+        })
+      ).status
+    ).toBe(303)
     expect((await send("GET", "/providers", "manager")).text).toContain("stored")
   })
 
@@ -81,7 +128,11 @@ describe("provider, binding and MCP pages", () => {
     expect(options(/<select id="f-thinking"[\s\S]*?<\/select>/.exec(page.text)?.[0] ?? "")).toEqual(["", "off", "low", "high"])
     expect(page.text).toContain("canary / deep")
     // A level the model does not support is refused by Bindings, shown at the thinking field.
-    const bad = await send("POST", "/agents/codebase-inventory/binding", "manager", { project: "", target: "canary/fast", thinking: "high" })
+    const bad = await send("POST", "/agents/codebase-inventory/binding", "manager", {
+      project: "",
+      target: "canary/fast",
+      thinking: "high"
+    })
     expect(bad.status).toBe(400)
     expect(/id="problems-thinking"[\s\S]*?<\/div>/.exec(bad.text)?.[0]).toContain("supports off")
   })
@@ -95,16 +146,25 @@ describe("provider, binding and MCP pages", () => {
 
   test("the Job definition tab shows the bound model and the thinking level a job really gets, per project", async () => {
     // data-interfaces asks for medium; canary/deep has off, low, high: the tie goes to the lower level.
-    expect((await send("POST", "/agents/data-interfaces/binding", "manager", { project: "", target: "canary/deep", thinking: "" })).status).toBe(303)
+    expect(
+      (await send("POST", "/agents/data-interfaces/binding", "manager", { project: "", target: "canary/deep", thinking: "" })).status
+    ).toBe(303)
     const card = (t: string) => (/<section class="card" id="job-model"[\s\S]*?<\/section>/.exec(t)?.[0] ?? "").replace(/\s+/g, " ")
     const page = card((await send("GET", "/agents/data-interfaces/definition", "reader")).text)
     expect(page).toContain("<code>canary / deep</code>")
     expect(page).toContain("the installation default binding")
-    expect(page).toContain("<dt>thinking requested</dt><dd>medium <span class=\"muted\">(the agent&#39;s default; the binding sets none)</span>")
-    expect(page).toContain("<dt>thinking the job gets</dt><dd><strong>low</strong> <span class=\"muted\">(the model has no medium: moved down to the nearest level it has)</span>")
+    expect(page).toContain(
+      '<dt>thinking requested</dt><dd>medium <span class="muted">(the agent&#39;s default; the binding sets none)</span>'
+    )
+    expect(page).toContain(
+      '<dt>thinking the job gets</dt><dd><strong>low</strong> <span class="muted">(the model has no medium: moved down to the nearest level it has)</span>'
+    )
     // A project's binding (its level overrides the agent's) is shown when that project is chosen.
     await runtime.runPromise(Effect.flatMap(SqlClient, (sql) => sql`INSERT INTO runtime.project (id, name) VALUES ('def-p', 'Definition')`))
-    expect((await send("POST", "/agents/data-interfaces/binding", "manager", { project: "def-p", target: "canary/fast", thinking: "off" })).status).toBe(303)
+    expect(
+      (await send("POST", "/agents/data-interfaces/binding", "manager", { project: "def-p", target: "canary/fast", thinking: "off" }))
+        .status
+    ).toBe(303)
     const forProject = card((await send("GET", "/agents/data-interfaces/definition?project=def-p", "reader")).text)
     expect(forProject).toContain("<code>canary / fast</code>")
     expect(forProject).toContain("project def-p&#39;s binding")
@@ -123,7 +183,13 @@ describe("provider, binding and MCP pages", () => {
     const url = await send("POST", "/mcp-servers", "manager", { name: "meta", url: "http://169.254.169.254/latest", timeoutSec: "30" })
     expect(url.status).toBe(400)
     expect(/id="problems-url"[\s\S]*?<\/div>/.exec(url.text)?.[0]).toContain("169.254.169.254 is a link-local address")
-    const run = await send("POST", "/agents/codebase-inventory/run", "manager", { task: "", root: "/tmp", readOnly: "", outDir: "/tmp", timeoutSec: "x" })
+    const run = await send("POST", "/agents/codebase-inventory/run", "manager", {
+      task: "",
+      root: "/tmp",
+      readOnly: "",
+      outDir: "/tmp",
+      timeoutSec: "x"
+    })
     expect(run.status).toBe(400)
     expect(/id="problems-readOnly"[\s\S]*?<\/div>/.exec(run.text)?.[0]).toContain("<li>")
     expect(/id="problems-task"[\s\S]*?<\/div>/.exec(run.text)?.[0]).toContain("fill this in")
@@ -131,8 +197,19 @@ describe("provider, binding and MCP pages", () => {
 })
 
 describe("view helpers", () => {
-  const view = (id: string, models: ReadonlyArray<{ id: string; thinkingLevels: ReadonlyArray<"off" | "low" | "high"> }>): ProviderView => ({
-    id, kind: "custom", api: "openai-completions", baseUrl: "http://x", builtin: null, hasApiKey: true, headerNames: [], updatedBy: "t", updatedAt: new Date(0),
+  const view = (
+    id: string,
+    models: ReadonlyArray<{ id: string; thinkingLevels: ReadonlyArray<"off" | "low" | "high"> }>
+  ): ProviderView => ({
+    id,
+    kind: "custom",
+    api: "openai-completions",
+    baseUrl: "http://x",
+    builtin: null,
+    hasApiKey: true,
+    headerNames: [],
+    updatedBy: "t",
+    updatedAt: new Date(0),
     models: models.map((m) => ({ ...m, contextWindow: 1, maxTokens: 1, cost: null }))
   })
 
@@ -147,12 +224,34 @@ describe("view helpers", () => {
   })
 
   test("the provider form becomes the store's input; a blank key is absent (keep the stored one)", () => {
-    const f = new URLSearchParams({ id: "p", api: "openai-completions", baseUrl: "http://x", apiKey: "  ", modelKey: "k", "m.k.id": "m", "m.k.contextWindow": "10", "m.k.maxTokens": "", "m.k.thinking": "low" })
+    const f = new URLSearchParams({
+      id: "p",
+      api: "openai-completions",
+      baseUrl: "http://x",
+      apiKey: "  ",
+      modelKey: "k",
+      "m.k.id": "m",
+      "m.k.contextWindow": "10",
+      "m.k.maxTokens": "",
+      "m.k.thinking": "low"
+    })
     const input = customInput(customFormFrom(f), f)
     expect(input["apiKey"]).toBeUndefined()
     expect(input["models"]).toEqual([{ id: "m", contextWindow: 10, maxTokens: Number.NaN, reasoning: true, thinkingLevels: ["low"] }])
-    const h = new URLSearchParams({ url: "http://x", timeoutSec: "5", allowedTools: "a\nb", headerKey: "z", "h.z.name": "X-Key", "h.z.value": "" })
-    expect(mcpInput(mcpFormFrom(h, "s"), h)).toEqual({ url: "http://x", timeoutSec: 5, allowedTools: ["a", "b"], allowPrivateNetwork: false })
+    const h = new URLSearchParams({
+      url: "http://x",
+      timeoutSec: "5",
+      allowedTools: "a\nb",
+      headerKey: "z",
+      "h.z.name": "X-Key",
+      "h.z.value": ""
+    })
+    expect(mcpInput(mcpFormFrom(h, "s"), h)).toEqual({
+      url: "http://x",
+      timeoutSec: 5,
+      allowedTools: ["a", "b"],
+      allowPrivateNetwork: false
+    })
   })
 
   test("events become rows: deltas joined, usage and spans left to the usage panel", () => {
@@ -161,11 +260,32 @@ describe("view helpers", () => {
       { type: "tool.call", seq: 0, at, callId: "1", tool: "shell", input: { command: "rm" }, allowed: false, reason: "not granted" },
       { type: "message.delta", seq: 1, at, text: "Hel" },
       { type: "message.delta", seq: 2, at, text: "lo <b>" },
-      { type: "usage", seq: 3, at, model: "m", inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, turns: 1, compactions: 0, contextPeakPercent: 0, compactionSummaries: 0 },
+      {
+        type: "usage",
+        seq: 3,
+        at,
+        model: "m",
+        inputTokens: 1,
+        outputTokens: 1,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        costUsd: 0,
+        turns: 1,
+        compactions: 0,
+        contextPeakPercent: 0,
+        compactionSummaries: 0
+      },
       { type: "job.failed", seq: 4, at, reason: "budget", message: "over" }
     ]
     expect(eventRows(events)).toEqual([
-      { seq: 0, at, kind: "blocked", label: "blocked", text: 'shell {"command":"rm"} (not granted)', detail: 'shell\n{\n  "command": "rm"\n}\n\nnot granted' },
+      {
+        seq: 0,
+        at,
+        kind: "blocked",
+        label: "blocked",
+        text: 'shell {"command":"rm"} (not granted)',
+        detail: 'shell\n{\n  "command": "rm"\n}\n\nnot granted'
+      },
       { seq: 1, at, kind: "message", label: "message", text: "Hello <b>" },
       { seq: 4, at, kind: "failed", label: "failed: budget", text: "over" }
     ])

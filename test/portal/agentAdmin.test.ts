@@ -40,7 +40,11 @@ const toast = () => page.locator("#flash").innerText()
 
 /** Whether the browser's own check (pattern, maxlength) accepts `value` in the field `selector`. */
 const browserAccepts = (selector: string, value: string): Promise<boolean> =>
-  page.evaluate(`(() => { const input = document.querySelector(${JSON.stringify(selector)}); input.value = ${JSON.stringify(value)}; return input.checkValidity() })()`).then((ok) => ok === true)
+  page
+    .evaluate(
+      `(() => { const input = document.querySelector(${JSON.stringify(selector)}); input.value = ${JSON.stringify(value)}; return input.checkValidity() })()`
+    )
+    .then((ok) => ok === true)
 
 describe("name rules in the browser match the server's", () => {
   test("the pattern of every name field accepts exactly what the server accepts", async () => {
@@ -108,11 +112,16 @@ for (const width of [1280, 390] as const) {
         await portal.signIn(noJs, MANAGER)
         await noJs.setViewportSize({ width, height: 900 })
         await noJs.goto(`/agents/${AGENT}`)
-        await noJs.evaluate(`(() => { const form = document.querySelector("#copy-menu form"); form.removeAttribute("hx-post"); form.noValidate = true })()`)
+        await noJs.evaluate(
+          `(() => { const form = document.querySelector("#copy-menu form"); form.removeAttribute("hx-post"); form.noValidate = true })()`
+        )
         // A plain post: htmx is not asked to handle it.
         await noJs.locator("#copy-menu summary").click()
         await noJs.getByLabel("Name of the copy").fill("x".repeat(3) + "_")
-        const [response] = await Promise.all([noJs.waitForResponse((r) => r.url().endsWith("/copy")), noJs.evaluate(`document.querySelector("#copy-menu form").submit()`)])
+        const [response] = await Promise.all([
+          noJs.waitForResponse((r) => r.url().endsWith("/copy")),
+          noJs.evaluate(`document.querySelector("#copy-menu form").submit()`)
+        ])
         expect(response.status()).toBe(400)
         await noJs.locator("#problems-copy-name li").waitFor()
         expect(await noJs.locator("#copy-menu").getAttribute("open")).not.toBeNull()
@@ -167,7 +176,19 @@ for (const width of [1280, 390] as const) {
       // A provider nobody binds is deleted.
       const spare = `spare-${width}`
       await portal.runtime.runPromise(
-        Effect.flatMap(ProviderStore, (s) => s.create({ kind: "custom", id: spare, api: "openai-completions", baseUrl: "http://127.0.0.1:9/v1", apiKey: "sk-spare-123456", models: [{ id: "m", contextWindow: 8000, maxTokens: 1000 }] }, "test"))
+        Effect.flatMap(ProviderStore, (s) =>
+          s.create(
+            {
+              kind: "custom",
+              id: spare,
+              api: "openai-completions",
+              baseUrl: "http://127.0.0.1:9/v1",
+              apiKey: "sk-spare-123456",
+              models: [{ id: "m", contextWindow: 8000, maxTokens: 1000 }]
+            },
+            "test"
+          )
+        )
       )
       await page.goto(`/providers/${spare}`)
       await page.locator("#provider-delete summary").click()
@@ -199,7 +220,9 @@ for (const width of [1280, 390] as const) {
       await page.goto("/agents")
       const names = () => page.locator("table.catalog tbody .agent-name").allInnerTexts()
       const updated = () =>
-        page.locator("table.catalog tbody td[data-label=Updated]").evaluateAll((cells) => cells.map((c) => c.querySelector("time")?.getAttribute("datetime") ?? null))
+        page
+          .locator("table.catalog tbody td[data-label=Updated]")
+          .evaluateAll((cells) => cells.map((c) => c.querySelector("time")?.getAttribute("datetime") ?? null))
       const header = (label: string) => page.locator("table.catalog thead th a", { hasText: label })
       expect(await header("Updated").isVisible()).toBe(true)
 

@@ -40,10 +40,15 @@ describe("agent form", () => {
     const form = formFromPackage(pkg, offered)
     expect([form.outputs, form.grounding]).toEqual(["risks.md\nrisks.json schemas/risks.schema.json", "required"])
     expect(filesOf(form)).toEqual(serializeAgentPackage(pkg))
-    expect(filesOf(form)[0]?.content).toContain('grounding: required\noutputs:\n  - "risks.md"\n  - { file: "risks.json", schema: "schemas/risks.schema.json" }\n')
+    expect(filesOf(form)[0]?.content).toContain(
+      'grounding: required\noutputs:\n  - "risks.md"\n  - { file: "risks.json", schema: "schemas/risks.schema.json" }\n'
+    )
     const bad = filesOfForm({ ...form, outputs: "risks.md\n\na b c" })
     expect(Either.isLeft(bad) ? bad.left : []).toEqual([
-      { path: "risk-quality.md#outputs", message: "line 3: write a file name, or a file name and its schema (schemas/<name>.json), separated by a space" }
+      {
+        path: "risk-quality.md#outputs",
+        message: "line 3: write a file name, or a file name and its schema (schemas/<name>.json), separated by a space"
+      }
     ])
     const missing = problemsOf({ ...form, outputs: "risks.md\nrisks.json schemas/nope.json" })
     const placed = placeProblems({ ...form, outputs: "risks.md\nrisks.json schemas/nope.json" }, missing)
@@ -71,17 +76,36 @@ describe("agent form", () => {
   test("posted fields: CRLF becomes LF, rows pair up, bad row keys are replaced, blank rows are dropped", () => {
     const f = new URLSearchParams()
     for (const [k, v] of [
-      ["name", " notes "], ["version", "1.10"], ["description", "Line one\r\nline two"], ["audience", "member"], ["toolsMode", "selected"],
-      ["tools", "read"], ["instructions", "Do it.\r\n"], ["lsKey", "k1"], ["lsName", "tone"], ["lsContent", "Short.\r\n"],
-      ["lsKey", "\"><x"], ["lsName", ""], ["lsContent", "  "], ["fileKey", "f9"], ["fileName", "commands/go.md"], ["fileContent", "Go."]
-    ]) f.append(k!, v!)
+      ["name", " notes "],
+      ["version", "1.10"],
+      ["description", "Line one\r\nline two"],
+      ["audience", "member"],
+      ["toolsMode", "selected"],
+      ["tools", "read"],
+      ["instructions", "Do it.\r\n"],
+      ["lsKey", "k1"],
+      ["lsName", "tone"],
+      ["lsContent", "Short.\r\n"],
+      ["lsKey", '"><x'],
+      ["lsName", ""],
+      ["lsContent", "  "],
+      ["fileKey", "f9"],
+      ["fileName", "commands/go.md"],
+      ["fileContent", "Go."]
+    ])
+      f.append(k!, v!)
     const form = formFromFields(f)
     expect(form.name).toBe("notes")
     expect(form.description).toBe("Line one\nline two")
-    expect(form.localSkills).toEqual([{ key: "k1", name: "tone", content: "Short.\n" }, { key: "s1", name: "", content: "  " }])
+    expect(form.localSkills).toEqual([
+      { key: "k1", name: "tone", content: "Short.\n" },
+      { key: "s1", name: "", content: "  " }
+    ])
     const files = filesOf(form)
     expect(files.map((x) => x.path)).toEqual(["notes.md", "skills/tone/SKILL.md", "commands/go.md"])
-    expect(files[0]?.content).toBe('---\nname: notes\nversion: "1.10"\ndescription: "Line one\\nline two"\ntools:\n  - read\nmetadata:\n  audience: member\n---\nDo it.\n')
+    expect(files[0]?.content).toBe(
+      '---\nname: notes\nversion: "1.10"\ndescription: "Line one\\nline two"\ntools:\n  - read\nmetadata:\n  audience: member\n---\nDo it.\n'
+    )
   })
 
   test("a select value the page never offers is refused, at its field", () => {
@@ -102,7 +126,10 @@ describe("agent form", () => {
       skills: ["house-style", "missing-skill"],
       denyPatterns: "rm\\s+-rf\n(a)\\1",
       instructions: "  \n",
-      localSkills: [{ key: "a", name: "ok-skill", content: "x" }, { key: "b", name: "Bad Name", content: "y" }],
+      localSkills: [
+        { key: "a", name: "ok-skill", content: "x" },
+        { key: "b", name: "Bad Name", content: "y" }
+      ],
       files: [{ key: "c", name: "notes/extra.md", content: "z" }]
     }
     const placed = placeProblems(form, problemsOf(form))

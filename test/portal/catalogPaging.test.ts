@@ -45,32 +45,40 @@ afterAll(async () => {
 const rows = () => page.locator("table.catalog tbody tr")
 
 describe("the catalog pages and searches server-side", () => {
-  test("a page of 50, next page in place, first page back", async () => {
-    await page.goto("/")
-    await portal.signIn(page, MANAGER)
-    await page.goto("/agents")
-    expect(await rows().count()).toBe(50)
-    await expect(page.locator(".count").textContent()).resolves.toContain("75 agents (showing 50 on this page)")
-    // The browser holds only this page: the seventieth agent is not in it.
-    expect(await page.content()).not.toContain("paged-70")
-    await page.evaluate("window.__samePage = true")
-    await page.getByRole("link", { name: "Next page" }).click()
-    await page.waitForURL(/cursor=/)
-    await page.locator("table.catalog tbody tr", { hasText: "paged-70" }).waitFor()
-    expect(await rows().count()).toBe(25)
-    expect(await page.getByRole("link", { name: "Next page" }).count()).toBe(0)
-    expect(await page.evaluate("window.__samePage")).toBe(true)
-    await page.getByRole("link", { name: "First page" }).click()
-    await page.locator("table.catalog tbody tr", { hasText: "architecture-map" }).waitFor()
-    expect(await rows().count()).toBe(50)
-  }, BROWSER_TEST_MS)
+  test(
+    "a page of 50, next page in place, first page back",
+    async () => {
+      await page.goto("/")
+      await portal.signIn(page, MANAGER)
+      await page.goto("/agents")
+      expect(await rows().count()).toBe(50)
+      await expect(page.locator(".count").textContent()).resolves.toContain("75 agents (showing 50 on this page)")
+      // The browser holds only this page: the seventieth agent is not in it.
+      expect(await page.content()).not.toContain("paged-70")
+      await page.evaluate("window.__samePage = true")
+      await page.getByRole("link", { name: "Next page" }).click()
+      await page.waitForURL(/cursor=/)
+      await page.locator("table.catalog tbody tr", { hasText: "paged-70" }).waitFor()
+      expect(await rows().count()).toBe(25)
+      expect(await page.getByRole("link", { name: "Next page" }).count()).toBe(0)
+      expect(await page.evaluate("window.__samePage")).toBe(true)
+      await page.getByRole("link", { name: "First page" }).click()
+      await page.locator("table.catalog tbody tr", { hasText: "architecture-map" }).waitFor()
+      expect(await rows().count()).toBe(50)
+    },
+    BROWSER_TEST_MS
+  )
 
-  test("searching finds an agent that was not on the page, by its description", async () => {
-    await page.goto("/agents")
-    await page.getByLabel("Search").fill("rare seventieth")
-    await page.locator("table.catalog tbody tr", { hasText: "paged-70" }).waitFor()
-    expect(await rows().count()).toBe(1)
-    await expect(page.locator(".count").textContent()).resolves.toContain("1 of 75 agents match")
-    expect(page.url()).toContain("q=rare%20seventieth")
-  }, BROWSER_TEST_MS)
+  test(
+    "searching finds an agent that was not on the page, by its description",
+    async () => {
+      await page.goto("/agents")
+      await page.getByLabel("Search").fill("rare seventieth")
+      await page.locator("table.catalog tbody tr", { hasText: "paged-70" }).waitFor()
+      expect(await rows().count()).toBe(1)
+      await expect(page.locator(".count").textContent()).resolves.toContain("1 of 75 agents match")
+      expect(page.url()).toContain("q=rare%20seventieth")
+    },
+    BROWSER_TEST_MS
+  )
 })

@@ -34,10 +34,16 @@ describe("catalog query", () => {
       { sort: "updated", order: "asc", key: null, name: "reviewer" },
       { sort: "audience", order: "asc", key: "member", name: "x" },
       { sort: "name", order: "desc", key: "z9", name: "z9" }
-    ] as const) expect(decodeCursor(encodeCursor(c))).toEqual(c)
+    ] as const)
+      expect(decodeCursor(encodeCursor(c))).toEqual(c)
     // A cursor of another order is the first page of this one.
     expect(parse(`sort=name&cursor=${cursor}`).cursor).toBeNull()
-    expect(parse(`sort=updated&cursor=${encodeCursor({ sort: "updated", order: "desc", key: null, name: "x" })}`).cursor).toEqual({ sort: "updated", order: "desc", key: null, name: "x" })
+    expect(parse(`sort=updated&cursor=${encodeCursor({ sort: "updated", order: "desc", key: null, name: "x" })}`).cursor).toEqual({
+      sort: "updated",
+      order: "desc",
+      key: null,
+      name: "x"
+    })
     expect(decodeCursor(Buffer.from("audience.asc:robots:x").toString("base64url"))).toBeUndefined()
     expect(parse("cursor=%3Cscript%3E").cursor).toBeNull()
     expect(parse(`cursor=${Buffer.from("c:Bad Name").toString("base64url")}`).cursor).toBeNull()

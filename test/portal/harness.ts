@@ -57,13 +57,17 @@ export const signInTestUsers = async (runtime: AppRuntime): Promise<Record<"mana
   return { manager: await signIn(MANAGER), reader: await signIn(READER) }
 }
 
-export const makeTestRuntime = (worker?: { readonly log: (line: string) => void }) => makeTestAppRuntime(worker === undefined ? {} : { worker })
+export const makeTestRuntime = (worker?: { readonly log: (line: string) => void }) =>
+  makeTestAppRuntime(worker === undefined ? {} : { worker })
 
 /** `worker`: run the job workers in the app's runtime (jobs started in the portal then run). */
 export const startPortal = async (options: { readonly worker?: boolean } = {}): Promise<Portal> => {
   const browser = await launchChromium()
   const log: Array<string> = []
-  const { runtime, app } = await makeTestApp({ ...(options.worker === true ? { worker: { log: (line: string) => log.push(line) } } : {}), appLog: (line) => log.push(line) })
+  const { runtime, app } = await makeTestApp({
+    ...(options.worker === true ? { worker: { log: (line: string) => log.push(line) } } : {}),
+    appLog: (line) => log.push(line)
+  })
   await addUser(runtime, MANAGER, ["agents.manage", "providers.manage"])
   await addUser(runtime, READER, [])
   const server = listen(app, { hostname: "127.0.0.1", port: 0 })

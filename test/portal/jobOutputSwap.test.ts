@@ -52,6 +52,13 @@ test("links: one to a file inside outDir is served; one out of it, or a hard lin
   symlinkSync(join(base, "host.txt"), join(outDir, "out-link.md"))
   linkSync(join(base, "host.txt"), join(outDir, "hard.md"))
   const view = (path: string) =>
-    Effect.runPromise(Effect.either(readOutput({ outDir }, path, [path]))).then((r) => (Either.isRight(r) ? new TextDecoder().decode(r.right) : r.left._tag))
-  expect(await Promise.all(["report.md", "alias.md", "out-link.md", "hard.md"].map(view))).toEqual(["inside", "inside", "NotFound", "NotFound"])
+    Effect.runPromise(Effect.either(readOutput({ outDir }, path, [path]))).then((r) =>
+      Either.isRight(r) ? new TextDecoder().decode(r.right) : r.left._tag
+    )
+  expect(await Promise.all(["report.md", "alias.md", "out-link.md", "hard.md"].map(view))).toEqual([
+    "inside",
+    "inside",
+    "NotFound",
+    "NotFound"
+  ])
 })

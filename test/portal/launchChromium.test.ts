@@ -8,14 +8,20 @@ import { chooseChromium, launchChromium } from "./launchChromium.ts"
 // Unpacking 200 MB twice at once on a loaded 2-core machine.
 setDefaultTimeout(120_000)
 
-const present = (...paths: Array<string>) => (path: string) => paths.includes(path)
+const present =
+  (...paths: Array<string>) =>
+  (path: string) =>
+    paths.includes(path)
 
 describe("choosing the test browser", () => {
   test("CHROMIUM_PATH, else Debian's chromium, else chromium on PATH, else the bundled one", () => {
     const all = present("/opt/c/chrome", "/usr/bin/chromium", "/usr/local/bin/chromium")
     expect(chooseChromium({ CHROMIUM_PATH: "/opt/c/chrome" }, all)).toEqual({ source: "CHROMIUM_PATH", path: "/opt/c/chrome" })
     expect(chooseChromium({ PATH: "/usr/local/bin" }, all)).toEqual({ source: "system", path: "/usr/bin/chromium" })
-    expect(chooseChromium({ PATH: "/nope:/usr/local/bin" }, present("/usr/local/bin/chromium"))).toEqual({ source: "system", path: "/usr/local/bin/chromium" })
+    expect(chooseChromium({ PATH: "/nope:/usr/local/bin" }, present("/usr/local/bin/chromium"))).toEqual({
+      source: "system",
+      path: "/usr/local/bin/chromium"
+    })
     expect(chooseChromium({ PATH: "/usr/local/bin" }, present())).toEqual({ source: "bundled" })
     expect(chooseChromium({}, present())).toEqual({ source: "bundled" })
   })
@@ -24,14 +30,18 @@ describe("choosing the test browser", () => {
     const all = present("/opt/c/chrome", "/usr/bin/chromium")
     expect(chooseChromium({ KINTSUGI_TEST_BROWSER: "bundled", CHROMIUM_PATH: "/opt/c/chrome" }, all)).toEqual({ source: "bundled" })
     expect(chooseChromium({ KINTSUGI_TEST_BROWSER: "system" }, all)).toEqual({ source: "system", path: "/usr/bin/chromium" })
-    expect(() => chooseChromium({ KINTSUGI_TEST_BROWSER: "system" }, present())).toThrow(/system but Debian's chromium is missing: apt-get install chromium/)
+    expect(() => chooseChromium({ KINTSUGI_TEST_BROWSER: "system" }, present())).toThrow(
+      /system but Debian's chromium is missing: apt-get install chromium/
+    )
   })
 
   test("a wrong setting names what is wrong instead of falling back", () => {
     expect(() => chooseChromium({ CHROMIUM_PATH: "/nonexistent/chromium" }, present("/usr/bin/chromium"))).toThrow(
       /Chromium not found at \/nonexistent\/chromium \(CHROMIUM_PATH\)/
     )
-    expect(() => chooseChromium({ KINTSUGI_TEST_BROWSER: "firefox" }, present())).toThrow(/KINTSUGI_TEST_BROWSER=firefox is not one of auto, system, bundled/)
+    expect(() => chooseChromium({ KINTSUGI_TEST_BROWSER: "firefox" }, present())).toThrow(
+      /KINTSUGI_TEST_BROWSER=firefox is not one of auto, system, bundled/
+    )
   })
 })
 
@@ -40,7 +50,9 @@ describe("the bundled Chromium", () => {
   test("launches, lays out text and clicks, even where Debian's chromium is installed", async () => {
     const browser = await launchChromium([], { source: "bundled" })
     try {
-      const { version } = (await Bun.file(join(import.meta.dir, "../../node_modules/@sparticuz/chromium/package.json")).json()) as { version: string }
+      const { version } = (await Bun.file(join(import.meta.dir, "../../node_modules/@sparticuz/chromium/package.json")).json()) as {
+        version: string
+      }
       expect(browser.version().split(".")[0]).toBe(version.split(".")[0])
       const page = await browser.newPage()
       await page.setContent(`<button onclick="this.textContent='done'">Go</button> <span id="t">some text</span>`)
@@ -66,7 +78,8 @@ describe("the bundled Chromium", () => {
         `const hold = async () => { console.log("written"); for await (const _ of console) break };` +
         `const r = await unpackBundledChromium(process.argv[1], process.argv[2] === "hold" ? hold : undefined);` +
         `console.log(JSON.stringify({ path: r.path, size: require("node:fs").statSync(r.path).size, env: r.env }))`
-      const unpack = (hold: boolean) => Bun.spawn(["bun", "-e", script, cache, hold ? "hold" : "go"], { stdin: "pipe", stdout: "pipe", stderr: "inherit" })
+      const unpack = (hold: boolean) =>
+        Bun.spawn(["bun", "-e", script, cache, hold ? "hold" : "go"], { stdin: "pipe", stdout: "pipe", stderr: "inherit" })
       type Unpacked = { path: string; size: number; env: Record<string, string> }
 
       const a = unpack(true)

@@ -2,7 +2,20 @@
  * The one place the browser tests get their Chromium: CHROMIUM_PATH, else Debian's `chromium`, else
  * the Chromium that the `@sparticuz/chromium` dev dependency ships, unpacked once per user and version.
  */
-import { accessSync, constants, createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
+import {
+  accessSync,
+  constants,
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync
+} from "node:fs"
 import { homedir } from "node:os"
 import { dirname, join } from "node:path"
 import { pipeline } from "node:stream/promises"
@@ -16,9 +29,7 @@ export const BROWSER_ARGS: ReadonlyArray<string> = ["--headless", "--no-sandbox"
 const SYSTEM_CHROMIUM = "/usr/bin/chromium"
 
 /** The choice made from the environment, before anything is unpacked or launched. */
-export type ChromiumChoice =
-  | { readonly source: "CHROMIUM_PATH" | "system"; readonly path: string }
-  | { readonly source: "bundled" }
+export type ChromiumChoice = { readonly source: "CHROMIUM_PATH" | "system"; readonly path: string } | { readonly source: "bundled" }
 
 const isExecutableFile = (path: string): boolean => {
   try {
@@ -30,7 +41,11 @@ const isExecutableFile = (path: string): boolean => {
 }
 
 const onPath = (env: Record<string, string | undefined>, isExecutable: (path: string) => boolean): string | undefined =>
-  (env["PATH"] ?? "").split(":").filter((d) => d !== "").map((d) => join(d, "chromium")).find(isExecutable)
+  (env["PATH"] ?? "")
+    .split(":")
+    .filter((d) => d !== "")
+    .map((d) => join(d, "chromium"))
+    .find(isExecutable)
 
 /**
  * KINTSUGI_TEST_BROWSER: unset/`auto` = CHROMIUM_PATH, else Debian's chromium, else the bundled one;
@@ -48,7 +63,8 @@ export const chooseChromium = (
   if (mode === "bundled") return { source: "bundled" }
   const explicit = env["CHROMIUM_PATH"]
   if (explicit !== undefined && explicit !== "") {
-    if (!isExecutable(explicit)) throw new Error(`Chromium not found at ${explicit} (CHROMIUM_PATH): point it at a Chromium binary, or unset it.`)
+    if (!isExecutable(explicit))
+      throw new Error(`Chromium not found at ${explicit} (CHROMIUM_PATH): point it at a Chromium binary, or unset it.`)
     return { source: "CHROMIUM_PATH", path: explicit }
   }
   const system = isExecutable(SYSTEM_CHROMIUM) ? SYSTEM_CHROMIUM : onPath(env, isExecutable)
@@ -122,7 +138,9 @@ export const unpackBundledChromium = async (
   const path = join(final, "chromium")
   if (existsSync(path)) return { path, env: launchEnv(final) }
   if (process.platform !== "linux" || process.arch !== "x64") {
-    throw new Error(`The bundled Chromium runs on linux/x64 only (this is ${process.platform}/${process.arch}): install chromium, or set CHROMIUM_PATH.`)
+    throw new Error(
+      `The bundled Chromium runs on linux/x64 only (this is ${process.platform}/${process.arch}): install chromium, or set CHROMIUM_PATH.`
+    )
   }
   console.error(`Unpacking the Chromium of @sparticuz/chromium ${version} into ${final} (once per user and version).`)
   mkdirSync(parent, { recursive: true, mode: 0o700 })
@@ -166,7 +184,10 @@ export const unpackBundledChromium = async (
 let bundled: Promise<BundledChromium> | undefined
 
 /** Launches headless Chromium (by default as `chooseChromium` says) with our flags plus `extraArgs`. */
-export const launchChromium = async (extraArgs: ReadonlyArray<string> = [], choice: ChromiumChoice = chooseChromium()): Promise<Browser> => {
+export const launchChromium = async (
+  extraArgs: ReadonlyArray<string> = [],
+  choice: ChromiumChoice = chooseChromium()
+): Promise<Browser> => {
   const args = [...BROWSER_ARGS, ...extraArgs]
   if (choice.source !== "bundled") return chromium.launch({ executablePath: choice.path, args })
   bundled ??= unpackBundledChromium()

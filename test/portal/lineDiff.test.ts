@@ -98,8 +98,16 @@ describe("hunks", () => {
 describe("diffFiles", () => {
   test("added, removed, changed and unchanged files", () => {
     const d = diffFiles(
-      [{ path: "a.md", content: "x\ny\n" }, { path: "gone.md", content: "g\n" }, { path: "same.md", content: "s" }],
-      [{ path: "a.md", content: "x\nz\n" }, { path: "same.md", content: "s" }, { path: "new.md", content: "n\n" }]
+      [
+        { path: "a.md", content: "x\ny\n" },
+        { path: "gone.md", content: "g\n" },
+        { path: "same.md", content: "s" }
+      ],
+      [
+        { path: "a.md", content: "x\nz\n" },
+        { path: "same.md", content: "s" },
+        { path: "new.md", content: "n\n" }
+      ]
     )
     expect(d.map((f) => [f.path, f.change, f.added, f.removed])).toEqual([
       ["a.md", "changed", 1, 1],

@@ -21,7 +21,11 @@ const JOB = "00000000-0000-4000-8000-0000000000b1"
 
 const run = <A, E>(e: Effect.Effect<A, E, MemoryStore | Projects>) => portal.runtime.runPromise(e)
 const save = (title: string, body: string) =>
-  run(Effect.flatMap(MemoryStore, (m) => m.save("webproj", { _tag: "Agent", jobId: JOB, agentId: "learner" }, { kind: "lesson", title, body, paths: [] })))
+  run(
+    Effect.flatMap(MemoryStore, (m) =>
+      m.save("webproj", { _tag: "Agent", jobId: JOB, agentId: "learner" }, { kind: "lesson", title, body, paths: [] })
+    )
+  )
 
 beforeAll(async () => {
   portal = await startPortal()

@@ -59,8 +59,18 @@ for (const width of WIDTHS) {
       if (width === 390) {
         // Reflowed: one card per eval, each cell labelled, nothing to scroll sideways.
         expect(await page.locator("#eval-compare thead").isVisible()).toBe(false)
-        expect(Number(await page.evaluate(`document.querySelector("#eval-compare .table-scroll").scrollWidth - document.querySelector("#eval-compare .table-scroll").clientWidth`))).toBeLessThanOrEqual(0)
-        expect(await page.evaluate(`getComputedStyle(document.querySelector('#eval-compare tr[data-eval="cites-orders-with-line-numbers"] td'), "::before").content`)).toBe('"v1 result"')
+        expect(
+          Number(
+            await page.evaluate(
+              `document.querySelector("#eval-compare .table-scroll").scrollWidth - document.querySelector("#eval-compare .table-scroll").clientWidth`
+            )
+          )
+        ).toBeLessThanOrEqual(0)
+        expect(
+          await page.evaluate(
+            `getComputedStyle(document.querySelector('#eval-compare tr[data-eval="cites-orders-with-line-numbers"] td'), "::before").content`
+          )
+        ).toBe('"v1 result"')
       }
       expect(await runAxe(page)).toEqual([])
       await portal.screenshot(page, `narrow-evals-${width}`)
@@ -104,7 +114,11 @@ for (const width of WIDTHS) {
       const next = await box('label[for="memory-learnedDays"]')
       expect(checkLabel.y + checkLabel.height).toBeLessThanOrEqual(next.y)
       await expect(page.locator('label:has(input[name="enabled"])').textContent()).resolves.not.toContain("Learned")
-      for (const label of ["Learned notes not reviewed become forgotten after (days)", "Forgotten and rejected notes are deleted after (days)", "Daily logs are kept (days)"]) {
+      for (const label of [
+        "Learned notes not reviewed become forgotten after (days)",
+        "Forgotten and rejected notes are deleted after (days)",
+        "Daily logs are kept (days)"
+      ]) {
         expect(await page.getByLabel(label, { exact: true }).getAttribute("type")).toBe("number")
       }
       expect(await runAxe(page)).toEqual([])

@@ -4,7 +4,9 @@ import { plainMessage } from "../../views/forms/plainProblems.ts"
 
 describe("plainMessage", () => {
   test("internal patterns and schema wording become what to do", () => {
-    expect(plainMessage("must match [a-z][a-z0-9-]* (at most 64 characters)")).toBe("must use only lower-case letters, digits and dashes, starting with a letter (at most 64 characters)")
+    expect(plainMessage("must match [a-z][a-z0-9-]* (at most 64 characters)")).toBe(
+      "must use only lower-case letters, digits and dashes, starting with a letter (at most 64 characters)"
+    )
     expect(plainMessage('local skill name "Bad Name" must match [a-z][a-z0-9-]* and be at most 64 characters')).toBe(
       'local skill name "Bad Name" must use only lower-case letters, digits and dashes, starting with a letter (at most 64 characters)'
     )

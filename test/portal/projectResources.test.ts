@@ -22,9 +22,16 @@ const send = async (method: "GET" | "POST", path: string, session: string, field
   const s = sessions[session]!
   const body = new URLSearchParams(fields)
   if (method === "POST") body.set("_csrf", s.csrf)
-  const headers: Record<string, string> = { host: "localhost", origin: BASE, "sec-fetch-site": "same-origin", cookie: `__Host-kintsugi-session=${s.cookie}` }
+  const headers: Record<string, string> = {
+    host: "localhost",
+    origin: BASE,
+    "sec-fetch-site": "same-origin",
+    cookie: `__Host-kintsugi-session=${s.cookie}`
+  }
   if (htmx) Object.assign(headers, { "hx-request": "true", "hx-current-url": `${BASE}${path}` })
-  const res = await app.handle(new Request(`${BASE}${path}`, { method, headers, body: method === "POST" ? body : null, redirect: "manual" }))
+  const res = await app.handle(
+    new Request(`${BASE}${path}`, { method, headers, body: method === "POST" ? body : null, redirect: "manual" })
+  )
   return { status: res.status, location: res.headers.get("location"), text: await res.text() }
 }
 
@@ -35,14 +42,23 @@ const summary = (page: string): Record<string, string> => {
   const box = /<div class="error-summary"[\s\S]*?<\/div>/.exec(page)?.[0] ?? ""
   return Object.fromEntries([...box.matchAll(/<a href="#([^"]+)">([^<]*)<\/a>/g)].map((m) => [m[1] ?? "", m[2] ?? ""]))
 }
-const stored = () => made.runtime.runPromise(Effect.map(Effect.flatMap(Projects, (p) => p.get("sized-p")), (p) => p.resources))
+const stored = () =>
+  made.runtime.runPromise(
+    Effect.map(
+      Effect.flatMap(Projects, (p) => p.get("sized-p")),
+      (p) => p.resources
+    )
+  )
 const EMPTY = { memoryMb: "", processes: "", cpuSec: "", tmpMb: "", outDirMb: "" }
 
 beforeAll(async () => {
   // The server's own settings: two set, the rest at their defaults.
-  const config = ConfigProvider.fromMap(new Map([["KINTSUGI_JOB_MEMORY_MB", "768"], ["KINTSUGI_JOB_CPU_SEC", "120"]])).pipe(
-    ConfigProvider.orElse(() => ConfigProvider.fromEnv())
-  )
+  const config = ConfigProvider.fromMap(
+    new Map([
+      ["KINTSUGI_JOB_MEMORY_MB", "768"],
+      ["KINTSUGI_JOB_CPU_SEC", "120"]
+    ])
+  ).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
   made = await makeTestApp({ config })
   app = made.app
   Object.assign(sessions, await signInTestUsers(made.runtime))
@@ -57,7 +73,9 @@ describe("project resource limits in the portal", () => {
   test("the form: five number inputs with the server's values as placeholders, saying a project can only lower them", async () => {
     const page = (await send("GET", "/projects/sized-p", "manager")).text
     expect(page).toContain("A project can only lower the server's limits, never raise them")
-    const placeholders = Object.fromEntries(["memoryMb", "processes", "cpuSec", "tmpMb", "outDirMb"].map((k) => [k, /placeholder="(\d+)"/.exec(input(page, k))?.[1]]))
+    const placeholders = Object.fromEntries(
+      ["memoryMb", "processes", "cpuSec", "tmpMb", "outDirMb"].map((k) => [k, /placeholder="(\d+)"/.exec(input(page, k))?.[1]])
+    )
     expect(placeholders).toEqual({ memoryMb: "768", processes: "256", cpuSec: "120", tmpMb: "256", outDirMb: "1024" })
     for (const k of Object.keys(placeholders)) {
       expect(input(page, k)).toContain('type="number"')
@@ -66,7 +84,14 @@ describe("project resource limits in the portal", () => {
   })
 
   test("a save stores them and the form shows them; emptied fields go back to the server's", async () => {
-    const saved = await send("POST", "/projects/sized-p", "manager", { name: "Sized", root: "", ...EMPTY, memoryMb: "512", processes: "16", outDirMb: "2048" })
+    const saved = await send("POST", "/projects/sized-p", "manager", {
+      name: "Sized",
+      root: "",
+      ...EMPTY,
+      memoryMb: "512",
+      processes: "16",
+      outDirMb: "2048"
+    })
     expect(saved).toMatchObject({ status: 303, location: "/projects/sized-p?project-saved=1" })
     expect(await stored()).toEqual({ memoryMb: 512, processes: 16, outDirMb: 2048 })
     const page = (await send("GET", "/projects/sized-p?project-saved=1", "manager")).text
@@ -86,7 +111,15 @@ describe("project resource limits in the portal", () => {
   })
 
   test("0, -1, 1.5 and x are refused at their fields, typed values kept, nothing stored", async () => {
-    const refused = await send("POST", "/projects/sized-p", "manager", { name: "Sized", root: "", memoryMb: "0", processes: "-1", cpuSec: "1.5", tmpMb: "x", outDirMb: "" })
+    const refused = await send("POST", "/projects/sized-p", "manager", {
+      name: "Sized",
+      root: "",
+      memoryMb: "0",
+      processes: "-1",
+      cpuSec: "1.5",
+      tmpMb: "x",
+      outDirMb: ""
+    })
     expect(refused.status).toBe(400)
     expect(summary(refused.text)).toEqual({
       "problems-memoryMb": "Memory: must be a positive integer, got 0",
@@ -94,7 +127,12 @@ describe("project resource limits in the portal", () => {
       "problems-cpuSec": "CPU time per process: must be a positive integer, got 1.5",
       "problems-tmpMb": "Temporary space: enter a number"
     })
-    for (const [k, v] of [["memoryMb", "0"], ["processes", "-1"], ["cpuSec", "1.5"], ["tmpMb", "x"]] as const) {
+    for (const [k, v] of [
+      ["memoryMb", "0"],
+      ["processes", "-1"],
+      ["cpuSec", "1.5"],
+      ["tmpMb", "x"]
+    ] as const) {
       expect(input(refused.text, k)).toContain(`value="${v}"`)
       expect(input(refused.text, k)).toContain('aria-invalid="true"')
     }

@@ -34,7 +34,9 @@ let jobId = ""
 let tokenId = ""
 const sessions: Record<string, { cookie: string; csrf: string }> = {}
 
-const agentFile = (name: string, body = "You help.\n") => ({ files: [{ path: `${name}.md`, content: `---\nname: ${name}\nversion: 1\ndescription: A test agent.\ntools:\n  - read\n---\n${body}` }] })
+const agentFile = (name: string, body = "You help.\n") => ({
+  files: [{ path: `${name}.md`, content: `---\nname: ${name}\nversion: 1\ndescription: A test agent.\ntools:\n  - read\n---\n${body}` }]
+})
 
 const form = (fields: Record<string, string>) => new URLSearchParams(fields)
 
@@ -48,11 +50,28 @@ const withEvals = (p: { files: Array<{ path: string; content: string }> }) => ({
 })
 
 const editorFields = (name: string, mode: "create" | "edit") =>
-  form({ _mode: mode, name, version: "1", description: "Matrix agent.", audience: "runtime", toolsMode: "selected", tools: "read", instructions: "Help.\n" })
+  form({
+    _mode: mode,
+    name,
+    version: "1",
+    description: "Matrix agent.",
+    audience: "runtime",
+    toolsMode: "selected",
+    tools: "read",
+    instructions: "Help.\n"
+  })
 
-const send = (method: string, path: string, init: { session?: string; csrf?: boolean; body?: URLSearchParams | FormData; headers?: Record<string, string> } = {}) => {
+const send = (
+  method: string,
+  path: string,
+  init: { session?: string; csrf?: boolean; body?: URLSearchParams | FormData; headers?: Record<string, string> } = {}
+) => {
   const s = init.session === undefined ? undefined : sessions[init.session]
-  const headers: Record<string, string> = { ...SAME_ORIGIN, ...(s === undefined ? {} : { cookie: `__Host-kintsugi-session=${s.cookie}` }), ...init.headers }
+  const headers: Record<string, string> = {
+    ...SAME_ORIGIN,
+    ...(s === undefined ? {} : { cookie: `__Host-kintsugi-session=${s.cookie}` }),
+    ...init.headers
+  }
   let body = init.body
   if (s !== undefined && init.csrf !== false) {
     if (body instanceof URLSearchParams) body.set("_csrf", s.csrf)
@@ -67,10 +86,22 @@ beforeAll(async () => {
   app = makeApp({ runtime, log: (line) => console.error(line) })
   Object.assign(sessions, await signInTestUsers(runtime))
   await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.create(withEvals(agentFile("matrix-agent")), "setup")))
-  await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.save("matrix-agent", withEvals(agentFile("matrix-agent", "Help more.\n")), "setup")))
+  await runtime.runPromise(
+    Effect.flatMap(AgentStore, (s) => s.save("matrix-agent", withEvals(agentFile("matrix-agent", "Help more.\n")), "setup"))
+  )
   await runtime.runPromise(Effect.flatMap(SkillStore, (s) => s.create({ name: "matrix-skill", content: "Be brief." }, "setup")))
   const job = await runtime.runPromise(
-    Effect.flatMap(JobStore, (s) => s.enqueue({ agent: "codebase-inventory", task: "t", workspace: { root: "/tmp", readOnly: ["/tmp"], outDir: "/tmp" }, limits: { timeoutSec: 60 } }, "setup"))
+    Effect.flatMap(JobStore, (s) =>
+      s.enqueue(
+        {
+          agent: "codebase-inventory",
+          task: "t",
+          workspace: { root: "/tmp", readOnly: ["/tmp"], outDir: "/tmp" },
+          limits: { timeoutSec: 60 }
+        },
+        "setup"
+      )
+    )
   )
   jobId = job.id
   // Bound, so the run form queues its job (no worker runs here: the provider is never called).
@@ -80,8 +111,13 @@ beforeAll(async () => {
   // A project with one learned note, for the memory page's review, settings and reset.
   await runtime.runPromise(Effect.orDie(Effect.flatMap(Projects, (p) => p.create({ id: "matrix-proj", name: "Matrix" }))))
   await runtime.runPromise(
-    Effect.flatMap(SqlClient, (sql) => sql`INSERT INTO memory.note (id, project_id, kind, title, body, trust, created_agent, updated_agent, created_at, updated_at, trust_at)
-      VALUES (${MATRIX_NOTE}, 'matrix-proj', 'fact', 'T', 'B', 'learned', 'a', 'a', now(), now(), now())`)
+    Effect.flatMap(
+      SqlClient,
+      (
+        sql
+      ) => sql`INSERT INTO memory.note (id, project_id, kind, title, body, trust, created_agent, updated_agent, created_at, updated_at, trust_at)
+      VALUES (${MATRIX_NOTE}, 'matrix-proj', 'fact', 'T', 'B', 'learned', 'a', 'a', now(), now(), now())`
+    )
   )
 }, 120_000)
 
@@ -94,7 +130,18 @@ const MATRIX_NOTE = "00000000-0000-4000-8000-0000000000aa"
 type Guard = "public" | "read" | "agents.manage" | "providers.manage" | "admin"
 
 const providerFields = (extra: Record<string, string> = {}) =>
-  form({ kind: "custom", id: "matrix-gw", api: "openai-completions", baseUrl: "http://127.0.0.1:9/v1", modelKey: "a", "m.a.id": "m1", "m.a.contextWindow": "8000", "m.a.maxTokens": "1000", "m.a.thinking": "off", ...extra })
+  form({
+    kind: "custom",
+    id: "matrix-gw",
+    api: "openai-completions",
+    baseUrl: "http://127.0.0.1:9/v1",
+    modelKey: "a",
+    "m.a.id": "m1",
+    "m.a.contextWindow": "8000",
+    "m.a.maxTokens": "1000",
+    "m.a.thinking": "off",
+    ...extra
+  })
 const runFields = () => {
   const dirs = createJobDirs()
   return form({ task: "Look.", root: dirs.root, readOnly: dirs.src, outDir: dirs.out, timeoutSec: "60" })
@@ -111,13 +158,33 @@ const ROUTES: ReadonlyArray<{
   /** The manager's status when it is not a 303 redirect. */
   readonly ok?: number
 }> = [
-  { route: "POST /sign-in", path: "/sign-in", guard: "public", body: () => form({ username: MANAGER.username, password: MANAGER.password }) },
+  {
+    route: "POST /sign-in",
+    path: "/sign-in",
+    guard: "public",
+    body: () => form({ username: MANAGER.username, password: MANAGER.password })
+  },
   { route: "POST /agents/-/preview", path: "/agents/-/preview", guard: "read", body: () => editorFields("matrix-agent", "edit") },
   { route: "POST /agents", path: "/agents", guard: "agents.manage", body: () => editorFields("matrix-new", "create") },
   { route: "POST /agents/:name", path: "/agents/matrix-agent", guard: "agents.manage", body: () => editorFields("matrix-agent", "edit") },
-  { route: "POST /agents/:name/enabled", path: "/agents/matrix-agent/enabled", guard: "agents.manage", body: () => form({ enabled: "false" }) },
-  { route: "POST /agents/:name/copy", path: "/agents/matrix-agent/copy", guard: "agents.manage", body: () => form({ newName: "matrix-copy" }) },
-  { route: "POST /agents/:name/versions/:version/restore", path: "/agents/matrix-agent/versions/1/restore", guard: "agents.manage", body: () => form({}) },
+  {
+    route: "POST /agents/:name/enabled",
+    path: "/agents/matrix-agent/enabled",
+    guard: "agents.manage",
+    body: () => form({ enabled: "false" })
+  },
+  {
+    route: "POST /agents/:name/copy",
+    path: "/agents/matrix-agent/copy",
+    guard: "agents.manage",
+    body: () => form({ newName: "matrix-copy" })
+  },
+  {
+    route: "POST /agents/:name/versions/:version/restore",
+    path: "/agents/matrix-agent/versions/1/restore",
+    guard: "agents.manage",
+    body: () => form({})
+  },
   {
     route: "POST /agents/-/import",
     path: "/agents/-/import",
@@ -128,25 +195,70 @@ const ROUTES: ReadonlyArray<{
       return f
     }
   },
-  { route: "POST /agent-skills", path: "/agent-skills", guard: "agents.manage", body: () => form({ name: "matrix-skill-2", description: "", content: "Two." }) },
-  { route: "POST /agent-skills/:name", path: "/agent-skills/matrix-skill", guard: "agents.manage", body: () => form({ description: "edited", content: "Be briefer." }) },
-  { route: "POST /agent-skills/:name/versions/:version/restore", path: "/agent-skills/matrix-skill/versions/1/restore", guard: "agents.manage", body: () => form({}) },
+  {
+    route: "POST /agent-skills",
+    path: "/agent-skills",
+    guard: "agents.manage",
+    body: () => form({ name: "matrix-skill-2", description: "", content: "Two." })
+  },
+  {
+    route: "POST /agent-skills/:name",
+    path: "/agent-skills/matrix-skill",
+    guard: "agents.manage",
+    body: () => form({ description: "edited", content: "Be briefer." })
+  },
+  {
+    route: "POST /agent-skills/:name/versions/:version/restore",
+    path: "/agent-skills/matrix-skill/versions/1/restore",
+    guard: "agents.manage",
+    body: () => form({})
+  },
   { route: "POST /agent-skills/:name/delete", path: "/agent-skills/matrix-skill/delete", guard: "agents.manage", body: () => form({}) },
   { route: "POST /providers", path: "/providers", guard: "providers.manage", body: () => providerFields({ apiKey: "sk-matrix" }) },
   { route: "POST /providers/:id", path: "/providers/matrix-gw", guard: "providers.manage", body: () => providerFields() },
-  { route: "POST /agents/:name/binding", path: "/agents/matrix-agent/binding", guard: "providers.manage", body: () => form({ project: "", target: "matrix-gw/m1", thinking: "off" }) },
+  {
+    route: "POST /agents/:name/binding",
+    path: "/agents/matrix-agent/binding",
+    guard: "providers.manage",
+    body: () => form({ project: "", target: "matrix-gw/m1", thinking: "off" })
+  },
   // While matrix-agent is bound: its v2 has evals (the run's jobs stay queued: no worker here).
   { route: "POST /agents/:name/evals", path: "/agents/matrix-agent/evals", guard: "agents.manage", body: () => form({ version: "2" }) },
-  { route: "POST /agents/:name/binding/delete", path: "/agents/matrix-agent/binding/delete", guard: "providers.manage", body: () => form({ project: "" }) },
+  {
+    route: "POST /agents/:name/binding/delete",
+    path: "/agents/matrix-agent/binding/delete",
+    guard: "providers.manage",
+    body: () => form({ project: "" })
+  },
   { route: "POST /providers/:id/test", path: "/providers/matrix-gw/test", guard: "providers.manage", body: () => form({}), ok: 200 },
   { route: "POST /providers/:id/delete", path: "/providers/matrix-gw/delete", guard: "providers.manage", body: () => form({}) },
-  { route: "POST /mcp-servers", path: "/mcp-servers", guard: "providers.manage", body: () => form({ name: "matrix-mcp", url: "http://127.0.0.1:9/mcp", timeoutSec: "30", allowPrivateNetwork: "on" }) },
-  { route: "POST /mcp-servers/:name", path: "/mcp-servers/matrix-mcp", guard: "providers.manage", body: () => form({ url: "http://127.0.0.1:9/mcp2", timeoutSec: "20", allowPrivateNetwork: "on" }) },
-  { route: "POST /mcp-servers/:name/allowed-tools", path: "/mcp-servers/matrix-mcp/allowed-tools", guard: "providers.manage", body: () => form({ tool: "write_page", allowed: "1" }) },
+  {
+    route: "POST /mcp-servers",
+    path: "/mcp-servers",
+    guard: "providers.manage",
+    body: () => form({ name: "matrix-mcp", url: "http://127.0.0.1:9/mcp", timeoutSec: "30", allowPrivateNetwork: "on" })
+  },
+  {
+    route: "POST /mcp-servers/:name",
+    path: "/mcp-servers/matrix-mcp",
+    guard: "providers.manage",
+    body: () => form({ url: "http://127.0.0.1:9/mcp2", timeoutSec: "20", allowPrivateNetwork: "on" })
+  },
+  {
+    route: "POST /mcp-servers/:name/allowed-tools",
+    path: "/mcp-servers/matrix-mcp/allowed-tools",
+    guard: "providers.manage",
+    body: () => form({ tool: "write_page", allowed: "1" })
+  },
   { route: "POST /mcp-servers/:name/delete", path: "/mcp-servers/matrix-mcp/delete", guard: "providers.manage", body: () => form({}) },
   { route: "POST /projects", path: "/projects", guard: "agents.manage", body: () => form({ id: "matrix-project", name: "Matrix" }) },
   { route: "POST /projects/:id", path: "/projects/matrix-proj", guard: "agents.manage", body: () => form({ name: "Matrix" }) },
-  { route: "POST /web-search", path: "/web-search", guard: "providers.manage", body: () => form({ kind: "searxng", url: "http://127.0.0.1:9" }) },
+  {
+    route: "POST /web-search",
+    path: "/web-search",
+    guard: "providers.manage",
+    body: () => form({ kind: "searxng", url: "http://127.0.0.1:9" })
+  },
   // Sends one query with the stored settings and renders the outcome (nothing listens on port 9).
   { route: "POST /web-search/test", path: "/web-search/test", guard: "providers.manage", body: () => form({}), ok: 200 },
   { route: "POST /web-search/delete", path: "/web-search/delete", guard: "providers.manage", body: () => form({}) },
@@ -178,7 +290,13 @@ const ROUTES: ReadonlyArray<{
   },
   { route: "POST /agents/:name/delete", path: "/agents/matrix-agent/delete", guard: "agents.manage", body: () => form({}) },
   // The new token is rendered once (200), never redirected to; a reader may make their own.
-  { route: "POST /account/tokens", path: "/account/tokens", guard: "read", body: () => form({ name: "matrix", expiresInDays: "7" }), ok: 200 },
+  {
+    route: "POST /account/tokens",
+    path: "/account/tokens",
+    guard: "read",
+    body: () => form({ name: "matrix", expiresInDays: "7" }),
+    ok: 200
+  },
   {
     route: "POST /account/tokens/:id/revoke",
     get path() {
@@ -197,10 +315,30 @@ const ROUTES: ReadonlyArray<{
     reader: 303,
     body: () => form({ currentPassword: MANAGER.password, newPassword: MANAGER.password, confirmPassword: MANAGER.password })
   },
-  { route: "POST /users", path: "/users", guard: "admin", body: () => form({ username: "matrix-new-user", password: MANAGER.password, permissions: "agents.manage" }) },
-  { route: "POST /users/:name/permissions", path: "/users/matrix-user/permissions", guard: "admin", body: () => form({ permissions: "agents.manage" }) },
-  { route: "POST /users/:name/password", path: "/users/matrix-user/password", guard: "admin", body: () => form({ password: "a matrix reset password" }) },
-  { route: "POST /users/:name/permissions/:permission/remove", path: "/users/matrix-user/permissions/agents.manage/remove", guard: "admin", body: () => form({}) },
+  {
+    route: "POST /users",
+    path: "/users",
+    guard: "admin",
+    body: () => form({ username: "matrix-new-user", password: MANAGER.password, permissions: "agents.manage" })
+  },
+  {
+    route: "POST /users/:name/permissions",
+    path: "/users/matrix-user/permissions",
+    guard: "admin",
+    body: () => form({ permissions: "agents.manage" })
+  },
+  {
+    route: "POST /users/:name/password",
+    path: "/users/matrix-user/password",
+    guard: "admin",
+    body: () => form({ password: "a matrix reset password" })
+  },
+  {
+    route: "POST /users/:name/permissions/:permission/remove",
+    path: "/users/matrix-user/permissions/agents.manage/remove",
+    guard: "admin",
+    body: () => form({})
+  },
   { route: "POST /users/:name/disabled", path: "/users/matrix-user/disabled", guard: "admin", body: () => form({ disabled: "true" }) },
   {
     route: "POST /projects/:id/memory/notes/:noteId/review",
@@ -208,8 +346,18 @@ const ROUTES: ReadonlyArray<{
     guard: "agents.manage",
     body: () => form({ decision: "reviewed" })
   },
-  { route: "POST /projects/:id/memory/settings", path: "/projects/matrix-proj/memory/settings", guard: "agents.manage", body: () => form({ enabled: "on", learnedDays: "30" }) },
-  { route: "POST /projects/:id/memory/reset", path: "/projects/matrix-proj/memory/reset", guard: "agents.manage", body: () => form({ confirm: "matrix-proj" }) },
+  {
+    route: "POST /projects/:id/memory/settings",
+    path: "/projects/matrix-proj/memory/settings",
+    guard: "agents.manage",
+    body: () => form({ enabled: "on", learnedDays: "30" })
+  },
+  {
+    route: "POST /projects/:id/memory/reset",
+    path: "/projects/matrix-proj/memory/reset",
+    guard: "agents.manage",
+    body: () => form({ confirm: "matrix-proj" })
+  },
   { route: "POST /sign-out", path: "/sign-out", guard: "read", body: () => form({}) }
 ]
 
@@ -241,7 +389,11 @@ describe("portal routes", () => {
     for (const r of ROUTES.filter((x) => x.guard !== "public")) {
       const res = await send("POST", r.path, { session: "manager", body: r.body() })
       const text = res.status >= 400 ? await res.text() : ""
-      expect({ route: r.route, status: res.status, text }).toEqual({ route: r.route, status: r.ok ?? (r.route.endsWith("preview") ? 200 : 303), text: "" })
+      expect({ route: r.route, status: res.status, text }).toEqual({
+        route: r.route,
+        status: r.ok ?? (r.route.endsWith("preview") ? 200 : 303),
+        text: ""
+      })
     }
     const names = (await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.catalog))).filter((a) => !a.builtin).map((a) => a.name)
     expect(names.sort()).toEqual(["matrix-copy", "matrix-imported", "matrix-new"])
@@ -263,7 +415,8 @@ describe("portal security", () => {
     await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.create(agentFile("guarded"), "setup")))
   })
 
-  const stillThere = () => runtime.runPromise(Effect.map(Effect.either(Effect.flatMap(AgentStore, (s) => s.get("guarded"))), (e) => e._tag === "Right"))
+  const stillThere = () =>
+    runtime.runPromise(Effect.map(Effect.either(Effect.flatMap(AgentStore, (s) => s.get("guarded"))), (e) => e._tag === "Right"))
 
   test("a cross-site form POST without the token is refused (403), whatever else it carries", async () => {
     const crossSite: Array<Record<string, string>> = [
@@ -273,15 +426,25 @@ describe("portal security", () => {
     ]
     for (const headers of crossSite) {
       for (const session of [undefined, "admin"]) {
-        const res = await send("POST", "/agents/guarded/delete", { ...(session === undefined ? {} : { session }), csrf: false, headers, body: form({}) })
+        const res = await send("POST", "/agents/guarded/delete", {
+          ...(session === undefined ? {} : { session }),
+          csrf: false,
+          headers,
+          body: form({})
+        })
         expect(res.status).toBe(403)
         expect(await res.text()).toContain("Not allowed")
       }
     }
     // Even with the right token, a foreign Origin is refused; and the right origin without a token too.
-    expect((await send("POST", "/agents/guarded/delete", { session: "admin", headers: { origin: "https://evil.example" }, body: form({}) })).status).toBe(403)
+    expect(
+      (await send("POST", "/agents/guarded/delete", { session: "admin", headers: { origin: "https://evil.example" }, body: form({}) }))
+        .status
+    ).toBe(403)
     expect((await send("POST", "/agents/guarded/delete", { session: "admin", csrf: false, body: form({}) })).status).toBe(403)
-    expect((await send("POST", "/agents/guarded/delete", { session: "admin", csrf: false, body: form({ _csrf: "wrong" }) })).status).toBe(403)
+    expect((await send("POST", "/agents/guarded/delete", { session: "admin", csrf: false, body: form({ _csrf: "wrong" }) })).status).toBe(
+      403
+    )
     expect(await stillThere()).toBe(true)
   })
 
@@ -297,7 +460,9 @@ describe("portal security", () => {
   })
 
   test("signing in sets a __Host- cookie: Secure, HttpOnly, SameSite=Lax; a foreign sign-in form is refused", async () => {
-    const res = await send("POST", "/sign-in", { body: form({ username: MANAGER.username, password: MANAGER.password, next: "//evil.example/x" }) })
+    const res = await send("POST", "/sign-in", {
+      body: form({ username: MANAGER.username, password: MANAGER.password, next: "//evil.example/x" })
+    })
     expect(res.status).toBe(303)
     expect(res.headers.get("location")).toBe("/home")
     const cookie = res.headers.get("set-cookie") ?? ""
@@ -305,7 +470,10 @@ describe("portal security", () => {
     const wrong = await send("POST", "/sign-in", { body: form({ username: MANAGER.username, password: "wrong password!" }) })
     expect(wrong.status).toBe(401)
     expect(await wrong.text()).toContain("unknown user or wrong password")
-    const foreign = await send("POST", "/sign-in", { headers: { origin: "https://evil.example", "sec-fetch-site": "cross-site" }, body: form({ username: MANAGER.username, password: MANAGER.password }) })
+    const foreign = await send("POST", "/sign-in", {
+      headers: { origin: "https://evil.example", "sec-fetch-site": "cross-site" },
+      body: form({ username: MANAGER.username, password: MANAGER.password })
+    })
     expect(foreign.status).toBe(403)
     expect(foreign.headers.get("set-cookie")).toBeNull()
   })
@@ -322,11 +490,36 @@ describe("portal security", () => {
 
   test("every page: a CSP without unsafe-inline or unsafe-eval, and no inline script, style or event handler", async () => {
     const pages = [
-      "/agents", "/agents/-/new", "/agents/-/import", "/agents/guarded", "/agents/guarded/versions", "/agents/guarded/versions/1",
-      "/agents/guarded/diff?from=1&to=1", "/agents/guarded/definition", "/agents/codebase-inventory", "/agents/codebase-inventory/definition",
-      "/agent-skills", "/agent-skills/-/new", "/agent-skills/cite-evidence", "/agents/nope", "/nothing-here",
-      "/providers", "/providers/-/new", "/providers/-/builtin", "/mcp-servers", "/mcp-servers/-/new", "/jobs", "/agents/guarded/binding", "/agents/guarded/run",
-      "/account", "/users", "/web-search", "/projects/matrix-proj/web", "/home", "/workspaces", "/workspaces/-/new"
+      "/agents",
+      "/agents/-/new",
+      "/agents/-/import",
+      "/agents/guarded",
+      "/agents/guarded/versions",
+      "/agents/guarded/versions/1",
+      "/agents/guarded/diff?from=1&to=1",
+      "/agents/guarded/definition",
+      "/agents/codebase-inventory",
+      "/agents/codebase-inventory/definition",
+      "/agent-skills",
+      "/agent-skills/-/new",
+      "/agent-skills/cite-evidence",
+      "/agents/nope",
+      "/nothing-here",
+      "/providers",
+      "/providers/-/new",
+      "/providers/-/builtin",
+      "/mcp-servers",
+      "/mcp-servers/-/new",
+      "/jobs",
+      "/agents/guarded/binding",
+      "/agents/guarded/run",
+      "/account",
+      "/users",
+      "/web-search",
+      "/projects/matrix-proj/web",
+      "/home",
+      "/workspaces",
+      "/workspaces/-/new"
     ]
     for (const path of pages) {
       const res = await send("GET", path, { session: "admin" })
@@ -351,7 +544,11 @@ describe("portal security", () => {
   })
 
   test("htmx requests get HTML error fragments (retargeted to the toast region), never JSON", async () => {
-    const res = await send("POST", "/agents/nope/enabled", { session: "admin", body: form({ enabled: "true" }), headers: { "hx-request": "true" } })
+    const res = await send("POST", "/agents/nope/enabled", {
+      session: "admin",
+      body: form({ enabled: "true" }),
+      headers: { "hx-request": "true" }
+    })
     expect(res.status).toBe(404)
     expect(res.headers.get("content-type")).toStartWith("text/html")
     expect(res.headers.get("hx-retarget")).toBe("#flash")
@@ -370,9 +567,20 @@ describe("portal security", () => {
 
   test("the editor offers the registered MCP servers' grants and the thinking levels of the bound model", async () => {
     const model = { id: "m1", contextWindow: 8000, maxTokens: 1000, reasoning: true, thinkingLevels: ["off", "low", "high"] }
-    await runtime.runPromise(Effect.flatMap(ProviderStore, (p) => p.create({ kind: "custom", id: "gw", api: "openai-completions", baseUrl: "http://127.0.0.1:9/v1", apiKey: "k", models: [model] }, "setup")))
+    await runtime.runPromise(
+      Effect.flatMap(ProviderStore, (p) =>
+        p.create(
+          { kind: "custom", id: "gw", api: "openai-completions", baseUrl: "http://127.0.0.1:9/v1", apiKey: "k", models: [model] },
+          "setup"
+        )
+      )
+    )
     await runtime.runPromise(Effect.flatMap(Bindings, (b) => b.set("guarded", "", { providerId: "gw", modelId: "m1" }, "setup")))
-    await runtime.runPromise(Effect.flatMap(McpServers, (m) => m.put("kb", { url: "http://127.0.0.1:9/mcp", allowPrivateNetwork: true, allowedTools: ["search"] }, "setup")))
+    await runtime.runPromise(
+      Effect.flatMap(McpServers, (m) =>
+        m.put("kb", { url: "http://127.0.0.1:9/mcp", allowPrivateNetwork: true, allowedTools: ["search"] }, "setup")
+      )
+    )
     const body = await (await send("GET", "/agents/guarded", { session: "admin" })).text()
     expect(body).toContain('value="mcp__kb__*"')
     expect(body).toContain('value="mcp__kb__search"')
@@ -384,9 +592,15 @@ describe("portal security", () => {
 
   test("deleting a shared skill in use is refused, naming the agents", async () => {
     await runtime.runPromise(Effect.flatMap(SkillStore, (s) => s.create({ name: "house-style", content: "Short." }, "setup")))
-    const user = { files: [{ path: "styled.md", content: "---\nname: styled\nversion: 1\ndescription: Uses it.\nskills:\n  - house-style\n---\nHi.\n" }] }
+    const user = {
+      files: [{ path: "styled.md", content: "---\nname: styled\nversion: 1\ndescription: Uses it.\nskills:\n  - house-style\n---\nHi.\n" }]
+    }
     await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.create(user, "setup")))
-    const res = await send("POST", "/agent-skills/house-style/delete", { session: "admin", body: form({}), headers: { "hx-request": "true" } })
+    const res = await send("POST", "/agent-skills/house-style/delete", {
+      session: "admin",
+      body: form({}),
+      headers: { "hx-request": "true" }
+    })
     expect(res.status).toBe(409)
     const text = await res.text()
     expect(text).toContain("is used by styled")

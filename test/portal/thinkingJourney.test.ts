@@ -42,7 +42,16 @@ beforeAll(async () => {
           api: "openai-completions",
           baseUrl: server.baseUrl,
           apiKey: "sk-thinking",
-          models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, reasoning: true, thinkingLevels: ["off", "low", "medium", "high"], cost: MODEL_PRICES }]
+          models: [
+            {
+              id: "m",
+              contextWindow: 128_000,
+              maxTokens: 8192,
+              reasoning: true,
+              thinkingLevels: ["off", "low", "medium", "high"],
+              cost: MODEL_PRICES
+            }
+          ]
         },
         "setup"
       )
@@ -63,33 +72,44 @@ afterAll(async () => {
 const fact = (term: string) => page.locator("#job-model dt", { hasText: new RegExp(`^${term}$`) }).locator("xpath=following-sibling::dd[1]")
 
 describe("thinking: one rule, shown where it is decided", () => {
-  test("agent high, binding low: the Job definition tab shows the model and low, and a started job records the same", async () => {
-    await page.goto(`/agents/${AGENT}/definition`)
-    await expect(page.locator("#job-model").textContent()).resolves.toContain("scripted / m")
-    await expect(fact("thinking requested").textContent()).resolves.toContain("low")
-    await expect(fact("thinking requested").textContent()).resolves.toContain("the binding's level, which overrides the agent's")
-    await expect(fact("thinking the job gets").locator("strong").textContent()).resolves.toBe("low")
-    // The agent's own default is still shown as the agent's, not as what a job gets.
-    await expect(page.locator("dt", { hasText: "thinking (the agent's default)" }).locator("xpath=following-sibling::dd[1]").textContent()).resolves.toBe("high")
+  test(
+    "agent high, binding low: the Job definition tab shows the model and low, and a started job records the same",
+    async () => {
+      await page.goto(`/agents/${AGENT}/definition`)
+      await expect(page.locator("#job-model").textContent()).resolves.toContain("scripted / m")
+      await expect(fact("thinking requested").textContent()).resolves.toContain("low")
+      await expect(fact("thinking requested").textContent()).resolves.toContain("the binding's level, which overrides the agent's")
+      await expect(fact("thinking the job gets").locator("strong").textContent()).resolves.toBe("low")
+      // The agent's own default is still shown as the agent's, not as what a job gets.
+      await expect(
+        page.locator("dt", { hasText: "thinking (the agent's default)" }).locator("xpath=following-sibling::dd[1]").textContent()
+      ).resolves.toBe("high")
 
-    await page.getByRole("link", { name: "Run a job" }).click()
-    await expect(page.locator("#run-model-name").textContent()).resolves.toBe("scripted/m")
-    await expect(page.locator("#run-thinking").textContent()).resolves.toBe("low")
-    await page.getByLabel("Task").fill("Map the architecture.")
-    await page.getByLabel("Workspace root").fill(dirs.root)
-    await page.getByLabel("Read-only source folders").fill(dirs.src)
-    await page.getByLabel("Output folder").fill(dirs.out)
-    await page.getByRole("button", { name: "Start job" }).click()
-    await page.waitForURL(/\/jobs\/[0-9a-f-]{36}$/)
-    const jobId = page.url().split("/").pop() ?? ""
-    await page.locator("#job-status :is(.badge-ok, .badge-error)").waitFor({ timeout: 120_000 })
+      await page.getByRole("link", { name: "Run a job" }).click()
+      await expect(page.locator("#run-model-name").textContent()).resolves.toBe("scripted/m")
+      await expect(page.locator("#run-thinking").textContent()).resolves.toBe("low")
+      await page.getByLabel("Task").fill("Map the architecture.")
+      await page.getByLabel("Workspace root").fill(dirs.root)
+      await page.getByLabel("Read-only source folders").fill(dirs.src)
+      await page.getByLabel("Output folder").fill(dirs.out)
+      await page.getByRole("button", { name: "Start job" }).click()
+      await page.waitForURL(/\/jobs\/[0-9a-f-]{36}$/)
+      const jobId = page.url().split("/").pop() ?? ""
+      await page.locator("#job-status :is(.badge-ok, .badge-error)").waitFor({ timeout: 120_000 })
 
-    const job = await run(Effect.flatMap(JobStore, (s) => s.get(jobId)))
-    expect(job.model).toBe("scripted/m")
-    const events: ReadonlyArray<JobEvent> = await run(Effect.flatMap(JobStore, (s) => s.events(jobId, 0)))
-    const span = events.find((e) => e.type === "span" && e.name === "kintsugi.job")
-    expect(span?.type === "span" ? span.attributes : {}).toMatchObject({ model: "scripted/m", "thinking.requested": "low", "thinking.effective": "low", "thinking.clamped": "none" })
-    const chat = server.requests.find((r) => r.method === "POST")
-    expect((chat?.body as Record<string, unknown> | undefined)?.["reasoning_effort"]).toBe("low")
-  }, BROWSER_TEST_MS)
+      const job = await run(Effect.flatMap(JobStore, (s) => s.get(jobId)))
+      expect(job.model).toBe("scripted/m")
+      const events: ReadonlyArray<JobEvent> = await run(Effect.flatMap(JobStore, (s) => s.events(jobId, 0)))
+      const span = events.find((e) => e.type === "span" && e.name === "kintsugi.job")
+      expect(span?.type === "span" ? span.attributes : {}).toMatchObject({
+        model: "scripted/m",
+        "thinking.requested": "low",
+        "thinking.effective": "low",
+        "thinking.clamped": "none"
+      })
+      const chat = server.requests.find((r) => r.method === "POST")
+      expect((chat?.body as Record<string, unknown> | undefined)?.["reasoning_effort"]).toBe("low")
+    },
+    BROWSER_TEST_MS
+  )
 })

@@ -20,7 +20,10 @@ describe("/users: user administration", () => {
     const admin = await api.signIn("manager", PASSWORD)
     const list = await api.request("GET", "/users", { session: admin })
     expect(list.text).toContain("New user")
-    const made = await api.request("POST", "/users", { session: admin, form: form({ username: "portal-ann", password: PASSWORD, permissions: ["", "agents.manage"] }) })
+    const made = await api.request("POST", "/users", {
+      session: admin,
+      form: form({ username: "portal-ann", password: PASSWORD, permissions: ["", "agents.manage"] })
+    })
     expect(made.status).toBe(303)
     expect(made.headers.get("location")).toBe("/users/portal-ann?added=portal-ann")
     const page = await api.request("GET", "/users/portal-ann?added=portal-ann", { session: admin })
@@ -28,7 +31,10 @@ describe("/users: user administration", () => {
     expect(page.text).toMatch(/value="agents.manage" checked/)
     await api.signIn("portal-ann", PASSWORD)
 
-    const bad = await api.request("POST", "/users", { session: admin, form: form({ username: "Bad Name", password: "short", permissions: "root" }) })
+    const bad = await api.request("POST", "/users", {
+      session: admin,
+      form: form({ username: "Bad Name", password: "short", permissions: "root" })
+    })
     expect(bad.status).toBe(400)
     expect(bad.text).toContain("must be one of agents.manage, providers.manage, metrics.read")
     expect(bad.text).toContain("a username is 1-64 characters")
@@ -44,13 +50,23 @@ describe("/users: user administration", () => {
 
   test("permissions are set with checkboxes; the only admin cannot drop one of its own", async () => {
     const admin = await api.signIn("manager", PASSWORD)
-    const set = await api.request("POST", "/users/portal-ann/permissions", { session: admin, form: form({ permissions: ["", "agents.manage", "providers.manage"] }) })
+    const set = await api.request("POST", "/users/portal-ann/permissions", {
+      session: admin,
+      form: form({ permissions: ["", "agents.manage", "providers.manage"] })
+    })
     expect(set.status).toBe(303)
     expect(set.headers.get("location")).toStartWith("/users/portal-ann?updated=")
     const cleared = await api.request("POST", "/users/portal-ann/permissions", { session: admin, form: form({ permissions: "" }) })
     expect(cleared.status).toBe(303)
-    expect((await api.request("GET", "/api/admin/users", { token: api.manager.token })).json().users.find((u: { username: string }) => u.username === "portal-ann").permissions).toEqual([])
-    const own = await api.request("POST", "/users/manager/permissions", { session: admin, form: form({ permissions: ["", "agents.manage"] }) })
+    expect(
+      (await api.request("GET", "/api/admin/users", { token: api.manager.token }))
+        .json()
+        .users.find((u: { username: string }) => u.username === "portal-ann").permissions
+    ).toEqual([])
+    const own = await api.request("POST", "/users/manager/permissions", {
+      session: admin,
+      form: form({ permissions: ["", "agents.manage"] })
+    })
     expect(own.status).toBe(403)
     expect(own.text).toContain("manager is the last enabled user with")
     expect((await api.request("GET", "/users/nobody", { session: admin })).status).toBe(404)
@@ -59,7 +75,10 @@ describe("/users: user administration", () => {
   test("a reset sets the password and ends the user's sessions", async () => {
     const admin = await api.signIn("manager", PASSWORD)
     const theirs = await api.signIn("portal-ann", PASSWORD)
-    const reset = await api.request("POST", "/users/portal-ann/password", { session: admin, form: form({ password: "portal reset password" }) })
+    const reset = await api.request("POST", "/users/portal-ann/password", {
+      session: admin,
+      form: form({ password: "portal reset password" })
+    })
     expect(reset.status).toBe(303)
     expect((await api.request("GET", "/account", { session: theirs })).status).toBe(303)
     await api.signIn("portal-ann", "portal reset password")
@@ -79,7 +98,11 @@ describe("/account/password: your own password", () => {
     const mismatch = await change({ currentPassword: PASSWORD, newPassword: "a new long password", confirmPassword: "another one" })
     expect(mismatch.status).toBe(400)
     expect(mismatch.text).toContain("is not the same as the new password")
-    const wrong = await change({ currentPassword: "not it at all", newPassword: "a new long password", confirmPassword: "a new long password" })
+    const wrong = await change({
+      currentPassword: "not it at all",
+      newPassword: "a new long password",
+      confirmPassword: "a new long password"
+    })
     expect(wrong.status).toBe(400)
     expect(wrong.text).toContain("is not your current password")
     const changed = await change({ currentPassword: PASSWORD, newPassword: "a new long password", confirmPassword: "a new long password" })

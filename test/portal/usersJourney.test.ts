@@ -50,7 +50,14 @@ beforeAll(async () => {
   await portal.runtime.runPromise(
     Effect.gen(function* () {
       yield* (yield* ProviderStore).create(
-        { kind: "custom", id: "held", api: "openai-completions", baseUrl: model.baseUrl, apiKey: "sk-held-123456", models: [{ id: "m", contextWindow: 64000, maxTokens: 4096 }] },
+        {
+          kind: "custom",
+          id: "held",
+          api: "openai-completions",
+          baseUrl: model.baseUrl,
+          apiKey: "sk-held-123456",
+          models: [{ id: "m", contextWindow: 64000, maxTokens: 4096 }]
+        },
         "test"
       )
       yield* (yield* Bindings).set("codebase-inventory", "", { providerId: "held", modelId: "m" }, "test")
@@ -66,93 +73,105 @@ afterAll(async () => {
 })
 
 describe("a second admin while a job runs", () => {
-  test("created, granted, signing in and changing their password, with no restart", async () => {
-    const started = performance.now()
-    // A job, started through the API, running: its model call is held.
-    const token = await portal.runtime.runPromise(Effect.flatMap(Access, (a) => a.issueToken(MANAGER.username, "journey")))
-    const api = (path: string, init: RequestInit = {}) =>
-      fetch(`${portal.baseUrl}${path}`, { ...init, headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...init.headers } })
-    const queued = await api("/api/jobs", {
-      method: "POST",
-      body: JSON.stringify({ agent: "codebase-inventory", task: "Inventory it.", workspace: { root: dirs.root, readOnly: [dirs.src], outDir: dirs.out }, limits: { timeoutSec: 120 } })
-    })
-    expect(queued.status).toBe(201)
-    const jobId = ((await queued.json()) as { job: { id: string } }).job.id
-    await modelCalled
-    const status = async () => ((await (await api(`/api/jobs/${jobId}`)).json()) as { job: { status: string } }).job.status
-    expect(await status()).toBe("running")
+  test(
+    "created, granted, signing in and changing their password, with no restart",
+    async () => {
+      const started = performance.now()
+      // A job, started through the API, running: its model call is held.
+      const token = await portal.runtime.runPromise(Effect.flatMap(Access, (a) => a.issueToken(MANAGER.username, "journey")))
+      const api = (path: string, init: RequestInit = {}) =>
+        fetch(`${portal.baseUrl}${path}`, {
+          ...init,
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...init.headers }
+        })
+      const queued = await api("/api/jobs", {
+        method: "POST",
+        body: JSON.stringify({
+          agent: "codebase-inventory",
+          task: "Inventory it.",
+          workspace: { root: dirs.root, readOnly: [dirs.src], outDir: dirs.out },
+          limits: { timeoutSec: 120 }
+        })
+      })
+      expect(queued.status).toBe(201)
+      const jobId = ((await queued.json()) as { job: { id: string } }).job.id
+      await modelCalled
+      const status = async () => ((await (await api(`/api/jobs/${jobId}`)).json()) as { job: { status: string } }).job.status
+      expect(await status()).toBe("running")
 
-    // 1. The admin creates the user with one permission, then grants the other on the user's page.
-    const admin = await portal.newPage()
-    await signIn(admin.page, MANAGER)
-    await admin.page.goto("/users")
-    await admin.page.getByLabel("Username").fill(SECOND.username)
-    await admin.page.getByLabel("Password").fill(SECOND.password)
-    await admin.page.getByRole("checkbox", { name: /agents\.manage/ }).check()
-    await admin.page.getByRole("button", { name: "Create user" }).click()
-    await admin.page.waitForURL(/\/users\/second-admin\?added=second-admin$/)
-    await expect(admin.page.locator(".alert-ok").textContent()).resolves.toContain("Added second-admin.")
-    expect(await admin.page.getByRole("checkbox", { name: /agents\.manage/ }).isChecked()).toBe(true)
-    expect(await admin.page.getByRole("checkbox", { name: /providers\.manage/ }).isChecked()).toBe(false)
-    await admin.page.getByRole("checkbox", { name: /providers\.manage/ }).check()
-    await admin.page.getByRole("button", { name: "Save permissions" }).click()
-    await admin.page.waitForURL(/\/users\/second-admin\?updated=/)
-    await expect(admin.page.locator(".alert-ok").textContent()).resolves.toContain("Saved the permissions of second-admin.")
-    expect(await admin.page.getByRole("checkbox", { name: /providers\.manage/ }).isChecked()).toBe(true)
-    await portal.screenshot(admin.page, "users-second-admin")
-    expect(await status()).toBe("running")
+      // 1. The admin creates the user with one permission, then grants the other on the user's page.
+      const admin = await portal.newPage()
+      await signIn(admin.page, MANAGER)
+      await admin.page.goto("/users")
+      await admin.page.getByLabel("Username").fill(SECOND.username)
+      await admin.page.getByLabel("Password").fill(SECOND.password)
+      await admin.page.getByRole("checkbox", { name: /agents\.manage/ }).check()
+      await admin.page.getByRole("button", { name: "Create user" }).click()
+      await admin.page.waitForURL(/\/users\/second-admin\?added=second-admin$/)
+      await expect(admin.page.locator(".alert-ok").textContent()).resolves.toContain("Added second-admin.")
+      expect(await admin.page.getByRole("checkbox", { name: /agents\.manage/ }).isChecked()).toBe(true)
+      expect(await admin.page.getByRole("checkbox", { name: /providers\.manage/ }).isChecked()).toBe(false)
+      await admin.page.getByRole("checkbox", { name: /providers\.manage/ }).check()
+      await admin.page.getByRole("button", { name: "Save permissions" }).click()
+      await admin.page.waitForURL(/\/users\/second-admin\?updated=/)
+      await expect(admin.page.locator(".alert-ok").textContent()).resolves.toContain("Saved the permissions of second-admin.")
+      expect(await admin.page.getByRole("checkbox", { name: /providers\.manage/ }).isChecked()).toBe(true)
+      await portal.screenshot(admin.page, "users-second-admin")
+      expect(await status()).toBe("running")
 
-    // 2. The second admin signs in twice (two browsers) and is an admin at once: the Users page opens.
-    const second = await portal.newPage()
-    const elsewhere = await portal.newPage()
-    await signIn(second.page, SECOND)
-    await signIn(elsewhere.page, SECOND)
-    const users = await second.page.goto("/users")
-    expect(users?.status()).toBe(200)
-    await expect(second.page.locator("table.catalog").textContent()).resolves.toContain("second-admin")
+      // 2. The second admin signs in twice (two browsers) and is an admin at once: the Users page opens.
+      const second = await portal.newPage()
+      const elsewhere = await portal.newPage()
+      await signIn(second.page, SECOND)
+      await signIn(elsewhere.page, SECOND)
+      const users = await second.page.goto("/users")
+      expect(users?.status()).toBe(200)
+      await expect(second.page.locator("table.catalog").textContent()).resolves.toContain("second-admin")
 
-    // 3. They change their password: the current one, the new one twice.
-    await second.page.goto("/account")
-    await second.page.getByRole("link", { name: "Change password" }).click()
-    await second.page.waitForURL(/\/account\/password$/)
-    await second.page.getByLabel("Current password").fill("not my password at all")
-    await second.page.getByLabel("New password", { exact: true }).fill(NEW_PASSWORD)
-    await second.page.getByLabel("New password again").fill(NEW_PASSWORD)
-    await second.page.getByRole("button", { name: "Change password" }).click()
-    await expect(second.page.locator(".error-summary").textContent()).resolves.toContain("is not your current password")
-    await second.page.getByLabel("Current password").fill(SECOND.password)
-    await second.page.getByLabel("New password", { exact: true }).fill(NEW_PASSWORD)
-    await second.page.getByLabel("New password again").fill(NEW_PASSWORD)
-    await second.page.getByRole("button", { name: "Change password" }).click()
-    await second.page.waitForURL(/\/account\?updated=/)
-    await expect(second.page.locator(".alert-ok").textContent()).resolves.toContain("Saved your password; your other sessions ended.")
-    await portal.screenshot(second.page, "users-password-changed")
-    // This session stays; the other browser's session ended.
-    expect((await second.page.goto("/users"))?.status()).toBe(200)
-    await elsewhere.page.goto("/users")
-    await elsewhere.page.waitForURL(/\/sign-in\?next=/)
+      // 3. They change their password: the current one, the new one twice.
+      await second.page.goto("/account")
+      await second.page.getByRole("link", { name: "Change password" }).click()
+      await second.page.waitForURL(/\/account\/password$/)
+      await second.page.getByLabel("Current password").fill("not my password at all")
+      await second.page.getByLabel("New password", { exact: true }).fill(NEW_PASSWORD)
+      await second.page.getByLabel("New password again").fill(NEW_PASSWORD)
+      await second.page.getByRole("button", { name: "Change password" }).click()
+      await expect(second.page.locator(".error-summary").textContent()).resolves.toContain("is not your current password")
+      await second.page.getByLabel("Current password").fill(SECOND.password)
+      await second.page.getByLabel("New password", { exact: true }).fill(NEW_PASSWORD)
+      await second.page.getByLabel("New password again").fill(NEW_PASSWORD)
+      await second.page.getByRole("button", { name: "Change password" }).click()
+      await second.page.waitForURL(/\/account\?updated=/)
+      await expect(second.page.locator(".alert-ok").textContent()).resolves.toContain("Saved your password; your other sessions ended.")
+      await portal.screenshot(second.page, "users-password-changed")
+      // This session stays; the other browser's session ended.
+      expect((await second.page.goto("/users"))?.status()).toBe(200)
+      await elsewhere.page.goto("/users")
+      await elsewhere.page.waitForURL(/\/sign-in\?next=/)
 
-    // 4. The old password no longer signs in; the new one does.
-    await elsewhere.page.getByLabel("Username").fill(SECOND.username)
-    await elsewhere.page.getByLabel("Password").fill(SECOND.password)
-    await elsewhere.page.getByRole("button", { name: "Sign in" }).click()
-    await expect(elsewhere.page.locator(".alert-error").textContent()).resolves.toContain("unknown user or wrong password")
-    await signIn(elsewhere.page, { username: SECOND.username, password: NEW_PASSWORD })
-    expect((await elsewhere.page.goto("/users"))?.status()).toBe(200)
+      // 4. The old password no longer signs in; the new one does.
+      await elsewhere.page.getByLabel("Username").fill(SECOND.username)
+      await elsewhere.page.getByLabel("Password").fill(SECOND.password)
+      await elsewhere.page.getByRole("button", { name: "Sign in" }).click()
+      await expect(elsewhere.page.locator(".alert-error").textContent()).resolves.toContain("unknown user or wrong password")
+      await signIn(elsewhere.page, { username: SECOND.username, password: NEW_PASSWORD })
+      expect((await elsewhere.page.goto("/users"))?.status()).toBe(200)
 
-    // 5. The job ran all along on this same server, and completes now.
-    expect(await status()).toBe("running")
-    releaseModel()
-    await admin.page.goto(`/jobs/${jobId}`)
-    await admin.page.locator("#job-status .badge-ok").waitFor({ timeout: 45_000 })
-    expect(await status()).toBe("completed")
-    // The refused attempts above are the only failed loads: the wrong current password (400), the old password (401).
-    expect(admin.consoleErrors).toEqual([])
-    expect(second.consoleErrors).toEqual(["Failed to load resource: the server responded with a status of 400 (Bad Request)"])
-    expect(elsewhere.consoleErrors).toEqual(["Failed to load resource: the server responded with a status of 401 (Unauthorized)"])
-    // No request failed on the server (its log holds every request, at info).
-    expect(portal.log.filter((l) => l.includes("request failed") || l.includes('"level":"error"'))).toEqual([])
-    for (const p of [admin, second, elsewhere]) await p.context.close()
-    process.stderr.write(`second-admin journey: ${Math.round(performance.now() - started)} ms\n`)
-  }, BROWSER_TEST_MS)
+      // 5. The job ran all along on this same server, and completes now.
+      expect(await status()).toBe("running")
+      releaseModel()
+      await admin.page.goto(`/jobs/${jobId}`)
+      await admin.page.locator("#job-status .badge-ok").waitFor({ timeout: 45_000 })
+      expect(await status()).toBe("completed")
+      // The refused attempts above are the only failed loads: the wrong current password (400), the old password (401).
+      expect(admin.consoleErrors).toEqual([])
+      expect(second.consoleErrors).toEqual(["Failed to load resource: the server responded with a status of 400 (Bad Request)"])
+      expect(elsewhere.consoleErrors).toEqual(["Failed to load resource: the server responded with a status of 401 (Unauthorized)"])
+      // No request failed on the server (its log holds every request, at info).
+      expect(portal.log.filter((l) => l.includes("request failed") || l.includes('"level":"error"'))).toEqual([])
+      for (const p of [admin, second, elsewhere]) await p.context.close()
+      process.stderr.write(`second-admin journey: ${Math.round(performance.now() - started)} ms\n`)
+    },
+    BROWSER_TEST_MS
+  )
 })

@@ -65,11 +65,17 @@ describe("web search in the portal", () => {
   test("a project's web settings: problems at their fields, saved, usage beside the budgets", async () => {
     await portal.runtime.runPromise(Effect.orDie(Effect.flatMap(Projects, (p) => p.create({ id: "docs", name: "Docs" }))))
     const [job] = await portal.runtime.runPromise(
-      Effect.flatMap(SqlClient, (sql) =>
-        sql<{ id: string }>`INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, created_by) VALUES ('docs', 'researcher', 't', '{}', '{}', 'test') RETURNING id`
+      Effect.flatMap(
+        SqlClient,
+        (sql) =>
+          sql<{
+            id: string
+          }>`INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, created_by) VALUES ('docs', 'researcher', 't', '{}', '{}', 'test') RETURNING id`
       )
     )
-    await portal.runtime.runPromise(Effect.flatMap(ProjectWeb, (w) => Effect.zipRight(w.take("docs", job!.id, "search"), w.take("docs", job!.id, "fetch"))))
+    await portal.runtime.runPromise(
+      Effect.flatMap(ProjectWeb, (w) => Effect.zipRight(w.take("docs", job!.id, "search"), w.take("docs", job!.id, "fetch")))
+    )
     await page.goto("/projects/docs/web")
     await expect(page.locator("[data-used][data-budget]").first().textContent()).resolves.toBe("1 of 100")
     await page.getByLabel("Agents granted web search").fill("researcher\nNot An Id")

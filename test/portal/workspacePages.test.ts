@@ -28,7 +28,14 @@ let sessions: Awaited<ReturnType<typeof signInTestUsers>>
 const send = (method: string, path: string, who: "manager" | "reader", body?: FormData | URLSearchParams) => {
   const s = sessions[who]
   if (body !== undefined) body.set("_csrf", s.csrf)
-  return app.handle(new Request(`${BASE}${path}`, { method, headers: { ...SAME_ORIGIN, cookie: `__Host-kintsugi-session=${s.cookie}` }, body: body ?? null, redirect: "manual" }))
+  return app.handle(
+    new Request(`${BASE}${path}`, {
+      method,
+      headers: { ...SAME_ORIGIN, cookie: `__Host-kintsugi-session=${s.cookie}` },
+      body: body ?? null,
+      redirect: "manual"
+    })
+  )
 }
 const text = async (r: Response | Promise<Response>) => (await r).text()
 
@@ -71,7 +78,14 @@ describe("Home, workspaces and the run form", () => {
     expect(body).toContain("Folder name: use letters, digits, dots, dashes and underscores, starting with a letter or digit")
     expect(body).toContain("Archive: choose a .zip or .tar.gz file")
     expect(body).toContain(`pattern="[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}" maxlength="64"`)
-    const slip = await text(send("POST", "/workspaces", "manager", workspaceForm({ name: "slip" }, new File([createTarGz([{ name: "../../x", content: "x" }])], "s.tar.gz"))))
+    const slip = await text(
+      send(
+        "POST",
+        "/workspaces",
+        "manager",
+        workspaceForm({ name: "slip" }, new File([createTarGz([{ name: "../../x", content: "x" }])], "s.tar.gz"))
+      )
+    )
     expect(slip).toContain("Archive: ../../x: &#96;..&#96; segments are not allowed")
     const outside = await send("POST", "/workspaces", "manager", workspaceForm({ name: "elsewhere", root: "/tmp" }, zipFile()))
     expect(outside.status).toBe(400)
@@ -107,7 +121,8 @@ describe("Home, workspaces and the run form", () => {
   })
 
   test("a run refused for its folders names the job roots; one inside them starts", async () => {
-    const run = (fields: Record<string, string>) => send("POST", "/agents/codebase-inventory/run", "manager", new URLSearchParams({ task: "Look.", timeoutSec: "60", ...fields }))
+    const run = (fields: Record<string, string>) =>
+      send("POST", "/agents/codebase-inventory/run", "manager", new URLSearchParams({ task: "Look.", timeoutSec: "60", ...fields }))
     const refused = await run({ root: "/etc", readOnly: "/etc", outDir: "/tmp" })
     expect(refused.status).toBe(400)
     expect(await refused.text()).toContain(`every folder must lie inside a job root of this server: ${root}`)
@@ -115,7 +130,9 @@ describe("Home, workspaces and the run form", () => {
     expect(started.status).toBe(303)
     expect(started.headers.get("location")).toMatch(/^\/jobs\/[0-9a-f-]{36}$/)
     // A refusal for anything but the folders does not add the roots.
-    const noTask = await text(run({ task: "", root: join(root, "app"), readOnly: join(root, "app", "src"), outDir: join(root, "app", "out") }))
+    const noTask = await text(
+      run({ task: "", root: join(root, "app"), readOnly: join(root, "app", "src"), outDir: join(root, "app", "out") })
+    )
     expect(noTask).not.toContain("every folder must lie inside a job root")
   })
 })

@@ -27,18 +27,25 @@ const custom = (extra: Record<string, unknown> = {}) => ({
 })
 
 const dump = () =>
-  h.rt.runPromise(
-    Effect.flatMap(SqlClient, (sql) =>
-      sql<{ t: string | null }>`SELECT (SELECT string_agg(row_to_json(p)::text, ' ') FROM admin.llm_provider p) ||
+  h.rt
+    .runPromise(
+      Effect.flatMap(
+        SqlClient,
+        (sql) =>
+          sql<{ t: string | null }>`SELECT (SELECT string_agg(row_to_json(p)::text, ' ') FROM admin.llm_provider p) ||
                                        coalesce((SELECT string_agg(row_to_json(m)::text, ' ') FROM admin.mcp_server m), '') AS t`
+      )
     )
-  ).then((rows) => rows[0]?.t ?? "")
+    .then((rows) => rows[0]?.t ?? "")
 
 describe("LLM providers", () => {
   test("create: the key is sealed at rest and never returned", async () => {
     const r = await h.api("POST", "/api/admin/providers", custom())
     expect(r.status).toBe(201)
-    expect(r.json<{ provider: { hasApiKey: boolean; headerNames: Array<string> } }>().provider).toMatchObject({ hasApiKey: true, headerNames: ["X-Gateway-Token"] })
+    expect(r.json<{ provider: { hasApiKey: boolean; headerNames: Array<string> } }>().provider).toMatchObject({
+      hasApiKey: true,
+      headerNames: ["X-Gateway-Token"]
+    })
     const stored = await dump()
     expect(stored).toContain("v1:")
     expect(stored).not.toContain(KEY)
@@ -56,12 +63,20 @@ describe("LLM providers", () => {
   })
 
   test("every problem of a bad provider at once; a new provider needs a key; duplicates conflict", async () => {
-    const bad = await h.api("POST", "/api/admin/providers", { kind: "custom", id: "Bad Id", api: "smoke-signals", baseUrl: "ftp://x", models: [] })
+    const bad = await h.api("POST", "/api/admin/providers", {
+      kind: "custom",
+      id: "Bad Id",
+      api: "smoke-signals",
+      baseUrl: "ftp://x",
+      models: []
+    })
     expect(bad.status).toBe(400)
     const paths = bad.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path)
     expect(paths).toEqual(expect.arrayContaining(["id", "api", "baseUrl", "models"]))
     const { apiKey: _k, ...keyless } = custom({ id: "nokey" })
-    expect((await h.api("POST", "/api/admin/providers", keyless)).json<{ error: { problems: unknown } }>().error.problems).toEqual([{ path: "apiKey", message: "is required for a new provider" }])
+    expect((await h.api("POST", "/api/admin/providers", keyless)).json<{ error: { problems: unknown } }>().error.problems).toEqual([
+      { path: "apiKey", message: "is required for a new provider" }
+    ])
     expect((await h.api("POST", "/api/admin/providers", custom())).status).toBe(409)
     expect((await h.api("POST", "/api/admin/providers", { kind: "builtin", id: "x", builtin: "no-such", apiKey: "k" })).status).toBe(400)
   })
@@ -70,7 +85,12 @@ describe("LLM providers", () => {
     const { apiKey: _k, headers: _h, id: _id, ...rest } = custom()
     const bad = await h.api("PUT", "/api/admin/providers/gw", { ...rest, baseUrl: 7, models: "fast" })
     expect(bad.status).toBe(400)
-    expect(bad.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path).sort()).toEqual(["baseUrl", "models"])
+    expect(
+      bad
+        .json<{ error: { problems: Array<{ path: string }> } }>()
+        .error.problems.map((p) => p.path)
+        .sort()
+    ).toEqual(["baseUrl", "models"])
     expect((await h.api("PUT", "/api/admin/providers/gw", ["not", "an", "object"])).status).toBe(400)
     const [config] = await h.rt.runPromise(Effect.flatMap(ProviderStore, (p) => p.configs(["gw"])))
     expect(config).toMatchObject({ baseUrl: "https://gateway2.example/v1" })
@@ -88,16 +108,32 @@ describe("LLM providers", () => {
 describe("bindings", () => {
   test("only models the provider has, only thinking levels the model supports; a bound provider cannot be deleted", async () => {
     expect((await h.api("PUT", "/api/admin/agents/codebase-inventory/bindings", { providerId: "gw", modelId: "nope" })).status).toBe(400)
-    const thinking = await h.api("PUT", "/api/admin/agents/codebase-inventory/bindings", { providerId: "gw", modelId: "thinker", thinking: "max" })
+    const thinking = await h.api("PUT", "/api/admin/agents/codebase-inventory/bindings", {
+      providerId: "gw",
+      modelId: "thinker",
+      thinking: "max"
+    })
     expect(thinking.json<{ error: { problems: Array<{ path: string; message: string }> } }>().error.problems).toEqual([
       { path: "thinking", message: 'model "thinker" supports off, low, high' }
     ])
-    expect((await h.api("PUT", "/api/admin/agents/codebase-inventory/bindings", { providerId: "gw", modelId: "thinker", thinking: "high" })).status).toBe(200)
+    expect(
+      (await h.api("PUT", "/api/admin/agents/codebase-inventory/bindings", { providerId: "gw", modelId: "thinker", thinking: "high" }))
+        .status
+    ).toBe(200)
     expect((await h.api("POST", "/api/projects", { id: "acme", name: "Acme" })).status).toBe(201)
-    expect((await h.api("PUT", "/api/admin/agents/codebase-inventory/bindings/acme", { providerId: "gw", modelId: "fast" })).status).toBe(200)
-    const listed = (await h.api("GET", "/api/admin/agents/codebase-inventory/bindings")).json<{ bindings: Array<{ projectId: string; modelId: string }> }>()
-    expect(listed.bindings.map((b) => [b.projectId, b.modelId])).toEqual([["", "thinker"], ["acme", "fast"]])
-    const catalog = (await h.api("GET", "/api/admin/agents")).json<{ agents: Array<{ name: string; binding: { modelId: string } | null }> }>()
+    expect((await h.api("PUT", "/api/admin/agents/codebase-inventory/bindings/acme", { providerId: "gw", modelId: "fast" })).status).toBe(
+      200
+    )
+    const listed = (await h.api("GET", "/api/admin/agents/codebase-inventory/bindings")).json<{
+      bindings: Array<{ projectId: string; modelId: string }>
+    }>()
+    expect(listed.bindings.map((b) => [b.projectId, b.modelId])).toEqual([
+      ["", "thinker"],
+      ["acme", "fast"]
+    ])
+    const catalog = (await h.api("GET", "/api/admin/agents")).json<{
+      agents: Array<{ name: string; binding: { modelId: string } | null }>
+    }>()
     expect(catalog.agents.find((a) => a.name === "codebase-inventory")?.binding?.modelId).toBe("thinker")
     const del = await h.api("DELETE", "/api/admin/providers/gw")
     expect(del.status).toBe(409)
@@ -106,7 +142,9 @@ describe("bindings", () => {
 
   test("bindings need providers.manage", async () => {
     const agentsOnly = await h.user("editor", ["agents.manage"])
-    expect((await h.api("PUT", "/api/admin/agents/codebase-inventory/bindings", { providerId: "gw", modelId: "fast" }, agentsOnly)).status).toBe(403)
+    expect(
+      (await h.api("PUT", "/api/admin/agents/codebase-inventory/bindings", { providerId: "gw", modelId: "fast" }, agentsOnly)).status
+    ).toBe(403)
     expect((await h.api("POST", "/api/admin/providers", custom({ id: "other" }), agentsOnly)).status).toBe(403)
   })
 })
@@ -124,8 +162,13 @@ describe("MCP servers", () => {
       allowedTools: ["search"]
     })
     expect(ok.status).toBe(200)
-    expect(ok.json<{ server: unknown }>().server).toMatchObject({ name: "docs", headerNames: ["Authorization"], allowPrivateNetwork: true, allowedTools: ["search"] })
-    expect((await dump())).not.toContain(HEADER)
+    expect(ok.json<{ server: unknown }>().server).toMatchObject({
+      name: "docs",
+      headerNames: ["Authorization"],
+      allowPrivateNetwork: true,
+      allowedTools: ["search"]
+    })
+    expect(await dump()).not.toContain(HEADER)
     const configs = await h.rt.runPromise(Effect.flatMap(McpServers, (m) => m.configs(["docs"])))
     expect(configs[0]?.headers).toEqual({ Authorization: `Bearer ${HEADER}` })
     expect((await h.api("DELETE", "/api/admin/mcp-servers/docs")).status).toBe(204)
@@ -135,13 +178,20 @@ describe("MCP servers", () => {
   test("a malformed body → 400 naming each field, a bad route name → 400 naming `name`; nothing stored", async () => {
     const bad = await h.api("PUT", "/api/admin/mcp-servers/shape", { url: 5, timeoutSec: "soon", allowedTools: "all" })
     expect(bad.status).toBe(400)
-    expect(bad.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path).sort()).toEqual(["allowedTools", "timeoutSec", "url"])
+    expect(
+      bad
+        .json<{ error: { problems: Array<{ path: string }> } }>()
+        .error.problems.map((p) => p.path)
+        .sort()
+    ).toEqual(["allowedTools", "timeoutSec", "url"])
     expect((await h.api("PUT", "/api/admin/mcp-servers/shape", "https://example.com/mcp")).status).toBe(400)
     const badName = await h.api("PUT", "/api/admin/mcp-servers/Bad_Name", { url: "https://example.com/mcp" })
     expect(badName.status).toBe(400)
     expect(badName.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path)).toEqual(["name"])
     expect((await h.api("GET", "/api/admin/mcp-servers/shape")).status).toBe(404)
-    expect((await h.api("GET", "/api/admin/mcp-servers")).json<{ servers: Array<{ name: string }> }>().servers.map((s) => s.name)).not.toContain("Bad_Name")
+    expect(
+      (await h.api("GET", "/api/admin/mcp-servers")).json<{ servers: Array<{ name: string }> }>().servers.map((s) => s.name)
+    ).not.toContain("Bad_Name")
   })
 
   test("no response of this file carried a key or header value", () => {

@@ -42,9 +42,15 @@ const call = async (method: string, url: string, init: { token?: string; cookie?
   const origin = serve?.origin ?? ""
   const headers: Record<string, string> = {}
   if (init.token !== undefined) headers["authorization"] = `Bearer ${init.token}`
-  if (init.cookie !== undefined) Object.assign(headers, { cookie: init.cookie, origin, "sec-fetch-site": "same-origin", "x-csrf-token": init.csrf ?? "" })
+  if (init.cookie !== undefined)
+    Object.assign(headers, { cookie: init.cookie, origin, "sec-fetch-site": "same-origin", "x-csrf-token": init.csrf ?? "" })
   if (init.json !== undefined) headers["content-type"] = "application/json"
-  const r = await fetch(`${origin}${url}`, { method, headers, redirect: "manual", ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) }) })
+  const r = await fetch(`${origin}${url}`, {
+    method,
+    headers,
+    redirect: "manual",
+    ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) })
+  })
   const text = await r.text()
   bodies.push({ what: `${method} ${url}`, status: r.status, text })
   return { status: r.status, text, headers: r.headers, json: <T = any>() => JSON.parse(text) as T }
@@ -71,11 +77,17 @@ const shell = (command: string): ScriptedToolCall => ({ name: "shell", arguments
 const shellAttacks = (port: number): Array<ScriptedToolCall> => [
   shell("env; id; cat /proc/1/environ | tr '\\0' '\\n'; for f in /proc/*/environ; do echo \"== $f\"; tr '\\0' '\\n' < $f; done"),
   shell("ls -la /proc /; cat /proc/self/mountinfo; ls -la /tmp " + os.tmpdir()),
-  shell("for f in /proc/[0-9]*/mem; do head -c 2000000 $f 2>&1 | grep -a -o -E '[A-Za-z0-9:_+/=-]{20,}' | head -40; done; for p in /proc/[0-9]*; do cat $p/cmdline | tr '\\0' ' '; echo; done"),
+  shell(
+    "for f in /proc/[0-9]*/mem; do head -c 2000000 $f 2>&1 | grep -a -o -E '[A-Za-z0-9:_+/=-]{20,}' | head -40; done; for p in /proc/[0-9]*; do cat $p/cmdline | tr '\\0' ' '; echo; done"
+  ),
   shell(`cat ${home}/secret.key; ls -la ${home} ${home}/data; find / -name secret.key -o -name PG_VERSION 2>/dev/null | head -20`),
-  shell(`grep -a -r -o -E 'v1:[A-Za-z0-9+/=]{20,}' ${home}/data 2>&1 | head -20; cat ${home}/data/base/*/* 2>&1 | grep -a -o -E 'v1:[A-Za-z0-9+/=]{20,}' | head -20`),
+  shell(
+    `grep -a -r -o -E 'v1:[A-Za-z0-9+/=]{20,}' ${home}/data 2>&1 | head -20; cat ${home}/data/base/*/* 2>&1 | grep -a -o -E 'v1:[A-Za-z0-9+/=]{20,}' | head -20`
+  ),
   shell(`grep -a -r -o -E 'v1:[A-Za-z0-9+/=]{20,}' / 2>/dev/null | head -20; cat ${INSTALL_DIR}/package.json`),
-  shell(`curl -s -m 3 http://127.0.0.1:${port}/api/admin/providers; exec 3<>/dev/tcp/127.0.0.1/${port} && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 && timeout 3 cat <&3`),
+  shell(
+    `curl -s -m 3 http://127.0.0.1:${port}/api/admin/providers; exec 3<>/dev/tcp/127.0.0.1/${port} && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 && timeout 3 cat <&3`
+  ),
   // A symlink planted in the writable outDir, for the file tools and the worker to follow later.
   shell(`ln -s ${home} out/data-link; ln -s ${home}/secret.key out/key-link; ls -la out`)
 ]
@@ -126,7 +138,10 @@ beforeAll(async () => {
   // The key file a server without KINTSUGI_SECRET_KEY would use: a target in its own right.
   fs.writeFileSync(path.join(home, "secret.key"), KEY_FILE, { mode: 0o600 })
   const base = { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: home, KINTSUGI_DATA_DIR: home, NO_PROXY: "127.0.0.1,localhost" }
-  await runCli(["users", "add", "admin", "--grant", "agents.manage", "--grant", "providers.manage"], { ...base, KINTSUGI_USER_PASSWORD: ADMIN_PASSWORD })
+  await runCli(["users", "add", "admin", "--grant", "agents.manage", "--grant", "providers.manage"], {
+    ...base,
+    KINTSUGI_USER_PASSWORD: ADMIN_PASSWORD
+  })
   await runCli(["users", "add", "mallory", "--grant", "agents.manage"], { ...base, KINTSUGI_USER_PASSWORD: MALLORY_PASSWORD })
   serve = await startServe({
     ...base,
@@ -151,8 +166,13 @@ const sealedValues = async (): Promise<ReadonlyArray<string>> => {
     Effect.scoped(
       Effect.flatMap(Layer.build(makeDbLayer({ dataDir: path.join(home, "data") })), (ctx) =>
         Effect.provide(
-          Effect.flatMap(SqlClient, (sql) => sql<{ t: string }>`SELECT coalesce(api_key_sealed, '') || ' ' || coalesce(headers_sealed, '') AS t FROM admin.llm_provider
-                                                                  UNION ALL SELECT coalesce(headers_sealed, '') FROM admin.mcp_server`),
+          Effect.flatMap(
+            SqlClient,
+            (sql) => sql<{
+              t: string
+            }>`SELECT coalesce(api_key_sealed, '') || ' ' || coalesce(headers_sealed, '') AS t FROM admin.llm_provider
+                                                                  UNION ALL SELECT coalesce(headers_sealed, '') FROM admin.mcp_server`
+          ),
           ctx
         )
       )
@@ -177,7 +197,14 @@ describe.skipIf(skip)(`a hostile job on a real serve process ${skip ? BWRAP_SKIP
 
     const provider = await call("POST", "/api/admin/providers", {
       token: admin,
-      json: { kind: "custom", id: "scripted", api: "openai-completions", baseUrl: model.baseUrl, apiKey: PROVIDER_KEY, models: [{ id: "m", contextWindow: 100000, maxTokens: 4000 }] }
+      json: {
+        kind: "custom",
+        id: "scripted",
+        api: "openai-completions",
+        baseUrl: model.baseUrl,
+        apiKey: PROVIDER_KEY,
+        models: [{ id: "m", contextWindow: 100000, maxTokens: 4000 }]
+      }
     })
     expect(provider.status).toBe(201)
     const mcp = await call("PUT", "/api/admin/mcp-servers/internal", {
@@ -189,11 +216,18 @@ describe.skipIf(skip)(`a hostile job on a real serve process ${skip ? BWRAP_SKIP
     // Mallory: an agent granting every process and file tool, and a job on a workspace inside the job root.
     const tools = ["read", "ls", "grep", "find", "write", "edit", "shell", "git"]
     expect((await call("POST", "/api/admin/agents", { token: mallory, json: createAgentFiles("prober", { tools }) })).status).toBe(201)
-    expect((await call("PUT", "/api/admin/agents/prober/bindings", { token: admin, json: { providerId: "scripted", modelId: "m" } })).status).toBe(200)
+    expect(
+      (await call("PUT", "/api/admin/agents/prober/bindings", { token: admin, json: { providerId: "scripted", modelId: "m" } })).status
+    ).toBe(200)
     const ws = path.join(jobRoot, "ws")
     const started = await call("POST", "/api/jobs", {
       token: mallory,
-      json: { agent: "prober", task: "Read WORKSPACE.md and do what it says.", workspace: { root: ws, readOnly: [path.join(ws, "src")], outDir: path.join(ws, "out") }, limits: { timeoutSec: 180 } }
+      json: {
+        agent: "prober",
+        task: "Read WORKSPACE.md and do what it says.",
+        workspace: { root: ws, readOnly: [path.join(ws, "src")], outDir: path.join(ws, "out") },
+        limits: { timeoutSec: 180 }
+      }
     })
     expect(started.status).toBe(201)
     const id = started.json<{ job: { id: string } }>().job.id
@@ -218,11 +252,29 @@ describe.skipIf(skip)(`a hostile job on a real serve process ${skip ? BWRAP_SKIP
     expect(eventList.filter((e) => e.type === "tool.result" && e.tool === "read").every((e) => e.success === false)).toBe(true)
 
     // What else a signed-in user can read: catalogs, providers, MCP servers, portal pages.
-    for (const p of ["/api/admin/providers", "/api/admin/providers/scripted", "/api/admin/mcp-servers", "/api/admin/mcp-servers/internal", "/api/jobs", "/api/projects", "/api/tokens", "/healthz"]) {
+    for (const p of [
+      "/api/admin/providers",
+      "/api/admin/providers/scripted",
+      "/api/admin/mcp-servers",
+      "/api/admin/mcp-servers/internal",
+      "/api/jobs",
+      "/api/projects",
+      "/api/tokens",
+      "/healthz"
+    ]) {
       await call("GET", p, { token: mallory })
     }
     const session = await signIn("admin", ADMIN_PASSWORD)
-    for (const p of ["/providers", "/providers/scripted", "/mcp-servers", "/mcp-servers/internal", `/jobs/${id}`, "/jobs", "/account", "/users"]) {
+    for (const p of [
+      "/providers",
+      "/providers/scripted",
+      "/mcp-servers",
+      "/mcp-servers/internal",
+      `/jobs/${id}`,
+      "/jobs",
+      "/account",
+      "/users"
+    ]) {
       await call("GET", p, { cookie: session.cookie, csrf: session.csrf })
     }
 

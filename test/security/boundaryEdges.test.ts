@@ -29,7 +29,12 @@ const createWorkspace = () => {
   writeFileSync(join(root, "src", "a.ts"), "export const a = 1\n")
   return { root, src: join(root, "src"), out: join(root, "out") }
 }
-const body = (workspace: { root: string; readOnly: ReadonlyArray<string>; outDir: string }) => ({ agent: "codebase-inventory", task: "Look.", workspace, limits: { timeoutSec: 60 } })
+const body = (workspace: { root: string; readOnly: ReadonlyArray<string>; outDir: string }) => ({
+  agent: "codebase-inventory",
+  task: "Look.",
+  workspace,
+  limits: { timeoutSec: 60 }
+})
 const countJobs = async () => (await api.sql<{ n: number }>("SELECT count(*)::int AS n FROM runtime.job"))[0]?.n ?? -1
 
 const refused = async (workspace: { root: string; readOnly: ReadonlyArray<string>; outDir: string }) => {
@@ -48,7 +53,11 @@ describe("job boundary edge cases (default root under the data dir)", () => {
     symlinkSync(join(dataDir, "secret.key"), join(ws.src, "key"))
     symlinkSync(join(dataDir, "data", "PG_VERSION"), join(ws.src, "pg"))
     Bun.spawnSync(["mkfifo", join(ws.src, "fifo")])
-    const problems = await refused({ root: ws.root, readOnly: [ws.src, join(ws.src, "key"), join(ws.src, "pg"), join(ws.src, "fifo")], outDir: ws.out })
+    const problems = await refused({
+      root: ws.root,
+      readOnly: [ws.src, join(ws.src, "key"), join(ws.src, "pg"), join(ws.src, "fifo")],
+      outDir: ws.out
+    })
     expect(problems).toContain("workspace.readOnly.1: is or contains the server's secret key file")
     expect(problems).toContain("workspace.readOnly.2: is inside the server's data directory")
     expect(problems).toContain("workspace.readOnly.3: is not a file or directory")
@@ -56,7 +65,11 @@ describe("job boundary edge cases (default root under the data dir)", () => {
 
   test("`<data>/workspaces/../data`, trailing slashes, `//`, `.` segments", async () => {
     const ws = createWorkspace()
-    const problems = await refused({ root: `${ws.root}//`, readOnly: [`${roots}/../data/`, `${roots}//..//secret.key`, `${roots}/./../.`], outDir: `${ws.out}/` })
+    const problems = await refused({
+      root: `${ws.root}//`,
+      readOnly: [`${roots}/../data/`, `${roots}//..//secret.key`, `${roots}/./../.`],
+      outDir: `${ws.out}/`
+    })
     expect(problems).toContain("workspace.readOnly.0: is inside the server's data directory")
     expect(problems).toContain("workspace.readOnly.1: is or contains the server's secret key file")
     expect(problems).toContain("workspace.readOnly.2: is or contains the server's data directory")
@@ -75,7 +88,10 @@ describe("job boundary edge cases (default root under the data dir)", () => {
   test("another job's workspace in the same job roots is readable: every agents.manage user shares the job roots (by design)", async () => {
     const mine = createWorkspace()
     const theirs = createWorkspace()
-    const r = await api.request("POST", "/api/jobs", { token: api.manager.token, json: body({ root: roots, readOnly: [mine.src, theirs.root], outDir: mine.out }) })
+    const r = await api.request("POST", "/api/jobs", {
+      token: api.manager.token,
+      json: body({ root: roots, readOnly: [mine.src, theirs.root], outDir: mine.out })
+    })
     expect(r.status).toBe(201)
     await api.sql("DELETE FROM runtime.job")
   })

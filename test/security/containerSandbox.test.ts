@@ -36,7 +36,8 @@ const AGENT_SCRIPTS: ReadonlyArray<{ readonly agent: string; readonly script: st
 
 /** A small service with a git history, the sources every script reads. */
 const FIXTURE: Readonly<Record<string, string>> = {
-  "src/api/billing.ts": 'import { total } from "../service/invoice"\nexport const bill = (lines: number[]) => {\n  if (lines.length === 0) throw new Error("an invoice must have a line")\n  return total(lines)\n}\n',
+  "src/api/billing.ts":
+    'import { total } from "../service/invoice"\nexport const bill = (lines: number[]) => {\n  if (lines.length === 0) throw new Error("an invoice must have a line")\n  return total(lines)\n}\n',
   "src/service/invoice.ts": "export const total = (lines: number[]) => lines.reduce((a, b) => a + b, 0)\n",
   "src/orphan.ts": "export const unused = 1\n",
   "db/schema.sql": "CREATE TABLE invoice (id serial PRIMARY KEY, total numeric NOT NULL CHECK (total >= 0));\n",
@@ -53,17 +54,25 @@ interface Mechanism {
 
 const MECHANISMS: ReadonlyArray<Mechanism> = [
   { name: "bubblewrap", skip: bwrapWorks ? undefined : BWRAP_SKIP_REASON, expect: /^bubblewrap/ },
-  { name: "Landlock (user namespaces blocked)", skip: landlockWorks() ? undefined : landlockSkipReason(), wrap: jailArgv, expect: /^landlock \(ABI \d+/ }
+  {
+    name: "Landlock (user namespaces blocked)",
+    skip: landlockWorks() ? undefined : landlockSkipReason(),
+    wrap: jailArgv,
+    expect: /^landlock \(ABI \d+/
+  }
 ]
 
 const logLines = (output: string): Array<Record<string, unknown>> =>
-  output.split("\n").filter((l) => l.startsWith("{")).flatMap((l) => {
-    try {
-      return [JSON.parse(l) as Record<string, unknown>]
-    } catch {
-      return []
-    }
-  })
+  output
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>]
+      } catch {
+        return []
+      }
+    })
 
 for (const mechanism of MECHANISMS) {
   describe.skipIf(mechanism.skip !== undefined)(`${mechanism.name}${mechanism.skip === undefined ? "" : ` (${mechanism.skip})`}`, () => {
@@ -83,7 +92,11 @@ for (const mechanism of MECHANISMS) {
     const call = async (method: string, url: string, json?: unknown) => {
       const headers: Record<string, string> = { authorization: `Bearer ${token}` }
       if (json !== undefined) headers["content-type"] = "application/json"
-      const r = await fetch(`${serve?.origin ?? ""}${url}`, { method, headers, ...(json === undefined ? {} : { body: JSON.stringify(json) }) })
+      const r = await fetch(`${serve?.origin ?? ""}${url}`, {
+        method,
+        headers,
+        ...(json === undefined ? {} : { body: JSON.stringify(json) })
+      })
       const text = await r.text()
       return { status: r.status, text, json: <T>() => JSON.parse(text) as T }
     }
@@ -117,19 +130,30 @@ for (const mechanism of MECHANISMS) {
       }
       fs.mkdirSync(path.join(jobRoot, "ws", "out"))
       const git = (...args: Array<string>) =>
-        Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: src, env: { PATH: "/usr/bin:/bin", HOME: home, GIT_CONFIG_NOSYSTEM: "1" } })
+        Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], {
+          cwd: src,
+          env: { PATH: "/usr/bin:/bin", HOME: home, GIT_CONFIG_NOSYSTEM: "1" }
+        })
       git("init", "-q")
       git("add", ".")
       git("commit", "-qm", "first")
       model = await startOpenAIServer([])
       const base = { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: home, KINTSUGI_DATA_DIR: home, NO_PROXY: "127.0.0.1,localhost" }
       serve = await startServe(
-        { ...base, KINTSUGI_ADMIN_PASSWORD: ADMIN_PASSWORD, KINTSUGI_JOB_ROOTS: jobRoot, KINTSUGI_WORKERS: "1", KINTSUGI_SANDBOX: "auto", KINTSUGI_LOG_FORMAT: "json" },
+        {
+          ...base,
+          KINTSUGI_ADMIN_PASSWORD: ADMIN_PASSWORD,
+          KINTSUGI_JOB_ROOTS: jobRoot,
+          KINTSUGI_WORKERS: "1",
+          KINTSUGI_SANDBOX: "auto",
+          KINTSUGI_LOG_FORMAT: "json"
+        },
         mechanism.wrap === undefined ? {} : { wrap: mechanism.wrap }
       )
       token = await issueApiToken(serve.origin, "admin", ADMIN_PASSWORD, "container")
       await addScriptedProvider(serve.origin, token, model.baseUrl, "sk-container-test")
-      for (const { agent } of AGENT_SCRIPTS) expect((await call("PUT", `/api/admin/agents/${agent}/bindings`, { providerId: "scripted", modelId: "m" })).status).toBe(200)
+      for (const { agent } of AGENT_SCRIPTS)
+        expect((await call("PUT", `/api/admin/agents/${agent}/bindings`, { providerId: "scripted", modelId: "m" })).status).toBe(200)
     }, 300_000)
 
     afterAll(async () => {
@@ -145,7 +169,9 @@ for (const mechanism of MECHANISMS) {
       const body = (await ready.json()) as { status: string; sandbox: string }
       expect(body.status).toBe("ready")
       expect(body.sandbox).toMatch(mechanism.expect)
-      const line = logLines(serve?.output() ?? "").find((l) => typeof l["msg"] === "string" && (l["msg"] as string).startsWith("process sandbox: "))
+      const line = logLines(serve?.output() ?? "").find(
+        (l) => typeof l["msg"] === "string" && (l["msg"] as string).startsWith("process sandbox: ")
+      )
       expect(String(line?.["msg"]).slice("process sandbox: ".length)).toMatch(mechanism.expect)
       const home = await call("GET", "/home")
       expect(home.status).toBe(200)

@@ -124,18 +124,26 @@ export const errorBodyProblem = (status: number, text: string): string | undefin
   if (error === null || typeof error !== "object" || Array.isArray(error)) return "error is not an object"
   const e = error as Record<string, unknown>
   for (const k of Object.keys(e)) if (!ERROR_KEYS.has(k)) return `error has an unexpected key ${JSON.stringify(k)}`
-  if (typeof e["code"] !== "string" || !/^[a-z]+(-[a-z]+)*$/.test(e["code"])) return `error.code ${JSON.stringify(e["code"])} is not a kebab-case string`
+  if (typeof e["code"] !== "string" || !/^[a-z]+(-[a-z]+)*$/.test(e["code"]))
+    return `error.code ${JSON.stringify(e["code"])} is not a kebab-case string`
   if (typeof e["message"] !== "string" || e["message"].length === 0) return "error.message is not a non-empty string"
   if ("problems" in e) {
     const ps = e["problems"]
     if (!Array.isArray(ps)) return "error.problems is not a list"
     for (const p of ps) {
-      if (p === null || typeof p !== "object" || typeof p.path !== "string" || typeof p.message !== "string" || Object.keys(p).length !== 2) {
+      if (
+        p === null ||
+        typeof p !== "object" ||
+        typeof p.path !== "string" ||
+        typeof p.message !== "string" ||
+        Object.keys(p).length !== 2
+      ) {
         return `error.problems holds ${JSON.stringify(p)}, not { path, message }`
       }
     }
   }
-  if ("agents" in e && (!Array.isArray(e["agents"]) || !e["agents"].every((a) => typeof a === "string"))) return "error.agents is not a list of names"
+  if ("agents" in e && (!Array.isArray(e["agents"]) || !e["agents"].every((a) => typeof a === "string")))
+    return "error.agents is not a list of names"
   if (status === 500 && e["code"] !== "internal") return "a 500 that is not the generic internal error"
   return undefined
 }
@@ -168,7 +176,10 @@ export const useApi = (options: { readonly jobRoots?: ReturnType<typeof testJobR
   }
 
   beforeAll(async () => {
-    const made = await makeTestApp({ ...(options.jobRoots === undefined ? {} : { jobRoots: options.jobRoots }), appLog: (line) => logs.push(line) })
+    const made = await makeTestApp({
+      ...(options.jobRoots === undefined ? {} : { jobRoots: options.jobRoots }),
+      appLog: (line) => logs.push(line)
+    })
     runtime = made.runtime
     app = made.app
     manager = await createUser("manager", ["agents.manage", "providers.manage"])
@@ -241,8 +252,7 @@ export const useApi = (options: { readonly jobRoots?: ReturnType<typeof testJobR
     signIn,
     run: (effect) => live(runtime).runPromise(effect),
     runExit: (effect) => live(runtime).runPromiseExit(effect),
-    sql: <T extends object>(query: string) =>
-      live(runtime).runPromise(Effect.flatMap(SqlClient, (sql) => sql.unsafe<T>(query))),
+    sql: <T extends object>(query: string) => live(runtime).runPromise(Effect.flatMap(SqlClient, (sql) => sql.unsafe<T>(query))),
     createUser,
     errors,
     logs
@@ -278,10 +288,7 @@ export const createAgentFiles = (
     "---\n" +
     (options.instructions ?? `You are ${name}. Read WORKSPACE.md first.\n`)
   return {
-    files: [
-      { path: `${name}.md`, content: md },
-      ...Object.entries(options.extra ?? {}).map(([path, content]) => ({ path, content }))
-    ]
+    files: [{ path: `${name}.md`, content: md }, ...Object.entries(options.extra ?? {}).map(([path, content]) => ({ path, content }))]
   }
 }
 
@@ -301,7 +308,10 @@ export const saveAgent = async (api: Api, name: string, options: Parameters<type
 
 /** Creates a custom shared skill through the API as the manager; fails the test unless it is 201. */
 export const createSkill = async (api: Api, name: string, content = `# ${name}\nDo it well.\n`): Promise<JsonObject> => {
-  const r = await api.request("POST", "/api/admin/agent-skills", { token: api.manager.token, json: { name, description: `The ${name} skill.`, content } })
+  const r = await api.request("POST", "/api/admin/agent-skills", {
+    token: api.manager.token,
+    json: { name, description: `The ${name} skill.`, content }
+  })
   if (r.status !== 201) throw new Error(`creating skill ${name}: ${r.status} ${r.text}`)
   return r.json<{ skill: JsonObject }>().skill
 }
@@ -309,7 +319,9 @@ export const createSkill = async (api: Api, name: string, content = `# ${name}\n
 /** Tables whose rows change on every request (sessions, token use): not part of what a change is. */
 const VOLATILE_TABLES = new Set(["admin.session", "admin.api_token"])
 /** Columns a server process rewrites on its own while nothing is asked of it (a running eval run's heartbeat and lease). */
-const VOLATILE_COLUMNS: ReadonlyMap<string, ReadonlyArray<string>> = new Map([["admin.agent_eval_run", ["heartbeat_at", "lease_expires_at"]]])
+const VOLATILE_COLUMNS: ReadonlyMap<string, ReadonlyArray<string>> = new Map([
+  ["admin.agent_eval_run", ["heartbeat_at", "lease_expires_at"]]
+])
 
 /**
  * Every row of every table in the `admin` and `runtime` schemas (sessions and API token use aside), as
@@ -342,7 +354,14 @@ export const queueableBinding = (agent: string, project = ""): Effect.Effect<voi
     const providers = yield* ProviderStore
     yield* Effect.ignore(
       providers.create(
-        { kind: "custom", id: UNUSED_PROVIDER, api: "openai-completions", baseUrl: "http://127.0.0.1:9", apiKey: "sk-unused", models: [{ id: "m", contextWindow: 128_000, maxTokens: 2048 }] },
+        {
+          kind: "custom",
+          id: UNUSED_PROVIDER,
+          api: "openai-completions",
+          baseUrl: "http://127.0.0.1:9",
+          apiKey: "sk-unused",
+          models: [{ id: "m", contextWindow: 128_000, maxTokens: 2048 }]
+        },
         "test"
       )
     )

@@ -16,7 +16,12 @@ export interface AppHarness {
   /** Every response body the harness saw, for leak checks. */
   readonly bodies: Array<string>
   /** A request with the admin's token (or `token`); the body is sent as JSON. */
-  readonly api: (method: string, path: string, body?: unknown, token?: string) => Promise<{ status: number; text: string; json: <T>() => T }>
+  readonly api: (
+    method: string,
+    path: string,
+    body?: unknown,
+    token?: string
+  ) => Promise<{ status: number; text: string; json: <T>() => T }>
   /** A user with these permissions, and an API token for it. */
   readonly user: (name: string, permissions: ReadonlyArray<Permission>) => Promise<string>
 }
@@ -42,7 +47,9 @@ export const useApp = (options: { readonly workers?: number } = {}): AppHarness 
         ? {}
         : {
             worker: { log: (l: string) => logs.push(l) },
-            config: ConfigProvider.orElse(ConfigProvider.fromMap(new Map([["KINTSUGI_WORKERS", String(options.workers)]])), () => ConfigProvider.fromEnv())
+            config: ConfigProvider.orElse(ConfigProvider.fromMap(new Map([["KINTSUGI_WORKERS", String(options.workers)]])), () =>
+              ConfigProvider.fromEnv()
+            )
           })
     })
     state.rt = made.runtime

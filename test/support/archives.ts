@@ -54,7 +54,8 @@ export const createTar = (entries: ReadonlyArray<TarEntry>, options: { readonly 
   return new Uint8Array(Buffer.concat(parts))
 }
 
-export const createTarGz = (entries: ReadonlyArray<TarEntry>, options: { readonly end?: boolean } = {}): Uint8Array => new Uint8Array(gzipSync(createTar(entries, options)))
+export const createTarGz = (entries: ReadonlyArray<TarEntry>, options: { readonly end?: boolean } = {}): Uint8Array =>
+  new Uint8Array(gzipSync(createTar(entries, options)))
 
 /** A pax extended header that names the next entry `path`. */
 export const paxPath = (path: string): TarEntry => {

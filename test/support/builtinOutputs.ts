@@ -31,17 +31,45 @@ export const BUILTIN_OUTPUTS: Readonly<Record<string, { readonly report: string;
   "architecture-map": {
     report: "architecture.md",
     json: "dependencies.json",
-    document: { ...head("kintsugi.dependencies/1"), components: [], edges: [], runtime: { units: [], stores: [], connections: [] }, externals: [], layers: [], findings: [], ...tail }
+    document: {
+      ...head("kintsugi.dependencies/1"),
+      components: [],
+      edges: [],
+      runtime: { units: [], stores: [], connections: [] },
+      externals: [],
+      layers: [],
+      findings: [],
+      ...tail
+    }
   },
   "data-interfaces": {
     report: "data-and-interfaces.md",
     json: "interfaces.json",
-    document: { ...head("kintsugi.interfaces/1"), stores: [], schemas: [], migrations: [], interfaces: [], access: [], formats: [], sensitiveData: [], ...tail }
+    document: {
+      ...head("kintsugi.interfaces/1"),
+      stores: [],
+      schemas: [],
+      migrations: [],
+      interfaces: [],
+      access: [],
+      formats: [],
+      sensitiveData: [],
+      ...tail
+    }
   },
   "domain-rules": {
     report: "domain.md",
     json: "rules.json",
-    document: { ...head("kintsugi.rules/1"), glossary: [], entities: [], rules: [], stateMachines: [], calculations: [], conflicts: [], ...tail }
+    document: {
+      ...head("kintsugi.rules/1"),
+      glossary: [],
+      entities: [],
+      rules: [],
+      stateMachines: [],
+      calculations: [],
+      conflicts: [],
+      ...tail
+    }
   },
   "risk-quality": {
     report: "risks.md",

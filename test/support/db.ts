@@ -63,7 +63,6 @@ export const templateDataDir = (kind: TemplateKind = "migrated"): Promise<string
   return made
 }
 
-
 // A test process killed before its afterAll (a `timeout`, Ctrl-C) leaves its copy behind: remove copies
 // whose lock names a dead process, or that never got a lock within an hour (and empty socket dirs).
 const sweepAbandoned = () => {
@@ -133,7 +132,10 @@ const serverTestLayer = (url: string, migrate: boolean, statementTimeout?: Durat
 const embeddedTestLayer = (kind: TemplateKind, statementTimeout?: Duration.DurationInput): Layer.Layer<Db, DbError> =>
   Layer.unwrapScoped(
     Effect.map(
-      Effect.acquireRelease(Effect.promise(() => createTestDataDir(kind)), (dir) => Effect.sync(dir.cleanup)),
+      Effect.acquireRelease(
+        Effect.promise(() => createTestDataDir(kind)),
+        (dir) => Effect.sync(dir.cleanup)
+      ),
       (dir) => makeDbLayer({ dataDir: dir.dataDir, statementTimeout })
     )
   )

@@ -11,5 +11,8 @@ const token = await made.addUser("admin", "a long test password", ["agents.manag
 const server = listen(made.app, { hostname: "127.0.0.1", port: 0 })
 process.stdout.write(`READY ${server.port} ${token}\n`)
 process.on("SIGTERM", () => {
-  void server.stop(true).then(() => made.dispose()).then(() => process.exit(0))
+  void server
+    .stop(true)
+    .then(() => made.dispose())
+    .then(() => process.exit(0))
 })

@@ -27,10 +27,17 @@ export const tally = async (read: () => Promise<string>): Promise<Record<string,
 }
 
 const run = async (script: string, begun: () => boolean, dir: string): Promise<Churn> => {
-  const proc = Bun.spawn(["bun", "-e", `const fs = require("fs"); const end = Date.now() + 4000; let i = 0; for (; Date.now() < end; i++) { ${script} } fs.writeSync(1, i + "\\n")`], {
-    stdout: "pipe",
-    stderr: "inherit"
-  })
+  const proc = Bun.spawn(
+    [
+      "bun",
+      "-e",
+      `const fs = require("fs"); const end = Date.now() + 4000; let i = 0; for (; Date.now() < end; i++) { ${script} } fs.writeSync(1, i + "\\n")`
+    ],
+    {
+      stdout: "pipe",
+      stderr: "inherit"
+    }
+  )
   const stop = () => {
     proc.kill()
     rmSync(dir, { recursive: true, force: true })
@@ -85,6 +92,10 @@ export const swappedDirectory = async (): Promise<Churn & { readonly outDir: str
   const link = join(outDir, "link")
   symlinkSync(outside, link)
   const [s, p, l] = [sub, parked, link].map((x) => JSON.stringify(x))
-  const churn = await run(`fs.renameSync(${s}, ${p}); fs.renameSync(${l}, ${s}); fs.renameSync(${s}, ${l}); fs.renameSync(${p}, ${s})`, () => existsSync(parked), base)
+  const churn = await run(
+    `fs.renameSync(${s}, ${p}); fs.renameSync(${l}, ${s}); fs.renameSync(${s}, ${l}); fs.renameSync(${p}, ${s})`,
+    () => existsSync(parked),
+    base
+  )
   return { ...churn, outDir, sub }
 }

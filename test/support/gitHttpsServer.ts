@@ -52,7 +52,27 @@ export const startGitHttpsServer = async (): Promise<GitHttpsServer> => {
   mkdirSync(repos)
   const key = join(dir, "key.pem")
   const caFile = join(dir, "cert.pem")
-  await run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", caFile, "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], dir)
+  await run(
+    [
+      "openssl",
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      key,
+      "-out",
+      caFile,
+      "-days",
+      "2",
+      "-subj",
+      "/CN=127.0.0.1",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1"
+    ],
+    dir
+  )
   const requests: Array<{ method: string; path: string }> = []
   const server = Bun.serve({
     hostname: "127.0.0.1",
@@ -74,7 +94,9 @@ export const startGitHttpsServer = async (): Promise<GitHttpsServer> => {
         CONTENT_TYPE: request.headers.get("content-type") ?? "",
         REMOTE_ADDR: "127.0.0.1",
         ...(request.headers.get("git-protocol") === null ? {} : { GIT_PROTOCOL: request.headers.get("git-protocol") ?? "" }),
-        ...(request.headers.get("content-encoding") === null ? {} : { HTTP_CONTENT_ENCODING: request.headers.get("content-encoding") ?? "" })
+        ...(request.headers.get("content-encoding") === null
+          ? {}
+          : { HTTP_CONTENT_ENCODING: request.headers.get("content-encoding") ?? "" })
       }
       const body = new Uint8Array(await request.arrayBuffer())
       const p = Bun.spawn(["git", "http-backend"], { env, stdin: body, stdout: "pipe", stderr: "pipe" })

@@ -101,8 +101,7 @@ export const startJobChild = (envelope: unknown, options: ChildOptions = {}): Ru
 }
 
 /** Runs the job child to the end. */
-export const runJobChild = (envelope: unknown, options: ChildOptions = {}): Promise<ChildRun> =>
-  startJobChild(envelope, options).done
+export const runJobChild = (envelope: unknown, options: ChildOptions = {}): Promise<ChildRun> => startJobChild(envelope, options).done
 
 /** A job workspace on disk: root with `src/` (read-only), `WORKSPACE.md`, and `out/`. */
 export interface JobDirs {

@@ -44,7 +44,9 @@ export const testJobRoots = (roots: ReadonlyArray<string> = [testJobRoot()], dat
     makeJobRootsFromConfig.pipe(
       // Only this layer reads the map: the rest of the runtime keeps its own configuration.
       Effect.withConfigProvider(
-        ConfigProvider.fromMap(new Map([["KINTSUGI_JOB_ROOTS", roots.join(":")], ...(dataDir === undefined ? [] : [["KINTSUGI_DATA_DIR", dataDir] as const])]))
+        ConfigProvider.fromMap(
+          new Map([["KINTSUGI_JOB_ROOTS", roots.join(":")], ...(dataDir === undefined ? [] : [["KINTSUGI_DATA_DIR", dataDir] as const])])
+        )
       )
     )
   )

@@ -9,9 +9,15 @@ import { readFileSync } from "node:fs"
 plugin({
   name: "record-lazy-tool-loads",
   setup(build) {
-    build.onLoad({ filter: /\/src\/tools\/(codemode\/codemode|mcp\/mcpTools|services\/serviceTools|read|ls|grep|find|write|edit|shell|git|ProcessRunner)\.ts$/ }, (args) => {
-      process.stderr.write(`loaded ${args.path}\n`)
-      return { contents: readFileSync(args.path, "utf8"), loader: "ts" }
-    })
+    build.onLoad(
+      {
+        filter:
+          /\/src\/tools\/(codemode\/codemode|mcp\/mcpTools|services\/serviceTools|read|ls|grep|find|write|edit|shell|git|ProcessRunner)\.ts$/
+      },
+      (args) => {
+        process.stderr.write(`loaded ${args.path}\n`)
+        return { contents: readFileSync(args.path, "utf8"), loader: "ts" }
+      }
+    )
   }
 })

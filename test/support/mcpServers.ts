@@ -67,7 +67,10 @@ export interface TestToolDef {
   readonly readOnly?: boolean
   readonly description?: string
   readonly inputSchema?: unknown
-  readonly handler?: (args: Record<string, unknown>, ctx: { headers: Headers; signal: AbortSignal }) => Promise<{ content: Array<Record<string, unknown>>; isError?: boolean }>
+  readonly handler?: (
+    args: Record<string, unknown>,
+    ctx: { headers: Headers; signal: AbortSignal }
+  ) => Promise<{ content: Array<Record<string, unknown>>; isError?: boolean }>
 }
 
 export interface TestMcp extends RunningMcp {
@@ -84,7 +87,12 @@ const OBJECT = { type: "object", properties: { q: { type: "string", description:
 export const defaultTools = (): ReadonlyArray<TestToolDef> => [
   { name: "lookup", readOnly: true, description: "Looks a word up.", handler: async (a) => text(`found: ${String(a["q"])}`) },
   { name: "delete_item", readOnly: false, description: "Deletes an item.", handler: async () => text("deleted") },
-  { name: "whoami", readOnly: true, description: "Says which key the request carried.", handler: async (_a, c) => text(`key=${c.headers.get("x-api-key") ?? "none"}`) },
+  {
+    name: "whoami",
+    readOnly: true,
+    description: "Says which key the request carried.",
+    handler: async (_a, c) => text(`key=${c.headers.get("x-api-key") ?? "none"}`)
+  },
   {
     name: "hang",
     readOnly: true,
@@ -94,7 +102,12 @@ export const defaultTools = (): ReadonlyArray<TestToolDef> => [
   {
     name: "picture",
     readOnly: true,
-    handler: async () => ({ content: [{ type: "text", text: "a red dot:" }, { type: "image", mimeType: "image/png", data: Buffer.alloc(300).toString("base64") }] })
+    handler: async () => ({
+      content: [
+        { type: "text", text: "a red dot:" },
+        { type: "image", mimeType: "image/png", data: Buffer.alloc(300).toString("base64") }
+      ]
+    })
   },
   { name: "big", readOnly: true, handler: async () => text(Array.from({ length: 5000 }, (_, i) => `line ${i}`).join("\n")) },
   { name: "fails", readOnly: true, handler: async () => ({ ...text("the wiki is down"), isError: true }) },

@@ -5,7 +5,12 @@
 
 export interface OtlpAttribute {
   readonly key: string
-  readonly value: { readonly stringValue?: string; readonly intValue?: string | number; readonly doubleValue?: number; readonly boolValue?: boolean }
+  readonly value: {
+    readonly stringValue?: string
+    readonly intValue?: string | number
+    readonly doubleValue?: number
+    readonly boolValue?: boolean
+  }
 }
 
 export interface OtlpSpan {
@@ -56,15 +61,17 @@ export const startOtlpReceiver = (): OtlpReceiver => {
       bodies.push(text)
       contentTypes.push(request.headers.get("content-type") ?? "")
       const body = JSON.parse(text) as { resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: Array<OtlpSpan> }> }> }
-      for (const rs of body.resourceSpans ?? []) for (const ss of rs.scopeSpans ?? []) for (const span of ss.spans ?? []) {
-        spans.push(span)
-        for (const w of [...waiters]) {
-          if (w.test(span)) {
-            waiters.splice(waiters.indexOf(w), 1)
-            w.resolve(span)
+      for (const rs of body.resourceSpans ?? [])
+        for (const ss of rs.scopeSpans ?? [])
+          for (const span of ss.spans ?? []) {
+            spans.push(span)
+            for (const w of [...waiters]) {
+              if (w.test(span)) {
+                waiters.splice(waiters.indexOf(w), 1)
+                w.resolve(span)
+              }
+            }
           }
-        }
-      }
       return Response.json({})
     }
   })

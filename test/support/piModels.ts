@@ -9,7 +9,7 @@ import {
   type Api,
   type Model,
   type MutableModels,
-  type ProviderStreams,
+  type ProviderStreams
 } from "@earendil-works/pi-ai"
 import { anthropicMessagesApi } from "@earendil-works/pi-ai/api/anthropic-messages.lazy"
 import { openAICompletionsApi } from "@earendil-works/pi-ai/api/openai-completions.lazy"
@@ -49,7 +49,7 @@ const baseModel = <TApi extends Api>(api: TApi, provider: string, baseUrl: strin
   input: ["text" as const],
   contextWindow: 128_000,
   maxTokens: 8_192,
-  cost: { ...SCRIPTED_MODEL_COST },
+  cost: { ...SCRIPTED_MODEL_COST }
 })
 
 const register = <TApi extends Api>(model: Model<TApi>, api: ProviderStreams, apiKey: string): PiModelsFixture<TApi> => {
@@ -57,7 +57,7 @@ const register = <TApi extends Api>(model: Model<TApi>, api: ProviderStreams, ap
   const models = createModels({
     authContext: { env: async () => undefined, fileExists: async () => false },
     credentials: new InMemoryCredentialStore(),
-    identity: { userAgent: "short", attribution: null },
+    identity: { userAgent: "short", attribution: null }
   })
   models.setProvider(
     createProvider<TApi>({
@@ -69,11 +69,11 @@ const register = <TApi extends Api>(model: Model<TApi>, api: ProviderStreams, ap
           name: "scripted key",
           // A per-request options.apiKey arrives as credential.key; the OpenAI SDK would otherwise add env org/project headers.
           resolve: async ({ credential }) => ({
-            auth: { apiKey: credential?.key || apiKey, headers: { "OpenAI-Organization": null, "OpenAI-Project": null } },
-          }),
-        },
-      },
-    }),
+            auth: { apiKey: credential?.key || apiKey, headers: { "OpenAI-Organization": null, "OpenAI-Project": null } }
+          })
+        }
+      }
+    })
   )
   return { models, model, apiKey }
 }
@@ -81,12 +81,12 @@ const register = <TApi extends Api>(model: Model<TApi>, api: ProviderStreams, ap
 /** Builds a `MutableModels` whose one openai-completions model targets `baseUrl` (which must end in `/v1`). */
 export const createOpenAIPiModels = (
   baseUrl: string,
-  options: PiModelsOptions<"openai-completions"> = {},
+  options: PiModelsOptions<"openai-completions"> = {}
 ): PiModelsFixture<"openai-completions"> => {
   const model: Model<"openai-completions"> = {
     ...baseModel("openai-completions", options.providerId ?? "scripted-openai", baseUrl),
     compat: { supportsDeveloperRole: false, supportsStore: false },
-    ...options.model,
+    ...options.model
   }
   return register(model, openAICompletionsApi(), options.apiKey ?? DEFAULT_KEY)
 }
@@ -94,11 +94,11 @@ export const createOpenAIPiModels = (
 /** Builds a `MutableModels` whose one anthropic-messages model targets `baseUrl` (an origin without `/v1`). */
 export const createAnthropicPiModels = (
   baseUrl: string,
-  options: PiModelsOptions<"anthropic-messages"> = {},
+  options: PiModelsOptions<"anthropic-messages"> = {}
 ): PiModelsFixture<"anthropic-messages"> => {
   const model: Model<"anthropic-messages"> = {
     ...baseModel("anthropic-messages", options.providerId ?? "scripted-anthropic", baseUrl),
-    ...options.model,
+    ...options.model
   }
   return register(model, anthropicMessagesApi(), options.apiKey ?? DEFAULT_KEY)
 }

@@ -9,11 +9,19 @@ const at = () => new Date().toISOString()
 const line = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`)
 
 if (job.mode === "refuse") {
-  line({ type: "job.refused", problems: [{ path: "task", message: "must not be empty" }, { path: "model", message: "is unknown" }] })
+  line({
+    type: "job.refused",
+    problems: [
+      { path: "task", message: "must not be empty" },
+      { path: "model", message: "is unknown" }
+    ]
+  })
   process.exit(2)
 }
 if (job.mode === "report-jit") {
-  const jit = Object.entries(process.env).filter(([k]) => k.startsWith("BUN_JSC_")).sort()
+  const jit = Object.entries(process.env)
+    .filter(([k]) => k.startsWith("BUN_JSC_"))
+    .sort()
   line({ type: "job.refused", problems: [{ path: "env", message: jit.map(([k, v]) => `${k}=${v}`).join(" ") }] })
   process.exit(2)
 }

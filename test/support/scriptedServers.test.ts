@@ -10,7 +10,7 @@ import {
   type AssistantMessageEvent,
   type Context,
   type ModelsSimpleStreamOptions,
-  type Tool,
+  type Tool
 } from "@earendil-works/pi-ai"
 import { createAnthropicPiModels, createOpenAIPiModels, SCRIPTED_MODEL_COST, type PiModelsFixture } from "./piModels.ts"
 import { startAnthropicServer, startOpenAIServer, type ScriptedServer, type Step } from "./scriptedServers.ts"
@@ -35,27 +35,30 @@ const flavours: ReadonlyArray<Flavour> = [
     start: startOpenAIServer,
     build: (baseUrl) => createOpenAIPiModels(baseUrl),
     overflowBody: { error: { message: "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens." } },
-    keyHeader: (h) => h["authorization"]?.replace(/^Bearer /, ""),
+    keyHeader: (h) => h["authorization"]?.replace(/^Bearer /, "")
   },
   {
     name: "anthropic",
     start: startAnthropicServer,
     build: (baseUrl) => createAnthropicPiModels(baseUrl),
-    overflowBody: { type: "error", error: { type: "invalid_request_error", message: "prompt is too long: 210000 tokens > 200000 maximum" } },
-    keyHeader: (h) => h["x-api-key"],
-  },
+    overflowBody: {
+      type: "error",
+      error: { type: "invalid_request_error", message: "prompt is too long: 210000 tokens > 200000 maximum" }
+    },
+    keyHeader: (h) => h["x-api-key"]
+  }
 ]
 
 const weatherTool: Tool = {
   name: "get_weather",
   description: "Current weather for a city",
-  parameters: { type: "object", properties: { city: { type: "string", description: "City name" } }, required: ["city"] },
+  parameters: { type: "object", properties: { city: { type: "string", description: "City name" } }, required: ["city"] }
 }
 
 const context: Context = {
   systemPrompt: "You are a scripted-test assistant.",
   messages: [{ role: "user", content: "What is the weather in Paris?", timestamp: Date.now() }],
-  tools: [weatherTool],
+  tools: [weatherTool]
 }
 
 const servers: Array<ScriptedServer> = []
@@ -74,7 +77,7 @@ type Run = { readonly events: ReadonlyArray<AssistantMessageEvent>; readonly mes
 const run = async (
   fx: PiModelsFixture<Api>,
   options: ModelsSimpleStreamOptions = {},
-  onEvent: (event: AssistantMessageEvent) => void = () => {},
+  onEvent: (event: AssistantMessageEvent) => void = () => {}
 ): Promise<Run> => {
   const stream = fx.models.streamSimple(fx.model, context, { cacheRetention: "none", ...options })
   const events: Array<AssistantMessageEvent> = []
@@ -95,7 +98,7 @@ for (const flavour of flavours) {
   describe(`scripted ${flavour.name} server through pi-ai`, () => {
     test("a tool-call turn yields a parsed toolCall block and stopReason toolUse", async () => {
       const { server, fx } = await setup(flavour, [
-        { kind: "turn", toolCalls: [{ id: "call-1", name: "get_weather", arguments: { city: "Paris" } }], chunkSize: 4 },
+        { kind: "turn", toolCalls: [{ id: "call-1", name: "get_weather", arguments: { city: "Paris" } }], chunkSize: 4 }
       ])
       const { events, message } = await run(fx)
       expect(message.stopReason).toBe("toolUse")
@@ -146,11 +149,7 @@ for (const flavour of flavours) {
       const started = performance.now()
       const { events, message } = await run(fx)
       expect(performance.now() - started).toBeGreaterThanOrEqual(75)
-      expect(events.filter((e) => e.type === "text_delta").map((e) => (e.type === "text_delta" ? e.delta : ""))).toEqual([
-        "ab",
-        "cd",
-        "ef",
-      ])
+      expect(events.filter((e) => e.type === "text_delta").map((e) => (e.type === "text_delta" ? e.delta : ""))).toEqual(["ab", "cd", "ef"])
       expect(message.content[0]).toMatchObject({ type: "text", text: "abcdef" })
     })
 
@@ -164,7 +163,7 @@ for (const flavour of flavours) {
     test("a 429 with retry-after is retried when the caller allows it", async () => {
       const { server, fx } = await setup(flavour, [
         { kind: "http-error", status: 429, body: { error: { message: "slow down" } }, headers: { "retry-after": "0" } },
-        { kind: "turn", text: "ok" },
+        { kind: "turn", text: "ok" }
       ])
       const { message } = await run(fx, { maxRetries: 1 })
       expect(message.stopReason).toBe("stop")
@@ -210,11 +209,18 @@ for (const flavour of flavours) {
 
     test("the key is readable by name but never printed: inspect, JSON, spread and every error answer leave it out", async () => {
       const { server, fx } = await setup(flavour, [
-        { kind: "fn", respond: (req) => { throw new Error(`cannot answer ${JSON.stringify(req)} / ${Bun.inspect(req)}`) } },
+        {
+          kind: "fn",
+          respond: (req) => {
+            throw new Error(`cannot answer ${JSON.stringify(req)} / ${Bun.inspect(req)}`)
+          }
+        }
       ])
       const failed = await run(fx)
       const exhausted = await run(fx)
-      const stray = await fetch(`${server.baseUrl}/nowhere?key=${fx.apiKey}`, { headers: { authorization: `Bearer ${fx.apiKey}`, "x-api-key": fx.apiKey } })
+      const stray = await fetch(`${server.baseUrl}/nowhere?key=${fx.apiKey}`, {
+        headers: { authorization: `Bearer ${fx.apiKey}`, "x-api-key": fx.apiKey }
+      })
       expect(flavour.keyHeader(server.requests[0]?.headers ?? {})).toBe(fx.apiKey)
       expect(server.requests[2]?.headers["x-api-key"]).toBe(fx.apiKey)
       const printed = [
@@ -223,7 +229,7 @@ for (const flavour of flavours) {
         JSON.stringify(server.requests.map((r) => ({ ...r.headers }))),
         failed.message.errorMessage ?? "",
         exhausted.message.errorMessage ?? "",
-        await stray.text(),
+        await stray.text()
       ]
       expect(printed[3]).toContain("cannot answer")
       expect(printed[4]).toContain("script exhausted")
@@ -232,7 +238,7 @@ for (const flavour of flavours) {
 
     test("an fn step answers from the recorded request", async () => {
       const { fx } = await setup(flavour, [
-        { kind: "fn", respond: (req) => ({ kind: "turn", text: req.rawBody.includes("Paris") ? "saw Paris" : "no Paris" }) },
+        { kind: "fn", respond: (req) => ({ kind: "turn", text: req.rawBody.includes("Paris") ? "saw Paris" : "no Paris" }) }
       ])
       expect((await run(fx)).message.content[0]).toMatchObject({ type: "text", text: "saw Paris" })
     })

@@ -45,10 +45,18 @@ export const runCli = async (args: ReadonlyArray<string>, env: Record<string, st
 }
 
 /** Starts `kintsugi serve` with exactly `env` (plus PORT) and waits for its "serving on" line. */
-export const startServe = async (env: Record<string, string>, options: { readonly wrap?: (argv: Array<string>) => Array<string> } = {}): Promise<ServeProcess> => {
+export const startServe = async (
+  env: Record<string, string>,
+  options: { readonly wrap?: (argv: Array<string>) => Array<string> } = {}
+): Promise<ServeProcess> => {
   const port = freePort()
   const argv = [process.execPath, CLI, "serve"]
-  const proc = Bun.spawn(options.wrap?.(argv) ?? argv, { env: { ...env, PORT: String(port), HOST: "127.0.0.1" }, stdin: "ignore", stdout: "pipe", stderr: "pipe" })
+  const proc = Bun.spawn(options.wrap?.(argv) ?? argv, {
+    env: { ...env, PORT: String(port), HOST: "127.0.0.1" },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe"
+  })
   let text = ""
   const waiters = new Set<() => void>()
   const pump = async (stream: ReadableStream<Uint8Array>) => {
@@ -121,7 +129,14 @@ export const addScriptedProvider = async (origin: string, token: string, baseUrl
   const r = await fetch(`${origin}/api/admin/providers`, {
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify({ kind: "custom", id: "scripted", api: "openai-completions", baseUrl, apiKey, models: [{ id: "m", contextWindow: 100_000, maxTokens: 4000 }] })
+    body: JSON.stringify({
+      kind: "custom",
+      id: "scripted",
+      api: "openai-completions",
+      baseUrl,
+      apiKey,
+      models: [{ id: "m", contextWindow: 100_000, maxTokens: 4000 }]
+    })
   })
   if (r.status !== 201) throw new Error(`adding the scripted provider: ${r.status} ${await r.text()}`)
 }

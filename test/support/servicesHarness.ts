@@ -33,7 +33,12 @@ export interface ServicesHarness {
   readonly logs: Array<string>
   /** The admin's API token (agents.manage + providers.manage). */
   readonly token: () => string
-  readonly api: (method: string, path: string, body?: unknown, token?: string) => Promise<{ status: number; text: string; json: <T = any>() => T }>
+  readonly api: (
+    method: string,
+    path: string,
+    body?: unknown,
+    token?: string
+  ) => Promise<{ status: number; text: string; json: <T = any>() => T }>
   readonly user: (name: string, permissions: ReadonlyArray<"agents.manage" | "providers.manage">) => Promise<string>
   readonly project: (id: string) => Promise<void>
   /** A custom agent (via the API) bound to a fresh scripted provider playing `steps`. */
@@ -63,7 +68,9 @@ export const useServicesApp = (serviceHandlers?: Layer.Layer<ServiceHandlers, ne
   const api: ServicesHarness["api"] = async (method, path, body, token) => {
     const headers: Record<string, string> = { authorization: `Bearer ${token ?? need(state.token)}` }
     if (body !== undefined) headers["content-type"] = "application/json"
-    const r = await need(state.app).handle(new Request(`${ORIGIN}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) }))
+    const r = await need(state.app).handle(
+      new Request(`${ORIGIN}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+    )
     const text = await r.text()
     return { status: r.status, text, json: () => JSON.parse(text) }
   }
@@ -105,7 +112,13 @@ export const useServicesApp = (serviceHandlers?: Layer.Layer<ServiceHandlers, ne
       const files = createAgentFiles(name, options)
       if (options?.memoryRole !== undefined) {
         const main = files.files[0]!
-        files.files[0] = { ...main, content: main.content.replace("metadata:\n  audience: runtime\n", `metadata:\n  audience: runtime\n  memory-role: ${options.memoryRole}\n`) }
+        files.files[0] = {
+          ...main,
+          content: main.content.replace(
+            "metadata:\n  audience: runtime\n",
+            `metadata:\n  audience: runtime\n  memory-role: ${options.memoryRole}\n`
+          )
+        }
       }
       const created = await api("POST", "/api/admin/agents", files)
       if (created.status !== 201) throw new Error(`creating ${name}: ${created.status} ${created.text}`)
@@ -116,7 +129,14 @@ export const useServicesApp = (serviceHandlers?: Layer.Layer<ServiceHandlers, ne
       await rt.runPromise(
         Effect.flatMap(ProviderStore, (p) =>
           p.create(
-            { kind: "custom", id, api: "openai-completions", baseUrl: server.baseUrl, apiKey: `sk-${randomBytes(8).toString("hex")}`, models: [{ id: "m", contextWindow: options?.contextWindow ?? 128_000, maxTokens: 2048, cost: MODEL_PRICES }] },
+            {
+              kind: "custom",
+              id,
+              api: "openai-completions",
+              baseUrl: server.baseUrl,
+              apiKey: `sk-${randomBytes(8).toString("hex")}`,
+              models: [{ id: "m", contextWindow: options?.contextWindow ?? 128_000, maxTokens: 2048, cost: MODEL_PRICES }]
+            },
             "test"
           )
         )

@@ -77,7 +77,11 @@ export const makeTestApp = async (
     runtime,
     app,
     addUser: (username, password, permissions) =>
-      runtime.runPromise(Effect.flatMap(Access, (a) => Effect.zipRight(a.addUser(username, password, permissions), a.issueToken(username, `${username}-test`)))),
+      runtime.runPromise(
+        Effect.flatMap(Access, (a) =>
+          Effect.zipRight(a.addUser(username, password, permissions), a.issueToken(username, `${username}-test`))
+        )
+      ),
     dispose: () => runtime.dispose()
   }
 }

@@ -14,18 +14,33 @@ describe("makeTestLayer", () => {
   const layer = makeTestLayer(AgentStore)({ catalog: Effect.succeed([]) })
 
   test("a given member works", async () => {
-    const exit = await Effect.runPromiseExit(Effect.provide(Effect.flatMap(AgentStore, (s) => s.catalog), layer))
+    const exit = await Effect.runPromiseExit(
+      Effect.provide(
+        Effect.flatMap(AgentStore, (s) => s.catalog),
+        layer
+      )
+    )
     expect(exit).toEqual(Exit.succeed([]))
   })
 
   test("a method not given dies when called, naming the service and the method", async () => {
-    const exit = await Effect.runPromiseExit(Effect.provide(Effect.flatMap(AgentStore, (s) => s.get("x")), layer))
+    const exit = await Effect.runPromiseExit(
+      Effect.provide(
+        Effect.flatMap(AgentStore, (s) => s.get("x")),
+        layer
+      )
+    )
     expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
     expect(defect(exit)).toBe("agents/AgentStore.get is not implemented in this test")
   })
 
   test("an Effect member not given dies when run", async () => {
-    const exit = await Effect.runPromiseExit(Effect.provide(Effect.flatMap(AgentStore, (s) => s.context), layer))
+    const exit = await Effect.runPromiseExit(
+      Effect.provide(
+        Effect.flatMap(AgentStore, (s) => s.context),
+        layer
+      )
+    )
     expect(defect(exit)).toBe("agents/AgentStore.context is not implemented in this test")
   })
 })

@@ -27,5 +27,7 @@ export const makeUnimplemented = <S extends object>(service: string, partial: Pa
     }
   })
 
-export const makeTestLayer = <I, S extends object>(tag: Context.Tag<I, S>) => (partial: Partial<S>): Layer.Layer<I> =>
-  Layer.succeed(tag, makeUnimplemented<S>(tag.key, partial))
+export const makeTestLayer =
+  <I, S extends object>(tag: Context.Tag<I, S>) =>
+  (partial: Partial<S>): Layer.Layer<I> =>
+    Layer.succeed(tag, makeUnimplemented<S>(tag.key, partial))

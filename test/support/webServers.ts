@@ -22,7 +22,11 @@ export const BRAVE_KEY = "brave-key-CANARY-5e1f0a9b"
 export const startScriptedWeb = (): ScriptedWeb => {
   const hits: Array<BackendHit> = []
   const results = (q: string) =>
-    Array.from({ length: 12 }, (_, i) => ({ title: `Result ${i + 1} for ${q}`, url: `https://docs.example.com/${i + 1}`, snippet: `<strong>${q}</strong> &amp; more ${i + 1}` }))
+    Array.from({ length: 12 }, (_, i) => ({
+      title: `Result ${i + 1} for ${q}`,
+      url: `https://docs.example.com/${i + 1}`,
+      snippet: `<strong>${q}</strong> &amp; more ${i + 1}`
+    }))
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -36,12 +40,21 @@ export const startScriptedWeb = (): ScriptedWeb => {
       if (url.pathname === "/res/v1/web/search") {
         if (r.headers.get("x-subscription-token") !== BRAVE_KEY) return Response.json({ error: "unauthorized" }, { status: 401 })
         const count = Number(url.searchParams.get("count") ?? "20")
-        return Response.json({ web: { results: results(q).slice(0, count).map((x) => ({ title: x.title, url: x.url, description: x.snippet })) } })
+        return Response.json({
+          web: {
+            results: results(q)
+              .slice(0, count)
+              .map((x) => ({ title: x.title, url: x.url, description: x.snippet }))
+          }
+        })
       }
       if (url.pathname === "/pages/reference") {
-        return new Response("<html><head><title>Effect reference</title></head><body><h1>Layers</h1><p>A Layer builds services.</p></body></html>", {
-          headers: { "content-type": "text/html; charset=utf-8" }
-        })
+        return new Response(
+          "<html><head><title>Effect reference</title></head><body><h1>Layers</h1><p>A Layer builds services.</p></body></html>",
+          {
+            headers: { "content-type": "text/html; charset=utf-8" }
+          }
+        )
       }
       if (url.pathname === "/pages/long") {
         const lines = Array.from({ length: 5000 }, (_, i) => `<p>Paragraph ${i + 1} of a long public reference page.</p>`).join("")

@@ -36,13 +36,19 @@ export interface WindowedModel {
 }
 
 /** A summary request is the one without tools. */
-export const isSummaryRequest = (r: RecordedRequest): boolean =>
-  typeof r.body === "object" && r.body !== null && !("tools" in r.body)
+export const isSummaryRequest = (r: RecordedRequest): boolean => typeof r.body === "object" && r.body !== null && !("tools" in r.body)
 
 const overflowBody = (api: ScriptedApi, tokens: number, window: number): object =>
   api === "anthropic-messages"
     ? { type: "error", error: { type: "invalid_request_error", message: `prompt is too long: ${tokens} tokens > ${window} maximum` } }
-    : { error: { message: `This model's maximum context length is ${window} tokens. However, you requested ${tokens} tokens.`, type: "invalid_request_error", code: "context_length_exceeded", param: "messages" } }
+    : {
+        error: {
+          message: `This model's maximum context length is ${window} tokens. However, you requested ${tokens} tokens.`,
+          type: "invalid_request_error",
+          code: "context_length_exceeded",
+          param: "messages"
+        }
+      }
 
 export const createWindowedModel = (o: WindowedModelOptions, maxRequests = 2000): WindowedModel => {
   const tokensOf = (text: string): number => Math.ceil(text.length / (o.charsPerToken ?? 4))

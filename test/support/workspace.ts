@@ -86,11 +86,8 @@ export const createToolContext = (workspace: ResolvedWorkspace, remainingMs = 60
 }
 
 /** Runs one call; Right = the tool's output, Left = its ToolError. */
-export const runTool = (
-  tool: KernelTool,
-  args: Record<string, unknown>,
-  ctx: ToolContext
-): Promise<Either.Either<ToolOutput, ToolError>> => Effect.runPromise(Effect.either(tool.execute(args)).pipe(Effect.provide(ctx)))
+export const runTool = (tool: KernelTool, args: Record<string, unknown>, ctx: ToolContext): Promise<Either.Either<ToolOutput, ToolError>> =>
+  Effect.runPromise(Effect.either(tool.execute(args)).pipe(Effect.provide(ctx)))
 
 /** Runs one call that must succeed and returns its text. */
 export const runToolText = async (tool: KernelTool, args: Record<string, unknown>, ctx: ToolContext): Promise<string> => {

@@ -4,7 +4,15 @@
  */
 import { afterEach, expect, setDefaultTimeout, test } from "bun:test"
 import { join } from "node:path"
-import { expectEndedWith, expectRead, expectWrote, runAgent, startOpenAIServer, toolResultsOf, type ScriptedServer } from "kintsugi-runtime/testing"
+import {
+  expectEndedWith,
+  expectRead,
+  expectWrote,
+  runAgent,
+  startOpenAIServer,
+  toolResultsOf,
+  type ScriptedServer
+} from "kintsugi-runtime/testing"
 
 setDefaultTimeout(30_000)
 
@@ -26,12 +34,23 @@ test("codebase-inventory reads the manifest and writes its report", async () => 
         const content = `# Inventory\n\n| path | ecosystem | module |\n|---|---|---|\n| src/package.json:2 | npm | ${name} |\n`
         // inventory.json must satisfy the schema the package ships (schemas/inventory.schema.json).
         const inventory = {
-          schema: "kintsugi.inventory/1", sourceRoot: "src", revision: null, summary: `An npm package, ${name}.`,
-          size: { files: 2, lines: 7, skipped: [] }, languages: [], modules: [], entryPoints: [],
+          schema: "kintsugi.inventory/1",
+          sourceRoot: "src",
+          revision: null,
+          summary: `An npm package, ${name}.`,
+          size: { files: 2, lines: 7, skipped: [] },
+          languages: [],
+          modules: [],
+          entryPoints: [],
           tooling: { build: [], test: [], lint: [], ci: [], packaging: [], runtime: [] },
-          manifests: [{ path: "src/package.json", ecosystem: "npm", module: name, lockfile: null, dependencies: { runtime: 1, dev: 0 }, notable: [] }],
-          generatedCode: [], history: { available: false }, openQuestions: [],
-          coverage: { readInDepth: ["src/package.json"], sampled: [], skipped: [] }, injectionAttempts: []
+          manifests: [
+            { path: "src/package.json", ecosystem: "npm", module: name, lockfile: null, dependencies: { runtime: 1, dev: 0 }, notable: [] }
+          ],
+          generatedCode: [],
+          history: { available: false },
+          openQuestions: [],
+          coverage: { readInDepth: ["src/package.json"], sampled: [], skipped: [] },
+          injectionAttempts: []
         }
         return {
           kind: "turn",

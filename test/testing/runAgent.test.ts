@@ -141,7 +141,13 @@ test("kintsugi-runtime/testing loads no server, database or model-client code", 
     files.add(file)
     for (const { path } of transpiler.scanImports(readFileSync(file, "utf8"))) {
       if (path.startsWith(".")) walk(resolve(dirname(file), path))
-      else packages.add(path.split("/").slice(0, path.startsWith("@") ? 2 : 1).join("/"))
+      else
+        packages.add(
+          path
+            .split("/")
+            .slice(0, path.startsWith("@") ? 2 : 1)
+            .join("/")
+        )
     }
   }
   const root = join(import.meta.dir, "..", "..")
@@ -149,17 +155,24 @@ test("kintsugi-runtime/testing loads no server, database or model-client code", 
   const dirs = [...files].map((f) => relative(root, dirname(f)))
   expect([...new Set(dirs)].sort()).toEqual(["src/agents", "src/contract", "src/jobChild", "src/kernel", "src/testing", "src/tools"])
   // Of src/jobChild/ only the job child's command line and JIT settings (a module that imports nothing).
-  expect([...files].filter((f) => relative(root, dirname(f)) === "src/jobChild").map((f) => relative(root, f))).toEqual(["src/jobChild/args.ts"])
+  expect([...files].filter((f) => relative(root, dirname(f)) === "src/jobChild").map((f) => relative(root, f))).toEqual([
+    "src/jobChild/args.ts"
+  ])
   expect([...files].filter((f) => f.includes("/src/tools/")).map((f) => relative(root, f))).toEqual(["src/tools/denyPatterns.ts"])
   // The package check compiles output schemas (ajv): that kernel module and the ajv engines it loads
   // (src/kernel/ajvEngines.ts imports packages only), never the kernel itself.
-  expect([...files].filter((f) => f.includes("/src/kernel/")).map((f) => relative(root, f)).sort()).toEqual(["src/kernel/ajvEngines.ts", "src/kernel/jsonSchema.ts"])
+  expect(
+    [...files]
+      .filter((f) => f.includes("/src/kernel/"))
+      .map((f) => relative(root, f))
+      .sort()
+  ).toEqual(["src/kernel/ajvEngines.ts", "src/kernel/jsonSchema.ts"])
   expect([...packages].filter((p) => !p.startsWith("node:")).sort()).toEqual(["ajv", "effect", "fflate", "re2js"])
 })
 
 test("docs/testing.md's example is test/testing/builtinAgent.test.ts", () => {
   const docs = readFileSync(join(import.meta.dir, "..", "..", "docs", "testing.md"), "utf8")
-  const start = docs.indexOf('```ts\nimport { afterEach')
+  const start = docs.indexOf("```ts\nimport { afterEach")
   const example = docs.slice(start + "```ts\n".length, docs.indexOf("```\n", start + 6))
   const file = readFileSync(join(import.meta.dir, "builtinAgent.test.ts"), "utf8")
   expect(start).toBeGreaterThan(0)

@@ -18,9 +18,12 @@ setDefaultTimeout(30_000)
 
 let t: WorkspaceTree
 beforeAll(async () => {
-  t = await createWorkspaceTree({ "ro/src/a.txt": "a\n", "WORKSPACE.md": "guide\n", "notes.md": "not readable\n" }, {
-    readOnly: ["ro", "WORKSPACE.md"]
-  })
+  t = await createWorkspaceTree(
+    { "ro/src/a.txt": "a\n", "WORKSPACE.md": "guide\n", "notes.md": "not readable\n" },
+    {
+      readOnly: ["ro", "WORKSPACE.md"]
+    }
+  )
   fs.symlinkSync(t.ro, path.join(t.root, "rolink"))
 })
 afterAll(() => t.cleanup())

@@ -41,8 +41,10 @@ afterAll(() => t.cleanup())
 
 const run = (script: string, extra: Record<string, unknown> = {}, ctx: ToolContext = createToolContext(t.workspace).ctx, tool = codemode) =>
   runTool(tool, { script, ...extra }, ctx)
-const text = (script: string, extra: Record<string, unknown> = {}) => runToolText(codemode, { script, ...extra }, createToolContext(t.workspace).ctx)
-const error = (script: string, extra: Record<string, unknown> = {}) => runToolError(codemode, { script, ...extra }, createToolContext(t.workspace).ctx)
+const text = (script: string, extra: Record<string, unknown> = {}) =>
+  runToolText(codemode, { script, ...extra }, createToolContext(t.workspace).ctx)
+const error = (script: string, extra: Record<string, unknown> = {}) =>
+  runToolError(codemode, { script, ...extra }, createToolContext(t.workspace).ctx)
 
 describe("codemode: the API", () => {
   test("a script combining grep and read returns a short digest; inner calls emit source.read like direct calls", async () => {
@@ -57,7 +59,9 @@ describe("codemode: the API", () => {
       }
       print(digest.join("\\n"))`
     const out = await runToolText(codemode, { script }, ctx)
-    expect(out).toBe("ro/src/a.ts:2 // TODO: rename a (after: export const b = 2)\nro/src/b.ts:4 // TODO: handle overflow (after: return a * 2)")
+    expect(out).toBe(
+      "ro/src/a.ts:2 // TODO: rename a (after: export const b = 2)\nro/src/b.ts:4 // TODO: handle overflow (after: return a * 2)"
+    )
     expect(events.map((e) => e.type === "source.read" && `${e.tool} ${e.path} ${e.firstLine}-${e.lastLine}`)).toEqual([
       "grep ro/src/a.ts 2-2",
       "grep ro/src/b.ts 4-4",

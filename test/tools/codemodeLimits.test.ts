@@ -41,13 +41,14 @@ const error = (script: string, extra: Record<string, unknown> = {}, remainingMs?
 const hostStillFine = async () => expect(await text(`print((await tools.read({ path: "ro/c.ts" })).trim())`)).toBe("export const c = 3")
 
 describe("codemode: time", () => {
-  test.each([["while (true) {}"], ["try { while (true) {} } catch {}"], ["try { for (;;) { try { while (true) {} } finally { continue } } } catch {}"]])(
-    "%s is stopped at the deadline",
-    async (script) => {
-      expect(await error(script, { timeoutSec: 1 })).toBe("The script failed: the script was stopped at its time limit of 1 s")
-      await hostStillFine()
-    }
-  )
+  test.each([
+    ["while (true) {}"],
+    ["try { while (true) {} } catch {}"],
+    ["try { for (;;) { try { while (true) {} } finally { continue } } } catch {}"]
+  ])("%s is stopped at the deadline", async (script) => {
+    expect(await error(script, { timeoutSec: 1 })).toBe("The script failed: the script was stopped at its time limit of 1 s")
+    await hostStillFine()
+  })
 
   test("for (;;) await null is stopped: at the deadline, or by the promise-job cap on a fast machine", async () => {
     // Which limit trips first depends on how many promise jobs this machine runs in a second.
@@ -68,7 +69,9 @@ describe("codemode: time", () => {
   })
 
   test("the time limit never passes the job's remaining time", async () => {
-    expect(await error("while (true) {}", { timeoutSec: 120 }, 1500)).toBe("The script failed: the script was stopped at its time limit of 1.5 s")
+    expect(await error("while (true) {}", { timeoutSec: 120 }, 1500)).toBe(
+      "The script failed: the script was stopped at its time limit of 1.5 s"
+    )
     expect(await error("print(1)", {}, 500)).toBe("the job has less than a second left: no time to run a script")
   })
 
@@ -79,7 +82,9 @@ describe("codemode: time", () => {
   test("interrupting the call (job abort) ends a parked script and its inner call at once", async () => {
     const before = hangInterrupted
     const started = new Promise<void>((resolve) => (hangStarted = resolve))
-    const fiber = Effect.runFork(Effect.provide(codemode.execute({ script: "await tools.hang({})", timeoutSec: 60 }), createToolContext(t.workspace).ctx))
+    const fiber = Effect.runFork(
+      Effect.provide(codemode.execute({ script: "await tools.hang({})", timeoutSec: 60 }), createToolContext(t.workspace).ctx)
+    )
     await started
     const exit = await Effect.runPromise(Fiber.interrupt(fiber))
     expect(Exit.isInterrupted(exit)).toBe(true)
@@ -102,7 +107,9 @@ describe("codemode: memory and stack", () => {
 
   test("an allocation loop of small objects ends as out of memory, caught or not", async () => {
     expect(await error("const keep = []; for (;;) keep.push({ n: keep.length })")).toContain("(the script's memory limit is 64 MB)")
-    expect(await text("const keep = []; try { for (;;) keep.push({ n: keep.length }) } catch {} keep.length = 0; print('recovered')")).toBe("recovered")
+    expect(await text("const keep = []; try { for (;;) keep.push({ n: keep.length }) } catch {} keep.length = 0; print('recovered')")).toBe(
+      "recovered"
+    )
     await hostStillFine()
   })
 
@@ -126,7 +133,9 @@ describe("codemode: calls and output", () => {
     const [body, note] = [out.slice(0, out.lastIndexOf("\n")), out.slice(out.lastIndexOf("\n") + 1)]
     expect(body.length).toBeLessThanOrEqual(32_000)
     expect(body.length).toBeGreaterThan(31_000)
-    expect(note).toBe(`[output cut at 8,000 tokens (32,000 characters): ${(1024 * 1023 - body.replaceAll("\n", "").length).toLocaleString("en-US")} more characters were printed; print a shorter digest]`)
+    expect(note).toBe(
+      `[output cut at 8,000 tokens (32,000 characters): ${(1024 * 1023 - body.replaceAll("\n", "").length).toLocaleString("en-US")} more characters were printed; print a shorter digest]`
+    )
   })
 
   test("one 5 MB print is cut inside the VM", async () => {
@@ -142,7 +151,9 @@ describe("codemode: calls and output", () => {
   })
 
   test("a promise nothing will settle ends the script at once", async () => {
-    expect(await error("await new Promise(() => {})")).toBe("The script failed: the script is waiting for a promise that nothing will settle")
+    expect(await error("await new Promise(() => {})")).toBe(
+      "The script failed: the script is waiting for a promise that nothing will settle"
+    )
   })
 
   test("oversized arguments are refused before they are parsed", async () => {

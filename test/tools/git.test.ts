@@ -232,7 +232,8 @@ describe("git tool: the configuration check is reused only while the config file
   const counting = { ...runner, run: (req: RunRequest) => (spawned++, runner.run(req)) }
   const freshGit = makeGitTool(counting)
   /** Plain git that writes nothing into .git (no index refresh), so only the edits under test change it. */
-  const inFresh = (args: ReadonlyArray<string>) => Bun.spawnSync(["git", ...args], { cwd: fresh, env: { ...plainEnv, GIT_OPTIONAL_LOCKS: "0" } })
+  const inFresh = (args: ReadonlyArray<string>) =>
+    Bun.spawnSync(["git", ...args], { cwd: fresh, env: { ...plainEnv, GIT_OPTIONAL_LOCKS: "0" } })
   const trap = (name: string, tail = 'exec cat "$@"') => {
     const path = join(base, "bin", `fresh-${name}`)
     writeFileSync(path, `#!/bin/sh\ntouch '${join(freshMarkers, name)}'\n${tail}\n`)

@@ -33,7 +33,9 @@ afterAll(() => t.cleanup())
 describe("grep", () => {
   test("regex over the default directory, sorted, relative to the workspace root", async () => {
     const { ctx } = createToolContext(t.workspace)
-    expect(await runToolText(grep, { pattern: "foo[A-Z]ar", path: "ro/src" }, ctx)).toBe("ro/src/a.ts:2: export const fooBar = 1\nro/src/b.js:1: function fooBar() {}")
+    expect(await runToolText(grep, { pattern: "foo[A-Z]ar", path: "ro/src" }, ctx)).toBe(
+      "ro/src/a.ts:2: export const fooBar = 1\nro/src/b.js:1: function fooBar() {}"
+    )
   })
 
   test("literal mode does not interpret metacharacters; ignoreCase works in both modes", async () => {

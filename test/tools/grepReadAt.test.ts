@@ -9,7 +9,14 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import fs from "node:fs"
 import path from "node:path"
-import { closeQuietly, listDirAt, openDirSyncChecked, openSubdirAt, readFileAtSyncChecked, type Scratch } from "../../src/job/confinementSync.ts"
+import {
+  closeQuietly,
+  listDirAt,
+  openDirSyncChecked,
+  openSubdirAt,
+  readFileAtSyncChecked,
+  type Scratch
+} from "../../src/job/confinementSync.ts"
 import { startSearch, type FileResult } from "../../src/tools/grepPool.ts"
 import { buildMatcher, scanBytes, type LineMatcher } from "../../src/tools/grepScan.ts"
 import { drive, walkTree, type WalkStatus } from "../../src/tools/walkTree.ts"
@@ -23,8 +30,19 @@ const onLinux = process.platform === "linux"
 let t: WorkspaceTree
 beforeAll(async () => {
   t = await createWorkspaceTree(
-    { "ro/plain.txt": "needle one\n", "ro/d/x.txt": "needle in d\n", "ro/bin.dat": "needle\u0000binary", "ro/big.txt": "needle ".repeat(200) },
-    { outsideFiles: { "canary.txt": "needle CANARY-91 outside\n", "sub/secret.txt": "needle CANARY-92 deep\n", "d/x.txt": "needle CANARY-93 swapped\n" } }
+    {
+      "ro/plain.txt": "needle one\n",
+      "ro/d/x.txt": "needle in d\n",
+      "ro/bin.dat": "needle\u0000binary",
+      "ro/big.txt": "needle ".repeat(200)
+    },
+    {
+      outsideFiles: {
+        "canary.txt": "needle CANARY-91 outside\n",
+        "sub/secret.txt": "needle CANARY-92 deep\n",
+        "d/x.txt": "needle CANARY-93 swapped\n"
+      }
+    }
   )
   fs.symlinkSync(path.join(t.outside, "canary.txt"), path.join(t.ro, "link.txt"))
   fs.symlinkSync(t.outside, path.join(t.ro, "linkdir"))
@@ -40,7 +58,13 @@ describe.skipIf(!onLinux)("reading files relative to a verified directory descri
     expect(ok).toBeDefined()
     if (ok !== undefined) closeQuietly(ok.fd)
     // The last component a symlink to outside; an earlier one; a directory outside; a file; a prefix look-alike.
-    for (const dir of [path.join(t.ro, "linkdir"), path.join(t.ro, "linkdir", "sub"), t.outside, path.join(t.ro, "plain.txt"), `${t.ro}-evil`]) {
+    for (const dir of [
+      path.join(t.ro, "linkdir"),
+      path.join(t.ro, "linkdir", "sub"),
+      t.outside,
+      path.join(t.ro, "plain.txt"),
+      `${t.ro}-evil`
+    ]) {
       expect(`${dir}: ${openDirSyncChecked(dir, t.ro) === undefined}`).toBe(`${dir}: true`)
     }
   })
@@ -55,7 +79,19 @@ describe.skipIf(!onLinux)("reading files relative to a verified directory descri
       }
       expect(read("plain.txt")).toBe("needle one\n")
       expect(read("d/x.txt")).toBeUndefined() // inside, but not one component
-      for (const name of ["link.txt", "fifo", "d", "linkdir", "..", ".", "", "../ro/plain.txt", "linkdir/canary.txt", "missing.txt", "plain.txt\u0000x"]) {
+      for (const name of [
+        "link.txt",
+        "fifo",
+        "d",
+        "linkdir",
+        "..",
+        ".",
+        "",
+        "../ro/plain.txt",
+        "linkdir/canary.txt",
+        "missing.txt",
+        "plain.txt\u0000x"
+      ]) {
         expect(`${JSON.stringify(name)}: ${read(name)}`).toBe(`${JSON.stringify(name)}: undefined`)
       }
       expect(readFileAtSyncChecked(dir, "big.txt", 100, scratch)).toBe("too-large")
@@ -70,17 +106,24 @@ describe.skipIf(!onLinux)("reading files relative to a verified directory descri
     // thread runs on until the pattern returns (Bun 1.4 cannot interrupt a regex), then exits.
     const tree = await createWorkspaceTree({ "ro/stuck/a.txt": "fine\n", "ro/stuck/b.txt": `${" ".repeat(40_000)}x\n` })
     const stuckDir = path.join(tree.ro, "stuck")
-    const holding = () => fs.readdirSync("/proc/self/fd").filter((fd) => {
-      try {
-        return fs.readlinkSync(`/proc/self/fd/${fd}`) === stuckDir
-      } catch {
-        return false
-      }
-    }).length
+    const holding = () =>
+      fs.readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`) === stuckDir
+        } catch {
+          return false
+        }
+      }).length
     const search = (pattern: string, deadlineMs: number) => {
       const s = startSearch(
         { pattern, literal: false, ignoreCase: false, context: 0, limit: 100, maxBytes: 1 << 20, root: tree.ro },
-        { onFile: () => true, deadline: performance.now() + deadlineMs, stallMs: 0, signal: new AbortController().signal, progress: () => {} }
+        {
+          onFile: () => true,
+          deadline: performance.now() + deadlineMs,
+          stallMs: 0,
+          signal: new AbortController().signal,
+          progress: () => {}
+        }
       )
       s.add(path.join(stuckDir, "a.txt"))
       s.add(path.join(stuckDir, "b.txt"))
@@ -98,14 +141,25 @@ describe.skipIf(!onLinux)("reading files relative to a verified directory descri
 
   test("a worker refuses a path through a symlinked directory, and a directory swapped for a symlink after the walk", async () => {
     const swapped = path.join(t.ro, "d")
-    const files = [path.join(t.ro, "linkdir", "sub", "secret.txt"), path.join(t.ro, "linkdir", "canary.txt"), path.join(swapped, "x.txt"), path.join(t.ro, "plain.txt")]
+    const files = [
+      path.join(t.ro, "linkdir", "sub", "secret.txt"),
+      path.join(t.ro, "linkdir", "canary.txt"),
+      path.join(swapped, "x.txt"),
+      path.join(t.ro, "plain.txt")
+    ]
     // The walk saw ro/d/x.txt; before a worker opens it, ro/d becomes a symlink to a directory outside.
     fs.rmSync(swapped, { recursive: true })
     fs.symlinkSync(path.join(t.outside, "d"), swapped)
     const results: Array<FileResult> = []
     const search = startSearch(
       { pattern: "needle", literal: true, ignoreCase: false, context: 0, limit: 100, maxBytes: 1 << 20, root: t.ro },
-      { onFile: (_, r) => results.push(r) > 0, deadline: performance.now() + 30_000, stallMs: 15_000, signal: new AbortController().signal, progress: () => {} }
+      {
+        onFile: (_, r) => results.push(r) > 0,
+        deadline: performance.now() + 30_000,
+        stallMs: 15_000,
+        signal: new AbortController().signal,
+        progress: () => {}
+      }
     )
     for (const f of files) search.add(f)
     expect(await search.finish()).toEqual({ kind: "done" })
@@ -130,7 +184,13 @@ describe.skipIf(!onLinux)("the walk through directory descriptors", () => {
       const listed = new Map(listDirAt(ro)?.map((e) => [e.name, e.kind]))
       expect(listed.has(".")).toBe(false)
       expect(listed.has("..")).toBe(false)
-      expect([listed.get("plain.txt"), listed.get("sub"), listed.get("link.txt"), listed.get("linkdir"), listed.get("fifo")]).toEqual(["file", "dir", "symlink", "symlink", "other"])
+      expect([listed.get("plain.txt"), listed.get("sub"), listed.get("link.txt"), listed.get("linkdir"), listed.get("fifo")]).toEqual([
+        "file",
+        "dir",
+        "symlink",
+        "symlink",
+        "other"
+      ])
     } finally {
       closeQuietly(ro.fd)
     }
@@ -166,7 +226,11 @@ describe.skipIf(!onLinux)("the walk through directory descriptors", () => {
       const status: WalkStatus = { entries: 0, stopped: undefined }
       let files = 0
       const walk = walkTree(tree.ro, tree.ro, { maxEntries: 1000, maxDepth: 64 }, status)
-      await drive(walk, { signal: new AbortController().signal, deadline: performance.now() + 30_000, progress: () => {}, status }, () => ++files < 25)
+      await drive(
+        walk,
+        { signal: new AbortController().signal, deadline: performance.now() + 30_000, progress: () => {}, status },
+        () => ++files < 25
+      )
       expect(files).toBe(25)
       expect(open()).toBe(before)
     } finally {
@@ -218,7 +282,12 @@ describe("testing only the lines that hold a match candidate", () => {
       expect(`${pattern} ${m.engine}: ${m.nextCandidate !== undefined}`).toBe(`${pattern} ${m.engine}: true`)
       for (const text of texts) {
         const bytes = Buffer.from(text, "utf8")
-        for (const [context, limit] of [[0, 1000], [0, 1], [2, 1000], [1, 2]] as const) {
+        for (const [context, limit] of [
+          [0, 1000],
+          [0, 1],
+          [2, 1000],
+          [1, 2]
+        ] as const) {
           const want = scanBytes(bytes, everyLine(m), context, limit)
           const got = scanBytes(bytes, m, context, limit)
           expect(`${JSON.stringify(pattern)} on ${JSON.stringify(text)} (${context}, ${limit}): ${JSON.stringify(got)}`).toBe(
@@ -241,7 +310,14 @@ describe("testing only the lines that hold a match candidate", () => {
 describe("the case-insensitive byte prefilter", () => {
   test("answers the same at every alignment, with the literal in the 4-byte words or the tail", () => {
     const m = buildMatcher("CreateServer", { literal: true, ignoreCase: true })
-    for (const body of ["xx createSERVER", "createserver", "CREATESERVE", "createserve r", "ab\u212aé createserver", "\u017f createserve"]) {
+    for (const body of [
+      "xx createSERVER",
+      "createserver",
+      "CREATESERVE",
+      "createserve r",
+      "ab\u212aé createserver",
+      "\u017f createserve"
+    ]) {
       // A file holding U+212A or U+017F always passes for a literal with k or s ("CreateServer" has an s).
       const want = body.toLowerCase().includes("createserver") || /[\u212a\u017f]/.test(body)
       for (let pad = 0; pad < 8; pad++) {

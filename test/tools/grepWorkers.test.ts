@@ -111,7 +111,13 @@ describe("grep across workers", () => {
     const results: Array<FileResult> = []
     const search = startSearch(
       { pattern: "needle", literal: true, ignoreCase: false, context: 0, limit: 100, maxBytes: 1 << 20, root: t.ro },
-      { onFile: (_, r) => results.push(r) > 0, deadline: performance.now() + 30_000, stallMs: 15_000, signal: new AbortController().signal, progress: () => {} }
+      {
+        onFile: (_, r) => results.push(r) > 0,
+        deadline: performance.now() + 30_000,
+        stallMs: 15_000,
+        signal: new AbortController().signal,
+        progress: () => {}
+      }
     )
     for (const f of files) search.add(f)
     expect(await search.finish()).toEqual({ kind: "done" })
@@ -145,7 +151,31 @@ describe("native regex translation", () => {
       return seed % n
     }
     const pick = <A>(xs: ReadonlyArray<A>): A => xs[rnd(xs.length)] as A
-    const atoms = ["a", "b", "A", "0", "-", ".", "\\d", "\\w", "\\s", "\\S", "\\W", "\\D", "[ab]", "[^a]", "[a-c]", "[]a]", "é", "\\.", "\\-", "{", "}", " ", "\\t"]
+    const atoms = [
+      "a",
+      "b",
+      "A",
+      "0",
+      "-",
+      ".",
+      "\\d",
+      "\\w",
+      "\\s",
+      "\\S",
+      "\\W",
+      "\\D",
+      "[ab]",
+      "[^a]",
+      "[a-c]",
+      "[]a]",
+      "é",
+      "\\.",
+      "\\-",
+      "{",
+      "}",
+      " ",
+      "\\t"
+    ]
     const quants = ["", "", "", "*", "+", "?", "{1,2}", "*?", "+?", "{2}"]
     const gen = (depth: number): string => {
       let s = ""
@@ -159,7 +189,32 @@ describe("native regex translation", () => {
       }
       return s
     }
-    const alphabet = ["a", "b", "A", "B", "0", "7", " ", "\t", "-", ".", "_", "é", "É", "\u212a", "\u017f", "k", "s", "S", "\r", "😀", "{", "}", "]", "\u2028"]
+    const alphabet = [
+      "a",
+      "b",
+      "A",
+      "B",
+      "0",
+      "7",
+      " ",
+      "\t",
+      "-",
+      ".",
+      "_",
+      "é",
+      "É",
+      "\u212a",
+      "\u017f",
+      "k",
+      "s",
+      "S",
+      "\r",
+      "😀",
+      "{",
+      "}",
+      "]",
+      "\u2028"
+    ]
     const lines = Array.from({ length: 80 }, () => Array.from({ length: rnd(12) }, () => pick(alphabet)).join(""))
     let compared = 0
     for (let k = 0; k < 500; k++) {

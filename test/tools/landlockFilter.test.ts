@@ -34,20 +34,33 @@ const statFields = (pid: number): Array<string> => {
   const stat = readFileSync(`/proc/${pid}/stat`, "latin1")
   return stat.slice(stat.lastIndexOf(")") + 2).split(" ")
 }
-const cpuLimit = (pid: number): string | undefined => readFileSync(`/proc/${pid}/limits`, "latin1").split("\n").find((l) => l.startsWith("Max cpu time"))
+const cpuLimit = (pid: number): string | undefined =>
+  readFileSync(`/proc/${pid}/limits`, "latin1")
+    .split("\n")
+    .find((l) => l.startsWith("Max cpu time"))
 const niceOf = (pid: number): string | undefined => statFields(pid)[19 - 3]
 const policyOf = (pid: number): string | undefined => statFields(pid)[41 - 3]
-const cpusOf = (pid: number): string | undefined => readFileSync(`/proc/${pid}/status`, "latin1").split("\n").find((l) => l.startsWith("Cpus_allowed_list"))
+const cpusOf = (pid: number): string | undefined =>
+  readFileSync(`/proc/${pid}/status`, "latin1")
+    .split("\n")
+    .find((l) => l.startsWith("Cpus_allowed_list"))
 const ioClassOf = (pid: number): string => Bun.spawnSync(["ionice", "-p", String(pid)]).stdout.toString()
 
 /** A SysV shared memory segment made by this (unconfined) process through perl: its id. */
 const createSegment = (): number => {
-  const r = Bun.spawnSync(["perl", "-e", "use IPC::SysV qw(IPC_PRIVATE IPC_CREAT S_IRWXU); print shmget(IPC_PRIVATE, 4096, IPC_CREAT|S_IRWXU) // die $!"])
+  const r = Bun.spawnSync([
+    "perl",
+    "-e",
+    "use IPC::SysV qw(IPC_PRIVATE IPC_CREAT S_IRWXU); print shmget(IPC_PRIVATE, 4096, IPC_CREAT|S_IRWXU) // die $!"
+  ])
   const id = Number(r.stdout.toString())
   if (r.exitCode !== 0 || !Number.isInteger(id)) throw new Error(`shmget: ${r.stderr.toString()}`)
   return id
 }
-const segmentExists = (id: number): boolean => readFileSync("/proc/sysvipc/shm", "latin1").split("\n").some((l) => l.trim().split(/\s+/)[1] === String(id))
+const segmentExists = (id: number): boolean =>
+  readFileSync("/proc/sysvipc/shm", "latin1")
+    .split("\n")
+    .some((l) => l.trim().split(/\s+/)[1] === String(id))
 
 describe.skipIf(landlockSkip !== undefined)(named("Landlock seccomp rules", landlockSkip), () => {
   let tree: WorkspaceTree
@@ -56,14 +69,20 @@ describe.skipIf(landlockSkip !== undefined)(named("Landlock seccomp rules", land
   let witness: Bun.Subprocess
   let pid: number
   const KEPT = "the server's file\n"
-  const shell = (command: string) => runToolText(makeShellTool(runner), { command, timeoutSec: 30 }, createToolContext(tree.workspace, 600_000).ctx)
+  const shell = (command: string) =>
+    runToolText(makeShellTool(runner), { command, timeoutSec: 30 }, createToolContext(tree.workspace, 600_000).ctx)
 
   beforeAll(async () => {
     tree = await createWorkspaceTree({}, { outsideFiles: { "keep.txt": KEPT } })
     tmpDir = mkdtempSync(join(tmpdir(), "kintsugi-job-"))
     runner = createProcessRunner(
       landlock._tag === "Landlock"
-        ? { landlock: { bun: landlock.bun, script: landlock.script, workspace: tree.workspace }, tmpDir, resources: DEFAULT_RESOURCES, outDir: tree.out }
+        ? {
+            landlock: { bun: landlock.bun, script: landlock.script, workspace: tree.workspace },
+            tmpDir,
+            resources: DEFAULT_RESOURCES,
+            outDir: tree.out
+          }
         : {}
     )
     // Stands in for the serving process: same user, outside the job, without capabilities as a server not
@@ -80,22 +99,28 @@ describe.skipIf(landlockSkip !== undefined)(named("Landlock seccomp rules", land
     await tree.cleanup()
   })
 
-  test.skipIf(missing("prlimit") !== undefined)(named("another process's CPU limit cannot be lowered: prlimit --pid fails, the witness lives on with its limit", missing("prlimit")), async () => {
-    const before = cpuLimit(pid)
-    const out = await shell(`prlimit --pid ${pid} --cpu=1:1 && echo CHANGED`)
-    expect(out).toContain("Operation not permitted")
-    expect(out).not.toContain("CHANGED")
-    expect(isAlive(pid)).toBe(true)
-    expect(cpuLimit(pid)).toBe(before)
-  })
+  test.skipIf(missing("prlimit") !== undefined)(
+    named("another process's CPU limit cannot be lowered: prlimit --pid fails, the witness lives on with its limit", missing("prlimit")),
+    async () => {
+      const before = cpuLimit(pid)
+      const out = await shell(`prlimit --pid ${pid} --cpu=1:1 && echo CHANGED`)
+      expect(out).toContain("Operation not permitted")
+      expect(out).not.toContain("CHANGED")
+      expect(isAlive(pid)).toBe(true)
+      expect(cpuLimit(pid)).toBe(before)
+    }
+  )
 
-  test.skipIf(missing("renice") !== undefined)(named("renice: not another process, nor the caller's group by who 0", missing("renice")), async () => {
-    const before = niceOf(pid)
-    const out = await shell(`renice -n 19 -p ${pid} && echo CHANGED; renice -n 19 -g 0 && echo GROUP`)
-    expect(out.match(/Operation not permitted/g)?.length).toBe(2)
-    expect(out).not.toMatch(/CHANGED|GROUP/)
-    expect(niceOf(pid)).toBe(before)
-  })
+  test.skipIf(missing("renice") !== undefined)(
+    named("renice: not another process, nor the caller's group by who 0", missing("renice")),
+    async () => {
+      const before = niceOf(pid)
+      const out = await shell(`renice -n 19 -p ${pid} && echo CHANGED; renice -n 19 -g 0 && echo GROUP`)
+      expect(out.match(/Operation not permitted/g)?.length).toBe(2)
+      expect(out).not.toMatch(/CHANGED|GROUP/)
+      expect(niceOf(pid)).toBe(before)
+    }
+  )
 
   test.skipIf(missing("taskset") !== undefined)(named("taskset: another process's CPU set stays", missing("taskset")), async () => {
     const before = cpusOf(pid)
@@ -113,36 +138,50 @@ describe.skipIf(landlockSkip !== undefined)(named("Landlock seccomp rules", land
     expect(policyOf(pid)).toBe(before)
   })
 
-  test.skipIf(missing("ionice") !== undefined)(named("ionice: another process's I/O class stays; not the caller's group by who 0 either", missing("ionice")), async () => {
-    const before = ioClassOf(pid)
-    const out = await shell(`ionice -c 3 -p ${pid} && echo CHANGED; ionice -c 3 -P 0 && echo GROUP`)
-    expect(out.match(/Operation not permitted/g)?.length).toBe(2)
-    expect(out).not.toMatch(/CHANGED|GROUP/)
-    expect(ioClassOf(pid)).toBe(before)
-  })
+  test.skipIf(missing("ionice") !== undefined)(
+    named("ionice: another process's I/O class stays; not the caller's group by who 0 either", missing("ionice")),
+    async () => {
+      const before = ioClassOf(pid)
+      const out = await shell(`ionice -c 3 -p ${pid} && echo CHANGED; ionice -c 3 -P 0 && echo GROUP`)
+      expect(out.match(/Operation not permitted/g)?.length).toBe(2)
+      expect(out).not.toMatch(/CHANGED|GROUP/)
+      expect(ioClassOf(pid)).toBe(before)
+    }
+  )
 
   const selfTools = missing("prlimit", "nice", "ionice", "taskset", "chrt")
-  test.skipIf(selfTools !== undefined)(named("the same calls on the caller itself still work: prlimit --, ulimit, nice, ionice, taskset, chrt", selfTools), async () => {
-    const out = await shell("prlimit --cpu=5 -- true && ulimit -S -t 100 && nice -n 5 true && ionice -c 3 true && taskset 1 true && chrt -i 0 true && echo ok")
-    expect(out).toBe("exit code: 0\nok\n")
-  })
+  test.skipIf(selfTools !== undefined)(
+    named("the same calls on the caller itself still work: prlimit --, ulimit, nice, ionice, taskset, chrt", selfTools),
+    async () => {
+      const out = await shell(
+        "prlimit --cpu=5 -- true && ulimit -S -t 100 && nice -n 5 true && ionice -c 3 true && taskset 1 true && chrt -i 0 true && echo ok"
+      )
+      expect(out).toBe("exit code: 0\nok\n")
+    }
+  )
 
-  test.skipIf(missing("perl") !== undefined)(named("truncate(2) by path is refused: a file of the server's user keeps its content", missing("perl")), async () => {
-    const file = join(tree.outside, "keep.txt")
-    const out = await shell(`perl -e 'truncate("${file}", 0) or die "$!\\n"' && echo EMPTIED`)
-    expect(out).toContain("Operation not permitted")
-    expect(out).not.toContain("EMPTIED")
-    expect(readFileSync(file, "utf8")).toBe(KEPT)
-  })
+  test.skipIf(missing("perl") !== undefined)(
+    named("truncate(2) by path is refused: a file of the server's user keeps its content", missing("perl")),
+    async () => {
+      const file = join(tree.outside, "keep.txt")
+      const out = await shell(`perl -e 'truncate("${file}", 0) or die "$!\\n"' && echo EMPTIED`)
+      expect(out).toContain("Operation not permitted")
+      expect(out).not.toContain("EMPTIED")
+      expect(readFileSync(file, "utf8")).toBe(KEPT)
+    }
+  )
 
-  test.skipIf(missing("setsid", "perl") !== undefined)(named("no new session or process group: setsid and setpgid fail", missing("setsid", "perl")), async () => {
-    // `; echo` makes bash fork: setsid is then no group leader and calls setsid() itself, without a fork of its own.
-    const out = await shell(`setsid sleep 1; echo "setsid $?"; perl -e 'setpgrp(0, 0) or die "setpgid: $!\\n"' && echo NEW-GROUP`)
-    expect(out).toMatch(/setsid.*Operation not permitted/)
-    expect(out).toContain("setsid 1\n")
-    expect(out).toContain("setpgid: Operation not permitted")
-    expect(out).not.toContain("NEW-GROUP")
-  })
+  test.skipIf(missing("setsid", "perl") !== undefined)(
+    named("no new session or process group: setsid and setpgid fail", missing("setsid", "perl")),
+    async () => {
+      // `; echo` makes bash fork: setsid is then no group leader and calls setsid() itself, without a fork of its own.
+      const out = await shell(`setsid sleep 1; echo "setsid $?"; perl -e 'setpgrp(0, 0) or die "setpgid: $!\\n"' && echo NEW-GROUP`)
+      expect(out).toMatch(/setsid.*Operation not permitted/)
+      expect(out).toContain("setsid 1\n")
+      expect(out).toContain("setpgid: Operation not permitted")
+      expect(out).not.toContain("NEW-GROUP")
+    }
+  )
 
   test.skipIf(missing("python3") !== undefined)(named("memfd_create is refused", missing("python3")), async () => {
     const out = await shell(`python3 -c 'import os; os.memfd_create("x")' && echo CREATED`)
@@ -150,45 +189,58 @@ describe.skipIf(landlockSkip !== undefined)(named("Landlock seccomp rules", land
     expect(out).not.toContain("CREATED")
   })
 
-  test.skipIf(missing("perl") !== undefined)(named("SysV IPC: no shared memory, queue or semaphore set is made", missing("perl")), async () => {
-    const perl = (get: string) => `perl -e 'use IPC::SysV qw(IPC_PRIVATE IPC_CREAT S_IRWXU); defined(${get}) or die "$!\\n"' && echo MADE`
-    const out = await shell(
-      [perl("shmget(IPC_PRIVATE, 1<<20, IPC_CREAT|S_IRWXU)"), perl("msgget(IPC_PRIVATE, IPC_CREAT|S_IRWXU)"), perl("semget(IPC_PRIVATE, 1, IPC_CREAT|S_IRWXU)")].join("; ")
-    )
-    expect(out.match(/^Operation not permitted$/gm)?.length).toBe(3)
-    expect(out).not.toContain("MADE")
-  })
-
-  test.skipIf(missing("perl") !== undefined)(named("SysV IPC: a segment of the server's user can be neither attached nor removed by its id", missing("perl")), async () => {
-    const id = createSegment()
-    try {
+  test.skipIf(missing("perl") !== undefined)(
+    named("SysV IPC: no shared memory, queue or semaphore set is made", missing("perl")),
+    async () => {
+      const perl = (get: string) => `perl -e 'use IPC::SysV qw(IPC_PRIVATE IPC_CREAT S_IRWXU); defined(${get}) or die "$!\\n"' && echo MADE`
       const out = await shell(
-        `perl -e 'shmread(${id}, my $b, 0, 16) or die "shmat: $!\\n"' && echo READ; perl -e 'use IPC::SysV qw(IPC_RMID); shmctl(${id}, IPC_RMID, 0) or die "shmctl: $!\\n"' && echo REMOVED`
+        [
+          perl("shmget(IPC_PRIVATE, 1<<20, IPC_CREAT|S_IRWXU)"),
+          perl("msgget(IPC_PRIVATE, IPC_CREAT|S_IRWXU)"),
+          perl("semget(IPC_PRIVATE, 1, IPC_CREAT|S_IRWXU)")
+        ].join("; ")
       )
-      expect(out).toContain("shmat: Operation not permitted")
-      expect(out).toContain("shmctl: Operation not permitted")
-      expect(out).not.toMatch(/READ|REMOVED/)
-      expect(segmentExists(id)).toBe(true)
-    } finally {
-      Bun.spawnSync(["perl", "-e", `use IPC::SysV qw(IPC_RMID); shmctl(${id}, IPC_RMID, 0)`])
+      expect(out.match(/^Operation not permitted$/gm)?.length).toBe(3)
+      expect(out).not.toContain("MADE")
     }
-  })
+  )
 
-  test.skipIf(missing("perl", "unshare") !== undefined)(named("the earlier rules hold: no socket, no user namespace by unshare or by clone", missing("perl", "unshare")), async () => {
-    const clone = process.arch === "arm64" ? 220 : 56
-    // CLONE_NEWUSER | SIGCHLD; the child, had there been one, exits at once.
-    const out = await shell(
-      [
-        `perl -e 'use Socket; socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die "socket: $!\\n"' && echo SOCKET`,
-        "unshare -U true && echo UNSHARED",
-        `perl -e '$r = syscall(${clone}, 0x10000011, 0, 0, 0, 0); exit 0 if $r == 0; $r > 0 or die "clone: $!\\n"; waitpid($r, 0); print "CLONED\\n"'`
-      ].join("; ")
-    )
-    expect(out).toContain("socket: Permission denied")
-    expect(out).toMatch(/unshare.*Operation not permitted/)
-    expect(out).toContain("clone: Operation not permitted")
-    expect(out).not.toMatch(/SOCKET|UNSHARED|CLONED/)
-  })
+  test.skipIf(missing("perl") !== undefined)(
+    named("SysV IPC: a segment of the server's user can be neither attached nor removed by its id", missing("perl")),
+    async () => {
+      const id = createSegment()
+      try {
+        const out = await shell(
+          `perl -e 'shmread(${id}, my $b, 0, 16) or die "shmat: $!\\n"' && echo READ; perl -e 'use IPC::SysV qw(IPC_RMID); shmctl(${id}, IPC_RMID, 0) or die "shmctl: $!\\n"' && echo REMOVED`
+        )
+        expect(out).toContain("shmat: Operation not permitted")
+        expect(out).toContain("shmctl: Operation not permitted")
+        expect(out).not.toMatch(/READ|REMOVED/)
+        expect(segmentExists(id)).toBe(true)
+      } finally {
+        Bun.spawnSync(["perl", "-e", `use IPC::SysV qw(IPC_RMID); shmctl(${id}, IPC_RMID, 0)`])
+      }
+    }
+  )
+
+  test.skipIf(missing("perl", "unshare") !== undefined)(
+    named("the earlier rules hold: no socket, no user namespace by unshare or by clone", missing("perl", "unshare")),
+    async () => {
+      const clone = process.arch === "arm64" ? 220 : 56
+      // CLONE_NEWUSER | SIGCHLD; the child, had there been one, exits at once.
+      const out = await shell(
+        [
+          `perl -e 'use Socket; socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die "socket: $!\\n"' && echo SOCKET`,
+          "unshare -U true && echo UNSHARED",
+          `perl -e '$r = syscall(${clone}, 0x10000011, 0, 0, 0, 0); exit 0 if $r == 0; $r > 0 or die "clone: $!\\n"; waitpid($r, 0); print "CLONED\\n"'`
+        ].join("; ")
+      )
+      expect(out).toContain("socket: Permission denied")
+      expect(out).toMatch(/unshare.*Operation not permitted/)
+      expect(out).toContain("clone: Operation not permitted")
+      expect(out).not.toMatch(/SOCKET|UNSHARED|CLONED/)
+    }
+  )
 })
 
 // The program as the kernel runs it: seccomp_data is nr, arch, instruction_pointer, args[6] (little-endian).
@@ -209,7 +261,12 @@ const runFilter = (prog: Uint8Array, arch: number, nr: number, args: ReadonlyArr
   const code = new DataView(prog.buffer, prog.byteOffset, prog.byteLength)
   let acc = 0
   for (let pc = 0; pc < prog.length / 8; ) {
-    const [op, jt, jf, k] = [code.getUint16(pc * 8, true), code.getUint8(pc * 8 + 2), code.getUint8(pc * 8 + 3), code.getUint32(pc * 8 + 4, true)]
+    const [op, jt, jf, k] = [
+      code.getUint16(pc * 8, true),
+      code.getUint8(pc * 8 + 2),
+      code.getUint8(pc * 8 + 3),
+      code.getUint32(pc * 8 + 4, true)
+    ]
     pc += 1
     if (op === 0x20) acc = data.getUint32(k, true)
     else if (op === 0x15) pc += acc === k ? jt : jf
@@ -223,8 +280,38 @@ const runFilter = (prog: Uint8Array, arch: number, nr: number, args: ReadonlyArr
 
 // From the kernel's tables (asm/unistd_64.h; asm-generic/unistd.h for arm64), independently of the builder's.
 const NR = {
-  x64: { read: 0, socket: 41, clone: 56, prlimit64: 302, setpriority: 141, sched_setaffinity: 203, sched_setattr: 314, ioprio_set: 251, truncate: 76, setsid: 112, setpgid: 109, memfd_create: 319, shmget: 29, semop: 65 },
-  arm64: { read: 63, socket: 198, clone: 220, prlimit64: 261, setpriority: 140, sched_setaffinity: 122, sched_setattr: 274, ioprio_set: 30, truncate: 45, setsid: 157, setpgid: 154, memfd_create: 279, shmget: 194, semop: 193 }
+  x64: {
+    read: 0,
+    socket: 41,
+    clone: 56,
+    prlimit64: 302,
+    setpriority: 141,
+    sched_setaffinity: 203,
+    sched_setattr: 314,
+    ioprio_set: 251,
+    truncate: 76,
+    setsid: 112,
+    setpgid: 109,
+    memfd_create: 319,
+    shmget: 29,
+    semop: 65
+  },
+  arm64: {
+    read: 63,
+    socket: 198,
+    clone: 220,
+    prlimit64: 261,
+    setpriority: 140,
+    sched_setaffinity: 122,
+    sched_setattr: 274,
+    ioprio_set: 30,
+    truncate: 45,
+    setsid: 157,
+    setpgid: 154,
+    memfd_create: 279,
+    shmget: 194,
+    semop: 193
+  }
 } as const
 
 const HIGH = 1n << 32n
@@ -243,9 +330,23 @@ for (const arch of ["x64", "arm64"] as const) {
     })
 
     test("setpriority passes only as (PRIO_PROCESS, 0); ioprio_set only as (IOPRIO_WHO_PROCESS, 0)", () => {
-      const prio = [[0n, 0n], [0n, OTHER_PID], [1n, 0n], [2n, 0n], [HIGH, 0n], [0n, HIGH]].map((args) => run(nr.setpriority, args))
+      const prio = [
+        [0n, 0n],
+        [0n, OTHER_PID],
+        [1n, 0n],
+        [2n, 0n],
+        [HIGH, 0n],
+        [0n, HIGH]
+      ].map((args) => run(nr.setpriority, args))
       expect(prio).toEqual([ALLOW, EPERM, EPERM, EPERM, EPERM, EPERM])
-      const io = [[1n, 0n], [1n, OTHER_PID], [2n, 0n], [3n, 0n], [HIGH | 1n, 0n], [1n, HIGH]].map((args) => run(nr.ioprio_set, args))
+      const io = [
+        [1n, 0n],
+        [1n, OTHER_PID],
+        [2n, 0n],
+        [3n, 0n],
+        [HIGH | 1n, 0n],
+        [1n, HIGH]
+      ].map((args) => run(nr.ioprio_set, args))
       expect(io).toEqual([ALLOW, EPERM, EPERM, EPERM, EPERM, EPERM])
     })
 

@@ -21,11 +21,17 @@ const events: Array<JobEvent> = []
 const spans = () => events.flatMap((e) => (e.type === "span" ? [{ name: e.name, attributes: e.attributes, ok: e.status === "ok" }] : []))
 /** The per-job services of a tool call, with `remainingMs` left in the job. */
 const services = (remainingMs = 600_000) =>
-  JobServices.layerTest({ root: "/nonexistent", readOnly: ["/nonexistent"], outDir: "/nonexistent/out" }, { remainingMs, deliver: (e) => void events.push(e) })
+  JobServices.layerTest(
+    { root: "/nonexistent", readOnly: ["/nonexistent"], outDir: "/nonexistent/out" },
+    { remainingMs, deliver: (e) => void events.push(e) }
+  )
 
 /** Opens the tools of `grants` on `servers` and runs `use` with them; the connections close afterwards. */
-const withTools = <A>(grants: ReadonlyArray<string>, servers: ReadonlyArray<McpServer>, use: (tools: ReadonlyArray<McpKernelTool>) => Promise<A>) =>
-  Effect.runPromise(Effect.scoped(Effect.flatMap(openMcpTools(grants, servers), (tools) => Effect.promise(() => use(tools)))))
+const withTools = <A>(
+  grants: ReadonlyArray<string>,
+  servers: ReadonlyArray<McpServer>,
+  use: (tools: ReadonlyArray<McpKernelTool>) => Promise<A>
+) => Effect.runPromise(Effect.scoped(Effect.flatMap(openMcpTools(grants, servers), (tools) => Effect.promise(() => use(tools)))))
 
 const refusal = (grants: ReadonlyArray<string>, servers: ReadonlyArray<McpServer>, discoveryMs?: number) =>
   Effect.runPromise(Effect.scoped(Effect.flip(openMcpTools(grants, servers, discoveryMs === undefined ? {} : { discoveryMs }))))
@@ -50,7 +56,10 @@ describe("against server-everything (Streamable HTTP, node)", () => {
       expect(names).toContain("mcp__everything__get-sum")
       expect(names).not.toContain("mcp__everything__toggle-simulated-logging")
       expect(tools.every((t) => t.readOnly)).toBe(true)
-      const echo = await run(tools.find((t) => t.name === "mcp__everything__echo"), { message: "hello mcp" })
+      const echo = await run(
+        tools.find((t) => t.name === "mcp__everything__echo"),
+        { message: "hello mcp" }
+      )
       expect(echo).toEqual(Either.right({ text: "Echo: hello mcp" }))
       const image = await run(tools.find((t) => t.name === "mcp__everything__get-tiny-image"))
       expect(Either.isRight(image) && image.right.text).toMatch(/\[image: image\/png, \d+ bytes, not shown\]/)
@@ -58,11 +67,15 @@ describe("against server-everything (Streamable HTTP, node)", () => {
   })
 
   test("a tool the server does not mark read-only runs once an admin allowed it by name", async () => {
-    await withTools(["mcp__everything__toggle-simulated-logging"], [{ ...server(), allowedTools: ["toggle-simulated-logging"] }], async (tools) => {
-      expect(tools.map((t) => t.name)).toEqual(["mcp__everything__toggle-simulated-logging"])
-      expect(tools[0]!.readOnly).toBe(false)
-      expect(Either.isRight(await run(tools[0]))).toBe(true)
-    })
+    await withTools(
+      ["mcp__everything__toggle-simulated-logging"],
+      [{ ...server(), allowedTools: ["toggle-simulated-logging"] }],
+      async (tools) => {
+        expect(tools.map((t) => t.name)).toEqual(["mcp__everything__toggle-simulated-logging"])
+        expect(tools[0]!.readOnly).toBe(false)
+        expect(Either.isRight(await run(tools[0]))).toBe(true)
+      }
+    )
   })
 
   test("granting such a tool by name without the admin's allowance refuses the job, saying why", async () => {
@@ -70,7 +83,8 @@ describe("against server-everything (Streamable HTTP, node)", () => {
     expect(refused.problems).toEqual([
       {
         path: "agent.tools.0",
-        message: 'MCP tool "toggle-simulated-logging" of server "everything" is not marked read-only by the server and an admin has not allowed it by name'
+        message:
+          'MCP tool "toggle-simulated-logging" of server "everything" is not marked read-only by the server and an admin has not allowed it by name'
       }
     ])
   })
@@ -147,14 +161,21 @@ describe("against an in-process SDK server", () => {
     await withTools(["mcp__kb__picture", "mcp__kb__big"], [server()], async ([picture, big]) => {
       expect(await run(picture)).toEqual(Either.right({ text: "a red dot:\n[image: image/png, 300 bytes, not shown]" }))
       const r = await run(big)
-      expect(Either.isRight(r) && r.right.text).toMatch(/\[output cut at the 2000-line limit: showing 2000 of 5000 lines; ask the tool for less\]$/)
+      expect(Either.isRight(r) && r.right.text).toMatch(
+        /\[output cut at the 2000-line limit: showing 2000 of 5000 lines; ask the tool for less\]$/
+      )
     })
   })
 
   test("a loopback URL is refused unless the admin allowed private networks for that server", async () => {
     const refused = await refusal(["mcp__kb__*"], [server({ allowPrivateNetwork: false })])
     expect(refused.problems).toEqual([
-      { path: "mcp.servers.0", message: expect.stringMatching(/^MCP server "kb": cannot connect: the URL resolves to a non-public address \(127\.0\.0\.1 is a loopback address\)/) }
+      {
+        path: "mcp.servers.0",
+        message: expect.stringMatching(
+          /^MCP server "kb": cannot connect: the URL resolves to a non-public address \(127\.0\.0\.1 is a loopback address\)/
+        )
+      }
     ])
     const before = mcp.requests.length
     await refusal(["mcp__kb__*"], [server({ allowPrivateNetwork: false })])
@@ -180,10 +201,17 @@ describe("against an in-process SDK server", () => {
   })
 
   test("a redirect to another origin is not followed", async () => {
-    const redirect = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(null, { status: 307, headers: { location: mcp.url } }) })
+    const redirect = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () => new Response(null, { status: 307, headers: { location: mcp.url } })
+    })
     try {
       const before = mcp.requests.length
-      const refused = await refusal(["mcp__r__*"], [{ name: "r", url: `http://127.0.0.1:${redirect.port}/mcp`, headers: { "X-Api-Key": CANARY }, allowPrivateNetwork: true }])
+      const refused = await refusal(
+        ["mcp__r__*"],
+        [{ name: "r", url: `http://127.0.0.1:${redirect.port}/mcp`, headers: { "X-Api-Key": CANARY }, allowPrivateNetwork: true }]
+      )
       expect(refused.problems[0]?.path).toBe("mcp.servers.0")
       expect(JSON.stringify(refused)).not.toContain(CANARY)
       expect(mcp.requests.length).toBe(before)
@@ -193,9 +221,17 @@ describe("against an in-process SDK server", () => {
   })
 
   test("connect errors never carry a header value, even when the server echoes it", async () => {
-    const echo = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => new Response(`bad key ${req.headers.get("x-api-key")}`, { status: 401 }) })
+    const echo = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: (req) => new Response(`bad key ${req.headers.get("x-api-key")}`, { status: 401 })
+    })
     try {
-      const exit = await Effect.runPromiseExit(Effect.scoped(connectMcp({ name: "e", url: `http://127.0.0.1:${echo.port}/mcp`, headers: { "X-Api-Key": CANARY }, allowPrivateNetwork: true })))
+      const exit = await Effect.runPromiseExit(
+        Effect.scoped(
+          connectMcp({ name: "e", url: `http://127.0.0.1:${echo.port}/mcp`, headers: { "X-Api-Key": CANARY }, allowPrivateNetwork: true })
+        )
+      )
       expect(Exit.isFailure(exit)).toBe(true)
       expect(JSON.stringify(exit)).not.toContain(CANARY)
       expect(JSON.stringify(exit)).toContain("[redacted]")
@@ -207,10 +243,15 @@ describe("against an in-process SDK server", () => {
 
 describe("grants and schemas", () => {
   test("a grant naming a server the job does not list is a problem; so is a server listed twice", () => {
-    expect(mcpGrantProblems(["read", "mcp__x__*", "mcp__kb__lookup"], [
-        { name: "kb", url: "http://kb.example/mcp" },
-        { name: "kb", url: "http://kb2.example/mcp" }
-      ])).toEqual([
+    expect(
+      mcpGrantProblems(
+        ["read", "mcp__x__*", "mcp__kb__lookup"],
+        [
+          { name: "kb", url: "http://kb.example/mcp" },
+          { name: "kb", url: "http://kb2.example/mcp" }
+        ]
+      )
+    ).toEqual([
       { path: "mcp.servers.1.name", message: 'MCP server "kb" is listed twice' },
       { path: "agent.tools.1", message: 'MCP server "x" is not among the job\'s mcp.servers' }
     ])
@@ -219,7 +260,9 @@ describe("grants and schemas", () => {
   test("input schemas: object root, size and depth caps; $schema dropped", () => {
     expect(checkInputSchema({ $schema: "x", type: "object", properties: {} })).toEqual({ schema: { type: "object", properties: {} } })
     expect(checkInputSchema("x")).toEqual({ problem: "its input schema is not a JSON object" })
-    expect(checkInputSchema({ type: "object", description: "x".repeat(40_000) })).toEqual({ problem: "its input schema is larger than 32 KiB" })
+    expect(checkInputSchema({ type: "object", description: "x".repeat(40_000) })).toEqual({
+      problem: "its input schema is larger than 32 KiB"
+    })
     let deep: Record<string, unknown> = { type: "string" }
     for (let i = 0; i < 30; i++) deep = { type: "object", properties: { a: deep } }
     expect(checkInputSchema(deep)).toEqual({ problem: "its input schema is nested deeper than 24 levels" })

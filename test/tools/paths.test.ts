@@ -25,7 +25,14 @@ beforeAll(async () => {
       "ro-evil/x": `${CANARY} sibling\n`,
       "secret.txt": `${CANARY} in root but not readable\n`
     },
-    { outsideFiles: { "src/a.txt": `${CANARY} outside\n`, "deep/keep": "", "victim.txt": "original\n", "etc/passwd": `${CANARY} root:x:0:0\n` } }
+    {
+      outsideFiles: {
+        "src/a.txt": `${CANARY} outside\n`,
+        "deep/keep": "",
+        "victim.txt": "original\n",
+        "etc/passwd": `${CANARY} root:x:0:0\n`
+      }
+    }
   )
   fs.symlinkSync(path.join(t.outside, "etc"), path.join(t.ro, "etclink"))
   fs.symlinkSync("/etc", path.join(t.ro, "link"))
@@ -170,11 +177,14 @@ describe("writes stay inside outDir", () => {
     expect(fs.readFileSync(path.join(t.ro, "src/a.txt"), "utf8")).toBe("inside a\n")
   })
 
-  test.each([[".git/config"], [".git/hooks/pre-commit"], ["sub/.git/HEAD"], [".GIT/config"], [".git"]])("write(%p) is refused", async (p) => {
-    const { ctx } = createToolContext(t.workspace)
-    expect(await runToolError(write, { path: p, content: "x" }, ctx)).toContain(".git")
-    expect(fs.existsSync(path.join(t.out, ".git"))).toBe(false)
-  })
+  test.each([[".git/config"], [".git/hooks/pre-commit"], ["sub/.git/HEAD"], [".GIT/config"], [".git"]])(
+    "write(%p) is refused",
+    async (p) => {
+      const { ctx } = createToolContext(t.workspace)
+      expect(await runToolError(write, { path: p, content: "x" }, ctx)).toContain(".git")
+      expect(fs.existsSync(path.join(t.out, ".git"))).toBe(false)
+    }
+  )
 
   test("a hard link in outDir to an outside file: write replaces the link", async () => {
     const victim = path.join(t.outside, "victim.txt")

@@ -4,12 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "nod
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "../../src/job/toolLimits.ts"
-import {
-  createProcessRunner,
-  ProcessRunner,
-  ProcessRunnerLive,
-  type RunRequest
-} from "../../src/tools/ProcessRunner.ts"
+import { createProcessRunner, ProcessRunner, ProcessRunnerLive, type RunRequest } from "../../src/tools/ProcessRunner.ts"
 import { type PidClock, ProcessTree, readPidClock } from "../../src/tools/processTree.ts"
 import { isAlive } from "../support/processes.ts"
 import { until } from "../support/waitFor.ts"
@@ -64,7 +59,10 @@ describe("process runner: results", () => {
     try {
       const r = await run("env")
       expect(r.output).not.toContain("canary-3f9a1c")
-      const names = r.output.split("\n").filter(Boolean).map((l) => l.slice(0, l.indexOf("=")))
+      const names = r.output
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => l.slice(0, l.indexOf("=")))
       // PWD, SHLVL and _ are set by bash itself.
       const allowed = ["PATH", "HOME", "LANG", "TERM", "TZ", "KINTSUGI_RUN", "PWD", "SHLVL", "_", "OLDPWD"]
       expect(names.filter((n) => !allowed.includes(n))).toEqual([])
@@ -148,7 +146,11 @@ describe("process runner: kill-tree", () => {
   test("interrupting the Effect kills the whole tree before the interruption completes", async () => {
     const f = tmpName("pids")
     const fiber = Effect.runFork(
-      runner.run({ argv: ["bash", "-c", `echo $$ > ${f}; sleep 1000 & echo $! >> ${f}; sleep 1000 & echo $! >> ${f}; wait`], cwd: dir, timeoutMs: 60_000 })
+      runner.run({
+        argv: ["bash", "-c", `echo $$ > ${f}; sleep 1000 & echo $! >> ${f}; sleep 1000 & echo $! >> ${f}; wait`],
+        cwd: dir,
+        timeoutMs: 60_000
+      })
     )
     const pids = await pidsFrom(f, 3)
     expect(pids.filter(isAlive)).toEqual(pids)
@@ -164,7 +166,9 @@ describe("process runner: kill-tree", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const r = yield* ProcessRunner
-          yield* Effect.forkDaemon(r.run({ argv: ["bash", "-c", `echo $$ > ${f}; sleep 1000 & echo $! >> ${f}; wait`], cwd: dir, timeoutMs: 60_000 }))
+          yield* Effect.forkDaemon(
+            r.run({ argv: ["bash", "-c", `echo $$ > ${f}; sleep 1000 & echo $! >> ${f}; wait`], cwd: dir, timeoutMs: 60_000 })
+          )
           return yield* Effect.promise(() => pidsFrom(f, 2))
         })
       ).pipe(Effect.provide(ProcessRunnerLive))
@@ -177,7 +181,12 @@ describe("process runner: the clean-exit check (no /proc scan when nothing is le
   /** Spawns `command` the way the runner does, waits for it to exit, and returns its tree with the clock read before the spawn. */
   const exitedTree = async (command: string): Promise<{ tree: ProcessTree; before: PidClock | undefined }> => {
     const before = readPidClock()
-    const proc = Bun.spawn(["bash", "-c", command], { cwd: dir, env: { PATH: "/usr/bin:/bin", KINTSUGI_RUN: "test-cleared" }, stdio: ["ignore", "ignore", "ignore"], detached: true })
+    const proc = Bun.spawn(["bash", "-c", command], {
+      cwd: dir,
+      env: { PATH: "/usr/bin:/bin", KINTSUGI_RUN: "test-cleared" },
+      stdio: ["ignore", "ignore", "ignore"],
+      detached: true
+    })
     const tree = new ProcessTree(proc.pid, "test-cleared")
     await proc.exited
     tree.childExited()

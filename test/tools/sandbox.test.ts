@@ -4,7 +4,18 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
-import { appendFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync
+} from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, join } from "node:path"
 import { createProcessRunner, type ProcessRunnerShape, type RunRequest } from "../../src/tools/ProcessRunner.ts"
@@ -53,7 +64,13 @@ describe("sandbox mode and refusals", () => {
 
   test("job resource variables: defaults, a job lowers but never raises them, a bad value refuses process tools naming it", async () => {
     expect(sandboxConfigFromEnv({}).resources).toEqual(DEFAULT_RESOURCES)
-    const set = sandboxConfigFromEnv({ KINTSUGI_JOB_MEMORY_MB: "512", KINTSUGI_JOB_PROCESSES: "64", KINTSUGI_JOB_TMP_MB: "32", KINTSUGI_JOB_OUTDIR_MB: "100", KINTSUGI_JOB_CPU_SEC: "20" })
+    const set = sandboxConfigFromEnv({
+      KINTSUGI_JOB_MEMORY_MB: "512",
+      KINTSUGI_JOB_PROCESSES: "64",
+      KINTSUGI_JOB_TMP_MB: "32",
+      KINTSUGI_JOB_OUTDIR_MB: "100",
+      KINTSUGI_JOB_CPU_SEC: "20"
+    })
     expect(set.resources).toEqual({ memoryMb: 512, processes: 64, tmpMb: 32, outDirMb: 100, cpuSec: 20 })
     expect(lowerResources(DEFAULT_RESOURCES, { memoryMb: 4096, processes: 8 })).toEqual({ ...DEFAULT_RESOURCES, processes: 8 })
     for (const bad of ["lots", "-1", "0", "1.5", "99999999"]) {
@@ -92,12 +109,23 @@ describe("sandbox mode and refusals", () => {
     mkdirSync(dir)
     const exe = join(dir, "bwrap")
     const log = join(dir, "runs")
-    writeFileSync(exe, `#!/bin/sh\necho run >> '${log}'\nsleep 0.2\necho 'bwrap: No permissions to create new namespace' >&2\nexit ${code}\n`, { mode: 0o755 })
-    return { exe, runs: () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).length : 0), cleanup: () => rmSync(dir, { recursive: true, force: true }) }
+    writeFileSync(
+      exe,
+      `#!/bin/sh\necho run >> '${log}'\nsleep 0.2\necho 'bwrap: No permissions to create new namespace' >&2\nexit ${code}\n`,
+      { mode: 0o755 }
+    )
+    return {
+      exe,
+      runs: () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).length : 0),
+      cleanup: () => rmSync(dir, { recursive: true, force: true })
+    }
   }
 
   test("a probe started ahead (a cold job child's, while its kernel loads) is the one the sandbox waits for: one run, its answer", async () => {
-    for (const [code, tag] of [[0, "Bwrap"], [1, "Unavailable"]] as const) {
+    for (const [code, tag] of [
+      [0, "Bwrap"],
+      [1, "Unavailable"]
+    ] as const) {
       const fake = fakeBwrap(code)
       try {
         startProbe(fake.exe)
@@ -153,11 +181,26 @@ describe("sandbox mode and refusals", () => {
 
   test("workspace mounts: read-only entries read-only at their own paths, outDir writable, parents first", () => {
     expect(workspaceMounts({ root: "/w", readOnly: ["/w/src", "/w/docs/a.md"], outDir: "/w/out" })).toEqual([
-      "--dir", "/w", "--ro-bind", "/w/src", "/w/src", "--bind", "/w/out", "/w/out", "--ro-bind", "/w/docs/a.md", "/w/docs/a.md"
+      "--dir",
+      "/w",
+      "--ro-bind",
+      "/w/src",
+      "/w/src",
+      "--bind",
+      "/w/out",
+      "/w/out",
+      "--ro-bind",
+      "/w/docs/a.md",
+      "/w/docs/a.md"
     ])
     // A read-only root is itself the mount; outDir elsewhere.
     expect(workspaceMounts({ root: "/w/src", readOnly: ["/w/src"], outDir: "/o" })).toEqual([
-      "--bind", "/o", "/o", "--ro-bind", "/w/src", "/w/src"
+      "--bind",
+      "/o",
+      "/o",
+      "--ro-bind",
+      "/w/src",
+      "/w/src"
     ])
   })
 
@@ -190,7 +233,8 @@ describe.skipIf(!bwrapWorks)(bwrapWorks ? "inside the sandbox" : `inside the san
    */
   const filteredRepo = (repoDir: string) => {
     const env = { PATH: "/usr/bin:/bin", HOME: tree.root, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" }
-    const git = (...args: Array<string>) => Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: repoDir, env })
+    const git = (...args: Array<string>) =>
+      Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: repoDir, env })
     mkdirSync(repoDir)
     git("init", "-q")
     writeFileSync(join(repoDir, "a.txt"), "one\n")
@@ -259,7 +303,9 @@ describe.skipIf(!bwrapWorks)(bwrapWorks ? "inside the sandbox" : `inside the san
   })
 
   test("no capabilities: a read-only root cannot be remounted read-write from inside (also as root)", async () => {
-    const out = await shell(`grep CapEff /proc/self/status; mount -o remount,rw,bind ${tree.ro} && echo REMOUNTED; echo x > ${tree.ro}/pwned && echo WROTE`)
+    const out = await shell(
+      `grep CapEff /proc/self/status; mount -o remount,rw,bind ${tree.ro} && echo REMOUNTED; echo x > ${tree.ro}/pwned && echo WROTE`
+    )
     expect(out).toContain("CapEff:\t0000000000000000")
     expect(out).not.toContain("REMOUNTED")
     expect(out).not.toContain("WROTE")
@@ -275,13 +321,16 @@ describe.skipIf(!bwrapWorks)(bwrapWorks ? "inside the sandbox" : `inside the san
 
   test("git works on a real repository in a read-only root", async () => {
     const env = { PATH: "/usr/bin:/bin", HOME: tree.root, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" }
-    const git = (...args: Array<string>) => Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: tree.ro, env })
+    const git = (...args: Array<string>) =>
+      Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: tree.ro, env })
     git("init", "-q")
     git("add", ".")
     git("commit", "-qm", "first commit")
     const repoTree = { ...tree.workspace, root: tree.ro }
     const ctx = createToolContext(repoTree).ctx
-    const repoRunner = createProcessRunner({ sandbox: { bwrap: (await Effect.runPromise(makeSandbox({ mode: "bwrap" }).status) as { bwrap: string }).bwrap, workspace: repoTree } })
+    const repoRunner = createProcessRunner({
+      sandbox: { bwrap: ((await Effect.runPromise(makeSandbox({ mode: "bwrap" }).status)) as { bwrap: string }).bwrap, workspace: repoTree }
+    })
     try {
       const tool = makeGitTool(repoRunner)
       expect(await runToolText(tool, { args: ["status", "--short"] }, ctx)).toBe("exit code: 0\n(no output)")
@@ -312,7 +361,11 @@ describe.skipIf(!bwrapWorks)(bwrapWorks ? "inside the sandbox" : `inside the san
       expect((await calls(["status"])).processes).toBe(2)
       expect((await calls(["status"])).processes).toBe(1)
       // The job defines the driver from inside the sandbox (its outDir is writable there).
-      const edit = await runToolText(makeShellTool(boxed), { command: `printf '[filter "late"]\\n\\tclean = touch ${marker}; cat\\n' >> ${repoDir}/.git/config && echo edited` }, ctx)
+      const edit = await runToolText(
+        makeShellTool(boxed),
+        { command: `printf '[filter "late"]\\n\\tclean = touch ${marker}; cat\\n' >> ${repoDir}/.git/config && echo edited` },
+        ctx
+      )
       expect(edit).toBe("exit code: 0\nedited\n")
       const diff = await calls(["diff"])
       expect(diff.text).toContain("+two")
@@ -365,13 +418,21 @@ describe.skipIf(!bwrapWorks)(bwrapWorks ? "inside the sandbox" : `inside the san
   })
 
   test("sleep 1000 & sleep 1000 & wait, 1 s timeout: nothing survives", async () => {
-    const out = await runToolText(makeShellTool(runner), { command: "sleep 1000.0419 & sleep 1000.0419 & wait", timeoutSec: 1 }, createToolContext(tree.workspace).ctx)
+    const out = await runToolText(
+      makeShellTool(runner),
+      { command: "sleep 1000.0419 & sleep 1000.0419 & wait", timeoutSec: 1 },
+      createToolContext(tree.workspace).ctx
+    )
     expect(out).toStartWith("timed out after 1s")
     expect(pidsWithArg("1000.0419")).toEqual([])
   })
 
   test("a clean exit leaves nothing behind: `setsid sleep &` dies with the sandbox, no sweep needed", async () => {
-    const out = await runToolText(makeShellTool(runner), { command: "sleep 1000.0420 & setsid sleep 1000.0420 & (sleep 1000.0420 &) ; echo hi" }, createToolContext(tree.workspace).ctx)
+    const out = await runToolText(
+      makeShellTool(runner),
+      { command: "sleep 1000.0420 & setsid sleep 1000.0420 & (sleep 1000.0420 &) ; echo hi" },
+      createToolContext(tree.workspace).ctx
+    )
     expect(out).toBe("exit code: 0\nhi\n")
     // Checked at once: the call returned only after its pid namespace was gone.
     expect(pidsWithArg("1000.0420")).toEqual([])

@@ -46,7 +46,13 @@ describe("edit", () => {
     const { ctx, events } = createToolContext(t.workspace)
     const text = await runToolText(
       edit,
-      { path: "doc.md", edits: [{ oldText: "alpha beta", newText: "ALPHA" }, { oldText: "$& literal", newText: "$1 $& kept" }] },
+      {
+        path: "doc.md",
+        edits: [
+          { oldText: "alpha beta", newText: "ALPHA" },
+          { oldText: "$& literal", newText: "$1 $& kept" }
+        ]
+      },
       ctx
     )
     expect(text).toBe("Applied 2 edits to doc.md.")
@@ -62,7 +68,11 @@ describe("edit", () => {
       edit,
       {
         path: "doc.md",
-        edits: [{ oldText: "# Title", newText: "# New" }, { oldText: "beta", newText: "b" }, { oldText: "missing", newText: "m" }]
+        edits: [
+          { oldText: "# Title", newText: "# New" },
+          { oldText: "beta", newText: "b" },
+          { oldText: "missing", newText: "m" }
+        ]
       },
       ctx
     )
@@ -76,7 +86,11 @@ describe("edit", () => {
   })
 
   test("overlapping edits and empty oldText are refused", () => {
-    const r = applyEdits("abcdef", [{ oldText: "abcd", newText: "" }, { oldText: "cdef", newText: "" }, { oldText: "", newText: "x" }])
+    const r = applyEdits("abcdef", [
+      { oldText: "abcd", newText: "" },
+      { oldText: "cdef", newText: "" },
+      { oldText: "", newText: "x" }
+    ])
     expect(r).toEqual({ ok: false, problems: ["edits[0] and edits[1] overlap", "edits[2].oldText is empty"].reverse() })
   })
 

@@ -30,15 +30,26 @@ describe(`${TEST_LOOPBACK_SETTING}`, () => {
   test("set anywhere else (production, development, no NODE_ENV, a malformed value): refused as a defect", async () => {
     for (const env of [{ NODE_ENV: "production" }, { NODE_ENV: "development" }, {}] as ReadonlyArray<Record<string, string>>) {
       const exit = await allowanceWith({ ...env, [TEST_LOOPBACK_SETTING]: "1" })
-      expect(Exit.isFailure(exit) && String(Exit.causeOption(exit).pipe((c) => (c._tag === "Some" ? c.value : "")))).toContain("test-only setting")
+      expect(Exit.isFailure(exit) && String(Exit.causeOption(exit).pipe((c) => (c._tag === "Some" ? c.value : "")))).toContain(
+        "test-only setting"
+      )
     }
     // A value that is not a boolean counts as set: it never silently means "off" outside tests.
     expect(Exit.isFailure(await allowanceWith({ NODE_ENV: "production", [TEST_LOOPBACK_SETTING]: "yes please" }))).toBe(true)
   })
 
   test("the server's runtime does not start with it set outside tests", async () => {
-    const config = ConfigProvider.fromMap(new Map([["NODE_ENV", "production"], [TEST_LOOPBACK_SETTING, "1"]]))
-    const started = makeAppRuntime(testDbLayer(), { secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))), jobRoots: testJobRoots(), config })
+    const config = ConfigProvider.fromMap(
+      new Map([
+        ["NODE_ENV", "production"],
+        [TEST_LOOPBACK_SETTING, "1"]
+      ])
+    )
+    const started = makeAppRuntime(testDbLayer(), {
+      secrets: Layer.succeed(SecretBox, makeSecretBox(randomBytes(32))),
+      jobRoots: testJobRoots(),
+      config
+    })
     await expect(started).rejects.toThrow(TEST_LOOPBACK_SETTING)
   })
 })

@@ -21,16 +21,27 @@ beforeAll(() => {
 afterAll(() => web.stop())
 
 const sealedRow = () =>
-  h.rt.runPromise(Effect.flatMap(SqlClient, (sql) => sql<{ t: string | null }>`SELECT (SELECT row_to_json(b)::text FROM admin.web_search_backend b) AS t`)).then((r) => r[0]?.t ?? "")
+  h.rt
+    .runPromise(
+      Effect.flatMap(
+        SqlClient,
+        (sql) => sql<{ t: string | null }>`SELECT (SELECT row_to_json(b)::text FROM admin.web_search_backend b) AS t`
+      )
+    )
+    .then((r) => r[0]?.t ?? "")
 
 /** A job row of `project` (the budgets count per job). */
 const job = (project: string) =>
-  h.rt.runPromise(
-    Effect.flatMap(SqlClient, (sql) =>
-      sql<{ id: string }>`INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, created_by)
+  h.rt
+    .runPromise(
+      Effect.flatMap(
+        SqlClient,
+        (sql) =>
+          sql<{ id: string }>`INSERT INTO runtime.job (project_id, agent_name, task, workspace, limits, created_by)
         VALUES (${project}, 'researcher', 't', '{}'::jsonb, '{}'::jsonb, 'test') RETURNING id`
+      )
     )
-  ).then((r) => r[0]!.id)
+    .then((r) => r[0]!.id)
 
 describe("the web search backend", () => {
   test("nothing registered: 404 that says where to register it", async () => {
@@ -45,7 +56,9 @@ describe("the web search backend", () => {
     const paths = r.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path)
     expect(paths).toEqual(expect.arrayContaining(["kind", "url", "extra"]))
     const keyless = await h.api("PUT", "/api/admin/web-search", { kind: "brave", url: web.url })
-    expect(keyless.json<{ error: { problems: unknown } }>().error.problems).toEqual([{ path: "apiKey", message: "is required for Brave Search" }])
+    expect(keyless.json<{ error: { problems: unknown } }>().error.problems).toEqual([
+      { path: "apiKey", message: "is required for Brave Search" }
+    ])
     const badUrl = await h.api("PUT", "/api/admin/web-search", { kind: "searxng", url: "file:///etc/passwd" })
     expect(badUrl.status).toBe(400)
   })
@@ -88,16 +101,38 @@ describe("project web settings", () => {
   test("defaults grant nothing; agents.manage sets them; every problem at once; unknown project 404", async () => {
     expect((await h.api("POST", "/api/projects", { id: "docs", name: "Docs" })).status).toBe(201)
     const r = await h.api("GET", "/api/projects/docs/web")
-    expect(r.json<{ web: unknown }>().web).toEqual({ searchAgents: [], fetch: false, dailySearches: 100, dailyFetches: 200, jobSearches: 10, jobFetches: 20 })
-    const bad = await h.api("PUT", "/api/projects/docs/web", { searchAgents: ["Not An Id"], fetch: "yes", dailySearches: -1, jobFetches: 1.5 })
+    expect(r.json<{ web: unknown }>().web).toEqual({
+      searchAgents: [],
+      fetch: false,
+      dailySearches: 100,
+      dailyFetches: 200,
+      jobSearches: 10,
+      jobFetches: 20
+    })
+    const bad = await h.api("PUT", "/api/projects/docs/web", {
+      searchAgents: ["Not An Id"],
+      fetch: "yes",
+      dailySearches: -1,
+      jobFetches: 1.5
+    })
     expect(bad.status).toBe(400)
     const paths = bad.json<{ error: { problems: Array<{ path: string }> } }>().error.problems.map((p) => p.path)
     expect(paths).toEqual(expect.arrayContaining(["searchAgents.0", "fetch", "dailySearches", "jobFetches"]))
     const put = await h.api("PUT", "/api/projects/docs/web", { searchAgents: ["researcher", "researcher"], fetch: true })
-    expect(put.json<{ web: unknown }>().web).toEqual({ searchAgents: ["researcher"], fetch: true, dailySearches: 100, dailyFetches: 200, jobSearches: 10, jobFetches: 20 })
+    expect(put.json<{ web: unknown }>().web).toEqual({
+      searchAgents: ["researcher"],
+      fetch: true,
+      dailySearches: 100,
+      dailyFetches: 200,
+      jobSearches: 10,
+      jobFetches: 20
+    })
     // An absent field keeps its value.
     const partial = await h.api("PUT", "/api/projects/docs/web", { dailySearches: 5 })
-    expect(partial.json<{ web: { searchAgents: ReadonlyArray<string>; dailySearches: number } }>().web).toMatchObject({ searchAgents: ["researcher"], dailySearches: 5 })
+    expect(partial.json<{ web: { searchAgents: ReadonlyArray<string>; dailySearches: number } }>().web).toMatchObject({
+      searchAgents: ["researcher"],
+      dailySearches: 5
+    })
     expect((await h.api("GET", "/api/projects/nope/web")).status).toBe(404)
     expect((await h.api("PUT", "/api/projects/nope/web", { fetch: true })).status).toBe(404)
   })
@@ -112,9 +147,13 @@ describe("project web settings", () => {
 describe("budgets", () => {
   test("20 concurrent calls from parallel jobs against a daily budget of 5: exactly 5 are counted; usage shows 5", async () => {
     expect((await h.api("POST", "/api/projects", { id: "race", name: "Race" })).status).toBe(201)
-    expect((await h.api("PUT", "/api/projects/race/web", { searchAgents: ["researcher"], dailySearches: 5, jobSearches: 10 })).status).toBe(200)
+    expect((await h.api("PUT", "/api/projects/race/web", { searchAgents: ["researcher"], dailySearches: 5, jobSearches: 10 })).status).toBe(
+      200
+    )
     const jobs = await Promise.all(Array.from({ length: 4 }, () => job("race")))
-    const calls = Array.from({ length: 20 }, (_, i) => h.rt.runPromise(Effect.either(Effect.flatMap(ProjectWeb, (w) => w.take("race", jobs[i % 4]!, "search")))))
+    const calls = Array.from({ length: 20 }, (_, i) =>
+      h.rt.runPromise(Effect.either(Effect.flatMap(ProjectWeb, (w) => w.take("race", jobs[i % 4]!, "search"))))
+    )
     const outcomes = await Promise.all(calls)
     expect(outcomes.filter(Either.isRight).length).toBe(5)
     const refused = outcomes.filter(Either.isLeft).map((o) => o.left.message)
@@ -131,7 +170,9 @@ describe("budgets", () => {
     const take = () => h.rt.runPromise(Effect.either(Effect.flatMap(ProjectWeb, (w) => w.take("race", id, "fetch"))))
     const outcomes = await Promise.all(Array.from({ length: 6 }, take))
     expect(outcomes.filter(Either.isRight).length).toBe(3)
-    expect(outcomes.flatMap((o) => (Either.isLeft(o) ? [o.left.message] : []))[0]).toBe("web fetch budget for this job is used up (3 per job)")
+    expect(outcomes.flatMap((o) => (Either.isLeft(o) ? [o.left.message] : []))[0]).toBe(
+      "web fetch budget for this job is used up (3 per job)"
+    )
     const today = (await h.api("GET", "/api/projects/race/web")).json<{ usage: { today: { fetches: number } } }>().usage.today
     expect(today.fetches).toBe(3)
   })

@@ -4,7 +4,14 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Either } from "effect"
-import { fetchPage, WEB_FETCH_MAX_BYTES, WEB_FETCH_MAX_REDIRECTS, WEB_FETCH_TIMEOUT_MS, WEB_USER_AGENT, type WebFetchOptions } from "../../src/web/webFetch.ts"
+import {
+  fetchPage,
+  WEB_FETCH_MAX_BYTES,
+  WEB_FETCH_MAX_REDIRECTS,
+  WEB_FETCH_TIMEOUT_MS,
+  WEB_USER_AGENT,
+  type WebFetchOptions
+} from "../../src/web/webFetch.ts"
 
 setDefaultTimeout(30_000)
 
@@ -180,7 +187,10 @@ describe("web fetch: refusals name their rule", () => {
   })
 
   test("a public-looking host that resolves to a private address (any one of its answers)", async () => {
-    const options: WebFetchOptions = { allow: "loopback", resolve: dns({ "wiki.example.org": ["93.184.215.14", "10.9.8.7"], "cdn.example.org": ["::ffff:192.168.0.1"] }) }
+    const options: WebFetchOptions = {
+      allow: "loopback",
+      resolve: dns({ "wiki.example.org": ["93.184.215.14", "10.9.8.7"], "cdn.example.org": ["::ffff:192.168.0.1"] })
+    }
     const one = await refusal("https://wiki.example.org/page", options)
     expect(one.rule).toBe("non-public-address")
     expect(one.message).toContain("10.9.8.7 is a private address")

@@ -25,7 +25,8 @@ const systemPromptOf = (body: unknown): string => {
   return typeof system?.content === "string" ? system.content : JSON.stringify(system?.content ?? "")
 }
 const toolsOf = (body: unknown): string => JSON.stringify((body as { tools?: unknown }).tools ?? [])
-const results = (events: ReadonlyArray<JobEvent>) => events.flatMap((e) => (e.type === "tool.result" ? [{ tool: e.tool, success: e.success }] : []))
+const results = (events: ReadonlyArray<JobEvent>) =>
+  events.flatMap((e) => (e.type === "tool.result" ? [{ tool: e.tool, success: e.success }] : []))
 const started = (events: ReadonlyArray<JobEvent>) => events.find((e) => e.type === "job.started")
 
 let ready = false
@@ -68,7 +69,8 @@ describe("web tools in jobs", () => {
     expect(JSON.stringify(server.requests[2]?.body)).toContain("A Layer builds services.")
     expect(JSON.stringify(server.requests[3]?.body)).toContain("rule: non-public-address")
     expect(web.searches().map((s) => s.query)).toEqual(["effect layers"])
-    const usage = (await h.api("GET", "/api/projects/docs/web")).json<{ usage: { today: { searches: number; fetches: number } } }>().usage.today
+    const usage = (await h.api("GET", "/api/projects/docs/web")).json<{ usage: { today: { searches: number; fetches: number } } }>().usage
+      .today
     expect(usage).toMatchObject({ searches: 1, fetches: 2 })
   })
 
@@ -154,7 +156,8 @@ describe("web tools in jobs", () => {
     expect(job.status).toBe("completed")
     expect(started(events)).toMatchObject({ tools: ["read", "web_search", "web_fetch"] })
     expect(web.hits.length).toBe(before)
-    const usage = (await h.api("GET", "/api/projects/quiet/web")).json<{ usage: { today: { searches: number; fetches: number } } }>().usage.today
+    const usage = (await h.api("GET", "/api/projects/quiet/web")).json<{ usage: { today: { searches: number; fetches: number } } }>().usage
+      .today
     expect(usage).toMatchObject({ searches: 0, fetches: 0 })
   })
 })

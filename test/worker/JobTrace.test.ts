@@ -23,7 +23,14 @@ const span = (over: Partial<Span> & Pick<Span, "name" | "spanId">): Span => ({
 describe("spanAttributes", () => {
   const known = toolNameCheck(["read", "mcp__docs__*"])
   test("the job span: GenAI names for agent, provider and model", () => {
-    const a = spanAttributes(span({ name: "kintsugi.job", spanId: "j", attributes: { agentId: "inventory", model: "gw/claude-x", "thinking.clamped": false, reason: "budget" } }), known)
+    const a = spanAttributes(
+      span({
+        name: "kintsugi.job",
+        spanId: "j",
+        attributes: { agentId: "inventory", model: "gw/claude-x", "thinking.clamped": false, reason: "budget" }
+      }),
+      known
+    )
     expect(a).toEqual({
       "gen_ai.operation.name": "invoke_agent",
       "gen_ai.agent.name": "inventory",
@@ -40,7 +47,9 @@ describe("spanAttributes", () => {
       "gen_ai.tool.name": "read",
       "kintsugi.tool.allowed": true
     })
-    expect(spanAttributes(span({ name: "kintsugi.tool", spanId: "t", attributes: { tool: "mcp__docs__search" } }), known)["gen_ai.tool.name"]).toBe("mcp__docs__search")
+    expect(
+      spanAttributes(span({ name: "kintsugi.tool", spanId: "t", attributes: { tool: "mcp__docs__search" } }), known)["gen_ai.tool.name"]
+    ).toBe("mcp__docs__search")
     for (const tool of ["exfiltrate_the_task", "mcp__other__x", "shell"]) {
       const expected = tool === "shell" ? "shell" : "(unknown)"
       expect(spanAttributes(span({ name: "kintsugi.tool", spanId: "t", attributes: { tool } }), known)["gen_ai.tool.name"]).toBe(expected)
@@ -49,7 +58,11 @@ describe("spanAttributes", () => {
 
   test("strings under other keys, or that are not names, are dropped; numbers and flags pass", () => {
     const a = spanAttributes(
-      span({ name: "kintsugi.turn", spanId: "u", attributes: { turn: 2, summary: "the file says hello", cause: "has spaces in it", toolCalls: 1, nan: Number.NaN } }),
+      span({
+        name: "kintsugi.turn",
+        spanId: "u",
+        attributes: { turn: 2, summary: "the file says hello", cause: "has spaces in it", toolCalls: 1, nan: Number.NaN }
+      }),
       known
     )
     expect(a).toEqual({ "gen_ai.operation.name": "chat", "kintsugi.turn.number": 2, "kintsugi.turn.tool_calls": 1 })
@@ -59,11 +72,25 @@ describe("spanAttributes", () => {
 describe("exportKernelSpans", () => {
   /** A tracer that records what it is asked to make. */
   const recording = () => {
-    const made: Array<{ name: string; parent: string; id: string; attributes: Map<string, unknown>; start: bigint; end?: bigint; ok?: boolean }> = []
+    const made: Array<{
+      name: string
+      parent: string
+      id: string
+      attributes: Map<string, unknown>
+      start: bigint
+      end?: bigint
+      ok?: boolean
+    }> = []
     let n = 0
     const tracer = Tracer.make({
       span: (name, parent, _context, _links, startTime) => {
-        const record = { name, parent: Option.match(parent, { onNone: () => "", onSome: (p) => p.spanId }), id: `s${n++}`, attributes: new Map<string, unknown>(), start: startTime }
+        const record = {
+          name,
+          parent: Option.match(parent, { onNone: () => "", onSome: (p) => p.spanId }),
+          id: `s${n++}`,
+          attributes: new Map<string, unknown>(),
+          start: startTime
+        }
         made.push(record)
         return {
           _tag: "Span",
@@ -92,11 +119,23 @@ describe("exportKernelSpans", () => {
   test("children arrive before their parents (as the child emits them); the tree and times are kept", async () => {
     const { made, tracer } = recording()
     const events = [
-      span({ name: "kintsugi.tool", spanId: "k-3", parentSpanId: "k-2", start: "2026-12-01T00:00:01.000Z", durationMs: 2.5, status: "error" }),
+      span({
+        name: "kintsugi.tool",
+        spanId: "k-3",
+        parentSpanId: "k-2",
+        start: "2026-12-01T00:00:01.000Z",
+        durationMs: 2.5,
+        status: "error"
+      }),
       span({ name: "kintsugi.turn", spanId: "k-2", parentSpanId: "k-1", start: "2026-12-01T00:00:00.500Z", durationMs: 900 }),
       span({ name: "kintsugi.job", spanId: "k-1", start: "2026-12-01T00:00:00.000Z", durationMs: 1500 })
     ]
-    await Effect.runPromise(Effect.withTracer(exportKernelSpans(events, root, () => true), tracer))
+    await Effect.runPromise(
+      Effect.withTracer(
+        exportKernelSpans(events, root, () => true),
+        tracer
+      )
+    )
     const byName = new Map(made.map((m) => [m.name, m]))
     expect(byName.get("kintsugi.job")?.parent).toBe("worker")
     expect(byName.get("kintsugi.turn")?.parent).toBe(byName.get("kintsugi.job")?.id)
@@ -115,7 +154,12 @@ describe("exportKernelSpans", () => {
       span({ name: "kintsugi.turn", spanId: "b", parentSpanId: "a" }),
       span({ name: "kintsugi.tool", spanId: "c", parentSpanId: "gone" })
     ]
-    await Effect.runPromise(Effect.withTracer(exportKernelSpans(events, root, () => true), tracer))
+    await Effect.runPromise(
+      Effect.withTracer(
+        exportKernelSpans(events, root, () => true),
+        tracer
+      )
+    )
     expect(made.length).toBe(3)
     expect(made.every((m) => m.end !== undefined)).toBe(true)
     // The cycle is cut once: one of a, b hangs from the worker's span, the other from it.

@@ -86,9 +86,9 @@ describe("commitOutputs never uses a git dir the job could write", () => {
     expect(notRepo).toBe("not in a git work tree: left in place")
     writeFileSync(join(fresh2.out, ".git"), `gitdir: ${join(other, ".git")}\n`)
     writeFileSync(join(fresh2.out, "result.txt"), "answer\n")
-    expect(await commitOutputs({ outDir: fresh2.out, jobRoots: [fresh2.root, root], paths: ["result.txt"], message: "job", before: notRepo })).toBe(
-      "not committed: the output directory became part of a git work tree during the job (outputs left in place)"
-    )
+    expect(
+      await commitOutputs({ outDir: fresh2.out, jobRoots: [fresh2.root, root], paths: ["result.txt"], message: "job", before: notRepo })
+    ).toBe("not committed: the output directory became part of a git work tree during the job (outputs left in place)")
     expect(existsSync(pwned)).toBe(false)
   })
 
@@ -101,7 +101,9 @@ describe("commitOutputs never uses a git dir the job could write", () => {
     git(ws, "commit", "-qm", "init")
     const before = await gitLayout(out, [root])
     writeFileSync(join(out, "report.md"), "# Report\n")
-    expect(await commitOutputs({ outDir: out, jobRoots: [root], paths: ["report.md"], message: "job", before })).toMatch(/^committed [0-9a-f]{12}$/)
+    expect(await commitOutputs({ outDir: out, jobRoots: [root], paths: ["report.md"], message: "job", before })).toMatch(
+      /^committed [0-9a-f]{12}$/
+    )
     expect(git(ws, "log", "--format=%s")).toBe("job\ninit")
   })
 })

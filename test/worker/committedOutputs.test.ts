@@ -29,11 +29,23 @@ const committedJob = async (jobId: string, files: Record<string, string>, links:
   git(root, "init", "-q")
   for (const [p, text] of Object.entries(files)) writeFileSync(join(out, p), text)
   for (const [p, target] of Object.entries(links)) symlinkSync(target, join(out, p))
-  const result = await commitOutputs({ outDir: out, jobRoots: [root], paths: [...Object.keys(files), ...Object.keys(links)], message: `kintsugi: a v1 (job ${jobId})` })
+  const result = await commitOutputs({
+    outDir: out,
+    jobRoots: [root],
+    paths: [...Object.keys(files), ...Object.keys(links)],
+    message: `kintsugi: a v1 (job ${jobId})`
+  })
   const commit = committedSha(result)
   if (commit === undefined) throw new Error(`not committed: ${result}`)
   const read = (path: string, overrides: { jobId?: string; maxBytes?: number; jobRoots?: ReadonlyArray<string> } = {}) =>
-    readCommittedOutput({ outDir: out, jobRoots: overrides.jobRoots ?? [root], commit, jobId: overrides.jobId ?? jobId, path, maxBytes: overrides.maxBytes ?? 1024 })
+    readCommittedOutput({
+      outDir: out,
+      jobRoots: overrides.jobRoots ?? [root],
+      commit,
+      jobId: overrides.jobId ?? jobId,
+      path,
+      maxBytes: overrides.maxBytes ?? 1024
+    })
   return { root, out, commit, read }
 }
 const text = (b: Uint8Array | undefined) => (b === undefined ? undefined : new TextDecoder().decode(b))
@@ -58,7 +70,8 @@ describe("outputs read from the commit", () => {
     git(fresh.root, "commit", "-q", "-m", "later (job job-2)")
     expect(text(await fresh.read("ok.md"))).toBe("fine\n")
     expect(await fresh.read("passwd.md")).toBeUndefined()
-    for (const path of ["../outside.md", "../../ws/out/ok.md/../../outside.md", "never-written.md", "."]) expect(await fresh.read(path)).toBeUndefined()
+    for (const path of ["../outside.md", "../../ws/out/ok.md/../../outside.md", "never-written.md", "."])
+      expect(await fresh.read(path)).toBeUndefined()
     expect(await fresh.read("big.txt", { maxBytes: 1000 })).toBeUndefined()
     expect(text(await fresh.read("big.txt", { maxBytes: 2000 }))?.length).toBe(2000)
   })
@@ -74,6 +87,13 @@ describe("outputs read from the commit", () => {
 
   test("committedSha reads only a job record's `committed <sha>`", () => {
     expect(committedSha("committed 0123456789ab")).toBe("0123456789ab")
-    for (const other of [null, "no outputs", "not committed: the outputs are unchanged", "committed --output=x", "committed 0123456789ab extra"]) expect(committedSha(other)).toBeUndefined()
+    for (const other of [
+      null,
+      "no outputs",
+      "not committed: the outputs are unchanged",
+      "committed --output=x",
+      "committed 0123456789ab extra"
+    ])
+      expect(committedSha(other)).toBeUndefined()
   })
 })

@@ -11,7 +11,13 @@ const withConfig = (values: Record<string, string>) => Layer.setConfigProvider(C
 
 const run = <A, E>(program: Effect.Effect<A, E, Drain>, config: Record<string, string> = {}) =>
   Effect.runPromise(
-    Effect.provide(program, Layer.provideMerge(DrainLive, Layer.mergeAll(withConfig(config), TestContext.TestContext, Logger.replace(Logger.defaultLogger, Logger.none))))
+    Effect.provide(
+      program,
+      Layer.provideMerge(
+        DrainLive,
+        Layer.mergeAll(withConfig(config), TestContext.TestContext, Logger.replace(Logger.defaultLogger, Logger.none))
+      )
+    )
   )
 
 /** Waits until some fiber sleeps on the TestClock until exactly `ms` from now. */
@@ -108,7 +114,9 @@ describe("Drain", () => {
 
   test("KINTSUGI_DRAIN_SEC must be a whole number of seconds; unset or empty is 30, 0 is allowed", async () => {
     for (const value of ["-1", "soon", "1.5", "1e3", "30s"]) {
-      const failure = await Effect.runPromise(Effect.flip(Effect.provide(Drain, Layer.provide(DrainLive, withConfig({ KINTSUGI_DRAIN_SEC: value })))))
+      const failure = await Effect.runPromise(
+        Effect.flip(Effect.provide(Drain, Layer.provide(DrainLive, withConfig({ KINTSUGI_DRAIN_SEC: value }))))
+      )
       expect(failure).toBeInstanceOf(DrainConfigInvalid)
       expect(failure.message).toBe(`KINTSUGI_DRAIN_SEC must be a whole number of seconds (0 or more), not "${value}"`)
     }

@@ -84,7 +84,10 @@ const serve = async (extra: Record<string, string>) => {
 const call = async (s: ServeProcess, method: string, url: string, body?: unknown, auth = token) => {
   const r = await fetch(`${s.origin}${url}`, {
     method,
-    headers: { ...(auth === "" ? {} : { authorization: `Bearer ${auth}` }), ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      ...(auth === "" ? {} : { authorization: `Bearer ${auth}` }),
+      ...(body === undefined ? {} : { "content-type": "application/json" })
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
   const text = await r.text()
@@ -103,11 +106,15 @@ const submit = async (s: ServeProcess, n: number): Promise<string> => {
   return (r.json() as { job: { id: string } }).job.id
 }
 
-const statusOf = async (s: ServeProcess, id: string) => ((await call(s, "GET", `/api/jobs/${id}`)).json() as { job: { status: string } }).job.status
+const statusOf = async (s: ServeProcess, id: string) =>
+  ((await call(s, "GET", `/api/jobs/${id}`)).json() as { job: { status: string } }).job.status
 
 /** The JSON log lines of a serve process. */
 const logLines = (output: string): Array<Record<string, unknown>> =>
-  output.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, unknown>)
+  output
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
 
 const settledLine = (id: string) => (output: string) => logLines(output).some((l) => l["msg"] === "job settled" && l["jobId"] === id)
 
@@ -116,7 +123,10 @@ const query = (text: string, values: ReadonlyArray<unknown> = []) =>
   Effect.runPromise(
     Effect.scoped(
       Effect.flatMap(Layer.build(makeDbLayer(databaseUrl === "" ? { dataDir: path.join(home, "data") } : { url: databaseUrl })), (ctx) =>
-        Effect.provide(Effect.flatMap(SqlClient, (sql) => sql.unsafe<Record<string, unknown>>(text, values)), ctx)
+        Effect.provide(
+          Effect.flatMap(SqlClient, (sql) => sql.unsafe<Record<string, unknown>>(text, values)),
+          ctx
+        )
       )
     )
   )
@@ -172,7 +182,11 @@ describe(`graceful drain (${SERVER === "" ? "embedded database" : "PostgreSQL"})
     const first = await serve({ KINTSUGI_WORKERS: "2", KINTSUGI_DRAIN_SEC: String(DRAIN_SEC) })
     // The start-up line: the URL and the allowed hosts (HOST 127.0.0.1: no warning).
     const serving = logLines(first.output()).find((l) => l["msg"] === `serving on http://127.0.0.1:${first.port}/`)
-    expect(serving).toMatchObject({ level: "info", url: `http://127.0.0.1:${first.port}/`, allowedHosts: "localhost,127.0.0.1,[::1],127.0.0.1" })
+    expect(serving).toMatchObject({
+      level: "info",
+      url: `http://127.0.0.1:${first.port}/`,
+      allowedHosts: "localhost,127.0.0.1,[::1],127.0.0.1"
+    })
 
     const finishes = createGate("[drain-0]")
     const outlasts = createGate("[drain-1]")
@@ -205,7 +219,12 @@ describe(`graceful drain (${SERVER === "" ? "embedded database" : "PostgreSQL"})
     expect(performance.now() - signalled).toBeGreaterThanOrEqual(DRAIN_SEC * 1000)
     const firstLog = logLines(first.output())
     expect(firstLog.some((l) => l["msg"] === "drain time is up: running jobs end as aborted")).toBe(true)
-    expect(firstLog.filter((l) => l["msg"] === "job settled").map((l) => l["jobId"]).sort()).toEqual([a, b].sort())
+    expect(
+      firstLog
+        .filter((l) => l["msg"] === "job settled")
+        .map((l) => l["jobId"])
+        .sort()
+    ).toEqual([a, b].sort())
     expect(firstLog.some((l) => l["msg"] === "job started" && queued.includes(String(l["jobId"])))).toBe(false)
 
     // The next server runs the queued jobs.
@@ -242,7 +261,14 @@ describe(`graceful drain (${SERVER === "" ? "embedded database" : "PostgreSQL"})
     expect(await s.proc.exited).toBe(0)
     expect(logLines(s.output()).some((l) => l["msg"] === "drain cut short: running jobs end as aborted")).toBe(true)
     const [record] = await jobRecords([id])
-    expect(record).toMatchObject({ status: "failed", reason: "aborted", message: SERVER_SHUTTING_DOWN, starts: 1, ends: 1, failedMessage: SERVER_SHUTTING_DOWN })
+    expect(record).toMatchObject({
+      status: "failed",
+      reason: "aborted",
+      message: SERVER_SHUTTING_DOWN,
+      starts: 1,
+      ends: 1,
+      failedMessage: SERVER_SHUTTING_DOWN
+    })
     expect(requestsFor("[drain-5]")).toBe(1)
   })
 

@@ -36,25 +36,41 @@ test("two builders at once: one complete bundle under the sources' key, nothing 
   entry = a
 })
 
-test.each(["openai-completions", "anthropic-messages"] as const)("the bundled child runs a job through %s to job.completed, exit 0", async (api) => {
-  expect(entry).not.toBe("")
-  const server = api === "openai-completions" ? await startOpenAIServer([{ kind: "turn", text: "done" }]) : await startAnthropicServer([{ kind: "turn", text: "done" }])
-  const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
-  try {
-    const run = await runJobChild(createEnvelope(createJob(dirs), [createProvider(server, api)]), { entry })
-    expect(run.events.map((e) => e.type).filter((t) => t !== "span" && t !== "message.delta")).toEqual(["job.started", "usage", "grounding", "job.completed"])
-    expect(run.code).toBe(0)
-    expect(server.requests.length).toBe(1)
-  } finally {
-    await server.stop()
-    dirs.cleanup()
+test.each(["openai-completions", "anthropic-messages"] as const)(
+  "the bundled child runs a job through %s to job.completed, exit 0",
+  async (api) => {
+    expect(entry).not.toBe("")
+    const server =
+      api === "openai-completions"
+        ? await startOpenAIServer([{ kind: "turn", text: "done" }])
+        : await startAnthropicServer([{ kind: "turn", text: "done" }])
+    const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+    try {
+      const run = await runJobChild(createEnvelope(createJob(dirs), [createProvider(server, api)]), { entry })
+      expect(run.events.map((e) => e.type).filter((t) => t !== "span" && t !== "message.delta")).toEqual([
+        "job.started",
+        "usage",
+        "grounding",
+        "job.completed"
+      ])
+      expect(run.code).toBe(0)
+      expect(server.requests.length).toBe(1)
+    } finally {
+      await server.stop()
+      dirs.cleanup()
+    }
   }
-})
+)
 
 test("the bundled child checks an output against its JSON Schema (ajv loaded on demand inside the bundle): violation, fix, job.completed", async () => {
   expect(entry).not.toBe("")
   const write = (content: string) => ({ kind: "turn" as const, toolCalls: [{ name: "write", arguments: { path: "out.json", content } }] })
-  const server = await startOpenAIServer([write('{ "n": "one" }'), { kind: "turn", text: "done" }, write('{ "n": 1 }'), { kind: "turn", text: "fixed" }])
+  const server = await startOpenAIServer([
+    write('{ "n": "one" }'),
+    { kind: "turn", text: "done" },
+    write('{ "n": 1 }'),
+    { kind: "turn", text: "fixed" }
+  ])
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
   try {
     const schemaText = JSON.stringify({ type: "object", required: ["n"], properties: { n: { type: "integer" } } })
@@ -87,16 +103,20 @@ test("the OpenAI, Anthropic and Google SDKs and QuickJS are bundles of their own
     expect(existsSync(join(dir, "lazy", name, `${name}.js.jsc`))).toBe(true)
     expect(main).toMatch(new RegExp(`(require|import)\\("\\./lazy/${name}/${name}\\.js"\\)`))
   }
-  for (const pkg of ["@modelcontextprotocol/sdk", "zod", "ajv", "quickjs-emscripten-core", "re2js"]) expect(inputs.filter((f) => f.includes(`node_modules/${pkg}/`))).toEqual([])
+  for (const pkg of ["@modelcontextprotocol/sdk", "zod", "ajv", "quickjs-emscripten-core", "re2js"])
+    expect(inputs.filter((f) => f.includes(`node_modules/${pkg}/`))).toEqual([])
   // The list is the bundle's: our kernel and Effect are in it.
-  for (const file of ["src/jobChild/entry.ts", "src/kernel/Kernel.ts", "node_modules/effect/"]) expect(inputs.some((f) => f.includes(file))).toBe(true)
+  for (const file of ["src/jobChild/entry.ts", "src/kernel/Kernel.ts", "node_modules/effect/"])
+    expect(inputs.some((f) => f.includes(file))).toBe(true)
   // A moved bundle directory still finds its SDKs: the Anthropic job runs from a copy elsewhere.
   const moved = mkdtempSync(join(tmpdir(), "kintsugi-bundle-moved-"))
   const server = await startAnthropicServer([{ kind: "turn", text: "done" }])
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
   try {
     cpSync(dir, moved, { recursive: true })
-    const run = await runJobChild(createEnvelope(createJob(dirs), [createProvider(server, "anthropic-messages")]), { entry: join(moved, "entry.js") })
+    const run = await runJobChild(createEnvelope(createJob(dirs), [createProvider(server, "anthropic-messages")]), {
+      entry: join(moved, "entry.js")
+    })
     expect(run.events.at(-1)?.type).toBe("job.completed")
     expect(run.code).toBe(0)
   } finally {
@@ -108,7 +128,9 @@ test("the OpenAI, Anthropic and Google SDKs and QuickJS are bundles of their own
 
 test("the bundles are minified without renaming: the SDKs' classes keep their names (the OpenAI client names itself after its class)", () => {
   expect(entry).not.toBe("")
-  const sdk = require(join(entry, "..", "sdk", "openai", "index.js")) as { readonly default: new (options: { readonly apiKey: string }) => { getUserAgent: () => string } }
+  const sdk = require(join(entry, "..", "sdk", "openai", "index.js")) as {
+    readonly default: new (options: { readonly apiKey: string }) => { getUserAgent: () => string }
+  }
   const client = new sdk.default({ apiKey: "sk-test" })
   expect(client.constructor.name).toBe("OpenAI")
   expect(client.getUserAgent()).toMatch(/^OpenAI\/JS \d/)
@@ -128,12 +150,18 @@ test("pi-ai's catalog of built-in providers lies beside the bundle as JSON, and 
     // Refused for its workspace (outDir inside a read-only root), so no request is made: the model
     // is named among the problems only when the catalog has no such model.
     const refusedFor = async (model: string) => {
-      const job = { ...createJob(dirs, { model: { provider: "b", id: model } }), workspace: { root: dirs.root, readOnly: [dirs.src], outDir: dirs.src } }
+      const job = {
+        ...createJob(dirs, { model: { provider: "b", id: model } }),
+        workspace: { root: dirs.root, readOnly: [dirs.src], outDir: dirs.src }
+      }
       const run = await runJobChild(createEnvelope(job, [{ id: "b", builtin: "anthropic", apiKey: "" }]), { entry })
       expect(run.code).toBe(2)
       return run.stdout
     }
-    const known = JSON.parse(readFileSync(join(dir, "pi-ai-data", "anthropic.json"), "utf8")) as Record<string, Record<string, { readonly id: string }>>
+    const known = JSON.parse(readFileSync(join(dir, "pi-ai-data", "anthropic.json"), "utf8")) as Record<
+      string,
+      Record<string, { readonly id: string }>
+    >
     const model = Object.values(known["anthropic-messages"] ?? {})[0]?.id ?? ""
     expect(model).not.toBe("")
     expect(await refusedFor(model)).not.toContain("job.model")
@@ -148,12 +176,18 @@ test("the bundle never reads process.stdout (Bun would build a stream and load N
   expect(readFileSync(entry, "utf8")).not.toContain("process.stdout")
   const logger = readFileSync(join(import.meta.dir, "..", "..", "node_modules", "effect", "dist", "esm", "internal", "logger.js"), "utf8")
   expect(withoutStdoutReads(logger)).not.toContain("process.stdout")
-  expect(() => withoutStdoutReads(logger.replace("process.stdout.isTTY", "process.stdout.hasColors()"))).toThrow("effect's internal/logger.js changed")
+  expect(() => withoutStdoutReads(logger.replace("process.stdout.isTTY", "process.stdout.hasColors()"))).toThrow(
+    "effect's internal/logger.js changed"
+  )
 })
 
 test("the modules bundled apart (LAZY_LEAVES) import packages only: nothing of ours is ever instantiated twice", () => {
   for (const [file] of LAZY_LEAVES) {
-    const specifiers = [...readFileSync(join(import.meta.dir, "..", "..", file), "utf8").matchAll(/\bfrom\s+["']([^"']+)["']|\b(?:import|require)\(\s*["']([^"']+)["']\s*\)/g)].map((m) => m[1] ?? m[2] ?? "")
+    const specifiers = [
+      ...readFileSync(join(import.meta.dir, "..", "..", file), "utf8").matchAll(
+        /\bfrom\s+["']([^"']+)["']|\b(?:import|require)\(\s*["']([^"']+)["']\s*\)/g
+      )
+    ].map((m) => m[1] ?? m[2] ?? "")
     expect(specifiers.length).toBeGreaterThan(0)
     expect(specifiers.filter((s) => s.startsWith(".") || s.startsWith("/"))).toEqual([])
   }

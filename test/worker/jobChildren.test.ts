@@ -27,8 +27,13 @@ afterEach(async () => {
 const pool = async (refillWhen: "started" | "ended" = "started", sandboxProbed?: string): Promise<JobChildrenShape> => {
   const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-children-"))
   const scope = Effect.runSync(Scope.make())
-  const children = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen, sandboxProbed }), scope))
-  cleanups.push(() => Effect.runPromise(Scope.close(scope, Exit.void)), () => rmSync(cacheDir, { recursive: true, force: true }))
+  const children = await Effect.runPromise(
+    Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen, sandboxProbed }), scope)
+  )
+  cleanups.push(
+    () => Effect.runPromise(Scope.close(scope, Exit.void)),
+    () => rmSync(cacheDir, { recursive: true, force: true })
+  )
   return children
 }
 
@@ -55,7 +60,10 @@ test("a job takes the waiting child, the next job a fresh one: never a child twi
     { kind: "turn", text: "second answer" }
   ])
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
-  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  cleanups.push(
+    () => server.stop(),
+    () => dirs.cleanup()
+  )
   const children = await pool()
 
   const run = async (task: string, metadata: Record<string, string>) => {
@@ -63,11 +71,17 @@ test("a job takes the waiting child, the next job a fresh one: never a child twi
     const events: Array<JobEvent> = []
     const take = Effect.tap(children.take, (s) => Effect.sync(() => void pids.push(s.child.pid)))
     const settlement = await Effect.runPromise(
-      runJobProcess(createEnvelope(createJob(dirs, { task, metadata }), [createProvider(server, "openai-completions")]) as Parameters<typeof runJobProcess>[0], {
-        onEvent: (e) => Effect.sync(() => void events.push(e)),
-        abortRequested: Effect.succeed(false),
-        log: () => Effect.void
-      }, take)
+      runJobProcess(
+        createEnvelope(createJob(dirs, { task, metadata }), [createProvider(server, "openai-completions")]) as Parameters<
+          typeof runJobProcess
+        >[0],
+        {
+          onEvent: (e) => Effect.sync(() => void events.push(e)),
+          abortRequested: Effect.succeed(false),
+          log: () => Effect.void
+        },
+        take
+      )
     )
     return { settlement, events, pid: pids[0] ?? -1 }
   }
@@ -107,13 +121,32 @@ test("the waiting child holds no secret: a scrubbed environment, no envelope, no
   const pid = await waitingPid(children)
   // Read once it waits for its envelope (its exit guard is armed), not mid-exec.
   await until(() => catchesSigterm(pid), { what: "the waiting child's exit guard (SIGTERM caught)" })
-  const environ = readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").filter((e) => e !== "")
+  const environ = readFileSync(`/proc/${pid}/environ`, "latin1")
+    .split("\0")
+    .filter((e) => e !== "")
   const names = environ.map((e) => e.slice(0, e.indexOf("=")))
   expect(names).not.toContain("KINTSUGI_SECRET_KEY")
   expect(names).not.toContain("DATABASE_URL")
   expect(environ.join("\n")).not.toContain(TEST_API_KEY)
   expect(names).toContain("KINTSUGI_RUN_PREFIX")
-  const allowed = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT", "BUN_RUNTIME_TRANSPILER_CACHE_PATH", "KINTSUGI_RUN_PREFIX", ...Object.keys(JOB_CHILD_JIT_ENV)]
+  const allowed = [
+    "PATH",
+    "HOME",
+    "LANG",
+    "TZ",
+    "TMPDIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "KINTSUGI_SANDBOX",
+    "KINTSUGI_ALLOW_UNCONFINED_ROOT",
+    "BUN_RUNTIME_TRANSPILER_CACHE_PATH",
+    "KINTSUGI_RUN_PREFIX",
+    ...Object.keys(JOB_CHILD_JIT_ENV)
+  ]
   expect(names.filter((n) => !allowed.includes(n))).toEqual([])
   for (const [name, value] of Object.entries(JOB_CHILD_JIT_ENV)) expect(environ).toContain(`${name}=${value}`)
 })
@@ -122,7 +155,10 @@ test("the waiting child holds no secret: a scrubbed environment, no envelope, no
 const runJobArgsOf = (pid: number): Promise<Array<string>> =>
   until(
     () => {
-      const args = readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0").filter((a) => a !== "").slice(2)
+      const args = readFileSync(`/proc/${pid}/cmdline`, "latin1")
+        .split("\0")
+        .filter((a) => a !== "")
+        .slice(2)
       return args[0] === "run-job" && args
     },
     { what: `process ${pid} to exec run-job` }
@@ -133,9 +169,13 @@ test("the waiting child is started ahead (it warms up while it waits); a take th
   cleanups.push(() => rmSync(cacheDir, { recursive: true, force: true }))
   const scope = Effect.runSync(Scope.make())
   cleanups.push(() => Effect.runPromise(Scope.close(scope, Exit.void)))
-  const ahead = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen: "started" }), scope))
+  const ahead = await Effect.runPromise(
+    Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen: "started" }), scope)
+  )
   expect(await runJobArgsOf(await waitingPid(ahead))).toEqual(["run-job", "--ahead"])
-  const none = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "never", refillWhen: "started" }), scope))
+  const none = await Effect.runPromise(
+    Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "never", refillWhen: "started" }), scope)
+  )
   const taken = await Effect.runPromise(none.take)
   cleanups.push(() => void taken.child.kill("SIGKILL"))
   expect(await runJobArgsOf(taken.child.pid)).toEqual(["run-job"])
@@ -145,7 +185,9 @@ test("closing the pool kills the waiting child", async () => {
   const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-children-"))
   cleanups.push(() => rmSync(cacheDir, { recursive: true, force: true }))
   const scope = Effect.runSync(Scope.make())
-  const children = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen: "started" }), scope))
+  const children = await Effect.runPromise(
+    Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen: "started" }), scope)
+  )
   const pid = await waitingPid(children)
   await Effect.runPromise(Scope.close(scope, Exit.void))
   await until(() => !alive(pid), { what: `the waiting child ${pid} to die` })
@@ -155,9 +197,14 @@ test("closing the pool kills the waiting child", async () => {
 test("serve's pool (firstAfter) starts no child during start-up, one after the delay; a job taken before starts its own", async () => {
   const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-children-"))
   const scope = Effect.runSync(Scope.make())
-  cleanups.push(() => Effect.runPromise(Scope.close(scope, Exit.void)), () => rmSync(cacheDir, { recursive: true, force: true }))
+  cleanups.push(
+    () => Effect.runPromise(Scope.close(scope, Exit.void)),
+    () => rmSync(cacheDir, { recursive: true, force: true })
+  )
   const made = performance.now()
-  const children = await Effect.runPromise(Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen: "started", firstAfter: "1500 millis" }), scope))
+  const children = await Effect.runPromise(
+    Scope.extend(makeJobChildren({ cacheDir, bundle: false, prestart: "always", refillWhen: "started", firstAfter: "1500 millis" }), scope)
+  )
   expect(await Effect.runPromise(children.waiting)).toBeUndefined()
   const own = await Effect.runPromise(children.take)
   cleanups.push(() => own.child.kill("SIGKILL"))
@@ -170,16 +217,23 @@ test("serve's pool (firstAfter) starts no child during start-up, one after the d
 test("unconfined (refill when the job ended): no next child loads while a job runs, one is waiting after", async () => {
   const server = await startOpenAIServer([{ kind: "turn", text: "done" }])
   const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
-  cleanups.push(() => server.stop(), () => dirs.cleanup())
+  cleanups.push(
+    () => server.stop(),
+    () => dirs.cleanup()
+  )
   const children = await pool("ended")
   const first = await waitingPid(children)
   const waitingDuringJob: Array<number | undefined> = []
   const settlement = await Effect.runPromise(
-    runJobProcess(createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")]) as Parameters<typeof runJobProcess>[0], {
-      onEvent: () => Effect.flatMap(children.waiting, (pid) => Effect.sync(() => void waitingDuringJob.push(pid))),
-      abortRequested: Effect.succeed(false),
-      log: () => Effect.void
-    }, children.take)
+    runJobProcess(
+      createEnvelope(createJob(dirs), [createProvider(server, "openai-completions")]) as Parameters<typeof runJobProcess>[0],
+      {
+        onEvent: () => Effect.flatMap(children.waiting, (pid) => Effect.sync(() => void waitingDuringJob.push(pid))),
+        abortRequested: Effect.succeed(false),
+        log: () => Effect.void
+      },
+      children.take
+    )
   )
   expect(settlement.status).toBe("completed")
   expect(waitingDuringJob.length).toBeGreaterThan(1)
@@ -193,7 +247,9 @@ test("the pool's own probe answer reaches its children (KINTSUGI_SANDBOX_PROBED)
     const pid = await waitingPid(children)
     // Read once the child runs its own image (its exit guard is armed): before exec, /proc shows our environment.
     await until(() => catchesSigterm(pid), { what: "the waiting child's exit guard (SIGTERM caught)" })
-    return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").filter((kv) => kv.startsWith("KINTSUGI_SANDBOX_PROBED="))
+    return readFileSync(`/proc/${pid}/environ`, "latin1")
+      .split("\0")
+      .filter((kv) => kv.startsWith("KINTSUGI_SANDBOX_PROBED="))
   }
   expect(await environ(await pool("started", "/usr/bin/bwrap"))).toEqual(["KINTSUGI_SANDBOX_PROBED=/usr/bin/bwrap"])
   expect(await environ(await pool("started"))).toEqual([])

@@ -17,7 +17,12 @@ import { adminStatement, usingServer, useTestDb, withDatabase } from "../support
 
 setDefaultTimeout(60_000)
 
-const INPUT: JobInput = { agent: "codebase-inventory", task: "t", workspace: { root: "/r", readOnly: ["/r/src"], outDir: "/r/out" }, limits: { timeoutSec: 60 } }
+const INPUT: JobInput = {
+  agent: "codebase-inventory",
+  task: "t",
+  workspace: { root: "/r", readOnly: ["/r/src"], outDir: "/r/out" },
+  limits: { timeoutSec: 60 }
+}
 const at = () => new Date().toISOString()
 const delta = (seq: number): JobEvent => ({ type: "message.delta", seq, at: at(), text: `d${seq}` })
 
@@ -27,8 +32,16 @@ const CountedJobStore = Layer.effect(
   JobStore,
   Effect.map(makeJobStore, (store) => ({
     ...store,
-    events: (id: string, after: number) => Effect.zipRight(Effect.sync(() => void counts.events++), store.events(id, after)),
-    get: (id: string) => Effect.zipRight(Effect.sync(() => void counts.get++), store.get(id))
+    events: (id: string, after: number) =>
+      Effect.zipRight(
+        Effect.sync(() => void counts.events++),
+        store.events(id, after)
+      ),
+    get: (id: string) =>
+      Effect.zipRight(
+        Effect.sync(() => void counts.get++),
+        store.get(id)
+      )
   }))
 )
 
@@ -48,68 +61,82 @@ const settledRow = (items: Queue.Dequeue<FeedItem>) =>
 
 describe("JobFeed", () => {
   test("fifty followers: one read per wake-up for all; waiting costs no read; a missed notification is covered by the re-check; a late follower reads from its own cursor", async () => {
-    await db.run(Effect.scoped(Effect.gen(function* () {
-      const store = yield* JobStore
-      const bus = yield* JobBus
-      const job = yield* store.enqueue(INPUT, "someone")
-      yield* store.claim("w", 60_000, job.id)
-      // The feed over the counted store and this file's bus, on a clock that moves only when told.
-      const feed = yield* makeJobFeed.pipe(Effect.provide(CountedJobStore), Effect.provideService(JobBus, bus))
-      const follow = (after: number) => feed.follow(job.id, after)
-      const followers = yield* Effect.all(Array.from({ length: 50 }, () => follow(-1)), { concurrency: "unbounded" })
-      yield* store.appendEvent(job.id, delta(0))
-      yield* bus.publish({ _tag: "Events", jobId: job.id })
-      for (const f of followers) expect(seqs(yield* Queue.take(f))).toEqual([0])
+    await db.run(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* JobStore
+          const bus = yield* JobBus
+          const job = yield* store.enqueue(INPUT, "someone")
+          yield* store.claim("w", 60_000, job.id)
+          // The feed over the counted store and this file's bus, on a clock that moves only when told.
+          const feed = yield* makeJobFeed.pipe(Effect.provide(CountedJobStore), Effect.provideService(JobBus, bus))
+          const follow = (after: number) => feed.follow(job.id, after)
+          const followers = yield* Effect.all(
+            Array.from({ length: 50 }, () => follow(-1)),
+            { concurrency: "unbounded" }
+          )
+          yield* store.appendEvent(job.id, delta(0))
+          yield* bus.publish({ _tag: "Events", jobId: job.id })
+          for (const f of followers) expect(seqs(yield* Queue.take(f))).toEqual([0])
 
-      // Reads happen one at a time per job: once all have 0, no read is under way.
-      counts.events = 0
-      counts.get = 0
-      yield* store.appendEvent(job.id, delta(1))
-      yield* bus.publish({ _tag: "Events", jobId: job.id })
-      for (const f of followers) expect(seqs(yield* Queue.take(f))).toEqual([1])
-      expect(counts).toEqual({ events: 1, get: 0 })
+          // Reads happen one at a time per job: once all have 0, no read is under way.
+          counts.events = 0
+          counts.get = 0
+          yield* store.appendEvent(job.id, delta(1))
+          yield* bus.publish({ _tag: "Events", jobId: job.id })
+          for (const f of followers) expect(seqs(yield* Queue.take(f))).toEqual([1])
+          expect(counts).toEqual({ events: 1, get: 0 })
 
-      // Stored without a notification: the next re-check (one query for every followed job) reads it, once for all.
-      yield* store.appendEvent(job.id, delta(2))
-      yield* TestClock.adjust("2 seconds")
-      for (const f of followers) expect(seqs(yield* Queue.take(f))).toEqual([2])
-      if (usingServer()) {
-        // A server notifies of every stored event itself: that wake and the re-check are one read each, for all fifty.
-        expect(counts.events).toBeGreaterThanOrEqual(2)
-        expect(counts.events).toBeLessThanOrEqual(3)
-        expect(counts.get).toBe(0)
-      } else {
-        expect(counts).toEqual({ events: 2, get: 0 })
-      }
+          // Stored without a notification: the next re-check (one query for every followed job) reads it, once for all.
+          yield* store.appendEvent(job.id, delta(2))
+          yield* TestClock.adjust("2 seconds")
+          for (const f of followers) expect(seqs(yield* Queue.take(f))).toEqual([2])
+          if (usingServer()) {
+            // A server notifies of every stored event itself: that wake and the re-check are one read each, for all fifty.
+            expect(counts.events).toBeGreaterThanOrEqual(2)
+            expect(counts.events).toBeLessThanOrEqual(3)
+            expect(counts.get).toBe(0)
+          } else {
+            expect(counts).toEqual({ events: 2, get: 0 })
+          }
 
-      // A follower joining late from seq 0 gets 1 and 2; the others nothing more.
-      const late = yield* follow(0)
-      expect(seqs(yield* Queue.take(late))).toEqual([1, 2])
-      for (const f of followers) expect(yield* Queue.size(f)).toBe(0)
+          // A follower joining late from seq 0 gets 1 and 2; the others nothing more.
+          const late = yield* follow(0)
+          expect(seqs(yield* Queue.take(late))).toEqual([1, 2])
+          for (const f of followers) expect(yield* Queue.size(f)).toBe(0)
 
-      // The end: the terminal event, then the settled row, to everyone.
-      yield* store.appendEvent(job.id, { type: "job.completed", seq: 3, at: at(), summary: "done" })
-      yield* store.settle(job.id, { status: "completed", summary: "done" }, null)
-      yield* bus.publish({ _tag: "Events", jobId: job.id })
-      for (const f of [...followers, late]) {
-        expect(seqs(yield* Queue.take(f))).toEqual([3])
-        expect(yield* settledRow(f)).toBe("completed")
-      }
-    }).pipe(Effect.provide(TestContext.TestContext))))
+          // The end: the terminal event, then the settled row, to everyone.
+          yield* store.appendEvent(job.id, { type: "job.completed", seq: 3, at: at(), summary: "done" })
+          yield* store.settle(job.id, { status: "completed", summary: "done" }, null)
+          yield* bus.publish({ _tag: "Events", jobId: job.id })
+          for (const f of [...followers, late]) {
+            expect(seqs(yield* Queue.take(f))).toEqual([3])
+            expect(yield* settledRow(f)).toBe("completed")
+          }
+        }).pipe(Effect.provide(TestContext.TestContext))
+      )
+    )
   })
 
   test("a job settled without a terminal event: its followers hear the settled row after every stored event", async () => {
-    await db.run(Effect.scoped(Effect.gen(function* () {
-      const store = yield* JobStore
-      const job = yield* store.enqueue(INPUT, "someone")
-      yield* store.claim("w", 60_000, job.id)
-      yield* store.appendEvent(job.id, delta(0))
-      const items = yield* (yield* JobFeed).follow(job.id, -1)
-      expect(seqs(yield* Queue.take(items))).toEqual([0])
-      yield* store.settle(job.id, { status: "failed", reason: "error", message: "crashed" }, null)
-      yield* (yield* JobBus).publish({ _tag: "Events", jobId: job.id })
-      expect(yield* settledRow(items)).toBe("failed")
-    }).pipe(Effect.provide(Layer.provideMerge(JobFeedLayer, Layer.merge(JobStoreLive, JobBusLive))), Effect.provide(TestContext.TestContext))))
+    await db.run(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* JobStore
+          const job = yield* store.enqueue(INPUT, "someone")
+          yield* store.claim("w", 60_000, job.id)
+          yield* store.appendEvent(job.id, delta(0))
+          const items = yield* (yield* JobFeed).follow(job.id, -1)
+          expect(seqs(yield* Queue.take(items))).toEqual([0])
+          yield* store.settle(job.id, { status: "failed", reason: "error", message: "crashed" }, null)
+          yield* (yield* JobBus).publish({ _tag: "Events", jobId: job.id })
+          expect(yield* settledRow(items)).toBe("failed")
+        }).pipe(
+          Effect.provide(Layer.provideMerge(JobFeedLayer, Layer.merge(JobStoreLive, JobBusLive))),
+          Effect.provide(TestContext.TestContext)
+        )
+      )
+    )
   })
 })
 
@@ -135,19 +162,29 @@ describe.skipIf(!usingServer())("JobFeed on a shared server (PostgreSQL server o
 
   test("another process's events and settlement reach this process's followers by notification (the re-check never runs: the clock stands still)", async () => {
     if (other === undefined || here === undefined) throw new Error("the server database is not up")
-    const job = await other.runPromise(Effect.gen(function* () {
-      const store = yield* JobStore
-      const job = yield* store.enqueue(INPUT, "someone")
-      yield* store.claim("w", 60_000, job.id)
-      return job
-    }))
+    const job = await other.runPromise(
+      Effect.gen(function* () {
+        const store = yield* JobStore
+        const job = yield* store.enqueue(INPUT, "someone")
+        yield* store.claim("w", 60_000, job.id)
+        return job
+      })
+    )
     const writer = other
-    await here.runPromise(Effect.scoped(Effect.gen(function* () {
-      const items = yield* (yield* JobFeed).follow(job.id, -1)
-      yield* Effect.promise(() => writer.runPromise(Effect.flatMap(JobStore, (s) => s.appendEvent(job.id, delta(0)))))
-      expect(seqs(yield* Queue.take(items))).toEqual([0])
-      yield* Effect.promise(() => writer.runPromise(Effect.flatMap(JobStore, (s) => s.settle(job.id, { status: "failed", reason: "error", message: "lost" }, null))))
-      expect(yield* settledRow(items)).toBe("failed")
-    }).pipe(Effect.provide(Layer.provide(JobFeedLayer, Layer.merge(JobStoreLive, JobBusLive))), Effect.provide(TestContext.TestContext))))
+    await here.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const items = yield* (yield* JobFeed).follow(job.id, -1)
+          yield* Effect.promise(() => writer.runPromise(Effect.flatMap(JobStore, (s) => s.appendEvent(job.id, delta(0)))))
+          expect(seqs(yield* Queue.take(items))).toEqual([0])
+          yield* Effect.promise(() =>
+            writer.runPromise(
+              Effect.flatMap(JobStore, (s) => s.settle(job.id, { status: "failed", reason: "error", message: "lost" }, null))
+            )
+          )
+          expect(yield* settledRow(items)).toBe("failed")
+        }).pipe(Effect.provide(Layer.provide(JobFeedLayer, Layer.merge(JobStoreLive, JobBusLive))), Effect.provide(TestContext.TestContext))
+      )
+    )
   })
 })

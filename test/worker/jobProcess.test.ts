@@ -19,7 +19,11 @@ const quiet = { onEvent: () => Effect.void, abortRequested: Effect.succeed(false
 
 test("a refusal line → failed/error naming every problem", async () => {
   const settlement = await Effect.runPromise(runJobProcess(envelope({ mode: "refuse" }), quiet, CHILD))
-  expect(settlement).toEqual({ status: "failed", reason: "error", message: "the job was refused: task: must not be empty; model: is unknown" })
+  expect(settlement).toEqual({
+    status: "failed",
+    reason: "error",
+    message: "the job was refused: task: must not be empty; model: is unknown"
+  })
 })
 
 test("the child starts with the job child's JIT settings (JOB_CHILD_JIT_ENV)", async () => {
@@ -64,7 +68,11 @@ test("interrupted (the worker stops) → the child gets SIGTERM and is waited fo
   const program = Effect.gen(function* () {
     const ready = yield* Deferred.make<void>()
     const fiber = yield* Effect.fork(
-      runJobProcess(envelope({ mode: "wait-for-sigterm", marker }), { ...quiet, log: (l) => (l === "ready" ? Deferred.succeed(ready, undefined) : Effect.void) }, CHILD)
+      runJobProcess(
+        envelope({ mode: "wait-for-sigterm", marker }),
+        { ...quiet, log: (l) => (l === "ready" ? Deferred.succeed(ready, undefined) : Effect.void) },
+        CHILD
+      )
     )
     yield* Deferred.await(ready)
     yield* Fiber.interrupt(fiber)

@@ -44,7 +44,9 @@ describe("KINTSUGI_JOB_ROOTS at start-up", () => {
       "resolves outside the job roots (symbolic links followed)",
       "is inside the server's data directory"
     ])
-    expect(boundaryProblems(b, "workspace.readOnly.1", join(dataDir, "secret.key")).map((p) => p.message)).toContain("is or contains the server's secret key file")
+    expect(boundaryProblems(b, "workspace.readOnly.1", join(dataDir, "secret.key")).map((p) => p.message)).toContain(
+      "is or contains the server's secret key file"
+    )
   })
 
   test("a root that is, contains or lies inside a forbidden path, or does not exist, is a configuration error naming it", async () => {
@@ -62,7 +64,10 @@ describe("KINTSUGI_JOB_ROOTS at start-up", () => {
 })
 
 describe("the job child and the envelope's boundary", () => {
-  const provider = createProvider({ baseUrl: "http://127.0.0.1:9/v1", requests: [], append: () => undefined, remaining: () => 0, stop: async () => undefined }, "openai-completions")
+  const provider = createProvider(
+    { baseUrl: "http://127.0.0.1:9/v1", requests: [], append: () => undefined, remaining: () => 0, stop: async () => undefined },
+    "openai-completions"
+  )
 
   test("a boundary that excludes the workspace → exit 2, job.refused naming each path, no other event", async () => {
     const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
@@ -82,7 +87,10 @@ describe("the job child and the envelope's boundary", () => {
     expect(at("job.workspace.root")).toEqual(["resolves outside the job roots (symbolic links followed)"])
     expect(at("job.workspace.outDir")).toEqual(["resolves outside the job roots (symbolic links followed)"])
     expect(at("job.workspace.readOnly.0")).toEqual(["resolves outside the job roots (symbolic links followed)"])
-    expect(at("job.workspace.readOnly.1")).toEqual(["resolves outside the job roots (symbolic links followed)", "is or contains a path reserved for the server"])
+    expect(at("job.workspace.readOnly.1")).toEqual([
+      "resolves outside the job roots (symbolic links followed)",
+      "is or contains a path reserved for the server"
+    ])
     expect(run.stdout).not.toContain(forbidden)
   })
 
@@ -106,7 +114,10 @@ describe("the job child and the envelope's boundary", () => {
 
   test("a malformed boundary is a refusal, not ignored", async () => {
     const dirs = createJobDirs()
-    const run = await runJobChild({ ...createEnvelope(createJob(dirs), [provider]), boundary: { jobRoots: ["relative/root"], forbidden: [] } })
+    const run = await runJobChild({
+      ...createEnvelope(createJob(dirs), [provider]),
+      boundary: { jobRoots: ["relative/root"], forbidden: [] }
+    })
     expect(run.code).toBe(2)
     expect(run.stdout).toContain("boundary.jobRoots.0")
   })
@@ -114,7 +125,10 @@ describe("the job child and the envelope's boundary", () => {
 
 describe("commitOutputs and the job roots", () => {
   const git = (cwd: string, ...args: Array<string>) => {
-    const r = Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd, env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: cwd } })
+    const r = Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], {
+      cwd,
+      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: cwd }
+    })
     return new TextDecoder().decode(r.stdout).trim()
   }
   const createRepo = (at: string) => {

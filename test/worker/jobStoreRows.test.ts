@@ -35,10 +35,14 @@ describe("JobStore rows", () => {
   })
 
   test("StoreUnavailable is a 503 naming the operation, never the driver's message", async () => {
-    const response = errorResponse(new StoreUnavailable({ operation: "JobStore.list", cause: new SqlError({ message: "connect ECONNREFUSED 10.0.0.7:5432" }) }))
+    const response = errorResponse(
+      new StoreUnavailable({ operation: "JobStore.list", cause: new SqlError({ message: "connect ECONNREFUSED 10.0.0.7:5432" }) })
+    )
     expect(response.status).toBe(503)
     const text = await response.text()
-    expect(JSON.parse(text)).toEqual({ error: { code: "store-unavailable", message: "the database did not complete JobStore.list; try again shortly" } })
+    expect(JSON.parse(text)).toEqual({
+      error: { code: "store-unavailable", message: "the database did not complete JobStore.list; try again shortly" }
+    })
     expect(text).not.toContain("10.0.0.7")
   })
 })

@@ -64,10 +64,18 @@ describe("leases", () => {
     if (other !== undefined) expect((await run(Effect.flatMap(JobStore, (s) => s.get(other.id)))).status).toBe("running")
     // The lost worker learns it at its next heartbeat; its late events and settlement change nothing.
     expect(await run(Effect.flatMap(JobStore, (s) => s.heartbeat(job.id, "gone-host:1:0", 15_000)))).toBe(false)
-    await run(Effect.flatMap(JobStore, (s) => s.appendEvent(job.id, { type: "job.completed", seq: 0, at: new Date().toISOString(), summary: "late" })))
+    await run(
+      Effect.flatMap(JobStore, (s) =>
+        s.appendEvent(job.id, { type: "job.completed", seq: 0, at: new Date().toISOString(), summary: "late" })
+      )
+    )
     await run(Effect.flatMap(JobStore, (s) => s.settle(job.id, { status: "completed", summary: "late" }, null)))
     expect(await run(Effect.flatMap(JobStore, (s) => s.events(job.id, -1)))).toEqual([])
-    expect(await run(Effect.flatMap(JobStore, (s) => s.get(job.id)))).toMatchObject({ status: "failed", message: WORKER_LOST, summary: null })
+    expect(await run(Effect.flatMap(JobStore, (s) => s.get(job.id)))).toMatchObject({
+      status: "failed",
+      message: WORKER_LOST,
+      summary: null
+    })
   })
 
   test("a heartbeat keeps the lease: the sweep leaves a live job alone", async () => {
@@ -81,13 +89,24 @@ describe("leases", () => {
 })
 
 const post = (token: string, body: unknown, key?: string) =>
-  app.handle(new Request("http://localhost/api/jobs", {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...(key === undefined ? {} : { "idempotency-key": key }) },
-    body: JSON.stringify(body)
-  }))
+  app.handle(
+    new Request("http://localhost/api/jobs", {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        ...(key === undefined ? {} : { "idempotency-key": key })
+      },
+      body: JSON.stringify(body)
+    })
+  )
 const jobsWithKey = (key: string) =>
-  run(Effect.flatMap(SqlClient, (sql) => sql<{ id: string; createdBy: string }>`SELECT id, created_by FROM runtime.job WHERE idempotency_key = ${key}`))
+  run(
+    Effect.flatMap(
+      SqlClient,
+      (sql) => sql<{ id: string; createdBy: string }>`SELECT id, created_by FROM runtime.job WHERE idempotency_key = ${key}`
+    )
+  )
 
 describe("Idempotency-Key", () => {
   test("the same key twice at once: one job, 201 then 200 with the same id", async () => {
@@ -119,18 +138,35 @@ describe("Idempotency-Key", () => {
 
   test("the portal's run form submitted twice (a double click) starts one job", async () => {
     const s = sessions.manager
-    const headers = { host: "localhost", origin: "http://localhost", "sec-fetch-site": "same-origin", cookie: `__Host-kintsugi-session=${s.cookie}` }
+    const headers = {
+      host: "localhost",
+      origin: "http://localhost",
+      "sec-fetch-site": "same-origin",
+      cookie: `__Host-kintsugi-session=${s.cookie}`
+    }
     const page = await (await app.handle(new Request("http://localhost/agents/codebase-inventory/run", { headers }))).text()
     const key = /name="idempotencyKey" value="([^"]+)"/.exec(page)?.[1] ?? ""
     expect(key).not.toBe("")
     expect(page).toContain("hx-disabled-elt")
     const submit = () =>
-      app.handle(new Request("http://localhost/agents/codebase-inventory/run", {
-        method: "POST",
-        headers,
-        redirect: "manual",
-        body: new URLSearchParams({ _csrf: s.csrf, idempotencyKey: key, task: "t", root: WS, readOnly: join(WS, "src"), outDir: join(WS, "out"), timeoutSec: "60", maxCostUsd: "", project: "" })
-      }))
+      app.handle(
+        new Request("http://localhost/agents/codebase-inventory/run", {
+          method: "POST",
+          headers,
+          redirect: "manual",
+          body: new URLSearchParams({
+            _csrf: s.csrf,
+            idempotencyKey: key,
+            task: "t",
+            root: WS,
+            readOnly: join(WS, "src"),
+            outDir: join(WS, "out"),
+            timeoutSec: "60",
+            maxCostUsd: "",
+            project: ""
+          })
+        })
+      )
     const [a, b] = await Promise.all([submit(), submit()])
     expect([a.status, b.status]).toEqual([303, 303])
     expect(a.headers.get("location")).toBe(b.headers.get("location"))

@@ -26,7 +26,10 @@ const enable = async (project: string, enabled = true) => {
   const r = await h.api("PUT", `/api/projects/${project}/memory`, { enabled })
   expect(r.status).toBe(200)
 }
-const notes = async (project: string, query = "") => (await h.api("GET", `/api/projects/${project}/memory/notes${query}`)).json<{ notes: Array<{ id: string; trust: string; title: string; body: string }> }>().notes
+const notes = async (project: string, query = "") =>
+  (await h.api("GET", `/api/projects/${project}/memory/notes${query}`)).json<{
+    notes: Array<{ id: string; trust: string; title: string; body: string }>
+  }>().notes
 
 describe("project memory through jobs", () => {
   test("save → another agent finds it → a reviewer sees it only once reviewed → forget and recover → the day's log lists it all", async () => {
@@ -36,7 +39,16 @@ describe("project memory through jobs", () => {
     const first = await h.runJob("learner", "alpha")
     expect(first.job.status).toBe("completed")
     expect(first.events.find((e) => e.type === "job.started")).toMatchObject({
-      tools: ["read", "memory_search", "memory_save", "memory_forget", "memory_recover", "memory_daily_log", "scratchpad_read", "scratchpad_write"]
+      tools: [
+        "read",
+        "memory_search",
+        "memory_save",
+        "memory_forget",
+        "memory_recover",
+        "memory_daily_log",
+        "scratchpad_read",
+        "scratchpad_write"
+      ]
     })
     expect(sent(learner.requests[1])).toContain("trust: learned")
     const saved = await notes("alpha")
@@ -44,7 +56,11 @@ describe("project memory through jobs", () => {
     const noteId = saved[0]!.id
 
     // Another agent of the project finds it.
-    const helper = await h.agent("helper", { tools: ["memory_search", "memory_daily_log"] }, [turn("memory_search", { query: "backoff for retries" }), turn("memory_daily_log", {}), done()])
+    const helper = await h.agent("helper", { tools: ["memory_search", "memory_daily_log"] }, [
+      turn("memory_search", { query: "backoff for retries" }),
+      turn("memory_daily_log", {}),
+      done()
+    ])
     expect((await h.runJob("helper", "alpha")).job.status).toBe("completed")
     expect(sent(helper.requests[1])).toContain(`[${noteId}] lesson · learned · Retry policy`)
     expect(sent(helper.requests[1])).toContain("exponential backoff")
@@ -56,12 +72,19 @@ describe("project memory through jobs", () => {
       turn("memory_search", { query: "backoff" }),
       done()
     ]
-    const auditor = await h.agent("auditor", { tools: ["memory"], memoryRole: "reviewer" }, [...auditorSteps(), turn("memory_search", { query: "backoff" }), done()])
+    const auditor = await h.agent("auditor", { tools: ["memory"], memoryRole: "reviewer" }, [
+      ...auditorSteps(),
+      turn("memory_search", { query: "backoff" }),
+      done()
+    ])
     expect((await h.runJob("auditor", "alpha")).job.status).toBe("completed")
     const beforeReview = sent(auditor.requests[2])
     expect(beforeReview).toContain("Audit 1")
     expect(beforeReview).not.toContain("Retry policy")
-    const review = await h.api("POST", `/api/projects/alpha/memory/notes/${noteId}/review`, { decision: "reviewed", note: "Checked against the code." })
+    const review = await h.api("POST", `/api/projects/alpha/memory/notes/${noteId}/review`, {
+      decision: "reviewed",
+      note: "Checked against the code."
+    })
     expect(review.status).toBe(200)
     expect((await h.runJob("auditor", "alpha")).job.status).toBe("completed")
     const afterReview = sent(auditor.requests[4])
@@ -87,7 +110,10 @@ describe("project memory through jobs", () => {
     expect(sent(janitor.requests[6])).toContain(`[${noteId}] lesson · learned · Retry policy`)
 
     // The note's history: every transition with who, from and to.
-    const detail = (await h.api("GET", `/api/projects/alpha/memory/notes/${noteId}`)).json<{ transitions: Array<{ from: string | null; to: string; byKind: string; byName: string }>; revisions: Array<unknown> }>()
+    const detail = (await h.api("GET", `/api/projects/alpha/memory/notes/${noteId}`)).json<{
+      transitions: Array<{ from: string | null; to: string; byKind: string; byName: string }>
+      revisions: Array<unknown>
+    }>()
     expect(detail.transitions.map((t) => `${t.from}→${t.to} by ${t.byKind} ${t.byName}`)).toEqual([
       "null→learned by agent learner",
       "learned→reviewed by person admin",
@@ -97,27 +123,40 @@ describe("project memory through jobs", () => {
     expect(detail.revisions.length).toBe(1)
 
     // The day's log lists all of it.
-    const log = (await h.api("GET", "/api/projects/alpha/memory/log")).json<{ entries: Array<{ kind: string; agentId: string | null; summary: string }> }>()
+    const log = (await h.api("GET", "/api/projects/alpha/memory/log")).json<{
+      entries: Array<{ kind: string; agentId: string | null; summary: string }>
+    }>()
     const kinds = log.entries.map((e) => e.kind)
-    for (const k of ["job.started", "job.finished", "note.saved", "note.reviewed", "note.forgotten", "note.recovered"]) expect(kinds).toContain(k)
-    expect(log.entries.filter((e) => e.kind === "job.finished").map((e) => e.agentId)).toEqual(["learner", "helper", "auditor", "auditor", "janitor", "janitor"])
+    for (const k of ["job.started", "job.finished", "note.saved", "note.reviewed", "note.forgotten", "note.recovered"])
+      expect(kinds).toContain(k)
+    expect(log.entries.filter((e) => e.kind === "job.finished").map((e) => e.agentId)).toEqual([
+      "learner",
+      "helper",
+      "auditor",
+      "auditor",
+      "janitor",
+      "janitor"
+    ])
   })
 
   test("the scratchpad survives a compaction inside one job and is gone for the next job", async () => {
     await enable("scratch")
     const filler = (n: number) => `${n}:${"lorem ipsum dolor ".repeat(400)}`
-    const w = createWindowedModel({
-      api: "openai-completions",
-      window: 6000,
-      turn: (n) =>
-        n === 1
-          ? { toolCalls: [{ name: "scratchpad_write", arguments: { content: "PLAN: check the retry code", mode: "replace" } }] }
-          : n <= 4
-            ? { toolCalls: [{ name: "scratchpad_write", arguments: { content: filler(n), mode: "append" } }] }
-            : n === 5
-              ? { toolCalls: [{ name: "scratchpad_read", arguments: {} }] }
-              : { text: "Done." }
-    }, 40)
+    const w = createWindowedModel(
+      {
+        api: "openai-completions",
+        window: 6000,
+        turn: (n) =>
+          n === 1
+            ? { toolCalls: [{ name: "scratchpad_write", arguments: { content: "PLAN: check the retry code", mode: "replace" } }] }
+            : n <= 4
+              ? { toolCalls: [{ name: "scratchpad_write", arguments: { content: filler(n), mode: "append" } }] }
+              : n === 5
+                ? { toolCalls: [{ name: "scratchpad_read", arguments: {} }] }
+                : { text: "Done." }
+      },
+      40
+    )
     const planner = await h.agent("planner", { tools: ["scratchpad_read", "scratchpad_write"], contextWindow: 6000 }, w.steps)
     const job = await h.runJob("planner", "scratch")
     expect(job.job.status).toBe("completed")

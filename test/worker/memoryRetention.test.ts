@@ -41,7 +41,8 @@ const trustOf = async (projectId: string) =>
 describe("retention", () => {
   test("learned → forgotten after 90 days without review; forgotten and rejected purged 30 days later; scratchpads after 7, logs after 180", async () => {
     await project("ret")
-    const save = (title: string, ms: number) => at(ms)(store((m) => m.save("ret", agent(JOB), { kind: "fact", title, body: `${title} body`, paths: [] })))
+    const save = (title: string, ms: number) =>
+      at(ms)(store((m) => m.save("ret", agent(JOB), { kind: "fact", title, body: `${title} body`, paths: [] })))
     const keep = await save("kept", T0)
     const stale = await save("stale", T0)
     const rejected = await save("rejected", T0)
@@ -80,7 +81,14 @@ describe("retention", () => {
 
   test("per-project retention settings apply", async () => {
     await project("short")
-    expect((await api.request("PUT", "/api/projects/short/memory", { token: api.manager.token, json: { enabled: true, retention: { learnedDays: 2 } } })).status).toBe(200)
+    expect(
+      (
+        await api.request("PUT", "/api/projects/short/memory", {
+          token: api.manager.token,
+          json: { enabled: true, retention: { learnedDays: 2 } }
+        })
+      ).status
+    ).toBe(200)
     await at(T0)(store((m) => m.save("short", agent(JOB), { kind: "fact", title: "brief", body: "b", paths: [] })))
     await at(T0 + 3 * DAY)(store((m) => m.sweep))
     expect(await trustOf("short")).toEqual({ brief: "forgotten" })
@@ -111,18 +119,36 @@ describe("reset", () => {
 describe("bad input to the API", () => {
   test("settings, filters, reviews and log dates: every problem named at once, nothing changed", async () => {
     await project("strict")
-    const [note] = await at(T0)(store((m) => Effect.map(m.save("strict", agent(JOB), { kind: "fact", title: "t", body: "b", paths: [] }), (r) => [r.note])))
+    const [note] = await at(T0)(
+      store((m) => Effect.map(m.save("strict", agent(JOB), { kind: "fact", title: "t", body: "b", paths: [] }), (r) => [r.note]))
+    )
     const before = await storeFingerprint(api)
     const t = api.manager.token
-    const settings = await api.request("PUT", "/api/projects/strict/memory", { token: t, json: { enabled: "yes", retention: { learnedDays: 0 } } })
+    const settings = await api.request("PUT", "/api/projects/strict/memory", {
+      token: t,
+      json: { enabled: "yes", retention: { learnedDays: 0 } }
+    })
     expect(settings.status).toBe(400)
-    expect(settings.json().error.problems.map((p: { path: string }) => p.path).sort()).toEqual(["enabled", "retention.learnedDays"])
+    expect(
+      settings
+        .json()
+        .error.problems.map((p: { path: string }) => p.path)
+        .sort()
+    ).toEqual(["enabled", "retention.learnedDays"])
     const filters = await api.request("GET", "/api/projects/strict/memory/notes?trust=trusted&kind=rumour", { token: t })
     expect(filters.status).toBe(400)
     expect(filters.json().error.problems.map((p: { path: string }) => p.path)).toEqual(["trust", "kind"])
-    const review = await api.request("POST", `/api/projects/strict/memory/notes/${note!.id}/review`, { token: t, json: { decision: "maybe", body: "x".repeat(4001) } })
+    const review = await api.request("POST", `/api/projects/strict/memory/notes/${note!.id}/review`, {
+      token: t,
+      json: { decision: "maybe", body: "x".repeat(4001) }
+    })
     expect(review.status).toBe(400)
-    expect(review.json().error.problems.map((p: { path: string }) => p.path).sort()).toEqual(["body", "decision"])
+    expect(
+      review
+        .json()
+        .error.problems.map((p: { path: string }) => p.path)
+        .sort()
+    ).toEqual(["body", "decision"])
     expect((await api.request("GET", "/api/projects/strict/memory/log?date=2026-13-45", { token: t })).status).toBe(400)
     expect((await api.request("GET", "/api/projects/nope/memory", { token: t })).status).toBe(404)
     expect((await api.request("GET", "/api/projects/strict/memory/notes/not-a-uuid", { token: t })).status).toBe(404)
@@ -131,10 +157,16 @@ describe("bad input to the API", () => {
 
   test("edit before approving: a new revision by the person, then reviewed", async () => {
     const [note] = await api.sql<{ id: string }>("SELECT id FROM memory.note WHERE project_id = 'strict'")
-    const r = await api.request("POST", `/api/projects/strict/memory/notes/${note!.id}/review`, { token: api.manager.token, json: { decision: "reviewed", body: "b, corrected" } })
+    const r = await api.request("POST", `/api/projects/strict/memory/notes/${note!.id}/review`, {
+      token: api.manager.token,
+      json: { decision: "reviewed", body: "b, corrected" }
+    })
     expect(r.status).toBe(200)
     expect(r.json().note).toMatchObject({ trust: "reviewed", body: "b, corrected" })
     const detail = (await api.request("GET", `/api/projects/strict/memory/notes/${note!.id}`, { token: api.manager.token })).json()
-    expect(detail.revisions.map((v: { body: string; editedBy: string | null }) => [v.body, v.editedBy])).toEqual([["b", null], ["b, corrected", "manager"]])
+    expect(detail.revisions.map((v: { body: string; editedBy: string | null }) => [v.body, v.editedBy])).toEqual([
+      ["b", null],
+      ["b, corrected", "manager"]
+    ])
   })
 })

@@ -35,22 +35,42 @@ describe("two serving runtimes on one PostgreSQL", () => {
       const u = new URL(SERVER)
       u.pathname = `/${name}`
       const key = randomBytes(32)
-      const make = () => makeAppRuntime(makeDbLayer({ url: u.toString(), migrate: true }), { secrets: Layer.succeed(SecretBox, makeSecretBox(key)), jobRoots: testJobRoots() })
+      const make = () =>
+        makeAppRuntime(makeDbLayer({ url: u.toString(), migrate: true }), {
+          secrets: Layer.succeed(SecretBox, makeSecretBox(key)),
+          jobRoots: testJobRoots()
+        })
       const a = await make()
       cleanups.push(() => a.dispose())
       const b = await make()
       cleanups.push(() => b.dispose())
 
       await a.runPromise(Effect.orDie(Effect.flatMap(Projects, (p) => p.create({ id: "shared", name: "Shared" }))))
-      await b.runPromise(Effect.flatMap(MemoryStore, (m) => m.putSettings("shared", true, { learnedDays: 90, forgottenDays: 30, scratchpadDays: 7, logDays: 180 }, "admin")))
-      const agent = (i: number) => ({ _tag: "Agent" as const, jobId: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`, agentId: `agent-${i}` })
+      await b.runPromise(
+        Effect.flatMap(MemoryStore, (m) =>
+          m.putSettings("shared", true, { learnedDays: 90, forgottenDays: 30, scratchpadDays: 7, logDays: 180 }, "admin")
+        )
+      )
+      const agent = (i: number) => ({
+        _tag: "Agent" as const,
+        jobId: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
+        agentId: `agent-${i}`
+      })
       // 20 saves of one note, alternating runtimes, all at once.
       await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          (i % 2 === 0 ? a : b).runPromise(Effect.flatMap(MemoryStore, (m) => m.save("shared", agent(i), { kind: "decision", title: "Queue", body: `version ${i}`, paths: [] })))
+          (i % 2 === 0 ? a : b).runPromise(
+            Effect.flatMap(MemoryStore, (m) =>
+              m.save("shared", agent(i), { kind: "decision", title: "Queue", body: `version ${i}`, paths: [] })
+            )
+          )
         )
       )
-      const found = await b.runPromise(Effect.flatMap(MemoryStore, (m) => m.search({ projectId: "shared", jobId: agent(99).jobId, reviewer: false }, "version", undefined, 10)))
+      const found = await b.runPromise(
+        Effect.flatMap(MemoryStore, (m) =>
+          m.search({ projectId: "shared", jobId: agent(99).jobId, reviewer: false }, "version", undefined, 10)
+        )
+      )
       expect(found.length).toBe(1)
       const detail = await a.runPromise(Effect.flatMap(MemoryStore, (m) => m.get("shared", found[0]!.id)))
       expect(detail.revisions.map((r) => r.revision)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
@@ -60,15 +80,26 @@ describe("two serving runtimes on one PostgreSQL", () => {
       const jobId = await a.runPromise(
         Effect.gen(function* () {
           const store = yield* JobStore
-          const job = yield* store.enqueue({ project: "shared", agent: "x", task: "t", workspace: { root, readOnly: [root], outDir: root }, limits: { timeoutSec: 60 } }, "test")
+          const job = yield* store.enqueue(
+            { project: "shared", agent: "x", task: "t", workspace: { root, readOnly: [root], outDir: root }, limits: { timeoutSec: 60 } },
+            "test"
+          )
           yield* store.claim("a", 60_000, job.id)
           return job.id
         })
       )
-      const token = await a.runPromise(Effect.flatMap(ServiceTokens, (t) => t.mint({ jobId, projectId: "shared", agentId: "x", memoryRole: null, tools: ["memory_search"] })))
+      const token = await a.runPromise(
+        Effect.flatMap(ServiceTokens, (t) =>
+          t.mint({ jobId, projectId: "shared", agentId: "x", memoryRole: null, tools: ["memory_search"] })
+        )
+      )
       const call = async (rt: typeof a) => {
         const url = await rt.runPromise(Effect.flatMap(ServicesEndpoint, (e) => e.url))
-        const r = await fetch(`${url}/memory_search`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ query: "version" }) })
+        const r = await fetch(`${url}/memory_search`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ query: "version" })
+        })
         return { status: r.status, text: ((await r.json()) as { text: string }).text }
       }
       const viaB = await call(b)

@@ -57,12 +57,11 @@ const descendants = (root: number): Array<number> => {
   }
   const found: Array<number> = []
   const walk = (pid: number) => {
-    for (const [child, p] of parent) if (p === pid) (found.push(child), walk(child))
+    for (const [child, p] of parent) if (p === pid) found.push(child), walk(child)
   }
   walk(root)
   return found
 }
-
 
 /** Milliseconds left until `deadline` (a bound on a hang). */
 const left = (deadline: number) => Math.max(1, deadline - Date.now())
@@ -87,14 +86,29 @@ describe("three serve processes on one PostgreSQL", () => {
       })
       cleanups.push(() => rt.dispose())
       // Each turn streams for a while (16 frames, 100 ms apart), so jobs are mid-run when the kill comes.
-      const steps: Array<Step> = Array.from({ length: JOBS + 10 }, () => ({ kind: "turn", text: "x".repeat(64), chunkSize: 4, delayMs: 100 }))
+      const steps: Array<Step> = Array.from({ length: JOBS + 10 }, () => ({
+        kind: "turn",
+        text: "x".repeat(64),
+        chunkSize: 4,
+        delayMs: 100
+      }))
       const model: ScriptedServer = await startOpenAIServer(steps)
       cleanups.push(() => model.stop())
       await rt.runPromise(Effect.flatMap(Access, (a) => a.addUser("ops", "a long test password", ["agents.manage", "providers.manage"])))
       const token = await rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken("ops", "test")))
       await rt.runPromise(
         Effect.flatMap(ProviderStore, (p) =>
-          p.create({ kind: "custom", id: "gw", api: "openai-completions", baseUrl: model.baseUrl, apiKey: "sk-multi", models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }] }, "test")
+          p.create(
+            {
+              kind: "custom",
+              id: "gw",
+              api: "openai-completions",
+              baseUrl: model.baseUrl,
+              apiKey: "sk-multi",
+              models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }]
+            },
+            "test"
+          )
         )
       )
       // A custom agent with no output contract: a built-in's contract would give each job a second model
@@ -154,7 +168,12 @@ describe("three serve processes on one PostgreSQL", () => {
         const r = await fetch(`http://127.0.0.1:${s.port}/api/jobs`, {
           method: "POST",
           headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-          body: JSON.stringify({ agent: AGENT, task: `Inventory the code [job-${i}].`, workspace: { root, readOnly: [join(root, "src")], outDir: join(root, "out") }, limits: { timeoutSec: 120 } })
+          body: JSON.stringify({
+            agent: AGENT,
+            task: `Inventory the code [job-${i}].`,
+            workspace: { root, readOnly: [join(root, "src")], outDir: join(root, "out") },
+            limits: { timeoutSec: 120 }
+          })
         })
         expect(r.status).toBe(201)
         ids.push(((await r.json()) as { job: { id: string } }).job.id)
@@ -164,20 +183,28 @@ describe("three serve processes on one PostgreSQL", () => {
 
       // Kill the first server while it runs jobs (its job children are alive).
       const victim = servers[0]!
-      await until(async () => {
-        const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status = 'running' AND worker_id LIKE $1`, [`%:${victim.pid}:%`])
-        return Number(rows[0]?.["n"]) > 0 && descendants(victim.pid).length > 0
-      }, { what: "the victim to run jobs", timeoutMs: left(deadline), everyMs: 100 })
+      await until(
+        async () => {
+          const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status = 'running' AND worker_id LIKE $1`, [
+            `%:${victim.pid}:%`
+          ])
+          return Number(rows[0]?.["n"]) > 0 && descendants(victim.pid).length > 0
+        },
+        { what: "the victim to run jobs", timeoutMs: left(deadline), everyMs: 100 }
+      )
       const orphans = descendants(victim.pid)
       for (const pid of orphans) all.add(pid)
       const running = await sql(`SELECT id FROM runtime.job WHERE status = 'running' AND worker_id LIKE $1`, [`%:${victim.pid}:%`])
       process.kill(victim.pid, "SIGKILL")
       await victim.proc.exited
 
-      await until(async () => {
-        const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status IN ('completed', 'failed')`)
-        return Number(rows[0]?.["n"]) === JOBS
-      }, { what: "all jobs to settle", timeoutMs: left(deadline), everyMs: 100 })
+      await until(
+        async () => {
+          const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status IN ('completed', 'failed')`)
+          return Number(rows[0]?.["n"]) === JOBS
+        },
+        { what: "all jobs to settle", timeoutMs: left(deadline), everyMs: 100 }
+      )
 
       const jobs = await sql(`SELECT id, status, reason, message, worker_id,
           (SELECT count(*)::int FROM runtime.job_event e WHERE e.job_id = j.id AND e.type = 'job.started') AS starts,
@@ -198,7 +225,9 @@ describe("three serve processes on one PostgreSQL", () => {
         expect(victimsJob(j) ? true : j).toBe(true)
       }
       for (const j of jobs.filter(victimsJob)) {
-        expect(j["status"] === "completed" || (j["status"] === "failed" && j["reason"] === "error" && j["message"] === WORKER_LOST) ? "ok" : j).toBe("ok")
+        expect(
+          j["status"] === "completed" || (j["status"] === "failed" && j["reason"] === "error" && j["message"] === WORKER_LOST) ? "ok" : j
+        ).toBe("ok")
       }
       // Everything else completed, once, on a living worker.
       for (const j of jobs.filter((x) => !victimsJob(x))) {

@@ -35,8 +35,13 @@ describe("Projects", () => {
     const missing = await api.run(Effect.flip(Effect.flatMap(Projects, (p) => p.get("nope"))))
     expect(missing._tag).toBe("ProjectNotFound")
     const bad = await api.run(Effect.flip(Effect.flatMap(Projects, (p) => p.create({ id: "outside", name: "Outside", root: elsewhere }))))
-    expect(bad._tag === "ProjectRootInvalid" ? bad.problems : []).toEqual([{ path: "root", message: "resolves outside the job roots (symbolic links followed)" }])
-    const res = await api.request("POST", "/api/projects", { token: api.manager.token, json: { id: "outside", name: "Outside", root: elsewhere } })
+    expect(bad._tag === "ProjectRootInvalid" ? bad.problems : []).toEqual([
+      { path: "root", message: "resolves outside the job roots (symbolic links followed)" }
+    ])
+    const res = await api.request("POST", "/api/projects", {
+      token: api.manager.token,
+      json: { id: "outside", name: "Outside", root: elsewhere }
+    })
     expect(res.status).toBe(400)
     expect(res.text).not.toContain(elsewhere)
     expect(await api.sql("SELECT id FROM runtime.project WHERE id = 'outside'")).toEqual([])
@@ -52,7 +57,12 @@ describe("Projects", () => {
     // Both problems at once; the stored project is unchanged.
     const bad = await api.request("PUT", "/api/projects/pu", { token, json: { name: "", root: "" } })
     expect(bad.status).toBe(400)
-    expect(bad.json<JsonObject>().error.problems.map((p: JsonObject) => p.path).sort()).toEqual(["name", "root"])
+    expect(
+      bad
+        .json<JsonObject>()
+        .error.problems.map((p: JsonObject) => p.path)
+        .sort()
+    ).toEqual(["name", "root"])
     const outside = await api.request("PUT", "/api/projects/pu", { token, json: { name: "Out", root: elsewhere } })
     expect(outside.status).toBe(400)
     expect(outside.text).not.toContain(elsewhere)

@@ -43,7 +43,14 @@ test("runs a built-in agent through its binding and shows progress live", async 
   await rt.runPromise(
     Effect.gen(function* () {
       yield* (yield* ProviderStore).create(
-        { kind: "custom", id: "local", api: "openai-completions", baseUrl: server.baseUrl, apiKey: "sk-local-run-123456", models: [{ id: "m", contextWindow: 64000, maxTokens: 4096 }] },
+        {
+          kind: "custom",
+          id: "local",
+          api: "openai-completions",
+          baseUrl: server.baseUrl,
+          apiKey: "sk-local-run-123456",
+          models: [{ id: "m", contextWindow: 64000, maxTokens: 4096 }]
+        },
         "test"
       )
       yield* (yield* Bindings).set("codebase-inventory", "", { providerId: "local", modelId: "m" }, "test")
@@ -55,19 +62,23 @@ test("runs a built-in agent through its binding and shows progress live", async 
   const work = realpathSync(mkdtempSync(join(tmpdir(), "kintsugi-run-")))
   cleanups.push(() => rmSync(work, { recursive: true, force: true }))
   // The test run's sandbox mode (bubblewrap where it works, else off): the built-in agent is granted shell.
-  const env = { ...childEnv(), NO_PROXY: "127.0.0.1,localhost", KINTSUGI_DATA_DIR: dirname(dataDir), KINTSUGI_SECRET_KEY: secretKey, KINTSUGI_JOB_ROOTS: work, KINTSUGI_URL: "http://127.0.0.1:1" }
+  const env = {
+    ...childEnv(),
+    NO_PROXY: "127.0.0.1,localhost",
+    KINTSUGI_DATA_DIR: dirname(dataDir),
+    KINTSUGI_SECRET_KEY: secretKey,
+    KINTSUGI_JOB_ROOTS: work,
+    KINTSUGI_URL: "http://127.0.0.1:1"
+  }
   mkdirSync(join(work, "src"))
   mkdirSync(join(work, "out"))
   writeFileSync(join(work, "src", "a.ts"), "export const a = 1\n")
-  const child = Bun.spawn(
-    ["bun", CLI, "run", "codebase-inventory", "--task", "Inventory it.", "--read", "src", "--out", "out"],
-    {
-      cwd: work,
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { ...env, HOME: work }
-    }
-  )
+  const child = Bun.spawn(["bun", CLI, "run", "codebase-inventory", "--task", "Inventory it.", "--read", "src", "--out", "out"], {
+    cwd: work,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...env, HOME: work }
+  })
   const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   expect({ code, err: err.slice(0, 500) }).toEqual({ code: 0, err: "" })
   expect(out).toContain("● codebase-inventory v2")
@@ -76,19 +87,24 @@ test("runs a built-in agent through its binding and shows progress live", async 
   expect(out).toContain("wrote inventory.json")
   // One summary line at the end, on a line of its own after the streamed text (which ends without a newline).
   expect(out).toContain("Inventory written.\n  · turn 2")
-  expect(out).toMatch(/\n✔ completed in [\d.]+s · 2 turns · 1100 in \/ 50 out tokens · \$\d+\.\d{4} · job \S+ · outputs: not in a git work tree: left in place\n$/)
+  expect(out).toMatch(
+    /\n✔ completed in [\d.]+s · 2 turns · 1100 in \/ 50 out tokens · \$\d+\.\d{4} · job \S+ · outputs: not in a git work tree: left in place\n$/
+  )
   // The final message once: streamed, not repeated after the verdict.
   expect(out.split("Inventory written.").length - 1).toBe(1)
   expect(existsSync(join(work, "out", "inventory.md"))).toBe(true)
   expect(out).not.toContain("sk-local-run-123456")
 
   // Outside the job roots (and above the data dir): refused with every problem, exit 2, nothing queued.
-  const refused = Bun.spawn(["bun", CLI, "run", "codebase-inventory", "--task", "Read it.", "--read", "/etc", "--read", "missing", "--out", "out"], {
-    cwd: work,
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { ...env, HOME: work }
-  })
+  const refused = Bun.spawn(
+    ["bun", CLI, "run", "codebase-inventory", "--task", "Read it.", "--read", "/etc", "--read", "missing", "--out", "out"],
+    {
+      cwd: work,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...env, HOME: work }
+    }
+  )
   const [rout, rerr, rcode] = await Promise.all([new Response(refused.stdout).text(), new Response(refused.stderr).text(), refused.exited])
   expect({ code: rcode, out: rout }).toEqual({ code: 2, out: "" })
   expect(rerr).toContain("the job was not started")
@@ -102,14 +118,27 @@ test("runs a built-in agent through its binding and shows progress live", async 
   expect(jobs[0]?.n).toBe(1)
 
   // --json (and the short flags): the job's events as NDJSON, then one summary object.
-  const json = Bun.spawn(["bun", CLI, "run", "codebase-inventory", "-t", "Inventory it.", "-r", "src", "-o", "out", "--json"], { cwd: work, stdout: "pipe", stderr: "pipe", env: { ...env, HOME: work } })
+  const json = Bun.spawn(["bun", CLI, "run", "codebase-inventory", "-t", "Inventory it.", "-r", "src", "-o", "out", "--json"], {
+    cwd: work,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...env, HOME: work }
+  })
   const [jout, jerr, jcode] = await Promise.all([new Response(json.stdout).text(), new Response(json.stderr).text(), json.exited])
   expect({ code: jcode, err: jerr.slice(0, 500) }).toEqual({ code: 0, err: "" })
-  const objects = jout.trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)
+  const objects = jout
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
   const events = objects.slice(0, -1)
   expect(events[0]).toMatchObject({ type: "job.started", seq: 0, agentId: "codebase-inventory" })
   expect(events.map((e) => e["seq"])).toEqual(events.map((_, i) => i))
-  expect(events.filter((e) => e["type"] === "message.delta").map((e) => e["text"]).join("")).toBe("Inventory written again.")
+  expect(
+    events
+      .filter((e) => e["type"] === "message.delta")
+      .map((e) => e["text"])
+      .join("")
+  ).toBe("Inventory written again.")
   expect(events.at(-1)?.["type"]).toBe("job.completed")
   const summary = objects.at(-1)
   expect(summary).toMatchObject({

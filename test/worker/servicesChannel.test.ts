@@ -34,7 +34,10 @@ const runningJob = async (project: string) => {
   return rt.runPromise(
     Effect.gen(function* () {
       const store = yield* JobStore
-      const job = yield* store.enqueue({ project, agent: "a", task: "t", workspace: { root, readOnly: [root], outDir: root }, limits: { timeoutSec: 60 } }, "test")
+      const job = yield* store.enqueue(
+        { project, agent: "a", task: "t", workspace: { root, readOnly: [root], outDir: root }, limits: { timeoutSec: 60 } },
+        "test"
+      )
       yield* store.claim("test-worker", 60_000, job.id)
       return job.id
     })
@@ -65,7 +68,9 @@ describe("the services channel", () => {
     const token = await mint(jobId, "alpha", ["memory_search"])
     expect(token).toMatch(/^kst_/)
     // Stored hashed: the row holds its SHA-256, never the token.
-    const stored = await rt.runPromise(Effect.flatMap(SqlClient, (sql) => sql<{ tokenHash: string }>`SELECT token_hash FROM runtime.service_token WHERE job_id = ${jobId}`))
+    const stored = await rt.runPromise(
+      Effect.flatMap(SqlClient, (sql) => sql<{ tokenHash: string }>`SELECT token_hash FROM runtime.service_token WHERE job_id = ${jobId}`)
+    )
     expect(stored.map((r) => r.tokenHash)).toEqual([createHash("sha256").update(token).digest("hex")])
     const ok = await call("memory_search", { query: "retries" }, token)
     expect(ok).toEqual({ status: 200, body: { text: `memory_search in alpha for agent-a: {"query":"retries"}`, isError: false } })

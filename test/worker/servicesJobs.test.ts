@@ -34,7 +34,11 @@ describe("jobs granted service tools", () => {
     expect(prompt).toContain("<research-tools>")
     expect(prompt).toContain("memory_search, memory_save")
     const call = fake.calls.find((c) => c.grant.jobId === job.id)
-    expect(call).toMatchObject({ tool: "memory_search", input: { query: "retry policy" }, grant: { projectId: "alpha", agentId: "recaller", tools: ["memory_search", "memory_save"] } })
+    expect(call).toMatchObject({
+      tool: "memory_search",
+      input: { query: "retry policy" },
+      grant: { projectId: "alpha", agentId: "recaller", tools: ["memory_search", "memory_save"] }
+    })
     const result = events.find((e) => e.type === "tool.result")
     expect(result).toMatchObject({ tool: "memory_search", success: true })
     // The model got the service's answer.

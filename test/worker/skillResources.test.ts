@@ -41,25 +41,40 @@ describe("skill resource files in jobs", () => {
   test("read, ls, grep and find see the listed skill's files at /skills; another skill's are absent; write and edit are refused", async () => {
     await importSkill("house-guide", { "references/guide.md": GUIDE, "scripts/check.sh": "#!/bin/sh\necho ok\n" })
     await importSkill("other-skill", { "references/secret.md": SECRET })
-    const server = await h.agent("guide-reader", { tools: ["read", "ls", "grep", "find", "write", "edit", "codemode"], skills: ["house-guide"] }, [
-      {
-        kind: "turn",
-        toolCalls: [
-          { name: "read", arguments: { path: "/skills/house-guide/references/guide.md" } },
-          { name: "ls", arguments: { path: "/skills" } },
-          { name: "grep", arguments: { pattern: "House rule", path: "/skills" } },
-          { name: "find", arguments: { pattern: "**/*", path: "/skills/house-guide" } },
-          { name: "read", arguments: { path: "/skills/other-skill/references/secret.md" } },
-          { name: "read", arguments: { path: "/skills/house-guide/../other-skill/references/secret.md" } },
-          { name: "write", arguments: { path: "/skills/house-guide/references/guide.md", content: "replaced\n" } },
-          { name: "edit", arguments: { path: "/skills/house-guide/references/guide.md", edits: [{ oldText: "42", newText: "43" }] } },
-          { name: "ls", arguments: { path: "/skills/.." } }
-        ]
-      },
-      { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "/skills/house-guide/references/guide.md" } }] },
-      { kind: "turn", toolCalls: [{ name: "codemode", arguments: { script: 'print((await tools.read({ path: "/skills/house-guide/scripts/check.sh" })).includes("echo ok") ? "inner read ok" : "missing")' } }] },
-      { kind: "turn", text: "Read the guide." }
-    ])
+    const server = await h.agent(
+      "guide-reader",
+      { tools: ["read", "ls", "grep", "find", "write", "edit", "codemode"], skills: ["house-guide"] },
+      [
+        {
+          kind: "turn",
+          toolCalls: [
+            { name: "read", arguments: { path: "/skills/house-guide/references/guide.md" } },
+            { name: "ls", arguments: { path: "/skills" } },
+            { name: "grep", arguments: { pattern: "House rule", path: "/skills" } },
+            { name: "find", arguments: { pattern: "**/*", path: "/skills/house-guide" } },
+            { name: "read", arguments: { path: "/skills/other-skill/references/secret.md" } },
+            { name: "read", arguments: { path: "/skills/house-guide/../other-skill/references/secret.md" } },
+            { name: "write", arguments: { path: "/skills/house-guide/references/guide.md", content: "replaced\n" } },
+            { name: "edit", arguments: { path: "/skills/house-guide/references/guide.md", edits: [{ oldText: "42", newText: "43" }] } },
+            { name: "ls", arguments: { path: "/skills/.." } }
+          ]
+        },
+        { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "/skills/house-guide/references/guide.md" } }] },
+        {
+          kind: "turn",
+          toolCalls: [
+            {
+              name: "codemode",
+              arguments: {
+                script:
+                  'print((await tools.read({ path: "/skills/house-guide/scripts/check.sh" })).includes("echo ok") ? "inner read ok" : "missing")'
+              }
+            }
+          ]
+        },
+        { kind: "turn", text: "Read the guide." }
+      ]
+    )
     // The skill's page lists the files where jobs read them.
     const skillPage = await h.api("GET", "/agent-skills/house-guide")
     expect(skillPage.status).toBe(200)
@@ -89,7 +104,11 @@ describe("skill resource files in jobs", () => {
     expect(events.filter((e) => e.type === "output")).toEqual([])
     // codemode's inner calls go through the same confined tools.
     expect(toolResultsOf(server.requests[3]!).at(-1)).toBe("inner read ok")
-    expect(toolResults(events).filter((e) => e.success).map((e) => e.tool)).toEqual(["read", "ls", "grep", "find", "read", "codemode"])
+    expect(
+      toolResults(events)
+        .filter((e) => e.success)
+        .map((e) => e.tool)
+    ).toEqual(["read", "ls", "grep", "find", "read", "codemode"])
     // The prompt says where the files are, beside the skill, with each file's path.
     const prompt = systemPromptOf(server.requests[0]!.body)
     expect(prompt).toContain("read-only under /skills/house-guide/")
@@ -98,7 +117,13 @@ describe("skill resource files in jobs", () => {
 
     // An agent that lists no skill with resources has no /skills at all.
     const plain = await h.agent("no-skills", { tools: ["read", "ls"] }, [
-      { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "/skills/house-guide/references/guide.md" } }, { name: "ls", arguments: { path: "/skills" } }] },
+      {
+        kind: "turn",
+        toolCalls: [
+          { name: "read", arguments: { path: "/skills/house-guide/references/guide.md" } },
+          { name: "ls", arguments: { path: "/skills" } }
+        ]
+      },
       { kind: "turn", text: "Nothing." }
     ])
     expect((await h.runJob("no-skills", undefined)).job.status).toBe("completed")
@@ -109,7 +134,15 @@ describe("skill resource files in jobs", () => {
     const server = await h.agent("guide-shell", { tools: ["shell"], skills: ["house-guide"] }, [
       {
         kind: "turn",
-        toolCalls: [{ name: "shell", arguments: { command: "cat /skills/house-guide/references/guide.md; echo x > /skills/house-guide/references/guide.md || echo WRITE-REFUSED; ls /skills" } }]
+        toolCalls: [
+          {
+            name: "shell",
+            arguments: {
+              command:
+                "cat /skills/house-guide/references/guide.md; echo x > /skills/house-guide/references/guide.md || echo WRITE-REFUSED; ls /skills"
+            }
+          }
+        ]
       },
       { kind: "turn", text: "Done." }
     ])

@@ -38,7 +38,10 @@ const servers: Array<ScriptedServer> = []
 const dirs: Array<string> = []
 
 const git = (cwd: string, ...args: Array<string>) => {
-  const r = Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd, env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: cwd } })
+  const r = Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], {
+    cwd,
+    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: cwd }
+  })
   return new TextDecoder().decode(r.stdout).trim()
 }
 
@@ -59,7 +62,9 @@ const createRepo = () => {
 const api = async (method: string, path: string, body?: unknown) => {
   const headers: Record<string, string> = { authorization: `Bearer ${token}` }
   if (body !== undefined) headers["content-type"] = "application/json"
-  const r = await app.handle(new Request(`${ORIGIN}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) }))
+  const r = await app.handle(
+    new Request(`${ORIGIN}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+  )
   return { status: r.status, text: await r.text() }
 }
 
@@ -69,17 +74,30 @@ const useProvider = async (id: string, steps: ReadonlyArray<Step>) => {
   await rt.runPromise(
     Effect.flatMap(ProviderStore, (p) =>
       p.create(
-        { kind: "custom", id, api: "openai-completions", baseUrl: server.baseUrl, apiKey: KEY, models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }] },
+        {
+          kind: "custom",
+          id,
+          api: "openai-completions",
+          baseUrl: server.baseUrl,
+          apiKey: KEY,
+          models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }]
+        },
         "test"
       )
     )
   )
   return server
 }
-const bind = (agent: string, provider: string) => rt.runPromise(Effect.flatMap(Bindings, (b) => b.set(agent, "", { providerId: provider, modelId: "m" }, "test")))
+const bind = (agent: string, provider: string) =>
+  rt.runPromise(Effect.flatMap(Bindings, (b) => b.set(agent, "", { providerId: provider, modelId: "m" }, "test")))
 
 const startJob = async (agent: string, repo: { root: string; src: string; out: string }, limits: Record<string, unknown> = {}) => {
-  const r = await api("POST", "/api/jobs", { agent, task: "Inventory the code.", workspace: { root: repo.root, readOnly: [repo.src], outDir: repo.out }, limits: { timeoutSec: 60, ...limits } })
+  const r = await api("POST", "/api/jobs", {
+    agent,
+    task: "Inventory the code.",
+    workspace: { root: repo.root, readOnly: [repo.src], outDir: repo.out },
+    limits: { timeoutSec: 60, ...limits }
+  })
   expect(r.status).toBe(201)
   return (JSON.parse(r.text) as { job: JobRow }).job
 }
@@ -155,7 +173,9 @@ describe("the worker", () => {
     expect(done).toMatchObject({ status: "completed", grounding: { grounded: 1, ungrounded: 1, unknown: 0, required: false } })
     const viaApi = JSON.parse((await api("GET", `/api/jobs/${job.id}`)).text) as { job: JobRow }
     expect(viaApi.job.grounding).toEqual({ grounded: 1, ungrounded: 1, unknown: 0, required: false })
-    const stored = JSON.parse((await api("GET", `/api/jobs/${job.id}/events?format=json`)).text) as { events: Array<{ type: string; citations?: unknown }> }
+    const stored = JSON.parse((await api("GET", `/api/jobs/${job.id}/events?format=json`)).text) as {
+      events: Array<{ type: string; citations?: unknown }>
+    }
     expect(stored.events.find((e) => e.type === "grounding")?.citations).toEqual([
       { status: "ungrounded", path: "src/app.ts", firstLine: 40, lastLine: 40, file: "inventory.md", at: 3 },
       { status: "grounded", path: "src/app.ts", firstLine: 1, lastLine: 1, file: "inventory.md", at: 3 }
@@ -172,7 +192,12 @@ describe("the worker", () => {
     await until(() => server.requests.length > 0, { what: "the model's first request", timeoutMs: 60_000 })
     // Only this test process's own job children.
     const ps = Bun.spawnSync(["pgrep", "-P", String(process.pid), "-f", "run-job"])
-    const pids = new TextDecoder().decode(ps.stdout).split("\n").filter(Boolean).map(Number).filter((p) => p !== process.pid)
+    const pids = new TextDecoder()
+      .decode(ps.stdout)
+      .split("\n")
+      .filter(Boolean)
+      .map(Number)
+      .filter((p) => p !== process.pid)
     expect(pids.length).toBeGreaterThan(0)
     for (const pid of pids) process.kill(pid, "SIGKILL")
     const done = await waitSettled(job.id)
@@ -213,16 +238,40 @@ describe("the worker", () => {
     const failed = settled.filter((j) => j.status !== "completed")
     const eventsOf = (id: string) =>
       rt.runPromise(
-        Effect.flatMap(SqlClient, (sql) => sql<{ event: Record<string, unknown> }>`SELECT event FROM runtime.job_event WHERE job_id = ${id} ORDER BY seq`)
+        Effect.flatMap(
+          SqlClient,
+          (sql) => sql<{ event: Record<string, unknown> }>`SELECT event FROM runtime.job_event WHERE job_id = ${id} ORDER BY seq`
+        )
       )
     const story = async (j: JobRow) =>
       (await eventsOf(j.id))
-        .map(({ event: e }) => [e["type"], e["tool"], e["path"], e["success"], e["summary"], e["reason"], e["message"], e["name"], e["status"], e["attributes"] === undefined ? undefined : JSON.stringify(e["attributes"])].filter((x) => x !== undefined).join(" "))
+        .map(({ event: e }) =>
+          [
+            e["type"],
+            e["tool"],
+            e["path"],
+            e["success"],
+            e["summary"],
+            e["reason"],
+            e["message"],
+            e["name"],
+            e["status"],
+            e["attributes"] === undefined ? undefined : JSON.stringify(e["attributes"])
+          ]
+            .filter((x) => x !== undefined)
+            .join(" ")
+        )
         .filter((line) => !line.startsWith("message.delta"))
-    expect(await Promise.all(failed.map(async (j) => ({ status: j.status, reason: j.reason, message: j.message, events: await story(j) })))).toEqual([])
+    expect(
+      await Promise.all(failed.map(async (j) => ({ status: j.status, reason: j.reason, message: j.message, events: await story(j) })))
+    ).toEqual([])
     expect(server.requests.length).toBe(16)
     const starts = await rt.runPromise(
-      Effect.flatMap(SqlClient, (sql) => sql<{ jobId: string; n: string }>`SELECT job_id, count(*) AS n FROM runtime.job_event WHERE type = 'job.started' GROUP BY job_id`)
+      Effect.flatMap(
+        SqlClient,
+        (sql) =>
+          sql<{ jobId: string; n: string }>`SELECT job_id, count(*) AS n FROM runtime.job_event WHERE type = 'job.started' GROUP BY job_id`
+      )
     )
     const ours = starts.filter((s) => jobs.some((j) => j.id === s.jobId))
     expect(ours.length).toBe(8)
@@ -235,7 +284,15 @@ describe("the worker", () => {
     const repo = createRepo()
     const job = await rt.runPromise(
       Effect.flatMap(JobStore, (s) =>
-        s.enqueue({ agent: "risk-quality", task: "Inventory the code.", workspace: { root: repo.root, readOnly: [repo.src], outDir: repo.out }, limits: { timeoutSec: 60 } }, "ops")
+        s.enqueue(
+          {
+            agent: "risk-quality",
+            task: "Inventory the code.",
+            workspace: { root: repo.root, readOnly: [repo.src], outDir: repo.out },
+            limits: { timeoutSec: 60 }
+          },
+          "ops"
+        )
       )
     )
     await rt.runPromise(Effect.flatMap(JobBus, (b) => b.publish({ _tag: "Queued" })))
@@ -246,8 +303,10 @@ describe("the worker", () => {
 
   test("the key is in no database column, no event, no API response and no log line", async () => {
     const dump = await rt.runPromise(
-      Effect.flatMap(SqlClient, (sql) =>
-        sql<{ t: string }>`SELECT string_agg(row_to_json(x)::text, ' ') AS t FROM (
+      Effect.flatMap(
+        SqlClient,
+        (sql) =>
+          sql<{ t: string }>`SELECT string_agg(row_to_json(x)::text, ' ') AS t FROM (
           SELECT * FROM admin.llm_provider) x
           UNION ALL SELECT string_agg(event::text, ' ') FROM runtime.job_event
           UNION ALL SELECT string_agg(row_to_json(j)::text, ' ') FROM runtime.job j`
@@ -262,7 +321,13 @@ describe("the worker", () => {
     }
     expect(logs.join("\n")).not.toContain(KEY)
     // Read through Config: even where the server's configuration holds them, the child never gets them.
-    const config = ConfigProvider.fromMap(new Map([["PATH", "/usr/bin"], ["DATABASE_URL", "postgres://x"], ["KINTSUGI_SECRET_KEY", KEY]]))
+    const config = ConfigProvider.fromMap(
+      new Map([
+        ["PATH", "/usr/bin"],
+        ["DATABASE_URL", "postgres://x"],
+        ["KINTSUGI_SECRET_KEY", KEY]
+      ])
+    )
     const env = Effect.runSync(Effect.withConfigProvider(childEnvironment, config))
     expect(env["PATH"]).toBe("/usr/bin")
     expect(Object.keys(env)).not.toContain("DATABASE_URL")

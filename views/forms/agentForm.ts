@@ -165,13 +165,17 @@ export const mainFile = (form: AgentForm): string => `${displayName(form.name)}.
 export const filesOfForm = (form: AgentForm): Either.Either<Array<{ path: string; content: string }>, Array<Problem>> => {
   const problems: Array<Problem> = []
   const audience = decodeAll(Audience)(form.audience)
-  if (Either.isLeft(audience)) problems.push(...audience.left.map((p) => ({ path: `${mainFile(form)}#metadata.audience`, message: p.message })))
+  if (Either.isLeft(audience))
+    problems.push(...audience.left.map((p) => ({ path: `${mainFile(form)}#metadata.audience`, message: p.message })))
   const thinking = form.thinking === "" ? Either.right(undefined) : decodeAll(ThinkingLevel)(form.thinking)
   if (Either.isLeft(thinking)) problems.push(...thinking.left.map((p) => ({ path: `${mainFile(form)}#thinking`, message: p.message })))
   // One output per line: a file name, or a file name and its schema's path.
   const outputs = listLines(form.outputs).map((l) => ({ ...l, words: l.text.trim().split(/\s+/) }))
   for (const o of outputs.filter((o) => o.words.length > 2)) {
-    problems.push({ path: `${mainFile(form)}#outputs`, message: `line ${o.line}: write a file name, or a file name and its schema (schemas/<name>.json), separated by a space` })
+    problems.push({
+      path: `${mainFile(form)}#outputs`,
+      message: `line ${o.line}: write a file name, or a file name and its schema (schemas/<name>.json), separated by a space`
+    })
   }
   if (Either.isLeft(audience) || Either.isLeft(thinking) || problems.length > 0) return Either.left(problems)
   const tools = toolsOf(form)
@@ -202,7 +206,21 @@ export interface PlacedProblems {
   readonly general: ReadonlyArray<Problem>
 }
 
-export const FIELD_SLOTS = ["name", "version", "description", "audience", "tools", "otherTools", "skills", "thinking", "deny", "grounding", "gate", "outputs", "instructions"] as const
+export const FIELD_SLOTS = [
+  "name",
+  "version",
+  "description",
+  "audience",
+  "tools",
+  "otherTools",
+  "skills",
+  "thinking",
+  "deny",
+  "grounding",
+  "gate",
+  "outputs",
+  "instructions"
+] as const
 
 const FRONT_MATTER_SLOT: ReadonlyArray<readonly [RegExp, string]> = [
   [/^name$/, "name"],

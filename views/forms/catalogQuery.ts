@@ -4,7 +4,15 @@
  */
 import { type CatalogQuery, type CatalogSort, defaultOrder, parsePortalCatalogQuery } from "../../src/agents/catalogQuery.ts"
 
-export { AUDIENCE_FILTERS, defaultOrder, isFiltered, KINDS, STATES, type CatalogQuery, type CatalogSort } from "../../src/agents/catalogQuery.ts"
+export {
+  AUDIENCE_FILTERS,
+  defaultOrder,
+  isFiltered,
+  KINDS,
+  STATES,
+  type CatalogQuery,
+  type CatalogSort
+} from "../../src/agents/catalogQuery.ts"
 
 export const parseCatalogQuery = parsePortalCatalogQuery
 

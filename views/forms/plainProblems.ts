@@ -24,7 +24,9 @@ export const plainMessage = (message: string): string => {
   const name = NAME_PATTERN.exec(message)
   if (name !== null) {
     const max = name[1] ?? name[2]
-    return message.replace(NAME_PATTERN, `${NAME_RULE}${max === undefined ? "" : ` (at most ${max} characters)`}`).replace(/^skill name /, "")
+    return message
+      .replace(NAME_PATTERN, `${NAME_RULE}${max === undefined ? "" : ` (at most ${max} characters)`}`)
+      .replace(/^skill name /, "")
   }
   for (const [pattern, rewrite] of REWRITES) {
     const m = pattern.exec(message.trim())
@@ -37,7 +39,11 @@ export const plainMessage = (message: string): string => {
 export const plainPath = (path: string, labels: Readonly<Record<string, string>> = {}): string => {
   const key = path.includes("#") ? path.slice(path.indexOf("#") + 1) : path
   if (labels[key] !== undefined) return labels[key]
-  const last = key.split(".").filter((p) => !/^\d+$/.test(p)).pop() ?? key
+  const last =
+    key
+      .split(".")
+      .filter((p) => !/^\d+$/.test(p))
+      .pop() ?? key
   return labels[last] ?? last.replace(/([a-z])([A-Z])/g, "$1 $2").replace(/^./, (c) => c.toUpperCase())
 }
 

@@ -42,7 +42,17 @@ export interface CustomForm {
   readonly models: ReadonlyArray<ModelRow>
 }
 
-const blankModelRow = (key: string): ModelRow => ({ key, id: "", contextWindow: "128000", maxTokens: "8192", thinking: ["off"], input: "", output: "", cacheRead: "", cacheWrite: "" })
+const blankModelRow = (key: string): ModelRow => ({
+  key,
+  id: "",
+  contextWindow: "128000",
+  maxTokens: "8192",
+  thinking: ["off"],
+  input: "",
+  output: "",
+  cacheRead: "",
+  cacheWrite: ""
+})
 export const blankCustomForm = (): CustomForm => ({ id: "", api: "openai-completions", baseUrl: "", models: [blankModelRow("m0")] })
 
 export const customFormOf = (p: ProviderView): CustomForm => ({
@@ -102,15 +112,34 @@ export const customInput = (form: CustomForm, f: Fields): Record<string, unknown
       maxTokens: num(m.maxTokens),
       reasoning: levels.some((l) => l !== "off"),
       thinkingLevels: levels,
-      ...(prices.every((p) => p === "") ? {} : { cost: { input: num(m.input || "0"), output: num(m.output || "0"), cacheRead: num(m.cacheRead || "0"), cacheWrite: num(m.cacheWrite || "0") } })
+      ...(prices.every((p) => p === "")
+        ? {}
+        : {
+            cost: {
+              input: num(m.input || "0"),
+              output: num(m.output || "0"),
+              cacheRead: num(m.cacheRead || "0"),
+              cacheWrite: num(m.cacheWrite || "0")
+            }
+          })
     }
   })
 })
 
-export const builtinInput = (f: Fields, id?: string): Record<string, unknown> => ({ kind: "builtin", id: id ?? text(f, "id"), builtin: text(f, "builtin"), ...apiKeyOf(f) })
+export const builtinInput = (f: Fields, id?: string): Record<string, unknown> => ({
+  kind: "builtin",
+  id: id ?? text(f, "id"),
+  builtin: text(f, "builtin"),
+  ...apiKeyOf(f)
+})
 
 /** Problems by slot: a top-level field name, `row-<key>` for a model row, or `general`. */
-export const placeByRow = (problems: ReadonlyArray<Problem>, rowKeys: ReadonlyArray<string>, fields: ReadonlyArray<string>, rowsField = "models"): Map<string, Array<Problem>> => {
+export const placeByRow = (
+  problems: ReadonlyArray<Problem>,
+  rowKeys: ReadonlyArray<string>,
+  fields: ReadonlyArray<string>,
+  rowsField = "models"
+): Map<string, Array<Problem>> => {
   const bySlot = new Map<string, Array<Problem>>()
   const add = (slot: string, p: Problem) => bySlot.set(slot, [...(bySlot.get(slot) ?? []), p])
   for (const p of problems) {
@@ -139,7 +168,14 @@ export interface McpForm {
   readonly allowPrivateNetwork: boolean
 }
 
-export const blankMcpForm = (): McpForm => ({ name: "", url: "", headers: [], timeoutSec: "30", allowedTools: "", allowPrivateNetwork: false })
+export const blankMcpForm = (): McpForm => ({
+  name: "",
+  url: "",
+  headers: [],
+  timeoutSec: "30",
+  allowedTools: "",
+  allowPrivateNetwork: false
+})
 
 export const mcpFormOf = (s: McpServerView): McpForm => ({
   name: s.name,
@@ -153,7 +189,9 @@ export const mcpFormOf = (s: McpServerView): McpForm => ({
 export const mcpFormFrom = (f: Fields, name?: string): McpForm => ({
   name: name ?? text(f, "name"),
   url: text(f, "url"),
-  headers: keysOf(f, "headerKey").map((key) => ({ key, name: text(f, `h.${key}.name`) })).filter((h) => h.name !== ""),
+  headers: keysOf(f, "headerKey")
+    .map((key) => ({ key, name: text(f, `h.${key}.name`) }))
+    .filter((h) => h.name !== ""),
   timeoutSec: text(f, "timeoutSec"),
   allowedTools: text(f, "allowedTools"),
   allowPrivateNetwork: f.get("allowPrivateNetwork") === "on"

@@ -38,7 +38,12 @@ const tokenRow = (ctx: PageContext, t: TokenView): Html => html`<tr>
 export const accountPage = (
   ctx: PageContext,
   tokens: ReadonlyArray<TokenView>,
-  options: { readonly form: TokenForm; readonly problems: ReadonlyArray<Problem>; readonly created: { readonly name: string; readonly secret: string } | null; readonly notice: string | null }
+  options: {
+    readonly form: TokenForm
+    readonly problems: ReadonlyArray<Problem>
+    readonly created: { readonly name: string; readonly secret: string } | null
+    readonly notice: string | null
+  }
 ): Html => {
   const problemsAt = (slot: string) => options.problems.filter((p) => tokenSlot(p) === slot)
   return layout(
@@ -70,7 +75,11 @@ export const accountPage = (
   <form method="post" action="/account/tokens" class="stack card" novalidate data-unsaved-guard>
     <h2>New token</h2>
     ${csrfField(ctx)}
-    ${placedSummary(options.problems.map((p) => [tokenSlot(p), p] as const), TOKEN_LABELS, "token-general")}
+    ${placedSummary(
+      options.problems.map((p) => [tokenSlot(p), p] as const),
+      TOKEN_LABELS,
+      "token-general"
+    )}
     ${generalProblems("token-general", problemsAt("general"))}
     <div class="grid-2">
       <div class="field"><label for="f-name">Name</label>
@@ -91,13 +100,21 @@ export interface PasswordForm {
   readonly problems: ReadonlyArray<Problem>
 }
 
-const PASSWORD_LABELS: Readonly<Record<string, string>> = { currentPassword: "Current password", newPassword: "New password", confirmPassword: "New password again" }
+const PASSWORD_LABELS: Readonly<Record<string, string>> = {
+  currentPassword: "Current password",
+  newPassword: "New password",
+  confirmPassword: "New password again"
+}
 const passwordSlot = (p: Problem): string => (p.path in PASSWORD_LABELS ? p.path : "general")
 
 /** Your password: the current one, the new one twice. Your other sessions end; this one stays. */
 export const passwordPage = (ctx: PageContext, form: PasswordForm): Html => {
   const problemsAt = (slot: string) => form.problems.filter((p) => passwordSlot(p) === slot)
-  const field = (name: string, autocomplete: string, hint: string) => html`<div class="field"><label for="f-${name}">${PASSWORD_LABELS[name] ?? name}</label>
+  const field = (
+    name: string,
+    autocomplete: string,
+    hint: string
+  ) => html`<div class="field"><label for="f-${name}">${PASSWORD_LABELS[name] ?? name}</label>
       ${hint === "" ? html`` : html`<p class="hint" id="hint-${name}">${hint}</p>`}
       <input id="f-${name}" name="${name}" type="password" autocomplete="${autocomplete}" aria-describedby="${hint === "" ? "" : `hint-${name} `}${slotId(name)}">
       ${fieldProblems(name, problemsAt(name))}</div>`
@@ -108,7 +125,11 @@ export const passwordPage = (ctx: PageContext, form: PasswordForm): Html => {
   ${pageHeader("Change password", { crumbs: [["/account", "API tokens"]] })}
   <form method="post" action="/account/password" class="stack card narrow" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
-    ${placedSummary(form.problems.map((p) => [passwordSlot(p), p] as const), PASSWORD_LABELS, "password-general")}
+    ${placedSummary(
+      form.problems.map((p) => [passwordSlot(p), p] as const),
+      PASSWORD_LABELS,
+      "password-general"
+    )}
     ${generalProblems("password-general", problemsAt("general"))}
     <input type="text" name="username" autocomplete="username" value="${ctx.viewer?.username ?? ""}" hidden>
     ${field("currentPassword", "current-password", "")}

@@ -60,13 +60,27 @@ const manifest = (form: AgentForm, placed: PlacedProblems, creating: boolean, bo
     <div class="grid-2">
       ${
         creating
-          ? field("name", "Name", (d) => html`<input id="f-name" name="name" value="${form.name}" required${NAME_RULES} autocomplete="off" spellcheck="false" aria-describedby="${d}">`, placed, "Lower-case letters, digits and dashes, starting with a letter. It cannot change later.")
+          ? field(
+              "name",
+              "Name",
+              (d) =>
+                html`<input id="f-name" name="name" value="${form.name}" required${NAME_RULES} autocomplete="off" spellcheck="false" aria-describedby="${d}">`,
+              placed,
+              "Lower-case letters, digits and dashes, starting with a letter. It cannot change later."
+            )
           : html`<input type="hidden" name="name" value="${form.name}">${fieldProblems("name", placed.bySlot.get("name"))}`
       }
       <input type="hidden" name="version" value="${form.version}">${fieldProblems("version", placed.bySlot.get("version"))}
-      ${field("audience", "Audience", (d) => html`<select id="f-audience" name="audience" aria-describedby="${d}">${["runtime", "member"].map(
-        (a) => html`<option value="${a}"${form.audience === a ? html` selected` : html``}>${a === "runtime" ? "runtime (runs as a job)" : "member"}</option>`
-      )}</select>`, placed)}
+      ${field(
+        "audience",
+        "Audience",
+        (d) =>
+          html`<select id="f-audience" name="audience" aria-describedby="${d}">${["runtime", "member"].map(
+            (a) =>
+              html`<option value="${a}"${form.audience === a ? html` selected` : html``}>${a === "runtime" ? "runtime (runs as a job)" : "member"}</option>`
+          )}</select>`,
+        placed
+      )}
       ${thinkingSelect(form, boundModel, placed)}
     </div>
     ${field("description", "Description", (d) => textArea("f-description", "description", form.description, 2, d, html` required`), placed)}
@@ -179,7 +193,10 @@ export const editorPage = (ctx: PageContext, props: EditorProps): Html =>
     html`
   ${
     props.agent === null
-      ? pageHeader("New agent", { crumbs: [["/agents", "Agents"]], meta: html`<p class="muted">Fill in the manifest and the instructions; problems show while you type.</p>` })
+      ? pageHeader("New agent", {
+          crumbs: [["/agents", "Agents"]],
+          meta: html`<p class="muted">Fill in the manifest and the instructions; problems show while you type.</p>`
+        })
       : agentHeader(ctx, props.agent, "agent", props.notice, props.copy ?? null)
   }
   ${editorForm(ctx, props)}`

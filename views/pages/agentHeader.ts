@@ -80,7 +80,13 @@ const deleteForm = (ctx: PageContext, agent: AgentView): Html => html`
     </form>
   </details>`
 
-export const agentHeader = (ctx: PageContext, agent: AgentView, active: AgentTab, notice: string | null, copy: CopyRefusal | null = null): Html => {
+export const agentHeader = (
+  ctx: PageContext,
+  agent: AgentView,
+  active: AgentTab,
+  notice: string | null,
+  copy: CopyRefusal | null = null
+): Html => {
   const manage = ctx.viewer?.canManage === true
   const actions = html`
     ${manage && agent.enabled && agent.problems.length === 0 ? html`<a class="button primary" href="${agentHref(agent.name, "/run")}">Run a job</a>` : html``}

@@ -10,7 +10,9 @@ import { layout, type PageContext } from "../layout.ts"
 import { agentHeader, type CopyRefusal } from "./agentHeader.ts"
 
 const list = (items: ReadonlyArray<string> | undefined, none: string, item: (s: string) => Html = (s) => html`<code>${s}</code>`): Html =>
-  items === undefined || items.length === 0 ? html`<span class="muted">${none}</span>` : html`<ul class="inline-list">${items.map((s) => html`<li>${item(s)}</li>`)}</ul>`
+  items === undefined || items.length === 0
+    ? html`<span class="muted">${none}</span>`
+    : html`<ul class="inline-list">${items.map((s) => html`<li>${item(s)}</li>`)}</ul>`
 
 const fileBlock = (title: string, content: string): Html => html`
   <details class="file-block">

@@ -7,7 +7,17 @@ import type { AgentView } from "../../src/agents/AgentStore.ts"
 import type { Binding } from "../../src/providers/Bindings.ts"
 import type { ProviderView } from "../../src/providers/ProviderStore.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
-import { agentHref, alert, canManageProviders, emptyState, fieldProblems, generalProblems, placedSummary, postInPlace, time } from "../components.ts"
+import {
+  agentHref,
+  alert,
+  canManageProviders,
+  emptyState,
+  fieldProblems,
+  generalProblems,
+  placedSummary,
+  postInPlace,
+  time
+} from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 import { agentHeader } from "./agentHeader.ts"
@@ -54,17 +64,23 @@ export interface BindingsProps {
 
 const BINDING_LABELS: Readonly<Record<string, string>> = { target: "Model", thinking: "Default thinking", general: "Binding" }
 
-const slotOf = (p: Problem): string => (p.path === "providerId" || p.path === "modelId" ? "target" : p.path === "thinking" ? "thinking" : "general")
+const slotOf = (p: Problem): string =>
+  p.path === "providerId" || p.path === "modelId" ? "target" : p.path === "thinking" ? "thinking" : "general"
 
 const bindingForm = (ctx: PageContext, props: BindingsProps): Html => {
   const at = (slot: string) => props.problems.filter((p) => slotOf(p) === slot)
   const { values } = props
-  if (props.providers.length === 0) return emptyState("No LLM provider yet.", html`Add one under <a href="/providers">LLM providers</a> first.`)
+  if (props.providers.length === 0)
+    return emptyState("No LLM provider yet.", html`Add one under <a href="/providers">LLM providers</a> first.`)
   return html`
   <form method="post" action="${agentHref(props.agent.name, "/binding")}"${postInPlace(agentHref(props.agent.name, "/binding"))} class="stack card" novalidate data-unsaved-guard>
     <h2>Set a binding</h2>
     ${csrfField(ctx)}
-    ${placedSummary(props.problems.map((p) => [slotOf(p), p] as const), BINDING_LABELS, "binding-general")}
+    ${placedSummary(
+      props.problems.map((p) => [slotOf(p), p] as const),
+      BINDING_LABELS,
+      "binding-general"
+    )}
     ${generalProblems("binding-general", at("general"))}
     <div class="field"><label for="f-project">Applies to</label>
       <select id="f-project" name="project">
@@ -74,10 +90,11 @@ const bindingForm = (ctx: PageContext, props: BindingsProps): Html => {
     <div class="field"><label for="f-target">Model</label>
       <select id="f-target" name="target" aria-describedby="problems-target" hx-get="/bindings/-/thinking" hx-trigger="change" hx-target="#thinking-field" hx-swap="outerHTML">
         ${props.providers.map(
-          (p) => html`<optgroup label="${p.id}">${p.models.map((m) => {
-            const t = targetOf(p.id, m.id)
-            return html`<option value="${t}"${values.target === t ? html` selected` : html``}>${p.id} / ${m.id}</option>`
-          })}</optgroup>`
+          (p) =>
+            html`<optgroup label="${p.id}">${p.models.map((m) => {
+              const t = targetOf(p.id, m.id)
+              return html`<option value="${t}"${values.target === t ? html` selected` : html``}>${p.id} / ${m.id}</option>`
+            })}</optgroup>`
         )}
       </select>
       ${fieldProblems("target", at("target"))}</div>
@@ -106,9 +123,11 @@ export const bindingsBody = (ctx: PageContext, props: BindingsProps): Html => {
             <td data-label="Model" hx-disable><code>${b.providerId} / ${b.modelId}</code></td>
             <td data-label="Thinking" hx-disable>${b.thinking ?? html`<span class="muted">agent's own</span>`}</td>
             <td data-label="Updated" hx-disable>${time(b.updatedAt)} by ${b.updatedBy}</td>
-            ${manage
-              ? html`<td class="row-actions"><form method="post" action="${agentHref(props.agent.name, "/binding/delete")}"${postInPlace(agentHref(props.agent.name, "/binding/delete"))} class="inline">${csrfField(ctx)}<input type="hidden" name="project" value="${b.projectId}"><button type="submit" class="small secondary">Remove</button></form></td>`
-              : html``}
+            ${
+              manage
+                ? html`<td class="row-actions"><form method="post" action="${agentHref(props.agent.name, "/binding/delete")}"${postInPlace(agentHref(props.agent.name, "/binding/delete"))} class="inline">${csrfField(ctx)}<input type="hidden" name="project" value="${b.projectId}"><button type="submit" class="small secondary">Remove</button></form></td>`
+                : html``
+            }
           </tr>`
         )}</tbody></table>`
     }
@@ -116,4 +135,5 @@ export const bindingsBody = (ctx: PageContext, props: BindingsProps): Html => {
   ${manage ? bindingForm(ctx, props) : html``}`
 }
 
-export const bindingsPage = (ctx: PageContext, props: BindingsProps): Html => layout(ctx, `${props.agent.name}: model`, bindingsBody(ctx, props))
+export const bindingsPage = (ctx: PageContext, props: BindingsProps): Html =>
+  layout(ctx, `${props.agent.name}: model`, bindingsBody(ctx, props))

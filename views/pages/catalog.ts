@@ -4,7 +4,17 @@
  * results fragment through htmx.
  */
 import type { CatalogEntry, CatalogPage } from "../../src/agents/AgentStore.ts"
-import { AUDIENCE_FILTERS, catalogHref, defaultOrder, isLaterPage, KINDS, sortHref, STATES, type CatalogQuery, type CatalogSort } from "../forms/catalogQuery.ts"
+import {
+  AUDIENCE_FILTERS,
+  catalogHref,
+  defaultOrder,
+  isLaterPage,
+  KINDS,
+  sortHref,
+  STATES,
+  type CatalogQuery,
+  type CatalogSort
+} from "../forms/catalogQuery.ts"
 import { agentHref, alert, badge, emptyState, pageHeader, problemList, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { layout, type PageContext } from "../layout.ts"

@@ -17,7 +17,11 @@ export type DefinitionResult =
   | { readonly ok: false; readonly message: string; readonly problems: ReadonlyArray<Problem> }
 
 const codeList = (items: ReadonlyArray<string> | undefined, none: string): Html =>
-  items === undefined ? html`<span class="muted">${none}</span>` : items.length === 0 ? html`<span class="muted">none</span>` : html`<ul class="inline-list">${items.map((t) => html`<li><code>${t}</code></li>`)}</ul>`
+  items === undefined
+    ? html`<span class="muted">${none}</span>`
+    : items.length === 0
+      ? html`<span class="muted">none</span>`
+      : html`<ul class="inline-list">${items.map((t) => html`<li><code>${t}</code></li>`)}</ul>`
 
 const definitionView = (d: AgentDefinition): Html => html`
   <section class="card" hx-disable>
@@ -71,7 +75,11 @@ const modelView = (agent: string, m: JobModel, projects: ReadonlyArray<Definitio
     ${projectForm(agent, projects, m.projectId)}
     ${
       m.binding === null
-        ? alert("warn", html`${m.problem ?? "no binding"}. Set one under <a href="${agentHref(agent, "/binding")}">Model</a>.`, "Not bound.")
+        ? alert(
+            "warn",
+            html`${m.problem ?? "no binding"}. Set one under <a href="${agentHref(agent, "/binding")}">Model</a>.`,
+            "Not bound."
+          )
         : html`<dl class="facts">
       <dt>model</dt><dd><code>${m.binding.providerId} / ${m.binding.modelId}</code>
         <span class="muted">(${m.binding.projectId === "" ? "the installation default binding" : `project ${m.binding.projectId}'s binding`})</span></dd>
@@ -92,7 +100,12 @@ const modelView = (agent: string, m: JobModel, projects: ReadonlyArray<Definitio
     }
   </section>`
 
-export const definitionPage = (ctx: PageContext, agent: AgentView, result: DefinitionResult, projects: ReadonlyArray<DefinitionProject> = []): Html =>
+export const definitionPage = (
+  ctx: PageContext,
+  agent: AgentView,
+  result: DefinitionResult,
+  projects: ReadonlyArray<DefinitionProject> = []
+): Html =>
   layout(
     ctx,
     `${agent.name}: job definition`,

@@ -137,7 +137,9 @@ export const skillsFieldset = (form: AgentForm, shared: ReadonlyArray<SharedSkil
       options.length === 0
         ? html`<p class="muted">No shared skills exist yet.</p>`
         : html`<div class="check-list" role="group" aria-label="Shared skills" aria-describedby="${slotId("skills")} hint-skills">${options.map(
-            (s) => html`<label class="check"><input type="checkbox" name="skills" value="${s.name}"${form.skills.includes(s.name) ? html` checked` : html``}>
+            (
+              s
+            ) => html`<label class="check"><input type="checkbox" name="skills" value="${s.name}"${form.skills.includes(s.name) ? html` checked` : html``}>
               <a href="${skillHref(s.name)}"><code>${s.name}</code></a>${s.builtin ? html` <span class="badge badge-muted">built-in</span>` : html``}
               <span class="muted" hx-disable>${s.description}</span></label>`
           )}</div>`
@@ -148,8 +150,15 @@ export const skillsFieldset = (form: AgentForm, shared: ReadonlyArray<SharedSkil
 
 export type RowKind = "ls" | "file"
 
-const ROW_TEXT: Readonly<Record<RowKind, { readonly name: string; readonly content: string; readonly remove: string; readonly hint: string }>> = {
-  ls: { name: "Skill name", content: "SKILL.md", remove: "Remove skill", hint: "Saved as skills/<name>/SKILL.md; the whole file is the skill." },
+const ROW_TEXT: Readonly<
+  Record<RowKind, { readonly name: string; readonly content: string; readonly remove: string; readonly hint: string }>
+> = {
+  ls: {
+    name: "Skill name",
+    content: "SKILL.md",
+    remove: "Remove skill",
+    hint: "Saved as skills/<name>/SKILL.md; the whole file is the skill."
+  },
   file: { name: "Path", content: "Content", remove: "Remove file", hint: "commands/<name>.md, workflows/<name>.md or scripts/<file>." }
 }
 
@@ -174,7 +183,13 @@ const repeatRow = (kind: RowKind, row: FormRow, problems: ReadonlyArray<Problem>
 }
 
 /** The rows of one kind, their add button and the template the button clones (`__KEY__` is replaced). */
-export const repeatSection = (kind: RowKind, legend: string, rows: ReadonlyArray<FormRow>, placed: PlacedProblems, empty: string): Html => html`
+export const repeatSection = (
+  kind: RowKind,
+  legend: string,
+  rows: ReadonlyArray<FormRow>,
+  placed: PlacedProblems,
+  empty: string
+): Html => html`
   <fieldset>
     <legend>${legend}</legend>
     <p class="hint">${ROW_TEXT[kind].hint}</p>

@@ -41,9 +41,10 @@ const resultCells = (version: number, r: EvalResult | undefined): Html =>
       <td data-label="v${version} duration">${(r.durationMs / 1000).toFixed(1)} s</td>
       <td data-label="v${version} grounding">${r.grounding === null ? "—" : `${r.grounding.grounded} / ${r.grounding.ungrounded} / ${r.grounding.unknown}`}</td>`
 
-const sideHeader = (s: EvalSide): Html => html`<th scope="colgroup" colspan="4">v${s.version} ${runStatus(s.run)}${
-  s.run === undefined ? html`` : html` <span class="muted">${s.run.startedBy}, ${time(s.run.startedAt)}</span>`
-}</th>`
+const sideHeader = (s: EvalSide): Html =>
+  html`<th scope="colgroup" colspan="4">v${s.version} ${runStatus(s.run)}${
+    s.run === undefined ? html`` : html` <span class="muted">${s.run.startedBy}, ${time(s.run.startedAt)}</span>`
+  }</th>`
 
 /** The two versions' latest runs side by side; reloads itself while one is waiting or running. */
 const evalCompare = (name: string, a: EvalSide, b: EvalSide): Html => {
@@ -53,15 +54,17 @@ const evalCompare = (name: string, a: EvalSide, b: EvalSide): Html => {
   const find = (s: EvalSide, n: string) => s.run?.results.find((r) => r.eval === n)
   return html`
   <div id="eval-compare"${live ? html` hx-get="${url}" hx-trigger="every 2s" hx-select="#eval-compare" hx-swap="outerHTML"` : html``}>
-    ${names.length === 0 && !live
-      ? emptyState("No results yet.", "Run the evals of a version to see its results here.")
-      : html`<div class="table-scroll" role="region" aria-label="Results of v${a.version} and v${b.version}" tabindex="0"><table class="eval-compare">
+    ${
+      names.length === 0 && !live
+        ? emptyState("No results yet.", "Run the evals of a version to see its results here.")
+        : html`<div class="table-scroll" role="region" aria-label="Results of v${a.version} and v${b.version}" tabindex="0"><table class="eval-compare">
       <thead>
         <tr><th scope="col" rowspan="2">Eval</th>${sideHeader(a)}${sideHeader(b)}</tr>
         <tr>${[a, b].map(() => html`<th scope="col">Result</th><th scope="col">Cost</th><th scope="col">Duration</th><th scope="col"><abbr title="grounded / ungrounded / unknown citations">Grounding</abbr></th>`)}</tr>
       </thead>
       <tbody hx-disable>${names.map((n) => html`<tr data-eval="${n}"><th scope="row">${n}</th>${resultCells(a.version, find(a, n))}${resultCells(b.version, find(b, n))}</tr>`)}</tbody>
-    </table></div>`}
+    </table></div>`
+    }
     ${[a, b].map((s) => (s.run === undefined || s.run.message === "" ? html`` : html`<p class="muted">v${s.version}: ${s.run.message}</p>`))}
   </div>`
 }
@@ -75,11 +78,18 @@ export const evalsPage = (ctx: PageContext, props: EvalsProps): Html => {
     `${agent.name}: evaluations`,
     html`
   ${agentHeader(ctx, agent, "evals", props.notice)}
-  ${gate === undefined
-    ? html``
-    : alert(gate.status === "failed" || gate.status === "error" ? "error" : "info", html`Version ${gate.version} is saved but not current: ${gate.status === "failed" || gate.status === "error" ? gate.message : "its evals are running."}`, "Gated version")}
-  ${manage
-    ? html`<section class="card">
+  ${
+    gate === undefined
+      ? html``
+      : alert(
+          gate.status === "failed" || gate.status === "error" ? "error" : "info",
+          html`Version ${gate.version} is saved but not current: ${gate.status === "failed" || gate.status === "error" ? gate.message : "its evals are running."}`,
+          "Gated version"
+        )
+  }
+  ${
+    manage
+      ? html`<section class="card">
     <h2>Run evaluations</h2>
     <p class="muted">Each eval runs as a job of this agent on its model binding, pinned to the version chosen.</p>
     <form class="diff-form" method="post" action="${agentHref(agent.name, "/evals")}">
@@ -88,7 +98,8 @@ export const evalsPage = (ctx: PageContext, props: EvalsProps): Html => {
       <button type="submit" class="primary">Run evals</button>
     </form>
   </section>`
-    : html``}
+      : html``
+  }
   <section class="card">
     <h2>Compare versions</h2>
     <form class="diff-form" method="get" action="${agentHref(agent.name, "/evals")}">

@@ -31,14 +31,20 @@ const steps = (c: Checklist): ReadonlyArray<Step> => [
   {
     done: c.providers > 0,
     title: "Add an LLM provider",
-    detail: c.providers > 0 ? html`${c.providers} provider${c.providers === 1 ? "" : "s"} configured.` : html`No job can run until a model can be reached.`,
+    detail:
+      c.providers > 0
+        ? html`${c.providers} provider${c.providers === 1 ? "" : "s"} configured.`
+        : html`No job can run until a model can be reached.`,
     href: "/providers/-/new",
     action: "Add a provider"
   },
   {
     done: c.boundAgents > 0,
     title: "Bind an agent to a model",
-    detail: c.boundAgents > 0 ? html`${c.boundAgents} agent${c.boundAgents === 1 ? " is" : "s are"} bound.` : html`Open an agent, then its Model binding tab, and pick a provider's model.`,
+    detail:
+      c.boundAgents > 0
+        ? html`${c.boundAgents} agent${c.boundAgents === 1 ? " is" : "s are"} bound.`
+        : html`Open an agent, then its Model binding tab, and pick a provider's model.`,
     href: "/agents",
     action: "Choose an agent"
   },
@@ -55,7 +61,10 @@ const steps = (c: Checklist): ReadonlyArray<Step> => [
   {
     done: c.projects > 0,
     title: "Optional: create a project",
-    detail: c.projects > 0 ? html`${c.projects} project${c.projects === 1 ? "" : "s"}.` : html`Projects give their jobs their own bindings and root folder.`,
+    detail:
+      c.projects > 0
+        ? html`${c.projects} project${c.projects === 1 ? "" : "s"}.`
+        : html`Projects give their jobs their own bindings and root folder.`,
     href: "/projects/-/new",
     action: "Create a project"
   }

@@ -23,21 +23,31 @@ export interface ImportDone {
 }
 
 export const importDone = (done: ImportDone): Html =>
-  html`${done.warnings.length === 0
+  html`${
+    done.warnings.length === 0
       ? html``
       : alert(
           "warn",
           html`<ul class="warnings">${done.warnings.map((w) => html`<li hx-disable>${w}</li>`)}</ul>`,
           `Imported without ${done.warnings.length === 1 ? "one tool" : `${done.warnings.length} tools`}:`
-        )}${alert(
-      "ok",
-      html`<a href="${done.href}">Open ${done.kind === "agent" ? "the agent" : "the shared skill"} ${done.name}</a>
-        ${done.toolMapping.length === 0 ? html`` : html`<table class="mapping"><caption>Tool names mapped</caption>
+        )
+  }${alert(
+    "ok",
+    html`<a href="${done.href}">Open ${done.kind === "agent" ? "the agent" : "the shared skill"} ${done.name}</a>
+        ${
+          done.toolMapping.length === 0
+            ? html``
+            : html`<table class="mapping"><caption>Tool names mapped</caption>
           <thead><tr><th scope="col">In the file</th><th scope="col">Kintsugi tool</th></tr></thead>
-          <tbody>${done.toolMapping.map((m) => html`<tr><td hx-disable>${m.from}</td><td>${m.to ?? (done.kind === "agent" ? "dropped" : "none")}</td></tr>`)}</tbody></table>`}
+          <tbody>${done.toolMapping.map((m) => html`<tr><td hx-disable>${m.from}</td><td>${m.to ?? (done.kind === "agent" ? "dropped" : "none")}</td></tr>`)}</tbody></table>`
+        }
         <ul class="notes">${done.notes.map((n) => html`<li hx-disable>${n}</li>`)}</ul>`,
-      done.unchanged !== null ? `No change: version ${done.unchanged} is already this package.` : done.kind === "agent" ? "Agent imported." : "Shared skill imported."
-    )}`
+    done.unchanged !== null
+      ? `No change: version ${done.unchanged} is already this package.`
+      : done.kind === "agent"
+        ? "Agent imported."
+        : "Shared skill imported."
+  )}`
 
 /** What an import that saved nothing says: the reason and every problem. */
 export const importResult = (result: ImportResult | null): Html =>

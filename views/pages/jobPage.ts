@@ -41,11 +41,23 @@ export const eventRow = (e: JobEvent): TimelineRow | null => {
       return { ...base, kind: "message", label: "message", text: e.text }
     case "tool.call": {
       const line = `${e.tool} ${JSON.stringify(e.input)}${e.reason === undefined ? "" : ` (${e.reason})`}`
-      return { ...base, kind: e.allowed ? "call" : "blocked", label: e.allowed ? "tool call" : "blocked", text: clip(line), detail: `${e.tool}\n${pretty(e.input)}${e.reason === undefined ? "" : `\n\n${e.reason}`}` }
+      return {
+        ...base,
+        kind: e.allowed ? "call" : "blocked",
+        label: e.allowed ? "tool call" : "blocked",
+        text: clip(line),
+        detail: `${e.tool}\n${pretty(e.input)}${e.reason === undefined ? "" : `\n\n${e.reason}`}`
+      }
     }
     case "tool.result": {
       const line = `${e.tool} (${duration(e.durationMs)}): ${e.summary}`
-      return { ...base, kind: e.success ? "result" : "result-failed", label: e.success ? "result" : "tool failed", text: clip(line), detail: e.summary }
+      return {
+        ...base,
+        kind: e.success ? "result" : "result-failed",
+        label: e.success ? "result" : "tool failed",
+        text: clip(line),
+        detail: e.summary
+      }
     }
     case "output":
       return { ...base, kind: "output", label: "output", text: e.path }
@@ -138,7 +150,9 @@ const bar = (offsetMs: number, ms: number, totalMs: number, status: "ok" | "erro
 
 const spanItem = (node: SpanNode, origin: number, total: number): Html => {
   const s = node.span
-  const attrs = Object.entries(s.attributes).map(([k, v]) => `${k}=${String(v)}`).join(" ")
+  const attrs = Object.entries(s.attributes)
+    .map(([k, v]) => `${k}=${String(v)}`)
+    .join(" ")
   const offset = Date.parse(s.start) - origin
   return html`<li class="span span-${s.status}">
     <div class="span-row">
@@ -178,13 +192,16 @@ export const outputsSection = (job: JobRow, events: ReadonlyArray<JobEvent>, oob
   return html`<section class="card" id="job-outputs" aria-labelledby="outputs-title"${oob ? html` hx-swap-oob="true"` : html``}>
     <h2 id="outputs-title">Output files</h2>
     <p class="muted" hx-disable>In <code>${job.workspace.outDir}</code>${job.outputs === null ? html`` : html` — ${job.outputs}`}${
-      job.outputs?.startsWith("committed ") === true ? html`. View and Download show each file as committed, whatever the folder holds now.` : html``
+      job.outputs?.startsWith("committed ") === true
+        ? html`. View and Download show each file as committed, whatever the folder holds now.`
+        : html``
     }</p>
     ${
       paths.length === 0
         ? html`<p class="muted">${isFinished(job.status) ? "The job wrote no file." : "Files the job writes are listed here."}</p>`
         : html`<ul class="outputs" hx-disable>${paths.map(
-            (p) => html`<li><code>${p}</code> <a href="${outputHref(job.id, p, false)}" target="_blank" rel="noopener">View</a> <a href="${outputHref(job.id, p, true)}" download>Download</a></li>`
+            (p) =>
+              html`<li><code>${p}</code> <a href="${outputHref(job.id, p, false)}" target="_blank" rel="noopener">View</a> <a href="${outputHref(job.id, p, true)}" download>Download</a></li>`
           )}</ul>`
     }
   </section>`
@@ -217,7 +234,10 @@ export const groundingSection = (job: JobRow, events: ReadonlyArray<JobEvent>, o
               ? html`<p class="muted">${g.grounded === 0 ? "The outputs cite no lines." : "Every cited line was shown to the model."}</p>`
               : html`<ul class="grounding" hx-disable>${listed.map((c) => {
                   const href = citationHref(job.id, c)
-                  const where = c.file === null ? html`in the summary, line ${c.at}` : html`in <a href="${href ?? ""}" target="_blank" rel="noopener">${c.file} line ${c.at}</a>`
+                  const where =
+                    c.file === null
+                      ? html`in the summary, line ${c.at}`
+                      : html`in <a href="${href ?? ""}" target="_blank" rel="noopener">${c.file} line ${c.at}</a>`
                   return html`<li class="citation-${c.status}"><code>${citationText(c)}</code> ${c.status === "ungrounded" ? "never shown to the model" : "names no readable file"} — ${where}</li>`
                 })}</ul>`
           }`
@@ -233,10 +253,17 @@ export const outputLinesPage = (ctx: PageContext, jobId: string, path: string, t
   layout(
     ctx,
     path,
-    html`${pageHeader(html`<code>${path}</code>`, { crumbs: [["/jobs", "Jobs"], [jobHref(jobId), `Job ${jobId.slice(0, 8)}`]] })}
-    <section class="card"><ol class="output-lines" hx-disable>${text.split("\n").map(
-      (l, i) => html`<li id="L${i + 1}"${i + 1 === line ? html` class="cited" aria-current="location"` : html``}><code>${l}</code></li>`
-    )}</ol></section>`
+    html`${pageHeader(html`<code>${path}</code>`, {
+      crumbs: [
+        ["/jobs", "Jobs"],
+        [jobHref(jobId), `Job ${jobId.slice(0, 8)}`]
+      ]
+    })}
+    <section class="card"><ol class="output-lines" hx-disable>${text
+      .split("\n")
+      .map(
+        (l, i) => html`<li id="L${i + 1}"${i + 1 === line ? html` class="cited" aria-current="location"` : html``}><code>${l}</code></li>`
+      )}</ol></section>`
   )
 
 export const statusSection = (job: JobRow, oob = false): Html =>
@@ -324,4 +351,3 @@ export const jobPage = (ctx: PageContext, job: JobRow, events: ReadonlyArray<Job
   ${traceSection(events)}`
   )
 }
-

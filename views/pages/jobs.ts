@@ -11,7 +11,8 @@ const STATUS_TONE: Readonly<Record<JobStatus, Tone | "muted">> = { queued: "mute
 export const isFinished = (s: JobStatus): boolean => s === "completed" || s === "failed"
 export const JOB_STATUSES: ReadonlyArray<JobStatus> = ["queued", "running", "completed", "failed"]
 
-export const statusBadge = (job: Pick<JobRow, "status" | "reason">): Html => badge(STATUS_TONE[job.status], job.reason === null ? job.status : `${job.status}: ${job.reason}`)
+export const statusBadge = (job: Pick<JobRow, "status" | "reason">): Html =>
+  badge(STATUS_TONE[job.status], job.reason === null ? job.status : `${job.status}: ${job.reason}`)
 
 /** A duration in words: 850 ms, 12.3 s, 4 min 05 s, 2 h 03 min. */
 export const duration = (ms: number): string => {
@@ -109,4 +110,3 @@ export const jobsPage = (ctx: PageContext, p: JobsListProps): Html =>
       </nav>`
   }`
   )
-

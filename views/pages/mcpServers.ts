@@ -5,7 +5,19 @@
  */
 import type { McpServerView, McpToolView } from "../../src/providers/McpServers.ts"
 import type { HeaderRow, McpForm } from "../forms/providerForm.ts"
-import { alert, badge, canManageProviders, emptyState, fieldProblems, generalProblems, mcpHref, NAME_RULES, pageHeader, placedSummary, time } from "../components.ts"
+import {
+  alert,
+  badge,
+  canManageProviders,
+  emptyState,
+  fieldProblems,
+  generalProblems,
+  mcpHref,
+  NAME_RULES,
+  pageHeader,
+  placedSummary,
+  time
+} from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
 import type { Placed } from "./providers.ts"
@@ -49,7 +61,14 @@ const headerRow = (row: HeaderRow, stored: boolean): Html => html`
     <button type="button" class="small secondary" data-remove-row>Remove header</button>
   </div>`
 
-const MCP_LABELS: Readonly<Record<string, string>> = { name: "Name", url: "URL", headers: "Headers", timeoutSec: "Timeout", allowedTools: "Allowed tools", general: "MCP server" }
+const MCP_LABELS: Readonly<Record<string, string>> = {
+  name: "Name",
+  url: "URL",
+  headers: "Headers",
+  timeoutSec: "Timeout",
+  allowedTools: "Allowed tools",
+  general: "MCP server"
+}
 
 export const mcpServerPage = (ctx: PageContext, form: McpForm, problems: Placed, creating: boolean, notice: string | null = null): Html => {
   const manage = canManageProviders(ctx.viewer)
@@ -72,7 +91,11 @@ export const mcpServerPage = (ctx: PageContext, form: McpForm, problems: Placed,
   ${notice === null ? html`` : alert("ok", notice)}
   <form method="post" action="${creating ? "/mcp-servers" : mcpHref(form.name)}" class="stack card" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
-    ${placedSummary([...problems.entries()].flatMap(([slot, list]) => list.map((p) => [slot, p] as const)), MCP_LABELS, "mcp-general")}
+    ${placedSummary(
+      [...problems.entries()].flatMap(([slot, list]) => list.map((p) => [slot, p] as const)),
+      MCP_LABELS,
+      "mcp-general"
+    )}
     ${generalProblems("mcp-general", general)}
     ${
       creating
@@ -155,7 +178,12 @@ export const mcpToolsPage = (ctx: PageContext, server: McpServerView, listing: M
     ctx,
     `${server.name}: tools`,
     html`
-  ${pageHeader(`Tools of ${server.name}`, { crumbs: [["/mcp-servers", "MCP servers"], [mcpHref(server.name), server.name]] })}
+  ${pageHeader(`Tools of ${server.name}`, {
+    crumbs: [
+      ["/mcp-servers", "MCP servers"],
+      [mcpHref(server.name), server.name]
+    ]
+  })}
   ${notice === null ? html`` : alert("ok", notice)}
   <p class="hint">${TOOLS_HINT}</p>
   ${mcpToolsFragment(ctx, server, listing)}`

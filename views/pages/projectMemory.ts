@@ -67,7 +67,8 @@ const reviewForms = (ctx: PageContext, projectId: string, q: QueuedNote): Html =
   </details>`
 }
 
-const option = (value: string, selected: string, label = value === "" ? "any" : value) => html`<option value="${value}"${value === selected ? html` selected` : html``}>${label}</option>`
+const option = (value: string, selected: string, label = value === "" ? "any" : value) =>
+  html`<option value="${value}"${value === selected ? html` selected` : html``}>${label}</option>`
 
 /** A number of days, one field of the settings form. */
 const daysField = (name: string, label: string, value: number): Html => html`
@@ -91,7 +92,8 @@ export const projectMemoryPage = (ctx: PageContext, p: MemoryPageProps): Html =>
     p.queue.length === 0
       ? emptyState("Nothing to review.", "Notes agents save appear here as learned.")
       : html`<ul class="note-list" hx-disable>${p.queue.map(
-          (q) => html`<li class="note" data-note="${q.note.id}">${noteCard(q.note)}${q.previous === null ? html`` : revisionDiff(q.previous, q.note)}${manage ? reviewForms(ctx, p.projectId, q) : html``}</li>`
+          (q) =>
+            html`<li class="note" data-note="${q.note.id}">${noteCard(q.note)}${q.previous === null ? html`` : revisionDiff(q.previous, q.note)}${manage ? reviewForms(ctx, p.projectId, q) : html``}</li>`
         )}</ul>`
   }</section>
 
@@ -114,7 +116,8 @@ export const projectMemoryPage = (ctx: PageContext, p: MemoryPageProps): Html =>
     p.log.length === 0
       ? emptyState(`Nothing logged on ${p.date}.`, "Jobs starting and finishing and notes changing are logged here.")
       : html`<table class="catalog" hx-disable><thead><tr><th scope="col">Time</th><th scope="col">What</th><th scope="col">Summary</th></tr></thead><tbody>${p.log.map(
-          (e) => html`<tr><td data-label="Time">${e.at.toISOString().slice(11, 19)}</td><td data-label="What">${e.kind}</td><td data-label="Summary">${e.summary}</td></tr>`
+          (e) =>
+            html`<tr><td data-label="Time">${e.at.toISOString().slice(11, 19)}</td><td data-label="What">${e.kind}</td><td data-label="Summary">${e.summary}</td></tr>`
         )}</tbody></table>`
   }</section>
 

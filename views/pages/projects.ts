@@ -8,7 +8,18 @@ import type { Binding } from "../../src/providers/Bindings.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
 import type { JobResources } from "../../src/tools/jobResources.ts"
 import type { Project } from "../../src/worker/Projects.ts"
-import { agentHref, alert, emptyState, errorSummary, fieldProblems, pageHeader, postInPlace, PROJECT_ID_RULES, slotId, time } from "../components.ts"
+import {
+  agentHref,
+  alert,
+  emptyState,
+  errorSummary,
+  fieldProblems,
+  pageHeader,
+  postInPlace,
+  PROJECT_ID_RULES,
+  slotId,
+  time
+} from "../components.ts"
 import { plainMessage } from "../forms/plainProblems.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
@@ -46,7 +57,10 @@ export const projectsPage = (ctx: PageContext, projects: ReadonlyArray<Project>,
   ${notice === null ? html`` : alert("ok", notice)}
   ${
     projects.length === 0
-      ? emptyState("No projects yet.", "Jobs can run without a project; a project lets you bind other models and confine its jobs to a folder.")
+      ? emptyState(
+          "No projects yet.",
+          "Jobs can run without a project; a project lets you bind other models and confine its jobs to a folder."
+        )
       : html`<table class="catalog">
       <thead><tr><th scope="col">Project</th><th scope="col">Id</th><th scope="col">Root</th><th scope="col">Created</th></tr></thead>
       <tbody hx-disable>${projects.map(
@@ -99,14 +113,19 @@ const HINTS: Readonly<Record<string, string>> = {
  */
 const slotOf = (p: Problem, slots: ReadonlyArray<string>): string => {
   const path = p.path.startsWith("resources.") ? p.path.slice("resources.".length) : p.path
-  return slots.includes(path) ? path : slots[0] ?? "name"
+  return slots.includes(path) ? path : (slots[0] ?? "name")
 }
 
 /**
  * The fields of a project form (`slots`: id, name, root when creating; name, root when editing), with
  * the summary on top; with `server` (editing), the resource limits below them.
  */
-const projectFields = (values: ProjectFormValues, problems: ReadonlyArray<Problem>, slots: ReadonlyArray<"id" | "name" | "root">, server?: JobResources): Html => {
+const projectFields = (
+  values: ProjectFormValues,
+  problems: ReadonlyArray<Problem>,
+  slots: ReadonlyArray<"id" | "name" | "root">,
+  server?: JobResources
+): Html => {
   const all: ReadonlyArray<string> = server === undefined ? slots : [...slots, ...RESOURCE_KEYS]
   const at = (slot: string) => problems.filter((p) => slotOf(p, all) === slot)
   const input = (slot: "id" | "name" | "root") => html`
@@ -170,7 +189,9 @@ const projectValues = (project: Project): ProjectFormValues => ({
 const resourceFact = (key: ResourceKey, project: Project, server: JobResources): Html => {
   const own = project.resources[key]
   if (own === undefined) return html`<span class="muted">the server's: ${amount(key, server[key])}</span>`
-  return own < server[key] ? html`${amount(key, own)}` : html`${amount(key, own)} <span class="muted">(the server's ${amount(key, server[key])} applies)</span>`
+  return own < server[key]
+    ? html`${amount(key, own)}`
+    : html`${amount(key, own)} <span class="muted">(the server's ${amount(key, server[key])} applies)</span>`
 }
 
 const settingsFacts = (project: Project, server: JobResources): Html => html`
@@ -187,7 +208,13 @@ const settingsFacts = (project: Project, server: JobResources): Html => html`
   </section>`
 
 /** The settings as a form (agents.manage): name, root and resources, the same checks as `PUT /api/projects/<id>`. */
-const settingsForm = (ctx: PageContext, project: Project, values: ProjectFormValues, problems: ReadonlyArray<Problem>, server: JobResources): Html => {
+const settingsForm = (
+  ctx: PageContext,
+  project: Project,
+  values: ProjectFormValues,
+  problems: ReadonlyArray<Problem>,
+  server: JobResources
+): Html => {
   const action = projectHref(project.id)
   return html`
   <form method="post" action="${action}"${postInPlace(action)} class="stack card" novalidate data-unsaved-guard aria-labelledby="settings-title">

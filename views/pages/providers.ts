@@ -9,7 +9,22 @@ import type { Binding } from "../../src/providers/Bindings.ts"
 import type { ModelView, ProviderView } from "../../src/providers/ProviderStore.ts"
 import type { CustomForm, ModelRow } from "../forms/providerForm.ts"
 import type { ProbeResult } from "../../src/providers/providerProbe.ts"
-import { agentHref, alert, badge, canManageProviders, emptyState, errorSummary, fieldProblems, NAME_RULES, pageHeader, problemList, providerHref, slotId, time, usd } from "../components.ts"
+import {
+  agentHref,
+  alert,
+  badge,
+  canManageProviders,
+  emptyState,
+  errorSummary,
+  fieldProblems,
+  NAME_RULES,
+  pageHeader,
+  problemList,
+  providerHref,
+  slotId,
+  time,
+  usd
+} from "../components.ts"
 import { plainMessage } from "../forms/plainProblems.ts"
 import { html, type Html } from "../html.ts"
 import { csrfField, layout, type PageContext } from "../layout.ts"
@@ -28,7 +43,9 @@ const API_LABELS: ReadonlyArray<readonly [string, string]> = [
 ]
 
 const readOnlyNote = (ctx: PageContext): Html =>
-  canManageProviders(ctx.viewer) ? html`` : alert("info", "You can read the LLM providers; changing them needs the providers.manage permission.")
+  canManageProviders(ctx.viewer)
+    ? html``
+    : alert("info", "You can read the LLM providers; changing them needs the providers.manage permission.")
 
 export const providersPage = (ctx: PageContext, providers: ReadonlyArray<ProviderView>, notice: string | null): Html =>
   layout(
@@ -45,7 +62,10 @@ export const providersPage = (ctx: PageContext, providers: ReadonlyArray<Provide
   ${readOnlyNote(ctx)}
   ${
     providers.length === 0
-      ? emptyState("No LLM provider yet.", "Add an OpenAI- or Anthropic-compatible endpoint, or one of the built-in providers, to run jobs.")
+      ? emptyState(
+          "No LLM provider yet.",
+          "Add an OpenAI- or Anthropic-compatible endpoint, or one of the built-in providers, to run jobs."
+        )
       : html`<table class="catalog">
       <thead><tr><th scope="col">Provider</th><th scope="col">Kind</th><th scope="col">Models</th><th scope="col">API key</th><th scope="col">Updated</th></tr></thead>
       <tbody hx-disable>${providers.map(
@@ -77,12 +97,24 @@ const MODEL_FIELD_LABELS: Readonly<Record<string, string>> = {
 
 /** A model row's problem named by its field, in plain words: "Context window: enter a whole number". */
 const modelProblem = (p: Problem): Problem => {
-  const field = p.path.split(".").filter((x) => !/^\d+$/.test(x) && x !== "models").pop() ?? ""
+  const field =
+    p.path
+      .split(".")
+      .filter((x) => !/^\d+$/.test(x) && x !== "models")
+      .pop() ?? ""
   const label = MODEL_FIELD_LABELS[field]
   return { path: p.path, message: label === undefined ? plainMessage(p.message) : `${label}: ${plainMessage(p.message)}` }
 }
 
-const FIELD_LABELS: Readonly<Record<string, string>> = { id: "Provider id", api: "API", baseUrl: "Base URL", apiKey: "API key", builtin: "Built-in provider", models: "Models", general: "Provider" }
+const FIELD_LABELS: Readonly<Record<string, string>> = {
+  id: "Provider id",
+  api: "API",
+  baseUrl: "Base URL",
+  apiKey: "API key",
+  builtin: "Built-in provider",
+  models: "Models",
+  general: "Provider"
+}
 
 /** Every placed problem as a summary line linking to its slot (model rows by their field). */
 const providerSummary = (problems: Placed): Html =>
@@ -91,7 +123,11 @@ const providerSummary = (problems: Placed): Html =>
       list.map((p) =>
         slot.startsWith("row-")
           ? { label: "Model", message: modelProblem(p).message, target: slotId(slot) }
-          : { label: FIELD_LABELS[slot] ?? slot, message: plainMessage(p.message), target: slot === "general" ? "provider-general" : slotId(slot) }
+          : {
+              label: FIELD_LABELS[slot] ?? slot,
+              message: plainMessage(p.message),
+              target: slot === "general" ? "provider-general" : slotId(slot)
+            }
       )
     )
   )
@@ -107,7 +143,8 @@ export const probeResult = (result: ProbeResult, configured: ReadonlyArray<strin
         : html`<table class="catalog discovered"><caption>Models the provider lists</caption>
           <thead><tr><th scope="col">Model id</th><th scope="col">Here</th></tr></thead>
           <tbody>${result.models.map(
-            (m) => html`<tr><td data-label="Model id"><code>${m}</code></td><td data-label="Here">${configured.includes(m) ? badge("ok", "configured") : badge("muted", "not added")}</td></tr>`
+            (m) =>
+              html`<tr><td data-label="Model id"><code>${m}</code></td><td data-label="Here">${configured.includes(m) ? badge("ok", "configured") : badge("muted", "not added")}</td></tr>`
           )}</tbody></table>`
     }
   </div>`
@@ -141,7 +178,8 @@ const modelRow = (row: ModelRow, problems: ReadonlyArray<Problem> | undefined, d
     </div>
     <fieldset><legend>Thinking levels it accepts</legend>
       <div class="check-grid">${THINKING_LEVELS.map(
-        (l) => html`<label class="check"><input type="checkbox" name="m.${row.key}.thinking" value="${l}"${checked(row.thinking.includes(l))}${disabled ? html` disabled` : html``}> ${l}</label>`
+        (l) =>
+          html`<label class="check"><input type="checkbox" name="m.${row.key}.thinking" value="${l}"${checked(row.thinking.includes(l))}${disabled ? html` disabled` : html``}> ${l}</label>`
       )}</div>
     </fieldset>
     <div class="grid-2">
@@ -159,7 +197,13 @@ const keyField = (creating: boolean, problems: Placed, disabled: boolean): Html 
   <div class="field" data-slot="apiKey">
     ${
       problems.size > 0 && !disabled
-        ? alert("warn", creating ? "Type the API key again before saving: a key is never sent back to the browser, so the form could not keep it." : "If you typed a new API key, type it again: a key is never sent back to the browser. Left blank, the stored key stays.", "The key field is empty.")
+        ? alert(
+            "warn",
+            creating
+              ? "Type the API key again before saving: a key is never sent back to the browser, so the form could not keep it."
+              : "If you typed a new API key, type it again: a key is never sent back to the browser. Left blank, the stored key stays.",
+            "The key field is empty."
+          )
         : html``
     }
     <label for="f-apiKey">API key</label>
@@ -188,7 +232,8 @@ export const deleteMenu = (ctx: PageContext, id: string, heldBy: HeldBy | null =
           <strong>Not deleted: ${id} is still bound.</strong>
           <p>Bind ${heldBy.length === 1 ? "this agent" : "these agents"} to another model, or remove the binding, first:</p>
           <ul class="held-by">${heldBy.map(
-            (b) => html`<li><a href="${agentHref(b.agentName, "/binding")}">${b.agentName}</a>: ${b.projectId === "" ? "installation default" : html`project <code>${b.projectId}</code>`}, model <code>${b.modelId}</code></li>`
+            (b) =>
+              html`<li><a href="${agentHref(b.agentName, "/binding")}">${b.agentName}</a>: ${b.projectId === "" ? "installation default" : html`project <code>${b.projectId}</code>`}, model <code>${b.modelId}</code></li>`
           )}</ul>
         </div>`
       }
@@ -207,7 +252,15 @@ const general = (problems: Placed): Html => {
 }
 
 /** The custom-provider form: new (`creating`) or an existing one; read-only without providers.manage. */
-export const customProviderPage = (ctx: PageContext, form: CustomForm, problems: Placed, creating: boolean, notice: string | null = null, probe: ProbeResult | null = null, heldBy: HeldBy | null = null): Html => {
+export const customProviderPage = (
+  ctx: PageContext,
+  form: CustomForm,
+  problems: Placed,
+  creating: boolean,
+  notice: string | null = null,
+  probe: ProbeResult | null = null,
+  heldBy: HeldBy | null = null
+): Html => {
   const manage = canManageProviders(ctx.viewer)
   const disabled = !manage
   const dis = disabled ? html` disabled` : html``
@@ -222,7 +275,16 @@ export const customProviderPage = (ctx: PageContext, form: CustomForm, problems:
   })}
   ${notice === null ? html`` : alert("ok", notice)}
   ${readOnlyNote(ctx)}
-  ${creating ? html`` : probeCard(ctx, form.id, probe, form.models.map((m) => m.id))}
+  ${
+    creating
+      ? html``
+      : probeCard(
+          ctx,
+          form.id,
+          probe,
+          form.models.map((m) => m.id)
+        )
+  }
   <form method="post" action="${action}" class="stack card" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
     ${general(problems)}
@@ -250,8 +312,12 @@ export const customProviderPage = (ctx: PageContext, form: CustomForm, problems:
       <div id="rows-model" class="rows" data-empty="No model: add at least one.">
         ${form.models.map((m) => modelRow(m, problems.get(`row-${m.key}`), disabled))}
       </div>
-      ${manage ? html`<template id="tpl-model">${modelRow({ key: "__KEY__", id: "", contextWindow: "128000", maxTokens: "8192", thinking: ["off"], input: "", output: "", cacheRead: "", cacheWrite: "" }, undefined, false)}</template>
-      <button type="button" class="secondary" data-add-row="model">Add model</button>` : html``}
+      ${
+        manage
+          ? html`<template id="tpl-model">${modelRow({ key: "__KEY__", id: "", contextWindow: "128000", maxTokens: "8192", thinking: ["off"], input: "", output: "", cacheRead: "", cacheWrite: "" }, undefined, false)}</template>
+      <button type="button" class="secondary" data-add-row="model">Add model</button>`
+          : html``
+      }
     </fieldset>
     ${manage ? html`<div class="save-bar"><button type="submit" class="primary">${creating ? "Add provider" : "Save provider"}</button></div>` : html``}
   </form>`
@@ -259,7 +325,15 @@ export const customProviderPage = (ctx: PageContext, form: CustomForm, problems:
 }
 
 /** A built-in provider: choose from pi-ai's catalog, give the key. */
-export const builtinProviderPage = (ctx: PageContext, catalog: ReadonlyArray<CatalogEntry>, values: { readonly id: string; readonly builtin: string }, problems: Placed, existing: ProviderView | null, probe: ProbeResult | null = null, heldBy: HeldBy | null = null): Html => {
+export const builtinProviderPage = (
+  ctx: PageContext,
+  catalog: ReadonlyArray<CatalogEntry>,
+  values: { readonly id: string; readonly builtin: string },
+  problems: Placed,
+  existing: ProviderView | null,
+  probe: ProbeResult | null = null,
+  heldBy: HeldBy | null = null
+): Html => {
   const manage = canManageProviders(ctx.viewer)
   const creating = existing === null
   const dis = manage ? html`` : html` disabled`
@@ -272,7 +346,16 @@ export const builtinProviderPage = (ctx: PageContext, catalog: ReadonlyArray<Cat
     actions: !creating && manage ? deleteMenu(ctx, values.id, heldBy) : html``
   })}
   ${readOnlyNote(ctx)}
-  ${existing === null ? html`` : probeCard(ctx, existing.id, probe, existing.models.map((m) => m.id))}
+  ${
+    existing === null
+      ? html``
+      : probeCard(
+          ctx,
+          existing.id,
+          probe,
+          existing.models.map((m) => m.id)
+        )
+  }
   <form method="post" action="${creating ? "/providers" : providerHref(values.id)}" class="stack card" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
     ${general(problems)}
@@ -286,7 +369,8 @@ export const builtinProviderPage = (ctx: PageContext, catalog: ReadonlyArray<Cat
     }
     <div class="field"><label for="f-builtin">Built-in provider</label>
       <select id="f-builtin" name="builtin" aria-describedby="problems-builtin"${dis}>${catalog.map(
-        (c) => html`<option value="${c.id}"${values.builtin === c.id ? html` selected` : html``}>${c.name} (${c.models.length} models)</option>`
+        (c) =>
+          html`<option value="${c.id}"${values.builtin === c.id ? html` selected` : html``}>${c.name} (${c.models.length} models)</option>`
       )}</select>
       ${fieldProblems("builtin", problems.get("builtin"))}</div>
     ${keyField(creating, problems, !manage)}
@@ -294,7 +378,8 @@ export const builtinProviderPage = (ctx: PageContext, catalog: ReadonlyArray<Cat
       existing === null
         ? html``
         : html`<details><summary>${existing.models.length} models</summary><ul class="inline-list" hx-disable>${existing.models.map(
-            (m) => html`<li><code>${m.id}</code> <span class="muted">${m.thinkingLevels.join("/")} · in ${usd(m.cost?.input ?? null)}/M</span></li>`
+            (m) =>
+              html`<li><code>${m.id}</code> <span class="muted">${m.thinkingLevels.join("/")} · in ${usd(m.cost?.input ?? null)}/M</span></li>`
           )}</ul></details>`
     }
     ${manage ? html`<div class="save-bar"><button type="submit" class="primary">${creating ? "Add provider" : "Save provider"}</button></div>` : html``}

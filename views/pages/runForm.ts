@@ -23,7 +23,16 @@ export interface RunValues {
   readonly idempotencyKey: string
 }
 
-export const blankRun = (): RunValues => ({ task: "", root: "", readOnly: "", outDir: "", timeoutSec: "600", maxCostUsd: "", project: "", idempotencyKey: crypto.randomUUID() })
+export const blankRun = (): RunValues => ({
+  task: "",
+  root: "",
+  readOnly: "",
+  outDir: "",
+  timeoutSec: "600",
+  maxCostUsd: "",
+  project: "",
+  idempotencyKey: crypto.randomUUID()
+})
 
 /** The form filled from an earlier job (re-run), with a fresh key. */
 export const runValuesOfJob = (job: JobRow): RunValues => ({
@@ -38,7 +47,12 @@ export const runValuesOfJob = (job: JobRow): RunValues => ({
 })
 
 /** The form filled for a workspace folder: its folder as the root, `src` read-only, `out` the output folder. */
-export const runValuesOfWorkspace = (v: RunValues, w: WorkspaceFolder): RunValues => ({ ...v, root: w.path, readOnly: w.src, outDir: w.out })
+export const runValuesOfWorkspace = (v: RunValues, w: WorkspaceFolder): RunValues => ({
+  ...v,
+  root: w.path,
+  readOnly: w.src,
+  outDir: w.out
+})
 
 /** Where this server lets jobs work: its job roots, the workspaces found in them, the one chosen (its path, or ""). */
 export interface RunPlaces {
@@ -86,7 +100,11 @@ const modelFacts = (agent: string, models: ReadonlyArray<RunModel>): Html => {
   return html`<section class="card run-model" id="run-model" aria-label="Model" hx-disable>
     ${
       fallback === undefined
-        ? alert("warn", html`A job without a project binding cannot start. <a href="${agentHref(agent, "/binding")}">Bind it to a provider in Bindings</a> first.`, "This agent has no model binding.")
+        ? alert(
+            "warn",
+            html`A job without a project binding cannot start. <a href="${agentHref(agent, "/binding")}">Bind it to a provider in Bindings</a> first.`,
+            "This agent has no model binding."
+          )
         : html`<p>Jobs run on <strong id="run-model-name">${fallback.model}</strong> with thinking <strong id="run-thinking">${fallback.thinking}</strong> <span class="muted">(${fallback.thinkingSource})</span>.</p>`
     }
     ${
@@ -111,14 +129,22 @@ const placesSection = (agent: string, places: RunPlaces): Html => html`<section 
         <div class="field"><label for="f-workspace">Workspace</label>
           <p class="hint" id="hint-workspace">Fills in the folders below: its folder as the root, <code>src</code> read-only, <code>out</code> for the output.</p>
           <select id="f-workspace" name="workspace" aria-describedby="hint-workspace">${places.workspaces.map(
-            (w) => html`<option value="${w.path}"${w.path === places.chosen ? html` selected` : html``}>${w.name}${places.jobRoots.length > 1 ? ` (${w.jobRoot})` : ""}</option>`
+            (w) =>
+              html`<option value="${w.path}"${w.path === places.chosen ? html` selected` : html``}>${w.name}${places.jobRoots.length > 1 ? ` (${w.jobRoot})` : ""}</option>`
           )}</select></div>
         <div><button type="submit">Use this workspace</button></div>
       </form>`
     }
   </section>`
 
-export const runPage = (ctx: PageContext, agent: string, v: RunValues, problems: ReadonlyArray<Problem>, models: ReadonlyArray<RunModel>, places: RunPlaces): Html => {
+export const runPage = (
+  ctx: PageContext,
+  agent: string,
+  v: RunValues,
+  problems: ReadonlyArray<Problem>,
+  models: ReadonlyArray<RunModel>,
+  places: RunPlaces
+): Html => {
   const at = (slot: string) => problems.filter((p) => runSlot(p) === slot)
   const field = (slot: keyof RunValues, label: string, hint: string, control: Html) => html`
     <div class="field"><label for="f-${slot}">${label}</label>
@@ -132,13 +158,23 @@ export const runPage = (ctx: PageContext, agent: string, v: RunValues, problems:
     ctx,
     `Run ${agent}`,
     html`
-  ${pageHeader(html`Run <code>${agent}</code>`, { crumbs: [["/agents", "Agents"], [agentHref(agent), agent]] })}
+  ${pageHeader(html`Run <code>${agent}</code>`, {
+    crumbs: [
+      ["/agents", "Agents"],
+      [agentHref(agent), agent]
+    ]
+  })}
   ${modelFacts(agent, models)}
   ${placesSection(agent, places)}
   <form method="post" action="${agentHref(agent, "/run")}" hx-post="${agentHref(agent, "/run")}" hx-target="body" hx-disabled-elt="find button[type=submit]" class="stack card" novalidate data-unsaved-guard>
     ${csrfField(ctx)}
     <input type="hidden" name="idempotencyKey" value="${v.idempotencyKey}">
-    ${placedSummary(problems.map((p) => [runSlot(p), p] as const), RUN_LABELS, "run-general", "This job was not started.")}
+    ${placedSummary(
+      problems.map((p) => [runSlot(p), p] as const),
+      RUN_LABELS,
+      "run-general",
+      "This job was not started."
+    )}
     ${generalProblems("run-general", at("general"))}
     <div class="field"><label for="f-agent">Agent</label>
       <input id="f-agent" type="text" value="${agent}" readonly aria-describedby="problems-agent"${at("agent").length > 0 ? html` aria-invalid="true"` : html``}>

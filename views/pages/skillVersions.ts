@@ -63,14 +63,20 @@ export const skillVersionsBody = (ctx: PageContext, props: SkillVersionsProps): 
   </section>`
 }
 
-export const skillVersionsPage = (ctx: PageContext, props: SkillVersionsProps): Html => layout(ctx, `${props.skill.name}: history`, skillVersionsBody(ctx, props))
+export const skillVersionsPage = (ctx: PageContext, props: SkillVersionsProps): Html =>
+  layout(ctx, `${props.skill.name}: history`, skillVersionsBody(ctx, props))
 
 export const skillVersionPage = (ctx: PageContext, skill: SkillView, v: SkillVersion): Html =>
   layout(
     ctx,
     `${skill.name} v${v.info.version}`,
     html`
-  ${pageHeader(`${skill.name} v${v.info.version}`, { crumbs: [["/agent-skills", "Shared skills"], [skillHref(skill.name, "/versions"), skill.name]] })}
+  ${pageHeader(`${skill.name} v${v.info.version}`, {
+    crumbs: [
+      ["/agent-skills", "Shared skills"],
+      [skillHref(skill.name, "/versions"), skill.name]
+    ]
+  })}
   ${skillTabs(skill.name, "versions")}
   ${alert(
     "info",

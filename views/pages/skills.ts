@@ -4,7 +4,21 @@
  */
 import type { SkillView } from "../../src/agents/SkillStore.ts"
 import type { Problem } from "../../src/contract/Problem.ts"
-import { agentHref, alert, badge, emptyState, errorSummary, fieldProblems, NAME_RULES, pageHeader, postInPlace, problemList, skillHref, slotId, time } from "../components.ts"
+import {
+  agentHref,
+  alert,
+  badge,
+  emptyState,
+  errorSummary,
+  fieldProblems,
+  NAME_RULES,
+  pageHeader,
+  postInPlace,
+  problemList,
+  skillHref,
+  slotId,
+  time
+} from "../components.ts"
 import { plainMessage } from "../forms/plainProblems.ts"
 import { skillTabs } from "./skillVersions.ts"
 import { html, type Html } from "../html.ts"
@@ -17,7 +31,9 @@ export interface SkillFormValues {
 }
 
 const usedBy = (agents: ReadonlyArray<string>): Html =>
-  agents.length === 0 ? html`<span class="muted">no agent</span>` : html`<ul class="inline-list">${agents.map((a) => html`<li><a href="${agentHref(a)}">${a}</a></li>`)}</ul>`
+  agents.length === 0
+    ? html`<span class="muted">no agent</span>`
+    : html`<ul class="inline-list">${agents.map((a) => html`<li><a href="${agentHref(a)}">${a}</a></li>`)}</ul>`
 
 export const skillsPage = (ctx: PageContext, skills: ReadonlyArray<SkillView>, notice: string | null): Html =>
   layout(
@@ -85,7 +101,11 @@ const skillForm = (ctx: PageContext, values: SkillFormValues, problems: Readonly
 }
 
 export const newSkillPage = (ctx: PageContext, values: SkillFormValues, problems: ReadonlyArray<Problem>): Html =>
-  layout(ctx, "New shared skill", html`${pageHeader("New shared skill", { crumbs: [["/agent-skills", "Shared skills"]] })}${skillForm(ctx, values, problems, true)}`)
+  layout(
+    ctx,
+    "New shared skill",
+    html`${pageHeader("New shared skill", { crumbs: [["/agent-skills", "Shared skills"]] })}${skillForm(ctx, values, problems, true)}`
+  )
 
 const deleteForm = (ctx: PageContext, skill: SkillView): Html => html`
   <details class="action-menu">
@@ -108,7 +128,13 @@ const resourcesCard = (skill: SkillView): Html =>
   </section>`
 
 /** Everything inside `<main>` of a shared skill's page (what a save swaps in). */
-export const skillBody = (ctx: PageContext, skill: SkillView, values: SkillFormValues, problems: ReadonlyArray<Problem>, notice: string | null): Html => {
+export const skillBody = (
+  ctx: PageContext,
+  skill: SkillView,
+  values: SkillFormValues,
+  problems: ReadonlyArray<Problem>,
+  notice: string | null
+): Html => {
   const editable = ctx.viewer?.canManage === true && !skill.builtin
   return html`
   ${pageHeader(skill.name, {
@@ -127,5 +153,10 @@ export const skillBody = (ctx: PageContext, skill: SkillView, values: SkillFormV
   }`
 }
 
-export const skillPage = (ctx: PageContext, skill: SkillView, values: SkillFormValues, problems: ReadonlyArray<Problem>, notice: string | null): Html =>
-  layout(ctx, skill.name, skillBody(ctx, skill, values, problems, notice))
+export const skillPage = (
+  ctx: PageContext,
+  skill: SkillView,
+  values: SkillFormValues,
+  problems: ReadonlyArray<Problem>,
+  notice: string | null
+): Html => layout(ctx, skill.name, skillBody(ctx, skill, values, problems, notice))

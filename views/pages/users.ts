@@ -23,13 +23,15 @@ export interface NewUserForm {
 }
 
 const NEW_USER_LABELS: Readonly<Record<string, string>> = { username: "Username", password: "Password", permissions: "Permissions" }
-const newUserSlot = (p: Problem): string => (p.path === "username" || p.path === "password" ? p.path : p.path.startsWith("permissions") ? "permissions" : "general")
+const newUserSlot = (p: Problem): string =>
+  p.path === "username" || p.path === "password" ? p.path : p.path.startsWith("permissions") ? "permissions" : "general"
 
 const permissionChecks = (idPrefix: string, checked: ReadonlyArray<string>): Html =>
   html`<div class="check-list">${PERMISSION_HINTS.map(
-    ([p, hint]) => html`<label class="check" for="${idPrefix}-${p}"><input type="checkbox" id="${idPrefix}-${p}" name="permissions" value="${p}"${
-      checked.includes(p) ? html` checked` : html``
-    }> <span><code>${p}</code> <span class="muted">${hint}</span></span></label>`
+    ([p, hint]) =>
+      html`<label class="check" for="${idPrefix}-${p}"><input type="checkbox" id="${idPrefix}-${p}" name="permissions" value="${p}"${
+        checked.includes(p) ? html` checked` : html``
+      }> <span><code>${p}</code> <span class="muted">${hint}</span></span></label>`
   )}</div>`
 
 const userRow = (ctx: PageContext, u: UserView): Html => {
@@ -78,7 +80,11 @@ export const usersPage = (
   <form method="post" action="/users" class="stack card" novalidate data-unsaved-guard>
     <h2>New user</h2>
     ${csrfField(ctx)}
-    ${placedSummary(options.problems.map((p) => [newUserSlot(p), p] as const), NEW_USER_LABELS, "user-general")}
+    ${placedSummary(
+      options.problems.map((p) => [newUserSlot(p), p] as const),
+      NEW_USER_LABELS,
+      "user-general"
+    )}
     ${generalProblems("user-general", problemsAt("general"))}
     <div class="grid-2">
       <div class="field"><label for="f-username">Username</label>
@@ -105,7 +111,11 @@ export interface UserPageProblems {
 }
 
 /** One user: their permissions (checkboxes), a password reset, and disabling. */
-export const userPage = (ctx: PageContext, user: UserView, options: { readonly notice: string | null; readonly problems: UserPageProblems }): Html => {
+export const userPage = (
+  ctx: PageContext,
+  user: UserView,
+  options: { readonly notice: string | null; readonly problems: UserPageProblems }
+): Html => {
   const self = ctx.viewer?.username === user.username
   return layout(
     ctx,

@@ -37,7 +37,12 @@ export const noteCell = (v: { readonly note: string; readonly changeNote?: strin
  * Restore of a version (an agent's or a shared skill's) posted to `action`: `inPlace` on a history
  * page (the page's new body is swapped in), a plain post elsewhere. None for readers or the current one.
  */
-export const restoreForm = (ctx: PageContext, action: string, v: { readonly version: number; readonly current: boolean }, inPlace = false): Html =>
+export const restoreForm = (
+  ctx: PageContext,
+  action: string,
+  v: { readonly version: number; readonly current: boolean },
+  inPlace = false
+): Html =>
   ctx.viewer?.canManage !== true || v.current
     ? html``
     : html`<form class="inline" method="post" action="${action}"${inPlace ? postInPlace(action) : html``}>
@@ -73,7 +78,8 @@ export const versionSelect = (
   <div class="field">
     <label for="${id}">${label}</label>
     <select id="${id}" name="${name}">${versions.map(
-      (v) => html`<option value="${v.version}"${v.version === chosen ? html` selected` : html``}>v${v.version}${v.current ? " (current)" : ""}</option>`
+      (v) =>
+        html`<option value="${v.version}"${v.version === chosen ? html` selected` : html``}>v${v.version}${v.current ? " (current)" : ""}</option>`
     )}</select>
   </div>`
 
@@ -82,7 +88,8 @@ const sign = { same: " ", add: "+", del: "-" } as const
 const hunkRows = (h: Hunk): Html => html`
   ${h.skippedBefore > 0 ? html`<tr class="skip"><td colspan="4">${h.skippedBefore} unchanged line${h.skippedBefore === 1 ? "" : "s"}</td></tr>` : html``}
   ${h.lines.map(
-    (l) => html`<tr class="${l.op}"><td class="ln">${l.oldLine ?? ""}</td><td class="ln">${l.newLine ?? ""}</td><td class="sign" aria-label="${l.op === "add" ? "added" : l.op === "del" ? "removed" : "unchanged"}">${sign[l.op]}</td><td class="text"><code>${l.text}</code></td></tr>`
+    (l) =>
+      html`<tr class="${l.op}"><td class="ln">${l.oldLine ?? ""}</td><td class="ln">${l.newLine ?? ""}</td><td class="sign" aria-label="${l.op === "add" ? "added" : l.op === "del" ? "removed" : "unchanged"}">${sign[l.op]}</td><td class="text"><code>${l.text}</code></td></tr>`
   )}`
 
 const fileDiff = (f: FileDiff): Html => html`
@@ -123,7 +130,8 @@ const restoresCard = (restores: ReadonlyArray<RestoreRow>): Html =>
     <table class="restores">
       <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Restored</th><th scope="col">Current before</th></tr></thead>
       <tbody hx-disable>${restores.map(
-        (r) => html`<tr><td data-label="When">${time(r.restoredAt)}</td><td data-label="Who">${r.restoredBy}</td><td data-label="Restored">v${r.toVersion}</td><td data-label="Current before">v${r.fromVersion}</td></tr>`
+        (r) =>
+          html`<tr><td data-label="When">${time(r.restoredAt)}</td><td data-label="Who">${r.restoredBy}</td><td data-label="Restored">v${r.toVersion}</td><td data-label="Current before">v${r.fromVersion}</td></tr>`
       )}</tbody>
     </table>
   </section>`
@@ -160,7 +168,8 @@ export const versionsBody = (ctx: PageContext, props: VersionsProps): Html => ht
     <div id="diff">${props.diff === null ? html`<p class="muted">Choose two versions and compare them.</p>` : diffView(props.diff)}</div>
   </section>`
 
-export const versionsPage = (ctx: PageContext, props: VersionsProps): Html => layout(ctx, `${props.agent.name}: versions`, versionsBody(ctx, props))
+export const versionsPage = (ctx: PageContext, props: VersionsProps): Html =>
+  layout(ctx, `${props.agent.name}: versions`, versionsBody(ctx, props))
 
 export const versionPage = (ctx: PageContext, agent: AgentView, info: VersionInfo, version: AgentView): Html =>
   layout(

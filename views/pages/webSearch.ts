@@ -17,11 +17,12 @@ export interface WebSearchForm {
 const byPath = (problems: ReadonlyArray<Problem>, path: string) => problems.filter((p) => p.path === path)
 
 /** The outcome of the test action (an htmx fragment, or part of the page after a plain POST). */
-export const webSearchTestFragment = (result: WebSearchTest): Html => html`<div id="web-search-test">${
-  result.ok
-    ? alert("ok", `The backend answered: ${result.results} result${result.results === 1 ? "" : "s"} for the test query.`)
-    : alert("error", `The backend did not answer usefully: ${result.problem ?? "unknown problem"}`)
-}</div>`
+export const webSearchTestFragment = (result: WebSearchTest): Html =>
+  html`<div id="web-search-test">${
+    result.ok
+      ? alert("ok", `The backend answered: ${result.results} result${result.results === 1 ? "" : "s"} for the test query.`)
+      : alert("error", `The backend did not answer usefully: ${result.problem ?? "unknown problem"}`)
+  }</div>`
 
 export const webSearchPage = (
   ctx: PageContext,

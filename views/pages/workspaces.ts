@@ -84,11 +84,22 @@ export interface NewWorkspaceValues {
   readonly url: string
 }
 
-const LABELS: Readonly<Record<string, string>> = { root: "Job root", name: "Folder name", source: "Sources", url: "Git URL", archive: "Archive" }
+const LABELS: Readonly<Record<string, string>> = {
+  root: "Job root",
+  name: "Folder name",
+  source: "Sources",
+  url: "Git URL",
+  archive: "Archive"
+}
 const SLOTS = ["root", "name", "source", "url", "archive"]
 const slotOf = (p: Problem): string => (SLOTS.includes(p.path) ? p.path : "name")
 
-export const newWorkspacePage = (ctx: PageContext, jobRoots: ReadonlyArray<string>, v: NewWorkspaceValues, problems: ReadonlyArray<Problem>): Html => {
+export const newWorkspacePage = (
+  ctx: PageContext,
+  jobRoots: ReadonlyArray<string>,
+  v: NewWorkspaceValues,
+  problems: ReadonlyArray<Problem>
+): Html => {
   const at = (slot: string) => problems.filter((p) => slotOf(p) === slot)
   const invalid = (slot: string) => (at(slot).length > 0 ? html` aria-invalid="true"` : html``)
   const source = v.source === "git" ? "git" : "archive"

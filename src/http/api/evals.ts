@@ -24,7 +24,9 @@ const existing = (input: RouteInput) =>
     return version
   })
 
-export const evalRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>) =>
+export const evalRoutes = (
+  route: (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
+) =>
   new Elysia({ name: "agent-evals-api" })
     .post(
       "/api/admin/agents/:name/versions/:version/evals",
@@ -56,4 +58,12 @@ export const evalRoutes = (route: (guard: Guard, handler: Handler) => (ctx: { re
         })
       )
     )
-    .get("/api/admin/eval-runs/:id", route("read", (i) => Effect.map(Effect.flatMap(Evals, (e) => e.run(param(i, "id"))), (run) => json({ run }))))
+    .get(
+      "/api/admin/eval-runs/:id",
+      route("read", (i) =>
+        Effect.map(
+          Effect.flatMap(Evals, (e) => e.run(param(i, "id"))),
+          (run) => json({ run })
+        )
+      )
+    )

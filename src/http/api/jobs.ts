@@ -13,7 +13,10 @@ import { followJob, resumeAfter, resumedAtEnd, sseFrame, sseResponse, SSE_HEARTB
 import { badRequest, json } from "../respond.ts"
 import { jsonBody, param, type AppServices, type Handler } from "../route.ts"
 
-type Route = (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
+type Route = (
+  guard: Guard,
+  handler: Handler
+) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
 
 const STATUSES: ReadonlyArray<JobStatus> = ["queued", "running", "completed", "failed"]
 
@@ -28,61 +31,94 @@ export const jobRoutes = (route: Route, heartbeatMs: number = SSE_HEARTBEAT_MS) 
   new Elysia({ name: "jobs-api" })
     .post(
       "/api/jobs",
-      route("agents.manage", (i) => Effect.gen(function* () {
-        const key = yield* idempotencyKey(i.request)
-        // Schema, workspace (job roots, forbidden paths, missing directories) and agent problems in one 400; nothing stored.
-        const decoded = yield* admitJob(yield* jsonBody(i.request))
-        if (Either.isLeft(decoded)) return yield* Effect.fail(badRequest(decoded.left))
-        const input = decoded.right
-        const store = yield* JobStore
-        // The same Idempotency-Key (same user, same request) gives the first job back: 200, not a second job.
-        const { job, created } = key === undefined ? { job: yield* store.enqueue(input, i.principal.username), created: true } : yield* store.enqueueOnce(input, i.principal.username, key)
-        if (created) yield* (yield* JobBus).publish({ _tag: "Queued" })
-        return json({ job }, created ? 201 : 200)
-      }))
+      route("agents.manage", (i) =>
+        Effect.gen(function* () {
+          const key = yield* idempotencyKey(i.request)
+          // Schema, workspace (job roots, forbidden paths, missing directories) and agent problems in one 400; nothing stored.
+          const decoded = yield* admitJob(yield* jsonBody(i.request))
+          if (Either.isLeft(decoded)) return yield* Effect.fail(badRequest(decoded.left))
+          const input = decoded.right
+          const store = yield* JobStore
+          // The same Idempotency-Key (same user, same request) gives the first job back: 200, not a second job.
+          const { job, created } =
+            key === undefined
+              ? { job: yield* store.enqueue(input, i.principal.username), created: true }
+              : yield* store.enqueueOnce(input, i.principal.username, key)
+          if (created) yield* (yield* JobBus).publish({ _tag: "Queued" })
+          return json({ job }, created ? 201 : 200)
+        })
+      )
     )
     .get(
       "/api/jobs",
-      route("read", (i) => Effect.gen(function* () {
-        const status = i.url.searchParams.get("status")
-        if (status !== null && !(STATUSES as ReadonlyArray<string>).includes(status)) {
-          return yield* Effect.fail(badRequest([{ path: "status", message: `must be one of ${STATUSES.join(", ")}` }]))
-        }
-        const limit = Math.min(200, Math.max(1, Number(i.url.searchParams.get("limit") ?? 50) || 50))
-        const [agent, project, before] = ["agent", "project", "before"].map((k) => i.url.searchParams.get(k) ?? undefined)
-        const jobs = yield* (yield* JobStore).list({ limit, ...(status === null ? {} : { status: status as JobStatus }), ...(agent === undefined ? {} : { agent }), ...(project === undefined ? {} : { project }), ...(before === undefined ? {} : { before }) })
-        // The next page: `before=<nextCursor>` (the last job's id); null on the last page.
-        return json({ jobs, nextCursor: jobs.length === limit ? (jobs[jobs.length - 1]?.id ?? null) : null })
-      }))
+      route("read", (i) =>
+        Effect.gen(function* () {
+          const status = i.url.searchParams.get("status")
+          if (status !== null && !(STATUSES as ReadonlyArray<string>).includes(status)) {
+            return yield* Effect.fail(badRequest([{ path: "status", message: `must be one of ${STATUSES.join(", ")}` }]))
+          }
+          const limit = Math.min(200, Math.max(1, Number(i.url.searchParams.get("limit") ?? 50) || 50))
+          const [agent, project, before] = ["agent", "project", "before"].map((k) => i.url.searchParams.get(k) ?? undefined)
+          const jobs = yield* (yield* JobStore).list({
+            limit,
+            ...(status === null ? {} : { status: status as JobStatus }),
+            ...(agent === undefined ? {} : { agent }),
+            ...(project === undefined ? {} : { project }),
+            ...(before === undefined ? {} : { before })
+          })
+          // The next page: `before=<nextCursor>` (the last job's id); null on the last page.
+          return json({ jobs, nextCursor: jobs.length === limit ? (jobs[jobs.length - 1]?.id ?? null) : null })
+        })
+      )
     )
-    .get("/api/jobs/:id", route("read", (i) => Effect.map(Effect.flatMap(JobStore, (s) => s.get(param(i, "id"))), (job) => json({ job }))))
+    .get(
+      "/api/jobs/:id",
+      route("read", (i) =>
+        Effect.map(
+          Effect.flatMap(JobStore, (s) => s.get(param(i, "id"))),
+          (job) => json({ job })
+        )
+      )
+    )
     .get(
       "/api/jobs/:id/events",
-      route("read", (i) => Effect.gen(function* () {
-        const id = param(i, "id")
-        const job = yield* (yield* JobStore).get(id)
-        const after = resumeAfter(i.request, i.url)
-        if (i.url.searchParams.get("format") === "json" || (i.request.headers.get("accept") ?? "").includes("application/json")) {
-          return json({ events: yield* (yield* JobStore).events(id, after) })
-        }
-        // Resumed at or after the end: nothing to send, and a 204 stops an EventSource from reconnecting.
-        if (yield* resumedAtEnd(i.request, job, after)) return new Response(null, { status: 204 })
-        const runtime = yield* Effect.runtime<AppServices>()
-        return sseResponse(
-          runtime,
-          (write) =>
-            followJob(id, after, {
-              event: (e) => Effect.sync(() => write(sseFrame(e.type, JSON.stringify(e), e.seq))),
-              // Settled without a terminal event (setup failed, child crashed): say how it ended.
-              settled: (job, last, terminal) =>
-                terminal ? Effect.void : Effect.sync(() => write(sseFrame("job.settled", JSON.stringify({ status: job.status, reason: job.reason, message: job.message }), last)))
-            }),
-          heartbeatMs
-        )
-      }))
+      route("read", (i) =>
+        Effect.gen(function* () {
+          const id = param(i, "id")
+          const job = yield* (yield* JobStore).get(id)
+          const after = resumeAfter(i.request, i.url)
+          if (i.url.searchParams.get("format") === "json" || (i.request.headers.get("accept") ?? "").includes("application/json")) {
+            return json({ events: yield* (yield* JobStore).events(id, after) })
+          }
+          // Resumed at or after the end: nothing to send, and a 204 stops an EventSource from reconnecting.
+          if (yield* resumedAtEnd(i.request, job, after)) return new Response(null, { status: 204 })
+          const runtime = yield* Effect.runtime<AppServices>()
+          return sseResponse(
+            runtime,
+            (write) =>
+              followJob(id, after, {
+                event: (e) => Effect.sync(() => write(sseFrame(e.type, JSON.stringify(e), e.seq))),
+                // Settled without a terminal event (setup failed, child crashed): say how it ended.
+                settled: (job, last, terminal) =>
+                  terminal
+                    ? Effect.void
+                    : Effect.sync(() =>
+                        write(
+                          sseFrame("job.settled", JSON.stringify({ status: job.status, reason: job.reason, message: job.message }), last)
+                        )
+                      )
+              }),
+            heartbeatMs
+          )
+        })
+      )
     )
     .post(
       "/api/jobs/:id/abort",
-      route("agents.manage", (i) => Effect.map(Effect.flatMap(JobStore, (s) => s.requestAbort(param(i, "id"), i.principal.username)), (job) => json({ job }, 202)))
+      route("agents.manage", (i) =>
+        Effect.map(
+          Effect.flatMap(JobStore, (s) => s.requestAbort(param(i, "id"), i.principal.username)),
+          (job) => json({ job }, 202)
+        )
+      )
     )
-

@@ -12,7 +12,10 @@ import type { Guard } from "../auth.ts"
 import { badRequest, json, NotFound, type ApiError } from "../respond.ts"
 import { decodeBody, param, type Handler } from "../route.ts"
 
-type Route = (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
+type Route = (
+  guard: Guard,
+  handler: Handler
+) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
 
 const Days = Schema.Number.pipe(Schema.int(), Schema.between(1, 3650, { message: () => "must be a whole number of days from 1 to 3650" }))
 
@@ -32,11 +35,20 @@ export const MemorySettingsInput = Schema.Struct({
 const noNul = (s: string) => (s.includes("\u0000") ? "must not contain NUL characters" : undefined)
 
 export const ReviewInput = Schema.Struct({
-  decision: Schema.Literal("reviewed", "rejected").annotations({ message: () => ({ message: "must be reviewed or rejected", override: true }) }),
-  note: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(1000, { message: () => "must be at most 1,000 characters" }), Schema.filter(noNul)), { exact: true }),
+  decision: Schema.Literal("reviewed", "rejected").annotations({
+    message: () => ({ message: "must be reviewed or rejected", override: true })
+  }),
+  note: Schema.optionalWith(
+    Schema.String.pipe(Schema.maxLength(1000, { message: () => "must be at most 1,000 characters" }), Schema.filter(noNul)),
+    { exact: true }
+  ),
   /** Edit before approving: the text a person settles on becomes a new revision. */
   title: Schema.optionalWith(
-    Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }), Schema.maxLength(MAX_NOTE_TITLE, { message: () => `must be at most ${MAX_NOTE_TITLE} characters` }), Schema.filter(noNul)),
+    Schema.String.pipe(
+      Schema.minLength(1, { message: () => "must not be empty" }),
+      Schema.maxLength(MAX_NOTE_TITLE, { message: () => `must be at most ${MAX_NOTE_TITLE} characters` }),
+      Schema.filter(noNul)
+    ),
     { exact: true }
   ),
   body: Schema.optionalWith(
@@ -63,19 +75,30 @@ export const noteFilter = (url: URL): Effect.Effect<{ trust?: Trust; kind?: Note
   const kind = url.searchParams.get("kind") ?? ""
   const q = url.searchParams.get("q") ?? ""
   const problems = [
-    ...(trust !== "" && !(TRUST_LEVELS as ReadonlyArray<string>).includes(trust) ? [{ path: "trust", message: `must be one of ${TRUST_LEVELS.join(", ")}` }] : []),
-    ...(kind !== "" && !(NOTE_KINDS as ReadonlyArray<string>).includes(kind) ? [{ path: "kind", message: `must be one of ${NOTE_KINDS.join(", ")}` }] : []),
+    ...(trust !== "" && !(TRUST_LEVELS as ReadonlyArray<string>).includes(trust)
+      ? [{ path: "trust", message: `must be one of ${TRUST_LEVELS.join(", ")}` }]
+      : []),
+    ...(kind !== "" && !(NOTE_KINDS as ReadonlyArray<string>).includes(kind)
+      ? [{ path: "kind", message: `must be one of ${NOTE_KINDS.join(", ")}` }]
+      : []),
     ...(q.length > 500 ? [{ path: "q", message: "must be at most 500 characters" }] : [])
   ]
   if (problems.length > 0) return Effect.fail(badRequest(problems))
-  return Effect.succeed({ ...(trust === "" ? {} : { trust: trust as Trust }), ...(kind === "" ? {} : { kind: kind as NoteKind }), ...(q === "" ? {} : { q }) })
+  return Effect.succeed({
+    ...(trust === "" ? {} : { trust: trust as Trust }),
+    ...(kind === "" ? {} : { kind: kind as NoteKind }),
+    ...(q === "" ? {} : { q })
+  })
 }
 
 /** `date=YYYY-MM-DD` (UTC), default today. */
 export const logDay = (url: URL): Effect.Effect<string, ApiError> => {
   const date = url.searchParams.get("date")
   if (date === null || date === "") return Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString().slice(0, 10))
-  const valid = /^\d{4}-\d{2}-\d{2}$/.test(date) && !Number.isNaN(new Date(`${date}T00:00:00Z`).getTime()) && new Date(`${date}T00:00:00Z`).toISOString().startsWith(date)
+  const valid =
+    /^\d{4}-\d{2}-\d{2}$/.test(date) &&
+    !Number.isNaN(new Date(`${date}T00:00:00Z`).getTime()) &&
+    new Date(`${date}T00:00:00Z`).toISOString().startsWith(date)
   return valid ? Effect.succeed(date) : Effect.fail(badRequest([{ path: "date", message: "must be a date YYYY-MM-DD" }]))
 }
 
@@ -100,7 +123,12 @@ export const memoryRoutes = (route: Route) =>
           const input = yield* decodeBody(i.request, MemorySettingsInput, 64 * 1024)
           const store = yield* MemoryStore
           const current = yield* store.settings(project.id)
-          const settings = yield* store.putSettings(project.id, input.enabled, { ...current.retention, ...input.retention }, i.principal.username)
+          const settings = yield* store.putSettings(
+            project.id,
+            input.enabled,
+            { ...current.retention, ...input.retention },
+            i.principal.username
+          )
           return json({ settings })
         })
       )
@@ -120,7 +148,9 @@ export const memoryRoutes = (route: Route) =>
       route("read", (i) =>
         Effect.gen(function* () {
           const project = yield* projectOf(param(i, "id"))
-          const found = yield* (yield* MemoryStore).get(project.id, param(i, "noteId")).pipe(Effect.catchTag("NoteNotFound", (e) => Effect.fail(notFound(e.message))))
+          const found = yield* (yield* MemoryStore)
+            .get(project.id, param(i, "noteId"))
+            .pipe(Effect.catchTag("NoteNotFound", (e) => Effect.fail(notFound(e.message))))
           return json(found)
         })
       )
@@ -132,7 +162,11 @@ export const memoryRoutes = (route: Route) =>
           const project = yield* projectOf(param(i, "id"))
           const input = yield* decodeBody(i.request, ReviewInput, 64 * 1024)
           const note = yield* (yield* MemoryStore)
-            .review(project.id, param(i, "noteId"), input.decision, i.principal.username, { note: input.note, title: input.title, body: input.body })
+            .review(project.id, param(i, "noteId"), input.decision, i.principal.username, {
+              note: input.note,
+              title: input.title,
+              body: input.body
+            })
             .pipe(
               Effect.catchTags({
                 NoteNotFound: (e) => Effect.fail(notFound(e.message)),
@@ -159,10 +193,10 @@ export const memoryRoutes = (route: Route) =>
         Effect.gen(function* () {
           const project = yield* projectOf(param(i, "id"))
           const input = yield* decodeBody(i.request, ResetInput, 64 * 1024)
-          if (input.confirm !== project.id) return yield* Effect.fail(badRequest([{ path: "confirm", message: `must be the project id "${project.id}"` }]))
+          if (input.confirm !== project.id)
+            return yield* Effect.fail(badRequest([{ path: "confirm", message: `must be the project id "${project.id}"` }]))
           const done = yield* (yield* MemoryStore).reset(project.id, i.principal.username)
           return json({ reset: true, notesDeleted: done.notes })
         })
       )
     )
-

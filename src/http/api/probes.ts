@@ -15,7 +15,9 @@ import { noteUser } from "../observe.ts"
 import type { ApiError } from "../respond.ts"
 import type { AppRuntime, AppServices } from "../route.ts"
 
-type PublicRoute = (handler: (request: Request) => Effect.Effect<Response, ApiError, AppServices>) => (ctx: { readonly request: Request }) => Promise<Response>
+type PublicRoute = (
+  handler: (request: Request) => Effect.Effect<Response, ApiError, AppServices>
+) => (ctx: { readonly request: Request }) => Promise<Response>
 
 const text = (body: string, status = 200, type = "text/plain; charset=utf-8") =>
   new Response(body, { status, headers: { "content-type": type, "cache-control": "no-store" } })
@@ -58,7 +60,8 @@ const readyz = (state: ServeState, status: ReadyStatus, detail?: string): Respon
 export const probeRoutes = (runtime: AppRuntime, publicRoute: PublicRoute, state: ServeState) =>
   new Elysia({ name: "probes" })
     .get("/readyz", async () => {
-      if (state.draining?.() === true) return readyz(state, "draining", "the server is shutting down: it claims no job and lets running jobs finish")
+      if (state.draining?.() === true)
+        return readyz(state, "draining", "the server is shutting down: it claims no job and lets running jobs finish")
       const underway = state.starting?.()
       if (underway !== undefined) return readyz(state, "starting", underway)
       // A runtime being disposed (shutdown) is not ready either.

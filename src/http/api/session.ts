@@ -19,7 +19,8 @@ const PasswordChange = Schema.Struct({ currentPassword: Schema.String, newPasswo
 const who = (p: Principal) => ({ username: p.username, permissions: [...p.permissions].sort(), csrfToken: p.csrfToken ?? null })
 
 /** A throttled sign-in as the API's 429 (with Retry-After). */
-const tooManyRequests = (e: SignInThrottled): ApiError => new TooManyRequests({ message: e.message, retryAfterSeconds: e.retryAfterSeconds })
+const tooManyRequests = (e: SignInThrottled): ApiError =>
+  new TooManyRequests({ message: e.message, retryAfterSeconds: e.retryAfterSeconds })
 
 /** Access.signIn behind the throttle (per username and per the request's client address). */
 export const throttledSignIn = (request: Request, username: string, password: string) =>
@@ -36,7 +37,12 @@ export const changeOwnPassword = (request: Request, principal: Principal, curren
     throttle.guard(
       principal.username,
       clientAddress(request),
-      access.changePassword(principal.username, currentPassword, newPassword, principal.via === "session" ? cookieValue(request, SESSION_COOKIE) : undefined)
+      access.changePassword(
+        principal.username,
+        currentPassword,
+        newPassword,
+        principal.via === "session" ? cookieValue(request, SESSION_COOKIE) : undefined
+      )
     )
   ).pipe(
     Effect.catchTags({
@@ -48,7 +54,9 @@ export const changeOwnPassword = (request: Request, principal: Principal, curren
 
 export const sessionRoutes = (
   route: (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>,
-  publicRoute: (handler: (request: Request) => Effect.Effect<Response, ApiError, AppServices>) => (ctx: { request: Request }) => Promise<Response>,
+  publicRoute: (
+    handler: (request: Request) => Effect.Effect<Response, ApiError, AppServices>
+  ) => (ctx: { request: Request }) => Promise<Response>,
   throttle: SignInThrottle["Type"]
 ) =>
   new Elysia({ name: "session-api" })
@@ -60,12 +68,17 @@ export const sessionRoutes = (
           const crossSite = crossSiteProblem(request)
           if (crossSite !== undefined) return yield* Effect.fail(crossSite)
           const { username, password } = yield* decodeBody(request, SignIn, SIGN_IN_BODY_BYTES)
-          const session = yield* throttledSignIn(request, username, password).pipe(Effect.catchTag("SignInThrottled", (e) => Effect.fail(tooManyRequests(e))))
+          const session = yield* throttledSignIn(request, username, password).pipe(
+            Effect.catchTag("SignInThrottled", (e) => Effect.fail(tooManyRequests(e)))
+          )
           return json({ user: who(session.principal) }, 200, { "set-cookie": sessionCookie(session.token, session.expiresAt) })
         }).pipe(Effect.provideService(SignInThrottle, throttle))
       )
     )
-    .get("/api/session", route("read", ({ principal }) => Effect.succeed(json({ user: who(principal) }))))
+    .get(
+      "/api/session",
+      route("read", ({ principal }) => Effect.succeed(json({ user: who(principal) })))
+    )
     .post(
       "/api/account/password",
       route("read", ({ request, principal }) =>

@@ -6,14 +6,28 @@
  */
 import { Effect, Schema } from "effect"
 import { Elysia } from "elysia"
-import { Access, passwordProblem, PERMISSIONS, TOKEN_DEFAULT_DAYS, TOKEN_MAX_DAYS, USERNAME, type Permission, type Principal, type TokenView, type UserView } from "../../access/Access.ts"
+import {
+  Access,
+  passwordProblem,
+  PERMISSIONS,
+  TOKEN_DEFAULT_DAYS,
+  TOKEN_MAX_DAYS,
+  USERNAME,
+  type Permission,
+  type Principal,
+  type TokenView,
+  type UserView
+} from "../../access/Access.ts"
 import type { InvalidToken, InvalidUser, TokenNotFound, UnknownUser, UserExists, WouldLockOut } from "../../access/errors.ts"
 import type { StoreError } from "../../db/StoreError.ts"
 import type { Guard } from "../auth.ts"
 import { badRequest, forbidden, json, notFound, type ApiError } from "../respond.ts"
 import { decodeBody, param, type Handler } from "../route.ts"
 
-type Route = (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
+type Route = (
+  guard: Guard,
+  handler: Handler
+) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
 
 export const TokenInput = Schema.Struct({
   name: Schema.String.pipe(
@@ -22,16 +36,23 @@ export const TokenInput = Schema.Struct({
     Schema.filter((s) => !/\p{Cc}/u.test(s), { message: () => "must not contain control characters" })
   ),
   expiresInDays: Schema.optionalWith(
-    Schema.Number.pipe(Schema.int({ message: () => "must be a whole number of days" }), Schema.between(1, TOKEN_MAX_DAYS, { message: () => `must be between 1 and ${TOKEN_MAX_DAYS}` })),
+    Schema.Number.pipe(
+      Schema.int({ message: () => "must be a whole number of days" }),
+      Schema.between(1, TOKEN_MAX_DAYS, { message: () => `must be between 1 and ${TOKEN_MAX_DAYS}` })
+    ),
     { exact: true, default: () => TOKEN_DEFAULT_DAYS }
   )
 })
 const UserPatch = Schema.Struct({ disabled: Schema.Boolean })
 /** A permission by name; anything else names the ones there are. */
 const PermissionName = Schema.String.pipe(
-  Schema.filter((s): s is Permission => (PERMISSIONS as ReadonlyArray<string>).includes(s), { message: () => `must be one of ${PERMISSIONS.join(", ")}` })
+  Schema.filter((s): s is Permission => (PERMISSIONS as ReadonlyArray<string>).includes(s), {
+    message: () => `must be one of ${PERMISSIONS.join(", ")}`
+  })
 )
-const Permissions = Schema.Array(PermissionName).pipe(Schema.maxItems(PERMISSIONS.length * 2, { message: () => "lists too many permissions" }))
+const Permissions = Schema.Array(PermissionName).pipe(
+  Schema.maxItems(PERMISSIONS.length * 2, { message: () => "lists too many permissions" })
+)
 const USERNAME_RULE = "a username is 1-64 characters: a-z, 0-9, . _ @ -, starting with a letter or digit"
 /** A password Access accepts (it checks again): judged here so that a refused request names every problem at once. */
 const Password = Schema.String.pipe(Schema.filter((s) => passwordProblem(s) ?? true))
@@ -43,11 +64,25 @@ export const NewUser = Schema.Struct({
 export const PermissionsInput = Schema.Struct({ permissions: Permissions })
 export const PasswordReset = Schema.Struct({ password: Password })
 
-const tokenJson = (t: TokenView) => ({ ...t, createdAt: t.createdAt.toISOString(), lastUsedAt: t.lastUsedAt?.toISOString() ?? null, expiresAt: t.expiresAt.toISOString(), revokedAt: t.revokedAt?.toISOString() ?? null })
-const userJson = (u: UserView) => ({ username: u.username, permissions: u.permissions, disabled: u.disabledAt !== null, createdAt: u.createdAt.toISOString(), disabledAt: u.disabledAt?.toISOString() ?? null })
+const tokenJson = (t: TokenView) => ({
+  ...t,
+  createdAt: t.createdAt.toISOString(),
+  lastUsedAt: t.lastUsedAt?.toISOString() ?? null,
+  expiresAt: t.expiresAt.toISOString(),
+  revokedAt: t.revokedAt?.toISOString() ?? null
+})
+const userJson = (u: UserView) => ({
+  username: u.username,
+  permissions: u.permissions,
+  disabled: u.disabledAt !== null,
+  createdAt: u.createdAt.toISOString(),
+  disabledAt: u.disabledAt?.toISOString() ?? null
+})
 
 /** Access's domain errors as API errors. */
-export const accessError = (e: UnknownUser | TokenNotFound | InvalidToken | WouldLockOut | InvalidUser | UserExists | StoreError): ApiError => {
+export const accessError = (
+  e: UnknownUser | TokenNotFound | InvalidToken | WouldLockOut | InvalidUser | UserExists | StoreError
+): ApiError => {
   switch (e._tag) {
     case "StoreUnavailable":
     case "RowInvalid":
@@ -80,23 +115,46 @@ const permissionParam = (raw: string): Effect.Effect<Permission, ApiError> =>
 
 export const tokenRoutes = (route: Route) =>
   new Elysia({ name: "tokens-api" })
-    .get("/api/tokens", route("read", (i) => Effect.map(Effect.flatMap(Access, (a) => a.tokens(i.principal.username)), (ts) => json({ tokens: ts.map(tokenJson) })).pipe(Effect.mapError(accessError))))
+    .get(
+      "/api/tokens",
+      route("read", (i) =>
+        Effect.map(
+          Effect.flatMap(Access, (a) => a.tokens(i.principal.username)),
+          (ts) => json({ tokens: ts.map(tokenJson) })
+        ).pipe(Effect.mapError(accessError))
+      )
+    )
     .post(
       "/api/tokens",
       route("read", (i) =>
         Effect.gen(function* () {
           yield* requireSession(i.principal)
           const input = yield* decodeBody(i.request, TokenInput)
-          const made = yield* (yield* Access).createToken(i.principal.username, input.name, input.expiresInDays).pipe(Effect.mapError(accessError))
+          const made = yield* (yield* Access)
+            .createToken(i.principal.username, input.name, input.expiresInDays)
+            .pipe(Effect.mapError(accessError))
           return json({ token: tokenJson(made.view), secret: made.token }, 201)
         })
       )
     )
     .delete(
       "/api/tokens/:id",
-      route("read", (i) => Effect.as(Effect.flatMap(Access, (a) => a.revokeToken(i.principal.username, param(i, "id"))), new Response(null, { status: 204 })).pipe(Effect.mapError(accessError)))
+      route("read", (i) =>
+        Effect.as(
+          Effect.flatMap(Access, (a) => a.revokeToken(i.principal.username, param(i, "id"))),
+          new Response(null, { status: 204 })
+        ).pipe(Effect.mapError(accessError))
+      )
     )
-    .get("/api/admin/users", route("admin", () => Effect.map(Effect.flatMap(Access, (a) => a.users), (us) => json({ users: us.map(userJson) }))))
+    .get(
+      "/api/admin/users",
+      route("admin", () =>
+        Effect.map(
+          Effect.flatMap(Access, (a) => a.users),
+          (us) => json({ users: us.map(userJson) })
+        )
+      )
+    )
     .post(
       "/api/admin/users",
       route("admin", (i) =>
@@ -153,9 +211,19 @@ export const tokenRoutes = (route: Route) =>
     )
     .get(
       "/api/admin/users/:name/tokens",
-      route("admin", (i) => Effect.map(Effect.flatMap(Access, (a) => a.tokens(param(i, "name"))), (ts) => json({ tokens: ts.map(tokenJson) })).pipe(Effect.mapError(accessError)))
+      route("admin", (i) =>
+        Effect.map(
+          Effect.flatMap(Access, (a) => a.tokens(param(i, "name"))),
+          (ts) => json({ tokens: ts.map(tokenJson) })
+        ).pipe(Effect.mapError(accessError))
+      )
     )
     .delete(
       "/api/admin/users/:name/tokens/:id",
-      route("admin", (i) => Effect.as(Effect.flatMap(Access, (a) => a.revokeToken(param(i, "name"), param(i, "id"))), new Response(null, { status: 204 })).pipe(Effect.mapError(accessError)))
+      route("admin", (i) =>
+        Effect.as(
+          Effect.flatMap(Access, (a) => a.revokeToken(param(i, "name"), param(i, "id"))),
+          new Response(null, { status: 204 })
+        ).pipe(Effect.mapError(accessError))
+      )
     )

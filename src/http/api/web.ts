@@ -11,9 +11,14 @@ import { WebSearch } from "../../web/WebSearch.ts"
 import { json, NotFound, type ApiError } from "../respond.ts"
 import { decodeBody, jsonBody, param, type Handler } from "../route.ts"
 
-type Route = (guard: Guard, handler: Handler) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
+type Route = (
+  guard: Guard,
+  handler: Handler
+) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
 
-const TestBody = Schema.Struct({ query: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(500)), { exact: true }) })
+const TestBody = Schema.Struct({
+  query: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(500)), { exact: true })
+})
 
 const notFound = (e: { readonly message: string }): Effect.Effect<never, ApiError> => Effect.fail(new NotFound({ message: e.message }))
 
@@ -38,35 +43,56 @@ const projectWebBody = (projectId: string, days: number) =>
 
 export const webRoutes = (route: Route) =>
   new Elysia({ name: "web-api" })
-    .get("/api/admin/web-search", route("read", () => Effect.map(Effect.flatMap(WebSearch, (w) => w.get), (backend) => json({ backend }))))
+    .get(
+      "/api/admin/web-search",
+      route("read", () =>
+        Effect.map(
+          Effect.flatMap(WebSearch, (w) => w.get),
+          (backend) => json({ backend })
+        )
+      )
+    )
     .put(
       "/api/admin/web-search",
-      route("providers.manage", (i) => Effect.gen(function* () {
-        const body = yield* jsonBody(i.request)
-        return json({ backend: yield* (yield* WebSearch).put(body, i.principal.username) })
-      }))
+      route("providers.manage", (i) =>
+        Effect.gen(function* () {
+          const body = yield* jsonBody(i.request)
+          return json({ backend: yield* (yield* WebSearch).put(body, i.principal.username) })
+        })
+      )
     )
     .delete(
       "/api/admin/web-search",
-      route("providers.manage", () => Effect.map(Effect.flatMap(WebSearch, (w) => w.remove), () => new Response(null, { status: 204 })))
+      route("providers.manage", () =>
+        Effect.map(
+          Effect.flatMap(WebSearch, (w) => w.remove),
+          () => new Response(null, { status: 204 })
+        )
+      )
     )
     .post(
       "/api/admin/web-search/test",
       // Sends a query with the stored key: an admin's action.
-      route("providers.manage", (i) => Effect.gen(function* () {
-        const body = yield* decodeBody(i.request, TestBody)
-        return json({ test: yield* (yield* WebSearch).test(body.query ?? "kintsugi runtime") })
-      }))
+      route("providers.manage", (i) =>
+        Effect.gen(function* () {
+          const body = yield* decodeBody(i.request, TestBody)
+          return json({ test: yield* (yield* WebSearch).test(body.query ?? "kintsugi runtime") })
+        })
+      )
     )
     .get(
       "/api/projects/:id/web",
-      route("read", (i) => Effect.map(projectWebBody(param(i, "id"), daysOf(i.url)), json).pipe(Effect.catchTag("ProjectNotFound", notFound)))
+      route("read", (i) =>
+        Effect.map(projectWebBody(param(i, "id"), daysOf(i.url)), json).pipe(Effect.catchTag("ProjectNotFound", notFound))
+      )
     )
     .put(
       "/api/projects/:id/web",
-      route("agents.manage", (i) => Effect.gen(function* () {
-        const body = yield* jsonBody(i.request)
-        yield* (yield* ProjectWeb).put(param(i, "id"), body, i.principal.username)
-        return json(yield* projectWebBody(param(i, "id"), daysOf(i.url)))
-      }).pipe(Effect.catchTag("ProjectNotFound", notFound)))
+      route("agents.manage", (i) =>
+        Effect.gen(function* () {
+          const body = yield* jsonBody(i.request)
+          yield* (yield* ProjectWeb).put(param(i, "id"), body, i.principal.username)
+          return json(yield* projectWebBody(param(i, "id"), daysOf(i.url)))
+        }).pipe(Effect.catchTag("ProjectNotFound", notFound))
+      )
     )

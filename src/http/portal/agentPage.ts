@@ -31,7 +31,9 @@ const versionQuery = (url: URL): Effect.Effect<number | undefined, ApiError> => 
   const raw = url.searchParams.get("version")
   if (raw === null) return Effect.succeed(undefined)
   const n = Number(raw)
-  return Number.isInteger(n) && n > 0 ? Effect.succeed(n) : Effect.fail(badRequest([{ path: "version", message: `"${raw}" is not a version number` }]))
+  return Number.isInteger(n) && n > 0
+    ? Effect.succeed(n)
+    : Effect.fail(badRequest([{ path: "version", message: `"${raw}" is not a version number` }]))
 }
 
 /** An agent's main tab: the editor for managers of a custom agent, else the read-only view. */
@@ -48,7 +50,10 @@ export const agentPage = (portal: PortalRunner) =>
     .get(
       "/agents/:name",
       portal.page("read", ({ url, page, params }) =>
-        Effect.flatMap(Effect.flatMap(AgentStore, (s) => s.get(params["name"] ?? "")), (agent) => Effect.map(agentMainPage(page, agent, noticeOf(url, agent.name)), (p) => htmlResponse(p)))
+        Effect.flatMap(
+          Effect.flatMap(AgentStore, (s) => s.get(params["name"] ?? "")),
+          (agent) => Effect.map(agentMainPage(page, agent, noticeOf(url, agent.name)), (p) => htmlResponse(p))
+        )
       )
     )
     .post(
@@ -62,15 +67,27 @@ export const agentPage = (portal: PortalRunner) =>
           const files = filesOfForm(form)
           if (Either.isLeft(files)) return yield* refusedSave(request, page, form, files.left, agent)
           const note = input.form.get("changeNote")
-          return yield* store.save(agent.name, { files: files.right }, principal.username, typeof note === "string" ? note.slice(0, 2000) : "").pipe(
-            // A gated version waits for its evals: start them now (docs/evals.md).
-            Effect.tap(() => Effect.flatMap(Evals, (e) => e.kick)),
-            Effect.map((saved) => {
-              const gated = saved.gate !== undefined && saved.gate.version > agent.version && saved.gate.version !== agent.gate?.version
-              return redirect(request, agentUrl(saved.name, gated ? `?gated=${String(saved.gate?.version)}` : saved.version === agent.version ? `?unchanged=${String(saved.version)}` : `?saved=${String(saved.version)}`))
-            }),
-            Effect.catchTag("AgentInvalid", (e) => refusedSave(request, page, form, e.problems, agent))
-          )
+          return yield* store
+            .save(agent.name, { files: files.right }, principal.username, typeof note === "string" ? note.slice(0, 2000) : "")
+            .pipe(
+              // A gated version waits for its evals: start them now (docs/evals.md).
+              Effect.tap(() => Effect.flatMap(Evals, (e) => e.kick)),
+              Effect.map((saved) => {
+                const gated = saved.gate !== undefined && saved.gate.version > agent.version && saved.gate.version !== agent.gate?.version
+                return redirect(
+                  request,
+                  agentUrl(
+                    saved.name,
+                    gated
+                      ? `?gated=${String(saved.gate?.version)}`
+                      : saved.version === agent.version
+                        ? `?unchanged=${String(saved.version)}`
+                        : `?saved=${String(saved.version)}`
+                  )
+                )
+              }),
+              Effect.catchTag("AgentInvalid", (e) => refusedSave(request, page, form, e.problems, agent))
+            )
         })
       )
     )
@@ -100,7 +117,11 @@ export const agentPage = (portal: PortalRunner) =>
             Effect.map((copy) => redirect(input.request, agentUrl(copy.name, `?copied=${encodeURIComponent(nameParam(input))}`))),
             Effect.catchTags({
               // Every problem of a copy is one of its name: the package itself is the saved agent's.
-              AgentInvalid: (e) => refused(e.problems.map((p) => plainMessage(p.message)), 400),
+              AgentInvalid: (e) =>
+                refused(
+                  e.problems.map((p) => plainMessage(p.message)),
+                  400
+                ),
               AgentExists: () => refused([`an agent named "${newName}" already exists: choose another name`], 409),
               BuiltinReadOnly: () => refused([`"${newName}" is the name of a built-in agent: choose another name`], 409)
             })
@@ -142,9 +163,14 @@ export const agentPage = (portal: PortalRunner) =>
           const project = input.url.searchParams.get("project") ?? ""
           const result: DefinitionResult = yield* resolveAgentDefinition(agent.name).pipe(
             Effect.flatMap((definition) =>
-              Effect.map(jobModelFor(agent.name, definition.thinking, project), (model): DefinitionResult => ({ ok: true, definition, model }))
+              Effect.map(
+                jobModelFor(agent.name, definition.thinking, project),
+                (model): DefinitionResult => ({ ok: true, definition, model })
+              )
             ),
-            Effect.catchTag("AgentUnavailable", (e) => Effect.succeed<DefinitionResult>({ ok: false, message: e.message, problems: e.problems }))
+            Effect.catchTag("AgentUnavailable", (e) =>
+              Effect.succeed<DefinitionResult>({ ok: false, message: e.message, problems: e.problems })
+            )
           )
           return htmlResponse(definitionPage(input.page, agent, result, yield* projects))
         })

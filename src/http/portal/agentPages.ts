@@ -20,7 +20,13 @@ import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalRunner } from "./portalRoute.ts"
 
 /** A save that was refused: the problems at their fields (htmx: the preview fragment; else the whole editor). */
-export const refusedSave = (request: Request, page: PageContext, form: AgentForm, problems: ReadonlyArray<Problem>, agent: AgentView | null) =>
+export const refusedSave = (
+  request: Request,
+  page: PageContext,
+  form: AgentForm,
+  problems: ReadonlyArray<Problem>,
+  agent: AgentView | null
+) =>
   Effect.map(editorContext(agent), (options) => {
     const placed = placeProblems(form, problems)
     if (isHtmx(request)) return htmlResponse(previewFragment(form, placed, page.processToolsUnconfined), 400)
@@ -28,7 +34,9 @@ export const refusedSave = (request: Request, page: PageContext, form: AgentForm
   })
 
 /** Name-level refusals (exists, reserved) as a problem on the name field. */
-const nameProblem = (form: AgentForm, e: { readonly message: string }): Array<Problem> => [{ path: `${mainFile(form)}#name`, message: e.message }]
+const nameProblem = (form: AgentForm, e: { readonly message: string }): Array<Problem> => [
+  { path: `${mainFile(form)}#name`, message: e.message }
+]
 
 const IMPORT_MAX_FILES = 200
 
@@ -52,7 +60,9 @@ export const agentPages = (portal: PortalRunner) =>
       portal.page("agents.manage", ({ page }) =>
         Effect.map(editorContext(null), (options) => {
           const form = blankForm(options.kernelTools)
-          return htmlResponse(editorPage(page, { form, placed: placeProblems(form, []), agent: null, notice: null, checked: false, options }))
+          return htmlResponse(
+            editorPage(page, { form, placed: placeProblems(form, []), agent: null, notice: null, checked: false, options })
+          )
         })
       )
     )
@@ -89,14 +99,18 @@ export const agentPages = (portal: PortalRunner) =>
         })
       )
     )
-    .get("/agents/-/import", portal.page("read", ({ page }) => Effect.succeed(htmlResponse(importPage(page, null)))))
+    .get(
+      "/agents/-/import",
+      portal.page("read", ({ page }) => Effect.succeed(htmlResponse(importPage(page, null))))
+    )
     .post(
       "/agents/-/import",
       portal.action("agents.manage", ({ request, page, form, principal }) =>
         Effect.gen(function* () {
           const uploads = form.getAll("files").flatMap((f) => (typeof f === "string" || f.name === "" ? [] : [f]))
           if (uploads.length === 0) return importFailure(request, page, { message: "Choose a .zip or .md file first.", problems: [] })
-          if (uploads.length > IMPORT_MAX_FILES) return importFailure(request, page, { message: `At most ${IMPORT_MAX_FILES} files at once.`, problems: [] })
+          if (uploads.length > IMPORT_MAX_FILES)
+            return importFailure(request, page, { message: `At most ${IMPORT_MAX_FILES} files at once.`, problems: [] })
           const zips = uploads.filter((f) => f.name.toLowerCase().endsWith(".zip"))
           if (zips.length > 0 && uploads.length > 1) {
             return importFailure(request, page, { message: "Upload one .zip on its own, or the package's .md files.", problems: [] })
@@ -105,7 +119,10 @@ export const agentPages = (portal: PortalRunner) =>
           const options = { strict: form.get("strict") === "1" }
           const imported: Effect.Effect<ImportOutcome, ApiError, AgentStore | SkillStore> =
             zips[0] !== undefined
-              ? Effect.flatMap(Effect.promise(() => zips[0]!.bytes()), (bytes) => importZipUpload(bytes, principal.username, options))
+              ? Effect.flatMap(
+                  Effect.promise(() => zips[0]!.bytes()),
+                  (bytes) => importZipUpload(bytes, principal.username, options)
+                )
               : Effect.flatMap(
                   Effect.promise(() => Promise.all(uploads.map(async (f) => ({ path: f.name, content: await f.bytes() })))),
                   (files) => importUpload(files, principal.username, options)

@@ -33,7 +33,11 @@ const sseExtension = (): StaticFile => {
   const file = Bun.fileURLToPath(import.meta.resolve("htmx-ext-sse/dist/sse.min.js"))
   const pkg: unknown = JSON.parse(readFileSync(join(dirname(file), "..", "package.json"), "utf8"))
   const version = pkg !== null && typeof pkg === "object" && "version" in pkg && typeof pkg.version === "string" ? pkg.version : "unknown"
-  return { path: `/vendor/htmx-ext-sse-${version}.min.js`, body: new Uint8Array(readFileSync(file)), contentType: "text/javascript; charset=utf-8" }
+  return {
+    path: `/vendor/htmx-ext-sse-${version}.min.js`,
+    body: new Uint8Array(readFileSync(file)),
+    contentType: "text/javascript; charset=utf-8"
+  }
 }
 
 export interface PortalAssets {
@@ -47,7 +51,10 @@ export const loadAssets = (): PortalAssets => {
   const forms = hashed("forms", "js", "text/javascript; charset=utf-8")
   const vendor = htmx()
   const sse = sseExtension()
-  return { urls: { css: css.path, js: js.path, formsJs: forms.path, htmx: vendor.path, sse: sse.path }, files: [css, js, forms, vendor, sse] }
+  return {
+    urls: { css: css.path, js: js.path, formsJs: forms.path, htmx: vendor.path, sse: sse.path },
+    files: [css, js, forms, vendor, sse]
+  }
 }
 
 export const staticResponse = (file: StaticFile): Response =>

@@ -9,7 +9,16 @@ import type { Problem } from "../../contract/Problem.ts"
 import { Bindings } from "../../providers/Bindings.ts"
 import { ProviderStore } from "../../providers/ProviderStore.ts"
 import { Projects } from "../../worker/Projects.ts"
-import { bindingsBody, bindingsPage, levelsFor, parseTarget, targetOf, thinkingField, type BindingFormValues, type BindingsProps } from "../../../views/pages/bindings.ts"
+import {
+  bindingsBody,
+  bindingsPage,
+  levelsFor,
+  parseTarget,
+  targetOf,
+  thinkingField,
+  type BindingFormValues,
+  type BindingsProps
+} from "../../../views/pages/bindings.ts"
 import { htmlResponse, inPlace, noticeOf, noticeText, pageOrBody } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 
@@ -30,15 +39,32 @@ const propsOf = (input: PortalInput, values: BindingFormValues | null, problems:
     const first = providers.flatMap((p) => p.models.map((m) => targetOf(p.id, m.id)))[0] ?? ""
     const current = bindings.find((b) => b.projectId === "")
     const defaults: BindingFormValues =
-      current === undefined ? { project: "", target: first, thinking: "" } : { project: "", target: targetOf(current.providerId, current.modelId), thinking: current.thinking ?? "" }
-    const props: BindingsProps = { agent, bindings, providers, projects: yield* projects, values: values ?? defaults, problems, notice: notice ?? noticeOf(input.url, agent.name) }
+      current === undefined
+        ? { project: "", target: first, thinking: "" }
+        : { project: "", target: targetOf(current.providerId, current.modelId), thinking: current.thinking ?? "" }
+    const props: BindingsProps = {
+      agent,
+      bindings,
+      providers,
+      projects: yield* projects,
+      values: values ?? defaults,
+      problems,
+      notice: notice ?? noticeOf(input.url, agent.name)
+    }
     return props
   })
 
 /** The page (a GET), or a refused change: for htmx (made in place) the page's body. */
 const render = (input: PortalInput, values: BindingFormValues | null, problems: ReadonlyArray<Problem>, status = 200) =>
   Effect.map(propsOf(input, values, problems), (props) =>
-    input.request.method === "GET" ? htmlResponse(bindingsPage(input.page, props), status) : pageOrBody(input.request, () => bindingsPage(input.page, props), () => bindingsBody(input.page, props), status)
+    input.request.method === "GET"
+      ? htmlResponse(bindingsPage(input.page, props), status)
+      : pageOrBody(
+          input.request,
+          () => bindingsPage(input.page, props),
+          () => bindingsBody(input.page, props),
+          status
+        )
   )
 
 /** After a change: the page's new body with the notice `key` asks for (htmx), else a redirect to the page asking for it. */
@@ -51,11 +77,18 @@ const changed = (input: PortalInput, agent: string, key: string, value: string) 
 
 export const bindingPages = (portal: PortalRunner) =>
   new Elysia()
-    .get("/agents/:name/binding", portal.page("read", (input) => render(input, null, [])))
+    .get(
+      "/agents/:name/binding",
+      portal.page("read", (input) => render(input, null, []))
+    )
     .get(
       "/bindings/-/thinking",
       portal.page("read", ({ url }) =>
-        Effect.map(Effect.flatMap(ProviderStore, (s) => s.list), (providers) => htmlResponse(thinkingField(levelsFor(providers, url.searchParams.get("target") ?? ""), url.searchParams.get("thinking") ?? "")))
+        Effect.map(
+          Effect.flatMap(ProviderStore, (s) => s.list),
+          (providers) =>
+            htmlResponse(thinkingField(levelsFor(providers, url.searchParams.get("target") ?? ""), url.searchParams.get("thinking") ?? ""))
+        )
       )
     )
     .post(
@@ -63,7 +96,11 @@ export const bindingPages = (portal: PortalRunner) =>
       portal.action("providers.manage", (input) =>
         Effect.gen(function* () {
           const agent = yield* (yield* AgentStore).get(input.params["name"] ?? "")
-          const values: BindingFormValues = { project: text(input.form, "project"), target: text(input.form, "target"), thinking: text(input.form, "thinking") }
+          const values: BindingFormValues = {
+            project: text(input.form, "project"),
+            target: text(input.form, "target"),
+            thinking: text(input.form, "thinking")
+          }
           const { providerId, modelId } = parseTarget(values.target)
           const body = { providerId, modelId, ...(values.thinking === "" ? {} : { thinking: values.thinking }) }
           return yield* (yield* Bindings).set(agent.name, values.project, body, input.principal.username).pipe(

@@ -13,7 +13,10 @@ import type { PortalRunner } from "./portalRoute.ts"
 const versionsOf = (agent: AgentView): Effect.Effect<ReadonlyArray<{ version: number; current: boolean }>, ApiError, AgentStore> =>
   agent.builtin
     ? Effect.succeed([{ version: agent.version, current: true }])
-    : Effect.map(Effect.flatMap(AgentStore, (s) => s.versions(agent.name)), (vs) => vs.map((v) => ({ version: v.version, current: v.current })))
+    : Effect.map(
+        Effect.flatMap(AgentStore, (s) => s.versions(agent.name)),
+        (vs) => vs.map((v) => ({ version: v.version, current: v.current }))
+      )
 
 /** `raw` when it names one of `versions`, else `fallback`. */
 const chosen = (raw: string | null, versions: ReadonlyArray<{ version: number }>, fallback: number): number => {
@@ -22,7 +25,10 @@ const chosen = (raw: string | null, versions: ReadonlyArray<{ version: number }>
 }
 
 const sideOf = (name: string, version: number): Effect.Effect<EvalSide, never, Evals> =>
-  Effect.map(Effect.flatMap(Evals, (e) => e.runs(name, version)), (runs) => ({ version, run: runs[0] }))
+  Effect.map(
+    Effect.flatMap(Evals, (e) => e.runs(name, version)),
+    (runs) => ({ version, run: runs[0] })
+  )
 
 export const evalPages = (portal: PortalRunner) =>
   new Elysia()

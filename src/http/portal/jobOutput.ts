@@ -36,7 +36,8 @@ export const readOutput = (source: OutputSource, path: string, reported: Readonl
   Effect.tryPromise({
     try: async () => {
       if (!wellFormed(path) || !reported.includes(path)) return undefined
-      if (source.committed !== undefined) return readCommittedOutput({ ...source.committed, outDir: source.outDir, path, maxBytes: MAX_OUTPUT_BYTES })
+      if (source.committed !== undefined)
+        return readCommittedOutput({ ...source.committed, outDir: source.outDir, path, maxBytes: MAX_OUTPUT_BYTES })
       const root = await realpath(source.outDir)
       const read = await readOutputFile(join(root, path), root, MAX_OUTPUT_BYTES, "inside")
       return read.kind === "bytes" ? read.bytes : undefined

@@ -38,7 +38,16 @@ import {
   traceSection,
   usageSection
 } from "../../../views/pages/jobPage.ts"
-import { blankRun, runPage, runSlot, runValuesOfJob, runValuesOfWorkspace, type RunModel, type RunPlaces, type RunValues } from "../../../views/pages/runForm.ts"
+import {
+  blankRun,
+  runPage,
+  runSlot,
+  runValuesOfJob,
+  runValuesOfWorkspace,
+  type RunModel,
+  type RunPlaces,
+  type RunValues
+} from "../../../views/pages/runForm.ts"
 import { html, type Html } from "../../../views/html.ts"
 import { followJob, resumeAfter, sseFrame, sseResponse, SSE_HEARTBEAT_MS } from "../eventStream.ts"
 import type { ApiError } from "../respond.ts"
@@ -69,8 +78,18 @@ const jobBodyOf = (agent: string, v: RunValues): Record<string, unknown> => ({
   agent,
   task: v.task,
   ...(v.project === "" ? {} : { project: v.project }),
-  workspace: { root: v.root, readOnly: v.readOnly.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== ""), outDir: v.outDir },
-  limits: { timeoutSec: v.timeoutSec === "" ? Number.NaN : Number(v.timeoutSec), ...(v.maxCostUsd === "" ? {} : { maxCostUsd: Number(v.maxCostUsd) }) }
+  workspace: {
+    root: v.root,
+    readOnly: v.readOnly
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .filter((l) => l !== ""),
+    outDir: v.outDir
+  },
+  limits: {
+    timeoutSec: v.timeoutSec === "" ? Number.NaN : Number(v.timeoutSec),
+    ...(v.maxCostUsd === "" ? {} : { maxCostUsd: Number(v.maxCostUsd) })
+  }
 })
 
 const jobId = (i: PortalInput) => i.params["id"] ?? ""
@@ -93,7 +112,12 @@ const runModels = (agent: string): Effect.Effect<ReadonlyArray<RunModel>, never,
         model: `${m.binding.providerId}/${m.binding.modelId}`,
         thinking: t?.effective ?? "—",
         thinkingSource:
-          m.problem ?? (t === null ? "" : t.clamped === "none" ? (FROM[t.requestedFrom] ?? "") : `${FROM[t.requestedFrom] ?? ""}: ${t.requested}, which this model does not have`)
+          m.problem ??
+          (t === null
+            ? ""
+            : t.clamped === "none"
+              ? (FROM[t.requestedFrom] ?? "")
+              : `${FROM[t.requestedFrom] ?? ""}: ${t.requested}, which this model does not have`)
       })
     }
     return models
@@ -130,7 +154,8 @@ const queryOf = (url: URL): JobsQuery => {
 const PAGE_SIZE = 50
 
 /** `effect` with its failure written to the log (a stream under way has no status left to answer with). */
-const logged = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.tapError(effect, (e) => Effect.logError("the job stream could not read the job", e))
+const logged = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.tapError(effect, (e) => Effect.logError("the job stream could not read the job", e))
 
 const listProps = (input: PortalInput): Effect.Effect<JobsListProps, ApiError, AppServices> =>
   Effect.gen(function* () {
@@ -181,7 +206,8 @@ const jobStream = (input: PortalInput, heartbeatMs: number) =>
               open = e.type === "message.delta" ? e.seq : null
               if (row !== null) {
                 // The stream is under way: a row it cannot read leaves the sections as they are (the page reload shows them).
-                const current = e.type === "job.started" ? yield* Effect.orElseSucceed(logged(store.get(job.id)), () => undefined) : undefined
+                const current =
+                  e.type === "job.started" ? yield* Effect.orElseSucceed(logged(store.get(job.id)), () => undefined) : undefined
                 const extra = current === undefined ? html`` : html`${statusSection(current, true)}${factsSection(current, true)}`
                 return write(sseFrame("row", html`${timelineRow(row, current?.startedAt ?? job.startedAt)}${extra}`.text, e.seq))
               }
@@ -204,8 +230,14 @@ const jobStream = (input: PortalInput, heartbeatMs: number) =>
 
 export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBEAT_MS) =>
   new Elysia()
-    .get("/jobs", portal.page("read", (input) => Effect.map(listProps(input), (props) => htmlResponse(jobsPage(input.page, props)))))
-    .get("/jobs/rows", portal.page("read", (input) => Effect.map(listProps(input), (props) => htmlResponse(jobsRows(props)))))
+    .get(
+      "/jobs",
+      portal.page("read", (input) => Effect.map(listProps(input), (props) => htmlResponse(jobsPage(input.page, props))))
+    )
+    .get(
+      "/jobs/rows",
+      portal.page("read", (input) => Effect.map(listProps(input), (props) => htmlResponse(jobsRows(props))))
+    )
     .get(
       "/jobs/:id",
       portal.page("read", (input) =>
@@ -217,7 +249,10 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
         })
       )
     )
-    .get("/jobs/:id/stream", portal.page("read", (input) => jobStream(input, heartbeatMs)))
+    .get(
+      "/jobs/:id/stream",
+      portal.page("read", (input) => jobStream(input, heartbeatMs))
+    )
     .get(
       "/jobs/:id/output",
       portal.page("read", (input) =>
@@ -229,7 +264,9 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
           const commit = committedSha(job.outputs)
           const source: OutputSource = {
             outDir: job.workspace.outDir,
-            ...(commit === undefined ? {} : { committed: { commit, jobId: job.id, jobRoots: (yield* (yield* JobRoots).boundaryFor(job.projectId)).jobRoots } })
+            ...(commit === undefined
+              ? {}
+              : { committed: { commit, jobId: job.id, jobRoots: (yield* (yield* JobRoots).boundaryFor(job.projectId)).jobRoots } })
           }
           const bytes = yield* readOutput(source, path, outputPaths(yield* store.events(job.id, -1)))
           // A grounding citation's link: the text as numbered lines, the cited one marked.
@@ -243,7 +280,10 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
     .post(
       "/jobs/:id/abort",
       portal.action("agents.manage", (input) =>
-        Effect.map(Effect.flatMap(JobStore, (s) => s.requestAbort(jobId(input), input.principal.username)), (job) => redirect(input.request, `/jobs/${job.id}`))
+        Effect.map(
+          Effect.flatMap(JobStore, (s) => s.requestAbort(jobId(input), input.principal.username)),
+          (job) => redirect(input.request, `/jobs/${job.id}`)
+        )
       )
     )
     .get(
@@ -253,8 +293,17 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
           const agent = yield* (yield* AgentStore).get(input.params["name"] ?? "")
           // Re-run: the form filled from an earlier job of this agent (the user starts it).
           const from = input.url.searchParams.get("from")
-          const earlier = from === null ? undefined : yield* (yield* JobStore).get(from).pipe(Effect.asSome, Effect.catchTag("JobNotFound", () => Effect.succeedNone))
-          const values = earlier !== undefined && earlier._tag === "Some" && earlier.value.agentName === agent.name ? runValuesOfJob(earlier.value) : blankRun()
+          const earlier =
+            from === null
+              ? undefined
+              : yield* (yield* JobStore).get(from).pipe(
+                  Effect.asSome,
+                  Effect.catchTag("JobNotFound", () => Effect.succeedNone)
+                )
+          const values =
+            earlier !== undefined && earlier._tag === "Some" && earlier.value.agentName === agent.name
+              ? runValuesOfJob(earlier.value)
+              : blankRun()
           // A workspace chosen above the form fills in its folders.
           const chosen = input.url.searchParams.get("workspace") ?? ""
           const places = yield* runPlaces(chosen)
@@ -277,7 +326,10 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
           const places = yield* runPlaces(values.root)
           const decoded = yield* admitJob(jobBodyOf(agent.name, values))
           if (Either.isLeft(decoded)) {
-            return htmlResponse(runPage(input.page, agent.name, values, withRoots(decoded.left, places.jobRoots), yield* runModels(agent.name), places), 400)
+            return htmlResponse(
+              runPage(input.page, agent.name, values, withRoots(decoded.left, places.jobRoots), yield* runModels(agent.name), places),
+              400
+            )
           }
           const store = yield* JobStore
           const by = input.principal.username
@@ -286,8 +338,21 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
             ? yield* Effect.either(store.enqueueOnce(decoded.right, by, values.idempotencyKey))
             : Either.right({ job: yield* store.enqueue(decoded.right, by), created: true })
           if (Either.isLeft(outcome)) {
-            const problem = { path: "general", message: "This form already started a job with other values. Check the values and start again to run a new job." }
-            return htmlResponse(runPage(input.page, agent.name, { ...values, idempotencyKey: blankRun().idempotencyKey }, [problem], yield* runModels(agent.name), places), 409)
+            const problem = {
+              path: "general",
+              message: "This form already started a job with other values. Check the values and start again to run a new job."
+            }
+            return htmlResponse(
+              runPage(
+                input.page,
+                agent.name,
+                { ...values, idempotencyKey: blankRun().idempotencyKey },
+                [problem],
+                yield* runModels(agent.name),
+                places
+              ),
+              409
+            )
           }
           if (outcome.right.created) yield* (yield* JobBus).publish({ _tag: "Queued" })
           return redirect(input.request, `/jobs/${outcome.right.job.id}`)

@@ -18,10 +18,13 @@ const nameParam = (i: PortalInput) => i.params["name"] ?? ""
 
 const save = (input: PortalInput, form: McpForm, creating: boolean) =>
   Effect.gen(function* () {
-    const refused = (problems: ReadonlyArray<Problem>) => htmlResponse(mcpServerPage(input.page, form, placeByRow(problems, [], FIELDS), creating), 400)
-    if (creating && !/^[a-z][a-z0-9-]{0,63}$/.test(form.name)) return refused([{ path: "name", message: "must match [a-z][a-z0-9-]* (at most 64 characters)" }])
+    const refused = (problems: ReadonlyArray<Problem>) =>
+      htmlResponse(mcpServerPage(input.page, form, placeByRow(problems, [], FIELDS), creating), 400)
+    if (creating && !/^[a-z][a-z0-9-]{0,63}$/.test(form.name))
+      return refused([{ path: "name", message: "must match [a-z][a-z0-9-]* (at most 64 characters)" }])
     const servers = yield* McpServers
-    if (creating && (yield* Effect.either(servers.get(form.name)))._tag === "Right") return refused([{ path: "name", message: `an MCP server "${form.name}" already exists` }])
+    if (creating && (yield* Effect.either(servers.get(form.name)))._tag === "Right")
+      return refused([{ path: "name", message: `an MCP server "${form.name}" already exists` }])
     return yield* servers.put(form.name, mcpInput(form, input.form), input.principal.username).pipe(
       Effect.map((s) => redirect(input.request, `/mcp-servers?${creating ? "added" : "updated"}=${encodeURIComponent(s.name)}`)),
       Effect.catchTag("McpServerInvalid", (e) => Effect.succeed(refused(e.problems)))
@@ -38,7 +41,9 @@ const tools = (input: PortalInput) =>
       Effect.catchTag("McpUnreachable", (e) => Effect.succeed({ error: e.message }))
     )
     return htmlResponse(
-      isHtmx(input.request) ? mcpToolsFragment(input.page, server, listing) : mcpToolsPage(input.page, server, listing, noticeOf(input.url, server.name))
+      isHtmx(input.request)
+        ? mcpToolsFragment(input.page, server, listing)
+        : mcpToolsPage(input.page, server, listing, noticeOf(input.url, server.name))
     )
   })
 
@@ -47,9 +52,9 @@ const allowTool = (input: PortalInput) =>
     const name = nameParam(input)
     const tool = String(input.form.get("tool") ?? "")
     const allowed = input.form.get("allowed") === "1"
-    yield* (yield* McpServers).allowTool(name, tool, allowed, input.principal.username).pipe(
-      Effect.catchTag("McpServerInvalid", (e) => Effect.fail(badRequest(e.problems, "the tool name has problems")))
-    )
+    yield* (yield* McpServers)
+      .allowTool(name, tool, allowed, input.principal.username)
+      .pipe(Effect.catchTag("McpServerInvalid", (e) => Effect.fail(badRequest(e.problems, "the tool name has problems"))))
     // Stays on the page: htmx gets the tools list again as its fragment; a plain post is redirected there.
     if (isHtmx(input.request)) return yield* tools(input)
     return redirect(input.request, `${mcpHref(name, "/tools")}?updated=${encodeURIComponent(tool.slice(0, 100))}`)
@@ -57,17 +62,39 @@ const allowTool = (input: PortalInput) =>
 
 export const mcpPages = (portal: PortalRunner) =>
   new Elysia()
-    .get("/mcp-servers", portal.page("read", ({ page, url }) => Effect.map(Effect.flatMap(McpServers, (m) => m.list), (list) => htmlResponse(mcpServersPage(page, list, noticeOf(url, ""))))))
-    .get("/mcp-servers/-/new", portal.page("providers.manage", ({ page }) => Effect.succeed(htmlResponse(mcpServerPage(page, blankMcpForm(), new Map(), true)))))
-    .post("/mcp-servers", portal.action("providers.manage", (input) => save(input, mcpFormFrom(input.form), true)))
+    .get(
+      "/mcp-servers",
+      portal.page("read", ({ page, url }) =>
+        Effect.map(
+          Effect.flatMap(McpServers, (m) => m.list),
+          (list) => htmlResponse(mcpServersPage(page, list, noticeOf(url, "")))
+        )
+      )
+    )
+    .get(
+      "/mcp-servers/-/new",
+      portal.page("providers.manage", ({ page }) => Effect.succeed(htmlResponse(mcpServerPage(page, blankMcpForm(), new Map(), true))))
+    )
+    .post(
+      "/mcp-servers",
+      portal.action("providers.manage", (input) => save(input, mcpFormFrom(input.form), true))
+    )
     .get(
       "/mcp-servers/:name",
-      portal.page("read", (input) => Effect.map(Effect.flatMap(McpServers, (m) => m.get(nameParam(input))), (s) => htmlResponse(mcpServerPage(input.page, mcpFormOf(s), new Map(), false))))
+      portal.page("read", (input) =>
+        Effect.map(
+          Effect.flatMap(McpServers, (m) => m.get(nameParam(input))),
+          (s) => htmlResponse(mcpServerPage(input.page, mcpFormOf(s), new Map(), false))
+        )
+      )
     )
     .post(
       "/mcp-servers/:name",
       portal.action("providers.manage", (input) =>
-        Effect.flatMap(Effect.flatMap(McpServers, (m) => m.get(nameParam(input))), (s) => save(input, mcpFormFrom(input.form, s.name), false))
+        Effect.flatMap(
+          Effect.flatMap(McpServers, (m) => m.get(nameParam(input))),
+          (s) => save(input, mcpFormFrom(input.form, s.name), false)
+        )
       )
     )
     .get("/mcp-servers/:name/tools", portal.page("providers.manage", tools))
@@ -75,6 +102,9 @@ export const mcpPages = (portal: PortalRunner) =>
     .post(
       "/mcp-servers/:name/delete",
       portal.action("providers.manage", (input) =>
-        Effect.map(Effect.flatMap(McpServers, (m) => m.remove(nameParam(input))), () => redirect(input.request, `/mcp-servers?removed=${encodeURIComponent(nameParam(input))}`))
+        Effect.map(
+          Effect.flatMap(McpServers, (m) => m.remove(nameParam(input))),
+          () => redirect(input.request, `/mcp-servers?removed=${encodeURIComponent(nameParam(input))}`)
+        )
       )
     )

@@ -77,7 +77,11 @@ export const memoryPages = (portal: PortalRunner) =>
           if (Either.isLeft(decoded)) return yield* Effect.fail(badRequest(decoded.left))
           const r = decoded.right
           yield* (yield* MemoryStore)
-            .review(project.id, input.params["noteId"] ?? "", r.decision, input.principal.username, { note: r.note, title: r.title, body: r.body })
+            .review(project.id, input.params["noteId"] ?? "", r.decision, input.principal.username, {
+              note: r.note,
+              title: r.title,
+              body: r.body
+            })
             .pipe(
               Effect.catchTags({
                 NoteNotFound: (e) => Effect.fail(new NotFound({ message: e.message })),
@@ -94,13 +98,20 @@ export const memoryPages = (portal: PortalRunner) =>
         Effect.gen(function* () {
           const project = yield* projectOf(input.params["id"] ?? "")
           const retention = Object.fromEntries(
-            (["learnedDays", "forgottenDays", "scratchpadDays", "logDays"] as const).flatMap((k) => (days(input, k) === undefined ? [] : [[k, days(input, k)]]))
+            (["learnedDays", "forgottenDays", "scratchpadDays", "logDays"] as const).flatMap((k) =>
+              days(input, k) === undefined ? [] : [[k, days(input, k)]]
+            )
           )
           const decoded = decodeAll(MemorySettingsInput)({ enabled: field(input, "enabled") === "on", retention })
           if (Either.isLeft(decoded)) return yield* Effect.fail(badRequest(decoded.left))
           const store = yield* MemoryStore
           const current = yield* store.settings(project.id)
-          yield* store.putSettings(project.id, decoded.right.enabled, { ...current.retention, ...decoded.right.retention }, input.principal.username)
+          yield* store.putSettings(
+            project.id,
+            decoded.right.enabled,
+            { ...current.retention, ...decoded.right.retention },
+            input.principal.username
+          )
           return redirect(input.request, memoryHref(project.id, "?done=settings"))
         })
       )
@@ -110,7 +121,8 @@ export const memoryPages = (portal: PortalRunner) =>
       portal.action("agents.manage", (input) =>
         Effect.gen(function* () {
           const project = yield* projectOf(input.params["id"] ?? "")
-          if (field(input, "confirm") !== project.id) return yield* Effect.fail(badRequest([{ path: "confirm", message: `type the project id "${project.id}" to confirm` }]))
+          if (field(input, "confirm") !== project.id)
+            return yield* Effect.fail(badRequest([{ path: "confirm", message: `type the project id "${project.id}" to confirm` }]))
           yield* (yield* MemoryStore).reset(project.id, input.principal.username)
           return redirect(input.request, memoryHref(project.id, "?done=reset"))
         })

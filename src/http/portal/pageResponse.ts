@@ -52,7 +52,8 @@ export const inPlace = <E, R>(request: Request, location: string, body: Effect.E
   wantsBody(request) ? Effect.map(body, (b) => htmlResponse(b)) : Effect.succeed(redirect(request, location))
 
 /** A refused in-place change: the page's body alone for htmx, else the page. */
-export const pageOrBody = (request: Request, page: () => Html, body: () => Html, status = 200): Response => htmlResponse(wantsBody(request) ? body() : page(), status)
+export const pageOrBody = (request: Request, page: () => Html, body: () => Html, status = 200): Response =>
+  htmlResponse(wantsBody(request) ? body() : page(), status)
 
 /** A local path to return to after signing in; anything else (`//host`, `https:`, nothing) becomes Home. */
 export const localPath = (raw: string | null | undefined): string =>

@@ -27,7 +27,10 @@ export interface PortalInput {
 export type { PostedForm } from "../body.ts"
 
 export type PortalHandler = (input: PortalInput) => Effect.Effect<Response, ApiError, AppServices>
-export type ElysiaHandler = (ctx: { readonly request: Request; readonly params: Readonly<Record<string, string | undefined>> }) => Promise<Response>
+export type ElysiaHandler = (ctx: {
+  readonly request: Request
+  readonly params: Readonly<Record<string, string | undefined>>
+}) => Promise<Response>
 
 const TITLES: Readonly<Record<number, string>> = {
   400: "The request has problems",
@@ -92,17 +95,28 @@ export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets
   // The API's runner and error mapping (route.ts, respond.ts), rendered as HTML.
   const runner = requestRunner(rt, log, {
     failure: (request, e, principal) =>
-      e._tag === "Unauthenticated" && request.method === "GET" ? unauthenticated(request) : errorHtml(request, pageFor(request, principal), errorProps(e)),
+      e._tag === "Unauthenticated" && request.method === "GET"
+        ? unauthenticated(request)
+        : errorHtml(request, pageFor(request, principal), errorProps(e)),
     defect: (request, principal) =>
-      errorHtml(request, pageFor(request, principal), { status: 500, title: TITLES[500] ?? "Error", message: "internal server error", problems: [], agents: [], signIn: false })
+      errorHtml(request, pageFor(request, principal), {
+        status: 500,
+        title: TITLES[500] ?? "Error",
+        message: "internal server error",
+        problems: [],
+        agents: [],
+        signIn: false
+      })
   })
 
-  const run = (guard: Guard, handler: PortalHandler, withForm: boolean): ElysiaHandler => (ctx) => {
-    const url = new URL(ctx.request.url)
-    return runner.guarded(ctx.request, { guard, form: withForm }, ({ principal, form }) =>
-      handler({ request: ctx.request, url, params: ctx.params, principal, page: pageOf(principal, url.pathname), form })
-    )
-  }
+  const run =
+    (guard: Guard, handler: PortalHandler, withForm: boolean): ElysiaHandler =>
+    (ctx) => {
+      const url = new URL(ctx.request.url)
+      return runner.guarded(ctx.request, { guard, form: withForm }, ({ principal, form }) =>
+        handler({ request: ctx.request, url, params: ctx.params, principal, page: pageOf(principal, url.pathname), form })
+      )
+    }
 
   return {
     /** A GET page or fragment; reading needs a signed-in principal at least. */
@@ -110,8 +124,10 @@ export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets
     /** A change: form body, CSRF token and same-origin check, then the guard's permission. */
     action: (guard: Guard, handler: PortalHandler) => run(guard, handler, true),
     /** No principal (sign-in); `page` renders errors for an anonymous visitor. */
-    open: (handler: (request: Request, page: PageContext) => Effect.Effect<Response, ApiError, AppServices>): ElysiaHandler => (ctx) =>
-      runner.open(ctx.request, handler(ctx.request, anonymous(new URL(ctx.request.url).pathname))),
+    open:
+      (handler: (request: Request, page: PageContext) => Effect.Effect<Response, ApiError, AppServices>): ElysiaHandler =>
+      (ctx) =>
+        runner.open(ctx.request, handler(ctx.request, anonymous(new URL(ctx.request.url).pathname))),
     anonymous
   }
 }

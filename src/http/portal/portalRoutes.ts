@@ -37,26 +37,37 @@ export const portalRoutes = (options: PortalOptions) => {
   const assets = loadAssets()
   const portal = portalRunner(options.runtime, options.log, assets.urls)
   const notFound = (request: Request) =>
-    errorHtml(request, portal.anonymous(new URL(request.url).pathname), { status: 404, title: "Not found", message: "There is no page at this address.", problems: [], agents: [], signIn: false })
+    errorHtml(request, portal.anonymous(new URL(request.url).pathname), {
+      status: 404,
+      title: "Not found",
+      message: "There is no page at this address.",
+      problems: [],
+      agents: [],
+      signIn: false
+    })
   const statics = assets.files.reduce((app, file) => app.get(file.path, () => staticResponse(file)), new Elysia())
-  return new Elysia({ name: "agent-builder-portal" })
-    .use(statics)
-    .use(sessionPages(portal, options.signInThrottle))
-    .use(agentPages(portal))
-    .use(versionPages(portal))
-    .use(evalPages(portal))
-    .use(agentPage(portal))
-    .use(skillPages(portal))
-    .use(providerPages(portal))
-    .use(bindingPages(portal))
-    .use(mcpPages(portal))
-    .use(webPages(portal))
-    .use(jobPages(portal, options.heartbeatMs))
-    .use(projectPages(portal))
-    .use(accountPages(portal, options.signInThrottle))
-    .use(userPages(portal))
-    .use(memoryPages(portal))
-    .use(workspacePages(portal))
-    // Any other address: an HTML 404 (a `/*` route would shadow the API's own `/api/*` JSON 404).
-    .onError({ as: "global" }, ({ code, request }) => (code === "NOT_FOUND" && !new URL(request.url).pathname.startsWith("/api/") ? notFound(request) : undefined))
+  return (
+    new Elysia({ name: "agent-builder-portal" })
+      .use(statics)
+      .use(sessionPages(portal, options.signInThrottle))
+      .use(agentPages(portal))
+      .use(versionPages(portal))
+      .use(evalPages(portal))
+      .use(agentPage(portal))
+      .use(skillPages(portal))
+      .use(providerPages(portal))
+      .use(bindingPages(portal))
+      .use(mcpPages(portal))
+      .use(webPages(portal))
+      .use(jobPages(portal, options.heartbeatMs))
+      .use(projectPages(portal))
+      .use(accountPages(portal, options.signInThrottle))
+      .use(userPages(portal))
+      .use(memoryPages(portal))
+      .use(workspacePages(portal))
+      // Any other address: an HTML 404 (a `/*` route would shadow the API's own `/api/*` JSON 404).
+      .onError({ as: "global" }, ({ code, request }) =>
+        code === "NOT_FOUND" && !new URL(request.url).pathname.startsWith("/api/") ? notFound(request) : undefined
+      )
+  )
 }

@@ -16,7 +16,15 @@ import { Workspaces } from "../../worker/workspaces/Workspaces.ts"
 import { decodeAll } from "../../contract/Problem.ts"
 import { NotFound } from "../errors.ts"
 import { homePage } from "../../../views/pages/home.ts"
-import { newProjectPage, projectBody, projectHref, projectPage, projectsPage, type ProjectFormValues, type ProjectPageProps } from "../../../views/pages/projects.ts"
+import {
+  newProjectPage,
+  projectBody,
+  projectHref,
+  projectPage,
+  projectsPage,
+  type ProjectFormValues,
+  type ProjectPageProps
+} from "../../../views/pages/projects.ts"
 import { htmlResponse, inPlace, noticeOf, noticeText, pageOrBody, redirect } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner, PostedForm } from "./portalRoute.ts"
 
@@ -58,13 +66,22 @@ const checklist = Effect.gen(function* () {
   return { providers, boundAgents: new Set(bindings.map((b) => b.agentName)).size, jobRoots, workspaces, projects, sandbox }
 })
 
-const projectOf = (input: PortalInput) => Effect.mapError(Effect.flatMap(Projects, (p) => p.get(input.params["id"] ?? "")), (e) => new NotFound({ message: e.message }))
+const projectOf = (input: PortalInput) =>
+  Effect.mapError(
+    Effect.flatMap(Projects, (p) => p.get(input.params["id"] ?? "")),
+    (e) => new NotFound({ message: e.message })
+  )
 
 /** A project's page props: its bindings, the server's resources, and the settings form's values and problems. */
 const pageProps = (project: Project, rest: Omit<ProjectPageProps, "project" | "bindings" | "server">) =>
   Effect.gen(function* () {
     const all = yield* (yield* Bindings).list()
-    return { project, bindings: all.filter((b) => b.projectId === project.id), server: yield* serverResources, ...rest } satisfies ProjectPageProps
+    return {
+      project,
+      bindings: all.filter((b) => b.projectId === project.id),
+      server: yield* serverResources,
+      ...rest
+    } satisfies ProjectPageProps
   })
 
 /** Saves a project's name, root and resources: the API's schema and the service's root check, each problem at its field. */
@@ -79,7 +96,12 @@ const saveSettings = (input: PortalInput) =>
     }
     const refused = (problems: ReadonlyArray<Problem>) =>
       Effect.map(pageProps(project, { notice: null, values, problems }), (props) =>
-        pageOrBody(input.request, () => projectPage(input.page, props), () => projectBody(input.page, props), 400)
+        pageOrBody(
+          input.request,
+          () => projectPage(input.page, props),
+          () => projectBody(input.page, props),
+          400
+        )
       )
     const resources = resourcesInput(values.resources ?? {})
     const decoded = decodeAll(ProjectSettings)({
@@ -90,7 +112,11 @@ const saveSettings = (input: PortalInput) =>
     if (Either.isLeft(decoded)) return yield* refused(decoded.left)
     return yield* (yield* Projects).update(project.id, decoded.right).pipe(
       Effect.flatMap((saved) =>
-        inPlace(input.request, projectHref(saved.id, "?project-saved=1"), Effect.map(pageProps(saved, { notice: noticeText("project-saved", "1", saved.name) }), (props) => projectBody(input.page, props)))
+        inPlace(
+          input.request,
+          projectHref(saved.id, "?project-saved=1"),
+          Effect.map(pageProps(saved, { notice: noticeText("project-saved", "1", saved.name) }), (props) => projectBody(input.page, props))
+        )
       ),
       Effect.catchTags({
         ProjectRootInvalid: (e) => refused(e.problems),
@@ -101,12 +127,23 @@ const saveSettings = (input: PortalInput) =>
 
 export const projectPages = (portal: PortalRunner) =>
   new Elysia()
-    .get("/home", portal.page("read", ({ page }) => Effect.map(checklist, (c) => htmlResponse(homePage(page, c)))))
+    .get(
+      "/home",
+      portal.page("read", ({ page }) => Effect.map(checklist, (c) => htmlResponse(homePage(page, c))))
+    )
     .get(
       "/projects",
-      portal.page("read", ({ page, url }) => Effect.map(Effect.flatMap(Projects, (p) => p.list), (list) => htmlResponse(projectsPage(page, list, noticeOf(url, "")))))
+      portal.page("read", ({ page, url }) =>
+        Effect.map(
+          Effect.flatMap(Projects, (p) => p.list),
+          (list) => htmlResponse(projectsPage(page, list, noticeOf(url, "")))
+        )
+      )
     )
-    .get("/projects/-/new", portal.page("agents.manage", ({ page }) => Effect.succeed(htmlResponse(newProjectPage(page, blank, [])))))
+    .get(
+      "/projects/-/new",
+      portal.page("agents.manage", ({ page }) => Effect.succeed(htmlResponse(newProjectPage(page, blank, []))))
+    )
     .post(
       "/projects",
       portal.action("agents.manage", ({ request, page, form }) =>

@@ -47,12 +47,21 @@ export const sessionPages = (portal: PortalRunner, throttle: SignInThrottle["Typ
           const username = field(form, "username").trim()
           const next = localPath(field(form, "next"))
           return yield* throttledSignIn(request, username, field(form, "password")).pipe(
-            Effect.map((s) => new Response(null, { status: 303, headers: { ...PAGE_HEADERS, location: next, "set-cookie": sessionCookie(s.token, s.expiresAt) } })),
+            Effect.map(
+              (s) =>
+                new Response(null, {
+                  status: 303,
+                  headers: { ...PAGE_HEADERS, location: next, "set-cookie": sessionCookie(s.token, s.expiresAt) }
+                })
+            ),
             Effect.catchTags({
-              InvalidCredentials: (e) => Effect.succeed(htmlResponse(signInPage(page, { username, next, error: e.message, notice: null }), 401)),
+              InvalidCredentials: (e) =>
+                Effect.succeed(htmlResponse(signInPage(page, { username, next, error: e.message, notice: null }), 401)),
               SignInThrottled: (e) =>
                 Effect.succeed(
-                  htmlResponse(signInPage(page, { username, next, error: e.message, notice: null }), 429, { "retry-after": String(e.retryAfterSeconds) })
+                  htmlResponse(signInPage(page, { username, next, error: e.message, notice: null }), 429, {
+                    "retry-after": String(e.retryAfterSeconds)
+                  })
                 )
             })
           )
@@ -65,7 +74,10 @@ export const sessionPages = (portal: PortalRunner, throttle: SignInThrottle["Typ
         Effect.gen(function* () {
           const token = cookieValue(request, SESSION_COOKIE)
           if (token !== undefined) yield* (yield* Access).signOut(token)
-          return new Response(null, { status: 303, headers: { ...PAGE_HEADERS, location: "/sign-in?signed-out=1", "set-cookie": clearedSessionCookie } })
+          return new Response(null, {
+            status: 303,
+            headers: { ...PAGE_HEADERS, location: "/sign-in?signed-out=1", "set-cookie": clearedSessionCookie }
+          })
         })
       )
     )

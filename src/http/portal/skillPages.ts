@@ -50,15 +50,27 @@ const skillDiff = (name: string, from: number, to: number) =>
 
 /** A built-in skill has no history: its history pages send the visitor to the skill. */
 const orBuiltin = <R>(request: Request, name: string, e: Effect.Effect<Response, ApiError, R>) =>
-  Effect.catchIf(e, (x) => x._tag === "BuiltinReadOnly", () => Effect.succeed(redirect(request, skillUrl(name))))
+  Effect.catchIf(
+    e,
+    (x) => x._tag === "BuiltinReadOnly",
+    () => Effect.succeed(redirect(request, skillUrl(name)))
+  )
 
 export const skillPages = (portal: PortalRunner) =>
   new Elysia()
     .get(
       "/agent-skills",
-      portal.page("read", ({ page, url }) => Effect.map(Effect.flatMap(SkillStore, (s) => s.list), (skills) => htmlResponse(skillsPage(page, skills, noticeOf(url, "")))))
+      portal.page("read", ({ page, url }) =>
+        Effect.map(
+          Effect.flatMap(SkillStore, (s) => s.list),
+          (skills) => htmlResponse(skillsPage(page, skills, noticeOf(url, "")))
+        )
+      )
     )
-    .get("/agent-skills/-/new", portal.page("agents.manage", ({ page }) => Effect.succeed(htmlResponse(newSkillPage(page, blank, [])))))
+    .get(
+      "/agent-skills/-/new",
+      portal.page("agents.manage", ({ page }) => Effect.succeed(htmlResponse(newSkillPage(page, blank, []))))
+    )
     .post(
       "/agent-skills",
       portal.action("agents.manage", ({ request, page, form, principal }) =>
@@ -79,8 +91,9 @@ export const skillPages = (portal: PortalRunner) =>
     .get(
       "/agent-skills/:name",
       portal.page("read", ({ page, url, params }) =>
-        Effect.map(Effect.flatMap(SkillStore, (s) => s.get(params["name"] ?? "")), (skill) =>
-          htmlResponse(skillPage(page, skill, skill, [], noticeOf(url, skill.name)))
+        Effect.map(
+          Effect.flatMap(SkillStore, (s) => s.get(params["name"] ?? "")),
+          (skill) => htmlResponse(skillPage(page, skill, skill, [], noticeOf(url, skill.name)))
         )
       )
     )
@@ -92,15 +105,33 @@ export const skillPages = (portal: PortalRunner) =>
           const skill = yield* store.get(params["name"] ?? "")
           const values = valuesOf(form, skill.name)
           const note = form.get("changeNote")
-          return yield* store.update(skill.name, { description: values.description, content: values.content }, principal.username, typeof note === "string" ? note.slice(0, 2000) : "").pipe(
-            Effect.flatMap((saved) => {
-              const key = saved.version === skill.version ? "skill-unchanged" : "skill-saved"
-              return inPlace(request, skillUrl(skill.name, `?${key}=1`), Effect.succeed(skillBody(page, saved, saved, [], noticeText(key, "1", saved.name))))
-            }),
-            Effect.catchTag("SkillInvalid", (e) =>
-              Effect.succeed(pageOrBody(request, () => skillPage(page, skill, values, e.problems, null), () => skillBody(page, skill, values, e.problems, null), 400))
+          return yield* store
+            .update(
+              skill.name,
+              { description: values.description, content: values.content },
+              principal.username,
+              typeof note === "string" ? note.slice(0, 2000) : ""
             )
-          )
+            .pipe(
+              Effect.flatMap((saved) => {
+                const key = saved.version === skill.version ? "skill-unchanged" : "skill-saved"
+                return inPlace(
+                  request,
+                  skillUrl(skill.name, `?${key}=1`),
+                  Effect.succeed(skillBody(page, saved, saved, [], noticeText(key, "1", saved.name)))
+                )
+              }),
+              Effect.catchTag("SkillInvalid", (e) =>
+                Effect.succeed(
+                  pageOrBody(
+                    request,
+                    () => skillPage(page, skill, values, e.problems, null),
+                    () => skillBody(page, skill, values, e.problems, null),
+                    400
+                  )
+                )
+              )
+            )
         })
       )
     )

@@ -18,13 +18,17 @@ const text = (input: PortalInput, name: string): string => {
   return typeof v === "string" ? v : ""
 }
 /** The checked permission boxes (the empty value keeps an all-unchecked form's field present). */
-const checked = (input: PortalInput): Array<string> => input.form.getAll("permissions").flatMap((v) => (typeof v === "string" && v !== "" ? [v] : []))
+const checked = (input: PortalInput): Array<string> =>
+  input.form.getAll("permissions").flatMap((v) => (typeof v === "string" && v !== "" ? [v] : []))
 
 const permissionParam = (raw: string): Effect.Effect<Permission, ApiError> =>
   (PERMISSIONS as ReadonlyArray<string>).includes(raw) ? Effect.succeed(raw as Permission) : Effect.fail(notFound(`no permission "${raw}"`))
 
 const listPage = (input: PortalInput, form: NewUserForm, problems: ReadonlyArray<Problem>, status = 200) =>
-  Effect.map(Effect.flatMap(Access, (a) => a.users), (users) => htmlResponse(usersPage(input.page, users, { notice: noticeOf(input.url, ""), form, problems }), status))
+  Effect.map(
+    Effect.flatMap(Access, (a) => a.users),
+    (users) => htmlResponse(usersPage(input.page, users, { notice: noticeOf(input.url, ""), form, problems }), status)
+  )
 
 const onePage = (input: PortalInput, problems: UserPageProblems, status = 200) =>
   Effect.map(
@@ -36,13 +40,17 @@ const NO_PROBLEMS: UserPageProblems = { permissions: [], password: [] }
 
 /** Where to go after a change of `input.principal`'s own permissions: /users only while still an admin. */
 const afterOwnChange = (input: PortalInput, adminTo: string, otherwise: string) =>
-  Effect.map(Effect.flatMap(Access, (a) => a.user(input.principal.username)), (me) =>
-    redirect(input.request, isAdmin({ permissions: new Set(me.permissions) }) ? adminTo : otherwise)
+  Effect.map(
+    Effect.flatMap(Access, (a) => a.user(input.principal.username)),
+    (me) => redirect(input.request, isAdmin({ permissions: new Set(me.permissions) }) ? adminTo : otherwise)
   ).pipe(Effect.mapError(accessError))
 
 export const userPages = (portal: PortalRunner) =>
   new Elysia()
-    .get("/users", portal.page("admin", (input) => listPage(input, { username: "", permissions: [] }, [])))
+    .get(
+      "/users",
+      portal.page("admin", (input) => listPage(input, { username: "", permissions: [] }, []))
+    )
     .post(
       "/users",
       portal.action("admin", (input) =>
@@ -50,16 +58,26 @@ export const userPages = (portal: PortalRunner) =>
           const form: NewUserForm = { username: text(input, "username").trim(), permissions: checked(input) }
           const decoded = decodeAll(NewUser)({ username: form.username, password: text(input, "password"), permissions: form.permissions })
           if (Either.isLeft(decoded)) return yield* listPage(input, form, decoded.left, 400)
-          const added = yield* Effect.either((yield* Access).addUser(decoded.right.username, decoded.right.password, decoded.right.permissions))
+          const added = yield* Effect.either(
+            (yield* Access).addUser(decoded.right.username, decoded.right.password, decoded.right.permissions)
+          )
           if (Either.isLeft(added)) {
             const e = added.left
-            return yield* listPage(input, form, [{ path: e._tag === "InvalidUser" ? e.field : "username", message: e.message }], e._tag === "UserExists" ? 409 : 400)
+            return yield* listPage(
+              input,
+              form,
+              [{ path: e._tag === "InvalidUser" ? e.field : "username", message: e.message }],
+              e._tag === "UserExists" ? 409 : 400
+            )
           }
           return redirect(input.request, userHref(decoded.right.username, `?added=${encodeURIComponent(decoded.right.username)}`))
         })
       )
     )
-    .get("/users/:name", portal.page("admin", (input) => onePage(input, NO_PROBLEMS)))
+    .get(
+      "/users/:name",
+      portal.page("admin", (input) => onePage(input, NO_PROBLEMS))
+    )
     .post(
       "/users/:name/permissions",
       portal.action("admin", (input) =>
@@ -113,7 +131,11 @@ export const userPages = (portal: PortalRunner) =>
           const permission = yield* permissionParam(input.params["permission"] ?? "")
           yield* (yield* Access).revoke(name, permission).pipe(Effect.mapError(accessError))
           // Removing one's own last admin permission leaves /users: go back to the tokens page then.
-          return yield* afterOwnChange(input, `/users?removed=${encodeURIComponent(`${permission} from ${name}`)}`, `/account?removed=${encodeURIComponent(permission)}`)
+          return yield* afterOwnChange(
+            input,
+            `/users?removed=${encodeURIComponent(`${permission} from ${name}`)}`,
+            `/account?removed=${encodeURIComponent(permission)}`
+          )
         })
       )
     )

@@ -21,7 +21,11 @@ const agentUrl = (name: string, rest = "") => `/agents/${encodeURIComponent(name
 
 /** A built-in has no history: its pages send the visitor to the agent itself. */
 const orBuiltin = <R>(input: PortalInput, e: Effect.Effect<Response, ApiError, R>) =>
-  Effect.catchIf(e, (x) => x._tag === "BuiltinReadOnly", () => Effect.succeed(redirect(input.request, agentUrl(nameParam(input)))))
+  Effect.catchIf(
+    e,
+    (x) => x._tag === "BuiltinReadOnly",
+    () => Effect.succeed(redirect(input.request, agentUrl(nameParam(input))))
+  )
 
 const diffOf = (name: string, from: number, to: number) =>
   Effect.gen(function* () {
@@ -53,7 +57,15 @@ export const versionPages = (portal: PortalRunner) =>
             const store = yield* AgentStore
             const agent = yield* store.get(nameParam(input))
             const versions = yield* store.versions(agent.name)
-            return htmlResponse(versionsPage(input.page, { agent, versions, diff: null, notice: noticeOf(input.url, agent.name), ...(yield* historyExtras(agent.name, versions)) }))
+            return htmlResponse(
+              versionsPage(input.page, {
+                agent,
+                versions,
+                diff: null,
+                notice: noticeOf(input.url, agent.name),
+                ...(yield* historyExtras(agent.name, versions))
+              })
+            )
           })
         )
       )
@@ -82,7 +94,13 @@ export const versionPages = (portal: PortalRunner) =>
           const agent = yield* store.restore(nameParam(input), v, input.principal.username)
           const body = Effect.gen(function* () {
             const versions = yield* store.versions(agent.name)
-            const props = { agent, versions, diff: null, notice: noticeText("restored", String(v), agent.name), ...(yield* historyExtras(agent.name, versions)) }
+            const props = {
+              agent,
+              versions,
+              diff: null,
+              notice: noticeText("restored", String(v), agent.name),
+              ...(yield* historyExtras(agent.name, versions))
+            }
             return versionsBody(input.page, props)
           })
           return yield* inPlace(input.request, agentUrl(agent.name, `/versions?restored=${v}`), body)
@@ -102,7 +120,9 @@ export const versionPages = (portal: PortalRunner) =>
             const store = yield* AgentStore
             const agent = yield* store.get(nameParam(input))
             const versions = yield* store.versions(agent.name)
-            return htmlResponse(versionsPage(input.page, { agent, versions, diff, notice: null, ...(yield* historyExtras(agent.name, versions)) }))
+            return htmlResponse(
+              versionsPage(input.page, { agent, versions, diff, notice: null, ...(yield* historyExtras(agent.name, versions)) })
+            )
           })
         )
       )

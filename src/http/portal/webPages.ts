@@ -54,7 +54,18 @@ const projectPage = (input: PortalInput, form: ProjectWebForm | undefined, probl
     const web = yield* ProjectWeb
     const settings = yield* web.get(project.id)
     const usage = yield* web.usage(project.id, 7)
-    return htmlResponse(projectWebPage(input.page, project, settings, form ?? projectWebFormOf(settings), usage, problems, noticeOf(input.url, "the web settings")), status)
+    return htmlResponse(
+      projectWebPage(
+        input.page,
+        project,
+        settings,
+        form ?? projectWebFormOf(settings),
+        usage,
+        problems,
+        noticeOf(input.url, "the web settings")
+      ),
+      status
+    )
   }).pipe(Effect.catchTag("ProjectNotFound", notFound))
 
 /** Budgets as numbers when they look like numbers (else the text, so the schema names the field). */
@@ -71,7 +82,10 @@ const saveProject = (input: PortalInput) =>
       jobFetches: field(input, "jobFetches")
     }
     const body = {
-      searchAgents: form.searchAgents.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== ""),
+      searchAgents: form.searchAgents
+        .split(/\r?\n/)
+        .map((l) => l.trim())
+        .filter((l) => l !== ""),
       fetch: form.fetch,
       dailySearches: budget(form.dailySearches),
       dailyFetches: budget(form.dailyFetches),
@@ -86,14 +100,23 @@ const saveProject = (input: PortalInput) =>
 
 export const webPages = (portal: PortalRunner) =>
   new Elysia()
-    .get("/web-search", portal.page("read", (input) => backendPage(input, undefined, [])))
+    .get(
+      "/web-search",
+      portal.page("read", (input) => backendPage(input, undefined, []))
+    )
     .post("/web-search", portal.action("providers.manage", saveBackend))
     .post("/web-search/test", portal.action("providers.manage", testBackend))
     .post(
       "/web-search/delete",
       portal.action("providers.manage", (input) =>
-        Effect.map(Effect.flatMap(WebSearch, (w) => w.remove), () => redirect(input.request, "/web-search?removed=the%20web%20search%20backend"))
+        Effect.map(
+          Effect.flatMap(WebSearch, (w) => w.remove),
+          () => redirect(input.request, "/web-search?removed=the%20web%20search%20backend")
+        )
       )
     )
-    .get("/projects/:id/web", portal.page("read", (input) => projectPage(input, undefined, [])))
+    .get(
+      "/projects/:id/web",
+      portal.page("read", (input) => projectPage(input, undefined, []))
+    )
     .post("/projects/:id/web", portal.action("agents.manage", saveProject))

@@ -31,14 +31,21 @@ const noticeFor = (url: URL): string | null => {
 
 const create = (input: PortalInput) =>
   Effect.gen(function* () {
-    const values: NewWorkspaceValues = { root: text(input, "root"), name: text(input, "name"), source: text(input, "source"), url: text(input, "url") }
+    const values: NewWorkspaceValues = {
+      root: text(input, "root"),
+      name: text(input, "name"),
+      source: text(input, "source"),
+      url: text(input, "url")
+    }
     const refused = (problems: ReadonlyArray<Problem>, status: number) =>
       Effect.map(jobRoots, (roots) => htmlResponse(newWorkspacePage(input.page, roots, values, problems), status))
     const decoded = decodeForm(values)
     const file = input.form.get("archive")
     const archive = typeof file === "string" || file === null || file.size === 0 ? undefined : file
-    const missing: Array<Problem> = values.source === "archive" && archive === undefined ? [{ path: "archive", message: "choose a .zip or .tar.gz file" }] : []
-    if (Either.isLeft(decoded) || missing.length > 0) return yield* refused([...(Either.isLeft(decoded) ? decoded.left : []), ...missing], 400)
+    const missing: Array<Problem> =
+      values.source === "archive" && archive === undefined ? [{ path: "archive", message: "choose a .zip or .tar.gz file" }] : []
+    if (Either.isLeft(decoded) || missing.length > 0)
+      return yield* refused([...(Either.isLeft(decoded) ? decoded.left : []), ...missing], 400)
     const target = { root: decoded.right.root, name: decoded.right.name }
     const workspaces = yield* Workspaces
     const started =
@@ -46,7 +53,11 @@ const create = (input: PortalInput) =>
         ? Effect.as(workspaces.startClone(target, decoded.right.url), `/workspaces?cloning=${encodeURIComponent(target.name)}`)
         : Effect.flatMap(
             Effect.promise(() => archive.arrayBuffer()),
-            (bytes) => Effect.as(workspaces.fromArchive(target, { fileName: archive.name, bytes: new Uint8Array(bytes) }), `/workspaces?added=${encodeURIComponent(target.name)}`)
+            (bytes) =>
+              Effect.as(
+                workspaces.fromArchive(target, { fileName: archive.name, bytes: new Uint8Array(bytes) }),
+                `/workspaces?added=${encodeURIComponent(target.name)}`
+              )
           )
     return yield* started.pipe(
       Effect.map((location) => redirect(input.request, location)),
@@ -64,14 +75,23 @@ export const workspacePages = (portal: PortalRunner) =>
       portal.page("read", ({ page, url }) =>
         Effect.gen(function* () {
           const workspaces = yield* Workspaces
-          return htmlResponse(workspacesPage(page, { jobRoots: yield* jobRoots, workspaces: yield* workspaces.list, clones: yield* workspaces.clones, notice: noticeFor(url) }))
+          return htmlResponse(
+            workspacesPage(page, {
+              jobRoots: yield* jobRoots,
+              workspaces: yield* workspaces.list,
+              clones: yield* workspaces.clones,
+              notice: noticeFor(url)
+            })
+          )
         })
       )
     )
     .get(
       "/workspaces/-/new",
       portal.page("agents.manage", ({ page }) =>
-        Effect.map(jobRoots, (roots) => htmlResponse(newWorkspacePage(page, roots, { root: roots[0] ?? "", name: "", source: "archive", url: "" }, [])))
+        Effect.map(jobRoots, (roots) =>
+          htmlResponse(newWorkspacePage(page, roots, { root: roots[0] ?? "", name: "", source: "archive", url: "" }, []))
+        )
       )
     )
     .post("/workspaces", portal.action("agents.manage", create))

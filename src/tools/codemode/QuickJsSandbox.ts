@@ -17,7 +17,13 @@ export const runScript = async (options: RunOptions): Promise<ScriptResult> => {
   try {
     instance = await newQuickJsInstance(options.limits.memoryBytes)
   } catch (e) {
-    return { status: "error", message: `codemode is unavailable: QuickJS did not load (${messageOf(e)})`, output: "", droppedChars: 0, hostCalls: 0 }
+    return {
+      status: "error",
+      message: `codemode is unavailable: QuickJS did not load (${messageOf(e)})`,
+      output: "",
+      droppedChars: 0,
+      hostCalls: 0
+    }
   }
   return new Promise<ScriptResult>((resolve) => {
     try {

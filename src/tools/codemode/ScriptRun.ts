@@ -87,7 +87,9 @@ export class ScriptRun {
 
   /** Why the interrupt handler stopped the VM. */
   private interruptEnding(): Ending {
-    return this.options.signal?.aborted === true ? { status: "aborted", message: "the job ended while the script ran" } : this.timeoutEnding()
+    return this.options.signal?.aborted === true
+      ? { status: "aborted", message: "the job ended while the script ran" }
+      : this.timeoutEnding()
   }
 
   /** Installs `tools`, `print` and `console` through the bootstrap function; nothing else of the host. */
@@ -125,7 +127,8 @@ export class ScriptRun {
     }
     const length = ctx.typeof(argsH) === "string" ? this.lengthOf(argsH) : undefined
     if (length === undefined) return reject(`tools.${name}: the arguments must be one object`)
-    if (length > this.limits.maxArgChars) return reject(`tools.${name}: the arguments are longer than ${this.limits.maxArgChars} characters`)
+    if (length > this.limits.maxArgChars)
+      return reject(`tools.${name}: the arguments are longer than ${this.limits.maxArgChars} characters`)
     let args: unknown
     try {
       args = JSON.parse(ctx.getString(argsH))
@@ -245,14 +248,18 @@ export class ScriptRun {
     // Out of memory may surface as a thrown null (no memory left for an error object); the instance's
     // memory then stands within a few growth steps of its maximum.
     const full = this.instance.memory.buffer.byteLength > this.instance.maxBytes - 4 * 1024 * 1024
-    const hint = message.includes("out of memory") || full ? ` (the script's memory limit is ${Math.round(this.limits.memoryBytes / 1048576)} MB)` : ""
+    const hint =
+      message.includes("out of memory") || full ? ` (the script's memory limit is ${Math.round(this.limits.memoryBytes / 1048576)} MB)` : ""
     this.finish({ status: "error", message: message + hint })
   }
 
   /** The VM threw into the host (host stack exhausted by deep native recursion, wasm trap). */
   private crashed(e: unknown): void {
     this.broken = true
-    this.finish({ status: "error", message: `the script was stopped: ${e instanceof RangeError ? "it nested too deeply (the stack ran out)" : "the sandbox failed"}` })
+    this.finish({
+      status: "error",
+      message: `the script was stopped: ${e instanceof RangeError ? "it nested too deeply (the stack ran out)" : "the sandbox failed"}`
+    })
   }
 
   /** Settles once: aborts host calls in flight, then frees every handle, the context and the runtime. */

@@ -88,7 +88,8 @@ export const makeCodemode = (inner: ReadonlyArray<KernelTool>, limits: SandboxLi
         const jobLimits = yield* Limits
         const events = yield* JobEvents
         const timeoutMs = Math.min((args.timeoutSec ?? CODEMODE_DEFAULT_TIMEOUT_SEC) * 1000, yield* jobLimits.remainingMs)
-        if (timeoutMs < 1000) return yield* Effect.fail(new ToolError({ message: "the job has less than a second left: no time to run a script" }))
+        if (timeoutMs < 1000)
+          return yield* Effect.fail(new ToolError({ message: "the job has less than a second left: no time to run a script" }))
         const permits = yield* Effect.makeSemaphore(MAX_PARALLEL_CALLS)
         const attributes: Record<string, string | number | boolean> = { calls: 0, timeoutMs }
         const count = (name: string) => {
@@ -102,9 +103,14 @@ export const makeCodemode = (inner: ReadonlyArray<KernelTool>, limits: SandboxLi
             const tool = byName.get(name)
             if (tool === undefined) return Promise.resolve({ ok: false, message: "unknown tool" })
             count(name)
-            const run = permits.withPermits(1)(tool.execute(input)).pipe(
-              Effect.match({ onFailure: (e) => ({ ok: false, message: e.message }) as const, onSuccess: (o) => ({ ok: true, text: o.text }) as const })
-            )
+            const run = permits
+              .withPermits(1)(tool.execute(input))
+              .pipe(
+                Effect.match({
+                  onFailure: (e) => ({ ok: false, message: e.message }) as const,
+                  onSuccess: (o) => ({ ok: true, text: o.text }) as const
+                })
+              )
             return Runtime.runPromise(runtime, run, { signal })
           }
           const r = yield* Effect.promise((signal) =>
@@ -114,7 +120,12 @@ export const makeCodemode = (inner: ReadonlyArray<KernelTool>, limits: SandboxLi
           attributes["printedChars"] = r.output.length + r.droppedChars
           attributes["cut"] = r.droppedChars > 0
           if (r.status === "ok") {
-            return { text: r.output === "" && r.droppedChars === 0 ? "[the script printed nothing; only what it prints returns]" : r.output + cutNote(r, limits) }
+            return {
+              text:
+                r.output === "" && r.droppedChars === 0
+                  ? "[the script printed nothing; only what it prints returns]"
+                  : r.output + cutNote(r, limits)
+            }
           }
           const printed = r.output === "" ? "" : `\n[printed before it stopped:]\n${r.output}${cutNote(r, limits)}`
           return yield* Effect.fail(new ToolError({ message: `The script failed: ${r.message ?? r.status}${printed}` }))

@@ -9,8 +9,30 @@
  * failure before execve ends the process with code 126 and one line on stderr: nothing runs unconfined.
  */
 import { closeSync, fstatSync, openSync, statSync, writeSync } from "node:fs"
-import { decodeSpec, DEVICE_RIGHTS, FILE_RIGHTS, handledFs, handledNet, READ_RIGHTS, scopes, type ConfineSpec, WRITE_RIGHTS } from "./landlockRules.ts"
-import { addPathRule, createRuleset, dropCapabilities, prepareExecve, installSeccomp, landlockAbi, restrictSelf, RLIMIT, setNoNewPrivs, setParentDeathSignal, setRlimit } from "./linuxCalls.ts"
+import {
+  decodeSpec,
+  DEVICE_RIGHTS,
+  FILE_RIGHTS,
+  handledFs,
+  handledNet,
+  READ_RIGHTS,
+  scopes,
+  type ConfineSpec,
+  WRITE_RIGHTS
+} from "./landlockRules.ts"
+import {
+  addPathRule,
+  createRuleset,
+  dropCapabilities,
+  prepareExecve,
+  installSeccomp,
+  landlockAbi,
+  restrictSelf,
+  RLIMIT,
+  setNoNewPrivs,
+  setParentDeathSignal,
+  setRlimit
+} from "./linuxCalls.ts"
 import { buildFilter, currentArch, jobRules } from "./seccompFilter.ts"
 
 /** Linux O_PATH: names a file or directory for a Landlock rule without opening it for I/O. */

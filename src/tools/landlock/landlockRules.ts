@@ -81,7 +81,17 @@ export const FILE_RIGHTS = FS.EXECUTE | FS.WRITE_FILE | FS.READ_FILE | FS.TRUNCA
 export const READ_RIGHTS = FS.EXECUTE | FS.READ_FILE | FS.READ_DIR
 /** Everything in a writable directory but creating device nodes. */
 export const WRITE_RIGHTS =
-  READ_RIGHTS | FS.WRITE_FILE | FS.REMOVE_DIR | FS.REMOVE_FILE | FS.MAKE_DIR | FS.MAKE_REG | FS.MAKE_SOCK | FS.MAKE_FIFO | FS.MAKE_SYM | FS.REFER | FS.TRUNCATE
+  READ_RIGHTS |
+  FS.WRITE_FILE |
+  FS.REMOVE_DIR |
+  FS.REMOVE_FILE |
+  FS.MAKE_DIR |
+  FS.MAKE_REG |
+  FS.MAKE_SOCK |
+  FS.MAKE_FIFO |
+  FS.MAKE_SYM |
+  FS.REFER |
+  FS.TRUNCATE
 export const DEVICE_RIGHTS = FS.READ_FILE | FS.WRITE_FILE | FS.IOCTL_DEV
 
 /** The character devices a shell needs; nothing else of /dev. */
@@ -96,7 +106,8 @@ const isFds = (v: unknown): v is ReadonlyArray<number> => Array.isArray(v) && v.
 const isPositive = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v > 0
 const optional = <A>(v: unknown, is: (x: unknown) => x is A): v is A | undefined => v === undefined || is(v)
 const isEnv = (v: unknown): v is Readonly<Record<string, string>> => isObject(v) && Object.values(v).every((s) => typeof s === "string")
-const isRlimits = (v: unknown): v is ResourceRlimits => isObject(v) && isPositive(v["dataBytes"]) && isPositive(v["fileBytes"]) && isPositive(v["cpuSec"])
+const isRlimits = (v: unknown): v is ResourceRlimits =>
+  isObject(v) && isPositive(v["dataBytes"]) && isPositive(v["fileBytes"]) && isPositive(v["cpuSec"])
 
 /**
  * The spec confineExec.ts was given, every field checked, or undefined when it is not one. A
@@ -114,7 +125,8 @@ export const decodeSpec = (text: string | undefined): ConfineSpec | undefined =>
   if (!isObject(v)) return undefined
   const { readOnly, writable, readOnlyFds, writableFds, devices, cwd, env, rlimits, argv } = v
   if (!isStrings(readOnly) || !isStrings(writable) || !isStrings(devices) || !isStrings(argv) || argv.length === 0) return undefined
-  if (!optional(readOnlyFds, isFds) || !optional(writableFds, isFds) || !optional(env, isEnv) || !optional(rlimits, isRlimits)) return undefined
+  if (!optional(readOnlyFds, isFds) || !optional(writableFds, isFds) || !optional(env, isEnv) || !optional(rlimits, isRlimits))
+    return undefined
   if (cwd !== undefined && typeof cwd !== "string") return undefined
   return {
     readOnly,

@@ -21,28 +21,133 @@ interface ArgIs {
 export type DenyRule = {
   readonly call: SyscallName
   readonly errno: number
-} & ({ readonly whenArg0Has?: number; readonly unlessArgs?: undefined } | { readonly unlessArgs: ReadonlyArray<ArgIs>; readonly whenArg0Has?: undefined })
+} & (
+  | { readonly whenArg0Has?: number; readonly unlessArgs?: undefined }
+  | { readonly unlessArgs: ReadonlyArray<ArgIs>; readonly whenArg0Has?: undefined }
+)
 
 const SYSCALLS = {
   x64: {
-    socket: 41, ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, keyctl: 250, add_key: 248, request_key: 249,
-    bpf: 321, perf_event_open: 298, userfaultfd: 323, io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427,
-    unshare: 272, setns: 308, mount: 165, umount2: 166, pivot_root: 155, clone: 56, clone3: 435, open_tree: 428,
-    move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433, mount_setattr: 442, init_module: 175,
-    finit_module: 313, delete_module: 176, kexec_load: 246, kexec_file_load: 320, reboot: 169, swapon: 167, swapoff: 168, acct: 163,
-    prlimit64: 302, setpriority: 141, sched_setaffinity: 203, sched_setscheduler: 144, sched_setparam: 142, sched_setattr: 314,
-    ioprio_set: 251, truncate: 76, setsid: 112, setpgid: 109, memfd_create: 319, memfd_secret: 447, shmget: 29, shmat: 30, shmctl: 31, msgget: 68,
-    msgsnd: 69, msgrcv: 70, msgctl: 71, semget: 64, semop: 65, semtimedop: 220, semctl: 66
+    socket: 41,
+    ptrace: 101,
+    process_vm_readv: 310,
+    process_vm_writev: 311,
+    keyctl: 250,
+    add_key: 248,
+    request_key: 249,
+    bpf: 321,
+    perf_event_open: 298,
+    userfaultfd: 323,
+    io_uring_setup: 425,
+    io_uring_enter: 426,
+    io_uring_register: 427,
+    unshare: 272,
+    setns: 308,
+    mount: 165,
+    umount2: 166,
+    pivot_root: 155,
+    clone: 56,
+    clone3: 435,
+    open_tree: 428,
+    move_mount: 429,
+    fsopen: 430,
+    fsconfig: 431,
+    fsmount: 432,
+    fspick: 433,
+    mount_setattr: 442,
+    init_module: 175,
+    finit_module: 313,
+    delete_module: 176,
+    kexec_load: 246,
+    kexec_file_load: 320,
+    reboot: 169,
+    swapon: 167,
+    swapoff: 168,
+    acct: 163,
+    prlimit64: 302,
+    setpriority: 141,
+    sched_setaffinity: 203,
+    sched_setscheduler: 144,
+    sched_setparam: 142,
+    sched_setattr: 314,
+    ioprio_set: 251,
+    truncate: 76,
+    setsid: 112,
+    setpgid: 109,
+    memfd_create: 319,
+    memfd_secret: 447,
+    shmget: 29,
+    shmat: 30,
+    shmctl: 31,
+    msgget: 68,
+    msgsnd: 69,
+    msgrcv: 70,
+    msgctl: 71,
+    semget: 64,
+    semop: 65,
+    semtimedop: 220,
+    semctl: 66
   },
   arm64: {
-    socket: 198, ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, keyctl: 219, add_key: 217, request_key: 218,
-    bpf: 280, perf_event_open: 241, userfaultfd: 282, io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427,
-    unshare: 97, setns: 268, mount: 40, umount2: 39, pivot_root: 41, clone: 220, clone3: 435, open_tree: 428,
-    move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433, mount_setattr: 442, init_module: 105,
-    finit_module: 273, delete_module: 106, kexec_load: 104, kexec_file_load: 294, reboot: 142, swapon: 224, swapoff: 225, acct: 89,
-    prlimit64: 261, setpriority: 140, sched_setaffinity: 122, sched_setscheduler: 119, sched_setparam: 118, sched_setattr: 274,
-    ioprio_set: 30, truncate: 45, setsid: 157, setpgid: 154, memfd_create: 279, memfd_secret: 447, shmget: 194, shmat: 196, shmctl: 195, msgget: 186,
-    msgsnd: 189, msgrcv: 188, msgctl: 187, semget: 190, semop: 193, semtimedop: 192, semctl: 191
+    socket: 198,
+    ptrace: 117,
+    process_vm_readv: 270,
+    process_vm_writev: 271,
+    keyctl: 219,
+    add_key: 217,
+    request_key: 218,
+    bpf: 280,
+    perf_event_open: 241,
+    userfaultfd: 282,
+    io_uring_setup: 425,
+    io_uring_enter: 426,
+    io_uring_register: 427,
+    unshare: 97,
+    setns: 268,
+    mount: 40,
+    umount2: 39,
+    pivot_root: 41,
+    clone: 220,
+    clone3: 435,
+    open_tree: 428,
+    move_mount: 429,
+    fsopen: 430,
+    fsconfig: 431,
+    fsmount: 432,
+    fspick: 433,
+    mount_setattr: 442,
+    init_module: 105,
+    finit_module: 273,
+    delete_module: 106,
+    kexec_load: 104,
+    kexec_file_load: 294,
+    reboot: 142,
+    swapon: 224,
+    swapoff: 225,
+    acct: 89,
+    prlimit64: 261,
+    setpriority: 140,
+    sched_setaffinity: 122,
+    sched_setscheduler: 119,
+    sched_setparam: 118,
+    sched_setattr: 274,
+    ioprio_set: 30,
+    truncate: 45,
+    setsid: 157,
+    setpgid: 154,
+    memfd_create: 279,
+    memfd_secret: 447,
+    shmget: 194,
+    shmat: 196,
+    shmctl: 195,
+    msgget: 186,
+    msgsnd: 189,
+    msgrcv: 188,
+    msgctl: 187,
+    semget: 190,
+    semop: 193,
+    semtimedop: 192,
+    semctl: 191
   }
 } as const satisfies Record<SeccompArch, Record<string, number>>
 
@@ -98,7 +203,8 @@ const assemble = (steps: ReadonlyArray<Step>): Array<Insn> => {
     const skip = (to: Place | 0): number => {
       if (to === 0) return 0
       const target = at.get(to)
-      if (target === undefined || target <= i || target - i - 1 > 255) throw new Error(`seccomp filter: no forward jump to ${to} from instruction ${i}`)
+      if (target === undefined || target <= i || target - i - 1 > 255)
+        throw new Error(`seccomp filter: no forward jump to ${to} from instruction ${i}`)
       return target - i - 1
     }
     return [code, skip(jt), skip(jf), k]
@@ -120,12 +226,20 @@ const ruleSteps = (nr: number, rule: DenyRule): Array<Step> => {
   if (rule.unlessArgs !== undefined) {
     if (rule.unlessArgs.length === 0) throw new Error(`seccomp filter: ${rule.call} has an empty unlessArgs`)
     // Both words of each argument, so no value passes for another by its low word alone.
-    const words = rule.unlessArgs.flatMap(({ arg, is }) => [[argLow(arg), is % WORD], [argHigh(arg), Math.floor(is / WORD)]] as const)
+    const words = rule.unlessArgs.flatMap(
+      ({ arg, is }) =>
+        [
+          [argLow(arg), is % WORD],
+          [argHigh(arg), Math.floor(is / WORD)]
+        ] as const
+    )
     // Any word that differs denies; the last one matching lets the call pass.
-    const checks = words.flatMap(([offset, value], i): Array<Step> => [
-      [LD_W_ABS, 0, 0, offset],
-      [JEQ_K, i === words.length - 1 ? "reload" : 0, "deny", value]
-    ])
+    const checks = words.flatMap(
+      ([offset, value], i): Array<Step> => [
+        [LD_W_ABS, 0, 0, offset],
+        [JEQ_K, i === words.length - 1 ? "reload" : 0, "deny", value]
+      ]
+    )
     return [isCall, ...checks, "deny", deny, "reload", reload, "next"]
   }
   return [isCall, "deny", deny, "next"]
@@ -162,9 +276,9 @@ const NAMESPACE_AND_MOUNT: ReadonlyArray<DenyRule> = [
   { call: "clone", errno: EPERM, whenArg0Has: CLONE_NEW_ANY },
   // clone3 passes its flags in memory a filter cannot read: ENOSYS makes libc fall back to clone.
   { call: "clone3", errno: ENOSYS },
-  ...(["mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"] as const).map(
-    (call): DenyRule => ({ call, errno: EPERM })
-  )
+  ...(
+    ["mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"] as const
+  ).map((call): DenyRule => ({ call, errno: EPERM }))
 ]
 
 /** setpriority's `which` for one process, and ioprio_set's. */
@@ -182,8 +296,22 @@ const OTHER_PROCESSES: ReadonlyArray<DenyRule> = [
   ...(["prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr"] as const).map(
     (call): DenyRule => ({ call, errno: EPERM, unlessArgs: [{ arg: 0, is: 0 }] })
   ),
-  { call: "setpriority", errno: EPERM, unlessArgs: [{ arg: 0, is: PRIO_PROCESS }, { arg: 1, is: 0 }] },
-  { call: "ioprio_set", errno: EPERM, unlessArgs: [{ arg: 0, is: IOPRIO_WHO_PROCESS }, { arg: 1, is: 0 }] }
+  {
+    call: "setpriority",
+    errno: EPERM,
+    unlessArgs: [
+      { arg: 0, is: PRIO_PROCESS },
+      { arg: 1, is: 0 }
+    ]
+  },
+  {
+    call: "ioprio_set",
+    errno: EPERM,
+    unlessArgs: [
+      { arg: 0, is: IOPRIO_WHO_PROCESS },
+      { arg: 1, is: 0 }
+    ]
+  }
 ]
 
 /**
@@ -196,12 +324,28 @@ const OTHER_PROCESSES: ReadonlyArray<DenyRule> = [
 export const jobRules: ReadonlyArray<DenyRule> = [
   { call: "socket", errno: EACCES },
   ...(["io_uring_setup", "io_uring_enter", "io_uring_register"] as const).map((call): DenyRule => ({ call, errno: ENOSYS })),
-  ...([
-    "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd", "ptrace", "process_vm_readv", "process_vm_writev",
-    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon", "swapoff", "acct"
-  ] as const).map(
-    (call): DenyRule => ({ call, errno: EPERM })
-  ),
+  ...(
+    [
+      "keyctl",
+      "add_key",
+      "request_key",
+      "bpf",
+      "perf_event_open",
+      "userfaultfd",
+      "ptrace",
+      "process_vm_readv",
+      "process_vm_writev",
+      "init_module",
+      "finit_module",
+      "delete_module",
+      "kexec_load",
+      "kexec_file_load",
+      "reboot",
+      "swapon",
+      "swapoff",
+      "acct"
+    ] as const
+  ).map((call): DenyRule => ({ call, errno: EPERM })),
   ...NAMESPACE_AND_MOUNT,
   ...OTHER_PROCESSES,
   // truncate(2) takes a path, which Landlock restricts only from ABI 3; ftruncate needs a file opened for writing, which it always restricts.
@@ -210,9 +354,23 @@ export const jobRules: ReadonlyArray<DenyRule> = [
   ...(["setsid", "setpgid"] as const).map((call): DenyRule => ({ call, errno: EPERM })),
   // memfd and SysV shared memory escape RLIMIT_DATA and the resident-memory limit; SysV objects outlive
   // the job (Landlock has no IPC namespace), and another process's are reachable by a guessable id.
-  ...([
-    "memfd_create", "memfd_secret", "shmget", "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl"
-  ] as const).map((call): DenyRule => ({ call, errno: EPERM }))
+  ...(
+    [
+      "memfd_create",
+      "memfd_secret",
+      "shmget",
+      "shmat",
+      "shmctl",
+      "msgget",
+      "msgsnd",
+      "msgrcv",
+      "msgctl",
+      "semget",
+      "semop",
+      "semtimedop",
+      "semctl"
+    ] as const
+  ).map((call): DenyRule => ({ call, errno: EPERM }))
 ]
 
 /** Docker's default profile in the part that matters here: no new namespaces and no mounts (bubblewrap cannot start). */

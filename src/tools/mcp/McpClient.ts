@@ -142,7 +142,8 @@ export const connectMcp = (server: McpServer, options: ConnectOptions = {}): Eff
     catch: fail("cannot connect")
   })
 
-  const close = (client: Client) => Effect.promise(() => client.close().catch(() => {})).pipe(Effect.timeout(Duration.seconds(2)), Effect.ignore)
+  const close = (client: Client) =>
+    Effect.promise(() => client.close().catch(() => {})).pipe(Effect.timeout(Duration.seconds(2)), Effect.ignore)
 
   const list = (client: Client) =>
     Effect.tryPromise({
@@ -188,7 +189,8 @@ export const connectMcp = (server: McpServer, options: ConnectOptions = {}): Eff
         // The SDK's own timeout normally fires first; this one holds even if a promise never settles.
         Effect.timeoutFail({
           duration: Duration.millis(callMs + 1000),
-          onTimeout: () => new McpFailed({ server: server.name, message: `tool "${tool}" gave no answer within ${Math.round(callMs / 1000)} s` })
+          onTimeout: () =>
+            new McpFailed({ server: server.name, message: `tool "${tool}" gave no answer within ${Math.round(callMs / 1000)} s` })
         })
       )
     return { server: server.name, tools, call }

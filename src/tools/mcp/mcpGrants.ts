@@ -25,7 +25,10 @@ export const mcpGrantsOf = (tools: ReadonlyArray<string> | undefined): ReadonlyA
  * Problems of the grants against the job's servers, before anything connects: a grant naming a
  * server that is not in `mcp.servers`, and server names listed twice.
  */
-export const mcpGrantProblems = (tools: ReadonlyArray<string> | undefined, servers: ReadonlyArray<McpServer> | undefined): Array<Problem> => {
+export const mcpGrantProblems = (
+  tools: ReadonlyArray<string> | undefined,
+  servers: ReadonlyArray<McpServer> | undefined
+): Array<Problem> => {
   const problems: Array<Problem> = []
   const serverNames = (servers ?? []).map((s) => s.name)
   serverNames.forEach((name, i) => {

@@ -35,7 +35,8 @@ export const checkInputSchema = (schema: unknown): { readonly schema: Record<str
   if (root["type"] !== "object") return { problem: 'its input schema does not have type "object" at the root' }
   const json = JSON.stringify(root)
   if (Buffer.byteLength(json) > MAX_SCHEMA_BYTES) return { problem: `its input schema is larger than ${MAX_SCHEMA_BYTES / 1024} KiB` }
-  if (depthOf(root, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH) return { problem: `its input schema is nested deeper than ${MAX_SCHEMA_DEPTH} levels` }
+  if (depthOf(root, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH)
+    return { problem: `its input schema is nested deeper than ${MAX_SCHEMA_DEPTH} levels` }
   // The text is root's own JSON (a copy without undefined members): parsing it gives an object back.
   return { schema: JSON.parse(json) as Record<string, unknown> }
 }

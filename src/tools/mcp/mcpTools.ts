@@ -46,7 +46,13 @@ const withheld = (server: McpServer, tool: McpToolInfo): string | undefined =>
  * before the model sees them; each call runs in a `kintsugi.mcp` span, a child of the call's
  * `kintsugi.tool` span (JobEvents tracks the parent per fiber).
  */
-const makeTool = (server: McpServer, conn: McpConnection, info: McpToolInfo, name: string, schema: Record<string, unknown>): McpKernelTool => {
+const makeTool = (
+  server: McpServer,
+  conn: McpConnection,
+  info: McpToolInfo,
+  name: string,
+  schema: Record<string, unknown>
+): McpKernelTool => {
   const scrub = scrubber(server.headers)
   const timeoutMs = (server.timeoutSec ?? DEFAULT_CALL_TIMEOUT_SEC) * 1000
   return {
@@ -102,14 +108,17 @@ export const makeMcpTools = (
     if (server === undefined || conn === undefined) continue
     const path = `agent.tools.${grant.index}`
     const listed = grant.tool === "*" ? conn.tools : conn.tools.filter((t) => t.name === grant.tool)
-    if (listed.length === 0 && grant.tool !== "*") problems.push({ path, message: `MCP server "${server.name}" has no tool "${grant.tool}"` })
+    if (listed.length === 0 && grant.tool !== "*")
+      problems.push({ path, message: `MCP server "${server.name}" has no tool "${grant.tool}"` })
     for (const info of listed) {
       const name = mcpToolName(server.name, info.name)
       const checked = checkInputSchema(info.inputSchema)
       const why =
         withheld(server, info) ??
         ("problem" in checked ? `MCP tool "${info.name}" of server "${server.name}": ${checked.problem}` : undefined) ??
-        (name === undefined ? `MCP tool "${info.name}" of server "${server.name}": its name is longer than ${MAX_TOOL_NAME} characters as mcp__<server>__<tool>` : undefined)
+        (name === undefined
+          ? `MCP tool "${info.name}" of server "${server.name}": its name is longer than ${MAX_TOOL_NAME} characters as mcp__<server>__<tool>`
+          : undefined)
       if (why !== undefined || name === undefined || "problem" in checked) {
         if (grant.tool === "*") skipped.push(why ?? info.name)
         else problems.push({ path, message: why ?? info.name })
@@ -119,7 +128,10 @@ export const makeMcpTools = (
       if (earlier !== undefined) {
         // The same tool granted twice (by `*` and by name) is one tool; two tools on one name are refused.
         if (earlier.tool.server === server.name && earlier.tool.mcpName === info.name) continue
-        problems.push({ path, message: `MCP tools "${earlier.tool.server}/${earlier.tool.mcpName}" and "${server.name}/${info.name}" would both be called "${name}"` })
+        problems.push({
+          path,
+          message: `MCP tools "${earlier.tool.server}/${earlier.tool.mcpName}" and "${server.name}/${info.name}" would both be called "${name}"`
+        })
         continue
       }
       const tool = makeTool(server, conn, info, name, checked.schema)
@@ -169,7 +181,10 @@ export const openMcpTools = (
             Effect.succeed({
               name,
               conn: undefined,
-              problem: { path: `mcp.servers.${index}`, message: `MCP server "${name}": ${"message" in e ? e.message : "no answer in time"}` }
+              problem: {
+                path: `mcp.servers.${index}`,
+                message: `MCP server "${name}": ${"message" in e ? e.message : "no answer in time"}`
+              }
             })
           )
         )

@@ -80,7 +80,8 @@ export const makeServiceChannel = (config: ServiceChannelConfig): ServiceChannel
         })
     }).pipe(
       Effect.flatMap(({ status, text }) => {
-        if (text === undefined) return Effect.fail(new ToolError({ message: `the ${tool} service answered more than ${MAX_SERVICE_ANSWER_BYTES} bytes` }))
+        if (text === undefined)
+          return Effect.fail(new ToolError({ message: `the ${tool} service answered more than ${MAX_SERVICE_ANSWER_BYTES} bytes` }))
         let parsed: unknown
         try {
           parsed = JSON.parse(text)

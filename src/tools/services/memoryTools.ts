@@ -30,7 +30,10 @@ export const MemorySearchInput = Schema.Struct({
   query: text(500, "query").annotations({ description: "Words to search for in the notes' titles and bodies." }),
   kinds: Schema.optionalWith(Schema.Array(NoteKind).annotations({ description: "Only notes of these kinds." }), { exact: true }),
   limit: Schema.optionalWith(
-    Schema.Number.pipe(Schema.int(), Schema.between(1, MAX_SEARCH_LIMIT, { message: () => `must be an integer from 1 to ${MAX_SEARCH_LIMIT}` })).annotations({
+    Schema.Number.pipe(
+      Schema.int(),
+      Schema.between(1, MAX_SEARCH_LIMIT, { message: () => `must be an integer from 1 to ${MAX_SEARCH_LIMIT}` })
+    ).annotations({
       description: `At most this many notes (default 10, at most ${MAX_SEARCH_LIMIT}).`
     }),
     { exact: true }
@@ -38,10 +41,14 @@ export const MemorySearchInput = Schema.Struct({
 })
 export const MemorySaveInput = Schema.Struct({
   kind: NoteKind,
-  title: text(MAX_NOTE_TITLE, "title").annotations({ description: "A short title; a note of the same kind and title is updated (a new revision)." }),
+  title: text(MAX_NOTE_TITLE, "title").annotations({
+    description: "A short title; a note of the same kind and title is updated (a new revision)."
+  }),
   body: text(MAX_NOTE_BODY, "body").annotations({ description: `The note, at most ${MAX_NOTE_BODY} characters.` }),
   paths: Schema.optionalWith(
-    Schema.Array(text(300, "path")).pipe(Schema.maxItems(20, { message: () => "at most 20 paths" })).annotations({ description: "Workspace paths the note is about." }),
+    Schema.Array(text(300, "path"))
+      .pipe(Schema.maxItems(20, { message: () => "at most 20 paths" }))
+      .annotations({ description: "Workspace paths the note is about." }),
     { exact: true }
   )
 })
@@ -67,12 +74,14 @@ export const ScratchpadWriteInput = Schema.Struct({
 export const MEMORY_TOOL_DEFS: ReadonlyArray<ServiceToolDef> = [
   {
     name: "memory_search",
-    description: "Search this project's memory (notes other jobs saved: facts, lessons, decisions, navigation). Returns id, kind, title, trust and body of the best matches.",
+    description:
+      "Search this project's memory (notes other jobs saved: facts, lessons, decisions, navigation). Returns id, kind, title, trust and body of the best matches.",
     params: MemorySearchInput
   },
   {
     name: "memory_save",
-    description: "Save a durable note to project memory at once (trust: learned). A note with the same kind and title is updated, the old text kept as a revision. Never save secrets.",
+    description:
+      "Save a durable note to project memory at once (trust: learned). A note with the same kind and title is updated, the old text kept as a revision. Never save secrets.",
     params: MemorySaveInput
   },
   { name: "memory_forget", description: "Retire a note that is wrong or obsolete (it can be recovered).", params: MemoryForgetInput },
@@ -86,7 +95,11 @@ export const MEMORY_TOOL_DEFS: ReadonlyArray<ServiceToolDef> = [
     description: "The project's log of one day (UTC): jobs started and finished, notes saved, forgotten and reviewed.",
     params: MemoryDailyLogInput
   },
-  { name: "scratchpad_read", description: "Read this run's scratchpad (notes to self that survive compaction).", params: ScratchpadReadInput },
+  {
+    name: "scratchpad_read",
+    description: "Read this run's scratchpad (notes to self that survive compaction).",
+    params: ScratchpadReadInput
+  },
   {
     name: "scratchpad_write",
     description: `Write this run's scratchpad (at most ${MAX_SCRATCHPAD.toLocaleString("en-US")} characters): replace it or append to it. It survives compaction; it is gone for the next job.`,

@@ -12,9 +12,14 @@ export const WebSearchToolInput = Schema.Struct({
   query: Schema.String.pipe(
     Schema.minLength(1, { message: () => "query must not be empty" }),
     Schema.maxLength(400, { message: () => "query must be at most 400 characters" })
-  ).annotations({ description: "What to search the public web for: general, public terms only (never project code, file contents or internal names)." }),
+  ).annotations({
+    description: "What to search the public web for: general, public terms only (never project code, file contents or internal names)."
+  }),
   limit: Schema.optionalWith(
-    Schema.Number.pipe(Schema.int(), Schema.between(1, MAX_WEB_SEARCH_LIMIT, { message: () => `must be an integer from 1 to ${MAX_WEB_SEARCH_LIMIT}` })).annotations({
+    Schema.Number.pipe(
+      Schema.int(),
+      Schema.between(1, MAX_WEB_SEARCH_LIMIT, { message: () => `must be an integer from 1 to ${MAX_WEB_SEARCH_LIMIT}` })
+    ).annotations({
       description: `At most this many results (default 5, at most ${MAX_WEB_SEARCH_LIMIT}).`
     }),
     { exact: true }

@@ -68,7 +68,9 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
     const base = yield* childEnvironment
     const env: Record<string, string> = {
       ...base,
-      ...(base["BUN_RUNTIME_TRANSPILER_CACHE_PATH"] === undefined ? { BUN_RUNTIME_TRANSPILER_CACHE_PATH: transpilerCacheDir(options.cacheDir) } : {}),
+      ...(base["BUN_RUNTIME_TRANSPILER_CACHE_PATH"] === undefined
+        ? { BUN_RUNTIME_TRANSPILER_CACHE_PATH: transpilerCacheDir(options.cacheDir) }
+        : {}),
       ...(options.sandboxProbed === undefined ? {} : { [SANDBOX_PROBED_ENV]: options.sandboxProbed })
     }
 
@@ -137,7 +139,10 @@ const live = (prestart: JobChildrenOptions["prestart"]): Layer.Layer<JobChildren
   Layer.scoped(
     JobChildren,
     Effect.gen(function* () {
-      const dataDir = yield* Config.string("KINTSUGI_DATA_DIR").pipe(Config.withDefault(".kintsugi"), Effect.orElseSucceed(() => ".kintsugi"))
+      const dataDir = yield* Config.string("KINTSUGI_DATA_DIR").pipe(
+        Config.withDefault(".kintsugi"),
+        Effect.orElseSucceed(() => ".kintsugi")
+      )
       // The job children read KINTSUGI_SANDBOX from the same environment (childEnvironment).
       const sandbox = yield* makeSandbox(yield* sandboxConfig).status
       return yield* makeJobChildren({
@@ -145,7 +150,8 @@ const live = (prestart: JobChildrenOptions["prestart"]): Layer.Layer<JobChildren
         bundle: true,
         prestart,
         refillWhen: sandbox._tag === "Bwrap" ? "started" : "ended",
-        sandboxProbed: sandbox._tag === "Bwrap" ? sandbox.bwrap : sandbox._tag === "Landlock" ? landlockProbedValue(sandbox.abi) : undefined,
+        sandboxProbed:
+          sandbox._tag === "Bwrap" ? sandbox.bwrap : sandbox._tag === "Landlock" ? landlockProbedValue(sandbox.abi) : undefined,
         // `kintsugi run` wants its one child while the database starts; serve, its start-up first.
         firstAfter: prestart === "always" ? SERVE_FIRST_CHILD_AFTER : undefined
       })

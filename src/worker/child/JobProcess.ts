@@ -28,10 +28,31 @@ const decodeRefusal = Schema.decodeUnknownEither(JobRefusedLine)
  * confine shell and git.
  */
 // The job resource limits (KINTSUGI_JOB_MEMORY_MB…) are the kernel's configuration, read in the child.
-const CHILD_VARIABLES = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "KINTSUGI_SANDBOX", "KINTSUGI_ALLOW_UNCONFINED_ROOT", "BUN_RUNTIME_TRANSPILER_CACHE_PATH", ...Object.values(RESOURCE_VARIABLES)]
+const CHILD_VARIABLES = [
+  "PATH",
+  "HOME",
+  "LANG",
+  "TZ",
+  "TMPDIR",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "KINTSUGI_SANDBOX",
+  "KINTSUGI_ALLOW_UNCONFINED_ROOT",
+  "BUN_RUNTIME_TRANSPILER_CACHE_PATH",
+  ...Object.values(RESOURCE_VARIABLES)
+]
 
 export const childEnvironment: Effect.Effect<Record<string, string>> = Effect.map(
-  Effect.forEach(CHILD_VARIABLES, (k) => Effect.map(Effect.orElseSucceed(Config.option(Config.string(k)), () => Option.none<string>()), (v) => [k, v] as const)),
+  Effect.forEach(CHILD_VARIABLES, (k) =>
+    Effect.map(
+      Effect.orElseSucceed(Config.option(Config.string(k)), () => Option.none<string>()),
+      (v) => [k, v] as const
+    )
+  ),
   (pairs) => {
     const env: Record<string, string> = {}
     for (const [k, v] of pairs) if (Option.isSome(v)) env[k] = v.value
@@ -50,7 +71,10 @@ export interface JobProcessHooks<E, R> {
 
 /** Non-empty text lines of a child's pipe; a read error is a defect (the pipe is ours). */
 const lines = (pipe: ReadableStream<Uint8Array>): Stream.Stream<string> =>
-  Stream.fromReadableStream(() => pipe, (e) => e).pipe(
+  Stream.fromReadableStream(
+    () => pipe,
+    (e) => e
+  ).pipe(
     Stream.orDie,
     Stream.decodeText(),
     Stream.splitLines,
@@ -64,7 +88,10 @@ const takeJobSessions = (runPrefix: string): ReadonlySet<number> => {
   if (runPrefix === "") return new Set()
   const file = join(tmpdir(), jobSessionsFile(runPrefix))
   try {
-    const sids = readFileSync(file, "latin1").split("\n").map(Number).filter((n) => Number.isSafeInteger(n) && n > 1)
+    const sids = readFileSync(file, "latin1")
+      .split("\n")
+      .map(Number)
+      .filter((n) => Number.isSafeInteger(n) && n > 1)
     rmSync(file, { force: true })
     return new Set(sids)
   } catch {
@@ -139,7 +166,12 @@ export const runJobProcess = <E, R>(
             if (alive(child) && Exit.isInterrupted(exit)) {
               // The worker is stopping: the child may still record its own end.
               child.kill("SIGTERM")
-              yield* Effect.ignore(Effect.timeout(Effect.promise(() => child.exited), ABORT_GRACE_MS))
+              yield* Effect.ignore(
+                Effect.timeout(
+                  Effect.promise(() => child.exited),
+                  ABORT_GRACE_MS
+                )
+              )
             }
             if (alive(child)) child.kill("SIGKILL")
             yield* Effect.promise(() => child.exited)
@@ -179,7 +211,12 @@ export const runJobProcess = <E, R>(
           Effect.suspend(() => {
             aborting = true
             child.kill("SIGTERM")
-            return Effect.forkScoped(Effect.delay(Effect.sync(() => alive(child) && child.kill("SIGKILL")), ABORT_GRACE_MS))
+            return Effect.forkScoped(
+              Effect.delay(
+                Effect.sync(() => alive(child) && child.kill("SIGKILL")),
+                ABORT_GRACE_MS
+              )
+            )
           })
         ),
         Effect.zipRight(Effect.never)

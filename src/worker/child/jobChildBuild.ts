@@ -67,7 +67,8 @@ const STDOUT_READS: ReadonlyArray<readonly [string, string]> = [
 export const withoutStdoutReads = (source: string): string => {
   let out = source
   for (const [read, value] of STDOUT_READS) {
-    if (!out.includes(read)) throw new Error(`effect's internal/logger.js changed: ${read} not found (update STDOUT_READS in jobChildBuild.ts)`)
+    if (!out.includes(read))
+      throw new Error(`effect's internal/logger.js changed: ${read} not found (update STDOUT_READS in jobChildBuild.ts)`)
     out = out.replace(read, value)
   }
   return out
@@ -93,10 +94,22 @@ export const buildJobChild = async (outDir: string, entry: string = ENTRY): Prom
   // Resolved as the bundle's require() would resolve it from the installation.
   const requireFromInstall = createRequire(join(INSTALL_DIR, "package.json"))
   /** One bytecode bundle of its own under `outDir/dir`: its path relative to the main bundle, or what failed. */
-  const buildApart = async (entrypoint: string, dir: string, what: string): Promise<{ readonly path: string } | { readonly error: string }> => {
-    const built = await Bun.build({ entrypoints: [entrypoint], outdir: join(outDir, dir), target: "bun", format: "cjs", bytecode: true, minify: MINIFY })
+  const buildApart = async (
+    entrypoint: string,
+    dir: string,
+    what: string
+  ): Promise<{ readonly path: string } | { readonly error: string }> => {
+    const built = await Bun.build({
+      entrypoints: [entrypoint],
+      outdir: join(outDir, dir),
+      target: "bun",
+      format: "cjs",
+      bytecode: true,
+      minify: MINIFY
+    })
     const entry = built.outputs.find((o) => o.kind === "entry-point")
-    if (!built.success || entry === undefined) return { error: `${what}: ${built.logs.map((l) => l.message).join("; ") || "no entry point"}` }
+    if (!built.success || entry === undefined)
+      return { error: `${what}: ${built.logs.map((l) => l.message).join("; ") || "no entry point"}` }
     return { path: `./${relative(outDir, entry.path)}` }
   }
   const splitPaths = new Map<string, string>()
@@ -130,7 +143,10 @@ export const buildJobChild = async (outDir: string, entry: string = ENTRY): Prom
             const leaf = leafPaths.get(resolve(dirname(args.importer), args.path))
             return leaf === undefined ? undefined : { path: leaf, external: true }
           })
-          build.onLoad({ filter: EFFECT_LOGGER }, async (args) => ({ contents: withoutStdoutReads(await Bun.file(args.path).text()), loader: "js" }))
+          build.onLoad({ filter: EFFECT_LOGGER }, async (args) => ({
+            contents: withoutStdoutReads(await Bun.file(args.path).text()),
+            loader: "js"
+          }))
           build.onResolve({ filter: /^\.\/data\/[^/]+\.json$/ }, (args) => {
             if (!args.importer.includes(PI_AI_PROVIDERS)) return undefined
             mkdirSync(join(outDir, PI_AI_DATA), { recursive: true })

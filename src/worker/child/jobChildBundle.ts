@@ -6,7 +6,20 @@
  * into a private directory that is renamed into place: two processes starting at once both build, one
  * rename wins, nobody ever sees half a bundle.
  */
-import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs"
+import {
+  accessSync,
+  closeSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync
+} from "node:fs"
 import { join, resolve } from "node:path"
 
 /** The installation: the directory holding package.json and src/. */
@@ -75,7 +88,8 @@ export const jobChildCacheDir = (dataDir: string): string => {
 export const INSTALL_CACHE = join(INSTALL_DIR, "node_modules", ".cache", "kintsugi")
 
 /** The built bundle of `key`: the one made at install (INSTALL_CACHE) first, else the one in `cacheDir`. */
-export const findBundle = (cacheDir: string, key: string): string | undefined => builtBundle(INSTALL_CACHE, key) ?? builtBundle(cacheDir, key)
+export const findBundle = (cacheDir: string, key: string): string | undefined =>
+  builtBundle(INSTALL_CACHE, key) ?? builtBundle(cacheDir, key)
 
 /** Bun's transpiler cache for job children started from the sources (BUN_RUNTIME_TRANSPILER_CACHE_PATH). */
 export const transpilerCacheDir = (cacheDir: string): string => join(cacheDir, "transpiler")
@@ -119,7 +133,9 @@ export const ensureBundle = async (cacheDir: string, key: string, signal?: Abort
     signal?.addEventListener("abort", () => build.kill("SIGKILL"), { once: true })
     const [stderr, code] = await Promise.all([new Response(build.stderr).text(), build.exited])
     if (code !== 0 || !existsSync(join(tmp, BUNDLE_FILE)) || !existsSync(join(tmp, `${BUNDLE_FILE}.jsc`))) {
-      throw new BundleBuildFailed(`bun build of the job child failed (exit ${code}): ${stderr.trim().split("\n").slice(-3).join(" ").slice(0, 500)}`)
+      throw new BundleBuildFailed(
+        `bun build of the job child failed (exit ${code}): ${stderr.trim().split("\n").slice(-3).join(" ").slice(0, 500)}`
+      )
     }
     try {
       renameSync(tmp, final)

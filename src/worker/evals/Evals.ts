@@ -27,7 +27,6 @@ import { LeaseConfig } from "../Worker.ts"
 import { Projects } from "../Projects.ts"
 import { checkEval } from "./checkEval.ts"
 
-
 /** The version has no `evals/<name>.md`. */
 export class NoEvals extends Schema.TaggedError<NoEvals>()("NoEvals", { name: Schema.String, version: Schema.Number }) {
   override get message(): string {
@@ -109,10 +108,24 @@ const makeEvals = Effect.gen(function* () {
   // The eval runner's statements run in background fibers with no caller to answer: a store failure is a defect.
   const provide = <A, E>(e: Effect.Effect<A, E, SqlClient>) => Effect.orDie(Effect.provideService(e, SqlClient, sql))
 
-  type Run = { readonly id: string; readonly agent: string; readonly version: number; readonly project: string; readonly by: string; readonly gate: boolean }
+  type Run = {
+    readonly id: string
+    readonly agent: string
+    readonly version: number
+    readonly project: string
+    readonly by: string
+    readonly gate: boolean
+  }
   /** An eval whose job is queued in its workspace, or one that could not get a workspace. */
   type Queued =
-    | { readonly kind: "queued"; readonly spec: EvalSpec; readonly started: number; readonly dir: string; readonly out: string; readonly job: JobRow }
+    | {
+        readonly kind: "queued"
+        readonly spec: EvalSpec
+        readonly started: number
+        readonly dir: string
+        readonly out: string
+        readonly job: JobRow
+      }
     | { readonly kind: "refused"; readonly spec: EvalSpec; readonly started: number; readonly problem: string }
 
   /** Makes the eval's workspace from its fixture and queues its job, pinned to the run's version. */
@@ -122,7 +135,12 @@ const makeEvals = Effect.gen(function* () {
       const boundary = yield* roots.boundaryFor(run.project)
       const base = boundary.jobRoots[0]
       if (base === undefined) {
-        const refused: Queued = { kind: "refused", spec, started, problem: "no job root can hold the eval's workspace (the project's root is not inside the job roots)" }
+        const refused: Queued = {
+          kind: "refused",
+          spec,
+          started,
+          problem: "no job root can hold the eval's workspace (the project's root is not inside the job roots)"
+        }
         return refused
       }
       const ws = yield* createWorkspace(base, fixture)
@@ -139,7 +157,9 @@ const makeEvals = Effect.gen(function* () {
         metadata: { evalRun: run.id, eval: spec.name },
         agentVersion: run.version
       }
-      const job = yield* Effect.onInterrupt(jobs.enqueue(input, run.by), () => Effect.promise(() => rm(ws.dir, { recursive: true, force: true })))
+      const job = yield* Effect.onInterrupt(jobs.enqueue(input, run.by), () =>
+        Effect.promise(() => rm(ws.dir, { recursive: true, force: true }))
+      )
       yield* bus.publish({ _tag: "Queued" })
       const queued: Queued = { kind: "queued", spec, started, dir: ws.dir, out: ws.out, job }
       return queued
@@ -155,7 +175,10 @@ const makeEvals = Effect.gen(function* () {
           // The job was enqueued by this run: JobNotFound or a store failure while waiting is a defect of the run.
           let job: JobRow = yield* Effect.orDie(jobs.get(q.job.id))
           while (job.status === "queued" || job.status === "running") {
-            yield* Effect.race(Effect.repeat(Queue.take(signals), { until: (s) => s._tag === "Events" && s.jobId === q.job.id }), Effect.sleep(POLL))
+            yield* Effect.race(
+              Effect.repeat(Queue.take(signals), { until: (s) => s._tag === "Events" && s.jobId === q.job.id }),
+              Effect.sleep(POLL)
+            )
             job = yield* Effect.orDie(jobs.get(q.job.id))
           }
           const events = yield* jobs.events(job.id, 0)
@@ -165,7 +188,8 @@ const makeEvals = Effect.gen(function* () {
           return { problems, job: job as JobRow | undefined, started: q.started }
         }).pipe(Effect.scoped, Effect.ensuring(Effect.promise(() => rm(q.dir, { recursive: true, force: true }))))
 
-  const fixtureOf = (fixtures: ReadonlyMap<string, Fixture>, spec: EvalSpec): Fixture => fixtures.get(spec.fixture) ?? { folder: spec.fixture, files: [] }
+  const fixtureOf = (fixtures: ReadonlyMap<string, Fixture>, spec: EvalSpec): Fixture =>
+    fixtures.get(spec.fixture) ?? { folder: spec.fixture, files: [] }
 
   /**
    * Every eval of the run, one after the other (the first one's job already queued by `launch`); then
@@ -198,14 +222,19 @@ const makeEvals = Effect.gen(function* () {
         const message = run.gate ? `v${run.version} stays not current: ${failed} of ${evals.length} evals failed` : ""
         yield* provide(repo.finishRun(run.id, failed > 0 ? "failed" : "passed", message))
       }
-      yield* Effect.logInfo("eval run finished").pipe(Effect.annotateLogs({ evalRun: run.id, agent: run.agent, version: run.version, failed }))
+      yield* Effect.logInfo("eval run finished").pipe(
+        Effect.annotateLogs({ evalRun: run.id, agent: run.agent, version: run.version, failed })
+      )
     }).pipe(
       // The lease the sweeps look at (endAbandoned): a failed renewal is logged and the next one tried;
       // once the run is no longer running (a sweep ended it after a long stall), the run stops here too.
       (body) => Effect.raceFirst(body, heartbeat(run.id)),
       Effect.onInterrupt(() => provide(repo.finishRun(run.id, "error", "the server stopped during the run"))),
       Effect.catchAllCause((cause) =>
-        Effect.zipRight(Effect.logError("eval run failed", cause), provide(repo.finishRun(run.id, "error", "the eval run failed on the server (see its log)")))
+        Effect.zipRight(
+          Effect.logError("eval run failed", cause),
+          provide(repo.finishRun(run.id, "error", "the eval run failed on the server (see its log)"))
+        )
       )
     )
 
@@ -213,9 +242,13 @@ const makeEvals = Effect.gen(function* () {
   const heartbeat = (runId: string): Effect.Effect<void> =>
     Effect.sleep(Duration.millis(lease.heartbeatMs)).pipe(
       Effect.zipRight(provide(repo.beat(runId, lease.leaseMs))),
-      Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("an eval run's heartbeat could not be written; trying again", cause), true)),
+      Effect.catchAllCause((cause) =>
+        Effect.as(Effect.logWarning("an eval run's heartbeat could not be written; trying again", cause), true)
+      ),
       Effect.repeat({ while: (running) => running }),
-      Effect.zipRight(Effect.logWarning("eval run ended by a sweep while it ran: stopping it").pipe(Effect.annotateLogs({ evalRun: runId }))),
+      Effect.zipRight(
+        Effect.logWarning("eval run ended by a sweep while it ran: stopping it").pipe(Effect.annotateLogs({ evalRun: runId }))
+      ),
       Effect.asVoid
     )
 
@@ -237,24 +270,34 @@ const makeEvals = Effect.gen(function* () {
       const first = yield* Effect.catchAllCause(queueOne(run, spec, fixtureOf(parsed.fixtures, spec)), (cause) =>
         Effect.zipRight(
           Effect.logError("queueing an eval job failed", cause),
-          Effect.map(Clock.currentTimeMillis, (started) => ({ kind: "refused", spec, started, problem: "the eval's job could not be queued (see the server log)" }) as const)
+          Effect.map(
+            Clock.currentTimeMillis,
+            (started) => ({ kind: "refused", spec, started, problem: "the eval's job could not be queued (see the server log)" }) as const
+          )
         )
       )
       yield* FiberSet.run(fibers, execute(run, parsed.evals, parsed.fixtures, first))
     })
 
-  const getRun = (id: string) => Effect.flatMap(provide(repo.selectRun(id)), (r) => (r === undefined ? Effect.fail(new EvalRunNotFound({ id })) : Effect.succeed(r)))
+  const getRun = (id: string) =>
+    Effect.flatMap(provide(repo.selectRun(id)), (r) => (r === undefined ? Effect.fail(new EvalRunNotFound({ id })) : Effect.succeed(r)))
 
   const service: Evals["Type"] = {
     start: (name, version, by, options = {}) =>
       Effect.gen(function* () {
         const project = options.project ?? EVALS_PROJECT
         if (options.project !== undefined) {
-          yield* Effect.catchTag(projects.get(project), "ProjectNotFound", () => new EvalsRefused({ problems: [{ path: "project", message: `no project "${project}"` }] }))
+          yield* Effect.catchTag(
+            projects.get(project),
+            "ProjectNotFound",
+            () => new EvalsRefused({ problems: [{ path: "project", message: `no project "${project}"` }] })
+          )
         }
         const parsed = yield* evalsOf(name, version)
         yield* bindings.resolve(name, project)
-        const id = yield* provide(repo.insertRun({ agent: name, version, project, gate: false, status: "running", leaseMs: lease.leaseMs, by }))
+        const id = yield* provide(
+          repo.insertRun({ agent: name, version, project, gate: false, status: "running", leaseMs: lease.leaseMs, by })
+        )
         // The run was inserted just above: not finding it is a defect.
         const run = yield* Effect.orDie(getRun(id))
         yield* launch(run, parsed)

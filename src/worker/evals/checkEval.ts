@@ -41,13 +41,15 @@ const readOutput = async (outDir: string, file: string): Promise<{ text: string 
   }
 }
 
-const turnsOf = (usage: Record<string, unknown> | null): number | undefined => (typeof usage?.["turns"] === "number" ? usage["turns"] : undefined)
+const turnsOf = (usage: Record<string, unknown> | null): number | undefined =>
+  typeof usage?.["turns"] === "number" ? usage["turns"] : undefined
 
 /** Every expectation the job missed ([] = the eval passed). */
 export const checkEval = async (expect: EvalExpect, e: EvalEvidence): Promise<Array<string>> => {
   const problems: Array<string> = []
   const { job } = e
-  if (job.status !== "completed") problems.push(`the job ${job.status}${job.reason === null ? "" : ` (${job.reason})`}: ${job.message ?? "no message"}`)
+  if (job.status !== "completed")
+    problems.push(`the job ${job.status}${job.reason === null ? "" : ` (${job.reason})`}: ${job.message ?? "no message"}`)
   const texts = new Map<string, string>()
   const outputText = async (file: string) => {
     const known = texts.get(file)
@@ -94,7 +96,11 @@ export const checkEval = async (expect: EvalExpect, e: EvalEvidence): Promise<Ar
     const hay = await haystacks(needle)
     if (typeof hay === "string") problems.push(`${hay}, so it does not contain ${quoted(needle.text)}`)
     else if (!hay.some((h) => h.text.includes(needle.text))) {
-      problems.push(needle.file === undefined ? `neither the summary nor any output contains ${quoted(needle.text)}` : `${needle.file} does not contain ${quoted(needle.text)}`)
+      problems.push(
+        needle.file === undefined
+          ? `neither the summary nor any output contains ${quoted(needle.text)}`
+          : `${needle.file} does not contain ${quoted(needle.text)}`
+      )
     }
   }
   for (const needle of expect["not-contains"] ?? []) {
@@ -104,7 +110,8 @@ export const checkEval = async (expect: EvalExpect, e: EvalEvidence): Promise<Ar
     if (found.length > 0) problems.push(`${found.join(", ")} ${found.length === 1 ? "contains" : "contain"} ${quoted(needle.text)}`)
   }
   const ceiling = expect["max-cost-usd"]
-  if (ceiling !== undefined && (job.costUsd ?? 0) > ceiling) problems.push(`cost ${usd(job.costUsd ?? 0)} is over the ceiling of ${usd(ceiling)}`)
+  if (ceiling !== undefined && (job.costUsd ?? 0) > ceiling)
+    problems.push(`cost ${usd(job.costUsd ?? 0)} is over the ceiling of ${usd(ceiling)}`)
   const maxTurns = expect["max-turns"]
   const turns = turnsOf(job.usage)
   if (maxTurns !== undefined && turns !== undefined && turns > maxTurns) problems.push(`${turns} turns, more than the ${maxTurns} allowed`)

@@ -8,7 +8,9 @@ import { MemoryStore } from "./MemoryStore.ts"
 
 const once = Effect.flatMap(MemoryStore, (store) => store.sweep).pipe(
   Effect.tap((c) =>
-    c.expired + c.purged + c.scratchpads + c.logs === 0 ? Effect.void : Effect.logInfo("memory retention sweep").pipe(Effect.annotateLogs({ ...c }))
+    c.expired + c.purged + c.scratchpads + c.logs === 0
+      ? Effect.void
+      : Effect.logInfo("memory retention sweep").pipe(Effect.annotateLogs({ ...c }))
   ),
   Effect.catchAllCause((cause) => Effect.logError("the memory retention sweep failed", cause)),
   Effect.withTracerEnabled(false)
@@ -16,7 +18,10 @@ const once = Effect.flatMap(MemoryStore, (store) => store.sweep).pipe(
 
 export const MemorySweepLive: Layer.Layer<never, never, MemoryStore> = Layer.scopedDiscard(
   Effect.gen(function* () {
-    const seconds = yield* Config.number("KINTSUGI_MEMORY_SWEEP").pipe(Config.withDefault(3600), Effect.orElseSucceed(() => 3600))
+    const seconds = yield* Config.number("KINTSUGI_MEMORY_SWEEP").pipe(
+      Config.withDefault(3600),
+      Effect.orElseSucceed(() => 3600)
+    )
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(once, Effect.sleep(Duration.seconds(seconds > 0 ? seconds : 3600)))))
   })
 )

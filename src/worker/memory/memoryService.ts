@@ -41,9 +41,9 @@ export const makeMemoryHandlers: Effect.Effect<ReadonlyArray<ServiceHandler>, ne
   const refusal: ServiceHandler["refusal"] = ({ projectId }) =>
     projectId === ""
       ? Effect.succeed("the job has no project")
-      : Effect.map(store.settings(projectId), (s) => (s.enabled ? undefined : `project memory is not enabled for project "${projectId}"`)).pipe(
-          Effect.catchAll((e) => Effect.as(Effect.logError("project memory failed", e), e.message))
-        )
+      : Effect.map(store.settings(projectId), (s) =>
+          s.enabled ? undefined : `project memory is not enabled for project "${projectId}"`
+        ).pipe(Effect.catchAll((e) => Effect.as(Effect.logError("project memory failed", e), e.message)))
   const handler = <I>(
     name: string,
     params: ServiceHandler["params"],
@@ -53,7 +53,8 @@ export const makeMemoryHandlers: Effect.Effect<ReadonlyArray<ServiceHandler>, ne
     params,
     refusal,
     // The store's failure is the tool's error result (the model may try again); its cause goes to the log.
-    handle: (input, grant) => Effect.catchAll(run(input as I, grant), (e) => Effect.as(Effect.logError("project memory failed", e), error(e.message)))
+    handle: (input, grant) =>
+      Effect.catchAll(run(input as I, grant), (e) => Effect.as(Effect.logError("project memory failed", e), error(e.message)))
   })
   return [
     handler<typeof MemorySearchInput.Type>("memory_search", MemorySearchInput, (input, g) =>
@@ -61,8 +62,13 @@ export const makeMemoryHandlers: Effect.Effect<ReadonlyArray<ServiceHandler>, ne
     ),
     handler<typeof MemorySaveInput.Type>("memory_save", MemorySaveInput, (input, g) =>
       Effect.gen(function* () {
-        if ((yield* store.savesBy(g.jobId)) >= MAX_SAVES_PER_JOB) return error(`this job has used its ${MAX_SAVES_PER_JOB} memory_save calls`)
-        const { note, created } = yield* store.save(g.projectId, { _tag: "Agent", jobId: g.jobId, agentId: g.agentId }, { ...input, paths: input.paths ?? [] })
+        if ((yield* store.savesBy(g.jobId)) >= MAX_SAVES_PER_JOB)
+          return error(`this job has used its ${MAX_SAVES_PER_JOB} memory_save calls`)
+        const { note, created } = yield* store.save(
+          g.projectId,
+          { _tag: "Agent", jobId: g.jobId, agentId: g.agentId },
+          { ...input, paths: input.paths ?? [] }
+        )
         return ok(`${created ? "Saved" : "Updated"} note ${note.id} (${note.kind}, trust: learned).`)
       })
     ),
@@ -70,7 +76,10 @@ export const makeMemoryHandlers: Effect.Effect<ReadonlyArray<ServiceHandler>, ne
       Effect.flatMap(store.visible(readerOf(g), input.id), (note) =>
         note.trust === "forgotten"
           ? Effect.succeed(ok(`Note ${note.id} is already forgotten.`))
-          : Effect.as(store.transition(g.projectId, note.id, "forgotten", { _tag: "Agent", jobId: g.jobId, agentId: g.agentId }, input.reason), ok(`Forgot note ${note.id}; memory_recover can bring it back.`))
+          : Effect.as(
+              store.transition(g.projectId, note.id, "forgotten", { _tag: "Agent", jobId: g.jobId, agentId: g.agentId }, input.reason),
+              ok(`Forgot note ${note.id}; memory_recover can bring it back.`)
+            )
       ).pipe(Effect.catchTag("NoteNotFound", (e) => Effect.succeed(error(e.message))))
     ),
     handler<typeof MemoryRecoverInput.Type>("memory_recover", MemoryRecoverInput, (input, g) =>
@@ -79,7 +88,10 @@ export const makeMemoryHandlers: Effect.Effect<ReadonlyArray<ServiceHandler>, ne
         : Effect.flatMap(store.visible(readerOf(g), input.id), (note) =>
             note.trust !== "forgotten"
               ? Effect.succeed(error(`note ${note.id} is not forgotten (trust: ${note.trust})`))
-              : Effect.as(store.transition(g.projectId, note.id, "learned", { _tag: "Agent", jobId: g.jobId, agentId: g.agentId }, "recovered"), ok(`Recovered note ${note.id} (trust: learned).`))
+              : Effect.as(
+                  store.transition(g.projectId, note.id, "learned", { _tag: "Agent", jobId: g.jobId, agentId: g.agentId }, "recovered"),
+                  ok(`Recovered note ${note.id} (trust: learned).`)
+                )
           ).pipe(Effect.catchTag("NoteNotFound", (e) => Effect.succeed(error(e.message))))
     ),
     handler<typeof MemoryDailyLogInput.Type>("memory_daily_log", MemoryDailyLogInput, (input, g) =>
@@ -89,7 +101,9 @@ export const makeMemoryHandlers: Effect.Effect<ReadonlyArray<ServiceHandler>, ne
         return ok(
           entries.length === 0
             ? `Nothing logged on ${day}.`
-            : [`Project log of ${day} (UTC):`, ...entries.map((e) => `${e.at.toISOString().slice(11, 19)} ${e.kind}: ${e.summary}`)].join("\n")
+            : [`Project log of ${day} (UTC):`, ...entries.map((e) => `${e.at.toISOString().slice(11, 19)} ${e.kind}: ${e.summary}`)].join(
+                "\n"
+              )
         )
       })
     ),
@@ -99,7 +113,9 @@ export const makeMemoryHandlers: Effect.Effect<ReadonlyArray<ServiceHandler>, ne
     handler<typeof ScratchpadWriteInput.Type>("scratchpad_write", ScratchpadWriteInput, (input, g) =>
       Effect.map(store.writeScratchpad(g.projectId, g.jobId, input.content, input.mode, MAX_SCRATCHPAD), (next) =>
         next === undefined
-          ? error(`the scratchpad would pass ${MAX_SCRATCHPAD.toLocaleString("en-US")} characters; nothing was written (replace it with a shorter text)`)
+          ? error(
+              `the scratchpad would pass ${MAX_SCRATCHPAD.toLocaleString("en-US")} characters; nothing was written (replace it with a shorter text)`
+            )
           : ok(`Scratchpad ${input.mode === "append" ? "appended" : "replaced"}: ${next.length} characters.`)
       )
     )

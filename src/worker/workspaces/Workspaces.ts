@@ -40,12 +40,18 @@ export class Workspaces extends Context.Tag("worker/Workspaces")<
      * the request at once (root, name, the archive's entries and caps); nothing is written unless the
      * whole archive was read. Never replaces an existing folder.
      */
-    readonly fromArchive: (target: NewWorkspace, archive: UploadedArchive) => Effect.Effect<WorkspaceFolder, WorkspaceInvalid | WorkspaceExists>
+    readonly fromArchive: (
+      target: NewWorkspace,
+      archive: UploadedArchive
+    ) => Effect.Effect<WorkspaceFolder, WorkspaceInvalid | WorkspaceExists>
     /**
      * Creates `<root>/<name>` with a shallow clone of `url` in `src/` and an empty `out/`: an https URL
      * the outbound policy allows, cloned under the time and size caps. Nothing stays behind on failure.
      */
-    readonly fromGit: (target: NewWorkspace, url: string) => Effect.Effect<WorkspaceFolder, WorkspaceInvalid | WorkspaceExists | WorkspaceCloneFailed>
+    readonly fromGit: (
+      target: NewWorkspace,
+      url: string
+    ) => Effect.Effect<WorkspaceFolder, WorkspaceInvalid | WorkspaceExists | WorkspaceCloneFailed>
     /**
      * `fromGit` that returns once the request is checked and the folder claimed; the clone runs on in
      * the service's scope (interrupted, and its folder removed, when the server stops). `list` leaves
@@ -80,7 +86,8 @@ const makeWorkspaces = (options: WorkspacesOptions = {}): Effect.Effect<Workspac
     const targetProblems = (target: NewWorkspace): Array<Problem> => {
       const decoded = decodeTarget(target)
       const problems = Either.isLeft(decoded) ? decoded.left : []
-      if (target.root !== "" && !roots.includes(target.root)) problems.push({ path: "root", message: "is not one of this server's job roots" })
+      if (target.root !== "" && !roots.includes(target.root))
+        problems.push({ path: "root", message: "is not one of this server's job roots" })
       return problems
     }
 
@@ -139,7 +146,14 @@ const makeWorkspaces = (options: WorkspacesOptions = {}): Effect.Effect<Workspac
           const checked = yield* checkClone(target, url)
           const folder = yield* claim(target)
           const startedAt = new Date(yield* Clock.currentTimeMillis)
-          const entry = { name: folder.name, jobRoot: folder.jobRoot, path: folder.path, url: checked.url.href, startedAt, failure: undefined }
+          const entry = {
+            name: folder.name,
+            jobRoot: folder.jobRoot,
+            path: folder.path,
+            url: checked.url.href,
+            startedAt,
+            failure: undefined
+          }
           yield* Ref.update(clones, (all) => [entry, ...all].slice(0, MAX_CLONES))
           const settle = (failure: string | undefined) =>
             Ref.update(clones, (all) =>
@@ -157,6 +171,9 @@ const makeWorkspaces = (options: WorkspacesOptions = {}): Effect.Effect<Workspac
   })
 
 export const layer = (options: WorkspacesOptions = {}): Layer.Layer<Workspaces, never, JobRoots> =>
-  Layer.scoped(Workspaces, Effect.map(makeWorkspaces(options), (service) => traced("Workspaces", service)))
+  Layer.scoped(
+    Workspaces,
+    Effect.map(makeWorkspaces(options), (service) => traced("Workspaces", service))
+  )
 
 export const WorkspacesLive: Layer.Layer<Workspaces, never, JobRoots> = layer()

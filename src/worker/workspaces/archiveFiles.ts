@@ -35,7 +35,9 @@ const fileFolderClashes = (files: ReadonlyArray<ArchiveFile>): Array<Problem> =>
   return files.flatMap((f) => {
     const parts = f.path.split("/")
     const clash = parts.slice(0, -1).findIndex((_, i) => keys.has(foldKey(parts.slice(0, i + 1).join("/"))))
-    return clash < 0 ? [] : [{ path: displayName(f.path), message: `lies inside "${displayName(parts.slice(0, clash + 1).join("/"))}", which is a file` }]
+    return clash < 0
+      ? []
+      : [{ path: displayName(f.path), message: `lies inside "${displayName(parts.slice(0, clash + 1).join("/"))}", which is a file` }]
   })
 }
 
@@ -43,7 +45,11 @@ const fileFolderClashes = (files: ReadonlyArray<ArchiveFile>): Array<Problem> =>
  * The files of an uploaded `.zip` or `.tar.gz` (`fileName` must say which, and the bytes must agree),
  * with one top folder they all share removed; or every problem, each path naming the entry.
  */
-export const readArchive = (fileName: string, bytes: Uint8Array, caps: TarCaps = WORKSPACE_ARCHIVE_CAPS): Effect.Effect<Array<ArchiveFile>, Array<Problem>> =>
+export const readArchive = (
+  fileName: string,
+  bytes: Uint8Array,
+  caps: TarCaps = WORKSPACE_ARCHIVE_CAPS
+): Effect.Effect<Array<ArchiveFile>, Array<Problem>> =>
   Effect.gen(function* () {
     const lower = fileName.toLowerCase()
     const zipName = lower.endsWith(".zip")
@@ -54,7 +60,13 @@ export const readArchive = (fileName: string, bytes: Uint8Array, caps: TarCaps =
       return yield* Effect.fail([{ path: "(archive)", message: `is named ${zipName ? ".zip" : ".tar.gz"} but its content is not one` }])
     }
     const read: Array<ArchiveFile> = zipName
-      ? yield* readZip(bytes, { maxZipBytes: caps.maxArchiveBytes, maxEntries: caps.maxEntries, maxFileBytes: caps.maxFileBytes, maxTotalBytes: caps.maxTotalBytes, maxRatio: caps.maxRatio }).pipe(
+      ? yield* readZip(bytes, {
+          maxZipBytes: caps.maxArchiveBytes,
+          maxEntries: caps.maxEntries,
+          maxFileBytes: caps.maxFileBytes,
+          maxTotalBytes: caps.maxTotalBytes,
+          maxRatio: caps.maxRatio
+        }).pipe(
           Effect.map((entries) => entries.map((e) => ({ path: e.path, content: e.content, executable: false }))),
           Effect.mapError((e) => [...e.problems])
         )

@@ -42,7 +42,9 @@ export const checkGitUrl = async (raw: string, policy: ClonePolicy): Promise<Eit
     return Either.left("must be an https:// URL (http, ssh, git, file and host:path addresses are refused)")
   }
   const checked = await checkTargetRule(trimmed, policy.allow, policy.resolve)
-  return Either.mapLeft(checked, (r) => (r.rule === "credentials" ? "must not carry a user name or password (only public repositories can be cloned)" : r.problem))
+  return Either.mapLeft(checked, (r) =>
+    r.rule === "credentials" ? "must not carry a user name or password (only public repositories can be cloned)" : r.problem
+  )
 }
 
 /** Config for this one command, on top of the shared hardening (which refuses every transport). */
@@ -80,12 +82,30 @@ const lastLines = (output: string): string =>
  * exist yet), run from `folder`, whose growth counts against `limits.maxMb`. Never fails: a refusal,
  * time-out, limit or git error is the outcome's problem.
  */
-export const cloneRepository = (target: CheckedTarget, folder: string, into: string, policy: ClonePolicy, limits: CloneLimits): Effect.Effect<CloneOutcome> =>
+export const cloneRepository = (
+  target: CheckedTarget,
+  folder: string,
+  into: string,
+  policy: ClonePolicy,
+  limits: CloneLimits
+): Effect.Effect<CloneOutcome> =>
   Effect.scoped(
     Effect.gen(function* () {
       const resources: JobResources = { memoryMb: 1024, processes: 32, cpuSec: limits.timeoutSec, tmpMb: 64, outDirMb: limits.maxMb }
       const runner = yield* makeProcessRunner({ resources, outDir: folder })
-      const argv = [...hardenedGitPrefix(cloneConfig(target, policy)), "clone", "--quiet", "--depth", "1", "--single-branch", "--no-tags", "--no-recurse-submodules", "--", target.url.href, into] as const
+      const argv = [
+        ...hardenedGitPrefix(cloneConfig(target, policy)),
+        "clone",
+        "--quiet",
+        "--depth",
+        "1",
+        "--single-branch",
+        "--no-tags",
+        "--no-recurse-submodules",
+        "--",
+        target.url.href,
+        into
+      ] as const
       const result = yield* Effect.either(
         runner.run({
           argv,
@@ -99,9 +119,16 @@ export const cloneRepository = (target: CheckedTarget, folder: string, into: str
       const r = result.right
       if (r.timedOut) return { ok: false, problem: `the clone did not finish within ${limits.timeoutSec} s` }
       if (r.limit !== undefined || r.signal === "SIGXFSZ") {
-        return { ok: false, problem: r.limit?.includes("output directory") === false ? `the clone was stopped: ${r.limit}` : `the repository is larger than ${limits.maxMb} MiB` }
+        return {
+          ok: false,
+          problem:
+            r.limit?.includes("output directory") === false
+              ? `the clone was stopped: ${r.limit}`
+              : `the repository is larger than ${limits.maxMb} MiB`
+        }
       }
-      if (r.exitCode !== 0) return { ok: false, problem: `git clone failed: ${lastLines(r.output) || `exit ${String(r.exitCode ?? r.signal)}`}` }
+      if (r.exitCode !== 0)
+        return { ok: false, problem: `git clone failed: ${lastLines(r.output) || `exit ${String(r.exitCode ?? r.signal)}`}` }
       // The runner's disk watch samples while git runs; a clone that finished between two samples is measured here.
       const size = yield* Effect.promise(() => diskUsage(folder))
       return size > limits.maxMb * 1024 * 1024 ? { ok: false, problem: `the repository is larger than ${limits.maxMb} MiB` } : { ok: true }

@@ -83,7 +83,9 @@ const paxRecords = (bytes: Uint8Array): Map<string, Uint8Array> | undefined => {
   return records
 }
 
-type Target = { readonly kind: "file"; readonly name: string; readonly executable: boolean } | { readonly kind: "pax" | "longname" | "skip" }
+type Target =
+  | { readonly kind: "file"; readonly name: string; readonly executable: boolean }
+  | { readonly kind: "pax" | "longname" | "skip" }
 
 /** The tar stream's state: a header being filled, or an entry's data and padding being read. */
 const tarParser = (caps: TarCaps, report: (path: string, message: string) => void, nameProblems: Array<Problem>) => {
@@ -167,7 +169,8 @@ const tarParser = (caps: TarCaps, report: (path: string, message: string) => voi
     const problems = pathProblems(bare)
     if (type === "1" || type === "2") problems.push(`${type === "2" ? "symbolic" : "hard"} links are not allowed (add the file itself)`)
     else if (type === "3" || type === "4" || type === "6") problems.push("devices and FIFOs are not allowed")
-    else if (!isDirectory && type !== "0" && type !== "\0" && type !== "7") problems.push(`entry type "${displayName(type)}" is not supported`)
+    else if (!isDirectory && type !== "0" && type !== "\0" && type !== "7")
+      problems.push(`entry type "${displayName(type)}" is not supported`)
     for (const message of problems) nameProblems.push({ path: at, message })
     if (problems.length > 0 || isDirectory) return
     if (size > caps.maxFileBytes) return stop(at, `is larger than ${caps.maxFileBytes} bytes`)
@@ -221,8 +224,10 @@ const tarParser = (caps: TarCaps, report: (path: string, message: string) => voi
  * the total, the compression ratio) or the damage found. Declared sizes are checked before their bytes arrive.
  */
 export const readTarGz = (bytes: Uint8Array, caps: TarCaps): Either.Either<Array<TarFile>, Array<Problem>> => {
-  if (bytes.length > caps.maxArchiveBytes) return Either.left([{ path: TAR_PATH, message: `archive larger than ${caps.maxArchiveBytes} bytes` }])
-  if (bytes.length < 2 || bytes[0] !== 0x1f || bytes[1] !== 0x8b) return Either.left([{ path: TAR_PATH, message: "is not a gzip file (.tar.gz)" }])
+  if (bytes.length > caps.maxArchiveBytes)
+    return Either.left([{ path: TAR_PATH, message: `archive larger than ${caps.maxArchiveBytes} bytes` }])
+  if (bytes.length < 2 || bytes[0] !== 0x1f || bytes[1] !== 0x8b)
+    return Either.left([{ path: TAR_PATH, message: "is not a gzip file (.tar.gz)" }])
   let problem: Problem | undefined
   const stop = (path: string, message: string) => {
     problem ??= { path, message }
@@ -237,7 +242,8 @@ export const readTarGz = (bytes: Uint8Array, caps: TarCaps): Either.Either<Array
     if (problem !== undefined) return
     inflated += data.length
     if (inflated > maxStream) return stop(TAR_PATH, `inflates to more than ${maxStream} bytes`)
-    if (inflated > RATIO_FLOOR && inflated > caps.maxRatio * pushed) return stop(TAR_PATH, `compression ratio above ${caps.maxRatio}:1 (a gzip bomb?)`)
+    if (inflated > RATIO_FLOOR && inflated > caps.maxRatio * pushed)
+      return stop(TAR_PATH, `compression ratio above ${caps.maxRatio}:1 (a gzip bomb?)`)
     tar.push(data)
   })
   try {

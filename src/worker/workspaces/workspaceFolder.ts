@@ -65,7 +65,10 @@ export const findWorkspaces = (jobRoots: ReadonlyArray<string>): Array<Workspace
     } catch {
       continue
     }
-    const names = entries.filter((e) => e.isDirectory() && NAME.test(e.name)).map((e) => e.name).sort()
+    const names = entries
+      .filter((e) => e.isDirectory() && NAME.test(e.name))
+      .map((e) => e.name)
+      .sort()
     for (const name of names) {
       const folder = folderOf(root, name)
       if (isRealDir(folder.src) && isRealDir(folder.out)) found.push(folder)
@@ -109,7 +112,11 @@ export const writeFiles = (dir: string, files: ReadonlyArray<ArchiveFile>): void
       parent = path.join(parent, part)
       ensureDir(parent)
     }
-    const fd = fs.openSync(path.join(parent, parts[parts.length - 1]!), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, f.executable ? 0o755 : 0o644)
+    const fd = fs.openSync(
+      path.join(parent, parts[parts.length - 1]!),
+      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+      f.executable ? 0o755 : 0o644
+    )
     try {
       for (let at = 0; at < f.content.length; ) at += fs.writeSync(fd, f.content, at, f.content.length - at)
     } finally {

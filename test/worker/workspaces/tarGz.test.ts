@@ -16,7 +16,10 @@ const caps: TarCaps = WORKSPACE_ARCHIVE_CAPS
 const read = (entries: ReadonlyArray<TarEntry>, c: TarCaps = caps) => readTarGz(createTarGz(entries), c)
 const problems = (result: ReturnType<typeof readTarGz>) => Either.match(result, { onLeft: (p) => p, onRight: () => [] })
 const files = (result: ReturnType<typeof readTarGz>) =>
-  Either.match(result, { onLeft: (p) => expect(p).toEqual([]) as never, onRight: (f) => f.map((x) => ({ path: x.path, text: Buffer.from(x.content).toString(), executable: x.executable })) })
+  Either.match(result, {
+    onLeft: (p) => expect(p).toEqual([]) as never,
+    onRight: (f) => f.map((x) => ({ path: x.path, text: Buffer.from(x.content).toString(), executable: x.executable }))
+  })
 
 describe("reading a .tar.gz", () => {
   test("files in order, `./` removed, folders skipped, the execute bit kept, long names through ustar prefix, pax and GNU", () => {
@@ -67,10 +70,17 @@ describe("reading a .tar.gz", () => {
       { path: "C:/win.txt", message: "drive letters are not allowed" }
     ])
     // A pax path is checked like any other name.
-    expect(problems(read([paxPath("../../pax-escape"), { name: "fine.txt", content: "x" }]))).toEqual([{ path: "../../pax-escape", message: "`..` segments are not allowed" }])
-    expect(problems(read([{ name: "A.md", content: "1" }, { name: "a.md", content: "2" }]))).toEqual([
-      { path: "a.md", message: 'duplicate of "A.md" (names are compared ignoring case and Unicode normalisation)' }
+    expect(problems(read([paxPath("../../pax-escape"), { name: "fine.txt", content: "x" }]))).toEqual([
+      { path: "../../pax-escape", message: "`..` segments are not allowed" }
     ])
+    expect(
+      problems(
+        read([
+          { name: "A.md", content: "1" },
+          { name: "a.md", content: "2" }
+        ])
+      )
+    ).toEqual([{ path: "a.md", message: 'duplicate of "A.md" (names are compared ignoring case and Unicode normalisation)' }])
   })
 
   test("a bomb by ratio: 64 MiB of zeros stops at the ratio, before the size caps", () => {
@@ -83,22 +93,50 @@ describe("reading a .tar.gz", () => {
   test("a bomb by size: a file, or the whole, larger than the caps (at a ratio below the cap) stops at its header", () => {
     const noise = randomBytes(300 * 1024)
     const small: TarCaps = { ...caps, maxFileBytes: 256 * 1024, maxTotalBytes: 512 * 1024 }
-    expect(problems(read([{ name: "big.bin", content: noise }], small))).toEqual([{ path: "big.bin", message: "is larger than 262144 bytes" }])
-    expect(problems(read([{ name: "a.bin", content: noise.subarray(0, 200 * 1024) }, { name: "b.bin", content: noise.subarray(0, 200 * 1024) }, { name: "c.bin", content: noise.subarray(0, 200 * 1024) }], small))).toEqual([
-      { path: TAR_PATH, message: "holds more than 524288 bytes in total" }
+    expect(problems(read([{ name: "big.bin", content: noise }], small))).toEqual([
+      { path: "big.bin", message: "is larger than 262144 bytes" }
     ])
+    expect(
+      problems(
+        read(
+          [
+            { name: "a.bin", content: noise.subarray(0, 200 * 1024) },
+            { name: "b.bin", content: noise.subarray(0, 200 * 1024) },
+            { name: "c.bin", content: noise.subarray(0, 200 * 1024) }
+          ],
+          small
+        )
+      )
+    ).toEqual([{ path: TAR_PATH, message: "holds more than 524288 bytes in total" }])
     // A header that lies about its size (claims 1 GiB) is refused before any of its bytes.
-    expect(problems(read([{ name: "liar.bin", content: "tiny", declaredSize: 1024 ** 3 }]))).toEqual([{ path: "liar.bin", message: `is larger than ${caps.maxFileBytes} bytes` }])
-    expect(problems(read(Array.from({ length: 6 }, (_, i) => ({ name: `f${i}.txt`, content: "x" })), { ...caps, maxEntries: 5 }))).toEqual([{ path: TAR_PATH, message: "more than 5 entries" }])
-    expect(problems(readTarGz(new Uint8Array(1025).fill(0x1f), { ...caps, maxArchiveBytes: 1024 }))).toEqual([{ path: TAR_PATH, message: "archive larger than 1024 bytes" }])
+    expect(problems(read([{ name: "liar.bin", content: "tiny", declaredSize: 1024 ** 3 }]))).toEqual([
+      { path: "liar.bin", message: `is larger than ${caps.maxFileBytes} bytes` }
+    ])
+    expect(
+      problems(
+        read(
+          Array.from({ length: 6 }, (_, i) => ({ name: `f${i}.txt`, content: "x" })),
+          { ...caps, maxEntries: 5 }
+        )
+      )
+    ).toEqual([{ path: TAR_PATH, message: "more than 5 entries" }])
+    expect(problems(readTarGz(new Uint8Array(1025).fill(0x1f), { ...caps, maxArchiveBytes: 1024 }))).toEqual([
+      { path: TAR_PATH, message: "archive larger than 1024 bytes" }
+    ])
   })
 
   test("damage: not gzip, a bad checksum, a truncated entry", () => {
-    expect(problems(readTarGz(new TextEncoder().encode("PK\u0003\u0004 not a tarball"), caps))).toEqual([{ path: TAR_PATH, message: "is not a gzip file (.tar.gz)" }])
+    expect(problems(readTarGz(new TextEncoder().encode("PK\u0003\u0004 not a tarball"), caps))).toEqual([
+      { path: TAR_PATH, message: "is not a gzip file (.tar.gz)" }
+    ])
     const tar = createTar([{ name: "a.txt", content: "hello" }])
     tar[0] = "b".charCodeAt(0)
-    expect(problems(readTarGz(new Uint8Array(gzipSync(tar)), caps))).toEqual([{ path: TAR_PATH, message: "damaged archive: a header checksum does not match (not a tar file?)" }])
+    expect(problems(readTarGz(new Uint8Array(gzipSync(tar)), caps))).toEqual([
+      { path: TAR_PATH, message: "damaged archive: a header checksum does not match (not a tar file?)" }
+    ])
     const whole = createTar([{ name: "a.txt", content: "x".repeat(2000) }], { end: false })
-    expect(problems(readTarGz(new Uint8Array(gzipSync(whole.subarray(0, 1024))), caps))).toEqual([{ path: TAR_PATH, message: "data ends early (truncated archive)" }])
+    expect(problems(readTarGz(new Uint8Array(gzipSync(whole.subarray(0, 1024))), caps))).toEqual([
+      { path: TAR_PATH, message: "data ends early (truncated archive)" }
+    ])
   })
 })

@@ -8,7 +8,18 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Exit, Layer, ManagedRuntime, Schedule } from "effect"
 import { randomBytes } from "node:crypto"
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync
+} from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { zipSync } from "fflate"
@@ -29,7 +40,11 @@ let git: GitHttpsServer
 const resolve: Resolver = async (host) => (host.endsWith(".internal.example") ? ["192.168.1.10"] : ["93.184.215.14"])
 
 const runtimeFor = (options: WorkspacesOptions = {}) =>
-  ManagedRuntime.make(layer({ policy: { allow: false, resolve }, ...options }).pipe(Layer.provide(makeTestLayer(JobRoots)({ boundary: { jobRoots: [root], forbidden: [] } }))))
+  ManagedRuntime.make(
+    layer({ policy: { allow: false, resolve }, ...options }).pipe(
+      Layer.provide(makeTestLayer(JobRoots)({ boundary: { jobRoots: [root], forbidden: [] } }))
+    )
+  )
 
 let rt: ReturnType<typeof runtimeFor>
 const run = <A, E>(f: (w: Workspaces["Type"]) => Effect.Effect<A, E>) => rt.runPromiseExit(Effect.flatMap(Workspaces, f))
@@ -55,17 +70,31 @@ afterAll(async () => {
 
 describe("a workspace from an uploaded archive", () => {
   test(".zip: `<root>/<name>/src` holds the files (one shared top folder removed), `<name>/out` is empty; the list finds it", async () => {
-    const exit = await run((w) => w.fromArchive({ root, name: "shop" }, { fileName: "shop.zip", bytes: zipOf({ "shop/src/a.ts": "export const a = 1\n", "shop/README.md": "# Shop\n" }) }))
+    const exit = await run((w) =>
+      w.fromArchive(
+        { root, name: "shop" },
+        { fileName: "shop.zip", bytes: zipOf({ "shop/src/a.ts": "export const a = 1\n", "shop/README.md": "# Shop\n" }) }
+      )
+    )
     expect(Exit.isSuccess(exit)).toBe(true)
     expect(readFileSync(join(root, "shop", "src", "src", "a.ts"), "utf8")).toBe("export const a = 1\n")
     expect(readFileSync(join(root, "shop", "src", "README.md"), "utf8")).toBe("# Shop\n")
     expect(readdirSync(join(root, "shop", "out"))).toEqual([])
     const listed = await rt.runPromise(Effect.flatMap(Workspaces, (w) => w.list))
-    expect(listed).toContainEqual({ name: "shop", jobRoot: root, path: join(root, "shop"), src: join(root, "shop", "src"), out: join(root, "shop", "out") })
+    expect(listed).toContainEqual({
+      name: "shop",
+      jobRoot: root,
+      path: join(root, "shop"),
+      src: join(root, "shop", "src"),
+      out: join(root, "shop", "out")
+    })
   })
 
   test(".tar.gz: files and their execute bit", async () => {
-    const bytes = createTarGz([{ name: "./run.sh", content: "echo hi\n", mode: 0o755 }, { name: "./lib/x.py", content: "x = 1\n" }])
+    const bytes = createTarGz([
+      { name: "./run.sh", content: "echo hi\n", mode: 0o755 },
+      { name: "./lib/x.py", content: "x = 1\n" }
+    ])
     expect(Exit.isSuccess(await run((w) => w.fromArchive({ root, name: "tools.v2" }, { fileName: "tools.tar.gz", bytes })))).toBe(true)
     expect(statSync(join(root, "tools.v2", "src", "run.sh")).mode & 0o777).toBe(0o755)
     expect(statSync(join(root, "tools.v2", "src", "lib", "x.py")).mode & 0o777).toBe(0o644)
@@ -76,52 +105,91 @@ describe("a workspace from an uploaded archive", () => {
     const bytes = zipOf({ "a.txt": "a" })
     for (const name of ["../escape", ".hidden", "a/b", "", "x".repeat(65), "-dash", "sp ace"]) {
       const e = await failureOf((w) => w.fromArchive({ root, name }, { fileName: "a.zip", bytes }))
-      expect({ name, tag: e._tag, paths: e._tag === "WorkspaceInvalid" ? e.problems.map((p) => p.path) : [] }).toEqual({ name, tag: "WorkspaceInvalid", paths: ["name"] })
+      expect({ name, tag: e._tag, paths: e._tag === "WorkspaceInvalid" ? e.problems.map((p) => p.path) : [] }).toEqual({
+        name,
+        tag: "WorkspaceInvalid",
+        paths: ["name"]
+      })
     }
     const elsewhere = await failureOf((w) => w.fromArchive({ root: tmpdir(), name: "fine" }, { fileName: "a.zip", bytes }))
-    expect(elsewhere).toMatchObject({ _tag: "WorkspaceInvalid", problems: [{ path: "root", message: "is not one of this server's job roots" }] })
+    expect(elsewhere).toMatchObject({
+      _tag: "WorkspaceInvalid",
+      problems: [{ path: "root", message: "is not one of this server's job roots" }]
+    })
     expect(rootEntries()).toEqual(before)
     // Something of that name exists: refused, and left exactly as it was.
     mkdirSync(join(root, "taken"))
     writeFileSync(join(root, "taken", "keep.txt"), "mine")
-    expect(await failureOf((w) => w.fromArchive({ root, name: "taken" }, { fileName: "a.zip", bytes }))).toMatchObject({ _tag: "WorkspaceExists", name: "taken" })
+    expect(await failureOf((w) => w.fromArchive({ root, name: "taken" }, { fileName: "a.zip", bytes }))).toMatchObject({
+      _tag: "WorkspaceExists",
+      name: "taken"
+    })
     expect(readdirSync(join(root, "taken"))).toEqual(["keep.txt"])
     writeFileSync(join(root, "a-file"), "")
-    expect(await failureOf((w) => w.fromArchive({ root, name: "a-file" }, { fileName: "a.zip", bytes }))).toMatchObject({ _tag: "WorkspaceExists" })
+    expect(await failureOf((w) => w.fromArchive({ root, name: "a-file" }, { fileName: "a.zip", bytes }))).toMatchObject({
+      _tag: "WorkspaceExists"
+    })
   })
 
   test("hostile archives: slip, absolute paths, symlinks, bombs by ratio and by size; nothing is written", async () => {
     const before = rootEntries()
     const refused = async (fileName: string, bytes: Uint8Array, options: WorkspacesOptions = {}) => {
       const own = runtimeFor(options)
-      const exit = await own.runPromiseExit(Effect.flatMap(Workspaces, (w) => w.fromArchive({ root, name: "hostile" }, { fileName, bytes })))
+      const exit = await own.runPromiseExit(
+        Effect.flatMap(Workspaces, (w) => w.fromArchive({ root, name: "hostile" }, { fileName, bytes }))
+      )
       await own.dispose()
-      if (Exit.isSuccess(exit) || exit.cause._tag !== "Fail" || exit.cause.error._tag !== "WorkspaceInvalid") throw new Error(`not refused: ${String(exit)}`)
+      if (Exit.isSuccess(exit) || exit.cause._tag !== "Fail" || exit.cause.error._tag !== "WorkspaceInvalid")
+        throw new Error(`not refused: ${String(exit)}`)
       return exit.cause.error.problems.map((p) => `${p.path}: ${p.message}`)
     }
     // ZIP: names are checked in the central directory before anything is inflated.
-    expect(await refused("slip.zip", zipOf({ "../../outside.txt": "x", "ok.txt": "y" }))).toEqual(["archive: ../../outside.txt: `..` segments are not allowed"])
-    expect(await refused("abs.zip", zipOf({ "/etc/cron.d/evil": "x" }))).toEqual(["archive: /etc/cron.d/evil: absolute paths are not allowed"])
+    expect(await refused("slip.zip", zipOf({ "../../outside.txt": "x", "ok.txt": "y" }))).toEqual([
+      "archive: ../../outside.txt: `..` segments are not allowed"
+    ])
+    expect(await refused("abs.zip", zipOf({ "/etc/cron.d/evil": "x" }))).toEqual([
+      "archive: /etc/cron.d/evil: absolute paths are not allowed"
+    ])
     const symlink = zipSync({ link: [new TextEncoder().encode("/etc/passwd"), { os: 3, attrs: (0o120777 << 16) >>> 0 }] })
     expect(await refused("link.zip", symlink)).toEqual(["archive: link: symbolic links are not allowed (add the file itself)"])
     const zeros = zipSync({ "zeros.bin": [new Uint8Array(8 * 1024 * 1024), { level: 9 }] })
     expect(await refused("bomb.zip", zeros)).toEqual(["archive: (zip): compression ratio above 100:1 (a ZIP bomb?)"])
     const noise = zipSync({ "a.bin": [randomBytes(200 * 1024), { level: 0 }], "b.bin": [randomBytes(200 * 1024), { level: 0 }] })
-    expect(await refused("big.zip", noise, { archiveCaps: { maxTotalBytes: 300 * 1024 } })).toEqual(["archive: (zip): entries declare 409600 bytes in total, more than 307200"])
+    expect(await refused("big.zip", noise, { archiveCaps: { maxTotalBytes: 300 * 1024 } })).toEqual([
+      "archive: (zip): entries declare 409600 bytes in total, more than 307200"
+    ])
     // .tar.gz: the same rules while streaming.
-    expect(await refused("slip.tar.gz", createTarGz([{ name: "../x", content: "x" }]))).toEqual(["archive: ../x: `..` segments are not allowed"])
-    expect(await refused("abs.tgz", createTarGz([{ name: "/root/.ssh/authorized_keys", content: "x" }]))).toEqual(["archive: /root/.ssh/authorized_keys: absolute paths are not allowed"])
-    expect(await refused("link.tar.gz", createTarGz([{ name: "src", type: "2", linkname: "/etc" }, { name: "src/passwd", content: "x" }]))).toEqual([
-      "archive: src: symbolic links are not allowed (add the file itself)"
+    expect(await refused("slip.tar.gz", createTarGz([{ name: "../x", content: "x" }]))).toEqual([
+      "archive: ../x: `..` segments are not allowed"
     ])
-    expect(await refused("bomb.tar.gz", createTarGz([{ name: "zeros.bin", content: new Uint8Array(8 * 1024 * 1024) }]))).toEqual(["archive: (archive): compression ratio above 100:1 (a gzip bomb?)"])
-    expect(await refused("big.tar.gz", createTarGz([{ name: "a.bin", content: randomBytes(400 * 1024) }]), { archiveCaps: { maxFileBytes: 300 * 1024 } })).toEqual([
-      "archive: a.bin: is larger than 307200 bytes"
+    expect(await refused("abs.tgz", createTarGz([{ name: "/root/.ssh/authorized_keys", content: "x" }]))).toEqual([
+      "archive: /root/.ssh/authorized_keys: absolute paths are not allowed"
     ])
+    expect(
+      await refused(
+        "link.tar.gz",
+        createTarGz([
+          { name: "src", type: "2", linkname: "/etc" },
+          { name: "src/passwd", content: "x" }
+        ])
+      )
+    ).toEqual(["archive: src: symbolic links are not allowed (add the file itself)"])
+    expect(await refused("bomb.tar.gz", createTarGz([{ name: "zeros.bin", content: new Uint8Array(8 * 1024 * 1024) }]))).toEqual([
+      "archive: (archive): compression ratio above 100:1 (a gzip bomb?)"
+    ])
+    expect(
+      await refused("big.tar.gz", createTarGz([{ name: "a.bin", content: randomBytes(400 * 1024) }]), {
+        archiveCaps: { maxFileBytes: 300 * 1024 }
+      })
+    ).toEqual(["archive: a.bin: is larger than 307200 bytes"])
     // The name and the content disagree; a file where a folder must be.
-    expect(await refused("fake.zip", createTarGz([{ name: "a", content: "x" }]))).toEqual(["archive: (archive): is named .zip but its content is not one"])
-    expect(await refused("clash.zip", zipOf({ "a": "file", "a/b.txt": "inside" }))).toEqual(['archive: a/b.txt: lies inside "a", which is a file'])
-    expect(await refused("notes.txt", zipOf({ "a": "x" }))).toEqual(["archive: (archive): must be a .zip or .tar.gz file"])
+    expect(await refused("fake.zip", createTarGz([{ name: "a", content: "x" }]))).toEqual([
+      "archive: (archive): is named .zip but its content is not one"
+    ])
+    expect(await refused("clash.zip", zipOf({ a: "file", "a/b.txt": "inside" }))).toEqual([
+      'archive: a/b.txt: lies inside "a", which is a file'
+    ])
+    expect(await refused("notes.txt", zipOf({ a: "x" }))).toEqual(["archive: (archive): must be a .zip or .tar.gz file"])
     expect(rootEntries()).toEqual(before)
   })
 })
@@ -153,7 +221,10 @@ describe("a workspace from a git URL", () => {
       expect({ url, e }).toMatchObject({ url, e: { _tag: "WorkspaceInvalid", problems: [{ path: "url", message }] } })
     }
     // Every problem at once: a bad name and a bad URL.
-    expect(await failureOf((w) => w.fromGit({ root, name: "../x" }, "http://x"))).toMatchObject({ _tag: "WorkspaceInvalid", problems: [{ path: "name" }, { path: "url" }] })
+    expect(await failureOf((w) => w.fromGit({ root, name: "../x" }, "http://x"))).toMatchObject({
+      _tag: "WorkspaceInvalid",
+      problems: [{ path: "name" }, { path: "url" }]
+    })
     expect(git.requests).toEqual([])
     expect(rootEntries()).toEqual(before)
   })
@@ -188,7 +259,10 @@ describe("a workspace from a git URL", () => {
     const own = runtimeFor({ policy: { allow: "loopback", resolve, caFile: git.caFile }, clone: { maxMb: 1 } })
     const exit = await own.runPromiseExit(Effect.flatMap(Workspaces, (w) => w.fromGit({ root, name: "heavy" }, url)))
     await own.dispose()
-    expect(exit).toMatchObject({ _tag: "Failure", cause: { error: { _tag: "WorkspaceCloneFailed", problem: "the repository is larger than 1 MiB" } } })
+    expect(exit).toMatchObject({
+      _tag: "Failure",
+      cause: { error: { _tag: "WorkspaceCloneFailed", problem: "the repository is larger than 1 MiB" } }
+    })
     expect(existsSync(join(root, "heavy"))).toBe(false)
   })
 
@@ -196,7 +270,10 @@ describe("a workspace from a git URL", () => {
     const own = runtimeFor({ policy: { allow: "loopback", resolve, caFile: git.caFile }, clone: { timeoutSec: 1 } })
     const exit = await own.runPromiseExit(Effect.flatMap(Workspaces, (w) => w.fromGit({ root, name: "stalled" }, git.stalledUrl)))
     await own.dispose()
-    expect(exit).toMatchObject({ _tag: "Failure", cause: { error: { _tag: "WorkspaceCloneFailed", problem: "the clone did not finish within 1 s" } } })
+    expect(exit).toMatchObject({
+      _tag: "Failure",
+      cause: { error: { _tag: "WorkspaceCloneFailed", problem: "the clone did not finish within 1 s" } }
+    })
     expect(existsSync(join(root, "stalled"))).toBe(false)
   })
 
@@ -207,12 +284,20 @@ describe("a workspace from a git URL", () => {
     const folder = await own.runPromise(svc.startClone({ root, name: "later" }, url))
     expect(existsSync(folder.path)).toBe(true)
     // A second request for the name is refused while the first one clones.
-    expect(await own.runPromiseExit(svc.startClone({ root, name: "later" }, url))).toMatchObject({ _tag: "Failure", cause: { error: { _tag: "WorkspaceExists" } } })
+    expect(await own.runPromiseExit(svc.startClone({ root, name: "later" }, url))).toMatchObject({
+      _tag: "Failure",
+      cause: { error: { _tag: "WorkspaceExists" } }
+    })
     const settled = (s: ReadonlyArray<{ readonly name: string }>) => !s.some((c) => c.name === "later")
     await own.runPromise(Effect.repeat(svc.clones, { until: settled, schedule: Schedule.spaced("50 millis") }))
     expect((await own.runPromise(svc.list)).map((w) => w.name)).toContain("later")
     await own.runPromise(svc.startClone({ root, name: "missing" }, `${git.origin}/no-such-repo.git`))
-    await own.runPromise(Effect.repeat(svc.clones, { until: (s) => s.some((c) => c.name === "missing" && c.failure !== undefined), schedule: Schedule.spaced("50 millis") }))
+    await own.runPromise(
+      Effect.repeat(svc.clones, {
+        until: (s) => s.some((c) => c.name === "missing" && c.failure !== undefined),
+        schedule: Schedule.spaced("50 millis")
+      })
+    )
     const failed = await own.runPromise(svc.clones)
     expect(failed.find((c) => c.name === "missing")?.failure).toMatch(/^git clone failed: .*not found/i)
     expect(existsSync(join(root, "missing"))).toBe(false)

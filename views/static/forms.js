@@ -6,7 +6,7 @@
 // own prompt on unload (links, reload, closing the tab), and a confirm before an htmx request that
 // would navigate (one that pushes a URL or is boosted) or swap the form away. Submitting the form
 // itself is not leaving.
-;(() => {
+(() => {
   "use strict"
   const dirty = new Set()
   const guarded = (el) => (el instanceof Element ? el.closest("form[data-unsaved-guard]") : null)
@@ -18,14 +18,10 @@
   document.addEventListener("input", mark, true)
   document.addEventListener("change", mark, true)
   document.addEventListener("rows-changed", mark, true)
-  document.addEventListener(
-    "submit",
-    (event) => {
-      const form = guarded(event.target)
-      if (form) dirty.delete(form)
-    },
-    true
-  )
+  document.addEventListener("submit", (event) => {
+    const form = guarded(event.target)
+    if (form) dirty.delete(form)
+  }, true)
   const anyDirty = () => [...dirty].some((f) => f.isConnected)
   window.addEventListener("beforeunload", (event) => {
     if (!anyDirty()) return

@@ -2,7 +2,7 @@
 // dismissing toasts, a message when the server cannot be reached, Escape closing action menus, no
 // duplicate rows on the live job page, the current section in view in a phone's navigation line.
 // A served file because the Content-Security-Policy allows no inline script.
-;(() => {
+(() => {
   "use strict"
   let counter = 0
 

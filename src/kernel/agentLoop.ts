@@ -16,7 +16,7 @@ import { JobEvents } from "../job/JobEvents.ts"
 import { Limits } from "../job/Limits.ts"
 import { Llm } from "./Llm.ts"
 import { buildSystemPrompt } from "./systemPrompt.ts"
-import { runToolCall } from "./toolCall.ts"
+import { runToolCalls } from "./toolCall.ts"
 
 /** What the loop runs: the spec, the granted tools (in prompt order) and the deny patterns. */
 export interface LoopJob {
@@ -106,7 +106,7 @@ export const agentLoop = (job: LoopJob): Effect.Effect<string, KernelError, Llm 
             messages.push({ role: "user", content: contractNudge(problems), timestamp: yield* Clock.currentTimeMillis })
             return undefined
           }
-          for (const call of calls) messages.push(yield* runToolCall(call, toolbox))
+          messages.push(...(yield* runToolCalls(calls, toolbox)))
           return undefined
         })
       )

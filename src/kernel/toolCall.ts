@@ -89,3 +89,9 @@ export const runToolCall = (call: ToolCall, toolbox: Toolbox): Effect.Effect<Too
       timestamp: finished
     }
   })
+
+/** A turn's tool calls, in call order; the result messages in the same order. */
+export const runToolCalls = (
+  calls: ReadonlyArray<ToolCall>,
+  toolbox: Toolbox
+): Effect.Effect<Array<ToolResultMessage>, LoopDetected, ToolServices> => Effect.forEach(calls, (call) => runToolCall(call, toolbox))

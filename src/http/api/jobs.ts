@@ -3,11 +3,11 @@
  * from the database first, so a late subscriber misses nothing), abort. Starting a job needs
  * agents.manage: it spends money and reads the server's directories it names.
  */
-import { Effect, Either } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { Elysia } from "elysia"
 import { JobBus } from "../../worker/JobBus.ts"
 import { admitJob } from "../../worker/admitJob.ts"
-import { IDEMPOTENCY_KEY, JobStore, type JobStatus } from "../../worker/JobStore.ts"
+import { IDEMPOTENCY_KEY, JobStore, type JobRow, type JobStatus } from "../../worker/JobStore.ts"
 import type { Guard } from "../auth.ts"
 import { followJob, resumeAfter, resumedAtEnd, sseFrame, sseResponse, SSE_HEARTBEAT_MS } from "../eventStream.ts"
 import { badRequest, json } from "../respond.ts"
@@ -19,6 +19,41 @@ type Route = (
 ) => (ctx: { request: Request; params: Record<string, string | undefined> }) => Promise<Response>
 
 const STATUSES: ReadonlyArray<JobStatus> = ["queued", "running", "completed", "failed"]
+
+/** The totals of a job's stored usage the list shows; a usage that does not decode shows none. */
+const UsageTotals = Schema.Struct({ turns: Schema.Number, inputTokens: Schema.Number, outputTokens: Schema.Number })
+const usageTotals = Schema.decodeUnknownOption(UsageTotals)
+
+/** How much of the task and of the settlement message a list row carries; the whole text is on the job. */
+const TASK_CHARS = 120
+const MESSAGE_CHARS = 160
+
+/**
+ * A job as a row of the list: who, what, where, when, how it ended and what it cost. The workspace,
+ * limits, metadata, summary, outputs and usage detail are on `GET /api/jobs/:id` only.
+ */
+const listEntry = (job: JobRow) => {
+  const usage = Option.getOrUndefined(usageTotals(job.usage))
+  return {
+    id: job.id,
+    status: job.status,
+    agent: job.agentName,
+    agentVersion: job.agentVersion,
+    project: job.projectId,
+    task: job.task.slice(0, TASK_CHARS),
+    createdBy: job.createdBy,
+    createdAt: job.createdAt,
+    startedAt: job.startedAt,
+    finishedAt: job.finishedAt,
+    reason: job.reason,
+    message: job.message?.slice(0, MESSAGE_CHARS) ?? null,
+    model: job.model,
+    costUsd: job.costUsd,
+    turns: usage?.turns ?? null,
+    inputTokens: usage?.inputTokens ?? null,
+    outputTokens: usage?.outputTokens ?? null
+  }
+}
 
 const idempotencyKey = (request: Request) => {
   const key = request.headers.get("idempotency-key")
@@ -67,7 +102,7 @@ export const jobRoutes = (route: Route, heartbeatMs: number = SSE_HEARTBEAT_MS) 
             ...(before === undefined ? {} : { before })
           })
           // The next page: `before=<nextCursor>` (the last job's id); null on the last page.
-          return json({ jobs, nextCursor: jobs.length === limit ? (jobs[jobs.length - 1]?.id ?? null) : null })
+          return json({ jobs: jobs.map(listEntry), nextCursor: jobs.length === limit ? (jobs[jobs.length - 1]?.id ?? null) : null })
         })
       )
     )

@@ -69,6 +69,14 @@ const emptyCache = () => tempDir("kintsugi-bench-tcache-")
 interface Timing {
   readonly started: number
   readonly ended: number
+  /** The child's CPU time (user + system, every thread) for the whole job: the machine's load disturbs it less than wall time. */
+  readonly cpu?: number
+}
+
+/** user + system CPU ms of an exited child. */
+const cpuMs = (proc: Bun.Subprocess): number => {
+  const usage = proc.resourceUsage()
+  return usage === undefined ? NaN : Number(usage.cpuTime.user + usage.cpuTime.system) / 1000
 }
 
 /** One child from spawn: ms to job.started and to its terminal event. */
@@ -82,7 +90,7 @@ const cold = async (entry?: string, env?: Record<string, string>): Promise<Timin
   const last = events.at(-1)
   if (code !== 0 || last?.type !== "job.completed")
     throw new Error(`job child ${entry ?? "from the sources"} exited ${code} after ${JSON.stringify(last)}`)
-  return { started, ended }
+  return { started, ended, cpu: cpuMs(run.proc) }
 }
 
 /** The decode floor from spawn: ms to its job.started line. */
@@ -247,7 +255,8 @@ const line = (label: string, t: Array<Timing>, goal?: number) => {
   const s = median(t.map((x) => x.started))
   const e = median(t.map((x) => x.ended))
   const vsGoal = goal === undefined ? "" : `  ${(s / goal).toFixed(2)}× the ${goal} ms goal`
-  console.log(`${label.padEnd(58)} ${ms(s)} ${ms(e)}   ${(s / floor).toFixed(2)}× bare bun${vsGoal}`)
+  const cpu = t.every((x) => x.cpu !== undefined) ? `  cpu ${median(t.map((x) => x.cpu ?? NaN)).toFixed(1)} ms` : ""
+  console.log(`${label.padEnd(58)} ${ms(s)} ${ms(e)}   ${(s / floor).toFixed(2)}× bare bun${vsGoal}${cpu}`)
 }
 console.log(`job child start, medians of ${RUNS} interleaved rounds, ${process.platform} ${process.arch}, Bun ${Bun.version}`)
 console.log(`${"".padEnd(58)} ${"→ started".padStart(10)} ${"→ completed".padStart(10)}`)
@@ -271,6 +280,14 @@ if (plainEntry !== undefined) {
   line("this checkout's bundle built by that same line, cold", rows.plainBundle, 60)
   line("  that bundle waiting for its envelope (envelope → event)", rows.plainWarm, 10)
 }
+/** after/before of two rows: wall time to job.started, and the child's CPU time for the whole job. */
+const versus = (label: string, after: Array<Timing>, beforeRows: Array<Timing>) => {
+  const wall = median(after.map((x) => x.started)) / median(beforeRows.map((x) => x.started))
+  const cpu = median(after.map((x) => x.cpu ?? NaN)) / median(beforeRows.map((x) => x.cpu ?? NaN))
+  console.log(`${label.padEnd(58)} wall ${wall.toFixed(2)}×, cpu ${cpu.toFixed(2)}× (this checkout / ${before})`)
+}
+if (before !== undefined) versus("after/before: the child from the sources", rows.source, rows.before)
+if (beforeEntry !== undefined && plainEntry !== undefined) versus("after/before: the bundle built by the same line", rows.plainBundle, rows.beforeBundle)
 console.log(`${"bare bun process (spawn → first byte)".padEnd(58)} ${ms(floor)}`)
 const syncFloor = median(rows.bareSync)
 console.log(

@@ -142,6 +142,7 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
     localSkills: localSkills.map((s) => s.name),
     files,
     outputs: listOrUndefined(own(raw, "outputs")),
+    answer: own(raw, "answer"),
     schemas: schemas.map((path) => ({ path, content: text.get(path) ?? "" }))
   }
   problems.push(...intrinsicProblems(draft))
@@ -157,6 +158,7 @@ export const parsePackageDraft = (input: ReadonlyArray<RawPackageFile>): ParsedP
     ...(fmv["deny-command-patterns"] !== undefined ? { denyCommandPatterns: fmv["deny-command-patterns"] } : {}),
     ...(fmv.grounding !== undefined ? { grounding: fmv.grounding } : {}),
     ...(fmv.outputs !== undefined ? { outputs: fmv.outputs } : {}),
+    ...(fmv.answer !== undefined ? { answer: { schema: fmv.answer.schema } } : {}),
     ...(fmv.gate !== undefined ? { gate: fmv.gate } : {}),
     audience: fmv.metadata?.audience ?? "runtime",
     ...(fmv.metadata?.["memory-role"] !== undefined ? { memoryRole: fmv.metadata["memory-role"] } : {}),

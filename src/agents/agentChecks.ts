@@ -10,7 +10,7 @@ import { unknownToolMessage } from "./interop.ts"
 import { displayName } from "../contract/packagePaths.ts"
 import type { Audience } from "./packageSchema.ts"
 import { MAX_SKILL_NAME_LENGTH, type PackageFile } from "./packageSchema.ts"
-import { outputProblems } from "./outputSchemas.ts"
+import { answerProblems, outputProblems } from "./outputSchemas.ts"
 import { packageFileSkillName } from "./packageSkills.ts"
 
 /** What the checks need of a package; list entries that are not strings are skipped (the schema reports them). */
@@ -29,6 +29,8 @@ export interface AgentDraft {
   readonly files: ReadonlyArray<string>
   /** `outputs:` as written (absent: not checked, e.g. a catalog entry's refs). */
   readonly outputs?: ReadonlyArray<unknown> | undefined
+  /** `answer:` as written (absent: not checked). */
+  readonly answer?: unknown
   /** The package's schemas/ files (absent: not checked). */
   readonly schemas?: ReadonlyArray<PackageFile> | undefined
 }
@@ -131,7 +133,8 @@ export const intrinsicProblems = (d: AgentDraft): Array<Problem> => {
     problems.push({ path: `${d.file}#body`, message: "instructions (the text after the front matter) must not be empty" })
   }
   problems.push(...nameProblems(d))
-  if (d.schemas !== undefined) problems.push(...outputProblems(d.file, d.outputs, d.schemas))
+  if (d.schemas !== undefined)
+    problems.push(...outputProblems(d.file, d.outputs, d.schemas), ...answerProblems(d.file, d.answer, d.schemas))
   return problems
 }
 

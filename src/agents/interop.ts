@@ -104,6 +104,7 @@ const NATIVE_KEYS = new Set([
   "deny-command-patterns",
   "grounding",
   "outputs",
+  "answer",
   "gate",
   "metadata"
 ])
@@ -303,6 +304,7 @@ export const adaptAgentFiles = (files: ReadonlyArray<RawPackageFile>, options: I
   put("deny-command-patterns", own(raw, "deny-command-patterns"))
   put("grounding", own(raw, "grounding"))
   put("outputs", own(raw, "outputs"))
+  put("answer", own(raw, "answer"))
   put("gate", own(raw, "gate"))
   const metaKeys = Object.keys(metadata).sort()
   if (metaKeys.length > 0) lines.push(`metadata:\n${metaKeys.map((k) => `  ${yamlString(k)}: ${yamlValue(metadata[k])}`).join("\n")}`)

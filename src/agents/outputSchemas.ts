@@ -1,10 +1,11 @@
 /**
  * The package side of output contracts with JSON Schemas (docs/grounding.md "Output contracts"):
- * `outputs:` entries and the `schemas/<name>.json` files they name. A schema must be in the package
- * and compile (src/kernel/jsonSchema.ts); it is carried whole into the job definition.
+ * `outputs:` entries, the typed `answer:`, and the `schemas/<name>.json` files they name. A schema
+ * must be in the package and compile (src/kernel/jsonSchema.ts); it is carried whole into the job
+ * definition.
  */
 import { Either } from "effect"
-import type { OutputFile } from "../contract/AgentDefinition.ts"
+import type { AnswerContract, OutputFile } from "../contract/AgentDefinition.ts"
 import type { Problem } from "../contract/Problem.ts"
 import { compileJsonSchema } from "../kernel/jsonSchema.ts"
 import { displayName, foldKey, pathProblems } from "../contract/packagePaths.ts"
@@ -57,14 +58,37 @@ export const outputProblems = (
     seen.add(key)
     if (typeof entry.schema !== "string") return
     if (!entry.file.toLowerCase().endsWith(".json")) problems.push({ path: at, message: "a schema applies to a .json file only" })
-    const schemaAt = `${file}#outputs.${i}.schema`
-    if (pathProblems(entry.schema).length > 0 || pathRole(entry.schema).role !== "schema") {
-      problems.push({ path: schemaAt, message: `must be a schemas/<name>.json file of the package, not "${displayName(entry.schema)}"` })
-    } else if (!present.has(entry.schema)) {
-      problems.push({ path: schemaAt, message: `${displayName(entry.schema)} is not in the package` })
-    }
+    const problem = schemaRefProblem(entry.schema, present)
+    if (problem !== undefined) problems.push({ path: `${file}#outputs.${i}.schema`, message: problem })
   })
   return problems
+}
+
+/** Where a `schema` names a file: a schemas/<name>.json path that is in the package, or the problem. */
+const schemaRefProblem = (schema: string, present: ReadonlySet<string>): string | undefined =>
+  pathProblems(schema).length > 0 || pathRole(schema).role !== "schema"
+    ? `must be a schemas/<name>.json file of the package, not "${displayName(schema)}"`
+    : present.has(schema)
+      ? undefined
+      : `${displayName(schema)} is not in the package`
+
+/**
+ * The problem of the typed answer (`answer: { schema }`): its schema is a schemas/<name>.json of the
+ * package (whether it compiles is outputProblems' check of every schema file). A malformed `answer`
+ * is skipped (the front-matter schema reports it).
+ */
+export const answerProblems = (file: string, answer: unknown, schemas: ReadonlyArray<PackageFile>): Array<Problem> => {
+  const schema = isRecord(answer) ? answer["schema"] : undefined
+  if (typeof schema !== "string") return []
+  const problem = schemaRefProblem(schema, new Set(schemas.map((s) => s.path)))
+  return problem === undefined ? [] : [{ path: `${file}#answer.schema`, message: problem }]
+}
+
+/** The answer contract as the job definition carries it. Precondition: answerProblems returned []. */
+export const answerOf = (answer: { readonly schema: string }, files: ReadonlyArray<PackageFile>): AnswerContract => {
+  const schemaText = files.find((f) => f.path === answer.schema)?.content
+  if (schemaText === undefined) throw new Error(`answerOf: ${answer.schema} is missing; validate the agent first`)
+  return { schema: answer.schema, schemaText }
 }
 
 /** The contract as the job definition carries it: each schema's text with its entry. Precondition: outputProblems returned []. */

@@ -55,6 +55,11 @@ const OutputEntry = Schema.Union(Item, Schema.Struct({ file: Item, schema: Item 
 export type OutputEntry = typeof OutputEntry.Type
 const Outputs = Schema.Array(OutputEntry).pipe(Schema.maxItems(MAX_LIST_ITEMS, { message: () => `at most ${MAX_LIST_ITEMS} entries` }))
 
+/** `answer: { schema: schemas/<name>.json }`: the JSON Schema the job's final message must satisfy. */
+const Answer = Schema.Struct({ schema: Item }).annotations({
+  message: () => ({ message: "must be { schema: schemas/<name>.json }", override: true })
+})
+
 const Grounding = Schema.Literal("required").annotations({ message: () => ({ message: "must be required (or left out)", override: true }) })
 
 /** `gate: evals`: a new version becomes current only when its evals pass (docs/evals.md). */
@@ -77,6 +82,8 @@ export const AgentFrontMatter = Schema.Struct({
   grounding: optional(Grounding),
   /** The output contract: files the job must write, each optionally with a JSON Schema (docs/grounding.md "Output contracts"). */
   outputs: optional(Outputs),
+  /** The typed answer: the final message is JSON valid against this package schema (docs/agent-packages.md). */
+  answer: optional(Answer),
   gate: optional(Gate),
   /** `audience`, `memory-role`, and any other keys kept as written (foreign keys of imported files land here). */
   metadata: optional(
@@ -121,6 +128,8 @@ export const AgentPackage = Schema.Struct({
   denyCommandPatterns: optional(Schema.Array(Schema.String)),
   grounding: optional(Grounding),
   outputs: optional(Schema.Array(Schema.Union(Schema.String, Schema.Struct({ file: Schema.String, schema: Schema.String })))),
+  /** The schema (a schemas/<name>.json of `files`) the job's final message must satisfy as JSON. */
+  answer: optional(Schema.Struct({ schema: Schema.String })),
   /** `evals`: saving a new version runs its evals and makes it current only when all pass. */
   gate: optional(Gate),
   audience: Audience,

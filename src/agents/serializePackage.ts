@@ -46,6 +46,7 @@ const frontMatterYaml = (pkg: AgentPackage): string =>
     ...yamlList("deny-command-patterns", pkg.denyCommandPatterns),
     ...(pkg.grounding !== undefined ? [`grounding: ${pkg.grounding}`] : []),
     ...yamlItems("outputs", pkg.outputs, outputYaml),
+    ...(pkg.answer !== undefined ? [`answer: { schema: ${yamlString(pkg.answer.schema)} }`] : []),
     ...(pkg.gate !== undefined ? [`gate: ${pkg.gate}`] : []),
     "metadata:",
     `  audience: ${pkg.audience}`,

@@ -8,7 +8,7 @@ import type { Problem } from "../contract/Problem.ts"
 import { parsePackageDraft, type RawPackageFile } from "./AgentPackage.ts"
 import { type AgentDraft, installationProblems, intrinsicProblems } from "./agentChecks.ts"
 import { AgentName, type AgentPackage, MAX_AGENT_NAME_LENGTH } from "./packageSchema.ts"
-import { contractOf } from "./outputSchemas.ts"
+import { answerOf, contractOf } from "./outputSchemas.ts"
 import { isSchemaFile, isSkillFile, packageFileSkill } from "./packageSkills.ts"
 
 export { installationProblems, mcpServersOf } from "./agentChecks.ts"
@@ -32,6 +32,7 @@ export const draftOf = (pkg: AgentPackage): AgentDraft => ({
   localSkills: pkg.localSkills.map((s) => s.name),
   files: pkg.files.filter((f) => isSkillFile(f.path)).map((f) => f.path),
   outputs: pkg.outputs,
+  answer: pkg.answer,
   schemas: pkg.files.filter((f) => isSchemaFile(f.path))
 })
 
@@ -80,7 +81,7 @@ export const checkAgentPackage = (
  * the shared skills in the order listed, then local skills (by name), then package files (by path,
  * as inline skills per docs/agent-packages.md; schemas/ files are not skills); tools, denyCommandPatterns,
  * thinking and grounding when set (absent tools stay absent: every kernel tool); outputs with each
- * schema's text (contractOf). Precondition: validateAgent returned [] for the
+ * schema's text (contractOf), and the answer's (answerOf). Precondition: validateAgent returned [] for the
  * same shared skills; a listed shared skill missing from `sharedSkills` is a defect and throws.
  */
 export const toAgentDefinition = (
@@ -106,6 +107,7 @@ export const toAgentDefinition = (
     ...(pkg.denyCommandPatterns !== undefined ? { denyCommandPatterns: pkg.denyCommandPatterns } : {}),
     ...(pkg.thinking !== undefined ? { thinking: pkg.thinking } : {}),
     ...(pkg.grounding !== undefined ? { grounding: pkg.grounding } : {}),
-    ...(pkg.outputs !== undefined ? { outputs: contractOf(pkg.outputs, pkg.files) } : {})
+    ...(pkg.outputs !== undefined ? { outputs: contractOf(pkg.outputs, pkg.files) } : {}),
+    ...(pkg.answer !== undefined ? { answer: answerOf(pkg.answer, pkg.files) } : {})
   }
 }

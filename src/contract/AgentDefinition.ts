@@ -106,6 +106,20 @@ export const OutputFile = Schema.Union(
 )
 export type OutputFile = typeof OutputFile.Type
 
+/**
+ * The typed answer: the JSON Schema the model's final message must satisfy (`schema` its path in the
+ * package, for messages; `schemaText` the schema itself, carried whole like an output's).
+ */
+export const AnswerContract = Schema.Struct({
+  schema: NonEmpty,
+  schemaText: NonEmpty.pipe(
+    Schema.filter(
+      (s) => new TextEncoder().encode(s).length <= MAX_OUTPUT_SCHEMA_BYTES || `must be at most ${MAX_OUTPUT_SCHEMA_BYTES / 1024} KiB`
+    )
+  )
+})
+export type AnswerContract = typeof AnswerContract.Type
+
 /** The file name of a contract entry. */
 export const outputFileName = (o: string | { readonly file: string }): string => (typeof o === "string" ? o : o.file)
 
@@ -120,6 +134,8 @@ export const AgentDefinition = Schema.Struct({
   /** `required`: a job whose outputs cite lines never shown to the model fails (docs/grounding.md). */
   grounding: Schema.optionalWith(Schema.Literal("required"), { exact: true }),
   /** The output contract: files (relative to outDir) the job must write, each optionally with a JSON Schema; checked before job.completed. */
-  outputs: Schema.optionalWith(Schema.Array(OutputFile), { exact: true })
+  outputs: Schema.optionalWith(Schema.Array(OutputFile), { exact: true }),
+  /** The typed answer: the final message is JSON valid against this schema; checked with the outputs, before job.completed. */
+  answer: Schema.optionalWith(AnswerContract, { exact: true })
 })
 export type AgentDefinition = typeof AgentDefinition.Type

@@ -19,7 +19,7 @@ export class JobRefused extends Schema.TaggedError<JobRefused>()("JobRefused", {
 }
 
 export type JobOutcome =
-  | { readonly _tag: "Completed"; readonly summary: string }
+  | { readonly _tag: "Completed"; readonly summary: string; readonly answer?: unknown }
   | { readonly _tag: "Failed"; readonly reason: FailureReason; readonly message: string }
 
 export interface JobHandle {

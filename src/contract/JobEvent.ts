@@ -94,7 +94,11 @@ export const Grounding = event("grounding", {
   required: Schema.Boolean,
   citations: Schema.Array(GroundingCitation)
 })
-export const JobCompleted = event("job.completed", { summary: Schema.String })
+export const JobCompleted = event("job.completed", {
+  summary: Schema.String,
+  /** The final message parsed as JSON, valid against the agent's answer schema (only when the agent declares `answer`). */
+  answer: Schema.optionalWith(Schema.Unknown, { exact: true })
+})
 export const JobFailed = event("job.failed", { reason: FailureReason, message: Schema.String })
 
 export const JobEvent = Schema.Union(

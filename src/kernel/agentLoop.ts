@@ -12,6 +12,7 @@ import type { KernelTool, ToolServices } from "../tools/Tool.ts"
 import { Compactor, estimateTextTokens } from "./compaction.ts"
 import { ContextOverflow, LlmFailed, OutputContractViolated, type KernelError } from "./errors.ts"
 import { contractNudge, contractProblems } from "./outputContract.ts"
+import { readTypedAnswer } from "./answer.ts"
 import { JobEvents } from "../job/JobEvents.ts"
 import { Limits } from "../job/Limits.ts"
 import { Llm } from "./Llm.ts"
@@ -33,8 +34,14 @@ const textOf = (msg: AssistantMessage): string =>
     .map((b) => b.text)
     .join("")
 
+/** What the loop ends with: the final message, and its parsed JSON when the agent declares a typed answer. */
+export interface LoopResult {
+  readonly summary: string
+  readonly answer?: unknown
+}
+
 /** A failed or cut answer as a kernel error; a usable answer passes. */
-const checkAnswer = (msg: AssistantMessage, failure: string | undefined, window: number): Effect.Effect<void, KernelError> => {
+const checkStop = (msg: AssistantMessage, failure: string | undefined, window: number): Effect.Effect<void, KernelError> => {
   switch (msg.stopReason) {
     case "error":
     case "aborted":
@@ -57,8 +64,13 @@ const checkAnswer = (msg: AssistantMessage, failure: string | undefined, window:
   }
 }
 
-/** Runs the loop to the model's final answer; fails with the kernel error that stopped it. */
-export const agentLoop = (job: LoopJob): Effect.Effect<string, KernelError, Llm | ToolServices> =>
+/**
+ * Runs the loop to the model's final answer; fails with the kernel error that stopped it. A final
+ * answer is checked against the output contract and the typed answer together: any problem gets the
+ * one nudge naming every problem (one chance for both), and a second violation fails the job with
+ * OutputContractViolated.
+ */
+export const agentLoop = (job: LoopJob): Effect.Effect<LoopResult, KernelError, Llm | ToolServices> =>
   Effect.gen(function* () {
     const llm = yield* Llm
     const limits = yield* Limits
@@ -88,22 +100,24 @@ export const agentLoop = (job: LoopJob): Effect.Effect<string, KernelError, Llm 
             attributes["contextOverflow"] = true
             return undefined
           }
-          yield* checkAnswer(message, failure, llm.model.contextWindow)
+          yield* checkStop(message, failure, llm.model.contextWindow)
           messages.push(message)
           const calls = message.content.filter((b): b is ToolCall => b.type === "toolCall")
           attributes["toolCalls"] = calls.length
           if (calls.length === 0) {
-            const answer = textOf(message)
-            if (answer.trim() === "") return yield* Effect.fail(new LlmFailed({ message: "the model returned an empty response" }))
-            const contract = job.spec.agent.outputs
-            if (contract === undefined) return answer
-            const problems = yield* contractProblems(contract, events.outputs())
-            if (problems.length === 0) return answer
+            const text = textOf(message)
+            if (text.trim() === "") return yield* Effect.fail(new LlmFailed({ message: "the model returned an empty response" }))
+            const { outputs, answer } = job.spec.agent
+            const problems = outputs === undefined ? [] : yield* contractProblems(outputs, events.outputs())
+            const typed = answer === undefined ? undefined : yield* readTypedAnswer(answer, text)
+            if (typed?._tag === "Invalid") problems.push(...typed.problems)
+            if (problems.length === 0) return typed?._tag === "Valid" ? { summary: text, answer: typed.value } : { summary: text }
             attributes["outputContract.problems"] = problems.length
             if (contractRetried) return yield* Effect.fail(new OutputContractViolated({ problems }))
             // One chance to fix it, in the same job and conversation.
             contractRetried = true
-            messages.push({ role: "user", content: contractNudge(problems), timestamp: yield* Clock.currentTimeMillis })
+            const nudge = contractNudge(problems, typed?._tag === "Invalid" ? answer : undefined)
+            messages.push({ role: "user", content: nudge, timestamp: yield* Clock.currentTimeMillis })
             return undefined
           }
           messages.push(...(yield* runToolCalls(calls, toolbox)))

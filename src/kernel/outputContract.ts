@@ -4,7 +4,8 @@
  * answer, before `job.completed`: each file was written by the job (an `output` event), is a
  * non-empty regular file in outDir now, and — for `.json` — parses as JSON and, when the entry carries
  * a JSON Schema (from the package, in the job definition), satisfies it: each violation is named by its
- * JSON pointer. The model gets one chance to fix the problems in the same job (agentLoop.ts). The
+ * JSON pointer. The model gets one chance to fix the problems in the same job, shared with the
+ * typed answer's (answer.ts, agentLoop.ts). The
  * schema engine (ajv, src/kernel/jsonSchema.ts) is loaded only when a job's contract has a schema.
  */
 import { Effect, Either } from "effect"
@@ -94,7 +95,15 @@ export const contractProblems = (
     return problems
   })
 
-/** The message that gives the model its one chance to fix the outputs. */
-export const contractNudge = (problems: ReadonlyArray<string>): string =>
-  `Your outputs do not meet this agent's output contract:\n${problems.map((p) => `- ${p}`).join("\n")}\n` +
-  "Fix every problem now with your tools, then give your final answer again. This is your only chance: if the outputs still violate the contract, the job fails."
+/**
+ * The message that gives the model its one chance to fix the outputs and the typed answer (answer.ts):
+ * every problem, and when the answer is at fault, the form it must take.
+ */
+export const contractNudge = (problems: ReadonlyArray<string>, answer?: { readonly schema: string }): string =>
+  `Your ${answer === undefined ? "outputs do not meet this agent's output contract" : "outputs or final answer do not meet this agent's output contract"}:\n` +
+  `${problems.map((p) => `- ${p}`).join("\n")}\n` +
+  (answer === undefined
+    ? "Fix every problem now with your tools, then give your final answer again."
+    : "Fix every problem now (the files with your tools), then give your final answer again: the answer as JSON valid against " +
+      `${answer.schema}, alone or in one \`\`\`json block ending the message.`) +
+  " This is your only chance: if the outputs still violate the contract, the job fails."

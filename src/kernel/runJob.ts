@@ -100,7 +100,7 @@ export const runJob = (prepared: PreparedJob, options: JobRunOptions): Effect.Ef
       )
       cleanupSessionResources(events.jobId)
       const ended: JobOutcome = Exit.match(exit, {
-        onSuccess: (summary) => ({ _tag: "Completed", summary }),
+        onSuccess: ({ summary, answer }) => ({ _tag: "Completed", summary, ...(answer === undefined ? {} : { answer }) }),
         onFailure: (cause) => {
           const failure = Cause.failureOption(cause)
           if (Option.isSome(failure)) {
@@ -150,7 +150,7 @@ export const runJob = (prepared: PreparedJob, options: JobRunOptions): Effect.Ef
       })
       yield* events.emit(
         outcome._tag === "Completed"
-          ? { type: "job.completed", summary: outcome.summary }
+          ? { type: "job.completed", summary: outcome.summary, ...(outcome.answer === undefined ? {} : { answer: outcome.answer }) }
           : { type: "job.failed", reason: outcome.reason, message: outcome.message }
       )
       yield* Deferred.succeed(options.outcome, outcome)

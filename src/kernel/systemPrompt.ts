@@ -1,12 +1,14 @@
 /**
  * The system prompt: the agent's instructions verbatim, then its skills in the order given (each with
  * the read-only path of its resource files, when there are some), then
- * the <research-tools> block only when the job grants memory or web tools. A pure function of the
+ * the <research-tools> block only when the job grants memory or web tools, then the <answer-format>
+ * block (the typed answer's form and schema) only when the agent declares one. A pure function of the
  * agent definition and the granted tools, so the prefix is byte-identical on every turn of a job
  * and across jobs of one agent version (provider prompt caches hit).
  */
 import type { AgentDefinition } from "../contract/AgentDefinition.ts"
 import { SKILLS_MOUNT } from "../job/confinement.ts"
+import { answerPromptBlock } from "./answer.ts"
 
 /** Tools that make the research block appear: the memory tools (memory_*, scratchpad_*) and the web tools. */
 const RESEARCH_TOOL_PREFIXES = ["memory_", "scratchpad_", "web_search", "web_fetch"] as const
@@ -48,5 +50,6 @@ export const buildSystemPrompt = (
   }
   const research = grantedTools.filter((t) => RESEARCH_TOOL_PREFIXES.some((p) => t.startsWith(p)))
   if (research.length > 0) parts.push(researchBlock(research))
+  if (agent.answer !== undefined) parts.push(answerPromptBlock(agent.answer))
   return parts.join("\n\n")
 }

@@ -216,6 +216,8 @@ export class JobStore extends Context.Tag("worker/JobStore")<
     readonly started: (id: string, agentVersion: string, model: string) => Effect.Effect<void, StoreError>
     /** Stores an event of a running job; an event of a settled job (a lost worker's) is dropped. */
     readonly appendEvent: (id: string, event: JobEvent) => Effect.Effect<void, StoreError>
+    /** The typed answer of a completed job, read from its stored `job.completed` event; undefined when it has none. */
+    readonly answer: (id: string) => Effect.Effect<unknown, StoreError>
     /** Events with seq > `after`, in order. */
     readonly events: (id: string, after: number) => Effect.Effect<ReadonlyArray<JobEvent>, StoreError>
     /** Moves a running job to its final state once; a second settle is a no-op. */
@@ -247,6 +249,13 @@ const jobEvents = SqlSchema.findAll({
   Result: EventRow,
   execute: (r: { readonly id: string; readonly after: number }) =>
     Effect.flatMap(SqlClient, (sql) => sql`SELECT event FROM runtime.job_event WHERE job_id = ${r.id} AND seq > ${r.after} ORDER BY seq`)
+})
+/** The `answer` of a stored `job.completed` event (absent when the agent declares none). */
+const completedAnswer = SqlSchema.findOne({
+  Request: Schema.String,
+  Result: Schema.Struct({ event: Jsonb(Schema.Struct({ answer: Schema.optionalWith(Schema.Unknown, { exact: true }) })) }),
+  execute: (id: string) =>
+    Effect.flatMap(SqlClient, (sql) => sql`SELECT event FROM runtime.job_event WHERE job_id = ${id} AND type = 'job.completed'`)
 })
 const idRows = decodeRows(IdRow)
 const statusCounts = decodeRows(StatusCount)
@@ -405,6 +414,9 @@ export const makeJobStore = Effect.gen(function* () {
       Effect.asVoid(sql`UPDATE runtime.job SET agent_version = ${agentVersion}, model = ${model} WHERE id = ${id}`)
     ),
     appendEvent: storeMethod("JobStore.appendEvent", appendEvent),
+    answer: storeMethod("JobStore.answer", (id) =>
+      Effect.map(withSql(completedAnswer(id)), (row) => (Option.isSome(row) ? row.value.event.answer : undefined))
+    ),
     events: storeMethod("JobStore.events", (id, after) =>
       Effect.map(withSql(jobEvents({ id, after })), (rows) => rows.map((r) => r.event))
     ),

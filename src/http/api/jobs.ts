@@ -109,10 +109,13 @@ export const jobRoutes = (route: Route, heartbeatMs: number = SSE_HEARTBEAT_MS) 
     .get(
       "/api/jobs/:id",
       route("read", (i) =>
-        Effect.map(
-          Effect.flatMap(JobStore, (s) => s.get(param(i, "id"))),
-          (job) => json({ job })
-        )
+        Effect.gen(function* () {
+          const store = yield* JobStore
+          const job = yield* store.get(param(i, "id"))
+          // A completed job's typed answer (the agent declares one) is in its stored job.completed event.
+          const answer = job.status === "completed" ? yield* store.answer(job.id) : undefined
+          return json({ job: answer === undefined ? job : { ...job, answer } })
+        })
       )
     )
     .get(

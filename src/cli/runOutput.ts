@@ -52,6 +52,8 @@ export interface RunSummary {
   readonly costUsd: number | null
   /** What became of the outputs (the commit, or why there is none). */
   readonly outputs: string | null
+  /** The typed answer of a completed job whose agent declares one: its `job.completed` event's `answer`. */
+  readonly answer?: unknown
   /** Why the job was not started, every problem (only with status `not-started`). */
   readonly problems?: ReadonlyArray<{ readonly path: string; readonly message: string }>
 }
@@ -114,6 +116,8 @@ export const runIo = (options: {
 } => {
   const { json, write, log } = options
   let jobId: string | undefined
+  // The typed answer, from the job.completed event as it passes.
+  let answer: unknown
   // Whether the last character written was a newline (or nothing was written).
   let atLineStart = true
   const put = (s: string) => {
@@ -124,6 +128,7 @@ export const runIo = (options: {
   const line = (s: string) => put(`${atLineStart ? "" : "\n"}${s}\n`)
   const object = (o: unknown) => put(`${JSON.stringify(o)}\n`)
   const event = (e: JobEvent): void => {
+    if (e.type === "job.completed") answer = e.answer
     if (json) return object(e)
     switch (e.type) {
       case "job.started":
@@ -166,7 +171,7 @@ export const runIo = (options: {
       const summary = summaryOf(job)
       if (summary === undefined)
         return log(`kintsugi run: the job${jobId === undefined ? "" : ` ${jobId}`} ended, but its record could not be read`)
-      if (json) object(summary)
+      if (json) object(summary.status === "completed" && answer !== undefined ? { ...summary, answer } : summary)
       else line(summaryLine(summary))
     },
     refused: (message, problems = []) => {

@@ -109,6 +109,28 @@ describe("--json", () => {
     })
   })
 
+  test("a typed answer: the job.completed event carries it and the summary repeats it as `answer`", () => {
+    const { io, out } = capture(true)
+    const answer = { files: 2, verdict: "ok" }
+    const events: Array<JobEvent> = [
+      ...createEvents(JSON.stringify(answer)).slice(0, 2),
+      { type: "job.completed", seq: 2, at, summary: "{}", answer }
+    ]
+    for (const e of events) io.event(e)
+    io.settled(createRow())
+    const lines = out()
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+    expect(lines[2]).toMatchObject({ type: "job.completed", answer })
+    expect(lines[3]).toMatchObject({ type: "summary", status: "completed", answer })
+    // A failed job's summary has none; nor has a job without a typed answer (the test above).
+    const failed = capture(true)
+    for (const e of events) failed.io.event(e)
+    failed.io.settled(createRow({ status: "failed", reason: "error", message: "x" }))
+    expect("answer" in (JSON.parse(failed.out().trimEnd().split("\n").at(-1) ?? "{}") as object)).toBe(false)
+  })
+
   test("a refused job: the problems on stderr and a not-started summary on stdout", () => {
     const { io, out, err } = capture(true)
     io.refused("the job was not started", [{ path: "workspace.root", message: "resolves outside the job roots" }])

@@ -207,6 +207,26 @@ export const outputsSection = (job: JobRow, events: ReadonlyArray<JobEvent>, oob
   </section>`
 }
 
+/** The typed answer of the job's `job.completed` event; undefined when it has none (the agent declares no `answer`). */
+const answerOf = (events: ReadonlyArray<JobEvent>): unknown => {
+  const done = events.findLast((e) => e.type === "job.completed")
+  return done?.type === "job.completed" ? done.answer : undefined
+}
+
+/** The typed answer as indented JSON; an empty slot until the job completes with one (filled by the final swap). */
+export const answerSection = (events: ReadonlyArray<JobEvent>, oob = false): Html => {
+  const answer = answerOf(events)
+  return html`<div id="job-answer"${oob ? html` hx-swap-oob="true"` : html``}>${
+    answer === undefined
+      ? html``
+      : html`<section class="card" aria-labelledby="answer-title">
+    <h2 id="answer-title">Answer</h2>
+    <p class="muted">The final message as JSON, valid against the agent's answer schema.</p>
+    <pre class="code" hx-disable>${JSON.stringify(answer, null, 2)}</pre>
+  </section>`
+  }</div>`
+}
+
 type GroundingEvent = Extract<JobEvent, { type: "grounding" }>
 type Citation = GroundingEvent["citations"][number]
 
@@ -339,6 +359,7 @@ export const jobPage = (ctx: PageContext, job: JobRow, events: ReadonlyArray<Job
   })}
   ${failureSection(job)}
   <div class="grid-2">${factsSection(job)}${usageSection(job)}</div>
+  ${answerSection(events)}
   ${outputsSection(job, events)}
   ${groundingSection(job, events)}
   <section class="card" aria-labelledby="timeline-title"${live ? html` hx-ext="sse" sse-connect="${jobHref(job.id, `/stream?after=${last}`)}" sse-close="job-end"` : html``}>

@@ -32,6 +32,7 @@ import {
   groundingSection,
   outputLinesPage,
   outputPaths,
+  answerSection,
   outputsSection,
   statusSection,
   timelineRow,
@@ -182,7 +183,7 @@ const listProps = (input: PortalInput): Effect.Effect<JobsListProps, ApiError, A
 
 /** The sections of the job page that change when it starts, uses tokens or ends, as out-of-band swaps. */
 const finalSections = (input: PortalInput, job: JobRow, events: ReadonlyArray<JobEvent>): Html =>
-  html`${statusSection(job, true)}${actionsSection(input.page, job, input.principal.permissions.has("agents.manage"), true)}${failureSection(job, true)}${factsSection(job, true)}${usageSection(job, true)}${outputsSection(job, events, true)}${groundingSection(job, events, true)}${traceSection(events, true)}${liveNote(false, true)}`
+  html`${statusSection(job, true)}${actionsSection(input.page, job, input.principal.permissions.has("agents.manage"), true)}${failureSection(job, true)}${factsSection(job, true)}${usageSection(job, true)}${answerSection(events, true)}${outputsSection(job, events, true)}${groundingSection(job, events, true)}${traceSection(events, true)}${liveNote(false, true)}`
 
 /** The live job page's stream: each event as the rendered row (`row`, id = seq), the final sections, `job-end`. */
 const jobStream = (input: PortalInput, heartbeatMs: number) =>

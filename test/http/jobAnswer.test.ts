@@ -1,0 +1,73 @@
+/**
+ * A completed job's typed answer, read from its stored `job.completed` event: `GET /api/jobs/:id`
+ * shows it as `job.answer`, the job page as an Answer card (JSON, escaped); a job without one shows
+ * neither.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
+import { Effect } from "effect"
+import { Access } from "../../src/access/Access.ts"
+import type { JobEvent } from "../../src/contract/JobEvent.ts"
+import { JobStore, type JobInput } from "../../src/worker/JobStore.ts"
+import { useApp } from "../support/appHarness.ts"
+
+setDefaultTimeout(60_000)
+
+const h = useApp()
+
+const INPUT: JobInput = {
+  agent: "codebase-inventory",
+  task: "t",
+  workspace: { root: "/r", readOnly: ["/r/src"], outDir: "/r/out" },
+  limits: { timeoutSec: 60 }
+}
+const at = () => new Date().toISOString()
+const run = <A>(effect: Effect.Effect<A, unknown, JobStore>) => h.rt.runPromise(effect as Effect.Effect<A, never, JobStore>)
+
+/** A job settled completed after these terminal fields (`answer` absent: the agent declares none). */
+const createCompletedJob = async (completed: { readonly summary: string; readonly answer?: unknown }) => {
+  const job = await run(Effect.flatMap(JobStore, (s) => s.enqueue(INPUT, "admin")))
+  await run(Effect.flatMap(JobStore, (s) => s.claim("test-worker", 60_000, job.id)))
+  const events: Array<JobEvent> = [
+    { type: "job.started", seq: 0, at: at(), runtimeVersion: "t", agentId: "codebase-inventory", agentVersion: 1, metadata: {} },
+    { type: "job.completed", seq: 1, at: at(), ...completed }
+  ]
+  for (const e of events) await run(Effect.flatMap(JobStore, (s) => s.appendEvent(job.id, e)))
+  await run(Effect.flatMap(JobStore, (s) => s.settle(job.id, { status: "completed", summary: completed.summary }, "no outputs")))
+  return job.id
+}
+
+const page = async (id: string): Promise<string> => {
+  const session = await h.rt.runPromise(Effect.flatMap(Access, (a) => a.signIn("admin", "a long test password")))
+  const r = await h.app.handle(
+    new Request(`http://localhost/jobs/${id}`, { headers: { cookie: `__Host-kintsugi-session=${session.token}` } })
+  )
+  expect(r.status).toBe(200)
+  return r.text()
+}
+
+describe("a job's typed answer", () => {
+  const answer = { files: 2, languages: ["<b>ts</b>"], notes: null }
+
+  test("GET /api/jobs/:id: job.answer is the job.completed event's answer", async () => {
+    const id = await createCompletedJob({ summary: JSON.stringify(answer), answer })
+    const r = await h.api("GET", `/api/jobs/${id}`)
+    expect(r.status).toBe(200)
+    expect(r.json<{ job: { status: string; answer: unknown } }>().job).toMatchObject({ status: "completed", answer })
+  })
+
+  test("the job page shows it as indented JSON, escaped", async () => {
+    const id = await createCompletedJob({ summary: "done", answer })
+    const html = await page(id)
+    expect(html).toContain('<h2 id="answer-title">Answer</h2>')
+    expect(html).toContain("&lt;b&gt;ts&lt;/b&gt;")
+    expect(html).not.toContain("<b>ts</b>")
+    expect(html).toContain("&quot;files&quot;: 2")
+  })
+
+  test("a job without one: no answer field, no Answer card", async () => {
+    const id = await createCompletedJob({ summary: "free text" })
+    const r = await h.api("GET", `/api/jobs/${id}`)
+    expect("answer" in r.json<{ job: object }>().job).toBe(false)
+    expect(await page(id)).not.toContain("answer-title")
+  })
+})

@@ -19,6 +19,8 @@ RUN printf '%s\n' 'path-exclude=/usr/share/perl/5.*' 'path-exclude=/usr/lib/*/pe
 
 WORKDIR /app
 COPY package.json bun.lock bunfig.toml tsconfig.json ./
+# The server's packages: the workspace manifest beside the kernel's (docs/dependencies.md).
+COPY server/package.json ./server/
 # Production dependencies only, and in the same layer out again what no running server reads: the
 # install cache, the type-checking packages Bun adds as optional peers (typescript, bun-types, @types),
 # source maps, Markdown, and TypeScript files (declarations, and the sources packages ship beside their

@@ -2,6 +2,8 @@
  * package.json lists only what is used: every runtime dependency is imported by
  * src/ or views/, or is a required (non-optional) peer of one that is; a package only tests and benches
  * use is a devDependency; the source imports nothing undeclared; docs/dependencies.md names them all.
+ * The runtime dependencies are the kernel's (package.json `dependencies`) and the server's (the
+ * `server` workspace's manifest, which package.json repeats as optional peers).
  */
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
@@ -15,7 +17,8 @@ interface Manifest {
 }
 const manifest = (dir: string): Promise<Manifest> => Bun.file(join(dir, "package.json")).json()
 const own = await manifest(ROOT)
-const runtime = Object.keys(own.dependencies ?? {})
+const server = await manifest(join(ROOT, "server"))
+const runtime = [...Object.keys(own.dependencies ?? {}), ...Object.keys(server.dependencies ?? {})]
 const dev = Object.keys(own.devDependencies ?? {})
 
 /**
@@ -106,6 +109,12 @@ describe("dependencies", () => {
   test("src/ and views/ import only declared runtime dependencies", () => {
     const bad = [...inSource].filter(([pkg]) => !runtime.includes(pkg)).map(([pkg, file]) => `${file} → ${pkg}`)
     expect(bad).toEqual([])
+  })
+
+  test("the server's packages are package.json's optional peers, at the same versions, and none is also the kernel's", () => {
+    expect(own.peerDependencies ?? {}).toEqual(server.dependencies ?? {})
+    expect(Object.keys(own.peerDependencies ?? {}).filter((d) => own.peerDependenciesMeta?.[d]?.optional !== true)).toEqual([])
+    expect(Object.keys(server.dependencies ?? {}).filter((d) => d in (own.dependencies ?? {}))).toEqual([])
   })
 
   test("docs/dependencies.md gives a reason for every package", async () => {

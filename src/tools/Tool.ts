@@ -55,6 +55,16 @@ export interface KernelTool {
    */
   readonly commandOf?: (args: Record<string, unknown>) => string
   /**
+   * The tool only reads (files, memory, the web): the kernel may run it at the same time as the
+   * turn's other read-only calls. Absent = every call runs alone, after the calls before it.
+   */
+  readonly readOnly?: boolean
+  /**
+   * Read-only calls of one lane run one at a time, in call order: they share state that counts
+   * calls as they arrive (a budget) or a pool a call may stop (grep's workers).
+   */
+  readonly lane?: string
+  /**
    * Runs one call with arguments already validated against `parameters` by the kernel.
    * Must not throw: every failure is a `ToolError`.
    */
@@ -71,6 +81,8 @@ export const defineTool = <A, I extends Record<string, unknown>>(def: {
   readonly description: string
   readonly params: Schema.Schema<A, I>
   readonly commandOf?: (args: A) => string
+  readonly readOnly?: boolean
+  readonly lane?: string
   readonly execute: (args: A) => Effect.Effect<ToolOutput, ToolError, ToolServices>
 }): KernelTool => {
   const decode = Schema.decodeUnknownEither(def.params, { errors: "all", onExcessProperty: "error" })
@@ -88,6 +100,8 @@ export const defineTool = <A, I extends Record<string, unknown>>(def: {
     name: def.name,
     description: def.description,
     parameters,
+    ...(def.readOnly === undefined ? {} : { readOnly: def.readOnly }),
+    ...(def.lane === undefined ? {} : { lane: def.lane }),
     ...(commandOf === undefined
       ? {}
       : {

@@ -32,6 +32,7 @@ export const find = defineTool({
     "Find files in the read-only workspace by glob pattern. Prints matching files (and symbolic links, which are " +
     `never followed) one per line, sorted, relative to the workspace root; .git is skipped; at most ${MAX_FIND_RESULTS} results.`,
   params: Params,
+  readOnly: true,
   execute: (args) =>
     Effect.gen(function* () {
       const workspace = yield* Workspace

@@ -105,6 +105,10 @@ export const grep = defineTool({
     "stops at limit matches (default 100) and says so; lines over 500 characters are cut around the match. " +
     "Regular expressions use RE2 syntax.",
   params: Params,
+  readOnly: true,
+  // Every call already spreads over all of grepPool's workers, and its hard time limit terminates
+  // the workers it runs on: another search sharing them would fail with it.
+  lane: "grep",
   execute: (args) =>
     Effect.gen(function* () {
       const workspace = yield* Workspace

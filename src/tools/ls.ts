@@ -27,6 +27,7 @@ export const ls = defineTool({
     'workspace root (use it as the prefix for read); then one entry per line, sorted, directories ending in "/". ' +
     `At most ${MAX_LS_ENTRIES} entries.`,
   params: Params,
+  readOnly: true,
   execute: (args) =>
     Effect.gen(function* () {
       const workspace = yield* Workspace

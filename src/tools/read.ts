@@ -37,6 +37,7 @@ export const read = defineTool({
     `at most ${MAX_OUTPUT_LINES} lines or 50 KB per call; when more remains, a last line in brackets says ` +
     '"use offset=N to continue". Use offset and limit to read a range. Binary files are refused.',
   params: Params,
+  readOnly: true,
   execute: (args) =>
     Effect.gen(function* () {
       const workspace = yield* Workspace

@@ -22,7 +22,10 @@ export interface McpKernelTool extends KernelTool {
   readonly server: string
   /** The tool's name on its server. */
   readonly mcpName: string
-  /** The server marks it read-only (as opposed to allowed by an admin by name). */
+  /**
+   * The server marks it read-only (as opposed to allowed by an admin by name): the kernel runs it
+   * beside the turn's other read-only calls, and codemode scripts may call it.
+   */
   readonly readOnly: boolean
 }
 

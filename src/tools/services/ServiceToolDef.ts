@@ -9,4 +9,8 @@ export interface ServiceToolDef {
   readonly params: Schema.Schema.AnyNoContext
   /** How long one call may take; default SERVICE_CALL_TIMEOUT_MS. */
   readonly timeoutMs?: number
+  /** The call only reads (KernelTool.readOnly). */
+  readonly readOnly?: boolean
+  /** Read-only calls sharing a budget keep their call order (KernelTool.lane). */
+  readonly lane?: string
 }

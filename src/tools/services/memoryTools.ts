@@ -76,7 +76,8 @@ export const MEMORY_TOOL_DEFS: ReadonlyArray<ServiceToolDef> = [
     name: "memory_search",
     description:
       "Search this project's memory (notes other jobs saved: facts, lessons, decisions, navigation). Returns id, kind, title, trust and body of the best matches.",
-    params: MemorySearchInput
+    params: MemorySearchInput,
+    readOnly: true
   },
   {
     name: "memory_save",
@@ -98,7 +99,8 @@ export const MEMORY_TOOL_DEFS: ReadonlyArray<ServiceToolDef> = [
   {
     name: "scratchpad_read",
     description: "Read this run's scratchpad (notes to self that survive compaction).",
-    params: ScratchpadReadInput
+    params: ScratchpadReadInput,
+    readOnly: true
   },
   {
     name: "scratchpad_write",

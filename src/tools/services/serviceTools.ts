@@ -21,6 +21,8 @@ export const makeServiceTool = (def: ServiceToolDef, channel: ServiceChannel): K
     name: def.name,
     description: def.description,
     params: def.params,
+    ...(def.readOnly === undefined ? {} : { readOnly: def.readOnly }),
+    ...(def.lane === undefined ? {} : { lane: def.lane }),
     execute: (input) => Effect.map(channel.call(def.name, input, def.timeoutMs), (text) => ({ text }))
   })
 

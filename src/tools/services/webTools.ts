@@ -38,13 +38,19 @@ export const WEB_TOOL_DEFS: ReadonlyArray<ServiceToolDef> = [
     name: "web_search",
     description:
       "Search the public web for references (documentation, specifications, public articles). Returns titles, URLs and snippets. Counts against the project's search budget; never put project content in the query.",
-    params: WebSearchToolInput
+    params: WebSearchToolInput,
+    readOnly: true,
+    // The worker counts the search budget as calls arrive: in call order, the same calls are refused.
+    lane: "web_search"
   },
   {
     name: "web_fetch",
     description:
       "Fetch one public web page (http or https) as text. Private, local and cloud-metadata addresses are refused; pages are capped at 2 MB and 20 s, text types only. Counts against the project's fetch budget.",
     params: WebFetchToolInput,
+    readOnly: true,
+    // The worker counts the fetch budget as calls arrive: in call order, the same calls are refused.
+    lane: "web_fetch",
     // The fetch's own cap is 20 s; the call may also wait for the budget's database round trip.
     timeoutMs: 35_000
   }

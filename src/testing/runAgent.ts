@@ -18,7 +18,8 @@ import type { ProviderModel } from "../contract/ProviderConfig.ts"
 import { JOB_CHILD_JIT_ENV } from "../jobChild/args.ts"
 import type { ScriptedServer } from "./scriptedSteps.ts"
 
-const CLI = join(import.meta.dir, "..", "cli.ts")
+/** The job child alone (`kintsugi run-job` without the command line): it imports the kernel and nothing of the server. */
+const JOB_CHILD = join(import.meta.dir, "..", "jobChild", "entry.ts")
 /** The key the job child sends the scripted server; a test can look for it where it must not be. */
 export const SCRIPTED_API_KEY = "sk-kintsugi-testing-0123456789abcdef"
 const PROVIDER_ID = "scripted"
@@ -188,7 +189,7 @@ export const runAgent = async (options: RunAgentOptions): Promise<AgentRun> => {
       apiKey: SCRIPTED_API_KEY,
       models: [{ id: MODEL_ID, contextWindow: 128_000, maxTokens: 8_192, ...options.model }]
     }
-    const proc = Bun.spawn([process.execPath, CLI, "run-job"], {
+    const proc = Bun.spawn([process.execPath, JOB_CHILD], {
       stdin: new TextEncoder().encode(JSON.stringify({ job, providers: [provider] })),
       stdout: "pipe",
       stderr: "pipe",

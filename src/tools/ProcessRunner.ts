@@ -250,6 +250,7 @@ const start = (
   // Read before the spawn: what the clean-exit check needs to look only at pids handed out since.
   const clock = sandbox === undefined ? pidClockBeforeSpawn() : undefined
   const landlock = options.landlock
+  const detached = sandbox === undefined && (req.newSession !== false || options.landlock !== undefined)
   const proc = Bun.spawn(argv, {
     // Under Landlock the Bun that confines the call starts in the installation's directory with an
     // environment of its own; the command's working directory and environment travel in its spec.
@@ -261,10 +262,10 @@ const start = (
     // sandbox bwrap needs neither: --new-session gives the command its session, and everything of
     // the call lives in bwrap's pid namespace, which dies with it. A new session is costly for the
     // kernel (setsid() also creates a scheduler autogroup): more than the call itself.
-    detached: sandbox === undefined && (req.newSession !== false || options.landlock !== undefined)
+    detached
   })
   if (landlock !== undefined) options.onSession?.(proc.pid)
-  const tree = new ProcessTree(proc.pid, token)
+  const tree = new ProcessTree(proc.pid, token, detached)
   const capture = new OutputCapture(CAPTURE_BYTES, CAPTURE_LINES)
   const readers: Array<{ readonly cancel: () => Promise<void> }> = []
   const pump = async (stream: ReadableStream<Uint8Array>): Promise<void> => {

@@ -3,6 +3,7 @@
  * group, its session, every descendant seen through ppid links, every process carrying the run's
  * environment token), and the SIGTERM → grace → SIGKILL sweep over them.
  */
+import { dlopen, FFIType, read } from "bun:ffi"
 import { closeSync, openSync, readdirSync, readFileSync, readSync } from "node:fs"
 
 export interface ProcStat {
@@ -199,6 +200,44 @@ const processesInRange = (from: number, to: number): ReadonlyArray<ProcStat> => 
   return out
 }
 
+/** Above this many pids to probe, the group check is skipped (the range scan decides). */
+const GROUP_PROBE_LIMIT = 512
+const ESRCH = 3
+
+/** libc's kill(2) with its errno, no exception per missing group; null when it cannot be loaded (then the range scan decides). */
+let libcKill: ((target: number) => boolean) | null | undefined
+const groupProbe = (): ((target: number) => boolean) | null => {
+  if (libcKill !== undefined) return libcKill
+  libcKill = null
+  if (process.platform !== "linux" || (process.arch !== "x64" && process.arch !== "arm64")) return libcKill
+  try {
+    const lib = dlopen("libc.so.6", {
+      kill: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+      __errno_location: { args: [], returns: FFIType.ptr }
+    })
+    // True unless the kernel says no such group (ESRCH): EPERM means it exists.
+    libcKill = (group) => {
+      if (lib.symbols.kill(-group, 0) === 0) return true
+      const errno = lib.symbols.__errno_location()
+      return errno === null || read.i32(errno, 0) !== ESRCH
+    }
+  } catch {
+    // No glibc here: the range scan decides.
+  }
+  return libcKill
+}
+
+/**
+ * True when no process group with an id in [from, to] exists: kill(-g, 0) fails with ESRCH for
+ * each. A group outlives its leader while any member lives, so this holds only when none does.
+ */
+const noGroupIn = (from: number, to: number): boolean => {
+  const probe = groupProbe()
+  if (probe === null || to - from >= GROUP_PROBE_LIMIT) return false
+  for (let g = from; g <= to; g++) if (probe(g)) return false
+  return true
+}
+
 const self = readStat("self")
 const ownPid = process.pid
 const ownPgrp = self?.pgrp ?? ownPid
@@ -253,7 +292,9 @@ export class ProcessTree {
 
   constructor(
     readonly pid: number,
-    token: string
+    token: string,
+    /** The child was spawned leading a new session and process group (ids equal to `pid`). */
+    private readonly leadsGroup = false
   ) {
     this.needle = `\0${RUN_TOKEN_VAR}=${token}\0`
   }
@@ -350,12 +391,17 @@ export class ProcessTree {
    * (and come back above our pid) unless it moved past pid_max - RESERVED_PIDS slots, each either
    * handed out (≤ forks since `before`) or skipped as in use (≤ threads at `before` + forks since):
    * so 2 × forks + threads below that bound, and lastPid ≥ pid, prove no wrap.
+   * When the child led its own group, no group with an id in that range proves it without reading
+   * a single process: every member is in a group whose id lies there (the child's own, or one a
+   * member made with setsid/setpgid, whose id is that member's pid or a group of its session), and a
+   * group exists while any member lives. Only when one exists (maybe someone else's) is the range read.
    */
   cleared(before: PidClock | undefined): boolean {
     const now = readPidClock()
     if (before === undefined || now === undefined || now.lastPid < this.pid) return false
     const forks = now.forks - before.forks
     if (!(forks >= 0 && 2 * forks + before.threads < pidMax() - RESERVED_PIDS)) return false
+    if (this.leadsGroup && this.exited && noGroupIn(this.pid, now.lastPid)) return true
     let procs: ReadonlyArray<ProcStat>
     try {
       // A reaped child's pid is free, and without a wrap nobody got it since: only later pids can

@@ -68,7 +68,11 @@ export const JobEnvelope = Schema.Struct({
   job: Schema.Unknown,
   providers: Schema.Array(ProviderConfig),
   skillFiles: Schema.optionalWith(Schema.Array(SkillFile), { exact: true }),
-  services: Schema.optionalWith(Schema.Struct({ url: Schema.String, token: Schema.String }), { exact: true }),
+  /** The worker-bound services channel; `transcript`: hand each model turn to its `transcript` endpoint. */
+  services: Schema.optionalWith(
+    Schema.Struct({ url: Schema.String, token: Schema.String, transcript: Schema.optionalWith(Schema.Boolean, { exact: true }) }),
+    { exact: true }
+  ),
   boundary: Schema.optionalWith(JobBoundary, { exact: true })
 })
 export type JobEnvelope = typeof JobEnvelope.Type

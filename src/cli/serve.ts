@@ -1,7 +1,8 @@
 /**
  * `kintsugi serve`: migrates the database, makes sure an admin exists, runs the worker loops and serves
- * the API and the portal on --host/--port (HOST/PORT). A database that cannot be reached is one clear line and exit 1.
- * SIGTERM/SIGINT drain the worker (src/worker/Drain.ts) while the server still answers, then stop it.
+ * the API and the portal on --host/--port (HOST/PORT); `--role api` leaves the worker loops out, `--role
+ * worker` serves the probes only (src/http/serveRole.ts). A database that cannot be reached is one clear
+ * line and exit 1. SIGTERM/SIGINT drain the worker (src/worker/Drain.ts) while the server still answers, then stop it.
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
@@ -10,6 +11,7 @@ import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { SERVE_ROLES, type ServeRole } from "../http/serveRole.ts"
 import { CliExit, setInterruptedExitCode } from "./exit.ts"
 
 /** Configuration that reads the secrets from memory first, then the (secret-free) environment. */
@@ -23,9 +25,10 @@ const firstLine = (e: unknown) => (e instanceof Error ? e.message : String(e)).s
  * jobs given KINTSUGI_DRAIN_SEC), then stop the server and the runtime and exit 0. Another signal
  * during the drain ends the running jobs at once.
  */
-export const serve = (options: { readonly port: number; readonly host: string }) =>
+export const serve = (options: { readonly port: number; readonly host: string; readonly role?: ServeRole }) =>
   Effect.gen(function* () {
     const log = (line: string) => void process.stderr.write(`${line}\n`)
+    const role = options.role ?? "all"
     // Loaded here, not at the top: `--help` must open nothing and stay fast.
     const { secureProcessSecrets } = yield* Effect.promise(() => import("./processSecrets.ts"))
     // Before anything else: no secret may stay readable in /proc/<pid>/environ while jobs run.
@@ -35,7 +38,7 @@ export const serve = (options: { readonly port: number; readonly host: string })
     }
     if (!secrets.nonDumpable) log("kintsugi: warning: could not make the process non-dumpable")
     const [
-      { AppLive, makeRuntime },
+      { AppLive, DatabaseLive, makeAppLive, makeRuntime },
       Layer,
       http,
       { makeApp },
@@ -57,8 +60,18 @@ export const serve = (options: { readonly port: number; readonly host: string })
         import("../http/startupLines.ts")
       ])
     )
-    // What the slow part of a first start is doing, said before it starts.
-    log(`kintsugi: ${yield* startup.databaseStartLine.pipe(Effect.withConfigProvider(secretsConfigProvider(secrets.values)))}`)
+    // The role, and what the slow part of a first start is doing, said before it starts; a role the
+    // database cannot hold (the embedded one admits one process) stops here.
+    const started = yield* startup.databaseStartLine(role).pipe(
+      Effect.withConfigProvider(secretsConfigProvider(secrets.values)),
+      Effect.catchAll((refusal) => {
+        log(`kintsugi: cannot start: ${refusal}`)
+        return new CliExit({ code: 2 })
+      })
+    )
+    log(`kintsugi: ${started}`)
+    // An API process: the services without the worker loops, their drain or job children (AppLive has them).
+    const layer = role === "api" ? makeAppLive(DatabaseLive, { log }) : AppLive
     const began = yield* Clock.currentTimeMillis
     // The platform's runMain takes the first SIGTERM/SIGINT (it ends this scope, which drains) and then
     // stops listening; this listener stays to the end, so a later signal cuts the drain short instead
@@ -76,7 +89,7 @@ export const serve = (options: { readonly port: number; readonly host: string })
     )
     const rt = yield* Effect.acquireRelease(
       // The one composition root, reading its configuration from what secureProcessSecrets kept.
-      Effect.tryPromise(() => makeRuntime(Layer.provide(AppLive, Layer.setConfigProvider(secretsConfigProvider(secrets.values))))).pipe(
+      Effect.tryPromise(() => makeRuntime(Layer.provide(layer, Layer.setConfigProvider(secretsConfigProvider(secrets.values))))).pipe(
         Effect.catchAll((e) => {
           log(`kintsugi: cannot start: ${explainStartFailure(firstLine(e.error))}`)
           return new CliExit({ code: 1 })
@@ -84,13 +97,16 @@ export const serve = (options: { readonly port: number; readonly host: string })
       ),
       (rt) => Effect.promise(() => rt.dispose())
     )
-    log(`kintsugi: database ready (${(((yield* Clock.currentTimeMillis) - began) / 1000).toFixed(1)} s); ${rt.runSync(startup.bundleLine)}`)
+    log(
+      `kintsugi: database ready (${(((yield* Clock.currentTimeMillis) - began) / 1000).toFixed(1)} s); ${rt.runSync(startup.bundleLine(role))}`
+    )
     // Handler defects go to the runtime's logger (KINTSUGI_LOG_FORMAT), like the access log and job lines.
     // The server answers (/healthz) as soon as the database does; what start-up still does (on a new
     // database, hashing the first admin's password) keeps /readyz at 503 until it is done.
-    let starting: string | undefined = "creating the first admin"
+    // A worker process signs nobody in: the API processes create the first admin.
+    let starting: string | undefined = role === "worker" ? undefined : "creating the first admin"
     let sandbox = "not probed yet"
-    const app = makeApp({ runtime: rt, starting: () => starting, draining: () => draining, about: () => ({ sandbox }) })
+    const app = makeApp({ runtime: rt, role, starting: () => starting, draining: () => draining, about: () => ({ role, sandbox }) })
     const server = yield* Effect.acquireRelease(
       Effect.sync(() => http.listen(app, { port: options.port, hostname: options.host })),
       (server) => Effect.promise(() => server.stop())
@@ -108,16 +124,18 @@ export const serve = (options: { readonly port: number; readonly host: string })
         })
       )
     }
-    const admin = yield* Effect.promise(() => rt.runPromiseExit(http.ensureAdmin))
-    if (admin._tag === "Failure")
+    const admin = role === "worker" ? undefined : yield* Effect.promise(() => rt.runPromiseExit(http.ensureAdmin))
+    if (admin?._tag === "Failure")
       rt.runSync(Effect.logError("could not create the first admin (see KINTSUGI_ADMIN_PASSWORD: at least 12 characters)"))
-    const password = admin._tag === "Success" ? admin.value : undefined
+    const password = admin?._tag === "Success" ? admin.value : undefined
     starting = undefined
     const sandboxInForce = makeSandbox(rt.runSync(sandboxConfig))
     rt.runSync(Effect.logInfo(`process sandbox: ${http.describeSandbox(sandboxInForce)}`))
     sandbox = sandboxName(rt.runSync(sandboxInForce.status))
-    const line = rt.runSync(logServing(options.host, server.port ?? options.port, password ?? "failed"))
-    process.stdout.write(`kintsugi: ${readyLine({ ...line, url: `http://${server.hostname}:${server.port}/` }, password)}\n`)
+    const line = rt.runSync(
+      logServing(options.host, server.port ?? options.port, role === "worker" ? undefined : (password ?? "failed"), role)
+    )
+    process.stdout.write(`kintsugi: ${readyLine({ ...line, url: `http://${server.hostname}:${server.port}/` }, password, role)}\n`)
     setInterruptedExitCode(0)
     return yield* Effect.never
   }).pipe(Effect.scoped)
@@ -142,7 +160,17 @@ export const serveCommand = Command.make(
       Options.withFallbackConfig(Config.string("HOST")),
       Options.withDefault("127.0.0.1"),
       Options.withDescription("the address to bind (else HOST; default 127.0.0.1)")
+    ),
+    role: Options.choice("role", SERVE_ROLES).pipe(
+      Options.withDefault("all" as const),
+      Options.withDescription(
+        "all: the API, the portal and the worker loops; api: the API and the portal, no jobs; worker: jobs, with /healthz, /readyz and /metrics only (api and worker need DATABASE_URL)"
+      )
     )
   },
   serve
-).pipe(Command.withDescription("Serve the portal and the API, and run jobs (the worker loops, KINTSUGI_WORKERS)."))
+).pipe(
+  Command.withDescription(
+    "Serve the portal and the API, and run jobs (the worker loops, KINTSUGI_WORKERS); --role api or worker splits them over processes on one PostgreSQL."
+  )
+)

@@ -1,6 +1,7 @@
 /**
  * The HTTP application: health, readiness and metrics, session, the Agent Builder API and portal behind
  * the edge checks (edge.ts), every request observed (observe.ts). One ManagedRuntime runs every handler.
+ * A worker process (`kintsugi serve --role worker`) serves the probes and metrics only.
  */
 import { Effect } from "effect"
 import { Elysia } from "elysia"
@@ -19,9 +20,12 @@ import { allowedHostsConfig, withEdge } from "./edge.ts"
 import { routeMatcher, withObservation } from "./observe.ts"
 import { json } from "./respond.ts"
 import { publicRoutes, routes, type AppRuntime } from "./route.ts"
+import type { ServeRole } from "./serveRole.ts"
 
 export interface AppOptions {
   readonly runtime: AppRuntime
+  /** `worker`: /healthz, /readyz and /metrics answer, everything else is 404. Default `all` (so is `api`). */
+  readonly role?: ServeRole
   /**
    * What start-up still does while the server already answers (`kintsugi serve`: creating the first
    * admin), or undefined once done; /readyz is 503 until then. Default: nothing.
@@ -63,31 +67,35 @@ export const makeApp = (options: AppOptions) => {
   }
 }
 
+const WORKER_ONLY = {
+  error: { code: "not-found", message: "this process runs jobs only (--role worker): it serves /healthz, /readyz and /metrics" }
+}
+
 const makeRoutes = (options: AppOptions & { readonly log: (line: string) => void }) => {
-  const route = routes(options.runtime, options.log)
   const publicRoute = publicRoutes(options.runtime, options.log)
+  const probes = new Elysia()
+    // Liveness from the process alone: a database that hangs (a full disk) must not hang the probe; /readyz asks it.
+    .get("/healthz", () => new Response("ok\n", { headers: { "content-type": "text/plain" } }))
+    .use(probeRoutes(options.runtime, publicRoute, options))
+  if (options.role === "worker") return probes.all("*", () => json(WORKER_ONLY, 404))
+  const route = routes(options.runtime, options.log)
   const throttle = options.signInThrottle ?? makeSignInThrottle()
-  return (
-    new Elysia()
-      // Liveness from the process alone: a database that hangs (a full disk) must not hang the probe; /readyz asks it.
-      .get("/healthz", () => new Response("ok\n", { headers: { "content-type": "text/plain" } }))
-      .use(probeRoutes(options.runtime, publicRoute, options))
-      .use(sessionRoutes(route, publicRoute, throttle))
-      .use(agentRoutes(route))
-      .use(evalRoutes(route))
-      .use(providerRoutes(route))
-      .use(jobRoutes(route, options.heartbeatMs))
-      .use(tokenRoutes(route))
-      .use(webRoutes(route))
-      .use(memoryRoutes(route))
-      .all("/api/*", () => json({ error: { code: "not-found", message: "no such endpoint" } }, 404))
-      .use(
-        portalRoutes({
-          runtime: options.runtime,
-          log: options.log,
-          signInThrottle: throttle,
-          ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs })
-        })
-      )
-  )
+  return probes
+    .use(sessionRoutes(route, publicRoute, throttle))
+    .use(agentRoutes(route))
+    .use(evalRoutes(route))
+    .use(providerRoutes(route))
+    .use(jobRoutes(route, options.heartbeatMs))
+    .use(tokenRoutes(route))
+    .use(webRoutes(route))
+    .use(memoryRoutes(route))
+    .all("/api/*", () => json({ error: { code: "not-found", message: "no such endpoint" } }, 404))
+    .use(
+      portalRoutes({
+        runtime: options.runtime,
+        log: options.log,
+        signInThrottle: throttle,
+        ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs })
+      })
+    )
 }

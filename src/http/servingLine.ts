@@ -1,5 +1,5 @@
 /**
- * `kintsugi serve`'s start-up line once it is ready: the URL, the Host values it answers
+ * `kintsugi serve`'s start-up line once it is ready: the URL, its role, the Host values it answers
  * (KINTSUGI_ALLOWED_HOSTS in effect), where the admin password came from, and a warning when other
  * hosts' requests would all get 421.
  */
@@ -8,6 +8,7 @@ import ipaddr from "ipaddr.js"
 import { LogFields } from "../telemetry/Logging.ts"
 import { allowedHostsConfig } from "./edge.ts"
 import type { AdminPassword } from "./serve.ts"
+import type { ServeRole } from "./serveRole.ts"
 
 /** What the start-up line says. */
 export interface ServingLine {
@@ -46,15 +47,21 @@ export const describeAdminPassword = (source: AdminPassword | undefined): string
   }
 }
 
-/** The one line for a person reading the start: URL, allowed hosts, where the admin password came from. */
-export const readyLine = (line: ServingLine, admin: AdminPassword | undefined): string =>
-  `serving on ${line.url} (allowed hosts: ${line.allowedHosts}); admin password: ${describeAdminPassword(admin)}`
+/**
+ * The one line for a person reading the start: URL, the role when it is not `all`, allowed hosts, and
+ * where the admin password came from (a worker process, which signs nobody in, leaves that out).
+ */
+export const readyLine = (line: ServingLine, admin: AdminPassword | undefined, role: ServeRole = "all"): string =>
+  role === "worker"
+    ? `serving on ${line.url} (role worker: /healthz, /readyz and /metrics only; allowed hosts: ${line.allowedHosts})`
+    : `serving on ${line.url} (${role === "all" ? "" : `role ${role}; `}allowed hosts: ${line.allowedHosts}); admin password: ${describeAdminPassword(admin)}`
 
 /**
  * Logs `describeServing` for the configured KINTSUGI_ALLOWED_HOSTS: one line, at warning level when it
- * warns; with `admin`, its field `adminPassword` says where the password came from. Returns the line.
+ * warns; with `admin`, its field `adminPassword` says where the password came from, with `role` its
+ * field `role` the process's role. Returns the line.
  */
-export const logServing = (host: string, port: number, admin?: AdminPassword | "failed"): Effect.Effect<ServingLine> =>
+export const logServing = (host: string, port: number, admin?: AdminPassword | "failed", role?: ServeRole): Effect.Effect<ServingLine> =>
   Effect.gen(function* () {
     const configured = yield* Config.option(Config.string("KINTSUGI_ALLOWED_HOSTS")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
     const line = describeServing(
@@ -66,7 +73,8 @@ export const logServing = (host: string, port: number, admin?: AdminPassword | "
     const fields = new LogFields({
       url: line.url,
       allowedHosts: line.allowedHosts,
-      ...(admin === undefined ? {} : { adminPassword: admin })
+      ...(admin === undefined ? {} : { adminPassword: admin }),
+      ...(role === undefined ? {} : { role })
     })
     yield* line.warning === undefined ? Effect.logInfo(line.message, fields) : Effect.logWarning(`${line.message}; ${line.warning}`, fields)
     return line

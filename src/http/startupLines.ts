@@ -1,5 +1,5 @@
 /**
- * What `kintsugi serve` says while it starts, before it can answer: which database it opens and how
+ * What `kintsugi serve` says while it starts, before it can answer: its role, which database it opens and how
  * (a server, the embedded one as it is, from the data-dir template, or a first initdb), and whether
  * job children start from a ready bytecode bundle or one being built.
  */
@@ -8,6 +8,7 @@ import fs from "node:fs"
 import path from "node:path"
 import { findTemplate } from "../db/dataDirTemplate.ts"
 import { findBundle, jobChildCacheDir, sourceKey } from "../worker/child/jobChildBundle.ts"
+import { describeRole, roleRefusal, type ServeRole } from "./serveRole.ts"
 
 /** `host:port/database` of a postgres URL (never its password), or a placeholder when it is not one. */
 const serverName = (url: string): string => {
@@ -38,18 +39,27 @@ const dataDirConfig = Config.string("KINTSUGI_DATA_DIR").pipe(
   Effect.orElseSucceed(() => ".kintsugi")
 )
 
-/** `describeDatabaseStart` for the configuration (DATABASE_URL, KINTSUGI_DATA_DIR) and the templates on this machine. */
-export const databaseStartLine: Effect.Effect<string> = Effect.gen(function* () {
-  const url = yield* Config.option(Config.redacted("DATABASE_URL")).pipe(
-    Effect.orElseSucceed(() => Option.none<Redacted.Redacted<string>>())
-  )
-  const databaseUrl = Option.getOrUndefined(Option.filter(Option.map(url, Redacted.value), (u) => u.trim() !== ""))
-  const dataDir = yield* dataDirConfig
-  return describeDatabaseStart({ databaseUrl, dataDir, template: databaseUrl === undefined ? findTemplate() : undefined })
-})
+/**
+ * The role and `describeDatabaseStart` for the configuration (DATABASE_URL, KINTSUGI_DATA_DIR) and the
+ * templates on this machine; fails with the reason when the role cannot run on that database.
+ */
+export const databaseStartLine = (role: ServeRole): Effect.Effect<string, string> =>
+  Effect.gen(function* () {
+    const url = yield* Config.option(Config.redacted("DATABASE_URL")).pipe(
+      Effect.orElseSucceed(() => Option.none<Redacted.Redacted<string>>())
+    )
+    const databaseUrl = Option.getOrUndefined(Option.filter(Option.map(url, Redacted.value), (u) => u.trim() !== ""))
+    const refusal = roleRefusal(role, databaseUrl)
+    if (refusal !== undefined) return yield* Effect.fail(refusal)
+    const dataDir = yield* dataDirConfig
+    return `${describeRole(role)}; ${describeDatabaseStart({ databaseUrl, dataDir, template: databaseUrl === undefined ? findTemplate() : undefined })}`
+  })
 
-/** Whether job children start from a ready bytecode bundle, or from the sources while it is built. */
-export const bundleLine: Effect.Effect<string> = Effect.gen(function* () {
+/** Whether job children start from a ready bytecode bundle, or from the sources while it is built; an API process starts none. */
+export const bundleLine = (role: ServeRole): Effect.Effect<string> =>
+  role === "api" ? Effect.succeed("job children: none (this process runs no jobs)") : bundleReady
+
+const bundleReady: Effect.Effect<string> = Effect.gen(function* () {
   const cacheDir = jobChildCacheDir(path.resolve(yield* dataDirConfig))
   return findBundle(cacheDir, sourceKey()) === undefined
     ? "job children: building their bytecode bundle in the background (the first jobs start from the sources meanwhile)"

@@ -1,0 +1,310 @@
+/**
+ * `kintsugi serve --role`: one API process and two worker processes on one PostgreSQL. Jobs queued
+ * through the API run on the workers only; a worker answers the probes and 404 to everything else; one
+ * worker killed with SIGKILL mid-run leaves every job settled once. The embedded database refuses
+ * `api` and `worker` before it opens.
+ */
+import { afterAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Effect, Layer } from "effect"
+import { createHash, randomBytes } from "node:crypto"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Access } from "../../src/access/Access.ts"
+import { AgentStore } from "../../src/agents/AgentStore.ts"
+import { makeDbLayer } from "../../src/db/Db.ts"
+import { makeAppRuntime } from "../../src/main.ts"
+import { Bindings } from "../../src/providers/Bindings.ts"
+import { ProviderStore } from "../../src/providers/ProviderStore.ts"
+import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
+import { WORKER_LOST } from "../../src/worker/JobStore.ts"
+import { createAgentFiles } from "../support/api.ts"
+import { adminStatement } from "../support/db.ts"
+import { MODEL_PRICES } from "../support/jobChild.ts"
+import { isAlive } from "../support/processes.ts"
+import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
+import { until } from "../support/waitFor.ts"
+
+const SERVER = process.env["DATABASE_URL"] ?? ""
+const JOBS = 40
+const AGENT = "roles-probe"
+const TOTAL_MS = 240_000
+const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts")
+
+const cleanups: Array<() => Promise<void> | void> = []
+afterAll(async () => {
+  for (const c of cleanups.reverse()) {
+    try {
+      await c()
+    } catch {
+      // keep cleaning up
+    }
+  }
+}, 60_000)
+
+/** The pids of every process below `root` (from /proc's parent links). */
+const descendants = (root: number): Array<number> => {
+  const parent = new Map<number, number>()
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "latin1")
+      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: Array<number> = []
+  const walk = (pid: number) => {
+    for (const [child, p] of parent) if (p === pid) found.push(child), walk(child)
+  }
+  walk(root)
+  return found
+}
+
+/** Milliseconds left until `deadline` (a bound on a hang). */
+const left = (deadline: number) => Math.max(1, deadline - Date.now())
+
+/** The environment without DATABASE_URL (the embedded database). */
+const embeddedEnv = (): Record<string, string> => {
+  const env: Record<string, string> = {}
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "DATABASE_URL" && k !== "DATABASE_URL_FILE") env[k] = v
+  return env
+}
+
+describe("serve --role", () => {
+  test("api and worker refuse the embedded database before opening it, naming DATABASE_URL", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "kintsugi-roles-embedded-"))
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+    for (const role of ["api", "worker"]) {
+      const proc = Bun.spawn(["bun", CLI, "serve", "--role", role], {
+        env: { ...embeddedEnv(), KINTSUGI_DATA_DIR: dataDir, PORT: "0" },
+        stdout: "pipe",
+        stderr: "pipe"
+      })
+      cleanups.push(() => void proc.kill("SIGKILL"))
+      const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+      expect(code).toBe(2)
+      expect(err).toContain(
+        `kintsugi: cannot start: --role ${role} needs a PostgreSQL server (DATABASE_URL): the embedded database admits one process`
+      )
+      expect(out).not.toContain("serving on")
+      // Nothing was opened: no embedded database was created in the data dir.
+      expect(readdirSync(dataDir)).toEqual([])
+    }
+  }, 60_000)
+
+  test.skipIf(SERVER === "")(
+    `1 api + 2 worker processes: ${JOBS} jobs queued through the API run on the workers; a worker serves the probes only; one worker SIGKILLed mid-run, every job settled once` +
+      (SERVER === "" ? " (skipped: needs DATABASE_URL — the embedded database is one process)" : ""),
+    async () => {
+      const deadline = Date.now() + TOTAL_MS - 20_000
+      const name = `kintsugi_roles_${randomBytes(6).toString("hex")}`
+      await adminStatement(SERVER, `CREATE DATABASE ${name}`)
+      cleanups.push(() => adminStatement(SERVER, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+      const u = new URL(SERVER)
+      u.pathname = `/${name}`
+      const url = u.toString()
+      const secretText = randomBytes(24).toString("hex")
+
+      // Set up through the same code the servers run: migrations, a user with a token, a provider, a binding.
+      const rt = await makeAppRuntime(makeDbLayer({ url, migrate: true }), {
+        secrets: Layer.succeed(SecretBox, makeSecretBox(createHash("sha256").update(secretText).digest()))
+      })
+      cleanups.push(() => rt.dispose())
+      // Each turn streams for a while (16 frames, 100 ms apart), so jobs are mid-run when the kill comes.
+      const steps: Array<Step> = Array.from({ length: JOBS + 10 }, () => ({
+        kind: "turn",
+        text: "x".repeat(64),
+        chunkSize: 4,
+        delayMs: 100
+      }))
+      const model: ScriptedServer = await startOpenAIServer(steps)
+      cleanups.push(() => model.stop())
+      await rt.runPromise(Effect.flatMap(Access, (a) => a.addUser("ops", "a long test password", ["agents.manage", "providers.manage"])))
+      const token = await rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken("ops", "test")))
+      await rt.runPromise(
+        Effect.flatMap(ProviderStore, (p) =>
+          p.create(
+            {
+              kind: "custom",
+              id: "gw",
+              api: "openai-completions",
+              baseUrl: model.baseUrl,
+              apiKey: "sk-roles",
+              models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }]
+            },
+            "test"
+          )
+        )
+      )
+      // A custom agent with no output contract: one model request per job, which this test counts.
+      await rt.runPromise(Effect.flatMap(AgentStore, (a) => a.create(createAgentFiles(AGENT, { tools: ["read"] }), "test")))
+      await rt.runPromise(Effect.flatMap(Bindings, (b) => b.set(AGENT, "", { providerId: "gw", modelId: "m" }, "test")))
+      const base = mkdtempSync(join(tmpdir(), "kintsugi-roles-"))
+      cleanups.push(() => rmSync(base, { recursive: true, force: true }))
+      // The job root (shared by every process, as a deployment's volume is) holds the workspace.
+      const root = join(base, "ws")
+      mkdirSync(join(root, "src"), { recursive: true })
+      mkdirSync(join(root, "out"))
+      writeFileSync(join(root, "src", "app.ts"), "export const main = () => 42\n")
+
+      const all: Set<number> = new Set()
+      cleanups.push(() => {
+        for (const pid of all) if (isAlive(pid)) process.kill(pid, "SIGKILL")
+      })
+      const start = async (role: "api" | "worker", i: number) => {
+        const proc = Bun.spawn(["bun", CLI, "serve", "--role", role], {
+          env: {
+            ...process.env,
+            DATABASE_URL: url,
+            PORT: "0",
+            HOST: "127.0.0.1",
+            KINTSUGI_DATA_DIR: join(base, `data-${role}-${i}`),
+            KINTSUGI_JOB_ROOTS: root,
+            KINTSUGI_SECRET_KEY: secretText,
+            KINTSUGI_WORKERS: "2",
+            // Long enough that a living worker starved of CPU still renews in time; the killed one's jobs wait it out.
+            KINTSUGI_JOB_LEASE: "10",
+            KINTSUGI_JOB_HEARTBEAT: "2"
+          },
+          stdout: "pipe",
+          stderr: "pipe"
+        })
+        all.add(proc.pid)
+        cleanups.push(() => void proc.kill("SIGKILL"))
+        let err = ""
+        void (async () => {
+          for await (const chunk of proc.stderr) err += new TextDecoder().decode(chunk)
+        })()
+        let out = ""
+        for await (const chunk of proc.stdout) {
+          out += new TextDecoder().decode(chunk)
+          if (/serving on http:\/\/[^:]+:(\d+)/.test(out)) break
+        }
+        const port = Number(/serving on http:\/\/[^:]+:(\d+)/.exec(out)?.[1] ?? 0)
+        expect(port > 0 ? port : `${out}${err}`).toBe(port)
+        return { pid: proc.pid, port, proc, out, stderr: () => err }
+      }
+      const api = await start("api", 0)
+      const workers = [await start("worker", 0), await start("worker", 1)]
+      const at = (s: { port: number }, path: string, init: RequestInit = {}) => fetch(`http://127.0.0.1:${s.port}${path}`, init)
+
+      // The start-up lines say the role; the worker's ready line leaves the admin password out.
+      expect(api.stderr()).toContain("kintsugi: role api: the API and the portal; jobs run in worker processes")
+      expect(api.stderr()).toContain("job children: none (this process runs no jobs)")
+      expect(api.out).toContain("(role api; allowed hosts: ")
+      for (const w of workers) {
+        expect(w.stderr()).toContain("kintsugi: role worker: the worker loops (KINTSUGI_WORKERS)")
+        expect(w.out).toContain("(role worker: /healthz, /readyz and /metrics only; allowed hosts: ")
+        expect(w.out).not.toContain("admin password")
+      }
+
+      // A worker serves the probes and metrics; the API, the portal and everything else are 404 there.
+      const w = workers[0]!
+      expect((await at(w, "/healthz")).status).toBe(200)
+      const ready = await at(w, "/readyz")
+      expect(ready.status).toBe(200)
+      expect(await ready.json()).toMatchObject({ status: "ready", role: "worker" })
+      expect(await (await at(api, "/readyz")).json()).toMatchObject({ status: "ready", role: "api" })
+      const metrics = await at(w, "/metrics")
+      expect(metrics.status).toBe(200)
+      expect(await metrics.text()).toContain("kintsugi_jobs{")
+      for (const path of ["/api/session", "/api/jobs", "/", "/jobs", "/sign-in", "/nothing-here"]) {
+        const r = await at(w, path, { headers: { authorization: `Bearer ${token}` } })
+        expect(`${path} ${r.status}`).toBe(`${path} 404`)
+        expect(await r.json()).toEqual({ error: { code: "not-found", message: expect.stringContaining("--role worker") } })
+      }
+      expect((await at(w, "/api/jobs", { method: "POST", headers: { authorization: `Bearer ${token}` }, body: "{}" })).status).toBe(404)
+      // The API process answers its API (a signed-in endpoint, through the token).
+      expect((await at(api, "/api/session", { headers: { authorization: `Bearer ${token}` } })).status).toBe(200)
+
+      // Every job through the one API process.
+      const ids: Array<string> = []
+      for (let i = 0; i < JOBS; i++) {
+        const r = await at(api, "/api/jobs", {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({
+            agent: AGENT,
+            task: `Inventory the code [job-${i}].`,
+            workspace: { root, readOnly: [join(root, "src")], outDir: join(root, "out") },
+            limits: { timeoutSec: 120 }
+          })
+        })
+        expect(r.status).toBe(201)
+        ids.push(((await r.json()) as { job: { id: string } }).job.id)
+      }
+      const sql = (text: string, values: Array<unknown> = []) =>
+        rt.runPromise(Effect.flatMap(SqlClient, (s) => s.unsafe<Record<string, unknown>>(text, values)))
+
+      // Kill the first worker while it runs jobs (its job children are alive).
+      const victim = workers[0]!
+      await until(
+        async () => {
+          const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status = 'running' AND worker_id LIKE $1`, [
+            `%:${victim.pid}:%`
+          ])
+          return Number(rows[0]?.["n"]) > 0 && descendants(victim.pid).length > 0
+        },
+        { what: "the victim worker to run jobs", timeoutMs: left(deadline), everyMs: 100 }
+      )
+      const orphans = descendants(victim.pid)
+      for (const pid of orphans) all.add(pid)
+      const running = await sql(`SELECT id FROM runtime.job WHERE status = 'running' AND worker_id LIKE $1`, [`%:${victim.pid}:%`])
+      process.kill(victim.pid, "SIGKILL")
+      await victim.proc.exited
+
+      await until(
+        async () => {
+          const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status IN ('completed', 'failed')`)
+          return Number(rows[0]?.["n"]) === JOBS
+        },
+        { what: "all jobs to settle", timeoutMs: left(deadline), everyMs: 100 }
+      )
+
+      const jobs = await sql(`SELECT id, status, reason, message, worker_id,
+          (SELECT count(*)::int FROM runtime.job_event e WHERE e.job_id = j.id AND e.type = 'job.started') AS starts,
+          (SELECT count(*)::int FROM runtime.job_event e WHERE e.job_id = j.id AND e.type IN ('job.completed', 'job.failed')) AS ends
+        FROM runtime.job j`)
+      expect(jobs.length).toBe(JOBS)
+      expect(new Set(jobs.map((j) => j["id"]))).toEqual(new Set(ids))
+      // Only the workers ran jobs: every job's worker is one of theirs, none the API process.
+      const workerOf = (j: Record<string, unknown>) => String(j["workerId"])
+      for (const j of jobs) expect(workers.some((x) => workerOf(j).includes(`:${x.pid}:`)) ? "a worker" : j).toBe("a worker")
+      expect(jobs.filter((j) => workerOf(j).includes(`:${workers[1]!.pid}:`)).length).toBeGreaterThan(0)
+      // None ran twice: at most one start per job, at most one model request per job.
+      for (const j of jobs) expect(Number(j["starts"])).toBeLessThanOrEqual(1)
+      for (let i = 0; i < JOBS; i++) {
+        expect(model.requests.filter((r) => JSON.stringify(r.body).includes(`[job-${i}]`)).length).toBeLessThanOrEqual(1)
+      }
+      // The killed worker's jobs were completed by it or settled "worker lost" by the other worker.
+      expect(running.length).toBeGreaterThan(0)
+      const victimsJob = (j: Record<string, unknown>) => workerOf(j).includes(`:${victim.pid}:`)
+      for (const r of running) {
+        const j = jobs.find((x) => x["id"] === r["id"]) ?? {}
+        expect(victimsJob(j) ? true : j).toBe(true)
+      }
+      for (const j of jobs.filter(victimsJob)) {
+        expect(
+          j["status"] === "completed" || (j["status"] === "failed" && j["reason"] === "error" && j["message"] === WORKER_LOST) ? "ok" : j
+        ).toBe("ok")
+      }
+      // Everything else completed, once, on the living worker.
+      for (const j of jobs.filter((x) => !victimsJob(x))) {
+        expect(j["status"] === "completed" ? "completed" : j).toBe("completed")
+        expect(Number(j["starts"])).toBe(1)
+        expect(Number(j["ends"])).toBe(1)
+      }
+      // The API process keeps no job child waiting (a worker keeps one started ahead).
+      await until(() => descendants(api.pid).length === 0, { what: "the API process to have no child process", timeoutMs: 15_000 })
+      expect(descendants(workers[1]!.pid).length).toBeGreaterThan(0)
+      await until(() => orphans.every((pid) => !isAlive(pid)), { what: "the killed worker's job processes to be gone", timeoutMs: 15_000 })
+      // The API still answers after the kill, and lists the settled jobs.
+      const listed = await at(api, `/api/jobs?limit=${JOBS}`, { headers: { authorization: `Bearer ${token}` } })
+      expect(((await listed.json()) as { jobs: Array<unknown> }).jobs.length).toBe(JOBS)
+    },
+    TOTAL_MS
+  )
+})

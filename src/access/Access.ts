@@ -13,9 +13,9 @@ import { traced } from "../telemetry/traced.ts"
 import { InvalidCredentials, InvalidToken, InvalidUser, TokenNotFound, UnknownUser, UserExists, WouldLockOut } from "./errors.ts"
 import { refuseLockOut } from "./lastHolders.ts"
 
-export const PERMISSIONS = ["agents.manage", "providers.manage", "metrics.read"] as const
+export const PERMISSIONS = ["agents.manage", "providers.manage", "metrics.read", "transcripts.read"] as const
 export type Permission = (typeof PERMISSIONS)[number]
-/** What makes an admin; an admin passes every permission check (metrics.read too). */
+/** What makes an admin; an admin passes every permission check (metrics.read and transcripts.read too). */
 export const ADMIN_PERMISSIONS: ReadonlyArray<Permission> = ["agents.manage", "providers.manage"]
 export const USERNAME = /^[a-z0-9][a-z0-9._@-]{0,63}$/
 const SESSION_TTL_MS = 12 * 60 * 60 * 1000

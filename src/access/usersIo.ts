@@ -5,7 +5,7 @@
  */
 import { Config, Effect, Option, Redacted } from "effect"
 
-export type PermissionName = "agents.manage" | "providers.manage" | "metrics.read"
+export type PermissionName = "agents.manage" | "providers.manage" | "metrics.read" | "transcripts.read"
 
 /** One users operation, as parsed from the command line. */
 export type UsersOp =

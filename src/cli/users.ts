@@ -15,7 +15,7 @@ import type { UsersOp } from "../access/usersIo.ts"
 import { exitWith } from "./exit.ts"
 
 // Spelled out here rather than imported: `users --help` must not load the store (Access.ts holds the originals).
-const PERMISSIONS = ["agents.manage", "providers.manage", "metrics.read"] as const satisfies ReadonlyArray<Permission>
+const PERMISSIONS = ["agents.manage", "providers.manage", "metrics.read", "transcripts.read"] as const satisfies ReadonlyArray<Permission>
 const TOKEN_DEFAULT_DAYS = 90
 const TOKEN_MAX_DAYS = 365
 

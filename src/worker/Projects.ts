@@ -1,12 +1,14 @@
 /**
  * Projects (`runtime.project`): the one owner of the table's reads and writes. A project may carry a
  * root inside the job roots; its jobs' workspaces must then lie inside it (JobRoots enforces that). It
- * may also lower the resources its jobs' process tools may take (buildEnvelope applies them).
+ * may also lower the resources its jobs' process tools may take (buildEnvelope applies them), and turn on
+ * transcripts of its jobs (what each job's model saw, kept encrypted for its retention days).
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Either, Layer, Schema } from "effect"
 import { ResourceLimits } from "../contract/JobSpec.ts"
 import { Problem } from "../contract/Problem.ts"
+import { Num } from "../db/rowSchema.ts"
 import { traced } from "../telemetry/traced.ts"
 import { JobRoots } from "./JobRoots.ts"
 
@@ -17,8 +19,23 @@ export interface Project {
   readonly root: string | null
   /** Lowers the server's job resources for the project's jobs; a field absent = the server's setting. */
   readonly resources: ResourceLimits
+  /** `full`: every job of the project hands the worker its conversation per turn; `off` (default): nothing is kept. */
+  readonly transcripts: TranscriptsSetting
+  /** Days a stored transcript turn is kept. */
+  readonly transcriptRetentionDays: number
   readonly createdAt: Date
 }
+
+export const TranscriptsSetting = Schema.Literal("off", "full").annotations({
+  message: () => ({ message: "must be off or full", override: true })
+})
+export type TranscriptsSetting = typeof TranscriptsSetting.Type
+/** The retention of a project that does not set one. */
+export const DEFAULT_TRANSCRIPT_RETENTION_DAYS = 30
+const RetentionDays = Schema.Number.pipe(
+  Schema.int({ message: () => "must be a whole number of days from 1 to 3650" }),
+  Schema.between(1, 3650, { message: () => "must be a whole number of days from 1 to 3650" })
+)
 
 /** A row as stored: `resources` is jsonb, decoded rather than trusted. */
 const ProjectRow = Schema.Struct({
@@ -26,6 +43,8 @@ const ProjectRow = Schema.Struct({
   name: Schema.String,
   root: Schema.NullOr(Schema.String),
   resources: ResourceLimits,
+  transcripts: TranscriptsSetting,
+  transcriptRetentionDays: Num,
   createdAt: Schema.DateFromSelf
 })
 const decodeRows = Schema.decodeUnknown(Schema.Array(ProjectRow))
@@ -38,15 +57,24 @@ export const ProjectInput = Schema.Struct({
   /** A directory inside the job roots that the project's job workspaces must lie inside. */
   root: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })), { exact: true }),
   /** Resource limits the project's jobs may not exceed (each lower than the server's to have an effect). */
-  resources: Schema.optionalWith(ResourceLimits, { exact: true })
+  resources: Schema.optionalWith(ResourceLimits, { exact: true }),
+  /** Absent = off. */
+  transcripts: Schema.optionalWith(TranscriptsSetting, { exact: true }),
+  /** Absent = 30. */
+  transcriptRetentionDays: Schema.optionalWith(RetentionDays, { exact: true })
 })
 export type ProjectInput = typeof ProjectInput.Type
 
-/** A project's settings (everything but the id, which never changes): absent `root` = no root, absent `resources` = the server's. */
+/**
+ * A project's settings (everything but the id, which never changes): absent `root` = no root, absent
+ * `resources` = the server's, absent `transcripts` = off, absent `transcriptRetentionDays` = 30.
+ */
 export const ProjectSettings = Schema.Struct({
   name: ProjectInput.fields.name,
   root: ProjectInput.fields.root,
-  resources: ProjectInput.fields.resources
+  resources: ProjectInput.fields.resources,
+  transcripts: ProjectInput.fields.transcripts,
+  transcriptRetentionDays: ProjectInput.fields.transcriptRetentionDays
 })
 export type ProjectSettings = typeof ProjectSettings.Type
 
@@ -78,9 +106,10 @@ export class Projects extends Context.Tag("worker/Projects")<
     /** Creates a project; a `root` must resolve (symlinks followed) to a directory inside the job roots. Ids are never reused. */
     readonly create: (input: ProjectInput) => Effect.Effect<Project, ProjectExists | ProjectRootInvalid>
     /**
-     * Replaces a project's name, root and resources (checked as at creation; absent = none). Every job
-     * of the project that starts from now on is confined to the new root (a queued one outside it is
-     * refused at its start) and gets the new resources; jobs already running keep what they started with.
+     * Replaces a project's name, root, resources and transcript settings (checked as at creation; absent
+     * = the default). Every job of the project that starts from now on is confined to the new root (a
+     * queued one outside it is refused at its start) and gets the new resources and transcript setting;
+     * jobs already running keep what they started with. A new retention applies to turns stored already.
      */
     readonly update: (id: string, settings: ProjectSettings) => Effect.Effect<Project, ProjectNotFound | ProjectRootInvalid>
   }
@@ -98,7 +127,7 @@ const makeProjects: Effect.Effect<Projects["Type"], never, SqlClient | JobRoots>
   // A row that does not decode is a broken database, not a caller's problem: a defect.
   const rows = <E>(query: Effect.Effect<ReadonlyArray<unknown>, E>): Effect.Effect<ReadonlyArray<Project>> =>
     Effect.orDie(Effect.flatMap(query, decodeRows))
-  const COLUMNS = sql.literal("id, name, root, resources, created_at")
+  const COLUMNS = sql.literal("id, name, root, resources, transcripts, transcript_retention_days, created_at")
   const service: Projects["Type"] = {
     list: rows(sql`SELECT ${COLUMNS} FROM runtime.project ORDER BY id`),
     get: (id) =>
@@ -108,8 +137,9 @@ const makeProjects: Effect.Effect<Projects["Type"], never, SqlClient | JobRoots>
     create: (p) =>
       Effect.gen(function* () {
         yield* checkRoot(p.root)
-        const created = (yield* rows(sql`INSERT INTO runtime.project (id, name, root, resources)
-          VALUES (${p.id}, ${p.name}, ${p.root ?? null}, ${JSON.stringify(p.resources ?? {})}::jsonb)
+        const created = (yield* rows(sql`INSERT INTO runtime.project (id, name, root, resources, transcripts, transcript_retention_days)
+          VALUES (${p.id}, ${p.name}, ${p.root ?? null}, ${JSON.stringify(p.resources ?? {})}::jsonb,
+            ${p.transcripts ?? "off"}, ${p.transcriptRetentionDays ?? DEFAULT_TRANSCRIPT_RETENTION_DAYS})
           ON CONFLICT (id) DO NOTHING RETURNING ${COLUMNS}`))[0]
         return created === undefined ? yield* Effect.fail(new ProjectExists({ id: p.id })) : created
       }),
@@ -117,7 +147,8 @@ const makeProjects: Effect.Effect<Projects["Type"], never, SqlClient | JobRoots>
       Effect.gen(function* () {
         yield* checkRoot(p.root)
         const updated =
-          (yield* rows(sql`UPDATE runtime.project SET name = ${p.name}, root = ${p.root ?? null}, resources = ${JSON.stringify(p.resources ?? {})}::jsonb
+          (yield* rows(sql`UPDATE runtime.project SET name = ${p.name}, root = ${p.root ?? null}, resources = ${JSON.stringify(p.resources ?? {})}::jsonb,
+            transcripts = ${p.transcripts ?? "off"}, transcript_retention_days = ${p.transcriptRetentionDays ?? DEFAULT_TRANSCRIPT_RETENTION_DAYS}
           WHERE id = ${id} RETURNING ${COLUMNS}`))[0]
         return updated === undefined ? yield* Effect.fail(new ProjectNotFound({ id })) : updated
       })

@@ -12,7 +12,8 @@ import { csrfField, layout, type PageContext } from "../layout.ts"
 const PERMISSION_HINTS: ReadonlyArray<readonly [Permission, string]> = [
   ["agents.manage", "create and change agents, skills, projects; run jobs"],
   ["providers.manage", "LLM providers, model bindings, MCP servers, web search"],
-  ["metrics.read", "read /metrics from another machine"]
+  ["metrics.read", "read /metrics from another machine"],
+  ["transcripts.read", "read job transcripts (what the model saw) of projects that keep them"]
 ]
 
 export const userHref = (username: string, rest = ""): string => `/users/${encodeURIComponent(username)}${rest}`

@@ -35,7 +35,11 @@ const systemPromptOf = (body: unknown): string => {
   const system = messages.find((m) => m.role === "system" || m.role === "developer")
   return typeof system?.content === "string" ? system.content : JSON.stringify(system?.content ?? "")
 }
-const toolResults = (events: ReadonlyArray<JobEvent>) => events.filter((e) => e.type === "tool.result")
+/** tool.result events in call order (a turn's read-only calls run at once and settle in any order). */
+const toolResults = (events: ReadonlyArray<JobEvent>) => {
+  const calls = events.flatMap((e) => (e.type === "tool.call" ? [e.callId] : []))
+  return events.flatMap((e) => (e.type === "tool.result" ? [e] : [])).sort((a, b) => calls.indexOf(a.callId) - calls.indexOf(b.callId))
+}
 
 describe("skill resource files in jobs", () => {
   test("read, ls, grep and find see the listed skill's files at /skills; another skill's are absent; write and edit are refused", async () => {

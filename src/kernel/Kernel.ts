@@ -32,8 +32,9 @@ import type { JobParts } from "./decodeJob.ts"
 import { DEFECT_MESSAGE } from "./errors.ts"
 import * as JobEvents from "../job/JobEvents.ts"
 import * as JobServices from "../job/JobServices.ts"
+import * as Transcript from "../job/Transcript.ts"
 import type { Limits } from "../job/Limits.ts"
-import { Llm } from "./Llm.ts"
+import { Llm, recordingTranscript } from "./Llm.ts"
 import { makePiAiLlm } from "./PiAiLlm.ts"
 import { makeJobModels, type JobModels } from "./PiAiModels.ts"
 import { checkJob, prepareJob, type JobEnvironment, type PreparedJob } from "./prepareJob.ts"
@@ -59,7 +60,8 @@ export interface KernelConfig {
   readonly retry?: Partial<RetryPolicy>
   /**
    * The envelope's worker-bound services channel. Absent: no memory or web tool is created, whatever
-   * the agent asks for. Its token is a secret (registered in the job's redactor).
+   * the agent asks for, and no transcript is kept. Its token is a secret (registered in the job's
+   * redactor). With `transcript`, each answered model call is handed to the worker as one turn.
    */
   readonly services?: ServiceChannelConfig | undefined
   /** The resource files of the agent's shared skills (the envelope's `skillFiles`), shown read-only at /skills. */
@@ -155,7 +157,14 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
         const model = { label: `${prepared.model.provider}/${prepared.model.id}`, contextWindow: prepared.model.contextWindow }
         const base = yield* JobServices.make({ limits: spec.limits, model, workspace: prepared.workspace })
         const llmService = yield* Effect.provide(llm({ jobId, prepared, jobModels: env.jobModels, retry }), base)
-        return Context.add(base, Llm, llmService)
+        const channel = config.services
+        if (channel?.transcript !== true) return Context.add(base, Llm, llmService)
+        // Each answered model call goes to the worker as one transcript turn, over the services channel.
+        const { makeTranscriptSender } = yield* Effect.promise(() => import("../tools/services/ServiceChannel.ts"))
+        const report = (line: string) => config.diagnostics?.(redactor.redact(`job ${jobId}: ${line}`))
+        const transcript = Transcript.make(makeTranscriptSender(channel), report)
+        const recording = yield* Effect.provideService(recordingTranscript(llmService), Transcript.Transcript, transcript)
+        return Context.add(base, Llm, recording)
       })
       // The job's MCP connections live in a child of the caller's scope: closed when the job ends, when
       // the caller's scope closes, or at once when the job is refused. Discovery is bounded per server.

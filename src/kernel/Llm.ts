@@ -1,16 +1,20 @@
 /**
  * The per-job LLM port: one streamed model call with the retry policy around it (ARCHITECTURE §4),
- * and the compaction summary request. The pi-ai adapter is PiAiLlm.ts; `LlmTest` scripts answers.
+ * and the compaction summary request. The pi-ai adapter is PiAiLlm.ts; `LlmTest` scripts answers;
+ * `recordingTranscript` hands each answered call to the job's Transcript.
  */
 import {
   isContextOverflow,
   type Api,
   type AssistantMessage,
   type Context as LlmContext,
+  type Message,
   type Model,
   type Tool
 } from "@earendil-works/pi-ai"
 import { Clock, Context, Effect, Layer, Random } from "effect"
+import { createHash } from "node:crypto"
+import { Transcript, type TranscriptMessage, type TranscriptTurn } from "../job/Transcript.ts"
 import { BudgetExceeded, LoopDetected } from "../job/errors.ts"
 import { LlmFailed } from "./errors.ts"
 import { JobEvents } from "../job/JobEvents.ts"
@@ -125,3 +129,60 @@ export const LlmTest = (
       })
     )
   )
+
+const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex")
+
+/** A message as JSON-like data: what goes on the wire is its JSON, so that is what the transcript keeps. */
+const asRecorded = (message: Message): TranscriptMessage => JSON.parse(JSON.stringify(message)) as TranscriptMessage
+
+/** How many leading messages of `now` are those of `before` (the same object, or the same JSON). */
+const commonPrefix = (before: ReadonlyArray<Message>, now: ReadonlyArray<Message>): number => {
+  let i = 0
+  while (i < before.length && i < now.length && (before[i] === now[i] || JSON.stringify(before[i]) === JSON.stringify(now[i]))) i++
+  return i
+}
+
+/**
+ * `llm` with every answered call handed to the job's Transcript as one turn: the messages it added to
+ * the conversation since the previous turn (all of them after what compaction kept, with the summaries
+ * it wrote), and the answer; redacted by the job's redactor first. An answer that is a provider error
+ * is not a turn (the loop fails or compacts and asks again).
+ */
+export const recordingTranscript = (llm: Llm["Type"]): Effect.Effect<Llm["Type"], never, Transcript | JobEvents> =>
+  Effect.gen(function* () {
+    const transcript = yield* Transcript
+    const events = yield* JobEvents
+    // The conversation as the last turn left it (its request's messages, then its answer).
+    let conversation: ReadonlyArray<Message> = []
+    let turn = 0
+    let summaries: Array<string> = []
+    const record = (request: ModelRequest, answer: AssistantMessage): Effect.Effect<void> => {
+      const kept = commonPrefix(conversation, request.messages)
+      const compacted = kept < conversation.length
+      const recorded: TranscriptTurn = {
+        turn: ++turn,
+        instructionsHash: sha256(request.systemPrompt),
+        toolsHash: sha256(JSON.stringify(request.tools)),
+        ...(compacted || summaries.length > 0 ? { compaction: { kept, replaced: conversation.length - kept, summaries } } : {}),
+        messages: request.messages.slice(kept).map(asRecorded),
+        answer: asRecorded(answer)
+      }
+      conversation = [...request.messages, answer]
+      summaries = []
+      return transcript.record(JSON.parse(events.redact(JSON.stringify(recorded))) as TranscriptTurn)
+    }
+    return {
+      model: llm.model,
+      complete: (request) =>
+        Effect.tap(llm.complete(request), ({ message }) =>
+          message.stopReason === "error" || message.stopReason === "aborted" ? Effect.void : record(request, message)
+        ),
+      summarise: (context, maxTokens) =>
+        Effect.tap(llm.summarise(context, maxTokens), (answer) =>
+          Effect.sync(() => {
+            const text = answer.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("")
+            if (answer.stopReason !== "error" && text !== "") summaries.push(text)
+          })
+        )
+    }
+  })

@@ -6,11 +6,17 @@
 import { Effect, Schema } from "effect"
 import { ToolError } from "../../job/ToolError.ts"
 
-/** The envelope's `services`: the endpoint and this job's token. */
+/** The envelope's `services`: the endpoint and this job's token; `transcript`: the job hands over each turn. */
 export interface ServiceChannelConfig {
   readonly url: string
   readonly token: string
+  readonly transcript?: boolean | undefined
 }
+
+/** The channel's endpoint that takes one transcript turn (not a tool: no model ever calls it). */
+export const TRANSCRIPT_ENDPOINT = "transcript"
+/** Time the worker has to store one turn. */
+const TRANSCRIPT_TIMEOUT_MS = 60_000
 
 /** What the service answers for every call (also with 4xx): text for the model and whether it is an error. */
 export const ServiceAnswer = Schema.Struct({ text: Schema.String, isError: Schema.Boolean })
@@ -95,3 +101,9 @@ export const makeServiceChannel = (config: ServiceChannelConfig): ServiceChannel
       })
     )
 })
+
+/** Sends one transcript turn (a JSON document) to the worker; fails with the reason it was not taken. */
+export const makeTranscriptSender =
+  (config: ServiceChannelConfig) =>
+  (turn: unknown): Effect.Effect<void, ToolError> =>
+    Effect.asVoid(makeServiceChannel(config).call(TRANSCRIPT_ENDPOINT, turn, TRANSCRIPT_TIMEOUT_MS))

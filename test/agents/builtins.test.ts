@@ -1,4 +1,7 @@
-/** The five built-in agents ship valid, list no tools (so they get every kernel tool) and run as jobs. */
+/**
+ * The five built-in agents ship valid, list no tools (so they get every kernel tool) and run as jobs,
+ * each ending with a typed answer its schema accepts.
+ */
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Either } from "effect"
 import { AgentDefinition } from "../../src/contract/AgentDefinition.ts"
@@ -8,7 +11,7 @@ import { builtinAgents, builtinSkills } from "../../src/agents/builtins.ts"
 import { parseEvals } from "../../src/agents/evalSpec.ts"
 import { toAgentDefinition, validateAgent } from "../../src/agents/validateAgent.ts"
 import { compileJsonSchema } from "../../src/kernel/jsonSchema.ts"
-import { BUILTIN_OUTPUTS, builtinOutputsStep } from "../support/builtinOutputs.ts"
+import { BUILTIN_OUTPUTS, builtinAnswer, builtinAnswerTurn, builtinOutputsStep } from "../support/builtinOutputs.ts"
 import { createEnvelope, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
 
@@ -80,15 +83,63 @@ describe("built-in agents", () => {
     }
   )
 
+  test.each(agents.map((a) => [a.name, a] as const))(
+    "%s declares a typed answer: its schema accepts the example of its instructions and names each violation",
+    (name, pkg) => {
+      expect(pkg.answer).toEqual({ schema: "schemas/answer.schema.json" })
+      const answer = toAgentDefinition(pkg, { version: 1, sharedSkills }).answer
+      if (answer === undefined) throw new Error("no answer in the definition")
+      const check = Either.getOrThrow(compileJsonSchema(answer.schemaText))
+      const example = /```json\n([\s\S]*?)\n```\s*$/.exec(pkg.instructions)?.[1]
+      expect(check(JSON.parse(example ?? "null"))).toEqual([])
+      expect(check(BUILTIN_OUTPUTS[name]?.answer)).toEqual([])
+      // A count as text, a missing summary, and no file written: each named.
+      const { summary: _s, ...rest } = BUILTIN_OUTPUTS[name]?.answer as Record<string, unknown>
+      const counts = rest["counts"] as Record<string, unknown>
+      const first = Object.keys(counts)[0] ?? ""
+      const bad = check({ ...rest, counts: { ...counts, [first]: "3" }, outputs: [] })
+      expect(bad.map((v) => v.pointer).sort()).toEqual([`/counts/${first}`, "/outputs", "/summary"])
+    }
+  )
+
   const dirs = createJobDirs({ "app.ts": "export const main = () => 1\n" })
   afterAll(() => dirs.cleanup())
+
+  test.each(agents.map((a) => [a.name, a] as const))(
+    "a job of %s completes with a typed answer that validates against its schema",
+    async (name, pkg) => {
+      const server = await startOpenAIServer([builtinOutputsStep(name), builtinAnswerTurn(name, `Wrote the ${name} reports.`)])
+      try {
+        const agent = toAgentDefinition(pkg, { version: 1, sharedSkills })
+        const job = {
+          agent,
+          task: "Look at this codebase.",
+          model: { provider: "scripted", id: "scripted-model" },
+          workspace: { root: dirs.root, readOnly: [dirs.src], outDir: dirs.out },
+          limits: { timeoutSec: 30 }
+        }
+        const run = await runJobChild(createEnvelope(job, [createProvider(server, "openai-completions")]))
+        const done = run.events.at(-1)
+        expect(done).toMatchObject({ type: "job.completed", summary: builtinAnswer(name, `Wrote the ${name} reports.`) })
+        const answer = done?.type === "job.completed" ? done.answer : undefined
+        expect(answer).toEqual(BUILTIN_OUTPUTS[name]?.answer)
+        const check = Either.getOrThrow(compileJsonSchema(agent.answer?.schemaText ?? ""))
+        expect(check(answer)).toEqual([])
+        expect(run.code).toBe(0)
+        // The model was told the form and the schema (the system prompt's answer block).
+        expect(server.requests[0]?.rawBody).toContain("<answer-format>")
+      } finally {
+        await server.stop()
+      }
+    }
+  )
 
   test("codebase-inventory runs as a job: the prompt reaches the model, every kernel tool is offered", async () => {
     const pkg = builtinAgents().get("codebase-inventory")!
     const server = await startOpenAIServer([
       { kind: "turn", toolCalls: [{ name: "ls", arguments: {} }] },
       builtinOutputsStep("codebase-inventory", "# Inventory\n"),
-      { kind: "turn", text: "Wrote inventory.md and inventory.json." }
+      builtinAnswerTurn("codebase-inventory", "Wrote inventory.md and inventory.json.")
     ])
     try {
       const job = {
@@ -101,7 +152,11 @@ describe("built-in agents", () => {
       const run = await runJobChild(createEnvelope(job, [createProvider(server, "openai-completions")]))
       expect(run.code).toBe(0)
       expect(run.events.some((e) => e.type === "output" && e.path === "inventory.md")).toBe(true)
-      expect(run.events.at(-1)).toMatchObject({ type: "job.completed", summary: "Wrote inventory.md and inventory.json." })
+      expect(run.events.at(-1)).toMatchObject({
+        type: "job.completed",
+        summary: builtinAnswer("codebase-inventory", "Wrote inventory.md and inventory.json."),
+        answer: BUILTIN_OUTPUTS["codebase-inventory"]?.answer
+      })
       const body = server.requests[0]!.body as {
         messages: Array<{ role: string; content: string }>
         tools: Array<{ function: { name: string } }>

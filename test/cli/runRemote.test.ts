@@ -14,7 +14,7 @@ import { listen } from "../../src/http/serve.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { createRootDir, testJobRoots } from "../support/jobRoots.ts"
-import { builtinOutputsStep } from "../support/builtinOutputs.ts"
+import { BUILTIN_OUTPUTS, builtinAnswer, builtinAnswerTurn, builtinOutputsStep } from "../support/builtinOutputs.ts"
 import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
 import { makeTestApp, type TestApp } from "../support/testApp.ts"
 
@@ -56,12 +56,12 @@ describe("with a server up", () => {
     // Two scripted turns per job that runs (two tests start one each): its contracted files, then its answer.
     model = await startOpenAIServer([
       builtinOutputsStep("codebase-inventory"),
-      { kind: "turn", text: "Remote summary: one file." },
+      builtinAnswerTurn("codebase-inventory", "Remote summary: one file."),
       builtinOutputsStep("codebase-inventory"),
-      { kind: "turn", text: "Second summary." },
+      builtinAnswerTurn("codebase-inventory", "Second summary."),
       // --json, then Ctrl-C.
       builtinOutputsStep("codebase-inventory"),
-      { kind: "turn", text: "JSON summary." },
+      builtinAnswerTurn("codebase-inventory", "JSON summary."),
       { kind: "stall", afterText: "Partial" }
     ])
     made = await makeTestApp({ jobRoots: testJobRoots([work]), worker: { log: (l) => logs.push(l) }, appLog: (l) => logs.push(l) })
@@ -96,7 +96,7 @@ describe("with a server up", () => {
     const r = await finished(spawnRun(work, { KINTSUGI_URL: url, KINTSUGI_TOKEN: token, KINTSUGI_DATA_DIR: absent }))
     expect(r.err).toBe("")
     expect(r.code).toBe(0)
-    expect(r.out).toContain("● codebase-inventory v2")
+    expect(r.out).toContain("● codebase-inventory v3")
     expect(r.out.split("Remote summary: one file.").length - 1).toBe(1)
     expect(r.out.split("✔ completed").length - 1).toBe(1)
     expect(r.out).toContain("outputs: ")
@@ -150,9 +150,10 @@ describe("with a server up", () => {
         .filter((e) => e["type"] === "message.delta")
         .map((e) => e["text"])
         .join("")
-    ).toBe("JSON summary.")
+    ).toBe(builtinAnswer("codebase-inventory", "JSON summary."))
     const summary = objects.at(-1) ?? {}
     expect(Object.keys(summary).sort()).toEqual([
+      "answer",
       "costUsd",
       "durationMs",
       "jobId",
@@ -164,6 +165,9 @@ describe("with a server up", () => {
       "usage"
     ])
     expect(summary).toMatchObject({ type: "summary", status: "completed", reason: null, message: null, usage: { turns: 2 } })
+    // The typed answer, as the job.completed event carried it.
+    expect(summary["answer"]).toEqual(BUILTIN_OUTPUTS["codebase-inventory"]?.answer)
+    expect(events.at(-1)?.["answer"]).toEqual(BUILTIN_OUTPUTS["codebase-inventory"]?.answer)
     const jobs = await made.runtime.runPromise(
       Effect.flatMap(
         SqlClient,

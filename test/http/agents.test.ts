@@ -38,8 +38,8 @@ describe("GET /api/admin/agents (catalog)", () => {
         builtin: true,
         description: expect.any(String),
         audience: "runtime",
-        // The release's number for its built-ins (their shipped `version:`), v2 since their output contracts.
-        version: 2,
+        // The release's number for its built-ins (their shipped `version:`), v3 since their typed answers.
+        version: 3,
         enabled: true,
         problems: [],
         binding: null,
@@ -140,7 +140,7 @@ describe("GET /api/admin/agents/:name", () => {
 
   test("a built-in agent, with its package files", async () => {
     const agent = (await get("/api/admin/agents/codebase-inventory")).json().agent
-    expect(agent).toMatchObject({ name: "codebase-inventory", builtin: true, version: 2, problems: [] })
+    expect(agent).toMatchObject({ name: "codebase-inventory", builtin: true, version: 3, problems: [] })
     const paths = agent.files.map((f: { path: string }) => f.path)
     expect(paths[0]).toBe("codebase-inventory.md")
     expect(paths).toContain("skills/report-format/SKILL.md")
@@ -283,7 +283,7 @@ describe("POST /api/admin/agents/:name/copy", () => {
     const original = (await get("/api/admin/agents/codebase-inventory")).json().agent
     expect(copy.package).toEqual({ ...original.package, name: "my-inventory" })
     const versions = (await get("/api/admin/agents/my-inventory/versions")).json().versions
-    expect(versions[0].note).toBe("copied from codebase-inventory v2")
+    expect(versions[0].note).toBe("copied from codebase-inventory v3")
     // Same job definition, under the new id, as the copy's first version.
     expect(await definitionOf("my-inventory")).toEqual({ ...(await definitionOf("codebase-inventory")), id: "my-inventory", version: 1 })
     // The copy is editable, the built-in is not.
@@ -403,7 +403,7 @@ describe("GET /api/admin/agents/:name/definition", () => {
   test("a built-in resolves (every kernel tool: no tools key)", async () => {
     const d = await definitionOf("codebase-inventory")
     expect(d.id).toBe("codebase-inventory")
-    expect(d.version).toBe(2)
+    expect(d.version).toBe(3)
     expect("tools" in d).toBe(false)
     expect(d.skills.map((s: { name: string }) => s.name)).toContain("report-format")
   })

@@ -166,8 +166,10 @@ describe("GET /api/admin/agents/:name/export", () => {
     expect(Object.keys(unzipText(r.bytes))).toContain("codebase-inventory.md")
     // Its output schema is part of the package, so of the export.
     expect(Object.keys(unzipText(r.bytes))).toContain("schemas/inventory.schema.json")
-    expect((await get("/api/admin/agents/codebase-inventory/export?version=2")).status).toBe(200)
-    expect((await get("/api/admin/agents/codebase-inventory/export?version=1")).status).toBe(404)
+    // Its answer schema too.
+    expect(Object.keys(unzipText(r.bytes))).toContain("schemas/answer.schema.json")
+    expect((await get("/api/admin/agents/codebase-inventory/export?version=3")).status).toBe(200)
+    expect((await get("/api/admin/agents/codebase-inventory/export?version=2")).status).toBe(404)
     expect((await get("/api/admin/agents/never-created/export")).status).toBe(404)
   })
 

@@ -20,7 +20,7 @@ import { makeTestAppRuntime, type TestRuntime } from "../support/testApp.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { attr, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from "../support/otlpReceiver.ts"
-import { builtinOutputCalls } from "../support/builtinOutputs.ts"
+import { builtinAnswer, builtinOutputCalls } from "../support/builtinOutputs.ts"
 import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
 
 setDefaultTimeout(60_000)
@@ -106,13 +106,13 @@ beforeAll(async () => {
       ],
       usage: { input: 1000, output: 100 }
     },
-    { kind: "turn", text: `Read it. ${ANSWER}`, usage: { input: 1200, output: 20 } },
+    { kind: "turn", text: builtinAnswer("codebase-inventory", `Read it. ${ANSWER}`), usage: { input: 1200, output: 20 } },
     {
       kind: "turn",
       toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }, ...builtinOutputCalls("codebase-inventory")],
       usage: { input: 1000, output: 100 }
     },
-    { kind: "turn", text: `Read it. ${ANSWER}`, usage: { input: 1200, output: 20 } }
+    { kind: "turn", text: builtinAnswer("codebase-inventory", `Read it. ${ANSWER}`), usage: { input: 1200, output: 20 } }
   ])
   broken = await startOpenAIServer([{ kind: "http-error", status: 400, body: { error: { message: "bad request" } } }])
   const config = ConfigProvider.fromMap(

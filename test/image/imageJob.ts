@@ -13,7 +13,7 @@ import fs from "node:fs"
 import path from "node:path"
 import { parseArgs } from "node:util"
 import { bypassProxyForLoopback, startOpenAIServer } from "../../src/testing/scriptedServers.ts"
-import { builtinOutputsStep, BUILTIN_OUTPUTS } from "../support/builtinOutputs.ts"
+import { builtinAnswerTurn, builtinOutputsStep, BUILTIN_OUTPUTS } from "../support/builtinOutputs.ts"
 import { until } from "../support/waitFor.ts"
 
 const { values: args } = parseArgs({
@@ -76,7 +76,7 @@ if (outputs === undefined) throw new Error(`${agent} is not a built-in agent`)
 const model = await startOpenAIServer([
   { kind: "turn", toolCalls: commands.map((command) => ({ name: "shell", arguments: { command, timeoutSec: 60 } })) },
   builtinOutputsStep(agent),
-  { kind: "turn", text: `Ran ${scripts.join(", ")} and wrote ${outputs.report} and ${outputs.json}.` }
+  builtinAnswerTurn(agent, `Ran ${scripts.join(", ")} and wrote ${outputs.report} and ${outputs.json}.`)
 ])
 
 try {

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import type { BrowserContext, Page } from "playwright-core"
 import { createJobDirs, type JobDirs } from "../support/jobChild.ts"
-import { builtinOutputCalls } from "../support/builtinOutputs.ts"
+import { builtinAnswer, builtinOutputCalls } from "../support/builtinOutputs.ts"
 import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
 import { BROWSER_TEST_MS, MANAGER, startPortal, type Portal } from "./harness.ts"
 
@@ -38,7 +38,7 @@ beforeAll(async () => {
       toolCalls: [{ name: "read", arguments: { path: "src/a.ts" } }, ...builtinOutputCalls("codebase-inventory")],
       usage: { input: 1000, output: 50 }
     },
-    { kind: "turn", text: ANSWER, usage: { input: 1200, output: 30 }, chunkSize: 6, delayMs: 250 }
+    { kind: "turn", text: builtinAnswer("codebase-inventory", ANSWER), usage: { input: 1200, output: 30 }, chunkSize: 6, delayMs: 250 }
   ])
   dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
   portal = await startPortal({ worker: true })

@@ -15,7 +15,7 @@ import type { BrowserContext, Page } from "playwright-core"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { createJobDirs, MODEL_PRICES, type JobDirs } from "../support/jobChild.ts"
-import { builtinOutputCalls } from "../support/builtinOutputs.ts"
+import { builtinAnswer, builtinOutputCalls } from "../support/builtinOutputs.ts"
 import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
 import { BROWSER_TEST_MS, MANAGER, startPortal, type Portal } from "./harness.ts"
 
@@ -48,7 +48,7 @@ beforeAll(async () => {
   server = await startOpenAIServer([
     // codebase-inventory's output contract: its report (hostile HTML here) and inventory.json.
     { kind: "turn", toolCalls: builtinOutputCalls("codebase-inventory", HOSTILE), usage: { input: 1000, output: 50 } },
-    { kind: "turn", text: ANSWER, usage: { input: 1200, output: 30 } },
+    { kind: "turn", text: builtinAnswer("codebase-inventory", ANSWER), usage: { input: 1200, output: 30 } },
     // The second job's model never answers: it is aborted.
     { kind: "stall" }
   ])

@@ -12,7 +12,7 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import type { Browser } from "playwright-core"
-import { builtinOutputCalls } from "../support/builtinOutputs.ts"
+import { builtinAnswer, builtinOutputCalls } from "../support/builtinOutputs.ts"
 import { createTarGz } from "../support/archives.ts"
 import { adminStatement, withDatabase } from "../support/db.ts"
 import { TEST_SANDBOX_MODE } from "../support/sandbox.ts"
@@ -53,7 +53,7 @@ beforeAll(async () => {
       toolCalls: [{ name: "read", arguments: { path: "src/a.ts" } }, ...builtinOutputCalls("codebase-inventory")],
       usage: { input: 1000, output: 50 }
     },
-    { kind: "turn", text: ANSWER, usage: { input: 1200, output: 30 } }
+    { kind: "turn", text: builtinAnswer("codebase-inventory", ANSWER), usage: { input: 1200, output: 30 } }
   ])
   browser = await launchChromium()
 }, 120_000)

@@ -11,7 +11,7 @@ import type { Page } from "playwright-core"
 import { Access } from "../../src/access/Access.ts"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { ProviderStore } from "../../src/providers/ProviderStore.ts"
-import { builtinOutputsStep } from "../support/builtinOutputs.ts"
+import { builtinAnswerTurn, builtinOutputsStep } from "../support/builtinOutputs.ts"
 import { createJobDirs, type JobDirs } from "../support/jobChild.ts"
 import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
 import { BROWSER_TEST_MS, MANAGER, startPortal, type Portal, type TestUser } from "./harness.ts"
@@ -43,7 +43,7 @@ beforeAll(async () => {
   // The job's first model call waits for the gate: the job stays running until the journey is done.
   model = await startOpenAIServer([
     { kind: "fn", respond: async () => (called(), await gate, builtinOutputsStep("codebase-inventory")) },
-    { kind: "turn", text: "Inventory done after the admin changes." }
+    builtinAnswerTurn("codebase-inventory", "Inventory done after the admin changes.")
   ])
   dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
   portal = await startPortal({ worker: true })

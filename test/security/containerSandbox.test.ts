@@ -13,7 +13,7 @@ import path from "node:path"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { toolResultsOf } from "../../src/testing/toolResultsOf.ts"
 import { readStat } from "../../src/tools/processTree.ts"
-import { builtinOutputsStep } from "../support/builtinOutputs.ts"
+import { builtinAnswerTurn, builtinOutputsStep } from "../support/builtinOutputs.ts"
 import { bwrapWorks, BWRAP_SKIP_REASON, landlockSkipReason, landlockWorks } from "../support/sandbox.ts"
 import { startOpenAIServer, type ScriptedServer } from "../support/scriptedServers.ts"
 import { addScriptedProvider, createServeHome, issueApiToken, startServe, type ServeProcess } from "../support/serveProcess.ts"
@@ -185,7 +185,7 @@ for (const mechanism of MECHANISMS) {
         model?.append(
           { kind: "turn", toolCalls: [{ name: "shell", arguments: { command: `SRC='src'\n${body}`, timeoutSec: 120 } }] },
           builtinOutputsStep(agent),
-          { kind: "turn", text: `${agent} done.` }
+          builtinAnswerTurn(agent, `${agent} done.`)
         )
         const { job, events } = await runJob(agent, `Run ${script} and report.`)
         expect({ agent, status: job.status, message: job.message ?? null }).toEqual({ agent, status: "completed", message: null })
@@ -211,7 +211,7 @@ for (const mechanism of MECHANISMS) {
       model?.append(
         ...calls.map((command) => ({ kind: "turn" as const, toolCalls: [{ name: "shell", arguments: { command, timeoutSec: 120 } }] })),
         builtinOutputsStep("risk-quality"),
-        { kind: "turn", text: "limits done." }
+        builtinAnswerTurn("risk-quality", "limits done.")
       )
       const rss = () => (readStat(running.proc.pid)?.rss ?? 0) * 4096
       const rssBefore = rss()

@@ -1,8 +1,9 @@
 /**
- * What a built-in agent's output contract asks of a job (its `outputs:`: the Markdown report and the
- * JSON file its package's schema checks), as scripted model turns: tests that run a built-in agent to
- * `job.completed` write these before the final answer. The JSON documents are the smallest ones each
- * schema accepts (every key of the agent's sketch, empty collections).
+ * What a built-in agent's contract asks of a job (its `outputs:`: the Markdown report and the JSON
+ * file its package's schema checks; its `answer:`: the typed final answer), as scripted model turns:
+ * tests that run a built-in agent to `job.completed` write these, then answer with builtinAnswer. The
+ * JSON documents are the smallest ones each schema accepts (every key of the agent's sketch, empty
+ * collections); the answers are small valid ones.
  */
 import type { ScriptedToolCall, ScriptedUsage, Step } from "../../src/testing/scriptedServers.ts"
 
@@ -10,8 +11,12 @@ const coverage = { readInDepth: [], sampled: [], skipped: [] }
 const head = (schema: string) => ({ schema, sourceRoot: "src", revision: null, summary: "" })
 const tail = { openQuestions: [], coverage, injectionAttempts: [] }
 
-/** Per built-in: its Markdown report, its JSON file and the smallest JSON document its schema accepts. */
-export const BUILTIN_OUTPUTS: Readonly<Record<string, { readonly report: string; readonly json: string; readonly document: unknown }>> = {
+const none = { gaps: [], injectionAttempts: 0 }
+
+/** Per built-in: its Markdown report, its JSON file, the smallest JSON document its schema accepts, and a valid answer. */
+export const BUILTIN_OUTPUTS: Readonly<
+  Record<string, { readonly report: string; readonly json: string; readonly document: unknown; readonly answer: unknown }>
+> = {
   "codebase-inventory": {
     report: "inventory.md",
     json: "inventory.json",
@@ -26,6 +31,14 @@ export const BUILTIN_OUTPUTS: Readonly<Record<string, { readonly report: string;
       generatedCode: [],
       history: { available: false },
       ...tail
+    },
+    answer: {
+      summary: "An empty tree.",
+      counts: { files: 0, lines: 0, languages: 0, modules: 0, entryPoints: 0, manifests: 0 },
+      primaryLanguages: [],
+      highlights: [],
+      ...none,
+      outputs: ["inventory.md", "inventory.json"]
     }
   },
   "architecture-map": {
@@ -40,6 +53,14 @@ export const BUILTIN_OUTPUTS: Readonly<Record<string, { readonly report: string;
       layers: [],
       findings: [],
       ...tail
+    },
+    answer: {
+      summary: "No components.",
+      counts: { components: 0, dependencies: 0, stores: 0, externals: 0, layers: 0, findings: 0 },
+      deployableUnits: [],
+      highlights: [],
+      ...none,
+      outputs: ["architecture.md", "dependencies.json"]
     }
   },
   "data-interfaces": {
@@ -55,6 +76,14 @@ export const BUILTIN_OUTPUTS: Readonly<Record<string, { readonly report: string;
       formats: [],
       sensitiveData: [],
       ...tail
+    },
+    answer: {
+      summary: "No data stores or interfaces.",
+      counts: { stores: 0, schemas: 0, migrations: 0, interfaces: 0, formats: 0, sensitiveData: 0 },
+      interfacesByKind: {},
+      highlights: [],
+      ...none,
+      outputs: ["data-and-interfaces.md", "interfaces.json"]
     }
   },
   "domain-rules": {
@@ -69,6 +98,14 @@ export const BUILTIN_OUTPUTS: Readonly<Record<string, { readonly report: string;
       calculations: [],
       conflicts: [],
       ...tail
+    },
+    answer: {
+      summary: "No domain rules.",
+      counts: { entities: 0, rules: 0, stateMachines: 0, calculations: 0, conflicts: 0 },
+      fragileRules: [],
+      highlights: [],
+      ...none,
+      outputs: ["domain.md", "rules.json"]
     }
   },
   "risk-quality": {
@@ -85,6 +122,14 @@ export const BUILTIN_OUTPUTS: Readonly<Record<string, { readonly report: string;
       deadCode: [],
       unverifiedSignals: [],
       ...tail
+    },
+    answer: {
+      summary: "No risks found.",
+      counts: { risks: 0, hotspots: 0, secrets: 0, dependencyIssues: 0, deadCode: 0 },
+      risksBySeverity: { critical: 0, high: 0, medium: 0, low: 0, info: 0 },
+      topRisks: [],
+      ...none,
+      outputs: ["risks.md", "risks.json"]
     }
   }
 }
@@ -106,11 +151,22 @@ export const builtinOutputsStep = (agent: string, report = "# Report\n", usage?:
   ...(usage !== undefined ? { usage } : {})
 })
 
+/** The final answer of `agent`: a note, then its valid answer in a ```json block (the form its instructions ask for). */
+export const builtinAnswer = (agent: string, note = "Done."): string => {
+  const o = BUILTIN_OUTPUTS[agent]
+  if (o === undefined) throw new Error(`builtinAnswer: ${agent} is not a built-in agent`)
+  return `${note}\n\n\`\`\`json\n${JSON.stringify(o.answer, null, 2)}\n\`\`\`\n`
+}
+
+/** One scripted turn answering as `agent` must (builtinAnswer). */
+export const builtinAnswerTurn = (agent: string, note?: string): Step => ({ kind: "turn", text: builtinAnswer(agent, note) })
+
 /**
  * A step for jobs that run at once on one scripted server (steps are taken in request order, not per
- * job): a request without a tool result yet writes the contracted files, the next answers `text`.
+ * job): a request without a tool result yet writes the contracted files, the next answers (builtinAnswer).
  */
-export const builtinAnswerStep = (agent: string, text: string): Step => ({
+export const builtinAnswerStep = (agent: string, note?: string): Step => ({
   kind: "fn",
-  respond: (request) => (/"role":\s*"tool"|"tool_result"/.test(request.rawBody) ? { kind: "turn", text } : builtinOutputsStep(agent))
+  respond: (request) =>
+    /"role":\s*"tool"|"tool_result"/.test(request.rawBody) ? builtinAnswerTurn(agent, note) : builtinOutputsStep(agent)
 })

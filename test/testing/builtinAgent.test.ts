@@ -18,6 +18,17 @@ setDefaultTimeout(30_000)
 
 const AGENT = join(import.meta.dir, "..", "..", "builtin-agents", "codebase-inventory")
 
+// The typed answer its package's schemas/answer.schema.json describes.
+const ANSWER = {
+  summary: "An npm package, todo-api.",
+  counts: { files: 2, lines: 7, languages: 1, modules: 1, entryPoints: 1, manifests: 1 },
+  primaryLanguages: ["JavaScript"],
+  highlights: [],
+  gaps: [],
+  injectionAttempts: 0,
+  outputs: ["inventory.md", "inventory.json"]
+}
+
 let server: ScriptedServer | undefined
 afterEach(() => server?.stop())
 
@@ -61,7 +72,8 @@ test("codebase-inventory reads the manifest and writes its report", async () => 
         }
       }
     },
-    { kind: "turn", text: "An npm package, todo-api. Wrote inventory.md and inventory.json." }
+    // Turn 3: the final answer, the typed answer as JSON (alone here; a note before a ```json block is fine too).
+    { kind: "turn", text: JSON.stringify(ANSWER) }
   ])
 
   const run = await runAgent({
@@ -74,7 +86,8 @@ test("codebase-inventory reads the manifest and writes its report", async () => 
     }
   })
 
-  expectEndedWith(run, "completed")
+  // job.completed carries the answer, parsed and checked against the schema.
+  expect(expectEndedWith(run, "completed")).toMatchObject({ answer: ANSWER })
   expectRead(run, "src/package.json", [1, 5])
   expectWrote(run, "inventory.md", /\| src\/package\.json:2 \| npm \| todo-api \|/)
   expectWrote(run, "inventory.json", /"module": "todo-api"/)

@@ -14,7 +14,7 @@ import { commonAncestor } from "../../src/cli/run.ts"
 import { childEnv } from "../support/jobChild.ts"
 import { createTestDataDir } from "../support/db.ts"
 import { testJobRoots } from "../support/jobRoots.ts"
-import { builtinOutputsStep } from "../support/builtinOutputs.ts"
+import { BUILTIN_OUTPUTS, builtinAnswer, builtinOutputsStep } from "../support/builtinOutputs.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
@@ -26,6 +26,10 @@ afterAll(async () => {
   for (const c of cleanups) await c()
 })
 
+/** The final answers (a note and the typed answer); the first without a trailing newline. */
+const FIRST = builtinAnswer("codebase-inventory", "Inventory written.").trimEnd()
+const SECOND = builtinAnswer("codebase-inventory", "Inventory written again.")
+
 test("runs a built-in agent through its binding and shows progress live", async () => {
   const secretKey = "test-secret-key-for-run-command"
   process.env["KINTSUGI_SECRET_KEY"] = secretKey
@@ -33,10 +37,10 @@ test("runs a built-in agent through its binding and shows progress live", async 
   cleanups.push(cleanup)
   const server = await startOpenAIServer([
     builtinOutputsStep("codebase-inventory", "# Inventory\n", { input: 500, output: 40 }),
-    { kind: "turn", text: "Inventory written.", usage: { input: 600, output: 10 } },
+    { kind: "turn", text: FIRST, usage: { input: 600, output: 10 } },
     // The same job again, with --json.
     builtinOutputsStep("codebase-inventory", "# Inventory\n", { input: 500, output: 40 }),
-    { kind: "turn", text: "Inventory written again.", usage: { input: 600, output: 10 } }
+    { kind: "turn", text: SECOND, usage: { input: 600, output: 10 } }
   ])
   cleanups.push(() => server.stop())
   const rt = await makeTestAppRuntime({ db: makeDbLayer({ dataDir }), jobRoots: testJobRoots(), secrets: SecretBoxLive })
@@ -81,12 +85,12 @@ test("runs a built-in agent through its binding and shows progress live", async 
   })
   const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   expect({ code, err: err.slice(0, 500) }).toEqual({ code: 0, err: "" })
-  expect(out).toContain("● codebase-inventory v2")
+  expect(out).toContain("● codebase-inventory v3")
   expect(out).toContain("→ write")
   expect(out).toContain("wrote inventory.md")
   expect(out).toContain("wrote inventory.json")
   // One summary line at the end, on a line of its own after the streamed text (which ends without a newline).
-  expect(out).toContain("Inventory written.\n  · turn 2")
+  expect(out).toContain(`${FIRST}\n  · turn 2`)
   expect(out).toMatch(
     /\n✔ completed in [\d.]+s · 2 turns · 1100 in \/ 50 out tokens · \$\d+\.\d{4} · job \S+ · outputs: not in a git work tree: left in place\n$/
   )
@@ -138,7 +142,7 @@ test("runs a built-in agent through its binding and shows progress live", async 
       .filter((e) => e["type"] === "message.delta")
       .map((e) => e["text"])
       .join("")
-  ).toBe("Inventory written again.")
+  ).toBe(SECOND)
   expect(events.at(-1)?.["type"]).toBe("job.completed")
   const summary = objects.at(-1)
   expect(summary).toMatchObject({
@@ -147,7 +151,8 @@ test("runs a built-in agent through its binding and shows progress live", async 
     reason: null,
     message: null,
     usage: { turns: 2, inputTokens: 1100, outputTokens: 50, cacheReadTokens: 0, cacheWriteTokens: 0 },
-    outputs: "not in a git work tree: left in place"
+    outputs: "not in a git work tree: left in place",
+    answer: BUILTIN_OUTPUTS["codebase-inventory"]?.answer
   })
   expect(typeof summary?.["jobId"]).toBe("string")
   expect(summary?.["durationMs"]).toBeGreaterThan(0)

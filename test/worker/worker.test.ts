@@ -21,7 +21,7 @@ import { makeTestAppRuntime, type TestRuntime } from "../support/testApp.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 import { MODEL_PRICES } from "../support/jobChild.ts"
 import { isAlive } from "../support/processes.ts"
-import { builtinAnswerStep, builtinOutputsStep } from "../support/builtinOutputs.ts"
+import { BUILTIN_OUTPUTS, builtinAnswer, builtinAnswerStep, builtinAnswerTurn, builtinOutputsStep } from "../support/builtinOutputs.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
 import { until } from "../support/waitFor.ts"
 
@@ -129,7 +129,7 @@ describe("the worker", () => {
     const server = await useProvider("gw", [
       { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }], usage: { input: 1000, output: 100 } },
       builtinOutputsStep("codebase-inventory", "# Inventory\n\nOne file.\n", { input: 1200, output: 80 }),
-      { kind: "turn", text: "Wrote inventory.md.", usage: { input: 1300, output: 20 } }
+      { kind: "turn", text: builtinAnswer("codebase-inventory", "Wrote inventory.md."), usage: { input: 1300, output: 20 } }
     ])
     await bind("codebase-inventory", "gw")
     const repo = createRepo()
@@ -146,7 +146,15 @@ describe("the worker", () => {
     expect(types).toContain("output")
 
     const done = await waitSettled(job.id)
-    expect(done).toMatchObject({ status: "completed", summary: "Wrote inventory.md.", agentVersion: "2", model: "gw/m" })
+    expect(done).toMatchObject({
+      status: "completed",
+      summary: builtinAnswer("codebase-inventory", "Wrote inventory.md."),
+      agentVersion: "3",
+      model: "gw/m"
+    })
+    // The typed answer: stored with the job.completed event, shown by the API's job.
+    const viaApi = JSON.parse((await api("GET", `/api/jobs/${job.id}`)).text) as { job: { answer?: unknown } }
+    expect(viaApi.job.answer).toEqual(BUILTIN_OUTPUTS["codebase-inventory"]?.answer)
     const perM = (n: number, price: number) => (n * price) / 1e6
     expect(done.costUsd).toBeCloseTo(perM(3500, MODEL_PRICES.input) + perM(200, MODEL_PRICES.output), 12)
     expect(done.usage).toMatchObject({ inputTokens: 3500, outputTokens: 200, turns: 3 })
@@ -154,7 +162,7 @@ describe("the worker", () => {
     const stored = JSON.parse((await api("GET", `/api/jobs/${job.id}/events?format=json`)).text) as { events: Array<{ seq: number }> }
     expect(stored.events.length).toBe(frames.length)
     expect(done.outputs).toMatch(/^committed [0-9a-f]{12}$/)
-    expect(git(repo.root, "log", "-1", "--format=%s")).toBe(`kintsugi: codebase-inventory v2 (job ${job.id})`)
+    expect(git(repo.root, "log", "-1", "--format=%s")).toBe(`kintsugi: codebase-inventory v3 (job ${job.id})`)
     expect(git(repo.root, "show", "--name-only", "--format=", "HEAD")).toBe("out/inventory.json\nout/inventory.md")
     // The key reached the provider, though no event, row or log line holds it.
     expect(server.requests[0]!.headers["authorization"]).toBe(`Bearer ${KEY}`)
@@ -164,7 +172,7 @@ describe("the worker", () => {
     await useProvider("gg", [
       { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }] },
       builtinOutputsStep("codebase-inventory", "# Inventory\n\nmain at src/app.ts:1, helpers at src/app.ts:40.\n"),
-      { kind: "turn", text: "Wrote inventory.md." }
+      builtinAnswerTurn("codebase-inventory", "Wrote inventory.md.")
     ])
     await bind("codebase-inventory", "gg")
     const repo = createRepo()
@@ -211,17 +219,17 @@ describe("the worker", () => {
     const gate = new Promise<void>((r) => (release = r))
     const first = await useProvider("first", [
       { kind: "fn", respond: async () => (await gate, builtinOutputsStep("domain-rules")) },
-      { kind: "turn", text: "first done" }
+      builtinAnswerTurn("domain-rules", "first done")
     ])
-    const second = await useProvider("second", [builtinOutputsStep("domain-rules"), { kind: "turn", text: "second done" }])
+    const second = await useProvider("second", [builtinOutputsStep("domain-rules"), builtinAnswerTurn("domain-rules", "second done")])
     await bind("domain-rules", "first")
     const running = await startJob("domain-rules", createRepo())
     await until(() => first.requests.length > 0, { what: "the first provider's first request", timeoutMs: 60_000 })
     await bind("domain-rules", "second")
     release()
     const next = await startJob("domain-rules", createRepo())
-    expect((await waitSettled(running.id)).summary).toBe("first done")
-    expect((await waitSettled(next.id)).summary).toBe("second done")
+    expect((await waitSettled(running.id)).summary).toBe(builtinAnswer("domain-rules", "first done"))
+    expect((await waitSettled(next.id)).summary).toBe(builtinAnswer("domain-rules", "second done"))
     expect(first.requests.length).toBe(2)
     expect(second.requests.length).toBe(2)
   }, 90_000)

@@ -55,6 +55,18 @@ describe("agent form", () => {
     expect(placed.bySlot.get("outputs")?.map((p) => p.message)).toEqual(["line 2: schemas/nope.json is not in the package"])
   })
 
+  test("the typed answer: its schema path in a field of its own, back to the same front matter; a missing schema is a problem at the field", () => {
+    const pkg = builtinAgents().get("risk-quality")!
+    const form = formFromPackage(pkg, offered)
+    expect(form.answer).toBe("schemas/answer.schema.json")
+    expect(filesOf(form)[0]?.content).toContain('answer: { schema: "schemas/answer.schema.json" }\n')
+    expect(formFromFields(new URLSearchParams({ answer: " schemas/a.json " })).answer).toBe("schemas/a.json")
+    expect(filesOf({ ...form, answer: "" })[0]?.content).not.toContain("answer:")
+    const missing = { ...form, answer: "schemas/nope.json" }
+    const placed = placeProblems(missing, problemsOf(missing))
+    expect(placed.bySlot.get("answer")?.map((p) => p.message)).toEqual(["schemas/nope.json is not in the package"])
+  })
+
   test("gate: evals survives the form: a package with it comes back with it, and the posted checkbox sets it", () => {
     const pkg = { ...builtinAgents().get("risk-quality")!, gate: "evals" as const }
     const form = formFromPackage(pkg, offered)

@@ -41,6 +41,8 @@ export interface AgentForm {
   readonly gate: string
   /** The output contract, one file per line: `report.md`, or `findings.json schemas/findings.schema.json`. */
   readonly outputs: string
+  /** The typed answer's schema (`schemas/<name>.json`), "" = none. */
+  readonly answer: string
   readonly instructions: string
   readonly localSkills: ReadonlyArray<FormRow>
   readonly files: ReadonlyArray<FormRow>
@@ -85,6 +87,7 @@ export const formFromFields = (f: Fields, fixedName?: string): AgentForm => ({
   grounding: line(f.get("grounding")) === "required" ? "required" : "",
   gate: line(f.get("gate")) === "evals" ? "evals" : "",
   outputs: text(f.get("outputs")),
+  answer: line(f.get("answer")).trim(),
   instructions: text(f.get("instructions")),
   localSkills: rows(f, "ls", "s"),
   files: rows(f, "file", "f")
@@ -113,6 +116,7 @@ export const formFromPackage = (pkg: AgentPackage, offered: OfferedTools): Agent
     grounding: pkg.grounding ?? "",
     gate: pkg.gate ?? "",
     outputs: (pkg.outputs ?? []).map((o) => (typeof o === "string" ? o : `${o.file} ${o.schema}`)).join("\n"),
+    answer: pkg.answer?.schema ?? "",
     instructions: pkg.instructions,
     localSkills: pkg.localSkills.map((s, i) => ({ key: `s${i}`, name: s.name, content: s.content })),
     // Eval files and fixtures (docs/evals.md) are rows like the other package files, so a save keeps them.
@@ -135,6 +139,7 @@ export const blankForm = (kernelTools: ReadonlyArray<string>): AgentForm => ({
   grounding: "",
   gate: "",
   outputs: "",
+  answer: "",
   instructions: "",
   localSkills: [],
   files: []
@@ -192,6 +197,7 @@ export const filesOfForm = (form: AgentForm): Either.Either<Array<{ path: string
     ...(form.grounding === "required" ? { grounding: "required" as const } : {}),
     ...(form.gate === "evals" ? { gate: "evals" as const } : {}),
     ...(contract.length > 0 ? { outputs: contract } : {}),
+    ...(form.answer !== "" ? { answer: { schema: form.answer } } : {}),
     audience: audience.right,
     instructions: form.instructions,
     localSkills: form.localSkills.filter((r) => !isBlank(r)).map((r) => ({ name: r.name.trim(), content: r.content })),
@@ -219,6 +225,7 @@ export const FIELD_SLOTS = [
   "grounding",
   "gate",
   "outputs",
+  "answer",
   "instructions"
 ] as const
 
@@ -232,6 +239,7 @@ const FRONT_MATTER_SLOT: ReadonlyArray<readonly [RegExp, string]> = [
   [/^grounding$/, "grounding"],
   [/^gate$/, "gate"],
   [/^outputs(\.|$)/, "outputs"],
+  [/^answer(\.|$)/, "answer"],
   [/^metadata(\.|$)/, "audience"],
   [/^body$/, "instructions"]
 ]

@@ -106,6 +106,14 @@ const behaviour = (form: AgentForm, placed: PlacedProblems): Html => html`
       placed,
       html`One file per line that every job must write, relative to the output folder. For a JSON file that must match a JSON Schema of this package, add the schema's path after a space: <code>findings.json schemas/findings.schema.json</code> (the schema is a package file below).`
     )}
+    ${field(
+      "answer",
+      "Answer schema",
+      (d) =>
+        html`<input type="text" id="f-answer" name="answer" value="${form.answer}" class="mono" spellcheck="false" aria-describedby="${d}">`,
+      placed,
+      html`Optional: a JSON Schema of this package (<code>schemas/answer.schema.json</code>) that the job's final message must satisfy as JSON; the job's result then carries the parsed answer.`
+    )}
     <div class="field" data-slot="grounding">
       <label class="check"><input type="checkbox" id="f-grounding" name="grounding" value="required"${form.grounding === "required" ? html` checked` : html``} aria-describedby="${slotId("grounding")}">
         Grounding required: a job whose outputs cite lines it never read fails</label>
@@ -131,6 +139,7 @@ const SLOT_LABELS: Readonly<Record<string, string>> = {
   grounding: "Grounding required",
   gate: "Gate on evals",
   outputs: "Output files",
+  answer: "Answer schema",
   instructions: "Instructions"
 }
 

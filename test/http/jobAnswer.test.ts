@@ -1,7 +1,7 @@
 /**
  * A completed job's typed answer, read from its stored `job.completed` event: `GET /api/jobs/:id`
  * shows it as `job.answer`, the job page as an Answer card (JSON, escaped); a job without one shows
- * neither.
+ * neither. The agent's Job definition tab names the answer schema.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
@@ -36,14 +36,14 @@ const createCompletedJob = async (completed: { readonly summary: string; readonl
   return job.id
 }
 
-const page = async (id: string): Promise<string> => {
+/** A portal page's HTML, signed in as the admin. */
+const portal = async (path: string): Promise<string> => {
   const session = await h.rt.runPromise(Effect.flatMap(Access, (a) => a.signIn("admin", "a long test password")))
-  const r = await h.app.handle(
-    new Request(`http://localhost/jobs/${id}`, { headers: { cookie: `__Host-kintsugi-session=${session.token}` } })
-  )
+  const r = await h.app.handle(new Request(`http://localhost${path}`, { headers: { cookie: `__Host-kintsugi-session=${session.token}` } }))
   expect(r.status).toBe(200)
   return r.text()
 }
+const page = (id: string) => portal(`/jobs/${id}`)
 
 describe("a job's typed answer", () => {
   const answer = { files: 2, languages: ["<b>ts</b>"], notes: null }
@@ -70,4 +70,12 @@ describe("a job's typed answer", () => {
     expect("answer" in r.json<{ job: object }>().job).toBe(false)
     expect(await page(id)).not.toContain("answer-title")
   })
+})
+
+test("the Job definition tab names a built-in's answer schema and shows it", async () => {
+  const html = await portal("/agents/risk-quality/definition")
+  expect(/<dd id="definition-answer">[\s\S]*?<\/dd>/.exec(html)?.[0]).toContain(
+    "JSON valid against <code>schemas/answer.schema.json</code>"
+  )
+  expect(html).toContain("&quot;risksBySeverity&quot;")
 })

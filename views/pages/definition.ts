@@ -33,7 +33,17 @@ const definitionView = (d: AgentDefinition): Html => html`
       <dt>thinking (the agent's default)</dt><dd>${d.thinking ?? html`<span class="muted">not set</span>`}</dd>
       <dt>denyCommandPatterns</dt><dd>${codeList(d.denyCommandPatterns, "none")}</dd>
       <dt>skills</dt><dd>${(d.skills ?? []).length === 0 ? html`<span class="muted">none</span>` : html`${(d.skills ?? []).length}, in prompt order`}</dd>
+      <dt>answer</dt><dd id="definition-answer">${
+        d.answer === undefined
+          ? html`<span class="muted">free text (no typed answer)</span>`
+          : html`JSON valid against <code>${d.answer.schema}</code>`
+      }</dd>
     </dl>
+    ${
+      d.answer === undefined
+        ? html``
+        : html`<details class="file-block"><summary>answer schema <code>${d.answer.schema}</code></summary><pre class="code">${d.answer.schemaText}</pre></details>`
+    }
     ${(d.skills ?? []).map(
       (s) => html`<details class="file-block"><summary><code>${s.name}</code></summary><pre class="code">${s.content}</pre></details>`
     )}

@@ -5,7 +5,7 @@
  * now requires, is a breaking change to documents already stored and parsed by others.
  */
 import { describe, expect, test } from "bun:test"
-import { Either, type ParseResult, Schema } from "effect"
+import { Either, ParseResult, Schema } from "effect"
 import type { ParseOptions } from "effect/SchemaAST"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"

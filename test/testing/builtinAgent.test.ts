@@ -3,7 +3,7 @@
  * tests theirs, importing only `kintsugi-runtime/testing`. The model is scripted; the job child is real.
  */
 import { afterEach, expect, setDefaultTimeout, test } from "bun:test"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import {
   expectEndedWith,
   expectRead,
@@ -16,7 +16,8 @@ import {
 
 setDefaultTimeout(30_000)
 
-const AGENT = join(import.meta.dir, "..", "..", "builtin-agents", "codebase-inventory")
+// The built-in agents ship in the package, beside its package.json.
+const AGENT = join(dirname(Bun.resolveSync("kintsugi-runtime/package.json", import.meta.dir)), "builtin-agents", "codebase-inventory")
 
 // The typed answer its package's schemas/answer.schema.json describes.
 const ANSWER = {

@@ -172,8 +172,9 @@ test("kintsugi-runtime/testing loads no server, database or model-client code", 
 
 test("docs/testing.md's example is test/testing/builtinAgent.test.ts", () => {
   const docs = readFileSync(join(import.meta.dir, "..", "..", "docs", "testing.md"), "utf8")
-  const start = docs.indexOf("```ts\nimport { afterEach")
-  const example = docs.slice(start + "```ts\n".length, docs.indexOf("```\n", start + 6))
+  const fence = "```ts file=inventory.test.ts\n"
+  const start = docs.indexOf(`${fence}import { afterEach`)
+  const example = docs.slice(start + fence.length, docs.indexOf("\n```\n", start + fence.length) + 1)
   const file = readFileSync(join(import.meta.dir, "builtinAgent.test.ts"), "utf8")
   expect(start).toBeGreaterThan(0)
   expect(file.slice(file.indexOf("import { afterEach"))).toBe(example)

@@ -29,6 +29,9 @@ import { MemorySweepLive } from "./worker/memory/MemorySweep.ts"
 import { MemoryStoreLive, type MemoryStore } from "./worker/memory/MemoryStore.ts"
 import { ServiceHandlers, ServicesEndpointLive } from "./worker/Services.ts"
 import { ServiceTokensLive } from "./worker/ServiceTokens.ts"
+import { withTranscriptIntake } from "./worker/transcripts/transcriptIntake.ts"
+import { TranscriptStoreLive } from "./worker/transcripts/TranscriptStore.ts"
+import { TranscriptSweepLive } from "./worker/transcripts/TranscriptSweep.ts"
 import { WorkerLive } from "./worker/Worker.ts"
 import { EvalsLive, EvalsSweepLive } from "./worker/evals/Evals.ts"
 import { WorkspacesLive } from "./worker/workspaces/Workspaces.ts"
@@ -63,14 +66,16 @@ export const appLayer = (
   // The catalog shows each agent's bindings: the agent store reads them through Bindings.
   const agents = Layer.provideMerge(AgentStoreLive, Layer.merge(SkillStoreLive, providers))
   const projects = Layer.provideMerge(Layer.merge(ProjectWebLive, WorkspacesLive), Layer.provideMerge(ProjectsLive, jobRoots))
-  // The services channel: tokens, the handlers (memory, web) and the loopback endpoint job children call.
-  const handlers = Layer.provide(serviceHandlers, Layer.mergeAll(projects, providers, MemoryStoreLive))
+  // Transcripts, sealed with the installation's key.
+  const transcripts = Layer.provide(TranscriptStoreLive, secrets)
+  // The services channel: tokens, the handlers (memory, web, transcripts) and the loopback endpoint job children call.
+  const handlers = Layer.provide(withTranscriptIntake(serviceHandlers), Layer.mergeAll(projects, providers, MemoryStoreLive, transcripts))
   const services = Layer.provideMerge(ServicesEndpointLive, Layer.merge(ServiceTokensLive, handlers)).pipe(
     Layer.provideMerge(MemoryStoreLive)
   )
   // The live streams' one reader per process, over the queue and the bus.
   const jobs = Layer.provideMerge(JobFeedLayer, Layer.merge(JobStoreLive, JobBusLive))
-  const core = Layer.mergeAll(agents, AccessLive, jobs, MetricsLive, projects, services)
+  const core = Layer.mergeAll(agents, AccessLive, jobs, MetricsLive, projects, services, transcripts)
   // Evals run jobs of the agents: over the agent store, the queue, the job roots and projects.
   return Layer.provideMerge(EvalsLive, core).pipe(Layer.provideMerge(db))
 }
@@ -109,12 +114,15 @@ export const makeAppLive = (db: Layer.Layer<Db, DbError>, options: AppOptions = 
   // Built alongside the database: `kintsugi run`'s child started ahead loads while the database starts
   // (serve's first one a second later, JobChildren.ts).
   const services = options.jobChildren === undefined ? app : Layer.merge(app, options.jobChildren)
-  // The worker loops (jobs, project memory's retention sweep, the runs of gated saves) and their drain.
+  // The worker loops (jobs, the retention sweeps of project memory and transcripts, the runs of gated saves) and their drain.
   const layer =
     options.worker === undefined
       ? services
       : // DrainLive failing to start is a startup failure at the composition root.
-        Layer.provideMerge(Layer.mergeAll(WorkerLive, MemorySweepLive, EvalsSweepLive), Layer.merge(services, Layer.orDie(DrainLive)))
+        Layer.provideMerge(
+          Layer.mergeAll(WorkerLive, MemorySweepLive, TranscriptSweepLive, EvalsSweepLive),
+          Layer.merge(services, Layer.orDie(DrainLive))
+        )
   const sink = options.log ?? options.worker?.log
   // Logger and tracer first: the layers above (the worker's loops among them) start under them.
   const logging = sink === undefined ? Logger.replace(Logger.defaultLogger, Logger.none) : LoggingLive(sink)

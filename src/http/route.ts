@@ -24,6 +24,7 @@ import type { WebSearch } from "../web/WebSearch.ts"
 import type { MemoryStore } from "../worker/memory/MemoryStore.ts"
 import type { ServiceHandlers, ServicesEndpoint } from "../worker/Services.ts"
 import type { ServiceTokens } from "../worker/ServiceTokens.ts"
+import type { TranscriptStore } from "../worker/transcripts/TranscriptStore.ts"
 import { decodeAll } from "../contract/Problem.ts"
 import { authenticate, crossSiteProblem, permit, type Guard } from "./auth.ts"
 import { emptyForm, formBody, jsonBody, MAX_BODY_BYTES, type PostedForm } from "./body.ts"
@@ -54,6 +55,7 @@ export type AppServices =
   | MemoryStore
   | Evals
   | Workspaces
+  | TranscriptStore
 export type AppRuntime = ManagedRuntime.ManagedRuntime<AppServices, never>
 
 export { jsonBody } from "./body.ts"

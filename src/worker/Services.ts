@@ -1,6 +1,6 @@
 /**
  * The serving side of the services channel (design/memory-and-web.md §1): a registry of service
- * handlers (memory, web: each a tool name, its input schema, a grant check and the work) and the
+ * handlers (memory, web, the job's transcript: each a name, its input schema, a grant check and the work) and the
  * endpoint job children call, `POST {url}/{tool}` with the job's bearer token. The endpoint listens on
  * 127.0.0.1, apart from the API's port: it answers only job children on this host (whatever HOST says),
  * needs no session or CSRF (the job's token is its only credential), and `kintsugi run` has it too.
@@ -27,6 +27,8 @@ export interface ServiceHandler {
    * the reason it is not.
    */
   readonly refusal: (subject: GrantSubject) => Effect.Effect<string | undefined>
+  /** Largest request body the handler takes (default: MAX_SERVICE_REQUEST_BYTES). */
+  readonly maxBytes?: number
   /** Does the work; failures the model can act on are answers with `isError`. Never fails. */
   readonly handle: (input: unknown, grant: ServiceGrant) => Effect.Effect<ServiceAnswer>
 }
@@ -51,11 +53,11 @@ export class ServicesEndpoint extends Context.Tag("worker/ServicesEndpoint")<
 const answer = (status: number, text: string, isError: boolean): Response =>
   new Response(JSON.stringify({ text, isError }), { status, headers: { "content-type": "application/json", "cache-control": "no-store" } })
 
-const readCapped = async (request: Request): Promise<string | undefined> => {
+const readCapped = async (request: Request, max: number): Promise<string | undefined> => {
   const declared = Number(request.headers.get("content-length") ?? "0")
-  if (declared > MAX_SERVICE_REQUEST_BYTES) return undefined
+  if (declared > max) return undefined
   const bytes = new Uint8Array(await request.arrayBuffer())
-  if (bytes.byteLength > MAX_SERVICE_REQUEST_BYTES) return undefined
+  if (bytes.byteLength > max) return undefined
   return new TextDecoder("utf-8", { fatal: true }).decode(bytes)
 }
 
@@ -76,8 +78,9 @@ const serveCall = (request: Request, handlers: ReadonlyArray<ServiceHandler>): E
     if (!grant.right.tools.includes(tool)) return answer(403, `${tool} is not granted to this job`, true)
     const refusal = yield* handler.refusal({ projectId: grant.right.projectId, agentId: grant.right.agentId })
     if (refusal !== undefined) return answer(403, `${tool} is no longer granted: ${refusal}`, true)
-    const text = yield* Effect.promise(() => readCapped(request).catch(() => null))
-    if (text === undefined) return answer(413, `the input is larger than ${MAX_SERVICE_REQUEST_BYTES} bytes`, true)
+    const max = handler.maxBytes ?? MAX_SERVICE_REQUEST_BYTES
+    const text = yield* Effect.promise(() => readCapped(request, max).catch(() => null))
+    if (text === undefined) return answer(413, `the input is larger than ${max} bytes`, true)
     let body: unknown
     try {
       body = text === null ? undefined : JSON.parse(text === "" ? "{}" : text)
@@ -102,6 +105,7 @@ const makeServicesEndpoint: Effect.Effect<ServicesEndpoint["Type"], never, Servi
     const handlers = yield* ServiceHandlers
     const runtime = yield* Effect.runtime<ServiceTokens>()
     const handle = (request: Request) => Runtime.runPromise(runtime)(serveCall(request, handlers))
+    const maxRequestBodySize = Math.max(MAX_SERVICE_REQUEST_BYTES, ...handlers.map((h) => h.maxBytes ?? 0))
     let server: ReturnType<typeof Bun.serve> | undefined
     yield* Effect.addFinalizer(() =>
       Effect.promise(async () => {
@@ -112,7 +116,7 @@ const makeServicesEndpoint: Effect.Effect<ServicesEndpoint["Type"], never, Servi
     return {
       handle,
       url: Effect.sync(() => {
-        server ??= Bun.serve({ hostname: "127.0.0.1", port: 0, maxRequestBodySize: MAX_SERVICE_REQUEST_BYTES, fetch: handle })
+        server ??= Bun.serve({ hostname: "127.0.0.1", port: 0, maxRequestBodySize, fetch: handle })
         return `http://127.0.0.1:${server.port}${SERVICES_PATH}`
       })
     }

@@ -1,7 +1,8 @@
 /**
  * Resolves everything a job needs at its start into the job child's envelope: the agent's current
  * version (embedded whole), the binding (project, then installation default), the provider config
- * with its key decrypted, the job boundary, the project's resource limits. A binding, agent or project
+ * with its key decrypted, the job boundary, the project's resource limits and whether it keeps
+ * transcripts (the services channel then takes each turn). A binding, agent or project
  * change therefore applies to the next job, not this one.
  */
 import { Effect, Schema } from "effect"
@@ -21,6 +22,7 @@ import type { JobRow } from "./JobStore.ts"
 import { Projects } from "./Projects.ts"
 import { ServiceHandlers, ServicesEndpoint } from "./Services.ts"
 import { ServiceTokens } from "./ServiceTokens.ts"
+import { TRANSCRIPT_ENDPOINT } from "../tools/services/ServiceChannel.ts"
 
 /** The job could not be set up; the message says why (it becomes the job's failure message). */
 export class JobSetupFailed extends Schema.TaggedError<JobSetupFailed>()("JobSetupFailed", { message: Schema.String }) {}
@@ -87,13 +89,13 @@ const lowerToProject = (limits: Limits, project: ResourceLimits): Limits => {
   return Object.keys(lowered).length === 0 ? limits : { ...limits, resources: lowered }
 }
 
-/** The resources the job's project lowers; none for a job without a project or of a project id never created. */
-const projectResources = (projectId: string): Effect.Effect<ResourceLimits, never, Projects> =>
+/** What the job's project sets for it; none for a job without a project or of a project id never created. */
+const projectSettings = (projectId: string): Effect.Effect<{ resources: ResourceLimits; transcripts: boolean }, never, Projects> =>
   projectId === ""
-    ? Effect.succeed({})
+    ? Effect.succeed({ resources: {}, transcripts: false })
     : Effect.flatMap(Projects, (p) => p.get(projectId)).pipe(
-        Effect.map((project) => project.resources),
-        Effect.catchTag("ProjectNotFound", () => Effect.succeed({}))
+        Effect.map((project) => ({ resources: project.resources, transcripts: project.transcripts === "full" })),
+        Effect.catchTag("ProjectNotFound", () => Effect.succeed({ resources: {}, transcripts: false }))
       )
 
 export const buildEnvelope = (
@@ -119,21 +121,23 @@ export const buildEnvelope = (
     const providers = yield* (yield* ProviderStore).configs([binding.providerId])
     // The MCP servers the agent names travel with their headers decrypted, on the child's stdin only.
     const servers = yield* (yield* McpServers).configs(mcpServersOf(tools))
+    const project = yield* projectSettings(job.projectId)
     const spec: JobSpec = {
       agent,
       task: job.task,
       model: { provider: binding.providerId, id: binding.modelId, ...(binding.thinking === null ? {} : { thinking: binding.thinking }) },
       workspace: job.workspace,
       // The job child lowers these again to the server's own settings, so neither may raise one.
-      limits: lowerToProject(job.limits, yield* projectResources(job.projectId)),
+      limits: lowerToProject(job.limits, project.resources),
       ...(servers.length === 0 ? {} : { mcp: { servers } }),
       metadata: { ...job.metadata, jobId: job.id, ...(job.projectId === "" ? {} : { projectId: job.projectId }) }
     }
     // The job child checks the workspace against this again: the paths may have changed since the API checked them.
     const boundary = yield* (yield* JobRoots).boundaryFor(job.projectId)
-    // A token for this job only, bound to what it got; it travels on the child's stdin only.
+    // A token for this job only, bound to what it got (its transcript endpoint too when the project keeps
+    // transcripts); it travels on the child's stdin only.
     const services =
-      serviceTools.length === 0
+      serviceTools.length === 0 && !project.transcripts
         ? undefined
         : {
             url: yield* (yield* ServicesEndpoint).url,
@@ -145,8 +149,9 @@ export const buildEnvelope = (
               memoryRole: yield* Effect.map(Effect.option((yield* AgentStore).get(job.agentName)), (v) =>
                 v._tag === "Some" && v.value.package.memoryRole === "reviewer" ? "reviewer" : null
               ),
-              tools: serviceTools
-            })
+              tools: project.transcripts ? [...serviceTools, TRANSCRIPT_ENDPOINT] : serviceTools
+            }),
+            ...(project.transcripts ? { transcript: true } : {})
           }
     const skillFiles = yield* skillFilesOf(agent)
     return {

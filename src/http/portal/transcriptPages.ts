@@ -1,0 +1,28 @@
+/**
+ * A job's transcript in the portal: `GET /jobs/:id/transcript`, a page of its own, or the panel the job
+ * page loads beside its timeline (htmx). Holders of transcripts.read (admins pass) see it; to anyone
+ * else the panel is empty and the page is 403.
+ */
+import { Effect } from "effect"
+import { Elysia } from "elysia"
+import { JobStore } from "../../worker/JobStore.ts"
+import { TranscriptStore } from "../../worker/transcripts/TranscriptStore.ts"
+import { noTranscriptPanel, transcriptPage, transcriptPanel } from "../../../views/pages/transcript.ts"
+import { permit } from "../auth.ts"
+import { htmlResponse, isHtmx } from "./pageResponse.ts"
+import type { PortalInput, PortalRunner } from "./portalRoute.ts"
+
+const transcript = (input: PortalInput) =>
+  Effect.gen(function* () {
+    const allowed = yield* Effect.either(permit(input.request, input.principal, "transcripts.read"))
+    if (allowed._tag === "Left") {
+      if (isHtmx(input.request)) return htmlResponse(noTranscriptPanel())
+      return yield* Effect.fail(allowed.left)
+    }
+    const job = yield* (yield* JobStore).get(input.params["id"] ?? "")
+    const turns = yield* (yield* TranscriptStore).read(job.id)
+    const props = { jobId: job.id, turns }
+    return htmlResponse(isHtmx(input.request) ? transcriptPanel(props) : transcriptPage(input.page, props))
+  })
+
+export const transcriptPages = (portal: PortalRunner) => new Elysia().get("/jobs/:id/transcript", portal.page("read", transcript))

@@ -10,6 +10,7 @@ import { agentRoutes } from "./api/agents.ts"
 import { evalRoutes } from "./api/evals.ts"
 import { jobRoutes } from "./api/jobs.ts"
 import { memoryRoutes } from "./api/memory.ts"
+import { transcriptRoutes } from "./api/transcripts.ts"
 import { providerRoutes } from "./api/providers.ts"
 import { sessionRoutes } from "./api/session.ts"
 import { tokenRoutes } from "./api/tokens.ts"
@@ -89,6 +90,7 @@ const makeRoutes = (options: AppOptions & { readonly log: (line: string) => void
     .use(tokenRoutes(route))
     .use(webRoutes(route))
     .use(memoryRoutes(route))
+    .use(transcriptRoutes(route))
     .all("/api/*", () => json({ error: { code: "not-found", message: "no such endpoint" } }, 404))
     .use(
       portalRoutes({

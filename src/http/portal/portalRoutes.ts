@@ -19,6 +19,7 @@ import { loadAssets, staticResponse } from "./assets.ts"
 import { errorHtml, portalRunner } from "./portalRoute.ts"
 import { sessionPages } from "./sessionPages.ts"
 import { skillPages } from "./skillPages.ts"
+import { transcriptPages } from "./transcriptPages.ts"
 import { userPages } from "./userPages.ts"
 import { versionPages } from "./versionPages.ts"
 import { webPages } from "./webPages.ts"
@@ -60,6 +61,7 @@ export const portalRoutes = (options: PortalOptions) => {
       .use(mcpPages(portal))
       .use(webPages(portal))
       .use(jobPages(portal, options.heartbeatMs))
+      .use(transcriptPages(portal))
       .use(projectPages(portal))
       .use(accountPages(portal, options.signInThrottle))
       .use(userPages(portal))

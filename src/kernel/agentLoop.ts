@@ -35,7 +35,7 @@ const textOf = (msg: AssistantMessage): string =>
     .join("")
 
 /** What the loop ends with: the final message, and its parsed JSON when the agent declares a typed answer. */
-export interface LoopResult {
+interface LoopResult {
   readonly summary: string
   readonly answer?: unknown
 }

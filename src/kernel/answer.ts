@@ -12,9 +12,7 @@ import type { AnswerContract } from "../contract/AgentDefinition.ts"
 const MAX_ANSWER_BYTES = 64 * 1024
 
 /** The answer checked: the parsed value when valid, else every problem. */
-export type CheckedAnswer =
-  | { readonly _tag: "Valid"; readonly value: unknown }
-  | { readonly _tag: "Invalid"; readonly problems: Array<string> }
+type CheckedAnswer = { readonly _tag: "Valid"; readonly value: unknown } | { readonly _tag: "Invalid"; readonly problems: Array<string> }
 
 const FENCE = "```"
 

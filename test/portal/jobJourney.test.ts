@@ -104,6 +104,8 @@ describe("running a job from the portal", () => {
       await expect(events.locator(".ev-call").first().textContent()).resolves.toContain("read")
       await expect(events.locator(".ev-message").last().textContent()).resolves.toContain(ANSWER)
       await expect(events.locator(".ev-completed").textContent()).resolves.toContain(ANSWER)
+      // The typed answer's card arrived with the final sections.
+      await expect(page.locator("#job-answer pre").textContent()).resolves.toContain('"injectionAttempts": 0')
       const cost = (await page.locator("#job-cost").textContent()) ?? ""
       expect(cost).toMatch(/^\$0\.\d+$/)
       expect(Number(cost.slice(1))).toBeCloseTo((2200 * 3 + 80 * 15) / 1e6, 6)

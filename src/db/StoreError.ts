@@ -3,7 +3,7 @@
  * and a stored row did not decode (`RowInvalid`, 500). Each keeps the driver's or the decoder's error as `cause`.
  */
 import { SqlError } from "@effect/sql/SqlError"
-import { Effect, ParseResult, Schema } from "effect"
+import { type Duration, Effect, ParseResult, Schedule, Schema } from "effect"
 
 /** A statement of `operation` failed (connection lost, timeout, refused); trying again may succeed. */
 export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
@@ -55,3 +55,43 @@ export const storeDefects =
     Effect.catchIf(effect, isForeign, (e) =>
       Effect.die(e._tag === "SqlError" ? new StoreUnavailable({ operation, cause: e }) : new RowInvalid({ operation, cause: e }))
     ) as Effect.Effect<A, Exclude<E, SqlError | ParseResult.ParseError>, R>
+
+/** The SQLSTATE of the server's answer in a cause chain (an error with a `severity` and a code), if the server answered. */
+const sqlState = (error: unknown): string | undefined => {
+  let e = error
+  for (let depth = 0; depth < 6 && typeof e === "object" && e !== null; depth++) {
+    if ("severity" in e && "code" in e && typeof e.code === "string") return e.code
+    e = "cause" in e ? e.cause : undefined
+  }
+  return undefined
+}
+
+/**
+ * SQLSTATE classes after which the same statement may succeed: connection exception, transaction
+ * rollback, insufficient resources (a full disk), object not in prerequisite state, operator
+ * intervention (a terminated backend, a server shutting down or starting), system error.
+ */
+const TRANSIENT_CLASSES: ReadonlySet<string> = new Set(["08", "40", "53", "55", "57", "58"])
+
+/** Whether sending the statement again may succeed: no answer from the server (the connection failed), or a transient one. */
+export const isTransient = (error: unknown): boolean => {
+  if (!(error instanceof StoreUnavailable)) return false
+  const code = sqlState(error.cause)
+  return code === undefined || TRANSIENT_CLASSES.has(code.slice(0, 2))
+}
+
+/**
+ * `effect` tried again while it fails transiently (isTransient), backing off from 50 ms to at most 2 s
+ * with jitter, for up to `budget`; then its last failure. Only for statements that are idempotent.
+ */
+export const retryTransient =
+  (budget: Duration.DurationInput) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.retry(effect, {
+      schedule: Schedule.exponential("50 millis").pipe(
+        Schedule.union(Schedule.spaced("2 seconds")),
+        Schedule.jittered,
+        Schedule.upTo(budget)
+      ),
+      while: isTransient
+    })

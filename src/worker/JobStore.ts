@@ -216,6 +216,16 @@ export class JobStore extends Context.Tag("worker/JobStore")<
     readonly started: (id: string, agentVersion: string, model: string) => Effect.Effect<void, StoreError>
     /** Stores an event of a running job; an event of a settled job (a lost worker's) is dropped. */
     readonly appendEvent: (id: string, event: JobEvent) => Effect.Effect<void, StoreError>
+    /**
+     * Stores events of a running job in one INSERT (one notification); a seq already stored is skipped,
+     * so a batch sent again after a lost answer stores nothing twice. Events of a settled job are dropped.
+     */
+    readonly appendEvents: (id: string, events: ReadonlyArray<JobEvent>) => Effect.Effect<void, StoreError>
+    /**
+     * The job running under `workerId` that has not started (its claim committed but the answer was
+     * lost), with its lease renewed; none when there is none.
+     */
+    readonly reclaim: (workerId: string, leaseMs: number) => Effect.Effect<ClaimedJob | undefined, StoreError>
     /** The typed answer of a completed job, read from its stored `job.completed` event; undefined when it has none. */
     readonly answer: (id: string) => Effect.Effect<unknown, StoreError>
     /** Events with seq > `after`, in order. */
@@ -354,16 +364,29 @@ export const makeJobStore = Effect.gen(function* () {
     (rows) => rows.map((r) => r.id)
   )
 
-  const appendEvent = (id: string, event: JobEvent) =>
+  const reclaim = (workerId: string, leaseMs: number) =>
+    Effect.map(
+      claimedRows(sql`
+        UPDATE runtime.job SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
+        WHERE id = (SELECT id FROM runtime.job WHERE status = 'running' AND worker_id = ${workerId} AND model IS NULL LIMIT 1)
+        RETURNING ${sql.literal(COLUMNS)}, trace_parent`),
+      (rows) => rows[0]
+    )
+
+  const appendEvents = (id: string, events: ReadonlyArray<JobEvent>) =>
     Effect.gen(function* () {
+      if (events.length === 0) return
+      // The seq and type columns are read from each event, as the child wrote them.
       yield* sql`INSERT INTO runtime.job_event (job_id, seq, type, event)
-        SELECT ${id}, ${event.seq}, ${event.type}, ${JSON.stringify(event)}::jsonb
+        SELECT ${id}, (e->>'seq')::int, e->>'type', e FROM jsonb_array_elements(${JSON.stringify(events)}::jsonb) AS e
         WHERE EXISTS (SELECT 1 FROM runtime.job WHERE id = ${id} AND status = 'running')
         ON CONFLICT DO NOTHING`
-      if (event.type === "usage") {
-        yield* sql`UPDATE runtime.job SET usage = ${JSON.stringify(event)}::jsonb, cost_usd = ${event.costUsd} WHERE id = ${id} AND status = 'running'`
+      const usage = events.findLast((e) => e.type === "usage")
+      if (usage?.type === "usage") {
+        yield* sql`UPDATE runtime.job SET usage = ${JSON.stringify(usage)}::jsonb, cost_usd = ${usage.costUsd} WHERE id = ${id} AND status = 'running'`
       }
-      if (event.type === "grounding") {
+      const event = events.findLast((e) => e.type === "grounding")
+      if (event?.type === "grounding") {
         const counts: GroundingCounts = {
           grounded: event.grounded,
           ungrounded: event.ungrounded,
@@ -413,7 +436,9 @@ export const makeJobStore = Effect.gen(function* () {
     started: storeMethod("JobStore.started", (id, agentVersion, model) =>
       Effect.asVoid(sql`UPDATE runtime.job SET agent_version = ${agentVersion}, model = ${model} WHERE id = ${id}`)
     ),
-    appendEvent: storeMethod("JobStore.appendEvent", appendEvent),
+    appendEvent: storeMethod("JobStore.appendEvent", (id, event) => appendEvents(id, [event])),
+    appendEvents: storeMethod("JobStore.appendEvents", appendEvents),
+    reclaim: storeMethod("JobStore.reclaim", reclaim),
     answer: storeMethod("JobStore.answer", (id) =>
       Effect.map(withSql(completedAnswer(id)), (row) => (Option.isSome(row) ? row.value.event.answer : undefined))
     ),

@@ -12,6 +12,7 @@ import type { Bindings } from "../providers/Bindings.ts"
 import type { McpServers } from "../providers/McpServers.ts"
 import type { ProviderStore } from "../providers/ProviderStore.ts"
 import type { JobEvent } from "../contract/JobEvent.ts"
+import { isTransient, retryTransient } from "../db/StoreError.ts"
 import { Metrics } from "../telemetry/Metrics.ts"
 import { parseTraceParent } from "../telemetry/traceParent.ts"
 import { buildEnvelope, type ResolvedJob } from "./buildEnvelope.ts"
@@ -76,9 +77,11 @@ const keepLease = (jobId: string, workerId: string, lease: Lease, onLost: Effect
     Effect.gen(function* () {
       while (true) {
         yield* Effect.sleep(Duration.millis(lease.heartbeatMs))
-        const ours = yield* store
-          .heartbeat(jobId, workerId, lease.leaseMs)
-          .pipe(Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("job heartbeat failed", cause), true)))
+        // Retried within the lease: a database back before it expires keeps the job ours.
+        const ours = yield* store.heartbeat(jobId, workerId, lease.leaseMs).pipe(
+          retryTransient(lease.leaseMs),
+          Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("job heartbeat failed", cause), true))
+        )
         if (!ours) {
           yield* Effect.logWarning("the job's lease was lost; stopping its process")
           return yield* onLost
@@ -130,6 +133,8 @@ const tallied = (tally: Tally, event: JobEvent): Tally => {
 /** The running job's own state: when it started, its tally, and whether it lost its lease or was asked to stop by the drain. */
 interface JobRun {
   readonly job: JobRow
+  /** The lease: how long the database may stay away before a write of the job gives up. */
+  readonly leaseMs: number
   readonly started: number
   readonly tally: Ref.Ref<Tally>
   readonly lost: Ref.Ref<boolean>
@@ -181,11 +186,24 @@ const reportSettled = (run: JobRun, outcome: Settlement) =>
     if (outcome.status === "failed") return yield* Effect.fail(new JobFailedStatus())
   })
 
+/** Settles the job (idempotent: only a running job moves), tried again within the lease while the database is away. */
+const settleJob = (run: JobRun, outcome: Settlement, outputs: string | null) =>
+  Effect.flatMap(JobStore, (store) => retryTransient(run.leaseMs)(store.settle(run.job.id, outcome, outputs)))
+
 /** Settles the job as failed by the worker itself (stopped, or a defect), and reports it. */
 const settleFailed = (run: JobRun, outcome: Settlement & { readonly status: "failed" }) =>
-  Effect.zipRight(
-    Effect.flatMap(JobStore, (store) => store.settle(run.job.id, outcome, null)),
-    reportSettled(run, outcome)
+  Effect.zipRight(settleJob(run, outcome, null), reportSettled(run, outcome))
+
+/**
+ * A line in the project's daily log, tried again within the lease while the database is away; a log
+ * line that cannot be written is a warning, never the job's failure.
+ */
+const logDaily = (run: JobRun, entry: Parameters<MemoryStore["Type"]["log"]>[1]) =>
+  Effect.flatMap(MemoryStore, (memory) =>
+    memory.log(run.job.projectId, entry).pipe(
+      retryTransient(run.leaseMs),
+      Effect.catchAll((e) => Effect.logWarning("cannot write the job's line in its project's daily log", e))
+    )
   )
 
 /**
@@ -200,15 +218,15 @@ const startJob = (run: JobRun) =>
     const setup = yield* Effect.either(buildEnvelope(job))
     if (setup._tag === "Left") {
       const outcome = { status: "failed", reason: "error", message: setup.left.message } as const
-      yield* store.settle(job.id, outcome, null)
+      yield* settleJob(run, outcome, null)
       yield* (yield* JobBus).publish({ _tag: "Events", jobId: job.id })
       yield* reportSettled(run, outcome)
       return Option.none<ResolvedJob>()
     }
     const resolved = setup.right
-    yield* store.started(job.id, resolved.agentVersion, resolved.model)
+    yield* retryTransient(run.leaseMs)(store.started(job.id, resolved.agentVersion, resolved.model))
     // The project's daily log (when its memory is on): this job started, and later how it ended.
-    yield* (yield* MemoryStore).log(job.projectId, {
+    yield* logDaily(run, {
       kind: "job.started",
       jobId: job.id,
       agentId: job.agentName,
@@ -239,24 +257,23 @@ const runChild = (run: JobRun, resolved: ResolvedJob, stopping: Effect.Effect<bo
     const store = yield* JobStore
     const bus = yield* JobBus
     const { job } = run
-    // One database write per event: untraced, or they would drown the job's trace.
-    const persist = (event: JobEvent) =>
-      Effect.zipRight(store.appendEvent(job.id, event), bus.publish({ _tag: "Events", jobId: job.id })).pipe(
+    // One database write per batch, tried again while the database is away (a seq is stored once):
+    // untraced, or they would drown the job's trace.
+    const persist = (events: ReadonlyArray<JobEvent>) =>
+      Effect.zipRight(retryTransient(run.leaseMs)(store.appendEvents(job.id, events)), bus.publish({ _tag: "Events", jobId: job.id })).pipe(
         Effect.withTracerEnabled(false)
       )
+    const shutdownMessage = (down: boolean) => (event: JobEvent) =>
+      down && event.type === "job.failed" && event.reason === "aborted" ? { ...event, message: SERVER_SHUTTING_DOWN } : event
     // The pre-started child (JobChildren) when this runtime keeps one, else a child started now.
     const children = yield* Effect.serviceOption(JobChildren)
     const ended = yield* runJobProcess(
       resolved.envelope,
       {
-        onEvent: (event) =>
+        onEvents: (events) =>
           Effect.zipRight(
-            Ref.update(run.tally, (t) => tallied(t, event)),
-            Effect.flatMap(Ref.get(run.shuttingDown), (down) =>
-              persist(
-                down && event.type === "job.failed" && event.reason === "aborted" ? { ...event, message: SERVER_SHUTTING_DOWN } : event
-              )
-            )
+            Ref.update(run.tally, (t) => events.reduce(tallied, t)),
+            Effect.flatMap(Ref.get(run.shuttingDown), (down) => persist(events.map(shutdownMessage(down))))
           ),
         abortRequested: Effect.flatMap(Ref.get(run.lost), (lost) =>
           lost
@@ -286,7 +303,6 @@ const finishJob = (
 ) =>
   Effect.gen(function* () {
     const { job } = run
-    const store = yield* JobStore
     const outputs = Chunk.toReadonlyArray((yield* Ref.get(run.tally)).outputs)
     const committed =
       settlement.status === "completed"
@@ -302,10 +318,10 @@ const finishJob = (
         : outputs.length > 0
           ? "not committed: the job failed (outputs left in place)"
           : "no outputs"
-    yield* store.settle(job.id, settlement, committed)
+    yield* settleJob(run, settlement, committed)
     // Dead already (its job is no longer running); deleted so no hash of it outlives the job.
     if (resolved.serviceTools.length > 0) yield* (yield* ServiceTokens).revoke(job.id)
-    yield* (yield* MemoryStore).log(job.projectId, {
+    yield* logDaily(run, {
       kind: "job.finished",
       jobId: job.id,
       agentId: job.agentName,
@@ -331,6 +347,7 @@ export const runClaimedJob = (
   Effect.gen(function* () {
     const run: JobRun = {
       job,
+      leaseMs: lease.leaseMs,
       started: yield* Clock.currentTimeMillis,
       tally: yield* Ref.make(emptyTally),
       lost: yield* Ref.make(false),
@@ -376,6 +393,23 @@ export const runClaimedJob = (
   })
 
 /**
+ * The next job for `workerId`, or none. A claim whose answer was lost may have committed: while the
+ * database is away it is tried again, each time first taking back the job this worker claimed and has
+ * not started (JobStore.reclaim). Still away after a lease, or another failure: none this time (logged).
+ */
+const claimJob = (store: JobStore["Type"], workerId: string, lease: Lease) =>
+  store.claim(workerId, lease.leaseMs).pipe(
+    Effect.catchIf(isTransient, () =>
+      retryTransient(lease.leaseMs)(
+        Effect.flatMap(store.reclaim(workerId, lease.leaseMs), (job) =>
+          job === undefined ? store.claim(workerId, lease.leaseMs) : Effect.succeed(job)
+        )
+      )
+    ),
+    Effect.catchAll((e) => Effect.as(Effect.logWarning("cannot claim a job", e), undefined))
+  )
+
+/**
  * One worker loop: claim, run, repeat; sleeps until a job is queued (or a poll interval passes). It
  * ends when the drain begins: a claim and its job run as one piece of admitted work, so the drain
  * waits for both and no job is claimed after it began.
@@ -390,7 +424,7 @@ const loop = (workerId: string, lease: Lease) =>
         const ran = yield* drain.admit(
           Effect.gen(function* () {
             // The idle poll is untraced: a span per second of an idle worker would be noise.
-            const job = yield* Effect.withTracerEnabled(store.claim(workerId, lease.leaseMs), false)
+            const job = yield* Effect.withTracerEnabled(claimJob(store, workerId, lease), false)
             if (job === undefined) return false
             yield* runClaimedJob(job, lease, drain.stopping)
             return true

@@ -3,7 +3,7 @@
  * NDJSON events handed over in order, its end reported as what the worker must record. A child that
  * dies without a terminal event (crash, SIGKILL, OOM) is a failure, never a job left running.
  */
-import { Config, Effect, Exit, Fiber, Option, Schedule, Schema, Stream } from "effect"
+import { Chunk, Config, Duration, Effect, Exit, Fiber, Option, Queue, Schedule, Schema, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -61,14 +61,79 @@ export const childEnvironment: Effect.Effect<Record<string, string>> = Effect.ma
   }
 )
 
-export interface JobProcessHooks<E, R> {
-  /** Each event, in seq order; the next one waits until this settles. Its failure ends the run (the child is killed). */
-  readonly onEvent: (event: JobEvent) => Effect.Effect<void, E, R>
+/**
+ * How a run hands over the child's events, in seq order: one at a time (`onEvent`) or in batches
+ * (`onEvents`). Either way the child's output is read on while the hook runs, into a buffer of
+ * EVENT_BUFFER events: the child waits only when the buffer is full. A failure of the hook ends the
+ * run (the child is killed); every event read before the child's end is handed over before the run returns.
+ */
+export type EventHook<E, R> =
+  | { readonly onEvent: (event: JobEvent) => Effect.Effect<void, E, R> }
+  | {
+      /** At most MAX_BATCH events or MAX_BATCH_BYTES of the child's lines (one oversized event alone), never empty. */
+      readonly onEvents: (events: ReadonlyArray<JobEvent>) => Effect.Effect<void, E, R>
+    }
+
+export type JobProcessHooks<E, R> = EventHook<E, R> & {
   /** Polled about once a second: true = end the job as aborted (SIGTERM, then SIGKILL after the grace). Failures count as false. */
   readonly abortRequested: Effect.Effect<boolean, unknown, R>
   /** Diagnostics from the child's stderr (the child redacts its own secrets). */
   readonly log: (line: string) => Effect.Effect<void, never, R>
 }
+
+/** The high-water mark: events read from the child and not yet handed over; beyond it the child's output waits. */
+export const EVENT_BUFFER = 4096
+/** A batch's bounds: events, and bytes of the child's lines. */
+const MAX_BATCH = 500
+const MAX_BATCH_BYTES = 1 << 20
+/** How long a batch smaller than MAX_BATCH waits for more events before it is handed over. */
+const LINGER = Duration.millis(2)
+
+interface Buffered {
+  readonly event: JobEvent
+  readonly bytes: number
+}
+
+/** Splits what was taken from the buffer into batches within MAX_BATCH_BYTES (an oversized event alone). */
+const batches = (items: ReadonlyArray<Buffered>): ReadonlyArray<ReadonlyArray<JobEvent>> => {
+  const out: Array<Array<JobEvent>> = []
+  let current: Array<JobEvent> = []
+  let bytes = 0
+  for (const item of items) {
+    if (current.length > 0 && bytes + item.bytes > MAX_BATCH_BYTES) {
+      out.push(current)
+      current = []
+      bytes = 0
+    }
+    current.push(item.event)
+    bytes += item.bytes
+  }
+  if (current.length > 0) out.push(current)
+  return out
+}
+
+/**
+ * Hands the buffer's events to the hook until `end` is taken: each batch is what arrived while the last
+ * one was handled (a small one lingers LINGER for more).
+ */
+const handOver = <E, R>(buffer: Queue.Dequeue<Buffered | typeof END>, hook: EventHook<E, R>): Effect.Effect<void, E, R> => {
+  const each =
+    "onEvents" in hook ? hook.onEvents : (events: ReadonlyArray<JobEvent>) => Effect.forEach(events, hook.onEvent, { discard: true })
+  const loop: Effect.Effect<void, E, R> = Effect.gen(function* () {
+    let taken = Chunk.toReadonlyArray(yield* Queue.takeBetween(buffer, 1, MAX_BATCH))
+    if (taken.length < MAX_BATCH && !taken.includes(END)) {
+      yield* Effect.sleep(LINGER)
+      taken = [...taken, ...Chunk.toReadonlyArray(yield* Queue.takeUpTo(buffer, MAX_BATCH - taken.length))]
+    }
+    const end = taken.indexOf(END)
+    const items = (end < 0 ? taken : taken.slice(0, end)).filter((i): i is Buffered => i !== END)
+    for (const batch of batches(items)) yield* each(batch)
+    if (end < 0) return yield* loop
+  })
+  return loop
+}
+
+const END = "end" as const
 
 /** Non-empty text lines of a child's pipe; a read error is a defect (the pipe is ours). */
 const lines = (pipe: ReadableStream<Uint8Array>): Stream.Stream<string> =>
@@ -149,7 +214,7 @@ export const spawnJobChild = (entry: string, env: Readonly<Record<string, string
 
 /**
  * Runs the child to its end and returns how the job ended: every end of the child is a settlement;
- * only `onEvent` can fail the run. Interrupted, the child gets SIGTERM, then SIGKILL after the grace;
+ * only the event hook can fail the run. Interrupted, the child gets SIGTERM, then SIGKILL after the grace;
  * on every exit whatever still carries the job's run token is swept.
  */
 export const runJobProcess = <E, R>(
@@ -222,24 +287,33 @@ export const runJobProcess = <E, R>(
         ),
         Effect.zipRight(Effect.never)
       )
-      const handle = (line: string): Effect.Effect<void, E, R> => {
+      const buffer = yield* Queue.bounded<Buffered | typeof END>(EVENT_BUFFER)
+      /** A chunk of the child's lines: its events into the buffer (waiting there when it is full), the rest noted or logged. */
+      const read = (chunk: Chunk.Chunk<string>): Effect.Effect<void, never, R> => {
         started()
-        const parsed = safeJson(line)
-        const event = decodeEvent(parsed)
-        if (event._tag === "Right") {
-          const e = event.right
-          if (e.type === "job.completed") terminal = { status: "completed", summary: e.summary }
-          if (e.type === "job.failed") terminal = { status: "failed", reason: e.reason, message: e.message }
-          return hooks.onEvent(e)
+        const events: Array<Buffered> = []
+        let ignored = 0
+        for (const line of chunk) {
+          const parsed = safeJson(line)
+          const event = decodeEvent(parsed)
+          if (event._tag === "Right") {
+            const e = event.right
+            if (e.type === "job.completed") terminal = { status: "completed", summary: e.summary }
+            if (e.type === "job.failed") terminal = { status: "failed", reason: e.reason, message: e.message }
+            events.push({ event: e, bytes: line.length })
+            continue
+          }
+          const refusal = decodeRefusal(parsed)
+          if (refusal._tag === "Right") refused = refusal.right.problems.map((p) => `${p.path}: ${p.message}`).join("; ")
+          else ignored++
         }
-        const refusal = decodeRefusal(parsed)
-        if (refusal._tag === "Right") {
-          refused = refusal.right.problems.map((p) => `${p.path}: ${p.message}`).join("; ")
-          return Effect.void
-        }
-        return hooks.log("job child printed a line that is not an event (ignored)")
+        return Effect.gen(function* () {
+          for (let i = 0; i < ignored; i++) yield* hooks.log("job child printed a line that is not an event (ignored)")
+          yield* Queue.offerAll(buffer, events)
+        })
       }
-      yield* Effect.raceFirst(Stream.runForEach(lines(child.stdout), handle), abortWhenRequested)
+      const reader = Effect.zipRight(Stream.runForEachChunk(lines(child.stdout), read), Queue.offer(buffer, END))
+      yield* Effect.raceFirst(Effect.all([reader, handOver(buffer, hooks)], { concurrency: 2, discard: true }), abortWhenRequested)
 
       const code = yield* Effect.promise(() => child.exited)
       started()

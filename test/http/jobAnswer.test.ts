@@ -79,3 +79,27 @@ test("the Job definition tab names a built-in's answer schema and shows it", asy
   )
   expect(html).toContain("&quot;risksBySeverity&quot;")
 })
+
+test("a custom agent's answer is kept by its stored versions and reaches its job definition", async () => {
+  const schema = JSON.stringify({ type: "object", required: ["ok"], properties: { ok: { type: "boolean" } } })
+  const md = (answer: string) =>
+    `---\nname: typed-bot\nversion: 1\ndescription: Answers in JSON.\ntools: [read]\n${answer}metadata:\n  audience: runtime\n---\nAnswer.\n`
+  const files = (answer: string) => ({
+    files: [
+      { path: "typed-bot.md", content: md(answer) },
+      { path: "schemas/ok.json", content: schema }
+    ]
+  })
+  expect((await h.api("POST", "/api/admin/agents", files("answer: { schema: schemas/ok.json }\n"))).status).toBe(201)
+  const definition = (await h.api("GET", "/api/admin/agents/typed-bot/definition")).json<{ definition: { answer?: unknown } }>()
+  expect(definition.definition.answer).toEqual({ schema: "schemas/ok.json", schemaText: schema })
+  // A second version without it: the first, an immutable row, still has it.
+  expect((await h.api("PUT", "/api/admin/agents/typed-bot", files(""))).status).toBe(200)
+  expect("answer" in (await h.api("GET", "/api/admin/agents/typed-bot/definition")).json<{ definition: object }>().definition).toBe(false)
+  const first = (await h.api("GET", "/api/admin/agents/typed-bot/versions/1")).json<{ view: { package: { answer?: unknown } } }>()
+  expect(first.view.package.answer).toEqual({ schema: "schemas/ok.json" })
+  // A schema that is not in the package: 400 naming the field.
+  const missing = await h.api("PUT", "/api/admin/agents/typed-bot", files("answer: { schema: schemas/none.json }\n"))
+  expect(missing.status).toBe(400)
+  expect(missing.text).toContain("typed-bot.md#answer.schema")
+})

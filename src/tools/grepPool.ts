@@ -4,7 +4,8 @@
  * produces, sends them in batches to the least busy worker and hands each file's result back in walk
  * order, so output, limits and events are those of a sequential scan. A call has a hard deadline: a
  * worker still busy for the call then is terminated (a catastrophic pattern cannot be stopped any
- * other way) and replaced on the next call; the job's own thread never runs a pattern.
+ * other way) and replaced on the next call; the job's own thread never runs a pattern. Each worker's
+ * thread is named after where its code came from (WORKER_NAMES), as `top -H` and /proc show it.
  */
 import fs from "node:fs"
 import os from "node:os"
@@ -28,6 +29,8 @@ interface Slot {
   readonly heldDir: Int32Array
   /** Call ids of the batches sent and not yet answered, oldest first. */
   readonly batches: Array<number>
+  /** Settles once the worker answered "init" (its code is loaded) or is gone. */
+  readonly ready: Promise<void>
   dead: boolean
 }
 
@@ -38,8 +41,11 @@ const slots: Array<Slot> = []
 const active = new Map<number, CallState>()
 let lastCall = 0
 
+/** A worker's answer to a scan. */
+type ScanAnswer = Exclude<FromWorker, { readonly type: "ready" }>
+
 interface CallState {
-  readonly onMessage: (m: FromWorker) => void
+  readonly onMessage: (m: ScanAnswer) => void
   readonly onWorkerLost: (why: string) => void
 }
 
@@ -56,10 +62,10 @@ const drop = (slot: Slot, why: string) => {
 /**
  * Where the worker's code is. Bun 1.4's bundler does not rewrite `new URL("./grepWorker.ts",
  * import.meta.url)`: it inlines the source file's URL, so a bundle built from the sources starts the
- * worker from those sources (they are there: bundles are built from them). A bundle built with this
- * file as a second entry point (`entrypoints: [src/jobChild/entry.ts, src/tools/grepWorker.ts]`) has it
- * at `tools/grepWorker.js` beside its main file (or `grepWorker.js` with flat naming), which is then
- * preferred: no source tree needed. Exported for the bundle test, which imports it from a bundle's entry.
+ * worker from those sources (they are there: bundles are built from them). The job child's bundle
+ * (jobChildBuild.ts) has the worker's own bytecode bundle at `tools/grepWorker.js` beside its main
+ * file (`grepWorker.js` with flat naming), which is then preferred: no source tree, no transpiling.
+ * Exported for the bundle test, which imports it from a bundle's entry.
  * @public
  */
 export const grepWorkerUrl = (): string => {
@@ -69,32 +75,63 @@ export const grepWorkerUrl = (): string => {
     : undefined
   return bundled !== undefined ? pathToFileURL(bundled).href : new URL("./grepWorker.ts", import.meta.url).href
 }
-let workerUrl: string | undefined
+
+/** The name of a worker's thread: whether its code is a bundle's (bytecode) or the TypeScript sources. */
+export const WORKER_NAMES = { bytecode: "grep-bytecode", source: "grep-source" } as const
+let worker: { readonly url: string; readonly name: string } | undefined
 
 const spawn = (): Slot => {
-  workerUrl ??= grepWorkerUrl()
-  const worker = new Worker(workerUrl)
-  worker.unref()
+  if (worker === undefined) {
+    const url = grepWorkerUrl()
+    worker = { url, name: url.endsWith(".js") ? WORKER_NAMES.bytecode : WORKER_NAMES.source }
+  }
+  // Bun names the worker's thread after `name`.
+  const thread = new Worker(worker.url, { name: worker.name })
+  thread.unref()
   const status = new SharedArrayBuffer(3 * 8)
   const heldDir = new SharedArrayBuffer(4)
-  const slot: Slot = { worker, status: new Float64Array(status), heldDir: new Int32Array(heldDir), batches: [], dead: false }
+  let loaded: () => void = () => undefined
+  const ready = new Promise<void>((resolve) => (loaded = resolve))
+  const slot: Slot = {
+    worker: thread,
+    status: new Float64Array(status),
+    heldDir: new Int32Array(heldDir),
+    batches: [],
+    ready,
+    dead: false
+  }
   slot.status[0] = -1
   slot.heldDir[0] = -1
-  worker.addEventListener("message", (e: MessageEvent<FromWorker>) => {
+  thread.addEventListener("message", (e: MessageEvent<FromWorker>) => {
+    if (e.data.type === "ready") return loaded()
     slot.batches.shift()
     active.get(e.data.call)?.onMessage(e.data)
   })
   // The worker's own error text may name host paths: the model only learns that it failed.
-  worker.addEventListener("error", () => drop(slot, "a search worker failed"))
-  worker.addEventListener("close", () => {
+  thread.addEventListener("error", () => {
+    loaded()
+    drop(slot, "a search worker failed")
+  })
+  thread.addEventListener("close", () => {
+    loaded()
     drop(slot, "the search worker exited")
     // A worker terminated while holding a directory open (stuck in a pattern) cannot close it itself.
     const fd = Atomics.exchange(slot.heldDir, 0, -1)
     if (fd >= 0) closeQuietly(fd)
   })
-  worker.postMessage({ type: "init", cancel: cancelled.buffer as SharedArrayBuffer, status, heldDir } satisfies ToWorker)
+  thread.postMessage({ type: "init", cancel: cancelled.buffer as SharedArrayBuffer, status, heldDir } satisfies ToWorker)
   slots.push(slot)
   return slot
+}
+
+/**
+ * Starts every worker a search may use (GREP_WORKERS) that is not running yet, so a job's first grep
+ * call pays no worker start (the job child's warm-up runs it); settles once each has loaded its code
+ * or failed (a failed one is replaced at the next call).
+ */
+export const startWorkers = (): Promise<void> => {
+  while (slots.length < GREP_WORKERS) spawn()
+  return Promise.all(slots.map((s) => s.ready)).then(() => undefined)
 }
 
 /** The least busy live worker; a new one while fewer than GREP_WORKERS run and all are busy. */

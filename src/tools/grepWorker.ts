@@ -67,6 +67,8 @@ export type FromWorker =
       readonly hits: ReadonlyArray<FileHits>
     }
   | { readonly type: "failed"; readonly call: number; readonly message: string }
+  /** The answer to "init": the worker's code is loaded and it takes scans. */
+  | { readonly type: "ready" }
 
 declare const self: Worker
 
@@ -122,6 +124,7 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     status = new Float64Array(msg.status)
     status[0] = -1
     heldDir = new Int32Array(msg.heldDir)
+    self.postMessage({ type: "ready" } satisfies FromWorker)
     return
   }
   try {

@@ -6,7 +6,7 @@
  * path relative to itself only when a job first needs it (a model call, a script, a pattern), and so
  * are our modules that import only such packages (LAZY_LEAVES, under `outDir/lazy/`), so a child does
  * not read and load their code at every start (Bun loads a bytecode bundle in time that grows with its
- * size). Each SDK stays one module instance (one bundle, required from one place). pi-ai's catalog data likewise stays beside the bundle as JSON (PI_AI_DATA).
+ * size). grep's search worker is a bytecode bundle of its own too (GREP_WORKER). Each SDK stays one module instance (one bundle, required from one place). pi-ai's catalog data likewise stays beside the bundle as JSON (PI_AI_DATA).
  */
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -37,6 +37,13 @@ export const LAZY_LEAVES: ReadonlyArray<readonly [string, string]> = [
   [join("src", "tools", "mcp", "mcpSdk.ts"), "mcpSdk"],
   [join("src", "kernel", "ajvEngines.ts"), "ajvEngines"]
 ]
+
+/**
+ * grep's search worker (a Bun Worker the job child starts: grepPool.ts), built into a bytecode bundle
+ * of its own at `tools/grepWorker.js` beside the main bundle, where grepWorkerUrl finds it: the
+ * bundle's workers never load (and transpile) the TypeScript sources.
+ */
+export const GREP_WORKER: readonly [string, string] = [join("src", "tools", "grepWorker.ts"), join("tools", "grepWorker.js")]
 
 /**
  * pi-ai's catalog of built-in providers (`providers/data/*.json`, a third of the bundle) is read only for
@@ -124,6 +131,9 @@ export const buildJobChild = async (outDir: string, entry: string = ENTRY): Prom
     if ("error" in built) return [built.error]
     leafPaths.set(join(INSTALL_DIR, file), built.path)
   }
+  const grepWorker = await buildApart(join(INSTALL_DIR, GREP_WORKER[0]), dirname(GREP_WORKER[1]), GREP_WORKER[0])
+  if ("error" in grepWorker) return [grepWorker.error]
+  if (grepWorker.path !== `./${GREP_WORKER[1]}`) return [`${GREP_WORKER[0]}: built as ${grepWorker.path}, not ./${GREP_WORKER[1]}`]
   const leafFilter = new RegExp(`/(${LAZY_LEAVES.map(([file]) => escape(basename(file))).join("|")})$`)
   const filter = new RegExp(`^(${SPLIT_SDKS.map(([pkg]) => escape(pkg)).join("|")})$`)
   const main = await Bun.build({

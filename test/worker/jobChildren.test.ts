@@ -6,13 +6,15 @@
  */
 import { afterEach, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect, Scope, Exit } from "effect"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { JOB_CHILD_JIT_ENV } from "../../src/jobChild/args.ts"
+import { WORKER_NAMES } from "../../src/tools/grepPool.ts"
 import { makeJobChildren, type JobChildrenShape } from "../../src/worker/child/JobChildren.ts"
-import { runJobProcess } from "../../src/worker/child/JobProcess.ts"
+import { childEnvironment, CLI_PATH, runJobProcess } from "../../src/worker/child/JobProcess.ts"
+import { findBundle, sourceKey } from "../../src/worker/child/jobChildBundle.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, TEST_API_KEY } from "../support/jobChild.ts"
 import { startOpenAIServer } from "../support/scriptedServers.ts"
 import { until } from "../support/waitFor.ts"
@@ -129,20 +131,9 @@ test("the waiting child holds no secret: a scrubbed environment, no envelope, no
   expect(names).not.toContain("DATABASE_URL")
   expect(environ.join("\n")).not.toContain(TEST_API_KEY)
   expect(names).toContain("KINTSUGI_RUN_PREFIX")
+  // The job child's own variables (JobProcess.ts's list, as this environment sets them), the pool's and the JIT's.
   const allowed = [
-    "PATH",
-    "HOME",
-    "LANG",
-    "TZ",
-    "TMPDIR",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
-    "KINTSUGI_SANDBOX",
-    "KINTSUGI_ALLOW_UNCONFINED_ROOT",
+    ...Object.keys(await Effect.runPromise(childEnvironment)),
     "BUN_RUNTIME_TRANSPILER_CACHE_PATH",
     "KINTSUGI_RUN_PREFIX",
     ...Object.keys(JOB_CHILD_JIT_ENV)
@@ -253,4 +244,88 @@ test("the pool's own probe answer reaches its children (KINTSUGI_SANDBOX_PROBED)
   }
   expect(await environ(await pool("started", "/usr/bin/bwrap"))).toEqual(["KINTSUGI_SANDBOX_PROBED=/usr/bin/bwrap"])
   expect(await environ(await pool("started"))).toEqual([])
+})
+
+/** The script a child runs (`bun <entry> run-job …`), once it has exec'd. */
+const entryOf = (pid: number): Promise<string> =>
+  until(
+    () => {
+      const args = readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0")
+      return args[2] === "run-job" && args[1]
+    },
+    { what: `process ${pid} to exec run-job` }
+  )
+
+/** The names of `pid`'s threads. */
+const threadNames = (pid: number): Array<string> =>
+  readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
+    try {
+      return [readFileSync(`/proc/${pid}/task/${tid}/comm`, "latin1").trim()]
+    } catch {
+      return []
+    }
+  })
+
+test("the waiting child of the sources is replaced by one of the bundle once the bundle is built; the bundle's warm-up starts grep's workers from the bundle", async () => {
+  const cacheDir = mkdtempSync(join(tmpdir(), "kintsugi-children-"))
+  // No bundle made at install either: the pool starts from the sources, and builds the bundle into cacheDir.
+  const installCache = mkdtempSync(join(tmpdir(), "kintsugi-children-install-"))
+  const scope = Effect.runSync(Scope.make())
+  cleanups.push(
+    () => Effect.runPromise(Scope.close(scope, Exit.void)),
+    () => rmSync(cacheDir, { recursive: true, force: true }),
+    () => rmSync(installCache, { recursive: true, force: true })
+  )
+  const children = await Effect.runPromise(
+    Scope.extend(makeJobChildren({ cacheDir, installCache, bundle: true, prestart: "always", refillWhen: "started" }), scope)
+  )
+  const first = await waitingPid(children)
+  expect(await entryOf(first)).toBe(CLI_PATH)
+  // The build runs in a process of its own (a minute on a loaded machine); the pool looks for its result.
+  const replaced = await until(
+    async () => {
+      const pid = await Effect.runPromise(children.waiting)
+      return pid !== undefined && (await entryOf(pid)).endsWith("entry.js") && pid
+    },
+    { what: "a waiting child of the bundle", timeoutMs: 240_000 }
+  )
+  const bundle = await entryOf(replaced)
+  expect(bundle).toBe(findBundle(cacheDir, sourceKey(), installCache) ?? "")
+  expect(bundle.startsWith(cacheDir)).toBe(true)
+  expect(replaced).not.toBe(first)
+  await until(() => !alive(first), { what: `the replaced child ${first} to die` })
+  expect(existsSync(join(dirname(bundle), "tools", "grepWorker.js.jsc"))).toBe(true)
+  // Its warm-up started grep's workers, from the bundle's bytecode, never from the TypeScript sources.
+  const names = await until(
+    () => {
+      const t = threadNames(replaced)
+      return t.includes(WORKER_NAMES.bytecode) && t
+    },
+    { what: "grep's workers in the waiting child", timeoutMs: 60_000 }
+  )
+  expect(names).not.toContain(WORKER_NAMES.source)
+
+  // A job's grep runs on those workers: the child is taken with them.
+  const server = await startOpenAIServer([
+    { kind: "turn", toolCalls: [{ name: "grep", arguments: { pattern: "export const" } }] },
+    { kind: "turn", text: "found" }
+  ])
+  const dirs = createJobDirs({ "a.ts": "export const a = 1\n" })
+  cleanups.push(
+    () => server.stop(),
+    () => dirs.cleanup()
+  )
+  const pids: Array<number> = []
+  const settlement = await Effect.runPromise(
+    runJobProcess(
+      createEnvelope(createJob(dirs, { agent: { tools: ["grep"] } }), [createProvider(server, "openai-completions")]) as Parameters<
+        typeof runJobProcess
+      >[0],
+      { onEvent: () => Effect.void, abortRequested: Effect.succeed(false), log: () => Effect.void },
+      Effect.tap(children.take, (c) => Effect.sync(() => void pids.push(c.child.pid)))
+    )
+  )
+  expect(pids).toEqual([replaced])
+  expect(settlement).toEqual({ status: "completed", summary: "found" })
+  expect(server.requests[1]?.rawBody).toContain("a.ts:1: export const a = 1")
 })

@@ -3,10 +3,12 @@
  * (jobChildBundle.ts) once it is built — until then, and whenever the sources changed since, the
  * sources themselves — and one child started ahead, waiting for its envelope, so a queued job starts
  * at once. A child serves one job only: `take` hands it out and forgets it, then starts the next.
+ * A waiting child started from the sources is replaced by one of the bundle as soon as the bundle
+ * is there (BUNDLE_POLL).
  * The waiting child holds nothing secret: the scrubbed environment of every job child, and no
  * envelope (secrets travel only there, on stdin).
  */
-import { Config, Context, Duration, Effect, Layer, type Scope } from "effect"
+import { Config, Context, Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { resolve } from "node:path"
 import { makeSandbox, SANDBOX_PROBED_ENV, sandboxConfig } from "../../tools/Sandbox.ts"
 import { landlockProbedValue } from "../../tools/sandboxProbe.ts"
@@ -27,6 +29,8 @@ export class JobChildren extends Context.Tag("worker/JobChildren")<JobChildren, 
 export interface JobChildrenOptions {
   /** Where bundles and the transpiler cache live (jobChildCacheDir). */
   readonly cacheDir: string
+  /** Where a bundle made at install is looked for before `cacheDir` (INSTALL_CACHE unless told). */
+  readonly installCache?: string | undefined
   /** Use (and build) the bytecode bundle; false = always the sources. */
   readonly bundle: boolean
   /** Start one child ahead: "always" (after each take, the next), "once" (one job expected), "never". */
@@ -55,7 +59,12 @@ interface Warm {
   readonly spawned: SpawnedChild
   /** The sources' fingerprint when it started: a child of older sources is never handed out. */
   readonly fingerprint: string
+  /** What it runs: the bundle's entry, or CLI_PATH (the sources). */
+  readonly entry: string
 }
+
+/** How often the pool looks whether the bundle is there while the waiting child runs from the sources. */
+const BUNDLE_POLL = Duration.millis(250)
 
 /** A pool of (at most) one waiting child; its scope's end kills the waiting child. */
 export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobChildrenShape, never, Scope.Scope> =>
@@ -82,14 +91,14 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
         if (options.bundle) key = sourceKey()
       }
       if (!options.bundle) return CLI_PATH
-      const built = findBundle(options.cacheDir, key)
+      const built = findBundle(options.cacheDir, key, options.installCache)
       if (built !== undefined) return built
       startBundleBuild(options.cacheDir, key)
       return CLI_PATH
     }
 
-    const start = (ahead: boolean, next?: () => void): SpawnedChild => {
-      const spawned = spawnJobChild(currentEntry(), env, ahead)
+    const start = (ahead: boolean, entry: string, next?: () => void): SpawnedChild => {
+      const spawned = spawnJobChild(entry, env, ahead)
       return next === undefined ? spawned : withNext(spawned, next)
     }
     const withNext = (spawned: SpawnedChild, next: () => void): SpawnedChild =>
@@ -100,7 +109,8 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
       if (closed || options.prestart === "never" || (options.prestart === "once" && prestarted > 0) || warm !== undefined) return
       prestarted++
       try {
-        warm = { spawned: start(true), fingerprint }
+        const entry = currentEntry()
+        warm = { spawned: start(true, entry), fingerprint, entry }
       } catch {
         // Cannot start a child now (no bun on PATH, out of pids): the next take starts one itself.
       }
@@ -114,7 +124,21 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
       const next = () => refill()
       if (held !== undefined && alive(held.spawned.child) && held.fingerprint === now) return withNext(held.spawned, next)
       if (held !== undefined) held.spawned.child.kill("SIGKILL")
-      return start(false, next)
+      return start(false, currentEntry(), next)
+    })
+
+    /**
+     * A waiting child of the sources gives way to one of the bundle once it is built for the same
+     * sources (it holds no envelope yet: killing it loses nothing); the build itself is never started here.
+     */
+    const preferBundle = Effect.sync(() => {
+      const held = warm
+      if (closed || held === undefined || held.entry !== CLI_PATH || held.fingerprint !== fingerprint) return
+      if (findBundle(options.cacheDir, key, options.installCache) === undefined) return
+      warm = undefined
+      held.spawned.child.kill("SIGKILL")
+      prestarted--
+      refill()
     })
 
     yield* Effect.addFinalizer(() =>
@@ -130,6 +154,7 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
     })
     if (options.firstAfter === undefined) yield* warmUp
     else yield* Effect.forkScoped(Effect.delay(warmUp, options.firstAfter))
+    if (options.bundle && options.prestart !== "never") yield* Effect.forkScoped(Effect.repeat(preferBundle, Schedule.spaced(BUNDLE_POLL)))
     return { take, entry: Effect.sync(currentEntry), waiting: Effect.sync(() => warm?.spawned.child.pid) }
   })
 

@@ -87,9 +87,9 @@ export const jobChildCacheDir = (dataDir: string): string => {
 /** The installation's cache: where `bun src/worker/child/jobChildBundle.ts` (the Dockerfile's step) puts the bundle ahead. */
 export const INSTALL_CACHE = join(INSTALL_DIR, "node_modules", ".cache", "kintsugi")
 
-/** The built bundle of `key`: the one made at install (INSTALL_CACHE) first, else the one in `cacheDir`. */
-export const findBundle = (cacheDir: string, key: string): string | undefined =>
-  builtBundle(INSTALL_CACHE, key) ?? builtBundle(cacheDir, key)
+/** The built bundle of `key`: the one made at install (`installCache`, INSTALL_CACHE unless told) first, else the one in `cacheDir`. */
+export const findBundle = (cacheDir: string, key: string, installCache: string = INSTALL_CACHE): string | undefined =>
+  builtBundle(installCache, key) ?? builtBundle(cacheDir, key)
 
 /** Bun's transpiler cache for job children started from the sources (BUN_RUNTIME_TRANSPILER_CACHE_PATH). */
 export const transpilerCacheDir = (cacheDir: string): string => join(cacheDir, "transpiler")

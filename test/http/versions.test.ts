@@ -176,7 +176,7 @@ describe("one meaning of an agent's version", () => {
       ["AgentUnavailable", "unknown"]
     ])
     const builtin = await api.run(Effect.flatMap(AgentStore, (store) => store.definition("codebase-inventory")))
-    expect(builtin.version).toBe(2)
+    expect(builtin.version).toBe(3)
     expect(builtin.id).toBe("codebase-inventory")
   })
 })

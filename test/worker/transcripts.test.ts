@@ -236,6 +236,32 @@ describe("transcripts", () => {
     expect(refused.text).not.toContain(TOOL_MARKER)
   })
 
+  test("the project's settings form sets transcripts and retention; a bad retention is refused at its field", async () => {
+    const post = (form: Record<string, string>) =>
+      h.app.handle(
+        new Request(`${ORIGIN}/projects/formed`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${h.token()}`, "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams(form).toString()
+        })
+      )
+    await h.project("formed")
+    const page = await portal("/projects/formed", h.token())
+    expect(page.text).toContain('name="transcripts"')
+    expect(page.text).toContain('name="transcriptRetentionDays"')
+    expect((await post({ name: "formed", transcripts: "full", transcriptRetentionDays: "7" })).status).toBeLessThan(400)
+    const saved = (await h.api("GET", "/api/projects")).json<{
+      projects: Array<{ id: string; transcripts: string; transcriptRetentionDays: number }>
+    }>()
+    expect(saved.projects.find((p) => p.id === "formed")).toMatchObject({ transcripts: "full", transcriptRetentionDays: 7 })
+    const refused = await post({ name: "formed", transcripts: "full", transcriptRetentionDays: "0" })
+    expect(refused.status).toBe(400)
+    expect(await refused.text()).toContain("must be a whole number of days from 1 to 3650")
+    const api = await h.api("PUT", "/api/projects/formed", { name: "formed", transcripts: "some" })
+    expect(api.status).toBe(400)
+    expect(api.text).toContain("transcripts")
+  })
+
   test("the sweep deletes turns past their project's retention, on a moved clock", async () => {
     const sweepAt = (at: number) =>
       h.rt.runPromise(

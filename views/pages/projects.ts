@@ -1,6 +1,7 @@
 /**
  * Projects: the list, creation (id, name, optional root inside the job roots), and a project's page
- * with its settings (a form for agents.manage: name, root, resource limits that lower the server's) and
+ * with its settings (a form for agents.manage: name, root, resource limits that lower the server's,
+ * transcripts and their retention) and
  * the model bindings that apply to its jobs. A project's sections are one
  * sub-navigation (`PROJECT_SECTIONS`): a page of its own (memory, web, …) adds one line there.
  */
@@ -94,13 +95,19 @@ export interface ProjectFormValues {
   readonly root: string
   /** The resource fields as typed (edit form only); "" = the server's setting. */
   readonly resources?: Readonly<Partial<Record<ResourceKey, string>>>
+  /** `off` or `full` (edit form only). */
+  readonly transcripts?: string
+  /** Days as typed (edit form only); "" = 30. */
+  readonly transcriptRetentionDays?: string
 }
 
 const LABELS: Readonly<Record<string, string>> = {
   id: "Id",
   name: "Name",
   root: "Root folder",
-  ...Object.fromEntries(RESOURCE_KEYS.map((k) => [k, RESOURCES[k].label]))
+  ...Object.fromEntries(RESOURCE_KEYS.map((k) => [k, RESOURCES[k].label])),
+  transcripts: "Transcripts",
+  transcriptRetentionDays: "Keep transcripts for"
 }
 const HINTS: Readonly<Record<string, string>> = {
   id: "Lower-case letters, digits, dots, dashes and underscores (at most 64). Jobs name the project by it; it cannot change or be reused.",
@@ -126,7 +133,7 @@ const projectFields = (
   slots: ReadonlyArray<"id" | "name" | "root">,
   server?: JobResources
 ): Html => {
-  const all: ReadonlyArray<string> = server === undefined ? slots : [...slots, ...RESOURCE_KEYS]
+  const all: ReadonlyArray<string> = server === undefined ? slots : [...slots, ...RESOURCE_KEYS, "transcripts", "transcriptRetentionDays"]
   const at = (slot: string) => problems.filter((p) => slotOf(p, all) === slot)
   const input = (slot: "id" | "name" | "root") => html`
     <div class="field" data-slot="${slot}"><label for="f-${slot}">${LABELS[slot] ?? slot}</label>
@@ -148,8 +155,30 @@ const projectFields = (
       <p class="hint" id="hint-resources">A project can only lower the server's limits, never raise them: each job gets the lowest of
         the server's setting (shown when a field is empty), the project's and its own. Empty = the server's setting.</p>
       ${RESOURCE_KEYS.map((k) => resource(k, server))}
-    </fieldset>`
+    </fieldset>
+    ${transcriptFields(values, at)}`
     }`
+}
+
+/** Transcripts of the project's jobs: off or full, and how many days a turn is kept. */
+const transcriptFields = (values: ProjectFormValues, at: (slot: string) => ReadonlyArray<Problem>): Html => {
+  const setting = values.transcripts ?? "off"
+  const option = (value: string, label: string) =>
+    html`<option value="${value}"${setting === value ? html` selected` : html``}>${label}</option>`
+  return html`<fieldset class="stack">
+      <legend>Transcripts</legend>
+      <p class="hint" id="hint-transcripts">With <strong>full</strong>, every job of the project keeps what its model saw, turn by turn
+        (messages, tool inputs and results, compaction), encrypted with the installation's key; people with <code>transcripts.read</code>
+        see it on the job's page. Events never carry it. Applies to jobs that start from now on.</p>
+      <div class="field" data-slot="transcripts"><label for="f-transcripts">${LABELS["transcripts"]}</label>
+        <select id="f-transcripts" name="transcripts" aria-describedby="hint-transcripts ${slotId("transcripts")}"${at("transcripts").length > 0 ? html` aria-invalid="true"` : html``}>
+          ${option("off", "off: keep nothing")}${option("full", "full: keep every turn")}
+        </select>
+        ${fieldProblems("transcripts", at("transcripts"))}</div>
+      <div class="field" data-slot="transcriptRetentionDays"><label for="f-transcriptRetentionDays">${LABELS["transcriptRetentionDays"]} (days)</label>
+        <input id="f-transcriptRetentionDays" name="transcriptRetentionDays" type="number" min="1" max="3650" step="1" inputmode="numeric" value="${values.transcriptRetentionDays ?? ""}" placeholder="30" autocomplete="off" aria-describedby="hint-transcripts ${slotId("transcriptRetentionDays")}"${at("transcriptRetentionDays").length > 0 ? html` aria-invalid="true"` : html``}>
+        ${fieldProblems("transcriptRetentionDays", at("transcriptRetentionDays"))}</div>
+    </fieldset>`
 }
 
 export const newProjectPage = (ctx: PageContext, values: ProjectFormValues, problems: ReadonlyArray<Problem>): Html =>
@@ -182,7 +211,9 @@ const projectValues = (project: Project): ProjectFormValues => ({
   id: project.id,
   name: project.name,
   root: project.root ?? "",
-  resources: Object.fromEntries(RESOURCE_KEYS.map((k) => [k, project.resources[k] === undefined ? "" : String(project.resources[k])]))
+  resources: Object.fromEntries(RESOURCE_KEYS.map((k) => [k, project.resources[k] === undefined ? "" : String(project.resources[k])])),
+  transcripts: project.transcripts,
+  transcriptRetentionDays: String(project.transcriptRetentionDays)
 })
 
 /** One resource as a job of the project gets it: the project's value when it lowers the server's, else the server's. */
@@ -203,6 +234,7 @@ const settingsFacts = (project: Project, server: JobResources): Html => html`
       <dt>Root folder</dt><dd>${project.root === null ? html`<span class="muted">none: the job roots</span>` : html`<code>${project.root}</code>`}</dd>
       <dt>Created</dt><dd>${time(project.createdAt)}</dd>
       ${RESOURCE_KEYS.map((k) => html`<dt>${RESOURCES[k].label}</dt><dd>${resourceFact(k, project, server)}</dd>`)}
+      <dt>Transcripts</dt><dd>${project.transcripts === "full" ? `full, kept ${project.transcriptRetentionDays} days` : "off"}</dd>
     </dl>
     <p class="muted">A project can only lower the server's resource limits, never raise them.</p>
   </section>`

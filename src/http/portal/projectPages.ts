@@ -1,6 +1,6 @@
 /**
  * Projects in the portal through the Projects service (the API's): the list, create, and a project's
- * page with its settings (editable: name, root and resource limits) and bindings; and the home page's
+ * page with its settings (editable: name, root, resource limits, transcripts and their retention) and bindings; and the home page's
  * first-run checklist.
  */
 import { makeSandbox, sandboxConfig, sandboxName } from "../../tools/Sandbox.ts"
@@ -92,7 +92,9 @@ const saveSettings = (input: PortalInput) =>
       id: project.id,
       name: text(input.form, "name"),
       root: text(input.form, "root"),
-      resources: Object.fromEntries(RESOURCE_KEYS.map((k) => [k, text(input.form, k)]))
+      resources: Object.fromEntries(RESOURCE_KEYS.map((k) => [k, text(input.form, k)])),
+      transcripts: text(input.form, "transcripts"),
+      transcriptRetentionDays: text(input.form, "transcriptRetentionDays")
     }
     const refused = (problems: ReadonlyArray<Problem>) =>
       Effect.map(pageProps(project, { notice: null, values, problems }), (props) =>
@@ -104,10 +106,13 @@ const saveSettings = (input: PortalInput) =>
         )
       )
     const resources = resourcesInput(values.resources ?? {})
+    const days = values.transcriptRetentionDays ?? ""
     const decoded = decodeAll(ProjectSettings)({
       name: values.name,
       ...(values.root === "" ? {} : { root: values.root }),
-      ...(Object.keys(resources).length === 0 ? {} : { resources })
+      ...(Object.keys(resources).length === 0 ? {} : { resources }),
+      ...(values.transcripts === undefined || values.transcripts === "" ? {} : { transcripts: values.transcripts }),
+      ...(days === "" ? {} : { transcriptRetentionDays: /^\d+$/.test(days) ? Number(days) : days })
     })
     if (Either.isLeft(decoded)) return yield* refused(decoded.left)
     return yield* (yield* Projects).update(project.id, decoded.right).pipe(

@@ -9,11 +9,17 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild, type JobOverrides } from "../support/jobChild.ts"
+import { WebServiceHandlersLive } from "../../src/web/webServices.ts"
 import { startTestMcpServer } from "../support/mcpServers.ts"
 import { startOpenAIServer, type ScriptedToolCall, type Step } from "../support/scriptedServers.ts"
+import { useServicesApp } from "../support/servicesHarness.ts"
+import { startScriptedWeb } from "../support/webServers.ts"
 
 // bun's 5 s default per test is too short for job children on a loaded 2-core machine.
 setDefaultTimeout(60_000)
+
+// The worker's side of the services channel, for the web budget case: jobs queued through its API.
+const h = useServicesApp(WebServiceHandlersLive({ allow: "loopback" }))
 
 const cleanups: Array<() => unknown> = []
 afterEach(async () => {
@@ -217,5 +223,49 @@ describe("parallel read-only tool calls in a job", () => {
     expect(toolSpans.size).toBe(9)
     expect(mcpSpans.every((s) => s.parentSpanId !== undefined && toolSpans.has(s.parentSpanId))).toBe(true)
     expect(new Set(mcpSpans.map((s) => s.parentSpanId)).size).toBe(9)
+  })
+
+  test("web budgets: the same searches and fetches are refused in a group as one by one", async () => {
+    const web = startScriptedWeb()
+    cleanups.push(() => web.stop())
+    expect((await h.api("PUT", "/api/admin/web-search", { kind: "searxng", url: web.url })).status).toBe(200)
+    await h.project("lanes")
+    const settings = { searchAgents: ["par", "ser"], fetch: true, jobSearches: 2, jobFetches: 2 }
+    expect((await h.api("PUT", "/api/projects/lanes/web", settings)).status).toBe(200)
+    const page = `${web.url}/pages/reference`
+    const calls: ReadonlyArray<ScriptedToolCall> = [
+      { id: "s1", name: "web_search", arguments: { query: "first" } },
+      { id: "f1", name: "web_fetch", arguments: { url: page } },
+      { id: "r1", name: "read", arguments: { path: "src/a.txt" } },
+      { id: "s2", name: "web_search", arguments: { query: "second" } },
+      { id: "f2", name: "web_fetch", arguments: { url: page } },
+      { id: "s3", name: "web_search", arguments: { query: "third" } },
+      { id: "f3", name: "web_fetch", arguments: { url: page } }
+    ]
+    const runAt = async (agent: string, concurrency: string) => {
+      const server = await h.agent(agent, { tools: ["read", "web"] }, [turn(calls), answer])
+      process.env["KINTSUGI_TOOL_CONCURRENCY"] = concurrency
+      try {
+        const { job, events } = await h.runJob(agent, "lanes")
+        expect(job.status).toBe("completed")
+        return { sent: toolMessages(server.requests[1]?.rawBody), order: kinds(events) }
+      } finally {
+        delete process.env["KINTSUGI_TOOL_CONCURRENCY"]
+      }
+    }
+    const parallel = await runAt("par", "8")
+    const serial = await runAt("ser", "1")
+    expect(parallel.sent).toEqual(serial.sent)
+    expect(parallel.sent.map(([id, text]) => [id, text?.includes("budget for this job is used up")])).toEqual([
+      ["s1", false],
+      ["f1", false],
+      ["r1", false],
+      ["s2", false],
+      ["f2", false],
+      ["s3", true],
+      ["f3", true]
+    ])
+    // The calls were one group: every call announced before the first result.
+    expect(parallel.order.slice(0, 7)).toEqual(calls.map((c) => `call ${c.id}`))
   })
 })

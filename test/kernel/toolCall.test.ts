@@ -6,11 +6,14 @@
  */
 import { describe, expect, test } from "bun:test"
 import type { ToolCall, ToolResultMessage } from "@earendil-works/pi-ai"
-import { Cause, ConfigProvider, Deferred, Effect, Exit, Option, Schema } from "effect"
+import { Cause, ConfigProvider, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
 import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { JobEvents } from "../../src/job/JobEvents.ts"
 import * as JobServices from "../../src/job/JobServices.ts"
 import { runToolCalls } from "../../src/kernel/toolCall.ts"
+import { createKernelTools } from "../../src/tools/registry.ts"
+import { createProcessRunner } from "../../src/tools/ProcessRunner.ts"
+import { SERVICE_TOOL_DEFS } from "../../src/tools/services/serviceTools.ts"
 import { defineTool, ToolError, type KernelTool } from "../../src/tools/Tool.ts"
 
 const echo = defineTool({
@@ -305,5 +308,68 @@ describe("runToolCalls", () => {
     }
     // One by one, the calls after the 12th never start; in the group they ran, but the outcome is the same.
     expect(stoppedSerially.events.filter((e) => e.type === "tool.call")).toHaveLength(12)
+  })
+
+  test("which tools only read, and which share state that keeps their calls in order", async () => {
+    const kernel = await Effect.runPromise(
+      createKernelTools(["read", "ls", "grep", "find", "write", "edit", "shell", "git", "codemode"], createProcessRunner())
+    )
+    const flags = [...kernel, ...SERVICE_TOOL_DEFS].map((t) => [t.name, t.readOnly === true, t.lane])
+    expect(flags).toEqual([
+      ["read", true, undefined],
+      ["ls", true, undefined],
+      ["grep", true, "grep"],
+      ["find", true, undefined],
+      ["write", false, undefined],
+      ["edit", false, undefined],
+      ["shell", false, undefined],
+      ["git", false, undefined],
+      ["codemode", false, undefined],
+      ["memory_search", true, undefined],
+      ["memory_save", false, undefined],
+      ["memory_forget", false, undefined],
+      ["memory_recover", false, undefined],
+      ["memory_daily_log", false, undefined],
+      ["scratchpad_read", true, undefined],
+      ["scratchpad_write", false, undefined],
+      ["web_search", true, "web_search"],
+      ["web_fetch", true, "web_fetch"]
+    ])
+  })
+
+  test("interrupted while a group runs (abort, timeout): every call is interrupted and its span settles as an error", async () => {
+    const events: Array<JobEvent> = []
+    const layer = JobServices.layerTest(
+      { root: "/nonexistent", readOnly: ["/nonexistent"], outDir: "/nonexistent/out" },
+      { jobId: "00000000-toolcall", deliver: (e) => void events.push(structuredClone(e)) }
+    )
+    const program = Effect.gen(function* () {
+      const allStarted = yield* Deferred.make<void>()
+      let started = 0
+      let released = 0
+      const hang = defineTool({
+        name: "hang",
+        description: "Never finishes; counts its release.",
+        params: Schema.Struct({}),
+        readOnly: true,
+        execute: () =>
+          Effect.gen(function* () {
+            if (++started === 3) yield* Deferred.succeed(allStarted, undefined)
+            return yield* Effect.never
+          }).pipe(Effect.onInterrupt(() => Effect.sync(() => void released++)))
+      })
+      const toolbox = { tools: new Map([[hang.name, hang]]), deny: () => ({ blocked: false }) as const }
+      const fiber = yield* Effect.fork(runToolCalls([call("h0", "hang", {}), call("h1", "hang", {}), call("h2", "hang", {})], toolbox))
+      yield* Deferred.await(allStarted)
+      yield* Fiber.interrupt(fiber)
+      return released
+    })
+    const released = await Effect.runPromise(
+      program.pipe(Effect.provide(layer), Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["KINTSUGI_TOOL_CONCURRENCY", "8"]]))))
+    )
+    expect(released).toBe(3)
+    const spans = events.flatMap((e) => (e.type === "span" && e.name === "kintsugi.tool" ? [e.status] : []))
+    expect(spans).toEqual(["error", "error", "error"])
+    expect(events.filter((e) => e.type === "tool.result")).toEqual([])
   })
 })

@@ -199,26 +199,19 @@ const runGroup = (
       units.push(fresh)
       if (lane !== undefined) laneUnits.set(lane, fresh)
     })
-    const settled = new Map<number, Settled>()
-    yield* Effect.forEach(
+    const settled = yield* Effect.forEach(
       units,
       (unit) =>
-        Effect.forEach(
-          unit,
-          ({ c, index }) =>
-            execute(c, ordered.serviceFor(index)).pipe(
-              Effect.map((s) => void settled.set(index, s)),
-              Effect.ensuring(Effect.sync(() => ordered.settle(index)))
-            ),
-          { discard: true }
+        Effect.forEach(unit, ({ c, index }) =>
+          execute(c, ordered.serviceFor(index)).pipe(
+            Effect.map((s) => ({ c, index, s })),
+            Effect.ensuring(Effect.sync(() => ordered.settle(index)))
+          )
         ),
-      { concurrency, discard: true }
+      { concurrency }
     )
-    return yield* Effect.forEach(group, (c, index) => {
-      const s = settled.get(index)
-      // Every call of the group settled above (execute never fails); interruption never gets here.
-      return s === undefined ? Effect.dieMessage(`tool call ${c.call.id} did not settle`) : conclude(c, s)
-    })
+    const inCallOrder = settled.flat().sort((a, b) => a.index - b.index)
+    return yield* Effect.forEach(inCallOrder, ({ c, s }) => conclude(c, s))
   })
 
 /**

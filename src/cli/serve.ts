@@ -64,8 +64,8 @@ export const serve = (options: { readonly port: number; readonly host: string; r
     // database cannot hold (the embedded one admits one process) stops here.
     const started = yield* startup.databaseStartLine(role).pipe(
       Effect.withConfigProvider(secretsConfigProvider(secrets.values)),
-      Effect.catchAll((refusal) => {
-        log(`kintsugi: cannot start: ${refusal}`)
+      Effect.catchTag("RoleNeedsServer", (refusal) => {
+        log(`kintsugi: cannot start: ${refusal.message}`)
         return new CliExit({ code: 2 })
       })
     )

@@ -2,6 +2,8 @@
  * The roles of `kintsugi serve --role`: what one process of a deployment does. Processes of every role
  * share one PostgreSQL; the embedded database admits one process, so only `all` runs on it.
  */
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 
 export const SERVE_ROLES = ["all", "api", "worker"] as const
 export type ServeRole = (typeof SERVE_ROLES)[number]
@@ -18,8 +20,13 @@ export const describeRole = (role: ServeRole): string => {
   }
 }
 
-/** Why `role` cannot run on the configured database, or undefined when it can. */
-export const roleRefusal = (role: ServeRole, databaseUrl: string | undefined): string | undefined =>
-  role === "all" || databaseUrl !== undefined
-    ? undefined
-    : `--role ${role} needs a PostgreSQL server (DATABASE_URL): the embedded database admits one process, so it runs only --role all`
+/** A role other than `all` on the embedded database, which admits one process. */
+export class RoleNeedsServer extends Schema.TaggedError<RoleNeedsServer>()("RoleNeedsServer", { role: Schema.Literal(...SERVE_ROLES) }) {
+  override get message(): string {
+    return `--role ${this.role} needs a PostgreSQL server (DATABASE_URL): the embedded database admits one process, so it runs only --role all`
+  }
+}
+
+/** Succeeds when `role` can run on the configured database (a server at `databaseUrl`, else the embedded one). */
+export const checkRole = (role: ServeRole, databaseUrl: string | undefined): Effect.Effect<void, RoleNeedsServer> =>
+  role === "all" || databaseUrl !== undefined ? Effect.void : Effect.fail(new RoleNeedsServer({ role }))

@@ -8,7 +8,7 @@ import fs from "node:fs"
 import path from "node:path"
 import { findTemplate } from "../db/dataDirTemplate.ts"
 import { findBundle, jobChildCacheDir, sourceKey } from "../worker/child/jobChildBundle.ts"
-import { describeRole, roleRefusal, type ServeRole } from "./serveRole.ts"
+import { checkRole, describeRole, type RoleNeedsServer, type ServeRole } from "./serveRole.ts"
 
 /** `host:port/database` of a postgres URL (never its password), or a placeholder when it is not one. */
 const serverName = (url: string): string => {
@@ -43,14 +43,13 @@ const dataDirConfig = Config.string("KINTSUGI_DATA_DIR").pipe(
  * The role and `describeDatabaseStart` for the configuration (DATABASE_URL, KINTSUGI_DATA_DIR) and the
  * templates on this machine; fails with the reason when the role cannot run on that database.
  */
-export const databaseStartLine = (role: ServeRole): Effect.Effect<string, string> =>
+export const databaseStartLine = (role: ServeRole): Effect.Effect<string, RoleNeedsServer> =>
   Effect.gen(function* () {
     const url = yield* Config.option(Config.redacted("DATABASE_URL")).pipe(
       Effect.orElseSucceed(() => Option.none<Redacted.Redacted<string>>())
     )
     const databaseUrl = Option.getOrUndefined(Option.filter(Option.map(url, Redacted.value), (u) => u.trim() !== ""))
-    const refusal = roleRefusal(role, databaseUrl)
-    if (refusal !== undefined) return yield* Effect.fail(refusal)
+    yield* checkRole(role, databaseUrl)
     const dataDir = yield* dataDirConfig
     return `${describeRole(role)}; ${describeDatabaseStart({ databaseUrl, dataDir, template: databaseUrl === undefined ? findTemplate() : undefined })}`
   })

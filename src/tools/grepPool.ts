@@ -85,9 +85,11 @@ const spawn = (): Slot => {
     const url = grepWorkerUrl()
     worker = { url, name: url.endsWith(".js") ? WORKER_NAMES.bytecode : WORKER_NAMES.source }
   }
-  // Bun names the worker's thread after `name`.
-  const thread = new Worker(worker.url, { name: worker.name })
-  thread.unref()
+  // Bun names the worker's thread after `name`; `ref: false` keeps the worker from holding the process
+  // open. Passed as a variable: `ref` is Bun's own option, which the DOM's WorkerOptions (a consumer's
+  // default lib) does not list, as its Worker has no `unref`.
+  const options = { name: worker.name, ref: false }
+  const thread = new Worker(worker.url, options)
   const status = new SharedArrayBuffer(3 * 8)
   const heldDir = new SharedArrayBuffer(4)
   let loaded: () => void = () => undefined

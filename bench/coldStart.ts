@@ -287,7 +287,8 @@ const versus = (label: string, after: Array<Timing>, beforeRows: Array<Timing>) 
   console.log(`${label.padEnd(58)} wall ${wall.toFixed(2)}×, cpu ${cpu.toFixed(2)}× (this checkout / ${before})`)
 }
 if (before !== undefined) versus("after/before: the child from the sources", rows.source, rows.before)
-if (beforeEntry !== undefined && plainEntry !== undefined) versus("after/before: the bundle built by the same line", rows.plainBundle, rows.beforeBundle)
+if (beforeEntry !== undefined && plainEntry !== undefined)
+  versus("after/before: the bundle built by the same line", rows.plainBundle, rows.beforeBundle)
 console.log(`${"bare bun process (spawn → first byte)".padEnd(58)} ${ms(floor)}`)
 const syncFloor = median(rows.bareSync)
 console.log(

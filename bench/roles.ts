@@ -1,0 +1,184 @@
+/**
+ * Jobs per minute of a split deployment against one process: 200 one-turn jobs (a scripted model that
+ * answers at once) queued through the API of 1 `--role api` + 2 `--role worker` processes
+ * (KINTSUGI_WORKERS=2 each), and of one `--role all` process (KINTSUGI_WORKERS=4: the same workers), each
+ * on a fresh PostgreSQL database; rounds alternate. Timed from the first POST to the last job settled;
+ * every job must have settled completed, started and ended once, with one model request. Prints each
+ * figure, the ratio split/all and the load (`uptime`) before and after. Needs DATABASE_URL.
+ *
+ *   DATABASE_URL=postgres://… bun bench/roles.ts [rounds=1] [jobs=200]
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Effect, Layer } from "effect"
+import { createHash, randomBytes } from "node:crypto"
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Access } from "../src/access/Access.ts"
+import { AgentStore } from "../src/agents/AgentStore.ts"
+import { makeDbLayer } from "../src/db/Db.ts"
+import { makeAppRuntime } from "../src/main.ts"
+import { Bindings } from "../src/providers/Bindings.ts"
+import { ProviderStore } from "../src/providers/ProviderStore.ts"
+import { makeSecretBox, SecretBox } from "../src/providers/SecretBox.ts"
+import { createAgentFiles } from "../test/support/api.ts"
+import { adminStatement } from "../test/support/db.ts"
+import { startOpenAIServer } from "../test/support/scriptedServers.ts"
+
+const SERVER = process.env["DATABASE_URL"] ?? ""
+if (SERVER === "") {
+  console.error("bench/roles.ts needs DATABASE_URL (a PostgreSQL server): the embedded database runs one process")
+  process.exit(2)
+}
+const ROUNDS = Number(process.argv[2] ?? 1)
+const JOBS = Number(process.argv[3] ?? 200)
+const WORKERS = 4
+const AGENT = "roles-bench"
+const CLI = join(import.meta.dir, "..", "src", "cli.ts")
+const CONCURRENT_POSTS = 8
+
+const uptime = async () => (await new Response(Bun.spawn(["uptime"], { stdout: "pipe" }).stdout).text()).trim()
+
+type Layout = "split" | "all"
+
+/** One run: a fresh database, the processes of `layout`, JOBS jobs through the API; jobs per minute. */
+const runOnce = async (layout: Layout): Promise<number> => {
+  const name = `kintsugi_bench_roles_${randomBytes(6).toString("hex")}`
+  await adminStatement(SERVER, `CREATE DATABASE ${name}`)
+  const u = new URL(SERVER)
+  u.pathname = `/${name}`
+  const url = u.toString()
+  const secretText = randomBytes(24).toString("hex")
+  const base = mkdtempSync(join(tmpdir(), "kintsugi-bench-roles-"))
+  const procs: Array<ReturnType<typeof Bun.spawn>> = []
+  const rt = await makeAppRuntime(makeDbLayer({ url, migrate: true }), {
+    secrets: Layer.succeed(SecretBox, makeSecretBox(createHash("sha256").update(secretText).digest()))
+  })
+  const model = await startOpenAIServer(Array.from({ length: JOBS }, () => ({ kind: "turn" as const, text: "done" })))
+  try {
+    await rt.runPromise(Effect.flatMap(Access, (a) => a.addUser("ops", "a long bench password", ["agents.manage", "providers.manage"])))
+    const token = await rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken("ops", "bench")))
+    await rt.runPromise(
+      Effect.flatMap(ProviderStore, (p) =>
+        p.create(
+          {
+            kind: "custom",
+            id: "gw",
+            api: "openai-completions",
+            baseUrl: model.baseUrl,
+            apiKey: "sk-bench-roles",
+            models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192 }]
+          },
+          "bench"
+        )
+      )
+    )
+    await rt.runPromise(Effect.flatMap(AgentStore, (a) => a.create(createAgentFiles(AGENT, { tools: [] }), "bench")))
+    await rt.runPromise(Effect.flatMap(Bindings, (b) => b.set(AGENT, "", { providerId: "gw", modelId: "m" }, "bench")))
+    const root = join(base, "ws")
+    mkdirSync(join(root, "src"), { recursive: true })
+    mkdirSync(join(root, "out"))
+
+    const start = async (role: "all" | "api" | "worker", i: number, workers: number) => {
+      const proc = Bun.spawn(["bun", CLI, "serve", "--role", role], {
+        env: {
+          ...process.env,
+          DATABASE_URL: url,
+          PORT: "0",
+          HOST: "127.0.0.1",
+          KINTSUGI_DATA_DIR: join(base, `data-${role}-${i}`),
+          KINTSUGI_JOB_ROOTS: root,
+          KINTSUGI_SECRET_KEY: secretText,
+          KINTSUGI_WORKERS: String(workers),
+          KINTSUGI_LOG_FORMAT: "json"
+        },
+        stdout: "pipe",
+        stderr: "ignore"
+      })
+      procs.push(proc)
+      let out = ""
+      for await (const chunk of proc.stdout) {
+        out += new TextDecoder().decode(chunk)
+        if (/serving on http:\/\/[^:]+:(\d+)/.test(out)) break
+      }
+      const port = Number(/serving on http:\/\/[^:]+:(\d+)/.exec(out)?.[1] ?? 0)
+      if (port === 0) throw new Error(`${role} ${i} did not start: ${out}`)
+      return port
+    }
+    const apiPort =
+      layout === "all"
+        ? await start("all", 0, WORKERS)
+        : await Promise.all([start("api", 0, WORKERS), start("worker", 0, WORKERS / 2), start("worker", 1, WORKERS / 2)]).then(
+            ([api]) => api
+          )
+    const sql = (text: string) => rt.runPromise(Effect.flatMap(SqlClient, (s) => s.unsafe<Record<string, unknown>>(text)))
+
+    const began = performance.now()
+    let next = 0
+    const post = async () => {
+      while (next < JOBS) {
+        const i = next++
+        const r = await fetch(`http://127.0.0.1:${apiPort}/api/jobs`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({
+            agent: AGENT,
+            task: `Say done [job-${i}].`,
+            workspace: { root, readOnly: [join(root, "src")], outDir: join(root, "out") },
+            limits: { timeoutSec: 300 }
+          })
+        })
+        if (r.status !== 201) throw new Error(`POST /api/jobs: ${r.status} ${await r.text()}`)
+      }
+    }
+    await Promise.all(Array.from({ length: CONCURRENT_POSTS }, post))
+    for (;;) {
+      const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status IN ('completed', 'failed')`)
+      if (Number(rows[0]?.["n"]) === JOBS) break
+      await Bun.sleep(50)
+    }
+    const ms = performance.now() - began
+
+    const jobs = await sql(`SELECT status,
+        (SELECT count(*)::int FROM runtime.job_event e WHERE e.job_id = j.id AND e.type = 'job.started') AS starts,
+        (SELECT count(*)::int FROM runtime.job_event e WHERE e.job_id = j.id AND e.type IN ('job.completed', 'job.failed')) AS ends
+      FROM runtime.job j`)
+    const once = jobs.filter((j) => j["status"] === "completed" && Number(j["starts"]) === 1 && Number(j["ends"]) === 1).length
+    const requests = model.requests.filter((r) => r.path.endsWith("/chat/completions")).length
+    const perJob = new Set(model.requests.map((r) => /\[job-(\d+)\]/.exec(JSON.stringify(r.body))?.[1])).size
+    if (once !== JOBS || requests !== JOBS || perJob !== JOBS)
+      throw new Error(`${layout}: ${once}/${JOBS} jobs completed once, ${requests} model requests for ${perJob} jobs`)
+    const [times] = await sql(`SELECT
+        percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - created_at)) AS wait,
+        percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - started_at)) AS run,
+        extract(epoch FROM max(created_at) - min(created_at)) AS posting
+      FROM runtime.job`)
+    const perMin = JOBS / (ms / 60_000)
+    console.log(
+      `${layout === "all" ? "1 all (4 workers)        " : "1 api + 2 worker (2 each)"}  ${JOBS} jobs in ${(ms / 1000).toFixed(1)} s: ${perMin.toFixed(1)} jobs/min; every job completed once (posting ${Number(times?.["posting"]).toFixed(1)} s; per job p50 queued ${Number(times?.["wait"]).toFixed(2)} s, ran ${Number(times?.["run"]).toFixed(2)} s)`
+    )
+    return perMin
+  } finally {
+    for (const p of procs) p.kill("SIGTERM")
+    await Promise.all(procs.map((p) => p.exited))
+    await model.stop()
+    await rt.dispose()
+    await adminStatement(SERVER, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    rmSync(base, { recursive: true, force: true })
+  }
+}
+
+console.log(`before: ${await uptime()}`)
+// The job child's bundle for these sources, built ahead (the Dockerfile's step), so no run builds it.
+await Bun.spawn(["bun", join(import.meta.dir, "..", "src", "worker", "child", "jobChildBundle.ts")], { stdout: "ignore" }).exited
+const results: Record<Layout, Array<number>> = { split: [], all: [] }
+for (let round = 0; round < ROUNDS; round++) {
+  for (const layout of round % 2 === 0 ? (["all", "split"] as const) : (["split", "all"] as const))
+    results[layout].push(await runOnce(layout))
+}
+const mean = (xs: ReadonlyArray<number>) => xs.reduce((a, b) => a + b, 0) / xs.length
+console.log(
+  `jobs/min: split ${mean(results.split).toFixed(1)} vs all ${mean(results.all).toFixed(1)}; ratio split/all ${(mean(results.split) / mean(results.all)).toFixed(2)} (${ROUNDS} round(s))`
+)
+console.log(`after: ${await uptime()}`)
+process.exit(0)

@@ -80,6 +80,26 @@ export const JobMetadata = Schema.Record({ key: Schema.String, value: Schema.Unk
 
 export const JobTask = NonEmpty
 
+const Sha256 = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "must be a SHA-256 in lower-case hex" }))
+
+/** One message of a conversation as the model's API took it (pi-ai's shape: a role and its fields, kept whole). */
+export const HistoryMessage = Schema.Struct(
+  { role: Schema.Literal("user", "assistant", "toolResult") },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+
+/**
+ * The conversation a job starts from (a continued job: its parent's transcript replayed), and the
+ * prompt it belongs to: the SHA-256 of the system prompt and of the tool definitions as sent, as a
+ * transcript turn records them. A job whose own prompt hashes differently is refused.
+ */
+export const JobHistory = Schema.Struct({
+  instructionsHash: Sha256,
+  toolsHash: Sha256,
+  messages: Schema.Array(HistoryMessage).pipe(Schema.minItems(1, { message: () => "must hold at least one message" }))
+})
+export type JobHistory = typeof JobHistory.Type
+
 export const JobSpec = Schema.Struct({
   agent: AgentDefinition,
   task: JobTask,
@@ -87,6 +107,8 @@ export const JobSpec = Schema.Struct({
   workspace: Workspace,
   limits: Limits,
   mcp: Schema.optionalWith(JobMcp, { exact: true }),
-  metadata: Schema.optionalWith(JobMetadata, { exact: true })
+  metadata: Schema.optionalWith(JobMetadata, { exact: true }),
+  /** The conversation to start from; the task follows it as the next user message. */
+  history: Schema.optionalWith(JobHistory, { exact: true })
 })
 export type JobSpec = typeof JobSpec.Type

@@ -40,7 +40,7 @@ import { makeJobModels, type JobModels } from "./PiAiModels.ts"
 import { checkJob, prepareJob, type JobEnvironment, type PreparedJob } from "./prepareJob.ts"
 import { Redactor } from "../job/Redactor.ts"
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.ts"
-import { runJob } from "./runJob.ts"
+import { historyRefusal, runJob } from "./runJob.ts"
 import { materializeSkillFiles } from "./skillFiles.ts"
 
 export { RUNTIME_VERSION } from "./runtimeVersion.ts"
@@ -213,6 +213,13 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
             }),
         ...(config.runTokenPrefix === undefined ? {} : { tokenPrefix: config.runTokenPrefix }),
         ...(landlocked === undefined || config.runTokenPrefix === undefined ? {} : { onSession: recordSession(config.runTokenPrefix) })
+      }
+      // A history must belong to the prompt this job sends (its tools built as the loop builds them).
+      const historyProblem = yield* historyRefusal(prepared, { runner, mcpTools, serviceTools })
+      if (historyProblem !== undefined) {
+        closeMountHandles(handles)
+        yield* closeMcp
+        return yield* Effect.fail(new JobRefused({ problems: [historyProblem] }))
       }
       const outcome = yield* Deferred.make<JobOutcome>()
       // Forked into the caller's scope: closing it interrupts the job, which then ends as aborted.

@@ -13,13 +13,13 @@ import {
   type Tool
 } from "@earendil-works/pi-ai"
 import { Clock, Context, Effect, Layer, Random } from "effect"
-import { createHash } from "node:crypto"
 import { Transcript, type TranscriptMessage, type TranscriptTurn } from "../job/Transcript.ts"
 import { BudgetExceeded, LoopDetected } from "../job/errors.ts"
 import { LlmFailed } from "./errors.ts"
 import { JobEvents } from "../job/JobEvents.ts"
 import { Limits } from "../job/Limits.ts"
 import { failureMessage } from "./providerFailure.ts"
+import { promptHashes } from "./promptHashes.ts"
 import { decideRetry, waitPlanned, type AttemptFailure, type RetryPolicy } from "./retryPolicy.ts"
 
 /** What the loop asks the model: the byte-stable prefix (system prompt, tools) and the messages. */
@@ -130,8 +130,6 @@ export const LlmTest = (
     )
   )
 
-const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex")
-
 /** A message as JSON-like data: what goes on the wire is its JSON, so that is what the transcript keeps. */
 const asRecorded = (message: Message): TranscriptMessage => JSON.parse(JSON.stringify(message)) as TranscriptMessage
 
@@ -161,8 +159,7 @@ export const recordingTranscript = (llm: Llm["Type"]): Effect.Effect<Llm["Type"]
       const compacted = kept < conversation.length
       const recorded: TranscriptTurn = {
         turn: ++turn,
-        instructionsHash: sha256(request.systemPrompt),
-        toolsHash: sha256(JSON.stringify(request.tools)),
+        ...promptHashes(request.systemPrompt, request.tools),
         ...(compacted || summaries.length > 0 ? { compaction: { kept, replaced: conversation.length - kept, summaries } } : {}),
         messages: request.messages.slice(kept).map(asRecorded),
         answer: asRecorded(answer)

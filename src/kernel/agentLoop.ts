@@ -2,11 +2,14 @@
  * The agent loop: model turn → tool calls → model turn …, until the model answers without a tool
  * call. Each turn is a `kintsugi.turn` span: limits checked (Limits), the conversation compacted
  * when it nears the window (compaction.ts), one model call with its retries (Llm), then the tool
- * calls (toolCall.ts). Timeouts and abort wrap this loop from the outside (Kernel.ts).
+ * calls (toolCall.ts). Timeouts and abort wrap this loop from the outside (Kernel.ts). A job with a
+ * `history` (a continued job) starts from those messages, then its task; the history must belong to
+ * the same prompt prefix (historyProblem), so the provider's prompt cache still applies.
  */
 import { isContextOverflow, type AssistantMessage, type Message, type Tool, type ToolCall } from "@earendil-works/pi-ai"
 import { Clock, Effect } from "effect"
 import type { JobSpec } from "../contract/JobSpec.ts"
+import type { Problem } from "../contract/Problem.ts"
 import type { DenyMatcher } from "../tools/denyPatterns.ts"
 import type { KernelTool, ToolServices } from "../tools/Tool.ts"
 import { Compactor, estimateTextTokens } from "./compaction.ts"
@@ -16,6 +19,7 @@ import { readTypedAnswer } from "./answer.ts"
 import { JobEvents } from "../job/JobEvents.ts"
 import { Limits } from "../job/Limits.ts"
 import { Llm } from "./Llm.ts"
+import { promptHashes } from "./promptHashes.ts"
 import { buildSystemPrompt } from "./systemPrompt.ts"
 import { runToolCalls } from "./toolCall.ts"
 
@@ -27,6 +31,46 @@ export interface LoopJob {
   /** Per shared skill, its resource files under /skills/<skill>/ (named in the prompt beside the skill). */
   readonly skillFiles?: ReadonlyMap<string, ReadonlyArray<string>>
 }
+
+/** The prompt prefix of every turn: the system prompt and the tool definitions, in the tools' order. */
+export const loopPrompt = (
+  job: Pick<LoopJob, "spec" | "tools" | "skillFiles">
+): { readonly systemPrompt: string; readonly toolDefs: Array<Tool> } => ({
+  systemPrompt: buildSystemPrompt(
+    job.spec.agent,
+    job.tools.map((t) => t.name),
+    job.skillFiles
+  ),
+  toolDefs: job.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }))
+})
+
+/**
+ * The history's problem when it belongs to another prompt than `job`'s (its hashes are those of the
+ * parent's system prompt and tool definitions); undefined when it fits or there is none.
+ */
+export const historyProblem = (job: LoopJob): Problem | undefined => {
+  const history = job.spec.history
+  if (history === undefined) return undefined
+  const { systemPrompt, toolDefs } = loopPrompt(job)
+  const own = promptHashes(systemPrompt, toolDefs)
+  const differs = [
+    ...(own.instructionsHash === history.instructionsHash ? [] : ["instructions and skills"]),
+    ...(own.toolsHash === history.toolsHash ? [] : ["tools"])
+  ]
+  return differs.length === 0
+    ? undefined
+    : {
+        path: "history",
+        message: `belongs to another agent version than this job runs (its ${differs.join(" and ")} differ): continue a job with the agent version it ran`
+      }
+}
+
+/**
+ * The history's messages as the model takes them. Each is one pi-ai message as it was sent (a
+ * transcript keeps their JSON whole), so it goes back unchanged and the request's prefix is the parent's.
+ */
+const historyMessages = (history: JobSpec["history"]): ReadonlyArray<Message> =>
+  (history?.messages ?? []).map((m) => m as unknown as Message)
 
 const textOf = (msg: AssistantMessage): string =>
   msg.content
@@ -77,13 +121,12 @@ export const agentLoop = (job: LoopJob): Effect.Effect<LoopResult, KernelError, 
     const events = yield* JobEvents
     const toolbox = { tools: new Map(job.tools.map((t) => [t.name, t])), deny: job.deny }
     // Built once: the prompt prefix is byte-identical on every turn (prompt caches hit).
-    const systemPrompt = buildSystemPrompt(
-      job.spec.agent,
-      job.tools.map((t) => t.name),
-      job.skillFiles
-    )
-    const toolDefs: Array<Tool> = job.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }))
-    const messages: Array<Message> = [{ role: "user", content: job.spec.task, timestamp: yield* Clock.currentTimeMillis }]
+    const { systemPrompt, toolDefs } = loopPrompt(job)
+    // A continued job's conversation as its parent's model saw it, then the task.
+    const messages: Array<Message> = [
+      ...historyMessages(job.spec.history),
+      { role: "user", content: job.spec.task, timestamp: yield* Clock.currentTimeMillis }
+    ]
     let contractRetried = false
     const compactor = new Compactor(llm.model, estimateTextTokens(systemPrompt) + estimateTextTokens(JSON.stringify(toolDefs)))
 

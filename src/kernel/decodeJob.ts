@@ -5,7 +5,7 @@
  */
 import { Either, Schema } from "effect"
 import { AgentDefinition, duplicateSkillProblems } from "../contract/AgentDefinition.ts"
-import { JobMcp, JobMetadata, JobModel, type JobSpec, JobTask, Limits, Workspace } from "../contract/JobSpec.ts"
+import { JobHistory, JobMcp, JobMetadata, JobModel, type JobSpec, JobTask, Limits, Workspace } from "../contract/JobSpec.ts"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { compileDenyPatterns } from "../tools/denyPatterns.ts"
 
@@ -18,7 +18,7 @@ export interface JobDecodeFailure {
   readonly parts: JobParts
 }
 
-const OPTIONAL = new Set<string>(["mcp", "metadata"])
+const OPTIONAL = new Set<string>(["mcp", "metadata", "history"])
 /** One schema per top-level field, each the one JobSpec uses: decoding part by part keeps what is well-formed. */
 const PART_SCHEMAS = {
   agent: AgentDefinition,
@@ -27,7 +27,8 @@ const PART_SCHEMAS = {
   workspace: Workspace,
   limits: Limits,
   mcp: JobMcp,
-  metadata: JobMetadata
+  metadata: JobMetadata,
+  history: JobHistory
 } satisfies Record<keyof JobSpec, Schema.Schema.Any>
 
 const KEYS = Object.keys(PART_SCHEMAS) as Array<keyof JobSpec>

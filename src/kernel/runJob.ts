@@ -7,12 +7,13 @@
 import { cleanupSessionResources } from "@earendil-works/pi-ai/session-resources"
 import { Cause, Clock, Context, Deferred, Effect, Exit, Option } from "effect"
 import type { JobOutcome } from "../contract/AgentRuntime.ts"
-import type { RunnerOptions } from "../tools/ProcessRunner.ts"
+import type { Problem } from "../contract/Problem.ts"
+import type { ProcessRunner, RunnerOptions } from "../tools/ProcessRunner.ts"
 import type { McpKernelTool } from "../tools/mcp/mcpTools.ts"
 import type { KernelTool } from "../tools/Tool.ts"
 import { createKernelTools } from "../tools/registry.ts"
 import type { Workspace } from "../job/Workspace.ts"
-import { agentLoop } from "./agentLoop.ts"
+import { agentLoop, historyProblem, type LoopJob } from "./agentLoop.ts"
 import { DEFECT_MESSAGE, failureReason, JobAborted } from "./errors.ts"
 import { checkGrounding, groundingFailure } from "./grounding.ts"
 import { JobEvents } from "../job/JobEvents.ts"
@@ -42,6 +43,54 @@ export interface JobRunOptions {
 }
 
 /**
+ * The spec: MCP tools are callable from codemode scripts when the agent has codemode (only the
+ * read-only ones: a script may not change anything), declared to the model otherwise.
+ */
+const mcpSplit = (prepared: PreparedJob, mcpTools: ReadonlyArray<McpKernelTool> | undefined) => {
+  const mcp = mcpTools ?? []
+  const viaCodemode = prepared.toolNames.includes("codemode") ? mcp.filter((t) => t.readOnly) : []
+  return { viaCodemode, declared: mcp.filter((t) => !viaCodemode.includes(t)) }
+}
+
+type ToolOptions = Pick<JobRunOptions, "runner" | "mcpTools" | "serviceTools">
+
+/**
+ * `use` with the loop's job: the kernel tools (created over the job's process runner), the service
+ * tools, the declared MCP tools, in prompt order. The runner's scope ends with `use`: every process
+ * it started is dead before this returns.
+ */
+const withLoopJob = <A, E, R>(
+  prepared: PreparedJob,
+  options: ToolOptions,
+  use: (job: LoopJob) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, Exclude<R, ProcessRunner>> => {
+  const { viaCodemode, declared } = mcpSplit(prepared, options.mcpTools)
+  return Effect.flatMap(
+    Effect.promise(() => import("../tools/ProcessRunner.ts")),
+    ({ ProcessRunner, processRunnerLayer }) =>
+      Effect.flatMap(ProcessRunner, (runner) =>
+        Effect.flatMap(createKernelTools(prepared.toolNames, runner, viaCodemode), (kernelTools) =>
+          use({
+            spec: prepared.spec,
+            tools: [...kernelTools, ...(options.serviceTools ?? []), ...declared],
+            deny: prepared.deny,
+            ...(prepared.skillFiles === undefined ? {} : { skillFiles: prepared.skillFiles })
+          })
+        )
+      ).pipe(Effect.provide(processRunnerLayer(options.runner)))
+  )
+}
+
+/**
+ * The problem of a job's `history` that belongs to another prompt than the one this job sends
+ * (historyProblem), its tools built as the loop builds them; undefined without a history or when it fits.
+ */
+export const historyRefusal = (prepared: PreparedJob, options: ToolOptions): Effect.Effect<Problem | undefined> =>
+  prepared.spec.history === undefined
+    ? Effect.succeed(undefined)
+    : withLoopJob(prepared, options, (job) => Effect.succeed(historyProblem(job)))
+
+/**
  * Runs the job and returns its outcome; never fails.
  * Interrupting the fiber running it ends the job as `aborted`: the loop is interrupted (its
  * processes killed by the runner's finalizer, its spans settled), then the job span and the terminal
@@ -55,11 +104,7 @@ export const runJob = (prepared: PreparedJob, options: JobRunOptions): Effect.Ef
       const jobSpanId = events.newSpanId()
       const start = yield* Clock.currentTimeMillis
       const t0 = yield* Clock.currentTimeNanos
-      // The spec: MCP tools are callable from codemode scripts when the agent has codemode (only the
-      // read-only ones: a script may not change anything), declared to the model otherwise.
-      const mcp = options.mcpTools ?? []
-      const viaCodemode = prepared.toolNames.includes("codemode") ? mcp.filter((t) => t.readOnly) : []
-      const declared = mcp.filter((t) => !viaCodemode.includes(t))
+      const { declared } = mcpSplit(prepared, options.mcpTools)
       const serviceTools = options.serviceTools ?? []
       yield* events.emit({
         type: "job.started",
@@ -71,23 +116,7 @@ export const runJob = (prepared: PreparedJob, options: JobRunOptions): Effect.Ef
         tools: [...prepared.toolNames, ...serviceTools.map((t) => t.name), ...declared.map((t) => t.name)]
       })
       // The process runner and the tools are loaded after job.started (a cold child emits it sooner).
-      const loop = Effect.flatMap(
-        Effect.promise(() => import("../tools/ProcessRunner.ts")),
-        ({ ProcessRunner, processRunnerLayer }) =>
-          Effect.flatMap(ProcessRunner, (runner) =>
-            Effect.flatMap(createKernelTools(prepared.toolNames, runner, viaCodemode), (kernelTools) =>
-              agentLoop({
-                spec,
-                tools: [...kernelTools, ...serviceTools, ...declared],
-                deny: prepared.deny,
-                ...(prepared.skillFiles === undefined ? {} : { skillFiles: prepared.skillFiles })
-              })
-            )
-          ).pipe(
-            // The runner's scope ends with the loop: every process it started is dead before we go on.
-            Effect.provide(processRunnerLayer(options.runner))
-          )
-      )
+      const loop = withLoopJob(prepared, options, agentLoop)
       // Built inside the job's run: a defect while building them ends the job like any other (job.failed).
       let services: Context.Context<Limits | Llm | Workspace> | undefined
       const exit = yield* Effect.exit(

@@ -33,7 +33,8 @@ let failed = 0
 const check = (ok: boolean, what: string, detail = ""): boolean => {
   if (ok) passed++
   else failed++
-  console.log(`${ok ? "ok  " : "FAIL"} ${what}${detail === "" ? "" : `\n${detail}`}`)
+  // The detail (a command's output, what was found) is shown for a failure only.
+  console.log(`${ok ? "ok  " : "FAIL"} ${what}${ok || detail === "" ? "" : `\n${detail}`}`)
   return ok
 }
 const mb = (bytes: number) => `${(bytes / 1_000_000).toFixed(1)} MB`
@@ -78,8 +79,7 @@ try {
   // 2. A new project installs it: the kernel's dependencies and nothing of the server's.
   writeFileSync(join(project, "package.json"), `${JSON.stringify({ name: "kintsugi-consumer", private: true, type: "module" }, null, 2)}\n`)
   const added = await run(["bun", "add", tarPath], project)
-  if (!check(added.exitCode === 0, `bun add ${basename(tarPath)}`, added.exitCode === 0 ? "" : tail(added.output)))
-    throw new Error("install failed")
+  if (!check(added.exitCode === 0, `bun add ${basename(tarPath)}`, tail(added.output))) throw new Error("install failed")
   const installed = await diskUsage(join(project, "node_modules"))
   console.log(`install size (kintsugi-runtime and its dependencies): ${mb(installed)} (${installed} bytes, du -sb node_modules)`)
   check(installed < INSTALL_LIMIT_BYTES, `the install is under ${mb(INSTALL_LIMIT_BYTES)}`)
@@ -101,16 +101,16 @@ try {
   )
   const tools = ["typescript", "@types/bun"].map((pkg) => `${pkg}@${own.devDependencies?.[pkg] ?? "latest"}`)
   const dev = await run(["bun", "add", "-d", ...tools], project)
-  check(dev.exitCode === 0, `bun add -d ${tools.join(" ")}`, dev.exitCode === 0 ? "" : tail(dev.output))
+  check(dev.exitCode === 0, `bun add -d ${tools.join(" ")}`, tail(dev.output))
   console.log(`install size with typescript and @types/bun: ${mb(await diskUsage(join(project, "node_modules")))}`)
   const tsc = await run([join(project, "node_modules", ".bin", "tsc"), "-p", "."], project)
-  check(tsc.exitCode === 0, "tsc -p . (strict, default lib with the DOM) is clean", tsc.exitCode === 0 ? "" : tail(tsc.output))
+  check(tsc.exitCode === 0, "tsc -p . (strict, default lib with the DOM) is clean", tail(tsc.output))
 
   // 4. Each example runs: a test file under `bun test`, any other file with `bun`.
   for (const block of blocks.filter((b) => b.file.endsWith(".ts"))) {
     const cmd = block.file.endsWith(".test.ts") ? ["bun", "test", `./${block.file}`] : ["bun", block.file]
     const ran = await run(cmd, project)
-    check(ran.exitCode === 0, `${block.doc}: ${block.file} (${cmd.join(" ")}) passes`, ran.exitCode === 0 ? "" : tail(ran.output))
+    check(ran.exitCode === 0, `${block.doc}: ${block.file} (${cmd.join(" ")}) passes`, tail(ran.output))
   }
   const without = DOCS.filter((doc) => !blocks.some((b) => b.doc === doc && b.file.endsWith(".ts")))
   check(without.length === 0, "each doc holds a runnable example", without.join(", "))

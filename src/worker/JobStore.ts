@@ -103,8 +103,10 @@ const JobRowSchema = Schema.Struct({
   abortedAt: Schema.NullOr(Timestamp),
   /** The grounding check's counts; null when the job was not checked. */
   grounding: Schema.NullOr(Jsonb(GroundingCounts)),
-  /** The agent version the job must run (evals only); null = the current version. */
-  agentVersionPin: Schema.NullOr(Schema.Number)
+  /** The agent version the job must run (evals and continued jobs); null = the current version. */
+  agentVersionPin: Schema.NullOr(Schema.Number),
+  /** The job this one continues (it starts from that job's transcript); null for a job of its own. */
+  parentJobId: NullableString
 })
 export type JobRow = typeof JobRowSchema.Type
 const jobRows = decodeRows(JobRowSchema)
@@ -184,7 +186,8 @@ const logQueued = (job: JobRow) =>
   )
 
 const COLUMNS = `id, project_id, agent_name, agent_version, task, workspace, limits, metadata, status, reason, message, summary,
-  usage, cost_usd, outputs, model, worker_id, abort_requested, created_by, created_at, started_at, finished_at, aborted_by, aborted_at, grounding, agent_version_pin`
+  usage, cost_usd, outputs, model, worker_id, abort_requested, created_by, created_at, started_at, finished_at, aborted_by, aborted_at, grounding, agent_version_pin,
+  parent_job_id`
 
 export class JobStore extends Context.Tag("worker/JobStore")<
   JobStore,

@@ -26,10 +26,10 @@ export interface Project {
   readonly createdAt: Date
 }
 
-export const TranscriptsSetting = Schema.Literal("off", "full").annotations({
+const TranscriptsSetting = Schema.Literal("off", "full").annotations({
   message: () => ({ message: "must be off or full", override: true })
 })
-export type TranscriptsSetting = typeof TranscriptsSetting.Type
+type TranscriptsSetting = typeof TranscriptsSetting.Type
 /** The retention of a project that does not set one. */
 export const DEFAULT_TRANSCRIPT_RETENTION_DAYS = 30
 const RetentionDays = Schema.Number.pipe(

@@ -8,7 +8,7 @@ import { emptyState, jobHref, pageHeader, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { layout, type PageContext } from "../layout.ts"
 
-export interface TranscriptTurnView {
+interface TranscriptTurnView {
   readonly createdAt: Date
   readonly record: TranscriptTurn
 }
@@ -19,7 +19,7 @@ export interface TranscriptProps {
 }
 
 /** The panel's element id (the job page's placeholder has it too, so an htmx swap replaces it in place). */
-export const TRANSCRIPT_PANEL_ID = "transcript"
+const TRANSCRIPT_PANEL_ID = "transcript"
 
 const isRecord = (v: unknown): v is Readonly<Record<string, unknown>> => typeof v === "object" && v !== null && !Array.isArray(v)
 const str = (v: unknown): string => (typeof v === "string" ? v : "")

@@ -27,10 +27,21 @@ const api = useApi()
 
 /**
  * `admin`: every admin permission; `session`: any signed-in session, never an API token; `metrics.read`:
- * that permission or an admin (loopback clients need none: test/http/observability.test.ts); `self`:
+ * that permission or an admin (loopback clients need none: test/http/observability.test.ts);
+ * `transcripts.read`: that permission or an admin; `self`:
  * any principal, changing only what is its own (so a reader's call changes the store too).
  */
-type Guard = "public" | "read" | "self" | "agents.manage" | "providers.manage" | "metrics.read" | "admin" | "session" | "fallback"
+type Guard =
+  | "public"
+  | "read"
+  | "self"
+  | "agents.manage"
+  | "providers.manage"
+  | "metrics.read"
+  | "transcripts.read"
+  | "admin"
+  | "session"
+  | "fallback"
 
 interface Sample {
   readonly path: string
@@ -663,6 +674,15 @@ const GET: ReadonlyArray<RouteCase> = [
       return { path: `/api/jobs/${await createJob(n)}/events?format=json` }
     },
     ok: 200
+  },
+  {
+    route: "GET /api/jobs/:id/transcript",
+    guard: "transcripts.read",
+    sample: async (n) => {
+      await createAgent(api, n)
+      return { path: `/api/jobs/${await createJob(n)}/transcript` }
+    },
+    ok: 200
   }
 ]
 
@@ -693,10 +713,12 @@ type User = { readonly token: string }
 let agentsOnly: User
 let providersOnly: User
 let metricsOnly: User
+let transcriptsOnly: User
 beforeAll(async () => {
   agentsOnly = await api.createUser("agents-only", ["agents.manage"])
   providersOnly = await api.createUser("providers-only", ["providers.manage"])
   metricsOnly = await api.createUser("metrics-only", ["metrics.read"])
+  transcriptsOnly = await api.createUser("transcripts-only", ["transcripts.read"])
 })
 
 /** Who holds only the permission a guard needs, and who holds only the other one. */
@@ -836,7 +858,8 @@ describe("GET routes: anonymous 401, a reader 200 (403 where a permission is nee
   })
   for (const c of GET) {
     const anonymousStatus = c.guard === "public" ? c.ok : 401
-    const readerStatus = c.guard === "admin" || c.guard === "providers.manage" || c.guard === "metrics.read" ? 403 : c.ok
+    const readerStatus =
+      c.guard === "admin" || c.guard === "providers.manage" || c.guard === "metrics.read" || c.guard === "transcripts.read" ? 403 : c.ok
     test(`${c.route}: anonymous ${anonymousStatus}, reader ${readerStatus}`, async () => {
       const sample = await c.sample(unique("get"))
       const anonymous = await api.request("GET", sample.path)
@@ -845,7 +868,7 @@ describe("GET routes: anonymous 401, a reader 200 (403 where a permission is nee
       expect(reader.status).toBe(readerStatus)
       // A GET with a session needs no CSRF token.
       expect((await api.request("GET", sample.path, { session: readerSession, csrf: false })).status).toBe(readerStatus)
-      if (c.guard === "admin" || c.guard === "metrics.read") {
+      if (c.guard === "admin" || c.guard === "metrics.read" || c.guard === "transcripts.read") {
         for (const one of [agentsOnly, providersOnly])
           expect((await api.request("GET", sample.path, { token: one.token })).status).toBe(403)
         expect((await api.request("GET", sample.path, { token: api.manager.token })).status).toBe(c.ok)
@@ -855,6 +878,10 @@ describe("GET routes: anonymous 401, a reader 200 (403 where a permission is nee
         expect((await api.request("GET", sample.path, { token: providersOnly.token })).status).toBe(c.ok)
       }
       if (c.guard === "metrics.read") expect((await api.request("GET", sample.path, { token: metricsOnly.token })).status).toBe(c.ok)
+      if (c.guard === "transcripts.read") {
+        expect((await api.request("GET", sample.path, { token: transcriptsOnly.token })).status).toBe(c.ok)
+        expect((await api.request("GET", sample.path, { token: metricsOnly.token })).status).toBe(403)
+      }
     })
   }
 })

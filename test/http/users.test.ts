@@ -51,7 +51,7 @@ describe("an admin creates a user, grants and resets while serving", () => {
       { path: "extra", message: 'is unexpected, expected: "username" | "password" | "permissions"' },
       { path: "username", message: "a username is 1-64 characters: a-z, 0-9, . _ @ -, starting with a letter or digit" },
       { path: "password", message: "a password has at least 12 characters" },
-      { path: "permissions.0", message: "must be one of agents.manage, providers.manage, metrics.read" }
+      { path: "permissions.0", message: "must be one of agents.manage, providers.manage, metrics.read, transcripts.read" }
     ])
     const badName = await asManager("POST", "/api/admin/users", { username: "Not Valid", password: PASSWORD })
     expect(badName.json().error.problems).toEqual([

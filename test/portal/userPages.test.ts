@@ -36,7 +36,7 @@ describe("/users: user administration", () => {
       form: form({ username: "Bad Name", password: "short", permissions: "root" })
     })
     expect(bad.status).toBe(400)
-    expect(bad.text).toContain("must be one of agents.manage, providers.manage, metrics.read")
+    expect(bad.text).toContain("must be one of agents.manage, providers.manage, metrics.read, transcripts.read")
     expect(bad.text).toContain("a username is 1-64 characters")
     expect(bad.text).toContain("a password has at least 12 characters")
     expect(bad.text).toContain('value="Bad Name"')

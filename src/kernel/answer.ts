@@ -16,18 +16,18 @@ type CheckedAnswer = { readonly _tag: "Valid"; readonly value: unknown } | { rea
 
 const FENCE = "```"
 
-/** The content of a fenced block (opened by ```json or a bare ```) that ends `text`, else undefined. */
+/**
+ * The content of a fenced block (opened by ```json or a bare ```) that ends `text`, else undefined.
+ * The opening fence is the last line before the closing one that starts with ``` (after indentation):
+ * a JSON string holds no line break, so a ``` inside one never starts a line.
+ */
 const fencedJson = (text: string): string | undefined => {
   if (!text.endsWith(FENCE)) return undefined
-  const body = text.slice(0, -FENCE.length)
-  const open = body.lastIndexOf(FENCE)
-  const lineEnd = open === -1 ? -1 : body.indexOf("\n", open)
-  if (lineEnd === -1) return undefined
-  const info = body
-    .slice(open + FENCE.length, lineEnd)
-    .trim()
-    .toLowerCase()
-  return info === "" || info === "json" ? body.slice(lineEnd + 1) : undefined
+  const lines = text.slice(0, -FENCE.length).split("\n")
+  const open = lines.findLastIndex((line) => line.trimStart().startsWith(FENCE))
+  if (open === -1 || open === lines.length - 1) return undefined
+  const info = (lines[open] ?? "").trimStart().slice(FENCE.length).trim().toLowerCase()
+  return info === "" || info === "json" ? lines.slice(open + 1).join("\n") : undefined
 }
 
 const parse = (text: string): Either.Either<unknown, string> =>

@@ -6,13 +6,14 @@
  * child, scripted model.
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test"
-import { Either } from "effect"
+import { Effect, Either } from "effect"
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseAgentPackage, serializeAgentPackage } from "../../src/agents/AgentPackage.ts"
 import { agentsValidate } from "../../src/agents/validateCommand.ts"
 import { toAgentDefinition } from "../../src/agents/validateAgent.ts"
+import { readTypedAnswer } from "../../src/kernel/answer.ts"
 import { expectEndedWith, runAgent, startOpenAIServer, type ScriptedServer, type Step } from "kintsugi-runtime/testing"
 
 setDefaultTimeout(60_000)
@@ -188,5 +189,19 @@ describe("the package's answer", () => {
     const malformed = await validate(createAgentDir(agentMd("answer: schemas/answer.schema.json\n")))
     expect(malformed.code).toBe(1)
     expect(malformed.out).toContain("counter.md#answer: must be { schema: schemas/<name>.json }")
+  })
+})
+
+describe("what the answer accepts", () => {
+  /** Any object: every check below is the answer's own, not the schema's. */
+  const LOOSE = { schema: "schemas/answer.schema.json", schemaText: JSON.stringify({ type: "object" }) }
+  const check = (message: string) => Effect.runPromise(readTypedAnswer(LOOSE, message))
+
+  test("a ```json block whose JSON holds ``` in a string is the answer (the opening fence starts a line)", async () => {
+    const value = { note: "wrap it in ```ts fences```", lines: ["```", "x ```json"] }
+    for (const json of [JSON.stringify(value), JSON.stringify(value, null, 2)]) {
+      expect(await check(`Here it is.\n\n\`\`\`json\n${json}\n\`\`\``)).toEqual({ _tag: "Valid", value })
+      expect(await check(`  \`\`\`json\n${json}\n  \`\`\``)).toEqual({ _tag: "Valid", value })
+    }
   })
 })

@@ -204,4 +204,45 @@ describe("what the answer accepts", () => {
       expect(await check(`  \`\`\`json\n${json}\n  \`\`\``)).toEqual({ _tag: "Valid", value })
     }
   })
+
+  test("nesting deeper than 64 levels is refused before it is parsed (the store cannot hold 20,000 levels)", async () => {
+    const nested = (depth: number) => `{"x":${"[".repeat(depth - 1)}${"]".repeat(depth - 1)}}`
+    expect(await check(nested(64))).toMatchObject({ _tag: "Valid" })
+    for (const depth of [65, 20_000]) {
+      expect(await check(nested(depth))).toEqual({
+        _tag: "Invalid",
+        problems: ["answer: the final message is not valid JSON (nests arrays and objects deeper than 64 levels)"]
+      })
+    }
+    // Brackets inside strings are text.
+    expect(await check(JSON.stringify({ x: "[".repeat(100) }))).toMatchObject({ _tag: "Valid" })
+  })
+
+  test("a string or key the store cannot hold (U+0000, an unpaired surrogate) and a number JSON cannot hold are named", async () => {
+    expect(await check(String.raw`{"a":{"b":"x\u0000y"}}`)).toEqual({
+      _tag: "Invalid",
+      problems: ["answer at /a/b: the string holds the character U+0000, which cannot be stored"]
+    })
+    expect(await check(String.raw`{"a":["ok","\ud800"]}`)).toEqual({
+      _tag: "Invalid",
+      problems: ["answer at /a/1: the string holds an unpaired surrogate, which cannot be stored"]
+    })
+    expect(await check(String.raw`{"k\udc00":1}`)).toEqual({
+      _tag: "Invalid",
+      problems: ["answer at /: a key holds an unpaired surrogate, which cannot be stored"]
+    })
+    expect(await check(`{"n":{"m":1e400}}`)).toEqual({ _tag: "Invalid", problems: ["answer at /n/m: a number too large for JSON"] })
+    // A surrogate pair is text.
+    expect(await check(JSON.stringify({ "k😀": "😀" }))).toEqual({ _tag: "Valid", value: { "k😀": "😀" } })
+  })
+
+  test("a __proto__ key is the answer's own key: kept, and no prototype is touched", async () => {
+    const checked = await check(`{"__proto__":{"polluted":true},"a":1}`)
+    expect(checked._tag).toBe("Valid")
+    const value = checked._tag === "Valid" ? (checked.value as Record<string, unknown>) : {}
+    expect(Object.keys(value)).toEqual(["__proto__", "a"])
+    expect(JSON.stringify(value)).toBe(`{"__proto__":{"polluted":true},"a":1}`)
+    expect(({} as Record<string, unknown>)["polluted"]).toBeUndefined()
+    expect(Object.getPrototypeOf(value)).toBe(Object.prototype)
+  })
 })

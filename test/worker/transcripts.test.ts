@@ -13,6 +13,8 @@ import { join } from "node:path"
 import { Access, type Permission } from "../../src/access/Access.ts"
 import type { TranscriptMessage, TranscriptTurn } from "../../src/job/Transcript.ts"
 import { JobStore, type JobRow } from "../../src/worker/JobStore.ts"
+import { ServicesEndpoint } from "../../src/worker/Services.ts"
+import { ServiceTokens } from "../../src/worker/ServiceTokens.ts"
 import { TranscriptStore } from "../../src/worker/transcripts/TranscriptStore.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 import type { RecordedRequest, Step } from "../support/scriptedServers.ts"
@@ -260,6 +262,59 @@ describe("transcripts", () => {
     const api = await h.api("PUT", "/api/projects/formed", { name: "formed", transcripts: "some" })
     expect(api.status).toBe(400)
     expect(api.text).toContain("transcripts")
+  })
+
+  test("the transcript endpoint: only a token minted with it, only while the project keeps transcripts; a retried turn is kept once", async () => {
+    await h.project("endpoint")
+    await setProject("endpoint", { transcripts: "full" })
+    const root = createRootDir("kintsugi-transcripts-")
+    const jobId = await h.rt.runPromise(
+      Effect.gen(function* () {
+        const store = yield* JobStore
+        const job = yield* store.enqueue(
+          { project: "endpoint", agent: "a", task: "t", workspace: { root, readOnly: [root], outDir: root }, limits: { timeoutSec: 60 } },
+          "test"
+        )
+        yield* store.claim("test-worker", 60_000, job.id)
+        return job.id
+      })
+    )
+    rmSync(root, { recursive: true, force: true })
+    const mint = (tools: ReadonlyArray<string>) =>
+      h.rt.runPromise(Effect.flatMap(ServiceTokens, (t) => t.mint({ jobId, projectId: "endpoint", agentId: "a", memoryRole: null, tools })))
+    const url = await h.rt.runPromise(Effect.flatMap(ServicesEndpoint, (e) => e.url))
+    const post = async (token: string, body: unknown) => {
+      const r = await fetch(`${url}/transcript`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+        body: JSON.stringify(body)
+      })
+      return { status: r.status, body: (await r.json()) as { text: string; isError: boolean } }
+    }
+    const hash = "0".repeat(64)
+    const one = (text: string): TranscriptTurn => ({
+      turn: 1,
+      instructionsHash: hash,
+      toolsHash: hash,
+      messages: [{ role: "user", content: "t", timestamp: 0 }],
+      answer: { role: "assistant", content: [{ type: "text", text }] }
+    })
+    // A token without the transcript grant (memory or web only) may not post turns.
+    expect((await post(await mint(["memory_search"]), one("x"))).status).toBe(403)
+    const token = await mint(["transcript"])
+    const bad = await post(token, { turn: 0, messages: "no" })
+    expect(bad.status).toBe(400)
+    expect(bad.body.text).toContain("turn")
+    expect(await post(token, one("first"))).toEqual({ status: 200, body: { text: "stored", isError: false } })
+    // A retried append of the same turn keeps the first.
+    expect((await post(token, one("second"))).status).toBe(200)
+    expect((await stored(jobId)).map((t) => textOf(t.record.answer["content"]))).toEqual(["first"])
+    // Turned off mid-job: no more turns are taken.
+    await setProject("endpoint", { transcripts: "off" })
+    const off = await post(token, { ...one("late"), turn: 2 })
+    expect(off.status).toBe(403)
+    expect(off.body.text).toContain("transcripts are off for this project")
+    expect((await rawRows(jobId)).length).toBe(1)
   })
 
   test("the sweep deletes turns past their project's retention, on a moved clock", async () => {

@@ -11,7 +11,9 @@ export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("St
   cause: Schema.Defect
 }) {
   override get message(): string {
-    return `the database did not complete ${this.operation}; try again shortly`
+    return isDiskFull(this.cause)
+      ? `disk full: the database did not complete ${this.operation}; it needs free disk space`
+      : `the database did not complete ${this.operation}; try again shortly`
   }
 }
 
@@ -87,11 +89,28 @@ export const isTransient = (error: unknown): boolean => {
 export const retryTransient =
   (budget: Duration.DurationInput) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.retry(effect, {
-      schedule: Schedule.exponential("50 millis").pipe(
-        Schedule.union(Schedule.spaced("2 seconds")),
-        Schedule.jittered,
-        Schedule.upTo(budget)
+    Effect.retry(
+      // A full disk is named in the log each time it stops a write (at most every 2 s while it lasts).
+      Effect.tapError(effect, (e) =>
+        isDiskFull(e) ? Effect.logError("disk full: the database cannot write; trying again", e) : Effect.void
       ),
-      while: isTransient
-    })
+      {
+        schedule: Schedule.exponential("50 millis").pipe(
+          Schedule.union(Schedule.spaced("2 seconds")),
+          Schedule.jittered,
+          Schedule.upTo(budget)
+        ),
+        while: isTransient
+      }
+    )
+
+/** Whether a failure (a store error, a driver's, a file system's) says the disk is full: ENOSPC, SQLSTATE 53100 or its message. */
+export const isDiskFull = (error: unknown): boolean => {
+  let e = error
+  for (let depth = 0; depth < 8 && typeof e === "object" && e !== null; depth++) {
+    if ("code" in e && (e.code === "ENOSPC" || e.code === "53100")) return true
+    if ("message" in e && typeof e.message === "string" && /no space left on device|disk full|ENOSPC/i.test(e.message)) return true
+    e = "cause" in e ? e.cause : undefined
+  }
+  return typeof error === "string" && /no space left on device|disk full|ENOSPC/i.test(error)
+}

@@ -13,6 +13,7 @@ import type { StartRequest, WorkerReply, WorkerRequest } from "./embeddedWorker.
 import { DbError, innermostMessage } from "./DbError.ts"
 import { type DbWrites, makeWriteCounter, watchConnection, watchSocket } from "./DbWrites.ts"
 import { newWorker } from "./embeddedWorkerAhead.ts"
+import { isDiskFull } from "./StoreError.ts"
 
 /** How long a new connection waits for the embedded database to restart. */
 const RESTART_WAIT_MS = 30_000
@@ -47,6 +48,11 @@ export interface Embedded {
 
 const WORKER_STOP_TIMEOUT = Duration.seconds(30)
 const PING_INTERVAL = Duration.millis(500)
+/** After a failed restart the next waits twice as long as the last, from PING_INTERVAL up to this. */
+const RESTART_BACKOFF_MAX_MS = 30_000
+
+/** `why` with "disk full" in front when the failure says so, so an operator finds it in the log. */
+const named = (why: string): string => (isDiskFull(why) ? `disk full: ${why}` : why)
 
 // The first worker compiles pglite.wasm (slow, so off this thread) and hands the modules back; later
 // workers of the process (tests, restarts) reuse them.
@@ -139,6 +145,9 @@ export const startEmbedded = (
       closed: false,
       restarting: false,
       restarts: 0,
+      /** Restarts that failed in a row, and when the next may be tried (the backoff). */
+      failedRestarts: 0,
+      retryAt: 0,
       pingSentAt: undefined as number | undefined,
       waiting: [] as Array<() => void>
     }
@@ -179,15 +188,21 @@ export const startEmbedded = (
           wake()
           return log(`the embedded in-memory database stopped (${why}); it cannot be restarted`)
         }
-        log(`restarting the embedded database: ${why}`)
+        log(`restarting the embedded database: ${named(why)}`)
         const worker = await spawn(request(undefined), [], new AbortController().signal)
         if (state.closed) return worker.terminate()
         state.current = worker
         state.restarts++
+        state.failedRestarts = 0
         watch(worker)
         wake()
       } catch (e) {
-        log(`cannot restart the embedded database (${where}): ${innermostMessage(e)}; trying again`)
+        state.failedRestarts++
+        const waitMs = Math.min(Duration.toMillis(PING_INTERVAL) * 2 ** state.failedRestarts, RESTART_BACKOFF_MAX_MS)
+        // Date.now(): the watchdog's synchronous bookkeeping reads it too.
+        state.retryAt = Date.now() + waitMs
+        const message = `cannot restart the embedded database (${where}): ${innermostMessage(e)}; trying again in ${Math.round(waitMs / 1000)} s`
+        log(isDiskFull(e) ? `disk full: ${message}` : message)
       } finally {
         state.restarting = false
       }
@@ -223,7 +238,7 @@ export const startEmbedded = (
             if (state.closed || state.restarting) return
             const worker = state.current
             if (worker === undefined) {
-              if (!state.broken) void replace("the last restart failed")
+              if (!state.broken && Date.now() >= state.retryAt) void replace("the last restart failed")
               return
             }
             // Date.now(): synchronous bookkeeping inside Effect.sync, nothing to yield to.

@@ -1,9 +1,10 @@
 /**
  * Operator endpoints beside /healthz: `/readyz` (200 when start-up is done, the database answers and
- * every migration is applied, else 503; 503 while the server drains) and `/metrics` (Prometheus text,
+ * every migration is applied, else 503; 503 while the server drains or the embedded database's disk is full) and `/metrics` (Prometheus text,
  * for loopback clients or the metrics.read permission).
  */
-import { Effect, Either } from "effect"
+import { Config, Effect, Either } from "effect"
+import { statfsSync } from "node:fs"
 import { Elysia } from "elysia"
 import ipaddr from "ipaddr.js"
 import { pendingMigrations } from "../../db/migrations.ts"
@@ -38,6 +39,24 @@ const isLoopbackClient = (request: Request): boolean => {
 /** Ready: the database answered within 3 s and has every migration file applied. */
 const readiness = Effect.either(Effect.timeout(pendingMigrations(), "3 seconds"))
 
+/** Below this much room on the embedded database's file system, its writes are about to fail: not ready, "disk full". */
+const DISK_FULL_BYTES = 4 * 1024 * 1024
+
+/**
+ * The bytes free on the embedded database's file system (`KINTSUGI_DATA_DIR`) when that is below
+ * DISK_FULL_BYTES; undefined otherwise, with a PostgreSQL server (DATABASE_URL), or when it cannot be read.
+ */
+const embeddedDiskFull = Effect.gen(function* () {
+  const url = yield* Config.string("DATABASE_URL").pipe(Config.withDefault(""))
+  if (url.trim() !== "") return undefined
+  const dataDir = yield* Config.string("KINTSUGI_DATA_DIR").pipe(Config.withDefault(".kintsugi"))
+  const free = yield* Effect.try(() => {
+    const s = statfsSync(dataDir)
+    return s.bavail * s.bsize
+  })
+  return free < DISK_FULL_BYTES ? free : undefined
+}).pipe(Effect.orElseSucceed(() => undefined))
+
 /** What the serving process tells /readyz about itself; every member may be left out. */
 export interface ServeState {
   /** What start-up still does (503 `starting`), or undefined once done. */
@@ -65,6 +84,9 @@ export const probeRoutes = (runtime: AppRuntime, publicRoute: PublicRoute, state
       const underway = state.starting?.()
       if (underway !== undefined) return readyz(state, "starting", underway)
       // A runtime being disposed (shutdown) is not ready either.
+      const full = await runtime.runPromise(embeddedDiskFull).catch(() => undefined)
+      if (full !== undefined)
+        return readyz(state, "unavailable", `disk full: the embedded database's file system has ${Math.floor(full / 1024)} KB free`)
       const result = await runtime.runPromise(readiness).catch(() => undefined)
       if (result === undefined || Either.isLeft(result)) return readyz(state, "unavailable", "database unreachable")
       if (result.right.length > 0) return readyz(state, "unavailable", `${result.right.length} migration(s) not applied`)

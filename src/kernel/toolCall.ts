@@ -10,6 +10,7 @@ import type { DenyMatcher } from "../tools/denyPatterns.ts"
 import type { KernelTool, ToolServices } from "../tools/Tool.ts"
 import type { JobEventBody } from "../contract/JobEvent.ts"
 import { LoopDetected } from "../job/errors.ts"
+import { canonicalJson } from "../job/LoopGuard.ts"
 import { JobEvents } from "../job/JobEvents.ts"
 import { Limits } from "../job/Limits.ts"
 
@@ -216,8 +217,9 @@ const runGroup = (
 
 /**
  * A turn's tool calls; the result messages in call order. Tool failures are results with `isError`;
- * only the loop guard fails (LoopDetected). Maximal runs of consecutive read-only
- * calls run as groups (runGroup); any other call, and every call at concurrency 1, runs alone.
+ * only the loop guard fails (LoopDetected). Maximal runs of consecutive read-only calls, none
+ * identical to another of its run, run as groups (runGroup); any other call, and every call at
+ * concurrency 1, runs alone.
  */
 export const runToolCalls = (
   calls: ReadonlyArray<ToolCall>,
@@ -225,13 +227,21 @@ export const runToolCalls = (
 ): Effect.Effect<Array<ToolResultMessage>, LoopDetected, ToolServices> =>
   Effect.gen(function* () {
     const concurrency = yield* toolConcurrency
-    // Consecutive parallel calls share a group; any other call is a group of its own.
+    // Consecutive parallel calls share a group; any other call is a group of its own. A call identical
+    // to one already in the group (same tool and arguments) starts the next group: repeats reach the
+    // loop guard one by one, so a turn of the same call many times stops where it would one by one.
     const groups: Array<Array<Checked>> = []
+    let keys = new Set<string>()
     for (const c of calls.map((call) => check(call, toolbox))) {
       const last = groups.at(-1)
-      const joins = concurrency > 1 && isParallel(c) && last !== undefined && last.every(isParallel)
+      const key = `${c.call.name}\u0000${canonicalJson(c.args)}`
+      const joins = concurrency > 1 && isParallel(c) && last !== undefined && last.every(isParallel) && !keys.has(key)
       if (joins) last.push(c)
-      else groups.push([c])
+      else {
+        groups.push([c])
+        keys = new Set()
+      }
+      keys.add(key)
     }
     const results: Array<ToolResultMessage> = []
     for (const group of groups) {

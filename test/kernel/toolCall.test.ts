@@ -310,6 +310,42 @@ describe("runToolCalls", () => {
     expect(stoppedSerially.events.filter((e) => e.type === "tool.call")).toHaveLength(12)
   })
 
+  test("a turn of one read-only call 40 times runs it 12 times, as one by one: identical calls never share a group", async () => {
+    let runs = 0
+    const counted: KernelTool = {
+      ...echo,
+      readOnly: true,
+      execute: (args) =>
+        Effect.zipRight(
+          Effect.sync(() => runs++),
+          echo.execute(args)
+        )
+    }
+    const same = Array.from({ length: 40 }, (_, i) => call(`s${i}`, "echo", { text: "again" }))
+    for (const concurrency of ["8", "1"]) {
+      runs = 0
+      const run = await runTurn([counted], same, concurrency)
+      const failure = Exit.isFailure(run.exit) ? Option.getOrUndefined(Cause.failureOption(run.exit.cause)) : undefined
+      expect(failure).toMatchObject({ _tag: "LoopDetected", message: "stopped: echo was called with the same arguments 12 times" })
+      expect(runs).toBe(12)
+      expect(run.events.filter((e) => e.type === "tool.call")).toHaveLength(12)
+    }
+    // Two calls taking turns: pairs run at once, and the stop comes at the 12th of the first, as one by one.
+    runs = 0
+    const pairs = Array.from({ length: 40 }, (_, i) => call(`p${i}`, "echo", { text: i % 2 === 0 ? "a" : "b" }))
+    const paired = await runTurn([counted], pairs, "8")
+    expect(Exit.isFailure(paired.exit)).toBe(true)
+    expect(runs).toBe(24)
+    // Different arguments still run at once.
+    const distinct = await runTurn([counted], [call("d0", "echo", { text: "x" }), call("d1", "echo", { text: "y" })], "8")
+    expect(timeline(distinct.events)).toEqual([
+      ["tool.call", "d0"],
+      ["tool.call", "d1"],
+      ["tool.result", "d0"],
+      ["tool.result", "d1"]
+    ])
+  })
+
   test("which tools only read, and which share state that keeps their calls in order", async () => {
     const kernel = await Effect.runPromise(
       createKernelTools(["read", "ls", "grep", "find", "write", "edit", "shell", "git", "codemode"], createProcessRunner())
@@ -350,7 +386,7 @@ describe("runToolCalls", () => {
       const hang = defineTool({
         name: "hang",
         description: "Never finishes; counts its release.",
-        params: Schema.Struct({}),
+        params: Schema.Struct({ n: Schema.Number }),
         readOnly: true,
         execute: () =>
           Effect.gen(function* () {
@@ -359,7 +395,9 @@ describe("runToolCalls", () => {
           }).pipe(Effect.onInterrupt(() => Effect.sync(() => void released++)))
       })
       const toolbox = { tools: new Map([[hang.name, hang]]), deny: () => ({ blocked: false }) as const }
-      const fiber = yield* Effect.fork(runToolCalls([call("h0", "hang", {}), call("h1", "hang", {}), call("h2", "hang", {})], toolbox))
+      const fiber = yield* Effect.fork(
+        runToolCalls([call("h0", "hang", { n: 0 }), call("h1", "hang", { n: 1 }), call("h2", "hang", { n: 2 })], toolbox)
+      )
       yield* Deferred.await(allStarted)
       yield* Fiber.interrupt(fiber)
       return released

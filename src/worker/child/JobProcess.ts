@@ -67,7 +67,7 @@ export const childEnvironment: Effect.Effect<Record<string, string>> = Effect.ma
  * EVENT_BUFFER events: the child waits only when the buffer is full. A failure of the hook ends the
  * run (the child is killed); every event read before the child's end is handed over before the run returns.
  */
-export type EventHook<E, R> =
+type EventHook<E, R> =
   | { readonly onEvent: (event: JobEvent) => Effect.Effect<void, E, R> }
   | {
       /** At most MAX_BATCH events or MAX_BATCH_BYTES of the child's lines (one oversized event alone), never empty. */

@@ -89,6 +89,9 @@ const MAX_BATCH_BYTES = 1 << 20
 /** How long a batch smaller than MAX_BATCH waits for more events before it is handed over. */
 const LINGER = Duration.millis(2)
 
+/** What the reader puts in the buffer after the child's last line. */
+const END = "end" as const
+
 interface Buffered {
   readonly event: JobEvent
   readonly bytes: number
@@ -119,21 +122,20 @@ const batches = (items: ReadonlyArray<Buffered>): ReadonlyArray<ReadonlyArray<Jo
 const handOver = <E, R>(buffer: Queue.Dequeue<Buffered | typeof END>, hook: EventHook<E, R>): Effect.Effect<void, E, R> => {
   const each =
     "onEvents" in hook ? hook.onEvents : (events: ReadonlyArray<JobEvent>) => Effect.forEach(events, hook.onEvent, { discard: true })
-  const loop: Effect.Effect<void, E, R> = Effect.gen(function* () {
-    let taken = Chunk.toReadonlyArray(yield* Queue.takeBetween(buffer, 1, MAX_BATCH))
-    if (taken.length < MAX_BATCH && !taken.includes(END)) {
-      yield* Effect.sleep(LINGER)
-      taken = [...taken, ...Chunk.toReadonlyArray(yield* Queue.takeUpTo(buffer, MAX_BATCH - taken.length))]
+  return Effect.gen(function* () {
+    while (true) {
+      let taken = Chunk.toReadonlyArray(yield* Queue.takeBetween(buffer, 1, MAX_BATCH))
+      if (taken.length < MAX_BATCH && !taken.includes(END)) {
+        yield* Effect.sleep(LINGER)
+        taken = [...taken, ...Chunk.toReadonlyArray(yield* Queue.takeUpTo(buffer, MAX_BATCH - taken.length))]
+      }
+      const end = taken.indexOf(END)
+      const items = (end < 0 ? taken : taken.slice(0, end)).filter((i): i is Buffered => i !== END)
+      for (const batch of batches(items)) yield* each(batch)
+      if (end >= 0) return
     }
-    const end = taken.indexOf(END)
-    const items = (end < 0 ? taken : taken.slice(0, end)).filter((i): i is Buffered => i !== END)
-    for (const batch of batches(items)) yield* each(batch)
-    if (end < 0) return yield* loop
   })
-  return loop
 }
-
-const END = "end" as const
 
 /** Non-empty text lines of a child's pipe; a read error is a defect (the pipe is ours). */
 const lines = (pipe: ReadableStream<Uint8Array>): Stream.Stream<string> =>

@@ -1,16 +1,23 @@
 /**
  * The grep tool (this thread walks, search workers match) vs ripgrep over this project's node_modules:
- * same patterns, same file set (rg told -uu, --no-follow, skip .git, files over 4 MB), median of 5 runs
- * each: wall time, and CPU time (every thread of this process for ours, the rg process's user + system),
- * which a machine busy with other work inflates far less than wall time. Not a test: `bun bench/grep.ts`.
+ * same patterns, same file set (rg told -uu, --no-follow, skip .git, files over 4 MB).
+ * What a job sees: the first grep call of a fresh job (a job child of the bytecode bundle started ahead
+ * as the worker's pool starts it, given its envelope once its warm-up is done; the call's
+ * `kintsugi.tool` span) against a fresh `rg` process, median of FRESH_RUNS jobs each, in interleaved
+ * rounds (FRESH=0 skips it). And later calls in one warm process (WARM=0 skips them): median of 5 runs each after a discarded one, wall time
+ * and CPU time (every thread of this process for ours, the rg process's user + system), which a machine
+ * busy with other work inflates far less than wall time. Not a test: `bun bench/grep.ts`.
  * BEFORE=<another checkout> adds a row per pattern for that checkout's grep tool over the same files,
- * timed the same way in a child process (its own Effect and workers), just after ours.
+ * timed the same way in a child process (its own Effect and workers), just after ours; and to the fresh
+ * jobs a column for that checkout's own bundle, a job child of it after each of ours.
  */
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 
 const RUNS = 5
+/** Fresh jobs per pattern (each a new job child). */
+const FRESH_RUNS = Number(process.env["FRESH_RUNS"] ?? 5)
 const before = process.env["BEFORE"]
 /** Set in the child that times BEFORE's grep tool: the case to time, the checkout, the files. */
 const childCase = process.env["GREP_BENCH_CASE"]
@@ -135,7 +142,7 @@ const header = [
   "matches (ours/rg)"
 ]
 const rows: Array<Array<string>> = [header]
-for (const [i, c] of cases.entries()) {
+for (const [i, c] of (process.env["WARM"] === "0" ? [] : cases).entries()) {
   const a = await timeIt(() => ours(c))
   const p = before === undefined ? undefined : timeBefore(before, i)
   if (!hasRg) {
@@ -162,7 +169,155 @@ for (const [i, c] of cases.entries()) {
   rows.push(row(c.label, a))
   if (p !== undefined) rows.push(row("  before", p))
 }
-const widths = header.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)))
-for (const r of rows) console.log(r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("  "))
+const printTable = (table: ReadonlyArray<ReadonlyArray<string>>) => {
+  const widths = (table[0] ?? []).map((_, i) => Math.max(...table.map((r) => (r[i] ?? "").length)))
+  for (const r of table) console.log(r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("  "))
+}
+
+/** The first grep call of a fresh job against a fresh rg, per case: FRESH_RUNS interleaved rounds. */
+const freshJobs = async (): Promise<void> => {
+  const { childEnvironment, runJobProcess, spawnJobChild } = await import("../src/worker/child/JobProcess.ts")
+  const { ensureBundle, sourceKey } = await import("../src/worker/child/jobChildBundle.ts")
+  const { startOpenAIServer } = await import("../src/testing/scriptedServers.ts")
+  const { toolResultsOf } = await import("../src/testing/toolResultsOf.ts")
+  const { WORKER_NAMES } = await import("../src/tools/grepPool.ts")
+  // A private cache: a bundle in a shared one is removed once someone builds one of newer sources.
+  const cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), "kintsugi-bench-bundle-"))
+  const entry = await ensureBundle(cacheDir, sourceKey())
+  // BEFORE's bundle, built by that checkout's own builder from its own sources.
+  const beforeEntry =
+    before === undefined
+      ? undefined
+      : await (async () => {
+          const b = (await import(
+            path.join(before, "src", "worker", "child", "jobChildBundle.ts")
+          )) as typeof import("../src/worker/child/jobChildBundle.ts")
+          return b.ensureBundle(path.join(cacheDir, "before"), b.sourceKey())
+        })()
+  const env = await Effect.runPromise(childEnvironment)
+  const cpuTicks = (pid: number): number => {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "latin1")
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return Number(f[11]) + Number(f[12])
+  }
+  const threads = (pid: number): Array<string> =>
+    fs.readdirSync(`/proc/${pid}/task`).map((t) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/task/${t}/comm`, "latin1").trim()
+      } catch {
+        return ""
+      }
+    })
+  /**
+   * A job child of a bundle started ahead, as the worker's pool starts it, once its warm-up is over:
+   * grep's workers up (this checkout's) and no CPU used for 300 ms.
+   */
+  const settledChild = async (from: string) => {
+    const spawned = spawnJobChild(from, env, true)
+    for (;;) {
+      const ticks = cpuTicks(spawned.child.pid)
+      await Bun.sleep(300)
+      const workers = from !== entry || threads(spawned.child.pid).includes(WORKER_NAMES.bytecode)
+      if (workers && cpuTicks(spawned.child.pid) === ticks) return spawned
+    }
+  }
+  const workspace = { root: path.dirname(nodeModules), readOnly: [nodeModules], outDir }
+  /** One fresh job whose model asks for one grep call: the call's span duration and its matches. */
+  const firstCall = async (c: Case, from: string): Promise<{ ms: number; matches: number }> => {
+    const server = await startOpenAIServer([
+      { kind: "turn", toolCalls: [{ name: "grep", arguments: { ...c.args, limit: 1000 } }] },
+      { kind: "turn", text: "done" }
+    ])
+    try {
+      const child = await settledChild(from)
+      let ms = Number.NaN
+      const envelope = {
+        job: {
+          agent: { id: "bench", version: 1, instructions: "Search.", tools: ["grep"] },
+          task: "Search.",
+          model: { provider: "bench", id: "bench-model" },
+          workspace,
+          limits: { timeoutSec: 120, idleTimeoutSec: 60, maxTurns: 4 },
+          metadata: { trigger: "bench" }
+        },
+        providers: [
+          {
+            id: "bench",
+            api: "openai-completions",
+            baseUrl: server.baseUrl,
+            apiKey: "bench",
+            models: [
+              { id: "bench-model", contextWindow: 128_000, maxTokens: 1024, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } }
+            ]
+          }
+        ]
+      }
+      const settlement = await Effect.runPromise(
+        runJobProcess(
+          envelope as Parameters<typeof runJobProcess>[0],
+          {
+            onEvent: (e) =>
+              Effect.sync(() => {
+                if (e.type === "span" && e.name === "kintsugi.tool" && e.attributes["tool"] === "grep") ms = e.durationMs
+              }),
+            abortRequested: Effect.succeed(false),
+            log: () => Effect.void
+          },
+          Effect.succeed(child)
+        )
+      )
+      if (settlement.status !== "completed") throw new Error(`the bench job ended ${settlement.status}`)
+      const request = server.requests[1]
+      const text = request === undefined ? "" : (toolResultsOf(request)[0] ?? "")
+      const total = /showing \d+ of (\d+) matching lines/.exec(text)?.[1]
+      return { ms, matches: total !== undefined ? Number(total) : text.split("\n").filter((l) => /^.+?:\d+: /.test(l)).length }
+    } finally {
+      await server.stop()
+    }
+  }
+  console.log(
+    `\nfirst grep call of a fresh job (a bundle's job child started ahead, after its warm-up) vs a fresh rg, median of ${FRESH_RUNS} rounds, load average ${load()}`
+  )
+  const table: Array<Array<string>> = [
+    [
+      "pattern",
+      "first call ms",
+      ...(hasRg ? ["rg ms", "ratio (goal ≤ 1.5)"] : []),
+      ...(beforeEntry === undefined ? [] : ["BEFORE ms", ...(hasRg ? ["BEFORE ratio"] : [])]),
+      "matches (ours/rg)"
+    ]
+  ]
+  for (const c of cases) {
+    const ours: Array<number> = []
+    const theirs: Array<number> = []
+    const old: Array<number> = []
+    let matches = ""
+    for (let i = 0; i < FRESH_RUNS; i++) {
+      const a = await firstCall(c, entry)
+      ours.push(a.ms)
+      if (beforeEntry !== undefined) old.push((await firstCall(c, beforeEntry)).ms)
+      if (hasRg) {
+        const t = performance.now()
+        const r = await rg(c)()
+        theirs.push(performance.now() - t)
+        matches = `${a.matches}/${r.matches}`
+      } else matches = String(a.matches)
+    }
+    const [o, r, b] = [median(ours), median(theirs), median(old)]
+    table.push([
+      c.label,
+      o.toFixed(0),
+      ...(hasRg ? [r.toFixed(0), `${(o / r).toFixed(2)}x`] : []),
+      ...(beforeEntry === undefined ? [] : [b.toFixed(0), ...(hasRg ? [`${(b / r).toFixed(2)}x`] : [])]),
+      matches
+    ])
+  }
+  printTable(table)
+  fs.rmSync(cacheDir, { recursive: true, force: true })
+}
+
+console.log("\nlater calls in one warm process:")
+printTable(rows)
+if (process.env["FRESH"] !== "0" && process.platform === "linux") await freshJobs()
 console.log(`load average at the end: ${load()}`)
 fs.rmSync(outDir, { recursive: true, force: true })

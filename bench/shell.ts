@@ -10,7 +10,7 @@
  */
 import { Effect } from "effect"
 import { mkdtempSync, realpathSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { baseEnvironment, createProcessRunner } from "../src/tools/ProcessRunner.ts"
 import { DEFAULT_RESOURCES } from "../src/tools/jobResources.ts"
@@ -55,7 +55,11 @@ const row = (label: string, ms: number) => console.log(`${label.padEnd(50)} ${ms
 Bun.spawnSync(["git", "init", "-q"], { cwd: root })
 const ratio = (label: string, ours: number, reference: number, refLabel: string) =>
   console.log(`${label.padEnd(50)} ${ours.toFixed(2).padStart(8)} ms  ${(ours / reference).toFixed(2)}× ${refLabel} (goal ≤ 1.5×)`)
-console.log(`median of ${RUNS} interleaved rounds each, ${process.platform} ${process.arch}, Bun ${Bun.version}`)
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")
+console.log(`median of ${RUNS} interleaved rounds each, ${process.platform} ${process.arch}, Bun ${Bun.version}, load average ${load()}`)
 const pair = async (refLabel: string, reference: () => Promise<unknown>, label: string, ours: () => Promise<unknown>, vs: string) => {
   const [r = Number.NaN, o = Number.NaN] = await medians([reference, ours])
   row(refLabel, r)
@@ -179,6 +183,7 @@ await triple(
   tool(git, { args: ["rev-parse", "--is-inside-work-tree"] }),
   "bare git"
 )
+console.log(`load average after the rounds: ${load()}`)
 if (process.env["FLOOD"] === "0") {
   await Effect.runPromise(runner.killAll)
   rmSync(root, { recursive: true, force: true })

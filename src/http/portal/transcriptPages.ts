@@ -12,17 +12,21 @@ import { permit } from "../auth.ts"
 import { htmlResponse, isHtmx } from "./pageResponse.ts"
 import type { PortalInput, PortalRunner } from "./portalRoute.ts"
 
+/** The job page's panel asks with htmx; a boosted link or a history restore wants the whole page. */
+const wantsPanel = (request: Request): boolean => isHtmx(request) && request.headers.get("hx-boosted") !== "true"
+
 const transcript = (input: PortalInput) =>
   Effect.gen(function* () {
+    const panel = wantsPanel(input.request)
     const allowed = yield* Effect.either(permit(input.request, input.principal, "transcripts.read"))
     if (allowed._tag === "Left") {
-      if (isHtmx(input.request)) return htmlResponse(noTranscriptPanel())
+      if (panel) return htmlResponse(noTranscriptPanel())
       return yield* Effect.fail(allowed.left)
     }
     const job = yield* (yield* JobStore).get(input.params["id"] ?? "")
     const turns = yield* (yield* TranscriptStore).read(job.id)
     const props = { jobId: job.id, turns }
-    return htmlResponse(isHtmx(input.request) ? transcriptPanel(props) : transcriptPage(input.page, props))
+    return htmlResponse(panel ? transcriptPanel(props) : transcriptPage(input.page, props))
   })
 
 export const transcriptPages = (portal: PortalRunner) => new Elysia().get("/jobs/:id/transcript", portal.page("read", transcript))

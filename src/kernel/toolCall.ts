@@ -58,7 +58,33 @@ interface Settled {
   readonly finished: number
 }
 
+/** Deepest nesting of arrays and objects in a call's arguments (the API's bound on a JSON body). */
+const MAX_ARGUMENTS_DEPTH = 64
+
+/** True when `value` nests arrays/objects deeper than MAX_ARGUMENTS_DEPTH. Iterative: no recursion. */
+const nestsTooDeep = (value: unknown): boolean => {
+  const stack: Array<readonly [unknown, number]> = [[value, 0]]
+  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+    const [v, depth] = top
+    if (v === null || typeof v !== "object") continue
+    if (depth + 1 > MAX_ARGUMENTS_DEPTH) return true
+    for (const child of Object.values(v)) stack.push([child, depth + 1])
+  }
+  return false
+}
+
+/**
+ * The call checked. Arguments nested deeper than MAX_ARGUMENTS_DEPTH are refused and stand as `{}` in
+ * its event and for the loop guard: the store cannot hold them, and canonical JSON would recurse.
+ */
 const check = (call: ToolCall, toolbox: Toolbox): Checked => {
+  if (nestsTooDeep(call.arguments))
+    return {
+      call,
+      tool: toolbox.tools.get(call.name),
+      args: {},
+      blockReason: `the arguments nest arrays and objects deeper than ${MAX_ARGUMENTS_DEPTH} levels`
+    }
   const tool = toolbox.tools.get(call.name)
   const args: Record<string, unknown> = call.arguments
   const command = tool?.commandOf?.(args)

@@ -346,6 +346,30 @@ describe("runToolCalls", () => {
     ])
   })
 
+  test("arguments nested deeper than 64 levels: the call is refused, its event and the loop guard see {}, the turn goes on", async () => {
+    const nested = (depth: number): unknown => {
+      let v: unknown = 1
+      for (let i = 1; i < depth; i++) v = [v]
+      return v
+    }
+    const readOnlyEcho: KernelTool = { ...echo, readOnly: true }
+    const calls = [
+      call("n0", "echo", { text: "deep", x: nested(20_000) }),
+      call("n1", "echo", { text: "fine" }),
+      call("n2", "echo", { text: "at the bound", x: nested(63) })
+    ]
+    for (const concurrency of ["8", "1"]) {
+      const run = await runTurn([readOnlyEcho], calls, concurrency)
+      const [deep, fine, bound] = resultsOf(run.exit)
+      expect(deep).toEqual(["n0", "Blocked: the arguments nest arrays and objects deeper than 64 levels", true])
+      expect(fine).toEqual(["n1", "fine", false])
+      expect(bound?.[1]).not.toContain("deeper than")
+      const announced = run.events.flatMap((e) => (e.type === "tool.call" ? [[e.callId, e.input, e.allowed]] : []))
+      expect(announced[0]).toEqual(["n0", {}, false])
+      expect(announced[1]).toEqual(["n1", { text: "fine" }, true])
+    }
+  })
+
   test("which tools only read, and which share state that keeps their calls in order", async () => {
     const kernel = await Effect.runPromise(
       createKernelTools(["read", "ls", "grep", "find", "write", "edit", "shell", "git", "codemode"], createProcessRunner())

@@ -35,6 +35,7 @@ import type {
 } from "../providers/errors.ts"
 import type { IdempotencyKeyReused, JobNotFound } from "../worker/JobStore.ts"
 import type { ProjectExists } from "../worker/Projects.ts"
+import type { JobNotContinuable } from "../worker/transcripts/continuation.ts"
 import type { EvalRunNotFound, EvalsRefused, NoEvals } from "../worker/evals/Evals.ts"
 import type { WebSettingsInvalid } from "../web/ProjectWeb.ts"
 import type { WebSearchInvalid, WebSearchNotConfigured } from "../web/WebSearch.ts"
@@ -72,6 +73,7 @@ export type ApiError =
   | WebSearchNotConfigured
   | WebSettingsInvalid
   | JobNotFound
+  | JobNotContinuable
   | IdempotencyKeyReused
   | ProjectExists
   | NoEvals
@@ -125,6 +127,7 @@ const STATUS: { readonly [Tag in ApiError["_tag"]]: number } = {
   ProjectExists: 409,
   UserExists: 409,
   NoEvals: 409,
+  JobNotContinuable: 409,
   PayloadTooLarge: 413,
   AgentUnavailable: 422,
   IdempotencyKeyReused: 422,

@@ -2,16 +2,18 @@
  * Resolves everything a job needs at its start into the job child's envelope: the agent's current
  * version (embedded whole), the binding (project, then installation default), the provider config
  * with its key decrypted, the job boundary, the project's resource limits and whether it keeps
- * transcripts (the services channel then takes each turn). A binding, agent or project
+ * transcripts (the services channel then takes each turn); a continued job's history (its parent's
+ * transcript replayed). A binding, agent or project
  * change therefore applies to the next job, not this one.
  */
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { AgentStore } from "../agents/AgentStore.ts"
 import { resolveAgentDefinition } from "../agents/resolveAgentDefinition.ts"
 import { SkillStore } from "../agents/SkillStore.ts"
 import type { AgentDefinition } from "../contract/AgentDefinition.ts"
 import type { JobEnvelope, SkillFile } from "../contract/AgentRuntime.ts"
-import type { Limits, JobSpec, ResourceLimits } from "../contract/JobSpec.ts"
+import type { JobHistory, Limits, JobSpec, ResourceLimits } from "../contract/JobSpec.ts"
+import type { StoreError } from "../db/StoreError.ts"
 import { mcpServersOf } from "../agents/validateAgent.ts"
 import { Bindings } from "../providers/Bindings.ts"
 import { McpServers } from "../providers/McpServers.ts"
@@ -23,6 +25,8 @@ import { Projects } from "./Projects.ts"
 import { ServiceHandlers, ServicesEndpoint } from "./Services.ts"
 import { ServiceTokens } from "./ServiceTokens.ts"
 import { TRANSCRIPT_ENDPOINT } from "../tools/services/ServiceChannel.ts"
+import { parentHistory } from "./transcripts/continuation.ts"
+import { TranscriptStore } from "./transcripts/TranscriptStore.ts"
 
 /** The job could not be set up; the message says why (it becomes the job's failure message). */
 export class JobSetupFailed extends Schema.TaggedError<JobSetupFailed>()("JobSetupFailed", { message: Schema.String }) {}
@@ -98,6 +102,20 @@ const projectSettings = (projectId: string): Effect.Effect<{ resources: Resource
         Effect.catchTag("ProjectNotFound", () => Effect.succeed({ resources: {}, transcripts: false }))
       )
 
+/**
+ * The history of a job continuing `parentId`. The transcript store is looked up, not required: a
+ * worker runtime without one (no secret key to open transcripts) fails such a job at setup.
+ */
+const continuedFrom = (parentId: string): Effect.Effect<JobHistory, JobSetupFailed | StoreError> =>
+  Effect.flatMap(Effect.serviceOption(TranscriptStore), (store) =>
+    Option.isNone(store)
+      ? Effect.fail(new JobSetupFailed({ message: "this worker cannot open transcripts, which a continued job starts from" }))
+      : parentHistory(parentId).pipe(
+          Effect.provideService(TranscriptStore, store.value),
+          Effect.catchTag("JobNotContinuable", (e) => Effect.fail(new JobSetupFailed({ message: `the job it continues ${e.why}` })))
+        )
+  )
+
 export const buildEnvelope = (
   job: JobRow
 ): Effect.Effect<
@@ -122,6 +140,8 @@ export const buildEnvelope = (
     // The MCP servers the agent names travel with their headers decrypted, on the child's stdin only.
     const servers = yield* (yield* McpServers).configs(mcpServersOf(tools))
     const project = yield* projectSettings(job.projectId)
+    // A continued job starts from its parent's transcript, opened here and handed over on the child's stdin only.
+    const history = job.parentJobId === null ? undefined : yield* continuedFrom(job.parentJobId)
     const spec: JobSpec = {
       agent,
       task: job.task,
@@ -130,7 +150,8 @@ export const buildEnvelope = (
       // The job child lowers these again to the server's own settings, so neither may raise one.
       limits: lowerToProject(job.limits, project.resources),
       ...(servers.length === 0 ? {} : { mcp: { servers } }),
-      metadata: { ...job.metadata, jobId: job.id, ...(job.projectId === "" ? {} : { projectId: job.projectId }) }
+      metadata: { ...job.metadata, jobId: job.id, ...(job.projectId === "" ? {} : { projectId: job.projectId }) },
+      ...(history === undefined ? {} : { history })
     }
     // The job child checks the workspace against this again: the paths may have changed since the API checked them.
     const boundary = yield* (yield* JobRoots).boundaryFor(job.projectId)

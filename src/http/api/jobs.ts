@@ -8,6 +8,8 @@ import { Elysia } from "elysia"
 import { JobBus } from "../../worker/JobBus.ts"
 import { admitJob } from "../../worker/admitJob.ts"
 import { IDEMPOTENCY_KEY, JobStore, type JobRow, type JobStatus } from "../../worker/JobStore.ts"
+import { ContinueBody, continueJob, continuationsOf } from "../../worker/transcripts/continuation.ts"
+import { decodeAll } from "../../contract/Problem.ts"
 import type { Guard } from "../auth.ts"
 import { followJob, resumeAfter, resumedAtEnd, sseFrame, sseResponse, SSE_HEARTBEAT_MS } from "../eventStream.ts"
 import { badRequest, json } from "../respond.ts"
@@ -54,6 +56,8 @@ const listEntry = (job: JobRow) => {
     outputTokens: usage?.outputTokens ?? null
   }
 }
+
+const decodeContinue = decodeAll(ContinueBody)
 
 const idempotencyKey = (request: Request) => {
   const key = request.headers.get("idempotency-key")
@@ -114,7 +118,9 @@ export const jobRoutes = (route: Route, heartbeatMs: number = SSE_HEARTBEAT_MS) 
           const job = yield* store.get(param(i, "id"))
           // A completed job's typed answer (the agent declares one) is in its stored job.completed event.
           const answer = job.status === "completed" ? yield* store.answer(job.id) : undefined
-          return json({ job: answer === undefined ? job : { ...job, answer } })
+          // The jobs that continue this one (parentJobId is the other way).
+          const continuations = yield* continuationsOf(job.id)
+          return json({ job: { ...job, ...(answer === undefined ? {} : { answer }), continuations } })
         })
       )
     )
@@ -148,6 +154,19 @@ export const jobRoutes = (route: Route, heartbeatMs: number = SSE_HEARTBEAT_MS) 
               }),
             heartbeatMs
           )
+        })
+      )
+    )
+    .post(
+      "/api/jobs/:id/continue",
+      route("agents.manage", (i) =>
+        Effect.gen(function* () {
+          const body = decodeContinue(yield* jsonBody(i.request))
+          if (Either.isLeft(body)) return yield* Effect.fail(badRequest(body.left))
+          // The parent's transcript becomes the new job's history in the worker; it is not read here.
+          const job = yield* continueJob(param(i, "id"), body.right.task, i.principal.username)
+          yield* (yield* JobBus).publish({ _tag: "Queued" })
+          return json({ job }, 201)
         })
       )
     )

@@ -168,6 +168,27 @@ describe("the worker", () => {
     expect(server.requests[0]!.headers["authorization"]).toBe(`Bearer ${KEY}`)
   })
 
+  test("model text holding U+0000 and unpaired surrogates is stored with U+FFFD in their place: the job completes, no event is lost", async () => {
+    await useProvider("nul", [
+      { kind: "turn", text: "looking\u0000 at \ud800 it", toolCalls: [{ name: "read", arguments: { path: "src/app\u0000.ts\udc00" } }] },
+      builtinOutputsStep("codebase-inventory", "# Inventory\n\nOne file.\n"),
+      builtinAnswerTurn("codebase-inventory", "Wrote\u0000 inventory.md \ud83d.")
+    ])
+    await bind("codebase-inventory", "nul")
+    const job = await startJob("codebase-inventory", createRepo())
+    const done = await waitSettled(job.id)
+    expect(done).toMatchObject({ status: "completed" })
+    expect(done.summary).toContain("Wrote\ufffd inventory.md \ufffd.")
+    const stored = JSON.parse((await api("GET", `/api/jobs/${job.id}/events?format=json`)).text) as {
+      events: Array<{ seq: number; type: string; input?: { path?: string }; text?: string }>
+    }
+    expect(stored.events.map((e) => e.seq)).toEqual(stored.events.map((_, i) => i))
+    expect(stored.events.at(-1)?.type).toBe("job.completed")
+    expect(stored.events.find((e) => e.type === "tool.call")?.input?.path).toBe("src/app\ufffd.ts\ufffd")
+    const text = stored.events.flatMap((e) => (e.type === "message.delta" && e.text !== undefined ? [e.text] : [])).join("")
+    expect(text).toContain("looking\ufffd at \ufffd it")
+  })
+
   test("grounding: counts stored with the job, in the API's job and in /metrics; the event lists the citations", async () => {
     await useProvider("gg", [
       { kind: "turn", toolCalls: [{ name: "read", arguments: { path: "src/app.ts" } }] },

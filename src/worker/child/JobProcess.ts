@@ -14,6 +14,7 @@ import { jobSessionsFile, jobTmpPrefix, RESOURCE_VARIABLES } from "../../tools/j
 import { readStat, RUN_PREFIX_VAR, sweepRunPrefix, sweepSessions } from "../../tools/processTree.ts"
 import { JOB_CHILD_JIT_ENV, runJobArgs } from "../../jobChild/args.ts"
 import type { Settlement } from "../JobStore.ts"
+import { storableJson } from "../../db/storable.ts"
 
 export const CLI_PATH = join(import.meta.dir, "..", "..", "cli.ts")
 /** After SIGTERM, how long a child gets to emit its `aborted` event before SIGKILL. */
@@ -299,14 +300,15 @@ export const runJobProcess = <E, R>(
           const parsed = safeJson(line)
           const event = decodeEvent(parsed)
           if (event._tag === "Right") {
-            const e = event.right
+            // Model text may hold what no row can (U+0000, unpaired surrogates): replaced before it is stored.
+            const e = storableJson(event.right)
             if (e.type === "job.completed") terminal = { status: "completed", summary: e.summary }
             if (e.type === "job.failed") terminal = { status: "failed", reason: e.reason, message: e.message }
             events.push({ event: e, bytes: line.length })
             continue
           }
           const refusal = decodeRefusal(parsed)
-          if (refusal._tag === "Right") refused = refusal.right.problems.map((p) => `${p.path}: ${p.message}`).join("; ")
+          if (refusal._tag === "Right") refused = storableJson(refusal.right.problems.map((p) => `${p.path}: ${p.message}`).join("; "))
           else ignored++
         }
         return Effect.gen(function* () {

@@ -134,6 +134,46 @@ describe("the kernel's transcript", () => {
     expect(new Set(endpoint.turns.map((t) => `${t.instructionsHash}/${t.toolsHash}`)).size).toBe(1)
   })
 
+  test("a turn the worker refuses is reported by its status only and the job goes on", async () => {
+    const server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      // Echoes what it got, as a decoder's message might.
+      fetch: async (request) => Response.json({ text: `refused: ${await request.text()}`, isError: true }, { status: 400 })
+    })
+    cleanups.push(() => server.stop(true))
+    const lines: Array<string> = []
+    const model = createWindowedModel({ api: "openai-completions", window: 128_000, turn: () => ({ text: "done: nothing to read" }) })
+    const scripted = await startOpenAIServer(model.steps)
+    const dirs = createJobDirs(FILES)
+    cleanups.push(
+      () => scripted.stop(),
+      () => dirs.cleanup()
+    )
+    const job = createJobSpec(dirs, { agent: { tools: ["read"] }, task: "Say PLUM-MARKER-55." })
+    const outcome = await Effect.runPromise(
+      Effect.gen(function* () {
+        const handle = yield* (yield* AgentRuntime).start(job)
+        yield* Stream.runDrain(handle.events)
+        return yield* handle.result
+      }).pipe(
+        Effect.scoped,
+        Effect.provide(
+          KernelLive({
+            providers: [createProvider(scripted, "openai-completions")],
+            services: { url: `http://127.0.0.1:${server.port}/services`, token: TOKEN, transcript: true },
+            diagnostics: (line) => lines.push(line)
+          })
+        )
+      )
+    )
+    expect(outcome._tag).toBe("Completed")
+    const reported = lines.filter((l) => l.includes("transcript turn"))
+    expect(reported.length).toBe(1)
+    expect(reported[0]).toContain("transcript turn 1 was not stored: the worker answered HTTP 400")
+    expect(lines.join("\n")).not.toContain("PLUM-MARKER-55")
+  })
+
   test("without services.transcript nothing is posted", async () => {
     const endpoint = startTranscriptEndpoint()
     const { outcome } = await runJob({ url: endpoint.url, token: TOKEN }, 2, 128_000)

@@ -102,8 +102,34 @@ export const makeServiceChannel = (config: ServiceChannelConfig): ServiceChannel
     )
 })
 
-/** Sends one transcript turn (a JSON document) to the worker; fails with the reason it was not taken. */
+/**
+ * Sends one transcript turn (a JSON document) to the worker; fails with the status it answered or why
+ * it could not be reached, never with the answer's text (a decoder's message could quote the turn).
+ */
 export const makeTranscriptSender =
   (config: ServiceChannelConfig) =>
   (turn: unknown): Effect.Effect<void, ToolError> =>
-    Effect.asVoid(makeServiceChannel(config).call(TRANSCRIPT_ENDPOINT, turn, TRANSCRIPT_TIMEOUT_MS))
+    Effect.tryPromise({
+      try: async (signal) => {
+        const response = await fetch(`${config.url.replace(/\/+$/, "")}/${TRANSCRIPT_ENDPOINT}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${config.token}` },
+          body: JSON.stringify(turn),
+          redirect: "manual",
+          signal: AbortSignal.any([signal, AbortSignal.timeout(TRANSCRIPT_TIMEOUT_MS)])
+        })
+        await response.body?.cancel()
+        return response.status
+      },
+      catch: (e) =>
+        new ToolError({
+          message:
+            e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")
+              ? `the worker did not take it within ${Math.round(TRANSCRIPT_TIMEOUT_MS / 1000)} s`
+              : "the services channel is unreachable"
+        })
+    }).pipe(
+      Effect.flatMap((status) =>
+        status === 200 ? Effect.void : Effect.fail(new ToolError({ message: `the worker answered HTTP ${status}` }))
+      )
+    )

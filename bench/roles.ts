@@ -43,6 +43,9 @@ type Layout = "split" | "all"
 
 /** One run: a fresh database, the processes of `layout`, JOBS jobs through the API; jobs per minute. */
 const runOnce = async (layout: Layout): Promise<number> => {
+  // The job child's bundle for the sources as they are now, built ahead (the Dockerfile's step), so that
+  // no run builds it and starts its first children from the sources meanwhile.
+  await Bun.spawn(["bun", join(import.meta.dir, "..", "src", "worker", "child", "jobChildBundle.ts")], { stdout: "ignore" }).exited
   const name = `kintsugi_bench_roles_${randomBytes(6).toString("hex")}`
   await adminStatement(SERVER, `CREATE DATABASE ${name}`)
   const u = new URL(SERVER)
@@ -146,8 +149,13 @@ const runOnce = async (layout: Layout): Promise<number> => {
     const once = jobs.filter((j) => j["status"] === "completed" && Number(j["starts"]) === 1 && Number(j["ends"]) === 1).length
     const requests = model.requests.filter((r) => r.path.endsWith("/chat/completions")).length
     const perJob = new Set(model.requests.map((r) => /\[job-(\d+)\]/.exec(JSON.stringify(r.body))?.[1])).size
-    if (once !== JOBS || requests !== JOBS || perJob !== JOBS)
-      throw new Error(`${layout}: ${once}/${JOBS} jobs completed once, ${requests} model requests for ${perJob} jobs`)
+    if (once !== JOBS || requests !== JOBS || perJob !== JOBS) {
+      const failed = await sql(`SELECT reason, split_part(message, E'\n', 1) AS message, count(*)::int AS n FROM runtime.job
+        WHERE status <> 'completed' GROUP BY 1, 2`)
+      throw new Error(
+        `${layout}: ${once}/${JOBS} jobs completed once, ${requests} model requests for ${perJob} jobs; not completed: ${JSON.stringify(failed)}`
+      )
+    }
     const [times] = await sql(`SELECT
         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - created_at)) AS wait,
         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - started_at)) AS run,
@@ -169,8 +177,6 @@ const runOnce = async (layout: Layout): Promise<number> => {
 }
 
 console.log(`before: ${await uptime()}`)
-// The job child's bundle for these sources, built ahead (the Dockerfile's step), so no run builds it.
-await Bun.spawn(["bun", join(import.meta.dir, "..", "src", "worker", "child", "jobChildBundle.ts")], { stdout: "ignore" }).exited
 const results: Record<Layout, Array<number>> = { split: [], all: [] }
 for (let round = 0; round < ROUNDS; round++) {
   for (const layout of round % 2 === 0 ? (["all", "split"] as const) : (["split", "all"] as const))

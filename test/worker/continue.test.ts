@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { JobStore, type JobRow } from "../../src/worker/JobStore.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 import type { RecordedRequest, Step } from "../support/scriptedServers.ts"
-import { useServicesApp } from "../support/servicesHarness.ts"
+import { ORIGIN, useServicesApp } from "../support/servicesHarness.ts"
 import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(120_000)
@@ -20,6 +20,21 @@ const done = (text: string): Step => ({ kind: "turn", text })
 
 type WireMessage = { role: string; content?: unknown }
 const body = (r: RecordedRequest | undefined) => r?.body as { messages: Array<WireMessage>; tools?: unknown }
+
+const portal = async (path: string, token: string, form?: Record<string, string>) => {
+  const r = await h.app.handle(
+    new Request(`${ORIGIN}${path}`, {
+      method: form === undefined ? "GET" : "POST",
+      redirect: "manual",
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(form === undefined ? {} : { "content-type": "application/x-www-form-urlencoded" })
+      },
+      ...(form === undefined ? {} : { body: new URLSearchParams(form).toString() })
+    })
+  )
+  return { status: r.status, location: r.headers.get("location"), text: await r.text() }
+}
 
 const settled = (id: string) =>
   until(
@@ -40,7 +55,8 @@ describe("continue a job", () => {
     const server = await h.agent("follow", { tools: ["read"] }, [
       turn("read", { path: "src/a.txt" }),
       done("The file says hello."),
-      done("Nothing else: one line.")
+      done("Nothing else: one line."),
+      done("Portal follow-up.")
     ])
     const first = await h.runJob("follow", "cont", "Read a.txt and say what it holds.")
     expect(first.job.status).toBe("completed")
@@ -119,5 +135,29 @@ describe("continue a job", () => {
     // Nothing of the refused requests was queued.
     const shown = (await h.api("GET", `/api/jobs/${id}`)).json<{ job: { continuations: Array<string> } }>()
     expect(shown.job.continuations.length).toBe(1)
+  })
+
+  test("portal: the job page's Continue form (finished, with a transcript, allowed to run) starts the next job; the link shows both ways", async () => {
+    const id = parent?.id ?? ""
+    const page = await portal(`/jobs/${id}`, h.token())
+    expect(page.status).toBe(200)
+    expect(page.text).toContain('id="continue-form"')
+    expect(page.text).toContain("Continued by")
+    const viewer = await h.user("portal-viewer", [])
+    expect((await portal(`/jobs/${id}`, viewer)).text).not.toContain('id="continue-form"')
+    const posted = await portal(`/jobs/${id}/continue`, h.token(), { task: "One more question." })
+    expect(posted.status).toBeGreaterThanOrEqual(300)
+    expect(posted.status).toBeLessThan(400)
+    const childId = posted.location?.split("/").pop() ?? ""
+    const child = await settled(childId)
+    expect(child).toMatchObject({ parentJobId: id, status: "completed", summary: "Portal follow-up." })
+    const childPage = await portal(`/jobs/${childId}`, h.token())
+    expect(childPage.text).toContain('id="job-parent"')
+    expect(childPage.text).toContain(`/jobs/${id}`)
+    const empty = await portal(`/jobs/${id}/continue`, h.token(), { task: "" })
+    expect(empty.status).toBe(400)
+    // Without a transcript there is nothing to continue from: no form.
+    const plain = (await h.api("GET", "/api/jobs?agent=plain")).json<{ jobs: Array<{ id: string }> }>().jobs[0]?.id ?? ""
+    expect((await portal(`/jobs/${plain}`, h.token())).text).not.toContain('id="continue-form"')
   })
 })

@@ -311,6 +311,7 @@ export const factsSection = (job: JobRow, oob = false): Html => {
       <dt>Agent</dt><dd><a href="${agentHref(job.agentName)}">${job.agentName}</a>${job.agentVersion === null ? html`` : html` v${job.agentVersion}`}${job.projectId === "" ? html`` : html` in project <code>${job.projectId}</code>`}</dd>
       <dt>Model</dt><dd id="job-model">${job.model ?? html`<span class="muted">resolved when it starts</span>`}</dd>
       <dt>Task</dt><dd><pre class="code">${job.task}</pre></dd>
+      ${job.parentJobId === null ? html`` : html`<dt>Continues</dt><dd id="job-parent"><a href="${jobHref(job.parentJobId)}">job <code>${job.parentJobId.slice(0, 8)}</code></a></dd>`}
       <dt>Sources</dt><dd>${job.workspace.readOnly.join(", ")}</dd>
       <dt>Queued</dt><dd id="job-queued">${time(job.createdAt)} by ${job.createdBy}</dd>
       <dt>Started</dt><dd id="job-started">${
@@ -340,11 +341,47 @@ export const usageSection = (job: Pick<JobRow, "costUsd" | "usage">, oob = false
     </dl>
   </section>`
 
+/** What the page shows of continuing the job: whether this user may continue it now, and the jobs that continue it. */
+export interface ContinueProps {
+  /** A finished job with a transcript, seen by a user allowed to run jobs. */
+  readonly canContinue: boolean
+  readonly continuations: ReadonlyArray<string>
+}
+
+/** The jobs that continue this one, and the form that starts another (a next task, posted; the new job's page follows). */
+export const continueSection = (ctx: PageContext, job: JobRow, props: ContinueProps): Html =>
+  !props.canContinue && props.continuations.length === 0
+    ? html``
+    : html`<section class="card" id="job-continue" aria-labelledby="continue-title">
+    <h2 id="continue-title">Continue</h2>
+    ${
+      props.continuations.length === 0
+        ? html``
+        : html`<p>Continued by ${props.continuations.map((id, i) => html`${i === 0 ? "" : ", "}<a href="${jobHref(id)}">job <code>${id.slice(0, 8)}</code></a>`)}</p>`
+    }
+    ${
+      props.canContinue
+        ? html`<form id="continue-form" method="post" action="${jobHref(job.id, "/continue")}">${csrfField(ctx)}
+      <p class="muted">A new job of the same agent version, project and workspace that starts from this job's conversation, then the next task.</p>
+      <label for="continue-task">Next task</label>
+      <textarea id="continue-task" name="task" rows="3" required></textarea>
+      <button type="submit">Continue</button>
+    </form>`
+        : html``
+    }
+  </section>`
+
 /** The live note, removed (emptied) when the job ends. */
 export const liveNote = (live: boolean, oob = false): Html =>
   html`<p class="muted" id="job-live"${oob ? html` hx-swap-oob="true"` : html``}>${live ? "Following live…" : ""}</p>`
 
-export const jobPage = (ctx: PageContext, job: JobRow, events: ReadonlyArray<JobEvent>, canAbort: boolean): Html => {
+export const jobPage = (
+  ctx: PageContext,
+  job: JobRow,
+  events: ReadonlyArray<JobEvent>,
+  canAbort: boolean,
+  continuing: ContinueProps = { canContinue: false, continuations: [] }
+): Html => {
   const last = events.length === 0 ? -1 : (events[events.length - 1]?.seq ?? -1)
   const live = !isFinished(job.status)
   const rows = eventRows(events)
@@ -362,6 +399,7 @@ export const jobPage = (ctx: PageContext, job: JobRow, events: ReadonlyArray<Job
   ${answerSection(events)}
   ${outputsSection(job, events)}
   ${groundingSection(job, events)}
+  ${continueSection(ctx, job, continuing)}
   <section class="card" aria-labelledby="timeline-title"${live ? html` hx-ext="sse" sse-connect="${jobHref(job.id, `/stream?after=${last}`)}" sse-close="job-end"` : html``}>
     <h2 id="timeline-title">Timeline</h2>
     <ol id="job-events" class="job-events" data-last-seq="${last}" data-live="${live ? "true" : "false"}"${live ? html` sse-swap="row,final" hx-swap="beforeend"` : html``}>

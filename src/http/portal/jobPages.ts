@@ -18,6 +18,8 @@ import { JobBus } from "../../worker/JobBus.ts"
 import { JobRoots } from "../../worker/JobRoots.ts"
 import { IDEMPOTENCY_KEY, JobStore, type JobRow, type JobStatus } from "../../worker/JobStore.ts"
 import { Projects } from "../../worker/Projects.ts"
+import { ContinueBody, continueJob, continuationsOf, hasTranscript } from "../../worker/transcripts/continuation.ts"
+import { decodeAll } from "../../contract/Problem.ts"
 import { Workspaces } from "../../worker/workspaces/Workspaces.ts"
 import { JOB_STATUSES, jobsPage, jobsRows, type JobsListProps, type JobsQuery } from "../../../views/pages/jobs.ts"
 import {
@@ -51,7 +53,7 @@ import {
 } from "../../../views/pages/runForm.ts"
 import { html, type Html } from "../../../views/html.ts"
 import { followJob, resumeAfter, sseFrame, sseResponse, SSE_HEARTBEAT_MS } from "../eventStream.ts"
-import type { ApiError } from "../respond.ts"
+import { badRequest, type ApiError } from "../respond.ts"
 import type { AppServices } from "../route.ts"
 import { utf8 } from "../textBounds.ts"
 import { outputResponse, readOutput, type OutputSource } from "./jobOutput.ts"
@@ -229,6 +231,8 @@ const jobStream = (input: PortalInput, heartbeatMs: number) =>
     )
   })
 
+const decodeContinue = decodeAll(ContinueBody)
+
 export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBEAT_MS) =>
   new Elysia()
     .get(
@@ -246,7 +250,10 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
           const store = yield* JobStore
           const job = yield* store.get(jobId(input))
           const events = yield* store.events(job.id, -1)
-          return htmlResponse(jobPage(input.page, job, events, input.principal.permissions.has("agents.manage")))
+          const canRun = input.principal.permissions.has("agents.manage")
+          const canContinue = canRun && (job.status === "completed" || job.status === "failed") && (yield* hasTranscript(job.id))
+          const continuing = { canContinue, continuations: yield* continuationsOf(job.id) }
+          return htmlResponse(jobPage(input.page, job, events, canRun, continuing))
         })
       )
     )
@@ -285,6 +292,19 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
           Effect.flatMap(JobStore, (s) => s.requestAbort(jobId(input), input.principal.username)),
           (job) => redirect(input.request, `/jobs/${job.id}`)
         )
+      )
+    )
+    .post(
+      "/jobs/:id/continue",
+      portal.action("agents.manage", (input) =>
+        Effect.gen(function* () {
+          const task = input.form.get("task")
+          const body = decodeContinue({ task: typeof task === "string" ? task : "" })
+          if (Either.isLeft(body)) return yield* Effect.fail(badRequest(body.left))
+          const job = yield* continueJob(jobId(input), body.right.task, input.principal.username)
+          yield* (yield* JobBus).publish({ _tag: "Queued" })
+          return redirect(input.request, `/jobs/${job.id}`)
+        })
       )
     )
     .get(

@@ -67,6 +67,18 @@ export const continuationsOf = storeMethod("Continuations.of", (jobId: string) =
   )
 )
 
+const ExistsRow = decodeRows(Schema.Struct({ kept: Schema.Boolean }))
+
+/** Whether the job kept a transcript (at least one turn), without opening it. */
+export const hasTranscript = storeMethod("Continuations.hasTranscript", (jobId: string) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    Effect.map(
+      ExistsRow(sql`SELECT EXISTS (SELECT 1 FROM runtime.transcript_turn WHERE job_id = ${jobId}) AS kept`),
+      (rows) => rows[0]?.kept === true
+    )
+  )
+)
+
 const FINISHED: ReadonlyArray<JobRow["status"]> = ["completed", "failed"]
 
 /**

@@ -223,7 +223,7 @@ const freshJobs = async (): Promise<void> => {
   }
   const workspace = { root: path.dirname(nodeModules), readOnly: [nodeModules], outDir }
   /** One fresh job whose model asks for one grep call: the call's span duration and its matches. */
-  const firstCall = async (c: Case, from: string): Promise<{ ms: number; matches: number }> => {
+  const firstCall = async (c: Case, from: string): Promise<{ ms: number; cpuMs: number; matches: number }> => {
     const server = await startOpenAIServer([
       { kind: "turn", toolCalls: [{ name: "grep", arguments: { ...c.args, limit: 1000 } }] },
       { kind: "turn", text: "done" }
@@ -231,6 +231,8 @@ const freshJobs = async (): Promise<void> => {
     try {
       const child = await settledChild(from)
       let ms = Number.NaN
+      let cpuMs = Number.NaN
+      const ticks = cpuTicks(child.child.pid)
       const envelope = {
         job: {
           agent: { id: "bench", version: 1, instructions: "Search.", tools: ["grep"] },
@@ -258,7 +260,11 @@ const freshJobs = async (): Promise<void> => {
           {
             onEvent: (e) =>
               Effect.sync(() => {
-                if (e.type === "span" && e.name === "kintsugi.tool" && e.attributes["tool"] === "grep") ms = e.durationMs
+                if (e.type === "span" && e.name === "kintsugi.tool" && e.attributes["tool"] === "grep") {
+                  ms = e.durationMs
+                  // Clock ticks of 10 ms: every thread of the child from its envelope to the call's end.
+                  cpuMs = (cpuTicks(child.child.pid) - ticks) * 10
+                }
               }),
             abortRequested: Effect.succeed(false),
             log: () => Effect.void
@@ -270,7 +276,11 @@ const freshJobs = async (): Promise<void> => {
       const request = server.requests[1]
       const text = request === undefined ? "" : (toolResultsOf(request)[0] ?? "")
       const total = /showing \d+ of (\d+) matching lines/.exec(text)?.[1]
-      return { ms, matches: total !== undefined ? Number(total) : text.split("\n").filter((l) => /^.+?:\d+: /.test(l)).length }
+      return {
+        ms,
+        cpuMs,
+        matches: total !== undefined ? Number(total) : text.split("\n").filter((l) => /^.+?:\d+: /.test(l)).length
+      }
     } finally {
       await server.stop()
     }
@@ -284,6 +294,9 @@ const freshJobs = async (): Promise<void> => {
       "first call ms",
       ...(hasRg ? ["rg ms", "ratio (goal ≤ 1.5)"] : []),
       ...(beforeEntry === undefined ? [] : ["BEFORE ms", ...(hasRg ? ["BEFORE ratio"] : [])]),
+      "cpu ms (job start + call)",
+      ...(hasRg ? ["rg cpu", "cpu ratio"] : []),
+      ...(beforeEntry === undefined ? [] : ["BEFORE cpu"]),
       "matches (ours/rg)"
     ]
   ]
@@ -291,15 +304,24 @@ const freshJobs = async (): Promise<void> => {
     const ours: Array<number> = []
     const theirs: Array<number> = []
     const old: Array<number> = []
+    const oursCpu: Array<number> = []
+    const theirCpu: Array<number> = []
+    const oldCpu: Array<number> = []
     let matches = ""
     for (let i = 0; i < FRESH_RUNS; i++) {
       const a = await firstCall(c, entry)
       ours.push(a.ms)
-      if (beforeEntry !== undefined) old.push((await firstCall(c, beforeEntry)).ms)
+      oursCpu.push(a.cpuMs)
+      if (beforeEntry !== undefined) {
+        const b = await firstCall(c, beforeEntry)
+        old.push(b.ms)
+        oldCpu.push(b.cpuMs)
+      }
       if (hasRg) {
         const t = performance.now()
         const r = await rg(c)()
         theirs.push(performance.now() - t)
+        theirCpu.push(r.childCpuMs ?? Number.NaN)
         matches = `${a.matches}/${r.matches}`
       } else matches = String(a.matches)
     }
@@ -309,6 +331,9 @@ const freshJobs = async (): Promise<void> => {
       o.toFixed(0),
       ...(hasRg ? [r.toFixed(0), `${(o / r).toFixed(2)}x`] : []),
       ...(beforeEntry === undefined ? [] : [b.toFixed(0), ...(hasRg ? [`${(b / r).toFixed(2)}x`] : [])]),
+      median(oursCpu).toFixed(0),
+      ...(hasRg ? [median(theirCpu).toFixed(0), `${(median(oursCpu) / median(theirCpu)).toFixed(2)}x`] : []),
+      ...(beforeEntry === undefined ? [] : [median(oldCpu).toFixed(0)]),
       matches
     ])
   }

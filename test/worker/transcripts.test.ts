@@ -6,16 +6,17 @@
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect, TestClock, TestContext } from "effect"
-import { createHash } from "node:crypto"
+import { Effect, Layer, TestClock, TestContext } from "effect"
+import { createHash, randomBytes } from "node:crypto"
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Access, type Permission } from "../../src/access/Access.ts"
 import type { TranscriptMessage, TranscriptTurn } from "../../src/job/Transcript.ts"
+import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import { JobStore, type JobRow } from "../../src/worker/JobStore.ts"
 import { ServicesEndpoint } from "../../src/worker/Services.ts"
 import { ServiceTokens } from "../../src/worker/ServiceTokens.ts"
-import { TranscriptStore } from "../../src/worker/transcripts/TranscriptStore.ts"
+import { TranscriptStore, TranscriptStoreLive } from "../../src/worker/transcripts/TranscriptStore.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 import type { RecordedRequest, Step } from "../support/scriptedServers.ts"
 import { ORIGIN, useServicesApp } from "../support/servicesHarness.ts"
@@ -315,6 +316,22 @@ describe("transcripts", () => {
     expect(off.status).toBe(403)
     expect(off.body.text).toContain("transcripts are off for this project")
     expect((await rawRows(jobId)).length).toBe(1)
+
+    // A stored row that opens but is not a turn: RowInvalid (500 at the edge, which logs the cause), quoting nothing of it.
+    const box = makeSecretBox(randomBytes(32))
+    const sealed = box.seal(JSON.stringify({ turn: 2, leak: TOOL_MARKER }))
+    const failure = await h.rt.runPromise(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient
+        yield* Effect.orDie(sql`DELETE FROM runtime.transcript_turn WHERE job_id = ${jobId}`)
+        yield* Effect.orDie(
+          sql`INSERT INTO runtime.transcript_turn (job_id, turn, ciphertext, created_at) VALUES (${jobId}, 2, ${sealed}, now())`
+        )
+        return yield* Effect.flip((yield* TranscriptStore).read(jobId))
+      }).pipe(Effect.provide(Layer.provide(TranscriptStoreLive, Layer.succeed(SecretBox, box))))
+    )
+    expect(failure._tag).toBe("RowInvalid")
+    expect(`${failure.message} ${String(failure.cause)} ${JSON.stringify(failure)}`).not.toContain(TOOL_MARKER)
   })
 
   test("the sweep deletes turns past their project's retention, on a moved clock", async () => {

@@ -43,7 +43,13 @@ const makeTranscriptStore: Effect.Effect<TranscriptStore["Type"], never, SqlClie
       try: () => box.open(row.ciphertext),
       catch: (cause) => new RowInvalid({ operation: "TranscriptStore.read", cause })
     }).pipe(
-      Effect.flatMap((text) => Effect.mapError(decodeTurn(text), (cause) => new RowInvalid({ operation: "TranscriptStore.read", cause }))),
+      // The decoder's error would quote the turn (and the edge logs a RowInvalid's cause): the cause names the row only.
+      Effect.flatMap((text) =>
+        Effect.mapError(
+          decodeTurn(text),
+          () => new RowInvalid({ operation: "TranscriptStore.read", cause: `turn ${row.turn} of job ${jobId} is not a transcript turn` })
+        )
+      ),
       Effect.filterOrFail(
         (record) => record.turn === row.turn,
         () => new RowInvalid({ operation: "TranscriptStore.read", cause: `turn ${row.turn} of job ${jobId} holds another turn's record` })

@@ -319,7 +319,9 @@ describe("transcripts", () => {
 
     // A stored row that opens but is not a turn: RowInvalid (500 at the edge, which logs the cause), quoting nothing of it.
     const box = makeSecretBox(randomBytes(32))
-    const sealed = box.seal(JSON.stringify({ turn: 2, leak: TOOL_MARKER }))
+    const hashes = { instructionsHash: "0".repeat(64), toolsHash: "0".repeat(64) }
+    // A role the schema does not know: the decoder's message quotes it.
+    const sealed = box.seal(JSON.stringify({ turn: 2, ...hashes, messages: [{ role: TOOL_MARKER }], answer: { role: "assistant" } }))
     const failure = await h.rt.runPromise(
       Effect.gen(function* () {
         const sql = yield* SqlClient

@@ -1,6 +1,7 @@
 /**
  * `kintsugi run <agent> --task … --read <dir> --out <dir> [--json]`: one job, through a running server
  * or in this process, with live progress (or NDJSON events) and one summary at the end (runOutput.ts).
+ * `kintsugi run --continue <job> "<task>"`: the continuation of a finished job, through a running server.
  * Exit 0 completed, 1 failed, 2 on usage or a refused workspace, 130 on Ctrl-C (after the job has
  * ended as aborted, and said so).
  */
@@ -51,20 +52,91 @@ const missingInstallation = (serverUrl: string) =>
     )
   })
 
+/** What the parsed options ask for: a new job, the continuation of one, or a usage error to print (exit 2). */
+type RunMode =
+  | { readonly _tag: "New"; readonly job: RunArgs }
+  | { readonly _tag: "Continue"; readonly parent: string; readonly task: string }
+  | { readonly _tag: "Usage"; readonly message: string }
+
+interface ParsedRun {
+  readonly agent: string
+  readonly task: string
+  readonly read: ReadonlyArray<string>
+  readonly out: string
+  readonly continue: Option.Option<string>
+  readonly root: Option.Option<string>
+  readonly project: Option.Option<string>
+  readonly timeout: number
+  readonly maxCost: Option.Option<number>
+}
+
+/**
+ * The job the options describe. A new job needs --task, at least one --read and --out; --continue takes
+ * the next task as its argument and none of the options that describe a job (the parent's hold).
+ */
+export const runMode = (o: ParsedRun): RunMode => {
+  if (Option.isSome(o.continue)) {
+    const given = [
+      ...(o.task === "" ? [] : ["--task"]),
+      ...(o.read.length === 0 ? [] : ["--read"]),
+      ...(o.out === "" ? [] : ["--out"]),
+      ...(Option.isNone(o.root) ? [] : ["--root"]),
+      ...(Option.isNone(o.project) ? [] : ["--project"]),
+      ...(Option.isNone(o.maxCost) ? [] : ["--max-cost"])
+    ]
+    return given.length > 0
+      ? {
+          _tag: "Usage",
+          message: `--continue takes the next task as its argument and no ${given.join(", ")}: the job it continues sets its agent, workspace, project and limits`
+        }
+      : { _tag: "Continue", parent: o.continue.value, task: o.agent }
+  }
+  const missing = [
+    ...(o.task === "" ? ["--task"] : []),
+    ...(o.read.length === 0 ? ["--read (at least one)"] : []),
+    ...(o.out === "" ? ["--out"] : [])
+  ]
+  if (missing.length > 0) return { _tag: "Usage", message: `missing ${missing.join(", ")}` }
+  return {
+    _tag: "New",
+    job: {
+      agent: o.agent,
+      task: o.task,
+      read: o.read,
+      out: o.out,
+      root: Option.getOrElse(o.root, () => commonAncestor([...o.read, o.out])),
+      timeoutSec: o.timeout,
+      ...Option.match(o.project, { onNone: () => ({}), onSome: (project) => ({ project }) }),
+      ...Option.match(o.maxCost, { onNone: () => ({}), onSome: (maxCostUsd) => ({ maxCostUsd }) })
+    }
+  }
+}
+
 export const runCommand = Command.make(
   "run",
   {
-    task: Options.text("task").pipe(Options.withAlias("t"), Options.withDescription("what the agent should do")),
+    task: Options.text("task").pipe(
+      Options.withAlias("t"),
+      Options.withDefault(""),
+      Options.withDescription("what the agent should do (required, except with --continue)")
+    ),
     read: Options.text("read").pipe(
       Options.withAlias("r"),
-      Options.atLeast(1),
+      Options.repeated,
       Options.map((paths) => paths.map(absolute)),
-      Options.withDescription("a directory or file the agent may read (repeatable)")
+      Options.withDescription("a directory or file the agent may read (repeatable; at least one, except with --continue)")
     ),
     out: Options.text("out").pipe(
       Options.withAlias("o"),
       Options.map(absolute),
-      Options.withDescription("the directory the agent's outputs are committed to")
+      Options.withDefault(""),
+      Options.withDescription("the directory the agent's outputs are committed to (required, except with --continue)")
+    ),
+    continue: Options.text("continue").pipe(
+      Options.optional,
+      Options.withDescription(
+        "continue this finished job (its id) with the argument as the next task: same agent version, project, workspace and limits; through a running server"
+      )
     ),
     root: Options.text("root").pipe(
       Options.map(absolute),
@@ -86,22 +158,17 @@ export const runCommand = Command.make(
       Options.withAlias("j"),
       Options.withDescription("the job's events as NDJSON on stdout, then one summary object")
     ),
-    agent: Args.text({ name: "agent" }).pipe(Args.withDescription("the agent's name"))
+    agent: Args.text({ name: "agent" }).pipe(Args.withDescription("the agent's name; with --continue, the next task"))
   },
   (o) => {
     const write = (s: string) => void process.stdout.write(s)
     const log = (line: string) => void process.stderr.write(`${line}\n`)
     const io = runIo({ json: o.json, write, log })
     return Effect.gen(function* () {
-      const job: RunArgs = {
-        agent: o.agent,
-        task: o.task,
-        read: o.read,
-        out: o.out,
-        root: Option.getOrElse(o.root, () => commonAncestor([...o.read, o.out])),
-        timeoutSec: o.timeout,
-        ...Option.match(o.project, { onNone: () => ({}), onSome: (project) => ({ project }) }),
-        ...Option.match(o.maxCost, { onNone: () => ({}), onSome: (maxCostUsd) => ({ maxCostUsd }) })
+      const mode = runMode(o)
+      if (mode._tag === "Usage") {
+        log(`kintsugi run: ${mode.message}`)
+        return yield* exitWith(2)
       }
       // A running server takes the job through its API (the embedded database is its alone).
       const remote = yield* Effect.promise(() => import("./runRemote.ts"))
@@ -114,8 +181,19 @@ export const runCommand = Command.make(
           )
           return yield* exitWith(2)
         }
-        return yield* exitWith(yield* remote.runRemoteJob({ ...where, token: where.token }, job, io))
+        const token = { ...where, token: where.token }
+        return yield* exitWith(
+          yield* mode._tag === "Continue"
+            ? remote.continueRemoteJob(token, mode.parent, mode.task, io)
+            : remote.runRemoteJob(token, mode.job, io)
+        )
       }
+      // The parent's transcript is opened by a server's worker: continuing needs one running.
+      if (mode._tag === "Continue") {
+        log(`kintsugi run: --continue needs a running kintsugi server (none answers at ${where.url}; start one with \`kintsugi serve\`)`)
+        return yield* exitWith(1)
+      }
+      const job = mode.job
       // No server: this process opens the installation `serve` would, and never creates one.
       const missing = yield* missingInstallation(where.url)
       if (missing !== undefined) {

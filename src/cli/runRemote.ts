@@ -119,19 +119,39 @@ const parse = (text: string): unknown => {
  * interrupted (Ctrl-C) after that, it says so, asks the server to abort the job and reports its end.
  */
 export const runRemoteJob = (remote: Remote & { readonly token: string }, job: RemoteJob, io: RunIo): Effect.Effect<number> =>
+  startAndFollow(
+    remote,
+    "/api/jobs",
+    {
+      agent: job.agent,
+      task: job.task,
+      workspace: { root: job.root, readOnly: job.read, outDir: job.out },
+      limits: { timeoutSec: job.timeoutSec, ...(job.maxCostUsd === undefined ? {} : { maxCostUsd: job.maxCostUsd }) },
+      ...(job.project === undefined ? {} : { project: job.project })
+    },
+    io
+  )
+
+/**
+ * Continues the finished job `parent` with `task` on the server (POST /api/jobs/:id/continue), reporting
+ * as `runRemoteJob` does: exit 2 when the task has problems, 1 when the server refuses (an unknown job,
+ * one unfinished or without a transcript) or the job fails.
+ */
+export const continueRemoteJob = (
+  remote: Remote & { readonly token: string },
+  parent: string,
+  task: string,
+  io: RunIo
+): Effect.Effect<number> => startAndFollow(remote, `/api/jobs/${encodeURIComponent(parent)}/continue`, { task }, io)
+
+/** Starts a job with a POST of `body` to `path`, then follows it to its end (runRemoteJob). */
+const startAndFollow = (remote: Remote & { readonly token: string }, path: string, body: unknown, io: RunIo): Effect.Effect<number> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function* () {
       const authorization = `Bearer ${remote.token}`
       const jobUrl = (id: string, rest = "") => `${remote.url}/api/jobs/${encodeURIComponent(id)}${rest}`
-      const body = {
-        agent: job.agent,
-        task: job.task,
-        workspace: { root: job.root, readOnly: job.read, outDir: job.out },
-        limits: { timeoutSec: job.timeoutSec, ...(job.maxCostUsd === undefined ? {} : { maxCostUsd: job.maxCostUsd }) },
-        ...(job.project === undefined ? {} : { project: job.project })
-      }
       const started = yield* Effect.promise(async () => {
-        const r = await fetch(`${remote.url}/api/jobs`, {
+        const r = await fetch(`${remote.url}${path}`, {
           method: "POST",
           headers: { authorization, "content-type": "application/json" },
           body: JSON.stringify(body)

@@ -13,7 +13,7 @@ import * as Terminal from "@effect/platform/Terminal"
 import { Effect, Layer, Option } from "effect"
 import { resolve } from "node:path"
 import { builtInRequest, helpScreen } from "../../src/cli/kintsugi.ts"
-import { runCommand } from "../../src/cli/run.ts"
+import { runCommand, runMode } from "../../src/cli/run.ts"
 
 type RunOptions = typeof runCommand extends Command.Command<"run", infer _R, infer _E, infer A> ? A : never
 
@@ -65,6 +65,7 @@ describe("kintsugi run: typed options, straight from @effect/cli", () => {
           task: "t",
           read: ["/x", "/y"],
           out: "/o",
+          continue: Option.none(),
           root: Option.none(),
           project: Option.none(),
           timeout: 1800,
@@ -99,6 +100,7 @@ describe("kintsugi run: typed options, straight from @effect/cli", () => {
       task: "--not-a-flag",
       read: [resolve("src")],
       out: resolve("out"),
+      continue: Option.none(),
       root: Option.some(resolve(".")),
       project: Option.some("p"),
       timeout: 60,
@@ -110,8 +112,6 @@ describe("kintsugi run: typed options, straight from @effect/cli", () => {
   test("usage errors are @effect/cli's: an unknown flag, a missing option, a bad number, a value out of range", async () => {
     for (const [args, tag] of [
       [["a", "-t", "t", "-r", "/x", "-o", "/o", "--frob", "x"], "InvalidValue"],
-      [["a", "-t", "t", "-o", "/o"], "InvalidValue"],
-      [["a", "-t", "t", "-r", "/x"], "MissingValue"],
       [["a", "-t", "t", "-r", "/x", "-o", "/o", "--timeout", "abc"], "InvalidValue"],
       [["a", "-t", "t", "-r", "/x", "-o", "/o", "--timeout", "-1"], "InvalidValue"],
       [["a", "-t", "t", "-r", "/x", "-o", "/o", "--max-cost", "-2"], "InvalidValue"],
@@ -122,6 +122,28 @@ describe("kintsugi run: typed options, straight from @effect/cli", () => {
       const parsed = await parseRun(args)
       expect({ args, tag: parsed._tag === "Left" ? (parsed.left as { _tag: string })._tag : "parsed" }).toEqual({ args, tag })
     }
+  })
+})
+
+describe("kintsugi run: a new job or the continuation of one (runMode)", () => {
+  const modeOf = async (args: ReadonlyArray<string>) => {
+    const parsed = await parseRun(args)
+    if (parsed._tag === "Left" || parsed.right === undefined) throw new Error(`${args.join(" ")} did not parse`)
+    return runMode(parsed.right)
+  }
+
+  test("a new job needs --task, at least one --read and --out: each one missing is named", async () => {
+    expect(await modeOf(["a", "-t", "t", "-o", "/o"])).toEqual({ _tag: "Usage", message: "missing --read (at least one)" })
+    expect(await modeOf(["a", "-t", "t", "-r", "/x"])).toEqual({ _tag: "Usage", message: "missing --out" })
+    expect(await modeOf(["a"])).toEqual({ _tag: "Usage", message: "missing --task, --read (at least one), --out" })
+    expect((await modeOf(["a", "-t", "t", "-r", "/x", "-o", "/o"]))._tag).toBe("New")
+  })
+
+  test("--continue <job> takes the next task as its argument, and none of the options that describe a job", async () => {
+    expect(await modeOf(["--continue", "job-1", "And then?"])).toEqual({ _tag: "Continue", parent: "job-1", task: "And then?" })
+    const refused = await modeOf(["--continue", "job-1", "And then?", "-r", "/x", "--project", "p"])
+    expect(refused).toMatchObject({ _tag: "Usage" })
+    expect(refused._tag === "Usage" ? refused.message : "").toContain("no --read, --project")
   })
 })
 

@@ -4,8 +4,12 @@
  * through here: each such character becomes U+FFFD, in strings and object keys, at any depth. Everything
  * else is returned as it is (the same object when nothing needed a change).
  */
-const clean = (text: string): string =>
-  text.isWellFormed() && !text.includes("\u0000") ? text : text.toWellFormed().replaceAll("\u0000", "\uFFFD")
+
+/** U+0000, a high surrogate without its low one, a low surrogate without its high one. */
+const FIND = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+const EVERY = new RegExp(FIND.source, "g")
+
+const clean = (text: string): string => (FIND.test(text) ? text.replace(EVERY, "\uFFFD") : text)
 
 export const storableJson = <A>(value: A): A => replace(value) as A
 

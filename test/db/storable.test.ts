@@ -39,7 +39,7 @@ describe("storableJson", () => {
 
   test("U+0000 and unpaired surrogates become U+FFFD, in strings and keys at any depth, and the row is stored", async () => {
     const cleaned = storableJson(hostile)
-    expect(cleaned).toEqual({
+    expect(cleaned as unknown).toEqual({
       text: "before\ufffdafter",
       lone: ["\ufffd", "x\ufffdy"],
       ["key\ufffd"]: { deep: [{ s: "a\ufffdz" }] },

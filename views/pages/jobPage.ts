@@ -349,7 +349,7 @@ export interface ContinueProps {
 }
 
 /** The jobs that continue this one, and the form that starts another (a next task, posted; the new job's page follows). */
-export const continueSection = (ctx: PageContext, job: JobRow, props: ContinueProps): Html =>
+const continueSection = (ctx: PageContext, job: JobRow, props: ContinueProps): Html =>
   !props.canContinue && props.continuations.length === 0
     ? html``
     : html`<section class="card" id="job-continue" aria-labelledby="continue-title">

@@ -36,7 +36,7 @@ export class JobNotContinuable extends Schema.TaggedError<JobNotContinuable>()("
  * (the last turn's hashes): per turn, the conversation cut to `compaction.kept` when present, then its
  * messages, then its answer. Undefined without turns.
  */
-export const replayHistory = (turns: ReadonlyArray<TranscriptTurn>): JobHistory | undefined => {
+const replayHistory = (turns: ReadonlyArray<TranscriptTurn>): JobHistory | undefined => {
   const last = turns[turns.length - 1]
   if (last === undefined) return undefined
   let conversation: ReadonlyArray<TranscriptMessage> = []

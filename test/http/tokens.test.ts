@@ -120,7 +120,7 @@ describe("user administration (every permission)", () => {
     expect((await api.request("POST", "/api/projects", { session, json: { ...body, id: "adm-perm-3" } })).status).toBe(403)
     expect(
       (await api.request("DELETE", "/api/admin/users/adm-perm/permissions/superuser", { token: api.manager.token })).json().error.message
-    ).toBe('no permission "superuser" (there are agents.manage, providers.manage, metrics.read)')
+    ).toBe('no permission "superuser" (there are agents.manage, providers.manage, metrics.read, transcripts.read)')
   })
 
   test("nobody disables themselves or removes the last enabled holder of a permission", async () => {

@@ -89,7 +89,7 @@ describe("a newcomer's first job, in the portal only", () => {
       const out = await serve.waitFor("the ready line", (t) => t.includes("admin password:"))
       const started = performance.now()
       if (databaseUrl === "")
-        expect(out).toMatch(/kintsugi: database: creating the embedded database in \S+\/state\/data (from the template|\(initdb)/)
+        expect(out).toMatch(/^kintsugi: role all: [^\n]*; database: creating the embedded database in \S+\/state\/data (from the template|\(initdb)/)
       else
         expect(out).toContain(
           `kintsugi: database: connecting to PostgreSQL at 127.0.0.1:5432${new URL(databaseUrl).pathname} and applying migrations…`

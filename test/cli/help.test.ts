@@ -4,11 +4,14 @@
  * help fits a screen (the built-in options only in `kintsugi --help`); no escape codes unless stdout
  * is a terminal and NO_COLOR is unset; the short flags parse.
  */
-import { describe, expect, test } from "bun:test"
+import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pkg from "../../package.json" with { type: "json" }
+
+// Each case starts a Bun process; on a loaded machine that alone can pass bun test's 5 s default.
+setDefaultTimeout(60_000)
 
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts")
 const dataDir = mkdtempSync(join(tmpdir(), "kintsugi-help-"))

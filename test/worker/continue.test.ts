@@ -5,6 +5,7 @@
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
 import { Effect } from "effect"
+import { Bindings } from "../../src/providers/Bindings.ts"
 import { JobStore, type JobRow } from "../../src/worker/JobStore.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 import type { RecordedRequest, Step } from "../support/scriptedServers.ts"
@@ -93,7 +94,7 @@ describe("continue a job", () => {
     expect(shownChild.job).toMatchObject({ parentJobId: first.job.id, continuations: [] })
   })
 
-  test("refusals: 400 naming the field, 404 unknown job, 409 without a transcript or unfinished, 403 without agents.manage", async () => {
+  test("refusals: 400 naming the field, 404 unknown job, 409 without a transcript, unfinished or on another model, 403 without agents.manage", async () => {
     const id = parent?.id ?? ""
     const missing = await h.api("POST", `/api/jobs/${id}/continue`, {})
     expect(missing.status).toBe(400)
@@ -112,6 +113,15 @@ describe("continue a job", () => {
     const none = await h.api("POST", `/api/jobs/${untranscribed.job.id}/continue`, { task: "x" })
     expect(none.status).toBe(409)
     expect(none.text).toContain("has no transcript")
+
+    // The agent's binding moved to another model: the continuation would not run on the parent's.
+    const rebind = (providerId: string) =>
+      h.rt.runPromise(Effect.flatMap(Bindings, (b) => b.set("follow", "", { providerId, modelId: "m" }, "test")))
+    await rebind("gw2")
+    const moved = await h.api("POST", `/api/jobs/${id}/continue`, { task: "x" })
+    expect(moved.status).toBe(409)
+    expect(moved.text).toContain("binding now names gw2/m")
+    await rebind("gw1")
 
     const root = createRootDir("kintsugi-continue-")
     const running = await h.rt.runPromise(

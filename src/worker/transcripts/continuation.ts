@@ -5,12 +5,12 @@
  * The transcript is opened in the worker only: it never travels over the API.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect, Either, Schema } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import type { AgentStore } from "../../agents/AgentStore.ts"
 import type { SkillStore } from "../../agents/SkillStore.ts"
 import { type JobHistory, JobTask } from "../../contract/JobSpec.ts"
 import type { TranscriptMessage, TranscriptTurn } from "../../job/Transcript.ts"
-import type { Bindings } from "../../providers/Bindings.ts"
+import { Bindings } from "../../providers/Bindings.ts"
 import { decodeRows } from "../../db/rowSchema.ts"
 import { type StoreError, storeMethod } from "../../db/StoreError.ts"
 import { admitJob } from "../admitJob.ts"
@@ -83,9 +83,9 @@ const FINISHED: ReadonlyArray<JobRow["status"]> = ["completed", "failed"]
 
 /**
  * Queues the continuation of job `parentId` with `task`, by `by`: refused while the parent has not
- * finished, when it has no transcript, or when it could no longer start (its workspace or agent version
- * gone, its agent unbound); the job is queued and linked to its parent in one transaction, so no worker
- * claims it unlinked.
+ * finished, when it has no transcript, when it could no longer start (its workspace or agent version
+ * gone, its agent unbound) or when the agent's binding names another model than it ran on. The job
+ * is queued and linked to its parent in one transaction, so no worker claims it unlinked.
  */
 export const continueJob = (
   parentId: string,
@@ -116,6 +116,12 @@ export const continueJob = (
     })
     if (Either.isLeft(admitted)) {
       return yield* refuse(`it could no longer start: ${admitted.left.map((p) => `${p.path} ${p.message}`).join("; ")}`)
+    }
+    // The same model: the agent's binding must still name the one the parent ran on.
+    const binding = yield* Effect.option((yield* Bindings).resolve(parent.agentName, parent.projectId))
+    const model = Option.map(binding, (b) => `${b.providerId}/${b.modelId}`)
+    if (parent.model !== null && Option.isSome(model) && model.value !== parent.model) {
+      return yield* refuse(`the agent's binding now names ${model.value}, and it ran on ${parent.model}`)
     }
     const sql = yield* SqlClient
     const child = yield* storeMethod("Continuations.enqueue", () =>

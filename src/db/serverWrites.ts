@@ -20,13 +20,14 @@ const EVENTS_CHANNEL = "kintsugi_events"
 
 /**
  * Tables of the app's schemas that notify nothing (migration 052): high-churn rows that no read cached
- * until a write depends on (a job's row moves and heartbeats, its events, web usage counters). Every
+ * until a write depends on (a job's row moves and heartbeats, its events and transcript turns, web usage counters). Every
  * other table notifies; test/db/serverWrites.test.ts fails when a table is neither triggered nor listed.
  */
 export const UNNOTIFIED_TABLES: ReadonlyArray<string> = [
   "runtime.job",
   "runtime.job_event",
   "runtime.web_usage_day",
+  "runtime.transcript_turn",
   "runtime.web_usage_job"
 ]
 

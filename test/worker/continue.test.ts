@@ -4,6 +4,7 @@
  * new task, under the same system prompt and tools; the link shows both ways; the API's refusals.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
+import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { Bindings } from "../../src/providers/Bindings.ts"
 import { JobStore, type JobRow } from "../../src/worker/JobStore.ts"
@@ -124,17 +125,32 @@ describe("continue a job", () => {
     await rebind("gw1")
 
     const root = createRootDir("kintsugi-continue-")
+    // Queued and claimed by a worker of the test's in one transaction: the runtime's own workers never see it queued.
     const running = await h.rt.runPromise(
       Effect.gen(function* () {
         const store = yield* JobStore
-        const job = yield* store.enqueue(
-          { project: "cont", agent: "follow", task: "t", workspace: { root, readOnly: [root], outDir: root }, limits: { timeoutSec: 60 } },
-          "test"
+        const sql = yield* SqlClient
+        return yield* Effect.orDie(
+          sql.withTransaction(
+            Effect.gen(function* () {
+              const job = yield* store.enqueue(
+                {
+                  project: "cont",
+                  agent: "follow",
+                  task: "t",
+                  workspace: { root, readOnly: [root], outDir: root },
+                  limits: { timeoutSec: 60 }
+                },
+                "test"
+              )
+              yield* store.claim("test-worker", 60_000, job.id)
+              return job.id
+            })
+          )
         )
-        yield* store.claim("test-worker", 60_000, job.id)
-        return job.id
       })
     )
+    expect((await h.rt.runPromise(Effect.flatMap(JobStore, (s) => s.get(running)))).workerId).toBe("test-worker")
     const unfinished = await h.api("POST", `/api/jobs/${running}/continue`, { task: "x" })
     expect(unfinished.status).toBe(409)
     expect(unfinished.text).toContain("has not finished")

@@ -18,7 +18,8 @@ import { JobBus } from "../../worker/JobBus.ts"
 import { JobRoots } from "../../worker/JobRoots.ts"
 import { IDEMPOTENCY_KEY, JobStore, type JobRow, type JobStatus } from "../../worker/JobStore.ts"
 import { Projects } from "../../worker/Projects.ts"
-import { ContinueBody, continueJob, continuationsOf, hasTranscript } from "../../worker/transcripts/continuation.ts"
+import { ContinueBody, continueJob, continuationsOf } from "../../worker/transcripts/continuation.ts"
+import { TranscriptStore } from "../../worker/transcripts/TranscriptStore.ts"
 import { decodeAll } from "../../contract/Problem.ts"
 import { Workspaces } from "../../worker/workspaces/Workspaces.ts"
 import { JOB_STATUSES, jobsPage, jobsRows, type JobsListProps, type JobsQuery } from "../../../views/pages/jobs.ts"
@@ -251,7 +252,8 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
           const job = yield* store.get(jobId(input))
           const events = yield* store.events(job.id, -1)
           const canRun = input.principal.permissions.has("agents.manage")
-          const canContinue = canRun && (job.status === "completed" || job.status === "failed") && (yield* hasTranscript(job.id))
+          const canContinue =
+            canRun && (job.status === "completed" || job.status === "failed") && (yield* (yield* TranscriptStore).kept(job.id))
           const continuing = { canContinue, continuations: yield* continuationsOf(job.id) }
           return htmlResponse(jobPage(input.page, job, events, canRun, continuing))
         })

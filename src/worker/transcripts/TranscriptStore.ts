@@ -21,6 +21,7 @@ export interface StoredTurn {
 
 const turnRows = decodeRows(Schema.Struct({ turn: Num, ciphertext: Schema.String, createdAt: Timestamp }))
 const countRows = decodeRows(Schema.Struct({ count: Num }))
+const keptRows = decodeRows(Schema.Struct({ kept: Schema.Boolean }))
 const decodeTurn = Schema.decodeUnknown(Schema.parseJson(TranscriptTurn), { errors: "all", onExcessProperty: "error" })
 
 export class TranscriptStore extends Context.Tag("worker/TranscriptStore")<
@@ -30,6 +31,8 @@ export class TranscriptStore extends Context.Tag("worker/TranscriptStore")<
     readonly append: (jobId: string, record: TranscriptTurn) => Effect.Effect<void, StoreError>
     /** The job's turns in order, opened (none for a job without a transcript). A row that does not open or decode is RowInvalid. */
     readonly read: (jobId: string) => Effect.Effect<ReadonlyArray<StoredTurn>, StoreError>
+    /** Whether the job kept a transcript (a turn at least), without opening it. */
+    readonly kept: (jobId: string) => Effect.Effect<boolean, StoreError>
     /** Deletes every turn older than its project's retention (a job without a project: the default's); the number deleted. */
     readonly sweep: Effect.Effect<number, StoreError>
   }
@@ -69,6 +72,12 @@ const makeTranscriptStore: Effect.Effect<TranscriptStore["Type"], never, SqlClie
       Effect.flatMap(
         turnRows(sql`SELECT turn, ciphertext, created_at FROM runtime.transcript_turn WHERE job_id = ${jobId} ORDER BY turn`),
         (rows) => Effect.forEach(rows, (row) => open(jobId, row))
+      )
+    ),
+    kept: storeMethod("TranscriptStore.kept", (jobId: string) =>
+      Effect.map(
+        keptRows(sql`SELECT EXISTS (SELECT 1 FROM runtime.transcript_turn WHERE job_id = ${jobId}) AS kept`),
+        (rows) => rows[0]?.kept === true
       )
     ),
     sweep: storeMethod("TranscriptStore.sweep", () =>

@@ -67,18 +67,6 @@ export const continuationsOf = storeMethod("Continuations.of", (jobId: string) =
   )
 )
 
-const ExistsRow = decodeRows(Schema.Struct({ kept: Schema.Boolean }))
-
-/** Whether the job kept a transcript (at least one turn), without opening it. */
-export const hasTranscript = storeMethod("Continuations.hasTranscript", (jobId: string) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    Effect.map(
-      ExistsRow(sql`SELECT EXISTS (SELECT 1 FROM runtime.transcript_turn WHERE job_id = ${jobId}) AS kept`),
-      (rows) => rows[0]?.kept === true
-    )
-  )
-)
-
 const FINISHED: ReadonlyArray<JobRow["status"]> = ["completed", "failed"]
 
 /**
@@ -101,8 +89,8 @@ export const continueJob = (
     const parent = yield* store.get(parentId)
     const refuse = (why: string) => Effect.fail(new JobNotContinuable({ id: parent.id, why }))
     if (!FINISHED.includes(parent.status)) return yield* refuse(`it has not finished (it is ${parent.status})`)
-    const turns = yield* Effect.flatMap(TranscriptStore, (s) => s.read(parent.id))
-    if (turns.length === 0) return yield* refuse("it has no transcript (its project keeps none, or they were deleted at its retention)")
+    if (!(yield* Effect.flatMap(TranscriptStore, (s) => s.kept(parent.id))))
+      return yield* refuse("it has no transcript (its project keeps none, or they were deleted at its retention)")
     const version = Number(parent.agentVersion)
     if (parent.agentVersion === null || !Number.isInteger(version)) return yield* refuse("it never ran an agent version")
     const admitted = yield* admitJob({

@@ -221,6 +221,9 @@ describe("transcripts", () => {
   test("portal: the panel and the page show the turns to transcripts.read; to anyone else an empty panel and a 403 page", async () => {
     const reader = await h.rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken("tx-reader", "portal")))
     const plain = await h.rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken("tx-plain", "portal")))
+    // The job page loads the panel beside its timeline.
+    const jobPage = await portal(`/jobs/${fullJob}`, reader)
+    expect(jobPage.text).toContain(`hx-get="/jobs/${fullJob}/transcript"`)
     const panel = await portal(`/jobs/${fullJob}/transcript`, reader, true)
     expect(panel.status).toBe(200)
     expect(panel.text).toContain("Turn 2")

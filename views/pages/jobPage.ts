@@ -407,6 +407,7 @@ export const jobPage = (
     </ol>
     ${liveNote(live)}
   </section>
+  <div id="transcript" hx-get="${jobHref(job.id, "/transcript")}" hx-trigger="load" hx-swap="outerHTML"></div>
   ${traceSection(events)}`
   )
 }

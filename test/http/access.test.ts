@@ -423,6 +423,17 @@ const NON_GET: ReadonlyArray<RouteCase> = [
     },
     ok: 202
   },
+  // Continuing starts a job like POST /api/jobs; a queued parent is not finished, so the manager's answer is 409.
+  {
+    route: "POST /api/jobs/:id/continue",
+    guard: "agents.manage",
+    sample: async (n) => {
+      await createAgent(api, n)
+      return { path: `/api/jobs/${await createJob(n)}/continue`, json: { task: "Go on." } }
+    },
+    ok: 409,
+    changes: false
+  },
   // A new API token needs a session: a leaked token cannot mint its successors (see the session-only tests below).
   { route: "POST /api/tokens", guard: "session", sample: async (n) => ({ path: "/api/tokens", json: { name: n } }), ok: 201 },
   {

@@ -157,6 +157,8 @@ const ROUTES: ReadonlyArray<{
   readonly reader?: number
   /** The manager's status when it is not a 303 redirect. */
   readonly ok?: number
+  /** For a refusal the manager gets (`ok` 4xx): what its page must say. */
+  readonly refusal?: string
 }> = [
   {
     route: "POST /sign-in",
@@ -288,6 +290,17 @@ const ROUTES: ReadonlyArray<{
     guard: "agents.manage",
     body: () => form({})
   },
+  // The matrix's job has no transcript (and may not be finished): the manager is answered 409, nothing queued.
+  {
+    route: "POST /jobs/:id/continue",
+    get path() {
+      return `/jobs/${jobId}/continue`
+    },
+    guard: "agents.manage",
+    body: () => form({ task: "Go on." }),
+    ok: 409,
+    refusal: "cannot be continued"
+  },
   { route: "POST /agents/:name/delete", path: "/agents/matrix-agent/delete", guard: "agents.manage", body: () => form({}) },
   // The new token is rendered once (200), never redirected to; a reader may make their own.
   {
@@ -385,14 +398,14 @@ describe("portal routes", () => {
     }
   })
 
-  test("the manager: every change succeeds (a redirect after it, or the fragment)", async () => {
+  test("the manager: every change succeeds (a redirect after it, or the fragment), or is refused naming why", async () => {
     for (const r of ROUTES.filter((x) => x.guard !== "public")) {
       const res = await send("POST", r.path, { session: "manager", body: r.body() })
       const text = res.status >= 400 ? await res.text() : ""
-      expect({ route: r.route, status: res.status, text }).toEqual({
+      expect({ route: r.route, status: res.status, text: r.refusal === undefined ? text : text.includes(r.refusal) }).toEqual({
         route: r.route,
         status: r.ok ?? (r.route.endsWith("preview") ? 200 : 303),
-        text: ""
+        text: r.refusal === undefined ? "" : true
       })
     }
     const names = (await runtime.runPromise(Effect.flatMap(AgentStore, (s) => s.catalog))).filter((a) => !a.builtin).map((a) => a.name)

@@ -9,21 +9,9 @@
  *   DATABASE_URL=postgres://… bun bench/roles.ts [rounds=1] [jobs=200]
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect, Layer } from "effect"
-import { createHash, randomBytes } from "node:crypto"
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { Effect } from "effect"
 import { join } from "node:path"
-import { Access } from "../src/access/Access.ts"
-import { AgentStore } from "../src/agents/AgentStore.ts"
-import { makeDbLayer } from "../src/db/Db.ts"
-import { makeAppRuntime } from "../src/main.ts"
-import { Bindings } from "../src/providers/Bindings.ts"
-import { ProviderStore } from "../src/providers/ProviderStore.ts"
-import { makeSecretBox, SecretBox } from "../src/providers/SecretBox.ts"
-import { createAgentFiles } from "../test/support/api.ts"
-import { adminStatement } from "../test/support/db.ts"
-import { startOpenAIServer } from "../test/support/scriptedServers.ts"
+import { type Cleanups, createDeployment, servingPort } from "../test/support/deployment.ts"
 
 const SERVER = process.env["DATABASE_URL"] ?? ""
 if (SERVER === "") {
@@ -46,41 +34,18 @@ const runOnce = async (layout: Layout): Promise<number> => {
   // The job child's bundle for the sources as they are now, built ahead (the Dockerfile's step), so that
   // no run builds it and starts its first children from the sources meanwhile.
   await Bun.spawn(["bun", join(import.meta.dir, "..", "src", "worker", "child", "jobChildBundle.ts")], { stdout: "ignore" }).exited
-  const name = `kintsugi_bench_roles_${randomBytes(6).toString("hex")}`
-  await adminStatement(SERVER, `CREATE DATABASE ${name}`)
-  const u = new URL(SERVER)
-  u.pathname = `/${name}`
-  const url = u.toString()
-  const secretText = randomBytes(24).toString("hex")
-  const base = mkdtempSync(join(tmpdir(), "kintsugi-bench-roles-"))
+  const cleanups: Cleanups = []
   const procs: Array<ReturnType<typeof Bun.spawn>> = []
-  const rt = await makeAppRuntime(makeDbLayer({ url, migrate: true }), {
-    secrets: Layer.succeed(SecretBox, makeSecretBox(createHash("sha256").update(secretText).digest()))
-  })
-  const model = await startOpenAIServer(Array.from({ length: JOBS }, () => ({ kind: "turn" as const, text: "done" })))
   try {
-    await rt.runPromise(Effect.flatMap(Access, (a) => a.addUser("ops", "a long bench password", ["agents.manage", "providers.manage"])))
-    const token = await rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken("ops", "bench")))
-    await rt.runPromise(
-      Effect.flatMap(ProviderStore, (p) =>
-        p.create(
-          {
-            kind: "custom",
-            id: "gw",
-            api: "openai-completions",
-            baseUrl: model.baseUrl,
-            apiKey: "sk-bench-roles",
-            models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192 }]
-          },
-          "bench"
-        )
-      )
-    )
-    await rt.runPromise(Effect.flatMap(AgentStore, (a) => a.create(createAgentFiles(AGENT, { tools: [] }), "bench")))
-    await rt.runPromise(Effect.flatMap(Bindings, (b) => b.set(AGENT, "", { providerId: "gw", modelId: "m" }, "bench")))
-    const root = join(base, "ws")
-    mkdirSync(join(root, "src"), { recursive: true })
-    mkdirSync(join(root, "out"))
+    const { url, secretText, rt, model, token, base, root } = await createDeployment({
+      server: SERVER,
+      prefix: "kintsugi_bench_roles",
+      agent: AGENT,
+      steps: Array.from({ length: JOBS }, () => ({ kind: "turn" as const, text: "done" })),
+      apiKey: "sk-bench-roles",
+      tools: [],
+      cleanups
+    })
 
     const start = async (role: "all" | "api" | "worker", i: number, workers: number) => {
       const proc = Bun.spawn(["bun", CLI, "serve", "--role", role], {
@@ -99,12 +64,7 @@ const runOnce = async (layout: Layout): Promise<number> => {
         stderr: "ignore"
       })
       procs.push(proc)
-      let out = ""
-      for await (const chunk of proc.stdout) {
-        out += new TextDecoder().decode(chunk)
-        if (/serving on http:\/\/[^:]+:(\d+)/.test(out)) break
-      }
-      const port = Number(/serving on http:\/\/[^:]+:(\d+)/.exec(out)?.[1] ?? 0)
+      const { port, out } = await servingPort(proc.stdout)
       if (port === 0) throw new Error(`${role} ${i} did not start: ${out}`)
       return port
     }
@@ -169,10 +129,7 @@ const runOnce = async (layout: Layout): Promise<number> => {
   } finally {
     for (const p of procs) p.kill("SIGTERM")
     await Promise.all(procs.map((p) => p.exited))
-    await model.stop()
-    await rt.dispose()
-    await adminStatement(SERVER, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-    rmSync(base, { recursive: true, force: true })
+    for (const c of cleanups.reverse()) await c()
   }
 }
 

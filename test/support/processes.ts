@@ -24,3 +24,23 @@ export const pidsWithArg = (arg: string): Array<number> =>
         return false
       }
     })
+
+/** The pids of every process below `root` (from /proc's parent links). */
+export const descendants = (root: number): Array<number> => {
+  const parent = new Map<number, number>()
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "latin1")
+      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: Array<number> = []
+  const walk = (pid: number) => {
+    for (const [child, p] of parent) if (p === pid) found.push(child), walk(child)
+  }
+  walk(root)
+  return found
+}

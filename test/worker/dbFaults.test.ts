@@ -5,7 +5,7 @@
  * job.started to job.completed), and their deltas spell exactly what the scripted model streamed.
  * PostgreSQL only: the embedded database has no backends to terminate.
  */
-import { afterAll, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -26,6 +26,7 @@ import { createRootDir } from "../support/jobRoots.ts"
 import { startOpenAIServer, type Step } from "../support/scriptedServers.ts"
 import { makeTestAppRuntime, type TestRuntime } from "../support/testApp.ts"
 import { until } from "../support/waitFor.ts"
+import { useCleanups } from "../support/deployment.ts"
 
 const SERVER = process.env["DATABASE_URL"] ?? ""
 const JOBS = 20
@@ -36,16 +37,7 @@ const BIN = "/usr/local/bin"
 /** What the model streams in each of a job's three turns (the first two also call `read`). */
 const TURNS = ["alpha ".repeat(24), "bravo ".repeat(24), "charlie ".repeat(18)]
 
-const cleanups: Array<() => Promise<void> | void> = []
-afterAll(async () => {
-  for (const c of cleanups.reverse()) {
-    try {
-      await c()
-    } catch {
-      // keep cleaning up
-    }
-  }
-}, 120_000)
+const cleanups = useCleanups(120_000)
 
 /** A turn by how many tool results the request carries: text streamed in small chunks, a `read` in the first two. */
 const turnFor = (body: unknown): Step => {

@@ -3,7 +3,7 @@
  * fails with StoreUnavailable naming the full disk; once space returns the same process is ready again
  * and writes succeed, with no restart of the server. Needs root (mount); skipped with the reason otherwise.
  */
-import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
+import { expect, setDefaultTimeout, test } from "bun:test"
 import { Cause, Effect, Exit, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { cpSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from "node:fs"
@@ -14,6 +14,7 @@ import { JobStore } from "../../src/worker/JobStore.ts"
 import { templateDataDir } from "../support/db.ts"
 import { makeTestApp, type TestApp } from "../support/testApp.ts"
 import { until } from "../support/waitFor.ts"
+import { useCleanups } from "../support/deployment.ts"
 
 setDefaultTimeout(180_000)
 
@@ -29,18 +30,10 @@ const mountable = (): string | undefined => {
     rmSync(probe, { recursive: true, force: true })
   }
 }
-const unavailable = mountable()
+/** The embedded database's case: with DATABASE_URL set the app's database is that server, not the tmpfs. */
+const unavailable = (process.env["DATABASE_URL"] ?? "") !== "" ? "the embedded database's case (DATABASE_URL is set)" : mountable()
 
-const cleanups: Array<() => Promise<void> | void> = []
-afterAll(async () => {
-  for (const c of cleanups.reverse()) {
-    try {
-      await c()
-    } catch {
-      // keep cleaning up
-    }
-  }
-}, 60_000)
+const cleanups = useCleanups(60_000)
 
 const job = (root: string, task: string) => ({
   agent: "codebase-inventory",

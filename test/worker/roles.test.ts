@@ -4,26 +4,16 @@
  * worker killed with SIGKILL mid-run leaves every job settled once. The embedded database refuses
  * `api` and `worker` before it opens.
  */
-import { afterAll, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect, Layer } from "effect"
-import { createHash, randomBytes } from "node:crypto"
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { Effect } from "effect"
+import { mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Access } from "../../src/access/Access.ts"
-import { AgentStore } from "../../src/agents/AgentStore.ts"
-import { makeDbLayer } from "../../src/db/Db.ts"
-import { makeAppRuntime } from "../../src/main.ts"
-import { Bindings } from "../../src/providers/Bindings.ts"
-import { ProviderStore } from "../../src/providers/ProviderStore.ts"
-import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import { WORKER_LOST } from "../../src/worker/JobStore.ts"
-import { createAgentFiles } from "../support/api.ts"
-import { adminStatement } from "../support/db.ts"
-import { MODEL_PRICES } from "../support/jobChild.ts"
-import { isAlive } from "../support/processes.ts"
-import { startOpenAIServer, type ScriptedServer, type Step } from "../support/scriptedServers.ts"
+import { createDeployment, servingPort, useCleanups } from "../support/deployment.ts"
+import { descendants, isAlive } from "../support/processes.ts"
+import type { Step } from "../support/scriptedServers.ts"
 import { until } from "../support/waitFor.ts"
 
 const SERVER = process.env["DATABASE_URL"] ?? ""
@@ -32,36 +22,7 @@ const AGENT = "roles-probe"
 const TOTAL_MS = 240_000
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts")
 
-const cleanups: Array<() => Promise<void> | void> = []
-afterAll(async () => {
-  for (const c of cleanups.reverse()) {
-    try {
-      await c()
-    } catch {
-      // keep cleaning up
-    }
-  }
-}, 60_000)
-
-/** The pids of every process below `root` (from /proc's parent links). */
-const descendants = (root: number): Array<number> => {
-  const parent = new Map<number, number>()
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "latin1")
-      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]))
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const found: Array<number> = []
-  const walk = (pid: number) => {
-    for (const [child, p] of parent) if (p === pid) found.push(child), walk(child)
-  }
-  walk(root)
-  return found
-}
+const cleanups = useCleanups(60_000)
 
 /** Milliseconds left until `deadline` (a bound on a hang). */
 const left = (deadline: number) => Math.max(1, deadline - Date.now())
@@ -100,19 +61,7 @@ describe("serve --role", () => {
       (SERVER === "" ? " (skipped: needs DATABASE_URL — the embedded database is one process)" : ""),
     async () => {
       const deadline = Date.now() + TOTAL_MS - 20_000
-      const name = `kintsugi_roles_${randomBytes(6).toString("hex")}`
-      await adminStatement(SERVER, `CREATE DATABASE ${name}`)
-      cleanups.push(() => adminStatement(SERVER, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
-      const u = new URL(SERVER)
-      u.pathname = `/${name}`
-      const url = u.toString()
-      const secretText = randomBytes(24).toString("hex")
-
       // Set up through the same code the servers run: migrations, a user with a token, a provider, a binding.
-      const rt = await makeAppRuntime(makeDbLayer({ url, migrate: true }), {
-        secrets: Layer.succeed(SecretBox, makeSecretBox(createHash("sha256").update(secretText).digest()))
-      })
-      cleanups.push(() => rt.dispose())
       // Each turn streams for a while (16 frames, 100 ms apart), so jobs are mid-run when the kill comes.
       const steps: Array<Step> = Array.from({ length: JOBS + 10 }, () => ({
         kind: "turn",
@@ -120,35 +69,15 @@ describe("serve --role", () => {
         chunkSize: 4,
         delayMs: 100
       }))
-      const model: ScriptedServer = await startOpenAIServer(steps)
-      cleanups.push(() => model.stop())
-      await rt.runPromise(Effect.flatMap(Access, (a) => a.addUser("ops", "a long test password", ["agents.manage", "providers.manage"])))
-      const token = await rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken("ops", "test")))
-      await rt.runPromise(
-        Effect.flatMap(ProviderStore, (p) =>
-          p.create(
-            {
-              kind: "custom",
-              id: "gw",
-              api: "openai-completions",
-              baseUrl: model.baseUrl,
-              apiKey: "sk-roles",
-              models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }]
-            },
-            "test"
-          )
-        )
-      )
-      // A custom agent with no output contract: one model request per job, which this test counts.
-      await rt.runPromise(Effect.flatMap(AgentStore, (a) => a.create(createAgentFiles(AGENT, { tools: ["read"] }), "test")))
-      await rt.runPromise(Effect.flatMap(Bindings, (b) => b.set(AGENT, "", { providerId: "gw", modelId: "m" }, "test")))
-      const base = mkdtempSync(join(tmpdir(), "kintsugi-roles-"))
-      cleanups.push(() => rmSync(base, { recursive: true, force: true }))
-      // The job root (shared by every process, as a deployment's volume is) holds the workspace.
-      const root = join(base, "ws")
-      mkdirSync(join(root, "src"), { recursive: true })
-      mkdirSync(join(root, "out"))
-      writeFileSync(join(root, "src", "app.ts"), "export const main = () => 42\n")
+      const { url, secretText, rt, model, token, base, root } = await createDeployment({
+        server: SERVER,
+        prefix: "kintsugi_roles",
+        agent: AGENT,
+        steps,
+        apiKey: "sk-roles",
+        tools: ["read"],
+        cleanups
+      })
 
       const all: Set<number> = new Set()
       cleanups.push(() => {
@@ -178,12 +107,7 @@ describe("serve --role", () => {
         void (async () => {
           for await (const chunk of proc.stderr) err += new TextDecoder().decode(chunk)
         })()
-        let out = ""
-        for await (const chunk of proc.stdout) {
-          out += new TextDecoder().decode(chunk)
-          if (/serving on http:\/\/[^:]+:(\d+)/.test(out)) break
-        }
-        const port = Number(/serving on http:\/\/[^:]+:(\d+)/.exec(out)?.[1] ?? 0)
+        const { port, out } = await servingPort(proc.stdout)
         expect(port > 0 ? port : `${out}${err}`).toBe(port)
         return { pid: proc.pid, port, proc, out, stderr: () => err }
       }

@@ -1,0 +1,123 @@
+/**
+ * Several serve processes on one PostgreSQL server, for the tests and benches that run them: a fresh
+ * database set up through the same code the servers run (migrations, a user with a token, a scripted
+ * provider, a custom agent bound to it), a job root they share as a deployment's volume, and the port a
+ * started process serves on.
+ */
+import { afterAll } from "bun:test"
+import { Effect, Layer } from "effect"
+import { createHash, randomBytes } from "node:crypto"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Access } from "../../src/access/Access.ts"
+import { AgentStore } from "../../src/agents/AgentStore.ts"
+import { makeDbLayer } from "../../src/db/Db.ts"
+import { makeAppRuntime } from "../../src/main.ts"
+import { Bindings } from "../../src/providers/Bindings.ts"
+import { ProviderStore } from "../../src/providers/ProviderStore.ts"
+import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
+import { createAgentFiles } from "./api.ts"
+import { adminStatement } from "./db.ts"
+import { MODEL_PRICES } from "./jobChild.ts"
+import { startOpenAIServer, type ScriptedServer, type Step } from "./scriptedServers.ts"
+
+export type Cleanups = Array<() => Promise<void> | void>
+
+/** A list of clean-ups the test file's afterAll runs last-first; one that throws does not stop the rest. */
+export const useCleanups = (timeoutMs: number): Cleanups => {
+  const cleanups: Cleanups = []
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) {
+      try {
+        await c()
+      } catch {
+        // keep cleaning up
+      }
+    }
+  }, timeoutMs)
+  return cleanups
+}
+
+export interface Deployment {
+  /** The fresh database's URL (DATABASE_URL of every process). */
+  readonly url: string
+  /** KINTSUGI_SECRET_KEY of every process. */
+  readonly secretText: string
+  /** This process's runtime on the same database (the setup's, and the test's reads). */
+  readonly rt: Awaited<ReturnType<typeof makeAppRuntime>>
+  readonly model: ScriptedServer
+  /** An API token of "ops" (agents.manage, providers.manage). */
+  readonly token: string
+  /** A temporary directory: the job root `root` inside it, the processes' data dirs beside that. */
+  readonly base: string
+  /** The job root (KINTSUGI_JOB_ROOTS), with `src/app.ts` and `out/`. */
+  readonly root: string
+}
+
+/**
+ * A fresh database on `server` named `<prefix>_<random>`, dropped (with everything else made here) by
+ * `cleanups`; provider "gw" (model "m") answering `steps`, and `agent` (a custom agent with `tools` and no
+ * output contract: one model request per one-turn job) bound to it.
+ */
+export const createDeployment = async (options: {
+  readonly server: string
+  readonly prefix: string
+  readonly agent: string
+  readonly steps: ReadonlyArray<Step>
+  readonly apiKey: string
+  readonly tools: ReadonlyArray<string>
+  readonly cleanups: Cleanups
+}): Promise<Deployment> => {
+  const { server, cleanups } = options
+  const name = `${options.prefix}_${randomBytes(6).toString("hex")}`
+  await adminStatement(server, `CREATE DATABASE ${name}`)
+  cleanups.push(() => adminStatement(server, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+  const u = new URL(server)
+  u.pathname = `/${name}`
+  const url = u.toString()
+  const secretText = randomBytes(24).toString("hex")
+  const rt = await makeAppRuntime(makeDbLayer({ url, migrate: true }), {
+    secrets: Layer.succeed(SecretBox, makeSecretBox(createHash("sha256").update(secretText).digest()))
+  })
+  cleanups.push(() => rt.dispose())
+  const model = await startOpenAIServer(options.steps)
+  cleanups.push(() => model.stop())
+  await rt.runPromise(Effect.flatMap(Access, (a) => a.addUser("ops", "a long test password", ["agents.manage", "providers.manage"])))
+  const token = await rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken("ops", "test")))
+  await rt.runPromise(
+    Effect.flatMap(ProviderStore, (p) =>
+      p.create(
+        {
+          kind: "custom",
+          id: "gw",
+          api: "openai-completions",
+          baseUrl: model.baseUrl,
+          apiKey: options.apiKey,
+          models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }]
+        },
+        "test"
+      )
+    )
+  )
+  await rt.runPromise(Effect.flatMap(AgentStore, (a) => a.create(createAgentFiles(options.agent, { tools: [...options.tools] }), "test")))
+  await rt.runPromise(Effect.flatMap(Bindings, (b) => b.set(options.agent, "", { providerId: "gw", modelId: "m" }, "test")))
+  const base = mkdtempSync(join(tmpdir(), `${options.prefix.replaceAll("_", "-")}-`))
+  cleanups.push(() => rmSync(base, { recursive: true, force: true }))
+  const root = join(base, "ws")
+  mkdirSync(join(root, "src"), { recursive: true })
+  mkdirSync(join(root, "out"))
+  writeFileSync(join(root, "src", "app.ts"), "export const main = () => 42\n")
+  return { url, secretText, rt, model, token, base, root }
+}
+
+/** Reads a serve process's stdout up to its "serving on" line: the port (0 when it ended first) and what it printed. */
+export const servingPort = async (stdout: ReadableStream<Uint8Array>): Promise<{ port: number; out: string }> => {
+  let out = ""
+  const decoder = new TextDecoder()
+  for await (const chunk of stdout) {
+    out += decoder.decode(chunk, { stream: true })
+    if (/serving on http:\/\/[^:]+:(\d+)/.test(out)) break
+  }
+  return { port: Number(/serving on http:\/\/[^:]+:(\d+)/.exec(out)?.[1] ?? 0), out }
+}

@@ -153,6 +153,8 @@ describe("a second admin while a job runs", () => {
       await elsewhere.page.getByLabel("Username").fill(SECOND.username)
       await elsewhere.page.getByLabel("Password").fill(SECOND.password)
       await elsewhere.page.getByRole("button", { name: "Sign in" }).click()
+      // The refusal is a new page (the form posts): wait for it to be shown, then read it (a loaded machine is slow to hash).
+      await elsewhere.page.locator(".alert-error").waitFor({ timeout: 45_000 })
       await expect(elsewhere.page.locator(".alert-error").textContent()).resolves.toContain("unknown user or wrong password")
       await signIn(elsewhere.page, { username: SECOND.username, password: NEW_PASSWORD })
       expect((await elsewhere.page.goto("/users"))?.status()).toBe(200)

@@ -55,8 +55,17 @@ const turnFor = (body: unknown): Step => {
 }
 
 /** Runs `rt`'s statements as the test's own reads. */
+/**
+ * The test's own reads, on the runtime's pool: a connection the fault terminated under one is read
+ * again on a new one (the test watches; the worker's writes are what is under test).
+ */
 const query = (rt: TestRuntime, text: string, values: Array<unknown> = []) =>
-  rt.runPromise(Effect.flatMap(SqlClient, (s) => s.unsafe<Record<string, unknown>>(text, values)))
+  rt.runPromise(
+    Effect.retry(
+      Effect.flatMap(SqlClient, (s) => s.unsafe<Record<string, unknown>>(text, values)),
+      { times: 50, while: (e) => e._tag === "SqlError" }
+    )
+  )
 
 /**
  * A worker runtime of 20 loops on `url` with 20 jobs queued; `fault` runs while they stream. Resolves

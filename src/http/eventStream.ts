@@ -111,7 +111,7 @@ export const sseResponse = <R>(
           open = false
         }
       }
-      // The first bytes flush the headers: EventSource is open before the job has anything to say.
+      // The first bytes flush the headers: EventSource is open before the job has said a word.
       write(`retry: ${RETRY_MS}\n: stream open\n\n`)
       timer = setInterval(() => write(": keep-alive\n\n"), heartbeatMs)
       fiber = Runtime.runFork(runtime)(

@@ -110,7 +110,7 @@ const checkStop = (msg: AssistantMessage, failure: string | undefined, window: n
 
 /**
  * Runs the loop to the model's final answer; fails with the kernel error that stopped it. A final
- * answer is checked against the output contract and the typed answer together: any problem gets the
+ * answer is checked against the output contract and the typed answer together; every problem found gets the
  * one nudge naming every problem (one chance for both), and a second violation fails the job with
  * OutputContractViolated.
  */

@@ -5,6 +5,7 @@
  * started process serves on.
  */
 import { afterAll } from "bun:test"
+import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -20,7 +21,9 @@ import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import { createAgentFiles } from "./api.ts"
 import { adminStatement } from "./db.ts"
 import { MODEL_PRICES } from "./jobChild.ts"
+import { descendants } from "./processes.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "./scriptedServers.ts"
+import { until } from "./waitFor.ts"
 
 export type Cleanups = Array<() => Promise<void> | void>
 
@@ -120,4 +123,55 @@ export const servingPort = async (stdout: ReadableStream<Uint8Array>): Promise<{
     if (/serving on http:\/\/[^:]+:(\d+)/.test(out)) break
   }
   return { port: Number(/serving on http:\/\/[^:]+:(\d+)/.exec(out)?.[1] ?? 0), out }
+}
+
+/** Milliseconds left until `deadline` (a bound on a hang). */
+const left = (deadline: number) => Math.max(1, deadline - Date.now())
+
+const reader =
+  (rt: Deployment["rt"]) =>
+  (text: string, values: Array<unknown> = []) =>
+    rt.runPromise(Effect.flatMap(SqlClient, (s) => s.unsafe<Record<string, unknown>>(text, values)))
+
+/**
+ * Once `victim` runs jobs with its job children alive, SIGKILLs it: the ids of the jobs it was running
+ * then and the pids of its job processes (added to `all`, so a survivor is killed at clean-up).
+ */
+export const killWhileRunning = async (
+  rt: Deployment["rt"],
+  victim: { readonly pid: number; readonly proc: { readonly exited: Promise<number> } },
+  all: Set<number>,
+  deadline: number
+): Promise<{ running: ReadonlyArray<Record<string, unknown>>; orphans: ReadonlyArray<number> }> => {
+  const sql = reader(rt)
+  const owned = [`%:${victim.pid}:%`]
+  await until(
+    async () => {
+      const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status = 'running' AND worker_id LIKE $1`, owned)
+      return Number(rows[0]?.["n"]) > 0 && descendants(victim.pid).length > 0
+    },
+    { what: "the victim to run jobs", timeoutMs: left(deadline), everyMs: 100 }
+  )
+  const orphans = descendants(victim.pid)
+  for (const pid of orphans) all.add(pid)
+  const running = await sql(`SELECT id FROM runtime.job WHERE status = 'running' AND worker_id LIKE $1`, owned)
+  process.kill(victim.pid, "SIGKILL")
+  await victim.proc.exited
+  return { running, orphans }
+}
+
+/** Once all `count` jobs are settled: every job row with its `job.started` (`starts`) and terminal event (`ends`) counts. */
+export const settledJobs = async (rt: Deployment["rt"], count: number, deadline: number) => {
+  const sql = reader(rt)
+  await until(
+    async () => {
+      const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status IN ('completed', 'failed')`)
+      return Number(rows[0]?.["n"]) === count
+    },
+    { what: "all jobs to settle", timeoutMs: left(deadline), everyMs: 100 }
+  )
+  return sql(`SELECT id, status, reason, message, worker_id,
+      (SELECT count(*)::int FROM runtime.job_event e WHERE e.job_id = j.id AND e.type = 'job.started') AS starts,
+      (SELECT count(*)::int FROM runtime.job_event e WHERE e.job_id = j.id AND e.type IN ('job.completed', 'job.failed')) AS ends
+    FROM runtime.job j`)
 }

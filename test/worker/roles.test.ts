@@ -5,13 +5,11 @@
  * `api` and `worker` before it opens.
  */
 import { describe, expect, test } from "bun:test"
-import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect } from "effect"
 import { mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { WORKER_LOST } from "../../src/worker/JobStore.ts"
-import { createDeployment, servingPort, useCleanups } from "../support/deployment.ts"
+import { createDeployment, killWhileRunning, servingPort, settledJobs, useCleanups } from "../support/deployment.ts"
 import { descendants, isAlive } from "../support/processes.ts"
 import type { Step } from "../support/scriptedServers.ts"
 import { until } from "../support/waitFor.ts"
@@ -23,9 +21,6 @@ const TOTAL_MS = 240_000
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts")
 
 const cleanups = useCleanups(60_000)
-
-/** Milliseconds left until `deadline` (a bound on a hang). */
-const left = (deadline: number) => Math.max(1, deadline - Date.now())
 
 /** The environment without DATABASE_URL (the embedded database). */
 const embeddedEnv = (): Record<string, string> => {
@@ -160,38 +155,10 @@ describe("serve --role", () => {
         expect(r.status).toBe(201)
         ids.push(((await r.json()) as { job: { id: string } }).job.id)
       }
-      const sql = (text: string, values: Array<unknown> = []) =>
-        rt.runPromise(Effect.flatMap(SqlClient, (s) => s.unsafe<Record<string, unknown>>(text, values)))
-
       // Kill the first worker while it runs jobs (its job children are alive).
       const victim = workers[0]!
-      await until(
-        async () => {
-          const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status = 'running' AND worker_id LIKE $1`, [
-            `%:${victim.pid}:%`
-          ])
-          return Number(rows[0]?.["n"]) > 0 && descendants(victim.pid).length > 0
-        },
-        { what: "the victim worker to run jobs", timeoutMs: left(deadline), everyMs: 100 }
-      )
-      const orphans = descendants(victim.pid)
-      for (const pid of orphans) all.add(pid)
-      const running = await sql(`SELECT id FROM runtime.job WHERE status = 'running' AND worker_id LIKE $1`, [`%:${victim.pid}:%`])
-      process.kill(victim.pid, "SIGKILL")
-      await victim.proc.exited
-
-      await until(
-        async () => {
-          const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status IN ('completed', 'failed')`)
-          return Number(rows[0]?.["n"]) === JOBS
-        },
-        { what: "all jobs to settle", timeoutMs: left(deadline), everyMs: 100 }
-      )
-
-      const jobs = await sql(`SELECT id, status, reason, message, worker_id,
-          (SELECT count(*)::int FROM runtime.job_event e WHERE e.job_id = j.id AND e.type = 'job.started') AS starts,
-          (SELECT count(*)::int FROM runtime.job_event e WHERE e.job_id = j.id AND e.type IN ('job.completed', 'job.failed')) AS ends
-        FROM runtime.job j`)
+      const { running, orphans } = await killWhileRunning(rt, victim, all, deadline)
+      const jobs = await settledJobs(rt, JOBS, deadline)
       expect(jobs.length).toBe(JOBS)
       expect(new Set(jobs.map((j) => j["id"]))).toEqual(new Set(ids))
       // Only the workers ran jobs: every job's worker is one of theirs, none the API process.

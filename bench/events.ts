@@ -6,7 +6,9 @@
  * last; beside it, how fast the children emitted them (the span of the events' own `at`), so a
  * store that keeps up shows as the two rates being close. Embedded database by default, DATABASE_URL
  * when set (makes and drops a database). Runs unchanged in an older checkout (copy it into its
- * bench/) for the figure before a change.
+ * bench/) for the figure before a change. EVENTS_ROUNDS=readers runs only the round with readers;
+ * EVENTS_CLIENTS names the clients' file beside this one (default sseClients.ts). Ends with a `ROW`
+ * line for bench/load.ts.
  * Goal: with readers ≥ 50% of without.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
@@ -67,7 +69,7 @@ const runtime = await makeAppRuntime(url === undefined ? testDbLayer() : makeDbL
 const app = makeApp({ runtime, log: () => undefined, allowedHosts: ["127.0.0.1"] })
 const http = listen(app, { hostname: "127.0.0.1", port: 0 })
 const base = `http://127.0.0.1:${http.port}`
-const clients = new Worker(new URL("./sseClients.ts", import.meta.url).href)
+const clients = new Worker(new URL(`./${process.env["EVENTS_CLIENTS"] ?? "sseClients.ts"}`, import.meta.url).href)
 const ask = (request: ClientRequest): Promise<ClientReply> =>
   new Promise((resolve, reject) => {
     clients.onmessage = (event: MessageEvent<ClientReply>) =>
@@ -161,19 +163,32 @@ try {
     }
   }
 
-  const alone = await round(0)
+  const alone = process.env["EVENTS_ROUNDS"] === "readers" ? undefined : await round(0)
   const read = await round(READERS_PER_JOB)
+  const db = url === undefined ? "embedded" : "postgres"
+  console.log(
+    `ROW events-${db} readersRate=${read.rate.toFixed(1)} readersStored=${read.stored} readersFailed=${read.failed} readersEmitted=${read.emitted.toFixed(1)}` +
+      (alone === undefined
+        ? ""
+        : ` aloneRate=${alone.rate.toFixed(1)} aloneStored=${alone.stored} aloneFailed=${alone.failed} ratio=${(read.rate / alone.rate).toFixed(3)}`)
+  )
   console.log(
     `bench/events.ts: ${url === undefined ? "embedded database" : "PostgreSQL"}, ${JOBS} jobs × ${DELTAS} deltas, ${navigator.hardwareConcurrency} cores, load average ${loadAtStart} at start, ${load()} at end`
   )
   console.log(`| measure | value | reference | ratio | goal |`)
   console.log(`|---|---|---|---|---|`)
-  console.log(
-    `| events stored/s, ${JOBS * READERS_PER_JOB} readers (${read.stored} in ${read.seconds.toFixed(1)} s, ${read.failed} failed) | ${read.rate.toFixed(0)} | no readers: ${alone.rate.toFixed(0)} (${alone.stored} in ${alone.seconds.toFixed(1)} s, ${alone.failed} failed) | ${(read.rate / alone.rate).toFixed(2)}× | ≥ 0.5× |`
-  )
-  console.log(
-    `| events emitted/s by the children (their own \`at\`), ${JOBS * READERS_PER_JOB} readers | ${read.emitted.toFixed(0)} | no readers: ${alone.emitted.toFixed(0)} | ${(read.emitted / alone.emitted).toFixed(2)}× | stored/s keeps up with it |`
-  )
+  if (alone === undefined) {
+    console.log(
+      `| events stored/s, ${JOBS * READERS_PER_JOB} readers (${read.stored} in ${read.seconds.toFixed(1)} s, ${read.failed} failed) | ${read.rate.toFixed(0)} |`
+    )
+  } else {
+    console.log(
+      `| events stored/s, ${JOBS * READERS_PER_JOB} readers (${read.stored} in ${read.seconds.toFixed(1)} s, ${read.failed} failed) | ${read.rate.toFixed(0)} | no readers: ${alone.rate.toFixed(0)} (${alone.stored} in ${alone.seconds.toFixed(1)} s, ${alone.failed} failed) | ${(read.rate / alone.rate).toFixed(2)}× | ≥ 0.5× |`
+    )
+    console.log(
+      `| events emitted/s by the children (their own \`at\`), ${JOBS * READERS_PER_JOB} readers | ${read.emitted.toFixed(0)} | no readers: ${alone.emitted.toFixed(0)} | ${(read.emitted / alone.emitted).toFixed(2)}× | stored/s keeps up with it |`
+    )
+  }
 } finally {
   clients.terminate()
   await http.stop(true)

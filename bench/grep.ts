@@ -10,6 +10,7 @@
  * BEFORE=<another checkout> adds a row per pattern for that checkout's grep tool over the same files,
  * timed the same way in a child process (its own Effect and workers), just after ours; and to the fresh
  * jobs a column for that checkout's own bundle, a job child of it after each of ours.
+ * Each fresh-job case ends with a `ROW grep-first-call-<n>` line for bench/load.ts.
  */
 import fs from "node:fs"
 import os from "node:os"
@@ -326,6 +327,11 @@ const freshJobs = async (): Promise<void> => {
       } else matches = String(a.matches)
     }
     const [o, r, b] = [median(ours), median(theirs), median(old)]
+    console.log(
+      `ROW grep-first-call-${cases.indexOf(c)} case=${c.label.replaceAll(/\s+/g, "_")} ms=${o.toFixed(1)}` +
+        (hasRg ? ` rgMs=${r.toFixed(1)} ratio=${(o / r).toFixed(3)}` : "") +
+        (beforeEntry === undefined ? "" : ` beforeMs=${b.toFixed(1)}`)
+    )
     table.push([
       c.label,
       o.toFixed(0),

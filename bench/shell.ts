@@ -6,7 +6,8 @@
  * Each tool row prints its ratio to the same spawn line (goal: ≤ 1.5×); the unconfined rows
  * also to that spawn in a new session (`detached: true`), which the runner needs for its group kill.
  * BEFORE=<another checkout> adds that checkout's unconfined shell and git tools to the same rounds
- * (loaded with its own `effect`), so a change is compared under the same load.
+ * (loaded with its own `effect`), so a change is compared under the same load. SHELL_ONLY=unconfined
+ * runs only the unconfined `shell true` rows and ends with a `ROW shell-true` line for bench/load.ts.
  */
 import { Effect } from "effect"
 import { mkdtempSync, realpathSync, rmSync } from "node:fs"
@@ -72,8 +73,26 @@ const triple = async (refLabel: string, argv: Array<string>, label: string, ours
   row(`  the same, detached (new session, as the runner)`, d)
   ratio(label, o, r, vs)
   console.log(`${"".padEnd(50)} ${"".padStart(8)}     ${(o / d).toFixed(2)}× the detached spawn`)
+  return { bare: r, detached: d, tool: o }
 }
 const tool = (t: typeof shell, args: Record<string, unknown>) => () => Effect.runPromise(t.execute(args).pipe(Effect.provide(ctx)))
+if (process.env["SHELL_ONLY"] === "unconfined") {
+  const t = await triple(
+    "bare Bun.spawn(['bash','-c','true'])",
+    ["bash", "-c", "true"],
+    "shell tool { command: 'true' } via runner",
+    tool(shell, { command: "true" }),
+    "bare Bun.spawn"
+  )
+  console.log(
+    `ROW shell-true ms=${t.tool.toFixed(3)} bareMs=${t.bare.toFixed(3)} detachedMs=${t.detached.toFixed(3)} ratio=${(t.tool / t.bare).toFixed(3)} runs=${RUNS}`
+  )
+  console.log(`load average after the rounds: ${load()}`)
+  await Effect.runPromise(runner.killAll)
+  rmSync(root, { recursive: true, force: true })
+  rmSync(jobTmp, { recursive: true, force: true })
+  process.exit(0)
+}
 const beforeCheckout = process.env["BEFORE"]
 if (beforeCheckout !== undefined) {
   // Every module from the other checkout, its own `effect` included: Effects of two copies do not mix.

@@ -8,7 +8,8 @@
  * every round trip of its pool) and, on PostgreSQL, by pg_stat_database.xact_commit of its database
  * (every connection, the write listener's pings included). Embedded database by default, DATABASE_URL
  * when set (makes and drops a database). Goals: ≤ 2× the queries of 0 subscribers; lag p99 ≤ 2× that
- * of 20 subscribers and ≤ 1 s.
+ * of 20 subscribers and ≤ 1 s. SSE_WINDOW_MS and SSE_LAG_MS set the two windows (15 s, 10 s);
+ * SSE_PARTS=queries or lag runs one part. Ends with `ROW` lines for bench/load.ts.
  */
 import { Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
@@ -26,8 +27,9 @@ import { adminStatement, testDbLayer, withDatabase } from "../test/support/db.ts
 import type { ClientReply, ClientRequest } from "./sseClients.ts"
 
 const JOBS = 20
-const WINDOW_MS = 15_000
-const LAG_MS = 10_000
+const WINDOW_MS = Number(process.env["SSE_WINDOW_MS"] ?? 15_000)
+const LAG_MS = Number(process.env["SSE_LAG_MS"] ?? 10_000)
+const PARTS = process.env["SSE_PARTS"] ?? "queries,lag"
 const EVENTS_PER_SECOND = 10
 
 const quantile = (xs: ReadonlyArray<number>, q: number) =>
@@ -142,15 +144,17 @@ try {
     return reply.type === "lags" ? reply.lags : []
   }
 
-  await settle()
-  const idle0 = await queriesPerSecond()
+  const queries = PARTS.includes("queries")
+  const lags = PARTS.includes("lag")
+  if (queries) await settle()
+  const idle0 = queries ? await queriesPerSecond() : undefined
   await open(10)
-  const idle200 = await queriesPerSecond()
-  const lag200 = await lag()
+  const idle200 = queries ? await queriesPerSecond() : undefined
+  const lag200 = lags ? await lag() : []
   await ask({ type: "close" })
-  await open(1)
-  const lag20 = await lag()
-  await ask({ type: "close" })
+  if (lags) await open(1)
+  const lag20 = lags ? await lag() : []
+  if (lags) await ask({ type: "close" })
 
   const row = (measure: string, value: number, reference: string, ref: number, goal: string, unit = "") =>
     console.log(
@@ -161,25 +165,40 @@ try {
   )
   console.log(`| measure | value | reference | ratio | goal |`)
   console.log(`|---|---|---|---|---|`)
-  row("queries/s, 200 idle SSE subscribers (process statements)", idle200.statements, "0 subscribers", idle0.statements, "≤ 2×")
-  if (url !== undefined)
+  const db = url === undefined ? "embedded" : "postgres"
+  if (idle0 !== undefined && idle200 !== undefined) {
+    row("queries/s, 200 idle SSE subscribers (process statements)", idle200.statements, "0 subscribers", idle0.statements, "≤ 2×")
+    console.log(
+      `ROW sse-statements-${db} at200=${idle200.statements.toFixed(2)} at0=${idle0.statements.toFixed(2)} ratio=${(idle200.statements / idle0.statements).toFixed(3)}`
+    )
+  }
+  if (idle0 !== undefined && idle200 !== undefined && url !== undefined) {
     row("queries/s, 200 idle SSE subscribers (xact_commit, all connections)", idle200.commits, "0 subscribers", idle0.commits, "≤ 2×")
-  row(
-    `live lag p50, 200 subscribers (${lag200.length} deliveries)`,
-    quantile(lag200, 0.5),
-    "20 subscribers",
-    quantile(lag20, 0.5),
-    "",
-    " ms"
-  )
-  row(
-    `live lag p99, 200 subscribers (${lag200.length} deliveries)`,
-    quantile(lag200, 0.99),
-    `20 subscribers (${lag20.length})`,
-    quantile(lag20, 0.99),
-    "≤ 2× and ≤ 1000 ms",
-    " ms"
-  )
+    console.log(
+      `ROW sse-commits-${db} at200=${idle200.commits.toFixed(2)} at0=${idle0.commits.toFixed(2)} ratio=${(idle200.commits / idle0.commits).toFixed(3)}`
+    )
+  }
+  if (lags) {
+    console.log(
+      `ROW sse-lag-${db} p99at200=${quantile(lag200, 0.99).toFixed(1)} p99at20=${quantile(lag20, 0.99).toFixed(1)} ratio=${(quantile(lag200, 0.99) / quantile(lag20, 0.99)).toFixed(3)} deliveries200=${lag200.length} deliveries20=${lag20.length} p50at200=${quantile(lag200, 0.5).toFixed(1)} p50at20=${quantile(lag20, 0.5).toFixed(1)}`
+    )
+    row(
+      `live lag p50, 200 subscribers (${lag200.length} deliveries)`,
+      quantile(lag200, 0.5),
+      "20 subscribers",
+      quantile(lag20, 0.5),
+      "",
+      " ms"
+    )
+    row(
+      `live lag p99, 200 subscribers (${lag200.length} deliveries)`,
+      quantile(lag200, 0.99),
+      `20 subscribers (${lag20.length})`,
+      quantile(lag20, 0.99),
+      "≤ 2× and ≤ 1000 ms",
+      " ms"
+    )
+  }
 } finally {
   clients.terminate()
   await http.stop(true)

@@ -20,6 +20,7 @@ import pkg from "../../package.json" with { type: "json" }
 import { agentsCommand } from "./agents.ts"
 import { teardown } from "./exit.ts"
 import { helpPath, helpTree, renderHelp } from "./help.ts"
+import { jobsCommand } from "./jobs.ts"
 import { migrateCommand } from "./migrate.ts"
 import { runCommand } from "./run.ts"
 import { runJobCommand } from "./runJob.ts"
@@ -30,7 +31,7 @@ import { usersCommand } from "./users.ts"
 // The bare `kintsugi` serves, as it always did.
 const kintsugi = Command.make("kintsugi", {}, () => Effect.flatMap(serveConfig, serve)).pipe(
   Command.withDescription("Kintsugi Runtime: agents as jobs, with a portal and an API."),
-  Command.withSubcommands([serveCommand, runCommand, runJobCommand, migrateCommand, usersCommand, agentsCommand])
+  Command.withSubcommands([serveCommand, runCommand, runJobCommand, migrateCommand, usersCommand, agentsCommand, jobsCommand])
 )
 
 const cli = Command.run(kintsugi, { name: "kintsugi", version: pkg.version })
@@ -81,7 +82,7 @@ export const helpScreen = (
   request: BuiltInOptions.ShowHelp,
   options: { readonly colour: boolean; readonly width: number }
 ): string | undefined => {
-  const tree = helpTree(kintsugi, [usersCommand, agentsCommand])
+  const tree = helpTree(kintsugi, [usersCommand, agentsCommand, jobsCommand])
   const path = helpPath(tree, request.helpDoc, config)
   return path === undefined ? undefined : renderHelp(tree, path, { program: "kintsugi", version: pkg.version, config, ...options })
 }

@@ -11,6 +11,7 @@ import { evalRoutes } from "./api/evals.ts"
 import { jobRoutes } from "./api/jobs.ts"
 import { memoryRoutes } from "./api/memory.ts"
 import { transcriptRoutes } from "./api/transcripts.ts"
+import { exportTestRoutes } from "./api/exportTest.ts"
 import { providerRoutes } from "./api/providers.ts"
 import { sessionRoutes } from "./api/session.ts"
 import { tokenRoutes } from "./api/tokens.ts"
@@ -91,6 +92,7 @@ const makeRoutes = (options: AppOptions & { readonly log: (line: string) => void
     .use(webRoutes(route))
     .use(memoryRoutes(route))
     .use(transcriptRoutes(route))
+    .use(exportTestRoutes(route))
     .all("/api/*", () => json({ error: { code: "not-found", message: "no such endpoint" } }, 404))
     .use(
       portalRoutes({

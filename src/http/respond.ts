@@ -36,6 +36,7 @@ import type {
 import type { IdempotencyKeyReused, JobNotFound } from "../worker/JobStore.ts"
 import type { ProjectExists } from "../worker/Projects.ts"
 import type { JobNotContinuable } from "../worker/transcripts/continuation.ts"
+import type { JobNotExportable } from "./api/exportTestFolder.ts"
 import type { EvalRunNotFound, EvalsRefused, NoEvals } from "../worker/evals/Evals.ts"
 import type { WebSettingsInvalid } from "../web/ProjectWeb.ts"
 import type { WebSearchInvalid, WebSearchNotConfigured } from "../web/WebSearch.ts"
@@ -74,6 +75,7 @@ export type ApiError =
   | WebSettingsInvalid
   | JobNotFound
   | JobNotContinuable
+  | JobNotExportable
   | IdempotencyKeyReused
   | ProjectExists
   | NoEvals
@@ -128,6 +130,7 @@ const STATUS: { readonly [Tag in ApiError["_tag"]]: number } = {
   UserExists: 409,
   NoEvals: 409,
   JobNotContinuable: 409,
+  JobNotExportable: 409,
   PayloadTooLarge: 413,
   AgentUnavailable: 422,
   IdempotencyKeyReused: 422,

@@ -7,3 +7,4 @@ export { AgentPackageInvalid, loadAgentDefinition, runAgent, SCRIPTED_API_KEY, t
 export { toolResultsOf } from "./toolResultsOf.ts"
 export { expectEndedWith, expectRead, expectWrote } from "./expectations.ts"
 export type { JobEvent, TerminalEvent } from "../contract/JobEvent.ts"
+export { expectSameRun, replayJob, type ReplayOptions, type ReplayRun } from "./replayJob.ts"

@@ -156,6 +156,31 @@ const parseStdout = (stdout: string): { events: Array<JobEvent>; refused: Readon
 }
 
 /**
+ * Runs `job` (its workspace laid out already) in the job child, with a provider pointing at
+ * `options.server`, and returns its events and the files in its output directory.
+ */
+export const runJobSpec = async (job: JobSpec, options: Pick<RunAgentOptions, "server" | "model" | "env">): Promise<AgentRun> => {
+  const provider = {
+    id: job.model.provider,
+    api: options.server.api ?? "openai-completions",
+    baseUrl: options.server.baseUrl,
+    apiKey: SCRIPTED_API_KEY,
+    models: [{ id: job.model.id, contextWindow: 128_000, maxTokens: 8_192, ...options.model }]
+  }
+  const proc = Bun.spawn([process.execPath, JOB_CHILD], {
+    stdin: new TextEncoder().encode(JSON.stringify({ job, providers: [provider] })),
+    stdout: "pipe",
+    stderr: "pipe",
+    env: childEnv(options.env ?? {})
+  })
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  const { events, refused } = parseStdout(stdout)
+  const last = events.at(-1)
+  const terminal = last?.type === "job.completed" || last?.type === "job.failed" ? last : undefined
+  return { exitCode, events, terminal, refused, outputs: readOutputs(job.workspace.outDir), stderr, job }
+}
+
+/**
  * Runs the agent once: builds its definition from the package, lays out a workspace (`src/` read-only,
  * optional `WORKSPACE.md`, `out/` as the output directory) in a fresh temp dir, sends the envelope to
  * `bun src/cli.ts run-job` with a provider pointing at `server`, and returns the events and the files
@@ -182,24 +207,7 @@ export const runAgent = async (options: RunAgentOptions): Promise<AgentRun> => {
       limits: { timeoutSec: 60, idleTimeoutSec: 30, maxTurns: 50, ...options.limits },
       metadata: { trigger: "kintsugi-runtime/testing" }
     }
-    const provider = {
-      id: PROVIDER_ID,
-      api: options.server.api ?? "openai-completions",
-      baseUrl: options.server.baseUrl,
-      apiKey: SCRIPTED_API_KEY,
-      models: [{ id: MODEL_ID, contextWindow: 128_000, maxTokens: 8_192, ...options.model }]
-    }
-    const proc = Bun.spawn([process.execPath, JOB_CHILD], {
-      stdin: new TextEncoder().encode(JSON.stringify({ job, providers: [provider] })),
-      stdout: "pipe",
-      stderr: "pipe",
-      env: childEnv(options.env ?? {})
-    })
-    const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
-    const { events, refused } = parseStdout(stdout)
-    const last = events.at(-1)
-    const terminal = last?.type === "job.completed" || last?.type === "job.failed" ? last : undefined
-    return { exitCode, events, terminal, refused, outputs: readOutputs(out), stderr, job }
+    return await runJobSpec(job, options)
   } finally {
     rmSync(root, { recursive: true, force: true })
   }

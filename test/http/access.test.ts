@@ -694,6 +694,16 @@ const GET: ReadonlyArray<RouteCase> = [
       return { path: `/api/jobs/${await createJob(n)}/transcript` }
     },
     ok: 200
+  },
+  {
+    route: "GET /api/jobs/:id/export-test",
+    guard: "transcripts.read",
+    sample: async (n) => {
+      await createAgent(api, n)
+      return { path: `/api/jobs/${await createJob(n)}/export-test` }
+    },
+    // Past the guard, a queued job is refused: only a completed job with a transcript exports.
+    ok: 409
   }
 ]
 

@@ -44,6 +44,12 @@ export class DbWrites extends Context.Tag("db/DbWrites")<
     readonly jobsWritten: Effect.Effect<Queue.Dequeue<string>, never, Scope.Scope>
     /** Whether `jobsWritten` hears every job written now, this process's too (a server's listener listening). */
     readonly jobsHeard: () => boolean
+    /**
+     * One item per statement of another process that queued jobs, as a PostgreSQL server announces them
+     * (heard while its listener listens); nothing on the embedded database, where the in-process JobBus
+     * announces them. A subscription lives as long as its scope.
+     */
+    readonly jobsQueued: Effect.Effect<Queue.Dequeue<void>, never, Scope.Scope>
     /** How many statements (round trips ending in ReadyForQuery) this process's watched connections completed. */
     readonly statements: () => number
   }
@@ -55,6 +61,7 @@ export const unknownWrites: DbWrites["Type"] = {
   changed: (from) => (from === undefined ? Effect.never : Effect.void),
   jobsWritten: Queue.unbounded<string>(),
   jobsHeard: () => false,
+  jobsQueued: Queue.unbounded<void>(),
   statements: () => 0
 }
 
@@ -63,11 +70,12 @@ export const unknownWrites: DbWrites["Type"] = {
  * may write (at its completion; `bump(0)`: a statement that wrote nothing cached, only counted), on a connection lost, on a worker replaced, on another process's
  * write heard. `known(false)` makes the epochs undefined (nothing may be reused) until `known(true)`,
  * which bumps every topic: what was read before is never reused. `jobWritten(id)` announces a job
- * whose events or settlement were heard.
+ * whose events or settlement were heard, `jobQueued()` jobs queued by another process.
  */
 export const makeWriteCounter = (initiallyKnown = true) => {
   const counts = { access: 0, catalog: 0 }
   const jobs = Effect.runSync(PubSub.sliding<string>(4096))
+  const queued = Effect.runSync(PubSub.sliding<void>(64))
   let statements = 0
   let known = initiallyKnown
   const waiters = new Set<() => void>()
@@ -98,10 +106,12 @@ export const makeWriteCounter = (initiallyKnown = true) => {
       changed,
       jobsWritten: PubSub.subscribe(jobs),
       jobsHeard: () => false,
+      jobsQueued: PubSub.subscribe(queued),
       statements: () => statements
     } satisfies DbWrites["Type"],
     bump,
     jobWritten: (id: string) => void Effect.runSync(PubSub.publish(jobs, id)),
+    jobQueued: () => void Effect.runSync(PubSub.publish(queued, undefined)),
     known: (now: boolean) => {
       if (now) bump()
       known = now

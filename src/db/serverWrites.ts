@@ -18,6 +18,9 @@ export const WRITES_CHANNEL = "kintsugi_writes"
 /** The channel migration 055's triggers notify when a job's events are stored or it is settled, with the job's id as payload. */
 const EVENTS_CHANNEL = "kintsugi_events"
 
+/** The channel migration 061's triggers notify when a statement queued jobs. */
+const QUEUED_CHANNEL = "kintsugi_queued"
+
 /**
  * Tables of the app's schemas that notify nothing (migration 052): high-churn rows that no read cached
  * until a write depends on (a job's row moves and heartbeats, its events and transcript turns, web usage counters). Every
@@ -84,6 +87,7 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
     changed: (from, topic) => counter.writes.changed(from, topic),
     jobsWritten: counter.writes.jobsWritten,
     jobsHeard: () => listening && !blind,
+    jobsQueued: counter.writes.jobsQueued,
     statements: counter.writes.statements
   }
   const stream = (config?: { readonly ssl?: unknown }): net.Socket => {
@@ -152,6 +156,8 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
             // A job's events and settlement are heard from every process, this one's included.
             if (n.channel === EVENTS_CHANNEL && n.payload !== undefined) counter.jobWritten(n.payload)
             else if (n.channel === WRITES_CHANNEL && !ownBackends.has(n.processId)) counter.bump(tableTopics(n.payload ?? ""))
+            // Jobs this process queued wake its workers through the JobBus already.
+            else if (n.channel === QUEUED_CHANNEL && !ownBackends.has(n.processId)) counter.jobQueued()
           })
           c.on("error", (e) => {
             reason = clean(innermostMessage(e))
@@ -162,6 +168,7 @@ export const makeServerWrites = (url: string, clean: (message: string) => string
             await c.connect()
             await c.query(`LISTEN ${WRITES_CHANNEL}`)
             await c.query(`LISTEN ${EVENTS_CHANNEL}`)
+            await c.query(`LISTEN ${QUEUED_CHANNEL}`)
             await checkDirect(c)
           } catch (e) {
             void c.end().catch(() => undefined)

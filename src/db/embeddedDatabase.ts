@@ -1,9 +1,10 @@
 /**
  * The embedded PostgreSQL's supervisor: PGlite in a Bun Worker (embeddedWorker.ts) on a private unix
- * socket, replaced by a fresh worker on the same data dir when a statement does not complete in time or
- * PGlite reports itself broken, so the database never stays wedged.
+ * socket, replaced by a fresh worker on the same data dir when a statement does not complete in time,
+ * PGlite reports itself broken or the worker exits, so the database never stays wedged. Restarts in a
+ * row back off (1 s, 2 s … 30 s apart) until a worker has answered for a minute; time is the Clock's.
  */
-import { Duration, Effect, Runtime, type Scope } from "effect"
+import { Clock, Duration, Effect, Runtime, type Scope } from "effect"
 import fs from "node:fs"
 import net from "node:net"
 import os from "node:os"
@@ -28,6 +29,8 @@ export interface EmbeddedOptions {
    * answered a ping for this long is stuck in a statement and is replaced.
    */
   readonly statementTimeout: Duration.Duration
+  /** Makes each database worker; default `newWorker` (embeddedWorkerAhead.ts). Tests pass one that keeps the workers to stop them. */
+  readonly newWorker?: () => Worker
 }
 
 export interface Embedded {
@@ -48,11 +51,37 @@ export interface Embedded {
 
 const WORKER_STOP_TIMEOUT = Duration.seconds(30)
 const PING_INTERVAL = Duration.millis(500)
-/** After a failed restart the next waits twice as long as the last, from PING_INTERVAL up to this. */
+const RESTART_BACKOFF_FIRST_MS = 1000
 const RESTART_BACKOFF_MAX_MS = 30_000
+/** A worker that has answered this long ends a run of restarts: the next restart is at once again. */
+const HEALTHY_AFTER_MS = 60_000
+
+/**
+ * How long after the `streak`-th restart in a row (failed, or a worker that stopped before it was
+ * healthy) the next may start: 1 s, 2 s, 4 s … at most 30 s.
+ */
+const restartDelayMs = (streak: number): number => Math.min(RESTART_BACKOFF_FIRST_MS * 2 ** Math.max(0, streak - 1), RESTART_BACKOFF_MAX_MS)
 
 /** `why` with "disk full" in front when the failure says so, so an operator finds it in the log. */
 const named = (why: string): string => (isDiskFull(why) ? `disk full: ${why}` : why)
+
+/** Below this much room on the data dir's file system (or with no inode left) a failed start is put down to a full disk. */
+const DISK_FULL_BYTES = 4 * 1024 * 1024
+
+/**
+ * What is left on `dir`'s file system when it is full ("12 KB free", "no inode free"), else undefined:
+ * PGlite that cannot write its files at start says only that it "failed to initialize properly".
+ */
+const fullDisk = (dir: string): string | undefined => {
+  try {
+    const s = fs.statfsSync(dir)
+    const free = s.bavail * s.bsize
+    if (free < DISK_FULL_BYTES) return `${Math.floor(free / 1024)} KB free`
+    return s.files > 0 && s.ffree === 0 ? "no inode free" : undefined
+  } catch {
+    return undefined
+  }
+}
 
 // The first worker compiles pglite.wasm (slow, so off this thread) and hands the modules back; later
 // workers of the process (tests, restarts) reuse them.
@@ -83,8 +112,13 @@ const call = (
   })
 
 /** A started worker (listening), or an error; a worker that did not start is terminated. */
-const spawn = async (request: StartRequest, transfer: Array<Bun.Transferable>, signal: AbortSignal): Promise<Worker> => {
-  const worker = newWorker()
+const spawn = async (
+  make: () => Worker,
+  request: StartRequest,
+  transfer: Array<Bun.Transferable>,
+  signal: AbortSignal
+): Promise<Worker> => {
+  const worker = make()
   const stop = () => worker.terminate()
   signal.addEventListener("abort", stop, { once: true })
   try {
@@ -134,6 +168,9 @@ export const startEmbedded = (
 
     const runtime = yield* Effect.runtime<never>()
     const log = (message: string) => Runtime.runFork(runtime)(Effect.logWarning(message))
+    /** The runtime's clock (TestClock in tests), read from the worker's callbacks as from the watchdog. */
+    const now = () => Runtime.runSync(runtime)(Clock.currentTimeMillis)
+    const make = options.newWorker ?? newWorker
     const timeoutMs = Duration.toMillis(options.statementTimeout)
     // A restart reopens the data dir (crash recovery included): seconds on a loaded machine, whatever the
     // statement timeout. A connection waits this long for it rather than failing while it is under way.
@@ -145,9 +182,12 @@ export const startEmbedded = (
       closed: false,
       restarting: false,
       restarts: 0,
-      /** Restarts that failed in a row, and when the next may be tried (the backoff). */
-      failedRestarts: 0,
+      /** Restarts since the last healthy period, when the next may start (the backoff), why it is needed. */
+      streak: 0,
       retryAt: 0,
+      why: "",
+      /** When the current worker started listening. */
+      upSince: 0,
       pingSentAt: undefined as number | undefined,
       waiting: [] as Array<() => void>
     }
@@ -172,47 +212,69 @@ export const startEmbedded = (
       worker.addEventListener("message", (e: MessageEvent<WorkerReply>) => {
         if (worker !== state.current) return
         if (e.data.type === "pong") state.pingSentAt = undefined
-        if (e.data.type === "poisoned") void replace(`PGlite failed inside a statement (${e.data.message})`)
+        if (e.data.type === "poisoned") replace(`PGlite failed inside a statement (${e.data.message})`)
+      })
+      // A worker replaced on purpose is no longer current when its close arrives.
+      worker.addEventListener("close", () => {
+        if (worker === state.current) replace("the database worker exited")
       })
     }
-    const replace = async (why: string) => {
-      if (state.restarting || state.closed) return
+    /** Starts a worker on the data dir; either way the next restart waits restartDelayMs after this one. */
+    const restart = async () => {
       state.restarting = true
-      counter.bump()
-      state.current?.terminate()
-      state.current = undefined
-      state.pingSentAt = undefined
+      state.streak++
+      log(`restarting the embedded database: ${named(state.why)}`)
       try {
-        if (dataDir === undefined) {
-          state.broken = true
-          wake()
-          return log(`the embedded in-memory database stopped (${why}); it cannot be restarted`)
-        }
-        log(`restarting the embedded database: ${named(why)}`)
-        const worker = await spawn(request(undefined), [], new AbortController().signal)
+        const worker = await spawn(make, request(undefined), [], new AbortController().signal)
         if (state.closed) return worker.terminate()
         state.current = worker
+        state.upSince = now()
+        state.retryAt = state.upSince + restartDelayMs(state.streak)
         state.restarts++
-        state.failedRestarts = 0
         watch(worker)
         wake()
       } catch (e) {
-        state.failedRestarts++
-        const waitMs = Math.min(Duration.toMillis(PING_INTERVAL) * 2 ** state.failedRestarts, RESTART_BACKOFF_MAX_MS)
-        // Date.now(): the watchdog's synchronous bookkeeping reads it too.
-        state.retryAt = Date.now() + waitMs
-        const message = `cannot restart the embedded database (${where}): ${innermostMessage(e)}; trying again in ${Math.round(waitMs / 1000)} s`
-        log(isDiskFull(e) ? `disk full: ${message}` : message)
+        const waitMs = restartDelayMs(state.streak)
+        state.retryAt = now() + waitMs
+        state.why = "the last restart failed"
+        const left = dataDir === undefined ? undefined : fullDisk(dataDir)
+        const message = `cannot restart the embedded database: ${innermostMessage(e)}${left === undefined ? "" : ` (its file system has ${left})`}; trying again in ${Math.round(waitMs / 1000)} s`
+        log(isDiskFull(e) || left !== undefined ? `disk full: ${message}` : message)
       } finally {
         state.restarting = false
       }
     }
+    /**
+     * Stops the current worker and starts another: at once after a healthy period, else once the backoff
+     * allows (the watchdog starts it then); connections opened meanwhile wait for it (`ready`).
+     */
+    const replace = (why: string) => {
+      if (state.restarting || state.closed) return
+      counter.bump()
+      state.current?.terminate()
+      state.current = undefined
+      state.pingSentAt = undefined
+      if (dataDir === undefined) {
+        state.broken = true
+        wake()
+        return log(`the embedded in-memory database stopped (${why}); it cannot be restarted`)
+      }
+      const at = now()
+      if (at - state.upSince >= HEALTHY_AFTER_MS) {
+        state.streak = 0
+        state.retryAt = 0
+      }
+      state.why = why
+      if (at >= state.retryAt) return void restart()
+      log(`the embedded database stopped: ${named(why)}; restarting it in ${Math.ceil((state.retryAt - at) / 1000)} s`)
+    }
 
     const first = yield* Effect.tryPromise({
-      try: (signal) => spawn(request(snapshot), snapshot instanceof Uint8Array ? [snapshot.buffer] : [], signal),
+      try: (signal) => spawn(make, request(snapshot), snapshot instanceof Uint8Array ? [snapshot.buffer] : [], signal),
       catch: (e) => new DbError({ message: `cannot start the embedded database (${where}): ${innermostMessage(e)}`, cause: e })
     })
     state.current = first
+    state.upSince = now()
     watch(first)
     yield* Effect.addFinalizer(() => {
       state.closed = true
@@ -234,21 +296,22 @@ export const startEmbedded = (
       Effect.forever(
         Effect.zipRight(
           Effect.sleep(PING_INTERVAL),
-          Effect.sync(() => {
-            if (state.closed || state.restarting) return
-            const worker = state.current
-            if (worker === undefined) {
-              if (!state.broken && Date.now() >= state.retryAt) void replace("the last restart failed")
-              return
-            }
-            // Date.now(): synchronous bookkeeping inside Effect.sync, nothing to yield to.
-            if (state.pingSentAt === undefined) {
-              state.pingSentAt = Date.now()
-              worker.postMessage({ type: "ping" } satisfies WorkerRequest)
-            } else if (Date.now() - state.pingSentAt > timeoutMs) {
-              void replace(`a statement ran longer than ${Duration.format(options.statementTimeout)}`)
-            }
-          })
+          Effect.flatMap(Clock.currentTimeMillis, (at) =>
+            Effect.sync(() => {
+              if (state.closed || state.restarting) return
+              const worker = state.current
+              if (worker === undefined) {
+                if (!state.broken && at >= state.retryAt) void restart()
+                return
+              }
+              if (state.pingSentAt === undefined) {
+                state.pingSentAt = at
+                worker.postMessage({ type: "ping" } satisfies WorkerRequest)
+              } else if (at - state.pingSentAt > timeoutMs) {
+                replace(`a statement ran longer than ${Duration.format(options.statementTimeout)}`)
+              }
+            })
+          )
         )
       )
     )

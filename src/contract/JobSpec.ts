@@ -100,6 +100,44 @@ export const JobHistory = Schema.Struct({
 })
 export type JobHistory = typeof JobHistory.Type
 
+const Amount = Schema.Number.pipe(
+  Schema.filter((n) => (Number.isFinite(n) && n >= 0 ? undefined : `must be a non-negative number, got ${n}`))
+)
+
+/**
+ * A job resumed after its worker was lost (ARCHITECTURE §10): it goes on from its transcript (`history`,
+ * the task among its messages) instead of starting over. What the earlier runs did counts: their turns,
+ * tokens and cost against the limits, their time against timeoutSec, their outputs and reads in the
+ * output contract and the grounding check; its events continue the job's `seq`.
+ */
+export const JobResume = Schema.Struct({
+  /** Which resume this is: 1, 2, … */
+  resume: Positive,
+  /** The `seq` of the resumed run's first event (the earlier runs stored the ones before it). */
+  nextSeq: Count,
+  /** The last transcript turn the model answered, and how many of `history.messages` make up the conversation it left. */
+  turn: Count,
+  answeredMessages: Count,
+  /** What the earlier runs spent, as their last `usage` event totals it, and the time since the job first started. */
+  spent: Schema.Struct({
+    turns: Count,
+    inputTokens: Count,
+    outputTokens: Count,
+    cacheReadTokens: Count,
+    cacheWriteTokens: Count,
+    costUsd: Amount,
+    compactions: Count,
+    compactionSummaries: Count,
+    contextPeakPercent: Amount,
+    elapsedMs: Amount
+  }),
+  /** The output paths the earlier runs reported (their `output` events, relative to outDir). */
+  outputs: Schema.Array(Schema.String),
+  /** The line ranges the earlier runs showed the model (their `source.read` events). */
+  shown: Schema.Array(Schema.Struct({ path: Schema.String, firstLine: Count, lastLine: Schema.NullOr(Count) }))
+})
+export type JobResume = typeof JobResume.Type
+
 export const JobSpec = Schema.Struct({
   agent: AgentDefinition,
   task: JobTask,
@@ -109,6 +147,8 @@ export const JobSpec = Schema.Struct({
   mcp: Schema.optionalWith(JobMcp, { exact: true }),
   metadata: Schema.optionalWith(JobMetadata, { exact: true }),
   /** The conversation to start from; the task follows it as the next user message. */
-  history: Schema.optionalWith(JobHistory, { exact: true })
+  history: Schema.optionalWith(JobHistory, { exact: true }),
+  /** Set on a resumed job: it goes on from `history` (which then ends where its last run stopped) without the task again. */
+  resume: Schema.optionalWith(JobResume, { exact: true })
 })
 export type JobSpec = typeof JobSpec.Type

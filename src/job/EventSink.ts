@@ -1,5 +1,6 @@
 /**
- * Stamps, redacts and delivers a job's events in order. `seq` counts from 0 per job; `at` is ISO
+ * Stamps, redacts and delivers a job's events in order. `seq` counts from 0 per job (a resumed run
+ * goes on from the last stored one); `at` is ISO
  * time. Message deltas pass through a hold-back buffer so a secret split across chunks is redacted.
  * Once the terminal event is out, the sink is closed: nothing can follow it.
  */
@@ -7,15 +8,19 @@ import type { JobEvent, JobEventBody } from "../contract/JobEvent.ts"
 import type { Redactor } from "./Redactor.ts"
 
 export class EventSink {
-  private seq = 0
+  private seq: number
   private pendingText = ""
   private closed = false
 
+  /** `firstSeq`: the seq of the first event (a resumed job's run goes on from the events stored before it). */
   constructor(
     private readonly redactor: Redactor,
     private readonly deliver: (event: JobEvent) => void,
-    private readonly now: () => Date = () => new Date()
-  ) {}
+    private readonly now: () => Date = () => new Date(),
+    firstSeq = 0
+  ) {
+    this.seq = firstSeq
+  }
 
   /** Emits one event (flushing held-back text first, so order is kept). No-op after the terminal event. */
   emit(body: JobEventBody): void {

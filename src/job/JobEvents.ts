@@ -52,12 +52,24 @@ const currentSpan = FiberRef.unsafeMake<string | undefined>(undefined)
 /** Milliseconds with sub-millisecond precision from the Clock (a TestClock gives whole milliseconds). */
 const nowMs = Effect.map(Clock.currentTimeNanos, (ns) => Number(ns) / 1e6)
 
-/** The service over a redactor and a delivery function (the job's event queue). */
-export const make = (jobId: string, redactor: Redactor, deliver: (event: JobEvent) => void): Effect.Effect<JobEvents["Type"]> =>
+/** Where a resumed job's earlier runs left its events: the next seq, the ranges shown and the outputs reported. */
+export interface EarlierEvents {
+  readonly nextSeq: number
+  readonly shown: ReadonlyArray<ShownRange>
+  readonly outputs: ReadonlyArray<string>
+}
+
+/** The service over a redactor and a delivery function (the job's event queue); a resumed job's goes on from `earlier`. */
+export const make = (
+  jobId: string,
+  redactor: Redactor,
+  deliver: (event: JobEvent) => void,
+  earlier?: EarlierEvents
+): Effect.Effect<JobEvents["Type"]> =>
   Effect.map(Effect.clock, (clock) => {
-    const sink = new EventSink(redactor, deliver, () => new Date(clock.unsafeCurrentTimeMillis()))
-    const shown: Array<ShownRange> = []
-    const outputs: Array<string> = []
+    const sink = new EventSink(redactor, deliver, () => new Date(clock.unsafeCurrentTimeMillis()), earlier?.nextSeq ?? 0)
+    const shown: Array<ShownRange> = [...(earlier?.shown ?? [])]
+    const outputs: Array<string> = [...(earlier?.outputs ?? [])]
     const record = (body: JobEventBody) => {
       if (sink.isClosed) return
       if (body.type === "source.read") shown.push({ path: body.path, firstLine: body.firstLine, lastLine: body.lastLine })

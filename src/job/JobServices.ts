@@ -20,13 +20,15 @@ export interface JobServicesOptions {
   readonly limits: JobLimits
   readonly model: Limits.MeteredModel
   readonly workspace: ResolvedWorkspace
+  /** A resumed job's earlier spending, counted against its limits. */
+  readonly spent?: Limits.Spent
 }
 
 /** Limits and Workspace of one job, over the job's JobEvents (built first: job.started goes out through it). */
 export const make = (
   options: JobServicesOptions
 ): Effect.Effect<Context.Context<Limits.Limits | Workspace.Workspace>, never, JobEvents.JobEvents> =>
-  Effect.map(Limits.make(options.limits, options.model), (limits) =>
+  Effect.map(Limits.make(options.limits, options.model, options.spent), (limits) =>
     Context.make(Limits.Limits, limits).pipe(Context.add(Workspace.Workspace, Workspace.make(options.workspace)))
   )
 

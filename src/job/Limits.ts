@@ -4,7 +4,7 @@
  */
 import type { Usage } from "@earendil-works/pi-ai"
 import { Clock, Context, Duration, Effect } from "effect"
-import type { Limits as JobLimits } from "../contract/JobSpec.ts"
+import type { Limits as JobLimits, JobResume } from "../contract/JobSpec.ts"
 import { BudgetExceeded, JobTimedOut, TurnLimitReached } from "./errors.ts"
 import { JobEvents } from "./JobEvents.ts"
 import { RepeatGuard, StreamGuard, type RepeatVerdict } from "./LoopGuard.ts"
@@ -42,13 +42,19 @@ export interface MeteredModel {
   readonly contextWindow: number
 }
 
-/** The service for one job; the deadline starts now. Needs JobEvents for the `usage` events. */
-export const make = (limits: JobLimits, model: MeteredModel): Effect.Effect<Limits["Type"], never, JobEvents> =>
+/** What earlier runs of a resumed job spent (JobResume's `spent`): the totals start from it. */
+export type Spent = JobResume["spent"]
+
+/**
+ * The service for one job; the deadline starts now, less what `spent` says the job took before (a
+ * resumed job: its limits count the whole job). Needs JobEvents for the `usage` events.
+ */
+export const make = (limits: JobLimits, model: MeteredModel, spent?: Spent): Effect.Effect<Limits["Type"], never, JobEvents> =>
   Effect.gen(function* () {
     const events = yield* JobEvents
     const clock = yield* Effect.clock
     const timeoutMs = limits.timeoutSec * 1000
-    const deadline = clock.unsafeCurrentTimeMillis() + timeoutMs
+    const deadline = clock.unsafeCurrentTimeMillis() + timeoutMs - (spent?.elapsedMs ?? 0)
     const idleSec = limits.idleTimeoutSec ?? 0
     const idleMs = idleSec * 1000
     let last = clock.unsafeCurrentTimeMillis()
@@ -65,7 +71,17 @@ export const make = (limits: JobLimits, model: MeteredModel): Effect.Effect<Limi
         yield* Effect.sleep(Duration.millis(waiting > 0 ? idleMs : last + idleMs - now))
       }
     })
-    const totals = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, costUsd: 0, turns: 0, peak: 0, compactions: 0, summaries: 0 }
+    const totals = {
+      input: spent?.inputTokens ?? 0,
+      output: spent?.outputTokens ?? 0,
+      cacheRead: spent?.cacheReadTokens ?? 0,
+      cacheWrite: spent?.cacheWriteTokens ?? 0,
+      costUsd: spent?.costUsd ?? 0,
+      turns: spent?.turns ?? 0,
+      peak: spent?.contextPeakPercent ?? 0,
+      compactions: spent?.compactions ?? 0,
+      summaries: spent?.compactionSummaries ?? 0
+    }
     const overBudget = (strict: boolean) => {
       const max = limits.maxCostUsd
       return max !== undefined && (strict ? totals.costUsd > max : totals.costUsd > 0 && totals.costUsd >= max)

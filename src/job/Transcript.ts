@@ -1,8 +1,9 @@
 /**
- * The job's transcript sink: after each completed model call the kernel hands it one turn (what the
- * model saw and answered, already redacted); the job child sends it to the worker, which stores it
- * encrypted. Turns replay into the model's messages byte for byte: start empty; per turn, cut the
- * conversation to `compaction.kept` when present, append `messages`, then `answer`.
+ * The job's transcript sink: before each model call the kernel hands it the turn it sends, and again
+ * with the answer once it comes (already redacted); the job child sends each to the worker, which stores
+ * it encrypted, the answered record replacing the unanswered one. Turns replay into the model's messages
+ * byte for byte: start empty; per turn, cut the conversation to `compaction.kept` when present, append
+ * `messages`, then `answer` (a turn without one is only ever the last).
  */
 import { Context, Effect, Layer, Schema } from "effect"
 
@@ -32,10 +33,20 @@ export const TranscriptTurn = Schema.Struct({
   compaction: Schema.optionalWith(Schema.Struct({ kept: Count, replaced: Count, summaries: Schema.Array(Schema.String) }), { exact: true }),
   /** The messages this call added to the conversation (the task, tool results, compaction's summary pair). */
   messages: Schema.Array(TranscriptMessage),
-  /** The model's answer (text, thinking, tool calls with their inputs). */
-  answer: TranscriptMessage
+  /**
+   * The model's answer (text, thinking, tool calls with their inputs); absent while the call has not
+   * answered (the turn is handed over once before the call, so its messages are kept even if it never does).
+   */
+  answer: Schema.optionalWith(TranscriptMessage, { exact: true })
 })
 export type TranscriptTurn = typeof TranscriptTurn.Type
+
+/** The conversation after `turn`: `conversation` cut to what its compaction kept, then its messages, then its answer when it has one. */
+export const applyTurn = (conversation: ReadonlyArray<TranscriptMessage>, turn: TranscriptTurn): ReadonlyArray<TranscriptMessage> => [
+  ...conversation.slice(0, turn.compaction?.kept ?? conversation.length),
+  ...turn.messages,
+  ...(turn.answer === undefined ? [] : [turn.answer])
+]
 
 export class Transcript extends Context.Tag("job/Transcript")<
   Transcript,

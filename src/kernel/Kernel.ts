@@ -3,9 +3,11 @@
  * builds its per-job services (Workspace, Llm, JobEvents, Limits) and runs it in a fiber forked
  * into the caller's scope: closing the scope or interrupting the fiber awaiting `result` aborts it.
  */
+import type { Message } from "@earendil-works/pi-ai"
 import { Context, Deferred, Effect, ExecutionStrategy, Exit, Fiber, Layer, Option, Queue, Scope, Stream } from "effect"
 import { AgentRuntime, JobRefused, type JobBoundary, type JobHandle, type JobOutcome, type SkillFile } from "../contract/AgentRuntime.ts"
 import type { JobEvent } from "../contract/JobEvent.ts"
+import type { JobSpec } from "../contract/JobSpec.ts"
 import type { Problem } from "../contract/Problem.ts"
 import type { ProviderConfig } from "../contract/ProviderConfig.ts"
 import { mcpGrantsOf } from "../tools/mcp/mcpGrants.ts"
@@ -34,7 +36,7 @@ import * as JobEvents from "../job/JobEvents.ts"
 import * as JobServices from "../job/JobServices.ts"
 import * as Transcript from "../job/Transcript.ts"
 import type { Limits } from "../job/Limits.ts"
-import { Llm, recordingTranscript } from "./Llm.ts"
+import { Llm, recordingTranscript, type TranscriptStart } from "./Llm.ts"
 import { makePiAiLlm } from "./PiAiLlm.ts"
 import { makeJobModels, type JobModels } from "./PiAiModels.ts"
 import { checkJob, prepareJob, type JobEnvironment, type PreparedJob } from "./prepareJob.ts"
@@ -125,6 +127,15 @@ export const jobProblems = (config: KernelConfig, parts: JobParts): Effect.Effec
     (env) => Effect.map(checkJob(parts, env), (checked) => checked.problems)
   )
 
+/** Where a resumed job's transcript stands (its last answered turn and the conversation it left); undefined for a new job. */
+const transcriptStart = (spec: JobSpec): TranscriptStart | undefined =>
+  spec.resume === undefined
+    ? undefined
+    : {
+        turn: spec.resume.turn,
+        conversation: (spec.history?.messages ?? []).slice(0, spec.resume.answeredMessages).map((m) => m as unknown as Message)
+      }
+
 /** Builds the runtime for one set of provider configs; `llm` builds each job's model service. */
 export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, llm: MakeLlm = piAiLlm): AgentRuntime["Type"] => ({
   start: (spec) =>
@@ -155,7 +166,12 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       // fork a fiber per layer): the events first, the others once job.started is out (runJob).
       const services = Effect.gen(function* () {
         const model = { label: `${prepared.model.provider}/${prepared.model.id}`, contextWindow: prepared.model.contextWindow }
-        const base = yield* JobServices.make({ limits: spec.limits, model, workspace: prepared.workspace })
+        const base = yield* JobServices.make({
+          limits: spec.limits,
+          model,
+          workspace: prepared.workspace,
+          ...(spec.resume === undefined ? {} : { spent: spec.resume.spent })
+        })
         const llmService = yield* Effect.provide(llm({ jobId, prepared, jobModels: env.jobModels, retry }), base)
         const channel = config.services
         if (channel?.transcript !== true) return Context.add(base, Llm, llmService)
@@ -163,7 +179,7 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
         const { makeTranscriptSender } = yield* Effect.promise(() => import("../tools/services/ServiceChannel.ts"))
         const report = (line: string) => config.diagnostics?.(redactor.redact(`job ${jobId}: ${line}`))
         const transcript = Transcript.make(makeTranscriptSender(channel), report)
-        const recording = yield* Effect.provideService(recordingTranscript(llmService), Transcript.Transcript, transcript)
+        const recording = yield* Effect.provideService(recordingTranscript(llmService, transcriptStart(spec)), Transcript.Transcript, transcript)
         return Context.add(base, Llm, recording)
       })
       // The job's MCP connections live in a child of the caller's scope: closed when the job ends, when
@@ -224,7 +240,7 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
       const outcome = yield* Deferred.make<JobOutcome>()
       // Forked into the caller's scope: closing it interrupts the job, which then ends as aborted.
       const fiber = yield* Effect.forkScoped(
-        Effect.flatMap(JobEvents.make(jobId, redactor, deliver), (events) =>
+        Effect.flatMap(JobEvents.make(jobId, redactor, deliver, spec.resume), (events) =>
           Effect.provideService(
             runJob(prepared, { diagnostics: config.diagnostics ?? (() => {}), runner, outcome, mcpTools, serviceTools, services }),
             JobEvents.JobEvents,

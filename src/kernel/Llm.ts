@@ -1,7 +1,7 @@
 /**
  * The per-job LLM port: one streamed model call with the retry policy around it (ARCHITECTURE §4),
  * and the compaction summary request. The pi-ai adapter is PiAiLlm.ts; `LlmTest` scripts answers;
- * `recordingTranscript` hands each answered call to the job's Transcript.
+ * `recordingTranscript` hands each call, and then its answer, to the job's Transcript.
  */
 import {
   isContextOverflow,
@@ -140,39 +140,58 @@ const commonPrefix = (before: ReadonlyArray<Message>, now: ReadonlyArray<Message
   return i
 }
 
+/** Where a resumed job's transcript stands: its last answered turn and the conversation that turn left. */
+export interface TranscriptStart {
+  readonly turn: number
+  readonly conversation: ReadonlyArray<Message>
+}
+
 /**
- * `llm` with every answered call handed to the job's Transcript as one turn: the messages it added to
- * the conversation since the previous turn (all of them after what compaction kept, with the summaries
- * it wrote), and the answer; redacted by the job's redactor first. An answer that is a provider error
- * is not a turn (the loop fails or compacts and asks again).
+ * `llm` with every model call handed to the job's Transcript as one turn, twice: before the call with
+ * what it sends (the messages it added to the conversation since the previous turn — all of them after
+ * what compaction kept, with the summaries it wrote), so tool results are kept even when the call never
+ * returns; and again with the answer once it comes. Redacted by the job's redactor first. An answer that
+ * is a provider error is not a turn: the next call is the same turn again. A resumed job starts `from`
+ * where its transcript stands.
  */
-export const recordingTranscript = (llm: Llm["Type"]): Effect.Effect<Llm["Type"], never, Transcript | JobEvents> =>
+export const recordingTranscript = (
+  llm: Llm["Type"],
+  from?: TranscriptStart
+): Effect.Effect<Llm["Type"], never, Transcript | JobEvents> =>
   Effect.gen(function* () {
     const transcript = yield* Transcript
     const events = yield* JobEvents
-    // The conversation as the last turn left it (its request's messages, then its answer).
-    let conversation: ReadonlyArray<Message> = []
-    let turn = 0
+    // The conversation as the last answered turn left it (its request's messages, then its answer).
+    let conversation: ReadonlyArray<Message> = from?.conversation ?? []
+    let turn = from?.turn ?? 0
     let summaries: Array<string> = []
-    const record = (request: ModelRequest, answer: AssistantMessage): Effect.Effect<void> => {
+    const turnOf = (request: ModelRequest, answer: AssistantMessage | undefined): TranscriptTurn => {
       const kept = commonPrefix(conversation, request.messages)
       const compacted = kept < conversation.length
-      const recorded: TranscriptTurn = {
-        turn: ++turn,
+      return {
+        turn: turn + 1,
         ...promptHashes(request.systemPrompt, request.tools),
         ...(compacted || summaries.length > 0 ? { compaction: { kept, replaced: conversation.length - kept, summaries } } : {}),
         messages: request.messages.slice(kept).map(asRecorded),
-        answer: asRecorded(answer)
+        ...(answer === undefined ? {} : { answer: asRecorded(answer) })
       }
+    }
+    const record = (recorded: TranscriptTurn) => transcript.record(JSON.parse(events.redact(JSON.stringify(recorded))) as TranscriptTurn)
+    const answered = (request: ModelRequest, answer: AssistantMessage): Effect.Effect<void> => {
+      const recorded = turnOf(request, answer)
+      turn += 1
       conversation = [...request.messages, answer]
       summaries = []
-      return transcript.record(JSON.parse(events.redact(JSON.stringify(recorded))) as TranscriptTurn)
+      return record(recorded)
     }
     return {
       model: llm.model,
       complete: (request) =>
-        Effect.tap(llm.complete(request), ({ message }) =>
-          message.stopReason === "error" || message.stopReason === "aborted" ? Effect.void : record(request, message)
+        Effect.zipRight(
+          record(turnOf(request, undefined)),
+          Effect.tap(llm.complete(request), ({ message }) =>
+            message.stopReason === "error" || message.stopReason === "aborted" ? Effect.void : answered(request, message)
+          )
         ),
       summarise: (context, maxTokens) =>
         Effect.tap(llm.summarise(context, maxTokens), (answer) =>

@@ -4,7 +4,9 @@
  * when it nears the window (compaction.ts), one model call with its retries (Llm), then the tool
  * calls (toolCall.ts). Timeouts and abort wrap this loop from the outside (Kernel.ts). A job with a
  * `history` (a continued job) starts from those messages, then its task; the history must belong to
- * the same prompt prefix (historyProblem), so the provider's prompt cache still applies.
+ * the same prompt prefix (historyProblem), so the provider's prompt cache still applies. A resumed job
+ * (`resume`) goes on from its history without the task again, its interrupted turn's calls answered
+ * as not run (resumedMessages).
  */
 import { isContextOverflow, type AssistantMessage, type Message, type Tool, type ToolCall } from "@earendil-works/pi-ai"
 import { Clock, Effect } from "effect"
@@ -72,6 +74,41 @@ export const historyProblem = (job: LoopJob): Problem | undefined => {
 const historyMessages = (history: JobSpec["history"]): ReadonlyArray<Message> =>
   (history?.messages ?? []).map((m) => m as unknown as Message)
 
+/** What a resumed job's model is told of the calls its interrupted turn made: none of them is run again. */
+export const INTERRUPTED_CALL =
+  "This call was not run to its end: the job was interrupted (its worker was lost) and has been resumed from its last completed turn. " +
+  "It is not run again; it may have changed files before the interruption. Check the workspace before you repeat it."
+/** What a resumed job's model is told when the interruption came after its final answer, before the job ended. */
+export const INTERRUPTED_ANSWER =
+  "The job was interrupted (its worker was lost) after your last answer, before it ended, and has been resumed. Give your final answer again."
+
+/**
+ * A resumed job's conversation: its history (the transcript up to where its last run stopped), then
+ * what the model is told of the interrupted turn — a result for each tool call of an answer that has
+ * none, or a request to answer again after a final answer. A history that ends with what a call sent
+ * (its tool results) needs nothing: that call is simply made again.
+ */
+const resumedMessages = (history: JobSpec["history"], now: number): Array<Message> => {
+  const messages = [...historyMessages(history)]
+  const last = messages[messages.length - 1]
+  if (last?.role !== "assistant") return messages
+  const calls = last.content.filter((b): b is ToolCall => b.type === "toolCall")
+  if (calls.length === 0) return [...messages, { role: "user", content: INTERRUPTED_ANSWER, timestamp: now }]
+  return [
+    ...messages,
+    ...calls.map(
+      (call): Message => ({
+        role: "toolResult",
+        toolCallId: call.id,
+        toolName: call.name,
+        content: [{ type: "text", text: INTERRUPTED_CALL }],
+        isError: true,
+        timestamp: now
+      })
+    )
+  ]
+}
+
 const textOf = (msg: AssistantMessage): string =>
   msg.content
     .filter((b) => b.type === "text")
@@ -122,11 +159,13 @@ export const agentLoop = (job: LoopJob): Effect.Effect<LoopResult, KernelError, 
     const toolbox = { tools: new Map(job.tools.map((t) => [t.name, t])), deny: job.deny }
     // Built once: the prompt prefix is byte-identical on every turn (prompt caches hit).
     const { systemPrompt, toolDefs } = loopPrompt(job)
-    // A continued job's conversation as its parent's model saw it, then the task.
-    const messages: Array<Message> = [
-      ...historyMessages(job.spec.history),
-      { role: "user", content: job.spec.task, timestamp: yield* Clock.currentTimeMillis }
-    ]
+    // A continued job's conversation as its parent's model saw it, then the task; a resumed job's
+    // conversation as its last run left it (the task among its first messages).
+    const now = yield* Clock.currentTimeMillis
+    const messages: Array<Message> =
+      job.spec.resume === undefined
+        ? [...historyMessages(job.spec.history), { role: "user", content: job.spec.task, timestamp: now }]
+        : resumedMessages(job.spec.history, now)
     let contractRetried = false
     const compactor = new Compactor(llm.model, estimateTextTokens(systemPrompt) + estimateTextTokens(JSON.stringify(toolDefs)))
 

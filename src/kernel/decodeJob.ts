@@ -5,7 +5,7 @@
  */
 import { Either, Schema } from "effect"
 import { AgentDefinition, duplicateSkillProblems } from "../contract/AgentDefinition.ts"
-import { JobHistory, JobMcp, JobMetadata, JobModel, type JobSpec, JobTask, Limits, Workspace } from "../contract/JobSpec.ts"
+import { JobHistory, JobMcp, JobResume, JobMetadata, JobModel, type JobSpec, JobTask, Limits, Workspace } from "../contract/JobSpec.ts"
 import { decodeAll, type Problem } from "../contract/Problem.ts"
 import { compileDenyPatterns } from "../tools/denyPatterns.ts"
 
@@ -18,7 +18,7 @@ export interface JobDecodeFailure {
   readonly parts: JobParts
 }
 
-const OPTIONAL = new Set<string>(["mcp", "metadata", "history"])
+const OPTIONAL = new Set<string>(["mcp", "metadata", "history", "resume"])
 /** One schema per top-level field, each the one JobSpec uses: decoding part by part keeps what is well-formed. */
 const PART_SCHEMAS = {
   agent: AgentDefinition,
@@ -28,7 +28,8 @@ const PART_SCHEMAS = {
   limits: Limits,
   mcp: JobMcp,
   metadata: JobMetadata,
-  history: JobHistory
+  history: JobHistory,
+  resume: JobResume
 } satisfies Record<keyof JobSpec, Schema.Schema.Any>
 
 const KEYS = Object.keys(PART_SCHEMAS) as Array<keyof JobSpec>
@@ -57,6 +58,22 @@ const agentExtraProblems = (agent: unknown): Array<Problem> => {
     }
   }
   return problems
+}
+
+/** A resume goes on from a history, and counts no more of its messages as answered than it holds. */
+const resumeProblems = (parts: JobParts, historyGiven: boolean): Array<Problem> => {
+  const { resume, history } = parts
+  if (resume === undefined) return []
+  if (!historyGiven) return [{ path: "resume", message: "needs a history: the conversation the job resumes from" }]
+  if (history !== undefined && resume.answeredMessages > history.messages.length) {
+    return [
+      {
+        path: "resume.answeredMessages",
+        message: `must not exceed the history's ${history.messages.length} messages, got ${resume.answeredMessages}`
+      }
+    ]
+  }
+  return []
 }
 
 /**
@@ -90,6 +107,7 @@ export const decodeJob = (input: unknown): Either.Either<JobSpec, JobDecodeFailu
       )
   }
   if (Object.hasOwn(top.right, "agent")) problems.push(...agentExtraProblems(top.right.agent))
+  problems.push(...resumeProblems(parts as JobParts, Object.hasOwn(top.right, "history")))
   if (problems.length > 0) return Either.left({ problems, parts: parts as JobParts })
   return Either.right(parts as JobSpec)
 }

@@ -106,15 +106,17 @@ export const runJob = (prepared: PreparedJob, options: JobRunOptions): Effect.Ef
       const t0 = yield* Clock.currentTimeNanos
       const { declared } = mcpSplit(prepared, options.mcpTools)
       const serviceTools = options.serviceTools ?? []
-      yield* events.emit({
-        type: "job.started",
-        runtimeVersion: RUNTIME_VERSION,
-        agentId: spec.agent.id,
-        agentVersion: spec.agent.version,
-        metadata: spec.metadata ?? {},
-        // What the job got, in prompt order: a tool asked for and not granted (memory off, say) is not silent.
-        tools: [...prepared.toolNames, ...serviceTools.map((t) => t.name), ...declared.map((t) => t.name)]
-      })
+      // A resumed job started once already: its events go on from the earlier runs' (JobResume).
+      if (spec.resume === undefined)
+        yield* events.emit({
+          type: "job.started",
+          runtimeVersion: RUNTIME_VERSION,
+          agentId: spec.agent.id,
+          agentVersion: spec.agent.version,
+          metadata: spec.metadata ?? {},
+          // What the job got, in prompt order: a tool asked for and not granted (memory off, say) is not silent.
+          tools: [...prepared.toolNames, ...serviceTools.map((t) => t.name), ...declared.map((t) => t.name)]
+        })
       // The process runner and the tools are loaded after job.started (a cold child emits it sooner).
       const loop = withLoopJob(prepared, options, agentLoop)
       // Built inside the job's run: a defect while building them ends the job like any other (job.failed).

@@ -74,6 +74,10 @@ const StoredLimits = Schema.Struct({
   )
 })
 
+/** One resume of a job (migration 060): when, from which answered transcript turn, and which worker was lost. */
+export const JobResumeRecord = Schema.Struct({ at: Schema.String, fromTurn: Schema.NullOr(Num), lostWorker: NullableString })
+export type JobResumeRecord = typeof JobResumeRecord.Type
+
 /** A row of runtime.job as both drivers return it (jsonb parsed or as text, numeric as text or number). */
 const JobRowSchema = Schema.Struct({
   id: Schema.String,
@@ -106,7 +110,9 @@ const JobRowSchema = Schema.Struct({
   /** The agent version the job must run (evals and continued jobs); null = the current version. */
   agentVersionPin: Schema.NullOr(Schema.Number),
   /** The job this one continues (it starts from that job's transcript); null for a job of its own. */
-  parentJobId: NullableString
+  parentJobId: NullableString,
+  /** Each time the job was resumed after its worker was lost, oldest first; empty for a job that never was. */
+  resumes: Jsonb(Schema.Array(JobResumeRecord))
 })
 export type JobRow = typeof JobRowSchema.Type
 const jobRows = decodeRows(JobRowSchema)
@@ -187,7 +193,32 @@ const logQueued = (job: JobRow) =>
 
 const COLUMNS = `id, project_id, agent_name, agent_version, task, workspace, limits, metadata, status, reason, message, summary,
   usage, cost_usd, outputs, model, worker_id, abort_requested, created_by, created_at, started_at, finished_at, aborted_by, aborted_at, grounding, agent_version_pin,
-  parent_job_id`
+  parent_job_id, resumes`
+
+/** What JobStore.earlierRuns reads. */
+export interface EarlierRuns {
+  readonly nextSeq: number
+  readonly elapsedMs: number
+  readonly outputs: ReadonlyArray<string>
+  readonly shown: ReadonlyArray<{ readonly path: string; readonly firstLine: number; readonly lastLine: number | null }>
+}
+
+const earlierRows = decodeRows(Schema.Struct({ nextSeq: Num, elapsedMs: Num }))
+const sideRows = decodeRows(
+  Schema.Struct({
+    event: Jsonb(
+      Schema.Union(
+        Schema.Struct({ type: Schema.Literal("output"), path: Schema.String }),
+        Schema.Struct({
+          type: Schema.Literal("source.read"),
+          path: Schema.String,
+          firstLine: Schema.Number,
+          lastLine: Schema.NullOr(Schema.Number)
+        })
+      )
+    )
+  })
+)
 
 export class JobStore extends Context.Tag("worker/JobStore")<
   JobStore,
@@ -215,26 +246,43 @@ export class JobStore extends Context.Tag("worker/JobStore")<
     readonly heartbeat: (id: string, workerId: string, leaseMs: number) => Effect.Effect<boolean, StoreError>
     /** Settles every running job whose lease expired as failed/error "worker lost"; returns their ids. */
     readonly settleExpired: Effect.Effect<ReadonlyArray<string>, StoreError>
+    /**
+     * Every running job whose lease expired: one that kept a transcript and was resumed fewer than
+     * `maxResumes` times (and not asked to abort) goes back to the queue with the resume recorded on its
+     * row; every other is settled failed/error "worker lost".
+     */
+    readonly sweepExpired: (
+      maxResumes: number
+    ) => Effect.Effect<{ readonly lost: ReadonlyArray<string>; readonly resumed: ReadonlyArray<string> }, StoreError>
     /** Records what the worker resolved at start. */
     readonly started: (id: string, agentVersion: string, model: string) => Effect.Effect<void, StoreError>
     /** Stores an event of a running job; an event of a settled job (a lost worker's) is dropped. */
     readonly appendEvent: (id: string, event: JobEvent) => Effect.Effect<void, StoreError>
     /**
      * Stores events of a running job in one INSERT (one notification); a seq already stored is skipped,
-     * so a batch sent again after a lost answer stores nothing twice. Events of a settled job are dropped.
+     * so a batch sent again after a lost answer stores nothing twice. Events of a settled job are dropped,
+     * and with `workerId` those of a job no longer running under it (a lost worker's, its job resumed).
      */
-    readonly appendEvents: (id: string, events: ReadonlyArray<JobEvent>) => Effect.Effect<void, StoreError>
+    readonly appendEvents: (id: string, events: ReadonlyArray<JobEvent>, workerId?: string) => Effect.Effect<void, StoreError>
     /**
      * The job running under `workerId` that has not started (its claim committed but the answer was
      * lost), with its lease renewed; none when there is none.
      */
     readonly reclaim: (workerId: string, leaseMs: number) => Effect.Effect<ClaimedJob | undefined, StoreError>
+    /**
+     * Where a job's earlier runs left its events (a resumed job goes on from there): the next `seq`, the
+     * milliseconds since it first started, its `output` paths and its `source.read` ranges, in order.
+     */
+    readonly earlierRuns: (id: string) => Effect.Effect<EarlierRuns, StoreError>
     /** The typed answer of a completed job, read from its stored `job.completed` event; undefined when it has none. */
     readonly answer: (id: string) => Effect.Effect<unknown, StoreError>
     /** Events with seq > `after`, in order. */
     readonly events: (id: string, after: number) => Effect.Effect<ReadonlyArray<JobEvent>, StoreError>
-    /** Moves a running job to its final state once; a second settle is a no-op. */
-    readonly settle: (id: string, outcome: Settlement, outputs: string | null) => Effect.Effect<void, StoreError>
+    /**
+     * Moves a running job to its final state once; a second settle is a no-op, and with `workerId` so is
+     * one of a job no longer running under that worker (its lease was lost and the job resumed elsewhere).
+     */
+    readonly settle: (id: string, outcome: Settlement, outputs: string | null, workerId?: string) => Effect.Effect<void, StoreError>
     /** Asks a job to stop (a queued one is settled aborted at once); the first request records `by` and the time. */
     readonly requestAbort: (id: string, by: string) => Effect.Effect<JobRow, JobNotFound | StoreError>
     readonly abortRequested: (id: string) => Effect.Effect<boolean, StoreError>
@@ -288,6 +336,9 @@ export const makeJobStore = Effect.gen(function* () {
       /^[0-9a-f-]{36}$/i.test(id) ? withSql(jobById(id)) : Effect.succeedNone,
       Option.match({ onNone: () => Effect.fail(new JobNotFound({ id })), onSome: Effect.succeed })
     )
+
+  /** The condition that the job runs under `workerId`, when given. */
+  const ownedBy = (workerId: string | undefined) => (workerId === undefined ? sql`` : sql`AND worker_id = ${workerId}`)
 
   const enqueue = (input: JobInput, by: string) =>
     Effect.gen(function* () {
@@ -346,7 +397,7 @@ export const makeJobStore = Effect.gen(function* () {
   const claim = (workerId: string, leaseMs: number, only?: string) =>
     Effect.map(
       claimedRows(sql`
-        UPDATE runtime.job SET status = 'running', worker_id = ${workerId}, started_at = now(), heartbeat_at = now(),
+        UPDATE runtime.job SET status = 'running', worker_id = ${workerId}, started_at = COALESCE(started_at, now()), heartbeat_at = now(),
           lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
         WHERE id = (SELECT id FROM runtime.job WHERE status = 'queued' ${only === undefined ? sql`` : sql`AND id = ${only}`}
                     ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1)
@@ -367,6 +418,49 @@ export const makeJobStore = Effect.gen(function* () {
     (rows) => rows.map((r) => r.id)
   )
 
+  const sweepRows = decodeRows(Schema.Struct({ id: Schema.String, resumed: Schema.Boolean }))
+  const sweepExpired = (maxResumes: number) =>
+    Effect.map(
+      sweepRows(sql`
+        WITH expired AS (
+          SELECT j.id, j.worker_id,
+            (NOT j.abort_requested AND jsonb_array_length(j.resumes) < ${Math.max(0, Math.floor(maxResumes))}
+              AND EXISTS (SELECT 1 FROM runtime.transcript_turn t WHERE t.job_id = j.id)) AS resumable
+          FROM runtime.job j WHERE j.status = 'running' AND j.lease_expires_at < now()
+          FOR UPDATE SKIP LOCKED
+        ), requeued AS (
+          UPDATE runtime.job j SET status = 'queued', worker_id = NULL, heartbeat_at = NULL, lease_expires_at = NULL,
+            resumes = j.resumes || jsonb_build_array(jsonb_build_object(
+              'at', to_jsonb(now()),
+              'fromTurn', (SELECT max(t.turn) FROM runtime.transcript_turn t WHERE t.job_id = j.id AND t.answered),
+              'lostWorker', e.worker_id))
+          FROM expired e WHERE j.id = e.id AND e.resumable
+          RETURNING j.id
+        ), lost AS (
+          UPDATE runtime.job j SET status = 'failed', reason = 'error', message = ${WORKER_LOST}, finished_at = now()
+          FROM expired e WHERE j.id = e.id AND NOT e.resumable
+          RETURNING j.id
+        )
+        SELECT id, true AS resumed FROM requeued UNION ALL SELECT id, false AS resumed FROM lost`),
+      (rows) => ({ lost: rows.filter((r) => !r.resumed).map((r) => r.id), resumed: rows.filter((r) => r.resumed).map((r) => r.id) })
+    )
+
+  const earlierRuns = (id: string) =>
+    Effect.gen(function* () {
+      const [row] = yield* earlierRows(sql`SELECT
+          (SELECT COALESCE(max(seq) + 1, 0) FROM runtime.job_event WHERE job_id = ${id}) AS next_seq,
+          (SELECT COALESCE(extract(epoch FROM now() - started_at) * 1000, 0) FROM runtime.job WHERE id = ${id})::float8 AS elapsed_ms`)
+      const side = (yield* sideRows(sql`SELECT event FROM runtime.job_event
+        WHERE job_id = ${id} AND type IN ('output', 'source.read') ORDER BY seq`)).map((r) => r.event)
+      const runs: EarlierRuns = {
+        nextSeq: row?.nextSeq ?? 0,
+        elapsedMs: Math.max(0, row?.elapsedMs ?? 0),
+        outputs: side.flatMap((e) => (e.type === "output" ? [e.path] : [])),
+        shown: side.flatMap((e) => (e.type === "source.read" ? [{ path: e.path, firstLine: e.firstLine, lastLine: e.lastLine }] : []))
+      }
+      return runs
+    })
+
   const reclaim = (workerId: string, leaseMs: number) =>
     Effect.map(
       claimedRows(sql`
@@ -376,17 +470,18 @@ export const makeJobStore = Effect.gen(function* () {
       (rows) => rows[0]
     )
 
-  const appendEvents = (id: string, events: ReadonlyArray<JobEvent>) =>
+  const appendEvents = (id: string, events: ReadonlyArray<JobEvent>, workerId?: string) =>
     Effect.gen(function* () {
       if (events.length === 0) return
       // The seq and type columns are read from each event, as the child wrote them.
       yield* sql`INSERT INTO runtime.job_event (job_id, seq, type, event)
         SELECT ${id}, (e->>'seq')::int, e->>'type', e FROM jsonb_array_elements(${JSON.stringify(events)}::jsonb) AS e
-        WHERE EXISTS (SELECT 1 FROM runtime.job WHERE id = ${id} AND status = 'running')
+        WHERE EXISTS (SELECT 1 FROM runtime.job WHERE id = ${id} AND status = 'running' ${ownedBy(workerId)})
         ON CONFLICT DO NOTHING`
       const usage = events.findLast((e) => e.type === "usage")
       if (usage?.type === "usage") {
-        yield* sql`UPDATE runtime.job SET usage = ${JSON.stringify(usage)}::jsonb, cost_usd = ${usage.costUsd} WHERE id = ${id} AND status = 'running'`
+        yield* sql`UPDATE runtime.job SET usage = ${JSON.stringify(usage)}::jsonb, cost_usd = ${usage.costUsd}
+          WHERE id = ${id} AND status = 'running' ${ownedBy(workerId)}`
       }
       const event = events.findLast((e) => e.type === "grounding")
       if (event?.type === "grounding") {
@@ -396,17 +491,17 @@ export const makeJobStore = Effect.gen(function* () {
           unknown: event.unknown,
           required: event.required
         }
-        yield* sql`UPDATE runtime.job SET grounding = ${JSON.stringify(counts)}::jsonb WHERE id = ${id} AND status = 'running'`
+        yield* sql`UPDATE runtime.job SET grounding = ${JSON.stringify(counts)}::jsonb WHERE id = ${id} AND status = 'running' ${ownedBy(workerId)}`
       }
     })
 
-  const settle = (id: string, outcome: Settlement, outputs: string | null) =>
+  const settle = (id: string, outcome: Settlement, outputs: string | null, workerId?: string) =>
     Effect.asVoid(
       outcome.status === "completed"
         ? sql`UPDATE runtime.job SET status = 'completed', summary = ${outcome.summary}, outputs = ${outputs}, finished_at = now()
-              WHERE id = ${id} AND status = 'running'`
+              WHERE id = ${id} AND status = 'running' ${ownedBy(workerId)}`
         : sql`UPDATE runtime.job SET status = 'failed', reason = ${outcome.reason}, message = ${outcome.message}, outputs = ${outputs},
-              finished_at = now() WHERE id = ${id} AND status = 'running'`
+              finished_at = now() WHERE id = ${id} AND status = 'running' ${ownedBy(workerId)}`
     )
 
   const requestAbort = (id: string, by: string) =>
@@ -436,12 +531,14 @@ export const makeJobStore = Effect.gen(function* () {
     claim: storeMethod("JobStore.claim", claim),
     heartbeat: storeMethod("JobStore.heartbeat", heartbeat),
     settleExpired: storeErrors("JobStore.settleExpired")(settleExpired),
+    sweepExpired: storeMethod("JobStore.sweepExpired", sweepExpired),
     started: storeMethod("JobStore.started", (id, agentVersion, model) =>
       Effect.asVoid(sql`UPDATE runtime.job SET agent_version = ${agentVersion}, model = ${model} WHERE id = ${id}`)
     ),
-    appendEvent: storeMethod("JobStore.appendEvent", (id, event) => appendEvents(id, [event])),
+    appendEvent: storeMethod("JobStore.appendEvent", (id: string, event: JobEvent) => appendEvents(id, [event])),
     appendEvents: storeMethod("JobStore.appendEvents", appendEvents),
     reclaim: storeMethod("JobStore.reclaim", reclaim),
+    earlierRuns: storeMethod("JobStore.earlierRuns", earlierRuns),
     answer: storeMethod("JobStore.answer", (id) =>
       Effect.map(withSql(completedAnswer(id)), (row) => (Option.isSome(row) ? row.value.event.answer : undefined))
     ),

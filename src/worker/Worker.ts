@@ -2,7 +2,9 @@
  * The worker: `KINTSUGI_WORKERS` loops per serve process, each claiming the oldest queued job, running
  * it in a job child under a lease renewed by a heartbeat, persisting every event and always settling the
  * job. Several processes on one PostgreSQL share the queue through `FOR UPDATE SKIP LOCKED`; a job whose
- * lease expired (its process died) is settled "worker lost" by the sweep of any of them.
+ * lease expired (its process died) is put back in the queue by the sweep of any of them when it kept a
+ * transcript (and is then resumed from its last answered turn, at most KINTSUGI_JOB_RESUMES times), and
+ * settled "worker lost" otherwise.
  */
 import { Cause, Chunk, Clock, Config, Duration, Effect, Fiber, Layer, Option, Queue, Ref } from "effect"
 import { hostname } from "node:os"
@@ -28,6 +30,7 @@ import { MemoryStore } from "./memory/MemoryStore.ts"
 import type { Projects } from "./Projects.ts"
 import type { ServiceHandlers, ServicesEndpoint } from "./Services.ts"
 import { ServiceTokens } from "./ServiceTokens.ts"
+import { MaxResumesConfig } from "./transcripts/resume.ts"
 
 export type WorkerServices =
   | JobStore
@@ -186,9 +189,12 @@ const reportSettled = (run: JobRun, outcome: Settlement) =>
     if (outcome.status === "failed") return yield* Effect.fail(new JobFailedStatus())
   })
 
-/** Settles the job (idempotent: only a running job moves), tried again within the lease while the database is away. */
+/**
+ * Settles the job (idempotent: only a job still running under this worker moves — one whose lease was
+ * lost may be running elsewhere, resumed), tried again within the lease while the database is away.
+ */
 const settleJob = (run: JobRun, outcome: Settlement, outputs: string | null) =>
-  Effect.flatMap(JobStore, (store) => retryTransient(run.leaseMs)(store.settle(run.job.id, outcome, outputs)))
+  Effect.flatMap(JobStore, (store) => retryTransient(run.leaseMs)(store.settle(run.job.id, outcome, outputs, run.job.workerId ?? undefined)))
 
 /** Settles the job as failed by the worker itself (stopped, or a defect), and reports it. */
 const settleFailed = (run: JobRun, outcome: Settlement & { readonly status: "failed" }) =>
@@ -225,15 +231,24 @@ const startJob = (run: JobRun) =>
     }
     const resolved = setup.right
     yield* retryTransient(run.leaseMs)(store.started(job.id, resolved.agentVersion, resolved.model))
-    // The project's daily log (when its memory is on): this job started, and later how it ended.
+    const resume = resolved.resume
+    // The project's daily log (when its memory is on): this job started (or was resumed), and later how it ended.
     yield* logDaily(run, {
       kind: "job.started",
       jobId: job.id,
       agentId: job.agentName,
       noteId: null,
-      summary: `${job.agentName} v${resolved.agentVersion} started: ${job.task.slice(0, 200)}`
+      summary:
+        resume === undefined
+          ? `${job.agentName} v${resolved.agentVersion} started: ${job.task.slice(0, 200)}`
+          : `${job.agentName} v${resolved.agentVersion} resumed after turn ${resume.turn} (resume ${resume.resume}): ${job.task.slice(0, 200)}`
     })
-    yield* Ref.update(run.tally, (t) => ({ ...t, grants: [...resolved.tools, ...resolved.serviceTools] }))
+    // A resumed job's outputs include those its earlier runs reported: all of them are committed at its end.
+    yield* Ref.update(run.tally, (t) => ({
+      ...t,
+      grants: [...resolved.tools, ...resolved.serviceTools],
+      outputs: Chunk.fromIterable(resume?.outputs ?? [])
+    }))
     const span = yield* Effect.option(Effect.currentSpan)
     if (span._tag === "Some") {
       const slash = resolved.model.indexOf("/")
@@ -241,8 +256,13 @@ const startJob = (run: JobRun) =>
       span.value.attribute("gen_ai.request.model", resolved.model.slice(slash + 1))
       span.value.attribute("kintsugi.agent.version", resolved.agentVersion)
     }
-    yield* Effect.logInfo("job started").pipe(
-      Effect.annotateLogs({ agent: job.agentName, agentVersion: resolved.agentVersion, model: resolved.model })
+    yield* Effect.logInfo(resume === undefined ? "job started" : "job resumed").pipe(
+      Effect.annotateLogs({
+        agent: job.agentName,
+        agentVersion: resolved.agentVersion,
+        model: resolved.model,
+        ...(resume === undefined ? {} : { resume: resume.resume, afterTurn: resume.turn, nextSeq: resume.nextSeq })
+      })
     )
     return Option.some(resolved)
   })
@@ -260,7 +280,10 @@ const runChild = (run: JobRun, resolved: ResolvedJob, stopping: Effect.Effect<bo
     // One database write per batch, tried again while the database is away (a seq is stored once):
     // untraced, or they would drown the job's trace.
     const persist = (events: ReadonlyArray<JobEvent>) =>
-      Effect.zipRight(retryTransient(run.leaseMs)(store.appendEvents(job.id, events)), bus.publish({ _tag: "Events", jobId: job.id })).pipe(
+      Effect.zipRight(
+        retryTransient(run.leaseMs)(store.appendEvents(job.id, events, job.workerId ?? undefined)),
+        bus.publish({ _tag: "Events", jobId: job.id })
+      ).pipe(
         Effect.withTracerEnabled(false)
       )
     const shutdownMessage = (down: boolean) => (event: JobEvent) =>
@@ -438,14 +461,26 @@ const loop = (workerId: string, lease: Lease) =>
     })
   )
 
-/** Settles the jobs whose lease expired (their worker is gone) and wakes their followers in this process. */
-const sweep = Effect.gen(function* () {
-  const lost = yield* (yield* JobStore).settleExpired
-  if (lost.length === 0) return
-  yield* Effect.logWarning("settled jobs whose worker was lost (lease expired)").pipe(Effect.annotateLogs({ jobIds: lost }))
-  const bus = yield* JobBus
-  for (const id of lost) yield* bus.publish({ _tag: "Events", jobId: id })
-}).pipe(
+/**
+ * The jobs whose lease expired (their worker is gone): those with a transcript back in the queue to be
+ * resumed (at most `maxResumes` times each), the others settled "worker lost"; wakes this process's
+ * workers and the jobs' followers.
+ */
+const sweep = (maxResumes: number) =>
+  Effect.gen(function* () {
+    const { lost, resumed } = yield* (yield* JobStore).sweepExpired(maxResumes)
+    const bus = yield* JobBus
+    if (lost.length > 0) {
+      yield* Effect.logWarning("settled jobs whose worker was lost (lease expired)").pipe(Effect.annotateLogs({ jobIds: lost }))
+    }
+    if (resumed.length > 0) {
+      yield* Effect.logWarning("queued jobs whose worker was lost to be resumed from their transcript").pipe(
+        Effect.annotateLogs({ jobIds: resumed })
+      )
+      yield* bus.publish({ _tag: "Queued" })
+    }
+    for (const id of [...lost, ...resumed]) yield* bus.publish({ _tag: "Events", jobId: id })
+  }).pipe(
   Effect.catchAllCause((cause) => Effect.logError("the lease sweep failed", cause)),
   Effect.withTracerEnabled(false)
 )
@@ -462,9 +497,10 @@ export const WorkerLive: Layer.Layer<never, never, WorkerServices | Drain> = Lay
       Effect.orElseSucceed(() => 1)
     )
     const lease = yield* LeaseConfig
+    const maxResumes = yield* MaxResumesConfig
     const base = `${hostname()}:${process.pid}`
-    yield* sweep
-    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(lease.heartbeatMs)), sweep)))
+    yield* sweep(maxResumes)
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(lease.heartbeatMs)), sweep(maxResumes))))
     for (let i = 0; i < Math.max(0, count); i++) yield* Effect.forkScoped(loop(`${base}:${i}`, lease))
   })
 )

@@ -12,7 +12,7 @@ import { resolveAgentDefinition } from "../agents/resolveAgentDefinition.ts"
 import { SkillStore } from "../agents/SkillStore.ts"
 import type { AgentDefinition } from "../contract/AgentDefinition.ts"
 import type { JobEnvelope, SkillFile } from "../contract/AgentRuntime.ts"
-import type { JobHistory, Limits, JobSpec, ResourceLimits } from "../contract/JobSpec.ts"
+import type { JobHistory, JobResume, Limits, JobSpec, ResourceLimits } from "../contract/JobSpec.ts"
 import type { StoreError } from "../db/StoreError.ts"
 import { mcpServersOf } from "../agents/validateAgent.ts"
 import { Bindings } from "../providers/Bindings.ts"
@@ -20,19 +20,22 @@ import { McpServers } from "../providers/McpServers.ts"
 import { ProviderStore } from "../providers/ProviderStore.ts"
 import { requestedServiceTools, SERVICE_TOOL_GROUPS, SERVICE_TOOLS } from "../contract/AgentDefinition.ts"
 import { JobRoots } from "./JobRoots.ts"
-import type { JobRow } from "./JobStore.ts"
+import type { JobRow, JobStore } from "./JobStore.ts"
 import { Projects } from "./Projects.ts"
 import { ServiceHandlers, ServicesEndpoint } from "./Services.ts"
 import { ServiceTokens } from "./ServiceTokens.ts"
 import { TRANSCRIPT_ENDPOINT } from "../tools/services/ServiceChannel.ts"
 import { parentHistory } from "./transcripts/continuation.ts"
 import { TranscriptStore } from "./transcripts/TranscriptStore.ts"
+import { resumeOf } from "./transcripts/resume.ts"
 
 /** The job could not be set up; the message says why (it becomes the job's failure message). */
 export class JobSetupFailed extends Schema.TaggedError<JobSetupFailed>()("JobSetupFailed", { message: Schema.String }) {}
 
 export interface ResolvedJob {
   readonly envelope: JobEnvelope
+  /** Where a resumed job goes on from (also in the envelope's job); undefined for a job's first run. */
+  readonly resume: JobResume | undefined
   readonly agentVersion: string
   readonly model: string
   /** The agent's tool grants (kernel tools and MCP grants). */
@@ -116,19 +119,49 @@ const continuedFrom = (parentId: string): Effect.Effect<JobHistory, JobSetupFail
         )
   )
 
+/**
+ * Where a resumed job goes on from (its own transcript, resume.ts); a job resumed without a transcript
+ * to go on from, or by a worker that cannot open transcripts, fails at setup.
+ */
+const resumedFrom = (job: JobRow): Effect.Effect<{ history: JobHistory; resume: JobResume }, JobSetupFailed | StoreError, JobStore> =>
+  Effect.flatMap(Effect.serviceOption(TranscriptStore), (store) =>
+    Option.isNone(store)
+      ? Effect.fail(new JobSetupFailed({ message: "this worker cannot open transcripts, which a resumed job goes on from" }))
+      : Effect.flatMap(Effect.provideService(resumeOf(job), TranscriptStore, store.value), (from) =>
+          from === undefined
+            ? Effect.fail(new JobSetupFailed({ message: "it cannot be resumed: its transcript is gone" }))
+            : Effect.succeed(from)
+        )
+  )
+
+/** The version a job runs: the one it ran before it was resumed, the one it is pinned to (an eval, a continuation), else the current one. */
+const agentVersionOf = (job: JobRow): number | undefined => {
+  const ran = Number(job.agentVersion)
+  if (job.resumes.length > 0 && job.agentVersion !== null && Number.isInteger(ran)) return ran
+  return job.agentVersionPin ?? undefined
+}
+
 export const buildEnvelope = (
   job: JobRow
 ): Effect.Effect<
   ResolvedJob,
   JobSetupFailed,
-  AgentStore | SkillStore | Bindings | ProviderStore | McpServers | JobRoots | Projects | ServiceHandlers | ServiceTokens | ServicesEndpoint
+  | AgentStore
+  | SkillStore
+  | Bindings
+  | ProviderStore
+  | McpServers
+  | JobRoots
+  | Projects
+  | ServiceHandlers
+  | ServiceTokens
+  | ServicesEndpoint
+  | JobStore
 > =>
   Effect.gen(function* () {
-    // A job pinned to a version (an eval) runs that version; every other job the current one.
+    const version = agentVersionOf(job)
     const resolved =
-      job.agentVersionPin === null
-        ? yield* resolveAgentDefinition(job.agentName)
-        : yield* (yield* AgentStore).definitionAt(job.agentName, job.agentVersionPin)
+      version === undefined ? yield* resolveAgentDefinition(job.agentName) : yield* (yield* AgentStore).definitionAt(job.agentName, version)
     // Memory and web tools the project does not grant are not created: the job's definition names
     // only those it got, so `job.started` lists exactly what the job has.
     const serviceTools = yield* grantServiceTools(job.projectId, resolved.id, resolved.tools)
@@ -136,12 +169,20 @@ export const buildEnvelope = (
     const { tools: _asked, ...rest } = resolved
     const agent: AgentDefinition = tools === undefined ? rest : { ...rest, tools }
     const binding = yield* (yield* Bindings).resolve(job.agentName, job.projectId)
+    // A resumed job goes on with the model it ran on: its conversation is that model's.
+    if (job.resumes.length > 0 && job.model !== null && job.model !== `${binding.providerId}/${binding.modelId}`) {
+      return yield* new JobSetupFailed({
+        message: `it cannot be resumed: the agent's binding now names ${binding.providerId}/${binding.modelId}, and it ran on ${job.model}`
+      })
+    }
     const providers = yield* (yield* ProviderStore).configs([binding.providerId])
     // The MCP servers the agent names travel with their headers decrypted, on the child's stdin only.
     const servers = yield* (yield* McpServers).configs(mcpServersOf(tools))
     const project = yield* projectSettings(job.projectId)
-    // A continued job starts from its parent's transcript, opened here and handed over on the child's stdin only.
-    const history = job.parentJobId === null ? undefined : yield* continuedFrom(job.parentJobId)
+    // A resumed job goes on from its own transcript (which holds its parent's, when it continues one); a
+    // continued job starts from its parent's. Opened here, handed over on the child's stdin only.
+    const resumed = job.resumes.length > 0 ? yield* resumedFrom(job) : undefined
+    const history = resumed?.history ?? (job.parentJobId === null ? undefined : yield* continuedFrom(job.parentJobId))
     const spec: JobSpec = {
       agent,
       task: job.task,
@@ -151,7 +192,8 @@ export const buildEnvelope = (
       limits: lowerToProject(job.limits, project.resources),
       ...(servers.length === 0 ? {} : { mcp: { servers } }),
       metadata: { ...job.metadata, jobId: job.id, ...(job.projectId === "" ? {} : { projectId: job.projectId }) },
-      ...(history === undefined ? {} : { history })
+      ...(history === undefined ? {} : { history }),
+      ...(resumed === undefined ? {} : { resume: resumed.resume })
     }
     // The job child checks the workspace against this again: the paths may have changed since the API checked them.
     const boundary = yield* (yield* JobRoots).boundaryFor(job.projectId)
@@ -183,6 +225,7 @@ export const buildEnvelope = (
         ...(skillFiles.length === 0 ? {} : { skillFiles }),
         ...(services === undefined ? {} : { services })
       },
+      resume: resumed?.resume,
       agentVersion: String(agent.version),
       model: `${binding.providerId}/${binding.modelId}`,
       tools: tools ?? [],

@@ -1,6 +1,7 @@
 /**
- * The kernel's transcript: a job with `services.transcript` posts one turn per answered model call to
- * the channel's transcript endpoint (a real loopback server here), redacted; replayed, the turns are
+ * The kernel's transcript: a job with `services.transcript` posts each model call's turn to the
+ * channel's transcript endpoint (a real loopback server here) twice, redacted: before the call with
+ * what it sends, and again with the answer; replayed, the answered turns are
  * exactly the messages of every job request the scripted model server recorded, across compactions
  * (which name what they kept and replaced, with the summaries). Without it nothing is posted.
  * Plus `recordingTranscript` over a scripted Llm: a provider error is not a turn.
@@ -105,7 +106,7 @@ const replay = (turns: ReadonlyArray<TranscriptTurn>): ReadonlyArray<ReadonlyArr
   return turns.map((t) => {
     conversation = [...conversation.slice(0, t.compaction?.kept ?? conversation.length), ...t.messages]
     const sent = conversation
-    conversation = [...conversation, t.answer]
+    conversation = t.answer === undefined ? conversation : [...conversation, t.answer]
     return sent
   })
 }
@@ -116,9 +117,20 @@ describe("the kernel's transcript", () => {
     const { outcome, requests } = await runJob({ url: endpoint.url, token: TOKEN, transcript: true }, 12, 4000)
     expect(outcome._tag).toBe("Completed")
     const jobRequests = requests.filter((r) => !isSummaryRequest(r))
-    expect(endpoint.turns.map((t) => t.turn)).toEqual(jobRequests.map((_, i) => i + 1))
+    // Each turn is posted twice: what the call sends, before it, then the same with the answer.
+    expect(endpoint.turns.map((t) => [t.turn, t.answer !== undefined])).toEqual(
+      jobRequests.flatMap((_, i) => [
+        [i + 1, false],
+        [i + 1, true]
+      ])
+    )
+    const answered = endpoint.turns.filter((t) => t.answer !== undefined)
+    for (const [i, t] of answered.entries()) {
+      const { answer: _answer, ...sent } = t
+      expect(endpoint.turns[2 * i]).toEqual(sent)
+    }
     expect(new Set(endpoint.tokens)).toEqual(new Set([`Bearer ${TOKEN}`]))
-    const sent = replay(endpoint.turns)
+    const sent = replay(answered)
     const redacted = (r: RecordedRequest) => fromRequest(r).map((m) => ({ ...m, text: m.text.split(TEST_API_KEY).join("[redacted]") }))
     for (const [i, r] of jobRequests.entries()) expect(sent[i]?.map(fromTranscript)).toEqual(redacted(r))
     // Compaction: at least one turn says what it kept and replaced, with the summary the model wrote.
@@ -169,8 +181,9 @@ describe("the kernel's transcript", () => {
     )
     expect(outcome._tag).toBe("Completed")
     const reported = lines.filter((l) => l.includes("transcript turn"))
-    expect(reported.length).toBe(1)
-    expect(reported[0]).toContain("transcript turn 1 was not stored: the worker answered HTTP 400")
+    // Both posts of the one turn (before the call and with its answer) were refused, and said so.
+    expect(reported.length).toBe(2)
+    for (const line of reported) expect(line).toContain("transcript turn 1 was not stored: the worker answered HTTP 400")
     expect(lines.join("\n")).not.toContain("PLUM-MARKER-55")
   })
 
@@ -227,9 +240,14 @@ describe("recordingTranscript over a scripted Llm", () => {
         yield* llm.complete({ systemPrompt: "s", messages, tools: [] })
       }).pipe(Effect.provide(layer))
     )
-    expect(turns.map((t) => [t.turn, t.messages.map((m) => m["content"]), textOf(t.answer["content"]), t.compaction])).toEqual([
-      [1, ["the task"], "first", undefined],
-      [2, ["go on"], "second", undefined]
+    // The failed call's request was posted as turn 1 unanswered; the retry posted it again, then answered.
+    expect(turns.map((t) => [t.turn, t.messages.map((m) => m["content"]), t.answer === undefined ? null : textOf(t.answer["content"])])).toEqual([
+      [1, ["the task"], null],
+      [1, ["the task"], null],
+      [1, ["the task"], "first"],
+      [2, ["go on"], null],
+      [2, ["go on"], "second"]
     ])
+    expect(turns.every((t) => t.compaction === undefined)).toBe(true)
   })
 })

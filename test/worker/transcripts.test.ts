@@ -87,7 +87,7 @@ const replay = (turns: ReadonlyArray<TranscriptTurn>): ReadonlyArray<ReadonlyArr
   return turns.map((t) => {
     conversation = [...conversation.slice(0, t.compaction?.kept ?? conversation.length), ...t.messages]
     const sent = conversation
-    conversation = [...conversation, t.answer]
+    conversation = t.answer === undefined ? conversation : [...conversation, t.answer]
     return sent
   })
 }
@@ -171,7 +171,7 @@ describe("transcripts", () => {
     expect(textOf(turns[0]?.messages[0]?.["content"])).toContain(TASK_MARKER)
     expect(turns[1]?.messages.map((m) => m.role)).toEqual(["toolResult"])
     expect(textOf(turns[1]?.messages[0]?.["content"])).toContain(TOOL_MARKER)
-    expect(textOf(turns[1]?.answer["content"])).toBe("The code word is in the file.")
+    expect(textOf(turns[1]?.answer?.["content"])).toBe("The code word is in the file.")
 
     // At rest: ciphertext only.
     const rows = await rawRows(job.id)
@@ -309,10 +309,15 @@ describe("transcripts", () => {
     const bad = await post(token, { turn: 0, messages: "no" })
     expect(bad.status).toBe(400)
     expect(bad.body.text).toContain("turn")
+    // Posted before its call (no answer), the turn is stored unanswered; its answered record replaces it.
+    const { answer: _answer, ...unanswered } = one("first")
+    expect((await post(token, unanswered)).status).toBe(200)
+    expect((await stored(jobId)).map((t) => t.record.answer)).toEqual([undefined])
     expect(await post(token, one("first"))).toEqual({ status: 200, body: { text: "stored", isError: false } })
-    // A retried append of the same turn keeps the first.
+    // A retried append of the same turn keeps the first answered one, and an unanswered one sent late replaces nothing.
     expect((await post(token, one("second"))).status).toBe(200)
-    expect((await stored(jobId)).map((t) => textOf(t.record.answer["content"]))).toEqual(["first"])
+    expect((await post(token, unanswered)).status).toBe(200)
+    expect((await stored(jobId)).map((t) => textOf(t.record.answer?.["content"]))).toEqual(["first"])
     // Turned off mid-job: no more turns are taken.
     await setProject("endpoint", { transcripts: "off" })
     const off = await post(token, { ...one("late"), turn: 2 })

@@ -311,6 +311,14 @@ export const factsSection = (job: JobRow, oob = false): Html => {
       <dt>Agent</dt><dd><a href="${agentHref(job.agentName)}">${job.agentName}</a>${job.agentVersion === null ? html`` : html` v${job.agentVersion}`}${job.projectId === "" ? html`` : html` in project <code>${job.projectId}</code>`}</dd>
       <dt>Model</dt><dd id="job-model">${job.model ?? html`<span class="muted">resolved when it starts</span>`}</dd>
       <dt>Task</dt><dd><pre class="code">${job.task}</pre></dd>
+      ${
+        job.resumes.length === 0
+          ? html``
+          : html`<dt>Resumed</dt><dd id="job-resumes">${job.resumes.map(
+              (r, i) =>
+                html`${i === 0 ? "" : "; "}${time(new Date(r.at))}${r.fromTurn === null ? "" : ` after turn ${String(r.fromTurn)}`} (its worker was lost)`
+            )}</dd>`
+      }
       ${job.parentJobId === null ? html`` : html`<dt>Continues</dt><dd id="job-parent"><a href="${jobHref(job.parentJobId)}">job <code>${job.parentJobId.slice(0, 8)}</code></a></dd>`}
       <dt>Sources</dt><dd>${job.workspace.readOnly.join(", ")}</dd>
       <dt>Queued</dt><dd id="job-queued">${time(job.createdAt)} by ${job.createdBy}</dd>

@@ -3,7 +3,7 @@
  * results, compaction's summary pair), what compaction replaced, and the model's answer with its tool
  * calls and their inputs. A panel (loaded into the job page beside the timeline) and a page of its own.
  */
-import type { TranscriptMessage, TranscriptTurn } from "../../src/job/Transcript.ts"
+import { applyTurn, type TranscriptMessage, type TranscriptTurn } from "../../src/job/Transcript.ts"
 import { emptyState, jobHref, pageHeader, time } from "../components.ts"
 import { html, type Html } from "../html.ts"
 import { layout, type PageContext } from "../layout.ts"
@@ -84,7 +84,9 @@ const turnView = (view: TranscriptTurnView, replaced: ReadonlyArray<TranscriptMe
       }
     </div>`
     }
-    <ol class="transcript-messages">${record.messages.map(message)}${message(record.answer)}</ol>
+    <ol class="transcript-messages">${record.messages.map(message)}${
+      record.answer === undefined ? html`<li class="muted">No answer was recorded: the job stopped during this call.</li>` : message(record.answer)
+    }</ol>
     <p class="muted">Instructions <code>${record.instructionsHash.slice(0, 12)}</code> · tools <code>${record.toolsHash.slice(0, 12)}</code></p>
   </article>`
 }
@@ -95,7 +97,7 @@ const turnsView = (turns: ReadonlyArray<TranscriptTurnView>): ReadonlyArray<Html
   return turns.map((t) => {
     const kept = t.record.compaction?.kept ?? conversation.length
     const replaced = conversation.slice(kept)
-    conversation = [...conversation.slice(0, kept), ...t.record.messages, t.record.answer]
+    conversation = applyTurn(conversation, t.record)
     return turnView(t, replaced)
   })
 }

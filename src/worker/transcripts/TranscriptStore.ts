@@ -27,7 +27,10 @@ const decodeTurn = Schema.decodeUnknown(Schema.parseJson(TranscriptTurn), { erro
 export class TranscriptStore extends Context.Tag("worker/TranscriptStore")<
   TranscriptStore,
   {
-    /** Stores `record` as turn `record.turn` of the job, sealed; a turn stored already is kept as it is (a retried append). */
+    /**
+     * Stores `record` as turn `record.turn` of the job, sealed. An answered record replaces the turn's
+     * unanswered one; a turn stored answered is kept as it is (a retried append).
+     */
     readonly append: (jobId: string, record: TranscriptTurn) => Effect.Effect<void, StoreError>
     /** The job's turns in order, opened (none for a job without a transcript). A row that does not open or decode is RowInvalid. */
     readonly read: (jobId: string) => Effect.Effect<ReadonlyArray<StoredTurn>, StoreError>
@@ -64,8 +67,12 @@ const makeTranscriptStore: Effect.Effect<TranscriptStore["Type"], never, SqlClie
       Effect.gen(function* () {
         const now = new Date(yield* Clock.currentTimeMillis)
         const sealed = box.seal(JSON.stringify(record))
-        yield* sql`INSERT INTO runtime.transcript_turn (job_id, turn, ciphertext, created_at)
-          VALUES (${jobId}, ${record.turn}, ${sealed}, ${now}) ON CONFLICT (job_id, turn) DO NOTHING`
+        const answered = record.answer !== undefined
+        yield* sql`INSERT INTO runtime.transcript_turn (job_id, turn, ciphertext, created_at, answered)
+          VALUES (${jobId}, ${record.turn}, ${sealed}, ${now}, ${answered})
+          ON CONFLICT (job_id, turn) DO UPDATE SET ciphertext = EXCLUDED.ciphertext, created_at = EXCLUDED.created_at,
+            answered = EXCLUDED.answered
+          WHERE NOT runtime.transcript_turn.answered`
       })
     ),
     read: storeMethod("TranscriptStore.read", (jobId: string) =>

@@ -9,7 +9,7 @@ import { Effect, Either, Option, Schema } from "effect"
 import type { AgentStore } from "../../agents/AgentStore.ts"
 import type { SkillStore } from "../../agents/SkillStore.ts"
 import { type JobHistory, JobTask } from "../../contract/JobSpec.ts"
-import type { TranscriptMessage, TranscriptTurn } from "../../job/Transcript.ts"
+import { applyTurn, type TranscriptMessage, type TranscriptTurn } from "../../job/Transcript.ts"
 import { Bindings } from "../../providers/Bindings.ts"
 import { decodeRows } from "../../db/rowSchema.ts"
 import { type StoreError, storeMethod } from "../../db/StoreError.ts"
@@ -33,14 +33,13 @@ export class JobNotContinuable extends Schema.TaggedError<JobNotContinuable>()("
 
 /**
  * The conversation the model would be sent after the last of `turns`, and the prompt it belongs to
- * (the last turn's hashes): per turn, the conversation cut to `compaction.kept` when present, then its
- * messages, then its answer. Undefined without turns.
+ * (the last turn's hashes): the turns applied one after the other (applyTurn). Undefined without turns.
  */
-const replayHistory = (turns: ReadonlyArray<TranscriptTurn>): JobHistory | undefined => {
+export const replayHistory = (turns: ReadonlyArray<TranscriptTurn>): JobHistory | undefined => {
   const last = turns[turns.length - 1]
   if (last === undefined) return undefined
-  let conversation: ReadonlyArray<TranscriptMessage> = []
-  for (const t of turns) conversation = [...conversation.slice(0, t.compaction?.kept ?? conversation.length), ...t.messages, t.answer]
+  const conversation = turns.reduce<ReadonlyArray<TranscriptMessage>>(applyTurn, [])
+  if (conversation.length === 0) return undefined
   return { instructionsHash: last.instructionsHash, toolsHash: last.toolsHash, messages: conversation }
 }
 

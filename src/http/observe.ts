@@ -1,6 +1,6 @@
 /**
- * Every request observed: an HTTP server span (continuing a valid incoming `traceparent`) that the
- * handlers' Effects run under, one access log line (method, path without its query, route, status,
+ * Every request observed: an HTTP server span when spans are exported (continuing a valid incoming
+ * `traceparent`) that the handlers' Effects run under, one access log line (method, path without its query, route, status,
  * duration, user — never headers, cookies or tokens) and the request counters of /metrics.
  */
 import { type Clock, Context, Effect, Exit, type ManagedRuntime, Option, type Tracer } from "effect"
@@ -85,9 +85,12 @@ class ServerErrorStatus extends Error {
 
 const PROBES = new Set(["/healthz", "/readyz"])
 
-/** What observing a request needs from the runtime, taken once: its tracer, clock and metrics. */
+/** Effect's own tracer (no export configured): its spans are seen by nothing outside the fiber. */
+const inProcessTracer = Effect.runSync(Effect.tracer)
+
+/** What observing a request needs from the runtime, taken once: its tracer (undefined: Effect's own), clock and metrics. */
 interface Observers {
-  readonly tracer: Tracer.Tracer
+  readonly tracer: Tracer.Tracer | undefined
   readonly clock: Clock.Clock
   readonly metrics: Metrics["Type"]
 }
@@ -107,7 +110,8 @@ export const withObservation = (
   const observe = (): Observers | undefined => {
     if (observers !== undefined) return observers
     try {
-      observers = rt.runSync(Effect.all({ tracer: Effect.tracer, clock: Effect.clock, metrics: Metrics }))
+      const taken = rt.runSync(Effect.all({ tracer: Effect.tracer, clock: Effect.clock, metrics: Metrics }))
+      observers = { ...taken, tracer: taken.tracer === inProcessTracer ? undefined : taken.tracer }
       return observers
     } catch {
       // The runtime is not built yet, or already disposed: answer unobserved (health probes then say 503).
@@ -123,7 +127,8 @@ export const withObservation = (
     const url = new URL(request.url)
     const route = routeOf(request.method, url.pathname)
     const parent = parseTraceParent(request.headers.get("traceparent"))
-    const span = o.tracer.span(
+    // No span under Effect's own tracer: nothing would see it, and the handler's Effect would copy its context for it.
+    const span = o.tracer?.span(
       route === "(unmatched)" ? request.method : `${request.method} ${route}`,
       parent === undefined ? Option.none() : Option.some(parent),
       Context.empty(),
@@ -132,21 +137,28 @@ export const withObservation = (
       "server",
       { captureStackTrace: false }
     )
-    span.attribute("http.request.method", request.method)
-    span.attribute("url.path", url.pathname)
-    span.attribute("url.scheme", url.protocol.replace(":", ""))
-    span.attribute("http.route", route)
-    spans.set(request, span)
+    if (span !== undefined) {
+      span.attribute("http.request.method", request.method)
+      span.attribute("url.path", url.pathname)
+      span.attribute("url.scheme", url.protocol.replace(":", ""))
+      span.attribute("http.route", route)
+      spans.set(request, span)
+    }
     let response: Response
     try {
       response = await handle(request, address)
     } catch (e) {
-      span.end(o.clock.unsafeCurrentTimeNanos(), Exit.die(e))
+      span?.end(o.clock.unsafeCurrentTimeNanos(), Exit.die(e))
       throw e
     }
-    span.attribute("http.response.status_code", response.status)
     const seconds = (performance.now() - started) / 1000
-    span.end(o.clock.unsafeCurrentTimeNanos(), response.status >= 500 ? Exit.fail(new ServerErrorStatus(response)) : Exit.succeed(response))
+    if (span !== undefined) {
+      span.attribute("http.response.status_code", response.status)
+      span.end(
+        o.clock.unsafeCurrentTimeNanos(),
+        response.status >= 500 ? Exit.fail(new ServerErrorStatus(response)) : Exit.succeed(response)
+      )
+    }
     const user = users.get(request)
     // The span's ids as fields of the line (as the logger writes them for a line under a span), without
     // running the line under the span or annotating the fiber: either would copy and compare fiber state
@@ -159,7 +171,7 @@ export const withObservation = (
       durationMs: Math.round(seconds * 1e4) / 10,
       ...(user === undefined ? {} : { user }),
       ...(address === undefined ? {} : { client: address }),
-      ...(span.traceId === "native" ? {} : { traceId: span.traceId, spanId: span.spanId })
+      ...(span === undefined || span.traceId === "native" ? {} : { traceId: span.traceId, spanId: span.spanId })
     })
     // Probes come every few seconds: below the default level, so they do not drown the log.
     const log = PROBES.has(url.pathname) ? Effect.logDebug("http request", fields) : Effect.logInfo("http request", fields)

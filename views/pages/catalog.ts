@@ -108,8 +108,28 @@ const sortFields = (query: CatalogQuery, oob = false): Html => html`
 /** The results as an htmx request gets them (search, filters, a sort link, a page link): the order fields updated out of band. */
 export const catalogFragment = (props: CatalogProps): Html => html`${catalogResults(props)}${sortFields(props.query, true)}`
 
+/**
+ * The rendered results of a page, by the query and filter flag they were rendered for. A page object is
+ * one generation's answer to one query (the store's page cache hands the same object out until the
+ * catalog changes), and the results are a function of page, query and flag alone.
+ */
+const renderedResults = new WeakMap<CatalogPage, Map<string, Html>>()
+const MAX_RENDERINGS_PER_PAGE = 16
+
 /** The results: a count, the table (one page) and the pager, or an empty state. Swapped into #agent-results on search. */
 const catalogResults = (props: CatalogProps): Html => {
+  const key = JSON.stringify([props.query, props.filtered])
+  let renderings = renderedResults.get(props.page)
+  const hit = renderings?.get(key)
+  if (hit !== undefined) return hit
+  const rendered = renderResults(props)
+  if (renderings === undefined) renderedResults.set(props.page, (renderings = new Map()))
+  if (renderings.size >= MAX_RENDERINGS_PER_PAGE) renderings.clear()
+  renderings.set(key, rendered)
+  return rendered
+}
+
+const renderResults = (props: CatalogProps): Html => {
   const { entries, total, matched } = props.page
   const shown = entries.length < matched ? ` (showing ${entries.length} on this page)` : ""
   return html`

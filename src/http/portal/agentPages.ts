@@ -6,7 +6,9 @@ import { Effect, Either } from "effect"
 import { Elysia } from "elysia"
 import { AgentStore, type AgentView } from "../../agents/AgentStore.ts"
 import type { Problem } from "../../contract/Problem.ts"
-import { catalogPage, catalogFragment } from "../../../views/pages/catalog.ts"
+import type { CatalogPage } from "../../agents/AgentStore.ts"
+import { catalogPage, catalogFragment, type CatalogProps } from "../../../views/pages/catalog.ts"
+import type { Html } from "../../../views/html.ts"
 import { editorPage, previewFragment } from "../../../views/pages/agentEditor.ts"
 import { importDone, importPage, importResult, type ImportDone, type ImportResult } from "../../../views/pages/importPage.ts"
 import { importUpload, importZipUpload, type ImportOutcome } from "../../agents/importUpload.ts"
@@ -16,7 +18,7 @@ import type { ApiError } from "../respond.ts"
 import { blankForm, filesOfForm, formFromFields, mainFile, placeProblems, type AgentForm } from "../../../views/forms/agentForm.ts"
 import { isFiltered, parseCatalogQuery } from "../../../views/forms/catalogQuery.ts"
 import { editorContext } from "./editorOptions.ts"
-import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
+import { htmlBytesResponse, htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalRunner } from "./portalRoute.ts"
 
 /** A save that was refused: the problems at their fields (htmx: the preview fragment; else the whole editor). */
@@ -43,6 +45,26 @@ const IMPORT_MAX_FILES = 200
 const importFailure = (request: Request, page: PageContext, result: ImportResult): Response =>
   isHtmx(request) ? htmlResponse(importResult(result), 400) : htmlResponse(importPage(page, result), 400)
 
+/**
+ * The catalog as sent, by everything it is rendered from: the store's page object (one generation's
+ * answer to one query, the same object until the catalog changes), the query as asked, the notice,
+ * fragment or page, and the page context (viewer with permissions and CSRF token, path). Rendering is
+ * a pure function of these, so a request with the same ones is answered with the same bytes.
+ */
+const renderedCatalogs = new Map<string, { readonly page: CatalogPage; readonly body: Uint8Array }>()
+const MAX_RENDERED_CATALOGS = 64
+const encoder = new TextEncoder()
+
+const renderedCatalog = (page: PageContext, props: CatalogProps, fragment: boolean, render: () => Html): Uint8Array => {
+  const key = JSON.stringify([page, props.query, props.filtered, props.notice, fragment])
+  const hit = renderedCatalogs.get(key)
+  if (hit !== undefined && hit.page === props.page) return hit.body
+  const body = encoder.encode(render().text)
+  if (renderedCatalogs.size >= MAX_RENDERED_CATALOGS) renderedCatalogs.clear()
+  renderedCatalogs.set(key, { page: props.page, body })
+  return body
+}
+
 export const agentPages = (portal: PortalRunner) =>
   new Elysia()
     .get(
@@ -51,7 +73,10 @@ export const agentPages = (portal: PortalRunner) =>
         Effect.gen(function* () {
           const query = parseCatalogQuery(url.searchParams)
           const props = { page: yield* (yield* AgentStore).page(query), query, filtered: isFiltered(query), notice: noticeOf(url, "") }
-          return htmlResponse(isHtmx(request) ? catalogFragment(props) : catalogPage(page, props))
+          const fragment = isHtmx(request)
+          return htmlBytesResponse(
+            renderedCatalog(page, props, fragment, () => (fragment ? catalogFragment(props) : catalogPage(page, props)))
+          )
         })
       )
     )

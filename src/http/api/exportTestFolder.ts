@@ -15,8 +15,8 @@ import { RUNTIME_VERSION } from "../../kernel/runtimeVersion.ts"
 import { expectedOf, type RecordedJob, scriptOf, TurnNotReplayable } from "../../testing/recordedJob.ts"
 
 /** Largest workspace file the export carries, and the most all of them may hold together (bytes). */
-export const EXPORT_FILE_BYTES = 256 * 1024
-export const EXPORT_TOTAL_BYTES = 4 * 1024 * 1024
+const EXPORT_FILE_BYTES = 256 * 1024
+const EXPORT_TOTAL_BYTES = 4 * 1024 * 1024
 
 /** The job cannot be exported as a test; `why` says what is missing. */
 export class JobNotExportable extends Schema.TaggedError<JobNotExportable>()("JobNotExportable", {
@@ -132,8 +132,11 @@ const layout = (workspace: ExportInput["job"]["workspace"], notes: Array<string>
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`
 
+/** The package the exported test imports (the text of a generated file, not an import of this module). */
+const TESTING_ENTRY = "kintsugi-runtime/testing"
+
 const testFile = (job: ExportInput["job"]) => `import { setDefaultTimeout, test } from "bun:test"
-import { expectSameRun, replayJob } from "kintsugi-runtime/testing"
+import { expectSameRun, replayJob } from ${JSON.stringify(TESTING_ENTRY)}
 
 setDefaultTimeout(120_000)
 

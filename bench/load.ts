@@ -15,14 +15,16 @@
  *   bun bench/load.ts [--quick] [--only <row>[,<row>…]] [--db both|embedded|postgres] [--verbose]
  *   DATABASE_URL=postgres://…/test   PostgreSQL for every row but events, which runs on both
  *   BEFORE=<checkout>                the events row's "main before" reference: a worktree of the commit before
- *                                    the batched events (git worktree add /tmp/load-before baf1492^), its
- *                                    node_modules a link to this one's; the bench is copied into its bench/
+ *                                    the batched events (git worktree add /tmp/load-before baf1492^); the bench
+ *                                    is copied into its bench/. Without a node_modules there, one is made of
+ *                                    links to this one's entries: its own .cache, since a job-child bundle built
+ *                                    into a shared cache removes the other checkout's bundle under running jobs
  *
  * --quick: fewer deltas, shorter windows, fewer rounds and jobs (about 10 minutes); the default is the
  * benches' own sizes. --db both runs every row on both databases. --verbose echoes each bench's output.
  * Each bench is bounded in time (15 minutes quick, 60 full) and killed with its process group after.
  */
-import { copyFileSync, existsSync } from "node:fs"
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync } from "node:fs"
 import os from "node:os"
 import { join } from "node:path"
 
@@ -388,6 +390,17 @@ console.log(
 if (BEFORE !== undefined && !existsSync(join(BEFORE, "src"))) {
   console.error("BEFORE names no checkout (no src/ in it)")
   process.exit(2)
+}
+if (BEFORE !== undefined) {
+  const modules = join(BEFORE, "node_modules")
+  if (!existsSync(modules)) {
+    mkdirSync(modules)
+    const ours = join(BENCH, "..", "node_modules")
+    for (const name of readdirSync(ours)) if (name !== ".cache") symlinkSync(join(ours, name), join(modules, name))
+  } else if (lstatSync(modules).isSymbolicLink()) {
+    console.error("BEFORE's node_modules is a link: make it a directory of links (the job-child bundle cache is node_modules/.cache)")
+    process.exit(2)
+  }
 }
 
 if (wanted("events")) for (const db of bothDbs) await row(`events (${dbName(db)})`, () => eventsBench(db))

@@ -148,12 +148,16 @@ describe("kintsugi jobs export-test", () => {
   test("writes a completed job of a built-in agent as a test folder: package, the files it read, the turns, what to expect", async () => {
     job = await runJob("recorded", STEPS)
     expect(job.status).toBe("completed")
-    const printed: Array<string> = []
-    const code = await exportTestRemote({ url, token: h.token(), tokenFile: "" }, job.id, folder, {
-      write: (s) => void printed.push(s),
-      log: (l) => void printed.push(l)
+    // The command itself, against the app over HTTP.
+    const cli = Bun.spawn(["bun", join(ROOT, "src", "cli.ts"), "jobs", "export-test", job.id, "--out", folder], {
+      cwd: work,
+      env: { ...process.env, KINTSUGI_URL: url, KINTSUGI_TOKEN: h.token() },
+      stdout: "pipe",
+      stderr: "pipe"
     })
-    expect({ code, printed: printed.join("") }).toMatchObject({ code: 0 })
+    const [stdout, stderr, code] = await Promise.all([new Response(cli.stdout).text(), new Response(cli.stderr).text(), cli.exited])
+    expect({ code, stdout, stderr }).toMatchObject({ code: 0, stderr: "" })
+    expect(stdout).toContain(`wrote job ${job.id} as a test`)
     expect(existsSync(join(folder, "agent", `${AGENT}.md`))).toBe(true)
     expect(existsSync(join(folder, "agent", "schemas", "answer.schema.json"))).toBe(true)
     // Only what the job read: the manifest, not the files it never opened.

@@ -179,7 +179,11 @@ export const makeAgentRuntime = (config: KernelConfig, sandbox: SandboxShape, ll
         const { makeTranscriptSender } = yield* Effect.promise(() => import("../tools/services/ServiceChannel.ts"))
         const report = (line: string) => config.diagnostics?.(redactor.redact(`job ${jobId}: ${line}`))
         const transcript = Transcript.make(makeTranscriptSender(channel), report)
-        const recording = yield* Effect.provideService(recordingTranscript(llmService, transcriptStart(spec)), Transcript.Transcript, transcript)
+        const recording = yield* Effect.provideService(
+          recordingTranscript(llmService, transcriptStart(spec)),
+          Transcript.Transcript,
+          transcript
+        )
         return Context.add(base, Llm, recording)
       })
       // The job's MCP connections live in a child of the caller's scope: closed when the job ends, when

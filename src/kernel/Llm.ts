@@ -154,10 +154,7 @@ export interface TranscriptStart {
  * is a provider error is not a turn: the next call is the same turn again. A resumed job starts `from`
  * where its transcript stands.
  */
-export const recordingTranscript = (
-  llm: Llm["Type"],
-  from?: TranscriptStart
-): Effect.Effect<Llm["Type"], never, Transcript | JobEvents> =>
+export const recordingTranscript = (llm: Llm["Type"], from?: TranscriptStart): Effect.Effect<Llm["Type"], never, Transcript | JobEvents> =>
   Effect.gen(function* () {
     const transcript = yield* Transcript
     const events = yield* JobEvents

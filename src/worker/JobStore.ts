@@ -244,12 +244,12 @@ export class JobStore extends Context.Tag("worker/JobStore")<
     readonly claim: (workerId: string, leaseMs: number, only?: string) => Effect.Effect<ClaimedJob | undefined, StoreError>
     /** Renews the lease of a job running under `workerId`; false when it no longer is (settled or lost). */
     readonly heartbeat: (id: string, workerId: string, leaseMs: number) => Effect.Effect<boolean, StoreError>
-    /** Settles every running job whose lease expired as failed/error "worker lost"; returns their ids. */
+    /** Settles every running job whose lease expired as failed/error "worker lost" (sweepExpired resuming none); returns their ids. */
     readonly settleExpired: Effect.Effect<ReadonlyArray<string>, StoreError>
     /**
      * Every running job whose lease expired: one that kept a transcript and was resumed fewer than
      * `maxResumes` times (and not asked to abort) goes back to the queue with the resume recorded on its
-     * row; every other is settled failed/error "worker lost".
+     * row; every other is settled failed/error "worker lost". Their services tokens are deleted.
      */
     readonly sweepExpired: (
       maxResumes: number
@@ -412,12 +412,6 @@ export const makeJobStore = Effect.gen(function* () {
       (rows) => rows.length > 0
     )
 
-  const settleExpired = Effect.map(
-    idRows(sql`UPDATE runtime.job SET status = 'failed', reason = 'error', message = ${WORKER_LOST}, finished_at = now()
-      WHERE status = 'running' AND lease_expires_at < now() RETURNING id`),
-    (rows) => rows.map((r) => r.id)
-  )
-
   const sweepRows = decodeRows(Schema.Struct({ id: Schema.String, resumed: Schema.Boolean }))
   const sweepExpired = (maxResumes: number) =>
     Effect.map(
@@ -436,6 +430,10 @@ export const makeJobStore = Effect.gen(function* () {
               'lostWorker', e.worker_id))
           FROM expired e WHERE j.id = e.id AND e.resumable
           RETURNING j.id
+        ), revoked AS (
+          -- The lost run's services tokens die with it (a token is accepted while its job runs, and a
+          -- resumed job runs again, with its own).
+          DELETE FROM runtime.service_token s USING expired e WHERE s.job_id = e.id
         ), lost AS (
           UPDATE runtime.job j SET status = 'failed', reason = 'error', message = ${WORKER_LOST}, finished_at = now()
           FROM expired e WHERE j.id = e.id AND NOT e.resumable
@@ -530,7 +528,7 @@ export const makeJobStore = Effect.gen(function* () {
     list: storeMethod("JobStore.list", list),
     claim: storeMethod("JobStore.claim", claim),
     heartbeat: storeMethod("JobStore.heartbeat", heartbeat),
-    settleExpired: storeErrors("JobStore.settleExpired")(settleExpired),
+    settleExpired: storeErrors("JobStore.settleExpired")(Effect.map(sweepExpired(0), (swept) => swept.lost)),
     sweepExpired: storeMethod("JobStore.sweepExpired", sweepExpired),
     started: storeMethod("JobStore.started", (id, agentVersion, model) =>
       Effect.asVoid(sql`UPDATE runtime.job SET agent_version = ${agentVersion}, model = ${model} WHERE id = ${id}`)

@@ -194,7 +194,9 @@ const reportSettled = (run: JobRun, outcome: Settlement) =>
  * lost may be running elsewhere, resumed), tried again within the lease while the database is away.
  */
 const settleJob = (run: JobRun, outcome: Settlement, outputs: string | null) =>
-  Effect.flatMap(JobStore, (store) => retryTransient(run.leaseMs)(store.settle(run.job.id, outcome, outputs, run.job.workerId ?? undefined)))
+  Effect.flatMap(JobStore, (store) =>
+    retryTransient(run.leaseMs)(store.settle(run.job.id, outcome, outputs, run.job.workerId ?? undefined))
+  )
 
 /** Settles the job as failed by the worker itself (stopped, or a defect), and reports it. */
 const settleFailed = (run: JobRun, outcome: Settlement & { readonly status: "failed" }) =>
@@ -283,9 +285,7 @@ const runChild = (run: JobRun, resolved: ResolvedJob, stopping: Effect.Effect<bo
       Effect.zipRight(
         retryTransient(run.leaseMs)(store.appendEvents(job.id, events, job.workerId ?? undefined)),
         bus.publish({ _tag: "Events", jobId: job.id })
-      ).pipe(
-        Effect.withTracerEnabled(false)
-      )
+      ).pipe(Effect.withTracerEnabled(false))
     const shutdownMessage = (down: boolean) => (event: JobEvent) =>
       down && event.type === "job.failed" && event.reason === "aborted" ? { ...event, message: SERVER_SHUTTING_DOWN } : event
     // The pre-started child (JobChildren) when this runtime keeps one, else a child started now.
@@ -326,6 +326,11 @@ const finishJob = (
 ) =>
   Effect.gen(function* () {
     const { job } = run
+    // The lease was lost: the job was settled "worker lost" or put back in the queue to be resumed
+    // elsewhere (its tokens and outputs are that run's now); nothing of this run's end is recorded.
+    if (yield* Ref.get(run.lost)) {
+      return yield* Effect.logWarning("the job's lease was lost while it ran: its end here is not recorded")
+    }
     const outputs = Chunk.toReadonlyArray((yield* Ref.get(run.tally)).outputs)
     const committed =
       settlement.status === "completed"
@@ -342,8 +347,9 @@ const finishJob = (
           ? "not committed: the job failed (outputs left in place)"
           : "no outputs"
     yield* settleJob(run, settlement, committed)
-    // Dead already (its job is no longer running); deleted so no hash of it outlives the job.
-    if (resolved.serviceTools.length > 0) yield* (yield* ServiceTokens).revoke(job.id)
+    // Dead already (its job is no longer running); deleted so no hash of it outlives the job (a token
+    // minted for its memory or web tools, or for its transcript alone).
+    if (resolved.envelope.services !== undefined) yield* (yield* ServiceTokens).revoke(job.id)
     yield* logDaily(run, {
       kind: "job.finished",
       jobId: job.id,
@@ -481,9 +487,9 @@ const sweep = (maxResumes: number) =>
     }
     for (const id of [...lost, ...resumed]) yield* bus.publish({ _tag: "Events", jobId: id })
   }).pipe(
-  Effect.catchAllCause((cause) => Effect.logError("the lease sweep failed", cause)),
-  Effect.withTracerEnabled(false)
-)
+    Effect.catchAllCause((cause) => Effect.logError("the lease sweep failed", cause)),
+    Effect.withTracerEnabled(false)
+  )
 
 /**
  * The worker loops of this process, as a layer: they stop claiming when the drain begins, and stop

@@ -241,7 +241,9 @@ describe("recordingTranscript over a scripted Llm", () => {
       }).pipe(Effect.provide(layer))
     )
     // The failed call's request was posted as turn 1 unanswered; the retry posted it again, then answered.
-    expect(turns.map((t) => [t.turn, t.messages.map((m) => m["content"]), t.answer === undefined ? null : textOf(t.answer["content"])])).toEqual([
+    expect(
+      turns.map((t) => [t.turn, t.messages.map((m) => m["content"]), t.answer === undefined ? null : textOf(t.answer["content"])])
+    ).toEqual([
       [1, ["the task"], null],
       [1, ["the task"], null],
       [1, ["the task"], "first"],

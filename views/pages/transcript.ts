@@ -85,7 +85,9 @@ const turnView = (view: TranscriptTurnView, replaced: ReadonlyArray<TranscriptMe
     </div>`
     }
     <ol class="transcript-messages">${record.messages.map(message)}${
-      record.answer === undefined ? html`<li class="muted">No answer was recorded: the job stopped during this call.</li>` : message(record.answer)
+      record.answer === undefined
+        ? html`<li class="muted">No answer was recorded: the job stopped during this call.</li>`
+        : message(record.answer)
     }</ol>
     <p class="muted">Instructions <code>${record.instructionsHash.slice(0, 12)}</code> · tools <code>${record.toolsHash.slice(0, 12)}</code></p>
   </article>`

@@ -110,24 +110,20 @@ const readFiles = (
 /** The read-only entries relative to the workspace root (an entry outside it cannot be laid out and is noted). */
 const layout = (workspace: ExportInput["job"]["workspace"], notes: Array<string>): RecordedJob["workspace"] => {
   const readOnly = workspace.readOnly.flatMap((p) => {
-    if (!inside(workspace.root, p) || p === workspace.root) {
-      if (p === workspace.root) return [{ path: ".", kind: "dir" as const }]
-      notes.push(`read-only entry ${p}: left out (outside the workspace root)`)
+    if (!inside(workspace.root, p)) {
+      notes.push("a read-only entry outside the workspace root: left out (the replay lays out the root only)")
       return []
     }
-    let kind: "dir" | "file" = "dir"
+    const path = toPosix(relative(workspace.root, p)) || "."
     try {
-      kind = lstatSync(p).isFile() ? "file" : "dir"
+      return [{ path, kind: lstatSync(p).isFile() ? ("file" as const) : ("dir" as const) }]
     } catch {
-      notes.push(`read-only entry ${toPosix(relative(workspace.root, p))}: no longer on disk; the replay makes it an empty folder`)
+      notes.push(`read-only entry ${path}: no longer on disk; the replay makes it an empty folder`)
+      return [{ path, kind: "dir" as const }]
     }
-    return [{ path: toPosix(relative(workspace.root, p)), kind }]
   })
-  const out =
-    inside(workspace.root, workspace.outDir) && workspace.outDir !== workspace.root
-      ? toPosix(relative(workspace.root, workspace.outDir))
-      : "out"
-  return { folder: "workspace", readOnly, outDir: out }
+  const out = relative(workspace.root, workspace.outDir)
+  return { folder: "workspace", readOnly, outDir: inside(workspace.root, workspace.outDir) && out !== "" ? toPosix(out) : "out" }
 }
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`

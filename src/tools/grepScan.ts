@@ -28,6 +28,11 @@ export interface LineMatcher {
    * so only the lines holding one need testing. Undefined: every line is tested.
    */
   readonly nextCandidate?: (text: string, from: number) => number
+  /**
+   * Byte strings of which every line `test` accepts holds each one (the case-sensitive required
+   * literals): only the lines holding one of them need decoding and testing. Undefined: no such string.
+   */
+  readonly anchors?: ReadonlyArray<Buffer>
 }
 
 export interface MatcherOptions {
@@ -333,7 +338,8 @@ export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher
       mayMatchText: () => true,
       test: (line) => line.includes(pattern),
       indexIn: (line) => line.indexOf(pattern),
-      nextCandidate: (text, from) => text.indexOf(pattern, from)
+      nextCandidate: (text, from) => text.indexOf(pattern, from),
+      ...(needle.length > 0 ? { anchors: [needle] } : {})
     }
   }
   const source = opts.literal ? RE2JS.quote(pattern) : pattern
@@ -341,13 +347,10 @@ export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher
   const re = RE2JS.compile(source, flags)
   const literals = opts.literal ? [pattern] : requiredLiterals(pattern)
   const literal = literals[0]
-  const bytesFilter =
-    literal === undefined
-      ? undefined
-      : opts.ignoreCase
-        ? caseInsensitiveFilter(literal)
-        : exactBytesFilter(literals.map((l) => Buffer.from(l, "utf8")))
+  const needles = literals.map((l) => Buffer.from(l, "utf8"))
+  const bytesFilter = literal === undefined ? undefined : opts.ignoreCase ? caseInsensitiveFilter(literal) : exactBytesFilter(needles)
   const exactLiteral = opts.ignoreCase ? undefined : literal
+  const anchors = opts.ignoreCase || needles.length === 0 || needles.some((n) => n.length === 0) ? undefined : needles
   const native = nativeSource(source, opts.ignoreCase)
   if (native !== undefined) {
     const line = new RegExp(native, opts.ignoreCase ? "iu" : "u")
@@ -366,7 +369,8 @@ export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher
       mayMatchText: () => true,
       test: (l) => (exactLiteral !== undefined && !l.includes(exactLiteral) ? false : line.test(l)),
       indexIn: (l) => l.search(line),
-      nextCandidate
+      nextCandidate,
+      ...(anchors === undefined ? {} : { anchors })
     }
   }
   // Whole-file tests are a superset of line tests only while ^ and $ stay line anchors (no inline
@@ -380,7 +384,8 @@ export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher
     indexIn: (l) => {
       const m = re.matcher(l)
       return m.find() ? m.start() : -1
-    }
+    },
+    ...(anchors === undefined ? {} : { anchors })
   }
 }
 
@@ -500,6 +505,49 @@ const testCandidateLines = (text: string, next: (text: string, from: number) => 
   return { hits, text: hitLines }
 }
 
+/** The anchor with the fewest occurrences in `bytes` (counting each only up to the fewest so far); anchors are never empty. */
+const rarestAnchor = (bytes: Buffer, anchors: ReadonlyArray<Buffer>): Buffer | undefined => {
+  if (anchors.length === 1) return anchors[0]
+  let best: Buffer | undefined
+  let fewest = Number.POSITIVE_INFINITY
+  for (const a of anchors) {
+    let n = 0
+    for (let at = bytes.indexOf(a); at !== -1 && n < fewest; at = bytes.indexOf(a, at + a.length)) n++
+    if (n < fewest) {
+      best = a
+      fewest = n
+    }
+  }
+  return best
+}
+
+/**
+ * testCandidateLines' answer (lines cut as splitLines cuts them) straight from the bytes: only the lines
+ * holding `anchor` are decoded and tested, and lines are counted only up to the last hit. A line is
+ * found from its bytes: UTF-8 never encodes anything but a line feed with byte 0x0A.
+ */
+const testAnchoredLines = (bytes: Buffer, anchor: Buffer, m: LineMatcher, limit: number): LineHits => {
+  const hits: Array<number> = []
+  const hitLines: Array<string> = []
+  let line = 0
+  let counted = 0
+  for (let at = bytes.indexOf(anchor); at !== -1 && hits.length < limit; ) {
+    const start = bytes.lastIndexOf(10, at) + 1
+    const nl = bytes.indexOf(10, at)
+    const end = nl === -1 ? bytes.length : nl
+    const cut = bytes.toString("utf8", start, end > start && bytes[end - 1] === 13 ? end - 1 : end)
+    if (m.test(cut)) {
+      for (let k = bytes.indexOf(10, counted); k !== -1 && k < start; k = bytes.indexOf(10, k + 1)) line++
+      counted = start
+      hits.push(line)
+      hitLines.push(cut)
+    }
+    if (nl === -1) break
+    at = bytes.indexOf(anchor, nl + 1)
+  }
+  return { hits, text: hitLines }
+}
+
 /** Scans one text file's bytes; undefined when no line matches (binary files included). */
 export const scanBytes = (bytes: Buffer, m: LineMatcher, context: number, limit: number): FileHits | undefined =>
   isBinaryHead(bytes) ? undefined : scanTextBytes(bytes, m, context, limit)
@@ -507,6 +555,17 @@ export const scanBytes = (bytes: Buffer, m: LineMatcher, context: number, limit:
 /** scanBytes for bytes already known not to have a binary head (the workers' read asked isBinaryHead). */
 export const scanTextBytes = (bytes: Buffer, m: LineMatcher, context: number, limit: number): FileHits | undefined => {
   if (!m.mayMatchBytes(bytes)) return undefined
+  const anchor = context === 0 && m.anchors !== undefined ? rarestAnchor(bytes, m.anchors) : undefined
+  if (anchor !== undefined) {
+    const found = testAnchoredLines(bytes, anchor, m, limit)
+    if (found.hits.length === 0) return undefined
+    return {
+      hits: found.hits,
+      hitText: found.text.map((l) => shorten(l, m.indexIn(l))),
+      ctxLines: found.hits,
+      ctxText: found.text.map((l) => shorten(l, 0))
+    }
+  }
   const text = bytes.toString("utf8")
   if (!m.mayMatchText(text)) return undefined
   const found = m.nextCandidate === undefined ? testEveryLine(text, m, limit) : testCandidateLines(text, m.nextCandidate, m, limit)

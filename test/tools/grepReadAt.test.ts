@@ -241,9 +241,9 @@ describe.skipIf(!onLinux)("the walk through directory descriptors", () => {
 
 // ---------------------------------------------------------------------------------------------------
 
-/** The same matcher without its whole-text candidate search: every line is tested. */
+/** The same matcher without its whole-text candidate search and its anchors: every line is tested. */
 const everyLine = (m: LineMatcher): LineMatcher => {
-  const { nextCandidate: _, ...rest } = m
+  const { nextCandidate: _, anchors: __, ...rest } = m
   return rest
 }
 
@@ -255,7 +255,18 @@ describe("testing only the lines that hold a match candidate", () => {
       return seed % n
     }
     const pieces = ["a", "b", "ab", "A", " ", "\t", "-", "x", "é", "\u212a", "k", "S", "\u017f", "needle", "NeEdLe", "😀", "\r"]
-    const texts: Array<string> = ["", "\n", "\n\n", "a", "a\n", "a\r\n", "\r\n", "needle", "x\nneedle\r\n\r\nneedle\n"]
+    const texts: Array<string> = [
+      "",
+      "\n",
+      "\n\n",
+      "a",
+      "a\n",
+      "a\r\n",
+      "\r\n",
+      "needle",
+      "x\nneedle\r\n\r\nneedle\n",
+      "a\n\nneedle\n\n\nab needle EdLe\n"
+    ]
     for (let i = 0; i < 150; i++) {
       const lines = Array.from({ length: rnd(8) }, () => Array.from({ length: rnd(6) }, () => pieces[rnd(pieces.length)]).join(""))
       const eol = rnd(2) === 0 ? "\n" : "\r\n"
@@ -273,7 +284,11 @@ describe("testing only the lines that hold a match candidate", () => {
       ["x*", { literal: false, ignoreCase: false }],
       ["a.b", { literal: false, ignoreCase: false }],
       ["[ab]+\\s*$", { literal: false, ignoreCase: true }],
-      ["\\bab\\b", { literal: false, ignoreCase: false }]
+      ["\\bab\\b", { literal: false, ignoreCase: false }],
+      // Required literals: the lines holding the rarest are the only ones decoded.
+      ["ne+dle\\s*ab", { literal: false, ignoreCase: false }],
+      ["ab.*needle", { literal: false, ignoreCase: false }],
+      ["Ed[Ll]e", { literal: false, ignoreCase: false }]
     ]
     let compared = 0
     let withHits = 0
@@ -302,8 +317,16 @@ describe("testing only the lines that hold a match candidate", () => {
     expect(withHits).toBeGreaterThan(500)
   })
 
-  test("re2js patterns test every line", () => {
+  test("re2js patterns test every line, or the lines holding a required literal", () => {
     expect(buildMatcher("(a|aa)+b", { literal: false, ignoreCase: false }).nextCandidate).toBeUndefined()
+    const m = buildMatcher("(ne|xx)+edle", { literal: false, ignoreCase: false })
+    expect(m.engine).toBe("re2")
+    expect(m.anchors?.map((a) => a.toString())).toEqual(["edle"])
+    const text = "needle\r\nxx edle\nab\nxxedle needle\n\nnope edle"
+    for (const limit of [1, 1000]) {
+      expect(scanBytes(Buffer.from(text), m, 0, limit)).toEqual(scanBytes(Buffer.from(text), everyLine(m), 0, limit))
+    }
+    expect(scanBytes(Buffer.from(text), m, 0, 1000)?.hits).toEqual([0, 3])
   })
 })
 

@@ -14,7 +14,7 @@ import type { Bindings } from "../providers/Bindings.ts"
 import type { McpServers } from "../providers/McpServers.ts"
 import type { ProviderStore } from "../providers/ProviderStore.ts"
 import type { JobEvent } from "../contract/JobEvent.ts"
-import { isTransient, retryTransient } from "../db/StoreError.ts"
+import { isTransient, retryTransient, StoreUnavailable } from "../db/StoreError.ts"
 import { Metrics } from "../telemetry/Metrics.ts"
 import { parseTraceParent } from "../telemetry/traceParent.ts"
 import { buildEnvelope, type ResolvedJob } from "./buildEnvelope.ts"
@@ -362,6 +362,17 @@ const finishJob = (
   })
 
 /**
+ * What a job that the worker could not run to its end is told: the database's own message when a
+ * statement of it failed (a full disk named), else that the worker failed (a defect: its cause is logged).
+ */
+const workerFailure = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  return Option.isSome(failure) && failure.value instanceof StoreUnavailable
+    ? `the worker could not record the job: ${failure.value.message}`
+    : "the worker failed while running the job"
+}
+
+/**
  * Runs one claimed job to its settlement, renewing its lease meanwhile. Never fails: whatever happens,
  * the job is settled (by us, or — when we lost the lease — by the sweep, and then our child is stopped).
  * It runs in a `kintsugi.worker.job` span under the span that queued it (its `traceParent`), with the
@@ -398,13 +409,13 @@ export const runClaimedJob = (
       Effect.onInterrupt(() =>
         Effect.ignore(settleFailed(run, { status: "failed", reason: "aborted", message: "the worker stopped while the job was running" }))
       ),
-      // A defect in the worker itself still settles the job.
+      // A database that stayed away past the lease, or a defect in the worker itself, still settles the job.
       Effect.catchAllCause((cause) =>
         Cause.isFailType(cause) && cause.error instanceof JobFailedStatus
           ? Effect.fail(cause.error)
           : Effect.zipRight(
               Effect.logError("worker error", cause),
-              settleFailed(run, { status: "failed", reason: "error", message: "the worker failed while running the job" })
+              settleFailed(run, { status: "failed", reason: "error", message: workerFailure(cause) })
             )
       )
     )

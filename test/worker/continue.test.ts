@@ -177,6 +177,11 @@ describe("continue a job", () => {
     const childId = posted.location?.split("/").pop() ?? ""
     const child = await settled(childId)
     expect(child).toMatchObject({ parentJobId: id, status: "completed", summary: "Portal follow-up." })
+    // The live page's end frame brings the Continue card and a fresh transcript panel: no reload needed.
+    const end = await portal(`/jobs/${childId}/stream?after=-1`, h.token())
+    const final = end.text.split("event: final\n")[1] ?? ""
+    expect(final).toContain('id="job-continue" aria-labelledby="continue-title" hx-swap-oob="true"')
+    expect(final).toContain(`id="transcript" hx-get="/jobs/${childId}/transcript" hx-trigger="load" hx-swap="outerHTML" hx-swap-oob="true"`)
     const childPage = await portal(`/jobs/${childId}`, h.token())
     expect(childPage.text).toContain('id="job-parent"')
     expect(childPage.text).toContain(`/jobs/${id}`)

@@ -356,11 +356,14 @@ export interface ContinueProps {
   readonly continuations: ReadonlyArray<string>
 }
 
-/** The jobs that continue this one, and the form that starts another (a next task, posted; the new job's page follows). */
-const continueSection = (ctx: PageContext, job: JobRow, props: ContinueProps): Html =>
+/**
+ * The jobs that continue this one, and the form that starts another (a next task, posted; the new job's
+ * page follows); an empty placeholder while there is neither, which the live page's end replaces.
+ */
+export const continueSection = (ctx: PageContext, job: JobRow, props: ContinueProps, oob = false): Html =>
   !props.canContinue && props.continuations.length === 0
-    ? html``
-    : html`<section class="card" id="job-continue" aria-labelledby="continue-title">
+    ? html`<div id="job-continue"${oob ? html` hx-swap-oob="true"` : html``}></div>`
+    : html`<section class="card" id="job-continue" aria-labelledby="continue-title"${oob ? html` hx-swap-oob="true"` : html``}>
     <h2 id="continue-title">Continue</h2>
     ${
       props.continuations.length === 0
@@ -378,6 +381,10 @@ const continueSection = (ctx: PageContext, job: JobRow, props: ContinueProps): H
         : html``
     }
   </section>`
+
+/** Loads the transcript panel once shown (the live page's end swaps in a new one, so the panel shows the whole job). */
+export const transcriptLoader = (job: JobRow, oob = false): Html =>
+  html`<div id="transcript" hx-get="${jobHref(job.id, "/transcript")}" hx-trigger="load" hx-swap="outerHTML"${oob ? html` hx-swap-oob="true"` : html``}></div>`
 
 /** The live note, removed (emptied) when the job ends. */
 export const liveNote = (live: boolean, oob = false): Html =>
@@ -415,7 +422,7 @@ export const jobPage = (
     </ol>
     ${liveNote(live)}
   </section>
-  <div id="transcript" hx-get="${jobHref(job.id, "/transcript")}" hx-trigger="load" hx-swap="outerHTML"></div>
+  ${transcriptLoader(job)}
   ${traceSection(events)}`
   )
 }

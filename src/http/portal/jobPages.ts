@@ -25,6 +25,8 @@ import { Workspaces } from "../../worker/workspaces/Workspaces.ts"
 import { JOB_STATUSES, jobsPage, jobsRows, type JobsListProps, type JobsQuery } from "../../../views/pages/jobs.ts"
 import {
   actionsSection,
+  type ContinueProps,
+  continueSection,
   eventRow,
   factsSection,
   failureSection,
@@ -40,6 +42,7 @@ import {
   statusSection,
   timelineRow,
   traceSection,
+  transcriptLoader,
   usageSection
 } from "../../../views/pages/jobPage.ts"
 import {
@@ -184,9 +187,22 @@ const listProps = (input: PortalInput): Effect.Effect<JobsListProps, ApiError, A
     }
   })
 
-/** The sections of the job page that change when it starts, uses tokens or ends, as out-of-band swaps. */
-const finalSections = (input: PortalInput, job: JobRow, events: ReadonlyArray<JobEvent>): Html =>
-  html`${statusSection(job, true)}${actionsSection(input.page, job, input.principal.permissions.has("agents.manage"), true)}${failureSection(job, true)}${factsSection(job, true)}${usageSection(job, true)}${answerSection(events, true)}${outputsSection(job, events, true)}${groundingSection(job, events, true)}${traceSection(events, true)}${liveNote(false, true)}`
+/** The job page's Continue card: the jobs that continue it, and whether this user may continue it now (finished, with a transcript). */
+const continuingOf = (input: PortalInput, job: JobRow) =>
+  Effect.gen(function* () {
+    const canContinue =
+      input.principal.permissions.has("agents.manage") &&
+      (job.status === "completed" || job.status === "failed") &&
+      (yield* (yield* TranscriptStore).kept(job.id))
+    return { canContinue, continuations: yield* continuationsOf(job.id) }
+  })
+
+/**
+ * The sections of the job page that change when it starts, uses tokens or ends, as out-of-band swaps;
+ * at its end also the Continue card and a new transcript panel (loaded again, whole).
+ */
+const finalSections = (input: PortalInput, job: JobRow, events: ReadonlyArray<JobEvent>, continuing: ContinueProps): Html =>
+  html`${statusSection(job, true)}${actionsSection(input.page, job, input.principal.permissions.has("agents.manage"), true)}${failureSection(job, true)}${factsSection(job, true)}${usageSection(job, true)}${answerSection(events, true)}${outputsSection(job, events, true)}${groundingSection(job, events, true)}${traceSection(events, true)}${continueSection(input.page, job, continuing, true)}${transcriptLoader(job, true)}${liveNote(false, true)}`
 
 /** The live job page's stream: each event as the rendered row (`row`, id = seq), the final sections, `job-end`. */
 const jobStream = (input: PortalInput, heartbeatMs: number) =>
@@ -220,7 +236,8 @@ const jobStream = (input: PortalInput, heartbeatMs: number) =>
           settled: (settledJob) =>
             Effect.gen(function* () {
               const events = yield* store.events(job.id, -1)
-              write(sseFrame("final", finalSections(input, settledJob, events).text))
+              const continuing = yield* continuingOf(input, settledJob)
+              write(sseFrame("final", finalSections(input, settledJob, events, continuing).text))
               write(sseFrame("job-end", "end"))
             }).pipe(
               // Without its final frames the stream just ends: EventSource reconnects and resumes after the last id.
@@ -252,10 +269,7 @@ export const jobPages = (portal: PortalRunner, heartbeatMs: number = SSE_HEARTBE
           const job = yield* store.get(jobId(input))
           const events = yield* store.events(job.id, -1)
           const canRun = input.principal.permissions.has("agents.manage")
-          const canContinue =
-            canRun && (job.status === "completed" || job.status === "failed") && (yield* (yield* TranscriptStore).kept(job.id))
-          const continuing = { canContinue, continuations: yield* continuationsOf(job.id) }
-          return htmlResponse(jobPage(input.page, job, events, canRun, continuing))
+          return htmlResponse(jobPage(input.page, job, events, canRun, yield* continuingOf(input, job)))
         })
       )
     )

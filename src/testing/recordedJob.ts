@@ -21,6 +21,8 @@ export const RecordedJob = Schema.Struct({
   workspace: Schema.Struct({ folder: Schema.String, readOnly: Schema.Array(ReadOnlyEntry), outDir: Schema.String }),
   /** The number of model calls the script answers (turns and compaction summaries). */
   modelCalls: Schema.Number,
+  /** The job's model window as its provider is configured at export time (compaction replays at the same points); absent: 128,000. */
+  model: Schema.optionalWith(Schema.Struct({ contextWindow: Schema.Number, maxTokens: Schema.Number }), { exact: true }),
   /** The folder of the custom shared skills the package names (`<name>.md` each); built-in ones ship with the runtime. */
   sharedSkills: Schema.optionalWith(Schema.String, { exact: true })
 })

@@ -72,7 +72,11 @@ export const replayJob = async (dir: string, options: ReplayOptions = {}): Promi
       limits: { timeoutSec: 120, idleTimeoutSec: 60, maxTurns: Math.max(50, recorded.modelCalls) },
       metadata: { trigger: "kintsugi-runtime/testing", replayOf: recorded.jobId }
     }
-    const run = await runJobSpec(job, { server, ...(options.env === undefined ? {} : { env: options.env }) })
+    const run = await runJobSpec(job, {
+      server,
+      ...(recorded.model === undefined ? {} : { model: recorded.model }),
+      ...(options.env === undefined ? {} : { env: options.env })
+    })
     return { ...run, unusedSteps: server.remaining() }
   } finally {
     await server.stop()

@@ -169,7 +169,9 @@ describe("kintsugi jobs export-test", () => {
     expect(expected.toolCalls.map((c: { tool: string }) => c.tool)).toEqual(["read", "write", "write"])
     expect(expected.outputs).toEqual(["inventory.md", "inventory.json"])
     expect(expected.answer).toEqual(ANSWER)
-    expect(JSON.parse(readFileSync(join(folder, "job.json"), "utf8")).workspace).toEqual({
+    const recorded = JSON.parse(readFileSync(join(folder, "job.json"), "utf8"))
+    expect(recorded.model).toEqual({ contextWindow: 128_000, maxTokens: 4096 })
+    expect(recorded.workspace).toEqual({
       folder: "workspace",
       readOnly: [{ path: "src", kind: "dir" }],
       outDir: "out"

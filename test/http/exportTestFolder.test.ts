@@ -61,7 +61,7 @@ const job = {
 }
 
 test("only the files read inside the read-only entries, as text within the cap; the rest named", () => {
-  const folder = exportFolder({ job, pkg, sharedSkills: new Map(), turns, events })
+  const folder = exportFolder({ job, pkg, model: undefined, sharedSkills: new Map(), turns, events })
   if ("why" in folder) throw new Error(folder.why)
   const paths = folder.files.map((f) => f.path)
   expect(paths.filter((p) => p.startsWith("workspace/"))).toEqual(["workspace/src/a.ts"])
@@ -82,7 +82,7 @@ test("only the files read inside the read-only entries, as text within the cap; 
 })
 
 test("a job that kept no transcript is refused, saying so", () => {
-  expect(exportFolder({ job, pkg, sharedSkills: new Map(), turns: [], events })).toEqual({
+  expect(exportFolder({ job, pkg, model: undefined, sharedSkills: new Map(), turns: [], events })).toEqual({
     why: expect.stringContaining("it kept no transcript")
   })
 })

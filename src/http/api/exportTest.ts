@@ -3,11 +3,12 @@
  * `bun test` folder (exportTestFolder.ts), for holders of transcripts.read (the model's turns and the
  * files the job read are in it). `kintsugi jobs export-test` writes them.
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { Elysia } from "elysia"
 import { AgentStore } from "../../agents/AgentStore.ts"
 import { builtinSkills } from "../../agents/builtins.ts"
 import { SkillStore } from "../../agents/SkillStore.ts"
+import { ProviderStore } from "../../providers/ProviderStore.ts"
 import { JobStore } from "../../worker/JobStore.ts"
 import { TranscriptStore } from "../../worker/transcripts/TranscriptStore.ts"
 import type { Guard } from "../auth.ts"
@@ -44,11 +45,18 @@ export const exportTestRoutes = (route: Route) =>
             return builtin.has(name) || content === undefined ? [] : [[name, content] as const]
           })
         )
+        // `provider/model` as the worker recorded it; the window is the provider's as configured now.
+        const [providerId = "", ...modelId] = (job.model ?? "").split("/")
+        const model = yield* (yield* ProviderStore).get(providerId).pipe(
+          Effect.map((p) => Option.fromNullable(p.models.find((m) => m.id === modelId.join("/")))),
+          Effect.catchTag("ProviderNotFound", () => Effect.succeed(Option.none()))
+        )
         const turns = yield* (yield* TranscriptStore).read(job.id)
         const events = yield* (yield* JobStore).events(job.id, -1)
         const folder = exportFolder({
           job: { id: job.id, agentName: job.agentName, agentVersion: version, task: job.task, workspace: job.workspace },
           pkg,
+          model: Option.getOrUndefined(model),
           sharedSkills,
           turns: turns.map((t) => t.record),
           events

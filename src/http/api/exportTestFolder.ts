@@ -43,6 +43,8 @@ export interface ExportInput {
     readonly workspace: { readonly root: string; readonly readOnly: ReadonlyArray<string>; readonly outDir: string }
   }
   readonly pkg: AgentPackage
+  /** The job's model window, when its provider still configures the model. */
+  readonly model: { readonly contextWindow: number; readonly maxTokens: number } | undefined
   /** The custom shared skills the package names (name → SKILL.md body); built-in ones ship with the runtime. */
   readonly sharedSkills: ReadonlyMap<string, string>
   readonly turns: ReadonlyArray<TranscriptTurn>
@@ -181,6 +183,7 @@ export const exportFolder = (input: ExportInput): { files: Array<ExportFile>; no
     task: job.task,
     workspace: layout(job.workspace, notes),
     modelCalls: steps.length,
+    ...(input.model === undefined ? {} : { model: { contextWindow: input.model.contextWindow, maxTokens: input.model.maxTokens } }),
     ...(input.sharedSkills.size === 0 ? {} : { sharedSkills: "shared-skills" })
   }
   const files: Array<ExportFile> = [

@@ -4,12 +4,14 @@
  * (KINTSUGI_WORKERS=2 each), and of one `--role all` process (KINTSUGI_WORKERS=4: the same workers), each
  * on a fresh PostgreSQL database; rounds alternate. Timed from the first POST to the last job settled;
  * every job must have settled completed, started and ended once, with one model request. Prints each
- * figure, the ratio split/all and the load (`uptime`) before and after. Needs DATABASE_URL.
+ * figure with where a job's time went (p50 of each phase) and each process's CPU seconds, the ratio
+ * split/all and the load (`uptime`) before and after. Needs DATABASE_URL.
  *
  *   DATABASE_URL=postgres://… bun bench/roles.ts [rounds=1] [jobs=200]
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { type Cleanups, createDeployment, servingPort } from "../test/support/deployment.ts"
 
@@ -29,6 +31,19 @@ const uptime = async () => (await new Response(Bun.spawn(["uptime"], { stdout: "
 
 type Layout = "split" | "all"
 
+const TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100
+
+/** CPU seconds of process `pid` so far: its own, and that of its children it has reaped (its job children). */
+const cpuSeconds = (pid: number): { readonly own: number; readonly children: number } => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  const f = stat
+    .slice(stat.lastIndexOf(")") + 2)
+    .split(" ")
+    .map(Number)
+  // Fields 14–17 of proc(5) (utime, stime, cutime, cstime), counted from the state field (3).
+  return { own: ((f[11] ?? 0) + (f[12] ?? 0)) / TICKS, children: ((f[13] ?? 0) + (f[14] ?? 0)) / TICKS }
+}
+
 /** One run: a fresh database, the processes of `layout`, JOBS jobs through the API; jobs per minute. */
 const runOnce = async (layout: Layout): Promise<number> => {
   // The job child's bundle for the sources as they are now, built ahead (the Dockerfile's step), so that
@@ -47,6 +62,7 @@ const runOnce = async (layout: Layout): Promise<number> => {
       cleanups
     })
 
+    const roles: Array<string> = []
     const start = async (role: "all" | "api" | "worker", i: number, workers: number) => {
       const proc = Bun.spawn(["bun", CLI, "serve", "--role", role], {
         env: {
@@ -64,6 +80,7 @@ const runOnce = async (layout: Layout): Promise<number> => {
         stderr: "ignore"
       })
       procs.push(proc)
+      roles.push(`${role}-${i}`)
       const { port, out } = await servingPort(proc.stdout)
       if (port === 0) throw new Error(`${role} ${i} did not start: ${out}`)
       return port
@@ -76,6 +93,7 @@ const runOnce = async (layout: Layout): Promise<number> => {
           )
     const sql = (text: string) => rt.runPromise(Effect.flatMap(SqlClient, (s) => s.unsafe<Record<string, unknown>>(text)))
 
+    const idle = procs.map((p) => cpuSeconds(p.pid))
     const began = performance.now()
     let next = 0
     const post = async () => {
@@ -116,14 +134,34 @@ const runOnce = async (layout: Layout): Promise<number> => {
         `${layout}: ${once}/${JOBS} jobs completed once, ${requests} model requests for ${perJob} jobs; not completed: ${JSON.stringify(failed)}`
       )
     }
-    const [times] = await sql(`SELECT
+    // Where a job's time goes: queued until claimed; claimed until its first event (envelope, child
+    // start); first to terminal event (the child's run); terminal event until settled. The first job's
+    // claim shows how soon an idle worker heard of it.
+    const [times] = await sql(`WITH t AS (
+        SELECT j.created_at, j.started_at, j.finished_at,
+          (SELECT (e.event->>'at')::timestamptz FROM runtime.job_event e WHERE e.job_id = j.id ORDER BY e.seq LIMIT 1) AS first_at,
+          (SELECT (e.event->>'at')::timestamptz FROM runtime.job_event e WHERE e.job_id = j.id AND e.type IN ('job.completed', 'job.failed')) AS end_at
+        FROM runtime.job j)
+      SELECT
         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - created_at)) AS wait,
-        percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - started_at)) AS run,
+        percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM first_at - started_at)) AS boot,
+        percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM end_at - first_at)) AS run,
+        percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - end_at)) AS settle,
+        (SELECT extract(epoch FROM started_at - created_at) FROM t ORDER BY created_at LIMIT 1) AS firstclaim,
         extract(epoch FROM max(created_at) - min(created_at)) AS posting
-      FROM runtime.job`)
+      FROM t`)
+    const s = (key: string) => Number(times?.[key]).toFixed(2)
     const perMin = JOBS / (ms / 60_000)
+    // From the first POST on (start-up excluded).
+    const cpu = procs.map((p, i) => {
+      const now = cpuSeconds(p.pid)
+      return { own: now.own - (idle[i]?.own ?? 0), children: now.children - (idle[i]?.children ?? 0) }
+    })
     console.log(
-      `${layout === "all" ? "1 all (4 workers)        " : "1 api + 2 worker (2 each)"}  ${JOBS} jobs in ${(ms / 1000).toFixed(1)} s: ${perMin.toFixed(1)} jobs/min; every job completed once (posting ${Number(times?.["posting"]).toFixed(1)} s; per job p50 queued ${Number(times?.["wait"]).toFixed(2)} s, ran ${Number(times?.["run"]).toFixed(2)} s)`
+      `${layout === "all" ? "1 all (4 workers)        " : "1 api + 2 worker (2 each)"}  ${JOBS} jobs in ${(ms / 1000).toFixed(1)} s: ${perMin.toFixed(1)} jobs/min; every job completed once (posting ${Number(times?.["posting"]).toFixed(1)} s; first job claimed after ${s("firstclaim")} s; per job p50 queued ${s("wait")} s, claim to first event ${s("boot")} s, first to last event ${s("run")} s, last event to settled ${s("settle")} s)`
+    )
+    console.log(
+      `    CPU s from the first POST (process + its reaped job children): ${procs.map((p, i) => `${roles[i]} ${cpu[i]?.own.toFixed(1)} + ${cpu[i]?.children.toFixed(1)}`).join(", ")}`
     )
     return perMin
   } finally {

@@ -18,7 +18,7 @@ import type { ApiError } from "../respond.ts"
 import { blankForm, filesOfForm, formFromFields, mainFile, placeProblems, type AgentForm } from "../../../views/forms/agentForm.ts"
 import { isFiltered, parseCatalogQuery } from "../../../views/forms/catalogQuery.ts"
 import { editorContext } from "./editorOptions.ts"
-import { htmlBytesResponse, htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
+import { htmlBlobResponse, htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalRunner } from "./portalRoute.ts"
 
 /** A save that was refused: the problems at their fields (htmx: the preview fragment; else the whole editor). */
@@ -51,15 +51,14 @@ const importFailure = (request: Request, page: PageContext, result: ImportResult
  * fragment or page, and the page context (viewer with permissions and CSRF token, path). Rendering is
  * a pure function of these, so a request with the same ones is answered with the same bytes.
  */
-const renderedCatalogs = new Map<string, { readonly page: CatalogPage; readonly body: Uint8Array }>()
+const renderedCatalogs = new Map<string, { readonly page: CatalogPage; readonly body: Blob }>()
 const MAX_RENDERED_CATALOGS = 64
-const encoder = new TextEncoder()
 
-const renderedCatalog = (page: PageContext, props: CatalogProps, fragment: boolean, render: () => Html): Uint8Array => {
+const renderedCatalog = (page: PageContext, props: CatalogProps, fragment: boolean, render: () => Html): Blob => {
   const key = JSON.stringify([page, props.query, props.filtered, props.notice, fragment])
   const hit = renderedCatalogs.get(key)
   if (hit !== undefined && hit.page === props.page) return hit.body
-  const body = encoder.encode(render().text)
+  const body = new Blob([render().text])
   if (renderedCatalogs.size >= MAX_RENDERED_CATALOGS) renderedCatalogs.clear()
   renderedCatalogs.set(key, { page: props.page, body })
   return body
@@ -74,7 +73,7 @@ export const agentPages = (portal: PortalRunner) =>
           const query = parseCatalogQuery(url.searchParams)
           const props = { page: yield* (yield* AgentStore).page(query), query, filtered: isFiltered(query), notice: noticeOf(url, "") }
           const fragment = isHtmx(request)
-          return htmlBytesResponse(
+          return htmlBlobResponse(
             renderedCatalog(page, props, fragment, () => (fragment ? catalogFragment(props) : catalogPage(page, props)))
           )
         })

@@ -31,8 +31,8 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
 export const htmlResponse = (body: Html, status = 200, headers: Record<string, string> = {}): Response =>
   new Response(body.text, { status, headers: { ...PAGE_HEADERS, ...headers } })
 
-/** `htmlResponse` of markup already encoded (UTF-8); the bytes are sent as they are and never changed. */
-export const htmlBytesResponse = (body: Uint8Array, status = 200): Response => new Response(body, { status, headers: { ...PAGE_HEADERS } })
+/** `htmlResponse` of markup already encoded (a UTF-8 Blob: sent without a copy, so one Blob serves many responses). */
+export const htmlBlobResponse = (body: Blob, status = 200): Response => new Response(body, { status, headers: { ...PAGE_HEADERS } })
 
 /** An htmx request that wants a fragment (a history restore wants the whole page). */
 export const isHtmx = (request: Request): boolean =>

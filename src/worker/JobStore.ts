@@ -337,6 +337,19 @@ export const makeJobStore = Effect.gen(function* () {
       Option.match({ onNone: () => Effect.fail(new JobNotFound({ id })), onSome: Effect.succeed })
     )
 
+  /**
+   * The `job.failed` event of each job in `settled` (a CTE of id, reason, message) that started but has
+   * no terminal event (its worker was lost, or could not run it to its end), as its next seq: every
+   * started job's events end with one.
+   */
+  const endEvents = (settled: string) => sql`INSERT INTO runtime.job_event (job_id, seq, type, event)
+    SELECT s.id, n.seq, 'job.failed', jsonb_build_object('type', 'job.failed', 'seq', n.seq,
+      'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'reason', s.reason, 'message', s.message)
+    FROM ${sql.literal(settled)} s, LATERAL (SELECT COALESCE(max(e.seq) + 1, 0) AS seq FROM runtime.job_event e WHERE e.job_id = s.id) n
+    WHERE n.seq > 0 AND NOT EXISTS (
+      SELECT 1 FROM runtime.job_event e WHERE e.job_id = s.id AND e.type IN ('job.completed', 'job.failed'))
+    ON CONFLICT DO NOTHING`
+
   /** The condition that the job runs under `workerId`, when given. */
   const ownedBy = (workerId: string | undefined) => (workerId === undefined ? sql`` : sql`AND worker_id = ${workerId}`)
 
@@ -437,8 +450,8 @@ export const makeJobStore = Effect.gen(function* () {
         ), lost AS (
           UPDATE runtime.job j SET status = 'failed', reason = 'error', message = ${WORKER_LOST}, finished_at = now()
           FROM expired e WHERE j.id = e.id AND NOT e.resumable
-          RETURNING j.id
-        )
+          RETURNING j.id, j.reason, j.message
+        ), ended AS (${endEvents("lost")})
         SELECT id, true AS resumed FROM requeued UNION ALL SELECT id, false AS resumed FROM lost`),
       (rows) => ({ lost: rows.filter((r) => !r.resumed).map((r) => r.id), resumed: rows.filter((r) => r.resumed).map((r) => r.id) })
     )
@@ -498,8 +511,11 @@ export const makeJobStore = Effect.gen(function* () {
       outcome.status === "completed"
         ? sql`UPDATE runtime.job SET status = 'completed', summary = ${outcome.summary}, outputs = ${outputs}, finished_at = now()
               WHERE id = ${id} AND status = 'running' ${ownedBy(workerId)}`
-        : sql`UPDATE runtime.job SET status = 'failed', reason = ${outcome.reason}, message = ${outcome.message}, outputs = ${outputs},
-              finished_at = now() WHERE id = ${id} AND status = 'running' ${ownedBy(workerId)}`
+        : sql`WITH settled AS (
+                UPDATE runtime.job SET status = 'failed', reason = ${outcome.reason}, message = ${outcome.message}, outputs = ${outputs},
+                  finished_at = now() WHERE id = ${id} AND status = 'running' ${ownedBy(workerId)}
+                RETURNING id, reason, message
+              ) ${endEvents("settled")}`
     )
 
   const requestAbort = (id: string, by: string) =>

@@ -4,7 +4,7 @@
  * when it kept a transcript and resumed by another worker loop from its last answered turn; the lost
  * run's late events and settlement are dropped; it completes with every turn, tool call and event once.
  * Without a transcript, or once KINTSUGI_JOB_RESUMES resumes were used, the job ends "worker lost" as
- * before. (test/worker/resumeServe.test.ts kills a real serve process on PostgreSQL.)
+ * before, its events ending with the sweep's job.failed. (test/worker/resumeServe.test.ts kills a real serve process on PostgreSQL.)
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
@@ -123,6 +123,13 @@ describe("resume after a lost lease", () => {
     await loseLeaseAt(plain, a, 2)
     const lost = await settled(a)
     expect([lost.status, lost.reason, lost.message, lost.resumes]).toEqual(["failed", "error", WORKER_LOST, []])
+    // Its events end as every started job's do: with one job.failed, the next seq, written by the sweep
+    // (the lost run's own late events were dropped).
+    const ended = await eventsOf(a)
+    expect(ended.map((e) => e.seq)).toEqual(ended.map((_, i) => i))
+    expect(ended.filter((e) => e.type === "job.failed" || e.type === "job.completed")).toEqual([
+      expect.objectContaining({ type: "job.failed", reason: "error", message: WORKER_LOST, seq: ended.length - 1 })
+    ])
 
     const spent = await h.agent("spent", { tools: ["read"] }, [read(1), { kind: "stall" }])
     const b = await queue("spent", "kept")

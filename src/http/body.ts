@@ -81,7 +81,8 @@ export type PostedForm = Awaited<ReturnType<Response["formData"]>>
 const formOf = (pairs: ReadonlyArray<readonly [string, string]>): Effect.Effect<PostedForm> =>
   Effect.promise(() => new Response(new URLSearchParams(pairs.map(([k, v]): [string, string] => [k, v]))).formData())
 
-export const emptyForm = (): Effect.Effect<PostedForm> => formOf([])
+/** No form (a GET): made at once, without the round through a Response that `formOf` takes. */
+export const emptyForm = (): Effect.Effect<PostedForm> => Effect.sync(() => new FormData())
 
 const boundaryOf = (type: string): string | undefined => /;\s*boundary="?([^";]+)"?/i.exec(type)?.[1]
 

@@ -161,7 +161,7 @@ const runOnce = async (layout: Layout): Promise<number> => {
       `${layout === "all" ? "1 all (4 workers)        " : "1 api + 2 worker (2 each)"}  ${JOBS} jobs in ${(ms / 1000).toFixed(1)} s: ${perMin.toFixed(1)} jobs/min; every job completed once (posting ${Number(times?.["posting"]).toFixed(1)} s; first job claimed after ${s("firstclaim")} s; per job p50 queued ${s("wait")} s, claim to first event ${s("boot")} s, first to last event ${s("run")} s, last event to settled ${s("settle")} s)`
     )
     console.log(
-      `    CPU s from the first POST (process + its reaped job children): ${procs.map((p, i) => `${roles[i]} ${cpu[i]?.own.toFixed(1)} + ${cpu[i]?.children.toFixed(1)}`).join(", ")}`
+      `    CPU s from the first POST (process + its reaped job children): ${procs.map((_, i) => `${roles[i]} ${cpu[i]?.own.toFixed(1)} + ${cpu[i]?.children.toFixed(1)}`).join(", ")}`
     )
     return perMin
   } finally {

@@ -460,7 +460,14 @@ const loop = (workerId: string, lease: Lease) =>
       const store = yield* JobStore
       const drain = yield* Drain
       const signals = yield* (yield* JobBus).subscribe
+      const seconds = yield* Config.number("KINTSUGI_WORKER_POLL").pipe(
+        Config.withDefault(Duration.toSeconds(POLL)),
+        Effect.orElseSucceed(() => Duration.toSeconds(POLL))
+      )
+      const poll = seconds > 0 ? Duration.seconds(seconds) : POLL
       while (true) {
+        // The claim below answers every signal that came before it: a worker busy for a while claims once, not once per signal.
+        yield* Queue.takeAll(signals)
         const ran = yield* drain.admit(
           Effect.gen(function* () {
             // The idle poll is untraced: a span per second of an idle worker would be noise.
@@ -472,8 +479,8 @@ const loop = (workerId: string, lease: Lease) =>
         )
         if (Option.isNone(ran)) return
         if (ran.value) continue
-        // Wait for a "queued" signal from this process, or poll for jobs queued by another one.
-        yield* Effect.race(Effect.repeat(Queue.take(signals), { until: (s) => s._tag === "Queued" }), Effect.sleep(POLL))
+        // Wait for a "queued" signal (this process's, or another's its listener heard), or poll for one missed.
+        yield* Effect.race(Effect.repeat(Queue.take(signals), { until: (s) => s._tag === "Queued" }), Effect.sleep(poll))
       }
     })
   )

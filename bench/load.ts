@@ -14,8 +14,9 @@
  *
  *   bun bench/load.ts [--quick] [--only <row>[,<row>…]] [--db both|embedded|postgres] [--verbose]
  *   DATABASE_URL=postgres://…/test   PostgreSQL for every row but events, which runs on both
- *   BEFORE=<checkout>                the events row's "main before" reference: a worktree of the commit before
- *                                    the batched events (git worktree add /tmp/load-before baf1492^); the bench
+ *   BEFORE=<checkout>                the events row's "main before" reference: a worktree of main before the
+ *                                    batched events (git worktree add /tmp/load-before baf1492^) or before the
+ *                                    per-topic caches and one reader per process too (fcec409^); the bench
  *                                    is copied into its bench/. Without a node_modules there, one is made of
  *                                    links to this one's entries: its own .cache, since a job-child bundle built
  *                                    into a shared cache removes the other checkout's bundle under running jobs
@@ -84,6 +85,10 @@ const oneDb: ReadonlyArray<Db> =
 /** The databases of a row the goal names both of. */
 const bothDbs: ReadonlyArray<Db> = SERVER === undefined || dbOption === "embedded" ? ["embedded"] : ["embedded", "postgres"]
 const BEFORE = process.env["BEFORE"]
+const BEFORE_COMMIT =
+  BEFORE === undefined
+    ? undefined
+    : Bun.spawnSync(["git", "-C", BEFORE, "rev-parse", "--short", "HEAD"], { stderr: "ignore" }).stdout.toString().trim() || undefined
 const BENCH = import.meta.dir
 const LIMIT_MS = (QUICK ? 15 : 60) * 60_000
 
@@ -157,7 +162,8 @@ const runBench = async (argv: ReadonlyArray<string>, env: Record<string, string>
     child.exited
   ])
   clearTimeout(timer)
-  const lastErr = errLines.filter((l) => l.trim().length > 0).find((l) => /error/i.test(l)) ?? errLines.at(-1) ?? ""
+  const said = errLines.map((l) => l.trim()).filter((l) => l.length > 0)
+  const lastErr = said.findLast((l) => /^error\b/i.test(l)) ?? said.at(-1) ?? ""
   return {
     code: timedOut ? -1 : (child.exitCode ?? -1),
     rows: parseRows(out),
@@ -215,7 +221,7 @@ const eventsBench = async (db: Db): Promise<ReadonlyArray<Omit<Line, "load">>> =
       met: met(atLeast(num(r, "ratio"), 0.5), r["readersFailed"] === "0" && r["aloneFailed"] === "0")
     }
   ]
-  const vsMain = `the same vs main before the batched events (${dbName(db)})`
+  const vsMain = `the same vs main before (${BEFORE_COMMIT === undefined ? "BEFORE" : `BEFORE at ${BEFORE_COMMIT}`}; ${dbName(db)})`
   if (BEFORE === undefined) {
     lines.push({ measure: vsMain, figure: fmt(rate, 0), reference: "not run (set BEFORE=<checkout>)", ratio: "", goal: "≥ 10×", met: "—" })
     return lines

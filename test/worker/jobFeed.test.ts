@@ -118,7 +118,7 @@ describe("JobFeed", () => {
     )
   })
 
-  test("a job settled without a terminal event: its followers hear the settled row after every stored event", async () => {
+  test("a job settled failed without a terminal event: its followers hear the job.failed the settle wrote as the next seq, then the settled row", async () => {
     await db.run(
       Effect.scoped(
         Effect.gen(function* () {
@@ -130,6 +130,8 @@ describe("JobFeed", () => {
           expect(seqs(yield* Queue.take(items))).toEqual([0])
           yield* store.settle(job.id, { status: "failed", reason: "error", message: "crashed" }, null)
           yield* (yield* JobBus).publish({ _tag: "Events", jobId: job.id })
+          const ended = yield* Queue.take(items)
+          expect(ended._tag === "Events" ? ended.events.map((e) => [e.seq, e.type]) : ended).toEqual([[1, "job.failed"]])
           expect(yield* settledRow(items)).toBe("failed")
         }).pipe(
           Effect.provide(Layer.provideMerge(JobFeedLayer, Layer.merge(JobStoreLive, JobBusLive))),
@@ -182,6 +184,8 @@ describe.skipIf(!usingServer())("JobFeed on a shared server (PostgreSQL server o
               Effect.flatMap(JobStore, (s) => s.settle(job.id, { status: "failed", reason: "error", message: "lost" }, null))
             )
           )
+          // The settle wrote the job.failed it lacked (the next seq); then the settled row.
+          expect(seqs(yield* Queue.take(items))).toEqual([1])
           expect(yield* settledRow(items)).toBe("failed")
         }).pipe(Effect.provide(Layer.provide(JobFeedLayer, Layer.merge(JobStoreLive, JobBusLive))), Effect.provide(TestContext.TestContext))
       )

@@ -149,9 +149,12 @@ try {
   const healthRounds: Array<LoadResult> = []
   const catalogRounds: Array<LoadResult> = []
   const staticRounds: Array<LoadResult> = []
+  let catalogStatements = 0
   for (let round = 0; round < ROUNDS; round++) {
     healthRounds.push(await load("/healthz", REQUESTS / ROUNDS, CLIENTS, {}))
+    const before = writes.statements()
     catalogRounds.push(await load("/agents", REQUESTS / ROUNDS, CLIENTS, cookie))
+    catalogStatements += writes.statements() - before
     staticRounds.push(await load(staticPath, REQUESTS / ROUNDS, CLIENTS, {}))
   }
   const health = joined(healthRounds)
@@ -220,7 +223,7 @@ try {
     `| GET /healthz, ${CLIENTS} clients | ${rps(health).toFixed(0)} | ${ms(quantile(health.latencies, 0.5))} | ${ms(quantile(health.latencies, 0.99))} | | | |`
   )
   console.log(
-    `| GET /agents (portal catalog page, session cookie, ${catalog.bytes} bytes), ${CLIENTS} clients | ${rps(catalog).toFixed(0)} | ${ms(quantile(catalog.latencies, 0.5))} | ${ms(catalogP99)} | /healthz req/s | ${catalogRatio.toFixed(2)} | ≥ 0.5, p99 ≤ 25 ms |`
+    `| GET /agents (portal catalog page, session cookie, ${catalog.bytes} bytes, ${(catalogStatements / REQUESTS).toFixed(2)} statements per request), ${CLIENTS} clients | ${rps(catalog).toFixed(0)} | ${ms(quantile(catalog.latencies, 0.5))} | ${ms(catalogP99)} | /healthz req/s | ${catalogRatio.toFixed(2)} | ≥ 0.5, p99 ≤ 25 ms |`
   )
   console.log(
     `| GET ${staticPath} (a static file, ${staticFile.bytes} bytes, anonymous), ${CLIENTS} clients | ${rps(staticFile).toFixed(0)} | ${ms(quantile(staticFile.latencies, 0.5))} | ${ms(quantile(staticFile.latencies, 0.99))} | /healthz req/s | ${(rps(staticFile) / rps(health)).toFixed(2)} | (sending the bytes alone) |`
@@ -238,7 +241,7 @@ try {
     `| GET /healthz, 1 client, ${JOBS} jobs streaming (the process alone) | ${rps(busyProbe).toFixed(0)} | ${ms(quantile(busyProbe.latencies, 0.5))} | ${ms(quantile(busyProbe.latencies, 0.99))} | idle p50 | ${(quantile(busyProbe.latencies, 0.5) / quantile(idleProbe.latencies, 0.5)).toFixed(2)} | |`
   )
   console.log(
-    `ROW catalog-vs-healthz ratio=${catalogRatio.toFixed(3)} catalogRps=${rps(catalog).toFixed(0)} healthzRps=${rps(health).toFixed(0)} p50ms=${ms(quantile(catalog.latencies, 0.5))} p99ms=${ms(catalogP99)} staticRps=${rps(staticFile).toFixed(0)} db=${url === undefined ? "embedded" : "postgres"} load=${os.loadavg()[0]?.toFixed(2)}`
+    `ROW catalog-vs-healthz ratio=${catalogRatio.toFixed(3)} catalogRps=${rps(catalog).toFixed(0)} healthzRps=${rps(health).toFixed(0)} p50ms=${ms(quantile(catalog.latencies, 0.5))} p99ms=${ms(catalogP99)} staticRps=${rps(staticFile).toFixed(0)} statementsPerRequest=${(catalogStatements / REQUESTS).toFixed(3)} db=${url === undefined ? "embedded" : "postgres"} load=${os.loadavg()[0]?.toFixed(2)}`
   )
   console.log(
     `ROW session-jobs ratio=${(busyP50 / idleP50).toFixed(3)} idleP50ms=${ms(idleP50)} busyP50ms=${ms(busyP50)} healthzIdleP50ms=${ms(quantile(idleProbe.latencies, 0.5))} healthzBusyP50ms=${ms(quantile(busyProbe.latencies, 0.5))} runningAtEnd=${stillRunning} accessEpochMoves=${epochMoves} eventsDuring=${storedDuring} db=${url === undefined ? "embedded" : "postgres"} load=${os.loadavg()[0]?.toFixed(2)}`

@@ -81,8 +81,14 @@ export type PostedForm = Awaited<ReturnType<Response["formData"]>>
 const formOf = (pairs: ReadonlyArray<readonly [string, string]>): Effect.Effect<PostedForm> =>
   Effect.promise(() => new Response(new URLSearchParams(pairs.map(([k, v]): [string, string] => [k, v]))).formData())
 
+/**
+ * The FormData class, as the type `Response.formData()` answers: at run time Bun has one class (what
+ * `formData()` makes is an instance of it); the DOM lib's declaration of it lacks undici's iterator.
+ */
+const FormDataOfResponse = FormData as unknown as new () => PostedForm
+
 /** No form (a GET): made at once, without the round through a Response that `formOf` takes. */
-export const emptyForm = (): Effect.Effect<PostedForm> => Effect.sync(() => new FormData())
+export const emptyForm = (): Effect.Effect<PostedForm> => Effect.sync(() => new FormDataOfResponse())
 
 const boundaryOf = (type: string): string | undefined => /;\s*boundary="?([^";]+)"?/i.exec(type)?.[1]
 

@@ -66,14 +66,19 @@ const settle = (id: string) =>
     })
   )
 
+/** How long a response's headers may take before the test calls it a hang (generous: CI shares its machine). */
+const HANG_MS = 30_000
+
 /** The response, or a failure when its headers do not come within `ms` (never a measurement: a bound on a hang). */
 const headersWithin = async (url: string, headers: Record<string, string>, ms: number) => {
   const controller = new AbortController()
   const timer = setTimeout(() => controller.abort(), ms)
   try {
     return await fetch(url, { headers, signal: controller.signal })
-  } catch {
-    throw new Error(`no response headers within ${ms} ms`)
+  } catch (e) {
+    // Only the bound is renamed: another failure (a reset connection) is reported as itself.
+    if (controller.signal.aborted) throw new Error(`no response headers within ${ms} ms`)
+    throw e
   } finally {
     clearTimeout(timer)
   }
@@ -113,7 +118,7 @@ const heartbeats = (text: string) => text.split("\n").filter((l) => l === ": kee
 describe("the API's job event stream (GET /api/jobs/:id/events)", () => {
   test("a queued job: headers at once; a silent stream outlives the idle timeout on heartbeats; ids on every event", async () => {
     const job = await queued()
-    const response = await headersWithin(`${base}/api/jobs/${job.id}/events`, { authorization: `Bearer ${token}` }, 5_000)
+    const response = await headersWithin(`${base}/api/jobs/${job.id}/events`, { authorization: `Bearer ${token}` }, HANG_MS)
     expect(response.status).toBe(200)
     expect(response.headers.get("content-type")).toStartWith("text/event-stream")
     const stream = collect(response)
@@ -142,7 +147,7 @@ describe("the API's job event stream (GET /api/jobs/:id/events)", () => {
 
     // Resume after event 0: only what came later.
     const resumed = collect(
-      await headersWithin(`${base}/api/jobs/${job.id}/events`, { authorization: `Bearer ${token}`, "last-event-id": "0" }, 5_000)
+      await headersWithin(`${base}/api/jobs/${job.id}/events`, { authorization: `Bearer ${token}`, "last-event-id": "0" }, HANG_MS)
     )
     await resumed.until((t) => t.includes("event: job.completed"))
     const later = resumed.state.text.split("\n\n").filter((f) => f.includes("event: "))
@@ -154,24 +159,26 @@ describe("the API's job event stream (GET /api/jobs/:id/events)", () => {
       const ended = await headersWithin(
         `${base}/api/jobs/${job.id}/events`,
         { authorization: `Bearer ${token}`, "last-event-id": last },
-        5_000
+        HANG_MS
       )
       expect([last, ended.status, await ended.text()]).toEqual([last, 204, ""])
     }
-    expect((await headersWithin(`${base}/api/jobs/${job.id}/events?after=2`, { authorization: `Bearer ${token}` }, 5_000)).status).toBe(204)
+    expect((await headersWithin(`${base}/api/jobs/${job.id}/events?after=2`, { authorization: `Bearer ${token}` }, HANG_MS)).status).toBe(
+      204
+    )
   })
 
   test("a job settled without a terminal event: job.settled carries an id too", async () => {
     const job = await queued()
     await run(Effect.flatMap(JobStore, (s) => s.requestAbort(job.id, "watcher")))
-    const stream = collect(await headersWithin(`${base}/api/jobs/${job.id}/events`, { authorization: `Bearer ${token}` }, 5_000))
+    const stream = collect(await headersWithin(`${base}/api/jobs/${job.id}/events`, { authorization: `Bearer ${token}` }, HANG_MS))
     await stream.until((t) => t.includes("event: job.settled"))
     expect(stream.state.text).toMatch(/id: -1\nevent: job\.settled\ndata: \{"status":"failed","reason":"aborted"/)
     // The EventSource's reconnect with that id: nothing more to say.
     const again = await headersWithin(
       `${base}/api/jobs/${job.id}/events`,
       { authorization: `Bearer ${token}`, "last-event-id": "-1" },
-      5_000
+      HANG_MS
     )
     expect(again.status).toBe(204)
   })
@@ -181,7 +188,7 @@ describe("the portal's live rows (GET /jobs/:id/stream)", () => {
   test("a queued job: headers at once, heartbeats, then server-rendered rows with ids, the final sections and job-end", async () => {
     const job = await queued()
     const headers = { cookie }
-    const response = await headersWithin(`${base}/jobs/${job.id}/stream?after=-1`, headers, 5_000)
+    const response = await headersWithin(`${base}/jobs/${job.id}/stream?after=-1`, headers, HANG_MS)
     expect(response.status).toBe(200)
     const stream = collect(response)
     await stream.until((t) => heartbeats(t) >= 6)
@@ -217,7 +224,7 @@ describe("the portal's live rows (GET /jobs/:id/stream)", () => {
     expect(final).toContain('id="job-trace"')
 
     // A reconnect with Last-Event-ID 2 gets rows 3 and 4 only, then the final sections again.
-    const resumed = collect(await headersWithin(`${base}/jobs/${job.id}/stream?after=-1`, { ...headers, "last-event-id": "2" }, 5_000))
+    const resumed = collect(await headersWithin(`${base}/jobs/${job.id}/stream?after=-1`, { ...headers, "last-event-id": "2" }, HANG_MS))
     await resumed.until((t) => t.includes("event: job-end"))
     const again = resumed.state.text.split("\n\n").filter((f) => f.includes("event: row"))
     expect(again.map((f) => /^id: (\d+)$/m.exec(f)?.[1])).toEqual(["3", "4"])

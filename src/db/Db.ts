@@ -61,6 +61,8 @@ export interface DbOptions {
  * a transaction holds the connection, as it would gate the other connections in PGlite.
  */
 const SERVER_POOL_SIZE = 10
+/** How long an idle connection of the server pool stays open. */
+const SERVER_POOL_IDLE = Duration.minutes(5)
 const EMBEDDED_POOL_SIZE = 1
 const CONNECT_TIMEOUT = Duration.seconds(10)
 /** How long after start-up a missing data-dir template is built (start-up itself is not slowed). */
@@ -221,8 +223,17 @@ const connectServer = (given: Redacted.Redacted<string>, statementTimeout: Durat
   const plain = withStatementTimeout(Redacted.value(given), statementTimeout)
   const url = Redacted.make(plain)
   const client = (stream?: ServerWrites["stream"]) =>
-    connect({ url, maxConnections: SERVER_POOL_SIZE, connectTimeout: CONNECT_TIMEOUT, ...(stream === undefined ? {} : { stream }) }, (e) =>
-      scrub(`${isServerAnswer(e) ? "cannot connect to" : "cannot reach"} the database at ${where}: ${innermostMessage(e)}`, password)
+    connect(
+      {
+        url,
+        maxConnections: SERVER_POOL_SIZE,
+        connectTimeout: CONNECT_TIMEOUT,
+        // An idle connection is kept for minutes, not node-postgres's 10 s: each new one empties the
+        // hot-read caches (serverWrites' pid-reuse guard), so a pool that churns under bursts costs reads.
+        idleTimeout: SERVER_POOL_IDLE,
+        ...(stream === undefined ? {} : { stream })
+      },
+      (e) => scrub(`${isServerAnswer(e) ? "cannot connect to" : "cannot reach"} the database at ${where}: ${innermostMessage(e)}`, password)
     )
   if (usesTls(plain)) {
     // The pool's traffic is encrypted below node-postgres: own writes cannot be watched, so nothing is cached.

@@ -8,45 +8,24 @@
  */
 import { Cause, Chunk, Clock, Config, Duration, Effect, Fiber, Layer, Option, Queue, Ref } from "effect"
 import { hostname } from "node:os"
-import type { AgentStore } from "../agents/AgentStore.ts"
-import type { SkillStore } from "../agents/SkillStore.ts"
-import type { Bindings } from "../providers/Bindings.ts"
-import type { McpServers } from "../providers/McpServers.ts"
-import type { ProviderStore } from "../providers/ProviderStore.ts"
 import type { JobEvent } from "../contract/JobEvent.ts"
 import { isTransient, retryTransient, StoreUnavailable } from "../db/StoreError.ts"
 import { Metrics } from "../telemetry/Metrics.ts"
 import { parseTraceParent } from "../telemetry/traceParent.ts"
-import { buildEnvelope, type ResolvedJob } from "./buildEnvelope.ts"
+import { buildEnvelope, type EnvelopeServices, type ResolvedJob } from "./buildEnvelope.ts"
 import { commitOutputs, type GitLayout, gitLayout } from "./commitOutputs.ts"
 import { Drain, SERVER_SHUTTING_DOWN } from "./Drain.ts"
 import { JobBus } from "./JobBus.ts"
-import type { JobRoots } from "./JobRoots.ts"
 import { JobChildren } from "./child/JobChildren.ts"
 import { CLI_PATH, runJobProcess } from "./child/JobProcess.ts"
 import { JobStore, type JobRow, type Settlement } from "./JobStore.ts"
 import { exportKernelSpans, toolNameCheck } from "./JobTrace.ts"
 import { MemoryStore } from "./memory/MemoryStore.ts"
-import type { Projects } from "./Projects.ts"
-import type { ServiceHandlers, ServicesEndpoint } from "./Services.ts"
 import { ServiceTokens } from "./ServiceTokens.ts"
 import { MaxResumesConfig } from "./transcripts/resume.ts"
 
-export type WorkerServices =
-  | JobStore
-  | JobBus
-  | AgentStore
-  | SkillStore
-  | Bindings
-  | ProviderStore
-  | McpServers
-  | JobRoots
-  | Projects
-  | Metrics
-  | ServiceHandlers
-  | ServiceTokens
-  | ServicesEndpoint
-  | MemoryStore
+/** What the worker runs with: what a job's envelope is built from, and the bus, metrics and memory its runs report to. */
+export type WorkerServices = EnvelopeServices | JobBus | Metrics | MemoryStore
 
 const POLL = Duration.seconds(1)
 

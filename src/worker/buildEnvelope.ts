@@ -141,11 +141,8 @@ const agentVersionOf = (job: JobRow): number | undefined => {
   return job.agentVersionPin ?? undefined
 }
 
-export const buildEnvelope = (
-  job: JobRow
-): Effect.Effect<
-  ResolvedJob,
-  JobSetupFailed,
+/** What building a job's envelope reads: its agent, binding, provider, MCP servers, project, boundary and services token. */
+export type EnvelopeServices =
   | AgentStore
   | SkillStore
   | Bindings
@@ -157,7 +154,8 @@ export const buildEnvelope = (
   | ServiceTokens
   | ServicesEndpoint
   | JobStore
-> =>
+
+export const buildEnvelope = (job: JobRow): Effect.Effect<ResolvedJob, JobSetupFailed, EnvelopeServices> =>
   Effect.gen(function* () {
     const version = agentVersionOf(job)
     const resolved =

@@ -13,25 +13,14 @@ import { makeDbLayer } from "../../src/db/Db.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
 import { templateDataDir } from "../support/db.ts"
 import { makeTestApp, type TestApp } from "../support/testApp.ts"
+import { tmpfsUnavailable } from "../support/tmpfs.ts"
 import { until } from "../support/waitFor.ts"
 import { useCleanups } from "../support/deployment.ts"
 
 setDefaultTimeout(180_000)
 
-const mountable = (): string | undefined => {
-  if (process.getuid?.() !== 0) return "not root: cannot mount a tmpfs"
-  const probe = mkdtempSync(join(tmpdir(), "kintsugi-tmpfs-probe-"))
-  try {
-    const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", probe]).exitCode === 0
-    if (!mounted) return "mount -t tmpfs is refused here"
-    Bun.spawnSync(["umount", probe])
-    return undefined
-  } finally {
-    rmSync(probe, { recursive: true, force: true })
-  }
-}
 /** The embedded database's case: with DATABASE_URL set the app's database is that server, not the tmpfs. */
-const unavailable = (process.env["DATABASE_URL"] ?? "") !== "" ? "the embedded database's case (DATABASE_URL is set)" : mountable()
+const unavailable = (process.env["DATABASE_URL"] ?? "") !== "" ? "the embedded database's case (DATABASE_URL is set)" : tmpfsUnavailable()
 
 const cleanups = useCleanups(60_000)
 

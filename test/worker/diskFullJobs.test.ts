@@ -26,6 +26,7 @@ import { MODEL_PRICES } from "../support/jobChild.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 import { startOpenAIServer, type Step } from "../support/scriptedServers.ts"
 import { makeTestApp, type TestApp } from "../support/testApp.ts"
+import { tmpfsUnavailable } from "../support/tmpfs.ts"
 import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(300_000)
@@ -35,20 +36,8 @@ const AGENT = "disk-full-probe"
 /** The second turn's text, streamed while the disk is full. */
 const STREAMED = "bravo ".repeat(30)
 
-const mountable = (): string | undefined => {
-  if (process.getuid?.() !== 0) return "not root: cannot mount a tmpfs"
-  const probe = mkdtempSync(join(tmpdir(), "kintsugi-tmpfs-probe-"))
-  try {
-    const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", probe]).exitCode === 0
-    if (!mounted) return "mount -t tmpfs is refused here"
-    Bun.spawnSync(["umount", probe])
-    return undefined
-  } finally {
-    rmSync(probe, { recursive: true, force: true })
-  }
-}
 /** The embedded database's case: with DATABASE_URL set the app's database is that server, not the tmpfs. */
-const unavailable = (process.env["DATABASE_URL"] ?? "") !== "" ? "the embedded database's case (DATABASE_URL is set)" : mountable()
+const unavailable = (process.env["DATABASE_URL"] ?? "") !== "" ? "the embedded database's case (DATABASE_URL is set)" : tmpfsUnavailable()
 
 const cleanups = useCleanups(60_000)
 

@@ -15,23 +15,12 @@ import { startEmbedded } from "../../src/db/embeddedDatabase.ts"
 import { newWorker } from "../../src/db/embeddedWorkerAhead.ts"
 import { templateDataDir } from "../support/db.ts"
 import { useCleanups } from "../support/deployment.ts"
+import { tmpfsUnavailable } from "../support/tmpfs.ts"
 import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(300_000)
 
-const mountable = (): string | undefined => {
-  if (process.getuid?.() !== 0) return "not root: cannot mount a tmpfs"
-  const probe = mkdtempSync(join(tmpdir(), "kintsugi-tmpfs-probe-"))
-  try {
-    const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", probe]).exitCode === 0
-    if (!mounted) return "mount -t tmpfs is refused here"
-    Bun.spawnSync(["umount", probe])
-    return undefined
-  } finally {
-    rmSync(probe, { recursive: true, force: true })
-  }
-}
-const unavailable = mountable()
+const unavailable = tmpfsUnavailable()
 
 const cleanups = useCleanups(60_000)
 

@@ -79,7 +79,7 @@ export const INTERRUPTED_CALL =
   "This call was not run to its end: the job was interrupted (its worker was lost) and has been resumed from its last completed turn. " +
   "It is not run again; it may have changed files before the interruption. Check the workspace before you repeat it."
 /** What a resumed job's model is told when the interruption came after its final answer, before the job ended. */
-export const INTERRUPTED_ANSWER =
+const INTERRUPTED_ANSWER =
   "The job was interrupted (its worker was lost) after your last answer, before it ended, and has been resumed. Give your final answer again."
 
 /**

@@ -75,8 +75,7 @@ const StoredLimits = Schema.Struct({
 })
 
 /** One resume of a job (migration 060): when, from which answered transcript turn, and which worker was lost. */
-export const JobResumeRecord = Schema.Struct({ at: Schema.String, fromTurn: Schema.NullOr(Num), lostWorker: NullableString })
-export type JobResumeRecord = typeof JobResumeRecord.Type
+const JobResumeRecord = Schema.Struct({ at: Schema.String, fromTurn: Schema.NullOr(Num), lostWorker: NullableString })
 
 /** A row of runtime.job as both drivers return it (jsonb parsed or as text, numeric as text or number). */
 const JobRowSchema = Schema.Struct({

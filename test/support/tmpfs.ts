@@ -18,3 +18,13 @@ export const tmpfsUnavailable = (): string | undefined => {
     rmSync(probe, { recursive: true, force: true })
   }
 }
+
+/** A fresh tmpfs of `sizeMb` mounted on a new temporary directory (prefix `prefix`), unmounted and removed by `cleanups`. */
+export const mountTmpfs = (prefix: string, sizeMb: number, cleanups: Array<() => unknown>): string => {
+  const mount = mkdtempSync(join(tmpdir(), prefix))
+  cleanups.push(() => rmSync(mount, { recursive: true, force: true }))
+  const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", `size=${sizeMb}m`, "tmpfs", mount])
+  if (mounted.exitCode !== 0) throw new Error(`mount -t tmpfs on ${mount} failed: ${mounted.stderr.toString()}`)
+  cleanups.push(() => void Bun.spawnSync(["umount", "-l", mount]))
+  return mount
+}

@@ -6,14 +6,13 @@
 import { expect, setDefaultTimeout, test } from "bun:test"
 import { Cause, Effect, Exit, Option } from "effect"
 import { randomBytes } from "node:crypto"
-import { cpSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { cpSync, rmSync, statfsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { makeDbLayer } from "../../src/db/Db.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
 import { templateDataDir } from "../support/db.ts"
 import { makeTestApp, type TestApp } from "../support/testApp.ts"
-import { tmpfsUnavailable } from "../support/tmpfs.ts"
+import { mountTmpfs, tmpfsUnavailable } from "../support/tmpfs.ts"
 import { until } from "../support/waitFor.ts"
 import { useCleanups } from "../support/deployment.ts"
 
@@ -34,10 +33,7 @@ const job = (root: string, task: string) => ({
 test.skipIf(unavailable !== undefined)(
   `a full disk under the embedded database: /readyz and the failed write say "disk full", and the same process recovers when space returns${unavailable === undefined ? "" : ` (skipped: ${unavailable})`}`,
   async () => {
-    const mount = mkdtempSync(join(tmpdir(), "kintsugi-diskfull-"))
-    cleanups.push(() => rmSync(mount, { recursive: true, force: true }))
-    expect(Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", mount]).exitCode).toBe(0)
-    cleanups.push(() => void Bun.spawnSync(["umount", "-l", mount]))
+    const mount = mountTmpfs("kintsugi-diskfull-", 96, cleanups)
     cpSync(await templateDataDir(), join(mount, "data"), { recursive: true })
     process.env["KINTSUGI_DATA_DIR"] = mount
     cleanups.push(() => void delete process.env["KINTSUGI_DATA_DIR"])

@@ -8,8 +8,7 @@ import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Cause, Effect, Exit } from "effect"
 import { randomBytes } from "node:crypto"
-import { cpSync, mkdirSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { cpSync, mkdirSync, rmSync, statfsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Access } from "../../src/access/Access.ts"
 import { AgentStore } from "../../src/agents/AgentStore.ts"
@@ -26,7 +25,7 @@ import { MODEL_PRICES } from "../support/jobChild.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 import { startOpenAIServer, type Step } from "../support/scriptedServers.ts"
 import { makeTestApp, type TestApp } from "../support/testApp.ts"
-import { tmpfsUnavailable } from "../support/tmpfs.ts"
+import { mountTmpfs, tmpfsUnavailable } from "../support/tmpfs.ts"
 import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(300_000)
@@ -70,10 +69,7 @@ const turnFor = async (body: unknown, opened: Promise<void>): Promise<Step> => {
  * JOBS jobs running, each waiting at its second model turn until `startStreaming()`.
  */
 const setup = async (leaseSec: number) => {
-  const mount = mkdtempSync(join(tmpdir(), "kintsugi-diskfull-jobs-"))
-  cleanups.push(() => rmSync(mount, { recursive: true, force: true }))
-  expect(Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", mount]).exitCode).toBe(0)
-  cleanups.push(() => void Bun.spawnSync(["umount", "-l", mount]))
+  const mount = mountTmpfs("kintsugi-diskfull-jobs-", 96, cleanups)
   cpSync(await templateDataDir(), join(mount, "data"), { recursive: true })
   process.env["KINTSUGI_DATA_DIR"] = mount
   cleanups.push(() => void delete process.env["KINTSUGI_DATA_DIR"])

@@ -7,15 +7,14 @@
  */
 import { expect, setDefaultTimeout, test } from "bun:test"
 import { Duration, Effect, Logger, TestClock, TestContext } from "effect"
-import { cpSync, mkdtempSync, renameSync, rmSync, statfsSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { cpSync, renameSync, rmSync, statfsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
 import { startEmbedded } from "../../src/db/embeddedDatabase.ts"
 import { newWorker } from "../../src/db/embeddedWorkerAhead.ts"
 import { templateDataDir } from "../support/db.ts"
 import { useCleanups } from "../support/deployment.ts"
-import { tmpfsUnavailable } from "../support/tmpfs.ts"
+import { mountTmpfs, tmpfsUnavailable } from "../support/tmpfs.ts"
 import { until } from "../support/waitFor.ts"
 
 setDefaultTimeout(300_000)
@@ -33,10 +32,7 @@ const settle = Effect.promise(() => new Promise<void>((resolve) => setImmediate(
 test.skipIf(unavailable !== undefined)(
   `the embedded database's restarts back off 1 s, 2 s, 4 s … 30 s while its disk is full, recover when space returns, and are at once again after a healthy period${unavailable === undefined ? "" : ` (skipped: ${unavailable})`}`,
   async () => {
-    const mount = mkdtempSync(join(tmpdir(), "kintsugi-diskfull-restarts-"))
-    cleanups.push(() => rmSync(mount, { recursive: true, force: true }))
-    expect(Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=160m", "tmpfs", mount]).exitCode).toBe(0)
-    cleanups.push(() => void Bun.spawnSync(["umount", "-l", mount]))
+    const mount = mountTmpfs("kintsugi-diskfull-restarts-", 160, cleanups)
     const dataDir = join(mount, "data")
     cpSync(await templateDataDir(), dataDir, { recursive: true })
     // PGlite reopens a data dir it has run on without new space, but cannot open one for the first time on a

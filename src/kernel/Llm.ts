@@ -162,34 +162,33 @@ export const recordingTranscript = (llm: Llm["Type"], from?: TranscriptStart): E
     let conversation: ReadonlyArray<Message> = from?.conversation ?? []
     let turn = from?.turn ?? 0
     let summaries: Array<string> = []
-    const turnOf = (request: ModelRequest, answer: AssistantMessage | undefined): TranscriptTurn => {
+    /** The turn a call sends: what it added to the conversation since the last answered turn. */
+    const sentTurn = (request: ModelRequest): TranscriptTurn => {
       const kept = commonPrefix(conversation, request.messages)
       const compacted = kept < conversation.length
       return {
         turn: turn + 1,
         ...promptHashes(request.systemPrompt, request.tools),
         ...(compacted || summaries.length > 0 ? { compaction: { kept, replaced: conversation.length - kept, summaries } } : {}),
-        messages: request.messages.slice(kept).map(asRecorded),
-        ...(answer === undefined ? {} : { answer: asRecorded(answer) })
+        messages: request.messages.slice(kept).map(asRecorded)
       }
     }
     const record = (recorded: TranscriptTurn) => transcript.record(JSON.parse(events.redact(JSON.stringify(recorded))) as TranscriptTurn)
-    const answered = (request: ModelRequest, answer: AssistantMessage): Effect.Effect<void> => {
-      const recorded = turnOf(request, answer)
-      turn += 1
-      conversation = [...request.messages, answer]
-      summaries = []
-      return record(recorded)
-    }
     return {
       model: llm.model,
       complete: (request) =>
-        Effect.zipRight(
-          record(turnOf(request, undefined)),
-          Effect.tap(llm.complete(request), ({ message }) =>
-            message.stopReason === "error" || message.stopReason === "aborted" ? Effect.void : answered(request, message)
-          )
-        ),
+        Effect.gen(function* () {
+          const sent = sentTurn(request)
+          yield* record(sent)
+          const result = yield* llm.complete(request)
+          const { message } = result
+          if (message.stopReason === "error" || message.stopReason === "aborted") return result
+          turn += 1
+          conversation = [...request.messages, message]
+          summaries = []
+          yield* record({ ...sent, answer: asRecorded(message) })
+          return result
+        }),
       summarise: (context, maxTokens) =>
         Effect.tap(llm.summarise(context, maxTokens), (answer) =>
           Effect.sync(() => {

@@ -39,24 +39,31 @@ export interface WalkStatus {
   stopped: "entries" | "depth" | "time" | undefined
 }
 
-/** How a walk lists a directory and opens a subdirectory (`path` names it), and releases one. */
-interface Lister<D> {
-  readonly list: (dir: D) => Array<DirEntry> | undefined
-  readonly child: (dir: D, name: string, path: string) => D | undefined
-  readonly close: (dir: D) => void
+/** A directory of the walk: `checked` its verified descriptor, or undefined when it is listed by path. */
+interface Dir {
+  readonly path: string
+  readonly checked: CheckedDir | undefined
 }
-
-const byDescriptor: Lister<CheckedDir> = { list: listDirAt, child: openSubdirAt, close: (dir) => closeQuietly(dir.fd) }
 
 /** The kind of a Dirent or an lstat result. */
 const kindOf = (e: { isDirectory(): boolean; isFile(): boolean; isSymbolicLink(): boolean }): DirEntry["kind"] =>
   e.isDirectory() ? "dir" : e.isFile() ? "file" : e.isSymbolicLink() ? "symlink" : "other"
 
-const byPath = (root: string): Lister<string> => ({
-  list: (dir) => listDirSync(dir, root)?.map((e): DirEntry => ({ name: e.name, kind: kindOf(e) })),
-  child: (_dir, _name, path) => path,
-  close: () => undefined
-})
+const list = (dir: Dir, root: string): Array<DirEntry> | undefined =>
+  dir.checked !== undefined
+    ? listDirAt(dir.checked)
+    : listDirSync(dir.path, root)?.map((e): DirEntry => ({ name: e.name, kind: kindOf(e) }))
+
+/** The subdirectory `name` of `dir`: opened relative to its descriptor, or named by its path when `dir` has none. */
+const child = (dir: Dir, name: string, path: string): Dir | undefined => {
+  if (dir.checked === undefined) return { path, checked: undefined }
+  const checked = openSubdirAt(dir.checked, name)
+  return checked === undefined ? undefined : { path, checked }
+}
+
+const release = (dir: Dir) => {
+  if (dir.checked !== undefined) closeQuietly(dir.checked.fd)
+}
 
 /** An entry's kind when its directory does not say (d_type unknown): lstat, which never follows a link. */
 const kindByLstat = (path: string): DirEntry["kind"] => {
@@ -67,63 +74,61 @@ const kindByLstat = (path: string): DirEntry["kind"] => {
   }
 }
 
-/**
- * Files and symlinks below `start` (a canonical directory inside `root`), in sorted order. Holds a
- * descriptor per directory level while walking: run it to its end or call `return()` (drive does).
- */
-export function* walkTree(start: string, root: string, limits: WalkLimits, status: WalkStatus): Generator<WalkEntry> {
-  const top = openDirSyncChecked(start, root)
-  if (top === undefined) {
-    yield* walkDir(byPath(root), start, start, "", 0, limits, status)
-    return
-  }
-  try {
-    yield* walkDir(byDescriptor, top, start, "", 0, limits, status)
-  } finally {
-    closeQuietly(top.fd)
-  }
+/** A directory being walked: its sorted entries and the next one to visit. */
+interface Level {
+  readonly dir: Dir
+  readonly rel: string
+  readonly depth: number
+  readonly entries: ReadonlyArray<DirEntry>
+  next: number
 }
 
-function* walkDir<D>(
-  lister: Lister<D>,
-  dir: D,
-  dirPath: string,
-  rel: string,
-  depth: number,
-  limits: WalkLimits,
-  status: WalkStatus
-): Generator<WalkEntry> {
-  const listed = lister.list(dir)
-  if (listed === undefined) return
-  const entries = listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  for (const entry of entries) {
-    if (++status.entries > limits.maxEntries) {
-      status.stopped = "entries"
-      return
-    }
-    const path = `${dirPath === "/" ? "" : dirPath}/${entry.name}`
-    const childRel = rel === "" ? entry.name : `${rel}/${entry.name}`
-    // Kinds come from the directory (d_type), which never follows a link: the same answer as lstat.
-    const kind = entry.kind ?? kindByLstat(path)
-    if (kind === "dir") {
-      if (entry.name === ".git") continue
-      if (depth + 1 > limits.maxDepth) {
-        status.stopped ??= "depth"
+const byName = (a: DirEntry, b: DirEntry) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+
+/**
+ * Files and symlinks below `start` (a canonical directory inside `root`), in sorted order, depth first.
+ * One generator walks the whole tree, an explicit stack holding a level per open directory. Holds a
+ * descriptor per level while walking: run it to its end or call `return()` (drive does).
+ */
+export function* walkTree(start: string, root: string, limits: WalkLimits, status: WalkStatus): Generator<WalkEntry> {
+  const levels: Array<Level> = []
+  const enter = (dir: Dir, rel: string, depth: number) => {
+    const listed = list(dir, root)
+    if (listed === undefined) release(dir)
+    else levels.push({ dir, rel, depth, entries: listed.sort(byName), next: 0 })
+  }
+  try {
+    enter({ path: start, checked: openDirSyncChecked(start, root) }, "", 0)
+    for (let level = levels.at(-1); level !== undefined; level = levels.at(-1)) {
+      const entry = level.entries[level.next++]
+      if (entry === undefined) {
+        levels.pop()
+        release(level.dir)
         continue
       }
-      const sub = lister.child(dir, entry.name, path)
-      if (sub === undefined) continue
-      try {
-        yield* walkDir(lister, sub, path, childRel, depth + 1, limits, status)
-      } finally {
-        lister.close(sub)
+      if (++status.entries > limits.maxEntries) {
+        status.stopped = "entries"
+        return
       }
-      if (status.stopped === "entries") return
-    } else if (kind === "file") {
-      yield { path, rel: childRel, kind: "file" }
-    } else if (kind === "symlink") {
-      yield { path, rel: childRel, kind: "symlink" }
+      const path = `${level.dir.path === "/" ? "" : level.dir.path}/${entry.name}`
+      const rel = level.rel === "" ? entry.name : `${level.rel}/${entry.name}`
+      // Kinds come from the directory (d_type), which never follows a link: the same answer as lstat.
+      const kind = entry.kind ?? kindByLstat(path)
+      if (kind === "dir") {
+        if (entry.name === ".git") continue
+        if (level.depth + 1 > limits.maxDepth) {
+          status.stopped ??= "depth"
+          continue
+        }
+        const sub = child(level.dir, entry.name, path)
+        if (sub !== undefined) enter(sub, rel, level.depth + 1)
+      } else if (kind === "file" || kind === "symlink") {
+        yield { path, rel, kind }
+      }
     }
+  } finally {
+    // A walk stopped early releases the directories it still holds open.
+    for (const level of levels) release(level.dir)
   }
 }
 

@@ -325,7 +325,7 @@ const requestPathBench = async (db: Db): Promise<ReadonlyArray<Omit<Line, "load"
       lines.push({
         measure: `${catalogMeasure}; its p99 ${fmt(num(r, "p99ms"), 1)} ms`,
         figure: fmt(num(r, "catalogRps"), 0),
-        reference: `/healthz: ${fmt(num(r, "healthzRps"), 0)} req/s`,
+        reference: `/healthz: ${fmt(num(r, "healthzRps"), 0)} req/s (this host's ceiling for the page's bytes: a bare Bun.serve answering them from memory reaches ${fmt(num(r, "bareRatio"), 2)}× its own /healthz; the app's CPU per request ${fmt(num(r, "catalogCpuUs"), 1)} µs vs ${fmt(num(r, "healthzCpuUs"), 1)} µs)`,
         ratio: times(num(r, "ratio")),
         goal: "≥ 0.5×; p99 ≤ 25 ms",
         met: met(atLeast(num(r, "ratio"), 0.5), atMost(num(r, "p99ms"), 25))

@@ -81,11 +81,18 @@ const writes = await runtime.runPromise(DbWrites)
 const loader = new Worker(new URL("./catalogLoad.ts", import.meta.url).href)
 
 /** `total` requests to `path` over `clients` concurrent loops on the loader's thread; every answer must be `status`. */
-const load = (path: string, total: number, clients: number, headers: Record<string, string>, status = 200): Promise<LoadResult> =>
+const load = (
+  path: string,
+  total: number,
+  clients: number,
+  headers: Record<string, string>,
+  status = 200,
+  at = base
+): Promise<LoadResult> =>
   new Promise((resolve, reject) => {
     loader.onmessage = (event: MessageEvent<LoadResult>) =>
       event.data.error === undefined ? resolve(event.data) : reject(new Error(event.data.error))
-    loader.postMessage({ base, path, total, clients, headers, status } satisfies LoadRequest)
+    loader.postMessage({ base: at, path, total, clients, headers, status } satisfies LoadRequest)
   })
 const rps = (r: LoadResult) => r.latencies.length / r.seconds
 /** Rounds of one measure as one result: every latency, the seconds summed. */
@@ -141,14 +148,30 @@ try {
   const pageHtml = await (await fetch(`${base}/agents`, { headers: cookie })).text()
   const staticPath = /\/vendor\/htmx-[^"]+?\.min\.js/.exec(pageHtml)?.[0]
   if (staticPath === undefined) throw new Error("the catalog page names no htmx file")
+  // The ceiling of this host for the page's bytes: a bare Bun.serve in this process answering the same
+  // bytes from memory, beside its own /healthz, loaded by the same clients in the same rounds.
+  const pageBody = new Blob([pageHtml])
+  const bareServer = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: (request) =>
+      new URL(request.url).pathname === "/healthz"
+        ? new Response("ok\n", { headers: { "content-type": "text/plain" } })
+        : new Response(pageBody, { headers: { "content-type": "text/html; charset=utf-8" } })
+  })
+  const bareBase = `http://127.0.0.1:${bareServer.port}`
   await load("/healthz", WARMUP, CLIENTS, {})
   await load("/agents", WARMUP, CLIENTS, cookie)
   await load(staticPath, WARMUP, CLIENTS, {})
+  await load("/healthz", WARMUP, CLIENTS, {}, 200, bareBase)
+  await load("/page", WARMUP, CLIENTS, {}, 200, bareBase)
   await load("/api/session", WARMUP, 1, bearer)
   // Alternating rounds, so a change in the machine's load during the run falls on both alike.
   const healthRounds: Array<LoadResult> = []
   const catalogRounds: Array<LoadResult> = []
   const staticRounds: Array<LoadResult> = []
+  const bareHealthRounds: Array<LoadResult> = []
+  const barePageRounds: Array<LoadResult> = []
   let catalogStatements = 0
   for (let round = 0; round < ROUNDS; round++) {
     healthRounds.push(await load("/healthz", REQUESTS / ROUNDS, CLIENTS, {}))
@@ -156,7 +179,37 @@ try {
     catalogRounds.push(await load("/agents", REQUESTS / ROUNDS, CLIENTS, cookie))
     catalogStatements += writes.statements() - before
     staticRounds.push(await load(staticPath, REQUESTS / ROUNDS, CLIENTS, {}))
+    bareHealthRounds.push(await load("/healthz", REQUESTS / ROUNDS, CLIENTS, {}, 200, bareBase))
+    barePageRounds.push(await load("/page", REQUESTS / ROUNDS, CLIENTS, {}, 200, bareBase))
   }
+  await bareServer.stop(true)
+  const bareRatio = rps(joined(barePageRounds)) / rps(joined(bareHealthRounds))
+  /**
+   * The app's own CPU per request, without the network: `app.handle` called in this thread for the
+   * catalog page and for /healthz, alternating rounds (median); microseconds of this process's CPU.
+   */
+  const handlerCpu = async (path: string, headers: Record<string, string>): Promise<number> => {
+    const n = quick ? 2000 : 5000
+    const request = () => new Request(`${base}${path}`, { headers: { host: "127.0.0.1", ...headers } })
+    const cpu = () => {
+      const u = process.cpuUsage()
+      return u.user + u.system
+    }
+    const before = cpu()
+    for (let i = 0; i < n; i++) await app.handle(request())
+    return (cpu() - before) / n
+  }
+  const cpuRounds: Array<{ readonly catalog: number; readonly health: number }> = []
+  for (let round = 0; round < ROUNDS; round++)
+    cpuRounds.push({ catalog: await handlerCpu("/agents", cookie), health: await handlerCpu("/healthz", {}) })
+  const catalogCpu = quantile(
+    cpuRounds.map((r) => r.catalog),
+    0.5
+  )
+  const healthCpu = quantile(
+    cpuRounds.map((r) => r.health),
+    0.5
+  )
   const health = joined(healthRounds)
   const catalog = joined(catalogRounds)
   const staticFile = joined(staticRounds)
@@ -229,6 +282,12 @@ try {
     `| GET ${staticPath} (a static file, ${staticFile.bytes} bytes, anonymous), ${CLIENTS} clients | ${rps(staticFile).toFixed(0)} | ${ms(quantile(staticFile.latencies, 0.5))} | ${ms(quantile(staticFile.latencies, 0.99))} | /healthz req/s | ${(rps(staticFile) / rps(health)).toFixed(2)} | (sending the bytes alone) |`
   )
   console.log(
+    `| a bare Bun.serve answering the catalog page's ${catalog.bytes} bytes from memory, ${CLIENTS} clients (this host's ceiling for those bytes) | ${rps(joined(barePageRounds)).toFixed(0)} | ${ms(quantile(joined(barePageRounds).latencies, 0.5))} | ${ms(quantile(joined(barePageRounds).latencies, 0.99))} | its own /healthz ${rps(joined(bareHealthRounds)).toFixed(0)} req/s | ${bareRatio.toFixed(2)} | |`
+  )
+  console.log(
+    `| the app's CPU per request without the network (\`app.handle\` in this thread, median of ${ROUNDS} rounds): catalog page | ${catalogCpu.toFixed(1)} µs | | | /healthz ${healthCpu.toFixed(1)} µs | ${(catalogCpu / healthCpu).toFixed(2)} | |`
+  )
+  console.log(
     `| GET /api/session (Bearer), 1 client, idle | ${rps(idle).toFixed(0)} | ${ms(idleP50)} | ${ms(quantile(idle.latencies, 0.99))} | | | |`
   )
   console.log(
@@ -241,7 +300,7 @@ try {
     `| GET /healthz, 1 client, ${JOBS} jobs streaming (the process alone) | ${rps(busyProbe).toFixed(0)} | ${ms(quantile(busyProbe.latencies, 0.5))} | ${ms(quantile(busyProbe.latencies, 0.99))} | idle p50 | ${(quantile(busyProbe.latencies, 0.5) / quantile(idleProbe.latencies, 0.5)).toFixed(2)} | |`
   )
   console.log(
-    `ROW catalog-vs-healthz ratio=${catalogRatio.toFixed(3)} catalogRps=${rps(catalog).toFixed(0)} healthzRps=${rps(health).toFixed(0)} p50ms=${ms(quantile(catalog.latencies, 0.5))} p99ms=${ms(catalogP99)} staticRps=${rps(staticFile).toFixed(0)} statementsPerRequest=${(catalogStatements / REQUESTS).toFixed(3)} db=${url === undefined ? "embedded" : "postgres"} load=${os.loadavg()[0]?.toFixed(2)}`
+    `ROW catalog-vs-healthz ratio=${catalogRatio.toFixed(3)} catalogRps=${rps(catalog).toFixed(0)} healthzRps=${rps(health).toFixed(0)} p50ms=${ms(quantile(catalog.latencies, 0.5))} p99ms=${ms(catalogP99)} staticRps=${rps(staticFile).toFixed(0)} bareRatio=${bareRatio.toFixed(3)} catalogCpuUs=${catalogCpu.toFixed(1)} healthzCpuUs=${healthCpu.toFixed(1)} statementsPerRequest=${(catalogStatements / REQUESTS).toFixed(3)} db=${url === undefined ? "embedded" : "postgres"} load=${os.loadavg()[0]?.toFixed(2)}`
   )
   console.log(
     `ROW session-jobs ratio=${(busyP50 / idleP50).toFixed(3)} idleP50ms=${ms(idleP50)} busyP50ms=${ms(busyP50)} healthzIdleP50ms=${ms(quantile(idleProbe.latencies, 0.5))} healthzBusyP50ms=${ms(quantile(busyProbe.latencies, 0.5))} runningAtEnd=${stillRunning} accessEpochMoves=${epochMoves} eventsDuring=${storedDuring} db=${url === undefined ? "embedded" : "postgres"} load=${os.loadavg()[0]?.toFixed(2)}`

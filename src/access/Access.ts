@@ -35,6 +35,8 @@ export interface Principal {
   readonly via: "session" | "token"
   /** The session's CSRF token (sessions only). */
   readonly csrfToken?: string
+  /** When the session ends (sessions only). */
+  readonly expiresAt?: Date
 }
 
 /** An API token as it may be shown: never its value or hash. */
@@ -193,7 +195,7 @@ export class Access extends Context.Tag("access/Access")<
  * How long a session's or token's principal is answered from memory at most (while no write happened:
  * DbWrites). Bounds how late a token's `last_used_at` is (written when over a minute old).
  */
-const PRINCIPAL_TTL_MS = 30_000
+export const PRINCIPAL_TTL_MS = 30_000
 
 /**
  * The argon2id cost of the password hashes Access makes: Bun's default (64 MiB, two passes) unless a
@@ -370,7 +372,7 @@ export const makeAccess = Effect.gen(function* () {
         const csrf = randomToken()
         const expiresAt = new Date((yield* Clock.currentTimeMillis) + SESSION_TTL_MS)
         yield* sql`INSERT INTO admin.session (token_hash, user_id, csrf_token, expires_at) VALUES (${hashToken(token)}, ${user.value.id}, ${csrf}, ${expiresAt})`
-        return { token, expiresAt, principal: yield* principalOf(user.value, "session", csrf) }
+        return { token, expiresAt, principal: { ...(yield* principalOf(user.value, "session", csrf)), expiresAt } }
       })
     ),
     signOut: storeMethod("Access.signOut", (token) => Effect.asVoid(sql`DELETE FROM admin.session WHERE token_hash = ${hashToken(token)}`)),
@@ -386,7 +388,10 @@ export const makeAccess = Effect.gen(function* () {
           const row = rows[0]
           return row === undefined
             ? Option.none()
-            : Option.some({ principal: yield* principalOf(row, "session", row.csrfToken), expiresAt: row.expiresAt })
+            : Option.some({
+                principal: { ...(yield* principalOf(row, "session", row.csrfToken)), expiresAt: row.expiresAt },
+                expiresAt: row.expiresAt
+              })
         })
       )
     },

@@ -18,7 +18,7 @@ import type { ApiError } from "../respond.ts"
 import { blankForm, filesOfForm, formFromFields, mainFile, placeProblems, type AgentForm } from "../../../views/forms/agentForm.ts"
 import { isFiltered, parseCatalogQuery } from "../../../views/forms/catalogQuery.ts"
 import { editorContext } from "./editorOptions.ts"
-import { htmlBlobResponse, htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
+import { htmlResponse, isHtmx, noticeOf, redirect } from "./pageResponse.ts"
 import type { PortalRunner } from "./portalRoute.ts"
 
 /** A save that was refused: the problems at their fields (htmx: the preview fragment; else the whole editor). */
@@ -68,14 +68,12 @@ export const agentPages = (portal: PortalRunner) =>
   new Elysia()
     .get(
       "/agents",
-      portal.page("read", ({ request, url, page }) =>
+      portal.cachedPage("read", ({ request, url, page }) =>
         Effect.gen(function* () {
           const query = parseCatalogQuery(url.searchParams)
           const props = { page: yield* (yield* AgentStore).page(query), query, filtered: isFiltered(query), notice: noticeOf(url, "") }
           const fragment = isHtmx(request)
-          return htmlBlobResponse(
-            renderedCatalog(page, props, fragment, () => (fragment ? catalogFragment(props) : catalogPage(page, props)))
-          )
+          return renderedCatalog(page, props, fragment, () => (fragment ? catalogFragment(props) : catalogPage(page, props)))
         })
       )
     )

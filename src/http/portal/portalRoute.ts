@@ -3,16 +3,19 @@
  * capped and strict, CSRF token from header or `_csrf` field, same-origin check, deny by default, one
  * error mapping), with every error rendered as HTML: a fragment for htmx, a page otherwise.
  */
-import type { Effect } from "effect"
+import { Effect, Option } from "effect"
 import type { Principal } from "../../access/Access.ts"
+import { DbWrites } from "../../db/DbWrites.ts"
 import { errorFragment, errorPage, type ErrorProps } from "../../../views/pages/errorPage.ts"
 import type { Assets, PageContext } from "../../../views/layout.ts"
-import type { Guard } from "../auth.ts"
+import { cookieValue, type Guard, SESSION_COOKIE } from "../auth.ts"
 import { formBody, MAX_BODY_BYTES, type PostedForm } from "../body.ts"
 import { sandboxConfig } from "../../tools/Sandbox.ts"
 import { statusOf, type ApiError } from "../respond.ts"
+import { noteUser } from "../observe.ts"
 import { requestRunner, type AppRuntime, type AppServices } from "../route.ts"
-import { htmlResponse, isHtmx, redirect } from "./pageResponse.ts"
+import { makePageCache, pageKey } from "./pageCache.ts"
+import { htmlBlobResponse, htmlResponse, isHtmx, redirect } from "./pageResponse.ts"
 
 export interface PortalInput {
   readonly request: Request
@@ -109,6 +112,14 @@ export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets
       })
   })
 
+  // Pages answered from memory (pageCache.ts), by the runtime's write counter and clock; none without a counter.
+  const writes = rt.runSync(Effect.serviceOption(DbWrites))
+  const clock = rt.runSync(Effect.clock)
+  const pages = Option.match(writes, {
+    onNone: () => undefined,
+    onSome: (w) => makePageCache({ epoch: () => w.epoch(), now: () => clock.unsafeCurrentTimeMillis() })
+  })
+
   const run =
     (guard: Guard, handler: PortalHandler, withForm: boolean): ElysiaHandler =>
     (ctx) => {
@@ -121,6 +132,32 @@ export const portalRunner = (rt: AppRuntime, log: (line: string) => void, assets
   return {
     /** A GET page or fragment; reading needs a signed-in principal at least. */
     page: (guard: Guard, handler: PortalHandler) => run(guard, handler, false),
+    /**
+     * A GET page that is a function of the viewer, the URL, the htmx header and what DbWrites counts
+     * (users, sessions, tokens, agents, bindings, skills, MCP servers): a session asking again before
+     * anything was written gets the same bytes from memory (pageCache.ts), without running `handler`.
+     */
+    cachedPage:
+      (guard: Guard, handler: (input: PortalInput) => Effect.Effect<Blob, ApiError, AppServices>): ElysiaHandler =>
+      (ctx) => {
+        const { request } = ctx
+        const url = new URL(request.url)
+        // A request with an Authorization header is authenticated by it (auth.ts), never by its cookie.
+        const session = request.headers.has("authorization") ? undefined : cookieValue(request, SESSION_COOKIE)
+        const key = pages === undefined || session === undefined ? undefined : pageKey(session, request, url, isHtmx(request))
+        const hit = key === undefined ? undefined : pages?.get(key)
+        if (hit !== undefined) {
+          noteUser(request, hit.username)
+          return Promise.resolve(htmlBlobResponse(hit.body))
+        }
+        const epoch = Option.isSome(writes) ? writes.value.epoch() : undefined
+        return runner.guarded(request, { guard, form: false }, ({ principal, form }) =>
+          Effect.map(handler({ request, url, params: ctx.params, principal, page: pageOf(principal, url.pathname), form }), (body) => {
+            if (key !== undefined) pages?.keep(key, epoch, principal, body)
+            return htmlBlobResponse(body)
+          })
+        )
+      },
     /** A change: form body, CSRF token and same-origin check, then the guard's permission. */
     action: (guard: Guard, handler: PortalHandler) => run(guard, handler, true),
     /** No principal (sign-in); `page` renders errors for an anonymous visitor. */

@@ -1,7 +1,7 @@
 /**
  * What a job child started ahead (the worker's pool, `run-job --ahead`) does while it waits for its
  * envelope, so that envelope → job.started is only parse, validate and emit: it loads the modules a job
- * may need, probes the sandbox, starts grep's search workers and rehearses a whole job on a document of
+ * may need, probes the sandbox, starts and warms grep's search workers and rehearses a whole job on a document of
  * its own (`WARM_UP_ENVELOPE`: no model request, no file written, no process but the probe, no network,
  * no search). The steps run one at a time and stop as soon as the envelope arrives, so a job waits at
  * most for the step under way; a step that fails leaves its work to the job.
@@ -16,7 +16,7 @@ import { LlmFailed } from "../kernel/errors.ts"
 import { piAiLlm, type MakeLlm } from "../kernel/Kernel.ts"
 import { Llm } from "../kernel/Llm.ts"
 import { API_IMPLEMENTATION_MODULES, makeJobModels } from "../kernel/PiAiModels.ts"
-import { startWorkers } from "../tools/grepPool.ts"
+import { warmUpWorkers } from "../tools/grepPool.ts"
 import { makeSandbox, type SandboxConfig } from "../tools/Sandbox.ts"
 
 /**
@@ -124,8 +124,8 @@ export const warmUpSteps = (sandbox: SandboxConfig): ReadonlyArray<WarmUpStep> =
   Effect.promise(() => Promise.all([import("../tools/codemode/codemode.ts"), import("../tools/mcp/mcpTools.ts")])),
   Effect.promise(() => Promise.all([import("../tools/services/serviceTools.ts"), import("../tools/services/ServiceChannel.ts")])),
   makeSandbox(sandbox).status,
-  // grep's search workers, so a job's first grep call finds them loaded.
-  Effect.promise(startWorkers),
+  // grep's search workers, so a job's first grep call finds them loaded and their scanning code compiled.
+  Effect.promise(warmUpWorkers),
   // pi-ai's catalog of built-in providers (the model registry a built-in provider config reads).
   Effect.promise(() => makeJobModels(WARM_UP_ENVELOPE.providers)),
   rehearse(sandbox),

@@ -31,6 +31,8 @@ interface Slot {
   readonly batches: Array<number>
   /** Settles once the worker answered "init" (its code is loaded) or is gone. */
   readonly ready: Promise<void>
+  /** Called once the worker answered "warm", or is gone. */
+  warmed: () => void
   dead: boolean
 }
 
@@ -42,7 +44,8 @@ const active = new Map<number, CallState>()
 let lastCall = 0
 
 /** A worker's answer to a scan. */
-type ScanAnswer = Exclude<FromWorker, { readonly type: "ready" }>
+type ScanAnswer = Exclude<FromWorker, { readonly type: "ready" | "warmed" }>
+type Scanned = Extract<FromWorker, { readonly type: "scanned" }>
 
 interface CallState {
   readonly onMessage: (m: ScanAnswer) => void
@@ -100,22 +103,26 @@ const spawn = (): Slot => {
     heldDir: new Int32Array(heldDir),
     batches: [],
     ready,
+    warmed: () => undefined,
     dead: false
   }
   slot.status[0] = -1
   slot.heldDir[0] = -1
   thread.addEventListener("message", (e: MessageEvent<FromWorker>) => {
     if (e.data.type === "ready") return loaded()
+    if (e.data.type === "warmed") return slot.warmed()
     slot.batches.shift()
     active.get(e.data.call)?.onMessage(e.data)
   })
   // The worker's own error text may name host paths: the model only learns that it failed.
   thread.addEventListener("error", () => {
     loaded()
+    slot.warmed()
     drop(slot, "a search worker failed")
   })
   thread.addEventListener("close", () => {
     loaded()
+    slot.warmed()
     drop(slot, "the search worker exited")
     // A worker terminated while holding a directory open (stuck in a pattern) cannot close it itself.
     const fd = Atomics.exchange(slot.heldDir, 0, -1)
@@ -131,9 +138,31 @@ const spawn = (): Slot => {
  * call pays no worker start (the job child's warm-up runs it); settles once each has loaded its code
  * or failed (a failed one is replaced at the next call).
  */
-export const startWorkers = (): Promise<void> => {
+const startWorkers = (): Promise<void> => {
   while (slots.length < GREP_WORKERS) spawn()
   return Promise.all(slots.map((s) => s.ready)).then(() => undefined)
+}
+
+/**
+ * Starts the workers (startWorkers) and has each run its warm-up (grepScan.ts warmUpScan: every kind
+ * of scan over text of its own, no file read), so that a job's first grep call finds the scanning code
+ * compiled by the JIT; settles once each answered or is gone. The job child's warm-up runs it.
+ */
+export const warmUpWorkers = async (): Promise<void> => {
+  await startWorkers()
+  await Promise.all(
+    slots.map(
+      (slot) =>
+        new Promise<void>((resolve) => {
+          const earlier = slot.warmed
+          slot.warmed = () => {
+            earlier()
+            resolve()
+          }
+          slot.worker.postMessage({ type: "warm" } satisfies ToWorker)
+        })
+    )
+  )
 }
 
 /** The least busy live worker; a new one while fewer than GREP_WORKERS run and all are busy. */
@@ -179,7 +208,10 @@ export interface SearchOptions {
 /** Starts a search call over files the caller's verified walk produces. */
 export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => {
   const call = ++lastCall
-  const results = new Map<number, FileResult>()
+  /** Answered batches not yet handed over, by the seq of their first file. */
+  const answered = new Map<number, Scanned>()
+  /** The batch being handed over: its answer, the next file's index in it and the next entry of its hits. */
+  let current: { readonly m: Scanned; k: number; h: number } | undefined
   let batch: Array<string> = []
   let batchFirst = 0
   let batchDir = ""
@@ -203,8 +235,20 @@ export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => 
     settle(o)
   }
   const advance = () => {
-    for (let r = results.get(cursor); r !== undefined && outcome === undefined; r = results.get(cursor)) {
-      results.delete(cursor)
+    while (outcome === undefined) {
+      if (current === undefined) {
+        const m = answered.get(cursor)
+        if (m === undefined) break
+        answered.delete(cursor)
+        current = { m, k: 0, h: 0 }
+      }
+      const { m } = current
+      if (current.k >= m.codes.length) {
+        current = undefined
+        continue
+      }
+      const code = m.codes[current.k++]
+      const r = code === "h" ? (m.hits[current.h++] ?? "none") : resultOf(code)
       cursor++
       if (!opts.onFile(cursor - 1, r)) return end({ kind: "stopped" }, false)
     }
@@ -221,11 +265,7 @@ export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => 
   active.set(call, {
     onMessage: (m) => {
       if (m.type === "failed") return end({ kind: "failed", message: "a search worker failed" }, true)
-      let h = 0
-      for (let k = 0; k < m.codes.length; k++) {
-        const code = m.codes[k]
-        results.set(m.first + k, code === "h" ? (m.hits[h++] ?? "none") : resultOf(code))
-      }
+      answered.set(m.first, m)
       const now = performance.now()
       if (now - lastProgress > 15) {
         lastProgress = now

@@ -412,13 +412,7 @@ const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | 
     // The workers' read buffer is 4-byte aligned: its words are read in place; anything else is copied first.
     const aligned = bytes.byteOffset % 4 === 0
     if (!aligned) bytes.copy(out)
-    const src = aligned ? new Uint32Array(bytes.buffer, bytes.byteOffset, words) : scratch
-    let high = 0
-    for (let i = 0; i < words; i++) {
-      const w = src[i] ?? 0
-      high |= w
-      scratch[i] = w | 0x20202020
-    }
+    let high = foldWords(aligned ? new Uint32Array(bytes.buffer, bytes.byteOffset, words) : scratch, scratch, words)
     for (let i = words * 4; i < bytes.length; i++) {
       const b = bytes[i] ?? 0
       high |= b
@@ -427,6 +421,21 @@ const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | 
     if (out.indexOf(folded) !== -1) return true
     return (high & 0x80808080) !== 0 && special.some((n) => bytes.indexOf(n) !== -1)
   }
+}
+
+/**
+ * caseInsensitiveFilter's pass over a file: each of the first `words` words of `src` OR-ed with
+ * 0x20202020 into `dst`; returns the OR of the words read. One function for every pattern, so the
+ * JIT's compiled loop (search workers' warm-up: warmUpScan) serves each search.
+ */
+const foldWords = (src: Uint32Array, dst: Uint32Array, words: number): number => {
+  let high = 0
+  for (let i = 0; i < words; i++) {
+    const w = src[i] ?? 0
+    high |= w
+    dst[i] = w | 0x20202020
+  }
+  return high
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -580,6 +589,43 @@ export const scanTextBytes = (bytes: Buffer, m: LineMatcher, context: number, li
     for (let k = Math.max(last + 1, h - context); k <= Math.min(lines.length - 1, h + context); k++) ctxLines.push(k)
   }
   return { hits, hitText, ctxLines, ctxText: ctxLines.map((k) => shorten(lines[k] ?? "", 0)) }
+}
+
+/** Text of the warm-up's own: source-like ASCII lines, one in 1000 holding each warm-up pattern. */
+const warmUpText = (bytes: number): Buffer => {
+  const lines: Array<string> = []
+  for (let i = 0, size = 0; size < bytes; i++) {
+    const line =
+      i % 1000 === 999
+        ? `import { handler${i} } from "./module.js"; export const value${i} = handler${i}() // TODO ${i % 60}:${i % 24}`
+        : `  const item${i} = items.filter((entry) => entry.id !== ${i}).map((entry) => entry.name)`
+    lines.push(line)
+    size += line.length + 1
+  }
+  return Buffer.from(lines.join("\n"), "latin1")
+}
+
+/** One pattern per kind of scan: literal, case-insensitive literal, regex with and without a required literal. */
+const WARM_UP_PATTERNS: ReadonlyArray<readonly [string, MatcherOptions]> = [
+  ["import", { literal: true, ignoreCase: false }],
+  ["TODO", { literal: true, ignoreCase: true }],
+  ["export\\s+const\\s+\\w+", { literal: false, ignoreCase: false }],
+  ["[0-9]+:[0-9]+", { literal: false, ignoreCase: false }]
+]
+
+/**
+ * Runs each kind of scan over text of its own, on pieces of the sizes files have and on large ones,
+ * so that a search worker's first search finds the scanning code compiled by the JIT (the job child's
+ * warm-up asks its workers for this before its job arrives). Reads no file.
+ */
+export const warmUpScan = (): void => {
+  const text = warmUpText(256 * 1024)
+  for (const [pattern, opts] of WARM_UP_PATTERNS) {
+    const m = buildMatcher(pattern, opts)
+    // From the start: the workers' read buffer is 4-byte aligned.
+    for (let i = 0; i < 1500; i++) scanTextBytes(text.subarray(0, 512 + ((i * 1021) % (12 * 1024))), m, 0, 100)
+    for (let i = 0; i < 24; i++) scanTextBytes(text, m, 0, 100)
+  }
 }
 
 /** A run of consecutive lines of one file to show; `matches` are 1-based line numbers. */

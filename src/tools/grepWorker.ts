@@ -15,7 +15,7 @@ import {
   type CheckedDir,
   type Scratch
 } from "../job/confinementSync.ts"
-import { buildMatcher, isBinaryHead, scanTextBytes, type FileHits, type LineMatcher } from "./grepScan.ts"
+import { buildMatcher, isBinaryHead, scanTextBytes, warmUpScan, type FileHits, type LineMatcher } from "./grepScan.ts"
 
 /** One search: the pattern, how much to collect per file, and the read-only root its files must lie in. */
 export interface ScanSpec {
@@ -41,6 +41,8 @@ export type ToWorker =
        */
       readonly heldDir: SharedArrayBuffer
     }
+  /** Run grepScan's warmUpScan (the job child's warm-up); answered with "warmed". */
+  | { readonly type: "warm" }
   | {
       readonly type: "scan"
       readonly call: number
@@ -69,6 +71,8 @@ export type FromWorker =
   | { readonly type: "failed"; readonly call: number; readonly message: string }
   /** The answer to "init": the worker's code is loaded and it takes scans. */
   | { readonly type: "ready" }
+  /** The answer to "warm", also when warmUpScan failed (the search then compiles its code itself). */
+  | { readonly type: "warmed" }
 
 declare const self: Worker
 
@@ -125,6 +129,14 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     status[0] = -1
     heldDir = new Int32Array(msg.heldDir)
     self.postMessage({ type: "ready" } satisfies FromWorker)
+    return
+  }
+  if (msg.type === "warm") {
+    try {
+      warmUpScan()
+    } finally {
+      self.postMessage({ type: "warmed" } satisfies FromWorker)
+    }
     return
   }
   try {

@@ -11,8 +11,8 @@ import path from "node:path"
 import { pathToFileURL } from "node:url"
 import { RE2JS } from "re2js"
 import { grep } from "../../src/tools/grep.ts"
-import { startSearch, type FileResult } from "../../src/tools/grepPool.ts"
-import { buildMatcher, nativeSource } from "../../src/tools/grepScan.ts"
+import { startSearch, warmUpWorkers, type FileResult } from "../../src/tools/grepPool.ts"
+import { buildMatcher, nativeSource, warmUpScan } from "../../src/tools/grepScan.ts"
 import { createToolContext, createWorkspaceTree, runToolError, runToolText, type WorkspaceTree } from "../support/workspace.ts"
 
 setDefaultTimeout(60_000)
@@ -95,6 +95,22 @@ describe("grep across workers", () => {
     expect(full.split("\n")).toHaveLength(200)
     expect(full.split("\n")[199]).toBe("ro/many/f199.txt:3: hit B")
     expect(first.split("\n")[0]).toBe("ro/many/f000.txt:1: hit A")
+  })
+
+  test("workers that ran their warm-up answer every kind of search as before it", async () => {
+    const { ctx } = createToolContext(t.workspace)
+    const searches = [
+      { pattern: "hit B", literal: true, path: "ro/many" },
+      { pattern: "HIT b", literal: true, ignoreCase: true, path: "ro/many" },
+      { pattern: "^hit\\s+A$", path: "ro/many" },
+      { pattern: "[AB]$", path: "ro/many", context: 1 }
+    ]
+    const cold = await Promise.all(searches.map((args) => runToolText(grep, { ...args, limit: 1000 }, ctx)))
+    expect(() => warmUpScan()).not.toThrow()
+    await warmUpWorkers()
+    const warm = await Promise.all(searches.map((args) => runToolText(grep, { ...args, limit: 1000 }, ctx)))
+    expect(warm).toEqual(cold)
+    expect(warm[1]?.split("\n")).toHaveLength(200)
   })
 
   test("a symlink to a file outside is neither followed by the walk nor opened by a worker", async () => {

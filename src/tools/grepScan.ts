@@ -393,50 +393,112 @@ const exactBytesFilter = (needles: ReadonlyArray<Buffer>) => (bytes: Buffer) => 
 
 /**
  * A byte prefilter for a case-insensitive ASCII literal: every byte of the file and of the literal is
- * OR-ed with 0x20 (four bytes at a time, straight from the read buffer), then one memmem. That folds
- * ASCII letters to lower case and maps a few punctuation pairs onto each other (`@` and `` ` ``, `[` and
- * `{`…), which only adds candidates (the line test decides); bytes of multi-byte UTF-8 stay >= 0x80.
- * Non-ASCII text folds onto ASCII letters only through U+212A KELVIN SIGN (k) and U+017F LONG S (s), so
- * a file holding either passes; the same pass notes whether any byte is >= 0x80, and a file of ASCII
- * bytes alone is not searched for them. Undefined for a non-ASCII literal.
+ * OR-ed with 0x20 (caseFold), then one memmem. That folds ASCII letters to lower case and maps a few
+ * punctuation pairs onto each other (`@` and `` ` ``, `[` and `{`…), which only adds candidates (the
+ * line test decides); bytes of multi-byte UTF-8 stay >= 0x80. Non-ASCII text folds onto ASCII letters
+ * only through U+212A KELVIN SIGN (k) and U+017F LONG S (s), so a file holding either passes; the fold
+ * notes whether any byte is >= 0x80, and a file of ASCII bytes alone is not searched for them.
+ * Undefined for a non-ASCII literal.
  */
 const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | undefined => {
   if (!/^[\x20-\x7e]+$/.test(literal)) return undefined
   const special = /[ks]/i.test(literal) ? [Buffer.from("\u212a", "utf8"), Buffer.from("\u017f", "utf8")] : []
   const folded = Buffer.from(Array.from(Buffer.from(literal, "latin1"), (c) => c | 0x20))
+  const fold = caseFold()
+  return (bytes) => {
+    const { out, high } = fold(bytes)
+    if (out.indexOf(folded) !== -1) return true
+    return high && special.some((n) => bytes.indexOf(n) !== -1)
+  }
+}
+
+/** Bytes OR-ed with 0x20, in a buffer of the fold's own (valid until its next call), and whether any byte is >= 0x80. */
+type Fold = (bytes: Buffer) => { readonly out: Buffer; readonly high: boolean }
+
+let sharedFold: Fold | undefined
+
+/** The thread's fold: WebAssembly SIMD where the engine has it (simdFold), else JavaScript (wordFold). */
+const caseFold = (): Fold => {
+  sharedFold ??= simdFold() ?? wordFold()
+  return sharedFold
+}
+
+/**
+ * The fold in JavaScript, four bytes at a time from the workers' 4-byte aligned read buffer (anything
+ * else is copied first).
+ */
+const wordFold = (): Fold => {
   let scratch = new Uint32Array(16 * 1024)
   return (bytes) => {
     const words = bytes.length >>> 2
     if (scratch.length <= words) scratch = new Uint32Array(Math.max(words + 1, scratch.length * 2))
     const out = Buffer.from(scratch.buffer, 0, bytes.length)
-    // The workers' read buffer is 4-byte aligned: its words are read in place; anything else is copied first.
     const aligned = bytes.byteOffset % 4 === 0
     if (!aligned) bytes.copy(out)
-    let high = foldWords(aligned ? new Uint32Array(bytes.buffer, bytes.byteOffset, words) : scratch, scratch, words)
+    let high = 0
+    const src = aligned ? new Uint32Array(bytes.buffer, bytes.byteOffset, words) : scratch
+    for (let i = 0; i < words; i++) {
+      const w = src[i] ?? 0
+      high |= w
+      scratch[i] = w | 0x20202020
+    }
     for (let i = words * 4; i < bytes.length; i++) {
       const b = bytes[i] ?? 0
       high |= b
       out[i] = b | 0x20
     }
-    if (out.indexOf(folded) !== -1) return true
-    return (high & 0x80808080) !== 0 && special.some((n) => bytes.indexOf(n) !== -1)
+    return { out, high: (high & 0x80808080) !== 0 }
   }
 }
 
 /**
- * caseInsensitiveFilter's pass over a file: each of the first `words` words of `src` OR-ed with
- * 0x20202020 into `dst`; returns the OR of the words read. One function for every pattern, so the
- * JIT's compiled loop (search workers' warm-up: warmUpScan) serves each search.
+ * A WebAssembly module folding 16 bytes at a time; its `f(n)` folds the first `n` bytes of its memory
+ * `m` in place (`n` a multiple of 16) and returns the bitmask of the high bits seen (0: every byte < 0x80):
+ *   (module (memory (export "m") 1)
+ *     (func (export "f") (param $n i32) (result i32) (local $i i32) (local $seen v128) (local $v v128) (local $bit v128)
+ *       (local.set $bit (i8x16.splat (i32.const 0x20)))
+ *       (block (loop
+ *         (br_if 1 (i32.ge_u (local.get $i) (local.get $n)))
+ *         (local.set $seen (v128.or (local.tee $v (v128.load (local.get $i))) (local.get $seen)))
+ *         (v128.store (local.get $i) (v128.or (local.get $v) (local.get $bit)))
+ *         (local.set $i (i32.add (local.get $i) (i32.const 16)))
+ *         (br 0)))
+ *       (i8x16.bitmask (local.get $seen))))
  */
-const foldWords = (src: Uint32Array, dst: Uint32Array, words: number): number => {
-  let high = 0
-  for (let i = 0; i < words; i++) {
-    const w = src[i] ?? 0
-    high |= w
-    dst[i] = w | 0x20202020
+const SIMD_FOLD_WASM =
+  "0061736d0100000001060160017f017f030201000503010001070902016d0200016600000a42014002017f037b4120fd0f210402400340" +
+  "200120004f0d012001fd00000022032002fd502102200120032004fd50fd0b0000200141106a21010c000b0b2002fd640b"
+
+/** The fold in WebAssembly SIMD (compiled at once, no JIT warm-up to wait for); undefined where the engine lacks it. */
+const simdFold = (): Fold | undefined => {
+  let exports: WebAssembly.Instance["exports"]
+  try {
+    const wasm = Buffer.from(SIMD_FOLD_WASM, "hex")
+    if (!WebAssembly.validate(wasm)) return undefined
+    exports = new WebAssembly.Instance(new WebAssembly.Module(wasm)).exports
+  } catch {
+    return undefined
   }
-  return high
+  const memory = exports["m"]
+  const f = exports["f"]
+  if (!(memory instanceof WebAssembly.Memory) || typeof f !== "function") return undefined
+  let view = new Uint8Array(memory.buffer)
+  return (bytes) => {
+    const n = (bytes.length + 15) & ~15
+    if (view.length < n) {
+      memory.grow(Math.ceil((n - view.length) / 65536))
+      view = new Uint8Array(memory.buffer)
+    }
+    view.set(bytes)
+    // The last block's bytes past the file: zeros, which fold to 0x20 and add no high bit.
+    view.fill(0, bytes.length, n)
+    const seen: unknown = f(n)
+    return { out: Buffer.from(memory.buffer, 0, bytes.length), high: seen !== 0 }
+  }
 }
+
+/** The two folds (SIMD undefined where the engine lacks it), for tests that compare them. @public */
+export const caseFolds = (): { readonly simd: Fold | undefined; readonly words: Fold } => ({ simd: simdFold(), words: wordFold() })
 
 // ---------------------------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ import { Effect } from "effect"
 import { RE2JS } from "re2js"
 import { grep } from "../../src/tools/grep.ts"
 import { compileMatcher, requiredLiterals } from "../../src/tools/grepMatcher.ts"
+import { caseFolds } from "../../src/tools/grepScan.ts"
 import { createToolContext, createWorkspaceTree, runToolError, runToolText, type WorkspaceTree } from "../support/workspace.ts"
 import { within } from "../support/waitFor.ts"
 
@@ -145,6 +146,33 @@ describe("case-insensitive prefilter", () => {
       const m = await Effect.runPromise(compileMatcher(pattern, { literal, ignoreCase: true }))
       expect(m.mayMatchBytes(Buffer.from(`head\n${line}\ntail`))).toBe(true)
       expect(m.test(line)).toBe(true)
+    }
+  })
+
+  test("the WebAssembly SIMD fold and the JavaScript one agree on every length, alignment and byte", () => {
+    const { simd, words } = caseFolds()
+    expect(simd).toBeDefined()
+    if (simd === undefined) return
+    const all = Buffer.alloc(70_000)
+    for (let i = 0; i < all.length; i++) all[i] = (i * 7919 + (i >> 8)) & 0xff
+    const ascii = Buffer.from(Array.from(all, (b) => b & 0x7f))
+    for (const source of [all, ascii]) {
+      for (const [start, end] of [
+        [0, 0],
+        [0, 1],
+        [1, 17],
+        [3, 64],
+        [0, 4095],
+        [2, 70_000],
+        [0, 65_537]
+      ] as const) {
+        const bytes = source.subarray(start, end)
+        const a = simd(bytes)
+        const expected = Buffer.from(Array.from(bytes, (b) => b | 0x20))
+        expect({ out: Buffer.from(a.out), high: a.high }).toEqual({ out: expected, high: bytes.some((b) => b >= 0x80) })
+        const b = words(bytes)
+        expect({ out: Buffer.from(b.out), high: b.high }).toEqual({ out: expected, high: bytes.some((b) => b >= 0x80) })
+      }
     }
   })
 

@@ -172,6 +172,12 @@ const pick = (): Slot => {
   return best === undefined || (best.batches.length > 0 && slots.length < GREP_WORKERS) ? spawn() : best
 }
 
+/** Whether a live worker has no batch to scan. */
+const anyIdle = (): boolean => {
+  for (const s of slots) if (s.batches.length === 0) return true
+  return false
+}
+
 /** The FileResult of a ResultCode other than "h" (see grepWorker.ts). */
 const resultOf = (code: string | undefined): FileResult =>
   code === "u" ? "unreadable" : code === "t" ? "too-large" : code === "c" ? "cancelled" : "none"
@@ -299,7 +305,7 @@ export const startSearch = (spec: ScanSpec, opts: SearchOptions): SearchCall => 
       batch.push(path)
       batchDir = dir
       added++
-      if (slots.length < GREP_WORKERS || slots.some((s) => s.batches.length === 0)) flush()
+      if (slots.length < GREP_WORKERS || anyIdle()) flush()
       return true
     },
     finish: () => {

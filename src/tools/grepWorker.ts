@@ -148,7 +148,9 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     const hits: Array<FileHits> = []
     let dir: OpenDir | undefined
     try {
-      for (const [k, file] of msg.files.split("\0").entries()) {
+      const files = msg.files.split("\0")
+      for (let k = 0; k < files.length; k++) {
+        const file = files[k] ?? ""
         if (cancel !== undefined && Atomics.load(cancel, msg.call % cancel.length) === msg.call) {
           codes += "c"
           continue

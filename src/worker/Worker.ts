@@ -429,40 +429,74 @@ const claimJob = (store: JobStore["Type"], workerId: string, lease: Lease) =>
   )
 
 /**
- * One worker loop: claim, run, repeat; sleeps until a job is queued (or a poll interval passes). It
- * ends when the drain begins: a claim and its job run as one piece of admitted work, so the drain
- * waits for both and no job is claimed after it began.
+ * How the process's idle worker loops hear that a job may be queued: one wake-up at a time (a sliding
+ * queue of one), each waking one idle loop. A "queued" signal (this process's, or another's its
+ * listener heard) and the process's poll (KINTSUGI_WORKER_POLL, for a notification missed) each offer
+ * one; a loop that claimed a job offers one while another loop waits, since more may be queued. So one
+ * queued job costs this process one claim, not one per idle loop, and an idle process claims once per
+ * poll, not once per loop.
  */
-const loop = (workerId: string, lease: Lease) =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const store = yield* JobStore
-      const drain = yield* Drain
-      const signals = yield* (yield* JobBus).subscribe
-      const seconds = yield* Config.number("KINTSUGI_WORKER_POLL").pipe(
-        Config.withDefault(Duration.toSeconds(POLL)),
-        Effect.orElseSucceed(() => Duration.toSeconds(POLL))
-      )
-      const poll = seconds > 0 ? Duration.seconds(seconds) : POLL
-      while (true) {
-        // The claim below answers every signal that came before it: a worker busy for a while claims once, not once per signal.
-        yield* Queue.takeAll(signals)
-        const ran = yield* drain.admit(
-          Effect.gen(function* () {
-            // The idle poll is untraced: a span per second of an idle worker would be noise.
-            const job = yield* Effect.withTracerEnabled(claimJob(store, workerId, lease), false)
-            if (job === undefined) return false
-            yield* runClaimedJob(job, lease, drain.stopping)
-            return true
-          })
-        )
-        if (Option.isNone(ran)) return
-        if (ran.value) continue
-        // Wait for a "queued" signal (this process's, or another's its listener heard), or poll for one missed.
-        yield* Effect.race(Effect.repeat(Queue.take(signals), { until: (s) => s._tag === "Queued" }), Effect.sleep(poll))
-      }
-    })
+interface WakeUps {
+  /** Waits for a wake-up, counted as an idle loop meanwhile (the process's waiting job child starts while one waits). */
+  readonly idle: Effect.Effect<void>
+  /** Drops the wake-ups that came before a claim: the claim answers them. */
+  readonly beforeClaim: Effect.Effect<void>
+  /** After a claim that found a job: wakes another idle loop, if one waits, to look for the next. */
+  readonly claimed: Effect.Effect<void>
+}
+
+const makeWakeUps = Effect.gen(function* () {
+  const pending = yield* Queue.sliding<void>(1)
+  const waiting = yield* Ref.make(0)
+  const signals = yield* (yield* JobBus).subscribe
+  const children = yield* Effect.serviceOption(JobChildren)
+  const seconds = yield* Config.number("KINTSUGI_WORKER_POLL").pipe(
+    Config.withDefault(Duration.toSeconds(POLL)),
+    Effect.orElseSucceed(() => Duration.toSeconds(POLL))
   )
+  const poll = seconds > 0 ? Duration.seconds(seconds) : POLL
+  yield* Effect.forkScoped(
+    Effect.forever(Effect.flatMap(Queue.take(signals), (s) => (s._tag === "Queued" ? Queue.offer(pending, undefined) : Effect.void)))
+  )
+  yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(poll), Queue.offer(pending, undefined))))
+  const take = Effect.acquireUseRelease(
+    Ref.update(waiting, (n) => n + 1),
+    () => Queue.take(pending),
+    () => Ref.update(waiting, (n) => n - 1)
+  )
+  return {
+    idle: Option.match(children, { onNone: () => take, onSome: (c) => c.whileIdle(take) }),
+    beforeClaim: Effect.asVoid(Queue.takeAll(pending)),
+    claimed: Effect.flatMap(Ref.get(waiting), (n) => (n > 0 ? Effect.asVoid(Queue.offer(pending, undefined)) : Effect.void))
+  } satisfies WakeUps
+})
+
+/**
+ * One worker loop: claim, run, repeat; idle until woken (WakeUps). It ends when the drain begins: a
+ * claim and its job run as one piece of admitted work, so the drain waits for both and no job is
+ * claimed after it began.
+ */
+const loop = (workerId: string, lease: Lease, wakeUps: WakeUps) =>
+  Effect.gen(function* () {
+    const store = yield* JobStore
+    const drain = yield* Drain
+    while (true) {
+      yield* wakeUps.beforeClaim
+      const ran = yield* drain.admit(
+        Effect.gen(function* () {
+          // The idle poll is untraced: a span per second of an idle worker would be noise.
+          const job = yield* Effect.withTracerEnabled(claimJob(store, workerId, lease), false)
+          if (job === undefined) return false
+          yield* wakeUps.claimed
+          yield* runClaimedJob(job, lease, drain.stopping)
+          return true
+        })
+      )
+      if (Option.isNone(ran)) return
+      if (ran.value) continue
+      yield* wakeUps.idle
+    }
+  })
 
 /**
  * The jobs whose lease expired (their worker is gone): those with a transcript back in the queue to be
@@ -504,6 +538,7 @@ export const WorkerLive: Layer.Layer<never, never, WorkerServices | Drain> = Lay
     const base = `${hostname()}:${process.pid}`
     yield* sweep(maxResumes)
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(lease.heartbeatMs)), sweep(maxResumes))))
-    for (let i = 0; i < Math.max(0, count); i++) yield* Effect.forkScoped(loop(`${base}:${i}`, lease))
+    const wakeUps = yield* makeWakeUps
+    for (let i = 0; i < Math.max(0, count); i++) yield* Effect.forkScoped(loop(`${base}:${i}`, lease, wakeUps))
   })
 )

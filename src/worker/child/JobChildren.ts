@@ -2,7 +2,8 @@
  * Where the worker's job children come from: the Bun bytecode bundle of the job child
  * (jobChildBundle.ts) once it is built — until then, and whenever the sources changed since, the
  * sources themselves — and one child started ahead, waiting for its envelope, so a queued job starts
- * at once. A child serves one job only: `take` hands it out and forgets it, then starts the next.
+ * at once. A child serves one job only: `take` hands it out and forgets it, then starts the next
+ * while a worker loop of the process waits for a job (`whileIdle`), else when one falls idle.
  * A waiting child started from the sources is replaced by one of the bundle as soon as the bundle
  * is there (BUNDLE_POLL).
  * The waiting child holds nothing secret: the scrubbed environment of every job child, and no
@@ -22,6 +23,12 @@ export interface JobChildrenShape {
   readonly entry: Effect.Effect<string>
   /** The pid of the child waiting for its envelope, if one is. */
   readonly waiting: Effect.Effect<number | undefined>
+  /**
+   * Runs `wait` (a worker loop waiting for a job) as an idle worker, starting the next child when none
+   * waits. Once a worker waited here, a child is started ahead only while one waits: a process whose
+   * every worker is busy starts each job's child when it takes it, with none warming up beside the jobs.
+   */
+  readonly whileIdle: <A, E, R>(wait: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
 export class JobChildren extends Context.Tag("worker/JobChildren")<JobChildren, JobChildrenShape>() {}
@@ -105,6 +112,11 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
       options.refillWhen === "started" ? { ...spawned, onStarted: next } : { ...spawned, onEnded: next }
 
     let prestarted = 0
+    // The worker loops waiting in `whileIdle`, and whether any ever did (else every refill is wanted).
+    let idleWorkers = 0
+    let workersSeen = false
+    // Whether the first child is due (firstAfter has passed).
+    let due = false
     const refill = () => {
       if (closed || options.prestart === "never" || (options.prestart === "once" && prestarted > 0) || warm !== undefined) return
       prestarted++
@@ -120,8 +132,11 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
       const held = warm
       warm = undefined
       const now = sourceFingerprint()
-      // The next one starts once this one has taken its job, so the two do not load at the same time.
-      const next = () => refill()
+      // The next one starts once this one has taken its job, so the two do not load at the same time,
+      // and only while a worker waits for a job (else when one falls idle: whileIdle).
+      const next = () => {
+        if (!workersSeen || idleWorkers > 0) refill()
+      }
       if (held !== undefined && alive(held.spawned.child) && held.fingerprint === now) return withNext(held.spawned, next)
       if (held !== undefined) held.spawned.child.kill("SIGKILL")
       return start(false, currentEntry(), next)
@@ -149,13 +164,24 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
       })
     )
     const warmUp = Effect.sync(() => {
+      due = true
       if (options.bundle) currentEntry()
       refill()
     })
+    const whileIdle = <A, E, R>(wait: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      Effect.acquireUseRelease(
+        Effect.sync(() => {
+          workersSeen = true
+          idleWorkers++
+          if (due) refill()
+        }),
+        () => wait,
+        () => Effect.sync(() => void idleWorkers--)
+      )
     if (options.firstAfter === undefined) yield* warmUp
     else yield* Effect.forkScoped(Effect.delay(warmUp, options.firstAfter))
     if (options.bundle && options.prestart !== "never") yield* Effect.forkScoped(Effect.repeat(preferBundle, Schedule.spaced(BUNDLE_POLL)))
-    return { take, entry: Effect.sync(currentEntry), waiting: Effect.sync(() => warm?.spawned.child.pid) }
+    return { take, entry: Effect.sync(currentEntry), waiting: Effect.sync(() => warm?.spawned.child.pid), whileIdle }
   })
 
 const SERVE_FIRST_CHILD_AFTER = Duration.seconds(1)

@@ -2,16 +2,19 @@
  * Jobs per minute of a split deployment against one process: 200 one-turn jobs (a scripted model that
  * answers at once) queued through the API of 1 `--role api` + 2 `--role worker` processes
  * (KINTSUGI_WORKERS=2 each), and of one `--role all` process (KINTSUGI_WORKERS=4: the same workers), each
- * on a fresh PostgreSQL database; rounds alternate. Timed from the first POST to the last job settled;
- * every job must have settled completed, started and ended once, with one model request. Prints each
- * figure with where a job's time went (p50 of each phase) and each process's CPU seconds, the ratio
- * split/all and the load (`uptime`) before and after. Needs DATABASE_URL.
+ * on a fresh PostgreSQL database; rounds alternate. An extra row runs the split with KINTSUGI_WORKERS=4
+ * in each worker process (the same workers per process). `warm` jobs run on the same processes before
+ * the timed ones (their first jobs load code and warm the JIT in each process: a cost a long-running
+ * deployment pays once). Timed from the first timed POST to the last job settled; every job must have
+ * settled completed, started and ended once, with one model request. Prints each figure with where a
+ * job's time went (p50 of each phase), each process's CPU seconds, PostgreSQL's and the machine's, the
+ * ratios split/all and the load (`uptime`) before and after. Needs DATABASE_URL.
  *
- *   DATABASE_URL=postgres://… bun bench/roles.ts [rounds=1] [jobs=200]
+ *   DATABASE_URL=postgres://… bun bench/roles.ts [rounds=1] [jobs=200] [warm=0]
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { type Cleanups, createDeployment, servingPort } from "../test/support/deployment.ts"
 
@@ -21,7 +24,9 @@ if (SERVER === "") {
   process.exit(2)
 }
 const ROUNDS = Number(process.argv[2] ?? 1)
-const JOBS = Number(process.argv[3] ?? 200)
+const TIMED = Number(process.argv[3] ?? 200)
+const WARM = Number(process.argv[4] ?? 0)
+const JOBS = WARM + TIMED
 const WORKERS = 4
 const AGENT = "roles-bench"
 const CLI = join(import.meta.dir, "..", "src", "cli.ts")
@@ -29,7 +34,14 @@ const CONCURRENT_POSTS = 8
 
 const uptime = async () => (await new Response(Bun.spawn(["uptime"], { stdout: "pipe" }).stdout).text()).trim()
 
-type Layout = "split" | "all"
+/** One `all` process; 1 api + 2 workers of WORKERS/2 loops each (the default row); the same with WORKERS loops each. */
+type Layout = "split" | "all" | "split4"
+
+const LABEL: Record<Layout, string> = {
+  all: "1 all (4 workers)        ",
+  split: "1 api + 2 worker (2 each)",
+  split4: "1 api + 2 worker (4 each)"
+}
 
 const TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100
 
@@ -42,6 +54,33 @@ const cpuSeconds = (pid: number): { readonly own: number; readonly children: num
     .map(Number)
   // Fields 14–17 of proc(5) (utime, stime, cutime, cstime), counted from the state field (3).
   return { own: ((f[11] ?? 0) + (f[12] ?? 0)) / TICKS, children: ((f[13] ?? 0) + (f[14] ?? 0)) / TICKS }
+}
+
+/** CPU seconds of the local PostgreSQL server (its live processes, and the backends its postmaster reaped); 0 when it is elsewhere. */
+const postgresSeconds = (): number => {
+  let ticks = 0
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+      if (!stat.includes("(postgres)")) continue
+      const f = stat
+        .slice(stat.lastIndexOf(")") + 2)
+        .split(" ")
+        .map(Number)
+      ticks += (f[11] ?? 0) + (f[12] ?? 0) + (f[1] === 1 ? (f[13] ?? 0) + (f[14] ?? 0) : 0)
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return ticks / TICKS
+}
+
+/** The machine's busy and total CPU seconds so far (proc(5) /proc/stat: all but idle and iowait are busy). */
+const machineSeconds = (): { readonly busy: number; readonly total: number } => {
+  const f = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number)
+  const total = f.reduce((a, b) => a + b, 0)
+  return { busy: (total - (f[3] ?? 0) - (f[4] ?? 0)) / TICKS, total: total / TICKS }
 }
 
 /** One run: a fresh database, the processes of `layout`, JOBS jobs through the API; jobs per minute. */
@@ -85,19 +124,24 @@ const runOnce = async (layout: Layout): Promise<number> => {
       if (port === 0) throw new Error(`${role} ${i} did not start: ${out}`)
       return port
     }
+    const perWorker = layout === "split4" ? WORKERS : WORKERS / 2
     const apiPort =
       layout === "all"
         ? await start("all", 0, WORKERS)
-        : await Promise.all([start("api", 0, WORKERS), start("worker", 0, WORKERS / 2), start("worker", 1, WORKERS / 2)]).then(
-            ([api]) => api
-          )
+        : await Promise.all([start("api", 0, WORKERS), start("worker", 0, perWorker), start("worker", 1, perWorker)]).then(([api]) => api)
     const sql = (text: string) => rt.runPromise(Effect.flatMap(SqlClient, (s) => s.unsafe<Record<string, unknown>>(text)))
+    const settled = async (n: number) => {
+      for (;;) {
+        const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status IN ('completed', 'failed')`)
+        if (Number(rows[0]?.["n"]) === n) return
+        await Bun.sleep(50)
+      }
+    }
 
-    const idle = procs.map((p) => cpuSeconds(p.pid))
-    const began = performance.now()
     let next = 0
+    let upTo = WARM
     const post = async () => {
-      while (next < JOBS) {
+      while (next < upTo) {
         const i = next++
         const r = await fetch(`http://127.0.0.1:${apiPort}/api/jobs`, {
           method: "POST",
@@ -112,13 +156,22 @@ const runOnce = async (layout: Layout): Promise<number> => {
         if (r.status !== 201) throw new Error(`POST /api/jobs: ${r.status} ${await r.text()}`)
       }
     }
-    await Promise.all(Array.from({ length: CONCURRENT_POSTS }, post))
-    for (;;) {
-      const rows = await sql(`SELECT count(*)::int AS n FROM runtime.job WHERE status IN ('completed', 'failed')`)
-      if (Number(rows[0]?.["n"]) === JOBS) break
-      await Bun.sleep(50)
+    if (WARM > 0) {
+      await Promise.all(Array.from({ length: CONCURRENT_POSTS }, post))
+      await settled(WARM)
     }
+    upTo = JOBS
+    // The timed jobs' phases are read from their rows: those created from here on.
+    const timedFrom = String((await sql(`SELECT now()::text AS at`))[0]?.["at"])
+    const idle = procs.map((p) => cpuSeconds(p.pid))
+    const postgresBefore = postgresSeconds()
+    const machineBefore = machineSeconds()
+    const began = performance.now()
+    await Promise.all(Array.from({ length: CONCURRENT_POSTS }, post))
+    await settled(JOBS)
     const ms = performance.now() - began
+    const postgres = postgresSeconds() - postgresBefore
+    const machineAfter = machineSeconds()
 
     const jobs = await sql(`SELECT status,
         (SELECT count(*)::int FROM runtime.job_event e WHERE e.job_id = j.id AND e.type = 'job.started') AS starts,
@@ -141,7 +194,7 @@ const runOnce = async (layout: Layout): Promise<number> => {
         SELECT j.created_at, j.started_at, j.finished_at,
           (SELECT (e.event->>'at')::timestamptz FROM runtime.job_event e WHERE e.job_id = j.id ORDER BY e.seq LIMIT 1) AS first_at,
           (SELECT (e.event->>'at')::timestamptz FROM runtime.job_event e WHERE e.job_id = j.id AND e.type IN ('job.completed', 'job.failed')) AS end_at
-        FROM runtime.job j)
+        FROM runtime.job j WHERE j.created_at >= '${timedFrom}'::timestamptz)
       SELECT
         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - created_at)) AS wait,
         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM first_at - started_at)) AS boot,
@@ -151,17 +204,17 @@ const runOnce = async (layout: Layout): Promise<number> => {
         extract(epoch FROM max(created_at) - min(created_at)) AS posting
       FROM t`)
     const s = (key: string) => Number(times?.[key]).toFixed(2)
-    const perMin = JOBS / (ms / 60_000)
-    // From the first POST on (start-up excluded).
+    const perMin = TIMED / (ms / 60_000)
+    // From the first timed POST on (start-up and the warm jobs excluded).
     const cpu = procs.map((p, i) => {
       const now = cpuSeconds(p.pid)
       return { own: now.own - (idle[i]?.own ?? 0), children: now.children - (idle[i]?.children ?? 0) }
     })
     console.log(
-      `${layout === "all" ? "1 all (4 workers)        " : "1 api + 2 worker (2 each)"}  ${JOBS} jobs in ${(ms / 1000).toFixed(1)} s: ${perMin.toFixed(1)} jobs/min; every job completed once (posting ${Number(times?.["posting"]).toFixed(1)} s; first job claimed after ${s("firstclaim")} s; per job p50 queued ${s("wait")} s, claim to first event ${s("boot")} s, first to last event ${s("run")} s, last event to settled ${s("settle")} s)`
+      `${LABEL[layout]}  ${TIMED} jobs${WARM > 0 ? ` (after ${WARM} warm)` : ""} in ${(ms / 1000).toFixed(1)} s: ${perMin.toFixed(1)} jobs/min; every job completed once (posting ${Number(times?.["posting"]).toFixed(1)} s; first job claimed after ${s("firstclaim")} s; per job p50 queued ${s("wait")} s, claim to first event ${s("boot")} s, first to last event ${s("run")} s, last event to settled ${s("settle")} s)`
     )
     console.log(
-      `    CPU s from the first POST (process + its reaped job children): ${procs.map((_, i) => `${roles[i]} ${cpu[i]?.own.toFixed(1)} + ${cpu[i]?.children.toFixed(1)}`).join(", ")}`
+      `    CPU s from the first POST (process + its reaped job children): ${procs.map((_, i) => `${roles[i]} ${cpu[i]?.own.toFixed(1)} + ${cpu[i]?.children.toFixed(1)}`).join(", ")}; postgres ${postgres.toFixed(1)}; the machine busy ${(machineAfter.busy - machineBefore.busy).toFixed(1)} of ${(machineAfter.total - machineBefore.total).toFixed(1)}`
     )
     return perMin
   } finally {
@@ -172,14 +225,18 @@ const runOnce = async (layout: Layout): Promise<number> => {
 }
 
 console.log(`before: ${await uptime()}`)
-const results: Record<Layout, Array<number>> = { split: [], all: [] }
+const results: Record<Layout, Array<number>> = { split: [], all: [], split4: [] }
+const ORDER: ReadonlyArray<Layout> = ["all", "split", "split4"]
 for (let round = 0; round < ROUNDS; round++) {
-  for (const layout of round % 2 === 0 ? (["all", "split"] as const) : (["split", "all"] as const))
-    results[layout].push(await runOnce(layout))
+  for (const layout of round % 2 === 0 ? ORDER : [...ORDER].reverse()) results[layout].push(await runOnce(layout))
 }
 const mean = (xs: ReadonlyArray<number>) => xs.reduce((a, b) => a + b, 0) / xs.length
+const all = mean(results.all)
 console.log(
-  `jobs/min: split ${mean(results.split).toFixed(1)} vs all ${mean(results.all).toFixed(1)}; ratio split/all ${(mean(results.split) / mean(results.all)).toFixed(2)} (${ROUNDS} round(s))`
+  `jobs/min: split ${mean(results.split).toFixed(1)} vs all ${all.toFixed(1)}; ratio split/all ${(mean(results.split) / all).toFixed(2)} (${ROUNDS} round(s))`
+)
+console.log(
+  `extra row, 4 workers per process: split ${mean(results.split4).toFixed(1)} vs all ${all.toFixed(1)}; ratio ${(mean(results.split4) / all).toFixed(2)}`
 )
 console.log(`after: ${await uptime()}`)
 process.exit(0)

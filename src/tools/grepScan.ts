@@ -684,7 +684,7 @@ export const warmUpScan = (): void => {
   const text = warmUpText(256 * 1024)
   for (const [pattern, opts] of WARM_UP_PATTERNS) {
     const m = buildMatcher(pattern, opts)
-    // From the start: the workers' read buffer is 4-byte aligned.
+    // Pieces start at offset 0, as the workers' reads do (their read buffer is 4-byte aligned).
     for (let i = 0; i < 1500; i++) scanTextBytes(text.subarray(0, 512 + ((i * 1021) % (12 * 1024))), m, 0, 100)
     for (let i = 0; i < 24; i++) scanTextBytes(text, m, 0, 100)
   }

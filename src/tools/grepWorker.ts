@@ -134,9 +134,10 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
   if (msg.type === "warm") {
     try {
       warmUpScan()
-    } finally {
-      self.postMessage({ type: "warmed" } satisfies FromWorker)
+    } catch {
+      // Not warmed: the first search compiles its code itself.
     }
+    self.postMessage({ type: "warmed" } satisfies FromWorker)
     return
   }
   try {

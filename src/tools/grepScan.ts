@@ -396,13 +396,17 @@ const exactBytesFilter = (needles: ReadonlyArray<Buffer>) => (bytes: Buffer) => 
  * OR-ed with 0x20 (caseFold), then one memmem. That folds ASCII letters to lower case and maps a few
  * punctuation pairs onto each other (`@` and `` ` ``, `[` and `{`…), which only adds candidates (the
  * line test decides); bytes of multi-byte UTF-8 stay >= 0x80. Non-ASCII text folds onto ASCII letters
- * only through U+212A KELVIN SIGN (k) and U+017F LONG S (s), so a file holding either passes; the fold
- * notes whether any byte is >= 0x80, and a file of ASCII bytes alone is not searched for them.
+ * only through U+212A KELVIN SIGN (k) and U+017F LONG S (s), so a file holding the one for a letter of
+ * the literal passes; the fold notes whether any byte is >= 0x80, and a file of ASCII bytes alone is not
+ * searched for them.
  * Undefined for a non-ASCII literal.
  */
 const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | undefined => {
   if (!/^[\x20-\x7e]+$/.test(literal)) return undefined
-  const special = /[ks]/i.test(literal) ? [Buffer.from("\u212a", "utf8"), Buffer.from("\u017f", "utf8")] : []
+  const special = [
+    ...(/k/i.test(literal) ? [Buffer.from("\u212a", "utf8")] : []),
+    ...(/s/i.test(literal) ? [Buffer.from("\u017f", "utf8")] : [])
+  ]
   const folded = Buffer.from(Array.from(Buffer.from(literal, "latin1"), (c) => c | 0x20))
   const fold = caseFold()
   return (bytes) => {

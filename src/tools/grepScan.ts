@@ -33,6 +33,12 @@ export interface LineMatcher {
    * literals): only the lines holding one of them need decoding and testing. Undefined: no such string.
    */
   readonly anchors?: ReadonlyArray<Buffer>
+  /**
+   * For a case-insensitive pattern with a required ASCII literal: the first `limit` lines of `bytes`
+   * that `test` accepts, of those holding the literal in any ASCII case (found on the folded bytes).
+   * Undefined answer when the file holds U+212A or U+017F for a k or s of the literal: every line is then looked at.
+   */
+  readonly foldedLines?: (bytes: Buffer, limit: number) => { readonly hits: Array<number>; readonly text: Array<string> } | undefined
 }
 
 export interface MatcherOptions {
@@ -348,7 +354,8 @@ export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher
   const literals = opts.literal ? [pattern] : requiredLiterals(pattern)
   const literal = literals[0]
   const needles = literals.map((l) => Buffer.from(l, "utf8"))
-  const bytesFilter = literal === undefined ? undefined : opts.ignoreCase ? caseInsensitiveFilter(literal) : exactBytesFilter(needles)
+  const folding = literal !== undefined && opts.ignoreCase ? caseInsensitiveFilter(literal) : undefined
+  const bytesFilter = literal === undefined ? undefined : opts.ignoreCase ? folding?.mayMatch : exactBytesFilter(needles)
   const exactLiteral = opts.ignoreCase ? undefined : literal
   const anchors = opts.ignoreCase || needles.length === 0 || needles.some((n) => n.length === 0) ? undefined : needles
   const native = nativeSource(source, opts.ignoreCase)
@@ -361,31 +368,35 @@ export const buildMatcher = (pattern: string, opts: MatcherOptions): LineMatcher
       whole.lastIndex = from
       return whole.exec(text)?.index ?? -1
     }
+    const test = (l: string) => (exactLiteral !== undefined && !l.includes(exactLiteral) ? false : line.test(l))
     return {
       engine: "native",
       mayMatchBytes: (bytes) =>
         bytesFilter !== undefined ? bytesFilter(bytes) : !latin1 || nextCandidate(bytes.toString("latin1"), 0) !== -1,
       // The whole-text search is nextCandidate's, made while scanning.
       mayMatchText: () => true,
-      test: (l) => (exactLiteral !== undefined && !l.includes(exactLiteral) ? false : line.test(l)),
+      test,
       indexIn: (l) => l.search(line),
       nextCandidate,
-      ...(anchors === undefined ? {} : { anchors })
+      ...(anchors === undefined ? {} : { anchors }),
+      ...(folding === undefined ? {} : { foldedLines: (bytes: Buffer, limit: number) => folding.lines(bytes, test, limit) })
     }
   }
   // Whole-file tests are a superset of line tests only while ^ and $ stay line anchors (no inline
   // flags, no \A or \z) and no "\r" sits before a line end ($ does not match before "\r\n").
   const wholeFileOk = !source.includes("(?") && !/\\[Az]/.test(source)
+  const test = (l: string) => (exactLiteral !== undefined && !l.includes(exactLiteral) ? false : re.test(l))
   return {
     engine: "re2",
     mayMatchBytes: (bytes) => (bytesFilter !== undefined ? bytesFilter(bytes) : !wholeFileOk || bytes.indexOf(13) !== -1 || re.test(bytes)),
     mayMatchText: (text) => !wholeFileOk || text.includes("\r") || re.test(text),
-    test: (l) => (exactLiteral !== undefined && !l.includes(exactLiteral) ? false : re.test(l)),
+    test,
     indexIn: (l) => {
       const m = re.matcher(l)
       return m.find() ? m.start() : -1
     },
-    ...(anchors === undefined ? {} : { anchors })
+    ...(anchors === undefined ? {} : { anchors }),
+    ...(folding === undefined ? {} : { foldedLines: (bytes: Buffer, limit: number) => folding.lines(bytes, test, limit) })
   }
 }
 
@@ -401,7 +412,15 @@ const exactBytesFilter = (needles: ReadonlyArray<Buffer>) => (bytes: Buffer) => 
  * searched for them.
  * Undefined for a non-ASCII literal.
  */
-const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | undefined => {
+const caseInsensitiveFilter = (
+  literal: string
+):
+  | {
+      readonly mayMatch: (bytes: Buffer) => boolean
+      /** LineMatcher.foldedLines, with the matcher's line test. */
+      readonly lines: (bytes: Buffer, test: (line: string) => boolean, limit: number) => LineHits | undefined
+    }
+  | undefined => {
   if (!/^[\x20-\x7e]+$/.test(literal)) return undefined
   const special = [
     ...(/k/i.test(literal) ? [Buffer.from("\u212a", "utf8")] : []),
@@ -409,10 +428,16 @@ const caseInsensitiveFilter = (literal: string): ((bytes: Buffer) => boolean) | 
   ]
   const folded = Buffer.from(Array.from(Buffer.from(literal, "latin1"), (c) => c | 0x20))
   const fold = caseFold()
-  return (bytes) => {
-    const { out, high } = fold(bytes)
-    if (out.indexOf(folded) !== -1) return true
-    return high && special.some((n) => bytes.indexOf(n) !== -1)
+  const hasSpecial = (bytes: Buffer) => special.some((n) => bytes.indexOf(n) !== -1)
+  return {
+    mayMatch: (bytes) => {
+      const { out, high } = fold(bytes)
+      return out.indexOf(folded) !== -1 || (high && hasSpecial(bytes))
+    },
+    lines: (bytes, test, limit) => {
+      const { out, high } = fold(bytes)
+      return high && hasSpecial(bytes) ? undefined : testAnchoredLines(bytes, out, folded, test, limit)
+    }
   }
 }
 
@@ -598,29 +623,39 @@ const rarestAnchor = (bytes: Buffer, anchors: ReadonlyArray<Buffer>): Buffer | u
 
 /**
  * testCandidateLines' answer (lines cut as splitLines cuts them) straight from the bytes: only the lines
- * holding `anchor` are decoded and tested, and lines are counted only up to the last hit. A line is
- * found from its bytes: UTF-8 never encodes anything but a line feed with byte 0x0A.
+ * holding `anchor` in `haystack` (the bytes themselves, or their case fold: same length, same offsets)
+ * are decoded and tested, and lines are counted only up to the last hit. A line is found from its
+ * bytes: UTF-8 never encodes anything but a line feed with byte 0x0A.
  */
-const testAnchoredLines = (bytes: Buffer, anchor: Buffer, m: LineMatcher, limit: number): LineHits => {
+const testAnchoredLines = (bytes: Buffer, haystack: Buffer, anchor: Buffer, test: (line: string) => boolean, limit: number): LineHits => {
   const hits: Array<number> = []
   const hitLines: Array<string> = []
   let line = 0
   let counted = 0
-  for (let at = bytes.indexOf(anchor); at !== -1 && hits.length < limit; ) {
+  for (let at = haystack.indexOf(anchor); at !== -1 && hits.length < limit; ) {
     const start = bytes.lastIndexOf(10, at) + 1
     const nl = bytes.indexOf(10, at)
     const end = nl === -1 ? bytes.length : nl
     const cut = bytes.toString("utf8", start, end > start && bytes[end - 1] === 13 ? end - 1 : end)
-    if (m.test(cut)) {
+    if (test(cut)) {
       for (let k = bytes.indexOf(10, counted); k !== -1 && k < start; k = bytes.indexOf(10, k + 1)) line++
       counted = start
       hits.push(line)
       hitLines.push(cut)
     }
     if (nl === -1) break
-    at = bytes.indexOf(anchor, nl + 1)
+    at = haystack.indexOf(anchor, nl + 1)
   }
   return { hits, text: hitLines }
+}
+
+/** The lines an anchor finds (LineMatcher.anchors, foldedLines), or undefined when every line must be looked at. */
+const anchoredLines = (bytes: Buffer, m: LineMatcher, limit: number): LineHits | undefined => {
+  if (m.anchors !== undefined) {
+    const anchor = rarestAnchor(bytes, m.anchors)
+    return anchor === undefined ? undefined : testAnchoredLines(bytes, bytes, anchor, m.test, limit)
+  }
+  return m.foldedLines?.(bytes, limit)
 }
 
 /** Scans one text file's bytes; undefined when no line matches (binary files included). */
@@ -630,15 +665,14 @@ export const scanBytes = (bytes: Buffer, m: LineMatcher, context: number, limit:
 /** scanBytes for bytes already known not to have a binary head (the workers' read asked isBinaryHead). */
 export const scanTextBytes = (bytes: Buffer, m: LineMatcher, context: number, limit: number): FileHits | undefined => {
   if (!m.mayMatchBytes(bytes)) return undefined
-  const anchor = context === 0 && m.anchors !== undefined ? rarestAnchor(bytes, m.anchors) : undefined
-  if (anchor !== undefined) {
-    const found = testAnchoredLines(bytes, anchor, m, limit)
-    if (found.hits.length === 0) return undefined
+  const anchored = context === 0 ? anchoredLines(bytes, m, limit) : undefined
+  if (anchored !== undefined) {
+    if (anchored.hits.length === 0) return undefined
     return {
-      hits: found.hits,
-      hitText: found.text.map((l) => shorten(l, m.indexIn(l))),
-      ctxLines: found.hits,
-      ctxText: found.text.map((l) => shorten(l, 0))
+      hits: anchored.hits,
+      hitText: anchored.text.map((l) => shorten(l, m.indexIn(l))),
+      ctxLines: anchored.hits,
+      ctxText: anchored.text.map((l) => shorten(l, 0))
     }
   }
   const text = bytes.toString("utf8")

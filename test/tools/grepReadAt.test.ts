@@ -243,7 +243,7 @@ describe.skipIf(!onLinux)("the walk through directory descriptors", () => {
 
 /** The same matcher without its whole-text candidate search and its anchors: every line is tested. */
 const everyLine = (m: LineMatcher): LineMatcher => {
-  const { nextCandidate: _, anchors: __, ...rest } = m
+  const { nextCandidate: _, anchors: __, foldedLines: ___, ...rest } = m
   return rest
 }
 
@@ -288,7 +288,11 @@ describe("testing only the lines that hold a match candidate", () => {
       // Required literals: the lines holding the rarest are the only ones decoded.
       ["ne+dle\\s*ab", { literal: false, ignoreCase: false }],
       ["ab.*needle", { literal: false, ignoreCase: false }],
-      ["Ed[Ll]e", { literal: false, ignoreCase: false }]
+      ["Ed[Ll]e", { literal: false, ignoreCase: false }],
+      // Case-insensitive required literals: the lines holding one in any ASCII case (on the folded bytes).
+      ["ne+dle\\s*ab", { literal: false, ignoreCase: true }],
+      ["needle", { literal: false, ignoreCase: true }],
+      ["sk", { literal: true, ignoreCase: true }]
     ]
     let compared = 0
     let withHits = 0
@@ -351,6 +355,13 @@ describe("the case-insensitive byte prefilter", () => {
         expect(`${body} @${pad}: ${m.mayMatchBytes(bytes)}`).toBe(`${body} @${pad}: ${want}`)
       }
     }
+  })
+
+  test("a case-insensitive literal finds its lines on the folded bytes, unless the file holds U+212A or U+017F for its k or s", () => {
+    const m = buildMatcher("Sk", { literal: true, ignoreCase: true })
+    expect(m.foldedLines?.(Buffer.from("a\nxSKy\nsk\r\nS k\n"), 100)).toEqual({ hits: [1, 2], text: ["xSKy", "sk"] })
+    expect(m.foldedLines?.(Buffer.from("a\n\u017fK\n"), 100)).toBeUndefined()
+    expect(scanBytes(Buffer.from("a\n\u017fK\n"), m, 0, 100)?.hits).toEqual([1])
   })
 
   test("a file with U+212A KELVIN SIGN or U+017F LONG S still passes for a literal with k or s", () => {

@@ -90,9 +90,8 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
       ...(options.sandboxProbed === undefined ? {} : { [SANDBOX_PROBED_ENV]: options.sandboxProbed })
     }
 
-    /** The entry for a child started now; never a bundle of other sources than those on disk. */
-    const currentEntry = (): string => {
-      const now = sourceFingerprint()
+    /** The entry for a child started now (`now`: the sources' fingerprint); never a bundle of other sources than those on disk. */
+    const currentEntry = (now: string = sourceFingerprint()): string => {
       if (now !== fingerprint) {
         fingerprint = now
         if (options.bundle) key = sourceKey()
@@ -139,7 +138,7 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
       }
       if (held !== undefined && alive(held.spawned.child) && held.fingerprint === now) return withNext(held.spawned, next)
       if (held !== undefined) held.spawned.child.kill("SIGKILL")
-      return start(false, currentEntry(), next)
+      return start(false, currentEntry(now), next)
     })
 
     /**
@@ -181,7 +180,7 @@ export const makeJobChildren = (options: JobChildrenOptions): Effect.Effect<JobC
     if (options.firstAfter === undefined) yield* warmUp
     else yield* Effect.forkScoped(Effect.delay(warmUp, options.firstAfter))
     if (options.bundle && options.prestart !== "never") yield* Effect.forkScoped(Effect.repeat(preferBundle, Schedule.spaced(BUNDLE_POLL)))
-    return { take, entry: Effect.sync(currentEntry), waiting: Effect.sync(() => warm?.spawned.child.pid), whileIdle }
+    return { take, entry: Effect.sync(() => currentEntry()), waiting: Effect.sync(() => warm?.spawned.child.pid), whileIdle }
   })
 
 const SERVE_FIRST_CHILD_AFTER = Duration.seconds(1)

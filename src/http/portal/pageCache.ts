@@ -65,5 +65,3 @@ export const makePageCache = (options: PageCacheOptions) => {
     }
   }
 }
-
-export type PageCache = ReturnType<typeof makePageCache>

@@ -45,6 +45,7 @@ export const makeAgentCatalog = Effect.gen(function* () {
   const sql = yield* SqlClient
   const skills = yield* SkillStore
   const bindingStore = yield* Bindings
+  const writes = yield* DbWrites
   const provide = <A, E>(e: Effect.Effect<A, E, SqlClient>) => Effect.provideService(e, SqlClient, sql)
 
   const validation = Effect.map(
@@ -202,7 +203,7 @@ export const makeAgentCatalog = Effect.gen(function* () {
 
   // The catalog generation (migration 047's counter, bumped in the writing transaction by any change to
   // agents, bindings, shared skills or MCP servers), answered from memory until a write (DbWrites).
-  const generations = cachedUntilWrite<"generation", string>(yield* DbWrites, { topic: "catalog", max: 1, ttlMs: Number.POSITIVE_INFINITY })
+  const generations = cachedUntilWrite<"generation", string>(writes, { topic: "catalog", max: 1, ttlMs: Number.POSITIVE_INFINITY })
   // The catalog's shape has no database failure (every portal page and job admission read it): a store failure is a defect.
   const currentGeneration = generations("generation", storeDefects("AgentStore.catalog")(provide(entries.selectGeneration)))
   // The listing of the newest generation seen, loaded once however many requests ask at once (a
@@ -265,7 +266,7 @@ export const makeAgentCatalog = Effect.gen(function* () {
       if (problems.length > 0) return yield* new AgentUnavailable({ name, reason: "invalid", problems })
       return toAgentDefinition(found.pkg, { version: found.version, sharedSkills: contents })
     })
-  const definition = (name: string): Effect.Effect<AgentDefinition, AgentUnavailable> =>
+  const readDefinition = (name: string): Effect.Effect<AgentDefinition, AgentUnavailable> =>
     Effect.gen(function* () {
       const builtin = builtinAgents().get(name)
       const found =
@@ -283,6 +284,16 @@ export const makeAgentCatalog = Effect.gen(function* () {
       // AgentStore's shape has no database failure (its callers span kernel, worker and portal): a store failure is a defect.
       storeDefects("AgentStore.definition")
     )
+  // What a job runs, by agent name (every POST /api/jobs and every job start asks), answered from memory
+  // until a write to the catalog's tables (agents, versions, bindings, shared skills, MCP servers: DbWrites'
+  // "catalog" topic), as the catalog's generation is; an unavailable agent is read again each time.
+  const definitions = cachedUntilWrite<string, Either.Either<AgentDefinition, AgentUnavailable>>(writes, {
+    topic: "catalog",
+    max: 1000,
+    ttlMs: Number.POSITIVE_INFINITY
+  })
+  const definition = (name: string): Effect.Effect<AgentDefinition, AgentUnavailable> =>
+    Effect.flatMap(definitions(name, Effect.either(readDefinition(name)), Either.isRight), (found) => found)
   /** `definition` of one stored version, current or not (a pinned job: evals). */
   const definitionAt = (name: string, version: number): Effect.Effect<AgentDefinition, AgentUnavailable> =>
     Effect.gen(function* () {

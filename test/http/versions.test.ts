@@ -4,8 +4,9 @@
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, setDefaultTimeout, test } from "bun:test"
-import { Cause, Effect, Exit, Option } from "effect"
+import { Cause, Effect, Either, Exit, Option } from "effect"
 import { AgentStore } from "../../src/agents/AgentStore.ts"
+import { DbWrites } from "../../src/db/DbWrites.ts"
 import { createAgent, createAgentFiles, saveAgent, useApi } from "../support/api.ts"
 
 // bun's 5 s default per test is too short for this suite on a loaded 2-core machine.
@@ -178,5 +179,30 @@ describe("one meaning of an agent's version", () => {
     const builtin = await api.run(Effect.flatMap(AgentStore, (store) => store.definition("codebase-inventory")))
     expect(builtin.version).toBe(3)
     expect(builtin.id).toBe("codebase-inventory")
+  })
+
+  test("AgentStore.definition is answered from memory until the catalog is written, and an unavailable agent is read each time", async () => {
+    await createAgent(api, "remembered")
+    const definition = (name: string) => api.run(Effect.flatMap(AgentStore, (store) => Effect.either(store.definition(name))))
+    const statements = () => api.run(Effect.map(DbWrites, (w) => w.statements()))
+    const first = await definition("remembered")
+    const before = await statements()
+    const again = await definition("remembered")
+    expect(await statements()).toBe(before)
+    // The same definition object: nothing was read or built again.
+    expect(Either.getOrThrow(again)).toBe(Either.getOrThrow(first))
+    // A new version is a catalog write: the next job runs it.
+    await saveAgent(api, "remembered", { instructions: "You help, more.\n" })
+    const saved = await definition("remembered")
+    expect(saved._tag === "Right" ? [saved.right.version, saved.right.instructions.includes("more")] : saved.left).toEqual([2, true])
+    // Disabled: refused; the refusal is not kept, so enabling it (a write too) runs it again.
+    expect(
+      (await api.request("PATCH", "/api/admin/agents/remembered", { token: api.manager.token, json: { enabled: false } })).status
+    ).toBe(200)
+    const disabled = await definition("remembered")
+    expect(disabled._tag === "Left" ? disabled.left.reason : disabled).toBe("disabled")
+    const beforeAgain = await statements()
+    await definition("remembered")
+    expect(await statements()).toBeGreaterThan(beforeAgain)
   })
 })

@@ -5,13 +5,14 @@
  * `job.started` followed by exit 0 (pi-ai's `instrumentCache` must be defined inside the bundle).
  */
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test"
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { BUNDLE_INPUTS, LAZY_LEAVES, SPLIT_SDKS, withoutStdoutReads } from "../../src/worker/child/jobChildBuild.ts"
-import { builtBundle, ensureBundle, sourceKey } from "../../src/worker/child/jobChildBundle.ts"
+import { builtBundle, ensureBundle, removeOtherBundles, sourceKey } from "../../src/worker/child/jobChildBundle.ts"
 import { createEnvelope, createJob, createJobDirs, createProvider, runJobChild } from "../support/jobChild.ts"
 import { startAnthropicServer, startOpenAIServer } from "../support/scriptedServers.ts"
+import { until } from "../support/waitFor.ts"
 
 // Two builds at once on a loaded 2-core machine.
 setDefaultTimeout(300_000)
@@ -34,6 +35,32 @@ test("two builders at once: one complete bundle under the sources' key, nothing 
   expect(existsSync(`${a}.jsc`)).toBe(true)
   expect(readdirSync(cacheDir)).toEqual([`job-child-${key}`])
   entry = a
+})
+
+test("a bundle of other sources is removed once built anew, unless a live process runs from it (a job child loads its SDK bundles lazily)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kintsugi-bundle-others-"))
+  try {
+    for (const key of ["in-use", "unused", "current"]) {
+      mkdirSync(join(dir, `job-child-${key}`))
+      writeFileSync(join(dir, `job-child-${key}`, "entry.js"), "await Bun.stdin.text()\n")
+    }
+    const entryInUse = join(dir, "job-child-in-use", "entry.js")
+    const child = Bun.spawn(["bun", entryInUse, "run-job"], { stdin: "pipe", stdout: "ignore", stderr: "ignore" })
+    try {
+      await until(() => readFileSync(`/proc/${child.pid}/cmdline`, "latin1").includes(entryInUse) || undefined, {
+        what: "the child's command line"
+      })
+      removeOtherBundles(dir, "current")
+      expect(readdirSync(dir).sort()).toEqual(["job-child-current", "job-child-in-use"])
+    } finally {
+      child.stdin.end()
+      await child.exited
+    }
+    removeOtherBundles(dir, "current")
+    expect(readdirSync(dir)).toEqual(["job-child-current"])
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 })
 
 test.each(["openai-completions", "anthropic-messages"] as const)(

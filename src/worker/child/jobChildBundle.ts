@@ -146,13 +146,45 @@ export const ensureBundle = async (cacheDir: string, key: string, signal?: Abort
   } finally {
     rmSync(tmp, { recursive: true, force: true })
   }
-  // Bundles of older sources, and what builders that died half-way left behind.
+  removeOtherBundles(cacheDir, key)
+  return bundleEntry(cacheDir, key)
+}
+
+/**
+ * Whether a live process runs from `dir`: its command line names a file inside it (a job child of that
+ * bundle, `bun <dir>/entry.js run-job`, which loads the SDK bundles beside its entry lazily, when a
+ * job first needs one). Without /proc (not Linux) nothing is seen to be.
+ */
+const runningFrom = (dir: string): boolean => {
+  let pids: Array<string>
+  try {
+    pids = readdirSync("/proc")
+  } catch {
+    return false
+  }
+  const inside = `${dir}/`
+  for (const pid of pids) {
+    if (pid.charCodeAt(0) < 48 || pid.charCodeAt(0) > 57) continue
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, "latin1").includes(inside)) return true
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return false
+}
+
+/**
+ * Removes the bundles of other sources under `cacheDir` and what builders that died half-way left
+ * behind; a bundle a live process still runs from stays (until a later build finds it unused).
+ */
+export const removeOtherBundles = (cacheDir: string, key: string): void => {
   for (const name of readdirSync(cacheDir)) {
     if (!name.startsWith(PREFIX) || name === `${PREFIX}${key}` || name.endsWith(".building")) continue
     const builder = /\.tmp-(\d+)-/.exec(name)?.[1]
-    if (builder === undefined || !pidAlive(Number(builder))) rmSync(join(cacheDir, name), { recursive: true, force: true })
+    const path = join(cacheDir, name)
+    if (builder !== undefined ? !pidAlive(Number(builder)) : !runningFrom(path)) rmSync(path, { recursive: true, force: true })
   }
-  return bundleEntry(cacheDir, key)
 }
 
 /** The pid in a lock file, or 0 when there is none (no file, or not a number). */

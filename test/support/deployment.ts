@@ -27,6 +27,33 @@ import { until } from "./waitFor.ts"
 
 export type Cleanups = Array<() => Promise<void> | void>
 
+/**
+ * What a deployment's jobs need, written through the services: the user `ops`, the custom provider
+ * `gw` (its model `m` at `baseUrl`) and `agent` (with `tools`) bound to it.
+ */
+export const seedBoundAgent = (options: {
+  readonly baseUrl: string
+  readonly apiKey: string
+  readonly agent: string
+  readonly tools: ReadonlyArray<string>
+}) =>
+  Effect.gen(function* () {
+    yield* (yield* Access).addUser("ops", "a long test password", ["agents.manage", "providers.manage"])
+    yield* (yield* ProviderStore).create(
+      {
+        kind: "custom",
+        id: "gw",
+        api: "openai-completions",
+        baseUrl: options.baseUrl,
+        apiKey: options.apiKey,
+        models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }]
+      },
+      "test"
+    )
+    yield* (yield* AgentStore).create(createAgentFiles(options.agent, { tools: [...options.tools] }), "test")
+    yield* (yield* Bindings).set(options.agent, "", { providerId: "gw", modelId: "m" }, "test")
+  })
+
 /** A list of clean-ups the test file's afterAll runs last-first; one that throws does not stop the rest. */
 export const useCleanups = (timeoutMs: number): Cleanups => {
   const cleanups: Cleanups = []
@@ -86,25 +113,8 @@ export const createDeployment = async (options: {
   cleanups.push(() => rt.dispose())
   const model = await startOpenAIServer(options.steps)
   cleanups.push(() => model.stop())
-  await rt.runPromise(Effect.flatMap(Access, (a) => a.addUser("ops", "a long test password", ["agents.manage", "providers.manage"])))
+  await rt.runPromise(seedBoundAgent({ baseUrl: model.baseUrl, apiKey: options.apiKey, agent: options.agent, tools: options.tools }))
   const token = await rt.runPromise(Effect.flatMap(Access, (a) => a.issueToken("ops", "test")))
-  await rt.runPromise(
-    Effect.flatMap(ProviderStore, (p) =>
-      p.create(
-        {
-          kind: "custom",
-          id: "gw",
-          api: "openai-completions",
-          baseUrl: model.baseUrl,
-          apiKey: options.apiKey,
-          models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }]
-        },
-        "test"
-      )
-    )
-  )
-  await rt.runPromise(Effect.flatMap(AgentStore, (a) => a.create(createAgentFiles(options.agent, { tools: [...options.tools] }), "test")))
-  await rt.runPromise(Effect.flatMap(Bindings, (b) => b.set(options.agent, "", { providerId: "gw", modelId: "m" }, "test")))
   const base = mkdtempSync(join(tmpdir(), `${options.prefix.replaceAll("_", "-")}-`))
   cleanups.push(() => rmSync(base, { recursive: true, force: true }))
   const root = join(base, "ws")

@@ -13,20 +13,14 @@ import net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
-import { Access } from "../../src/access/Access.ts"
-import { AgentStore } from "../../src/agents/AgentStore.ts"
 import { makeDbLayer } from "../../src/db/Db.ts"
-import { Bindings } from "../../src/providers/Bindings.ts"
-import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
-import { createAgentFiles } from "../support/api.ts"
 import { adminStatement, withDatabase } from "../support/db.ts"
-import { MODEL_PRICES } from "../support/jobChild.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 import { startOpenAIServer, type Step } from "../support/scriptedServers.ts"
 import { makeTestAppRuntime, type TestRuntime } from "../support/testApp.ts"
 import { until } from "../support/waitFor.ts"
-import { useCleanups } from "../support/deployment.ts"
+import { seedBoundAgent, useCleanups } from "../support/deployment.ts"
 
 const SERVER = process.env["DATABASE_URL"] ?? ""
 const JOBS = 20
@@ -84,24 +78,7 @@ const runTwentyJobs = async (url: string, fault: (rt: TestRuntime, stored: () =>
   const rt = await makeTestAppRuntime({ db: makeDbLayer({ url, migrate: true }), worker: { log: (l) => logs.push(l) } })
   cleanups.push(() => rt.dispose())
   for (const k of ["KINTSUGI_WORKERS", "KINTSUGI_JOB_LEASE", "KINTSUGI_JOB_HEARTBEAT"]) delete process.env[k]
-  await rt.runPromise(
-    Effect.gen(function* () {
-      yield* (yield* Access).addUser("ops", "a long test password", ["agents.manage", "providers.manage"])
-      yield* (yield* ProviderStore).create(
-        {
-          kind: "custom",
-          id: "gw",
-          api: "openai-completions",
-          baseUrl: model.baseUrl,
-          apiKey: "sk-db-faults",
-          models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }]
-        },
-        "test"
-      )
-      yield* (yield* AgentStore).create(createAgentFiles(AGENT, { tools: ["read"] }), "test")
-      yield* (yield* Bindings).set(AGENT, "", { providerId: "gw", modelId: "m" }, "test")
-    })
-  )
+  await rt.runPromise(seedBoundAgent({ baseUrl: model.baseUrl, apiKey: "sk-db-faults", agent: AGENT, tools: ["read"] }))
   const root = createRootDir("db-faults-")
   mkdirSync(join(root, "src"))
   mkdirSync(join(root, "out"))

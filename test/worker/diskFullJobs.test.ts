@@ -10,18 +10,12 @@ import { Cause, Effect, Exit } from "effect"
 import { randomBytes } from "node:crypto"
 import { cpSync, mkdirSync, rmSync, statfsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Access } from "../../src/access/Access.ts"
-import { AgentStore } from "../../src/agents/AgentStore.ts"
 import { makeDbLayer } from "../../src/db/Db.ts"
 import { isDiskFull } from "../../src/db/StoreError.ts"
 import { listen } from "../../src/http/serve.ts"
-import { Bindings } from "../../src/providers/Bindings.ts"
-import { ProviderStore } from "../../src/providers/ProviderStore.ts"
 import { JobStore, WORKER_LOST } from "../../src/worker/JobStore.ts"
-import { createAgentFiles } from "../support/api.ts"
 import { templateDataDir } from "../support/db.ts"
-import { useCleanups } from "../support/deployment.ts"
-import { MODEL_PRICES } from "../support/jobChild.ts"
+import { seedBoundAgent, useCleanups } from "../support/deployment.ts"
 import { createRootDir } from "../support/jobRoots.ts"
 import { startOpenAIServer, type Step } from "../support/scriptedServers.ts"
 import { makeTestApp, type TestApp } from "../support/testApp.ts"
@@ -98,24 +92,7 @@ const setup = async (leaseSec: number) => {
   const query = <A extends object>(text: string, values: Array<unknown> = []) =>
     app.runtime.runPromise(Effect.flatMap(SqlClient, (sql) => sql.unsafe<A>(text, values)))
 
-  await app.runtime.runPromise(
-    Effect.gen(function* () {
-      yield* (yield* Access).addUser("ops", "a long test password", ["agents.manage", "providers.manage"])
-      yield* (yield* ProviderStore).create(
-        {
-          kind: "custom",
-          id: "gw",
-          api: "openai-completions",
-          baseUrl: model.baseUrl,
-          apiKey: "sk-disk-full",
-          models: [{ id: "m", contextWindow: 128_000, maxTokens: 8192, cost: MODEL_PRICES }]
-        },
-        "test"
-      )
-      yield* (yield* AgentStore).create(createAgentFiles(AGENT, { tools: ["read"] }), "test")
-      yield* (yield* Bindings).set(AGENT, "", { providerId: "gw", modelId: "m" }, "test")
-    })
-  )
+  await app.runtime.runPromise(seedBoundAgent({ baseUrl: model.baseUrl, apiKey: "sk-disk-full", agent: AGENT, tools: ["read"] }))
   await query("CREATE TABLE runtime.disk_full_ballast (b text NOT NULL)")
   // The workspace is off the tmpfs: only the database's disk fills.
   const root = createRootDir("disk-full-")

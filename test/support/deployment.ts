@@ -21,7 +21,7 @@ import { makeSecretBox, SecretBox } from "../../src/providers/SecretBox.ts"
 import { createAgentFiles } from "./api.ts"
 import { adminStatement } from "./db.ts"
 import { MODEL_PRICES } from "./jobChild.ts"
-import { descendants } from "./processes.ts"
+import { descendants, isAlive } from "./processes.ts"
 import { startOpenAIServer, type ScriptedServer, type Step } from "./scriptedServers.ts"
 import { until } from "./waitFor.ts"
 
@@ -122,6 +122,53 @@ export const createDeployment = async (options: {
   mkdirSync(join(root, "out"))
   writeFileSync(join(root, "src", "app.ts"), "export const main = () => 42\n")
   return { url, secretText, rt, model, token, base, root }
+}
+
+const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts")
+
+/**
+ * `kintsugi serve` processes of deployment `d`. `start(name, …)` spawns one (`args` after `serve`) on
+ * 127.0.0.1, port 0, with the deployment's database, job root and secret key, its own data dir
+ * `data-<name>` under `d.base`, and `env` over those; it resolves once the process serves, with its port
+ * (0 when it did not: `out` is what it printed) and its stderr so far (echoed unless `quiet`). `all` holds
+ * every pid killed at clean-up; a test adds the job children of a server it kills.
+ */
+export const serveProcesses = (d: Pick<Deployment, "url" | "secretText" | "base" | "root">, cleanups: Cleanups) => {
+  const all = new Set<number>()
+  cleanups.push(() => {
+    for (const pid of all) if (isAlive(pid)) process.kill(pid, "SIGKILL")
+  })
+  const start = async (
+    name: string,
+    options: { readonly args?: ReadonlyArray<string>; readonly env: Readonly<Record<string, string>>; readonly quiet?: boolean }
+  ) => {
+    const proc = Bun.spawn(["bun", CLI, "serve", ...(options.args ?? [])], {
+      env: {
+        ...process.env,
+        DATABASE_URL: d.url,
+        PORT: "0",
+        HOST: "127.0.0.1",
+        KINTSUGI_DATA_DIR: join(d.base, `data-${name}`),
+        KINTSUGI_JOB_ROOTS: d.root,
+        KINTSUGI_SECRET_KEY: d.secretText,
+        ...options.env
+      },
+      stdout: "pipe",
+      stderr: "pipe"
+    })
+    all.add(proc.pid)
+    let err = ""
+    void (async () => {
+      const decoder = new TextDecoder()
+      for await (const chunk of proc.stderr) {
+        err += decoder.decode(chunk, { stream: true })
+        if (options.quiet !== true) process.stderr.write(chunk)
+      }
+    })()
+    const { port, out } = await servingPort(proc.stdout)
+    return { proc, port, out, stderr: () => err }
+  }
+  return { all, start }
 }
 
 /** Reads a serve process's stdout up to its "serving on" line: the port (0 when it ended first) and what it printed. */

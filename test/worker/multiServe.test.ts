@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { WORKER_LOST } from "../../src/worker/JobStore.ts"
-import { createDeployment, killWhileRunning, servingPort, settledJobs, useCleanups } from "../support/deployment.ts"
+import { createDeployment, killWhileRunning, serveProcesses, settledJobs, useCleanups } from "../support/deployment.ts"
 import { isAlive } from "../support/processes.ts"
 import type { Step } from "../support/scriptedServers.ts"
 import { until } from "../support/waitFor.ts"
@@ -16,7 +16,6 @@ const SERVER = process.env["DATABASE_URL"] ?? ""
 const JOBS = 60
 const AGENT = "multi-serve-probe"
 const TOTAL_MS = 240_000
-const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts")
 
 const cleanups = useCleanups(60_000)
 
@@ -34,7 +33,7 @@ describe("three serve processes on one PostgreSQL", () => {
         chunkSize: 4,
         delayMs: 100
       }))
-      const { url, secretText, rt, model, token, base, root } = await createDeployment({
+      const deployment = await createDeployment({
         server: SERVER,
         prefix: "kintsugi_multi",
         agent: AGENT,
@@ -44,35 +43,21 @@ describe("three serve processes on one PostgreSQL", () => {
         cleanups
       })
 
-      // Three serve processes: 2 workers each, a 3 s lease renewed every second.
+      const { rt, model, token, root } = deployment
+
+      // Three serve processes: 2 workers each, a 10 s lease renewed every 2 s.
+      const { all, start } = serveProcesses(deployment, cleanups)
       const servers: Array<{ pid: number; port: number; proc: ReturnType<typeof Bun.spawn> }> = []
-      const all: Set<number> = new Set()
-      cleanups.push(() => {
-        for (const pid of all) if (isAlive(pid)) process.kill(pid, "SIGKILL")
-      })
       for (let i = 0; i < 3; i++) {
-        const dataDir = join(base, `data-${i}`)
-        const proc = Bun.spawn(["bun", CLI, "serve"], {
+        const { proc, port } = await start(String(i), {
           env: {
-            ...process.env,
-            DATABASE_URL: url,
-            PORT: "0",
-            HOST: "127.0.0.1",
-            KINTSUGI_DATA_DIR: dataDir,
-            KINTSUGI_JOB_ROOTS: root,
-            KINTSUGI_SECRET_KEY: secretText,
             KINTSUGI_WORKERS: "2",
             // Long enough that a living server starved of CPU (three servers, their job children and the
             // rest of a parallel suite on two cores) still renews in time; the killed one's jobs wait it out.
             KINTSUGI_JOB_LEASE: "10",
             KINTSUGI_JOB_HEARTBEAT: "2"
-          },
-          stdout: "pipe",
-          stderr: "inherit"
+          }
         })
-        all.add(proc.pid)
-        cleanups.push(() => void proc.kill("SIGKILL"))
-        const { port } = await servingPort(proc.stdout)
         expect(port).toBeGreaterThan(0)
         servers.push({ pid: proc.pid, port, proc })
       }

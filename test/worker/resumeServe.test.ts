@@ -15,15 +15,14 @@ import type { JobEvent } from "../../src/contract/JobEvent.ts"
 import { JobStore } from "../../src/worker/JobStore.ts"
 import { Projects } from "../../src/worker/Projects.ts"
 import { TranscriptStore } from "../../src/worker/transcripts/TranscriptStore.ts"
-import { createDeployment, servingPort, useCleanups } from "../support/deployment.ts"
-import { descendants, isAlive } from "../support/processes.ts"
+import { createDeployment, serveProcesses, useCleanups } from "../support/deployment.ts"
+import { descendants } from "../support/processes.ts"
 import type { RecordedRequest, Step } from "../support/scriptedServers.ts"
 import { until } from "../support/waitFor.ts"
 
 const SERVER = process.env["DATABASE_URL"] ?? ""
 const AGENT = "resume-probe"
 const TOTAL_MS = 240_000
-const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts")
 const USAGE = { input: 1000, output: 100 }
 
 const cleanups = useCleanups(60_000)
@@ -56,7 +55,7 @@ describe("resume after a lost worker", () => {
         read(5),
         { kind: "turn", text: "All five parts read.", usage: USAGE }
       ]
-      const { url, secretText, rt, model, token, base, root } = await createDeployment({
+      const deployment = await createDeployment({
         server: SERVER,
         prefix: "kintsugi_resume",
         agent: AGENT,
@@ -65,35 +64,15 @@ describe("resume after a lost worker", () => {
         tools: ["read"],
         cleanups
       })
+      const { rt, model, token, root } = deployment
       for (let n = 1; n <= 5; n++) writeFileSync(join(root, "src", `part${n}.ts`), `export const part${n} = ${n}\n`)
       await rt.runPromise(Effect.flatMap(Projects, (p) => p.create({ id: "resume", name: "resume", transcripts: "full" })))
 
-      const all = new Set<number>()
-      cleanups.push(() => {
-        for (const pid of all) if (isAlive(pid)) process.kill(pid, "SIGKILL")
-      })
+      const { all, start } = serveProcesses(deployment, cleanups)
       const serve = async (name: string) => {
-        const proc = Bun.spawn(["bun", CLI, "serve"], {
-          env: {
-            ...process.env,
-            DATABASE_URL: url,
-            PORT: "0",
-            HOST: "127.0.0.1",
-            KINTSUGI_DATA_DIR: join(base, `data-${name}`),
-            KINTSUGI_JOB_ROOTS: root,
-            KINTSUGI_SECRET_KEY: secretText,
-            KINTSUGI_WORKERS: "1",
-            KINTSUGI_JOB_LEASE: "6",
-            KINTSUGI_JOB_HEARTBEAT: "1"
-          },
-          stdout: "pipe",
-          stderr: "inherit"
-        })
-        all.add(proc.pid)
-        cleanups.push(() => void proc.kill("SIGKILL"))
-        const { port } = await servingPort(proc.stdout)
-        expect(port).toBeGreaterThan(0)
-        return { proc, port }
+        const served = await start(name, { env: { KINTSUGI_WORKERS: "1", KINTSUGI_JOB_LEASE: "6", KINTSUGI_JOB_HEARTBEAT: "1" } })
+        expect(served.port).toBeGreaterThan(0)
+        return served
       }
 
       const a = await serve("a")

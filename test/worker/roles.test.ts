@@ -9,7 +9,7 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { WORKER_LOST } from "../../src/worker/JobStore.ts"
-import { createDeployment, killWhileRunning, servingPort, settledJobs, useCleanups } from "../support/deployment.ts"
+import { createDeployment, killWhileRunning, serveProcesses, settledJobs, useCleanups } from "../support/deployment.ts"
 import { descendants, isAlive } from "../support/processes.ts"
 import type { Step } from "../support/scriptedServers.ts"
 import { until } from "../support/waitFor.ts"
@@ -64,7 +64,7 @@ describe("serve --role", () => {
         chunkSize: 4,
         delayMs: 100
       }))
-      const { url, secretText, rt, model, token, base, root } = await createDeployment({
+      const deployment = await createDeployment({
         server: SERVER,
         prefix: "kintsugi_roles",
         agent: AGENT,
@@ -74,37 +74,22 @@ describe("serve --role", () => {
         cleanups
       })
 
-      const all: Set<number> = new Set()
-      cleanups.push(() => {
-        for (const pid of all) if (isAlive(pid)) process.kill(pid, "SIGKILL")
-      })
+      const { rt, model, token, root } = deployment
+      const processes = serveProcesses(deployment, cleanups)
+      const { all } = processes
       const start = async (role: "api" | "worker", i: number) => {
-        const proc = Bun.spawn(["bun", CLI, "serve", "--role", role], {
+        const { proc, port, out, stderr } = await processes.start(`${role}-${i}`, {
+          args: ["--role", role],
           env: {
-            ...process.env,
-            DATABASE_URL: url,
-            PORT: "0",
-            HOST: "127.0.0.1",
-            KINTSUGI_DATA_DIR: join(base, `data-${role}-${i}`),
-            KINTSUGI_JOB_ROOTS: root,
-            KINTSUGI_SECRET_KEY: secretText,
             KINTSUGI_WORKERS: "2",
             // Long enough that a living worker starved of CPU still renews in time; the killed one's jobs wait it out.
             KINTSUGI_JOB_LEASE: "10",
             KINTSUGI_JOB_HEARTBEAT: "2"
           },
-          stdout: "pipe",
-          stderr: "pipe"
+          quiet: true
         })
-        all.add(proc.pid)
-        cleanups.push(() => void proc.kill("SIGKILL"))
-        let err = ""
-        void (async () => {
-          for await (const chunk of proc.stderr) err += new TextDecoder().decode(chunk)
-        })()
-        const { port, out } = await servingPort(proc.stdout)
-        expect(port > 0 ? port : `${out}${err}`).toBe(port)
-        return { pid: proc.pid, port, proc, out, stderr: () => err }
+        expect(port > 0 ? port : `${out}${stderr()}`).toBe(port)
+        return { pid: proc.pid, port, proc, out, stderr }
       }
       const api = await start("api", 0)
       const workers = [await start("worker", 0), await start("worker", 1)]

@@ -230,16 +230,22 @@ const expectReportedOnce = (ids: ReadonlyArray<string>, logs: ReadonlyArray<stri
 const expectFailuresNamed = (jobs: ReadonlyArray<JobRecord>) =>
   expect(jobs.filter((j) => j.status === "failed" && !/disk full|database/.test(j.message ?? "") && j.message !== WORKER_LOST)).toEqual([])
 
+/** `setup(leaseSec)`, its disk filled (the fill's failure says "disk full"), then the jobs' second turns streaming; `logged`: the log lines before. */
+const streamingOnFullDisk = async (leaseSec: number) => {
+  const t = await setup(leaseSec)
+  expect(isDiskFull(await t.fill())).toBe(true)
+  const logged = t.logs.length
+  t.startStreaming()
+  return { t, logged }
+}
+
 const skipped = unavailable === undefined ? "" : ` (skipped: ${unavailable})`
 
 test.skipIf(unavailable !== undefined)(
   `${JOBS} jobs running when the disk under the embedded database fills: "disk full" logged, /healthz answers, every job completes once space returns${skipped}`,
   async () => {
-    const t = await setup(60)
-    expect(isDiskFull(await t.fill())).toBe(true)
     // The jobs stream their second turns now: their event writes meet the full disk and say so in the log.
-    const logged = t.logs.length
-    t.startStreaming()
+    const { t, logged } = await streamingOnFullDisk(60)
     await until(
       async () => {
         await t.healthz()
@@ -263,10 +269,7 @@ test.skipIf(unavailable !== undefined)(
 describe.skipIf(unavailable !== undefined)(`${JOBS} jobs while the disk stays full past their 5 s lease${skipped}`, () => {
   let run: { readonly t: Setup; readonly logged: number } & Awaited<ReturnType<typeof settledJobs>>
   beforeAll(async () => {
-    const t = await setup(5)
-    expect(isDiskFull(await t.fill())).toBe(true)
-    const logged = t.logs.length
-    t.startStreaming()
+    const { t, logged } = await streamingOnFullDisk(5)
     // The jobs' writes are refused until their lease is over: each is settled, or its lease runs out.
     await until(
       async () => {
